@@ -1,0 +1,18 @@
+//! kura-common: the vocabulary every kura crate shares — SQL data types, scalar
+//! values, column vectors and batches (the unit of vectorized execution), date and
+//! decimal arithmetic helpers, size parsing, and the error type of this layer.
+//! It depends on nothing else in kura.
+
+pub mod date;
+pub mod decimal;
+pub mod error;
+pub mod settings;
+pub mod size;
+pub mod types;
+pub mod value;
+pub mod vector;
+
+pub use error::{CommonError, CommonResult};
+pub use types::DataType;
+pub use value::Value;
+pub use vector::{Batch, ColumnData, StrVec, Vector, BATCH_SIZE};

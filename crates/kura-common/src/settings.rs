@@ -1,0 +1,140 @@
+//! Session settings (`SET name = value`, `SHOW name`): a small typed registry
+//! every layer reads from, so the planner, the executor and the buffer manager see
+//! one source of truth.
+
+use std::collections::BTreeMap;
+
+/// One known setting: its name, default, and the values it accepts.
+pub struct SettingSpec {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub description: &'static str,
+    /// Accepted values (lower case); empty means free-form (checked by `validate`).
+    pub choices: &'static [&'static str],
+    pub validate: Option<fn(&str) -> Result<(), String>>,
+}
+
+fn validate_size(v: &str) -> Result<(), String> {
+    crate::size::parse_size(v).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Every setting kura knows. Layers add theirs here so `SHOW ALL` lists them.
+pub const SETTINGS: &[SettingSpec] = &[
+    SettingSpec {
+        name: "execution_mode",
+        default: "ooo",
+        description: "serial | static | ooo (out-of-order, paper 003)",
+        choices: &["serial", "static", "ooo"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "join_algorithm",
+        default: "hash",
+        description: "which registered join operator equi-joins use",
+        choices: &["hash", "nested_loop"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "memory_limit",
+        default: "4GB",
+        description: "bound on hash tables and sorts of one query",
+        choices: &[],
+        validate: Some(validate_size),
+    },
+    SettingSpec {
+        name: "enable_index",
+        default: "on",
+        description: "let the optimizer choose index scans and index nested-loop joins",
+        choices: &["on", "off"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "prefetch",
+        default: "on",
+        description: "sequential read-ahead for scans",
+        choices: &["on", "off"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "buffer_policy",
+        default: "clock",
+        description: "buffer replacement policy (kura-cache)",
+        choices: &[],
+        validate: None,
+    },
+];
+
+/// Current values of a session's settings.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    values: BTreeMap<String, String>,
+}
+
+impl Settings {
+    pub fn spec(name: &str) -> Option<&'static SettingSpec> {
+        SETTINGS.iter().find(|s| s.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Sets a known setting after validating the value; the error says what is accepted.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let spec = Self::spec(name).ok_or_else(|| format!("unrecognized configuration parameter \"{name}\""))?;
+        let v = value.trim().to_ascii_lowercase();
+        let v = match v.as_str() {
+            "true" | "1" | "yes" if spec.choices == ["on", "off"] => "on".to_string(),
+            "false" | "0" | "no" if spec.choices == ["on", "off"] => "off".to_string(),
+            _ => v,
+        };
+        if !spec.choices.is_empty() && !spec.choices.contains(&v.as_str()) {
+            return Err(format!(
+                "invalid value for parameter \"{}\": \"{value}\" (expected one of: {})",
+                spec.name,
+                spec.choices.join(", ")
+            ));
+        }
+        if let Some(check) = spec.validate {
+            check(&v).map_err(|e| format!("invalid value for parameter \"{}\": {e}", spec.name))?;
+        }
+        self.values.insert(spec.name.to_string(), v);
+        Ok(())
+    }
+
+    /// Current value (the default when never set); `None` for an unknown name.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let spec = Self::spec(name)?;
+        Some(self.values.get(spec.name).cloned().unwrap_or_else(|| spec.default.to_string()))
+    }
+
+    /// Current value of a known setting (panics on a name not in [`SETTINGS`]: a bug).
+    pub fn value(&self, name: &str) -> String {
+        self.get(name).unwrap_or_else(|| panic!("setting {name} is not registered"))
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        self.value(name) == "on"
+    }
+
+    /// `memory_limit` in bytes.
+    pub fn memory_limit(&self) -> u64 {
+        crate::size::parse_size(&self.value("memory_limit")).unwrap_or(u64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_and_get() {
+        let mut s = Settings::default();
+        assert_eq!(s.value("execution_mode"), "ooo");
+        s.set("EXECUTION_MODE", "Serial").unwrap();
+        assert_eq!(s.value("execution_mode"), "serial");
+        assert!(s.set("execution_mode", "fast").unwrap_err().contains("expected one of"));
+        assert!(s.set("nope", "1").is_err());
+        s.set("enable_index", "false").unwrap();
+        assert!(!s.flag("enable_index"));
+        assert!(s.set("memory_limit", "lots").is_err());
+        s.set("memory_limit", "1MB").unwrap();
+        assert_eq!(s.memory_limit(), 1 << 20);
+    }
+}

@@ -1,0 +1,63 @@
+//! Human byte sizes: `256MB`, `4GiB`, `16KiB`, `16384` (binary units either way,
+//! as memory and buffer sizes are always meant in powers of two).
+
+use crate::{CommonError, CommonResult};
+
+/// Parses a byte size such as `256MB`, `1.5GiB`, `64k` or `16384`.
+pub fn parse_size(text: &str) -> CommonResult<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| CommonError::InvalidSize(text.to_string()))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(CommonError::InvalidSize(text.to_string())),
+    };
+    if !n.is_finite() || n < 0.0 {
+        return Err(CommonError::InvalidSize(text.to_string()));
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+/// Formats a byte count for people: `1.5 GiB`, `256 MiB`, `512 B`.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{bytes} B")
+    } else if v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[i])
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("256MB").unwrap(), 256 << 20);
+        assert_eq!(parse_size("4GiB").unwrap(), 4 << 30);
+        assert_eq!(parse_size("16384").unwrap(), 16384);
+        assert_eq!(parse_size("1.5g").unwrap(), 3 << 29);
+        assert!(parse_size("12XB").is_err());
+        assert!(parse_size("").is_err());
+        assert_eq!(format_size(256 << 20), "256 MiB");
+        assert_eq!(format_size(100), "100 B");
+    }
+}

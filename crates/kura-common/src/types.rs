@@ -1,0 +1,101 @@
+//! SQL data types and the physical form each is held in (DESIGN.md "Data").
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::decimal::MAX_I64_PRECISION;
+
+/// A column's SQL type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DataType {
+    Boolean,
+    /// 32-bit signed integer.
+    Integer,
+    /// 64-bit signed integer.
+    BigInt,
+    /// IEEE 754 double.
+    Double,
+    /// Exact decimal, held as an integer scaled by 10^scale: i64 up to precision 18,
+    /// i128 above (aggregate results).
+    Decimal { precision: u8, scale: u8 },
+    /// Days since 1970-01-01.
+    Date,
+    /// Variable-length text with an optional maximum length in characters.
+    Varchar(Option<u32>),
+    /// Fixed-length text, blank-padded semantics (trailing blanks are insignificant).
+    Char(u32),
+}
+
+/// The in-memory representation of a type's values in a [`crate::Vector`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PhysicalType {
+    Bool,
+    I32,
+    I64,
+    I128,
+    F64,
+    Str,
+}
+
+impl DataType {
+    pub fn physical(&self) -> PhysicalType {
+        match self {
+            DataType::Boolean => PhysicalType::Bool,
+            DataType::Integer | DataType::Date => PhysicalType::I32,
+            DataType::BigInt => PhysicalType::I64,
+            DataType::Double => PhysicalType::F64,
+            DataType::Decimal { precision, .. } if *precision <= MAX_I64_PRECISION => {
+                PhysicalType::I64
+            }
+            DataType::Decimal { .. } => PhysicalType::I128,
+            DataType::Varchar(_) | DataType::Char(_) => PhysicalType::Str,
+        }
+    }
+
+    /// Width in bytes of one value in storage, `None` for variable-length text.
+    pub fn fixed_width(&self) -> Option<usize> {
+        match self.physical() {
+            PhysicalType::Bool => Some(1),
+            PhysicalType::I32 => Some(4),
+            PhysicalType::I64 | PhysicalType::F64 => Some(8),
+            PhysicalType::I128 => Some(16),
+            PhysicalType::Str => None,
+        }
+    }
+
+    pub fn is_numeric(&self) -> bool {
+        matches!(
+            self,
+            DataType::Integer | DataType::BigInt | DataType::Double | DataType::Decimal { .. }
+        )
+    }
+
+    pub fn is_text(&self) -> bool {
+        matches!(self, DataType::Varchar(_) | DataType::Char(_))
+    }
+
+    /// Maximum length in characters for text types with one.
+    pub fn max_len(&self) -> Option<u32> {
+        match self {
+            DataType::Varchar(n) => *n,
+            DataType::Char(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataType::Boolean => write!(f, "BOOLEAN"),
+            DataType::Integer => write!(f, "INTEGER"),
+            DataType::BigInt => write!(f, "BIGINT"),
+            DataType::Double => write!(f, "DOUBLE"),
+            DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
+            DataType::Date => write!(f, "DATE"),
+            DataType::Varchar(None) => write!(f, "VARCHAR"),
+            DataType::Varchar(Some(n)) => write!(f, "VARCHAR({n})"),
+            DataType::Char(n) => write!(f, "CHAR({n})"),
+        }
+    }
+}

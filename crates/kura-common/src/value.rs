@@ -1,0 +1,113 @@
+//! A single SQL value (constants, result rows, min/max statistics).
+
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::fmt;
+
+use crate::date::format_date;
+use crate::decimal::{format_decimal, rescale};
+
+/// One value of any type, or NULL. Decimals carry their scale.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Value {
+    Null,
+    Boolean(bool),
+    Integer(i32),
+    BigInt(i64),
+    Double(f64),
+    /// Scaled integer and its scale.
+    Decimal(i128, u8),
+    /// Days since 1970-01-01.
+    Date(i32),
+    Text(String),
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value as f64 if numeric (for tolerant comparisons and statistics).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Integer(v) => Some(*v as f64),
+            Value::BigInt(v) => Some(*v as f64),
+            Value::Double(v) => Some(*v),
+            Value::Decimal(v, s) => Some(*v as f64 / 10f64.powi(*s as i32)),
+            Value::Date(d) => Some(*d as f64),
+            _ => None,
+        }
+    }
+
+    /// SQL ordering between two non-NULL values of comparable types; NULL sorts
+    /// last here (callers handle NULLS FIRST/LAST). Text compares bytewise with
+    /// trailing blanks ignored (CHAR semantics).
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Null, _) => Ordering::Greater,
+            (_, Null) => Ordering::Less,
+            (Boolean(a), Boolean(b)) => a.cmp(b),
+            (Integer(a), Integer(b)) => a.cmp(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (Text(a), Text(b)) => a.trim_end_matches(' ').cmp(b.trim_end_matches(' ')),
+            (Decimal(a, sa), Decimal(b, sb)) => {
+                let s = (*sa).max(*sb);
+                match (rescale(*a, *sa, s), rescale(*b, *sb, s)) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    _ => self.as_f64().unwrap().total_cmp(&other.as_f64().unwrap()),
+                }
+            }
+            (Integer(_) | BigInt(_), Integer(_) | BigInt(_)) => {
+                self.as_i64().unwrap().cmp(&other.as_i64().unwrap())
+            }
+            (Integer(_) | BigInt(_), Decimal(..)) | (Decimal(..), Integer(_) | BigInt(_)) => {
+                let a = self.to_decimal_scaled();
+                let b = other.to_decimal_scaled();
+                Value::Decimal(a.0, a.1).total_cmp(&Value::Decimal(b.0, b.1))
+            }
+            _ => match (self.as_f64(), other.as_f64()) {
+                (Some(a), Some(b)) => a.total_cmp(&b),
+                _ => self.to_string().cmp(&other.to_string()),
+            },
+        }
+    }
+
+    fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Integer(v) => Some(*v as i64),
+            Value::BigInt(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    fn to_decimal_scaled(&self) -> (i128, u8) {
+        match self {
+            Value::Decimal(v, s) => (*v, *s),
+            other => (other.as_i64().unwrap_or(0) as i128, 0),
+        }
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        self.total_cmp(other) == Ordering::Equal
+    }
+}
+
+impl fmt::Display for Value {
+    /// Text form as PostgreSQL prints it (NULL prints as the empty string).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => Ok(()),
+            Value::Boolean(b) => write!(f, "{}", if *b { "t" } else { "f" }),
+            Value::Integer(v) => write!(f, "{v}"),
+            Value::BigInt(v) => write!(f, "{v}"),
+            Value::Double(v) => write!(f, "{v}"),
+            Value::Decimal(v, s) => write!(f, "{}", format_decimal(*v, *s)),
+            Value::Date(d) => write!(f, "{}", format_date(*d)),
+            Value::Text(s) => write!(f, "{s}"),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Comparison of query results with reference answers (TPC-H answer files).

@@ -1,0 +1,1 @@
+//! Running the TPC-H queries and (A)–(D) with timings.
