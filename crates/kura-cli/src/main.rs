@@ -1,1 +1,166 @@
-fn main() {}
+//! `kura`: the command-line front end — interactive shell, one-shot SQL, loading,
+//! TPC-H generation/loading, and benchmarks — all through the `kura` façade.
+
+mod bench_load;
+mod format;
+mod progress;
+mod shell;
+mod tpch_cmd;
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use kura::{Database, OpenOptions, Session};
+use kura_common::size::parse_size;
+
+use format::Format;
+
+#[derive(Parser)]
+#[command(name = "kura", version, about = "kura — an analytic SQL database that knows its memory hierarchy")]
+struct Cli {
+    /// Database file.
+    #[arg(long, global = true, default_value = "kura.db")]
+    db: PathBuf,
+    /// Buffer pool size, e.g. 256MB or 4GiB (default: a quarter of RAM).
+    #[arg(long, global = true, value_parser = parse_size_arg)]
+    buffer: Option<u64>,
+    /// Read through the OS page cache instead of O_DIRECT.
+    #[arg(long, global = true)]
+    buffered_io: bool,
+    /// Buffer replacement policy (lru, clock, arc, 2q, ...).
+    #[arg(long, global = true)]
+    buffer_policy: Option<String>,
+    /// Output format for query results.
+    #[arg(long, global = true, value_enum, default_value = "table")]
+    format: Format,
+    /// Run this SQL and exit.
+    #[arg(short = 'c', long = "command")]
+    command: Option<String>,
+    #[command(subcommand)]
+    sub: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load a delimited text file (CSV or dbgen .tbl) into an existing table.
+    Load {
+        table: String,
+        file: PathBuf,
+        /// Field delimiter (default '|', or ',' for .csv files).
+        #[arg(long)]
+        delimiter: Option<char>,
+        /// The first line is a header.
+        #[arg(long)]
+        header: bool,
+        /// CSV quoting rules (double quotes).
+        #[arg(long)]
+        csv: bool,
+    },
+    /// TPC-H: generate, load, run.
+    Tpch {
+        #[command(subcommand)]
+        cmd: tpch_cmd::TpchCommand,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        cmd: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Generate+load and load-from-.tbl throughput (MB/s, rows/s).
+    Load(bench_load::Args),
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+impl Cli {
+    fn open_options(&self) -> OpenOptions {
+        OpenOptions {
+            buffer_bytes: self.buffer,
+            buffered_io: self.buffered_io,
+            buffer_policy: self.buffer_policy.clone(),
+            page_size: None,
+        }
+    }
+
+    fn open(&self) -> Result<(Database, Session), String> {
+        let db = Database::open(&self.db, self.open_options()).map_err(|e| e.to_string())?;
+        let mut session = db.session();
+        session.set_progress(progress::for_loads());
+        Ok((db, session))
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KURA_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ERROR: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match &cli.sub {
+        Some(Command::Load { table, file, delimiter, header, csv }) => {
+            let (_db, mut session) = cli.open()?;
+            let mut opts = vec![];
+            if let Some(d) = delimiter {
+                opts.push(format!("DELIMITER '{}'", d.to_string().replace('\'', "''")));
+            }
+            if *header {
+                opts.push("HEADER true".into());
+            }
+            if *csv {
+                opts.push("FORMAT csv".into());
+            }
+            let with = if opts.is_empty() { String::new() } else { format!(" ({})", opts.join(", ")) };
+            let path = file.display().to_string().replace('\'', "''");
+            let start = std::time::Instant::now();
+            let r = session.execute(&format!("COPY {table} FROM '{path}'{with}")).map_err(|e| e.to_string())?;
+            eprintln!("{} in {:.2} s", r.tag, start.elapsed().as_secs_f64());
+            Ok(())
+        }
+        Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
+        Some(Command::Bench { cmd: BenchCommand::Load(args) }) => bench_load::run(args),
+        None => {
+            let (_db, mut session) = cli.open()?;
+            if let Some(sql) = &cli.command {
+                return run_sql(&mut session, sql, cli.format);
+            }
+            if std::io::stdin().is_terminal() {
+                shell::run(&mut session, cli.format)
+            } else {
+                let mut sql = String::new();
+                std::io::stdin().read_to_string(&mut sql).map_err(|e| e.to_string())?;
+                run_sql(&mut session, &sql, cli.format)
+            }
+        }
+    }
+}
+
+fn run_sql(session: &mut Session, sql: &str, format: Format) -> Result<(), String> {
+    let results = session.execute_all(sql).map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    for r in &results {
+        format::print(&mut out, r, format).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

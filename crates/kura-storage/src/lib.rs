@@ -1,1 +1,21 @@
-//! kura-storage
+//! kura-storage: the storage layer — one database file of checksummed pages with
+//! shadow-paged atomic commits, the buffer manager (policies from kura-cache), columnar
+//! tables with zone maps, the catalog, and the parallel bulk loader. It knows pages
+//! and rows, never SQL (paper 003's storage and buffer manager).
+
+mod blob;
+pub mod buffer;
+pub mod catalog;
+pub mod error;
+pub mod file;
+pub mod loader;
+pub mod storage;
+pub mod table;
+mod txn_io;
+
+pub use buffer::{BufferManager, BufferStats, FixAttempt, InFlight, PageGuard, ReadTicket, TraceKind};
+pub use catalog::{Catalog, ColumnDef, Schema, ViewDef};
+pub use error::{StorageError, StorageResult};
+pub use file::{PageId, DEFAULT_PAGE_SIZE};
+pub use storage::{default_buffer_bytes, Storage, StorageOptions, WriteTxn};
+pub use table::{ColumnStats, PageZone, Table, TableMeta};

@@ -1,4 +1,18 @@
 //! kura: the database façade every front end uses — `Database::open`, sessions
 //! that `execute` SQL, loading, settings — joining the layers' errors into one.
 
+mod copy;
+pub mod database;
+pub mod ddl;
+pub mod error;
+mod query;
+pub mod result;
+pub mod session;
 pub mod tpch;
+
+pub use database::{Database, OpenOptions};
+pub use error::{KuraError, KuraResult};
+pub use result::{QueryResult, ResultColumn};
+pub use session::{CancelHandle, Progress, Session};
+
+pub use kura_common::{Batch, DataType, Value};

@@ -1,0 +1,45 @@
+//! Progress bars (indicatif) for long work — shown only on a terminal, quiet otherwise.
+
+use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// A byte-progress bar for loads, or `None` when stderr is not a terminal.
+pub fn for_loads() -> Option<Arc<kura::Progress>> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar: Mutex<Option<(String, ProgressBar)>> = Mutex::new(None);
+    Some(Arc::new(move |label: &str, done: u64, total: u64| {
+        let mut slot = bar.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_none_or(|(l, _)| l != label) {
+            if let Some((_, b)) = slot.take() {
+                b.finish_and_clear();
+            }
+            *slot = Some((label.to_string(), bytes_bar(label, total)));
+        }
+        let (_, b) = slot.as_ref().unwrap();
+        b.set_position(done);
+        if done >= total {
+            b.finish_and_clear();
+        }
+    }))
+}
+
+/// A bar counting bytes towards `total` (a spinner if the total is unknown).
+pub fn bytes_bar(label: &str, total: u64) -> ProgressBar {
+    let b = if total > 0 { ProgressBar::new(total) } else { ProgressBar::new_spinner() };
+    b.set_style(
+        ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    b.set_message(label.to_string());
+    b
+}
+
+/// Whether progress should be drawn at all.
+pub fn on_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}

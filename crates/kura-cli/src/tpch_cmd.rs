@@ -1,0 +1,107 @@
+//! `kura tpch gen | load | run`: TPC-H data generated offline by tpchgen, loaded
+//! with the bulk loader, and the 22 queries run and checked.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Subcommand;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+
+use kura::tpch::load::{LoadReport, Source};
+
+use crate::progress;
+use crate::Cli;
+
+#[derive(Subcommand)]
+pub enum TpchCommand {
+    /// Write the eight .tbl files.
+    Gen {
+        #[arg(long)]
+        sf: f64,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Create the eight tables and load them (generated on the fly, or from .tbl files).
+    Load {
+        #[arg(long, default_value_t = 0.1)]
+        sf: f64,
+        /// Load TABLE.tbl files from this directory instead of generating.
+        #[arg(long)]
+        from: Option<PathBuf>,
+    },
+}
+
+pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
+    match cmd {
+        TpchCommand::Gen { sf, out } => {
+            let start = Instant::now();
+            let bar = progress::on_terminal().then(|| progress::bytes_bar("generating", 0));
+            let report = |_: &str, _: u64| {
+                if let Some(b) = &bar {
+                    b.tick();
+                }
+            };
+            let files = kura::tpch::generate_files(*sf, out, &report).map_err(|e| e.to_string())?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            let total: u64 = files.iter().map(|(_, b)| b).sum();
+            for (t, bytes) in &files {
+                println!("{:<10} {:>14} bytes  {}", t, bytes, out.join(format!("{t}.tbl")).display());
+            }
+            let secs = start.elapsed().as_secs_f64();
+            println!("generated {:.1} MB in {secs:.2} s ({:.1} MB/s)", total as f64 / 1e6, total as f64 / 1e6 / secs);
+            Ok(())
+        }
+        TpchCommand::Load { sf, from } => {
+            let (_db, mut session) = cli.open()?;
+            let start = Instant::now();
+            let bar = progress::on_terminal().then(|| progress::bytes_bar("loading", 0));
+            let report = |table: &str, bytes: u64| {
+                if let Some(b) = &bar {
+                    b.set_message(table.to_string());
+                    b.set_position(bytes);
+                }
+            };
+            let source = match from {
+                Some(dir) => Source::Files(dir),
+                None => Source::Generate(*sf),
+            };
+            let reports = kura::tpch::load(&mut session, source, &report).map_err(|e| e.to_string())?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            print_load_table(&reports, start.elapsed().as_secs_f64());
+            Ok(())
+        }
+    }
+}
+
+/// Prints rows, bytes and throughput per table and in total.
+pub fn print_load_table(reports: &[LoadReport], total_secs: f64) {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(["table", "rows", "MB", "seconds", "MB/s", "rows/s"]);
+    for r in reports {
+        let s = r.elapsed.as_secs_f64().max(1e-9);
+        t.add_row([
+            r.table.clone(),
+            r.rows.to_string(),
+            format!("{:.1}", r.bytes as f64 / 1e6),
+            format!("{s:.3}"),
+            format!("{:.1}", r.bytes as f64 / 1e6 / s),
+            format!("{:.0}", r.rows as f64 / s),
+        ]);
+    }
+    let rows: u64 = reports.iter().map(|r| r.rows).sum();
+    let bytes: u64 = reports.iter().map(|r| r.bytes).sum();
+    t.add_row([
+        "total".to_string(),
+        rows.to_string(),
+        format!("{:.1}", bytes as f64 / 1e6),
+        format!("{total_secs:.3}"),
+        format!("{:.1}", bytes as f64 / 1e6 / total_secs),
+        format!("{:.0}", rows as f64 / total_secs),
+    ]);
+    println!("{t}");
+}

@@ -1,0 +1,406 @@
+//! The buffer manager: page-sized frames, a page table, pin counts and a
+//! replacement policy taken by name from kura-cache (so simulated and measured hit
+//! ratios come from one implementation — paper 004).
+//!
+//! A fix is split in two so that a miss can suspend an asynchronous task instead
+//! of blocking a thread (paper 003): [`BufferManager::try_fix`] answers at once
+//! with a pinned hit, a [`ReadTicket`] (the caller reads the page into the frame —
+//! synchronously with `pread`, or by submitting it to its worker's io_uring — and
+//! then calls [`BufferManager::complete`]), or an in-flight read someone else is
+//! doing. [`BufferManager::fix`] is the synchronous wrapper Serial mode and tools use.
+
+mod stats;
+mod trace;
+
+pub use stats::BufferStats;
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use hashbrown::HashMap;
+use kura_cache::Policy;
+
+use crate::error::{StorageError, StorageResult};
+use crate::file::aligned::AlignedBuf;
+use crate::file::page::PAGE_HEADER;
+use crate::file::{DbFile, PageId};
+use stats::Counters;
+pub use trace::TraceKind;
+
+const FREE: u8 = 0;
+const LOADING: u8 = 1;
+const READY: u8 = 2;
+/// The read failed or the page was invalidated while pinned: the frame leaves the
+/// page table and returns to the free list when its last pin goes.
+const DETACHED: u8 = 3;
+
+struct Frame {
+    pin: AtomicU32,
+    state: AtomicU8,
+    page: AtomicU64,
+}
+
+struct Inner {
+    table: HashMap<PageId, u32>,
+    free: Vec<u32>,
+    policy: Box<dyn Policy>,
+}
+
+/// The pool of page frames in front of the database file.
+pub struct BufferManager {
+    file: Arc<DbFile>,
+    page_size: usize,
+    arena: AlignedBuf,
+    frames: Box<[Frame]>,
+    inner: Mutex<Inner>,
+    loaded: Condvar,
+    counters: Counters,
+    trace: trace::Tracer,
+}
+
+/// Outcome of a non-blocking fix.
+pub enum FixAttempt {
+    /// Resident: pinned and ready.
+    Hit(PageGuard),
+    /// Not resident: a frame is reserved and pinned; read the page into
+    /// [`ReadTicket::buffer`] and call [`BufferManager::complete`].
+    Miss(ReadTicket),
+    /// Another fix is reading this page; [`InFlight::wait`] blocks until it is in.
+    InFlight(InFlight),
+}
+
+/// A reserved frame awaiting the contents of `page`.
+pub struct ReadTicket {
+    bm: Arc<BufferManager>,
+    frame: u32,
+    page: PageId,
+    done: bool,
+}
+
+/// A pinned frame whose page another fix is still reading.
+pub struct InFlight {
+    bm: Arc<BufferManager>,
+    frame: u32,
+    page: PageId,
+}
+
+/// A pinned, readable page. Unpins on drop. Dereferences to the page payload
+/// (the bytes after the page header).
+pub struct PageGuard {
+    bm: Arc<BufferManager>,
+    frame: u32,
+    page: PageId,
+}
+
+impl BufferManager {
+    /// A pool of `frames` frames over `file` using the named replacement policy.
+    pub fn new(file: Arc<DbFile>, frames: usize, policy: &str) -> StorageResult<Arc<Self>> {
+        let frames = frames.max(8);
+        let policy = kura_cache::make_buffer_policy(policy, frames)
+            .map_err(|e| StorageError::Policy(e.to_string()))?;
+        let page_size = file.page_size();
+        let arena = AlignedBuf::new(frames * page_size);
+        let frame_vec: Vec<Frame> = (0..frames)
+            .map(|_| Frame { pin: AtomicU32::new(0), state: AtomicU8::new(FREE), page: AtomicU64::new(u64::MAX) })
+            .collect();
+        Ok(Arc::new(BufferManager {
+            file,
+            page_size,
+            arena,
+            frames: frame_vec.into_boxed_slice(),
+            inner: Mutex::new(Inner {
+                table: HashMap::with_capacity(frames),
+                free: (0..frames as u32).rev().collect(),
+                policy,
+            }),
+            loaded: Condvar::new(),
+            counters: Counters::default(),
+            trace: trace::Tracer::default(),
+        }))
+    }
+
+    pub fn file(&self) -> &Arc<DbFile> {
+        &self.file
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// Number of frames.
+    pub fn capacity(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Name of the replacement policy in use.
+    pub fn policy_name(&self) -> &'static str {
+        self.lock().policy.name()
+    }
+
+    /// Replaces the policy; resident pages are handed to the new one.
+    pub fn set_policy(&self, name: &str) -> StorageResult<()> {
+        let mut policy = kura_cache::make_buffer_policy(name, self.frames.len())
+            .map_err(|e| StorageError::Policy(e.to_string()))?;
+        let mut inner = self.lock();
+        for &page in inner.table.keys() {
+            policy.insert(page);
+        }
+        inner.policy = policy;
+        Ok(())
+    }
+
+    pub fn stats(&self) -> BufferStats {
+        self.counters.snapshot()
+    }
+
+    /// Records the page ids asked for (`TraceKind::Requests`) or read from disk
+    /// (`TraceKind::Reads`) into a text file, one id per line (`kura cachesim` input).
+    pub fn start_trace(&self, kind: TraceKind, path: &std::path::Path) -> StorageResult<()> {
+        self.trace.start(kind, path)
+    }
+
+    /// Stops tracing and flushes the trace files.
+    pub fn stop_trace(&self) -> StorageResult<()> {
+        self.trace.stop()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock leaves the maps consistent (no partial
+        // updates span a panic point), so a poisoned lock is safe to reuse.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Non-blocking fix (see the module doc).
+    pub fn try_fix(self: &Arc<Self>, page: PageId) -> StorageResult<FixAttempt> {
+        self.counters.fixes.fetch_add(1, Ordering::Relaxed);
+        self.trace.request(page);
+        let mut inner = self.lock();
+        if let Some(&f) = inner.table.get(&page) {
+            let frame = &self.frames[f as usize];
+            frame.pin.fetch_add(1, Ordering::AcqRel);
+            return Ok(match frame.state.load(Ordering::Acquire) {
+                READY => {
+                    inner.policy.access(page);
+                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                    FixAttempt::Hit(PageGuard { bm: self.clone(), frame: f, page })
+                }
+                _ => {
+                    // Loading: the page will be served by someone else's read.
+                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                    FixAttempt::InFlight(InFlight { bm: self.clone(), frame: f, page })
+                }
+            });
+        }
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        let f = match inner.free.pop() {
+            Some(f) => f,
+            None => {
+                let Inner { table, policy, .. } = &mut *inner;
+                let frames = &self.frames;
+                let victim = policy.evict(&mut |p| {
+                    table.get(&p).is_some_and(|&f| frames[f as usize].pin.load(Ordering::Acquire) == 0)
+                });
+                match victim {
+                    Some(v) => table.remove(&v).expect("policy and page table agree"),
+                    None => return Err(StorageError::BufferExhausted { frames: self.frames.len() }),
+                }
+            }
+        };
+        let frame = &self.frames[f as usize];
+        frame.pin.store(1, Ordering::Release);
+        frame.state.store(LOADING, Ordering::Release);
+        frame.page.store(page, Ordering::Release);
+        inner.table.insert(page, f);
+        inner.policy.insert(page);
+        Ok(FixAttempt::Miss(ReadTicket { bm: self.clone(), frame: f, page, done: false }))
+    }
+
+    /// Synchronous fix: a miss is read with `pread` on the calling thread.
+    pub fn fix(self: &Arc<Self>, page: PageId) -> StorageResult<PageGuard> {
+        loop {
+            match self.try_fix(page)? {
+                FixAttempt::Hit(g) => return Ok(g),
+                FixAttempt::Miss(mut t) => {
+                    let r = self.file.read_page_raw(page, t.buffer());
+                    return self.complete(t, r);
+                }
+                FixAttempt::InFlight(w) => {
+                    if let Some(g) = w.wait() {
+                        return Ok(g);
+                    }
+                    // The other read failed: try ourselves (and report its error).
+                }
+            }
+        }
+    }
+
+    /// Finishes a miss: `read` is the outcome of reading the page into the
+    /// ticket's buffer. Verifies the checksum and wakes the waiters.
+    pub fn complete(&self, mut ticket: ReadTicket, read: StorageResult<()>) -> StorageResult<PageGuard> {
+        ticket.done = true;
+        let frame = &self.frames[ticket.frame as usize];
+        let result = read.and_then(|_| self.file.verify_page(ticket.page, self.frame_bytes(ticket.frame)));
+        match result {
+            Ok(()) => {
+                self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+                self.counters.bytes_read.fetch_add(self.page_size as u64, Ordering::Relaxed);
+                self.trace.read(ticket.page);
+                let _inner = self.lock();
+                frame.state.store(READY, Ordering::Release);
+                self.loaded.notify_all();
+                Ok(PageGuard { bm: ticket.bm.clone(), frame: ticket.frame, page: ticket.page })
+            }
+            Err(e) => {
+                let mut inner = self.lock();
+                inner.table.remove(&ticket.page);
+                inner.policy.remove(ticket.page);
+                frame.state.store(DETACHED, Ordering::Release);
+                self.unpin_locked(&mut inner, ticket.frame);
+                self.loaded.notify_all();
+                Err(e)
+            }
+        }
+    }
+
+    /// Drops a cached copy of `page` (its id is about to hold new contents).
+    pub fn invalidate(&self, page: PageId) {
+        let mut inner = self.lock();
+        if let Some(f) = inner.table.remove(&page) {
+            inner.policy.remove(page);
+            let frame = &self.frames[f as usize];
+            if frame.pin.load(Ordering::Acquire) == 0 {
+                frame.state.store(FREE, Ordering::Release);
+                inner.free.push(f);
+            } else {
+                frame.state.store(DETACHED, Ordering::Release);
+            }
+        }
+    }
+
+    /// Counts pages written to the file by the storage layer.
+    pub(crate) fn note_written(&self, pages: u64) {
+        self.counters.pages_written.fetch_add(pages, Ordering::Relaxed);
+        self.counters.bytes_written.fetch_add(pages * self.page_size as u64, Ordering::Relaxed);
+    }
+
+    fn frame_bytes(&self, f: u32) -> &[u8] {
+        let start = f as usize * self.page_size;
+        &self.arena[start..start + self.page_size]
+    }
+
+    /// Frame memory for the one party allowed to write it (the ticket holder).
+    #[allow(clippy::mut_from_ref)]
+    fn frame_bytes_mut(&self, f: u32) -> &mut [u8] {
+        let start = f as usize * self.page_size;
+        // SAFETY: only the holder of the frame's ReadTicket writes a LOADING frame
+        // and nobody reads it before `complete` publishes READY under the lock.
+        unsafe { std::slice::from_raw_parts_mut(self.arena.as_ptr().add(start), self.page_size) }
+    }
+
+    fn unpin(&self, f: u32) {
+        let frame = &self.frames[f as usize];
+        if frame.pin.fetch_sub(1, Ordering::AcqRel) == 1 && frame.state.load(Ordering::Acquire) == DETACHED {
+            let mut inner = self.lock();
+            if frame.pin.load(Ordering::Acquire) == 0 && frame.state.load(Ordering::Acquire) == DETACHED {
+                frame.state.store(FREE, Ordering::Release);
+                inner.free.push(f);
+            }
+        }
+    }
+
+    fn unpin_locked(&self, inner: &mut Inner, f: u32) {
+        let frame = &self.frames[f as usize];
+        if frame.pin.fetch_sub(1, Ordering::AcqRel) == 1 && frame.state.load(Ordering::Acquire) == DETACHED {
+            frame.state.store(FREE, Ordering::Release);
+            inner.free.push(f);
+        }
+    }
+
+    /// Pinned frames right now (tests: every guard dropped means zero).
+    pub fn pinned_frames(&self) -> usize {
+        self.frames.iter().filter(|f| f.pin.load(Ordering::Acquire) > 0).count()
+    }
+
+    /// Pages resident right now.
+    pub fn resident_pages(&self) -> usize {
+        self.lock().table.len()
+    }
+}
+
+impl ReadTicket {
+    pub fn page(&self) -> PageId {
+        self.page
+    }
+    /// The frame's whole page buffer (aligned, page-sized) to read into.
+    pub fn buffer(&mut self) -> &mut [u8] {
+        self.bm.frame_bytes_mut(self.frame)
+    }
+}
+
+impl Drop for ReadTicket {
+    fn drop(&mut self) {
+        if !self.done {
+            // Abandoned (e.g. a cancelled task): release the frame as a failed read.
+            let bm = self.bm.clone();
+            let t = ReadTicket { bm: bm.clone(), frame: self.frame, page: self.page, done: true };
+            let _ = bm.complete(t, Err(StorageError::Invalid("page read abandoned".into())));
+        }
+    }
+}
+
+impl InFlight {
+    pub fn page(&self) -> PageId {
+        self.page
+    }
+
+    /// Whether the read finished (either way); `wait` then returns at once.
+    pub fn is_done(&self) -> bool {
+        self.bm.frames[self.frame as usize].state.load(Ordering::Acquire) != LOADING
+    }
+
+    /// Blocks until the other read completes: the pinned page, or `None` if that
+    /// read failed (the caller retries the fix).
+    pub fn wait(self) -> Option<PageGuard> {
+        let bm = self.bm.clone();
+        let frame = &bm.frames[self.frame as usize];
+        let mut inner = bm.lock();
+        while frame.state.load(Ordering::Acquire) == LOADING {
+            inner = bm.loaded.wait(inner).unwrap_or_else(|p| p.into_inner());
+        }
+        let ok = frame.state.load(Ordering::Acquire) == READY;
+        let (f, page) = (self.frame, self.page);
+        std::mem::forget(self);
+        if ok {
+            drop(inner);
+            Some(PageGuard { bm: bm.clone(), frame: f, page })
+        } else {
+            bm.unpin_locked(&mut inner, f);
+            None
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.bm.unpin(self.frame);
+    }
+}
+
+impl PageGuard {
+    pub fn page(&self) -> PageId {
+        self.page
+    }
+}
+
+impl std::ops::Deref for PageGuard {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bm.frame_bytes(self.frame)[PAGE_HEADER..]
+    }
+}
+
+impl Drop for PageGuard {
+    fn drop(&mut self) {
+        self.bm.unpin(self.frame);
+    }
+}

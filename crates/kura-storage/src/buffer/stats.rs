@@ -1,0 +1,66 @@
+//! Buffer manager counters: fixes, hits, misses, pages and bytes read and written.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Default)]
+pub(super) struct Counters {
+    pub fixes: AtomicU64,
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub pages_read: AtomicU64,
+    pub pages_written: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+}
+
+/// A snapshot of the counters since the database was opened; diff two snapshots
+/// to measure one query.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    pub fixes: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub pages_read: u64,
+    pub pages_written: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+impl Counters {
+    pub fn snapshot(&self) -> BufferStats {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        BufferStats {
+            fixes: l(&self.fixes),
+            hits: l(&self.hits),
+            misses: l(&self.misses),
+            pages_read: l(&self.pages_read),
+            pages_written: l(&self.pages_written),
+            bytes_read: l(&self.bytes_read),
+            bytes_written: l(&self.bytes_written),
+        }
+    }
+}
+
+impl BufferStats {
+    /// Counters accumulated between `earlier` and `self`.
+    pub fn since(&self, earlier: &BufferStats) -> BufferStats {
+        BufferStats {
+            fixes: self.fixes - earlier.fixes,
+            hits: self.hits - earlier.hits,
+            misses: self.misses - earlier.misses,
+            pages_read: self.pages_read - earlier.pages_read,
+            pages_written: self.pages_written - earlier.pages_written,
+            bytes_read: self.bytes_read - earlier.bytes_read,
+            bytes_written: self.bytes_written - earlier.bytes_written,
+        }
+    }
+
+    /// Hits / fixes (1.0 when nothing was fixed).
+    pub fn hit_ratio(&self) -> f64 {
+        if self.fixes == 0 {
+            1.0
+        } else {
+            self.hits as f64 / self.fixes as f64
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The catalog: tables (schema + where their data's metadata lives), views, and
+//! the free-page list, persisted as one blob whose first page the header names.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use kura_common::DataType;
+
+use crate::file::PageId;
+use crate::table::Table;
+
+/// A column of a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnDef {
+    pub name: String,
+    pub data_type: DataType,
+    pub nullable: bool,
+}
+
+/// A table's columns, in order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Schema {
+    pub columns: Vec<ColumnDef>,
+}
+
+impl Schema {
+    pub fn new(columns: Vec<ColumnDef>) -> Self {
+        Schema { columns }
+    }
+
+    /// Position of a column by (case-insensitive) name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+}
+
+/// A stored view: its defining SQL and output column names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewDef {
+    pub name: String,
+    pub sql: String,
+    pub columns: Vec<String>,
+}
+
+/// A table's entry in the persisted catalog.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct TableEntry {
+    pub name: String,
+    pub schema: Schema,
+    pub meta_root: PageId,
+}
+
+/// The catalog blob's contents.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CatalogFile {
+    pub tables: Vec<TableEntry>,
+    pub views: Vec<ViewDef>,
+    /// Pages below the committed extent that nothing references.
+    pub free_pages: Vec<PageId>,
+}
+
+/// An immutable snapshot of the committed catalog. Readers hold an `Arc` to one;
+/// pages it references are not reused while it lives.
+pub struct Catalog {
+    pub(crate) generation: u64,
+    pub(crate) tables: BTreeMap<String, Arc<Table>>,
+    pub(crate) views: BTreeMap<String, ViewDef>,
+    /// Pages of each table's metadata blob (freed when the table changes).
+    pub(crate) table_blobs: BTreeMap<String, Vec<PageId>>,
+    /// Pages of this catalog's own blob.
+    pub(crate) blob_pages: Vec<PageId>,
+    pub(crate) free_pages: Vec<PageId>,
+}
+
+/// Catalog names are case-insensitive: stored lower-case (unquoted SQL identifiers).
+pub fn normalize(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
+impl Catalog {
+    pub(crate) fn empty(generation: u64) -> Self {
+        Catalog {
+            generation,
+            tables: BTreeMap::new(),
+            views: BTreeMap::new(),
+            table_blobs: BTreeMap::new(),
+            blob_pages: Vec::new(),
+            free_pages: Vec::new(),
+        }
+    }
+
+    /// Commit generation this snapshot belongs to.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn table(&self, name: &str) -> Option<Arc<Table>> {
+        self.tables.get(&normalize(name)).cloned()
+    }
+
+    pub fn table_names(&self) -> Vec<String> {
+        self.tables.keys().cloned().collect()
+    }
+
+    pub fn view(&self, name: &str) -> Option<&ViewDef> {
+        self.views.get(&normalize(name))
+    }
+
+    pub fn view_names(&self) -> Vec<String> {
+        self.views.keys().cloned().collect()
+    }
+
+    /// Free pages recorded in this snapshot.
+    pub fn free_page_count(&self) -> usize {
+        self.free_pages.len()
+    }
+}

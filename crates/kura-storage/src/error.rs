@@ -1,0 +1,45 @@
+//! Errors of the storage layer: I/O, corruption, catalog and load errors.
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StorageError {
+    #[error("{path}: {op}: {source}")]
+    Io { path: PathBuf, op: &'static str, source: std::io::Error },
+    #[error("{path}: page {page}: checksum mismatch (expected {expected:#010x}, found {found:#010x}) — the page is damaged")]
+    Checksum { path: PathBuf, page: u64, expected: u32, found: u32 },
+    #[error("{path}: page {page}: {what}")]
+    Corrupt { path: PathBuf, page: u64, what: String },
+    #[error("{path}: not a kura database ({what})")]
+    NotADatabase { path: PathBuf, what: String },
+    #[error("buffer pool exhausted: all {frames} frames are pinned")]
+    BufferExhausted { frames: usize },
+    #[error("table \"{0}\" does not exist")]
+    NoSuchTable(String),
+    #[error("table \"{0}\" already exists")]
+    TableExists(String),
+    #[error("view \"{0}\" does not exist")]
+    NoSuchView(String),
+    #[error("relation \"{0}\" already exists")]
+    RelationExists(String),
+    #[error("null value in column \"{column}\" of table \"{table}\" violates not-null constraint")]
+    NotNull { table: String, column: String },
+    #[error("column {column} of table \"{table}\": expected {expected}, got {got}")]
+    TypeMismatch { table: String, column: String, expected: String, got: String },
+    /// A malformed input row: `file:line:column: what`.
+    #[error("{file}:{line}:{column}: {what}")]
+    BadInput { file: String, line: u64, column: u64, what: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Policy(String),
+}
+
+pub type StorageResult<T> = Result<T, StorageError>;
+
+impl StorageError {
+    pub(crate) fn io(path: &std::path::Path, op: &'static str, source: std::io::Error) -> Self {
+        StorageError::Io { path: path.to_path_buf(), op, source }
+    }
+}

@@ -1,0 +1,192 @@
+//! The bulk loader: delimited text (CSV, dbgen `.tbl`) parsed in parallel chunks
+//! and appended in order inside a write transaction, so a bad row aborts the whole
+//! load with `file:line:column: what` and nothing of it is committed.
+
+pub mod parse;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Mutex};
+
+use kura_common::{Batch, Vector};
+
+use crate::catalog::Schema;
+use crate::error::{StorageError, StorageResult};
+use crate::storage::WriteTxn;
+pub use parse::TextFormat;
+
+/// Bytes per parse chunk: large enough to amortise hand-offs, small enough that
+/// a few in flight stay cheap.
+pub const CHUNK_BYTES: usize = 8 << 20;
+
+/// A piece of input: whole lines, and the 1-based number of its first line.
+pub struct Chunk {
+    pub data: Vec<u8>,
+    pub first_line: u64,
+}
+
+/// Progress callback: bytes consumed so far.
+pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// Cuts a byte stream into chunks of whole lines, numbering lines as it goes.
+pub struct LineChunker<R: Read> {
+    reader: R,
+    carry: Vec<u8>,
+    next_line: u64,
+    eof: bool,
+    chunk_bytes: usize,
+}
+
+impl<R: Read> LineChunker<R> {
+    pub fn new(reader: R) -> Self {
+        LineChunker { reader, carry: Vec::new(), next_line: 1, eof: false, chunk_bytes: CHUNK_BYTES }
+    }
+
+    /// The next chunk, `None` at the end of input.
+    pub fn next_chunk(&mut self) -> std::io::Result<Option<Chunk>> {
+        if self.eof && self.carry.is_empty() {
+            return Ok(None);
+        }
+        let mut buf = std::mem::take(&mut self.carry);
+        while !self.eof && buf.len() < self.chunk_bytes {
+            let old = buf.len();
+            buf.resize(old + self.chunk_bytes.max(1 << 16), 0);
+            let n = self.reader.read(&mut buf[old..])?;
+            buf.truncate(old + n);
+            if n == 0 {
+                self.eof = true;
+            }
+        }
+        if !self.eof {
+            // Keep the partial last line for the next chunk.
+            match memchr::memrchr(b'\n', &buf) {
+                Some(p) => self.carry = buf.split_off(p + 1),
+                None => {
+                    // One line longer than a chunk: keep reading into it.
+                    self.carry = buf;
+                    self.chunk_bytes *= 2;
+                    return self.next_chunk();
+                }
+            }
+        }
+        let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
+        let first_line = self.next_line;
+        self.next_line += lines + u64::from(!buf.ends_with(b"\n") && !buf.is_empty());
+        Ok(Some(Chunk { data: buf, first_line }))
+    }
+}
+
+/// Loads chunks produced by `source` into `table`, parsing on `threads` threads.
+/// `source_name` names the input in error messages. Returns rows loaded.
+pub fn load_chunks(
+    txn: &mut WriteTxn<'_>,
+    table: &str,
+    source_name: &str,
+    source: impl FnMut() -> StorageResult<Option<Chunk>> + Send,
+    fmt: &TextFormat,
+    threads: usize,
+    progress: Option<Progress<'_>>,
+) -> StorageResult<u64> {
+    let schema: Schema = txn.schema(table).cloned().ok_or_else(|| StorageError::NoSuchTable(table.to_string()))?;
+    let threads = threads.max(1);
+    let mut source = source;
+    std::thread::scope(|scope| -> StorageResult<u64> {
+        let (chunk_tx, chunk_rx) = sync_channel::<(u64, Chunk)>(threads * 2);
+        let chunk_rx: Arc<Mutex<Receiver<(u64, Chunk)>>> = Arc::new(Mutex::new(chunk_rx));
+        let (res_tx, res_rx) = sync_channel::<(u64, u64, usize, Result<Vec<Vector>, StorageError>)>(threads * 2);
+        // Reader: cuts the input into numbered chunks.
+        let reader = scope.spawn(move || -> StorageResult<()> {
+            let mut seq = 0;
+            while let Some(chunk) = source()? {
+                if chunk_tx.send((seq, chunk)).is_err() {
+                    break; // the load was aborted
+                }
+                seq += 1;
+            }
+            Ok(())
+        });
+        for _ in 0..threads {
+            let rx = chunk_rx.clone();
+            let tx = res_tx.clone();
+            let schema = &schema;
+            scope.spawn(move || loop {
+                let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok((seq, chunk)) = next else { break };
+                let skip_header = fmt.header && chunk.first_line == 1;
+                let parsed = parse::parse_chunk(&chunk.data, schema, fmt, skip_header).map_err(|e| {
+                    StorageError::BadInput {
+                        file: source_name.to_string(),
+                        line: chunk.first_line + e.line,
+                        column: e.column,
+                        what: e.what,
+                    }
+                });
+                if tx.send((seq, chunk.first_line, chunk.data.len(), parsed)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(res_tx);
+        // Appender: results in input order, so the first bad line is the one reported.
+        let mut pending = BTreeMap::new();
+        let mut next = 0u64;
+        let mut rows = 0u64;
+        let mut bytes = 0u64;
+        let result = (|| -> StorageResult<u64> {
+            for (seq, _line, len, parsed) in res_rx.iter() {
+                pending.insert(seq, (len, parsed));
+                while let Some((len, parsed)) = pending.remove(&next) {
+                    let cols = parsed?;
+                    let batch = Batch::new(cols);
+                    rows += txn.append(table, &batch)?;
+                    bytes += len as u64;
+                    if let Some(p) = progress {
+                        p(bytes);
+                    }
+                    next += 1;
+                }
+            }
+            Ok(rows)
+        })();
+        // On error, dropping the receivers stops the reader and the parsers.
+        drop(res_rx);
+        drop(chunk_rx);
+        let read = reader.join().unwrap_or_else(|_| Err(StorageError::Invalid("input reader panicked".into())));
+        let rows = result?;
+        read?;
+        if !pending.is_empty() {
+            return Err(StorageError::Invalid("load ended with unparsed input (a parser thread failed)".into()));
+        }
+        Ok(rows)
+    })
+}
+
+/// Loads a delimited text file into `table`.
+pub fn load_file(
+    txn: &mut WriteTxn<'_>,
+    table: &str,
+    path: &Path,
+    fmt: &TextFormat,
+    threads: usize,
+    progress: Option<Progress<'_>>,
+) -> StorageResult<u64> {
+    let file = std::fs::File::open(path).map_err(|e| StorageError::io(path, "open", e))?;
+    let mut chunker = LineChunker::new(file);
+    let name = path.display().to_string();
+    load_chunks(
+        txn,
+        table,
+        &name,
+        move || chunker.next_chunk().map_err(|e| StorageError::io(path, "read", e)),
+        fmt,
+        threads,
+        progress,
+    )
+}
+
+/// Threads to parse with: every core.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}

@@ -1,0 +1,241 @@
+//! Parsing delimited text (CSV, dbgen `.tbl`) into column vectors: one chunk of
+//! whole lines at a time, typed values written straight into the vectors.
+
+use kura_common::date::parse_date_bytes;
+use kura_common::decimal::parse_decimal_bytes;
+use kura_common::{ColumnData, DataType, Vector};
+
+use crate::catalog::Schema;
+
+/// How the text is laid out.
+#[derive(Debug, Clone)]
+pub struct TextFormat {
+    pub delimiter: u8,
+    /// Whether the first line of the input is a header to skip.
+    pub header: bool,
+    /// Fields may be enclosed in double quotes (CSV); `""` inside is one quote.
+    pub quoted: bool,
+}
+
+impl Default for TextFormat {
+    fn default() -> Self {
+        TextFormat { delimiter: b'|', header: false, quoted: false }
+    }
+}
+
+/// A parse failure inside a chunk: chunk-relative line (0-based), 1-based byte
+/// column, and what was wrong.
+#[derive(Debug)]
+pub struct ParseError {
+    pub line: u64,
+    pub column: u64,
+    pub what: String,
+}
+
+/// Parses every line of `chunk` (whole lines only). `skip_first` drops a header.
+pub fn parse_chunk(chunk: &[u8], schema: &Schema, fmt: &TextFormat, skip_first: bool) -> Result<Vec<Vector>, ParseError> {
+    let estimate = memchr::memchr_iter(b'\n', chunk).count() + 1;
+    let mut cols: Vec<Vector> = schema.columns.iter().map(|c| Vector::new(c.data_type, estimate)).collect();
+    let ncols = schema.columns.len();
+    let mut line_no: u64 = 0;
+    let mut fields: Vec<(usize, usize, bool)> = Vec::with_capacity(ncols + 1);
+    let mut unquoted: Vec<u8> = Vec::new();
+    let mut start = 0;
+    while start < chunk.len() {
+        let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |p| start + p);
+        let mut line = &chunk[start..end];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        let this_line = line_no;
+        let line_start = start;
+        start = end + 1;
+        line_no += 1;
+        if (skip_first && this_line == 0) || line.is_empty() {
+            continue;
+        }
+        split_fields(line, fmt, &mut fields).map_err(|(col, what)| ParseError {
+            line: this_line,
+            column: col as u64 + 1,
+            what,
+        })?;
+        // dbgen ends every row with the delimiter: one empty trailing field is not data.
+        if fields.len() == ncols + 1 && fields[ncols].0 == fields[ncols].1 && !fields[ncols].2 {
+            fields.pop();
+        }
+        if fields.len() != ncols {
+            return Err(ParseError {
+                line: this_line,
+                column: 1,
+                what: format!("expected {ncols} fields, found {}", fields.len()),
+            });
+        }
+        for (c, &(a, b, was_quoted)) in fields.iter().enumerate() {
+            let raw = &line[a..b];
+            let text: &[u8] = if was_quoted && fmt.quoted {
+                unquoted.clear();
+                let inner = &raw[1..raw.len() - 1];
+                let mut i = 0;
+                while i < inner.len() {
+                    unquoted.push(inner[i]);
+                    i += if inner[i] == b'"' { 2 } else { 1 };
+                }
+                &unquoted
+            } else {
+                raw
+            };
+            let col = &schema.columns[c];
+            push_field(&mut cols[c], col.data_type, text, was_quoted).map_err(|what| ParseError {
+                line: this_line,
+                column: a as u64 + 1,
+                what: format!("column {} ({}): {what}", col.name, col.data_type),
+            })?;
+            if !col.nullable && cols[c].is_null(cols[c].len() - 1) {
+                return Err(ParseError {
+                    line: this_line,
+                    column: a as u64 + 1,
+                    what: format!("column {}: NULL in a NOT NULL column", col.name),
+                });
+            }
+        }
+        let _ = line_start;
+    }
+    Ok(cols)
+}
+
+/// Splits a line into (start, end, quoted) field ranges.
+fn split_fields(line: &[u8], fmt: &TextFormat, out: &mut Vec<(usize, usize, bool)>) -> Result<(), (usize, String)> {
+    out.clear();
+    let d = fmt.delimiter;
+    let mut i = 0;
+    loop {
+        if fmt.quoted && line.get(i) == Some(&b'"') {
+            let begin = i;
+            i += 1;
+            loop {
+                match line.get(i) {
+                    None => return Err((begin, "unterminated quoted field".into())),
+                    Some(b'"') if line.get(i + 1) == Some(&b'"') => i += 2,
+                    Some(b'"') => {
+                        i += 1;
+                        break;
+                    }
+                    _ => i += 1,
+                }
+            }
+            out.push((begin, i, true));
+            match line.get(i) {
+                None => return Ok(()),
+                Some(&c) if c == d => i += 1,
+                _ => return Err((i, "unexpected character after closing quote".into())),
+            }
+        } else {
+            let end = memchr::memchr(d, &line[i..]).map_or(line.len(), |p| i + p);
+            out.push((i, end, false));
+            if end == line.len() {
+                return Ok(());
+            }
+            i = end + 1;
+            if i == line.len() {
+                out.push((i, i, false));
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn push_null(v: &mut Vector) {
+    v.push_null();
+}
+
+/// Appends one field's value (or NULL: an unquoted empty field or `\N`).
+fn push_field(v: &mut Vector, dt: DataType, text: &[u8], quoted: bool) -> Result<(), String> {
+    if !quoted && (text == b"\\N" || (text.is_empty() && !dt.is_text())) {
+        push_null(v);
+        return Ok(());
+    }
+    if text.is_empty() && !dt.is_text() {
+        return Err("empty value".into());
+    }
+    let shown = || String::from_utf8_lossy(text).into_owned();
+    let valid_before = v.validity.is_some();
+    match (&mut v.data, dt) {
+        (ColumnData::I32(out), DataType::Integer) => {
+            let x = parse_int(text).filter(|x| i32::try_from(*x).is_ok()).ok_or_else(|| {
+                if parse_int(text).is_some() { format!("value {:?} out of range", shown()) } else { format!("invalid integer {:?}", shown()) }
+            })?;
+            out.push(x as i32);
+        }
+        (ColumnData::I64(out), DataType::BigInt) => {
+            out.push(parse_int(text).ok_or_else(|| format!("invalid integer {:?}", shown()))?);
+        }
+        (ColumnData::I64(out), DataType::Decimal { precision, scale }) => {
+            let x = parse_decimal_bytes(text, Some(precision), scale).ok_or_else(|| {
+                if parse_decimal_bytes(text, None, scale).is_some() {
+                    format!("value {:?} out of range", shown())
+                } else {
+                    format!("invalid number {:?}", shown())
+                }
+            })?;
+            out.push(x as i64);
+        }
+        (ColumnData::I128(out), DataType::Decimal { precision, scale }) => {
+            out.push(
+                parse_decimal_bytes(text, Some(precision), scale)
+                    .ok_or_else(|| format!("invalid number {:?}", shown()))?,
+            );
+        }
+        (ColumnData::F64(out), DataType::Double) => {
+            let s = std::str::from_utf8(text).map_err(|_| "invalid UTF-8".to_string())?;
+            out.push(s.trim().parse::<f64>().map_err(|_| format!("invalid number {:?}", shown()))?);
+        }
+        (ColumnData::I32(out), DataType::Date) => {
+            out.push(parse_date_bytes(text).ok_or_else(|| format!("invalid date {:?} (expected YYYY-MM-DD)", shown()))?);
+        }
+        (ColumnData::Bool(out), DataType::Boolean) => {
+            let b = match text.to_ascii_lowercase().as_slice() {
+                b"t" | b"true" | b"1" | b"yes" | b"y" | b"on" => true,
+                b"f" | b"false" | b"0" | b"no" | b"n" | b"off" => false,
+                _ => return Err(format!("invalid boolean {:?}", shown())),
+            };
+            out.push(b);
+        }
+        (ColumnData::Str(out), _) => {
+            let s = std::str::from_utf8(text).map_err(|_| "invalid UTF-8".to_string())?;
+            // CHAR(n) semantics: trailing blanks are insignificant, so they are not stored.
+            let s = if matches!(dt, DataType::Char(_)) { s.trim_end_matches(' ') } else { s };
+            if let Some(max) = dt.max_len() {
+                let len = if s.len() <= max as usize { s.len() } else { s.chars().count() };
+                if len > max as usize {
+                    return Err(format!("value too long ({len} characters)"));
+                }
+            }
+            out.push(s.as_bytes());
+        }
+        _ => return Err(format!("cannot load type {dt}")),
+    }
+    if valid_before {
+        v.validity.as_mut().unwrap().push(true);
+    }
+    Ok(())
+}
+
+fn parse_int(t: &[u8]) -> Option<i64> {
+    let t = t.trim_ascii();
+    let (neg, digits) = match t.first()? {
+        b'-' => (true, &t[1..]),
+        b'+' => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as i64)?;
+    }
+    Some(if neg { -v } else { v })
+}

@@ -1,0 +1,359 @@
+//! The storage engine as one object: the database file, its buffer manager and
+//! the committed catalog, plus write transactions that commit atomically by
+//! shadow paging — new pages first, fsync, then the header switch, fsync.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+
+use kura_common::Batch;
+
+use crate::blob::{read_blob, write_blob};
+use crate::buffer::BufferManager;
+use crate::catalog::{normalize, Catalog, CatalogFile, Schema, TableEntry, ViewDef};
+use crate::error::{StorageError, StorageResult};
+use crate::file::{DbFile, Header, PageId, DEFAULT_PAGE_SIZE};
+use crate::table::meta::TableMeta;
+use crate::table::writer::TableAppender;
+use crate::table::Table;
+use crate::txn_io::PageIo;
+
+/// How to open a database.
+#[derive(Debug, Clone)]
+pub struct StorageOptions {
+    /// Page size for a new database (an existing one keeps its own).
+    pub page_size: usize,
+    /// Buffer pool size in bytes.
+    pub buffer_bytes: u64,
+    /// O_DIRECT I/O (default) or buffered I/O through the OS page cache.
+    pub direct_io: bool,
+    /// Replacement policy name (kura-cache).
+    pub buffer_policy: String,
+}
+
+impl Default for StorageOptions {
+    fn default() -> Self {
+        StorageOptions {
+            page_size: DEFAULT_PAGE_SIZE,
+            buffer_bytes: default_buffer_bytes(),
+            direct_io: true,
+            buffer_policy: "clock".to_string(),
+        }
+    }
+}
+
+/// A quarter of physical memory, at least 64 MiB: room for the working set while
+/// leaving memory for hash tables and sorts.
+pub fn default_buffer_bytes() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    if pages > 0 && size > 0 {
+        ((pages as u64 * size as u64) / 4).max(64 << 20)
+    } else {
+        1 << 30
+    }
+}
+
+struct WriterState {
+    header: Header,
+    /// Pages freed by the commit of a generation: reusable once no snapshot older
+    /// than that generation is alive.
+    quarantine: Vec<(u64, Vec<PageId>)>,
+    old_snapshots: Vec<Weak<Catalog>>,
+}
+
+/// An open database.
+pub struct Storage {
+    file: Arc<DbFile>,
+    bm: Arc<BufferManager>,
+    current: RwLock<Arc<Catalog>>,
+    writer: Mutex<WriterState>,
+}
+
+impl Storage {
+    /// Opens (or creates) the database at `path`.
+    pub fn open(path: &Path, opts: StorageOptions) -> StorageResult<Arc<Storage>> {
+        let (file, header) = DbFile::open(path, opts.page_size, opts.direct_io)?;
+        let file = Arc::new(file);
+        let frames = (opts.buffer_bytes / file.page_size() as u64).max(8) as usize;
+        let bm = BufferManager::new(file.clone(), frames, &opts.buffer_policy)?;
+        let catalog = load_catalog(&file, &bm, &header)?;
+        Ok(Arc::new(Storage {
+            file,
+            bm,
+            current: RwLock::new(Arc::new(catalog)),
+            writer: Mutex::new(WriterState { header, quarantine: Vec::new(), old_snapshots: Vec::new() }),
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.file.page_size()
+    }
+
+    /// The last committed catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn buffer(&self) -> &Arc<BufferManager> {
+        &self.bm
+    }
+
+    /// Committed extent of the file in pages.
+    pub fn page_count(&self) -> u64 {
+        self.lock_writer().header.page_count
+    }
+
+    fn lock_writer(&self) -> MutexGuard<'_, WriterState> {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the (single) write transaction; waits while another one is open.
+    pub fn begin(&self) -> StorageResult<WriteTxn<'_>> {
+        let mut w = self.lock_writer();
+        let base = self.catalog();
+        w.old_snapshots.retain(|s| s.strong_count() > 0);
+        let oldest_live = w.old_snapshots.iter().filter_map(|s| s.upgrade()).map(|c| c.generation).min();
+        // Pages freed at generation g may still be read by snapshots older than g.
+        let blocked: BTreeSet<PageId> = w
+            .quarantine
+            .iter()
+            .filter(|(g, _)| oldest_live.is_some_and(|o| o < *g))
+            .flat_map(|(_, p)| p.iter().copied())
+            .collect();
+        w.quarantine.retain(|(g, _)| oldest_live.is_some_and(|o| o < *g));
+        let reusable: BTreeSet<PageId> = base.free_pages.iter().copied().filter(|p| !blocked.contains(p)).collect();
+        let io = PageIo::new(self.file.clone(), self.bm.clone(), reusable, w.header.page_count);
+        let tables = base
+            .tables
+            .iter()
+            .map(|(n, t)| {
+                (n.clone(), TxnTable {
+                    schema: t.schema().clone(),
+                    meta: t.meta().clone(),
+                    committed: Some(t.clone()),
+                    appender: None,
+                })
+            })
+            .collect();
+        Ok(WriteTxn {
+            storage: self,
+            guard: w,
+            views: base.views.clone(),
+            base,
+            tables,
+            io,
+            freed: Vec::new(),
+        })
+    }
+}
+
+/// A table as the transaction sees it.
+struct TxnTable {
+    schema: Schema,
+    meta: Arc<TableMeta>,
+    /// The committed table, while this transaction has not changed it.
+    committed: Option<Arc<Table>>,
+    appender: Option<TableAppender>,
+}
+
+/// The one open write transaction. Dropping it without `commit` discards every
+/// change (its pages are simply never referenced).
+pub struct WriteTxn<'a> {
+    storage: &'a Storage,
+    guard: MutexGuard<'a, WriterState>,
+    base: Arc<Catalog>,
+    tables: BTreeMap<String, TxnTable>,
+    views: BTreeMap<String, ViewDef>,
+    io: PageIo,
+    freed: Vec<PageId>,
+}
+
+impl WriteTxn<'_> {
+    /// The catalog this transaction started from.
+    pub fn base(&self) -> &Arc<Catalog> {
+        &self.base
+    }
+
+    pub fn has_table(&self, name: &str) -> bool {
+        self.tables.contains_key(&normalize(name))
+    }
+
+    /// Schema of a table as this transaction sees it.
+    pub fn schema(&self, name: &str) -> Option<&Schema> {
+        self.tables.get(&normalize(name)).map(|t| &t.schema)
+    }
+
+    pub fn create_table(&mut self, name: &str, schema: Schema) -> StorageResult<()> {
+        let key = normalize(name);
+        if self.tables.contains_key(&key) {
+            return Err(StorageError::TableExists(key));
+        }
+        if self.views.contains_key(&key) {
+            return Err(StorageError::RelationExists(key));
+        }
+        if schema.is_empty() {
+            return Err(StorageError::Invalid(format!("table \"{key}\" must have at least one column")));
+        }
+        let mut seen = BTreeSet::new();
+        for c in &schema.columns {
+            if !seen.insert(normalize(&c.name)) {
+                return Err(StorageError::Invalid(format!("column \"{}\" specified more than once", c.name)));
+            }
+        }
+        let meta = Arc::new(TableMeta::empty(schema.len()));
+        self.tables.insert(key, TxnTable { schema, meta, committed: None, appender: None });
+        Ok(())
+    }
+
+    pub fn drop_table(&mut self, name: &str) -> StorageResult<()> {
+        let key = normalize(name);
+        let t = self.tables.remove(&key).ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
+        self.freed.extend(t.meta.pages());
+        if let Some(a) = t.appender {
+            // Pages already written for this table in this transaction.
+            let meta = a.finish(&mut self.io)?;
+            self.freed.extend(meta.pages().filter(|p| !t.meta.pages().any(|q| q == *p)));
+        }
+        if t.committed.is_some() {
+            if let Some(blob) = self.base.table_blobs.get(&key) {
+                self.freed.extend(blob.iter().copied());
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends a batch to a table; returns the rows appended.
+    pub fn append(&mut self, name: &str, batch: &Batch) -> StorageResult<u64> {
+        let key = normalize(name);
+        let t = self.tables.get_mut(&key).ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
+        if t.appender.is_none() {
+            t.appender = Some(TableAppender::new(&key, t.schema.clone(), (*t.meta).clone()));
+        }
+        t.appender.as_mut().unwrap().append(&mut self.io, batch)
+    }
+
+    pub fn create_view(&mut self, name: &str, sql: &str, columns: Vec<String>) -> StorageResult<()> {
+        let key = normalize(name);
+        if self.tables.contains_key(&key) || self.views.contains_key(&key) {
+            return Err(StorageError::RelationExists(key));
+        }
+        self.views.insert(key.clone(), ViewDef { name: key, sql: sql.to_string(), columns });
+        Ok(())
+    }
+
+    pub fn drop_view(&mut self, name: &str) -> StorageResult<()> {
+        let key = normalize(name);
+        self.views.remove(&key).map(|_| ()).ok_or(StorageError::NoSuchView(key))
+    }
+
+    /// Pages written so far by this transaction.
+    pub fn pages_written(&self) -> u64 {
+        self.io.pages_written()
+    }
+
+    /// Makes every change durable and visible, atomically.
+    pub fn commit(mut self) -> StorageResult<()> {
+        let storage = self.storage;
+        let mut entries = Vec::new();
+        let mut tables = BTreeMap::new();
+        let mut table_blobs = BTreeMap::new();
+        let names: Vec<String> = self.tables.keys().cloned().collect();
+        for name in names {
+            let mut t = self.tables.remove(&name).unwrap();
+            if let Some(a) = t.appender.take() {
+                t.meta = Arc::new(a.finish(&mut self.io)?);
+                t.committed = None;
+            }
+            let (root, table, blob) = match t.committed {
+                Some(table) => {
+                    let blob = self.base.table_blobs.get(&name).cloned().unwrap_or_default();
+                    (table.meta_root(), table, blob)
+                }
+                None => {
+                    if let Some(old) = self.base.table_blobs.get(&name) {
+                        self.freed.extend(old.iter().copied());
+                    }
+                    let bytes = postcard::to_stdvec(&*t.meta)
+                        .map_err(|e| StorageError::Invalid(format!("encoding table metadata: {e}")))?;
+                    let (root, pages) = write_blob(&mut self.io, &bytes, false)?;
+                    let table = Arc::new(Table::new(name.clone(), t.schema.clone(), t.meta.clone(), root, storage.bm.clone()));
+                    (root, table, pages)
+                }
+            };
+            entries.push(TableEntry { name: name.clone(), schema: t.schema.clone(), meta_root: root });
+            tables.insert(name.clone(), table);
+            table_blobs.insert(name, blob);
+        }
+        self.freed.extend(self.base.blob_pages.iter().copied());
+        let reused: BTreeSet<PageId> = self.io.reused.iter().copied().collect();
+        let mut free: BTreeSet<PageId> =
+            self.base.free_pages.iter().copied().filter(|p| !reused.contains(p)).collect();
+        free.extend(self.freed.iter().copied());
+        // The catalog's own pages come from the end of the file, never from the
+        // free list it records, so the list it writes stays exact.
+        let file_data = CatalogFile {
+            tables: entries,
+            views: self.views.values().cloned().collect(),
+            free_pages: free.into_iter().collect(),
+        };
+        let bytes = postcard::to_stdvec(&file_data)
+            .map_err(|e| StorageError::Invalid(format!("encoding catalog: {e}")))?;
+        let (root, blob_pages) = write_blob(&mut self.io, &bytes, true)?;
+        self.io.flush()?;
+        storage.file.sync()?;
+        let header = Header {
+            generation: self.guard.header.generation + 1,
+            catalog_root: root,
+            page_count: self.io.next_page(),
+            ..self.guard.header
+        };
+        storage.file.write_header(&header)?;
+        self.guard.header = header;
+        let catalog = Catalog {
+            generation: header.generation,
+            tables,
+            views: std::mem::take(&mut self.views),
+            table_blobs,
+            blob_pages,
+            free_pages: file_data.free_pages,
+        };
+        let old = std::mem::replace(&mut *storage.current.write().unwrap_or_else(|p| p.into_inner()), Arc::new(catalog));
+        self.guard.old_snapshots.push(Arc::downgrade(&old));
+        let freed = std::mem::take(&mut self.freed);
+        self.guard.quarantine.push((header.generation, freed));
+        Ok(())
+    }
+}
+
+fn load_catalog(file: &Arc<DbFile>, bm: &Arc<BufferManager>, header: &Header) -> StorageResult<Catalog> {
+    let mut catalog = Catalog::empty(header.generation);
+    if header.catalog_root == 0 {
+        return Ok(catalog);
+    }
+    let (bytes, pages) = read_blob(file, header.catalog_root)?;
+    let data: CatalogFile = postcard::from_bytes(&bytes).map_err(|e| StorageError::Corrupt {
+        path: file.path().to_path_buf(),
+        page: header.catalog_root,
+        what: format!("catalog does not decode: {e}"),
+    })?;
+    for entry in data.tables {
+        let (bytes, blob) = read_blob(file, entry.meta_root)?;
+        let meta: TableMeta = postcard::from_bytes(&bytes).map_err(|e| StorageError::Corrupt {
+            path: file.path().to_path_buf(),
+            page: entry.meta_root,
+            what: format!("metadata of table {} does not decode: {e}", entry.name),
+        })?;
+        let table = Table::new(entry.name.clone(), entry.schema, Arc::new(meta), entry.meta_root, bm.clone());
+        catalog.tables.insert(entry.name.clone(), Arc::new(table));
+        catalog.table_blobs.insert(entry.name, blob);
+    }
+    catalog.views = data.views.into_iter().map(|v| (v.name.clone(), v)).collect();
+    catalog.blob_pages = pages;
+    catalog.free_pages = data.free_pages;
+    Ok(catalog)
+}

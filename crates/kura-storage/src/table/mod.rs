@@ -1,0 +1,162 @@
+//! Columnar tables: row groups of ~64K rows, each column a run of checksummed
+//! pages with zone maps. The interface is layout-neutral — "read this row range of
+//! a column" and "fetch these row ids of a column" — so a second layout (PAX/row)
+//! can sit behind it later (DESIGN.md "Data").
+
+pub mod encode;
+pub mod meta;
+pub mod stats;
+pub mod writer;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use kura_common::{DataType, Vector};
+
+use crate::buffer::{BufferManager, PageGuard};
+use crate::catalog::Schema;
+use crate::error::{StorageError, StorageResult};
+use crate::file::PageId;
+pub use meta::{PageZone, TableMeta};
+pub use stats::ColumnStats;
+
+/// Rows per row group (the unit of parallel scans).
+pub const ROW_GROUP_ROWS: usize = 64 * 1024;
+
+/// A committed table: schema, data metadata, and the buffer manager to read through.
+pub struct Table {
+    name: String,
+    schema: Schema,
+    meta: Arc<TableMeta>,
+    meta_root: PageId,
+    bm: Arc<BufferManager>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Table({}, {} rows)", self.name, self.meta.row_count)
+    }
+}
+
+impl Table {
+    pub(crate) fn new(name: String, schema: Schema, meta: Arc<TableMeta>, meta_root: PageId, bm: Arc<BufferManager>) -> Self {
+        Table { name, schema, meta, meta_root, bm }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    pub fn row_count(&self) -> u64 {
+        self.meta.row_count
+    }
+
+    pub fn meta(&self) -> &Arc<TableMeta> {
+        &self.meta
+    }
+
+    pub(crate) fn meta_root(&self) -> PageId {
+        self.meta_root
+    }
+
+    pub fn buffer(&self) -> &Arc<BufferManager> {
+        &self.bm
+    }
+
+    pub fn column_stats(&self, col: usize) -> &ColumnStats {
+        &self.meta.columns[col].stats
+    }
+
+    /// Pages of a column with their zone maps, in row order.
+    pub fn zones(&self, col: usize) -> &[PageZone] {
+        &self.meta.columns[col].zones
+    }
+
+    /// Row ranges of the row groups.
+    pub fn row_groups(&self) -> Vec<Range<u64>> {
+        self.meta.row_groups.iter().map(|&(s, n)| s..s + n).collect()
+    }
+
+    /// Index of the zone holding `row` (which must be < row_count).
+    pub fn zone_of(&self, col: usize, row: u64) -> usize {
+        let zones = &self.meta.columns[col].zones;
+        zones.partition_point(|z| z.first_row + z.row_count as u64 <= row)
+    }
+
+    fn check_col(&self, col: usize) -> StorageResult<DataType> {
+        self.schema
+            .columns
+            .get(col)
+            .map(|c| c.data_type)
+            .ok_or_else(|| StorageError::Invalid(format!("table {} has no column #{col}", self.name)))
+    }
+
+    /// Appends rows `from..to` (page-relative) of a fixed column page to `out`.
+    pub fn decode_page(&self, col: usize, page: &PageGuard, from: usize, to: usize, out: &mut Vector) -> StorageResult<()> {
+        let dt = self.schema.columns[col].data_type;
+        encode::decode_into(page, dt, from, to, out).map_err(|what| StorageError::Corrupt {
+            path: self.bm.file().path().to_path_buf(),
+            page: page.page(),
+            what,
+        })
+    }
+
+    /// Reads rows `first_row..first_row+len` of column `col` (synchronous fixes).
+    pub fn read_range(&self, col: usize, first_row: u64, len: usize) -> StorageResult<Vector> {
+        let dt = self.check_col(col)?;
+        let end = (first_row + len as u64).min(self.meta.row_count);
+        let mut out = Vector::new(dt, len);
+        if first_row >= end {
+            return Ok(out);
+        }
+        let zones = self.zones(col);
+        let mut z = self.zone_of(col, first_row);
+        let mut row = first_row;
+        while row < end {
+            let zone = &zones[z];
+            let page = self.bm.fix(zone.page)?;
+            let from = (row - zone.first_row) as usize;
+            let to = ((end - zone.first_row) as usize).min(zone.row_count as usize);
+            self.decode_page(col, &page, from, to, &mut out)?;
+            row = zone.first_row + to as u64;
+            z += 1;
+        }
+        Ok(out)
+    }
+
+    /// Fetches the given rows of column `col` in the order given; each row costs at
+    /// most one page (consecutive rows on one page share it).
+    pub fn fetch_rows(&self, col: usize, row_ids: &[u64]) -> StorageResult<Vector> {
+        let dt = self.check_col(col)?;
+        let mut out = Vector::new(dt, row_ids.len());
+        let zones = self.zones(col);
+        let mut current: Option<(usize, PageGuard)> = None;
+        for &rid in row_ids {
+            if rid >= self.meta.row_count {
+                return Err(StorageError::Invalid(format!(
+                    "row id {rid} out of range for table {} ({} rows)",
+                    self.name, self.meta.row_count
+                )));
+            }
+            let z = match &current {
+                Some((z, _)) if {
+                    let zone = &zones[*z];
+                    rid >= zone.first_row && rid < zone.first_row + zone.row_count as u64
+                } => *z,
+                _ => {
+                    let z = self.zone_of(col, rid);
+                    current = Some((z, self.bm.fix(zones[z].page)?));
+                    z
+                }
+            };
+            let from = (rid - zones[z].first_row) as usize;
+            let page = &current.as_ref().unwrap().1;
+            self.decode_page(col, page, from, from + 1, &mut out)?;
+        }
+        Ok(out)
+    }
+}

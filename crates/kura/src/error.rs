@@ -1,0 +1,53 @@
+//! The façade's error: every layer's error joined in one type, each with the
+//! SQLSTATE a PostgreSQL client expects.
+
+use thiserror::Error;
+
+use kura_storage::StorageError;
+
+#[derive(Debug, Error)]
+pub enum KuraError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// SQL text that does not parse.
+    #[error("syntax error: {0}")]
+    Syntax(String),
+    /// Valid SQL that kura does not support (yet).
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    /// A request that makes no sense (bad option value, wrong argument).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("canceling statement due to user request")]
+    Canceled,
+    /// A bug caught before it reached the user (a panic inside a query).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+pub type KuraResult<T> = Result<T, KuraError>;
+
+impl KuraError {
+    /// The PostgreSQL error code for this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            KuraError::Storage(e) => match e {
+                StorageError::NoSuchTable(_) | StorageError::NoSuchView(_) => "42P01",
+                StorageError::TableExists(_) | StorageError::RelationExists(_) => "42P07",
+                StorageError::NotNull { .. } => "23502",
+                StorageError::TypeMismatch { .. } => "42804",
+                StorageError::BadInput { .. } => "22P02",
+                StorageError::Checksum { .. } | StorageError::Corrupt { .. } => "XX001",
+                StorageError::BufferExhausted { .. } => "53200",
+                StorageError::Io { .. } => "58030",
+                StorageError::NotADatabase { .. } => "XX001",
+                StorageError::Invalid(_) | StorageError::Policy(_) => "22023",
+            },
+            KuraError::Syntax(_) => "42601",
+            KuraError::Unsupported(_) => "0A000",
+            KuraError::Invalid(_) => "22023",
+            KuraError::Canceled => "57014",
+            KuraError::Internal(_) => "XX000",
+        }
+    }
+}
