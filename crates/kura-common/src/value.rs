@@ -104,10 +104,49 @@ impl fmt::Display for Value {
             Value::Boolean(b) => write!(f, "{}", if *b { "t" } else { "f" }),
             Value::Integer(v) => write!(f, "{v}"),
             Value::BigInt(v) => write!(f, "{v}"),
-            Value::Double(v) => write!(f, "{v}"),
+            Value::Double(v) => write!(f, "{}", format_double(*v)),
             Value::Decimal(v, s) => write!(f, "{}", format_decimal(*v, *s)),
             Value::Date(d) => write!(f, "{}", format_date(*d)),
             Value::Text(s) => write!(f, "{s}"),
         }
+    }
+}
+
+/// A double as PostgreSQL prints it: shortest round-trip digits, exponent form
+/// below 1e-4 and from 1e15 on (`1e+15`, `1e-05`), `Infinity`, `NaN`.
+pub fn format_double(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+    }
+    let a = v.abs();
+    if a != 0.0 && !(1e-4..1e15).contains(&a) {
+        let s = format!("{v:e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let (sign, digits) = match e.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', e),
+        };
+        format!("{m}e{sign}{digits:0>2}")
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_print_like_postgres() {
+        assert_eq!(format_double(1e15), "1e+15");
+        assert_eq!(format_double(f64::MAX), "1.7976931348623157e+308");
+        assert_eq!(format_double(0.00001), "1e-05");
+        assert_eq!(format_double(123.5), "123.5");
+        assert_eq!(format_double(-0.0001), "-0.0001");
+        assert_eq!(format_double(f64::NEG_INFINITY), "-Infinity");
+        assert_eq!(Value::Double(2.0).to_string(), "2");
     }
 }

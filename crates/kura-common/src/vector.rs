@@ -255,9 +255,9 @@ impl Vector {
             (ColumnData::I128(a), ColumnData::I128(b)) => a.extend_from_slice(b),
             (ColumnData::F64(a), ColumnData::F64(b)) => a.extend_from_slice(b),
             (ColumnData::Str(a), ColumnData::Str(b)) => {
-                for i in 0..b.len() {
-                    a.push(b.get_bytes(i));
-                }
+                let base = a.data.len() as u32 - b.offsets[0];
+                a.data.extend_from_slice(&b.data[b.offsets[0] as usize..]);
+                a.offsets.extend(b.offsets[1..].iter().map(|o| o + base));
             }
             _ => panic!("Vector::append: physical types differ (a planner bug)"),
         }

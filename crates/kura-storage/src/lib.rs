@@ -8,6 +8,7 @@ pub mod buffer;
 pub mod catalog;
 pub mod error;
 pub mod file;
+pub mod index;
 pub mod loader;
 pub mod storage;
 pub mod table;

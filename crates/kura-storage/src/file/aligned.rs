@@ -1,14 +1,21 @@
 //! Page-aligned heap buffers, as O_DIRECT requires for every read and write.
+//! Large buffers (the buffer pool's frames) come straight from an anonymous
+//! mmap: zeroed lazily by the kernel, so a 6 GiB pool costs nothing until used
+//! (the allocator's aligned zeroing would touch every byte up front).
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
 /// Alignment of every I/O buffer: the usual logical block size of NVMe and SSDs.
 pub const IO_ALIGN: usize = 4096;
 
+/// Buffers at least this large are mapped rather than allocated.
+const MMAP_THRESHOLD: usize = 1 << 20;
+
 /// A zeroed, 4 KiB-aligned byte buffer.
 pub struct AlignedBuf {
     ptr: *mut u8,
     len: usize,
+    mapped: bool,
 }
 
 // SAFETY: AlignedBuf owns its allocation exclusively, like a Vec<u8>.
@@ -18,13 +25,29 @@ unsafe impl Sync for AlignedBuf {}
 impl AlignedBuf {
     pub fn new(len: usize) -> Self {
         let len = len.max(IO_ALIGN).div_ceil(IO_ALIGN) * IO_ALIGN;
+        if len >= MMAP_THRESHOLD {
+            // SAFETY: an anonymous private mapping with no address hint.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                return AlignedBuf { ptr: p.cast(), len, mapped: true };
+            }
+        }
         let layout = Layout::from_size_align(len, IO_ALIGN).expect("valid layout");
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        AlignedBuf { ptr, len }
+        AlignedBuf { ptr, len, mapped: false }
     }
 
     pub fn len(&self) -> usize {
@@ -57,6 +80,11 @@ impl std::ops::DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        if self.mapped {
+            // SAFETY: mapped in `new` with exactly this length.
+            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+            return;
+        }
         let layout = Layout::from_size_align(self.len, IO_ALIGN).expect("valid layout");
         // SAFETY: allocated in `new` with this layout.
         unsafe { dealloc(self.ptr, layout) }

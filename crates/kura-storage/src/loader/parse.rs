@@ -85,7 +85,7 @@ pub fn parse_chunk(chunk: &[u8], schema: &Schema, fmt: &TextFormat, skip_first: 
                 raw
             };
             let col = &schema.columns[c];
-            push_field(&mut cols[c], col.data_type, text, was_quoted).map_err(|what| ParseError {
+            push_field(&mut cols[c], col.data_type, text, was_quoted, fmt.quoted).map_err(|what| ParseError {
                 line: this_line,
                 column: a as u64 + 1,
                 what: format!("column {} ({}): {what}", col.name, col.data_type),
@@ -148,9 +148,11 @@ fn push_null(v: &mut Vector) {
     v.push_null();
 }
 
-/// Appends one field's value (or NULL: an unquoted empty field or `\N`).
-fn push_field(v: &mut Vector, dt: DataType, text: &[u8], quoted: bool) -> Result<(), String> {
-    if !quoted && (text == b"\\N" || (text.is_empty() && !dt.is_text())) {
+/// Appends one field's value or NULL: `\N`, or an unquoted empty field — in CSV
+/// for every type (PostgreSQL's rule; `""` is the empty string), in plain text
+/// for every type but text (where it is the empty string).
+fn push_field(v: &mut Vector, dt: DataType, text: &[u8], quoted: bool, csv: bool) -> Result<(), String> {
+    if !quoted && (text == b"\\N" || (text.is_empty() && (csv || !dt.is_text()))) {
         push_null(v);
         return Ok(());
     }
@@ -230,12 +232,15 @@ fn parse_int(t: &[u8]) -> Option<i64> {
     if digits.is_empty() || digits.len() > 19 {
         return None;
     }
+    // Accumulate towards the sign so i64::MIN parses too.
     let mut v: i64 = 0;
     for &c in digits {
         if !c.is_ascii_digit() {
             return None;
         }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as i64)?;
+        let d = (c - b'0') as i64;
+        v = v.checked_mul(10)?;
+        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
     }
-    Some(if neg { -v } else { v })
+    Some(v)
 }

@@ -1,0 +1,44 @@
+//! Secondary indexes as B+trees (paper 003): order-preserving composite keys with
+//! the row id as tie-breaker ([`key`]), bulk loading from sorted entries
+//! ([`build`]) into checksummed, buffer-managed node pages ([`node`]), and searches
+//! cut into independent pieces ([`scan`]) so the out-of-order runtime can run each
+//! piece as a task with its own page fixes.
+//!
+//! Indexes are immutable once built: a table that grows gets its indexes rebuilt
+//! from its rows (see `IndexBuilder`), which keeps nodes full and the tree optimal
+//! for the read-mostly analytic workloads kura serves.
+
+pub mod build;
+pub mod key;
+pub mod node;
+pub mod range;
+pub mod scan;
+pub mod sink;
+
+use serde::{Deserialize, Serialize};
+
+use kura_common::DataType;
+
+use crate::file::PageId;
+
+pub use build::{max_entry_bytes, IndexBuilder};
+pub use range::{EncodedRange, KeyRange, LastColumn};
+pub use scan::{LeafRange, DEFAULT_LEAVES_PER_PIECE};
+pub use sink::{PageSink, INDEX_NODE_PAGE_KIND};
+
+/// Where a built index lives and what it holds; small enough for the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BTreeIndex {
+    /// Root node (a leaf when `height` is 1).
+    pub root: PageId,
+    /// Levels including the leaves.
+    pub height: u32,
+    pub leaf_count: u64,
+    /// Entries (indexed rows, NULL keys included).
+    pub entries: u64,
+    pub key_types: Vec<DataType>,
+    /// Built with duplicate-key checking.
+    pub unique: bool,
+    /// Leftmost leaf (start of a full scan in key order).
+    pub first_leaf: PageId,
+}
