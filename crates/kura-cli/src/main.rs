@@ -1,9 +1,13 @@
 //! `kura`: the command-line front end — interactive shell, one-shot SQL, loading,
 //! TPC-H generation/loading, and benchmarks — all through the `kura` façade.
 
+mod bench_iops;
 mod bench_load;
+mod cachesim;
 mod format;
+mod plot;
 mod progress;
+mod serve;
 mod shell;
 mod tpch_cmd;
 
@@ -37,7 +41,7 @@ struct Cli {
     #[arg(long, global = true, value_enum, default_value = "table")]
     format: Format,
     /// Run this SQL and exit.
-    #[arg(short = 'c', long = "command")]
+    #[arg(short = 'c', long = "command", allow_hyphen_values = true)]
     command: Option<String>,
     #[command(subcommand)]
     sub: Option<Command>,
@@ -64,6 +68,10 @@ enum Command {
         #[command(subcommand)]
         cmd: tpch_cmd::TpchCommand,
     },
+    /// Serve the PostgreSQL wire protocol (psql, JDBC, psycopg connect unchanged).
+    Serve(serve::Args),
+    /// Cache simulator: replacement policies, two-level caches, reuse distance (paper 004).
+    Cachesim(cachesim::CachesimArgs),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -75,6 +83,8 @@ enum Command {
 enum BenchCommand {
     /// Generate+load and load-from-.tbl throughput (MB/s, rows/s).
     Load(bench_load::Args),
+    /// This disk's random 4 KiB O_DIRECT read IOPS at queue depths 1 and 64 (io_uring).
+    Iops(bench_iops::Args),
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -139,7 +149,10 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
+        Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_options()),
+        Some(Command::Cachesim(args)) => cachesim::run(args.clone()),
         Some(Command::Bench { cmd: BenchCommand::Load(args) }) => bench_load::run(args),
+        Some(Command::Bench { cmd: BenchCommand::Iops(args) }) => bench_iops::run(args.clone()),
         None => {
             let (_db, mut session) = cli.open()?;
             if let Some(sql) = &cli.command {

@@ -29,6 +29,24 @@ pub enum TpchCommand {
         #[arg(long)]
         from: Option<PathBuf>,
     },
+    /// Run the 22 queries (and/or the selective queries a-d), print times, optionally check answers.
+    Run {
+        /// Scale factor of the loaded data (selects the reference answers).
+        #[arg(long, default_value_t = 0.1)]
+        sf: f64,
+        /// Queries to run, e.g. 1,3,5 or a,b,c,d or all (default: the 22 TPC-H queries).
+        #[arg(long, value_delimiter = ',')]
+        queries: Vec<String>,
+        /// Compare every result with the reference answers; exit non-zero on a mismatch.
+        #[arg(long)]
+        check: bool,
+        /// Generate and load the data at --sf first.
+        #[arg(long)]
+        load: bool,
+        /// Runs per query (the median is reported).
+        #[arg(long, default_value_t = 1)]
+        reps: usize,
+    },
 }
 
 pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
@@ -72,6 +90,50 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 b.finish_and_clear();
             }
             print_load_table(&reports, start.elapsed().as_secs_f64());
+            Ok(())
+        }
+        TpchCommand::Run { sf, queries, check, load, reps } => {
+            if *load {
+                run(cli, &TpchCommand::Load { sf: *sf, from: None })?;
+            }
+            let (_db, mut session) = cli.open()?;
+            let answers = if *check {
+                Some(kura::tpch::run::answers_dir(*sf).ok_or_else(|| {
+                    format!(
+                        "no reference answers for SF {sf}: expected shared/tpch/answers/{} beside the repository, or set {}",
+                        kura::tpch::run::sf_dir_name(*sf),
+                        kura::tpch::run::ANSWERS_ENV
+                    )
+                })?)
+            } else {
+                None
+            };
+            let ids: Vec<String> = if queries.iter().any(|q| q.eq_ignore_ascii_case("all")) {
+                kura::tpch::run::QUERY_IDS.iter().map(|s| s.to_string()).collect()
+            } else {
+                queries.clone()
+            };
+            let runs = kura::tpch::run::run_queries(&mut session, &ids, answers.as_deref(), *reps)
+                .map_err(|e| e.to_string())?;
+            let mut t = Table::new();
+            t.load_preset(UTF8_FULL_CONDENSED);
+            t.set_header(["query", "rows", "median ms", "result"]);
+            let mut failures = 0;
+            let mut total = 0.0;
+            for r in &runs {
+                let ms = r.median.as_secs_f64() * 1e3;
+                total += ms;
+                if r.status.is_failure() {
+                    failures += 1;
+                }
+                t.add_row([r.label(), r.rows.to_string(), format!("{ms:.1}"), r.status.to_string()]);
+            }
+            t.add_row(["total".to_string(), String::new(), format!("{total:.1}"), String::new()]);
+            println!("{t}");
+            println!("SF {sf}, {} queries, {} run(s) each", runs.len(), reps.max(&1));
+            if failures > 0 {
+                return Err(format!("{failures} of {} queries failed or gave wrong answers", runs.len()));
+            }
             Ok(())
         }
     }

@@ -1,4 +1,26 @@
 //! kura-exec: runs physical plans — vectorized plug-in operators and the task
 //! runtime (paper 003). The only crate that knows about threads.
+//!
+//! Layout: [`plan`] is the physical plan IR (produced by kura-sql), [`expr`] the
+//! vectorized scalar expressions, [`ops`] the operators, [`registry`] the named
+//! operator implementations, [`pipeline`] the source → transforms → breaker model
+//! and [`executor`] the compiler from plans to pipelines.
 
+pub mod context;
+pub mod error;
+pub mod executor;
+pub mod expr;
+pub mod keys;
+pub mod ops;
+pub mod pipeline;
+pub mod plan;
+pub mod registry;
 pub mod runtime;
+pub mod source;
+
+pub use context::{ExecContext, IoCounters, OperatorStats};
+pub use error::{ExecError, ExecResult};
+pub use executor::Executor;
+pub use plan::{AggCall, AggFunc, JoinType, PlanKind, PlanNode, SortKey, ZonePredicate};
+pub use registry::OperatorRegistry;
+pub use source::{ColumnStatistics, MemTable, SourceColumn, TableSource, Zone};

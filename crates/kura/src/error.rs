@@ -9,6 +9,10 @@ use kura_storage::StorageError;
 pub enum KuraError {
     #[error(transparent)]
     Storage(#[from] StorageError),
+    #[error(transparent)]
+    Sql(#[from] kura_sql::SqlError),
+    #[error(transparent)]
+    Exec(#[from] kura_exec::ExecError),
     /// SQL text that does not parse.
     #[error("syntax error: {0}")]
     Syntax(String),
@@ -43,6 +47,8 @@ impl KuraError {
                 StorageError::NotADatabase { .. } => "XX001",
                 StorageError::Invalid(_) | StorageError::Policy(_) => "22023",
             },
+            KuraError::Sql(e) => e.sqlstate(),
+            KuraError::Exec(e) => e.sqlstate(),
             KuraError::Syntax(_) => "42601",
             KuraError::Unsupported(_) => "0A000",
             KuraError::Invalid(_) => "22023",

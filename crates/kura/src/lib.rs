@@ -13,6 +13,6 @@ pub mod tpch;
 pub use database::{Database, OpenOptions};
 pub use error::{KuraError, KuraResult};
 pub use result::{QueryResult, ResultColumn};
-pub use session::{CancelHandle, Progress, Session};
+pub use session::{CancelHandle, Prepared, Progress, Session};
 
 pub use kura_common::{Batch, DataType, Value};

@@ -1,14 +1,22 @@
-//! Statements beyond DDL, COPY and settings. Until the SQL engine (kura-sql +
-//! kura-exec) is wired in here, this answers the two queries storage needs —
-//! `SELECT count(*) FROM t` and `SELECT * FROM t [LIMIT n]` — straight from storage.
+//! Statements beyond DDL, COPY and settings — queries, EXPLAIN [ANALYZE], INSERT,
+//! CREATE TABLE AS, CREATE VIEW — planned by kura-sql over the storage catalog and
+//! run by kura-exec; plus describing and running statements with `$n` parameters.
 
+use std::ops::Range;
 use std::sync::Arc;
+use std::time::Instant;
 
-use sqlparser::ast::{Expr, FunctionArguments, GroupByExpr, LimitClause, SelectItem, SetExpr, Statement, TableFactor};
+use sqlparser::ast::{Query, Statement};
 
 use kura_common::settings::Settings;
-use kura_common::{Batch, DataType, Value, Vector, BATCH_SIZE};
-use kura_storage::Storage;
+use kura_common::{Batch, DataType, Value, Vector};
+use kura_exec::expr::cast_vector;
+use kura_exec::{
+    ColumnStatistics, ExecContext, ExecError, ExecResult, Executor, IoCounters, OperatorRegistry, SourceColumn,
+    TableSource, Zone,
+};
+use kura_sql::{describe_query, plan_query, CatalogProvider, PlannedQuery, PlannerOptions, SqlError, ViewDefinition};
+use kura_storage::{BufferManager, Catalog, Storage, Table};
 
 use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
@@ -17,68 +25,296 @@ use crate::session::CancelHandle;
 
 pub(crate) struct QueryContext<'a> {
     pub storage: &'a Arc<Storage>,
-    #[allow(dead_code)]
     pub settings: &'a Settings,
     pub cancel: &'a CancelHandle,
 }
 
+/// A stored table as a scan source.
+struct StorageTable {
+    table: Arc<Table>,
+    columns: Vec<SourceColumn>,
+}
+
+impl TableSource for StorageTable {
+    fn name(&self) -> &str {
+        self.table.name()
+    }
+    fn columns(&self) -> &[SourceColumn] {
+        &self.columns
+    }
+    fn row_count(&self) -> u64 {
+        self.table.row_count()
+    }
+    fn column_stats(&self, col: usize) -> Option<ColumnStatistics> {
+        let s = self.table.column_stats(col);
+        Some(ColumnStatistics { min: s.min.clone(), max: s.max.clone(), null_count: s.null_count, distinct: s.distinct })
+    }
+    fn zones(&self, col: usize) -> Vec<Zone> {
+        self.table
+            .zones(col)
+            .iter()
+            .map(|z| Zone {
+                first_row: z.first_row,
+                row_count: z.row_count as u64,
+                min: z.min.clone(),
+                max: z.max.clone(),
+                null_count: z.null_count as u64,
+            })
+            .collect()
+    }
+    fn row_groups(&self) -> Vec<Range<u64>> {
+        self.table.row_groups()
+    }
+    fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
+        self.table.read_range(col, first_row, len).map_err(|e| ExecError::Storage(e.to_string()))
+    }
+}
+
+/// The committed catalog as the planner sees it.
+struct StorageCatalog {
+    catalog: Arc<Catalog>,
+}
+
+impl CatalogProvider for StorageCatalog {
+    fn table(&self, name: &str) -> Option<Arc<dyn TableSource>> {
+        let table = self.catalog.table(name)?;
+        let columns = table
+            .schema()
+            .columns
+            .iter()
+            .map(|c| SourceColumn { name: c.name.clone(), data_type: c.data_type, nullable: c.nullable })
+            .collect();
+        Some(Arc::new(StorageTable { table, columns }))
+    }
+    fn view(&self, name: &str) -> Option<ViewDefinition> {
+        self.catalog.view(name).map(|v| ViewDefinition { sql: v.sql.clone(), columns: v.columns.clone() })
+    }
+    fn relation_names(&self) -> Vec<String> {
+        let mut n = self.catalog.table_names();
+        n.extend(self.catalog.view_names());
+        n
+    }
+}
+
+/// Buffer-manager counters for EXPLAIN ANALYZE.
+struct BufferIo(Arc<BufferManager>);
+
+impl IoCounters for BufferIo {
+    fn counters(&self) -> (u64, u64) {
+        let s = self.0.stats();
+        (s.fixes, s.pages_read)
+    }
+}
+
+fn sql_error(e: SqlError) -> KuraError {
+    KuraError::from(e)
+}
+
+fn exec_error(e: ExecError) -> KuraError {
+    KuraError::from(e)
+}
+
+impl QueryContext<'_> {
+    fn catalog(&self) -> StorageCatalog {
+        StorageCatalog { catalog: self.storage.catalog() }
+    }
+
+    fn options(&self) -> PlannerOptions {
+        PlannerOptions { join_operator: OperatorRegistry::join_for_setting(&self.settings.value("join_algorithm")).into() }
+    }
+
+    fn exec_context(&self) -> ExecContext {
+        let cancel = self.cancel.clone();
+        ExecContext::with_cancel_check(Arc::new(move || cancel.is_canceled()), self.settings.memory_limit())
+            .with_io(Arc::new(BufferIo(self.storage.buffer().clone())))
+    }
+
+    fn plan(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<PlannedQuery> {
+        plan_query(&self.catalog(), q, params, &self.options()).map_err(sql_error)
+    }
+
+    fn execute(&self, planned: &PlannedQuery, exec: &ExecContext) -> KuraResult<Vec<Batch>> {
+        let registry = OperatorRegistry::default();
+        Executor { registry: &registry, ctx: exec }.run(&planned.plan).map_err(exec_error)
+    }
+
+    fn query(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
+        let planned = self.plan(q, params)?;
+        let batches = self.execute(&planned, &self.exec_context())?;
+        let columns = planned.columns.iter().map(|(n, t)| ResultColumn { name: n.clone(), data_type: *t }).collect();
+        Ok(QueryResult::rows_of(columns, batches))
+    }
+}
+
 pub(crate) fn run_statement(ctx: &QueryContext, stmt: &Statement) -> KuraResult<QueryResult> {
-    let unsupported = || KuraError::Unsupported(format!("statement: {stmt}"));
-    let Statement::Query(q) = stmt else { return Err(unsupported()) };
-    let SetExpr::Select(sel) = q.body.as_ref() else { return Err(unsupported()) };
-    if sel.from.len() != 1 || !sel.from[0].joins.is_empty() || sel.selection.is_some() || sel.having.is_some() {
-        return Err(unsupported());
-    }
-    if !matches!(&sel.group_by, GroupByExpr::Expressions(e, _) if e.is_empty()) {
-        return Err(unsupported());
-    }
-    let TableFactor::Table { name, .. } = &sel.from[0].relation else { return Err(unsupported()) };
-    let tname = object_name(name);
-    let table = ctx
-        .storage
-        .catalog()
-        .table(&tname)
-        .ok_or_else(|| KuraError::Storage(kura_storage::StorageError::NoSuchTable(tname.clone())))?;
-    let limit = match &q.limit_clause {
-        None => None,
-        Some(LimitClause::LimitOffset { limit: Some(Expr::Value(v)), offset: None, .. }) => {
-            Some(v.value.to_string().parse::<u64>().map_err(|_| unsupported())?)
+    run(ctx, stmt, None)
+}
+
+/// Runs a statement whose `$n` placeholders take `params`.
+#[allow(dead_code)]
+pub(crate) fn run_statement_with_params(ctx: &QueryContext, stmt: &Statement, params: &[Value]) -> KuraResult<QueryResult> {
+    run(ctx, stmt, Some(params.to_vec()))
+}
+
+/// Parameter types and result columns of a statement, without running it.
+#[allow(dead_code)]
+pub(crate) fn describe(ctx: &QueryContext, stmt: &Statement) -> KuraResult<(Vec<DataType>, Vec<ResultColumn>)> {
+    match stmt {
+        Statement::Query(q) => {
+            let (params, cols) = describe_query(&ctx.catalog(), q).map_err(sql_error)?;
+            Ok((params, cols.into_iter().map(|(name, data_type)| ResultColumn { name, data_type }).collect()))
         }
-        Some(_) => return Err(unsupported()),
-    };
-    match sel.projection.as_slice() {
-        [SelectItem::Wildcard(_)] => {
-            let schema = table.schema();
-            let n = limit.unwrap_or(u64::MAX).min(table.row_count());
-            let mut batches = Vec::new();
-            let mut row = 0;
-            while row < n {
-                ctx.cancel.check()?;
-                let len = (n - row).min(BATCH_SIZE as u64) as usize;
-                let cols = (0..schema.len())
-                    .map(|c| table.read_range(c, row, len))
-                    .collect::<Result<Vec<_>, _>>()?;
-                batches.push(Batch::new(cols));
-                row += len as u64;
+        Statement::Explain { .. } => {
+            Ok((Vec::new(), vec![ResultColumn { name: "QUERY PLAN".into(), data_type: DataType::Varchar(None) }]))
+        }
+        Statement::Insert(ins) => match &ins.source {
+            Some(q) => Ok((describe_query(&ctx.catalog(), q).map_err(sql_error)?.0, Vec::new())),
+            None => Ok((Vec::new(), Vec::new())),
+        },
+        _ => Ok((Vec::new(), Vec::new())),
+    }
+}
+
+fn run(ctx: &QueryContext, stmt: &Statement, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
+    match stmt {
+        Statement::Query(q) => ctx.query(q, params),
+        Statement::Explain { statement, analyze, .. } => explain(ctx, statement, *analyze, params),
+        Statement::Insert(ins) => {
+            let table = match &ins.table {
+                sqlparser::ast::TableObject::TableName(n) => object_name(n),
+                other => return Err(KuraError::Unsupported(format!("INSERT INTO {other}"))),
+            };
+            let Some(source) = &ins.source else {
+                return Err(KuraError::Unsupported("INSERT without VALUES or SELECT".into()));
+            };
+            let columns: Vec<String> = ins.columns.iter().map(object_name).collect();
+            insert(ctx, &table, &columns, source, params)
+        }
+        Statement::CreateTable(ct) if ct.query.is_some() => {
+            let q = ct.query.as_ref().ok_or_else(|| KuraError::Internal("CTAS without query".into()))?;
+            create_table_as(ctx, &object_name(&ct.name), q, ct.if_not_exists)
+        }
+        Statement::CreateView(v) => {
+            if v.materialized {
+                return Err(KuraError::Unsupported("materialized views".into()));
             }
-            let columns = schema
-                .columns
-                .iter()
-                .map(|c| ResultColumn { name: c.name.clone(), data_type: c.data_type })
-                .collect();
-            Ok(QueryResult::rows_of(columns, batches))
+            let name = object_name(&v.name);
+            // Binding now reports errors in the definition at CREATE time.
+            describe_query(&ctx.catalog(), &v.query).map_err(sql_error)?;
+            let columns = v.columns.iter().map(|c| c.name.value.to_lowercase()).collect();
+            let mut txn = ctx.storage.begin()?;
+            if v.or_replace && ctx.storage.catalog().view(&name).is_some() {
+                txn.drop_view(&name)?;
+            }
+            txn.create_view(&name, &v.query.to_string(), columns)?;
+            txn.commit()?;
+            Ok(QueryResult::command("CREATE VIEW"))
         }
-        [SelectItem::UnnamedExpr(Expr::Function(f))]
-            if f.name.to_string().eq_ignore_ascii_case("count")
-                && matches!(&f.args, FunctionArguments::List(l) if l.args.len() == 1 && l.args[0].to_string() == "*") =>
-        {
-            let count = if limit == Some(0) { vec![] } else { vec![Value::BigInt(table.row_count() as i64)] };
-            let v = Vector::from_values(DataType::BigInt, &count).expect("bigint");
-            Ok(QueryResult::rows_of(
-                vec![ResultColumn { name: "count".into(), data_type: DataType::BigInt }],
-                vec![Batch::new(vec![v])],
-            ))
-        }
-        _ => Err(unsupported()),
+        other => Err(KuraError::Unsupported(format!("statement: {other}"))),
     }
+}
+
+fn explain(ctx: &QueryContext, stmt: &Statement, analyze: bool, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
+    let Statement::Query(q) = stmt else {
+        return Err(KuraError::Unsupported("EXPLAIN of anything but a query".into()));
+    };
+    let planned = ctx.plan(q, params)?;
+    let lines = if analyze {
+        let exec = ctx.exec_context();
+        let t0 = Instant::now();
+        let batches = ctx.execute(&planned, &exec)?;
+        let elapsed = t0.elapsed();
+        let rows: usize = batches.iter().map(|b| b.len()).sum();
+        let mut lines = planned.plan.explain(Some(&exec.stats()));
+        lines.push(format!("Execution time: {:.3} ms, {rows} rows, peak memory {} bytes", elapsed.as_secs_f64() * 1e3, exec.memory.peak()));
+        lines
+    } else {
+        planned.plan.explain(None)
+    };
+    let values: Vec<Value> = lines.into_iter().map(Value::Text).collect();
+    let v = Vector::from_values(DataType::Varchar(None), &values).ok_or_else(|| KuraError::Internal("plan text".into()))?;
+    Ok(QueryResult::rows_of(
+        vec![ResultColumn { name: "QUERY PLAN".into(), data_type: DataType::Varchar(None) }],
+        vec![Batch::new(vec![v])],
+    ))
+}
+
+/// Converts query output to the target column types (NULL for columns not given).
+fn conform(batch: &Batch, targets: &[(Option<usize>, DataType)]) -> KuraResult<Batch> {
+    let n = batch.len();
+    let batch = batch.clone().compact();
+    let cols = targets
+        .iter()
+        .map(|(src, ty)| match src {
+            Some(i) => cast_vector(&batch.columns[*i], *ty).map_err(exec_error),
+            None => {
+                let mut v = Vector::new(*ty, n);
+                (0..n).for_each(|_| v.push_null());
+                Ok(v)
+            }
+        })
+        .collect::<KuraResult<Vec<_>>>()?;
+    Ok(Batch::new(cols))
+}
+
+fn insert(ctx: &QueryContext, table: &str, columns: &[String], source: &Query, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
+    let t = ctx.storage.catalog().table(table).ok_or_else(|| KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into())))?;
+    let schema = t.schema().clone();
+    let planned = ctx.plan(source, params)?;
+    let width = if columns.is_empty() { schema.columns.len() } else { columns.len() };
+    if planned.columns.len() != width {
+        return Err(KuraError::Invalid(format!(
+            "INSERT has {} expressions but {width} target columns",
+            planned.columns.len()
+        )));
+    }
+    let mut targets: Vec<(Option<usize>, DataType)> = schema.columns.iter().map(|c| (None, c.data_type)).collect();
+    for i in 0..width {
+        let pos = if columns.is_empty() {
+            i
+        } else {
+            schema.index_of(&columns[i]).ok_or_else(|| {
+                KuraError::Invalid(format!("column \"{}\" of relation \"{table}\" does not exist", columns[i]))
+            })?
+        };
+        targets[pos].0 = Some(i);
+    }
+    let batches = ctx.execute(&planned, &ctx.exec_context())?;
+    let mut txn = ctx.storage.begin()?;
+    let mut rows = 0u64;
+    for b in &batches {
+        if b.is_empty() {
+            continue;
+        }
+        rows += txn.append(table, &conform(b, &targets)?)?;
+    }
+    txn.commit()?;
+    Ok(QueryResult::command(format!("INSERT 0 {rows}")))
+}
+
+fn create_table_as(ctx: &QueryContext, name: &str, q: &Query, if_not_exists: bool) -> KuraResult<QueryResult> {
+    if ctx.storage.catalog().table(name).is_some() && if_not_exists {
+        return Ok(QueryResult::command("CREATE TABLE AS"));
+    }
+    let planned = ctx.plan(q, None)?;
+    let batches = ctx.execute(&planned, &ctx.exec_context())?;
+    let schema = kura_storage::Schema::new(
+        planned
+            .columns
+            .iter()
+            .map(|(n, t)| kura_storage::ColumnDef { name: n.clone(), data_type: *t, nullable: true })
+            .collect(),
+    );
+    let mut txn = ctx.storage.begin()?;
+    txn.create_table(name, schema)?;
+    let targets: Vec<(Option<usize>, DataType)> = planned.columns.iter().enumerate().map(|(i, c)| (Some(i), c.1)).collect();
+    let mut rows = 0u64;
+    for b in &batches {
+        if b.is_empty() {
+            continue;
+        }
+        rows += txn.append(name, &conform(b, &targets)?)?;
+    }
+    txn.commit()?;
+    Ok(QueryResult::command(format!("SELECT {rows}")))
 }

@@ -43,6 +43,18 @@ impl CancelHandle {
     }
 }
 
+/// A statement parsed and described once, to run many times with parameters
+/// (`$1`, `$2`, ... — the PostgreSQL extended protocol).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub sql: String,
+    statement: Statement,
+    /// Types of `$1..$n`, as far as the statement determines them.
+    pub param_types: Vec<DataType>,
+    /// Result columns; empty for statements that return none.
+    pub columns: Vec<ResultColumn>,
+}
+
 /// One connection's state.
 pub struct Session {
     storage: Arc<Storage>,
@@ -90,22 +102,50 @@ impl Session {
         Ok(out)
     }
 
+    /// Parses and describes one statement without running it.
+    pub fn prepare(&mut self, sql: &str) -> KuraResult<Prepared> {
+        let mut statements = parse(sql)?;
+        if statements.len() != 1 {
+            return Err(KuraError::Invalid(format!(
+                "a prepared statement must hold exactly one statement, found {}",
+                statements.len()
+            )));
+        }
+        let statement = statements.pop().unwrap();
+        let (param_types, columns) = if is_local(&statement) {
+            let columns = match &statement {
+                Statement::ShowVariable { variable } => vec![ResultColumn {
+                    name: variable.iter().map(|i| i.value.to_ascii_lowercase()).collect::<Vec<_>>().join(" "),
+                    data_type: DataType::Varchar(None),
+                }],
+                _ => Vec::new(),
+            };
+            (Vec::new(), columns)
+        } else {
+            let ctx = crate::query::QueryContext {
+                storage: &self.storage,
+                settings: &self.settings,
+                cancel: &self.cancel,
+            };
+            guard(|| crate::query::describe(&ctx, &statement))?
+        };
+        Ok(Prepared { sql: sql.to_string(), statement, param_types, columns })
+    }
+
+    /// Runs a prepared statement with values for its parameters.
+    pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value]) -> KuraResult<QueryResult> {
+        if params.is_empty() || is_local(&prepared.statement) {
+            return self.execute_statement(&prepared.statement);
+        }
+        self.cancel.reset();
+        let ctx = crate::query::QueryContext { storage: &self.storage, settings: &self.settings, cancel: &self.cancel };
+        guard(|| crate::query::run_statement_with_params(&ctx, &prepared.statement, params))
+    }
+
     /// Runs one parsed statement.
     pub fn execute_statement(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
         self.cancel.reset();
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| self.dispatch(stmt)));
-        match result {
-            Ok(r) => r,
-            Err(panic) => {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "unknown panic".into());
-                tracing::error!("internal error in statement {stmt}: {what}");
-                Err(KuraError::Internal(what))
-            }
-        }
+        guard(|| self.dispatch(stmt))
     }
 
     fn dispatch(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
@@ -198,6 +238,34 @@ impl Session {
         };
         let v = Vector::from_values(text, &[Value::Text(value)]).expect("text vector");
         Ok(QueryResult::rows_of(vec![ResultColumn { name, data_type: text }], vec![Batch::new(vec![v])]))
+    }
+}
+
+/// Runs `f`, turning a panic into an internal error so the session stays usable.
+fn guard<T>(f: impl FnOnce() -> KuraResult<T>) -> KuraResult<T> {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::error!("internal error: {what}");
+            Err(KuraError::Internal(what))
+        }
+    }
+}
+
+/// Statements the session runs itself (not through the SQL engine).
+fn is_local(stmt: &Statement) -> bool {
+    match stmt {
+        Statement::CreateTable(ct) => ct.query.is_none(),
+        Statement::Drop { object_type, .. } => {
+            matches!(object_type, sqlparser::ast::ObjectType::Table | sqlparser::ast::ObjectType::View)
+        }
+        Statement::Copy { .. } | Statement::Set(_) | Statement::ShowVariable { .. } => true,
+        _ => false,
     }
 }
 

@@ -197,7 +197,7 @@ impl BufferManager {
             None => {
                 let Inner { table, policy, .. } = &mut *inner;
                 let frames = &self.frames;
-                let victim = policy.evict(&mut |p| {
+                let victim = policy.evict_for(page, &mut |p| {
                     table.get(&p).is_some_and(|&f| frames[f as usize].pin.load(Ordering::Acquire) == 0)
                 });
                 match victim {

@@ -37,7 +37,9 @@ impl IndexBuilder {
     /// A builder for keys of `key_types` (at least one column).
     pub fn new(key_types: Vec<DataType>, unique: bool) -> StorageResult<Self> {
         if key_types.is_empty() {
-            return Err(StorageError::Invalid("an index needs at least one key column".into()));
+            return Err(StorageError::Invalid(
+                "an index needs at least one key column".into(),
+            ));
         }
         for &t in &key_types {
             key::check_key_type(t)?;
@@ -132,7 +134,9 @@ impl IndexBuilder {
             )));
         }
         let arena = std::mem::take(&mut self.arena);
-        self.spans.sort_unstable_by(|a, b| arena[a.0..a.0 + a.1 as usize].cmp(&arena[b.0..b.0 + b.1 as usize]));
+        self.spans.sort_unstable_by(|a, b| {
+            arena[a.0..a.0 + a.1 as usize].cmp(&arena[b.0..b.0 + b.1 as usize])
+        });
         self.arena = arena;
         if self.unique {
             self.check_unique()?;
@@ -144,12 +148,27 @@ impl IndexBuilder {
         for (k, run) in leaves.iter().enumerate() {
             let next = leaf_ids.get(k + 1).copied().unwrap_or(0);
             let prev = if k > 0 { leaf_ids[k - 1] } else { 0 };
-            let prefix_len = self.leaf_prefix(run.clone());
-            let first = self.entry(run.start);
+            // The one leaf of an empty index has no entries and no prefix.
+            let first = if run.is_empty() {
+                &[][..]
+            } else {
+                self.entry(run.start)
+            };
+            let prefix_len = if run.is_empty() {
+                0
+            } else {
+                self.leaf_prefix(run.clone())
+            };
             let prefix = &first[..prefix_len];
             let suffixes: Vec<&[u8]> = run.clone().map(|i| &self.entry(i)[prefix_len..]).collect();
-            sink.write(leaf_ids[k], &mut |buf| node::write_leaf(buf, prefix, &suffixes, next, prev))?;
-            let sep = if k == 0 { Vec::new() } else { separator(self.entry(run.start - 1), first) };
+            sink.write(leaf_ids[k], &mut |buf| {
+                node::write_leaf(buf, prefix, &suffixes, next, prev)
+            })?;
+            let sep = if k == 0 {
+                Vec::new()
+            } else {
+                separator(self.entry(run.start - 1), first)
+            };
             level.push((leaf_ids[k], sep));
         }
         let leaf_count = leaves.len() as u64;
@@ -206,7 +225,11 @@ impl IndexBuilder {
     fn leaf_prefix(&self, run: std::ops::Range<usize>) -> usize {
         let first = self.entry(run.start);
         let last = self.entry(run.end - 1);
-        let min_len = run.clone().map(|i| self.spans[i].1 as usize).min().unwrap_or(0);
+        let min_len = run
+            .clone()
+            .map(|i| self.spans[i].1 as usize)
+            .min()
+            .unwrap_or(0);
         lcp(first, last).min(min_len.saturating_sub(ROW_ID_BYTES))
     }
 
@@ -273,7 +296,9 @@ fn write_inner_level(
         let children: Vec<PageId> = run.iter().map(|c| c.0).collect();
         let seps: Vec<&[u8]> = run.iter().map(|c| c.1.as_slice()).collect();
         let page = sink.alloc();
-        sink.write(page, &mut |buf| node::write_inner(buf, level, &children, &seps))?;
+        sink.write(page, &mut |buf| {
+            node::write_inner(buf, level, &children, &seps)
+        })?;
         out.push((page, run[0].1.clone()));
         start = end;
     }

@@ -58,7 +58,11 @@ fn put_i128(out: &mut Vec<u8>, v: i128) {
 
 fn put_f64(out: &mut Vec<u8>, v: f64) {
     let bits = v.to_bits();
-    let key = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    let key = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
     out.extend_from_slice(&key.to_be_bytes());
 }
 
@@ -112,7 +116,10 @@ pub fn encode_vector_value(out: &mut Vec<u8>, v: &Vector, i: usize) {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnKey {
     Exact(Vec<u8>),
-    Between { floor: Option<Vec<u8>>, ceil: Option<Vec<u8>> },
+    Between {
+        floor: Option<Vec<u8>>,
+        ceil: Option<Vec<u8>>,
+    },
 }
 
 /// An integer-valued column domain: its bounds and how values are written.
@@ -125,10 +132,26 @@ struct IntDomain {
 impl IntDomain {
     fn of(t: DataType) -> Option<IntDomain> {
         match t {
-            DataType::Integer | DataType::Date => Some(IntDomain { min: i32::MIN as i128, max: i32::MAX as i128, width: 4 }),
-            DataType::BigInt => Some(IntDomain { min: i64::MIN as i128, max: i64::MAX as i128, width: 8 }),
-            DataType::Decimal { .. } if wide_decimal(t) => Some(IntDomain { min: i128::MIN, max: i128::MAX, width: 16 }),
-            DataType::Decimal { .. } => Some(IntDomain { min: i64::MIN as i128, max: i64::MAX as i128, width: 8 }),
+            DataType::Integer | DataType::Date => Some(IntDomain {
+                min: i32::MIN as i128,
+                max: i32::MAX as i128,
+                width: 4,
+            }),
+            DataType::BigInt => Some(IntDomain {
+                min: i64::MIN as i128,
+                max: i64::MAX as i128,
+                width: 8,
+            }),
+            DataType::Decimal { .. } if wide_decimal(t) => Some(IntDomain {
+                min: i128::MIN,
+                max: i128::MAX,
+                width: 16,
+            }),
+            DataType::Decimal { .. } => Some(IntDomain {
+                min: i64::MIN as i128,
+                max: i64::MAX as i128,
+                width: 8,
+            }),
             _ => None,
         }
     }
@@ -148,8 +171,16 @@ impl IntDomain {
         if floor == ceil && (self.min..=self.max).contains(&floor) {
             return ColumnKey::Exact(self.bytes(floor));
         }
-        let f = if floor < self.min { None } else { Some(self.bytes(floor.min(self.max))) };
-        let c = if ceil > self.max { None } else { Some(self.bytes(ceil.max(self.min))) };
+        let f = if floor < self.min {
+            None
+        } else {
+            Some(self.bytes(floor.min(self.max)))
+        };
+        let c = if ceil > self.max {
+            None
+        } else {
+            Some(self.bytes(ceil.max(self.min)))
+        };
         ColumnKey::Between { floor: f, ceil: c }
     }
 
@@ -209,7 +240,9 @@ fn mul_pow10(v: i128, d: u32) -> i128 {
 }
 
 fn mismatch(t: DataType, v: &Value) -> StorageError {
-    StorageError::Invalid(format!("cannot compare index key of type {t} with value {v:?}"))
+    StorageError::Invalid(format!(
+        "cannot compare index key of type {t} with value {v:?}"
+    ))
 }
 
 /// Converts a non-NULL value into the domain of a key column of type `t`.
@@ -247,7 +280,9 @@ pub fn column_key(t: DataType, v: &Value) -> StorageResult<ColumnKey> {
         (DataType::Double, Value::Integer(_) | Value::BigInt(_) | Value::Decimal(..)) => {
             put_f64(&mut out, v.as_f64().unwrap_or(f64::NAN))
         }
-        (DataType::Varchar(_) | DataType::Char(_), Value::Text(s)) => put_text(&mut out, s.as_bytes()),
+        (DataType::Varchar(_) | DataType::Char(_), Value::Text(s)) => {
+            put_text(&mut out, s.as_bytes())
+        }
         _ => return Err(mismatch(t, v)),
     }
     Ok(ColumnKey::Exact(out))
@@ -281,7 +316,9 @@ pub fn encode_values(types: &[DataType], values: &[Value]) -> StorageResult<Vec<
     let mut out = Vec::new();
     for (t, v) in types.iter().zip(values) {
         if !encode_exact(&mut out, *t, v)? {
-            return Err(StorageError::Invalid(format!("value {v} does not fit index key type {t}")));
+            return Err(StorageError::Invalid(format!(
+                "value {v} does not fit index key type {t}"
+            )));
         }
     }
     Ok(out)
@@ -328,8 +365,12 @@ pub fn decode_key(types: &[DataType], mut b: &[u8]) -> Option<Vec<Value>> {
                     Value::Integer(x)
                 }
             }
-            DataType::BigInt => Value::BigInt((u64::from_be_bytes(take(&mut b, 8)?.try_into().ok()?) ^ (1 << 63)) as i64),
-            DataType::Decimal { scale, .. } if wide_decimal(t) => Value::Decimal(get_i128(&take(&mut b, 16)?), scale),
+            DataType::BigInt => Value::BigInt(
+                (u64::from_be_bytes(take(&mut b, 8)?.try_into().ok()?) ^ (1 << 63)) as i64,
+            ),
+            DataType::Decimal { scale, .. } if wide_decimal(t) => {
+                Value::Decimal(get_i128(&take(&mut b, 16)?), scale)
+            }
             DataType::Decimal { scale, .. } => {
                 let x = (u64::from_be_bytes(take(&mut b, 8)?.try_into().ok()?) ^ (1 << 63)) as i64;
                 Value::Decimal(x as i128, scale)
@@ -368,7 +409,11 @@ pub fn decode_key(types: &[DataType], mut b: &[u8]) -> Option<Vec<Value>> {
 #[inline]
 pub fn entry_row_id(entry: &[u8]) -> u64 {
     let n = entry.len();
-    u64::from_be_bytes(entry[n - ROW_ID_BYTES..].try_into().expect("entries end in a row id"))
+    u64::from_be_bytes(
+        entry[n - ROW_ID_BYTES..]
+            .try_into()
+            .expect("entries end in a row id"),
+    )
 }
 
 #[cfg(test)]
@@ -382,20 +427,38 @@ mod tests {
     #[test]
     fn integer_order_and_null_first() {
         let t = DataType::Integer;
-        let keys: Vec<Vec<u8>> =
-            [Value::Null, Value::Integer(i32::MIN), Value::Integer(-1), Value::Integer(0), Value::Integer(7), Value::Integer(i32::MAX)]
-                .into_iter()
-                .map(|v| enc(t, v))
-                .collect();
+        let keys: Vec<Vec<u8>> = [
+            Value::Null,
+            Value::Integer(i32::MIN),
+            Value::Integer(-1),
+            Value::Integer(0),
+            Value::Integer(7),
+            Value::Integer(i32::MAX),
+        ]
+        .into_iter()
+        .map(|v| enc(t, v))
+        .collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
     }
 
     #[test]
     fn doubles_follow_total_cmp() {
-        let xs = [f64::NEG_INFINITY, -2.5, -0.0, 0.0, 1e-300, 3.0, f64::INFINITY, f64::NAN];
+        let xs = [
+            f64::NEG_INFINITY,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-300,
+            3.0,
+            f64::INFINITY,
+            f64::NAN,
+        ];
         for a in xs {
             for b in xs {
-                let (ka, kb) = (enc(DataType::Double, Value::Double(a)), enc(DataType::Double, Value::Double(b)));
+                let (ka, kb) = (
+                    enc(DataType::Double, Value::Double(a)),
+                    enc(DataType::Double, Value::Double(b)),
+                );
                 assert_eq!(ka.cmp(&kb), a.total_cmp(&b), "{a} vs {b}");
             }
         }
@@ -404,23 +467,40 @@ mod tests {
     #[test]
     fn text_trailing_blanks_and_nul_bytes() {
         let t = DataType::Char(10);
-        assert_eq!(enc(t, Value::Text("ab  ".into())), enc(t, Value::Text("ab".into())));
+        assert_eq!(
+            enc(t, Value::Text("ab  ".into())),
+            enc(t, Value::Text("ab".into()))
+        );
         let a = enc(t, Value::Text("a".into()));
         let a0 = enc(t, Value::Text("a\0".into()));
         let ab = enc(t, Value::Text("ab".into()));
         assert!(a < a0 && a0 < ab);
         // Composite: a shorter first column still sorts first whatever follows.
         let types = [DataType::Varchar(None), DataType::Integer];
-        let k1 = encode_values(&types, &[Value::Text("a".into()), Value::Integer(i32::MAX)]).unwrap();
-        let k2 = encode_values(&types, &[Value::Text("a\u{1}".into()), Value::Integer(i32::MIN)]).unwrap();
+        let k1 =
+            encode_values(&types, &[Value::Text("a".into()), Value::Integer(i32::MAX)]).unwrap();
+        let k2 = encode_values(
+            &types,
+            &[Value::Text("a\u{1}".into()), Value::Integer(i32::MIN)],
+        )
+        .unwrap();
         assert!(k1 < k2);
     }
 
     #[test]
     fn decimal_conversions() {
-        let t = DataType::Decimal { precision: 15, scale: 2 };
-        assert_eq!(column_key(t, &Value::Integer(3)).unwrap(), ColumnKey::Exact(enc(t, Value::Decimal(300, 2))));
-        assert_eq!(column_key(t, &Value::Decimal(15, 1)).unwrap(), ColumnKey::Exact(enc(t, Value::Decimal(150, 2))));
+        let t = DataType::Decimal {
+            precision: 15,
+            scale: 2,
+        };
+        assert_eq!(
+            column_key(t, &Value::Integer(3)).unwrap(),
+            ColumnKey::Exact(enc(t, Value::Decimal(300, 2)))
+        );
+        assert_eq!(
+            column_key(t, &Value::Decimal(15, 1)).unwrap(),
+            ColumnKey::Exact(enc(t, Value::Decimal(150, 2)))
+        );
         match column_key(t, &Value::Decimal(1005, 3)).unwrap() {
             ColumnKey::Between { floor, ceil } => {
                 assert_eq!(floor.unwrap(), enc(t, Value::Decimal(100, 2)));
@@ -430,7 +510,10 @@ mod tests {
         }
         match column_key(DataType::Integer, &Value::BigInt(1 << 40)).unwrap() {
             ColumnKey::Between { floor, ceil } => {
-                assert_eq!(floor.unwrap(), enc(DataType::Integer, Value::Integer(i32::MAX)));
+                assert_eq!(
+                    floor.unwrap(),
+                    enc(DataType::Integer, Value::Integer(i32::MAX))
+                );
                 assert!(ceil.is_none());
             }
             other => panic!("expected an inexact key, got {other:?}"),
@@ -442,7 +525,10 @@ mod tests {
         let types = [
             DataType::Boolean,
             DataType::Date,
-            DataType::Decimal { precision: 30, scale: 3 },
+            DataType::Decimal {
+                precision: 30,
+                scale: 3,
+            },
             DataType::Varchar(None),
             DataType::Double,
             DataType::BigInt,

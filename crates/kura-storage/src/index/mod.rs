@@ -9,6 +9,7 @@
 //! for the read-mostly analytic workloads kura serves.
 
 pub mod build;
+pub mod from_table;
 pub mod key;
 pub mod node;
 pub mod range;
@@ -22,6 +23,7 @@ use kura_common::DataType;
 use crate::file::PageId;
 
 pub use build::{max_entry_bytes, IndexBuilder};
+pub use from_table::build_for_table;
 pub use range::{EncodedRange, KeyRange, LastColumn};
 pub use scan::{LeafRange, DEFAULT_LEAVES_PER_PIECE};
 pub use sink::{PageSink, INDEX_NODE_PAGE_KIND};

@@ -67,15 +67,29 @@ impl<'a> Node<'a> {
         let count = u32::from_le_bytes(page[4..8].try_into().unwrap()) as usize;
         let prefix_len = u16::from_le_bytes(page[24..26].try_into().unwrap()) as usize;
         let (prefix, offs) = if level == 0 {
-            (page.get(HEADER..HEADER + prefix_len).ok_or("index leaf prefix exceeds the page")?, HEADER + prefix_len)
+            (
+                page.get(HEADER..HEADER + prefix_len)
+                    .ok_or("index leaf prefix exceeds the page")?,
+                HEADER + prefix_len,
+            )
         } else {
             (&page[0..0], HEADER + 8 * count)
         };
         let data = offs + width * (count + 1);
         if data > page.len() {
-            return Err(format!("index node claims {count} entries, more than the page holds"));
+            return Err(format!(
+                "index node claims {count} entries, more than the page holds"
+            ));
         }
-        let node = Node { page, level, width, count, offs, data, prefix };
+        let node = Node {
+            page,
+            level,
+            width,
+            count,
+            offs,
+            data,
+            prefix,
+        };
         // O(1) checks only: the page checksum already vouches for the contents, and
         // a node is parsed on every visit. Accessors below never panic on bad offsets.
         if data + node.offset(count) > page.len() {
@@ -117,7 +131,9 @@ impl<'a> Node<'a> {
     /// The stored bytes of slot `i` (an entry's suffix after the leaf prefix, or a
     /// separator).
     fn slot(&self, i: usize) -> &'a [u8] {
-        self.page.get(self.data + self.offset(i)..self.data + self.offset(i + 1)).unwrap_or(&[])
+        self.page
+            .get(self.data + self.offset(i)..self.data + self.offset(i + 1))
+            .unwrap_or(&[])
     }
 
     /// Shared prefix of every entry in a leaf.
@@ -164,30 +180,50 @@ impl<'a> Node<'a> {
         self.slot(i)
     }
 
-    /// Compares leaf entry `i` with `probe`.
-    fn cmp_entry(&self, i: usize, probe: &[u8]) -> Ordering {
-        let p = self.prefix;
-        let n = p.len().min(probe.len());
-        match p[..n].cmp(&probe[..n]) {
-            Ordering::Equal if probe.len() >= p.len() => self.slot(i).cmp(&probe[p.len()..]),
-            // The probe is a proper prefix of the shared prefix: every entry is larger.
-            Ordering::Equal => Ordering::Greater,
-            o => o,
-        }
-    }
-
     /// Position of the first leaf entry ≥ `probe` (`count()` if none).
     pub fn lower_bound(&self, probe: &[u8]) -> usize {
+        // The shared prefix decides for the whole leaf unless the probe runs past it.
+        let p = self.prefix;
+        let n = p.len().min(probe.len());
+        match cmp_bytes(&p[..n], &probe[..n]) {
+            Ordering::Less => return self.count,
+            Ordering::Greater => return 0,
+            Ordering::Equal if probe.len() < p.len() => return 0,
+            Ordering::Equal => {}
+        }
+        let rest = &probe[p.len()..];
         let (mut lo, mut hi) = (0, self.count);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if self.cmp_entry(mid, probe) == Ordering::Less {
+            if cmp_bytes(self.slot(mid), rest) == Ordering::Less {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
         lo
+    }
+
+    /// Compares leaf entry `i` with `probe`.
+    pub fn cmp_entry(&self, i: usize, probe: &[u8]) -> Ordering {
+        let p = self.prefix;
+        let n = p.len().min(probe.len());
+        match cmp_bytes(&p[..n], &probe[..n]) {
+            Ordering::Equal if probe.len() >= p.len() => cmp_bytes(self.slot(i), &probe[p.len()..]),
+            // The probe is a proper prefix of the shared prefix: every entry is larger.
+            Ordering::Equal => Ordering::Greater,
+            o => o,
+        }
+    }
+
+    /// Whether leaf entry `i` starts with `probe`.
+    pub fn entry_starts_with(&self, i: usize, probe: &[u8]) -> bool {
+        let p = self.prefix;
+        if probe.len() <= p.len() {
+            p.starts_with(probe)
+        } else {
+            probe.starts_with(p) && self.slot(i).starts_with(&probe[p.len()..])
+        }
     }
 
     /// Index of the child of an inner node that holds the first entry ≥ `probe`
@@ -197,7 +233,7 @@ impl<'a> Node<'a> {
         let (mut lo, mut hi) = (1, self.count);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if self.separator(mid) <= probe {
+            if cmp_bytes(self.separator(mid), probe) != Ordering::Greater {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -205,6 +241,29 @@ impl<'a> Node<'a> {
         }
         lo - 1
     }
+}
+
+/// Byte-string order (as `<[u8]>::cmp`), eight bytes at a time: keys are short,
+/// and this beats a `memcmp` call per comparison in node searches.
+#[inline]
+pub fn cmp_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes(a[i..i + 8].try_into().unwrap());
+        let y = u64::from_be_bytes(b[i..i + 8].try_into().unwrap());
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Serialises a leaf: `entries` share `prefix` (already stripped from them).
@@ -243,7 +302,7 @@ fn write_header(buf: &mut [u8], level: u8, width: usize, count: usize, next: Pag
 fn write_slots(buf: &mut [u8], offs: usize, width: usize, slots: &[&[u8]]) {
     let data = offs + width * (slots.len() + 1);
     let mut at = 0usize;
-    let mut put_off = |buf: &mut [u8], i: usize, v: usize| {
+    let put_off = |buf: &mut [u8], i: usize, v: usize| {
         let p = offs + i * width;
         if width == 2 {
             buf[p..p + 2].copy_from_slice(&(v as u16).to_le_bytes());
@@ -275,13 +334,18 @@ mod tests {
 
     #[test]
     fn leaf_round_trip_and_search() {
-        let entries: Vec<Vec<u8>> = (0u8..10).map(|i| vec![1, 2, 3, i * 2, 0, 0, 0, 0, 0, 0, 0, i]).collect();
+        let entries: Vec<Vec<u8>> = (0u8..10)
+            .map(|i| vec![1, 2, 3, i * 2, 0, 0, 0, 0, 0, 0, 0, i])
+            .collect();
         let mut buf = vec![0u8; 8192 - 16];
         let suffixes: Vec<&[u8]> = entries.iter().map(|e| &e[3..]).collect();
         write_leaf(&mut buf, &[1, 2, 3], &suffixes, 77, 5);
         let n = Node::parse(&buf).unwrap();
         assert!(n.is_leaf());
-        assert_eq!((n.count(), n.next_leaf(), n.prev_leaf()), (10, Some(77), Some(5)));
+        assert_eq!(
+            (n.count(), n.next_leaf(), n.prev_leaf()),
+            (10, Some(77), Some(5))
+        );
         for (i, e) in entries.iter().enumerate() {
             assert_eq!(&n.entry(i), e);
             assert_eq!(n.row_id(i), i as u64);
@@ -305,6 +369,26 @@ mod tests {
         assert_eq!(n.child_for(b"lzz"), 1);
         assert_eq!(n.child_for(b"z"), 2);
         assert_eq!(n.child(2), 12);
+    }
+
+    #[test]
+    fn cmp_bytes_is_slice_order() {
+        let samples: [&[u8]; 9] = [
+            b"",
+            b"a",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgi",
+            b"abcdefghijklmnopq",
+            b"b",
+            b"\xff",
+        ];
+        for a in samples {
+            for b in samples {
+                assert_eq!(cmp_bytes(a, b), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
     }
 
     #[test]

@@ -15,7 +15,10 @@ pub enum LastColumn {
     /// No condition (NULLs included): the equality prefix alone.
     Any,
     /// Non-NULL values within the bounds; `(Unbounded, Unbounded)` is `IS NOT NULL`.
-    Range { lower: Bound<Value>, upper: Bound<Value> },
+    Range {
+        lower: Bound<Value>,
+        upper: Bound<Value>,
+    },
     /// Text values starting with the given text (`LIKE 'prefix%'`).
     Prefix(String),
 }
@@ -44,12 +47,16 @@ impl EncodedRange {
     /// Entries whose bytes start with `prefix`.
     pub fn with_prefix(prefix: Vec<u8>) -> Self {
         let hi = prefix_successor(&prefix);
-        EncodedRange { lo: Some(prefix), hi }
+        EncodedRange {
+            lo: Some(prefix),
+            hi,
+        }
     }
 
     /// Whether `entry` lies in the range.
     pub fn contains(&self, entry: &[u8]) -> bool {
-        self.lo.as_deref().is_none_or(|lo| entry >= lo) && self.hi.as_deref().is_none_or(|hi| entry < hi)
+        self.lo.as_deref().is_none_or(|lo| entry >= lo)
+            && self.hi.as_deref().is_none_or(|hi| entry < hi)
     }
 
     /// True when no entry can lie in the range.
@@ -61,24 +68,36 @@ impl EncodedRange {
 impl KeyRange {
     /// Every entry of the index.
     pub fn all() -> Self {
-        KeyRange { eq: Vec::new(), last: LastColumn::Any }
+        KeyRange {
+            eq: Vec::new(),
+            last: LastColumn::Any,
+        }
     }
 
     /// Entries whose leading key columns equal `values` (a point lookup when all
     /// key columns are given).
     pub fn eq(values: Vec<Value>) -> Self {
-        KeyRange { eq: values, last: LastColumn::Any }
+        KeyRange {
+            eq: values,
+            last: LastColumn::Any,
+        }
     }
 
     /// Entries with leading columns equal to `eq` and the next column within bounds.
     pub fn range(eq: Vec<Value>, lower: Bound<Value>, upper: Bound<Value>) -> Self {
-        KeyRange { eq, last: LastColumn::Range { lower, upper } }
+        KeyRange {
+            eq,
+            last: LastColumn::Range { lower, upper },
+        }
     }
 
     /// Entries with leading columns equal to `eq` and the next (text) column
     /// starting with `prefix`.
     pub fn prefix(eq: Vec<Value>, prefix: &str) -> Self {
-        KeyRange { eq, last: LastColumn::Prefix(prefix.to_string()) }
+        KeyRange {
+            eq,
+            last: LastColumn::Prefix(prefix.to_string()),
+        }
     }
 
     /// Whether the entries found still need the original predicate applied: true
@@ -121,8 +140,12 @@ impl KeyRange {
                 )))
             }
             (LastColumn::Range { lower, upper }, Some(t)) => {
-                let Some(lo) = lower_bound(&p, t, lower)? else { return Ok(None) };
-                let Some(hi) = upper_bound(&p, t, upper)? else { return Ok(None) };
+                let Some(lo) = lower_bound(&p, t, lower)? else {
+                    return Ok(None);
+                };
+                let Some(hi) = upper_bound(&p, t, upper)? else {
+                    return Ok(None);
+                };
                 EncodedRange { lo: Some(lo), hi }
             }
             (LastColumn::Range { .. }, None) => unreachable!("checked above"),
@@ -162,7 +185,11 @@ fn lower_bound(p: &[u8], t: DataType, bound: &Bound<Value>) -> StorageResult<Opt
 
 /// Exclusive end (`Ok(Some(None))`: unbounded) of the entries at or before `bound`
 /// among the non-NULL values after prefix `p`; `Ok(None)` when nothing qualifies.
-fn upper_bound(p: &[u8], t: DataType, bound: &Bound<Value>) -> StorageResult<Option<Option<Vec<u8>>>> {
+fn upper_bound(
+    p: &[u8],
+    t: DataType,
+    bound: &Bound<Value>,
+) -> StorageResult<Option<Option<Vec<u8>>>> {
     let after_all = prefix_successor(&joined(p, &[VALUE_MARK]));
     Ok(match bound {
         Bound::Unbounded => Some(after_all),

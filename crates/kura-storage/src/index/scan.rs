@@ -31,11 +31,19 @@ pub struct LeafRange {
 pub const DEFAULT_LEAVES_PER_PIECE: usize = 64;
 
 fn corrupt(bm: &BufferManager, page: PageId, what: String) -> StorageError {
-    StorageError::Corrupt { path: bm.file().path().to_path_buf(), page, what }
+    StorageError::Corrupt {
+        path: bm.file().path().to_path_buf(),
+        page,
+        what,
+    }
 }
 
 /// Parses a fixed page as a node, naming the page on failure.
-pub fn parse_node<'a>(bm: &BufferManager, page: PageId, payload: &'a [u8]) -> StorageResult<Node<'a>> {
+pub fn parse_node<'a>(
+    bm: &BufferManager,
+    page: PageId,
+    payload: &'a [u8],
+) -> StorageResult<Node<'a>> {
     Node::parse(payload).map_err(|what| corrupt(bm, page, what))
 }
 
@@ -44,7 +52,10 @@ pub fn parse_node<'a>(bm: &BufferManager, page: PageId, payload: &'a [u8]) -> St
 /// end lies past the leaf's last entry).
 pub fn scan_leaf(leaf: &Node<'_>, range: &EncodedRange, out: &mut Vec<u64>) -> bool {
     let start = range.lo.as_deref().map_or(0, |lo| leaf.lower_bound(lo));
-    let end = range.hi.as_deref().map_or(leaf.count(), |hi| leaf.lower_bound(hi));
+    let end = range
+        .hi
+        .as_deref()
+        .map_or(leaf.count(), |hi| leaf.lower_bound(hi));
     out.extend((start..end.max(start)).map(|i| leaf.row_id(i)));
     end == leaf.count()
 }
@@ -120,7 +131,10 @@ impl BTreeIndex {
         self.collect_leaves(bm, self.root, self.height, &range, &mut leaves)?;
         Ok(leaves
             .chunks(leaves_per_piece.max(1))
-            .map(|c| LeafRange { leaves: c.to_vec(), range: range.clone() })
+            .map(|c| LeafRange {
+                leaves: c.to_vec(),
+                range: range.clone(),
+            })
             .collect())
     }
 
@@ -139,7 +153,11 @@ impl BTreeIndex {
         let g = self.fix(bm, page)?;
         let n = parse_node(bm, page, &g)?;
         if n.is_leaf() || n.level() as u32 != levels - 1 || n.count() == 0 {
-            return Err(corrupt(bm, page, format!("index node at level {} expected", levels - 1)));
+            return Err(corrupt(
+                bm,
+                page,
+                format!("index node at level {} expected", levels - 1),
+            ));
         }
         let children = overlapping_children(&n, range);
         if levels == 2 {
@@ -155,7 +173,11 @@ impl BTreeIndex {
     }
 
     /// Row ids of the entries of one piece, in key order.
-    pub fn scan_piece(&self, bm: &Arc<BufferManager>, piece: &LeafRange) -> StorageResult<Vec<u64>> {
+    pub fn scan_piece(
+        &self,
+        bm: &Arc<BufferManager>,
+        piece: &LeafRange,
+    ) -> StorageResult<Vec<u64>> {
         let mut out = Vec::new();
         for &leaf in &piece.leaves {
             let g = self.fix(bm, leaf)?;
@@ -189,7 +211,11 @@ impl BTreeIndex {
     /// its matches, ordered by probe index and then key order. Probes are visited
     /// in key order so neighbouring probes share leaves; a probe with a NULL
     /// matches nothing (join semantics).
-    pub fn lookup_many(&self, bm: &Arc<BufferManager>, keys: &[Vec<Value>]) -> StorageResult<Vec<(usize, u64)>> {
+    pub fn lookup_many(
+        &self,
+        bm: &Arc<BufferManager>,
+        keys: &[Vec<Value>],
+    ) -> StorageResult<Vec<(usize, u64)>> {
         let mut probes: Vec<(Vec<u8>, usize)> = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
             if k.len() > self.key_types.len() {
@@ -216,12 +242,25 @@ impl BTreeIndex {
         let mut current: Option<(PageId, PageGuard)> = None;
         let mut i = 0;
         while i < probes.len() {
-            let range = EncodedRange::with_prefix(probes[i].0.clone());
+            let probe = &probes[i].0;
             let mut rows = Vec::new();
-            // Reuse the leaf of the previous probe when this probe starts inside it.
-            let mut page = match &current {
-                Some((p, g)) if starts_within(&parse_node(bm, *p, g)?, &probes[i].0) => *p,
-                _ => self.leaf_for(bm, &probes[i].0)?,
+            // Reuse the previous probe's leaf when this probe provably starts in it
+            // (probes are sorted, so neighbours often share a leaf).
+            let reuse = match &current {
+                Some((p, g)) => {
+                    let n = parse_node(bm, *p, g)?;
+                    // Two comparisons rule the leaf out before any search.
+                    let inside = n.is_leaf()
+                        && n.count() > 1
+                        && n.cmp_entry(0, probe).is_lt()
+                        && n.cmp_entry(n.count() - 1, probe).is_ge();
+                    inside.then(|| n.lower_bound(probe))
+                }
+                None => None,
+            };
+            let (mut page, mut pos) = match reuse {
+                Some(pos) => (current.as_ref().unwrap().0, Some(pos)),
+                None => (self.leaf_for(bm, probe)?, None),
             };
             loop {
                 if current.as_ref().is_none_or(|(p, _)| *p != page) {
@@ -232,9 +271,14 @@ impl BTreeIndex {
                 if !n.is_leaf() {
                     return Err(corrupt(bm, page, "index leaf expected".into()));
                 }
-                let more = scan_leaf(&n, &range, &mut rows);
+                let mut k = pos.take().unwrap_or_else(|| n.lower_bound(probe));
+                // Matches are few for join keys: walk them instead of searching the end.
+                while k < n.count() && n.entry_starts_with(k, probe) {
+                    rows.push(n.row_id(k));
+                    k += 1;
+                }
                 match n.next_leaf() {
-                    Some(next) if more => page = next,
+                    Some(next) if k == n.count() => page = next,
                     _ => break,
                 }
             }
@@ -246,7 +290,8 @@ impl BTreeIndex {
             }
             i = j;
         }
-        out.sort_unstable_by_key(|&(p, _)| p);
+        // Stable: within one probe, matches stay in key order.
+        out.sort_by_key(|&(p, _)| p);
         Ok(out)
     }
 
@@ -261,7 +306,11 @@ impl BTreeIndex {
                 let g = self.fix(bm, p)?;
                 let n = parse_node(bm, p, &g)?;
                 if n.level() as u32 != self.height - depth {
-                    return Err(corrupt(bm, p, format!("index node at level {} expected", self.height - depth)));
+                    return Err(corrupt(
+                        bm,
+                        p,
+                        format!("index node at level {} expected", self.height - depth),
+                    ));
                 }
                 next.extend((0..n.count()).map(|i| n.child(i)));
             }
@@ -270,14 +319,5 @@ impl BTreeIndex {
         }
         out.extend(level);
         Ok(out)
-    }
-}
-
-/// Whether the first entry ≥ `probe` is provably in `leaf`: some entry of the leaf
-/// is below the probe and some is not (leaves hold contiguous runs of entries).
-fn starts_within(leaf: &Node<'_>, probe: &[u8]) -> bool {
-    leaf.is_leaf() && leaf.count() > 0 && {
-        let pos = leaf.lower_bound(probe);
-        pos > 0 && pos < leaf.count()
     }
 }

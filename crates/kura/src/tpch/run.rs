@@ -105,11 +105,17 @@ pub fn sf_dir_name(sf: f64) -> String {
 /// Locates the reference answers for a scale factor: `$KURA_TPCH_ANSWERS` (the answers
 /// root holding `sfX/`, or itself a directory of `qNN.csv`), else
 /// `shared/tpch/answers/sfX` below the current directory or any of its ancestors (the
-/// repository is checked out with `shared/` beside it).
+/// repository is checked out with `shared/` beside it), else the same search from
+/// the executable's directory.
 pub fn answers_dir(sf: f64) -> Option<PathBuf> {
     let env = std::env::var_os(ANSWERS_ENV).map(PathBuf::from);
     let cwd = std::env::current_dir().ok();
-    find_answers_dir(sf, env.as_deref(), cwd.as_deref())
+    find_answers_dir(sf, env.as_deref(), cwd.as_deref()).or_else(|| {
+        // A binary built in the repository (target/release/kura) finds them from
+        // its own location when run from elsewhere.
+        let exe = std::env::current_exe().ok()?;
+        find_answers_dir(sf, None, exe.parent())
+    })
 }
 
 fn find_answers_dir(sf: f64, env: Option<&Path>, start: Option<&Path>) -> Option<PathBuf> {

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# CI test of the benchmark suite (a few minutes on 2 cores):
+#  1. unit tests of the cross-check and the SQLite translation;
+#  2. the cross-check must fail a run whose reference answer is wrong;
+#  3. the suite end to end at SF 0.01 with kura, DuckDB and SQLite, warm and cold:
+#     report and charts produced, every result cross-checked with no disagreement,
+#     every system's row counts equal to the .tbl files'.
+# Set KURA_BIN to use an existing kura binary instead of a release build.
+set -euo pipefail
+BENCH="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(dirname "$BENCH")"
+
+# Systems whose query errors fail the run. kura answers only part of the queries yet, so
+# its errors are reported but not fatal; when it runs them all, drop this to "" (every system).
+MUST_PASS="duckdb,sqlite"
+
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+kura_args=()
+[[ -n "${KURA_BIN:-}" ]] && kura_args=(--kura "$KURA_BIN")
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+echo "== unit tests (bench/tests)"
+python3 -m unittest discover -s "$BENCH/tests"
+
+echo "== a wrong reference answer must fail the run"
+answers="$out/answers"
+mkdir -p "$answers"
+cp "$REPO"/../shared/tpch/answers/sf0.01/q*.csv "$answers/" 2>/dev/null ||
+    fail "the TPC-H reference answers (../shared/tpch/answers/sf0.01) are missing"
+sed -i '2s/^[0-9]/9&/' "$answers/q06.csv" # one more leading digit: a different revenue
+if KURA_TPCH_ANSWERS="$answers" "$BENCH/run" "${kura_args[@]}" --sf 0.01 --systems duckdb --queries 6 \
+    --modes warm --reps 1 --work-dir "$out/work" --out "$out/wrong" >"$out/wrong.log" 2>&1; then
+    cat "$out/wrong.log"
+    fail "the run passed although the Q6 reference answer was wrong"
+fi
+grep -q "Q6 (warm): duckdb vs reference answer" "$out/wrong.log" || {
+    cat "$out/wrong.log"
+    fail "the wrong Q6 answer was not reported as a disagreement"
+}
+
+echo "== end to end, SF 0.01"
+must_pass=()
+[[ -n "$MUST_PASS" ]] && must_pass=(--must-pass "$MUST_PASS")
+"$BENCH/run" "${kura_args[@]}" --sf 0.01 --systems kura,duckdb,sqlite --reps 1 --modes warm,cold \
+    --timeout 120 --drop-caches no "${must_pass[@]}" --work-dir "$out/work" --out "$out/results" ||
+    fail "the benchmark run failed (see above)"
+
+report="$(ls "$out"/results/*-sf0.01.md)"
+for chart in tpch-warm tpch-cold selective-warm selective-cold; do
+    png="$(ls "$out"/results/*-sf0.01-$chart.png)"
+    [[ -s "$png" ]] || fail "chart $chart missing"
+    grep -q "($(basename "$png"))" "$report" || fail "the report does not show $chart"
+done
+grep -q "run status: \*\*PASS\*\*" "$report" || fail "the report does not say PASS"
+grep -Eq "cross-check: [1-9][0-9]* comparisons, \*\*0 disagreements\*\*" "$report" ||
+    fail "the cross-check compared nothing or found disagreements"
+# kura loaded every table with the rows of the .tbl files (a wrong count would be marked ✗).
+grep -Eq "^\| kura \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$" "$report" ||
+    fail "kura's row counts are missing or wrong"
+echo "bench CI: PASS ($report)"

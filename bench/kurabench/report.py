@@ -1,0 +1,275 @@
+"""The Markdown report of a run (and its raw numbers as JSON): per-query times, ratios
+kura/peer with their geometric means, loading and index builds, the machine, the
+systems' versions and settings, the cross-check and every failure."""
+
+import datetime
+import json
+import math
+import os
+
+from . import queries
+
+BASE = "kura"
+
+
+def geometric_mean(values):
+    values = [v for v in values if v and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def usable_time(outcome):
+    """A median worth comparing: the query ran and its answer is not wrong."""
+    if outcome is None or outcome.status != "ok" or outcome.wrong:
+        return None
+    return outcome.median
+
+
+def ratios(run, mode, peer, query_ids):
+    """kura time / peer time per query where both have a usable time (> 1: kura slower)."""
+    base, other = run.systems.get(BASE), run.systems.get(peer)
+    found = {}
+    if base is None or other is None:
+        return found
+    for qid in query_ids:
+        k, p = usable_time(base.outcomes.get((mode, qid))), usable_time(other.outcomes.get((mode, qid)))
+        if k and p:
+            found[qid] = k / p
+    return found
+
+
+def cell(outcome):
+    if outcome is None:
+        return "—"
+    if outcome.status == "ok":
+        text = f"{outcome.median:.4f}"
+        return f"{text} ✗wrong" if outcome.wrong else text
+    if outcome.status == "not run":
+        return "not run"
+    return "timeout" if outcome.status == "timeout" else "ERROR"
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def times_section(run, mode, charts):
+    names = list(run.systems)
+    peers = [n for n in names if n != BASE] if BASE in run.systems else []
+    header = ["query"] + names + [f"{BASE}/{p}" for p in peers]
+    rows = []
+    per_peer = {p: ratios(run, mode, p, run.query_ids) for p in peers}
+    for qid in run.query_ids:
+        row = [qid] + [cell(run.systems[n].outcomes.get((mode, qid))) for n in names]
+        row += [f"{per_peer[p][qid]:.2f}" if qid in per_peer[p] else "—" for p in peers]
+        rows.append(row)
+    for label, subset in (("geo. mean TPC-H", queries.TPCH), ("geo. mean (A)-(D)", queries.SELECTIVE), ("geo. mean all", None)):
+        ids = [q for q in run.query_ids if subset is None or q in subset]
+        if not ids or not peers:
+            continue
+        row = [f"**{label}**"] + [""] * len(names)
+        for p in peers:
+            vals = [per_peer[p][q] for q in ids if q in per_peer[p]]
+            g = geometric_mean(vals)
+            row.append(f"**{g:.2f}** ({len(vals)}/{len(ids)})" if g else f"— (0/{len(ids)})")
+        rows.append(row)
+    out = [f"## Query times, {mode} (median of {run.reps}, seconds)", ""]
+    out.append(
+        "Ratios are kura's time over the peer's (above 1: kura slower), over the queries both answered "
+        "correctly; the geometric means say over how many. ✗wrong marks an answer that failed the cross-check "
+        "(its time counts for nothing); ERROR, timeout and not run are explained under Failures."
+        if peers
+        else "kura was not part of this run, so no ratios."
+    )
+    out += ["", table(header, rows), ""]
+    for title, file_name in charts:
+        out += [f"![{title}]({file_name})", ""]
+    return out
+
+
+def summary_lines(run, failures_found):
+    out = []
+    peers = [n for n in run.systems if n != BASE] if BASE in run.systems else []
+    for mode in run.modes:
+        for p in peers:
+            r = ratios(run, mode, p, run.query_ids)
+            g = geometric_mean(list(r.values()))
+            out.append(
+                f"- {mode}: geometric mean of kura/{p} = "
+                + (f"**{g:.2f}** over {len(r)} of {len(run.query_ids)} queries" if g else f"— (no query answered by both)")
+            )
+    for name, sr in run.systems.items():
+        answered = sum(1 for o in sr.outcomes.values() if o.status == "ok" and not o.wrong)
+        total = len(sr.outcomes)
+        out.append(f"- {name}: {answered} of {total} query runs answered correctly" + (f"; load failed" if sr.load_error else ""))
+    checked = run.agreements + len(run.disagreements)
+    out.append(f"- cross-check: {checked} comparisons, **{len(run.disagreements)} disagreements**")
+    out.append(f"- run status: " + ("**PASS**" if not failures_found else f"**FAIL** ({len(failures_found)} problems, listed below)"))
+    return out
+
+
+def write(run, out_dir, stem, machine_info, cache_note, command, failures_found, charts_by_mode):
+    os.makedirs(out_dir, exist_ok=True)
+    date = datetime.datetime.fromtimestamp(run.started).strftime("%Y-%m-%d %H:%M")
+    lines = [f"# kura benchmark: TPC-H SF {run.sf:g}, {date}", ""]
+    lines += [f"Command: `{command}`  ", f"Duration: {run.seconds / 60:.1f} min", ""]
+    lines += ["## Summary", ""] + summary_lines(run, failures_found) + [""]
+
+    lines += ["## Machine", ""] + [f"- {k}: {v}" for k, v in machine_info.items()] + [""]
+
+    lines += ["## Systems and settings", ""]
+    for name, sr in run.systems.items():
+        lines.append(f"- **{name}**: {sr.version or 'version unknown'}; timing: {sr.timing_note}")
+        for k, v in sr.settings.items():
+            lines.append(f"  - {k}: {v}")
+    lines += [f"- OS page cache before cold runs: {cache_note}", ""]
+    lines += [
+        f"Warm: one unmeasured run, then {run.reps} measured runs; cold: {run.reps} runs, each after emptying "
+        f"the system's caches (see its settings). Time limit per run: {run.timeout:g} s.",
+        "",
+    ]
+
+    lines += ["## Loading", ""]
+    tables = list(run.expected_counts)
+    header = ["system", "total s"] + tables
+    rows = []
+    for name, sr in run.systems.items():
+        if sr.load is None:
+            rows.append([name, "FAILED"] + ["—"] * len(tables))
+            continue
+        rows.append([name, f"{sr.load.seconds:.2f}"] + [f"{sr.load.tables[t]:.2f}" if t in sr.load.tables else "—" for t in tables])
+    lines += [table(header, rows), ""]
+    lines.append("Rows per table (from the .tbl files, and as each system counts them):")
+    lines.append("")
+    rows = [[".tbl files"] + [str(run.expected_counts[t]) for t in tables]]
+    for name, sr in run.systems.items():
+        rows.append(
+            [name]
+            + [
+                (str(sr.counts[t]) if sr.counts[t] == run.expected_counts[t] else f"**{sr.counts[t]}** ✗")
+                if t in sr.counts
+                else "—"
+                for t in tables
+            ]
+        )
+    lines += [table(["source"] + tables, rows), ""]
+
+    lines += ["## Indexes", ""]
+    index_names = list(dict.fromkeys(i for sr in run.systems.values() for i in sr.indexes))
+    if index_names:
+        rows = []
+        for idx in index_names:
+            row = [idx]
+            for sr in run.systems.values():
+                v = sr.indexes.get(idx)
+                row.append(f"{v:.2f} s" if isinstance(v, float) else (v or "—"))
+            rows.append(row)
+        totals = ["**total built**"]
+        for sr in run.systems.values():
+            built = [v for v in sr.indexes.values() if isinstance(v, float)]
+            totals.append(f"{len(built)} in {sum(built):.2f} s")
+        rows.append(totals)
+        rows.append(
+            ["statistics (ANALYZE)"]
+            + [f"{sr.analyze_seconds:.2f} s" if sr.analyze_seconds else "—" for sr in run.systems.values()]
+        )
+        lines += [table(["index"] + list(run.systems), rows), ""]
+    else:
+        lines += ["No indexes were built (--no-indexes).", ""]
+
+    for mode in run.modes:
+        lines += times_section(run, mode, charts_by_mode.get(mode, []))
+
+    lines += ["## Cross-check", ""]
+    refs = len(run.references)
+    lines.append(
+        f"Every answered result is compared, numbers with absolute tolerance 0.01 or relative 1e-6 and text "
+        f"after trimming, with the reference answer of its query where one exists ({refs} of "
+        f"{len(run.query_ids)} queries: TPC-H answers and the expected results of (A)-(D)), otherwise with every "
+        f"other system's result."
+    )
+    lines.append("")
+    if run.disagreements:
+        rows = [[d.query, d.mode, d.system, d.other, "; ".join(d.problems)] for d in run.disagreements]
+        lines += [table(["query", "mode", "system", "compared with", "difference"], rows), ""]
+    else:
+        lines += [f"All {run.agreements} comparisons agree.", ""]
+
+    lines += ["## Failures", ""]
+    failed_runs = [
+        (name, mode, qid, o)
+        for name, sr in run.systems.items()
+        for (mode, qid), o in sr.outcomes.items()
+        if o.status in ("error", "timeout", "not run")
+    ]
+    load_failures = [(name, sr.load_error) for name, sr in run.systems.items() if sr.load_error]
+    if not failed_runs and not load_failures:
+        lines += ["None.", ""]
+    for name, error in load_failures:
+        lines.append(f"- {name}: loading failed: `{error}`")
+    if failed_runs:
+        rows = [[name, qid, mode, o.status, o.error.replace("|", "\\|")[:300]] for name, mode, qid, o in failed_runs]
+        lines += ["", table(["system", "query", "mode", "status", "message"], rows), ""]
+    if failures_found:
+        lines += ["What makes this run fail:", ""] + [f"- {f}" for f in failures_found] + [""]
+
+    rewritten = {}
+    for name, sr in run.systems.items():
+        for (mode, qid), o in sr.outcomes.items():
+            if o.rewritten:
+                rewritten.setdefault(name, {})[qid] = o.rewritten
+    lines += ["## Rewritten queries", ""]
+    if not rewritten:
+        lines += ["Every system ran kura's query texts unchanged.", ""]
+    for name, per_query in rewritten.items():
+        lines.append(f"{name} ran these queries in its own dialect (otherwise kura's texts unchanged):")
+        lines.append("")
+        for qid, notes in per_query.items():
+            lines.append(f"- {qid}: {', '.join(notes)}")
+        lines.append("")
+
+    path = os.path.join(out_dir, stem + ".md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+    write_json(run, os.path.join(out_dir, stem + ".json"), machine_info, failures_found)
+    return path
+
+
+def write_json(run, path, machine_info, failures_found):
+    data = {
+        "sf": run.sf,
+        "queries": run.query_ids,
+        "modes": run.modes,
+        "reps": run.reps,
+        "machine": machine_info,
+        "failures": failures_found,
+        "systems": {
+            name: {
+                "version": sr.version,
+                "settings": sr.settings,
+                "load_seconds": sr.load.seconds if sr.load else None,
+                "load_tables": sr.load.tables if sr.load else {},
+                "load_error": sr.load_error,
+                "counts": sr.counts,
+                "indexes": sr.indexes,
+                "outcomes": {
+                    f"{mode}/{qid}": {
+                        "status": o.status,
+                        "times": o.times,
+                        "median": o.median,
+                        "wrong": o.wrong,
+                        "error": o.error,
+                        "rewritten": o.rewritten,
+                    }
+                    for (mode, qid), o in sr.outcomes.items()
+                },
+            }
+            for name, sr in run.systems.items()
+        },
+        "disagreements": [d.__dict__ for d in run.disagreements],
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)

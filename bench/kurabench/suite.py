@@ -1,0 +1,255 @@
+"""One benchmark run: data generated once, every system loaded from the same files and
+given the same indexes, every query run warm and cold, every result cross-checked."""
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from . import compare, paths, queries, schema, tbl
+from .systems.base import QueryFailed, Unsupported
+
+
+@dataclass
+class Outcome:
+    """One system's runs of one query in one mode."""
+
+    status: str  # ok | error | timeout | not run
+    times: list = field(default_factory=list)
+    error: str = ""
+    result: object = None  # systems.base.Result of the last run
+    rewritten: list = field(default_factory=list)  # notes on a translation for this system
+    wrong: bool = False  # set by the cross-check
+
+    @property
+    def median(self):
+        return statistics.median(self.times) if self.times else None
+
+
+@dataclass
+class SystemRun:
+    name: str
+    version: str = ""
+    settings: dict = field(default_factory=dict)
+    timing_note: str = ""
+    load: object = None  # LoadReport
+    load_error: str = ""
+    counts: dict = field(default_factory=dict)  # table -> rows the system holds
+    indexes: dict = field(default_factory=dict)  # index name -> seconds | "not supported: ..."
+    analyze_seconds: float = None
+    outcomes: dict = field(default_factory=dict)  # (mode, query id) -> Outcome
+
+
+@dataclass
+class Disagreement:
+    query: str
+    mode: str
+    system: str
+    other: str  # another system's name, or "reference answer"
+    problems: list
+
+
+@dataclass
+class Run:
+    sf: float
+    query_ids: list
+    modes: list
+    reps: int
+    timeout: float
+    expected_counts: dict = field(default_factory=dict)
+    systems: dict = field(default_factory=dict)  # name -> SystemRun
+    disagreements: list = field(default_factory=list)
+    agreements: int = 0
+    references: dict = field(default_factory=dict)  # query id -> answer file used, where one exists
+    started: float = field(default_factory=time.time)
+    seconds: float = 0.0
+
+
+def ensure_data(kura_binary, sf, data_dir, log):
+    """The eight .tbl files for this scale factor, generated once by kura's generator."""
+    marker = os.path.join(data_dir, ".complete")
+    if os.path.exists(marker):
+        with open(marker, encoding="utf-8") as f:
+            if f.read().strip() == f"sf={sf:g}":
+                log(f"data: reusing {data_dir}")
+                return data_dir
+    if not kura_binary:
+        raise RuntimeError("generating data needs kura (--kura BINARY) or existing .tbl files (--data DIR)")
+    os.makedirs(data_dir, exist_ok=True)
+    log(f"data: kura tpch gen --sf {sf:g} --out {data_dir}")
+    done = subprocess.run([kura_binary, "tpch", "gen", "--sf", f"{sf:g}", "--out", data_dir], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"kura tpch gen failed: {done.stderr.strip()}")
+    with open(marker, "w", encoding="utf-8") as f:
+        f.write(f"sf={sf:g}\n")
+    return data_dir
+
+
+def prepare_system(system, run, tbl_dir, tables, indexes, log):
+    """Starts, loads, checks row counts, builds indexes; False when the system cannot run queries."""
+    sr = SystemRun(system.name, timing_note=system.timing_note)
+    run.systems[system.name] = sr
+    try:
+        system.start()
+        sr.version = system.version()
+        log(f"{system.name}: loading ({sr.version})")
+        sr.load = system.load(tbl_dir, tables)
+        log(f"{system.name}: loaded in {sr.load.seconds:.2f} s")
+        for table in tables:
+            sr.counts[table] = system.count_rows(table)
+    except Exception as e:  # any failure to load is reported, not raised: the other systems go on
+        sr.load_error = f"{type(e).__name__}: {e}"
+        log(f"{system.name}: LOAD FAILED: {sr.load_error}")
+        return False
+    for index in indexes:
+        try:
+            start = time.perf_counter()
+            system.create_index(index)
+            sr.indexes[index.name] = time.perf_counter() - start
+        except Unsupported as e:
+            sr.indexes[index.name] = f"not supported: {e}"
+        except Exception as e:
+            sr.indexes[index.name] = f"failed: {type(e).__name__}: {e}"
+    built = sum(isinstance(v, float) for v in sr.indexes.values())
+    log(f"{system.name}: {built} of {len(indexes)} indexes built")
+    try:
+        start = time.perf_counter()
+        system.analyze()
+        sr.analyze_seconds = time.perf_counter() - start
+        sr.settings = system.settings()
+    except Exception as e:
+        sr.load_error = f"after loading: {type(e).__name__}: {e}"
+        log(f"{system.name}: FAILED: {sr.load_error}")
+        return False
+    return True
+
+
+def run_query(system, query, mode, reps, timeout, drop_os_cache):
+    """The runs of one query in one mode: warm = one unmeasured run then `reps` measured
+    ones; cold = `reps` runs, each after emptying the system's caches."""
+    try:
+        translated, notes = system.translate(query)
+    except queries.NotRunnable as e:
+        return Outcome("not run", error=str(e))
+    outcome = Outcome("ok", rewritten=notes)
+    try:
+        if mode == "warm":
+            system.execute(translated, timeout)
+        for _ in range(reps):
+            if mode == "cold":
+                system.prepare_cold(drop_os_cache)
+            result = system.execute(translated, timeout)
+            outcome.times.append(result.seconds)
+            outcome.result = result
+    except QueryFailed as e:
+        outcome.status = "timeout" if e.timed_out else "error"
+        outcome.error = str(e)
+    return outcome
+
+
+def run_system(system, run, query_list, drop_os_cache, log):
+    sr = run.systems[system.name]
+    for mode in run.modes:
+        for query in query_list:
+            previous = sr.outcomes.get(("warm", query.id))
+            if mode == "cold" and previous is not None and previous.status == "timeout":
+                sr.outcomes[(mode, query.id)] = Outcome("not run", error="timed out warm")
+                continue
+            outcome = run_query(system, query, mode, run.reps, run.timeout, drop_os_cache)
+            sr.outcomes[(mode, query.id)] = outcome
+            shown = f"{outcome.median:.3f} s" if outcome.status == "ok" else f"{outcome.status.upper()}: {outcome.error}"
+            log(f"{system.name}: {mode} {query.id}: {shown}")
+        if mode == "cold":
+            system.prepare_warm()
+
+
+def reference_answer(sf, query):
+    if query.is_selective:
+        directory = paths.selective_answers_dir(sf)
+    else:
+        directory = paths.tpch_answers_dir(sf)
+    if directory is None:
+        return None
+    path = os.path.join(directory, query.file_stem() + ".csv")
+    return path if os.path.isfile(path) else None
+
+
+def cross_check(run, query_list):
+    """Checks every answered result, in every mode: against the reference answer where
+    one exists (so all systems are checked against each other through it), otherwise
+    against every other system's result of the same query. Flags each disagreement."""
+    for query in query_list:
+        reference = reference_answer(run.sf, query)
+        expected = None
+        if reference:
+            run.references[query.id] = reference
+            expected = compare.read_answer(reference)[1]
+        for mode in run.modes:
+            answered = [
+                (name, sr.outcomes[(mode, query.id)])
+                for name, sr in run.systems.items()
+                if (mode, query.id) in sr.outcomes and sr.outcomes[(mode, query.id)].status == "ok"
+            ]
+            for i, (name, outcome) in enumerate(answered):
+                rows = outcome.result.rows
+                if expected is not None:
+                    problems = compare.differences(expected, rows)
+                    if problems:
+                        outcome.wrong = True
+                        run.disagreements.append(Disagreement(query.id, mode, name, "reference answer", problems))
+                    else:
+                        run.agreements += 1
+                    continue
+                # No reference answer: every pair of systems is compared instead.
+                for other_name, other in answered[i + 1 :]:
+                    problems = compare.differences(other.result.rows, rows)
+                    if problems:
+                        outcome.wrong = other.wrong = True
+                        run.disagreements.append(Disagreement(query.id, mode, name, other_name, problems))
+                    else:
+                        run.agreements += 1
+
+
+def check_counts(run):
+    """Row counts every system holds against the .tbl files' line counts."""
+    problems = []
+    for name, sr in run.systems.items():
+        for table, rows in sr.counts.items():
+            if rows != run.expected_counts[table]:
+                problems.append(f"{name}: {table} holds {rows} rows, {run.expected_counts[table]} in the .tbl file")
+    return problems
+
+
+def failures(run, must_pass):
+    """Everything that makes the run fail: load errors, wrong row counts, disagreements,
+    and failed queries of the systems that must answer every query they run."""
+    found = [f"{name}: load failed: {sr.load_error}" for name, sr in run.systems.items() if sr.load_error]
+    found += check_counts(run)
+    found += [f"{d.query} ({d.mode}): {d.system} vs {d.other}: {'; '.join(d.problems)}" for d in run.disagreements]
+    for name, sr in run.systems.items():
+        if name not in must_pass:
+            continue
+        for (mode, qid), outcome in sr.outcomes.items():
+            if outcome.status in ("error", "timeout"):
+                found.append(f"{name}: {qid} ({mode}) {outcome.status}: {outcome.error}")
+    return found
+
+
+def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True):
+    tables = schema.read_schema()
+    indexes = schema.read_indexes() if with_indexes else []
+    query_list = [queries.load(q) for q in run.query_ids]
+    run.expected_counts = {t: tbl.line_count(tbl.path(tbl_dir, t)) for t in tables}
+    for system in systems:
+        try:
+            if prepare_system(system, run, tbl_dir, tables, indexes, log):
+                run_system(system, run, query_list, drop_os_cache, log)
+        finally:
+            try:
+                system.stop()
+            except Exception as e:  # a failed stop must not hide the run's results
+                print(f"{system.name}: stop failed: {e}", file=sys.stderr)
+    cross_check(run, query_list)
+    run.seconds = time.time() - run.started

@@ -1,0 +1,342 @@
+//! `kura bench iops`: this disk's random-read IOPS with O_DIRECT at queue depths 1
+//! and 64, through the runtime's own io_uring read path — the microbenchmark
+//! ceiling that paper 003 compares query I/O rates against.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kura_exec::runtime::{buffer, open_direct, read_at, spawn, BoxError, Runtime, RuntimeConfig};
+
+/// Options of `kura bench iops`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Size of the temporary test file (e.g. 1GiB, 256MiB, 4000000000).
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    pub size: u64,
+    /// Directory in which to create the test file (removed afterwards).
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Seconds of measurement per queue depth.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Queue depths to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 64])]
+    pub depths: Vec<usize>,
+    /// Bytes per read (a multiple of 4096).
+    #[arg(long, default_value_t = 4096)]
+    pub block: usize,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+}
+
+/// The measurement at one queue depth.
+#[derive(Debug, Clone, Copy)]
+pub struct IopsResult {
+    pub depth: usize,
+    pub reads: u64,
+    pub elapsed: Duration,
+    pub iops: f64,
+    pub mb_per_s: f64,
+}
+
+/// Runs the benchmark and prints one line per queue depth.
+pub fn run(args: Args) -> Result<(), String> {
+    if args.block == 0 || args.block % 4096 != 0 {
+        return Err(format!(
+            "--block must be a positive multiple of 4096, got {}",
+            args.block
+        ));
+    }
+    if !(args.seconds > 0.0 && args.seconds.is_finite()) {
+        return Err(format!("--seconds must be positive, got {}", args.seconds));
+    }
+    if args.depths.is_empty() || args.depths.contains(&0) {
+        return Err("--depths needs positive queue depths".to_string());
+    }
+    let blocks = args.size / args.block as u64;
+    if blocks == 0 {
+        return Err(format!(
+            "--size {} is smaller than one block of {} bytes",
+            args.size, args.block
+        ));
+    }
+    let test_file = TestFile::create(&args.dir, blocks * args.block as u64)?;
+    let runtime = Runtime::new(RuntimeConfig {
+        workers: args.workers,
+        ..RuntimeConfig::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let path_kind = if runtime.uses_io_uring() {
+        "io_uring"
+    } else {
+        "synchronous pread (io_uring unavailable)"
+    };
+    println!(
+        "kura bench iops: {} file in {}, {} KiB random reads, O_DIRECT, {path_kind} on {} workers, {:.1} s per depth",
+        format_size(blocks * args.block as u64),
+        args.dir.display(),
+        args.block / 1024,
+        runtime.workers(),
+        args.seconds
+    );
+    let file = Arc::new(test_file.open_direct()?);
+    for &depth in &args.depths {
+        let r = measure(
+            &runtime,
+            &file,
+            blocks,
+            args.block,
+            depth,
+            Duration::from_secs_f64(args.seconds),
+        )?;
+        println!(
+            "QD {:>3}: {:>10.0} IOPS  {:>9.1} MB/s  ({} reads in {:.2} s)",
+            r.depth,
+            r.iops,
+            r.mb_per_s,
+            r.reads,
+            r.elapsed.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// Random reads of `block` bytes over `blocks` blocks of `file` by `depth`
+/// concurrent tasks (each keeping one read in flight) for `duration`.
+pub fn measure(
+    runtime: &Runtime,
+    file: &Arc<File>,
+    blocks: u64,
+    block: usize,
+    depth: usize,
+    duration: Duration,
+) -> Result<IopsResult, String> {
+    let reads = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + duration;
+    let (file, counter) = (file.clone(), reads.clone());
+    runtime
+        .block_on(async move {
+            for task in 0..depth {
+                let (file, counter) = (file.clone(), counter.clone());
+                spawn(async move {
+                    let fd = file.as_raw_fd();
+                    let mut rng = XorShift::new(task as u64 + 1);
+                    let mut buf = buffer(block);
+                    let mut done = 0u64;
+                    while Instant::now() < deadline {
+                        let offset = rng.below(blocks) * block as u64;
+                        let (result, back) = read_at(fd, offset, buf).await;
+                        buf = back;
+                        let n = result?;
+                        if n != block {
+                            return Err(
+                                format!("short read of {n} bytes at offset {offset}").into()
+                            );
+                        }
+                        done += 1;
+                    }
+                    counter.fetch_add(done, Ordering::Relaxed);
+                    Ok::<(), BoxError>(())
+                });
+            }
+            Ok::<(), BoxError>(())
+        })
+        .map_err(|e| format!("read failed: {e}"))?;
+    let elapsed = started.elapsed();
+    let reads = reads.load(Ordering::Relaxed);
+    let secs = elapsed.as_secs_f64();
+    Ok(IopsResult {
+        depth,
+        reads,
+        elapsed,
+        iops: reads as f64 / secs,
+        mb_per_s: reads as f64 * block as f64 / 1e6 / secs,
+    })
+}
+
+/// The benchmark's data file, removed when dropped (also on errors).
+struct TestFile {
+    path: PathBuf,
+}
+
+impl TestFile {
+    fn create(dir: &Path, size: u64) -> Result<TestFile, String> {
+        let path = dir.join(format!("kura-bench-iops-{}.tmp", std::process::id()));
+        let test_file = TestFile { path };
+        let mut file = File::create(&test_file.path)
+            .map_err(|e| format!("cannot create {}: {e}", test_file.path.display()))?;
+        // Random content, so no layer below can shortcut zero or repeated blocks.
+        let mut rng = XorShift::new(0x6b75_7261);
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut written = 0u64;
+        while written < size {
+            let n = (size - written).min(chunk.len() as u64) as usize;
+            for word in chunk[..n].chunks_mut(8) {
+                let bytes = rng.next().to_le_bytes();
+                word.copy_from_slice(&bytes[..word.len()]);
+            }
+            file.write_all(&chunk[..n])
+                .map_err(|e| format!("cannot write {}: {e}", test_file.path.display()))?;
+            written += n as u64;
+        }
+        file.sync_all()
+            .map_err(|e| format!("cannot sync {}: {e}", test_file.path.display()))?;
+        Ok(test_file)
+    }
+
+    fn open_direct(&self) -> Result<File, String> {
+        open_direct(&self.path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Unsupported {
+                format!("{e} (tmpfs?); choose another --dir")
+            } else {
+                format!("cannot open {} with O_DIRECT: {e}", self.path.display())
+            }
+        })
+    }
+}
+
+impl Drop for TestFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A small fast PRNG for offsets (quality is not a concern here).
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: u64) -> XorShift {
+        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Parses sizes like `1GiB`, `512MiB`, `64KiB`, `1G`, `2GB`, `4096`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid size '{text}': expected a number with an optional unit"))?;
+    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => return Err(format!("invalid size unit '{other}' in '{text}'")),
+    };
+    let bytes = value * multiplier as f64;
+    if !(bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64) {
+        return Err(format!("size '{text}' is out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+fn format_size(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    if bytes as f64 >= GIB {
+        format!("{:.2} GiB", bytes as f64 / GIB)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / MIB)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("2GB"), Ok(2_000_000_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1.5k"), Ok(1536));
+        assert!(parse_size("12XB").is_err());
+        assert!(parse_size("GiB").is_err());
+    }
+
+    #[test]
+    fn benchmark_runs_on_a_small_file_and_cleans_up() {
+        let dir = std::env::temp_dir().join(format!("kura-bench-iops-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let result = run(Args {
+            size: 4 << 20,
+            dir: dir.clone(),
+            seconds: 0.2,
+            depths: vec![1, 8],
+            block: 4096,
+            workers: 2,
+        });
+        let leftovers = std::fs::read_dir(&dir).unwrap().count();
+        let _ = std::fs::remove_dir_all(&dir);
+        match result {
+            Ok(()) => {}
+            // Some CI file systems refuse O_DIRECT; that must be a clear error.
+            Err(e) => assert!(e.contains("O_DIRECT"), "unexpected error: {e}"),
+        }
+        assert_eq!(leftovers, 0, "the test file must be removed");
+    }
+
+    #[test]
+    fn invalid_arguments_are_errors() {
+        let args = Args {
+            size: 1 << 20,
+            dir: PathBuf::from("."),
+            seconds: 1.0,
+            depths: vec![1],
+            block: 1000,
+            workers: 1,
+        };
+        assert!(run(args.clone()).unwrap_err().contains("--block"));
+        assert!(run(Args {
+            depths: vec![0],
+            block: 4096,
+            ..args.clone()
+        })
+        .unwrap_err()
+        .contains("--depths"));
+        assert!(run(Args {
+            seconds: 0.0,
+            block: 4096,
+            ..args.clone()
+        })
+        .unwrap_err()
+        .contains("--seconds"));
+        assert!(run(Args {
+            block: 4096,
+            size: 100,
+            ..args
+        })
+        .unwrap_err()
+        .contains("--size"));
+    }
+}

@@ -1,0 +1,82 @@
+//! `kura serve`: the PostgreSQL wire protocol on a loopback address, so psql,
+//! JDBC and psycopg connect to the database unchanged.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use kura::{Database, OpenOptions};
+use kura_server::{parse_listen, serve_until_signal, Auth, KuraEngine, ServerConfig};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Address to listen on (loopback unless told otherwise).
+    #[arg(long, default_value = "127.0.0.1:5433")]
+    pub listen: String,
+    /// Require this password (md5 authentication); without it, loopback clients are trusted.
+    #[arg(long, conflicts_with = "password_file")]
+    pub password: Option<String>,
+    /// Read the required password from the first line of this file.
+    #[arg(long)]
+    pub password_file: Option<std::path::PathBuf>,
+    /// Only this user name may log in (with a password).
+    #[arg(long)]
+    pub user: Option<String>,
+}
+
+/// Opens the database at `db` and serves it until SIGINT/SIGTERM.
+pub fn run(args: &Args, db: &Path, open: OpenOptions) -> Result<(), String> {
+    let listen = parse_listen(&args.listen).map_err(|e| e.to_string())?;
+    let password = match (&args.password, &args.password_file) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(f)) => {
+            let text = std::fs::read_to_string(f)
+                .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+            let line = text.lines().next().unwrap_or("").trim_end().to_string();
+            if line.is_empty() {
+                return Err(format!("{} holds no password", f.display()));
+            }
+            Some(line)
+        }
+        (None, None) => None,
+    };
+    if password.is_none() && args.user.is_some() {
+        return Err("--user needs --password or --password-file".into());
+    }
+    if password.is_none() && !listen.ip().is_loopback() {
+        eprintln!(
+            "warning: serving {listen} without a password: anyone who can reach it has full access"
+        );
+    }
+    let mut config = ServerConfig::new(listen);
+    if let Some(password) = password {
+        config.auth = Auth::Md5 {
+            user: args.user.clone(),
+            password,
+        };
+    }
+    config.database_name = db
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "kura".into());
+    let database = Database::open(db, open).map_err(|e| e.to_string())?;
+    let engine = Arc::new(KuraEngine::new(database));
+    let summary = serve_until_signal(engine.clone(), config, |addr| {
+        eprintln!(
+            "kura serve: listening on {addr} (database {})",
+            db.display()
+        );
+    })
+    .map_err(|e| e.to_string())?;
+    eprintln!(
+        "kura serve: shut down after {} connections{}",
+        summary.connections,
+        if summary.sessions_left > 0 {
+            format!(" ({} sessions still finishing)", summary.sessions_left)
+        } else {
+            String::new()
+        }
+    );
+    // The last reference: dropping it closes the database file.
+    drop(engine);
+    Ok(())
+}

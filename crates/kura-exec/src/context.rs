@@ -1,0 +1,171 @@
+//! Per-query execution context: the cancel flag, the memory budget that hash tables
+//! and sorts are counted against, and per-operator statistics for EXPLAIN ANALYZE.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{ExecError, ExecResult};
+
+/// Bytes that memory-hungry operators (hash tables, aggregation, sort) have reserved.
+#[derive(Debug)]
+pub struct MemoryTracker {
+    limit: u64,
+    used: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl MemoryTracker {
+    pub fn new(limit: u64) -> Self {
+        MemoryTracker {
+            limit,
+            used: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+        }
+    }
+
+    /// Reserves `bytes` for `what`, failing once the query's total passes the limit.
+    pub fn reserve(&self, bytes: u64, what: &'static str) -> ExecResult<()> {
+        let now = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+        if now > self.limit {
+            return Err(ExecError::OutOfMemory {
+                what,
+                limit: self.limit,
+            });
+        }
+        Ok(())
+    }
+
+    pub fn release(&self, bytes: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(bytes))
+            });
+    }
+
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    pub fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+/// Counters of one plan node, filled while the plan runs (EXPLAIN ANALYZE).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperatorStats {
+    pub rows_out: u64,
+    pub nanos: u64,
+    pub pages_fixed: u64,
+    pub pages_read: u64,
+    pub skipped_rows: u64,
+}
+
+/// Page counters of the buffer manager, read before and after a unit of work to
+/// attribute page fixes and reads to an operator.
+pub trait IoCounters: Send + Sync {
+    /// (pages fixed, pages read) so far; monotonically increasing.
+    fn counters(&self) -> (u64, u64);
+}
+
+/// Node id of pipeline parts that report to no plan node (materialised inputs).
+pub const NO_NODE: usize = usize::MAX;
+
+/// Answers "has the session asked to cancel?".
+pub type CancelCheck = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Everything an operator may consult while running.
+pub struct ExecContext {
+    cancel: CancelCheck,
+    pub memory: MemoryTracker,
+    stats: Mutex<Vec<OperatorStats>>,
+    pub io: Option<Arc<dyn IoCounters>>,
+}
+
+impl ExecContext {
+    pub fn new(cancel: Arc<AtomicBool>, memory_limit: u64) -> Self {
+        Self::with_cancel_check(
+            Arc::new(move || cancel.load(Ordering::Relaxed)),
+            memory_limit,
+        )
+    }
+
+    /// A context whose cancellation is asked of `cancel` (e.g. a session's handle).
+    pub fn with_cancel_check(cancel: CancelCheck, memory_limit: u64) -> Self {
+        ExecContext {
+            cancel,
+            memory: MemoryTracker::new(memory_limit),
+            stats: Mutex::new(Vec::new()),
+            io: None,
+        }
+    }
+
+    /// A context with no limit and a private cancel flag (tests, constant folding).
+    pub fn unbounded() -> Self {
+        Self::new(Arc::new(AtomicBool::new(false)), u64::MAX)
+    }
+
+    pub fn with_io(mut self, io: Arc<dyn IoCounters>) -> Self {
+        self.io = Some(io);
+        self
+    }
+
+    /// Fails with [`ExecError::Canceled`] once the session asked to cancel; operators
+    /// call this at least once per batch.
+    pub fn check_cancel(&self) -> ExecResult<()> {
+        if (self.cancel)() {
+            Err(ExecError::Canceled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Adds to the statistics of plan node `node`.
+    pub fn record(&self, node: usize, f: impl FnOnce(&mut OperatorStats)) {
+        if node == NO_NODE {
+            return;
+        }
+        let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        if s.len() <= node {
+            s.resize(node + 1, OperatorStats::default());
+        }
+        f(&mut s[node]);
+    }
+
+    /// Statistics per plan node id.
+    pub fn stats(&self) -> Vec<OperatorStats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Page counters now, or zeros without a buffer manager.
+    pub fn io_counters(&self) -> (u64, u64) {
+        self.io.as_ref().map_or((0, 0), |io| io.counters())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_limit_is_enforced() {
+        let m = MemoryTracker::new(100);
+        assert!(m.reserve(60, "hash table").is_ok());
+        let e = m.reserve(60, "hash table").unwrap_err();
+        assert_eq!(e.sqlstate(), "53200");
+        m.release(120);
+        assert_eq!(m.used(), 0);
+        assert_eq!(m.peak(), 120);
+    }
+
+    #[test]
+    fn cancel_flag_is_seen() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let ctx = ExecContext::new(flag.clone(), u64::MAX);
+        assert!(ctx.check_cancel().is_ok());
+        flag.store(true, Ordering::Relaxed);
+        assert_eq!(ctx.check_cancel().unwrap_err().sqlstate(), "57014");
+    }
+}

@@ -1,0 +1,50 @@
+//! Errors raised while running a physical plan, each with its PostgreSQL SQLSTATE.
+
+use thiserror::Error;
+
+/// What went wrong executing a query.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ExecError {
+    #[error("division by zero")]
+    DivisionByZero,
+    #[error("numeric value out of range: {0}")]
+    OutOfRange(String),
+    #[error("invalid input syntax for type {ty}: \"{text}\"")]
+    InvalidText { ty: String, text: String },
+    #[error("invalid date: {0}")]
+    InvalidDate(String),
+    #[error(
+        "out of memory: {what} needs more than memory_limit ({limit} bytes); raise it with SET memory_limit"
+    )]
+    OutOfMemory { what: &'static str, limit: u64 },
+    #[error("canceling statement due to user request")]
+    Canceled,
+    #[error("more than one row returned by a subquery used as an expression")]
+    SubqueryTooManyRows,
+    #[error("storage error: {0}")]
+    Storage(String),
+    #[error("unknown operator implementation {name:?} (registered: {known})")]
+    UnknownOperator { name: String, known: String },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ExecError {
+    /// The PostgreSQL SQLSTATE code of this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            ExecError::DivisionByZero => "22012",
+            ExecError::OutOfRange(_) => "22003",
+            ExecError::InvalidText { .. } => "22P02",
+            ExecError::InvalidDate(_) => "22008",
+            ExecError::OutOfMemory { .. } => "53200",
+            ExecError::Canceled => "57014",
+            ExecError::SubqueryTooManyRows => "21000",
+            ExecError::Storage(_) => "58030",
+            ExecError::UnknownOperator { .. } => "42704",
+            ExecError::Internal(_) => "XX000",
+        }
+    }
+}
+
+pub type ExecResult<T> = Result<T, ExecError>;

@@ -1,0 +1,208 @@
+//! Compiles a physical plan into pipelines and runs them: each breaker (join build,
+//! aggregation, sort, union input, result) ends a pipeline whose output feeds the
+//! next as a source or as a probe table.
+
+use std::sync::Arc;
+
+use kura_common::{Batch, DataType};
+
+use crate::context::ExecContext;
+use crate::error::{ExecError, ExecResult};
+use crate::ops::aggregate::AggregateSink;
+use crate::ops::collect::CollectSink;
+use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec};
+use crate::ops::rows_to_batch;
+use crate::ops::scan::ScanSource;
+use crate::ops::sort::SortSink;
+use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp};
+use crate::pipeline::{Pipeline, Sink};
+use crate::plan::{PlanKind, PlanNode};
+use crate::registry::{OperatorKind, OperatorRegistry};
+
+/// Runs plans with a registry of operator implementations.
+pub struct Executor<'a> {
+    pub registry: &'a OperatorRegistry,
+    pub ctx: &'a ExecContext,
+}
+
+fn kind_of(k: &PlanKind) -> OperatorKind {
+    match k {
+        PlanKind::Scan { .. } => OperatorKind::Scan,
+        PlanKind::Values { .. } => OperatorKind::Values,
+        PlanKind::Filter { .. } => OperatorKind::Filter,
+        PlanKind::Project { .. } => OperatorKind::Project,
+        PlanKind::Join { .. } => OperatorKind::Join,
+        PlanKind::Aggregate { .. } => OperatorKind::Aggregate,
+        PlanKind::Sort { .. } => OperatorKind::Sort,
+        PlanKind::Limit { .. } => OperatorKind::Limit,
+        PlanKind::UnionAll { .. } => OperatorKind::Union,
+    }
+}
+
+impl Executor<'_> {
+    /// Runs the plan to completion and returns its output batches.
+    pub fn run(&self, plan: &PlanNode) -> ExecResult<Vec<Batch>> {
+        let pipeline = self.compile(plan)?;
+        let sink = CollectSink::default();
+        pipeline.run(&sink, plan.id, self.ctx)?;
+        Ok(sink.take())
+    }
+
+    fn run_into(&self, plan: &PlanNode, sink: &dyn Sink, sink_node: usize) -> ExecResult<()> {
+        self.compile(plan)?.run(sink, sink_node, self.ctx)
+    }
+
+    fn materialized(&self, batches: Vec<Batch>, node: usize) -> Pipeline {
+        Pipeline {
+            source: Arc::new(MemorySource::new(batches)),
+            source_node: node,
+            transforms: Vec::new(),
+        }
+    }
+
+    /// Builds the pipeline that produces `node`'s output, running every pipeline
+    /// below a breaker first.
+    fn compile(&self, node: &PlanNode) -> ExecResult<Pipeline> {
+        let reg = self
+            .registry
+            .get(&node.operator)
+            .ok_or_else(|| ExecError::UnknownOperator {
+                name: node.operator.clone(),
+                known: self
+                    .registry
+                    .descriptors()
+                    .iter()
+                    .map(|d| d.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        if reg.descriptor.kind != kind_of(&node.kind) {
+            return Err(ExecError::Internal(format!(
+                "operator {} cannot run a {:?} node",
+                node.operator,
+                kind_of(&node.kind)
+            )));
+        }
+        Ok(match &node.kind {
+            PlanKind::Scan {
+                table,
+                columns,
+                zone_predicates,
+                filter,
+            } => {
+                let scan = ScanSource::new(
+                    table.clone(),
+                    columns.clone(),
+                    zone_predicates,
+                    filter.clone(),
+                    node.id,
+                );
+                let skipped = scan.skipped_rows();
+                self.ctx.record(node.id, |s| s.skipped_rows += skipped);
+                Pipeline {
+                    source: Arc::new(scan),
+                    source_node: node.id,
+                    transforms: Vec::new(),
+                }
+            }
+            PlanKind::Values { rows } => {
+                let batch = rows_to_batch(&node.output, rows)?;
+                self.materialized(vec![batch], node.id)
+            }
+            PlanKind::Filter { input, predicate } => {
+                let mut p = self.compile(input)?;
+                p.transforms.push((
+                    node.id,
+                    Arc::new(FilterOp {
+                        predicate: predicate.clone(),
+                    }),
+                ));
+                p
+            }
+            PlanKind::Project { input, exprs } => {
+                let mut p = self.compile(input)?;
+                p.transforms.push((
+                    node.id,
+                    Arc::new(ProjectOp {
+                        exprs: exprs.clone(),
+                    }),
+                ));
+                p
+            }
+            PlanKind::Limit {
+                input,
+                offset,
+                limit,
+            } => {
+                let mut p = self.compile(input)?;
+                p.transforms
+                    .push((node.id, Arc::new(LimitOp::new(*offset, *limit))));
+                p
+            }
+            PlanKind::Join {
+                join_type,
+                probe,
+                build,
+                probe_keys,
+                build_keys,
+                residual,
+            } => {
+                let algorithm = reg.join.clone().ok_or_else(|| {
+                    ExecError::Internal(format!("{} has no join algorithm", node.operator))
+                })?;
+                let spec = Arc::new(JoinSpec {
+                    join_type: *join_type,
+                    probe_keys: probe_keys.clone(),
+                    build_keys: build_keys.clone(),
+                    residual: residual.clone(),
+                    build_types: build.output.clone(),
+                });
+                let sink = JoinBuildSink::new(spec.clone(), algorithm);
+                self.run_into(build, &sink, node.id)?;
+                let table = sink.table()?;
+                let mut p = self.compile(probe)?;
+                p.transforms
+                    .push((node.id, Arc::new(JoinProbeOp { spec, table })));
+                p
+            }
+            PlanKind::Aggregate {
+                input,
+                group_by,
+                aggregates,
+            } => {
+                let sink = AggregateSink::new(group_by.clone(), aggregates.clone());
+                self.run_into(input, &sink, node.id)?;
+                let out = sink.take();
+                self.record_rows(node.id, &out);
+                self.materialized(out, crate::context::NO_NODE)
+            }
+            PlanKind::Sort { input, keys, limit } => {
+                let sink = SortSink::new(keys.clone(), input.output.clone(), *limit);
+                self.run_into(input, &sink, node.id)?;
+                let out = sink.take();
+                self.record_rows(node.id, &out);
+                self.materialized(out, crate::context::NO_NODE)
+            }
+            PlanKind::UnionAll { inputs } => {
+                let mut all = Vec::new();
+                for i in inputs {
+                    let sink = CollectSink::default();
+                    self.run_into(i, &sink, node.id)?;
+                    all.extend(sink.take());
+                }
+                self.record_rows(node.id, &all);
+                self.materialized(all, crate::context::NO_NODE)
+            }
+        })
+    }
+
+    fn record_rows(&self, node: usize, batches: &[Batch]) {
+        let rows: usize = batches.iter().map(|b| b.len()).sum();
+        self.ctx.record(node, |s| s.rows_out += rows as u64);
+    }
+}
+
+/// Output types of a plan, for callers that build result descriptions.
+pub fn output_types(plan: &PlanNode) -> Vec<DataType> {
+    plan.output.clone()
+}

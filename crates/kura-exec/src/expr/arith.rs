@@ -1,0 +1,218 @@
+//! Vectorized arithmetic kernels: exact scaled-integer math for INTEGER/BIGINT/DECIMAL
+//! (i128 intermediates, PostgreSQL scale rules decided by the planner) and f64 for DOUBLE.
+
+use kura_common::decimal::pow10;
+use kura_common::{ColumnData, DataType, Vector};
+
+use super::BinaryOp;
+use crate::error::{ExecError, ExecResult};
+
+/// Decimal scale of a type (0 for integers and dates).
+pub fn scale_of(dt: DataType) -> u8 {
+    match dt {
+        DataType::Decimal { scale, .. } => scale,
+        _ => 0,
+    }
+}
+
+/// Integer-like values widened to i128 (their scale is the vector type's scale).
+pub fn to_i128(v: &Vector) -> Vec<i128> {
+    match &v.data {
+        ColumnData::I32(x) => x.iter().map(|&a| a as i128).collect(),
+        ColumnData::I64(x) => x.iter().map(|&a| a as i128).collect(),
+        ColumnData::I128(x) => x.clone(),
+        ColumnData::Bool(x) => x.iter().map(|&a| a as i128).collect(),
+        ColumnData::F64(x) => x.iter().map(|&a| a as i128).collect(),
+        ColumnData::Str(s) => vec![0; s.len()],
+    }
+}
+
+/// Any numeric vector as f64.
+pub fn to_f64(v: &Vector) -> Vec<f64> {
+    let s = scale_of(v.data_type);
+    let div = 10f64.powi(s as i32);
+    match &v.data {
+        ColumnData::F64(x) => x.clone(),
+        ColumnData::I32(x) => x.iter().map(|&a| a as f64 / div).collect(),
+        ColumnData::I64(x) => x.iter().map(|&a| a as f64 / div).collect(),
+        ColumnData::I128(x) => x.iter().map(|&a| a as f64 / div).collect(),
+        ColumnData::Bool(x) => x.iter().map(|&a| a as u8 as f64).collect(),
+        ColumnData::Str(s) => vec![0.0; s.len()],
+    }
+}
+
+/// Rescales every value from scale `from` to `to` (rounding half away from zero).
+pub fn rescale_all(v: &mut [i128], from: u8, to: u8) -> ExecResult<()> {
+    if from == to {
+        return Ok(());
+    }
+    if to > from {
+        let m = pow10((to - from) as u32);
+        for x in v.iter_mut() {
+            *x = x
+                .checked_mul(m)
+                .ok_or_else(|| ExecError::OutOfRange("decimal rescale".into()))?;
+        }
+    } else {
+        let d = pow10((from - to) as u32);
+        for x in v.iter_mut() {
+            let q = *x / d;
+            let r = *x % d;
+            *x = if r.abs() * 2 >= d { q + x.signum() } else { q };
+        }
+    }
+    Ok(())
+}
+
+/// Builds a vector of type `dt` from i128 values already at `dt`'s scale.
+pub fn from_i128(vals: Vec<i128>, validity: Option<Vec<bool>>, dt: DataType) -> ExecResult<Vector> {
+    let valid = |i: usize| validity.as_ref().is_none_or(|v| v[i]);
+    let data = match dt {
+        DataType::Integer | DataType::Date => {
+            let mut out = Vec::with_capacity(vals.len());
+            for (i, &x) in vals.iter().enumerate() {
+                match i32::try_from(x) {
+                    Ok(y) => out.push(y),
+                    Err(_) if !valid(i) => out.push(0),
+                    Err(_) => return Err(ExecError::OutOfRange(format!("{x} does not fit {dt}"))),
+                }
+            }
+            ColumnData::I32(out)
+        }
+        DataType::Double => ColumnData::F64(vals.iter().map(|&x| x as f64).collect()),
+        _ if dt.physical() == kura_common::types::PhysicalType::I64 => {
+            let mut out = Vec::with_capacity(vals.len());
+            for (i, &x) in vals.iter().enumerate() {
+                match i64::try_from(x) {
+                    Ok(y) => out.push(y),
+                    Err(_) if !valid(i) => out.push(0),
+                    Err(_) => {
+                        return Err(ExecError::OutOfRange(format!("value does not fit {dt}")))
+                    }
+                }
+            }
+            ColumnData::I64(out)
+        }
+        _ => ColumnData::I128(vals),
+    };
+    Ok(Vector {
+        data_type: dt,
+        data,
+        validity,
+    })
+}
+
+pub fn merge_validity(a: &Option<Vec<bool>>, b: &Option<Vec<bool>>) -> Option<Vec<bool>> {
+    match (a, b) {
+        (None, None) => None,
+        (Some(a), None) => Some(a.clone()),
+        (None, Some(b)) => Some(b.clone()),
+        (Some(a), Some(b)) => Some(a.iter().zip(b).map(|(x, y)| *x && *y).collect()),
+    }
+}
+
+/// `l op r` for arithmetic `op`, producing type `out`.
+pub fn arithmetic(op: BinaryOp, l: &Vector, r: &Vector, out: DataType) -> ExecResult<Vector> {
+    let validity = merge_validity(&l.validity, &r.validity);
+    let valid = |i: usize| validity.as_ref().is_none_or(|v| v[i]);
+    if out == DataType::Double {
+        let a = to_f64(l);
+        let b = to_f64(r);
+        let mut res = Vec::with_capacity(a.len());
+        for i in 0..a.len() {
+            let v = match op {
+                BinaryOp::Add => a[i] + b[i],
+                BinaryOp::Sub => a[i] - b[i],
+                BinaryOp::Mul => a[i] * b[i],
+                BinaryOp::Div | BinaryOp::Mod => {
+                    if b[i] == 0.0 && valid(i) {
+                        return Err(ExecError::DivisionByZero);
+                    }
+                    if op == BinaryOp::Div {
+                        a[i] / b[i]
+                    } else {
+                        a[i] % b[i]
+                    }
+                }
+                _ => return Err(ExecError::Internal(format!("{op:?} is not arithmetic"))),
+            };
+            res.push(v);
+        }
+        return Ok(Vector {
+            data_type: out,
+            data: ColumnData::F64(res),
+            validity,
+        });
+    }
+    let (sa, sb, so) = (scale_of(l.data_type), scale_of(r.data_type), scale_of(out));
+    let mut a = to_i128(l);
+    let mut b = to_i128(r);
+    let overflow =
+        || ExecError::OutOfRange(format!("result of {} does not fit {out}", op.symbol()));
+    let mut res = Vec::with_capacity(a.len());
+    match op {
+        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mod => {
+            let s = sa.max(sb);
+            rescale_all(&mut a, sa, s)?;
+            rescale_all(&mut b, sb, s)?;
+            for i in 0..a.len() {
+                let v = match op {
+                    BinaryOp::Add => a[i].checked_add(b[i]),
+                    BinaryOp::Sub => a[i].checked_sub(b[i]),
+                    _ => {
+                        if b[i] == 0 {
+                            if valid(i) {
+                                return Err(ExecError::DivisionByZero);
+                            }
+                            Some(0)
+                        } else {
+                            Some(a[i] % b[i])
+                        }
+                    }
+                };
+                res.push(v.ok_or_else(overflow)?);
+            }
+            rescale_all(&mut res, s, so)?;
+        }
+        BinaryOp::Mul => {
+            for i in 0..a.len() {
+                res.push(a[i].checked_mul(b[i]).ok_or_else(overflow)?);
+            }
+            rescale_all(&mut res, sa + sb, so)?;
+        }
+        BinaryOp::Div => {
+            // q = a / b at scale so: a·10^(so - sa + sb) / b, rounded half away from zero
+            // for decimals, truncated for integers (PostgreSQL integer division).
+            let shift = so as i32 - sa as i32 + sb as i32;
+            let is_int = !matches!(out, DataType::Decimal { .. });
+            for i in 0..a.len() {
+                if b[i] == 0 {
+                    if valid(i) {
+                        return Err(ExecError::DivisionByZero);
+                    }
+                    res.push(0);
+                    continue;
+                }
+                let (num, den) = if shift >= 0 {
+                    (a[i].checked_mul(pow10(shift as u32)), Some(b[i]))
+                } else {
+                    (Some(a[i]), b[i].checked_mul(pow10((-shift) as u32)))
+                };
+                let v = match (num, den) {
+                    (Some(n), Some(d)) if is_int => n / d,
+                    (Some(n), Some(d)) => {
+                        kura_common::decimal::div_round(n, d).ok_or_else(overflow)?
+                    }
+                    _ => {
+                        // Too wide for i128: fall back to f64, exact enough for the digits kept.
+                        let f = a[i] as f64 / b[i] as f64 * 10f64.powi(shift);
+                        f.round() as i128
+                    }
+                };
+                res.push(v);
+            }
+        }
+        _ => return Err(ExecError::Internal(format!("{op:?} is not arithmetic"))),
+    }
+    from_i128(res, validity, out)
+}

@@ -1,0 +1,152 @@
+//! CAST between types: a fast path for numeric vectors and a value-at-a-time path
+//! (text parsing, formatting) for the rest.
+
+use kura_common::decimal::{parse_decimal_bytes, rescale};
+use kura_common::{date, DataType, Value, Vector};
+
+use super::arith::{from_i128, rescale_all, scale_of, to_f64, to_i128};
+use crate::error::{ExecError, ExecResult};
+
+fn invalid(ty: DataType, text: &str) -> ExecError {
+    ExecError::InvalidText {
+        ty: ty.to_string(),
+        text: text.to_string(),
+    }
+}
+
+/// Converts one value to type `to`, as PostgreSQL's CAST would.
+pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
+    use Value as V;
+    if v.is_null() {
+        return Ok(V::Null);
+    }
+    let out_of_range = || ExecError::OutOfRange(format!("{v} does not fit {to}"));
+    Ok(match to {
+        DataType::Boolean => match v {
+            V::Boolean(b) => V::Boolean(*b),
+            V::Text(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "t" | "true" | "yes" | "on" | "1" => V::Boolean(true),
+                "f" | "false" | "no" | "off" | "0" => V::Boolean(false),
+                _ => return Err(invalid(to, s)),
+            },
+            V::Integer(i) => V::Boolean(*i != 0),
+            _ => return Err(invalid(to, &v.to_string())),
+        },
+        DataType::Integer | DataType::BigInt => {
+            let x: i128 = match v {
+                V::Integer(i) => *i as i128,
+                V::BigInt(i) => *i as i128,
+                V::Decimal(x, s) => rescale(*x, *s, 0).ok_or_else(out_of_range)?,
+                V::Double(f) => {
+                    if !f.is_finite() {
+                        return Err(out_of_range());
+                    }
+                    f.round() as i128
+                }
+                V::Boolean(b) => *b as i128,
+                V::Text(s) => s.trim().parse::<i128>().map_err(|_| invalid(to, s))?,
+                V::Date(_) => return Err(invalid(to, &v.to_string())),
+                V::Null => unreachable!(),
+            };
+            if to == DataType::Integer {
+                V::Integer(i32::try_from(x).map_err(|_| out_of_range())?)
+            } else {
+                V::BigInt(i64::try_from(x).map_err(|_| out_of_range())?)
+            }
+        }
+        DataType::Double => match v {
+            V::Text(s) => V::Double(s.trim().parse::<f64>().map_err(|_| invalid(to, s))?),
+            other => V::Double(
+                other
+                    .as_f64()
+                    .ok_or_else(|| invalid(to, &other.to_string()))?,
+            ),
+        },
+        DataType::Decimal { precision, scale } => {
+            let x = match v {
+                V::Integer(i) => rescale(*i as i128, 0, scale),
+                V::BigInt(i) => rescale(*i as i128, 0, scale),
+                V::Decimal(x, s) => rescale(*x, *s, scale),
+                V::Double(f) => Some((f * 10f64.powi(scale as i32)).round() as i128),
+                V::Text(s) => Some(
+                    parse_decimal_bytes(s.as_bytes(), None, scale).ok_or_else(|| invalid(to, s))?,
+                ),
+                _ => return Err(invalid(to, &v.to_string())),
+            }
+            .ok_or_else(out_of_range)?;
+            if x.unsigned_abs() >= 10u128.pow(precision as u32) {
+                return Err(out_of_range());
+            }
+            V::Decimal(x, scale)
+        }
+        DataType::Date => match v {
+            V::Date(d) => V::Date(*d),
+            V::Text(s) => V::Date(
+                date::parse_date_bytes(s.as_bytes())
+                    .ok_or_else(|| ExecError::InvalidDate(s.clone()))?,
+            ),
+            _ => return Err(invalid(to, &v.to_string())),
+        },
+        DataType::Varchar(_) | DataType::Char(_) => {
+            let mut s = v.to_string();
+            if let Some(m) = to.max_len() {
+                if s.chars().count() > m as usize {
+                    s = s.chars().take(m as usize).collect();
+                }
+            }
+            V::Text(s)
+        }
+    })
+}
+
+/// Casts every value of a vector to `to`.
+pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
+    if v.data_type == to {
+        return Ok(v.clone());
+    }
+    let from = v.data_type;
+    let int_like = |d: DataType| {
+        matches!(
+            d,
+            DataType::Integer | DataType::BigInt | DataType::Decimal { .. }
+        )
+    };
+    if int_like(from) && int_like(to) {
+        let mut x = to_i128(v);
+        rescale_all(&mut x, scale_of(from), scale_of(to))?;
+        if let DataType::Decimal { precision, .. } = to {
+            let lim = 10u128.pow(precision as u32);
+            if x.iter()
+                .enumerate()
+                .any(|(i, a)| !v.is_null(i) && a.unsigned_abs() >= lim)
+            {
+                return Err(ExecError::OutOfRange(format!("value does not fit {to}")));
+            }
+        }
+        return from_i128(x, v.validity.clone(), to);
+    }
+    if to == DataType::Double && from.is_numeric() {
+        return Ok(Vector {
+            data_type: to,
+            data: kura_common::ColumnData::F64(to_f64(v)),
+            validity: v.validity.clone(),
+        });
+    }
+    if from.is_text() && to.is_text() && to.max_len().is_none() {
+        return Ok(Vector {
+            data_type: to,
+            data: v.data.clone(),
+            validity: v.validity.clone(),
+        });
+    }
+    let mut out = Vector::new(to, v.len());
+    for i in 0..v.len() {
+        let c = cast_value(&v.get_value(i), to)?;
+        if !out.push_value(&c) {
+            return Err(ExecError::Internal(format!(
+                "cast produced a value not of type {to}"
+            )));
+        }
+    }
+    Ok(out)
+}

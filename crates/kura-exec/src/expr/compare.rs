@@ -1,0 +1,84 @@
+//! Vectorized comparison kernels (=, <>, <, <=, >, >=) over numbers, dates, booleans and
+//! text; text compares bytewise with trailing blanks ignored (CHAR(n) semantics).
+
+use std::cmp::Ordering;
+
+use kura_common::{ColumnData, DataType, Vector};
+
+use super::arith::{merge_validity, rescale_all, scale_of, to_f64, to_i128};
+use super::BinaryOp;
+use crate::error::{ExecError, ExecResult};
+
+/// Text without trailing blanks, the form CHAR values compare in.
+pub fn trim_blanks(s: &[u8]) -> &[u8] {
+    let mut e = s.len();
+    while e > 0 && s[e - 1] == b' ' {
+        e -= 1;
+    }
+    &s[..e]
+}
+
+fn test(op: BinaryOp, o: Ordering) -> bool {
+    match op {
+        BinaryOp::Eq => o == Ordering::Equal,
+        BinaryOp::NotEq => o != Ordering::Equal,
+        BinaryOp::Lt => o == Ordering::Less,
+        BinaryOp::LtEq => o != Ordering::Greater,
+        BinaryOp::Gt => o == Ordering::Greater,
+        BinaryOp::GtEq => o != Ordering::Less,
+        _ => false,
+    }
+}
+
+/// `l op r` as a BOOLEAN vector (NULL where either side is NULL).
+pub fn compare(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
+    let validity = merge_validity(&l.validity, &r.validity);
+    let n = l.len();
+    let out: Vec<bool> = match (&l.data, &r.data) {
+        (ColumnData::Str(a), ColumnData::Str(b)) => (0..n)
+            .map(|i| {
+                test(
+                    op,
+                    trim_blanks(a.get_bytes(i)).cmp(trim_blanks(b.get_bytes(i))),
+                )
+            })
+            .collect(),
+        (ColumnData::Bool(a), ColumnData::Bool(b)) => {
+            (0..n).map(|i| test(op, a[i].cmp(&b[i]))).collect()
+        }
+        (ColumnData::I32(a), ColumnData::I32(b)) if l.data_type == r.data_type => {
+            (0..n).map(|i| test(op, a[i].cmp(&b[i]))).collect()
+        }
+        (ColumnData::I64(a), ColumnData::I64(b)) if l.data_type == r.data_type => {
+            (0..n).map(|i| test(op, a[i].cmp(&b[i]))).collect()
+        }
+        (ColumnData::F64(_), _) | (_, ColumnData::F64(_)) => {
+            let a = to_f64(l);
+            let b = to_f64(r);
+            (0..n).map(|i| test(op, a[i].total_cmp(&b[i]))).collect()
+        }
+        (ColumnData::Str(_), _)
+        | (_, ColumnData::Str(_))
+        | (ColumnData::Bool(_), _)
+        | (_, ColumnData::Bool(_)) => {
+            return Err(ExecError::Internal(format!(
+                "cannot compare {} with {}",
+                l.data_type, r.data_type
+            )))
+        }
+        _ => {
+            let (sa, sb) = (scale_of(l.data_type), scale_of(r.data_type));
+            let s = sa.max(sb);
+            let mut a = to_i128(l);
+            let mut b = to_i128(r);
+            rescale_all(&mut a, sa, s)?;
+            rescale_all(&mut b, sb, s)?;
+            (0..n).map(|i| test(op, a[i].cmp(&b[i]))).collect()
+        }
+    };
+    Ok(Vector {
+        data_type: DataType::Boolean,
+        data: ColumnData::Bool(out),
+        validity,
+    })
+}

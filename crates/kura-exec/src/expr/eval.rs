@@ -1,0 +1,408 @@
+//! Evaluation of [`PhysExpr`] over a batch, one vector per node; predicates turn
+//! into selection vectors.
+
+use kura_common::{Batch, ColumnData, DataType, Value, Vector};
+
+use super::arith::arithmetic;
+use super::cast::cast_vector;
+use super::compare::{compare, trim_blanks};
+use super::func::call;
+use super::{BinaryOp, PhysExpr};
+use crate::error::{ExecError, ExecResult};
+
+/// `n` copies of a constant.
+pub fn broadcast(value: &Value, dt: DataType, n: usize) -> ExecResult<Vector> {
+    let mut v = Vector::new(dt, n);
+    if value.is_null() {
+        v.data = match dt.physical() {
+            kura_common::types::PhysicalType::Bool => ColumnData::Bool(vec![false; n]),
+            kura_common::types::PhysicalType::I32 => ColumnData::I32(vec![0; n]),
+            kura_common::types::PhysicalType::I64 => ColumnData::I64(vec![0; n]),
+            kura_common::types::PhysicalType::I128 => ColumnData::I128(vec![0; n]),
+            kura_common::types::PhysicalType::F64 => ColumnData::F64(vec![0.0; n]),
+            kura_common::types::PhysicalType::Str => {
+                let mut s = kura_common::StrVec::with_capacity(n, 0);
+                for _ in 0..n {
+                    s.push(b"");
+                }
+                ColumnData::Str(s)
+            }
+        };
+        v.validity = Some(vec![false; n]);
+        return Ok(v);
+    }
+    let mut one = Vector::new(dt, 1);
+    if !one.push_value(value) {
+        return Err(ExecError::Internal(format!(
+            "constant {value} is not of type {dt}"
+        )));
+    }
+    v.data = match &one.data {
+        ColumnData::Bool(x) => ColumnData::Bool(vec![x[0]; n]),
+        ColumnData::I32(x) => ColumnData::I32(vec![x[0]; n]),
+        ColumnData::I64(x) => ColumnData::I64(vec![x[0]; n]),
+        ColumnData::I128(x) => ColumnData::I128(vec![x[0]; n]),
+        ColumnData::F64(x) => ColumnData::F64(vec![x[0]; n]),
+        ColumnData::Str(x) => {
+            let b = x.get_bytes(0);
+            let mut s = kura_common::StrVec::with_capacity(n, n * b.len());
+            for _ in 0..n {
+                s.push(b);
+            }
+            ColumnData::Str(s)
+        }
+    };
+    Ok(v)
+}
+
+fn bools(v: &Vector) -> ExecResult<&[bool]> {
+    match &v.data {
+        ColumnData::Bool(b) => Ok(b),
+        _ => Err(ExecError::Internal(format!(
+            "expected BOOLEAN, got {}",
+            v.data_type
+        ))),
+    }
+}
+
+fn bool_vector(vals: Vec<bool>, validity: Option<Vec<bool>>) -> Vector {
+    let validity = validity.filter(|v| v.iter().any(|b| !*b));
+    Vector {
+        data_type: DataType::Boolean,
+        data: ColumnData::Bool(vals),
+        validity,
+    }
+}
+
+/// Three-valued AND/OR (Kleene logic).
+fn logic(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
+    let (a, b) = (bools(l)?, bools(r)?);
+    let n = a.len();
+    let mut vals = Vec::with_capacity(n);
+    let mut valid = Vec::with_capacity(n);
+    for i in 0..n {
+        let x = if l.is_null(i) { None } else { Some(a[i]) };
+        let y = if r.is_null(i) { None } else { Some(b[i]) };
+        let res = match op {
+            BinaryOp::And => match (x, y) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            },
+            _ => match (x, y) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+        };
+        vals.push(res.unwrap_or(false));
+        valid.push(res.is_some());
+    }
+    Ok(bool_vector(vals, Some(valid)))
+}
+
+impl PhysExpr {
+    /// Evaluates over every physical row of `batch` (callers compact first when a
+    /// selection must shield rows from errors such as division by zero).
+    pub fn eval(&self, batch: &Batch) -> ExecResult<Vector> {
+        let n = batch.num_rows;
+        match self {
+            PhysExpr::Column { index, .. } => batch
+                .columns
+                .get(*index)
+                .cloned()
+                .ok_or_else(|| ExecError::Internal(format!("column #{index} out of range"))),
+            PhysExpr::Literal { value, data_type } => broadcast(value, *data_type, n),
+            PhysExpr::Binary {
+                op,
+                left,
+                right,
+                data_type,
+            } => {
+                let l = left.eval(batch)?;
+                let r = right.eval(batch)?;
+                match op {
+                    BinaryOp::And | BinaryOp::Or => logic(*op, &l, &r),
+                    o if o.is_comparison() => compare(*o, &l, &r),
+                    BinaryOp::Concat => {
+                        let mut out = Vector::new(*data_type, n);
+                        for i in 0..n {
+                            if l.is_null(i) || r.is_null(i) {
+                                out.push_null();
+                            } else {
+                                out.push_value(&Value::Text(format!(
+                                    "{}{}",
+                                    l.get_value(i),
+                                    r.get_value(i)
+                                )));
+                            }
+                        }
+                        Ok(out)
+                    }
+                    _ => arithmetic(*op, &l, &r, *data_type),
+                }
+            }
+            PhysExpr::Not(e) => {
+                let v = e.eval(batch)?;
+                let vals = bools(&v)?.iter().map(|b| !b).collect();
+                Ok(bool_vector(vals, v.validity.clone()))
+            }
+            PhysExpr::Negate(e) => {
+                let v = e.eval(batch)?;
+                let zero = broadcast(&Value::Integer(0), DataType::Integer, n)?;
+                arithmetic(BinaryOp::Sub, &zero, &v, v.data_type)
+            }
+            PhysExpr::IsNull { expr, negated } => {
+                let v = expr.eval(batch)?;
+                let vals = (0..n).map(|i| v.is_null(i) != *negated).collect();
+                Ok(bool_vector(vals, None))
+            }
+            PhysExpr::Cast { expr, to } => cast_vector(&expr.eval(batch)?, *to),
+            PhysExpr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let v = expr.eval(batch)?;
+                let mut vals = vec![false; n];
+                let mut valid = v.validity.clone().unwrap_or_else(|| vec![true; n]);
+                let has_null = list.iter().any(|x| x.is_null());
+                if let ColumnData::Str(s) = &v.data {
+                    let items: Vec<&[u8]> = list
+                        .iter()
+                        .filter_map(|x| match x {
+                            Value::Text(t) => Some(trim_blanks(t.as_bytes())),
+                            _ => None,
+                        })
+                        .collect();
+                    for (i, out) in vals.iter_mut().enumerate() {
+                        let b = trim_blanks(s.get_bytes(i));
+                        *out = items.contains(&b);
+                    }
+                } else {
+                    for (i, out) in vals.iter_mut().enumerate() {
+                        let x = v.get_value(i);
+                        *out = list.iter().any(|y| !y.is_null() && x == *y);
+                    }
+                }
+                for i in 0..n {
+                    if !vals[i] && has_null {
+                        valid[i] = false;
+                    }
+                    if *negated {
+                        vals[i] = !vals[i];
+                    }
+                }
+                Ok(bool_vector(vals, Some(valid)))
+            }
+            PhysExpr::Like {
+                expr,
+                pattern,
+                negated,
+            } => {
+                let v = expr.eval(batch)?;
+                let s = match &v.data {
+                    ColumnData::Str(s) => s,
+                    _ => return Err(ExecError::Internal("LIKE over non-text".into())),
+                };
+                let vals = (0..n)
+                    .map(|i| pattern.matches(s.get_bytes(i)) != *negated)
+                    .collect();
+                Ok(bool_vector(vals, v.validity.clone()))
+            }
+            PhysExpr::Func {
+                func,
+                args,
+                data_type,
+            } => {
+                let a: Vec<Vector> = args
+                    .iter()
+                    .map(|x| x.eval(batch))
+                    .collect::<ExecResult<_>>()?;
+                call(*func, &a, *data_type, n)
+            }
+            PhysExpr::Case {
+                whens,
+                otherwise,
+                data_type,
+            } => eval_case(whens, otherwise.as_deref(), *data_type, batch),
+        }
+    }
+}
+
+/// Whether evaluating `e` on rows its CASE branch does not select could fail.
+fn may_fail(e: &PhysExpr) -> bool {
+    match e {
+        PhysExpr::Binary {
+            op: BinaryOp::Div | BinaryOp::Mod,
+            ..
+        }
+        | PhysExpr::Cast { .. } => true,
+        PhysExpr::Binary { left, right, .. } => may_fail(left) || may_fail(right),
+        PhysExpr::Not(x) | PhysExpr::Negate(x) => may_fail(x),
+        PhysExpr::IsNull { expr, .. }
+        | PhysExpr::InList { expr, .. }
+        | PhysExpr::Like { expr, .. } => may_fail(expr),
+        PhysExpr::Func { args, .. } => args.iter().any(may_fail),
+        PhysExpr::Case { .. } => true,
+        PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,
+    }
+}
+
+fn eval_case(
+    whens: &[(PhysExpr, PhysExpr)],
+    otherwise: Option<&PhysExpr>,
+    dt: DataType,
+    batch: &Batch,
+) -> ExecResult<Vector> {
+    let n = batch.num_rows;
+    // Branch chosen per row: index into `whens`, or whens.len() for ELSE.
+    let mut chosen = vec![whens.len() as u32; n];
+    let mut open: Vec<u32> = (0..n as u32).collect();
+    for (k, (cond, _)) in whens.iter().enumerate() {
+        if open.is_empty() {
+            break;
+        }
+        let c = cond.eval(batch)?;
+        let b = bools(&c)?;
+        open.retain(|&i| {
+            let hit = b[i as usize] && !c.is_null(i as usize);
+            if hit {
+                chosen[i as usize] = k as u32;
+            }
+            !hit
+        });
+    }
+    let mut result = broadcast(&Value::Null, dt, n)?;
+    let branches: Vec<Option<&PhysExpr>> = whens
+        .iter()
+        .map(|(_, t)| Some(t))
+        .chain(std::iter::once(otherwise))
+        .collect();
+    for (k, branch) in branches.iter().enumerate() {
+        let rows: Vec<u32> = (0..n as u32)
+            .filter(|&i| chosen[i as usize] == k as u32)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let Some(expr) = branch else { continue };
+        let values = if may_fail(expr) && rows.len() < n {
+            let sub = Batch::new(batch.columns.iter().map(|c| c.take(&rows)).collect());
+            let sub = if sub.columns.is_empty() {
+                Batch::with_rows(rows.len())
+            } else {
+                sub
+            };
+            let v = cast_vector(&expr.eval(&sub)?, dt)?;
+            (v, false)
+        } else {
+            (cast_vector(&expr.eval(batch)?, dt)?, true)
+        };
+        scatter(&mut result, &values.0, &rows, values.1);
+    }
+    Ok(result)
+}
+
+/// Copies values into `dst` at `rows`; `src` is either full-length (`aligned`) or
+/// holds exactly the values for `rows` in order.
+fn scatter(dst: &mut Vector, src: &Vector, rows: &[u32], aligned: bool) {
+    let from = |j: usize, i: u32| if aligned { i as usize } else { j };
+    let len = dst.len();
+    let validity = dst.validity.get_or_insert_with(|| vec![true; len]);
+    for (j, &i) in rows.iter().enumerate() {
+        validity[i as usize] = !src.is_null(from(j, i));
+    }
+    match (&mut dst.data, &src.data) {
+        (ColumnData::Bool(d), ColumnData::Bool(s)) => rows
+            .iter()
+            .enumerate()
+            .for_each(|(j, &i)| d[i as usize] = s[from(j, i)]),
+        (ColumnData::I32(d), ColumnData::I32(s)) => rows
+            .iter()
+            .enumerate()
+            .for_each(|(j, &i)| d[i as usize] = s[from(j, i)]),
+        (ColumnData::I64(d), ColumnData::I64(s)) => rows
+            .iter()
+            .enumerate()
+            .for_each(|(j, &i)| d[i as usize] = s[from(j, i)]),
+        (ColumnData::I128(d), ColumnData::I128(s)) => rows
+            .iter()
+            .enumerate()
+            .for_each(|(j, &i)| d[i as usize] = s[from(j, i)]),
+        (ColumnData::F64(d), ColumnData::F64(s)) => rows
+            .iter()
+            .enumerate()
+            .for_each(|(j, &i)| d[i as usize] = s[from(j, i)]),
+        (ColumnData::Str(d), ColumnData::Str(s)) => {
+            // Strings are variable-length: rebuild.
+            let mut pick: Vec<Option<usize>> = vec![None; d.len()];
+            for (j, &i) in rows.iter().enumerate() {
+                pick[i as usize] = Some(from(j, i));
+            }
+            let mut out = kura_common::StrVec::with_capacity(d.len(), d.data.len());
+            for (i, p) in pick.iter().enumerate() {
+                match p {
+                    Some(k) => out.push(s.get_bytes(*k)),
+                    None => out.push(d.get_bytes(i)),
+                }
+            }
+            *d = out;
+        }
+        _ => {}
+    }
+    if dst.validity.as_ref().is_some_and(|v| v.iter().all(|b| *b)) {
+        dst.validity = None;
+    }
+}
+
+/// Rows (physical indexes) where a BOOLEAN vector is TRUE (not FALSE, not NULL).
+pub fn selection_of(v: &Vector) -> ExecResult<Vec<u32>> {
+    let b = bools(v)?;
+    Ok(match &v.validity {
+        None => (0..b.len() as u32).filter(|&i| b[i as usize]).collect(),
+        Some(valid) => (0..b.len() as u32)
+            .filter(|&i| b[i as usize] && valid[i as usize])
+            .collect(),
+    })
+}
+
+/// Applies a predicate to a batch: the result keeps only rows where it is TRUE.
+/// Conjunctions are applied one conjunct at a time on the surviving rows, so a
+/// later conjunct never sees rows an earlier one rejected.
+pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
+    if let PhysExpr::Binary {
+        op: BinaryOp::And,
+        left,
+        right,
+        ..
+    } = pred
+    {
+        let b = eval_predicate(left, batch)?;
+        if b.is_empty() {
+            return Ok(b);
+        }
+        return eval_predicate(right, b);
+    }
+    let batch = if batch.selection.is_some() {
+        compact(batch)
+    } else {
+        batch
+    };
+    let v = pred.eval(&batch)?;
+    let sel = selection_of(&v)?;
+    let n = batch.num_rows;
+    Ok(Batch {
+        selection: if sel.len() == n { None } else { Some(sel) },
+        ..batch
+    })
+}
+
+/// Materialises the selection (also for column-less batches).
+pub fn compact(batch: Batch) -> Batch {
+    match &batch.selection {
+        None => batch,
+        Some(sel) if batch.columns.is_empty() => Batch::with_rows(sel.len()),
+        Some(_) => batch.compact(),
+    }
+}

@@ -1,0 +1,231 @@
+//! Scalar function kernels: date parts and date arithmetic, text functions, abs,
+//! round and coalesce.
+
+use kura_common::{date, ColumnData, DataType, StrVec, Value, Vector};
+
+use super::arith::{from_i128, scale_of, to_i128};
+use super::cast::cast_vector;
+use super::ScalarFunc;
+use crate::error::{ExecError, ExecResult};
+
+fn ints(v: &Vector) -> ExecResult<&[i32]> {
+    match &v.data {
+        ColumnData::I32(x) => Ok(x),
+        _ => Err(ExecError::Internal(format!(
+            "expected a 32-bit vector, got {}",
+            v.data_type
+        ))),
+    }
+}
+
+fn strs(v: &Vector) -> ExecResult<&StrVec> {
+    match &v.data {
+        ColumnData::Str(x) => Ok(x),
+        _ => Err(ExecError::Internal(format!(
+            "expected a text vector, got {}",
+            v.data_type
+        ))),
+    }
+}
+
+fn int_arg(v: &Vector, i: usize) -> Option<i64> {
+    if v.is_null(i) {
+        return None;
+    }
+    match v.get_value(i) {
+        Value::Integer(x) => Some(x as i64),
+        Value::BigInt(x) => Some(x),
+        Value::Decimal(x, s) => kura_common::decimal::rescale(x, s, 0).map(|x| x as i64),
+        _ => None,
+    }
+}
+
+/// Applies `func` to argument vectors of `n` rows.
+pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
+    let arg = |i: usize| {
+        args.get(i)
+            .ok_or_else(|| ExecError::Internal(format!("{} needs argument {i}", func.name())))
+    };
+    match func {
+        ScalarFunc::ExtractYear | ScalarFunc::ExtractMonth | ScalarFunc::ExtractDay => {
+            let a = arg(0)?;
+            let d = ints(a)?;
+            let part = |x: i32| {
+                let (y, m, dd) = date::civil_from_days(x);
+                match func {
+                    ScalarFunc::ExtractYear => y,
+                    ScalarFunc::ExtractMonth => m as i32,
+                    _ => dd as i32,
+                }
+            };
+            let vals: Vec<i128> = d.iter().map(|&x| part(x) as i128).collect();
+            from_i128(vals, a.validity.clone(), out)
+        }
+        ScalarFunc::AddDays | ScalarFunc::AddMonths => {
+            let a = arg(0)?;
+            let b = arg(1)?;
+            let d = ints(a)?;
+            let mut res = Vec::with_capacity(n);
+            let mut validity = vec![true; n];
+            for i in 0..n {
+                match int_arg(b, i) {
+                    Some(k) if !a.is_null(i) => {
+                        let k = i32::try_from(k)
+                            .map_err(|_| ExecError::OutOfRange("interval".into()))?;
+                        res.push(if func == ScalarFunc::AddDays {
+                            d[i] + k
+                        } else {
+                            date::add_months(d[i], k)
+                        });
+                    }
+                    _ => {
+                        res.push(0);
+                        validity[i] = false;
+                    }
+                }
+            }
+            let validity = if validity.iter().all(|v| *v) {
+                None
+            } else {
+                Some(validity)
+            };
+            Ok(Vector {
+                data_type: DataType::Date,
+                data: ColumnData::I32(res),
+                validity,
+            })
+        }
+        ScalarFunc::Substring => {
+            let s = arg(0)?;
+            let sv = strs(s)?;
+            let from = arg(1)?;
+            let len = args.get(2);
+            let mut out_v = StrVec::with_capacity(n, n * 8);
+            let mut validity = s.validity.clone().unwrap_or_else(|| vec![true; n]);
+            for (i, valid) in validity.iter_mut().enumerate() {
+                let start = int_arg(from, i);
+                let count = len.map(|l| int_arg(l, i));
+                if !*valid || start.is_none() || count == Some(None) {
+                    *valid = false;
+                    out_v.push(b"");
+                    continue;
+                }
+                // SQL: characters at positions [start, start+count), positions start at 1.
+                let start = start.unwrap_or(1);
+                let text = sv.get(i);
+                let begin = start.max(1);
+                let end = match count.flatten() {
+                    Some(c) if c < 0 => {
+                        return Err(ExecError::InvalidText {
+                            ty: "substring length".into(),
+                            text: c.to_string(),
+                        })
+                    }
+                    Some(c) => start.saturating_add(c),
+                    None => i64::MAX,
+                };
+                let piece: String = if end <= begin {
+                    String::new()
+                } else {
+                    text.chars()
+                        .skip((begin - 1) as usize)
+                        .take((end - begin) as usize)
+                        .collect()
+                };
+                out_v.push(piece.as_bytes());
+            }
+            let validity = if validity.iter().all(|v| *v) {
+                None
+            } else {
+                Some(validity)
+            };
+            Ok(Vector {
+                data_type: out,
+                data: ColumnData::Str(out_v),
+                validity,
+            })
+        }
+        ScalarFunc::Upper | ScalarFunc::Lower | ScalarFunc::Trim => {
+            let s = arg(0)?;
+            let sv = strs(s)?;
+            let mut o = StrVec::with_capacity(n, sv.data.len());
+            for t in sv.iter() {
+                let r = match func {
+                    ScalarFunc::Upper => t.to_uppercase(),
+                    ScalarFunc::Lower => t.to_lowercase(),
+                    _ => t.trim_matches(' ').to_string(),
+                };
+                o.push(r.as_bytes());
+            }
+            Ok(Vector {
+                data_type: out,
+                data: ColumnData::Str(o),
+                validity: s.validity.clone(),
+            })
+        }
+        ScalarFunc::Length => {
+            let s = arg(0)?;
+            let sv = strs(s)?;
+            let char_type = matches!(s.data_type, DataType::Char(_));
+            let vals: Vec<i128> = sv
+                .iter()
+                .map(|t| {
+                    if char_type {
+                        t.trim_end_matches(' ')
+                    } else {
+                        t
+                    }
+                    .chars()
+                    .count() as i128
+                })
+                .collect();
+            from_i128(vals, s.validity.clone(), out)
+        }
+        ScalarFunc::Abs => {
+            let a = arg(0)?;
+            if let ColumnData::F64(x) = &a.data {
+                return Ok(Vector {
+                    data_type: out,
+                    data: ColumnData::F64(x.iter().map(|v| v.abs()).collect()),
+                    validity: a.validity.clone(),
+                });
+            }
+            let vals: Vec<i128> = to_i128(a).into_iter().map(|v| v.abs()).collect();
+            from_i128(vals, a.validity.clone(), out)
+        }
+        ScalarFunc::Round => {
+            let a = arg(0)?;
+            if let ColumnData::F64(x) = &a.data {
+                let digits = args.get(1).and_then(|d| int_arg(d, 0)).unwrap_or(0) as i32;
+                let m = 10f64.powi(digits);
+                let vals = x.iter().map(|v| (v * m).round() / m).collect();
+                return Ok(Vector {
+                    data_type: out,
+                    data: ColumnData::F64(vals),
+                    validity: a.validity.clone(),
+                });
+            }
+            // Decimal: the planner fixed the output scale to the requested digits.
+            cast_vector(a, out).or_else(|_| {
+                let mut x = to_i128(a);
+                super::arith::rescale_all(&mut x, scale_of(a.data_type), scale_of(out))?;
+                from_i128(x, a.validity.clone(), out)
+            })
+        }
+        ScalarFunc::Coalesce => {
+            let cast: Vec<Vector> = args
+                .iter()
+                .map(|a| cast_vector(a, out))
+                .collect::<ExecResult<_>>()?;
+            let mut res = Vector::new(out, n);
+            for i in 0..n {
+                let v = cast
+                    .iter()
+                    .find(|a| !a.is_null(i))
+                    .map_or(Value::Null, |a| a.get_value(i));
+                res.push_value(&v);
+            }
+            Ok(res)
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! Physical scalar expressions: typed trees over the columns of a batch, evaluated a
+//! whole vector at a time (DESIGN.md "vectorized").
+
+mod arith;
+mod cast;
+mod compare;
+mod eval;
+mod func;
+pub mod like;
+
+pub use cast::{cast_value, cast_vector};
+pub use eval::{eval_predicate, selection_of};
+pub use like::LikePattern;
+
+use std::fmt;
+
+use kura_common::{DataType, Value};
+
+/// Binary operators after binding (operand types already unified by the planner).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    Concat,
+}
+
+impl BinaryOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq
+                | BinaryOp::NotEq
+                | BinaryOp::Lt
+                | BinaryOp::LtEq
+                | BinaryOp::Gt
+                | BinaryOp::GtEq
+        )
+    }
+
+    /// `a op b` ⇔ `b op' a`.
+    pub fn flip(self) -> BinaryOp {
+        match self {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::LtEq => BinaryOp::GtEq,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::GtEq => BinaryOp::LtEq,
+            o => o,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Mod => "%",
+            BinaryOp::Eq => "=",
+            BinaryOp::NotEq => "<>",
+            BinaryOp::Lt => "<",
+            BinaryOp::LtEq => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::GtEq => ">=",
+            BinaryOp::And => "AND",
+            BinaryOp::Or => "OR",
+            BinaryOp::Concat => "||",
+        }
+    }
+}
+
+/// Scalar functions the engine evaluates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScalarFunc {
+    ExtractYear,
+    ExtractMonth,
+    ExtractDay,
+    /// `substring(s, from, for?)`, 1-based, in characters.
+    Substring,
+    Upper,
+    Lower,
+    Length,
+    Abs,
+    /// `round(x, digits?)` half away from zero.
+    Round,
+    /// First non-NULL argument.
+    Coalesce,
+    /// `date + n days` with `n` an integer argument.
+    AddDays,
+    /// `date + n months` (PostgreSQL day clamping).
+    AddMonths,
+    /// `trim(both ' ' from s)`.
+    Trim,
+}
+
+impl ScalarFunc {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarFunc::ExtractYear => "extract_year",
+            ScalarFunc::ExtractMonth => "extract_month",
+            ScalarFunc::ExtractDay => "extract_day",
+            ScalarFunc::Substring => "substring",
+            ScalarFunc::Upper => "upper",
+            ScalarFunc::Lower => "lower",
+            ScalarFunc::Length => "length",
+            ScalarFunc::Abs => "abs",
+            ScalarFunc::Round => "round",
+            ScalarFunc::Coalesce => "coalesce",
+            ScalarFunc::AddDays => "add_days",
+            ScalarFunc::AddMonths => "add_months",
+            ScalarFunc::Trim => "trim",
+        }
+    }
+}
+
+/// A typed expression over the columns of its input batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PhysExpr {
+    Column {
+        index: usize,
+        data_type: DataType,
+    },
+    Literal {
+        value: Value,
+        data_type: DataType,
+    },
+    Binary {
+        op: BinaryOp,
+        left: Box<PhysExpr>,
+        right: Box<PhysExpr>,
+        data_type: DataType,
+    },
+    Not(Box<PhysExpr>),
+    Negate(Box<PhysExpr>),
+    IsNull {
+        expr: Box<PhysExpr>,
+        negated: bool,
+    },
+    Cast {
+        expr: Box<PhysExpr>,
+        to: DataType,
+    },
+    Case {
+        whens: Vec<(PhysExpr, PhysExpr)>,
+        otherwise: Option<Box<PhysExpr>>,
+        data_type: DataType,
+    },
+    InList {
+        expr: Box<PhysExpr>,
+        list: Vec<Value>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<PhysExpr>,
+        pattern: LikePattern,
+        negated: bool,
+    },
+    Func {
+        func: ScalarFunc,
+        args: Vec<PhysExpr>,
+        data_type: DataType,
+    },
+}
+
+impl PhysExpr {
+    pub fn data_type(&self) -> DataType {
+        match self {
+            PhysExpr::Column { data_type, .. }
+            | PhysExpr::Literal { data_type, .. }
+            | PhysExpr::Binary { data_type, .. }
+            | PhysExpr::Case { data_type, .. }
+            | PhysExpr::Func { data_type, .. } => *data_type,
+            PhysExpr::Not(_)
+            | PhysExpr::IsNull { .. }
+            | PhysExpr::InList { .. }
+            | PhysExpr::Like { .. } => DataType::Boolean,
+            PhysExpr::Negate(e) => e.data_type(),
+            PhysExpr::Cast { to, .. } => *to,
+        }
+    }
+
+    pub fn column(index: usize, data_type: DataType) -> PhysExpr {
+        PhysExpr::Column { index, data_type }
+    }
+
+    pub fn literal(value: Value, data_type: DataType) -> PhysExpr {
+        PhysExpr::Literal { value, data_type }
+    }
+
+    /// Column indexes this expression reads.
+    pub fn columns(&self, out: &mut Vec<usize>) {
+        match self {
+            PhysExpr::Column { index, .. } => out.push(*index),
+            PhysExpr::Literal { .. } => {}
+            PhysExpr::Binary { left, right, .. } => {
+                left.columns(out);
+                right.columns(out);
+            }
+            PhysExpr::Not(e) | PhysExpr::Negate(e) => e.columns(out),
+            PhysExpr::IsNull { expr, .. }
+            | PhysExpr::Cast { expr, .. }
+            | PhysExpr::InList { expr, .. }
+            | PhysExpr::Like { expr, .. } => expr.columns(out),
+            PhysExpr::Case {
+                whens, otherwise, ..
+            } => {
+                for (w, t) in whens {
+                    w.columns(out);
+                    t.columns(out);
+                }
+                if let Some(o) = otherwise {
+                    o.columns(out);
+                }
+            }
+            PhysExpr::Func { args, .. } => args.iter().for_each(|a| a.columns(out)),
+        }
+    }
+}
+
+impl fmt::Display for PhysExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PhysExpr::Column { index, .. } => write!(f, "#{index}"),
+            PhysExpr::Literal {
+                value: Value::Null, ..
+            } => write!(f, "NULL"),
+            PhysExpr::Literal {
+                value: Value::Text(s),
+                ..
+            } => write!(f, "'{s}'"),
+            PhysExpr::Literal {
+                value: Value::Date(_),
+                ..
+            } => write!(f, "DATE '{}'", self_value(self)),
+            PhysExpr::Literal { value, .. } => write!(f, "{value}"),
+            PhysExpr::Binary {
+                op, left, right, ..
+            } => write!(f, "({left} {} {right})", op.symbol()),
+            PhysExpr::Not(e) => write!(f, "NOT {e}"),
+            PhysExpr::Negate(e) => write!(f, "-{e}"),
+            PhysExpr::IsNull { expr, negated } => {
+                write!(f, "{expr} IS {}NULL", if *negated { "NOT " } else { "" })
+            }
+            PhysExpr::Cast { expr, to } => write!(f, "CAST({expr} AS {to})"),
+            PhysExpr::Case {
+                whens, otherwise, ..
+            } => {
+                write!(f, "CASE")?;
+                for (w, t) in whens {
+                    write!(f, " WHEN {w} THEN {t}")?;
+                }
+                if let Some(o) = otherwise {
+                    write!(f, " ELSE {o}")?;
+                }
+                write!(f, " END")
+            }
+            PhysExpr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let items: Vec<String> = list.iter().map(|v| v.to_string()).collect();
+                write!(
+                    f,
+                    "{expr} {}IN ({})",
+                    if *negated { "NOT " } else { "" },
+                    items.join(", ")
+                )
+            }
+            PhysExpr::Like {
+                expr,
+                pattern,
+                negated,
+            } => {
+                write!(
+                    f,
+                    "{expr} {}LIKE '{}'",
+                    if *negated { "NOT " } else { "" },
+                    pattern.source()
+                )
+            }
+            PhysExpr::Func { func, args, .. } => {
+                let a: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                write!(f, "{}({})", func.name(), a.join(", "))
+            }
+        }
+    }
+}
+
+fn self_value(e: &PhysExpr) -> String {
+    match e {
+        PhysExpr::Literal { value, .. } => value.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Text without trailing blanks (the form CHAR(n) values compare and hash in).
+pub fn compare_trim(s: &[u8]) -> &[u8] {
+    compare::trim_blanks(s)
+}
+
+/// Materialises a batch's selection (column-less batches keep their row count).
+pub fn compact_batch(b: kura_common::Batch) -> kura_common::Batch {
+    eval::compact(b)
+}
+
+/// Integer-like vector values widened to i128 (at the vector's own scale).
+pub fn ints_of(v: &kura_common::Vector) -> Vec<i128> {
+    arith::to_i128(v)
+}
+
+/// Numeric vector values as f64.
+pub fn floats_of(v: &kura_common::Vector) -> Vec<f64> {
+    arith::to_f64(v)
+}

@@ -1,0 +1,57 @@
+//! Encoding of key columns (join keys, group keys, DISTINCT values) into hashable
+//! form: a single integer for the common one-integer-key case, bytes otherwise.
+//! Text is encoded without trailing blanks so CHAR(n) equality ignores padding.
+
+use kura_common::{ColumnData, Vector};
+
+use crate::expr::compare_trim;
+
+/// Whether keys fit one i64 (one integer-like column).
+pub fn single_int_key(keys: &[Vector]) -> bool {
+    keys.len() == 1 && matches!(keys[0].data, ColumnData::I32(_) | ColumnData::I64(_))
+}
+
+/// Key `row` of a one-integer-column key, `None` if NULL.
+#[inline]
+pub fn int_key(key: &Vector, row: usize) -> Option<i64> {
+    if key.is_null(row) {
+        return None;
+    }
+    match &key.data {
+        ColumnData::I32(v) => Some(v[row] as i64),
+        ColumnData::I64(v) => Some(v[row]),
+        _ => None,
+    }
+}
+
+/// Appends the encoding of row `row` of `keys` to `out`; false if any key is NULL
+/// (and `nulls_equal` is false — SQL equality never matches NULL; GROUP BY does).
+pub fn encode_row(keys: &[Vector], row: usize, nulls_equal: bool, out: &mut Vec<u8>) -> bool {
+    for k in keys {
+        if k.is_null(row) {
+            if !nulls_equal {
+                return false;
+            }
+            out.push(0);
+            continue;
+        }
+        out.push(1);
+        match &k.data {
+            ColumnData::Bool(v) => out.push(v[row] as u8),
+            ColumnData::I32(v) => out.extend_from_slice(&v[row].to_le_bytes()),
+            ColumnData::I64(v) => out.extend_from_slice(&v[row].to_le_bytes()),
+            ColumnData::I128(v) => out.extend_from_slice(&v[row].to_le_bytes()),
+            ColumnData::F64(v) => {
+                // -0.0 and 0.0 are equal in SQL.
+                let x = if v[row] == 0.0 { 0.0 } else { v[row] };
+                out.extend_from_slice(&x.to_bits().to_le_bytes())
+            }
+            ColumnData::Str(s) => {
+                let b = compare_trim(s.get_bytes(row));
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+    }
+    true
+}

@@ -1,0 +1,600 @@
+//! Hash aggregation: group keys map to group numbers, each aggregate keeps a typed
+//! accumulator array indexed by group. Each worker aggregates into local state that
+//! is merged into the shared table at the end.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use hashbrown::HashMap;
+
+use kura_common::decimal::{div_round, pow10};
+use kura_common::{Batch, ColumnData, DataType, Value, Vector, BATCH_SIZE};
+
+use crate::context::ExecContext;
+use crate::error::{ExecError, ExecResult};
+use crate::expr::{compact_batch, PhysExpr};
+use crate::keys::encode_row;
+use crate::pipeline::{LocalState, Sink};
+use crate::plan::{AggCall, AggFunc};
+
+fn scale(dt: DataType) -> u8 {
+    match dt {
+        DataType::Decimal { scale, .. } => scale,
+        _ => 0,
+    }
+}
+
+/// Accumulators of one aggregate, one slot per group.
+enum Acc {
+    Count(Vec<i64>),
+    SumInt {
+        sums: Vec<i128>,
+        seen: Vec<bool>,
+    },
+    SumFloat {
+        sums: Vec<f64>,
+        seen: Vec<bool>,
+    },
+    AvgInt {
+        sums: Vec<i128>,
+        counts: Vec<i64>,
+    },
+    AvgFloat {
+        sums: Vec<f64>,
+        counts: Vec<i64>,
+    },
+    MinMax {
+        vals: Vec<Value>,
+        min: bool,
+    },
+    /// DISTINCT: the distinct argument values per group, aggregated at the end.
+    Distinct {
+        seen: Vec<HashSet<Vec<u8>>>,
+        vals: Vec<Vec<Value>>,
+    },
+}
+
+fn new_acc(call: &AggCall) -> Acc {
+    let arg_float = call
+        .arg
+        .as_ref()
+        .is_some_and(|a| a.data_type() == DataType::Double);
+    if call.distinct {
+        return Acc::Distinct {
+            seen: Vec::new(),
+            vals: Vec::new(),
+        };
+    }
+    match call.func {
+        AggFunc::CountStar | AggFunc::Count => Acc::Count(Vec::new()),
+        AggFunc::Sum if arg_float => Acc::SumFloat {
+            sums: Vec::new(),
+            seen: Vec::new(),
+        },
+        AggFunc::Sum => Acc::SumInt {
+            sums: Vec::new(),
+            seen: Vec::new(),
+        },
+        AggFunc::Avg if arg_float => Acc::AvgFloat {
+            sums: Vec::new(),
+            counts: Vec::new(),
+        },
+        AggFunc::Avg => Acc::AvgInt {
+            sums: Vec::new(),
+            counts: Vec::new(),
+        },
+        AggFunc::Min => Acc::MinMax {
+            vals: Vec::new(),
+            min: true,
+        },
+        AggFunc::Max => Acc::MinMax {
+            vals: Vec::new(),
+            min: false,
+        },
+    }
+}
+
+impl Acc {
+    fn grow(&mut self, groups: usize) {
+        match self {
+            Acc::Count(c) => c.resize(groups, 0),
+            Acc::SumInt { sums, seen } => {
+                sums.resize(groups, 0);
+                seen.resize(groups, false);
+            }
+            Acc::SumFloat { sums, seen } => {
+                sums.resize(groups, 0.0);
+                seen.resize(groups, false);
+            }
+            Acc::AvgInt { sums, counts } => {
+                sums.resize(groups, 0);
+                counts.resize(groups, 0);
+            }
+            Acc::AvgFloat { sums, counts } => {
+                sums.resize(groups, 0.0);
+                counts.resize(groups, 0);
+            }
+            Acc::MinMax { vals, .. } => vals.resize(groups, Value::Null),
+            Acc::Distinct { seen, vals } => {
+                seen.resize_with(groups, HashSet::new);
+                vals.resize_with(groups, Vec::new);
+            }
+        }
+    }
+
+    /// Folds rows of `arg` (None for count(*)) into groups `g`.
+    fn update(&mut self, g: &[u32], arg: Option<&Vector>) -> ExecResult<()> {
+        let valid = |i: usize| arg.is_none_or(|a| !a.is_null(i));
+        match self {
+            Acc::Count(c) => {
+                for (i, &gi) in g.iter().enumerate() {
+                    if valid(i) {
+                        c[gi as usize] += 1;
+                    }
+                }
+            }
+            Acc::SumInt { sums, seen } => {
+                let a = arg.ok_or_else(|| ExecError::Internal("sum without argument".into()))?;
+                let add = |sums: &mut Vec<i128>,
+                           seen: &mut Vec<bool>,
+                           i: usize,
+                           x: i128|
+                 -> ExecResult<()> {
+                    let s = &mut sums[g[i] as usize];
+                    *s = s
+                        .checked_add(x)
+                        .ok_or_else(|| ExecError::OutOfRange("sum overflows".into()))?;
+                    seen[g[i] as usize] = true;
+                    Ok(())
+                };
+                match &a.data {
+                    ColumnData::I32(v) => {
+                        for (i, x) in v.iter().enumerate().take(g.len()) {
+                            if valid(i) {
+                                add(sums, seen, i, *x as i128)?;
+                            }
+                        }
+                    }
+                    ColumnData::I64(v) => {
+                        for (i, x) in v.iter().enumerate().take(g.len()) {
+                            if valid(i) {
+                                add(sums, seen, i, *x as i128)?;
+                            }
+                        }
+                    }
+                    ColumnData::I128(v) => {
+                        for (i, x) in v.iter().enumerate().take(g.len()) {
+                            if valid(i) {
+                                add(sums, seen, i, *x)?;
+                            }
+                        }
+                    }
+                    _ => return Err(ExecError::Internal(format!("sum over {}", a.data_type))),
+                }
+            }
+            Acc::AvgInt { sums, counts } => {
+                let a = arg.ok_or_else(|| ExecError::Internal("avg without argument".into()))?;
+                let x = crate::expr::ints_of(a);
+                for i in 0..g.len() {
+                    if valid(i) {
+                        sums[g[i] as usize] += x[i];
+                        counts[g[i] as usize] += 1;
+                    }
+                }
+            }
+            Acc::SumFloat { sums, seen } => {
+                let a = arg.ok_or_else(|| ExecError::Internal("sum without argument".into()))?;
+                let x = crate::expr::floats_of(a);
+                for i in 0..g.len() {
+                    if valid(i) {
+                        sums[g[i] as usize] += x[i];
+                        seen[g[i] as usize] = true;
+                    }
+                }
+            }
+            Acc::AvgFloat { sums, counts } => {
+                let a = arg.ok_or_else(|| ExecError::Internal("avg without argument".into()))?;
+                let x = crate::expr::floats_of(a);
+                for i in 0..g.len() {
+                    if valid(i) {
+                        sums[g[i] as usize] += x[i];
+                        counts[g[i] as usize] += 1;
+                    }
+                }
+            }
+            Acc::MinMax { vals, min } => {
+                let a =
+                    arg.ok_or_else(|| ExecError::Internal("min/max without argument".into()))?;
+                for i in 0..g.len() {
+                    if valid(i) {
+                        let x = a.get_value(i);
+                        let cur = &mut vals[g[i] as usize];
+                        let better = cur.is_null() || {
+                            let o = x.total_cmp(cur);
+                            if *min {
+                                o.is_lt()
+                            } else {
+                                o.is_gt()
+                            }
+                        };
+                        if better {
+                            *cur = x;
+                        }
+                    }
+                }
+            }
+            Acc::Distinct { seen, vals } => {
+                let a =
+                    arg.ok_or_else(|| ExecError::Internal("DISTINCT without argument".into()))?;
+                let cols = std::slice::from_ref(a);
+                let mut buf = Vec::new();
+                for i in 0..g.len() {
+                    buf.clear();
+                    if encode_row(cols, i, false, &mut buf)
+                        && seen[g[i] as usize].insert(buf.clone())
+                    {
+                        vals[g[i] as usize].push(a.get_value(i));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds group `from` of `other` into group `to` of `self`.
+    fn merge_group(&mut self, to: usize, other: &Acc, from: usize) {
+        match (self, other) {
+            (Acc::Count(a), Acc::Count(b)) => a[to] += b[from],
+            (Acc::SumInt { sums, seen }, Acc::SumInt { sums: s2, seen: n2 }) => {
+                sums[to] += s2[from];
+                seen[to] |= n2[from];
+            }
+            (Acc::SumFloat { sums, seen }, Acc::SumFloat { sums: s2, seen: n2 }) => {
+                sums[to] += s2[from];
+                seen[to] |= n2[from];
+            }
+            (
+                Acc::AvgInt { sums, counts },
+                Acc::AvgInt {
+                    sums: s2,
+                    counts: c2,
+                },
+            ) => {
+                sums[to] += s2[from];
+                counts[to] += c2[from];
+            }
+            (
+                Acc::AvgFloat { sums, counts },
+                Acc::AvgFloat {
+                    sums: s2,
+                    counts: c2,
+                },
+            ) => {
+                sums[to] += s2[from];
+                counts[to] += c2[from];
+            }
+            (Acc::MinMax { vals, min }, Acc::MinMax { vals: v2, .. }) => {
+                let x = &v2[from];
+                if !x.is_null() {
+                    let cur = &vals[to];
+                    let better = cur.is_null() || {
+                        let o = x.total_cmp(cur);
+                        if *min {
+                            o.is_lt()
+                        } else {
+                            o.is_gt()
+                        }
+                    };
+                    if better {
+                        vals[to] = x.clone();
+                    }
+                }
+            }
+            (Acc::Distinct { seen, vals }, Acc::Distinct { seen: s2, vals: v2 }) => {
+                let mut buf = Vec::new();
+                for v in &v2[from] {
+                    buf.clear();
+                    let vec = Vector::from_values(value_type(v), std::slice::from_ref(v));
+                    if let Some(vec) = vec {
+                        if encode_row(std::slice::from_ref(&vec), 0, false, &mut buf)
+                            && seen[to].insert(buf.clone())
+                        {
+                            vals[to].push(v.clone());
+                        }
+                    }
+                }
+                let _ = s2;
+            }
+            _ => {}
+        }
+    }
+
+    /// The final value of every group, as a vector of `call.data_type`.
+    fn finish(&self, call: &AggCall, groups: usize) -> ExecResult<Vector> {
+        let out = call.data_type;
+        let in_scale = call.arg.as_ref().map_or(0, |a| scale(a.data_type()));
+        let mut v = Vector::new(out, groups);
+        let push = |v: &mut Vector, x: Value| -> ExecResult<()> {
+            let x = crate::expr::cast_value(&x, out)?;
+            if v.push_value(&x) {
+                Ok(())
+            } else {
+                Err(ExecError::Internal(format!(
+                    "aggregate value {x} is not {out}"
+                )))
+            }
+        };
+        let int_value = |x: i128, s: u8| match out {
+            DataType::Integer => Value::Integer(x as i32),
+            DataType::BigInt => Value::BigInt(x as i64),
+            DataType::Double => Value::Double(x as f64 / 10f64.powi(s as i32)),
+            _ => Value::Decimal(x, s),
+        };
+        match self {
+            Acc::Count(c) => c.iter().try_for_each(|&x| push(&mut v, Value::BigInt(x)))?,
+            Acc::SumInt { sums, seen } => {
+                for g in 0..groups {
+                    push(
+                        &mut v,
+                        if seen[g] {
+                            int_value(sums[g], in_scale)
+                        } else {
+                            Value::Null
+                        },
+                    )?;
+                }
+            }
+            Acc::SumFloat { sums, seen } => {
+                for g in 0..groups {
+                    push(
+                        &mut v,
+                        if seen[g] {
+                            Value::Double(sums[g])
+                        } else {
+                            Value::Null
+                        },
+                    )?;
+                }
+            }
+            Acc::AvgInt { sums, counts } => {
+                let out_scale = scale(out);
+                for g in 0..groups {
+                    if counts[g] == 0 {
+                        push(&mut v, Value::Null)?;
+                    } else if out == DataType::Double {
+                        push(
+                            &mut v,
+                            Value::Double(
+                                sums[g] as f64 / 10f64.powi(in_scale as i32) / counts[g] as f64,
+                            ),
+                        )?;
+                    } else {
+                        let shift = out_scale.saturating_sub(in_scale) as u32;
+                        let q = sums[g]
+                            .checked_mul(pow10(shift))
+                            .and_then(|n| div_round(n, counts[g] as i128))
+                            .ok_or_else(|| ExecError::OutOfRange("avg".into()))?;
+                        push(&mut v, Value::Decimal(q, in_scale + shift as u8))?;
+                    }
+                }
+            }
+            Acc::AvgFloat { sums, counts } => {
+                for g in 0..groups {
+                    push(
+                        &mut v,
+                        if counts[g] == 0 {
+                            Value::Null
+                        } else {
+                            Value::Double(sums[g] / counts[g] as f64)
+                        },
+                    )?;
+                }
+            }
+            Acc::MinMax { vals, .. } => vals.iter().try_for_each(|x| push(&mut v, x.clone()))?,
+            Acc::Distinct { vals, .. } => {
+                for g in vals.iter().take(groups) {
+                    push(&mut v, distinct_result(call, g, in_scale)?)?;
+                }
+            }
+        }
+        Ok(v)
+    }
+}
+
+fn value_type(v: &Value) -> DataType {
+    match v {
+        Value::Boolean(_) => DataType::Boolean,
+        Value::Integer(_) => DataType::Integer,
+        Value::BigInt(_) => DataType::BigInt,
+        Value::Double(_) => DataType::Double,
+        Value::Decimal(_, s) => DataType::Decimal {
+            precision: 38,
+            scale: *s,
+        },
+        Value::Date(_) => DataType::Date,
+        Value::Text(_) | Value::Null => DataType::Varchar(None),
+    }
+}
+
+fn distinct_result(call: &AggCall, vals: &[Value], in_scale: u8) -> ExecResult<Value> {
+    let ty = call
+        .arg
+        .as_ref()
+        .map_or(DataType::BigInt, |a| a.data_type());
+    let vec = Vector::from_values(ty, vals)
+        .ok_or_else(|| ExecError::Internal("distinct values".into()))?;
+    let base = AggCall {
+        distinct: false,
+        ..call.clone()
+    };
+    let mut acc = new_acc(&base);
+    acc.grow(1);
+    acc.update(&vec![0; vals.len()], Some(&vec))?;
+    let _ = in_scale;
+    Ok(acc.finish(&base, 1)?.get_value(0))
+}
+
+/// Local (per-worker) or shared aggregation state.
+struct AggState {
+    map: HashMap<Box<[u8]>, u32>,
+    keys: Vec<Vector>,
+    accs: Vec<Acc>,
+    groups: usize,
+    bytes: u64,
+}
+
+impl AggState {
+    fn new(key_types: &[DataType], calls: &[AggCall]) -> AggState {
+        AggState {
+            map: HashMap::new(),
+            keys: key_types.iter().map(|t| Vector::new(*t, 0)).collect(),
+            accs: calls.iter().map(new_acc).collect(),
+            groups: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Group number of each row, creating groups as needed.
+    fn group_ids(&mut self, keys: &[Vector], n: usize, ctx: &ExecContext) -> ExecResult<Vec<u32>> {
+        if keys.is_empty() {
+            if self.groups == 0 {
+                self.add_groups(1);
+            }
+            return Ok(vec![0; n]);
+        }
+        let mut ids = Vec::with_capacity(n);
+        let mut buf = Vec::new();
+        let mut new_rows = Vec::new();
+        let before = self.groups;
+        for row in 0..n {
+            buf.clear();
+            encode_row(keys, row, true, &mut buf);
+            let id = match self.map.get(buf.as_slice()) {
+                Some(&g) => g,
+                None => {
+                    let g = (before + new_rows.len()) as u32;
+                    self.bytes += buf.len() as u64 + 48;
+                    self.map.insert(buf.clone().into_boxed_slice(), g);
+                    new_rows.push(row as u32);
+                    g
+                }
+            };
+            ids.push(id);
+        }
+        if !new_rows.is_empty() {
+            for (k, v) in self.keys.iter_mut().zip(keys) {
+                k.append(&v.take(&new_rows));
+            }
+            let added = new_rows.len();
+            self.add_groups(added);
+            ctx.memory.reserve(
+                added as u64 * (48 + 16 * self.accs.len() as u64),
+                "hash aggregation",
+            )?;
+        }
+        Ok(ids)
+    }
+
+    fn add_groups(&mut self, n: usize) {
+        self.groups += n;
+        let g = self.groups;
+        self.accs.iter_mut().for_each(|a| a.grow(g));
+    }
+}
+
+/// Hash aggregation breaker.
+pub struct AggregateSink {
+    group_by: Vec<PhysExpr>,
+    calls: Vec<AggCall>,
+    key_types: Vec<DataType>,
+    shared: Mutex<Option<AggState>>,
+    result: Mutex<Vec<Batch>>,
+}
+
+impl AggregateSink {
+    pub fn new(group_by: Vec<PhysExpr>, calls: Vec<AggCall>) -> AggregateSink {
+        let key_types = group_by.iter().map(|e| e.data_type()).collect();
+        AggregateSink {
+            group_by,
+            calls,
+            key_types,
+            shared: Mutex::new(None),
+            result: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn take(&self) -> Vec<Batch> {
+        std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Sink for AggregateSink {
+    fn local(&self) -> LocalState {
+        Box::new(AggState::new(&self.key_types, &self.calls))
+    }
+
+    fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        let st = local
+            .downcast_mut::<AggState>()
+            .ok_or_else(|| ExecError::Internal("aggregate state".into()))?;
+        let batch = compact_batch(batch);
+        let n = batch.num_rows;
+        let keys = self
+            .group_by
+            .iter()
+            .map(|e| e.eval(&batch))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let ids = st.group_ids(&keys, n, ctx)?;
+        for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
+            let arg = call.arg.as_ref().map(|a| a.eval(&batch)).transpose()?;
+            acc.update(&ids, arg.as_ref())?;
+        }
+        Ok(())
+    }
+
+    fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
+        let local = *local
+            .downcast::<AggState>()
+            .map_err(|_| ExecError::Internal("aggregate state".into()))?;
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        match shared.as_mut() {
+            None => *shared = Some(local),
+            Some(global) => {
+                let ids = global.group_ids(&local.keys, local.groups, ctx)?;
+                for (a, b) in global.accs.iter_mut().zip(&local.accs) {
+                    for (from, &to) in ids.iter().enumerate() {
+                        a.merge_group(to as usize, b, from);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&self, _ctx: &ExecContext) -> ExecResult<()> {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = shared
+            .take()
+            .unwrap_or_else(|| AggState::new(&self.key_types, &self.calls));
+        if self.group_by.is_empty() && st.groups == 0 {
+            // An aggregate without GROUP BY returns one row even over no input.
+            st.add_groups(1);
+        }
+        let mut cols = st.keys;
+        for (acc, call) in st.accs.iter().zip(&self.calls) {
+            cols.push(acc.finish(call, st.groups)?);
+        }
+        let all = if cols.is_empty() {
+            Batch::with_rows(st.groups)
+        } else {
+            Batch::new(cols)
+        };
+        let mut out = self.result.lock().unwrap_or_else(|e| e.into_inner());
+        *out = if st.groups <= BATCH_SIZE {
+            vec![all]
+        } else {
+            super::split(all)
+        };
+        Ok(())
+    }
+}

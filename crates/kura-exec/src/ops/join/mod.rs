@@ -1,0 +1,269 @@
+//! Equi-joins with residual predicates, in two interchangeable implementations
+//! (hash join, nested-loop join) behind [`JoinAlgorithm`]. Both share the build sink
+//! (collect the build input and evaluate its keys, with per-worker partial state) and
+//! the probe transform (find candidate pairs, apply the residual, shape the output
+//! for the join type); they differ only in how candidate pairs are found.
+
+pub mod hash;
+pub mod nested_loop;
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use kura_common::{Batch, ColumnData, DataType, Vector};
+
+use super::{concat, take_or_null, NO_ROW};
+use crate::context::ExecContext;
+use crate::error::{ExecError, ExecResult};
+use crate::expr::{compact_batch, selection_of, PhysExpr};
+use crate::pipeline::{LocalState, Sink, Transform};
+use crate::plan::JoinType;
+
+/// The build input, gathered: its columns and its evaluated key columns.
+pub struct BuildSide {
+    pub columns: Vec<Vector>,
+    pub keys: Vec<Vector>,
+    pub rows: usize,
+    /// Some build row has a NULL key (NOT IN / mark semantics).
+    pub has_null_key: bool,
+}
+
+/// Finds the build rows whose keys equal each probe row's keys.
+pub trait JoinIndex: Send + Sync {
+    /// Appends `(probe row, build row)` pairs with equal, non-NULL keys, in probe-row order.
+    fn candidates(
+        &self,
+        probe_keys: &[Vector],
+        rows: usize,
+        out: &mut Vec<(u32, u32)>,
+    ) -> ExecResult<()>;
+    /// Bytes held, for the memory budget.
+    fn bytes(&self) -> u64;
+}
+
+/// A join implementation: how to index the build side.
+pub trait JoinAlgorithm: Send + Sync {
+    fn index(&self, build: &BuildSide, ctx: &ExecContext) -> ExecResult<Box<dyn JoinIndex>>;
+}
+
+/// What both sides of one join node agree on.
+pub struct JoinSpec {
+    pub join_type: JoinType,
+    pub probe_keys: Vec<PhysExpr>,
+    pub build_keys: Vec<PhysExpr>,
+    pub residual: Option<PhysExpr>,
+    pub build_types: Vec<DataType>,
+}
+
+/// The built side of a join, shared by the probe transform.
+pub struct JoinTable {
+    pub side: BuildSide,
+    pub index: Box<dyn JoinIndex>,
+}
+
+/// Collects the build input (breaker of the build pipeline).
+pub struct JoinBuildSink {
+    spec: Arc<JoinSpec>,
+    algorithm: Arc<dyn JoinAlgorithm>,
+    parts: Mutex<Vec<Batch>>,
+    table: OnceLock<Arc<JoinTable>>,
+}
+
+impl JoinBuildSink {
+    pub fn new(spec: Arc<JoinSpec>, algorithm: Arc<dyn JoinAlgorithm>) -> JoinBuildSink {
+        JoinBuildSink {
+            spec,
+            algorithm,
+            parts: Mutex::new(Vec::new()),
+            table: OnceLock::new(),
+        }
+    }
+
+    pub fn table(&self) -> ExecResult<Arc<JoinTable>> {
+        self.table
+            .get()
+            .cloned()
+            .ok_or_else(|| ExecError::Internal("join probed before build finished".into()))
+    }
+}
+
+fn vector_bytes(v: &Vector) -> u64 {
+    let data = match &v.data {
+        ColumnData::Bool(x) => x.len(),
+        ColumnData::I32(x) => x.len() * 4,
+        ColumnData::I64(x) => x.len() * 8,
+        ColumnData::F64(x) => x.len() * 8,
+        ColumnData::I128(x) => x.len() * 16,
+        ColumnData::Str(s) => s.data.len() + s.offsets.len() * 4,
+    };
+    (data + v.validity.as_ref().map_or(0, |x| x.len())) as u64
+}
+
+/// Bytes held by a batch (memory accounting).
+pub fn batch_bytes(b: &Batch) -> u64 {
+    b.columns.iter().map(vector_bytes).sum()
+}
+
+impl Sink for JoinBuildSink {
+    fn local(&self) -> LocalState {
+        Box::new(Vec::<Batch>::new())
+    }
+    fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        let batch = compact_batch(batch);
+        ctx.memory.reserve(batch_bytes(&batch), "hash join build")?;
+        if let Some(v) = local.downcast_mut::<Vec<Batch>>() {
+            v.push(batch);
+        }
+        Ok(())
+    }
+    fn merge(&self, local: LocalState, _ctx: &ExecContext) -> ExecResult<()> {
+        if let Ok(v) = local.downcast::<Vec<Batch>>() {
+            self.parts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(*v);
+        }
+        Ok(())
+    }
+    fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
+        let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(|e| e.into_inner()));
+        let all = concat(&self.spec.build_types, parts);
+        let keys = self
+            .spec
+            .build_keys
+            .iter()
+            .map(|k| k.eval(&all))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let has_null_key = (0..all.num_rows).any(|i| keys.iter().any(|k| k.is_null(i)));
+        let side = BuildSide {
+            rows: all.num_rows,
+            columns: all.columns,
+            keys,
+            has_null_key,
+        };
+        let index = self.algorithm.index(&side, ctx)?;
+        ctx.memory.reserve(index.bytes(), "hash join table")?;
+        let _ = self.table.set(Arc::new(JoinTable { side, index }));
+        Ok(())
+    }
+}
+
+/// Probes the built table with each batch of the probe pipeline.
+pub struct JoinProbeOp {
+    pub spec: Arc<JoinSpec>,
+    pub table: Arc<JoinTable>,
+}
+
+impl JoinProbeOp {
+    fn pairs_batch(&self, probe: &Batch, pairs: &[(u32, u32)]) -> Batch {
+        let pi: Vec<u32> = pairs.iter().map(|p| p.0).collect();
+        let bi: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+        let mut cols: Vec<Vector> = probe.columns.iter().map(|c| c.take(&pi)).collect();
+        cols.extend(self.table.side.columns.iter().map(|c| take_or_null(c, &bi)));
+        if cols.is_empty() {
+            Batch::with_rows(pairs.len())
+        } else {
+            Batch::new(cols)
+        }
+    }
+}
+
+impl Transform for JoinProbeOp {
+    fn apply(&self, batch: Batch, _ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        let probe = compact_batch(batch);
+        let n = probe.num_rows;
+        let keys = self
+            .spec
+            .probe_keys
+            .iter()
+            .map(|k| k.eval(&probe))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let mut pairs = Vec::new();
+        self.table.index.candidates(&keys, n, &mut pairs)?;
+        if let Some(res) = &self.spec.residual {
+            if !pairs.is_empty() {
+                let joined = self.pairs_batch(&probe, &pairs);
+                let keep = selection_of(&res.eval(&joined)?)?;
+                pairs = keep.iter().map(|&k| pairs[k as usize]).collect();
+            }
+        }
+        let side = &self.table.side;
+        let out = match self.spec.join_type {
+            JoinType::Inner => self.pairs_batch(&probe, &pairs),
+            JoinType::Left | JoinType::Single => {
+                let mut full = Vec::with_capacity(pairs.len().max(n));
+                let mut k = 0;
+                for row in 0..n as u32 {
+                    let start = k;
+                    while k < pairs.len() && pairs[k].0 == row {
+                        full.push(pairs[k]);
+                        k += 1;
+                    }
+                    if k == start {
+                        full.push((row, NO_ROW));
+                    } else if k - start > 1 && self.spec.join_type == JoinType::Single {
+                        return Err(ExecError::SubqueryTooManyRows);
+                    }
+                }
+                self.pairs_batch(&probe, &full)
+            }
+            JoinType::Semi | JoinType::Anti | JoinType::NullAwareAnti | JoinType::Mark => {
+                let mut matched = vec![false; n];
+                for p in &pairs {
+                    matched[p.0 as usize] = true;
+                }
+                let probe_null = |i: usize| keys.iter().any(|k| k.is_null(i));
+                match self.spec.join_type {
+                    JoinType::Semi => with_selection(
+                        probe,
+                        (0..n as u32).filter(|&i| matched[i as usize]).collect(),
+                    ),
+                    JoinType::Anti => with_selection(
+                        probe,
+                        (0..n as u32).filter(|&i| !matched[i as usize]).collect(),
+                    ),
+                    JoinType::NullAwareAnti => {
+                        let sel = if side.rows == 0 {
+                            (0..n as u32).collect()
+                        } else if side.has_null_key {
+                            Vec::new()
+                        } else {
+                            (0..n as u32)
+                                .filter(|&i| !matched[i as usize] && !probe_null(i as usize))
+                                .collect()
+                        };
+                        with_selection(probe, sel)
+                    }
+                    _ => {
+                        let mut validity = vec![true; n];
+                        for (i, v) in validity.iter_mut().enumerate() {
+                            if !matched[i] && side.rows > 0 && (side.has_null_key || probe_null(i))
+                            {
+                                *v = false;
+                            }
+                        }
+                        let mark = Vector {
+                            data_type: DataType::Boolean,
+                            data: ColumnData::Bool(matched),
+                            validity: if validity.iter().all(|b| *b) {
+                                None
+                            } else {
+                                Some(validity)
+                            },
+                        };
+                        let mut cols = probe.columns;
+                        cols.push(mark);
+                        Batch::new(cols)
+                    }
+                }
+            }
+        };
+        Ok(Some(out))
+    }
+}
+
+fn with_selection(b: Batch, sel: Vec<u32>) -> Batch {
+    Batch {
+        selection: Some(sel),
+        ..b
+    }
+}

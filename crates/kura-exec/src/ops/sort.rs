@@ -1,0 +1,228 @@
+//! Sort: each worker sorts its input into a run; the runs are merged at the end
+//! (k-way merge), and a top-k limit truncates the result.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Mutex;
+
+use kura_common::{Batch, ColumnData, DataType, Vector};
+
+use super::{concat, join::batch_bytes, split};
+use crate::context::ExecContext;
+use crate::error::{ExecError, ExecResult};
+use crate::expr::{compact_batch, compare_trim};
+use crate::pipeline::{LocalState, Sink};
+use crate::plan::SortKey;
+
+/// Compares value `i` of `a` with value `j` of `b` (same type), NULLs last.
+pub fn cmp_values(a: &Vector, i: usize, b: &Vector, j: usize) -> Ordering {
+    match (a.is_null(i), b.is_null(j)) {
+        (true, true) => return Ordering::Equal,
+        (true, false) => return Ordering::Greater,
+        (false, true) => return Ordering::Less,
+        _ => {}
+    }
+    match (&a.data, &b.data) {
+        (ColumnData::Bool(x), ColumnData::Bool(y)) => x[i].cmp(&y[j]),
+        (ColumnData::I32(x), ColumnData::I32(y)) => x[i].cmp(&y[j]),
+        (ColumnData::I64(x), ColumnData::I64(y)) => x[i].cmp(&y[j]),
+        (ColumnData::I128(x), ColumnData::I128(y)) => x[i].cmp(&y[j]),
+        (ColumnData::F64(x), ColumnData::F64(y)) => x[i].total_cmp(&y[j]),
+        (ColumnData::Str(x), ColumnData::Str(y)) => {
+            compare_trim(x.get_bytes(i)).cmp(compare_trim(y.get_bytes(j)))
+        }
+        _ => a.get_value(i).total_cmp(&b.get_value(j)),
+    }
+}
+
+fn cmp_rows(keys: &[SortKey], a: &[Vector], i: usize, b: &[Vector], j: usize) -> Ordering {
+    for (k, key) in keys.iter().enumerate() {
+        let (an, bn) = (a[k].is_null(i), b[k].is_null(j));
+        let o = if an || bn {
+            match (an, bn) {
+                (true, true) => Ordering::Equal,
+                (true, false) if key.nulls_first => Ordering::Less,
+                (true, false) => Ordering::Greater,
+                (false, _) if key.nulls_first => Ordering::Greater,
+                _ => Ordering::Less,
+            }
+        } else {
+            let o = cmp_values(&a[k], i, &b[k], j);
+            if key.descending {
+                o.reverse()
+            } else {
+                o
+            }
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// A sorted run: the rows and their evaluated sort keys.
+struct Run {
+    rows: Batch,
+    keys: Vec<Vector>,
+}
+
+/// Sort breaker.
+pub struct SortSink {
+    keys: Vec<SortKey>,
+    types: Vec<DataType>,
+    limit: Option<usize>,
+    runs: Mutex<Vec<Run>>,
+    result: Mutex<Vec<Batch>>,
+}
+
+impl SortSink {
+    pub fn new(keys: Vec<SortKey>, types: Vec<DataType>, limit: Option<usize>) -> SortSink {
+        SortSink {
+            keys,
+            types,
+            limit,
+            runs: Mutex::new(Vec::new()),
+            result: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn take(&self) -> Vec<Batch> {
+        std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn sort_run(&self, batches: Vec<Batch>) -> ExecResult<Run> {
+        let all = concat(&self.types, batches);
+        let keys = self
+            .keys
+            .iter()
+            .map(|k| k.expr.eval(&all))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let mut idx: Vec<u32> = (0..all.num_rows as u32).collect();
+        idx.sort_by(|&x, &y| cmp_rows(&self.keys, &keys, x as usize, &keys, y as usize));
+        if let Some(l) = self.limit {
+            idx.truncate(l);
+        }
+        let rows = if all.columns.is_empty() {
+            Batch::with_rows(idx.len())
+        } else {
+            Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
+        };
+        let keys = keys.iter().map(|k| k.take(&idx)).collect();
+        Ok(Run { rows, keys })
+    }
+}
+
+struct Head<'a> {
+    run: usize,
+    row: usize,
+    runs: &'a [Run],
+    keys: &'a [SortKey],
+}
+
+impl PartialEq for Head<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Head<'_> {}
+impl PartialOrd for Head<'_> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Head<'_> {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // Reversed: BinaryHeap is a max-heap; ties go to the earlier run (stability).
+        cmp_rows(
+            self.keys,
+            &self.runs[self.run].keys,
+            self.row,
+            &self.runs[o.run].keys,
+            o.row,
+        )
+        .then(self.run.cmp(&o.run))
+        .reverse()
+    }
+}
+
+impl Sink for SortSink {
+    fn local(&self) -> LocalState {
+        Box::new(Vec::<Batch>::new())
+    }
+    fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        let batch = compact_batch(batch);
+        ctx.memory.reserve(batch_bytes(&batch), "sort")?;
+        local
+            .downcast_mut::<Vec<Batch>>()
+            .ok_or_else(|| ExecError::Internal("sort state".into()))?
+            .push(batch);
+        Ok(())
+    }
+    fn merge(&self, local: LocalState, _ctx: &ExecContext) -> ExecResult<()> {
+        let batches = *local
+            .downcast::<Vec<Batch>>()
+            .map_err(|_| ExecError::Internal("sort state".into()))?;
+        let run = self.sort_run(batches)?;
+        self.runs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(run);
+        Ok(())
+    }
+    fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
+        let runs = std::mem::take(&mut *self.runs.lock().unwrap_or_else(|e| e.into_inner()));
+        let merged = if runs.len() == 1 {
+            runs.into_iter()
+                .next()
+                .map(|r| r.rows)
+                .unwrap_or_else(|| Batch::with_rows(0))
+        } else {
+            let mut heap = BinaryHeap::new();
+            for (r, run) in runs.iter().enumerate() {
+                if run.rows.num_rows > 0 {
+                    heap.push(Head {
+                        run: r,
+                        row: 0,
+                        runs: &runs,
+                        keys: &self.keys,
+                    });
+                }
+            }
+            let mut order: Vec<(usize, u32)> = Vec::new();
+            while let Some(h) = heap.pop() {
+                if self.limit.is_some_and(|l| order.len() >= l) {
+                    break;
+                }
+                if order.len().is_multiple_of(65536) {
+                    ctx.check_cancel()?;
+                }
+                order.push((h.run, h.row as u32));
+                if h.row + 1 < runs[h.run].rows.num_rows {
+                    heap.push(Head {
+                        run: h.run,
+                        row: h.row + 1,
+                        runs: &runs,
+                        keys: &self.keys,
+                    });
+                }
+            }
+            let cols = (0..self.types.len())
+                .map(|c| {
+                    let mut v = Vector::new(self.types[c], order.len());
+                    for &(r, i) in &order {
+                        v.append(&runs[r].rows.columns[c].take(&[i]));
+                    }
+                    v
+                })
+                .collect::<Vec<_>>();
+            if cols.is_empty() {
+                Batch::with_rows(order.len())
+            } else {
+                Batch::new(cols)
+            }
+        };
+        *self.result.lock().unwrap_or_else(|e| e.into_inner()) = split(merged);
+        Ok(())
+    }
+}

@@ -1,0 +1,330 @@
+//! The physical plan IR that kura-sql produces and kura-exec runs.
+//!
+//! It lives here, in the execution layer, and kura-sql depends on kura-exec (not the
+//! reverse): a plan is a description of which registered operators to run over
+//! which inputs, so it belongs with the operators and their registry; the SQL layer
+//! is one producer of plans (tests and tools build plans directly), and the executor
+//! never needs to know SQL.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use kura_common::{DataType, Value};
+
+use crate::context::OperatorStats;
+use crate::expr::{BinaryOp, PhysExpr};
+use crate::source::TableSource;
+
+/// Join semantics. The probe input is the preserved / filtered side; the build input
+/// is loaded into the join's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JoinType {
+    Inner,
+    /// Probe rows without a match are kept, with NULL build columns.
+    Left,
+    /// Like `Left`, but more than one match for a probe row is an error (scalar subqueries).
+    Single,
+    /// Probe rows with at least one match (EXISTS / IN).
+    Semi,
+    /// Probe rows without a match (NOT EXISTS).
+    Anti,
+    /// NOT IN: like `Anti`, but a NULL key on either side makes the row unknown (dropped).
+    NullAwareAnti,
+    /// Every probe row plus a BOOLEAN column: matched, or NULL when unknown (IN with NULLs).
+    Mark,
+}
+
+impl JoinType {
+    /// Whether the output carries the build side's columns.
+    pub fn emits_build_columns(self) -> bool {
+        matches!(self, JoinType::Inner | JoinType::Left | JoinType::Single)
+    }
+}
+
+/// An aggregate function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// One aggregate computed by an aggregation node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggCall {
+    pub func: AggFunc,
+    pub arg: Option<PhysExpr>,
+    pub distinct: bool,
+    pub data_type: DataType,
+}
+
+/// One ORDER BY key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortKey {
+    pub expr: PhysExpr,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+/// `column op constant`, checked against page min/max to skip pages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZonePredicate {
+    /// Column index in the table (not in the scan's output).
+    pub table_column: usize,
+    pub op: BinaryOp,
+    pub value: Value,
+}
+
+/// One node of a physical plan.
+#[derive(Clone)]
+pub struct PlanNode {
+    /// Position in a pre-order walk, assigned by [`PlanNode::number`]; keys statistics.
+    pub id: usize,
+    /// Name of the registered operator implementation that runs this node.
+    pub operator: String,
+    pub kind: PlanKind,
+    /// Output column types (names are the SQL layer's business).
+    pub output: Vec<DataType>,
+    /// The planner's row estimate (EXPLAIN).
+    pub estimated_rows: f64,
+}
+
+/// What a node does, with its inputs.
+#[derive(Clone)]
+pub enum PlanKind {
+    Scan {
+        table: Arc<dyn TableSource>,
+        /// Table columns read, in output order.
+        columns: Vec<usize>,
+        zone_predicates: Vec<ZonePredicate>,
+        /// Filter over the scan's output columns.
+        filter: Option<PhysExpr>,
+    },
+    /// Constant rows.
+    Values {
+        rows: Vec<Vec<Value>>,
+    },
+    Filter {
+        input: Box<PlanNode>,
+        predicate: PhysExpr,
+    },
+    Project {
+        input: Box<PlanNode>,
+        exprs: Vec<PhysExpr>,
+    },
+    Join {
+        join_type: JoinType,
+        probe: Box<PlanNode>,
+        build: Box<PlanNode>,
+        probe_keys: Vec<PhysExpr>,
+        build_keys: Vec<PhysExpr>,
+        /// Over probe columns followed by build columns.
+        residual: Option<PhysExpr>,
+    },
+    Aggregate {
+        input: Box<PlanNode>,
+        group_by: Vec<PhysExpr>,
+        aggregates: Vec<AggCall>,
+    },
+    Sort {
+        input: Box<PlanNode>,
+        keys: Vec<SortKey>,
+        limit: Option<usize>,
+    },
+    Limit {
+        input: Box<PlanNode>,
+        offset: usize,
+        limit: Option<usize>,
+    },
+    UnionAll {
+        inputs: Vec<PlanNode>,
+    },
+}
+
+impl PlanNode {
+    pub fn new(
+        operator: &str,
+        kind: PlanKind,
+        output: Vec<DataType>,
+        estimated_rows: f64,
+    ) -> PlanNode {
+        PlanNode {
+            id: 0,
+            operator: operator.to_string(),
+            kind,
+            output,
+            estimated_rows,
+        }
+    }
+
+    pub fn children(&self) -> Vec<&PlanNode> {
+        match &self.kind {
+            PlanKind::Scan { .. } | PlanKind::Values { .. } => vec![],
+            PlanKind::Filter { input, .. }
+            | PlanKind::Project { input, .. }
+            | PlanKind::Aggregate { input, .. }
+            | PlanKind::Sort { input, .. }
+            | PlanKind::Limit { input, .. } => vec![input],
+            PlanKind::Join { probe, build, .. } => vec![probe, build],
+            PlanKind::UnionAll { inputs } => inputs.iter().collect(),
+        }
+    }
+
+    fn children_mut(&mut self) -> Vec<&mut PlanNode> {
+        match &mut self.kind {
+            PlanKind::Scan { .. } | PlanKind::Values { .. } => vec![],
+            PlanKind::Filter { input, .. }
+            | PlanKind::Project { input, .. }
+            | PlanKind::Aggregate { input, .. }
+            | PlanKind::Sort { input, .. }
+            | PlanKind::Limit { input, .. } => vec![input],
+            PlanKind::Join { probe, build, .. } => vec![probe, build],
+            PlanKind::UnionAll { inputs } => inputs.iter_mut().collect(),
+        }
+    }
+
+    /// Assigns pre-order ids; returns the number of nodes.
+    pub fn number(&mut self) -> usize {
+        fn go(n: &mut PlanNode, next: &mut usize) {
+            n.id = *next;
+            *next += 1;
+            for c in n.children_mut() {
+                go(c, next);
+            }
+        }
+        let mut next = 0;
+        go(self, &mut next);
+        next
+    }
+
+    fn describe(&self) -> String {
+        match &self.kind {
+            PlanKind::Scan {
+                table,
+                columns,
+                zone_predicates,
+                filter,
+            } => {
+                let cols: Vec<&str> = columns
+                    .iter()
+                    .map(|&c| table.columns()[c].name.as_str())
+                    .collect();
+                let mut s = format!("{} [{}]", table.name(), cols.join(", "));
+                if !zone_predicates.is_empty() {
+                    let z: Vec<String> = zone_predicates
+                        .iter()
+                        .map(|p| {
+                            format!(
+                                "{} {} {}",
+                                table.columns()[p.table_column].name,
+                                p.op.symbol(),
+                                p.value
+                            )
+                        })
+                        .collect();
+                    let _ = write!(s, " zone-skip: {}", z.join(" AND "));
+                }
+                if let Some(f) = filter {
+                    let _ = write!(s, " filter: {f}");
+                }
+                s
+            }
+            PlanKind::Values { rows } => format!("{} rows", rows.len()),
+            PlanKind::Filter { predicate, .. } => predicate.to_string(),
+            PlanKind::Project { exprs, .. } => exprs
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            PlanKind::Join {
+                join_type,
+                probe_keys,
+                build_keys,
+                residual,
+                ..
+            } => {
+                let keys: Vec<String> = probe_keys
+                    .iter()
+                    .zip(build_keys)
+                    .map(|(p, b)| format!("{p} = build.{b}"))
+                    .collect();
+                let mut s = format!("{join_type:?} on [{}]", keys.join(", "));
+                if let Some(r) = residual {
+                    let _ = write!(s, " residual: {r}");
+                }
+                s
+            }
+            PlanKind::Aggregate {
+                group_by,
+                aggregates,
+                ..
+            } => {
+                let g: Vec<String> = group_by.iter().map(|e| e.to_string()).collect();
+                let a: Vec<String> = aggregates
+                    .iter()
+                    .map(|a| {
+                        let arg = a.arg.as_ref().map_or("*".to_string(), |e| e.to_string());
+                        format!(
+                            "{:?}({}{arg})",
+                            a.func,
+                            if a.distinct { "DISTINCT " } else { "" }
+                        )
+                    })
+                    .collect();
+                format!("group by [{}] aggregates [{}]", g.join(", "), a.join(", "))
+            }
+            PlanKind::Sort { keys, limit, .. } => {
+                let k: Vec<String> = keys
+                    .iter()
+                    .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
+                    .collect();
+                match limit {
+                    Some(l) => format!("[{}] top {l}", k.join(", ")),
+                    None => format!("[{}]", k.join(", ")),
+                }
+            }
+            PlanKind::Limit { offset, limit, .. } => format!("limit {limit:?} offset {offset}"),
+            PlanKind::UnionAll { inputs } => format!("{} inputs", inputs.len()),
+        }
+    }
+
+    /// Indented text form for EXPLAIN; with `stats`, the measured counters per node.
+    pub fn explain(&self, stats: Option<&[OperatorStats]>) -> Vec<String> {
+        let mut out = Vec::new();
+        self.explain_into(0, stats, &mut out);
+        out
+    }
+
+    fn explain_into(&self, depth: usize, stats: Option<&[OperatorStats]>, out: &mut Vec<String>) {
+        let mut line = format!(
+            "{}{}: {} (est. rows {:.0})",
+            "  ".repeat(depth),
+            self.operator,
+            self.describe(),
+            self.estimated_rows
+        );
+        if let Some(st) = stats {
+            let s = st.get(self.id).cloned().unwrap_or_default();
+            let _ = write!(
+                line,
+                " [rows {} time {:.3} ms pages fixed {} read {}{}]",
+                s.rows_out,
+                s.nanos as f64 / 1e6,
+                s.pages_fixed,
+                s.pages_read,
+                if s.skipped_rows > 0 {
+                    format!(" rows skipped by zone maps {}", s.skipped_rows)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        out.push(line);
+        for c in self.children() {
+            c.explain_into(depth + 1, stats, out);
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Executor-level checks: join implementations agree, the memory limit stops a
+//! hash build with SQLSTATE 53200, and a canceled query stops with 57014.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use kura_common::{DataType, Value, Vector};
+use kura_exec::expr::PhysExpr;
+use kura_exec::{
+    ExecContext, Executor, JoinType, MemTable, OperatorRegistry, PlanKind, PlanNode, SourceColumn,
+};
+
+fn ints(name: &str, vals: impl Iterator<Item = i32>) -> PlanNode {
+    let vals: Vec<Value> = vals.map(Value::Integer).collect();
+    let t = MemTable::new(
+        name,
+        vec![SourceColumn {
+            name: "k".into(),
+            data_type: DataType::Integer,
+            nullable: false,
+        }],
+        vec![Vector::from_values(DataType::Integer, &vals).unwrap()],
+    )
+    .into_arc();
+    let kind = PlanKind::Scan {
+        table: t,
+        columns: vec![0],
+        zone_predicates: vec![],
+        filter: None,
+    };
+    PlanNode::new("table_scan", kind, vec![DataType::Integer], 0.0)
+}
+
+fn join(op: &str, probe: PlanNode, build: PlanNode) -> PlanNode {
+    let key = PhysExpr::column(0, DataType::Integer);
+    let kind = PlanKind::Join {
+        join_type: JoinType::Inner,
+        probe: Box::new(probe),
+        build: Box::new(build),
+        probe_keys: vec![key.clone()],
+        build_keys: vec![key],
+        residual: None,
+    };
+    let mut p = PlanNode::new(op, kind, vec![DataType::Integer, DataType::Integer], 0.0);
+    p.number();
+    p
+}
+
+fn run(plan: &PlanNode, ctx: &ExecContext) -> Result<usize, kura_exec::ExecError> {
+    let reg = OperatorRegistry::default();
+    Executor {
+        registry: &reg,
+        ctx,
+    }
+    .run(plan)
+    .map(|b| b.iter().map(|x| x.len()).sum())
+}
+
+#[test]
+fn hash_and_nested_loop_joins_agree() {
+    // Keys 0..300 probe a build side holding each even key twice: 150 keys × 2 rows.
+    let build = || ints("b", (0..300).filter(|k| k % 2 == 0).flat_map(|k| [k, k]));
+    let ctx = ExecContext::unbounded();
+    let h = run(&join("hash_join", ints("p", 0..300), build()), &ctx).unwrap();
+    let n = run(&join("nested_loop_join", ints("p", 0..300), build()), &ctx).unwrap();
+    assert_eq!(h, 300);
+    assert_eq!(n, 300);
+}
+
+#[test]
+fn memory_limit_fails_the_build() {
+    let ctx = ExecContext::new(Arc::new(AtomicBool::new(false)), 1024);
+    let e = run(
+        &join("hash_join", ints("p", 0..10), ints("b", 0..100_000)),
+        &ctx,
+    )
+    .unwrap_err();
+    assert_eq!(e.sqlstate(), "53200", "{e}");
+}
+
+#[test]
+fn cancel_stops_the_query() {
+    let ctx = ExecContext::new(Arc::new(AtomicBool::new(true)), u64::MAX);
+    let e = run(&join("hash_join", ints("p", 0..10), ints("b", 0..10)), &ctx).unwrap_err();
+    assert_eq!(e.sqlstate(), "57014");
+}
+
+#[test]
+fn unknown_operator_is_reported() {
+    let ctx = ExecContext::unbounded();
+    let e = run(
+        &join("radix_join", ints("p", 0..10), ints("b", 0..10)),
+        &ctx,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("hash_join"), "{e}");
+}

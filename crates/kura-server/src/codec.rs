@@ -1,0 +1,260 @@
+//! Values on the wire: result values in PostgreSQL's text and binary encodings,
+//! and parameter values decoded from either encoding into kura values.
+
+use bytes::{BufMut, BytesMut};
+use kura_common::date::{format_date, parse_date};
+use kura_common::decimal::parse_decimal_bytes;
+use kura_common::{DataType, Value};
+use pgwire::api::results::FieldFormat;
+use pgwire::messages::data::DataRow;
+
+use crate::numeric;
+
+/// Days from 1970-01-01 (kura's epoch) to 2000-01-01 (PostgreSQL's).
+const PG_EPOCH_DAYS: i32 = 10_957;
+
+/// PostgreSQL's text form of a value (`None` for NULL).
+pub fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::Double(v) if v.is_nan() => Some("NaN".into()),
+        Value::Double(v) if v.is_infinite() => {
+            Some(if *v > 0.0 { "Infinity" } else { "-Infinity" }.into())
+        }
+        Value::Date(d) => Some(format_date(*d)),
+        other => Some(other.to_string()),
+    }
+}
+
+/// PostgreSQL's binary form of a value sent as a column of type `dt`.
+pub fn binary(value: &Value, dt: &DataType, out: &mut Vec<u8>) -> Result<(), String> {
+    match (value, dt) {
+        (Value::Boolean(b), _) => out.push(u8::from(*b)),
+        (Value::Integer(v), DataType::Integer) => out.extend_from_slice(&v.to_be_bytes()),
+        (Value::Integer(v), DataType::BigInt) => {
+            out.extend_from_slice(&i64::from(*v).to_be_bytes())
+        }
+        (Value::BigInt(v), DataType::BigInt) => out.extend_from_slice(&v.to_be_bytes()),
+        (Value::BigInt(v), DataType::Integer) => {
+            let v = i32::try_from(*v).map_err(|_| format!("value {v} out of range for integer"))?;
+            out.extend_from_slice(&v.to_be_bytes())
+        }
+        (Value::Double(v), _) => out.extend_from_slice(&v.to_be_bytes()),
+        (Value::Decimal(v, s), _) => numeric::encode(*v, *s, out),
+        (Value::Integer(v), DataType::Decimal { .. }) => numeric::encode(i128::from(*v), 0, out),
+        (Value::BigInt(v), DataType::Decimal { .. }) => numeric::encode(i128::from(*v), 0, out),
+        (Value::Date(d), _) => out.extend_from_slice(&(d - PG_EPOCH_DAYS).to_be_bytes()),
+        (Value::Text(s), _) => out.extend_from_slice(s.as_bytes()),
+        (v, dt) => return Err(format!("cannot send {v:?} as {dt} in binary")),
+    }
+    Ok(())
+}
+
+/// One DataRow for `row`, each column in the format the client asked for.
+pub fn data_row(
+    row: &[Value],
+    types: &[DataType],
+    formats: &[FieldFormat],
+) -> Result<DataRow, String> {
+    let mut buf = BytesMut::with_capacity(16 * row.len());
+    let mut scratch = Vec::new();
+    for (i, value) in row.iter().enumerate() {
+        if value.is_null() {
+            buf.put_i32(-1);
+            continue;
+        }
+        match formats.get(i).copied().unwrap_or(FieldFormat::Text) {
+            FieldFormat::Text => {
+                let t = text(value).unwrap_or_default();
+                buf.put_i32(t.len() as i32);
+                buf.put_slice(t.as_bytes());
+            }
+            FieldFormat::Binary => {
+                scratch.clear();
+                let dt = types.get(i).copied().unwrap_or(DataType::Varchar(None));
+                binary(value, &dt, &mut scratch)?;
+                buf.put_i32(scratch.len() as i32);
+                buf.put_slice(&scratch);
+            }
+        }
+    }
+    Ok(DataRow::new(buf, row.len() as i16))
+}
+
+/// Decodes a parameter sent as `dt` in text or binary form.
+pub fn decode_param(
+    bytes: Option<&[u8]>,
+    dt: Option<&DataType>,
+    binary: bool,
+) -> Result<Value, String> {
+    let Some(bytes) = bytes else {
+        return Ok(Value::Null);
+    };
+    if binary {
+        decode_binary(bytes, dt)
+    } else {
+        let text =
+            std::str::from_utf8(bytes).map_err(|_| "parameter is not valid UTF-8".to_string())?;
+        decode_text(text, dt)
+    }
+}
+
+fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
+    let bad = |ty: &str| format!("invalid input syntax for type {ty}: \"{s}\"");
+    let t = s.trim();
+    Ok(match dt {
+        None | Some(DataType::Varchar(_)) | Some(DataType::Char(_)) => Value::Text(s.to_string()),
+        Some(DataType::Boolean) => match t.to_ascii_lowercase().as_str() {
+            "t" | "true" | "yes" | "y" | "on" | "1" => Value::Boolean(true),
+            "f" | "false" | "no" | "n" | "off" | "0" => Value::Boolean(false),
+            _ => return Err(bad("boolean")),
+        },
+        Some(DataType::Integer) => Value::Integer(t.parse().map_err(|_| bad("integer"))?),
+        Some(DataType::BigInt) => Value::BigInt(t.parse().map_err(|_| bad("bigint"))?),
+        Some(DataType::Double) => Value::Double(match t.to_ascii_lowercase().as_str() {
+            "infinity" | "inf" | "+infinity" => f64::INFINITY,
+            "-infinity" | "-inf" => f64::NEG_INFINITY,
+            "nan" => f64::NAN,
+            _ => t.parse().map_err(|_| bad("double precision"))?,
+        }),
+        Some(DataType::Decimal { .. }) => {
+            // Keep the scale the client wrote: the engine rescales to the column.
+            let scale = t.split_once('.').map_or(0, |(_, f)| f.len());
+            let scale = u8::try_from(scale)
+                .ok()
+                .filter(|s| *s <= 38)
+                .ok_or_else(|| bad("numeric"))?;
+            let v = parse_decimal_bytes(t.as_bytes(), None, scale).ok_or_else(|| bad("numeric"))?;
+            Value::Decimal(v, scale)
+        }
+        Some(DataType::Date) => Value::Date(parse_date(t).map_err(|_| bad("date"))?),
+    })
+}
+
+fn decode_binary(b: &[u8], dt: Option<&DataType>) -> Result<Value, String> {
+    let fixed = |n: usize, ty: &str| -> Result<&[u8], String> {
+        if b.len() == n {
+            Ok(b)
+        } else {
+            Err(format!(
+                "incorrect binary data format for {ty} parameter ({} bytes)",
+                b.len()
+            ))
+        }
+    };
+    Ok(match dt {
+        None | Some(DataType::Varchar(_)) | Some(DataType::Char(_)) => Value::Text(
+            String::from_utf8(b.to_vec())
+                .map_err(|_| "parameter is not valid UTF-8".to_string())?,
+        ),
+        Some(DataType::Boolean) => Value::Boolean(fixed(1, "boolean")?[0] != 0),
+        Some(DataType::Integer) => match b.len() {
+            2 => Value::Integer(i32::from(i16::from_be_bytes([b[0], b[1]]))),
+            _ => Value::Integer(i32::from_be_bytes(fixed(4, "integer")?.try_into().unwrap())),
+        },
+        Some(DataType::BigInt) => {
+            Value::BigInt(i64::from_be_bytes(fixed(8, "bigint")?.try_into().unwrap()))
+        }
+        Some(DataType::Double) => match b.len() {
+            4 => Value::Double(f64::from(f32::from_be_bytes(b.try_into().unwrap()))),
+            _ => Value::Double(f64::from_be_bytes(
+                fixed(8, "double precision")?.try_into().unwrap(),
+            )),
+        },
+        Some(DataType::Decimal { .. }) => {
+            let (v, s) =
+                numeric::decode(b).ok_or_else(|| "invalid binary numeric parameter".to_string())?;
+            Value::Decimal(v, s)
+        }
+        Some(DataType::Date) => {
+            let d = i32::from_be_bytes(fixed(4, "date")?.try_into().unwrap());
+            Value::Date(
+                d.checked_add(PG_EPOCH_DAYS)
+                    .ok_or_else(|| "date out of range".to_string())?,
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_forms_are_postgresqls() {
+        assert_eq!(text(&Value::Decimal(-5, 2)).unwrap(), "-0.05");
+        assert_eq!(text(&Value::Date(9204)).unwrap(), "1995-03-15");
+        assert_eq!(text(&Value::Boolean(true)).unwrap(), "t");
+        assert_eq!(text(&Value::Double(f64::INFINITY)).unwrap(), "Infinity");
+        assert_eq!(text(&Value::Double(0.25)).unwrap(), "0.25");
+        assert_eq!(text(&Value::Null), None);
+    }
+
+    #[test]
+    fn binary_dates_count_from_2000() {
+        let mut out = Vec::new();
+        binary(&Value::Date(10_957), &DataType::Date, &mut out).unwrap();
+        assert_eq!(out, 0i32.to_be_bytes());
+        assert_eq!(
+            decode_param(Some(&1i32.to_be_bytes()), Some(&DataType::Date), true).unwrap(),
+            Value::Date(10_958)
+        );
+    }
+
+    #[test]
+    fn parameters_decode_from_text_and_binary() {
+        let dec = DataType::Decimal {
+            precision: 15,
+            scale: 2,
+        };
+        assert_eq!(
+            decode_param(Some(b"0.06"), Some(&dec), false).unwrap(),
+            Value::Decimal(6, 2)
+        );
+        assert_eq!(
+            decode_param(Some(b"24"), Some(&DataType::Integer), false).unwrap(),
+            Value::Integer(24)
+        );
+        assert_eq!(
+            decode_param(Some(b"1994-01-01"), Some(&DataType::Date), false).unwrap(),
+            Value::Date(8766)
+        );
+        assert_eq!(
+            decode_param(Some(&7i64.to_be_bytes()), Some(&DataType::BigInt), true).unwrap(),
+            Value::BigInt(7)
+        );
+        assert_eq!(
+            decode_param(Some(&3i16.to_be_bytes()), Some(&DataType::Integer), true).unwrap(),
+            Value::Integer(3)
+        );
+        assert!(decode_param(None, Some(&DataType::Integer), false)
+            .unwrap()
+            .is_null());
+        assert!(decode_param(Some(b"x1"), Some(&DataType::Integer), false)
+            .unwrap_err()
+            .contains("integer"));
+        assert!(decode_param(Some(&[1, 2, 3]), Some(&DataType::BigInt), true).is_err());
+        assert!(decode_param(Some(b"1995-02-30"), Some(&DataType::Date), false).is_err());
+    }
+
+    #[test]
+    fn data_row_mixes_formats() {
+        let row = vec![Value::Integer(258), Value::Null, Value::Text("ab".into())];
+        let types = [
+            DataType::Integer,
+            DataType::Integer,
+            DataType::Varchar(None),
+        ];
+        let r = data_row(
+            &row,
+            &types,
+            &[FieldFormat::Binary, FieldFormat::Text, FieldFormat::Text],
+        )
+        .unwrap();
+        assert_eq!(r.field_count, 3);
+        assert_eq!(
+            &r.data[..],
+            &[0, 0, 0, 4, 0, 0, 1, 2, 255, 255, 255, 255, 0, 0, 0, 2, b'a', b'b']
+        );
+    }
+}

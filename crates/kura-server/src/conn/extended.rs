@@ -1,0 +1,331 @@
+//! The extended query protocol (Parse/Bind/Describe/Execute/Sync): statements
+//! with `$n` parameters are prepared by the engine once and executed with
+//! decoded parameter values; portals with row limits are served by pgwire.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::Sink;
+use kura_common::Value;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::ExtendedQueryHandler;
+use pgwire::api::results::{
+    DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, Response,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, Type, METADATA_USER};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::PgWireBackendMessage;
+
+use super::respond::{
+    column_formats, compat_columns, fields, in_failed_transaction, outcome_response, user_error,
+};
+use super::{Connection, Runner};
+use crate::codec::decode_param;
+use crate::compat::{self, Compat};
+use crate::engine::{Engine, EngineError, EngineSession, Outcome, Shape};
+use crate::split;
+use crate::types::{from_pg_type, pg_type};
+
+/// A parsed statement: answered by the server, or prepared by the engine.
+pub enum ParsedStatement<P> {
+    Compat(Compat),
+    Engine { prepared: Arc<P>, shape: Shape },
+}
+
+type Stmt<S> = Arc<ParsedStatement<<S as EngineSession>::Prepared>>;
+
+/// Prepares statements on the connection's session (pgwire's QueryParser).
+pub struct Parser<S: EngineSession> {
+    runner: Arc<Runner<S>>,
+}
+
+impl<S: EngineSession> Parser<S> {
+    pub fn new(runner: Arc<Runner<S>>) -> Self {
+        Parser { runner }
+    }
+}
+
+#[async_trait]
+impl<S: EngineSession> QueryParser for Parser<S> {
+    type Statement = Stmt<S>;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        if split::statements(sql).len() > 1 {
+            return Err(user_error(EngineError::new(
+                "42601",
+                "cannot insert multiple commands into a prepared statement",
+            )));
+        }
+        if let Some(c) = compat::recognise(sql) {
+            return Ok(Some(Arc::new(ParsedStatement::Compat(c))));
+        }
+        let sql = sql.to_string();
+        let (prepared, shape) = self
+            .runner
+            .run(move |s: &mut S| s.prepare(&sql))
+            .await
+            .map_err(user_error)?;
+        Ok(Some(Arc::new(ParsedStatement::Engine {
+            prepared: Arc::new(prepared),
+            shape,
+        })))
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        Ok(match stmt.as_ref() {
+            ParsedStatement::Compat(_) => Vec::new(),
+            // A parameter the statement leaves open is described as text, which
+            // every client can send.
+            ParsedStatement::Engine { shape, .. } => shape
+                .params
+                .iter()
+                .map(|p| p.as_ref().map_or(Type::TEXT, pg_type))
+                .collect(),
+        })
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        let columns = match stmt.as_ref() {
+            ParsedStatement::Compat(c) => compat_columns(c),
+            // Open columns are answered by the describe overrides below.
+            ParsedStatement::Engine { shape, .. } => shape.columns.clone().unwrap_or_default(),
+        };
+        let formats = column_formats(format, columns.len()).map_err(user_error)?;
+        Ok(fields(&columns, &formats))
+    }
+}
+
+#[async_trait]
+impl<E: Engine> ExtendedQueryHandler for Connection<E> {
+    type Statement = Stmt<E::Session>;
+    type QueryParser = Parser<E::Session>;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        self.parser.clone()
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let tx = client.transaction_status();
+        let user = client
+            .metadata()
+            .get(METADATA_USER)
+            .cloned()
+            .unwrap_or_default();
+        match portal.statement.statement.as_ref() {
+            ParsedStatement::Compat(c) => {
+                if tx == TransactionStatus::Error && !matches!(c, Compat::Commit | Compat::Rollback)
+                {
+                    return Err(user_error(in_failed_transaction()));
+                }
+                if let Compat::Deallocate(Some(name)) = c {
+                    client.portal_store().rm_statement(name);
+                }
+                let n = compat_columns(c).len();
+                let formats =
+                    column_formats(Some(&portal.result_column_format), n).map_err(user_error)?;
+                self.answer_compat(c, tx, &user, formats)
+                    .map_err(user_error)
+            }
+            ParsedStatement::Engine { prepared, shape } => {
+                if tx == TransactionStatus::Error {
+                    return Err(user_error(in_failed_transaction()));
+                }
+                // Ran early for a Describe of this portal: send that result.
+                if let Some(outcome) = self.take_early(portal) {
+                    let formats =
+                        column_formats(Some(&portal.result_column_format), outcome.columns.len())
+                            .map_err(user_error)?;
+                    return Ok(outcome_response(outcome, formats));
+                }
+                let outcome = self
+                    .run_portal(portal, prepared, shape)
+                    .await
+                    .map_err(user_error)?;
+                let formats =
+                    column_formats(Some(&portal.result_column_format), outcome.columns.len())
+                        .map_err(user_error)?;
+                Ok(outcome_response(outcome, formats))
+            }
+        }
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        _client: &mut C,
+        target: &StoredStatement<Self::Statement>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let parser = self.query_parser();
+        let server_types = parser.get_parameter_types(&target.statement)?;
+        // Types the client declared win over what the statement implies.
+        let n = target.parameter_types.len().max(server_types.len());
+        let params = (0..n)
+            .map(|i| {
+                target
+                    .parameter_types
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .or_else(|| server_types.get(i).cloned())
+                    .unwrap_or(Type::TEXT)
+            })
+            .collect();
+        let fields = match target.statement.as_ref() {
+            ParsedStatement::Engine {
+                prepared,
+                shape: Shape { columns: None, .. },
+            } => {
+                let prepared = prepared.clone();
+                let columns = self
+                    .runner
+                    .run(move |s: &mut E::Session| s.describe(&prepared))
+                    .await
+                    .map_err(user_error)?;
+                fields(&columns, &vec![FieldFormat::Text; columns.len()])
+            }
+            _ => parser.get_result_schema(&target.statement, None)?,
+        };
+        Ok(DescribeStatementResponse::new(params, fields))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        _client: &mut C,
+        portal: &Portal<Self::Statement>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match portal.statement.statement.as_ref() {
+            ParsedStatement::Engine { prepared, shape } if shape.columns.is_none() => {
+                // The columns are known only by running: run now, keep the
+                // result for the Execute that follows.
+                let outcome = self
+                    .run_portal(portal, prepared, shape)
+                    .await
+                    .map_err(user_error)?;
+                let formats =
+                    column_formats(Some(&portal.result_column_format), outcome.columns.len())
+                        .map_err(user_error)?;
+                let fields = fields(&outcome.columns, &formats);
+                self.keep_early(portal, outcome);
+                Ok(DescribePortalResponse::new(fields))
+            }
+            _ => {
+                let schema = self.query_parser().get_result_schema(
+                    &portal.statement.statement,
+                    Some(&portal.result_column_format),
+                )?;
+                Ok(DescribePortalResponse::new(schema))
+            }
+        }
+    }
+}
+
+impl<E: Engine> Connection<E> {
+    async fn run_portal(
+        &self,
+        portal: &Portal<Stmt<E::Session>>,
+        prepared: &Arc<<E::Session as EngineSession>::Prepared>,
+        shape: &Shape,
+    ) -> Result<Outcome, EngineError> {
+        let params = bind_parameters(portal, shape)?;
+        let prepared = prepared.clone();
+        self.runner
+            .run(move |s: &mut E::Session| s.execute_prepared(&prepared, &params))
+            .await
+    }
+
+    /// Identity of a portal object (a rebound portal of the same name is another).
+    fn portal_key(portal: &Portal<Stmt<E::Session>>) -> usize {
+        std::ptr::from_ref(portal) as usize
+    }
+
+    fn keep_early(&self, portal: &Portal<Stmt<E::Session>>, outcome: Outcome) {
+        let mut st = self.state();
+        // Only the latest portal's early result is kept: clients describe and
+        // execute a portal back to back.
+        st.early = Some((Self::portal_key(portal), portal.name.clone(), outcome));
+    }
+
+    fn take_early(&self, portal: &Portal<Stmt<E::Session>>) -> Option<Outcome> {
+        let mut st = self.state();
+        match &st.early {
+            Some((key, name, _)) if *key == Self::portal_key(portal) && *name == portal.name => {
+                st.early.take().map(|(_, _, o)| o)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Decodes a portal's parameters: each by the type the client declared for it,
+/// else the type the statement expects there, else as text.
+fn bind_parameters<P>(
+    portal: &Portal<Arc<ParsedStatement<P>>>,
+    shape: &Shape,
+) -> Result<Vec<Value>, EngineError> {
+    let given = portal.parameters.len();
+    if shape.params.len() > given {
+        return Err(EngineError::new(
+            "08P01",
+            format!(
+                "bind message supplies {given} parameters, but prepared statement requires {}",
+                shape.params.len()
+            ),
+        ));
+    }
+    let declared = &portal.statement.parameter_types;
+    (0..given)
+        .map(|i| {
+            let client_type = declared
+                .get(i)
+                .cloned()
+                .flatten()
+                .and_then(|t| from_pg_type(&t));
+            let dt = client_type.or_else(|| shape.params.get(i).copied().flatten());
+            let binary = match &portal.parameter_format {
+                Format::UnifiedText => false,
+                Format::UnifiedBinary => true,
+                Format::Individual(codes) => codes.get(i).is_some_and(|c| *c == 1),
+            };
+            decode_param(portal.parameters[i].as_deref(), dt.as_ref(), binary)
+                .map_err(|m| EngineError::new("22P02", m))
+        })
+        .collect()
+}

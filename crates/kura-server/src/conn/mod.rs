@@ -1,0 +1,91 @@
+//! One client connection: its session, its client parameters, and the pgwire
+//! handlers (startup, simple query, extended query) that serve it.
+
+mod extended;
+mod respond;
+mod runner;
+mod simple;
+mod startup;
+
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex};
+
+use pgwire::api::auth::StartupHandler;
+use pgwire::api::cancel::CancelHandler;
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::PgWireServerHandlers;
+
+use crate::cancel::CancelByKey;
+use crate::compat::ClientParameters;
+use crate::engine::{Engine, EngineSession};
+use crate::server::Shared;
+
+pub use runner::Runner;
+
+/// Per-connection state and handlers.
+pub struct Connection<E: Engine> {
+    shared: Arc<Shared<E>>,
+    runner: Arc<Runner<E::Session>>,
+    parser: Arc<extended::Parser<E::Session>>,
+    state: Mutex<ConnState>,
+}
+
+#[derive(Default)]
+struct ConnState {
+    params: ClientParameters,
+    /// Backend process id handed to the client (for CancelRequest).
+    pid: Option<i32>,
+    /// Salt of a password challenge in progress.
+    salt: Option<[u8; 4]>,
+    /// A portal's result computed at Describe (portal identity, name, result).
+    early: Option<(usize, String, crate::engine::Outcome)>,
+}
+
+impl<E: Engine> Connection<E> {
+    pub fn new(shared: Arc<Shared<E>>, peer: Option<OwnedFd>) -> Arc<Self> {
+        let session = shared.engine.session();
+        let runner = Arc::new(Runner::new(session, shared.live_sessions.clone(), peer));
+        Arc::new(Connection {
+            parser: Arc::new(extended::Parser::new(runner.clone())),
+            runner,
+            shared,
+            state: Mutex::new(ConnState::default()),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ConnState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl<E: Engine> Drop for Connection<E> {
+    fn drop(&mut self) {
+        if let Some(pid) = self.state().pid {
+            self.shared.cancels.unregister(pid);
+        }
+    }
+}
+
+/// The handler set pgwire asks for, all served by one [`Connection`].
+pub struct Handlers<E: Engine>(pub Arc<Connection<E>>);
+
+impl<E: Engine> PgWireServerHandlers for Handlers<E>
+where
+    <E::Session as EngineSession>::Prepared: Send + Sync,
+{
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.0.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.0.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.0.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        Arc::new(CancelByKey(self.0.shared.cancels.clone()))
+    }
+}

@@ -1,0 +1,94 @@
+//! The simple query protocol: a query string of one or more statements, each
+//! answered in turn; the first error ends the string, as in PostgreSQL.
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+use futures::Sink;
+use pgwire::api::query::SimpleQueryHandler;
+use pgwire::api::results::{FieldFormat, Response};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, METADATA_USER};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::PgWireBackendMessage;
+
+use super::respond::{error_info, in_failed_transaction, outcome_response};
+use super::Connection;
+use crate::compat::{self, Compat};
+use crate::engine::{Engine, EngineError, EngineSession};
+use crate::split;
+
+#[async_trait]
+impl<E: Engine> SimpleQueryHandler for Connection<E> {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let user = client
+            .metadata()
+            .get(METADATA_USER)
+            .cloned()
+            .unwrap_or_default();
+        let mut tx = client.transaction_status();
+        let mut out = Vec::new();
+        for stmt in split::statements(query) {
+            let answer = self.simple_statement(client, stmt, tx, &user).await;
+            match answer {
+                Ok(resp) => {
+                    tx = match &resp {
+                        Response::TransactionStart(_) => tx.to_in_transaction_state(),
+                        Response::TransactionEnd(_) => tx.to_idle_state(),
+                        _ => tx,
+                    };
+                    out.push(resp);
+                }
+                Err(e) => {
+                    out.push(Response::Error(Box::new(error_info(e))));
+                    break;
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(Response::EmptyQuery);
+        }
+        Ok(out)
+    }
+}
+
+impl<E: Engine> Connection<E> {
+    async fn simple_statement<C>(
+        &self,
+        client: &mut C,
+        stmt: &str,
+        tx: TransactionStatus,
+        user: &str,
+    ) -> Result<Response, EngineError>
+    where
+        C: ClientPortalStore,
+        C::PortalStore: PortalStore,
+    {
+        let recognised = compat::recognise(stmt);
+        if tx == TransactionStatus::Error
+            && !matches!(recognised, Some(Compat::Commit | Compat::Rollback))
+        {
+            return Err(in_failed_transaction());
+        }
+        if let Some(c) = recognised {
+            if let Compat::Deallocate(Some(name)) = &c {
+                client.portal_store().rm_statement(name);
+            }
+            return self.answer_compat(&c, tx, user, vec![FieldFormat::Text]);
+        }
+        let sql = stmt.to_string();
+        let outcome = self
+            .runner
+            .run(move |s: &mut E::Session| s.execute(&sql))
+            .await?;
+        let n = outcome.columns.len();
+        Ok(outcome_response(outcome, vec![FieldFormat::Text; n]))
+    }
+}

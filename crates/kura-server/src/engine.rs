@@ -1,0 +1,99 @@
+//! The boundary between the wire protocol and the database: what a connection
+//! needs from a SQL session, independent of how the engine answers it.
+
+use std::sync::Arc;
+
+use kura_common::{DataType, Value};
+
+/// A result column: its name and SQL type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub data_type: DataType,
+}
+
+/// Rows of a result, produced lazily so a large result is encoded as it is sent
+/// rather than copied whole into wire messages first.
+pub type RowSource = Box<dyn Iterator<Item = Vec<Value>> + Send>;
+
+/// What one executed statement produced.
+pub struct Outcome {
+    /// Empty for statements that return no rows (DDL, SET, COPY ...).
+    pub columns: Vec<Column>,
+    pub rows: RowSource,
+    /// PostgreSQL command tag, e.g. `SELECT 4`, `CREATE TABLE`, `COPY 150000`.
+    pub tag: String,
+}
+
+impl Outcome {
+    /// True when the statement answers with a row set (even an empty one).
+    pub fn returns_rows(&self) -> bool {
+        !self.columns.is_empty()
+    }
+}
+
+/// What a prepared statement takes and gives, known before it runs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shape {
+    /// Type of each `$n` parameter, `None` where the statement does not fix it.
+    pub params: Vec<Option<DataType>>,
+    /// Result columns; `None` when the engine learns them only by running the
+    /// statement (then the server asks [`EngineSession::describe`] or runs the
+    /// bound statement early, at Describe, and keeps the result for Execute).
+    pub columns: Option<Vec<Column>>,
+}
+
+/// An error as the client sees it: SQLSTATE and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError {
+    pub sqlstate: String,
+    pub message: String,
+}
+
+impl EngineError {
+    pub fn new(sqlstate: &str, message: impl Into<String>) -> Self {
+        EngineError {
+            sqlstate: sqlstate.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.sqlstate)
+    }
+}
+
+/// Asks the query running in a session to stop; callable from any thread.
+pub type Canceller = Arc<dyn Fn() + Send + Sync>;
+
+/// A database that hands out sessions, shared by every connection.
+pub trait Engine: Send + Sync + 'static {
+    type Session: EngineSession;
+    /// A new session with default settings (one per client connection).
+    fn session(&self) -> Self::Session;
+    /// Human-readable product and version, the text of `SELECT version()`.
+    fn version(&self) -> String;
+}
+
+/// One client's SQL session. Calls block until the statement is done, so the
+/// server runs them on blocking threads, never on the async workers.
+pub trait EngineSession: Send + 'static {
+    type Prepared: Send + Sync + 'static;
+    /// Runs one statement.
+    fn execute(&mut self, sql: &str) -> Result<Outcome, EngineError>;
+    /// Parses and plans one statement with `$n` parameters without running it.
+    fn prepare(&mut self, sql: &str) -> Result<(Self::Prepared, Shape), EngineError>;
+    /// Runs a prepared statement with parameter values.
+    fn execute_prepared(
+        &mut self,
+        prepared: &Self::Prepared,
+        params: &[Value],
+    ) -> Result<Outcome, EngineError>;
+    /// Result columns of a prepared statement whose shape left them open,
+    /// without its parameter values.
+    fn describe(&mut self, prepared: &Self::Prepared) -> Result<Vec<Column>, EngineError>;
+    /// A handle that cancels whatever this session is running at the time.
+    fn canceller(&self) -> Canceller;
+}

@@ -1,0 +1,28 @@
+//! kura-server: the PostgreSQL wire protocol in front of the kura database, so
+//! psql, JDBC (pgjdbc), psycopg and other PostgreSQL clients work unchanged
+//! (paper 003: the engine is reached over a protocol and JDBC). Built on the
+//! `pgwire` crate; tokio lives only in this crate.
+
+pub mod cancel;
+pub mod codec;
+pub mod compat;
+mod conn;
+pub mod engine;
+pub mod error;
+pub mod kura_engine;
+pub mod numeric;
+pub mod run;
+pub mod server;
+pub mod split;
+pub mod types;
+
+pub use engine::{Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape};
+pub use error::{ServerError, ServerResult};
+pub use kura_engine::KuraEngine;
+pub use run::{parse_listen, serve_until_signal};
+pub use server::{Auth, Server, ServerConfig, ServerSummary};
+
+/// The PostgreSQL version kura's protocol and catalog answers follow; drivers
+/// read it (`server_version`) to pick their feature set.
+pub const SERVER_VERSION: &str = "16.6";
+pub const SERVER_VERSION_NUM: &str = "160006";

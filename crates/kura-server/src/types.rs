@@ -1,0 +1,102 @@
+//! SQL types on the wire: kura's `DataType` as PostgreSQL type OIDs and type
+//! modifiers (numeric 1700, int4 23, int8 20, float8 701, date 1082, varchar 1043,
+//! bpchar 1042, bool 16).
+
+use kura_common::DataType;
+use pgwire::api::Type;
+
+/// The PostgreSQL type a column of `dt` is announced as.
+pub fn pg_type(dt: &DataType) -> Type {
+    match dt {
+        DataType::Boolean => Type::BOOL,
+        DataType::Integer => Type::INT4,
+        DataType::BigInt => Type::INT8,
+        DataType::Double => Type::FLOAT8,
+        DataType::Decimal { .. } => Type::NUMERIC,
+        DataType::Date => Type::DATE,
+        DataType::Varchar(_) => Type::VARCHAR,
+        DataType::Char(_) => Type::BPCHAR,
+    }
+}
+
+/// The type modifier PostgreSQL sends in a RowDescription (`-1` when none):
+/// numeric packs precision and scale, character types their length, each + 4.
+pub fn type_modifier(dt: &DataType) -> i32 {
+    match dt {
+        DataType::Decimal { precision, scale } => {
+            ((i32::from(*precision) << 16) | i32::from(*scale)) + 4
+        }
+        DataType::Varchar(Some(n)) | DataType::Char(n) if *n <= i32::MAX as u32 - 4 => {
+            *n as i32 + 4
+        }
+        _ => -1,
+    }
+}
+
+/// The byte width PostgreSQL announces (`-1` for variable length).
+pub fn type_size(dt: &DataType) -> i16 {
+    match dt {
+        DataType::Boolean => 1,
+        DataType::Integer | DataType::Date => 4,
+        DataType::BigInt | DataType::Double => 8,
+        _ => -1,
+    }
+}
+
+/// The kura type a client-declared parameter type stands for, if kura has one.
+pub fn from_pg_type(t: &Type) -> Option<DataType> {
+    Some(match *t {
+        Type::BOOL => DataType::Boolean,
+        Type::INT2 | Type::INT4 => DataType::Integer,
+        Type::INT8 => DataType::BigInt,
+        Type::FLOAT4 | Type::FLOAT8 => DataType::Double,
+        Type::NUMERIC => DataType::Decimal {
+            precision: 38,
+            scale: 0,
+        },
+        Type::DATE => DataType::Date,
+        Type::VARCHAR | Type::TEXT | Type::NAME => DataType::Varchar(None),
+        Type::BPCHAR => DataType::Char(1),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oids_are_postgresqls() {
+        assert_eq!(
+            pg_type(&DataType::Decimal {
+                precision: 15,
+                scale: 2
+            })
+            .oid(),
+            1700
+        );
+        assert_eq!(pg_type(&DataType::Integer).oid(), 23);
+        assert_eq!(pg_type(&DataType::BigInt).oid(), 20);
+        assert_eq!(pg_type(&DataType::Double).oid(), 701);
+        assert_eq!(pg_type(&DataType::Date).oid(), 1082);
+        assert_eq!(pg_type(&DataType::Varchar(Some(25))).oid(), 1043);
+        assert_eq!(pg_type(&DataType::Char(1)).oid(), 1042);
+        assert_eq!(pg_type(&DataType::Boolean).oid(), 16);
+    }
+
+    #[test]
+    fn modifiers_follow_postgresql_packing() {
+        // PostgreSQL: numeric(15,2) has atttypmod 983046, varchar(25) 29, char(1) 5.
+        assert_eq!(
+            type_modifier(&DataType::Decimal {
+                precision: 15,
+                scale: 2
+            }),
+            983046
+        );
+        assert_eq!(type_modifier(&DataType::Varchar(Some(25))), 29);
+        assert_eq!(type_modifier(&DataType::Char(1)), 5);
+        assert_eq!(type_modifier(&DataType::Varchar(None)), -1);
+        assert_eq!(type_modifier(&DataType::Integer), -1);
+    }
+}

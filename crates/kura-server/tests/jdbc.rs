@@ -1,0 +1,57 @@
+//! pgjdbc (from Maven Central) via the small Maven project in `tests/jdbc`:
+//! connect, PreparedStatement with parameters, ResultSet types (BigDecimal,
+//! Date, String), errors; Q6 with typed parameters on TPC-H data.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{answers_dir, load_tpch, TestServer};
+
+const TABLE: &str = "create table t (i integer, b bigint, d decimal(15,2), dt date, v varchar(20), x integer, y integer, ok boolean)";
+const ROWS: &str = "1|10000000000|12.34|1995-03-15|alpha|0|0|true\n2|-7|-0.05|2000-01-01|beta|0|0|false\n3|0|1|1970-01-01|g|0|0|true\n";
+
+fn mvn_test(port: u16, extra: &[String]) {
+    let project = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/jdbc");
+    let out = Command::new("mvn")
+        .current_dir(&project)
+        .args(["-q", "-B", "test", &format!("-Dkura.port={port}")])
+        .args(extra)
+        .output()
+        .expect("mvn is installed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "mvn test failed:\n{stdout}");
+}
+
+fn with_table(db: &kura::Database, dir: &std::path::Path) {
+    let file = dir.join("t.tbl");
+    std::fs::write(&file, ROWS).unwrap();
+    common::exec(db, TABLE);
+    common::exec(db, &format!("copy t from '{}'", file.display()));
+}
+
+#[test]
+fn pgjdbc_connects_prepares_and_reads_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::trust(|db| with_table(db, dir.path()));
+    mvn_test(s.addr.port(), &[]);
+}
+
+#[test]
+#[ignore = "needs the full SQL engine (joins, aggregates) behind the façade"]
+fn pgjdbc_tpch_q6_with_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = TestServer::trust(|db| {
+        load_tpch(db, 0.01);
+        with_table(db, dir.path());
+    });
+    mvn_test(
+        s.addr.port(),
+        &[
+            "-Dkura.tpch=true".into(),
+            format!("-Dkura.answers={}", answers_dir("0.01").display()),
+        ],
+    );
+}

@@ -1,0 +1,121 @@
+package dev.kura;
+
+import static org.junit.jupiter.api.Assertions.*;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.*;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** pgjdbc (extended protocol only) against a running kura server. */
+class KuraJdbcTest {
+    private static Connection connect() throws SQLException {
+        String port = System.getProperty("kura.port");
+        assertNotNull(port, "-Dkura.port is required");
+        return DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + port + "/kura", "tester", "");
+    }
+
+    @Test
+    void connectsAndReportsTheServer() throws SQLException {
+        try (Connection c = connect()) {
+            DatabaseMetaData md = c.getMetaData();
+            assertEquals("PostgreSQL", md.getDatabaseProductName());
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("select version()")) {
+                assertTrue(rs.next());
+                assertTrue(rs.getString(1).contains("kura"), rs.getString(1));
+            }
+        }
+    }
+
+    @Test
+    void resultSetTypes() throws SQLException {
+        try (Connection c = connect();
+             Statement s = c.createStatement();
+             ResultSet rs = s.executeQuery("select * from t limit 3")) {
+            ResultSetMetaData md = rs.getMetaData();
+            assertEquals(Types.INTEGER, md.getColumnType(1));
+            assertEquals(Types.BIGINT, md.getColumnType(2));
+            assertEquals(Types.NUMERIC, md.getColumnType(3));
+            assertEquals(15, md.getPrecision(3));
+            assertEquals(2, md.getScale(3));
+            assertEquals(Types.DATE, md.getColumnType(4));
+            assertEquals(Types.VARCHAR, md.getColumnType(5));
+            assertTrue(rs.next());
+            assertEquals(1, rs.getInt(1));
+            assertEquals(10000000000L, rs.getLong(2));
+            assertEquals(new BigDecimal("12.34"), rs.getBigDecimal(3));
+            assertEquals(Date.valueOf("1995-03-15"), rs.getDate(4));
+            assertEquals("alpha", rs.getString(5));
+            assertTrue(rs.getBoolean(8));
+            assertTrue(rs.next());
+            assertEquals(new BigDecimal("-0.05"), rs.getBigDecimal(3));
+        }
+    }
+
+    @Test
+    void preparedStatementWithParameters() throws SQLException {
+        try (Connection c = connect(); PreparedStatement ps = c.prepareStatement("select * from t limit ?")) {
+            // More runs than pgjdbc's prepareThreshold (5): the last ones use a named
+            // server-side statement, described once and bound many times.
+            for (int n = 1; n <= 7; n++) {
+                ps.setInt(1, (n % 3) + 1);
+                int rows = 0;
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) rows++;
+                }
+                assertEquals((n % 3) + 1, rows, "run " + n);
+            }
+        }
+    }
+
+    @Test
+    void errorsCarrySqlStateAndTheConnectionSurvives() throws SQLException {
+        try (Connection c = connect(); Statement s = c.createStatement()) {
+            SQLException e = assertThrows(SQLException.class, () -> s.executeQuery("select * from no_such_table"));
+            assertEquals("42P01", e.getSQLState());
+            e = assertThrows(SQLException.class, () -> s.executeQuery("selec 1"));
+            assertEquals("42601", e.getSQLState());
+            try (ResultSet rs = s.executeQuery("select count(*) from t")) {
+                assertTrue(rs.next());
+                assertEquals(3, rs.getLong(1));
+            }
+        }
+    }
+
+    @Test
+    void transactionsWithAutocommitOff() throws SQLException {
+        try (Connection c = connect()) {
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("select count(*) from t")) {
+                assertTrue(rs.next());
+            }
+            c.commit();
+            c.rollback();
+        }
+    }
+
+    /** TPC-H Q6 at SF 0.01 with typed parameters (needs the full SQL engine). */
+    @Test
+    void tpchQ6WithParameters() throws Exception {
+        assumeTrue(Boolean.parseBoolean(System.getProperty("kura.tpch")), "run with -Dkura.tpch=true on TPC-H data");
+        String sql = "select sum(l_extendedprice * l_discount) as revenue from lineitem "
+                + "where l_shipdate >= ? and l_shipdate < ? and l_discount between ? and ? and l_quantity < ?";
+        List<String> answer = Files.readAllLines(Path.of(System.getProperty("kura.answers"), "q06.csv"));
+        BigDecimal expected = new BigDecimal(answer.get(1).trim());
+        try (Connection c = connect(); PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setDate(1, Date.valueOf("1994-01-01"));
+            ps.setDate(2, Date.valueOf("1995-01-01"));
+            ps.setBigDecimal(3, new BigDecimal("0.05"));
+            ps.setBigDecimal(4, new BigDecimal("0.07"));
+            ps.setInt(5, 24);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next());
+                BigDecimal got = rs.getBigDecimal(1);
+                assertTrue(expected.subtract(got).abs().compareTo(new BigDecimal("0.01")) <= 0, "revenue " + got);
+            }
+        }
+    }
+}

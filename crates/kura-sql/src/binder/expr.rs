@@ -1,0 +1,1064 @@
+//! Binding of scalar expressions: name resolution through nested scopes (outer
+//! references make a subquery correlated), typing and implicit conversions,
+//! aggregates (collected when binding an aggregating SELECT), date arithmetic with
+//! intervals, and constant folding.
+
+use kura_common::{DataType, Value};
+use kura_exec::expr::{BinaryOp, LikePattern, PhysExpr, ScalarFunc};
+use kura_exec::{AggCall, AggFunc};
+use sqlparser::ast::{self, Spanned};
+
+use super::types::{
+    arith_type, coerce, common_type, fold, is_null_literal, number_literal, sql_type, DIV_SCALE,
+};
+use super::{norm, pos_of, AggCollector, Binder, Pending, Scope};
+use crate::error::{did_you_mean, Pos, SqlError, SqlResult};
+use crate::logical::col;
+
+/// Where an expression is bound.
+pub struct ExprCtx<'s> {
+    pub scope: &'s Scope,
+    pub outer: &'s [Scope],
+    /// Set while binding an aggregating SELECT: aggregates are collected here.
+    pub agg: Option<AggCollector>,
+    pub pending: Vec<Pending>,
+    in_aggregate: bool,
+}
+
+impl<'s> ExprCtx<'s> {
+    pub fn new(scope: &'s Scope, outer: &'s [Scope]) -> ExprCtx<'s> {
+        ExprCtx {
+            scope,
+            outer,
+            agg: None,
+            pending: Vec::new(),
+            in_aggregate: false,
+        }
+    }
+}
+
+fn pos(e: &impl Spanned) -> Pos {
+    Pos::from_span(e.span())
+}
+
+fn bin(op: BinaryOp, l: PhysExpr, r: PhysExpr, t: DataType) -> PhysExpr {
+    fold(PhysExpr::Binary {
+        op,
+        left: Box::new(l),
+        right: Box::new(r),
+        data_type: t,
+    })
+}
+
+/// An interval literal: months and days.
+fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32)> {
+    let p = pos(&*iv.value);
+    let text = match &*iv.value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::Number(s, _) => s.clone(),
+            _ => return Err(SqlError::unsupported("this interval form", p)),
+        },
+        _ => return Err(SqlError::unsupported("non-constant interval", p)),
+    };
+    let bad = || SqlError::InvalidValue {
+        message: format!("invalid interval '{text}'"),
+        pos: p,
+    };
+    let mut words = text.split_whitespace();
+    let n: i32 = words.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
+    let unit = match (&iv.leading_field, words.next()) {
+        (Some(f), None) => f.to_string().to_lowercase(),
+        (None, Some(u)) => u.to_lowercase(),
+        (None, None) => "second".into(),
+        _ => return Err(bad()),
+    };
+    Ok(match unit.trim_end_matches('s') {
+        "year" => (n.checked_mul(12).ok_or_else(bad)?, 0),
+        "month" | "mon" => (n, 0),
+        "week" => (0, n.checked_mul(7).ok_or_else(bad)?),
+        "day" => (0, n),
+        _ => return Err(SqlError::unsupported(format!("interval unit {unit}"), p)),
+    })
+}
+
+fn add_interval(date: PhysExpr, (months, days): (i32, i32), negate: bool) -> PhysExpr {
+    let sign = if negate { -1 } else { 1 };
+    let mut e = date;
+    if months != 0 {
+        e = fold(PhysExpr::Func {
+            func: ScalarFunc::AddMonths,
+            args: vec![
+                e,
+                PhysExpr::literal(Value::Integer(sign * months), DataType::Integer),
+            ],
+            data_type: DataType::Date,
+        });
+    }
+    if days != 0 || months == 0 {
+        e = fold(PhysExpr::Func {
+            func: ScalarFunc::AddDays,
+            args: vec![
+                e,
+                PhysExpr::literal(Value::Integer(sign * days), DataType::Integer),
+            ],
+            data_type: DataType::Date,
+        });
+    }
+    e
+}
+
+const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max"];
+const SCALARS: &[&str] = &[
+    "coalesce",
+    "abs",
+    "round",
+    "upper",
+    "lower",
+    "length",
+    "char_length",
+    "substr",
+    "substring",
+    "nullif",
+    "trim",
+];
+
+impl Binder<'_> {
+    pub fn bind_expr(&mut self, e: &ast::Expr, cx: &mut ExprCtx) -> SqlResult<PhysExpr> {
+        use ast::Expr as E;
+        match e {
+            E::Identifier(id) => self.resolve(None, id, cx),
+            E::CompoundIdentifier(ids) => match ids.as_slice() {
+                [q, c] => self.resolve(Some(q), c, cx),
+                [_, q, c] => self.resolve(Some(q), c, cx),
+                _ => Err(SqlError::unsupported(format!("name {e}"), pos(e))),
+            },
+            E::Nested(x) => self.bind_expr(x, cx),
+            E::Value(v) => self.bind_value(&v.value, pos(e)),
+            E::TypedString(ts) => {
+                let t = sql_type(&ts.data_type, pos(e))?;
+                let text = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                coerce(
+                    PhysExpr::literal(Value::Text(text), DataType::Varchar(None)),
+                    t,
+                    pos(e),
+                )
+            }
+            E::Interval(_) => Err(SqlError::unsupported(
+                "an interval outside date arithmetic",
+                pos(e),
+            )),
+            E::BinaryOp { left, op, right } => self.bind_binary(left, op, right, cx, pos(e)),
+            E::UnaryOp { op, expr } => {
+                let x = self.bind_expr(expr, cx)?;
+                match op {
+                    ast::UnaryOperator::Not => Ok(fold(PhysExpr::Not(Box::new(
+                        self.check_bool(x, pos(&**expr))?,
+                    )))),
+                    ast::UnaryOperator::Minus => {
+                        if !x.data_type().is_numeric() {
+                            return Err(SqlError::mismatch(
+                                format!("operator does not exist: - {}", x.data_type()),
+                                pos(e),
+                            ));
+                        }
+                        Ok(fold(PhysExpr::Negate(Box::new(x))))
+                    }
+                    ast::UnaryOperator::Plus => Ok(x),
+                    other => Err(SqlError::unsupported(format!("operator {other}"), pos(e))),
+                }
+            }
+            E::IsNull(x) | E::IsNotNull(x) => {
+                let b = self.bind_expr(x, cx)?;
+                Ok(fold(PhysExpr::IsNull {
+                    expr: Box::new(b),
+                    negated: matches!(e, E::IsNotNull(_)),
+                }))
+            }
+            E::IsTrue(x) | E::IsFalse(x) | E::IsNotTrue(x) | E::IsNotFalse(x) => {
+                let b = self.bind_expr(x, cx)?;
+                let b = self.check_bool(b, pos(&**x))?;
+                let want = matches!(e, E::IsTrue(_) | E::IsNotFalse(_));
+                let test = PhysExpr::Case {
+                    whens: vec![(
+                        b,
+                        PhysExpr::literal(Value::Boolean(want), DataType::Boolean),
+                    )],
+                    otherwise: Some(Box::new(PhysExpr::literal(
+                        Value::Boolean(!want),
+                        DataType::Boolean,
+                    ))),
+                    data_type: DataType::Boolean,
+                };
+                Ok(if matches!(e, E::IsTrue(_) | E::IsFalse(_)) {
+                    test
+                } else {
+                    PhysExpr::Not(Box::new(test))
+                })
+            }
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let x = self.bind_expr(expr, cx)?;
+                let lo = self.bind_expr(low, cx)?;
+                let hi = self.bind_expr(high, cx)?;
+                let a = self.comparison(BinaryOp::GtEq, x.clone(), lo, pos(e))?;
+                let b = self.comparison(BinaryOp::LtEq, x, hi, pos(e))?;
+                let both = bin(BinaryOp::And, a, b, DataType::Boolean);
+                Ok(if *negated {
+                    PhysExpr::Not(Box::new(both))
+                } else {
+                    both
+                })
+            }
+            E::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let x = self.bind_expr(expr, cx)?;
+                let items = list
+                    .iter()
+                    .map(|i| self.bind_expr(i, cx))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let mut ty = x.data_type();
+                for i in &items {
+                    if !is_null_literal(i)
+                        && !matches!(i, PhysExpr::Literal { value: Value::Text(_), .. } if !ty.is_text())
+                    {
+                        ty = common_type(ty, i.data_type()).ok_or_else(|| {
+                            SqlError::mismatch(
+                                format!(
+                                    "IN list types {} and {} cannot be matched",
+                                    x.data_type(),
+                                    i.data_type()
+                                ),
+                                pos(e),
+                            )
+                        })?;
+                    }
+                }
+                let all_const = items.iter().all(|i| matches!(i, PhysExpr::Literal { .. }));
+                if all_const {
+                    let mut vals = Vec::new();
+                    for i in items {
+                        if let PhysExpr::Literal { value, .. } = coerce(i, ty, pos(e))? {
+                            vals.push(value);
+                        }
+                    }
+                    let x = coerce(x, ty, pos(e))?;
+                    return Ok(fold(PhysExpr::InList {
+                        expr: Box::new(x),
+                        list: vals,
+                        negated: *negated,
+                    }));
+                }
+                let mut acc: Option<PhysExpr> = None;
+                for i in items {
+                    let c = self.comparison(BinaryOp::Eq, x.clone(), i, pos(e))?;
+                    acc = Some(match acc {
+                        None => c,
+                        Some(a) => bin(BinaryOp::Or, a, c, DataType::Boolean),
+                    });
+                }
+                let any =
+                    acc.unwrap_or(PhysExpr::literal(Value::Boolean(false), DataType::Boolean));
+                Ok(if *negated {
+                    fold(PhysExpr::Not(Box::new(any)))
+                } else {
+                    any
+                })
+            }
+            E::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any: false,
+            }
+            | E::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any: false,
+            } => {
+                if escape_char.is_some() {
+                    return Err(SqlError::unsupported("LIKE ... ESCAPE", pos(e)));
+                }
+                let x = self.bind_expr(expr, cx)?;
+                if !x.data_type().is_text() && !is_null_literal(&x) {
+                    return Err(SqlError::mismatch(
+                        format!("operator does not exist: {} ~~ unknown", x.data_type()),
+                        pos(e),
+                    ));
+                }
+                let p = match self.bind_expr(pattern, cx)? {
+                    PhysExpr::Literal {
+                        value: Value::Text(s),
+                        ..
+                    } => s,
+                    _ => {
+                        return Err(SqlError::unsupported(
+                            "non-constant LIKE pattern",
+                            pos(&**pattern),
+                        ))
+                    }
+                };
+                let ci = matches!(e, E::ILike { .. });
+                let (x, p) = if ci {
+                    (
+                        PhysExpr::Func {
+                            func: ScalarFunc::Lower,
+                            args: vec![x],
+                            data_type: DataType::Varchar(None),
+                        },
+                        p.to_lowercase(),
+                    )
+                } else {
+                    (x, p)
+                };
+                Ok(fold(PhysExpr::Like {
+                    expr: Box::new(x),
+                    pattern: LikePattern::new(&p),
+                    negated: *negated,
+                }))
+            }
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let op = operand
+                    .as_ref()
+                    .map(|o| self.bind_expr(o, cx))
+                    .transpose()?;
+                let mut whens = Vec::new();
+                for cw in conditions {
+                    let c = self.bind_expr(&cw.condition, cx)?;
+                    let c = match &op {
+                        Some(o) => {
+                            self.comparison(BinaryOp::Eq, o.clone(), c, pos(&cw.condition))?
+                        }
+                        None => self.check_bool(c, pos(&cw.condition))?,
+                    };
+                    whens.push((c, self.bind_expr(&cw.result, cx)?));
+                }
+                let otherwise = else_result
+                    .as_ref()
+                    .map(|x| self.bind_expr(x, cx))
+                    .transpose()?;
+                let mut ty: Option<DataType> = None;
+                for t in whens.iter().map(|w| &w.1).chain(otherwise.iter()) {
+                    if is_null_literal(t) {
+                        continue;
+                    }
+                    ty = Some(match ty {
+                        None => t.data_type(),
+                        Some(x) => common_type(x, t.data_type()).ok_or_else(|| {
+                            SqlError::mismatch(
+                                format!("CASE types {x} and {} cannot be matched", t.data_type()),
+                                pos(e),
+                            )
+                        })?,
+                    });
+                }
+                let ty = ty.unwrap_or(DataType::Varchar(None));
+                let whens = whens
+                    .into_iter()
+                    .map(|(c, t)| Ok((c, coerce(t, ty, pos(e))?)))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let otherwise = otherwise
+                    .map(|o| coerce(o, ty, pos(e)))
+                    .transpose()?
+                    .map(Box::new);
+                Ok(PhysExpr::Case {
+                    whens,
+                    otherwise,
+                    data_type: ty,
+                })
+            }
+            E::Cast {
+                expr, data_type, ..
+            } => {
+                let x = self.bind_expr(expr, cx)?;
+                let t = sql_type(data_type, pos(e))?;
+                Ok(fold(coerce(x, t, pos(e))?))
+            }
+            E::Extract { field, expr, .. } => {
+                let x = self.bind_expr(expr, cx)?;
+                if x.data_type() != DataType::Date {
+                    return Err(SqlError::mismatch(
+                        format!("extract needs a date, not {}", x.data_type()),
+                        pos(e),
+                    ));
+                }
+                let func = match field {
+                    ast::DateTimeField::Year => ScalarFunc::ExtractYear,
+                    ast::DateTimeField::Month => ScalarFunc::ExtractMonth,
+                    ast::DateTimeField::Day => ScalarFunc::ExtractDay,
+                    other => {
+                        return Err(SqlError::unsupported(format!("extract({other})"), pos(e)))
+                    }
+                };
+                Ok(fold(PhysExpr::Func {
+                    func,
+                    args: vec![x],
+                    data_type: DataType::Integer,
+                }))
+            }
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let s = self.bind_expr(expr, cx)?;
+                let from = match substring_from {
+                    Some(f) => self.bind_expr(f, cx)?,
+                    None => PhysExpr::literal(Value::Integer(1), DataType::Integer),
+                };
+                let mut args = vec![s, from];
+                if let Some(f) = substring_for {
+                    args.push(self.bind_expr(f, cx)?);
+                }
+                self.scalar_call(ScalarFunc::Substring, args, pos(e))
+            }
+            E::Trim {
+                expr,
+                trim_where: None,
+                trim_what: None,
+                ..
+            } => {
+                let s = self.bind_expr(expr, cx)?;
+                self.scalar_call(ScalarFunc::Trim, vec![s], pos(e))
+            }
+            E::Function(f) => self.bind_function(f, cx, pos(e)),
+            E::Subquery(q) => self.scalar_subquery(q, cx, pos(e)),
+            E::Exists { subquery, negated } => {
+                let m = self.mark_subquery(subquery, None, cx, pos(e))?;
+                Ok(if *negated {
+                    PhysExpr::Not(Box::new(m))
+                } else {
+                    m
+                })
+            }
+            E::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
+                let x = self.bind_expr(expr, cx)?;
+                let m = self.mark_subquery(subquery, Some(x), cx, pos(e))?;
+                Ok(if *negated {
+                    PhysExpr::Not(Box::new(m))
+                } else {
+                    m
+                })
+            }
+            other => Err(SqlError::unsupported(
+                format!("expression {other}"),
+                pos(other),
+            )),
+        }
+    }
+
+    fn bind_value(&mut self, v: &ast::Value, p: Pos) -> SqlResult<PhysExpr> {
+        match v {
+            ast::Value::Number(n, _) => {
+                let (v, t) = number_literal(n, p)?;
+                Ok(PhysExpr::literal(v, t))
+            }
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => Ok(
+                PhysExpr::literal(Value::Text(s.clone()), DataType::Varchar(None)),
+            ),
+            ast::Value::Boolean(b) => Ok(PhysExpr::literal(Value::Boolean(*b), DataType::Boolean)),
+            ast::Value::Null => Ok(PhysExpr::literal(Value::Null, DataType::Varchar(None))),
+            ast::Value::Placeholder(name) => {
+                let n: usize = name
+                    .trim_start_matches('$')
+                    .parse()
+                    .map_err(|_| SqlError::unsupported(format!("parameter {name}"), p))?;
+                if n == 0 {
+                    return Err(SqlError::MissingParameter(0));
+                }
+                if self.params.types.len() < n {
+                    self.params.types.resize(n, None);
+                }
+                Ok(match &self.params.values {
+                    Some(vals) => {
+                        let v = vals
+                            .get(n - 1)
+                            .cloned()
+                            .ok_or(SqlError::MissingParameter(n))?;
+                        param_literal(v, n)
+                    }
+                    None => PhysExpr::literal(
+                        Value::Text(format!("{PARAM_MARK}{n}")),
+                        DataType::Varchar(None),
+                    ),
+                })
+            }
+            other => Err(SqlError::unsupported(format!("literal {other}"), p)),
+        }
+    }
+
+    fn resolve(
+        &mut self,
+        qualifier: Option<&ast::Ident>,
+        id: &ast::Ident,
+        cx: &ExprCtx,
+    ) -> SqlResult<PhysExpr> {
+        let name = norm(id);
+        let q = qualifier.map(norm);
+        for scope in std::iter::once(cx.scope).chain(cx.outer.iter().rev()) {
+            let hits = scope.lookup(q.as_deref(), &name);
+            match hits.len() {
+                0 => continue,
+                1 => return Ok(col(hits[0].id, hits[0].ty)),
+                _ => {
+                    // The same column reached through two names (e.g. USING) is not ambiguous.
+                    if hits.iter().all(|h| h.id == hits[0].id) {
+                        return Ok(col(hits[0].id, hits[0].ty));
+                    }
+                    return Err(SqlError::AmbiguousColumn {
+                        name,
+                        pos: pos_of(id),
+                    });
+                }
+            }
+        }
+        let full = match &q {
+            Some(q) => format!("{q}.{name}"),
+            None => name.clone(),
+        };
+        let candidates: Vec<String> = std::iter::once(cx.scope)
+            .chain(cx.outer.iter())
+            .flat_map(|s| s.cols.iter())
+            .map(|c| match (&q, &c.qualifier) {
+                (Some(_), Some(cq)) => format!("{cq}.{}", c.name),
+                _ => c.name.clone(),
+            })
+            .collect();
+        let suggestion = did_you_mean(&full, candidates.iter().map(|s| s.as_str()));
+        Err(SqlError::UnknownColumn {
+            name: full,
+            pos: pos_of(qualifier.unwrap_or(id)),
+            suggestion,
+        })
+    }
+
+    fn bind_binary(
+        &mut self,
+        l: &ast::Expr,
+        op: &ast::BinaryOperator,
+        r: &ast::Expr,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        use ast::BinaryOperator as B;
+        // Date ± interval.
+        if matches!(op, B::Plus | B::Minus) {
+            if let ast::Expr::Interval(iv) = r {
+                let d = self.bind_expr(l, cx)?;
+                let d = if matches!(
+                    d,
+                    PhysExpr::Literal {
+                        value: Value::Text(_),
+                        ..
+                    }
+                ) {
+                    coerce(d, DataType::Date, p)?
+                } else {
+                    d
+                };
+                if d.data_type() != DataType::Date {
+                    return Err(SqlError::mismatch(
+                        format!("operator does not exist: {} {op} interval", d.data_type()),
+                        p,
+                    ));
+                }
+                return Ok(add_interval(d, interval(iv)?, matches!(op, B::Minus)));
+            }
+            if let (ast::Expr::Interval(iv), B::Plus) = (l, op) {
+                let d = self.bind_expr(r, cx)?;
+                return Ok(add_interval(d, interval(iv)?, false));
+            }
+        }
+        let a = self.bind_expr(l, cx)?;
+        let b = self.bind_expr(r, cx)?;
+        let bop = match op {
+            B::Plus => BinaryOp::Add,
+            B::Minus => BinaryOp::Sub,
+            B::Multiply => BinaryOp::Mul,
+            B::Divide => BinaryOp::Div,
+            B::Modulo => BinaryOp::Mod,
+            B::Eq => BinaryOp::Eq,
+            B::NotEq => BinaryOp::NotEq,
+            B::Lt => BinaryOp::Lt,
+            B::LtEq => BinaryOp::LtEq,
+            B::Gt => BinaryOp::Gt,
+            B::GtEq => BinaryOp::GtEq,
+            B::And => BinaryOp::And,
+            B::Or => BinaryOp::Or,
+            B::StringConcat => BinaryOp::Concat,
+            other => return Err(SqlError::unsupported(format!("operator {other}"), p)),
+        };
+        match bop {
+            BinaryOp::And | BinaryOp::Or => {
+                let a = self.check_bool(a, p)?;
+                let b = self.check_bool(b, p)?;
+                Ok(bin(bop, a, b, DataType::Boolean))
+            }
+            o if o.is_comparison() => self.comparison(o, a, b, p),
+            BinaryOp::Concat => {
+                let a = coerce(a.clone(), DataType::Varchar(None), p).unwrap_or(a);
+                let b = coerce(b.clone(), DataType::Varchar(None), p).unwrap_or(b);
+                Ok(bin(bop, a, b, DataType::Varchar(None)))
+            }
+            _ => self.arithmetic(bop, a, b, p),
+        }
+    }
+
+    fn arithmetic(
+        &mut self,
+        op: BinaryOp,
+        a: PhysExpr,
+        b: PhysExpr,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        let (a, b) = self.unify_params(a, b);
+        let (ta, tb) = (a.data_type(), b.data_type());
+        if is_null_literal(&a) || is_null_literal(&b) {
+            let t = if is_null_literal(&a) { tb } else { ta };
+            return Ok(PhysExpr::literal(Value::Null, t));
+        }
+        match (ta, tb, op) {
+            (DataType::Date, DataType::Date, BinaryOp::Sub) => {
+                return Ok(bin(op, a, b, DataType::Integer))
+            }
+            (
+                DataType::Date,
+                DataType::Integer | DataType::BigInt,
+                BinaryOp::Add | BinaryOp::Sub,
+            ) => {
+                let n = if op == BinaryOp::Sub {
+                    fold(PhysExpr::Negate(Box::new(b)))
+                } else {
+                    b
+                };
+                return Ok(fold(PhysExpr::Func {
+                    func: ScalarFunc::AddDays,
+                    args: vec![a, n],
+                    data_type: DataType::Date,
+                }));
+            }
+            (DataType::Integer | DataType::BigInt, DataType::Date, BinaryOp::Add) => {
+                return Ok(fold(PhysExpr::Func {
+                    func: ScalarFunc::AddDays,
+                    args: vec![b, a],
+                    data_type: DataType::Date,
+                }));
+            }
+            _ => {}
+        }
+        let t = arith_type(op, ta, tb, p)?;
+        Ok(bin(op, a, b, t))
+    }
+
+    /// A `$n` parameter being described takes the other side's type.
+    pub(super) fn unify_params(&mut self, a: PhysExpr, b: PhysExpr) -> (PhysExpr, PhysExpr) {
+        let mut fix = |x: PhysExpr, other: &PhysExpr| match param_marker(&x) {
+            Some(n) if param_marker(other).is_none() => {
+                let t = other.data_type();
+                if let Some(slot) = self.params.types.get_mut(n - 1) {
+                    slot.get_or_insert(t);
+                }
+                PhysExpr::literal(Value::Null, t)
+            }
+            _ => x,
+        };
+        let a2 = fix(a, &b);
+        let b2 = fix(b, &a2);
+        (a2, b2)
+    }
+
+    /// Typed comparison, converting a text literal to the other side's type.
+    pub(super) fn comparison(
+        &mut self,
+        op: BinaryOp,
+        a: PhysExpr,
+        b: PhysExpr,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        let (a, b) = self.unify_params(a, b);
+        let is_text_lit = |e: &PhysExpr| {
+            matches!(
+                e,
+                PhysExpr::Literal {
+                    value: Value::Text(_),
+                    ..
+                }
+            )
+        };
+        let (a, b) = if is_text_lit(&b) && !a.data_type().is_text() {
+            let t = a.data_type();
+            (a, coerce(b, t, p)?)
+        } else if (is_text_lit(&a) && !b.data_type().is_text()) || is_null_literal(&a) {
+            let t = b.data_type();
+            (coerce(a, t, p)?, b)
+        } else if is_null_literal(&b) {
+            let t = a.data_type();
+            (a, coerce(b, t, p)?)
+        } else {
+            (a, b)
+        };
+        let (ta, tb) = (a.data_type(), b.data_type());
+        if common_type(ta, tb).is_none() {
+            return Err(SqlError::mismatch(
+                format!("operator does not exist: {ta} {} {tb}", op.symbol()),
+                p,
+            ));
+        }
+        Ok(bin(op, a, b, DataType::Boolean))
+    }
+
+    fn scalar_call(
+        &mut self,
+        func: ScalarFunc,
+        args: Vec<PhysExpr>,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        let need = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(SqlError::mismatch(format!("{} {what}", func.name()), p))
+            }
+        };
+        let t = match func {
+            ScalarFunc::Substring => {
+                need(
+                    args.len() >= 2 && (args[0].data_type().is_text() || is_null_literal(&args[0])),
+                    "needs text",
+                )?;
+                DataType::Varchar(None)
+            }
+            ScalarFunc::Upper | ScalarFunc::Lower | ScalarFunc::Trim => {
+                need(
+                    args.len() == 1 && args[0].data_type().is_text(),
+                    "needs one text argument",
+                )?;
+                DataType::Varchar(None)
+            }
+            ScalarFunc::Length => {
+                need(
+                    args.len() == 1 && args[0].data_type().is_text(),
+                    "needs one text argument",
+                )?;
+                DataType::Integer
+            }
+            ScalarFunc::Abs => {
+                need(
+                    args.len() == 1 && args[0].data_type().is_numeric(),
+                    "needs one number",
+                )?;
+                args[0].data_type()
+            }
+            ScalarFunc::Round => {
+                need(
+                    !args.is_empty() && args.len() <= 2 && args[0].data_type().is_numeric(),
+                    "needs a number",
+                )?;
+                match args[0].data_type() {
+                    DataType::Decimal { precision, .. } => {
+                        let d = match args.get(1) {
+                            Some(PhysExpr::Literal {
+                                value: Value::Integer(d),
+                                ..
+                            }) => (*d).clamp(0, 38) as u8,
+                            None => 0,
+                            _ => {
+                                return Err(SqlError::unsupported(
+                                    "round with non-constant digits",
+                                    p,
+                                ))
+                            }
+                        };
+                        DataType::Decimal {
+                            precision: precision.max(d + 1),
+                            scale: d,
+                        }
+                    }
+                    t => t,
+                }
+            }
+            ScalarFunc::Coalesce => {
+                let mut t: Option<DataType> = None;
+                for a in &args {
+                    if is_null_literal(a) {
+                        continue;
+                    }
+                    t = Some(match t {
+                        None => a.data_type(),
+                        Some(x) => common_type(x, a.data_type()).ok_or_else(|| {
+                            SqlError::mismatch(
+                                format!(
+                                    "COALESCE types {x} and {} cannot be matched",
+                                    a.data_type()
+                                ),
+                                p,
+                            )
+                        })?,
+                    });
+                }
+                t.unwrap_or(DataType::Varchar(None))
+            }
+            _ => {
+                return Err(SqlError::Internal(format!(
+                    "{} is not callable by name",
+                    func.name()
+                )))
+            }
+        };
+        Ok(fold(PhysExpr::Func {
+            func,
+            args,
+            data_type: t,
+        }))
+    }
+
+    fn bind_function(
+        &mut self,
+        f: &ast::Function,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        let name = match f.name.0.last() {
+            Some(ast::ObjectNamePart::Identifier(i)) => norm(i),
+            _ => return Err(SqlError::Syntax(format!("bad function name {}", f.name))),
+        };
+        if f.over.is_some() {
+            return Err(SqlError::unsupported("window functions", p));
+        }
+        let (args, distinct, star) = match &f.args {
+            ast::FunctionArguments::None => (Vec::new(), false, false),
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(SqlError::unsupported("subquery as function argument", p))
+            }
+            ast::FunctionArguments::List(l) => {
+                let distinct = matches!(
+                    l.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                );
+                let mut star = false;
+                let mut args = Vec::new();
+                for a in &l.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                            args.push(e.clone())
+                        }
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        _ => {
+                            return Err(SqlError::unsupported(
+                                format!("argument form in {name}"),
+                                p,
+                            ))
+                        }
+                    }
+                }
+                (args, distinct, star)
+            }
+        };
+        if AGGREGATES.contains(&name.as_str()) {
+            if cx.agg.is_none() {
+                return Err(SqlError::InvalidValue {
+                    message: format!("aggregate functions are not allowed here ({name})"),
+                    pos: p,
+                });
+            }
+            if cx.in_aggregate {
+                return Err(SqlError::InvalidValue {
+                    message: "aggregate function calls cannot be nested".into(),
+                    pos: p,
+                });
+            }
+            cx.in_aggregate = true;
+            let agg = cx.agg.take();
+            let arg = if star {
+                None
+            } else {
+                if args.len() != 1 {
+                    cx.agg = agg;
+                    cx.in_aggregate = false;
+                    return Err(SqlError::mismatch(format!("{name} takes one argument"), p));
+                }
+                let r = self.bind_expr(&args[0], cx);
+                Some(r)
+            };
+            cx.agg = agg;
+            cx.in_aggregate = false;
+            let arg = arg.transpose()?;
+            let call = aggregate_call(&name, arg, distinct, p)?;
+            let ty = call.data_type;
+            let collector = cx
+                .agg
+                .as_mut()
+                .ok_or_else(|| SqlError::Internal("aggregate collector".into()))?;
+            if let Some((_, id)) = collector.aggs.iter().find(|(c, _)| *c == call) {
+                return Ok(col(*id, ty));
+            }
+            let id = self.cols.add(&name, ty);
+            collector.aggs.push((call, id));
+            return Ok(col(id, ty));
+        }
+        let bound = args
+            .iter()
+            .map(|a| self.bind_expr(a, cx))
+            .collect::<SqlResult<Vec<_>>>()?;
+        let func = match name.as_str() {
+            "coalesce" => ScalarFunc::Coalesce,
+            "abs" => ScalarFunc::Abs,
+            "round" => ScalarFunc::Round,
+            "upper" => ScalarFunc::Upper,
+            "lower" => ScalarFunc::Lower,
+            "length" | "char_length" => ScalarFunc::Length,
+            "substr" | "substring" => ScalarFunc::Substring,
+            "trim" => ScalarFunc::Trim,
+            "nullif" => {
+                if bound.len() != 2 {
+                    return Err(SqlError::mismatch("nullif takes two arguments", p));
+                }
+                let eq = self.comparison(BinaryOp::Eq, bound[0].clone(), bound[1].clone(), p)?;
+                let t = bound[0].data_type();
+                return Ok(PhysExpr::Case {
+                    whens: vec![(eq, PhysExpr::literal(Value::Null, t))],
+                    otherwise: Some(Box::new(bound[0].clone())),
+                    data_type: t,
+                });
+            }
+            _ => {
+                let suggestion = did_you_mean(&name, AGGREGATES.iter().chain(SCALARS).copied());
+                return Err(SqlError::UnknownFunction {
+                    name,
+                    pos: p,
+                    suggestion,
+                });
+            }
+        };
+        let bound = if func == ScalarFunc::Coalesce {
+            let call = self.scalar_call(func, bound.clone(), p)?;
+            let t = call.data_type();
+            let args = bound
+                .into_iter()
+                .map(|a| coerce(a, t, p))
+                .collect::<SqlResult<Vec<_>>>()?;
+            return Ok(fold(PhysExpr::Func {
+                func,
+                args,
+                data_type: t,
+            }));
+        } else {
+            bound
+        };
+        self.scalar_call(func, bound, p)
+    }
+}
+
+/// The aggregate call for `name(arg)` with its result type.
+fn aggregate_call(name: &str, arg: Option<PhysExpr>, distinct: bool, p: Pos) -> SqlResult<AggCall> {
+    let at = arg.as_ref().map(|a| a.data_type());
+    let (func, data_type) = match (name, at) {
+        ("count", None) => (AggFunc::CountStar, DataType::BigInt),
+        ("count", Some(_)) => (AggFunc::Count, DataType::BigInt),
+        ("sum", Some(t)) if t.is_numeric() => (
+            AggFunc::Sum,
+            match t {
+                DataType::Integer => DataType::BigInt,
+                DataType::BigInt => DataType::Decimal {
+                    precision: 38,
+                    scale: 0,
+                },
+                DataType::Double => DataType::Double,
+                DataType::Decimal { scale, .. } => DataType::Decimal {
+                    precision: 38,
+                    scale,
+                },
+                _ => t,
+            },
+        ),
+        ("avg", Some(t)) if t.is_numeric() => (
+            AggFunc::Avg,
+            match t {
+                DataType::Double => DataType::Double,
+                DataType::Decimal { scale, .. } => DataType::Decimal {
+                    precision: 38,
+                    scale: scale.max(DIV_SCALE),
+                },
+                _ => DataType::Decimal {
+                    precision: 38,
+                    scale: DIV_SCALE,
+                },
+            },
+        ),
+        ("min", Some(t)) => (AggFunc::Min, t),
+        ("max", Some(t)) => (AggFunc::Max, t),
+        (n, Some(t)) => {
+            return Err(SqlError::mismatch(
+                format!("function {n}({t}) does not exist"),
+                p,
+            ))
+        }
+        (n, None) => {
+            return Err(SqlError::mismatch(
+                format!("function {n}(*) does not exist"),
+                p,
+            ))
+        }
+    };
+    Ok(AggCall {
+        func,
+        arg,
+        distinct,
+        data_type,
+    })
+}
+
+/// Prefix of the placeholder literal standing for `$n` while a statement is described.
+const PARAM_MARK: &str = "\u{0}$";
+
+/// The parameter number a describe-time placeholder stands for.
+fn param_marker(e: &PhysExpr) -> Option<usize> {
+    match e {
+        PhysExpr::Literal {
+            value: Value::Text(t),
+            ..
+        } => t.strip_prefix(PARAM_MARK)?.parse().ok(),
+        _ => None,
+    }
+}
+
+/// A parameter value as a literal of its own type.
+fn param_literal(v: Value, _n: usize) -> PhysExpr {
+    let t = match &v {
+        Value::Null | Value::Text(_) => DataType::Varchar(None),
+        Value::Boolean(_) => DataType::Boolean,
+        Value::Integer(_) => DataType::Integer,
+        Value::BigInt(_) => DataType::BigInt,
+        Value::Double(_) => DataType::Double,
+        Value::Decimal(x, s) => DataType::Decimal {
+            precision: (x.unsigned_abs().to_string().len() as u8)
+                .max(*s + 1)
+                .min(38),
+            scale: *s,
+        },
+        Value::Date(_) => DataType::Date,
+    };
+    PhysExpr::literal(v, t)
+}

@@ -1,0 +1,239 @@
+//! The binder: resolves names against the catalog and scopes, types every
+//! expression, and builds the logical plan of a query. Subqueries are planned here
+//! too, directly as joins (semi/anti/mark/single), decorrelated by pulling their
+//! correlated predicates up into the join condition (see `subquery`).
+
+mod expr;
+mod query;
+mod subquery;
+pub mod types;
+
+use std::collections::HashMap;
+
+use kura_common::{DataType, Value};
+use kura_exec::AggCall;
+use sqlparser::ast;
+
+use crate::catalog::CatalogProvider;
+use crate::error::{did_you_mean, Pos, SqlError, SqlResult};
+use crate::logical::{ColId, Columns, Logical};
+
+/// One column visible in a scope.
+#[derive(Debug, Clone)]
+pub struct ScopeCol {
+    pub qualifier: Option<String>,
+    pub name: String,
+    pub id: ColId,
+    pub ty: DataType,
+}
+
+/// The columns a FROM clause makes visible.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub cols: Vec<ScopeCol>,
+}
+
+impl Scope {
+    fn lookup(&self, qualifier: Option<&str>, name: &str) -> Vec<&ScopeCol> {
+        self.cols
+            .iter()
+            .filter(|c| {
+                c.name == name && qualifier.is_none_or(|q| c.qualifier.as_deref() == Some(q))
+            })
+            .collect()
+    }
+}
+
+/// A bound query: its plan and its named output columns.
+pub struct BoundQuery {
+    pub plan: Logical,
+    pub out: Vec<(String, ColId)>,
+}
+
+/// Parameter values (`$1`…) or, while describing, their inferred types.
+#[derive(Debug, Default, Clone)]
+pub struct Params {
+    pub values: Option<Vec<Value>>,
+    pub types: Vec<Option<DataType>>,
+}
+
+/// Aggregates found while binding an aggregating SELECT.
+#[derive(Default)]
+pub struct AggCollector {
+    pub aggs: Vec<(AggCall, ColId)>,
+}
+
+/// A subquery join waiting to be attached on top of the plan its expression reads.
+pub struct Pending {
+    pub join_type: kura_exec::JoinType,
+    pub plan: Logical,
+    pub on: Vec<kura_exec::expr::PhysExpr>,
+    pub mark: Option<ColId>,
+}
+
+/// Binds statements of one query.
+pub struct Binder<'a> {
+    pub catalog: &'a dyn CatalogProvider,
+    pub cols: Columns,
+    pub params: Params,
+    ctes: Vec<HashMap<String, ast::Cte>>,
+    depth: usize,
+    /// COUNT aggregates that decorrelation turned into per-key groups: a key
+    /// without rows yields no group, so the outer side must read NULL as 0.
+    count_ids: std::collections::HashSet<ColId>,
+}
+
+/// Lower-cases unquoted identifiers (PostgreSQL folding).
+pub fn norm(id: &ast::Ident) -> String {
+    if id.quote_style.is_some() {
+        id.value.clone()
+    } else {
+        id.value.to_lowercase()
+    }
+}
+
+pub fn pos_of(id: &ast::Ident) -> Pos {
+    Pos::from_span(id.span)
+}
+
+fn object_name(name: &ast::ObjectName) -> SqlResult<(String, Pos)> {
+    match name.0.last() {
+        Some(ast::ObjectNamePart::Identifier(id)) => Ok((norm(id), pos_of(id))),
+        _ => Err(SqlError::Syntax(format!("invalid name {name}"))),
+    }
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a dyn CatalogProvider, params: Params) -> Binder<'a> {
+        Binder {
+            catalog,
+            cols: Columns::default(),
+            params,
+            ctes: Vec::new(),
+            depth: 0,
+            count_ids: Default::default(),
+        }
+    }
+
+    /// Binds a relation name used in FROM: a CTE, a view or a table.
+    fn bind_relation(
+        &mut self,
+        name: &ast::ObjectName,
+        alias: Option<&ast::TableAlias>,
+    ) -> SqlResult<(Logical, Scope)> {
+        let (rel, pos) = object_name(name)?;
+        let qualifier = alias.map_or(rel.clone(), |a| norm(&a.name));
+        let cte = self.ctes.iter().rev().find_map(|m| m.get(&rel)).cloned();
+        if let Some(cte) = cte {
+            // Inlined per reference so each use gets its own column ids.
+            let saved = self.ctes.clone();
+            let level = self
+                .ctes
+                .iter()
+                .rposition(|m| m.contains_key(&rel))
+                .unwrap_or(0);
+            self.ctes.truncate(level);
+            let q = self.bind_query(&cte.query, &[]);
+            self.ctes = saved;
+            let q = q?;
+            let names: Vec<String> = cte.alias.columns.iter().map(|c| norm(&c.name)).collect();
+            return self.derived_scope(q, &qualifier, &names, alias);
+        }
+        if let Some(view) = self.catalog.view(&rel) {
+            if self.depth > 16 {
+                return Err(SqlError::unsupported(
+                    format!("view nesting deeper than 16 at {rel}"),
+                    pos,
+                ));
+            }
+            let stmts = sqlparser::parser::Parser::parse_sql(
+                &sqlparser::dialect::PostgreSqlDialect {},
+                &view.sql,
+            )
+            .map_err(|e| SqlError::Syntax(format!("in view {rel}: {e}")))?;
+            let Some(ast::Statement::Query(q)) = stmts.first() else {
+                return Err(SqlError::Internal(format!("view {rel} is not a query")));
+            };
+            self.depth += 1;
+            let saved = std::mem::take(&mut self.ctes);
+            let bound = self.bind_query(q, &[]);
+            self.ctes = saved;
+            self.depth -= 1;
+            return self.derived_scope(bound?, &qualifier, &view.columns, alias);
+        }
+        let Some(table) = self.catalog.table(&rel) else {
+            let mut names = self.catalog.relation_names();
+            names.extend(self.ctes.iter().flat_map(|m| m.keys().cloned()));
+            let suggestion = did_you_mean(&rel, names.iter().map(|s| s.as_str()));
+            return Err(SqlError::UnknownTable {
+                name: rel,
+                pos,
+                suggestion,
+            });
+        };
+        let renames: Vec<String> = alias.map_or(Vec::new(), |a| {
+            a.columns.iter().map(|c| norm(&c.name)).collect()
+        });
+        let mut cols = Vec::new();
+        let mut scope = Scope::default();
+        for (i, c) in table.columns().iter().enumerate() {
+            let name = renames
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| c.name.to_lowercase());
+            let id = self.cols.add(&name, c.data_type);
+            cols.push((i, id));
+            scope.cols.push(ScopeCol {
+                qualifier: Some(qualifier.clone()),
+                name,
+                id,
+                ty: c.data_type,
+            });
+        }
+        Ok((
+            Logical::Scan {
+                table,
+                cols,
+                filters: Vec::new(),
+            },
+            scope,
+        ))
+    }
+
+    /// Scope of a derived table (subquery, CTE or view) with optional column renames.
+    fn derived_scope(
+        &mut self,
+        q: BoundQuery,
+        qualifier: &str,
+        names: &[String],
+        alias: Option<&ast::TableAlias>,
+    ) -> SqlResult<(Logical, Scope)> {
+        let alias_names: Vec<String> = alias.map_or(Vec::new(), |a| {
+            a.columns.iter().map(|c| norm(&c.name)).collect()
+        });
+        let mut scope = Scope::default();
+        for (i, (name, id)) in q.out.iter().enumerate() {
+            let n = alias_names
+                .get(i)
+                .or(names.get(i))
+                .cloned()
+                .unwrap_or_else(|| name.clone());
+            scope.cols.push(ScopeCol {
+                qualifier: Some(qualifier.to_string()),
+                name: n,
+                id: *id,
+                ty: self.cols.ty(*id),
+            });
+        }
+        Ok((q.plan, scope))
+    }
+
+    /// Parameter types inferred so far (`$n` never typed defaults to text).
+    pub fn param_types(&self) -> Vec<DataType> {
+        self.params
+            .types
+            .iter()
+            .map(|t| t.unwrap_or(DataType::Varchar(None)))
+            .collect()
+    }
+}

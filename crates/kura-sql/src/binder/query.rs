@@ -1,0 +1,879 @@
+//! Binding of queries: WITH, set operations, SELECT (FROM, WHERE, GROUP BY, HAVING,
+//! DISTINCT, the select list), ORDER BY, LIMIT and OFFSET.
+
+use std::collections::{HashMap, HashSet};
+
+use kura_common::{DataType, Value};
+use kura_exec::expr::PhysExpr;
+use kura_exec::JoinType;
+use sqlparser::ast::{self, Spanned};
+
+use super::expr::ExprCtx;
+use super::types::{coerce, common_type};
+use super::{norm, AggCollector, Binder, BoundQuery, Scope, ScopeCol};
+use crate::error::{Pos, SqlError, SqlResult};
+use crate::logical::{col, conjunction, refs_of, replace_subexprs, ColId, LSortKey, Logical};
+
+fn span_pos(e: &impl Spanned) -> Pos {
+    Pos::from_span(e.span())
+}
+
+/// Splits `a AND b AND …` at the AST level.
+fn ast_conjuncts<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Expr>) {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            ast_conjuncts(left, out);
+            ast_conjuncts(right, out);
+        }
+        ast::Expr::Nested(inner)
+            if matches!(
+                **inner,
+                ast::Expr::BinaryOp {
+                    op: ast::BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
+            ast_conjuncts(inner, out)
+        }
+        e => out.push(e),
+    }
+}
+
+/// Output name of a select item without alias (PostgreSQL's rules, simplified).
+fn derived_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(id) => norm(id),
+        ast::Expr::CompoundIdentifier(ids) => ids.last().map_or("?column?".into(), norm),
+        ast::Expr::Function(f) => f.name.0.last().map_or("?column?".into(), |p| match p {
+            ast::ObjectNamePart::Identifier(i) => norm(i),
+            _ => "?column?".into(),
+        }),
+        ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => derived_name(expr),
+        ast::Expr::Extract { field, .. } => match field {
+            ast::DateTimeField::Year => "extract".into(),
+            _ => "extract".into(),
+        },
+        ast::Expr::Substring { .. } => "substring".into(),
+        ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Exists { .. } => "exists".into(),
+        _ => "?column?".into(),
+    }
+}
+
+fn const_usize(e: &ast::Expr, what: &str) -> SqlResult<usize> {
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse::<usize>().map_err(|_| SqlError::InvalidValue {
+                message: format!("{what} must be a non-negative integer"),
+                pos: span_pos(e),
+            }),
+            ast::Value::Null => Ok(usize::MAX),
+            _ => Err(SqlError::InvalidValue {
+                message: format!("{what} must be an integer"),
+                pos: span_pos(e),
+            }),
+        },
+        _ => Err(SqlError::unsupported(
+            format!("non-constant {what}"),
+            span_pos(e),
+        )),
+    }
+}
+
+impl Binder<'_> {
+    pub fn bind_query(&mut self, q: &ast::Query, outer: &[Scope]) -> SqlResult<BoundQuery> {
+        let pushed = if let Some(with) = &q.with {
+            if with.recursive {
+                return Err(SqlError::unsupported("WITH RECURSIVE", span_pos(q)));
+            }
+            let mut m = HashMap::new();
+            for c in &with.cte_tables {
+                m.insert(norm(&c.alias.name), c.clone());
+            }
+            self.ctes.push(m);
+            true
+        } else {
+            false
+        };
+        let r = self.bind_query_body(q, outer);
+        if pushed {
+            self.ctes.pop();
+        }
+        r
+    }
+
+    fn bind_query_body(&mut self, q: &ast::Query, outer: &[Scope]) -> SqlResult<BoundQuery> {
+        let order: Vec<ast::OrderByExpr> = match &q.order_by {
+            Some(ast::OrderBy {
+                kind: ast::OrderByKind::Expressions(v),
+                ..
+            }) => v.clone(),
+            Some(_) => return Err(SqlError::unsupported("ORDER BY ALL", span_pos(q))),
+            None => Vec::new(),
+        };
+        let (limit, offset) = match &q.limit_clause {
+            None => (None, 0),
+            Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (
+                limit
+                    .as_ref()
+                    .map(|l| const_usize(l, "LIMIT"))
+                    .transpose()?
+                    .filter(|l| *l != usize::MAX),
+                offset
+                    .as_ref()
+                    .map(|o| const_usize(&o.value, "OFFSET"))
+                    .transpose()?
+                    .unwrap_or(0),
+            ),
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
+                Some(const_usize(limit, "LIMIT")?),
+                const_usize(offset, "OFFSET")?,
+            ),
+        };
+        let top_k = limit.map(|l| l.saturating_add(offset));
+        let mut bound = match &*q.body {
+            ast::SetExpr::Select(s) => self.bind_select(s, &order, top_k, outer)?,
+            body => {
+                let b = self.bind_set_expr(body, outer)?;
+                if order.is_empty() {
+                    b
+                } else {
+                    self.order_output(b, &order, top_k)?
+                }
+            }
+        };
+        if limit.is_some() || offset > 0 {
+            bound.plan = Logical::Limit {
+                input: Box::new(bound.plan),
+                offset,
+                limit,
+            };
+        }
+        Ok(bound)
+    }
+
+    fn bind_set_expr(&mut self, body: &ast::SetExpr, outer: &[Scope]) -> SqlResult<BoundQuery> {
+        match body {
+            ast::SetExpr::Select(s) => self.bind_select(s, &[], None, outer),
+            ast::SetExpr::Query(q) => self.bind_query(q, outer),
+            ast::SetExpr::Values(v) => self.bind_values(v),
+            ast::SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => {
+                let l = self.bind_set_expr(left, outer)?;
+                let r = self.bind_set_expr(right, outer)?;
+                if *op != ast::SetOperator::Union {
+                    return Err(SqlError::unsupported(format!("{op}"), Pos::default()));
+                }
+                if l.out.len() != r.out.len() {
+                    return Err(SqlError::mismatch(
+                        "each UNION query must have the same number of columns",
+                        Pos::default(),
+                    ));
+                }
+                let mut out = Vec::new();
+                let mut inputs = Vec::new();
+                let mut types = Vec::new();
+                for ((ln, li), (_, ri)) in l.out.iter().zip(&r.out) {
+                    let t = common_type(self.cols.ty(*li), self.cols.ty(*ri)).ok_or_else(|| {
+                        SqlError::mismatch(
+                            format!(
+                                "UNION types {} and {} cannot be matched",
+                                self.cols.ty(*li),
+                                self.cols.ty(*ri)
+                            ),
+                            Pos::default(),
+                        )
+                    })?;
+                    types.push(t);
+                    out.push((ln.clone(), self.cols.add(ln, t)));
+                }
+                for side in [l, r] {
+                    let exprs = side
+                        .out
+                        .iter()
+                        .zip(&types)
+                        .map(|((n, id), t)| {
+                            let e = coerce(col(*id, self.cols.ty(*id)), *t, Pos::default())?;
+                            Ok((e, self.cols.add(n, *t)))
+                        })
+                        .collect::<SqlResult<Vec<_>>>()?;
+                    let ids = exprs.iter().map(|e| e.1).collect();
+                    inputs.push((
+                        Logical::Project {
+                            input: Box::new(side.plan),
+                            exprs,
+                        },
+                        ids,
+                    ));
+                }
+                let cols: Vec<ColId> = out.iter().map(|o| o.1).collect();
+                let mut plan = Logical::Union {
+                    inputs,
+                    cols: cols.clone(),
+                };
+                if matches!(
+                    set_quantifier,
+                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None
+                ) {
+                    let group = cols.iter().map(|&c| (col(c, self.cols.ty(c)), c)).collect();
+                    plan = Logical::Aggregate {
+                        input: Box::new(plan),
+                        group,
+                        aggs: Vec::new(),
+                    };
+                }
+                Ok(BoundQuery { plan, out })
+            }
+            other => Err(SqlError::unsupported(
+                format!("query form {other}"),
+                Pos::default(),
+            )),
+        }
+    }
+
+    fn bind_values(&mut self, v: &ast::Values) -> SqlResult<BoundQuery> {
+        let scope = Scope::default();
+        let mut rows: Vec<Vec<PhysExpr>> = Vec::new();
+        for r in &v.rows {
+            let mut cx = ExprCtx::new(&scope, &[]);
+            let row = r
+                .content
+                .iter()
+                .map(|e| self.bind_expr(e, &mut cx))
+                .collect::<SqlResult<Vec<_>>>()?;
+            rows.push(row);
+        }
+        let width = rows.first().map_or(0, |r| r.len());
+        if rows.iter().any(|r| r.len() != width) {
+            return Err(SqlError::mismatch(
+                "VALUES lists must all be the same length",
+                Pos::default(),
+            ));
+        }
+        let mut types = Vec::new();
+        for c in 0..width {
+            let mut t: Option<DataType> = None;
+            for r in &rows {
+                if super::types::is_null_literal(&r[c]) {
+                    continue;
+                }
+                let rt = r[c].data_type();
+                t = Some(match t {
+                    None => rt,
+                    Some(x) => common_type(x, rt).ok_or_else(|| {
+                        SqlError::mismatch(
+                            format!("VALUES types {x} and {rt} cannot be matched"),
+                            Pos::default(),
+                        )
+                    })?,
+                });
+            }
+            types.push(t.unwrap_or(DataType::Varchar(None)));
+        }
+        let mut values = Vec::new();
+        for r in rows {
+            let mut vals = Vec::new();
+            for (e, t) in r.into_iter().zip(&types) {
+                match super::types::fold(coerce(e, *t, Pos::default())?) {
+                    PhysExpr::Literal { value, .. } => vals.push(value),
+                    _ => {
+                        return Err(SqlError::unsupported(
+                            "non-constant expressions in VALUES",
+                            Pos::default(),
+                        ))
+                    }
+                }
+            }
+            values.push(vals);
+        }
+        let out: Vec<(String, ColId)> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let n = format!("column{}", i + 1);
+                (n.clone(), self.cols.add(&n, *t))
+            })
+            .collect();
+        Ok(BoundQuery {
+            plan: Logical::Values {
+                rows: values,
+                cols: out.iter().map(|o| o.1).collect(),
+            },
+            out,
+        })
+    }
+
+    /// ORDER BY over the output columns of a set operation.
+    fn order_output(
+        &mut self,
+        b: BoundQuery,
+        order: &[ast::OrderByExpr],
+        limit: Option<usize>,
+    ) -> SqlResult<BoundQuery> {
+        let scope = Scope {
+            cols: b
+                .out
+                .iter()
+                .map(|(n, id)| ScopeCol {
+                    qualifier: None,
+                    name: n.clone(),
+                    id: *id,
+                    ty: self.cols.ty(*id),
+                })
+                .collect(),
+        };
+        let mut keys = Vec::new();
+        for o in order {
+            let expr = match &o.expr {
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                    let k = const_usize(&o.expr, "ORDER BY position")?;
+                    let (_, id) =
+                        b.out
+                            .get(k.wrapping_sub(1))
+                            .ok_or_else(|| SqlError::InvalidValue {
+                                message: format!("ORDER BY position {k} is not in select list"),
+                                pos: span_pos(&o.expr),
+                            })?;
+                    col(*id, self.cols.ty(*id))
+                }
+                e => {
+                    let mut cx = ExprCtx::new(&scope, &[]);
+                    self.bind_expr(e, &mut cx)?
+                }
+            };
+            keys.push(sort_key(expr, &o.options));
+        }
+        Ok(BoundQuery {
+            plan: Logical::Sort {
+                input: Box::new(b.plan),
+                keys,
+                limit,
+            },
+            out: b.out,
+        })
+    }
+
+    /// FROM: a cross product of its items, each possibly with joins.
+    fn bind_from(
+        &mut self,
+        from: &[ast::TableWithJoins],
+        outer: &[Scope],
+    ) -> SqlResult<(Logical, Scope)> {
+        let mut acc: Option<(Logical, Scope)> = None;
+        for twj in from {
+            let (mut plan, mut scope) = self.bind_factor(&twj.relation, outer)?;
+            for j in &twj.joins {
+                let (rplan, rscope) = self.bind_factor(&j.relation, outer)?;
+                let (jt, constraint, swap) = match &j.join_operator {
+                    ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => {
+                        (JoinType::Inner, Some(c), false)
+                    }
+                    ast::JoinOperator::CrossJoin(_) => (JoinType::Inner, None, false),
+                    ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => {
+                        (JoinType::Left, Some(c), false)
+                    }
+                    ast::JoinOperator::Right(c) | ast::JoinOperator::RightOuter(c) => {
+                        (JoinType::Left, Some(c), true)
+                    }
+                    other => {
+                        return Err(SqlError::unsupported(
+                            format!("join type {other:?}")
+                                .chars()
+                                .take(40)
+                                .collect::<String>(),
+                            span_pos(&j.relation),
+                        ))
+                    }
+                };
+                let mut merged = scope.clone();
+                merged.cols.extend(rscope.cols.clone());
+                let on = match constraint {
+                    None | Some(ast::JoinConstraint::None) => Vec::new(),
+                    Some(ast::JoinConstraint::On(e)) => {
+                        let mut cx = ExprCtx::new(&merged, outer);
+                        let b = self.bind_expr(e, &mut cx)?;
+                        if !cx.pending.is_empty() {
+                            return Err(SqlError::unsupported(
+                                "subqueries in JOIN ... ON",
+                                span_pos(e),
+                            ));
+                        }
+                        let mut v = Vec::new();
+                        crate::logical::conjuncts(self.check_bool(b, span_pos(e))?, &mut v);
+                        v
+                    }
+                    Some(ast::JoinConstraint::Using(names)) => {
+                        let mut v = Vec::new();
+                        for n in names {
+                            let (name, pos) = match n.0.last() {
+                                Some(ast::ObjectNamePart::Identifier(i)) => {
+                                    (norm(i), super::pos_of(i))
+                                }
+                                _ => return Err(SqlError::Syntax("bad USING column".into())),
+                            };
+                            let l = scope.lookup(None, &name);
+                            let r = rscope.lookup(None, &name);
+                            let (Some(l), Some(r)) = (l.first(), r.first()) else {
+                                return Err(SqlError::UnknownColumn {
+                                    name,
+                                    pos,
+                                    suggestion: None,
+                                });
+                            };
+                            v.push(self.comparison(
+                                kura_exec::expr::BinaryOp::Eq,
+                                col(l.id, l.ty),
+                                col(r.id, r.ty),
+                                pos,
+                            )?);
+                        }
+                        v
+                    }
+                    Some(ast::JoinConstraint::Natural) => {
+                        return Err(SqlError::unsupported("NATURAL JOIN", span_pos(&j.relation)))
+                    }
+                };
+                plan = if swap {
+                    Logical::Join {
+                        join_type: jt,
+                        left: Box::new(rplan),
+                        right: Box::new(plan),
+                        on,
+                        mark: None,
+                    }
+                } else {
+                    Logical::Join {
+                        join_type: jt,
+                        left: Box::new(plan),
+                        right: Box::new(rplan),
+                        on,
+                        mark: None,
+                    }
+                };
+                scope = merged;
+            }
+            acc = Some(match acc {
+                None => (plan, scope),
+                Some((p, mut s)) => {
+                    s.cols.extend(scope.cols);
+                    (
+                        Logical::Join {
+                            join_type: JoinType::Inner,
+                            left: Box::new(p),
+                            right: Box::new(plan),
+                            on: Vec::new(),
+                            mark: None,
+                        },
+                        s,
+                    )
+                }
+            });
+        }
+        Ok(acc.unwrap_or_else(|| {
+            (
+                Logical::Values {
+                    rows: vec![vec![]],
+                    cols: Vec::new(),
+                },
+                Scope::default(),
+            )
+        }))
+    }
+
+    fn bind_factor(
+        &mut self,
+        f: &ast::TableFactor,
+        outer: &[Scope],
+    ) -> SqlResult<(Logical, Scope)> {
+        match f {
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } => self.bind_relation(name, alias.as_ref()),
+            ast::TableFactor::Derived {
+                subquery,
+                alias,
+                lateral: false,
+                ..
+            } => {
+                let q = self.bind_query(subquery, outer)?;
+                let qualifier = alias.as_ref().map_or(String::new(), |a| norm(&a.name));
+                self.derived_scope(q, &qualifier, &[], alias.as_ref())
+            }
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias,
+            } => {
+                let (p, mut s) = self.bind_from(std::slice::from_ref(table_with_joins), outer)?;
+                if let Some(a) = alias {
+                    for c in &mut s.cols {
+                        c.qualifier = Some(norm(&a.name));
+                    }
+                }
+                Ok((p, s))
+            }
+            other => Err(SqlError::unsupported(
+                format!("FROM item {other}"),
+                span_pos(other),
+            )),
+        }
+    }
+
+    pub(super) fn check_bool(&self, e: PhysExpr, pos: Pos) -> SqlResult<PhysExpr> {
+        if e.data_type() != DataType::Boolean && !super::types::is_null_literal(&e) {
+            return Err(SqlError::mismatch(
+                format!(
+                    "argument of WHERE/ON/HAVING must be type boolean, not type {}",
+                    e.data_type()
+                ),
+                pos,
+            ));
+        }
+        coerce(e, DataType::Boolean, pos)
+    }
+
+    fn bind_select(
+        &mut self,
+        s: &ast::Select,
+        order: &[ast::OrderByExpr],
+        top_k: Option<usize>,
+        outer: &[Scope],
+    ) -> SqlResult<BoundQuery> {
+        let (mut plan, scope) = self.bind_from(&s.from, outer)?;
+
+        // WHERE: subquery predicates become semi/anti joins, the rest one filter.
+        if let Some(w) = &s.selection {
+            let mut parts = Vec::new();
+            ast_conjuncts(w, &mut parts);
+            let mut filters = Vec::new();
+            let mut cx = ExprCtx::new(&scope, outer);
+            for p in parts {
+                if let Some(joined) = self.try_subquery_conjunct(p, plan.clone(), &scope, outer)? {
+                    plan = joined;
+                    continue;
+                }
+                let e = self.bind_expr(p, &mut cx)?;
+                filters.push(self.check_bool(e, span_pos(p))?);
+            }
+            plan = self.attach_pending(plan, std::mem::take(&mut cx.pending));
+            if let Some(f) = conjunction(filters) {
+                plan = Logical::Filter {
+                    input: Box::new(plan),
+                    predicate: f,
+                };
+            }
+        }
+
+        // Select list, HAVING and ORDER BY are bound collecting aggregates.
+        let mut cx = ExprCtx::new(&scope, outer);
+        cx.agg = Some(AggCollector::default());
+        let mut items: Vec<(String, PhysExpr, Pos)> = Vec::new();
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let b = self.bind_expr(e, &mut cx)?;
+                    items.push((derived_name(e), b, span_pos(e)));
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    let b = self.bind_expr(expr, &mut cx)?;
+                    items.push((norm(alias), b, span_pos(expr)));
+                }
+                ast::SelectItem::Wildcard(_) => {
+                    if scope.cols.is_empty() {
+                        return Err(SqlError::Syntax(
+                            "SELECT * with no tables specified is not valid".into(),
+                        ));
+                    }
+                    for c in &scope.cols {
+                        items.push((c.name.clone(), col(c.id, c.ty), Pos::default()));
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(kind, _) => {
+                    let q = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            super::object_name(n)?.0
+                        }
+                        _ => return Err(SqlError::unsupported("expression.*", Pos::default())),
+                    };
+                    let cols: Vec<&ScopeCol> = scope
+                        .cols
+                        .iter()
+                        .filter(|c| c.qualifier.as_deref() == Some(q.as_str()))
+                        .collect();
+                    if cols.is_empty() {
+                        return Err(SqlError::UnknownTable {
+                            name: q,
+                            pos: Pos::default(),
+                            suggestion: None,
+                        });
+                    }
+                    for c in cols {
+                        items.push((c.name.clone(), col(c.id, c.ty), Pos::default()));
+                    }
+                }
+                other => {
+                    return Err(SqlError::unsupported(
+                        format!("select item {other}"),
+                        Pos::default(),
+                    ))
+                }
+            }
+        }
+        let group_asts: Vec<&ast::Expr> = match &s.group_by {
+            ast::GroupByExpr::Expressions(v, _) => v.iter().collect(),
+            ast::GroupByExpr::All(_) => {
+                return Err(SqlError::unsupported("GROUP BY ALL", Pos::default()))
+            }
+        };
+        let having = match &s.having {
+            Some(h) => {
+                let e = self.bind_expr(h, &mut cx)?;
+                Some(self.check_bool(e, span_pos(h))?)
+            }
+            None => None,
+        };
+        // ORDER BY keys: select-list positions, output names, or expressions.
+        enum OrderRef {
+            Item(usize),
+            Expr(PhysExpr),
+        }
+        let mut order_refs = Vec::new();
+        for o in order {
+            let r = match &o.expr {
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                    let k = const_usize(&o.expr, "ORDER BY position")?;
+                    if k == 0 || k > items.len() {
+                        return Err(SqlError::InvalidValue {
+                            message: format!("ORDER BY position {k} is not in select list"),
+                            pos: span_pos(&o.expr),
+                        });
+                    }
+                    OrderRef::Item(k - 1)
+                }
+                ast::Expr::Identifier(id) if items.iter().any(|i| i.0 == norm(id)) => {
+                    OrderRef::Item(items.iter().position(|i| i.0 == norm(id)).unwrap_or(0))
+                }
+                e => {
+                    let b = self.bind_expr(e, &mut cx)?;
+                    match items.iter().position(|i| i.1 == b) {
+                        Some(k) => OrderRef::Item(k),
+                        None => OrderRef::Expr(b),
+                    }
+                }
+            };
+            order_refs.push((r, &o.options));
+        }
+
+        let collector = cx.agg.take().unwrap_or_default();
+        let pending = std::mem::take(&mut cx.pending);
+        let aggregating = !collector.aggs.is_empty() || !group_asts.is_empty() || having.is_some();
+        let mut having = having;
+        if aggregating {
+            // GROUP BY expressions: positions, output names, or expressions over FROM.
+            let mut gcx = ExprCtx::new(&scope, outer);
+            let mut group: Vec<(PhysExpr, ColId)> = Vec::new();
+            for g in &group_asts {
+                let e = match g {
+                    ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                        let k = const_usize(g, "GROUP BY position")?;
+                        items
+                            .get(k.wrapping_sub(1))
+                            .map(|i| i.1.clone())
+                            .ok_or_else(|| SqlError::InvalidValue {
+                                message: format!("GROUP BY position {k} is not in select list"),
+                                pos: span_pos(*g),
+                            })?
+                    }
+                    ast::Expr::Identifier(id)
+                        if scope.lookup(None, &norm(id)).is_empty()
+                            && items.iter().any(|i| i.0 == norm(id)) =>
+                    {
+                        items
+                            .iter()
+                            .find(|i| i.0 == norm(id))
+                            .map(|i| i.1.clone())
+                            .unwrap_or_else(|| col(0, DataType::Integer))
+                    }
+                    e => self.bind_expr(e, &mut gcx)?,
+                };
+                if group.iter().any(|(x, _)| *x == e) {
+                    continue;
+                }
+                let id = match &e {
+                    PhysExpr::Column { index, .. } => *index,
+                    _ => self.cols.add(&e.to_string(), e.data_type()),
+                };
+                group.push((e, id));
+            }
+            if !gcx.pending.is_empty() {
+                return Err(SqlError::unsupported(
+                    "subqueries in GROUP BY",
+                    Pos::default(),
+                ));
+            }
+            let mut valid: HashSet<ColId> = group.iter().map(|g| g.1).collect();
+            valid.extend(collector.aggs.iter().map(|a| a.1));
+            let outer_ids: HashSet<ColId> = outer
+                .iter()
+                .flat_map(|s| s.cols.iter().map(|c| c.id))
+                .collect();
+            valid.extend(&outer_ids);
+            for p in &pending {
+                valid.extend(p.plan.output());
+                valid.extend(p.mark);
+            }
+            let replaceable: Vec<(PhysExpr, ColId)> = group
+                .iter()
+                .filter(|(e, _)| !matches!(e, PhysExpr::Column { .. }))
+                .cloned()
+                .collect();
+            let fix = |b: &Binder, e: &PhysExpr, pos: Pos| -> SqlResult<PhysExpr> {
+                let e = replace_subexprs(e, &replaceable);
+                if let Some(bad) = refs_of(&e).into_iter().find(|c| !valid.contains(c)) {
+                    return Err(SqlError::NotGrouped {
+                        name: b.cols.name(bad).to_string(),
+                        pos,
+                    });
+                }
+                Ok(e)
+            };
+            for it in items.iter_mut() {
+                it.1 = fix(self, &it.1, it.2)?;
+            }
+            if let Some(h) = having.take() {
+                having = Some(fix(self, &h, Pos::default())?);
+            }
+            for (r, _) in order_refs.iter_mut() {
+                if let OrderRef::Expr(e) = r {
+                    *e = fix(self, e, Pos::default())?;
+                }
+            }
+            plan = Logical::Aggregate {
+                input: Box::new(plan),
+                group,
+                aggs: collector.aggs,
+            };
+        }
+        plan = self.attach_pending(plan, pending);
+        if let Some(h) = having {
+            plan = Logical::Filter {
+                input: Box::new(plan),
+                predicate: h,
+            };
+        }
+
+        // Projection (with hidden ORDER BY columns), DISTINCT, ORDER BY.
+        let mut exprs: Vec<(PhysExpr, ColId)> = Vec::new();
+        let mut out = Vec::new();
+        for (name, e, _) in &items {
+            let id = self.cols.add(name, e.data_type());
+            exprs.push((e.clone(), id));
+            out.push((name.clone(), id));
+        }
+        let mut keys = Vec::new();
+        let mut hidden = false;
+        for (r, opts) in order_refs {
+            let e = match r {
+                OrderRef::Item(k) => col(exprs[k].1, exprs[k].0.data_type()),
+                OrderRef::Expr(e) => {
+                    if s.distinct.is_some() {
+                        return Err(SqlError::InvalidValue {
+                            message: "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
+                            pos: Pos::default(),
+                        });
+                    }
+                    hidden = true;
+                    let id = self.cols.add("?order?", e.data_type());
+                    exprs.push((e.clone(), id));
+                    col(id, e.data_type())
+                }
+            };
+            keys.push(sort_key(e, opts));
+        }
+        plan = Logical::Project {
+            input: Box::new(plan),
+            exprs,
+        };
+        match &s.distinct {
+            None | Some(ast::Distinct::All) => {}
+            Some(ast::Distinct::Distinct) => {
+                let group = out
+                    .iter()
+                    .map(|(_, id)| (col(*id, self.cols.ty(*id)), *id))
+                    .collect();
+                plan = Logical::Aggregate {
+                    input: Box::new(plan),
+                    group,
+                    aggs: Vec::new(),
+                };
+            }
+            Some(ast::Distinct::On(_)) => {
+                return Err(SqlError::unsupported("DISTINCT ON", Pos::default()))
+            }
+        }
+        if !keys.is_empty() {
+            plan = Logical::Sort {
+                input: Box::new(plan),
+                keys,
+                limit: top_k,
+            };
+        }
+        if hidden {
+            let exprs = out
+                .iter()
+                .map(|(_, id)| (col(*id, self.cols.ty(*id)), *id))
+                .collect();
+            plan = Logical::Project {
+                input: Box::new(plan),
+                exprs,
+            };
+        }
+        Ok(BoundQuery { plan, out })
+    }
+
+    /// Attaches subquery joins (scalar, mark) on top of `plan`.
+    pub(super) fn attach_pending(
+        &mut self,
+        mut plan: Logical,
+        pending: Vec<super::Pending>,
+    ) -> Logical {
+        for p in pending {
+            plan = Logical::Join {
+                join_type: p.join_type,
+                left: Box::new(plan),
+                right: Box::new(p.plan),
+                on: p.on,
+                mark: p.mark,
+            };
+        }
+        plan
+    }
+}
+
+fn sort_key(expr: PhysExpr, o: &ast::OrderByOptions) -> LSortKey {
+    let descending = o
+        .sort
+        .as_ref()
+        .is_some_and(|s| matches!(s, ast::OrderBySort::Desc));
+    // PostgreSQL: NULLs sort as larger than every value by default.
+    let nulls_first = o.nulls_first.unwrap_or(descending);
+    LSortKey {
+        expr,
+        descending,
+        nulls_first,
+    }
+}
+
+#[allow(dead_code)]
+fn _unused(_: Value) {}

@@ -1,0 +1,232 @@
+//! SQL type rules: mapping parser types to kura types, the result types of
+//! arithmetic (PostgreSQL-like decimal precision and scale), common types for
+//! comparisons, CASE and UNION, and literal parsing.
+
+use kura_common::{DataType, Value};
+use kura_exec::expr::{BinaryOp, PhysExpr};
+use kura_exec::ExecContext;
+use sqlparser::ast;
+
+use crate::error::{Pos, SqlError, SqlResult};
+
+/// Scale of results of decimal division and averages (PostgreSQL keeps at least 16
+/// significant fractional digits for these).
+pub const DIV_SCALE: u8 = 16;
+
+pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
+    use ast::DataType as A;
+    let num = |info: &ast::ExactNumberInfo| match info {
+        ast::ExactNumberInfo::None => Ok(DataType::Decimal {
+            precision: 38,
+            scale: 6,
+        }),
+        ast::ExactNumberInfo::Precision(p) => Ok(DataType::Decimal {
+            precision: (*p).min(38) as u8,
+            scale: 0,
+        }),
+        ast::ExactNumberInfo::PrecisionAndScale(p, s) => {
+            if *p == 0 || *p > 38 || *s < 0 || *s as u64 > *p {
+                Err(SqlError::InvalidValue {
+                    message: format!("invalid DECIMAL({p},{s})"),
+                    pos,
+                })
+            } else {
+                Ok(DataType::Decimal {
+                    precision: *p as u8,
+                    scale: *s as u8,
+                })
+            }
+        }
+    };
+    let len = |l: &Option<ast::CharacterLength>| match l {
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => Some(*length as u32),
+        _ => None,
+    };
+    Ok(match t {
+        A::Int(_) | A::Integer(_) | A::Int4(_) | A::SmallInt(_) | A::Int2(_) | A::TinyInt(_) => {
+            DataType::Integer
+        }
+        A::BigInt(_) | A::Int8(_) => DataType::BigInt,
+        A::Double(_) | A::DoublePrecision | A::Float8 | A::Float(_) | A::Real | A::Float4 => {
+            DataType::Double
+        }
+        A::Decimal(i) | A::Numeric(i) | A::Dec(i) => num(i)?,
+        A::Date => DataType::Date,
+        A::Boolean | A::Bool => DataType::Boolean,
+        A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
+            DataType::Varchar(len(l))
+        }
+        A::Text | A::String(_) => DataType::Varchar(None),
+        A::Char(l) | A::Character(l) => DataType::Char(len(l).unwrap_or(1)),
+        other => return Err(SqlError::unsupported(format!("type {other}"), pos)),
+    })
+}
+
+/// Type of a numeric literal: INTEGER, BIGINT or DECIMAL(p,s) as written.
+pub fn number_literal(text: &str, pos: Pos) -> SqlResult<(Value, DataType)> {
+    if let Ok(i) = text.parse::<i32>() {
+        return Ok((Value::Integer(i), DataType::Integer));
+    }
+    if let Ok(i) = text.parse::<i64>() {
+        return Ok((Value::BigInt(i), DataType::BigInt));
+    }
+    if text.contains(['e', 'E']) {
+        let f = text
+            .parse::<f64>()
+            .map_err(|_| SqlError::Syntax(format!("invalid number {text}{pos}")))?;
+        return Ok((Value::Double(f), DataType::Double));
+    }
+    let frac = text.split_once('.').map_or(0, |(_, f)| f.len());
+    let digits = text.chars().filter(|c| c.is_ascii_digit()).count().max(1);
+    if digits > 38 {
+        return Err(SqlError::InvalidValue {
+            message: format!("numeric literal {text} is too long"),
+            pos,
+        });
+    }
+    let scale = frac as u8;
+    let precision = (digits as u8).max(scale + 1).min(38);
+    let v = kura_common::decimal::parse_decimal_bytes(text.as_bytes(), None, scale)
+        .ok_or_else(|| SqlError::Syntax(format!("invalid number {text}{pos}")))?;
+    Ok((
+        Value::Decimal(v, scale),
+        DataType::Decimal { precision, scale },
+    ))
+}
+
+/// Precision and scale of a numeric type viewed as a decimal.
+pub fn as_decimal(t: DataType) -> Option<(u8, u8)> {
+    match t {
+        DataType::Integer => Some((10, 0)),
+        DataType::BigInt => Some((19, 0)),
+        DataType::Decimal { precision, scale } => Some((precision, scale)),
+        _ => None,
+    }
+}
+
+fn decimal(p: u32, s: u32) -> DataType {
+    let s = s.min(38);
+    DataType::Decimal {
+        precision: p.clamp(s.max(1), 38) as u8,
+        scale: s as u8,
+    }
+}
+
+/// Result type of `l op r` for arithmetic operators over numbers.
+pub fn arith_type(op: BinaryOp, l: DataType, r: DataType, pos: Pos) -> SqlResult<DataType> {
+    if !l.is_numeric() || !r.is_numeric() {
+        return Err(SqlError::mismatch(
+            format!("operator does not exist: {l} {} {r}", op.symbol()),
+            pos,
+        ));
+    }
+    if l == DataType::Double || r == DataType::Double {
+        return Ok(DataType::Double);
+    }
+    let both_int = |t: DataType| matches!(t, DataType::Integer | DataType::BigInt);
+    if both_int(l) && both_int(r) {
+        return Ok(if l == DataType::BigInt || r == DataType::BigInt {
+            DataType::BigInt
+        } else {
+            DataType::Integer
+        });
+    }
+    let (p1, s1) = as_decimal(l).unwrap_or((38, 0));
+    let (p2, s2) = as_decimal(r).unwrap_or((38, 0));
+    let (p1, s1, p2, s2) = (p1 as u32, s1 as u32, p2 as u32, s2 as u32);
+    Ok(match op {
+        BinaryOp::Add | BinaryOp::Sub => {
+            let s = s1.max(s2);
+            decimal((p1 - s1).max(p2 - s2) + s + 1, s)
+        }
+        BinaryOp::Mul => decimal(p1 + p2, s1 + s2),
+        BinaryOp::Div => decimal(38, (DIV_SCALE as u32).max(s1).max(s2)),
+        _ => {
+            let s = s1.max(s2);
+            decimal((p1 - s1).max(p2 - s2) + s, s)
+        }
+    })
+}
+
+/// A type both sides can be compared or unified in, if any.
+pub fn common_type(a: DataType, b: DataType) -> Option<DataType> {
+    if a == b {
+        return Some(a);
+    }
+    if a.is_numeric() && b.is_numeric() {
+        if a == DataType::Double || b == DataType::Double {
+            return Some(DataType::Double);
+        }
+        let (p1, s1) = as_decimal(a)?;
+        let (p2, s2) = as_decimal(b)?;
+        if matches!(
+            (a, b),
+            (DataType::Integer, DataType::BigInt) | (DataType::BigInt, DataType::Integer)
+        ) {
+            return Some(DataType::BigInt);
+        }
+        let s = s1.max(s2) as u32;
+        return Some(decimal((p1 - s1).max(p2 - s2) as u32 + s, s));
+    }
+    if a.is_text() && b.is_text() {
+        return Some(match (a, b) {
+            (DataType::Char(x), DataType::Char(y)) => DataType::Char(x.max(y)),
+            _ => DataType::Varchar(None),
+        });
+    }
+    None
+}
+
+pub fn is_null_literal(e: &PhysExpr) -> bool {
+    matches!(
+        e,
+        PhysExpr::Literal {
+            value: Value::Null,
+            ..
+        }
+    )
+}
+
+/// `e` converted to type `to` (constants are converted now).
+pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
+    if e.data_type() == to {
+        return Ok(e);
+    }
+    if let PhysExpr::Literal { value, .. } = &e {
+        let v = kura_exec::expr::cast_value(value, to).map_err(|err| match err {
+            kura_exec::ExecError::InvalidDate(t) => SqlError::InvalidDate { text: t, pos },
+            other => SqlError::InvalidValue {
+                message: other.to_string(),
+                pos,
+            },
+        })?;
+        return Ok(PhysExpr::Literal {
+            value: v,
+            data_type: to,
+        });
+    }
+    Ok(PhysExpr::Cast {
+        expr: Box::new(e),
+        to,
+    })
+}
+
+/// Evaluates an expression without column references now.
+pub fn fold(e: PhysExpr) -> PhysExpr {
+    if matches!(e, PhysExpr::Literal { .. }) {
+        return e;
+    }
+    let mut cols = Vec::new();
+    e.columns(&mut cols);
+    if !cols.is_empty() {
+        return e;
+    }
+    let _ctx = ExecContext::unbounded();
+    match e.eval(&kura_common::Batch::with_rows(1)) {
+        Ok(v) if v.len() == 1 => PhysExpr::Literal {
+            value: v.get_value(0),
+            data_type: e.data_type(),
+        },
+        _ => e,
+    }
+}

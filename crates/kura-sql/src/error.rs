@@ -1,0 +1,133 @@
+//! Errors of the SQL layer (parse, bind, plan), with the position in the SQL text
+//! where one is known and the PostgreSQL SQLSTATE.
+
+use std::fmt;
+
+use thiserror::Error;
+
+/// A position in the SQL text (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub line: u64,
+    pub column: u64,
+}
+
+impl Pos {
+    pub fn from_span(span: sqlparser::tokenizer::Span) -> Pos {
+        Pos {
+            line: span.start.line,
+            column: span.start.column,
+        }
+    }
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            Ok(())
+        } else {
+            write!(f, " at line {}, column {}", self.line, self.column)
+        }
+    }
+}
+
+fn hint(h: &Option<String>) -> String {
+    h.as_ref()
+        .map_or(String::new(), |h| format!("; did you mean \"{h}\"?"))
+}
+
+/// What was wrong with a statement.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SqlError {
+    #[error("syntax error: {0}")]
+    Syntax(String),
+    #[error("relation \"{name}\" does not exist{pos}{}", hint(.suggestion))]
+    UnknownTable {
+        name: String,
+        pos: Pos,
+        suggestion: Option<String>,
+    },
+    #[error("column \"{name}\" does not exist{pos}{}", hint(.suggestion))]
+    UnknownColumn {
+        name: String,
+        pos: Pos,
+        suggestion: Option<String>,
+    },
+    #[error("column reference \"{name}\" is ambiguous{pos}")]
+    AmbiguousColumn { name: String, pos: Pos },
+    #[error("function {name} does not exist{pos}{}", hint(.suggestion))]
+    UnknownFunction {
+        name: String,
+        pos: Pos,
+        suggestion: Option<String>,
+    },
+    #[error("{message}{pos}")]
+    TypeMismatch { message: String, pos: Pos },
+    #[error("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function{pos}")]
+    NotGrouped { name: String, pos: Pos },
+    #[error("invalid input syntax for type date: \"{text}\"{pos}")]
+    InvalidDate { text: String, pos: Pos },
+    #[error("{message}{pos}")]
+    InvalidValue { message: String, pos: Pos },
+    #[error("{what} is not supported{pos}")]
+    Unsupported { what: String, pos: Pos },
+    #[error("relation \"{0}\" already exists")]
+    DuplicateTable(String),
+    #[error("there is no parameter ${0}")]
+    MissingParameter(usize),
+    #[error("internal planner error: {0}")]
+    Internal(String),
+}
+
+impl SqlError {
+    /// The PostgreSQL SQLSTATE code of this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            SqlError::Syntax(_) => "42601",
+            SqlError::UnknownTable { .. } => "42P01",
+            SqlError::UnknownColumn { .. } => "42703",
+            SqlError::AmbiguousColumn { .. } => "42702",
+            SqlError::UnknownFunction { .. } => "42883",
+            SqlError::TypeMismatch { .. } => "42804",
+            SqlError::NotGrouped { .. } => "42803",
+            SqlError::InvalidDate { .. } => "22007",
+            SqlError::InvalidValue { .. } => "22023",
+            SqlError::Unsupported { .. } => "0A000",
+            SqlError::DuplicateTable(_) => "42P07",
+            SqlError::MissingParameter(_) => "42P02",
+            SqlError::Internal(_) => "XX000",
+        }
+    }
+
+    pub fn unsupported(what: impl Into<String>, pos: Pos) -> SqlError {
+        SqlError::Unsupported {
+            what: what.into(),
+            pos,
+        }
+    }
+
+    pub fn mismatch(message: impl Into<String>, pos: Pos) -> SqlError {
+        SqlError::TypeMismatch {
+            message: message.into(),
+            pos,
+        }
+    }
+}
+
+pub type SqlResult<T> = Result<T, SqlError>;
+
+/// The closest candidate to `name` by edit distance, if it is close enough to be a
+/// plausible typo.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let name = name.to_ascii_lowercase();
+    let limit = (name.len() / 3).max(2);
+    candidates
+        .into_iter()
+        .map(|c| (strsim::levenshtein(&name, &c.to_ascii_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
+}

@@ -1,0 +1,309 @@
+//! Cardinality estimates from catalog statistics (row counts, distinct counts,
+//! min/max): selectivities of predicates and sizes of joins and groupings.
+
+use std::collections::HashMap;
+
+use kura_common::Value;
+use kura_exec::expr::{BinaryOp, PhysExpr};
+use kura_exec::JoinType;
+
+use crate::logical::{refs_of, ColId, Logical};
+
+/// Estimated size of a plan's output, with per-column distinct counts and ranges.
+#[derive(Debug, Clone, Default)]
+pub struct Estimate {
+    pub rows: f64,
+    pub ndv: HashMap<ColId, f64>,
+    pub range: HashMap<ColId, (f64, f64)>,
+}
+
+impl Estimate {
+    fn ndv_of(&self, e: &PhysExpr) -> f64 {
+        match e {
+            PhysExpr::Column { index, .. } => {
+                self.ndv.get(index).copied().unwrap_or(self.rows.max(1.0))
+            }
+            PhysExpr::Cast { expr, .. } => self.ndv_of(expr),
+            _ => self.rows.max(1.0),
+        }
+    }
+
+    fn cap(&mut self) {
+        let r = self.rows.max(1.0);
+        for v in self.ndv.values_mut() {
+            *v = v.min(r).max(1.0);
+        }
+    }
+}
+
+fn literal_f64(e: &PhysExpr) -> Option<f64> {
+    match e {
+        PhysExpr::Literal { value, .. } => value.as_f64(),
+        _ => None,
+    }
+}
+
+fn is_col(e: &PhysExpr) -> Option<ColId> {
+    match e {
+        PhysExpr::Column { index, .. } => Some(*index),
+        PhysExpr::Cast { expr, .. } => is_col(expr),
+        _ => None,
+    }
+}
+
+/// Fraction of rows a predicate keeps.
+pub fn selectivity(p: &PhysExpr, est: &Estimate) -> f64 {
+    let s = match p {
+        PhysExpr::Binary {
+            op: BinaryOp::And,
+            left,
+            right,
+            ..
+        } => selectivity(left, est) * selectivity(right, est),
+        PhysExpr::Binary {
+            op: BinaryOp::Or,
+            left,
+            right,
+            ..
+        } => {
+            let (a, b) = (selectivity(left, est), selectivity(right, est));
+            a + b - a * b
+        }
+        PhysExpr::Not(x) => 1.0 - selectivity(x, est),
+        PhysExpr::Binary {
+            op, left, right, ..
+        } if op.is_comparison() => {
+            let (c, lit, op) = match (
+                is_col(left),
+                literal_f64(right),
+                is_col(right),
+                literal_f64(left),
+            ) {
+                (Some(c), _, _, _) if matches!(**right, PhysExpr::Literal { .. }) => {
+                    (Some(c), literal_f64(right), *op)
+                }
+                (_, _, Some(c), _) if matches!(**left, PhysExpr::Literal { .. }) => {
+                    (Some(c), literal_f64(left), op.flip())
+                }
+                _ => (None, None, *op),
+            };
+            match (c, op) {
+                (Some(c), BinaryOp::Eq) => 1.0 / est.ndv.get(&c).copied().unwrap_or(10.0).max(1.0),
+                (Some(c), BinaryOp::NotEq) => {
+                    1.0 - 1.0 / est.ndv.get(&c).copied().unwrap_or(10.0).max(1.0)
+                }
+                (Some(c), o) => match (lit, est.range.get(&c)) {
+                    (Some(v), Some(&(lo, hi))) if hi > lo => {
+                        let f = (v - lo) / (hi - lo);
+                        let f = if matches!(o, BinaryOp::Lt | BinaryOp::LtEq) {
+                            f
+                        } else {
+                            1.0 - f
+                        };
+                        f.clamp(0.0, 1.0)
+                    }
+                    _ => 0.3,
+                },
+                (None, BinaryOp::Eq) => {
+                    let (a, b) = (est.ndv_of(left), est.ndv_of(right));
+                    1.0 / a.max(b).max(1.0)
+                }
+                _ => 0.3,
+            }
+        }
+        PhysExpr::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let f = list.len() as f64 / est.ndv_of(expr).max(1.0);
+            let f = f.min(1.0);
+            if *negated {
+                1.0 - f
+            } else {
+                f
+            }
+        }
+        PhysExpr::Like {
+            pattern, negated, ..
+        } => {
+            let f = if pattern.literal_prefix().is_some() {
+                0.05
+            } else {
+                0.1
+            };
+            if *negated {
+                1.0 - f
+            } else {
+                f
+            }
+        }
+        PhysExpr::IsNull { negated, .. } => {
+            if *negated {
+                0.95
+            } else {
+                0.05
+            }
+        }
+        PhysExpr::Literal {
+            value: Value::Boolean(true),
+            ..
+        } => 1.0,
+        PhysExpr::Literal { .. } => 0.0,
+        _ => 0.3,
+    };
+    s.clamp(0.0, 1.0)
+}
+
+/// Rows of `l ⋈ r` under conditions `on`.
+pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
+    let mut rows = l.rows * r.rows;
+    let mut both = l.clone();
+    both.ndv.extend(r.ndv.clone());
+    both.range.extend(r.range.clone());
+    both.rows = rows;
+    for p in on {
+        rows *= selectivity(p, &both);
+    }
+    rows
+}
+
+/// Estimate of a logical plan's output.
+pub fn estimate(plan: &Logical) -> Estimate {
+    let mut e = match plan {
+        Logical::Scan {
+            table,
+            cols,
+            filters,
+        } => {
+            let mut e = Estimate {
+                rows: table.row_count() as f64,
+                ..Default::default()
+            };
+            for (i, id) in cols {
+                if let Some(s) = table.column_stats(*i) {
+                    e.ndv.insert(*id, (s.distinct as f64).max(1.0));
+                    if let (Some(lo), Some(hi)) = (s.min.as_f64(), s.max.as_f64()) {
+                        e.range.insert(*id, (lo, hi));
+                    }
+                }
+            }
+            let sel: f64 = filters.iter().map(|f| selectivity(f, &e)).product();
+            e.rows = (e.rows * sel).max(if e.rows > 0.0 { 1.0 } else { 0.0 });
+            e
+        }
+        Logical::Values { rows, .. } => Estimate {
+            rows: rows.len() as f64,
+            ..Default::default()
+        },
+        Logical::Filter { input, predicate } => {
+            let mut e = estimate(input);
+            e.rows = (e.rows * selectivity(predicate, &e)).max(1.0);
+            e
+        }
+        Logical::Project { input, exprs } => {
+            let i = estimate(input);
+            let mut e = Estimate {
+                rows: i.rows,
+                ..Default::default()
+            };
+            for (x, id) in exprs {
+                e.ndv.insert(*id, i.ndv_of(x));
+                if let Some(c) = is_col(x) {
+                    if let Some(r) = i.range.get(&c) {
+                        e.range.insert(*id, *r);
+                    }
+                }
+            }
+            e
+        }
+        Logical::Join {
+            join_type,
+            left,
+            right,
+            on,
+            ..
+        } => {
+            let (l, r) = (estimate(left), estimate(right));
+            let inner = join_rows(&l, &r, on);
+            let mut e = l.clone();
+            match join_type {
+                JoinType::Inner => {
+                    e.ndv.extend(r.ndv);
+                    e.range.extend(r.range);
+                    e.rows = inner.max(1.0);
+                }
+                JoinType::Left => {
+                    e.ndv.extend(r.ndv);
+                    e.range.extend(r.range);
+                    e.rows = inner.max(l.rows);
+                }
+                JoinType::Single => {
+                    e.ndv.extend(r.ndv);
+                    e.range.extend(r.range);
+                }
+                JoinType::Mark => {}
+                JoinType::Semi => e.rows = (l.rows * 0.5).max(1.0).min(inner.max(1.0)),
+                JoinType::Anti | JoinType::NullAwareAnti => e.rows = (l.rows * 0.5).max(1.0),
+            }
+            e
+        }
+        Logical::Aggregate { input, group, aggs } => {
+            let i = estimate(input);
+            let groups: f64 = group.iter().map(|(g, _)| i.ndv_of(g)).product();
+            let rows = if group.is_empty() {
+                1.0
+            } else {
+                groups.min(i.rows).max(1.0)
+            };
+            let mut e = Estimate {
+                rows,
+                ..Default::default()
+            };
+            for (g, id) in group {
+                e.ndv.insert(*id, i.ndv_of(g));
+                if let Some(c) = is_col(g) {
+                    if let Some(r) = i.range.get(&c) {
+                        e.range.insert(*id, *r);
+                    }
+                }
+            }
+            for (_, id) in aggs {
+                e.ndv.insert(*id, rows);
+            }
+            e
+        }
+        Logical::Sort { input, limit, .. } => {
+            let mut e = estimate(input);
+            if let Some(l) = limit {
+                e.rows = e.rows.min(*l as f64);
+            }
+            e
+        }
+        Logical::Limit { input, limit, .. } => {
+            let mut e = estimate(input);
+            if let Some(l) = limit {
+                e.rows = e.rows.min(*l as f64);
+            }
+            e
+        }
+        Logical::Union { inputs, cols } => {
+            let rows = inputs.iter().map(|(p, _)| estimate(p).rows).sum();
+            let mut e = Estimate {
+                rows,
+                ..Default::default()
+            };
+            for c in cols {
+                e.ndv.insert(*c, rows);
+            }
+            e
+        }
+    };
+    e.cap();
+    e
+}
+
+/// Whether `e` reads only columns in `ids`.
+pub fn covered(e: &PhysExpr, ids: &std::collections::HashSet<ColId>) -> bool {
+    refs_of(e).iter().all(|c| ids.contains(c))
+}

@@ -1,0 +1,9 @@
+//! The optimizer: predicate push-down (into scans, through projections,
+//! aggregations and outer/semi joins), OR factoring, and cost-based ordering of
+//! inner joins from cardinality estimates.
+
+pub mod estimate;
+mod join_order;
+mod pushdown;
+
+pub use pushdown::optimize;

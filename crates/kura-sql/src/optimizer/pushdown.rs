@@ -1,0 +1,331 @@
+//! Predicate push-down: every conjunct moves to the lowest operator whose output
+//! covers its columns — into scans (where it also drives zone-map page skipping),
+//! below projections and aggregations (rewritten through their expressions), into
+//! the preserved side of outer/semi/anti joins — and regions of inner joins are
+//! handed to the join orderer with their predicates.
+
+use std::collections::HashSet;
+
+use kura_common::DataType;
+use kura_exec::expr::{BinaryOp, PhysExpr};
+use kura_exec::JoinType;
+
+use super::estimate::covered;
+use super::join_order::order_region;
+use crate::logical::{conjunction, conjuncts, map_columns, ColId, Logical};
+
+/// Optimizes a plan (push-down and join ordering).
+pub fn optimize(plan: Logical) -> Logical {
+    push(plan, Vec::new())
+}
+
+fn filter(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
+    match conjunction(preds) {
+        Some(p) => Logical::Filter {
+            input: Box::new(plan),
+            predicate: p,
+        },
+        None => plan,
+    }
+}
+
+fn disjuncts(e: &PhysExpr, out: &mut Vec<PhysExpr>) {
+    match e {
+        PhysExpr::Binary {
+            op: BinaryOp::Or,
+            left,
+            right,
+            ..
+        } => {
+            disjuncts(left, out);
+            disjuncts(right, out);
+        }
+        e => out.push(e.clone()),
+    }
+}
+
+fn or(a: PhysExpr, b: PhysExpr) -> PhysExpr {
+    PhysExpr::Binary {
+        op: BinaryOp::Or,
+        left: Box::new(a),
+        right: Box::new(b),
+        data_type: DataType::Boolean,
+    }
+}
+
+/// `(A ∧ B) ∨ (A ∧ C)` → `A ∧ (B ∨ C)`: conjuncts common to every disjunct are
+/// factored out so they can become join keys or scan filters.
+pub fn factor_or(e: PhysExpr) -> Vec<PhysExpr> {
+    let mut ds = Vec::new();
+    disjuncts(&e, &mut ds);
+    if ds.len() < 2 {
+        return vec![e];
+    }
+    let parts: Vec<Vec<PhysExpr>> = ds
+        .iter()
+        .map(|d| {
+            let mut v = Vec::new();
+            conjuncts(d.clone(), &mut v);
+            v
+        })
+        .collect();
+    let common: Vec<PhysExpr> = parts[0]
+        .iter()
+        .filter(|c| parts[1..].iter().all(|p| p.contains(c)))
+        .cloned()
+        .collect();
+    if common.is_empty() {
+        return vec![e];
+    }
+    let mut rest: Option<PhysExpr> = None;
+    for p in parts {
+        let left: Vec<PhysExpr> = p.into_iter().filter(|c| !common.contains(c)).collect();
+        let Some(d) = conjunction(left) else {
+            // One disjunct is exactly the common part: the OR is implied by it.
+            return common;
+        };
+        rest = Some(match rest {
+            None => d,
+            Some(r) => or(r, d),
+        });
+    }
+    let mut out = common;
+    out.extend(rest);
+    out
+}
+
+/// From an OR spanning several inputs, a weaker OR over one input's columns alone
+/// (each disjunct keeps only its conjuncts over `ids`); `None` if some disjunct has none.
+pub fn derive_for(e: &PhysExpr, ids: &HashSet<ColId>) -> Option<PhysExpr> {
+    let mut ds = Vec::new();
+    disjuncts(e, &mut ds);
+    if ds.len() < 2 {
+        return None;
+    }
+    let mut acc: Option<PhysExpr> = None;
+    for d in ds {
+        let mut cs = Vec::new();
+        conjuncts(d, &mut cs);
+        let mine: Vec<PhysExpr> = cs.into_iter().filter(|c| covered(c, ids)).collect();
+        let part = conjunction(mine)?;
+        acc = Some(match acc {
+            None => part,
+            Some(a) => or(a, part),
+        });
+    }
+    acc
+}
+
+fn split_preds(preds: Vec<PhysExpr>) -> Vec<PhysExpr> {
+    let mut out = Vec::new();
+    for p in preds {
+        let mut cs = Vec::new();
+        conjuncts(p, &mut cs);
+        for c in cs {
+            out.extend(factor_or(c));
+        }
+    }
+    out
+}
+
+fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
+    let preds = split_preds(preds);
+    match plan {
+        Logical::Filter { input, predicate } => {
+            let mut all = preds;
+            all.push(predicate);
+            push(*input, all)
+        }
+        Logical::Scan {
+            table,
+            cols,
+            mut filters,
+        } => {
+            filters.extend(preds);
+            Logical::Scan {
+                table,
+                cols,
+                filters,
+            }
+        }
+        Logical::Join {
+            join_type: JoinType::Inner,
+            ..
+        } => {
+            let mut rels = Vec::new();
+            let mut all = preds;
+            flatten(plan, &mut rels, &mut all);
+            let all = split_preds(all);
+            // Derived single-input filters from ORs spanning inputs.
+            let mut extra = Vec::new();
+            for p in &all {
+                if matches!(
+                    p,
+                    PhysExpr::Binary {
+                        op: BinaryOp::Or,
+                        ..
+                    }
+                ) {
+                    for r in &rels {
+                        let ids: HashSet<ColId> = r.output().into_iter().collect();
+                        if covered(p, &ids) {
+                            continue;
+                        }
+                        if let Some(d) = derive_for(p, &ids) {
+                            extra.push(d);
+                        }
+                    }
+                }
+            }
+            let mut region_preds = Vec::new();
+            let mut local: Vec<Vec<PhysExpr>> = vec![Vec::new(); rels.len()];
+            for p in all.into_iter().chain(extra) {
+                match rels
+                    .iter()
+                    .position(|r| covered(&p, &r.output().into_iter().collect()))
+                {
+                    Some(i) => local[i].push(p),
+                    None => region_preds.push(p),
+                }
+            }
+            let rels: Vec<Logical> = rels
+                .into_iter()
+                .zip(local)
+                .map(|(r, l)| push(r, l))
+                .collect();
+            order_region(rels, region_preds)
+        }
+        Logical::Join {
+            join_type,
+            left,
+            right,
+            on,
+            mark,
+        } => {
+            let lids: HashSet<ColId> = left.output().into_iter().collect();
+            let rids: HashSet<ColId> = right.output().into_iter().collect();
+            let (down, above): (Vec<_>, Vec<_>) =
+                preds.into_iter().partition(|p| covered(p, &lids));
+            let mut into_right = Vec::new();
+            let mut into_left = Vec::new();
+            let mut keep = Vec::new();
+            for c in split_preds(on) {
+                if covered(&c, &rids) {
+                    into_right.push(c);
+                } else if join_type == JoinType::Inner && covered(&c, &lids) {
+                    into_left.push(c);
+                } else {
+                    keep.push(c);
+                }
+            }
+            let mut down = down;
+            down.extend(into_left);
+            let j = Logical::Join {
+                join_type,
+                left: Box::new(push(*left, down)),
+                right: Box::new(push(*right, into_right)),
+                on: keep,
+                mark,
+            };
+            filter(j, above)
+        }
+        Logical::Project { input, exprs } => {
+            let outs: HashSet<ColId> = exprs.iter().map(|e| e.1).collect();
+            let (down, above): (Vec<_>, Vec<_>) =
+                preds.into_iter().partition(|p| covered(p, &outs));
+            let down = down.iter().map(|p| substitute(p, &exprs)).collect();
+            filter(
+                Logical::Project {
+                    input: Box::new(push(*input, down)),
+                    exprs,
+                },
+                above,
+            )
+        }
+        Logical::Aggregate { input, group, aggs } => {
+            let keys: HashSet<ColId> = group.iter().map(|g| g.1).collect();
+            let (down, above): (Vec<_>, Vec<_>) = preds
+                .into_iter()
+                .partition(|p| covered(p, &keys) && !group.is_empty());
+            let down = down.iter().map(|p| substitute(p, &group)).collect();
+            filter(
+                Logical::Aggregate {
+                    input: Box::new(push(*input, down)),
+                    group,
+                    aggs,
+                },
+                above,
+            )
+        }
+        Logical::Sort {
+            input,
+            keys,
+            limit: None,
+        } => Logical::Sort {
+            input: Box::new(push(*input, preds)),
+            keys,
+            limit: None,
+        },
+        Logical::Sort { input, keys, limit } => filter(
+            Logical::Sort {
+                input: Box::new(push(*input, Vec::new())),
+                keys,
+                limit,
+            },
+            preds,
+        ),
+        Logical::Limit {
+            input,
+            offset,
+            limit,
+        } => filter(
+            Logical::Limit {
+                input: Box::new(push(*input, Vec::new())),
+                offset,
+                limit,
+            },
+            preds,
+        ),
+        Logical::Union { inputs, cols } => {
+            let inputs = inputs
+                .into_iter()
+                .map(|(p, ids)| (push(p, Vec::new()), ids))
+                .collect();
+            filter(Logical::Union { inputs, cols }, preds)
+        }
+        v @ Logical::Values { .. } => filter(v, preds),
+    }
+}
+
+/// Rewrites references to `defs` outputs into their defining expressions.
+fn substitute(p: &PhysExpr, defs: &[(PhysExpr, ColId)]) -> PhysExpr {
+    map_columns(p, &mut |id, ty| match defs.iter().find(|d| d.1 == id) {
+        Some((e, _)) => e.clone(),
+        None => PhysExpr::Column {
+            index: id,
+            data_type: ty,
+        },
+    })
+}
+
+/// Collects the inputs and predicates of a tree of inner joins and filters.
+fn flatten(plan: Logical, rels: &mut Vec<Logical>, preds: &mut Vec<PhysExpr>) {
+    match plan {
+        Logical::Join {
+            join_type: JoinType::Inner,
+            left,
+            right,
+            on,
+            mark: None,
+        } => {
+            preds.extend(on);
+            flatten(*left, rels, preds);
+            flatten(*right, rels, preds);
+        }
+        Logical::Filter { input, predicate } => {
+            preds.push(predicate);
+            flatten(*input, rels, preds);
+        }
+        other => rels.push(other),
+    }
+}

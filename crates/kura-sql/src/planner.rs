@@ -1,0 +1,451 @@
+//! From a parsed query to a physical plan: bind, optimize, and lower the logical
+//! plan to kura-exec's plan IR — mapping column ids to positions, pruning columns
+//! nobody reads (scans read only what is used), splitting join conditions into
+//! equi-keys and residuals, deriving zone-map predicates for scans, and choosing
+//! the join implementation.
+
+use std::collections::HashSet;
+
+use kura_common::{DataType, Value};
+use kura_exec::expr::{BinaryOp, PhysExpr};
+use kura_exec::{PlanKind, PlanNode, SortKey, ZonePredicate};
+use sqlparser::ast;
+
+use crate::binder::types::{coerce, common_type};
+use crate::binder::{Binder, Params};
+use crate::catalog::CatalogProvider;
+use crate::error::{Pos, SqlError, SqlResult};
+use crate::logical::{map_columns, refs, refs_of, ColId, Columns, Logical};
+use crate::optimizer::estimate::estimate;
+use crate::optimizer::optimize;
+
+/// Choices the session makes for planning.
+#[derive(Debug, Clone)]
+pub struct PlannerOptions {
+    /// Registered join operator to use (`hash_join`, `nested_loop_join`).
+    pub join_operator: String,
+}
+
+impl Default for PlannerOptions {
+    fn default() -> Self {
+        PlannerOptions {
+            join_operator: "hash_join".into(),
+        }
+    }
+}
+
+/// A planned query: the physical plan and its result columns.
+pub struct PlannedQuery {
+    pub plan: PlanNode,
+    pub columns: Vec<(String, DataType)>,
+}
+
+/// Binds, optimizes and lowers a query; `params` are the values of `$1`….
+pub fn plan_query(
+    catalog: &dyn CatalogProvider,
+    query: &ast::Query,
+    params: Option<Vec<Value>>,
+    opts: &PlannerOptions,
+) -> SqlResult<PlannedQuery> {
+    let mut binder = Binder::new(
+        catalog,
+        Params {
+            values: Some(params.unwrap_or_default()),
+            types: Vec::new(),
+        },
+    );
+    let bound = binder.bind_query(query, &[])?;
+    let cols = binder.cols;
+    let logical = optimize(bound.plan);
+    let out_ids: Vec<ColId> = bound.out.iter().map(|o| o.1).collect();
+    let lower = Lowering { cols: &cols, opts };
+    let required: HashSet<ColId> = out_ids.iter().copied().collect();
+    let (mut plan, layout) = lower.lower(&logical, &required)?;
+    if layout != out_ids {
+        let exprs = out_ids
+            .iter()
+            .map(|id| remap(&crate::logical::col(*id, cols.ty(*id)), &layout))
+            .collect::<SqlResult<Vec<_>>>()?;
+        let output = exprs.iter().map(|e| e.data_type()).collect();
+        let rows = plan.estimated_rows;
+        plan = PlanNode::new(
+            "project",
+            PlanKind::Project {
+                input: Box::new(plan),
+                exprs,
+            },
+            output,
+            rows,
+        );
+    }
+    plan.number();
+    let columns = bound
+        .out
+        .iter()
+        .map(|(n, id)| (n.clone(), cols.ty(*id)))
+        .collect();
+    Ok(PlannedQuery { plan, columns })
+}
+
+/// Result columns: name and type.
+pub type ResultColumns = Vec<(String, DataType)>;
+
+/// Parameter types and result columns of a query, without planning or running it.
+pub fn describe_query(
+    catalog: &dyn CatalogProvider,
+    query: &ast::Query,
+) -> SqlResult<(Vec<DataType>, ResultColumns)> {
+    let mut binder = Binder::new(catalog, Params::default());
+    let bound = binder.bind_query(query, &[])?;
+    let cols = bound
+        .out
+        .iter()
+        .map(|(n, id)| (n.clone(), binder.cols.ty(*id)))
+        .collect();
+    Ok((binder.param_types(), cols))
+}
+
+/// Rewrites column ids into positions of `layout`.
+fn remap(e: &PhysExpr, layout: &[ColId]) -> SqlResult<PhysExpr> {
+    let mut missing = None;
+    let out = map_columns(
+        e,
+        &mut |id, ty| match layout.iter().position(|c| *c == id) {
+            Some(i) => PhysExpr::Column {
+                index: i,
+                data_type: ty,
+            },
+            None => {
+                missing = Some(id);
+                PhysExpr::Column {
+                    index: usize::MAX,
+                    data_type: ty,
+                }
+            }
+        },
+    );
+    match missing {
+        Some(id) => Err(SqlError::Internal(format!(
+            "column id {id} is not produced below its use"
+        ))),
+        None => Ok(out),
+    }
+}
+
+struct Lowering<'a> {
+    cols: &'a Columns,
+    opts: &'a PlannerOptions,
+}
+
+/// `column op constant` conjuncts usable against page min/max.
+fn zone_predicate(e: &PhysExpr, layout: &[(usize, ColId)]) -> Option<ZonePredicate> {
+    let PhysExpr::Binary {
+        op, left, right, ..
+    } = e
+    else {
+        return None;
+    };
+    if !op.is_comparison() {
+        return None;
+    }
+    let (c, v, op) = match (&**left, &**right) {
+        (PhysExpr::Column { index, .. }, PhysExpr::Literal { value, .. }) => (*index, value, *op),
+        (PhysExpr::Literal { value, .. }, PhysExpr::Column { index, .. }) => {
+            (*index, value, op.flip())
+        }
+        _ => return None,
+    };
+    if v.is_null() || *op_is(op) {
+        return None;
+    }
+    let table_column = layout.iter().find(|(_, id)| *id == c)?.0;
+    Some(ZonePredicate {
+        table_column,
+        op,
+        value: v.clone(),
+    })
+}
+
+fn op_is(op: BinaryOp) -> &'static bool {
+    if op == BinaryOp::NotEq {
+        &true
+    } else {
+        &false
+    }
+}
+
+impl Lowering<'_> {
+    fn node(&self, plan: &Logical, op: &str, kind: PlanKind, output: Vec<DataType>) -> PlanNode {
+        PlanNode::new(op, kind, output, estimate(plan).rows)
+    }
+
+    fn types(&self, layout: &[ColId]) -> Vec<DataType> {
+        layout.iter().map(|c| self.cols.ty(*c)).collect()
+    }
+
+    fn lower(
+        &self,
+        plan: &Logical,
+        required: &HashSet<ColId>,
+    ) -> SqlResult<(PlanNode, Vec<ColId>)> {
+        Ok(match plan {
+            Logical::Scan {
+                table,
+                cols,
+                filters,
+            } => {
+                let mut need = required.clone();
+                filters.iter().for_each(|f| refs(f, &mut need));
+                let read: Vec<(usize, ColId)> = cols
+                    .iter()
+                    .filter(|(_, id)| need.contains(id))
+                    .copied()
+                    .collect();
+                let layout: Vec<ColId> = read.iter().map(|r| r.1).collect();
+                let zone_predicates = filters
+                    .iter()
+                    .filter_map(|f| zone_predicate(f, cols))
+                    .collect();
+                let filter = crate::logical::conjunction(filters.clone())
+                    .map(|f| remap(&f, &layout))
+                    .transpose()?;
+                let kind = PlanKind::Scan {
+                    table: table.clone(),
+                    columns: read.iter().map(|r| r.0).collect(),
+                    zone_predicates,
+                    filter,
+                };
+                (
+                    self.node(plan, "table_scan", kind, self.types(&layout)),
+                    layout,
+                )
+            }
+            Logical::Values { rows, cols } => (
+                self.node(
+                    plan,
+                    "values",
+                    PlanKind::Values { rows: rows.clone() },
+                    self.types(cols),
+                ),
+                cols.clone(),
+            ),
+            Logical::Filter { input, predicate } => {
+                let mut need = required.clone();
+                refs(predicate, &mut need);
+                let (child, layout) = self.lower(input, &need)?;
+                let predicate = remap(predicate, &layout)?;
+                let out = child.output.clone();
+                (
+                    self.node(
+                        plan,
+                        "filter",
+                        PlanKind::Filter {
+                            input: Box::new(child),
+                            predicate,
+                        },
+                        out,
+                    ),
+                    layout,
+                )
+            }
+            Logical::Project { input, exprs } => {
+                let kept: Vec<&(PhysExpr, ColId)> =
+                    exprs.iter().filter(|e| required.contains(&e.1)).collect();
+                let mut need = HashSet::new();
+                kept.iter().for_each(|e| refs(&e.0, &mut need));
+                let (child, layout) = self.lower(input, &need)?;
+                let pexprs = kept
+                    .iter()
+                    .map(|e| remap(&e.0, &layout))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let out_layout: Vec<ColId> = kept.iter().map(|e| e.1).collect();
+                let output = pexprs.iter().map(|e| e.data_type()).collect();
+                (
+                    self.node(
+                        plan,
+                        "project",
+                        PlanKind::Project {
+                            input: Box::new(child),
+                            exprs: pexprs,
+                        },
+                        output,
+                    ),
+                    out_layout,
+                )
+            }
+            Logical::Join {
+                join_type,
+                left,
+                right,
+                on,
+                mark,
+            } => {
+                let mut need = required.clone();
+                on.iter().for_each(|p| refs(p, &mut need));
+                let lids: HashSet<ColId> = left.output().into_iter().collect();
+                let rids: HashSet<ColId> = right.output().into_iter().collect();
+                let lneed = need.iter().filter(|c| lids.contains(c)).copied().collect();
+                let rneed = need.iter().filter(|c| rids.contains(c)).copied().collect();
+                let (lplan, llayout) = self.lower(left, &lneed)?;
+                let (rplan, rlayout) = self.lower(right, &rneed)?;
+                let mut probe_keys = Vec::new();
+                let mut build_keys = Vec::new();
+                let mut residual = Vec::new();
+                for p in on {
+                    if let PhysExpr::Binary {
+                        op: BinaryOp::Eq,
+                        left: a,
+                        right: b,
+                        ..
+                    } = p
+                    {
+                        let (ra, rb) = (refs_of(a), refs_of(b));
+                        let side = |s: &HashSet<ColId>, ids: &HashSet<ColId>| {
+                            !s.is_empty() && s.iter().all(|c| ids.contains(c))
+                        };
+                        let pair = if side(&ra, &lids) && side(&rb, &rids) {
+                            Some((a, b))
+                        } else if side(&ra, &rids) && side(&rb, &lids) {
+                            Some((b, a))
+                        } else {
+                            None
+                        };
+                        if let Some((pk, bk)) = pair {
+                            let t = common_type(pk.data_type(), bk.data_type())
+                                .ok_or_else(|| SqlError::Internal("join key types".into()))?;
+                            probe_keys.push(remap(
+                                &coerce((**pk).clone(), t, Pos::default())?,
+                                &llayout,
+                            )?);
+                            build_keys.push(remap(
+                                &coerce((**bk).clone(), t, Pos::default())?,
+                                &rlayout,
+                            )?);
+                            continue;
+                        }
+                    }
+                    residual.push(p.clone());
+                }
+                let mut both = llayout.clone();
+                both.extend(rlayout.iter().copied());
+                let residual = crate::logical::conjunction(residual)
+                    .map(|r| remap(&r, &both))
+                    .transpose()?;
+                let mut layout = llayout.clone();
+                if join_type.emits_build_columns() {
+                    layout.extend(rlayout);
+                }
+                if let Some(m) = mark {
+                    layout.push(*m);
+                }
+                let kind = PlanKind::Join {
+                    join_type: *join_type,
+                    probe: Box::new(lplan),
+                    build: Box::new(rplan),
+                    probe_keys,
+                    build_keys,
+                    residual,
+                };
+                let op = self.opts.join_operator.clone();
+                (self.node(plan, &op, kind, self.types(&layout)), layout)
+            }
+            Logical::Aggregate { input, group, aggs } => {
+                let mut need = HashSet::new();
+                group.iter().for_each(|g| refs(&g.0, &mut need));
+                aggs.iter()
+                    .filter_map(|a| a.0.arg.as_ref())
+                    .for_each(|a| refs(a, &mut need));
+                let (child, layout) = self.lower(input, &need)?;
+                let group_by = group
+                    .iter()
+                    .map(|g| remap(&g.0, &layout))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let aggregates = aggs
+                    .iter()
+                    .map(|(a, _)| {
+                        let mut a = a.clone();
+                        a.arg = a.arg.as_ref().map(|x| remap(x, &layout)).transpose()?;
+                        Ok(a)
+                    })
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let out: Vec<ColId> = group
+                    .iter()
+                    .map(|g| g.1)
+                    .chain(aggs.iter().map(|a| a.1))
+                    .collect();
+                let kind = PlanKind::Aggregate {
+                    input: Box::new(child),
+                    group_by,
+                    aggregates,
+                };
+                (
+                    self.node(plan, "hash_aggregate", kind, self.types(&out)),
+                    out,
+                )
+            }
+            Logical::Sort { input, keys, limit } => {
+                let mut need = required.clone();
+                keys.iter().for_each(|k| refs(&k.expr, &mut need));
+                let (child, layout) = self.lower(input, &need)?;
+                let keys = keys
+                    .iter()
+                    .map(|k| {
+                        Ok(SortKey {
+                            expr: remap(&k.expr, &layout)?,
+                            descending: k.descending,
+                            nulls_first: k.nulls_first,
+                        })
+                    })
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let out = child.output.clone();
+                (
+                    self.node(
+                        plan,
+                        "sort",
+                        PlanKind::Sort {
+                            input: Box::new(child),
+                            keys,
+                            limit: *limit,
+                        },
+                        out,
+                    ),
+                    layout,
+                )
+            }
+            Logical::Limit {
+                input,
+                offset,
+                limit,
+            } => {
+                let (child, layout) = self.lower(input, required)?;
+                let out = child.output.clone();
+                let kind = PlanKind::Limit {
+                    input: Box::new(child),
+                    offset: *offset,
+                    limit: *limit,
+                };
+                (self.node(plan, "limit", kind, out), layout)
+            }
+            Logical::Union { inputs, cols } => {
+                let mut nodes = Vec::new();
+                for (p, ids) in inputs {
+                    let need: HashSet<ColId> = ids.iter().copied().collect();
+                    let (n, layout) = self.lower(p, &need)?;
+                    if layout != *ids {
+                        return Err(SqlError::Internal("union input layout".into()));
+                    }
+                    nodes.push(n);
+                }
+                (
+                    self.node(
+                        plan,
+                        "union_all",
+                        PlanKind::UnionAll { inputs: nodes },
+                        self.types(cols),
+                    ),
+                    cols.clone(),
+                )
+            }
+        })
+    }
+}
