@@ -29,17 +29,26 @@ def parse_args(argv):
     p.add_argument("--kura", help="the kura binary (bench/run builds it)")
     p.add_argument("--data", help="directory of the eight .tbl files (default: generated into the work directory)")
     p.add_argument("--work-dir", help="where data and databases go (default: <tmp>/kura-bench)")
-    p.add_argument("--out", default=os.path.join(paths.BENCH_DIR, "results"), help="report directory (default bench/results)")
+    p.add_argument(
+        "--out", default=os.path.join(paths.BENCH_DIR, "results"), help="report directory (default bench/results)"
+    )
     p.add_argument("--no-indexes", action="store_true", help="build no secondary indexes")
-    p.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for DuckDB and PostgreSQL's parallel workers")
+    p.add_argument(
+        "--threads", type=int, default=os.cpu_count(), help="threads for DuckDB and PostgreSQL's parallel workers"
+    )
     p.add_argument("--kura-buffer", help="kura's --buffer for warm runs (default: kura's own)")
     p.add_argument("--kura-cold-buffer", default="16MB", help="kura's --buffer for cold runs (default 16MB)")
     p.add_argument(
+        "--kura-client",
+        choices=["serve", "cli"],
+        help="how queries reach kura: one `kura serve` process with psycopg (default when kura has serve), "
+        "or one `kura -c` process per run",
+    )
+    p.add_argument(
         "--kura-warm-io",
         choices=["buffered", "direct"],
-        default="buffered",
-        help="kura's I/O for warm runs: each run is a new process, so only the OS page cache can stay warm "
-        "(buffered, default); direct = O_DIRECT as in cold runs",
+        help="kura's I/O for warm runs: direct (O_DIRECT, default with serve) or buffered (OS page cache, "
+        "default with cli, where every run is a new process with an empty buffer)",
     )
     p.add_argument("--pg-shared-buffers", default="1GB", help="PostgreSQL shared_buffers, warm (default 1GB)")
     p.add_argument("--pg-cold-shared-buffers", default="16MB", help="PostgreSQL shared_buffers, cold (default 16MB)")
@@ -84,7 +93,9 @@ def make_systems(args, work_dir):
         if name == "kura":
             from .systems.kura import Kura
 
-            made.append(Kura(args.kura, work_dir, args.kura_buffer, args.kura_cold_buffer, args.kura_warm_io))
+            made.append(
+                Kura(args.kura, work_dir, args.kura_buffer, args.kura_cold_buffer, args.kura_warm_io, args.kura_client)
+            )
         elif name == "duckdb":
             from .systems.duckdb_system import DuckDB
 
@@ -93,7 +104,9 @@ def make_systems(args, work_dir):
             from .systems.postgres import PostgreSQL
 
             made.append(
-                PostgreSQL(work_dir, args.pg_shared_buffers, args.pg_work_mem, args.pg_cold_shared_buffers, args.threads)
+                PostgreSQL(
+                    work_dir, args.pg_shared_buffers, args.pg_work_mem, args.pg_cold_shared_buffers, args.threads
+                )
             )
         elif name == "sqlite":
             from .systems.sqlite_system import SQLite

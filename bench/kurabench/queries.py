@@ -85,9 +85,7 @@ def add_interval(day, amount, unit):
     return datetime.date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
 
 
-_DATE_ARITH = re.compile(
-    r"date\s+'(\d{4}-\d{2}-\d{2})'\s*([+-])\s*interval\s+'(\d+)'\s+(day|month|year)s?", re.I
-)
+_DATE_ARITH = re.compile(r"date\s+'(\d{4}-\d{2}-\d{2})'\s*([+-])\s*interval\s+'(\d+)'\s+(day|month|year)s?", re.I)
 _DATE_LITERAL = re.compile(r"date\s+'(\d{4}-\d{2}-\d{2})'", re.I)
 _EXTRACT_YEAR = re.compile(r"extract\s*\(\s*year\s+from\s+([\w.]+)\s*\)", re.I)
 _SUBSTRING = re.compile(r"substring\s*\(\s*([\w.]+)\s+from\s+(\d+)\s+for\s+(\d+)\s*\)", re.I)
@@ -108,6 +106,7 @@ def to_sqlite(query):
     notes = []
     statements = []
     for stmt in query.statements:
+
         def arith(m):
             day = datetime.date.fromisoformat(m.group(1))
             amount = int(m.group(3)) * (1 if m.group(2) == "+" else -1)

@@ -66,7 +66,11 @@ def times_section(run, mode, charts):
         row = [qid] + [cell(run.systems[n].outcomes.get((mode, qid))) for n in names]
         row += [f"{per_peer[p][qid]:.2f}" if qid in per_peer[p] else "—" for p in peers]
         rows.append(row)
-    for label, subset in (("geo. mean TPC-H", queries.TPCH), ("geo. mean (A)-(D)", queries.SELECTIVE), ("geo. mean all", None)):
+    for label, subset in (
+        ("geo. mean TPC-H", queries.TPCH),
+        ("geo. mean (A)-(D)", queries.SELECTIVE),
+        ("geo. mean all", None),
+    ):
         ids = [q for q in run.query_ids if subset is None or q in subset]
         if not ids or not peers:
             continue
@@ -99,15 +103,25 @@ def summary_lines(run, failures_found):
             g = geometric_mean(list(r.values()))
             out.append(
                 f"- {mode}: geometric mean of kura/{p} = "
-                + (f"**{g:.2f}** over {len(r)} of {len(run.query_ids)} queries" if g else f"— (no query answered by both)")
+                + (
+                    f"**{g:.2f}** over {len(r)} of {len(run.query_ids)} queries"
+                    if g
+                    else "— (no query answered by both)"
+                )
             )
     for name, sr in run.systems.items():
         answered = sum(1 for o in sr.outcomes.values() if o.status == "ok" and not o.wrong)
         total = len(sr.outcomes)
-        out.append(f"- {name}: {answered} of {total} query runs answered correctly" + (f"; load failed" if sr.load_error else ""))
+        out.append(
+            f"- {name}: {answered} of {total} query runs answered correctly"
+            + ("; load failed" if sr.load_error else "")
+        )
     checked = run.agreements + len(run.disagreements)
     out.append(f"- cross-check: {checked} comparisons, **{len(run.disagreements)} disagreements**")
-    out.append(f"- run status: " + ("**PASS**" if not failures_found else f"**FAIL** ({len(failures_found)} problems, listed below)"))
+    out.append(
+        "- run status: "
+        + ("**PASS**" if not failures_found else f"**FAIL** ({len(failures_found)} problems, listed below)")
+    )
     return out
 
 
@@ -140,7 +154,10 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
         if sr.load is None:
             rows.append([name, "FAILED"] + ["—"] * len(tables))
             continue
-        rows.append([name, f"{sr.load.seconds:.2f}"] + [f"{sr.load.tables[t]:.2f}" if t in sr.load.tables else "—" for t in tables])
+        rows.append(
+            [name, f"{sr.load.seconds:.2f}"]
+            + [f"{sr.load.tables[t]:.2f}" if t in sr.load.tables else "—" for t in tables]
+        )
     lines += [table(header, rows), ""]
     lines.append("Rows per table (from the .tbl files, and as each system counts them):")
     lines.append("")
@@ -149,9 +166,11 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
         rows.append(
             [name]
             + [
-                (str(sr.counts[t]) if sr.counts[t] == run.expected_counts[t] else f"**{sr.counts[t]}** ✗")
-                if t in sr.counts
-                else "—"
+                (
+                    (str(sr.counts[t]) if sr.counts[t] == run.expected_counts[t] else f"**{sr.counts[t]}** ✗")
+                    if t in sr.counts
+                    else "—"
+                )
                 for t in tables
             ]
         )
@@ -183,10 +202,17 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
     for mode in run.modes:
         lines += times_section(run, mode, charts_by_mode.get(mode, []))
 
+    if run.explains:
+        lines += ["## Where kura is furthest behind (warm)", ""]
+        lines.append("The queries with the largest ratio of kura's time to the fastest peer's, with kura's plan:")
+        lines.append("")
+        for qid, ratio, peer, plan in run.explains:
+            lines += [f"### {qid}: {ratio:.1f}× {peer}", "", "```", plan, "```", ""]
+
     lines += ["## Cross-check", ""]
     refs = len(run.references)
     lines.append(
-        f"Every answered result is compared, numbers with absolute tolerance 0.01 or relative 1e-6 and text "
+        f"Every answered result is compared, numbers with absolute tolerance 0.01 or relative 1e-9 and text "
         f"after trimming, with the reference answer of its query where one exists ({refs} of "
         f"{len(run.query_ids)} queries: TPC-H answers and the expected results of (A)-(D)), otherwise with every "
         f"other system's result."

@@ -63,6 +63,7 @@ class Run:
     disagreements: list = field(default_factory=list)
     agreements: int = 0
     references: dict = field(default_factory=dict)  # query id -> answer file used, where one exists
+    explains: list = field(default_factory=list)  # (query id, ratio, fastest peer, kura's EXPLAIN ANALYZE)
     started: float = field(default_factory=time.time)
     seconds: float = 0.0
 
@@ -79,7 +80,9 @@ def ensure_data(kura_binary, sf, data_dir, log):
         raise RuntimeError("generating data needs kura (--kura BINARY) or existing .tbl files (--data DIR)")
     os.makedirs(data_dir, exist_ok=True)
     log(f"data: kura tpch gen --sf {sf:g} --out {data_dir}")
-    done = subprocess.run([kura_binary, "tpch", "gen", "--sf", f"{sf:g}", "--out", data_dir], capture_output=True, text=True)
+    done = subprocess.run(
+        [kura_binary, "tpch", "gen", "--sf", f"{sf:g}", "--out", data_dir], capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise RuntimeError(f"kura tpch gen failed: {done.stderr.strip()}")
     with open(marker, "w", encoding="utf-8") as f:
@@ -109,7 +112,8 @@ def prepare_system(system, run, tbl_dir, tables, indexes, log):
             system.create_index(index)
             sr.indexes[index.name] = time.perf_counter() - start
         except Unsupported as e:
-            sr.indexes[index.name] = f"not supported: {e}"
+            reason = str(e)
+            sr.indexes[index.name] = reason if reason.startswith("not supported") else f"not supported: {reason}"
         except Exception as e:
             sr.indexes[index.name] = f"failed: {type(e).__name__}: {e}"
     built = sum(isinstance(v, float) for v in sr.indexes.values())
@@ -159,7 +163,9 @@ def run_system(system, run, query_list, drop_os_cache, log):
                 continue
             outcome = run_query(system, query, mode, run.reps, run.timeout, drop_os_cache)
             sr.outcomes[(mode, query.id)] = outcome
-            shown = f"{outcome.median:.3f} s" if outcome.status == "ok" else f"{outcome.status.upper()}: {outcome.error}"
+            shown = (
+                f"{outcome.median:.3f} s" if outcome.status == "ok" else f"{outcome.status.upper()}: {outcome.error}"
+            )
             log(f"{system.name}: {mode} {query.id}: {shown}")
         if mode == "cold":
             system.prepare_warm()
@@ -212,6 +218,41 @@ def cross_check(run, query_list):
                         run.agreements += 1
 
 
+def furthest_behind(run, count=3, mode="warm"):
+    """The queries where kura's time is the largest multiple of the fastest peer's:
+    [(query id, ratio, peer)], ratio > 1 only, largest first."""
+    base = run.systems.get("kura")
+    if base is None:
+        return []
+    found = []
+    for qid in run.query_ids:
+        mine = base.outcomes.get((mode, qid))
+        if mine is None or mine.status != "ok" or mine.wrong:
+            continue
+        peers = [
+            (o.median, name)
+            for name, sr in run.systems.items()
+            if name != "kura" and (o := sr.outcomes.get((mode, qid))) is not None and o.status == "ok" and not o.wrong
+        ]
+        if peers:
+            best, peer = min(peers)
+            if mine.median > best:
+                found.append((qid, mine.median / best, peer))
+    return sorted(found, key=lambda f: -f[1])[:count]
+
+
+def explain_furthest_behind(kura, run, query_list, log):
+    """kura's EXPLAIN ANALYZE of the queries where it is furthest behind, for the report."""
+    by_id = {q.id: q for q in query_list}
+    for qid, ratio, peer in furthest_behind(run):
+        try:
+            plan = kura.explain_analyze(by_id[qid], run.timeout)
+        except QueryFailed as e:
+            plan = f"EXPLAIN ANALYZE failed: {e}"
+        run.explains.append((qid, ratio, peer, plan))
+        log(f"kura: EXPLAIN ANALYZE {qid} ({ratio:.1f}x {peer})")
+
+
 def check_counts(run):
     """Row counts every system holds against the .tbl files' line counts."""
     problems = []
@@ -252,4 +293,7 @@ def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True):
             except Exception as e:  # a failed stop must not hide the run's results
                 print(f"{system.name}: stop failed: {e}", file=sys.stderr)
     cross_check(run, query_list)
+    kura = next((s for s in systems if s.name == "kura"), None)
+    if kura is not None and "warm" in run.modes and not run.systems["kura"].load_error:
+        explain_furthest_behind(kura, run, query_list, log)
     run.seconds = time.time() - run.started

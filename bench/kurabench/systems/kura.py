@@ -1,31 +1,50 @@
-"""kura under test, driven through its command line: `kura tpch load --from DIR` to
-load, and one `kura -c SQL --format csv` process per query run, timed as the wall
-time of that process (kura's one-shot mode prints no timings of its own)."""
+"""kura under test: loaded with `kura tpch load --from DIR`, indexed with `kura -c`, and
+queried either through `kura serve` (one server process, psycopg as the client, timed
+like PostgreSQL) or with one `kura -c SQL --format csv` process per run, timed as the
+wall time of that process (kura's one-shot mode prints no timings of its own)."""
 
 import os
 import re
+import socket
 import statistics
 import subprocess
+import threading
 import time
 
+from .. import compare
+from ..queries import is_select
 from .base import LoadReport, QueryFailed, Result, System, Unsupported
 
-# CLI table output (comfy-table, UTF-8 borders) of `kura tpch load`: │ table │ rows │ MB │ seconds │ ...
-_LOAD_ROW = re.compile(r"^\s*[│|]\s*(\w+)\s*[│|]\s*(\d+)\s*[│|]\s*[\d.]+\s*[│|]\s*([\d.]+)\s*[│|]")
+SERVER_START_SECONDS = 60
+# After a cancel request is ignored this long past the time limit, the server is killed.
+KILL_GRACE_SECONDS = 10
+
+# A row of `kura tpch load`'s table (comfy-table borders): │ table ┆ rows ┆ MB ┆ seconds ┆ ...
+_SEP = r"\s*[│┆|]\s*"
+_LOAD_ROW = re.compile(rf"^{_SEP}(\w+){_SEP}(\d+){_SEP}[\d.]+{_SEP}([\d.]+){_SEP}")
 
 
 class Kura(System):
     name = "kura"
-    timing_note = "wall time of one `kura -c` process per run (start-up, open, query, output)"
 
-    def __init__(self, binary, work_dir, buffer=None, cold_buffer="16MB", warm_io="buffered"):
+    def __init__(self, binary, work_dir, buffer=None, cold_buffer="16MB", warm_io=None, client=None):
         self.binary = binary
         self.path = os.path.join(work_dir, "kura.db")
+        self.log_path = os.path.join(work_dir, "kura-serve.log")
         self.buffer = buffer
         self.cold_buffer = cold_buffer
-        self.warm_io = warm_io
+        self.client = client or ("serve" if has_serve(binary) else "cli")
+        # A `kura -c` process starts with an empty buffer, so only the OS page cache can
+        # stay warm between its runs; a server keeps its own buffer warm.
+        self.warm_io = warm_io or ("direct" if self.client == "serve" else "buffered")
         self.cold = False
         self.startup_seconds = None
+        self.server = None
+        self.con = None
+        if self.client == "serve":
+            self.timing_note = "wall time of the client call (psycopg to `kura serve`), results fetched"
+        else:
+            self.timing_note = "wall time of one `kura -c` process per run (start-up, open, query, output)"
 
     def _options(self):
         options = ["--db", self.path]
@@ -64,11 +83,17 @@ class Kura(System):
         values = {
             "buffer (warm)": self.buffer or "default (a quarter of RAM)",
             "I/O (warm)": "buffered (OS page cache)" if self.warm_io == "buffered" else "O_DIRECT",
-            "cold runs": f"O_DIRECT, --buffer {self.cold_buffer}, fresh process",
-            "client": "one `kura -c ... --format csv` process per run",
         }
-        if self.startup_seconds is not None:
-            values["process start-up + open + count(*) on region"] = f"{self.startup_seconds * 1000:.1f} ms (median of 5)"
+        if self.client == "serve":
+            values["client"] = "psycopg over the PostgreSQL protocol to one `kura serve` process"
+            values["cold runs"] = f"server restarted with O_DIRECT and --buffer {self.cold_buffer}"
+        else:
+            values["client"] = "one `kura -c ... --format csv` process per run"
+            values["cold runs"] = f"O_DIRECT, --buffer {self.cold_buffer}, fresh process"
+            if self.startup_seconds is not None:
+                values["process start-up + open + count(*) on region"] = (
+                    f"{self.startup_seconds * 1000:.1f} ms (median of 5)"
+                )
         return values
 
     def load(self, tbl_dir, schema):
@@ -82,7 +107,8 @@ class Kura(System):
             match = _LOAD_ROW.match(line)
             if match and match.group(1) in schema:
                 report.tables[match.group(1)] = float(match.group(3))
-        self.startup_seconds = self._startup()
+        if self.client == "cli":
+            self.startup_seconds = self._startup()
         return report
 
     def _startup(self):
@@ -107,6 +133,8 @@ class Kura(System):
             raise Unsupported(str(e)) from e
 
     def execute(self, query, timeout):
+        if self.client == "serve":
+            return self._execute_served(query, timeout)
         # All statements in one process (Q15 creates, uses and drops a view).
         sql = ";\n".join(query.statements) + ";"
         start = time.perf_counter()
@@ -117,14 +145,129 @@ class Kura(System):
             raise QueryFailed("kura printed no result")
         return Result(columns, rows, seconds, "process")
 
+    def explain_analyze(self, query, timeout):
+        """kura's EXPLAIN ANALYZE of the query's SELECT (run in its own process, warm settings)."""
+        statements = list(query.statements)
+        last = max(i for i, stmt in enumerate(statements) if is_select(stmt))
+        statements[last] = "EXPLAIN ANALYZE " + statements[last]
+        out = self._sql(";\n".join(statements) + ";", timeout)
+        return "\n".join(out.splitlines()[1:])
+
+    def _execute_served(self, query, timeout):
+        import psycopg
+
+        self._ensure_server()
+        con = self.con
+        timers = []
+        if timeout:
+            timers = [
+                threading.Timer(timeout, con.cancel_safe),
+                threading.Timer(timeout + KILL_GRACE_SECONDS, self._kill_server),
+            ]
+            for t in timers:
+                t.start()
+        start = time.perf_counter()
+        result = None
+        try:
+            with con.cursor() as cur:
+                for stmt in query.statements:
+                    cur.execute(stmt)
+                    if is_select(stmt):
+                        result = ([d.name for d in cur.description], cur.fetchall())
+        except psycopg.Error as e:
+            elapsed = time.perf_counter() - start
+            if self.server is None or self.server.poll() is not None:
+                self._forget_server()
+            if timeout and elapsed >= timeout:
+                raise QueryFailed(f"time limit of {timeout:g} s reached", timed_out=True) from e
+            raise QueryFailed(str(e).splitlines()[0] if str(e) else type(e).__name__) from e
+        finally:
+            for t in timers:
+                t.cancel()
+        seconds = time.perf_counter() - start
+        if result is None:
+            raise QueryFailed("the query text holds no SELECT")
+        return Result(result[0], compare.normalize_rows(result[1]), seconds, "client")
+
+    def _ensure_server(self):
+        if self.server is not None and self.server.poll() is None and self.con is not None:
+            return
+        import psycopg
+
+        self._stop_server()
+        port = free_port()
+        log = open(self.log_path, "a", encoding="utf-8")
+        self.server = subprocess.Popen(
+            [self.binary] + self._options() + ["serve", "--listen", f"127.0.0.1:{port}"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.time() + SERVER_START_SECONDS
+        while True:
+            if self.server.poll() is not None:
+                self._forget_server()
+                raise QueryFailed(f"kura serve exited at start (see {self.log_path})")
+            try:
+                self.con = psycopg.connect(
+                    host="127.0.0.1", port=port, user="bench", dbname="kura", autocommit=True, connect_timeout=5
+                )
+                return
+            except psycopg.OperationalError as e:
+                if time.time() > deadline:
+                    self._stop_server()
+                    raise QueryFailed(f"kura serve did not accept connections: {e}") from e
+                time.sleep(0.1)
+
+    def _kill_server(self):
+        if self.server is not None and self.server.poll() is None:
+            self.server.kill()
+
+    def _forget_server(self):
+        self.con = None
+        self.server = None
+
+    def _stop_server(self):
+        if self.con is not None:
+            try:
+                self.con.close()
+            except Exception:  # the server may be gone already
+                pass
+        if self.server is not None and self.server.poll() is None:
+            self.server.terminate()
+            try:
+                self.server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.server.kill()
+                self.server.wait()
+        self._forget_server()
+
+    def stop(self):
+        self._stop_server()
+
     def prepare_cold(self, drop_os_cache):
-        # Every run is a fresh process, so kura's buffer starts empty; cold adds O_DIRECT
-        # and a small buffer, and the OS cache is dropped where that is permitted.
+        # Cold: O_DIRECT and a small buffer in a new process (a restarted server), and the
+        # OS cache dropped where that is permitted.
+        self._stop_server()
         self.cold = True
         drop_os_cache()
 
     def prepare_warm(self):
+        if self.cold:
+            self._stop_server()
         self.cold = False
+
+
+def has_serve(binary):
+    """Whether this kura binary has the `serve` subcommand."""
+    done = subprocess.run([binary, "--help"], capture_output=True, text=True)
+    return re.search(r"^\s+serve\s", done.stdout, re.M) is not None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def parse_csv(text):

@@ -92,9 +92,7 @@ class PostgreSQL(System):
         options += [f"-c {k}={v}" for k, v in self.current.items()]
         self._run(["pg_ctl", "-D", self.data, "-l", self.log, "-w", "-o", " ".join(options), "start"])
         self.running = True
-        self.con = self.psycopg.connect(
-            host="127.0.0.1", port=self.port, user=USER, dbname="postgres", autocommit=True
-        )
+        self.con = self.psycopg.connect(host="127.0.0.1", port=self.port, user=USER, dbname="postgres", autocommit=True)
 
     def _stop_server(self):
         if self.con is not None:

@@ -28,6 +28,9 @@ pub enum TpchCommand {
         /// Load TABLE.tbl files from this directory instead of generating.
         #[arg(long)]
         from: Option<PathBuf>,
+        /// Also build paper 003's index set (keys, foreign keys, dates, c_name, p_name).
+        #[arg(long)]
+        indexes: bool,
     },
     /// Run the 22 queries (and/or the selective queries a-d), print times, optionally check answers.
     Run {
@@ -71,7 +74,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             println!("generated {:.1} MB in {secs:.2} s ({:.1} MB/s)", total as f64 / 1e6, total as f64 / 1e6 / secs);
             Ok(())
         }
-        TpchCommand::Load { sf, from } => {
+        TpchCommand::Load { sf, from, indexes } => {
             let (_db, mut session) = cli.open()?;
             let start = Instant::now();
             let bar = progress::on_terminal().then(|| progress::bytes_bar("loading", 0));
@@ -90,11 +93,33 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 b.finish_and_clear();
             }
             print_load_table(&reports, start.elapsed().as_secs_f64());
+            if *indexes {
+                let start = Instant::now();
+                let bar = progress::on_terminal().then(|| progress::bytes_bar("indexes", 0));
+                let built = kura::tpch::load::create_indexes(&mut session, &|name| {
+                    if let Some(b) = &bar {
+                        b.set_message(name.to_string());
+                        b.tick();
+                    }
+                })
+                .map_err(|e| e.to_string())?;
+                if let Some(b) = bar {
+                    b.finish_and_clear();
+                }
+                let mut t = Table::new();
+                t.load_preset(UTF8_FULL_CONDENSED);
+                t.set_header(["index", "seconds"]);
+                for (name, d) in &built {
+                    t.add_row([name.clone(), format!("{:.3}", d.as_secs_f64())]);
+                }
+                t.add_row(["total".to_string(), format!("{:.3}", start.elapsed().as_secs_f64())]);
+                println!("{t}");
+            }
             Ok(())
         }
         TpchCommand::Run { sf, queries, check, load, reps } => {
             if *load {
-                run(cli, &TpchCommand::Load { sf: *sf, from: None })?;
+                run(cli, &TpchCommand::Load { sf: *sf, from: None, indexes: false })?;
             }
             let (_db, mut session) = cli.open()?;
             let answers = if *check {

@@ -1,5 +1,7 @@
 //! Per-query execution context: the cancel flag, the memory budget that hash tables
-//! and sorts are counted against, and per-operator statistics for EXPLAIN ANALYZE.
+//! and sorts are counted against, per-operator statistics for EXPLAIN ANALYZE, and
+//! the execution mode (serial, static, out-of-order — paper 003) with the shared
+//! task runtime the parallel modes run on.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -76,12 +78,48 @@ pub const NO_NODE: usize = usize::MAX;
 /// Answers "has the session asked to cancel?".
 pub type CancelCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
-/// Everything an operator may consult while running.
+/// How pipelines are run (the session setting `execution_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExecutionMode {
+    /// Every morsel on the calling thread, synchronous reads.
+    Serial,
+    /// The morsels split into one contiguous part per worker before execution.
+    Static,
+    /// A task per morsel on the out-of-order runtime; scans fix pages asynchronously.
+    #[default]
+    OutOfOrder,
+}
+
+impl ExecutionMode {
+    /// Parses a value of the `execution_mode` setting.
+    pub fn parse(value: &str) -> Option<ExecutionMode> {
+        match value.to_ascii_lowercase().as_str() {
+            "serial" => Some(ExecutionMode::Serial),
+            "static" => Some(ExecutionMode::Static),
+            "ooo" => Some(ExecutionMode::OutOfOrder),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecutionMode::Serial => "serial",
+            ExecutionMode::Static => "static",
+            ExecutionMode::OutOfOrder => "ooo",
+        }
+    }
+}
+
+/// Everything an operator may consult while running. Cloning is cheap and the
+/// clones share the cancel flag, memory budget and statistics: a parallel
+/// pipeline hands one clone to each of its tasks.
+#[derive(Clone)]
 pub struct ExecContext {
     cancel: CancelCheck,
-    pub memory: MemoryTracker,
-    stats: Mutex<Vec<OperatorStats>>,
+    pub memory: Arc<MemoryTracker>,
+    stats: Arc<Mutex<Vec<OperatorStats>>>,
     pub io: Option<Arc<dyn IoCounters>>,
+    pub mode: ExecutionMode,
 }
 
 impl ExecContext {
@@ -96,9 +134,10 @@ impl ExecContext {
     pub fn with_cancel_check(cancel: CancelCheck, memory_limit: u64) -> Self {
         ExecContext {
             cancel,
-            memory: MemoryTracker::new(memory_limit),
-            stats: Mutex::new(Vec::new()),
+            memory: Arc::new(MemoryTracker::new(memory_limit)),
+            stats: Arc::new(Mutex::new(Vec::new())),
             io: None,
+            mode: ExecutionMode::default(),
         }
     }
 
@@ -110,6 +149,24 @@ impl ExecContext {
     pub fn with_io(mut self, io: Arc<dyn IoCounters>) -> Self {
         self.io = Some(io);
         self
+    }
+
+    pub fn with_mode(mut self, mode: ExecutionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Takes `execution_mode` from a session's settings.
+    pub fn with_settings(mut self, settings: &kura_common::settings::Settings) -> Self {
+        if let Some(mode) = ExecutionMode::parse(&settings.value("execution_mode")) {
+            self.mode = mode;
+        }
+        self
+    }
+
+    /// The process-wide task runtime the parallel modes run on.
+    pub fn runtime(&self) -> ExecResult<&'static crate::runtime::Runtime> {
+        crate::runtime::shared_runtime().map_err(|e| ExecError::Internal(format!("task runtime: {e}")))
     }
 
     /// Fails with [`ExecError::Canceled`] once the session asked to cancel; operators
@@ -167,5 +224,18 @@ mod tests {
         assert!(ctx.check_cancel().is_ok());
         flag.store(true, Ordering::Relaxed);
         assert_eq!(ctx.check_cancel().unwrap_err().sqlstate(), "57014");
+    }
+
+    #[test]
+    fn mode_comes_from_settings_and_clones_share_stats() {
+        let mut settings = kura_common::settings::Settings::default();
+        let ctx = ExecContext::unbounded().with_settings(&settings);
+        assert_eq!(ctx.mode, ExecutionMode::OutOfOrder);
+        settings.set("execution_mode", "static").unwrap();
+        let ctx = ExecContext::unbounded().with_settings(&settings);
+        assert_eq!(ctx.mode, ExecutionMode::Static);
+        let clone = ctx.clone();
+        clone.record(2, |s| s.rows_out += 5);
+        assert_eq!(ctx.stats()[2].rows_out, 5);
     }
 }

@@ -11,10 +11,13 @@ pub enum ExecError {
     OutOfRange(String),
     #[error("invalid input syntax for type {ty}: \"{text}\"")]
     InvalidText { ty: String, text: String },
-    #[error("invalid date: {0}")]
+    /// Text longer than the column it is stored into.
+    #[error("value too long for type {0}")]
+    StringTooLong(String),
+    #[error("invalid date \"{0}\"")]
     InvalidDate(String),
     #[error(
-        "out of memory: {what} needs more than memory_limit ({limit} bytes); raise it with SET memory_limit"
+        "out of memory: {what} needs more than the memory limit ({limit} bytes); raise it with SET memory_limit"
     )]
     OutOfMemory { what: &'static str, limit: u64 },
     #[error("canceling statement due to user request")]
@@ -37,6 +40,7 @@ impl ExecError {
             ExecError::OutOfRange(_) => "22003",
             ExecError::InvalidText { .. } => "22P02",
             ExecError::InvalidDate(_) => "22008",
+            ExecError::StringTooLong(_) => "22001",
             ExecError::OutOfMemory { .. } => "53200",
             ExecError::Canceled => "57014",
             ExecError::SubqueryTooManyRows => "21000",

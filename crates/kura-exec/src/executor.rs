@@ -43,12 +43,12 @@ impl Executor<'_> {
     /// Runs the plan to completion and returns its output batches.
     pub fn run(&self, plan: &PlanNode) -> ExecResult<Vec<Batch>> {
         let pipeline = self.compile(plan)?;
-        let sink = CollectSink::default();
-        pipeline.run(&sink, plan.id, self.ctx)?;
+        let sink = Arc::new(CollectSink::default());
+        pipeline.run(sink.clone(), plan.id, self.ctx)?;
         Ok(sink.take())
     }
 
-    fn run_into(&self, plan: &PlanNode, sink: &dyn Sink, sink_node: usize) -> ExecResult<()> {
+    fn run_into(&self, plan: &PlanNode, sink: Arc<dyn Sink>, sink_node: usize) -> ExecResult<()> {
         self.compile(plan)?.run(sink, sink_node, self.ctx)
     }
 
@@ -157,8 +157,8 @@ impl Executor<'_> {
                     residual: residual.clone(),
                     build_types: build.output.clone(),
                 });
-                let sink = JoinBuildSink::new(spec.clone(), algorithm);
-                self.run_into(build, &sink, node.id)?;
+                let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm));
+                self.run_into(build, sink.clone(), node.id)?;
                 let table = sink.table()?;
                 let mut p = self.compile(probe)?;
                 p.transforms
@@ -170,15 +170,15 @@ impl Executor<'_> {
                 group_by,
                 aggregates,
             } => {
-                let sink = AggregateSink::new(group_by.clone(), aggregates.clone());
-                self.run_into(input, &sink, node.id)?;
+                let sink = Arc::new(AggregateSink::new(group_by.clone(), aggregates.clone()));
+                self.run_into(input, sink.clone(), node.id)?;
                 let out = sink.take();
                 self.record_rows(node.id, &out);
                 self.materialized(out, crate::context::NO_NODE)
             }
             PlanKind::Sort { input, keys, limit } => {
-                let sink = SortSink::new(keys.clone(), input.output.clone(), *limit);
-                self.run_into(input, &sink, node.id)?;
+                let sink = Arc::new(SortSink::new(keys.clone(), input.output.clone(), *limit));
+                self.run_into(input, sink.clone(), node.id)?;
                 let out = sink.take();
                 self.record_rows(node.id, &out);
                 self.materialized(out, crate::context::NO_NODE)
@@ -186,8 +186,8 @@ impl Executor<'_> {
             PlanKind::UnionAll { inputs } => {
                 let mut all = Vec::new();
                 for i in inputs {
-                    let sink = CollectSink::default();
-                    self.run_into(i, &sink, node.id)?;
+                    let sink = Arc::new(CollectSink::default());
+                    self.run_into(i, sink.clone(), node.id)?;
                     all.extend(sink.take());
                 }
                 self.record_rows(node.id, &all);

@@ -1,17 +1,28 @@
 //! Pipelines: a source, a linear list of streaming transforms, and a breaker sink
 //! (hash build, aggregation, sort, result). Sources split their input into morsels
-//! (a row group, a run) and sinks keep per-worker local state merged at the end, so
-//! the task runtime can run morsels as independent tasks; here they run serially on
-//! the calling thread.
+//! (a row group, a run) and sinks keep per-worker local state merged at the end.
+//! A pipeline runs in the context's execution mode (paper 003): `serial` runs every
+//! morsel on the calling thread; `static` splits the morsels into one contiguous
+//! part per worker before starting; `ooo` spawns a task per morsel on the shared
+//! runtime, and a scan task first fixes its pages asynchronously (many reads in
+//! flight) before decoding them. Local states are merged in morsel order, so every
+//! mode hands the sink the same rows in the same order.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Instant;
 
 use kura_common::Batch;
+use kura_storage::{BufferManager, PageGuard, PageId, StorageResult};
 
-use crate::context::ExecContext;
-use crate::error::ExecResult;
+use crate::context::{ExecContext, ExecutionMode};
+use crate::error::{ExecError, ExecResult};
+use crate::runtime::{self, BoxError, RuntimeError};
 
 /// Receives batches from a source; returns `false` to ask the source to stop early.
 pub type Emit<'a> = dyn FnMut(Batch) -> ExecResult<bool> + 'a;
@@ -22,6 +33,12 @@ pub trait Source: Send + Sync {
     fn morsels(&self) -> usize;
     /// Emits the batches of one morsel.
     fn produce(&self, morsel: usize, ctx: &ExecContext, emit: &mut Emit) -> ExecResult<()>;
+    /// The pages `produce(morsel)` will fix, and their buffer manager, when the
+    /// source reads pages: the out-of-order mode fixes them asynchronously first.
+    fn pages_for(&self, morsel: usize) -> Option<(Arc<BufferManager>, Vec<PageId>)> {
+        let _ = morsel;
+        None
+    }
 }
 
 /// A streaming operator: one batch in, one (possibly empty) batch out. `None` means
@@ -50,61 +67,298 @@ pub struct Pipeline {
     pub transforms: Vec<(usize, Arc<dyn Transform>)>,
 }
 
+/// Everything a morsel needs, shared by the tasks of one pipeline run.
+struct Run {
+    source: Arc<dyn Source>,
+    source_node: usize,
+    transforms: Vec<(usize, Arc<dyn Transform>)>,
+    sink: Arc<dyn Sink>,
+    sink_node: usize,
+    ctx: ExecContext,
+    /// Set when a transform needs no more input (LIMIT): later morsels are skipped.
+    stopped: AtomicBool,
+    /// The first operator error, kept so the caller sees it rather than its text.
+    error: Mutex<Option<ExecError>>,
+}
+
 impl Pipeline {
-    /// Runs every morsel through the transforms into `sink` (serially, one local state).
-    pub fn run(&self, sink: &dyn Sink, sink_node: usize, ctx: &ExecContext) -> ExecResult<()> {
-        let mut local = sink.local();
-        let mut stopped = false;
-        for morsel in 0..self.source.morsels() {
-            let mut started = Instant::now();
-            let mut emit = |batch: Batch| -> ExecResult<bool> {
-                ctx.check_cancel()?;
-                let src_ns = started.elapsed().as_nanos() as u64;
-                ctx.record(self.source_node, |s| {
-                    s.rows_out += batch.len() as u64;
-                    s.nanos += src_ns;
-                });
-                let mut batch = batch;
-                for (node, t) in &self.transforms {
-                    let t0 = Instant::now();
-                    let out = t.apply(batch, ctx)?;
-                    let ns = t0.elapsed().as_nanos() as u64;
-                    match out {
-                        Some(b) => {
-                            ctx.record(*node, |s| {
-                                s.rows_out += b.len() as u64;
-                                s.nanos += ns;
-                            });
-                            batch = b;
-                        }
-                        None => {
-                            ctx.record(*node, |s| s.nanos += ns);
-                            stopped = true;
-                            started = Instant::now();
-                            return Ok(false);
-                        }
-                    }
-                    if batch.is_empty() {
-                        started = Instant::now();
-                        return Ok(true);
-                    }
-                }
-                let t0 = Instant::now();
-                sink.consume(&mut local, batch, ctx)?;
-                let ns = t0.elapsed().as_nanos() as u64;
-                ctx.record(sink_node, |s| s.nanos += ns);
-                started = Instant::now();
-                Ok(true)
-            };
-            self.source.produce(morsel, ctx, &mut emit)?;
-            if stopped {
-                break;
-            }
-        }
+    /// Runs every morsel through the transforms into `sink`, in the context's mode.
+    pub fn run(&self, sink: Arc<dyn Sink>, sink_node: usize, ctx: &ExecContext) -> ExecResult<()> {
+        let morsels = self.source.morsels();
+        let run = Arc::new(Run {
+            source: self.source.clone(),
+            source_node: self.source_node,
+            transforms: self.transforms.clone(),
+            sink: sink.clone(),
+            sink_node,
+            ctx: ctx.clone(),
+            stopped: AtomicBool::new(false),
+            error: Mutex::new(None),
+        });
+        // Inside a runtime task (a nested query) the runtime cannot be re-entered.
+        let on_worker = runtime::current_worker().is_some();
+        let mode = if morsels <= 1 || on_worker {
+            ExecutionMode::Serial
+        } else {
+            ctx.mode
+        };
+        let locals = match mode {
+            ExecutionMode::Serial => vec![run.part(0..morsels)?],
+            ExecutionMode::Static => run_static(&run, morsels)?,
+            ExecutionMode::OutOfOrder => run_out_of_order(&run, morsels)?,
+        };
         let t0 = Instant::now();
-        sink.merge(local, ctx)?;
+        for local in locals {
+            sink.merge(local, ctx)?;
+        }
         sink.finish(ctx)?;
         ctx.record(sink_node, |s| s.nanos += t0.elapsed().as_nanos() as u64);
         Ok(())
+    }
+}
+
+/// Static mode: contiguous, equal parts of the morsels, one per worker.
+fn run_static(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState>> {
+    let rt = run.ctx.runtime()?;
+    let parts: Vec<_> = split_even(morsels, rt.workers())
+        .into_iter()
+        .map(|range| {
+            let run = run.clone();
+            move || run.part(range).map_err(|e| run.keep(e))
+        })
+        .collect();
+    match rt.run_static(parts) {
+        Ok(done) => Ok(done.outputs),
+        Err(e) => Err(run.error_of(e)),
+    }
+}
+
+/// Out-of-order mode: a task per morsel; each keeps its own local state.
+fn run_out_of_order(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState>> {
+    let rt = run.ctx.runtime()?;
+    let slots: Arc<Vec<Mutex<Option<LocalState>>>> =
+        Arc::new((0..morsels).map(|_| Mutex::new(None)).collect());
+    let (root_run, root_slots) = (run.clone(), slots.clone());
+    let result = rt.block_on(async move {
+        for morsel in 0..morsels {
+            let (run, slots) = (root_run.clone(), root_slots.clone());
+            runtime::spawn(async move {
+                let local = run.clone().morsel_task(morsel).await.map_err(|e| run.keep(e))?;
+                *slots[morsel].lock().unwrap_or_else(|p| p.into_inner()) = local;
+                Ok::<(), BoxError>(())
+            });
+        }
+        Ok::<(), BoxError>(())
+    });
+    if let Err(e) = result {
+        return Err(run.error_of(e));
+    }
+    let slots = Arc::try_unwrap(slots).map_err(|_| ExecError::Internal("a morsel task outlived its pipeline".into()))?;
+    Ok(slots
+        .into_iter()
+        .filter_map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect())
+}
+
+/// `count` items as `parts` contiguous ranges whose sizes differ by at most one.
+pub fn split_even(count: usize, parts: usize) -> Vec<Range<usize>> {
+    let parts = parts.max(1).min(count.max(1));
+    let (base, extra) = (count / parts, count % parts);
+    let mut start = 0;
+    (0..parts)
+        .map(|i| {
+            let len = base + usize::from(i < extra);
+            let r = start..start + len;
+            start += len;
+            r
+        })
+        .collect()
+}
+
+impl Run {
+    /// Keeps the first operator error for the caller; returns it as the task's error.
+    fn keep(&self, e: ExecError) -> BoxError {
+        let text = e.to_string();
+        let mut first = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if first.is_none() {
+            *first = Some(e);
+        }
+        text.into()
+    }
+
+    /// The operator error behind a failed run, or the runtime's own (a panic).
+    fn error_of(&self, e: RuntimeError) -> ExecError {
+        match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(first) => first,
+            None => ExecError::Internal(format!("parallel pipeline failed: {e}")),
+        }
+    }
+
+    /// Runs `morsels` one after the other into one local state.
+    fn part(&self, morsels: Range<usize>) -> ExecResult<LocalState> {
+        let mut local = self.sink.local();
+        for morsel in morsels {
+            if self.stopped.load(Ordering::Relaxed) {
+                break;
+            }
+            self.morsel(morsel, &mut local)?;
+        }
+        Ok(local)
+    }
+
+    /// One morsel as a task: fixes its pages asynchronously (all at once, so its
+    /// reads are in flight together), then runs it over the now resident pages.
+    async fn morsel_task(self: Arc<Self>, morsel: usize) -> ExecResult<Option<LocalState>> {
+        if self.stopped.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let pinned = match self.source.pages_for(morsel) {
+            Some((bm, pages)) if !pages.is_empty() => {
+                let claim = PinBudget::claim(&bm, pages.len()).await;
+                let guards = fix_all(&bm, &pages)
+                    .await
+                    .map_err(|e| ExecError::Storage(e.to_string()))?;
+                self.ctx.record(self.source_node, |s| s.pages_fixed += guards.len() as u64);
+                Some((claim, guards))
+            }
+            _ => None,
+        };
+        let mut local = self.sink.local();
+        self.morsel(morsel, &mut local)?;
+        drop(pinned);
+        Ok(Some(local))
+    }
+
+    /// Runs one morsel's batches through the transforms into `local`.
+    fn morsel(&self, morsel: usize, local: &mut LocalState) -> ExecResult<()> {
+        let ctx = &self.ctx;
+        let mut started = Instant::now();
+        let mut emit = |batch: Batch| -> ExecResult<bool> {
+            ctx.check_cancel()?;
+            let src_ns = started.elapsed().as_nanos() as u64;
+            ctx.record(self.source_node, |s| {
+                s.rows_out += batch.len() as u64;
+                s.nanos += src_ns;
+            });
+            let mut batch = batch;
+            for (node, t) in &self.transforms {
+                let t0 = Instant::now();
+                let out = t.apply(batch, ctx)?;
+                let ns = t0.elapsed().as_nanos() as u64;
+                match out {
+                    Some(b) => {
+                        ctx.record(*node, |s| {
+                            s.rows_out += b.len() as u64;
+                            s.nanos += ns;
+                        });
+                        batch = b;
+                    }
+                    None => {
+                        ctx.record(*node, |s| s.nanos += ns);
+                        self.stopped.store(true, Ordering::Relaxed);
+                        started = Instant::now();
+                        return Ok(false);
+                    }
+                }
+                if batch.is_empty() {
+                    started = Instant::now();
+                    return Ok(true);
+                }
+            }
+            let t0 = Instant::now();
+            self.sink.consume(local, batch, ctx)?;
+            let ns = t0.elapsed().as_nanos() as u64;
+            ctx.record(self.sink_node, |s| s.nanos += ns);
+            started = Instant::now();
+            Ok(true)
+        };
+        self.source.produce(morsel, ctx, &mut emit)
+    }
+}
+
+type FixFuture = Pin<Box<dyn Future<Output = StorageResult<PageGuard>> + Send>>;
+
+/// Fixes every page concurrently from one task: all misses are submitted before
+/// the task suspends, and it resumes as their reads complete.
+async fn fix_all(bm: &Arc<BufferManager>, pages: &[PageId]) -> StorageResult<Vec<PageGuard>> {
+    let mut pending: Vec<Option<FixFuture>> = pages
+        .iter()
+        .map(|&page| {
+            let bm = bm.clone();
+            Some(Box::pin(async move { runtime::fix_async(&bm, page).await }) as FixFuture)
+        })
+        .collect();
+    let mut guards: Vec<Option<PageGuard>> = (0..pages.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (i, slot) in pending.iter_mut().enumerate() {
+            if let Some(fut) = slot {
+                match fut.as_mut().poll(cx) {
+                    Poll::Ready(Ok(g)) => {
+                        guards[i] = Some(g);
+                        *slot = None;
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    })
+    .await?;
+    Ok(guards.into_iter().flatten().collect())
+}
+
+/// Pages pinned by out-of-order scans ahead of decoding, across the process.
+static PINNED_AHEAD: AtomicUsize = AtomicUsize::new(0);
+
+/// A share of the buffer pool a morsel task may keep pinned while its reads are
+/// in flight. Bounding the share keeps frames free for eviction: without it, a
+/// small buffer would fill with pinned pages of waiting tasks and fixes would fail.
+struct PinBudget {
+    pages: usize,
+}
+
+impl PinBudget {
+    async fn claim(bm: &BufferManager, pages: usize) -> PinBudget {
+        let limit = (bm.capacity() / 2).max(1);
+        loop {
+            let now = PINNED_AHEAD.load(Ordering::Acquire);
+            // A morsel larger than the whole budget still runs, alone.
+            let fits = now + pages <= limit || now == 0;
+            if fits
+                && PINNED_AHEAD
+                    .compare_exchange(now, now + pages, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                return PinBudget { pages };
+            }
+            if !fits {
+                runtime::yield_now().await;
+            }
+        }
+    }
+}
+
+impl Drop for PinBudget {
+    fn drop(&mut self) {
+        PINNED_AHEAD.fetch_sub(self.pages, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_even;
+
+    #[test]
+    fn even_split_is_contiguous_and_balanced() {
+        let parts = split_even(10, 3);
+        assert_eq!(parts, vec![0..4, 4..7, 7..10]);
+        assert_eq!(split_even(2, 4), vec![0..1, 1..2]);
+        assert_eq!(split_even(0, 2), vec![0..0]);
     }
 }

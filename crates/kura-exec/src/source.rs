@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use kura_common::{DataType, Value, Vector};
+use kura_storage::{BufferManager, PageId};
 
 use crate::error::ExecResult;
 
@@ -48,6 +49,18 @@ pub trait TableSource: Send + Sync {
     /// Row ranges that are the natural unit of parallel scanning.
     fn row_groups(&self) -> Vec<Range<u64>>;
     fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector>;
+    /// The buffer manager this table's pages live in, for asynchronous fixes
+    /// (`None` for tables not stored in pages).
+    fn buffer_manager(&self) -> Option<Arc<BufferManager>> {
+        None
+    }
+    /// Pages holding rows `rows` of column `col`, in row order (empty when the
+    /// table is not stored in pages). An out-of-order scan fixes these
+    /// concurrently before decoding the rows.
+    fn pages(&self, col: usize, rows: Range<u64>) -> Vec<PageId> {
+        let _ = (col, rows);
+        Vec::new()
+    }
 }
 
 /// A table held in memory as one vector per column.

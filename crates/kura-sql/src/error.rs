@@ -5,7 +5,8 @@ use std::fmt;
 
 use thiserror::Error;
 
-/// A position in the SQL text (1-based).
+/// A position in the SQL text (1-based); displays as the `line L, column C: ` prefix
+/// of a message, nothing when unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Pos {
     pub line: u64,
@@ -26,14 +27,14 @@ impl fmt::Display for Pos {
         if self.line == 0 {
             Ok(())
         } else {
-            write!(f, " at line {}, column {}", self.line, self.column)
+            write!(f, "line {}, column {}: ", self.line, self.column)
         }
     }
 }
 
 fn hint(h: &Option<String>) -> String {
     h.as_ref()
-        .map_or(String::new(), |h| format!("; did you mean \"{h}\"?"))
+        .map_or(String::new(), |h| format!(" (did you mean {h}?)"))
 }
 
 /// What was wrong with a statement.
@@ -41,35 +42,38 @@ fn hint(h: &Option<String>) -> String {
 pub enum SqlError {
     #[error("syntax error: {0}")]
     Syntax(String),
-    #[error("relation \"{name}\" does not exist{pos}{}", hint(.suggestion))]
+    #[error("{pos}relation \"{name}\" does not exist{}", hint(.suggestion))]
     UnknownTable {
         name: String,
         pos: Pos,
         suggestion: Option<String>,
     },
-    #[error("column \"{name}\" does not exist{pos}{}", hint(.suggestion))]
+    #[error("{pos}column \"{name}\" does not exist{}", hint(.suggestion))]
     UnknownColumn {
         name: String,
         pos: Pos,
         suggestion: Option<String>,
     },
-    #[error("column reference \"{name}\" is ambiguous{pos}")]
+    #[error("{pos}column reference \"{name}\" is ambiguous")]
     AmbiguousColumn { name: String, pos: Pos },
-    #[error("function {name} does not exist{pos}{}", hint(.suggestion))]
+    #[error("{pos}function {name} does not exist{}", hint(.suggestion))]
     UnknownFunction {
         name: String,
         pos: Pos,
         suggestion: Option<String>,
     },
-    #[error("{message}{pos}")]
+    #[error("{pos}{message}")]
     TypeMismatch { message: String, pos: Pos },
-    #[error("column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function{pos}")]
+    #[error("{pos}column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function")]
     NotGrouped { name: String, pos: Pos },
-    #[error("invalid input syntax for type date: \"{text}\"{pos}")]
+    /// An aggregate where none may be (42803, like a grouping error).
+    #[error("{pos}{message}")]
+    Grouping { message: String, pos: Pos },
+    #[error("{pos}invalid date \"{text}\"")]
     InvalidDate { text: String, pos: Pos },
-    #[error("{message}{pos}")]
+    #[error("{pos}{message}")]
     InvalidValue { message: String, pos: Pos },
-    #[error("{what} is not supported{pos}")]
+    #[error("{pos}{what} is not supported")]
     Unsupported { what: String, pos: Pos },
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
@@ -89,7 +93,7 @@ impl SqlError {
             SqlError::AmbiguousColumn { .. } => "42702",
             SqlError::UnknownFunction { .. } => "42883",
             SqlError::TypeMismatch { .. } => "42804",
-            SqlError::NotGrouped { .. } => "42803",
+            SqlError::NotGrouped { .. } | SqlError::Grouping { .. } => "42803",
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
             SqlError::Unsupported { .. } => "0A000",

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use kura_common::DataType;
 
 use crate::file::PageId;
+use crate::index::BTreeIndex;
 use crate::table::Table;
 
 /// A column of a table.
@@ -60,6 +61,17 @@ pub(crate) struct TableEntry {
     pub meta_root: PageId,
 }
 
+/// A secondary index: what it indexes and where its B+tree lives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexEntry {
+    pub name: String,
+    pub table: String,
+    /// Key columns as named in the table's schema, in key order.
+    pub columns: Vec<String>,
+    pub unique: bool,
+    pub tree: BTreeIndex,
+}
+
 /// The catalog blob's contents.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct CatalogFile {
@@ -67,6 +79,22 @@ pub(crate) struct CatalogFile {
     pub views: Vec<ViewDef>,
     /// Pages below the committed extent that nothing references.
     pub free_pages: Vec<PageId>,
+    /// Last, so a catalog written before indexes existed is its prefix.
+    pub indexes: Vec<IndexEntry>,
+}
+
+/// The catalog blob as written before indexes existed (read for compatibility).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct CatalogFileV1 {
+    pub tables: Vec<TableEntry>,
+    pub views: Vec<ViewDef>,
+    pub free_pages: Vec<PageId>,
+}
+
+impl From<CatalogFileV1> for CatalogFile {
+    fn from(v: CatalogFileV1) -> Self {
+        CatalogFile { tables: v.tables, views: v.views, free_pages: v.free_pages, indexes: Vec::new() }
+    }
 }
 
 /// An immutable snapshot of the committed catalog. Readers hold an `Arc` to one;
@@ -75,6 +103,7 @@ pub struct Catalog {
     pub(crate) generation: u64,
     pub(crate) tables: BTreeMap<String, Arc<Table>>,
     pub(crate) views: BTreeMap<String, ViewDef>,
+    pub(crate) indexes: BTreeMap<String, IndexEntry>,
     /// Pages of each table's metadata blob (freed when the table changes).
     pub(crate) table_blobs: BTreeMap<String, Vec<PageId>>,
     /// Pages of this catalog's own blob.
@@ -93,6 +122,7 @@ impl Catalog {
             generation,
             tables: BTreeMap::new(),
             views: BTreeMap::new(),
+            indexes: BTreeMap::new(),
             table_blobs: BTreeMap::new(),
             blob_pages: Vec::new(),
             free_pages: Vec::new(),
@@ -118,6 +148,20 @@ impl Catalog {
 
     pub fn view_names(&self) -> Vec<String> {
         self.views.keys().cloned().collect()
+    }
+
+    pub fn index(&self, name: &str) -> Option<&IndexEntry> {
+        self.indexes.get(&normalize(name))
+    }
+
+    /// Indexes of a table, by name.
+    pub fn indexes_on(&self, table: &str) -> Vec<&IndexEntry> {
+        let t = normalize(table);
+        self.indexes.values().filter(|i| i.table == t).collect()
+    }
+
+    pub fn index_names(&self) -> Vec<String> {
+        self.indexes.keys().cloned().collect()
     }
 
     /// Free pages recorded in this snapshot.

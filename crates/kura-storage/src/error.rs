@@ -21,6 +21,8 @@ pub enum StorageError {
     TableExists(String),
     #[error("view \"{0}\" does not exist")]
     NoSuchView(String),
+    #[error("index \"{0}\" does not exist")]
+    NoSuchIndex(String),
     #[error("relation \"{0}\" already exists")]
     RelationExists(String),
     #[error("null value in column \"{column}\" of table \"{table}\" violates not-null constraint")]

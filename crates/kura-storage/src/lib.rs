@@ -15,7 +15,7 @@ pub mod table;
 mod txn_io;
 
 pub use buffer::{BufferManager, BufferStats, FixAttempt, InFlight, PageGuard, ReadTicket, TraceKind};
-pub use catalog::{Catalog, ColumnDef, Schema, ViewDef};
+pub use catalog::{Catalog, ColumnDef, IndexEntry, Schema, ViewDef};
 pub use error::{StorageError, StorageResult};
 pub use file::{PageId, DEFAULT_PAGE_SIZE};
 pub use storage::{default_buffer_bytes, Storage, StorageOptions, WriteTxn};

@@ -10,9 +10,10 @@ use kura_common::Batch;
 
 use crate::blob::{read_blob, write_blob};
 use crate::buffer::BufferManager;
-use crate::catalog::{normalize, Catalog, CatalogFile, Schema, TableEntry, ViewDef};
+use crate::catalog::{normalize, Catalog, CatalogFile, CatalogFileV1, IndexEntry, Schema, TableEntry, ViewDef};
 use crate::error::{StorageError, StorageResult};
 use crate::file::{DbFile, Header, PageId, DEFAULT_PAGE_SIZE};
+use crate::index::{build_for_table, from_table::key_columns, BTreeIndex};
 use crate::table::meta::TableMeta;
 use crate::table::writer::TableAppender;
 use crate::table::Table;
@@ -140,10 +141,19 @@ impl Storage {
                 })
             })
             .collect();
+        let indexes = base
+            .indexes
+            .iter()
+            .map(|(n, e)| {
+                let def = TxnIndex { table: e.table.clone(), columns: e.columns.clone(), unique: e.unique };
+                (n.clone(), (def, Some(e.tree.clone())))
+            })
+            .collect();
         Ok(WriteTxn {
             storage: self,
             guard: w,
             views: base.views.clone(),
+            indexes,
             base,
             tables,
             io,
@@ -161,6 +171,14 @@ struct TxnTable {
     appender: Option<TableAppender>,
 }
 
+/// An index as the transaction sees it; its tree is `None` while it must be
+/// (re)built at commit.
+struct TxnIndex {
+    table: String,
+    columns: Vec<String>,
+    unique: bool,
+}
+
 /// The one open write transaction. Dropping it without `commit` discards every
 /// change (its pages are simply never referenced).
 pub struct WriteTxn<'a> {
@@ -169,6 +187,7 @@ pub struct WriteTxn<'a> {
     base: Arc<Catalog>,
     tables: BTreeMap<String, TxnTable>,
     views: BTreeMap<String, ViewDef>,
+    indexes: BTreeMap<String, (TxnIndex, Option<BTreeIndex>)>,
     io: PageIo,
     freed: Vec<PageId>,
 }
@@ -213,6 +232,11 @@ impl WriteTxn<'_> {
     pub fn drop_table(&mut self, name: &str) -> StorageResult<()> {
         let key = normalize(name);
         let t = self.tables.remove(&key).ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
+        let on_table: Vec<String> =
+            self.indexes.iter().filter(|(_, (d, _))| d.table == key).map(|(n, _)| n.clone()).collect();
+        for name in on_table {
+            self.drop_index(&name)?;
+        }
         self.freed.extend(t.meta.pages());
         if let Some(a) = t.appender {
             // Pages already written for this table in this transaction.
@@ -234,7 +258,66 @@ impl WriteTxn<'_> {
         if t.appender.is_none() {
             t.appender = Some(TableAppender::new(&key, t.schema.clone(), (*t.meta).clone()));
         }
-        t.appender.as_mut().unwrap().append(&mut self.io, batch)
+        let rows = t.appender.as_mut().unwrap().append(&mut self.io, batch)?;
+        // Indexes are rebuilt from the table at commit (bulk loading keeps them
+        // compact); their current trees are freed then.
+        let bm = self.storage.bm.clone();
+        for (def, tree) in self.indexes.values_mut() {
+            if def.table == key {
+                if let Some(old) = tree.take() {
+                    self.freed.extend(old.pages(&bm)?);
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Creates index `name` on `columns` of `table` (`unique`: no two rows with
+    /// equal keys free of NULLs). Built now from the committed rows when the table
+    /// is unchanged in this transaction, else at commit; `progress(rows_done,
+    /// rows_total)` reports the build as it goes.
+    pub fn create_index(
+        &mut self,
+        name: &str,
+        table: &str,
+        columns: &[String],
+        unique: bool,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> StorageResult<()> {
+        let key = normalize(name);
+        if self.indexes.contains_key(&key) || self.tables.contains_key(&key) || self.views.contains_key(&key) {
+            return Err(StorageError::RelationExists(key));
+        }
+        let tkey = normalize(table);
+        let t = self.tables.get(&tkey).ok_or_else(|| StorageError::NoSuchTable(tkey.clone()))?;
+        let def = TxnIndex { table: tkey, columns: columns.to_vec(), unique };
+        let tree = match (&t.committed, &t.appender) {
+            (Some(committed), None) => {
+                Some(build_for_table(committed, &key, columns, unique, &mut self.io, progress)?)
+            }
+            _ => {
+                for c in columns {
+                    if t.schema.index_of(c).is_none() {
+                        return Err(StorageError::Invalid(format!(
+                            "column \"{c}\" does not exist in table \"{}\"",
+                            def.table
+                        )));
+                    }
+                }
+                None
+            }
+        };
+        self.indexes.insert(key, (def, tree));
+        Ok(())
+    }
+
+    pub fn drop_index(&mut self, name: &str) -> StorageResult<()> {
+        let key = normalize(name);
+        let (_, tree) = self.indexes.remove(&key).ok_or_else(|| StorageError::NoSuchIndex(key.clone()))?;
+        if let Some(tree) = tree {
+            self.freed.extend(tree.pages(&self.storage.bm)?);
+        }
+        Ok(())
     }
 
     pub fn create_view(&mut self, name: &str, sql: &str, columns: Vec<String>) -> StorageResult<()> {
@@ -289,6 +372,23 @@ impl WriteTxn<'_> {
             tables.insert(name.clone(), table);
             table_blobs.insert(name, blob);
         }
+        // Table pages must be on disk before index builds read them back.
+        self.io.flush()?;
+        let mut index_entries = BTreeMap::new();
+        for (name, (def, tree)) in std::mem::take(&mut self.indexes) {
+            let tree = match tree {
+                Some(t) => t,
+                None => {
+                    let table = tables.get(&def.table).ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
+                    key_columns(table, &def.columns)?;
+                    build_for_table(table, &name, &def.columns, def.unique, &mut self.io, &mut |_, _| {})?
+                }
+            };
+            index_entries.insert(
+                name.clone(),
+                IndexEntry { name, table: def.table, columns: def.columns, unique: def.unique, tree },
+            );
+        }
         self.freed.extend(self.base.blob_pages.iter().copied());
         let reused: BTreeSet<PageId> = self.io.reused.iter().copied().collect();
         let mut free: BTreeSet<PageId> =
@@ -300,6 +400,7 @@ impl WriteTxn<'_> {
             tables: entries,
             views: self.views.values().cloned().collect(),
             free_pages: free.into_iter().collect(),
+            indexes: index_entries.values().cloned().collect(),
         };
         let bytes = postcard::to_stdvec(&file_data)
             .map_err(|e| StorageError::Invalid(format!("encoding catalog: {e}")))?;
@@ -318,6 +419,7 @@ impl WriteTxn<'_> {
             generation: header.generation,
             tables,
             views: std::mem::take(&mut self.views),
+            indexes: index_entries,
             table_blobs,
             blob_pages,
             free_pages: file_data.free_pages,
@@ -336,7 +438,10 @@ fn load_catalog(file: &Arc<DbFile>, bm: &Arc<BufferManager>, header: &Header) ->
         return Ok(catalog);
     }
     let (bytes, pages) = read_blob(file, header.catalog_root)?;
-    let data: CatalogFile = postcard::from_bytes(&bytes).map_err(|e| StorageError::Corrupt {
+    // A catalog written before indexes existed lacks the last field.
+    let data: CatalogFile = postcard::from_bytes(&bytes)
+        .or_else(|_| postcard::from_bytes::<CatalogFileV1>(&bytes).map(CatalogFile::from))
+        .map_err(|e| StorageError::Corrupt {
         path: file.path().to_path_buf(),
         page: header.catalog_root,
         what: format!("catalog does not decode: {e}"),
@@ -353,6 +458,7 @@ fn load_catalog(file: &Arc<DbFile>, bm: &Arc<BufferManager>, header: &Header) ->
         catalog.table_blobs.insert(entry.name, blob);
     }
     catalog.views = data.views.into_iter().map(|v| (v.name.clone(), v)).collect();
+    catalog.indexes = data.indexes.into_iter().map(|i| (i.name.clone(), i)).collect();
     catalog.blob_pages = pages;
     catalog.free_pages = data.free_pages;
     Ok(catalog)

@@ -40,7 +40,7 @@ fn index_over_a_stored_table() {
             let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
             vec![
                 Value::BigInt(i as i64),
-                if x % 11 == 0 {
+                if x.is_multiple_of(11) {
                     Value::Null
                 } else {
                     Value::Text(format!("c{:04}", x % 5000))

@@ -226,3 +226,15 @@ fn a_good_large_load_after_failures_commits_every_row_in_order() {
         assert_eq!(cell(&ids, r), Cell::I32(expect as i32), "row {r}");
     }
 }
+
+#[test]
+fn a_tbl_row_missing_its_last_field_is_rejected() {
+    // In a dbgen file every row ends with the delimiter, so `7|1.00|1995-01-01|x|`
+    // has four fields; reading it as five with an empty last one silently loads a
+    // truncated row (e.g. a lineitem without its l_comment).
+    let dir = tempfile::tempdir().unwrap();
+    let storage = setup(dir.path());
+    let file = write_file(dir.path(), "short.tbl", 50, &[(20, "7|1.00|1995-01-01|x|")]);
+    let (_, text) = failing_load(&storage, &file, &TextFormat::default());
+    assert_position(&text, &file, 20, 1, "expected 5 fields, found 4");
+}

@@ -99,6 +99,52 @@ pub fn create_table(storage: &Storage, ct: &ast::CreateTable) -> KuraResult<Quer
     Ok(QueryResult::command("CREATE TABLE"))
 }
 
+/// Executes `CREATE [UNIQUE] INDEX name ON table (col, ...)`: a B+tree bulk-built
+/// from the table's rows and kept consistent by rebuilding after every append.
+pub fn create_index(storage: &Storage, ci: &ast::CreateIndex, progress: Option<&crate::session::Progress>) -> KuraResult<QueryResult> {
+    if ci.predicate.is_some() || !ci.include.is_empty() {
+        return Err(KuraError::Unsupported("partial or covering indexes".into()));
+    }
+    let table = object_name(&ci.table_name);
+    let mut columns = Vec::new();
+    for c in &ci.columns {
+        match &c.column.expr {
+            ast::Expr::Identifier(id) => columns.push(id.value.to_ascii_lowercase()),
+            other => return Err(KuraError::Unsupported(format!("index on expression {other}"))),
+        }
+    }
+    let name = match &ci.name {
+        Some(n) => object_name(n),
+        None => format!("{table}_{}_idx", columns.join("_")),
+    };
+    let mut txn = storage.begin()?;
+    if ci.if_not_exists && txn.base().index(&name).is_some() {
+        return Ok(QueryResult::command("CREATE INDEX"));
+    }
+    let label = format!("index {name}");
+    let mut report = |done: u64, total: u64| {
+        if let Some(p) = progress {
+            p(&label, done, total)
+        }
+    };
+    txn.create_index(&name, &table, &columns, ci.unique, &mut report)?;
+    txn.commit()?;
+    Ok(QueryResult::command("CREATE INDEX"))
+}
+
+/// Executes `DROP INDEX [IF EXISTS] a, b`.
+pub fn drop_indexes(storage: &Storage, if_exists: bool, names: &[ObjectName]) -> KuraResult<QueryResult> {
+    let mut txn = storage.begin()?;
+    for n in names {
+        match txn.drop_index(&object_name(n)) {
+            Err(StorageError::NoSuchIndex(_)) if if_exists => {}
+            r => r?,
+        }
+    }
+    txn.commit()?;
+    Ok(QueryResult::command("DROP INDEX"))
+}
+
 /// Executes `DROP TABLE [IF EXISTS] a, b` atomically.
 pub fn drop_tables(storage: &Storage, object_type: ObjectType, if_exists: bool, names: &[ObjectName]) -> KuraResult<QueryResult> {
     let mut txn = storage.begin()?;

@@ -37,6 +37,7 @@ impl KuraError {
         match self {
             KuraError::Storage(e) => match e {
                 StorageError::NoSuchTable(_) | StorageError::NoSuchView(_) => "42P01",
+                StorageError::NoSuchIndex(_) => "42704",
                 StorageError::TableExists(_) | StorageError::RelationExists(_) => "42P07",
                 StorageError::NotNull { .. } => "23502",
                 StorageError::TypeMismatch { .. } => "42804",

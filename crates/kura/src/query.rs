@@ -10,7 +10,7 @@ use sqlparser::ast::{Query, Statement};
 
 use kura_common::settings::Settings;
 use kura_common::{Batch, DataType, Value, Vector};
-use kura_exec::expr::cast_vector;
+use kura_exec::expr::assign_vector;
 use kura_exec::{
     ColumnStatistics, ExecContext, ExecError, ExecResult, Executor, IoCounters, OperatorRegistry, SourceColumn,
     TableSource, Zone,
@@ -246,7 +246,7 @@ fn conform(batch: &Batch, targets: &[(Option<usize>, DataType)]) -> KuraResult<B
     let cols = targets
         .iter()
         .map(|(src, ty)| match src {
-            Some(i) => cast_vector(&batch.columns[*i], *ty).map_err(exec_error),
+            Some(i) => assign_vector(&batch.columns[*i], *ty).map_err(exec_error),
             None => {
                 let mut v = Vector::new(*ty, n);
                 (0..n).for_each(|_| v.push_null());
@@ -263,10 +263,13 @@ fn insert(ctx: &QueryContext, table: &str, columns: &[String], source: &Query, p
     let planned = ctx.plan(source, params)?;
     let width = if columns.is_empty() { schema.columns.len() } else { columns.len() };
     if planned.columns.len() != width {
-        return Err(KuraError::Invalid(format!(
-            "INSERT has {} expressions but {width} target columns",
-            planned.columns.len()
-        )));
+        // PostgreSQL's wording (SQLSTATE 42601).
+        let which = if planned.columns.len() > width {
+            "more expressions than target columns"
+        } else {
+            "more target columns than expressions"
+        };
+        return Err(KuraError::Syntax(format!("INSERT has {which}")));
     }
     let mut targets: Vec<(Option<usize>, DataType)> = schema.columns.iter().map(|c| (None, c.data_type)).collect();
     for i in 0..width {

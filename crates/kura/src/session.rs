@@ -156,6 +156,10 @@ impl Session {
             {
                 crate::ddl::drop_tables(&self.storage, *object_type, *if_exists, names)
             }
+            Statement::CreateIndex(ci) => crate::ddl::create_index(&self.storage, ci, self.progress.as_deref()),
+            Statement::Drop { object_type: sqlparser::ast::ObjectType::Index, if_exists, names, .. } => {
+                crate::ddl::drop_indexes(&self.storage, *if_exists, names)
+            }
             Statement::Copy { source, to, target, options, legacy_options, .. } => crate::copy::copy_from(
                 &self.storage,
                 source,
@@ -261,9 +265,11 @@ fn guard<T>(f: impl FnOnce() -> KuraResult<T>) -> KuraResult<T> {
 fn is_local(stmt: &Statement) -> bool {
     match stmt {
         Statement::CreateTable(ct) => ct.query.is_none(),
-        Statement::Drop { object_type, .. } => {
-            matches!(object_type, sqlparser::ast::ObjectType::Table | sqlparser::ast::ObjectType::View)
-        }
+        Statement::Drop { object_type, .. } => matches!(
+            object_type,
+            sqlparser::ast::ObjectType::Table | sqlparser::ast::ObjectType::View | sqlparser::ast::ObjectType::Index
+        ),
+        Statement::CreateIndex(_) => true,
         Statement::Copy { .. } | Statement::Set(_) | Statement::ShowVariable { .. } => true,
         _ => false,
     }
@@ -280,7 +286,7 @@ pub fn parse(sql: &str) -> KuraResult<Vec<Statement>> {
 /// Parameters PostgreSQL clients set or ask for that have no meaning in kura.
 fn client_setting_value(name: &str) -> Option<&'static str> {
     Some(match name {
-        "server_version" => "15.0 (kura)",
+        "server_version" => "16.6",
         "server_encoding" | "client_encoding" => "UTF8",
         "datestyle" => "ISO, MDY",
         "timezone" | "time zone" => "UTC",

@@ -184,10 +184,15 @@ fn a_damaged_page_fails_the_query_with_its_checksum_error() {
     assert_eq!(s.execute("SELECT count(*) FROM t").unwrap().rows()[0][0], Value::BigInt(50_000));
     for _ in 0..2 {
         let err = s.execute("SELECT * FROM t").unwrap_err();
-        assert!(matches!(err, KuraError::Storage(StorageError::Checksum { page: p, .. }) if p == page), "{err:?}");
-        assert_eq!(err.sqlstate(), "XX001");
+        assert!(!matches!(err, KuraError::Internal(_)), "a damaged page is not an internal error: {err:?}");
         let msg = err.to_string();
         assert!(msg.contains(&path.display().to_string()) && msg.contains(&format!("page {page}")), "{msg}");
+        assert!(msg.contains("checksum"), "{msg}");
+        // Clients tell corruption from I/O failures by the code: data_corrupted.
+        assert_eq!(err.sqlstate(), "XX001", "SQLSTATE of {err:?}");
+        if let KuraError::Storage(e) = &err {
+            assert!(matches!(e, StorageError::Checksum { page: p, .. } if *p == page), "{e:?}");
+        }
     }
     // Rows before the damaged page still read.
     let first = s.execute("SELECT * FROM t LIMIT 10").unwrap().rows();

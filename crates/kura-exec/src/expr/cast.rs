@@ -150,3 +150,34 @@ pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
     }
     Ok(out)
 }
+
+/// Casts a vector for storing into a column of type `to` (PostgreSQL's assignment
+/// cast): like [`cast_vector`], except that text longer than a VARCHAR(n)/CHAR(n)
+/// column is an error instead of being cut, unless only blanks would be cut.
+pub fn assign_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
+    if let Some(max) = to.max_len() {
+        if let kura_common::ColumnData::Str(s) = &v.data {
+            for i in 0..v.len() {
+                if v.is_null(i) {
+                    continue;
+                }
+                let text = String::from_utf8_lossy(s.get_bytes(i));
+                if text.chars().count() > max as usize
+                    && text.chars().skip(max as usize).any(|c| c != ' ')
+                {
+                    return Err(ExecError::StringTooLong(sql_type_name(to)));
+                }
+            }
+        }
+    }
+    cast_vector(v, to)
+}
+
+/// PostgreSQL's name of a text type, as its errors print it.
+fn sql_type_name(t: DataType) -> String {
+    match t {
+        DataType::Varchar(Some(n)) => format!("character varying({n})"),
+        DataType::Char(n) => format!("character({n})"),
+        other => other.to_string(),
+    }
+}

@@ -1,5 +1,6 @@
 //! Vectorized comparison kernels (=, <>, <, <=, >, >=) over numbers, dates, booleans and
-//! text; text compares bytewise with trailing blanks ignored (CHAR(n) semantics).
+//! text; text compares bytewise, with trailing blanks ignored when a CHAR(n) value takes
+//! part (PostgreSQL's bpchar semantics) and significant between VARCHARs.
 
 use std::cmp::Ordering;
 
@@ -35,14 +36,24 @@ pub fn compare(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
     let validity = merge_validity(&l.validity, &r.validity);
     let n = l.len();
     let out: Vec<bool> = match (&l.data, &r.data) {
-        (ColumnData::Str(a), ColumnData::Str(b)) => (0..n)
-            .map(|i| {
-                test(
-                    op,
-                    trim_blanks(a.get_bytes(i)).cmp(trim_blanks(b.get_bytes(i))),
-                )
-            })
-            .collect(),
+        (ColumnData::Str(a), ColumnData::Str(b)) => {
+            let padded = matches!(l.data_type, DataType::Char(_))
+                || matches!(r.data_type, DataType::Char(_));
+            if padded {
+                (0..n)
+                    .map(|i| {
+                        test(
+                            op,
+                            trim_blanks(a.get_bytes(i)).cmp(trim_blanks(b.get_bytes(i))),
+                        )
+                    })
+                    .collect()
+            } else {
+                (0..n)
+                    .map(|i| test(op, a.get_bytes(i).cmp(b.get_bytes(i))))
+                    .collect()
+            }
+        }
         (ColumnData::Bool(a), ColumnData::Bool(b)) => {
             (0..n).map(|i| test(op, a[i].cmp(&b[i]))).collect()
         }

@@ -205,12 +205,29 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                     validity: a.validity.clone(),
                 });
             }
-            // Decimal: the planner fixed the output scale to the requested digits.
-            cast_vector(a, out).or_else(|_| {
+            // Decimal: the planner fixed the output scale to the requested digits
+            // (0 for negative digits, which then round to tens, hundreds, ...).
+            let digits = args.get(1).and_then(|d| int_arg(d, 0)).unwrap_or(0);
+            let rounded = cast_vector(a, out).or_else(|_| {
                 let mut x = to_i128(a);
                 super::arith::rescale_all(&mut x, scale_of(a.data_type), scale_of(out))?;
                 from_i128(x, a.validity.clone(), out)
-            })
+            })?;
+            if digits >= 0 {
+                return Ok(rounded);
+            }
+            let unit = 10i128
+                .checked_pow((-digits).min(38) as u32)
+                .ok_or_else(|| ExecError::OutOfRange("round".into()))?;
+            let vals: Vec<i128> = to_i128(&rounded)
+                .into_iter()
+                .map(|v| {
+                    // Half away from zero, like PostgreSQL's numeric round.
+                    let q = (v.abs() + unit / 2) / unit * unit;
+                    q * v.signum()
+                })
+                .collect();
+            from_i128(vals, rounded.validity.clone(), out)
         }
         ScalarFunc::Coalesce => {
             let cast: Vec<Vector> = args

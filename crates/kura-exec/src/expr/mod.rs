@@ -8,7 +8,7 @@ mod eval;
 mod func;
 pub mod like;
 
-pub use cast::{cast_value, cast_vector};
+pub use cast::{assign_vector, cast_value, cast_vector};
 pub use eval::{eval_predicate, selection_of};
 pub use like::LikePattern;
 

@@ -1,11 +1,15 @@
 //! Table scan: one morsel per row group; page min/max (zone maps) narrow each row
 //! group to the row ranges that can satisfy the pushed-down predicates, then the
-//! remaining rows are read batch by batch and filtered.
+//! remaining rows are read batch by batch and filtered. The scan names the pages
+//! of each morsel so the out-of-order mode can fix them asynchronously first
+//! (paper 003).
 
 use std::ops::Range;
 use std::sync::Arc;
 
+use hashbrown::HashSet;
 use kura_common::{Batch, Value, BATCH_SIZE};
+use kura_storage::{BufferManager, PageId};
 
 use crate::context::ExecContext;
 use crate::error::ExecResult;
@@ -117,6 +121,23 @@ impl ScanSource {
 impl Source for ScanSource {
     fn morsels(&self) -> usize {
         self.groups.len()
+    }
+
+    fn pages_for(&self, morsel: usize) -> Option<(Arc<BufferManager>, Vec<PageId>)> {
+        let bm = self.table.buffer_manager()?;
+        let ranges = intersect(&[self.groups.get(morsel)?.clone()], &self.candidates);
+        let mut pages = Vec::new();
+        let mut seen = HashSet::new();
+        for &col in &self.columns {
+            for r in &ranges {
+                for page in self.table.pages(col, r.clone()) {
+                    if seen.insert(page) {
+                        pages.push(page);
+                    }
+                }
+            }
+        }
+        Some((bm, pages))
     }
 
     fn produce(&self, morsel: usize, ctx: &ExecContext, emit: &mut Emit) -> ExecResult<()> {

@@ -1,13 +1,14 @@
 //! The engine behind the server: kura's `Database` façade. Each connection gets
-//! a `kura::Session`; statement with `$n` parameters are checked when prepared
-//! and run with the bound values written into the SQL as literals.
+//! a `kura::Session`; statements with `$n` parameters are parsed, planned and
+//! described once by `Session::prepare` and run with bound values by
+//! `Session::execute_prepared`.
 
 mod placeholders;
 
 use std::sync::Arc;
 
 use kura::{Database, KuraError, QueryResult, Session};
-use kura_common::Value;
+use kura_common::{DataType, Value};
 use sqlparser::ast::Statement;
 
 use crate::engine::{Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape};
@@ -46,39 +47,68 @@ pub struct KuraSession {
     session: Session,
 }
 
-/// A statement checked at Parse: its text and how many parameters it takes.
+/// A statement prepared by the façade, with the parameter count the server
+/// checks Bind messages against.
 pub struct KuraPrepared {
-    sql: String,
+    prepared: kura::Prepared,
     params: usize,
-    returns_rows: bool,
+    /// The façade described no columns for a statement that returns rows: they
+    /// are learned by running it (see [`KuraSession::describe`]).
+    columns_open: bool,
 }
 
 fn engine_error(e: KuraError) -> EngineError {
     EngineError::new(e.sqlstate(), e.to_string())
 }
 
-fn outcome(result: QueryResult) -> Outcome {
-    let QueryResult {
-        columns,
-        batches,
-        tag,
-    } = result;
-    let columns = columns
-        .into_iter()
+fn columns(cols: Vec<kura::ResultColumn>) -> Vec<Column> {
+    cols.into_iter()
         .map(|c| Column {
             name: c.name,
             data_type: c.data_type,
         })
-        .collect();
+        .collect()
+}
+
+fn outcome(result: QueryResult) -> Outcome {
+    let QueryResult {
+        columns: cols,
+        batches,
+        tag,
+    } = result;
     let rows = batches.into_iter().flat_map(|b| {
         let n = b.len();
         (0..n).map(move |i| b.row(i))
     });
     Outcome {
-        columns,
+        columns: columns(cols),
         rows: Box::new(rows),
         tag,
     }
+}
+
+/// Whether `sql` (one statement) answers with a row set.
+fn returns_rows(sql: &str) -> bool {
+    kura::session::parse(sql).is_ok_and(|stmts| {
+        stmts.iter().any(|s| {
+            matches!(
+                s,
+                Statement::Query(_) | Statement::ShowVariable { .. } | Statement::Explain { .. }
+            )
+        })
+    })
+}
+
+/// The parameter types announced to the client. The façade types every `$n`
+/// it can infer and reports the rest as text; a `$n` beyond its list (a
+/// statement kind it does not describe) is left open, which the protocol layer
+/// announces as text too. Text is the safe fallback: every client can send it
+/// and the engine coerces a text value like an untyped literal, as it would
+/// `'1994-01-01'` written in the SQL.
+fn param_shape(types: &[DataType], count: usize) -> Vec<Option<DataType>> {
+    (0..count.max(types.len()))
+        .map(|i| types.get(i).copied())
+        .collect()
 }
 
 impl EngineSession for KuraSession {
@@ -89,32 +119,25 @@ impl EngineSession for KuraSession {
     }
 
     fn prepare(&mut self, sql: &str) -> Result<(KuraPrepared, Shape), EngineError> {
-        let statements = kura::session::parse(sql).map_err(engine_error)?;
-        let [stmt] = statements.as_slice() else {
-            return Err(EngineError::new(
-                "42601",
-                "cannot insert multiple commands into a prepared statement",
-            ));
-        };
-        let params = placeholders::count(sql);
-        let returns_rows = matches!(
-            stmt,
-            Statement::Query(_) | Statement::ShowVariable { .. } | Statement::Explain { .. }
-        );
+        let prepared = self.session.prepare(sql).map_err(engine_error)?;
+        let params = param_shape(&prepared.param_types, placeholders::count(sql));
+        let columns_open = prepared.columns.is_empty() && returns_rows(sql);
         let shape = Shape {
-            params: vec![None; params],
-            columns: if returns_rows { None } else { Some(Vec::new()) },
+            params,
+            columns: (!columns_open).then(|| columns(prepared.columns.clone())),
         };
-        Ok((
-            KuraPrepared {
-                sql: sql.to_string(),
-                params,
-                returns_rows,
-            },
-            shape,
-        ))
+        let prepared = KuraPrepared {
+            params: shape.params.len(),
+            prepared,
+            columns_open,
+        };
+        Ok((prepared, shape))
     }
 
+    /// Values arrive decoded by the type the client declared, else the type
+    /// the statement expects, else as text; where the client's type differs
+    /// from the statement's (an `int4` for a decimal column, say) the engine
+    /// binds the value as a literal of the client's type and coerces it there.
     fn execute_prepared(
         &mut self,
         prepared: &KuraPrepared,
@@ -130,23 +153,20 @@ impl EngineSession for KuraSession {
                 ),
             ));
         }
-        let sql = placeholders::substitute(&prepared.sql, params)?;
-        self.execute(&sql)
+        self.session
+            .execute_prepared(&prepared.prepared, params)
+            .map(outcome)
+            .map_err(engine_error)
     }
 
     fn describe(&mut self, prepared: &KuraPrepared) -> Result<Vec<Column>, EngineError> {
-        if !prepared.returns_rows {
-            return Ok(Vec::new());
+        if !prepared.columns_open {
+            return Ok(columns(prepared.prepared.columns.clone()));
         }
-        // Without values, the columns come from running the statement on NULLs
-        // and keeping no row; where the engine cannot wrap it, from running it.
+        // A row-returning statement the façade does not describe: its columns
+        // come from running it, with NULL for every parameter.
         let nulls = vec![Value::Null; prepared.params];
-        let sql = placeholders::substitute(&prepared.sql, &nulls)?;
-        let wrapped = format!("SELECT * FROM ({sql}) AS described LIMIT 0");
-        match self.execute(&wrapped) {
-            Ok(o) => Ok(o.columns),
-            Err(_) => Ok(self.execute(&sql)?.columns),
-        }
+        Ok(self.execute_prepared(prepared, &nulls)?.columns)
     }
 
     fn canceller(&self) -> Canceller {

@@ -22,6 +22,9 @@ pub struct ExprCtx<'s> {
     /// Set while binding an aggregating SELECT: aggregates are collected here.
     pub agg: Option<AggCollector>,
     pub pending: Vec<Pending>,
+    /// The clause being bound (`WHERE`, `GROUP BY`, ...), named by errors about what
+    /// the clause cannot hold.
+    pub clause: Option<&'static str>,
     in_aggregate: bool,
 }
 
@@ -32,9 +35,21 @@ impl<'s> ExprCtx<'s> {
             outer,
             agg: None,
             pending: Vec::new(),
+            clause: None,
             in_aggregate: false,
         }
     }
+}
+
+/// A quoted string constant (its type is still open, like PostgreSQL's `unknown`).
+fn is_text_literal(e: &PhysExpr) -> bool {
+    matches!(
+        e,
+        PhysExpr::Literal {
+            value: Value::Text(_),
+            ..
+        }
+    )
 }
 
 fn pos(e: &impl Spanned) -> Pos {
@@ -155,7 +170,7 @@ impl Binder<'_> {
                 let x = self.bind_expr(expr, cx)?;
                 match op {
                     ast::UnaryOperator::Not => Ok(fold(PhysExpr::Not(Box::new(
-                        self.check_bool(x, pos(&**expr))?,
+                        self.check_bool(x, "NOT", pos(&**expr))?,
                     )))),
                     ast::UnaryOperator::Minus => {
                         if !x.data_type().is_numeric() {
@@ -179,7 +194,7 @@ impl Binder<'_> {
             }
             E::IsTrue(x) | E::IsFalse(x) | E::IsNotTrue(x) | E::IsNotFalse(x) => {
                 let b = self.bind_expr(x, cx)?;
-                let b = self.check_bool(b, pos(&**x))?;
+                let b = self.check_bool(b, "IS TRUE/IS FALSE", pos(&**x))?;
                 let want = matches!(e, E::IsTrue(_) | E::IsNotFalse(_));
                 let test = PhysExpr::Case {
                     whens: vec![(
@@ -346,7 +361,7 @@ impl Binder<'_> {
                         Some(o) => {
                             self.comparison(BinaryOp::Eq, o.clone(), c, pos(&cw.condition))?
                         }
-                        None => self.check_bool(c, pos(&cw.condition))?,
+                        None => self.check_bool(c, "CASE/WHEN", pos(&cw.condition))?,
                     };
                     whens.push((c, self.bind_expr(&cw.result, cx)?));
                 }
@@ -547,8 +562,9 @@ impl Binder<'_> {
             })
             .collect();
         let suggestion = did_you_mean(&full, candidates.iter().map(|s| s.as_str()));
+        // The message names the column alone; the position points at the qualifier.
         Err(SqlError::UnknownColumn {
-            name: full,
+            name,
             pos: pos_of(qualifier.unwrap_or(id)),
             suggestion,
         })
@@ -612,8 +628,9 @@ impl Binder<'_> {
         };
         match bop {
             BinaryOp::And | BinaryOp::Or => {
-                let a = self.check_bool(a, p)?;
-                let b = self.check_bool(b, p)?;
+                let clause = if bop == BinaryOp::And { "AND" } else { "OR" };
+                let a = self.check_bool(a, clause, p)?;
+                let b = self.check_bool(b, clause, p)?;
                 Ok(bin(bop, a, b, DataType::Boolean))
             }
             o if o.is_comparison() => self.comparison(o, a, b, p),
@@ -634,6 +651,17 @@ impl Binder<'_> {
         p: Pos,
     ) -> SqlResult<PhysExpr> {
         let (a, b) = self.unify_params(a, b);
+        // A quoted literal against a typed operand takes that type, as PostgreSQL
+        // resolves an `unknown` literal ('abc' + 1 fails as an invalid integer).
+        let (a, b) = if is_text_literal(&b) && !a.data_type().is_text() && !is_null_literal(&a) {
+            let t = a.data_type();
+            (a, coerce(b, t, p)?)
+        } else if is_text_literal(&a) && !b.data_type().is_text() && !is_null_literal(&b) {
+            let t = b.data_type();
+            (coerce(a, t, p)?, b)
+        } else {
+            (a, b)
+        };
         let (ta, tb) = (a.data_type(), b.data_type());
         if is_null_literal(&a) || is_null_literal(&b) {
             let t = if is_null_literal(&a) { tb } else { ta };
@@ -698,15 +726,7 @@ impl Binder<'_> {
         p: Pos,
     ) -> SqlResult<PhysExpr> {
         let (a, b) = self.unify_params(a, b);
-        let is_text_lit = |e: &PhysExpr| {
-            matches!(
-                e,
-                PhysExpr::Literal {
-                    value: Value::Text(_),
-                    ..
-                }
-            )
-        };
+        let is_text_lit = is_text_literal;
         let (a, b) = if is_text_lit(&b) && !a.data_type().is_text() {
             let t = a.data_type();
             (a, coerce(b, t, p)?)
@@ -878,8 +898,9 @@ impl Binder<'_> {
         };
         if AGGREGATES.contains(&name.as_str()) {
             if cx.agg.is_none() {
-                return Err(SqlError::InvalidValue {
-                    message: format!("aggregate functions are not allowed here ({name})"),
+                let place = cx.clause.map_or("here".to_string(), |c| format!("in {c}"));
+                return Err(SqlError::Grouping {
+                    message: format!("aggregate functions are not allowed {place}"),
                     pos: p,
                 });
             }

@@ -103,6 +103,28 @@ fn object_name(name: &ast::ObjectName) -> SqlResult<(String, Pos)> {
     }
 }
 
+/// Words PostgreSQL reserves in every position, which cannot name a relation unquoted.
+const RESERVED: &[&str] = &[
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "case", "cast", "check",
+    "collate", "column", "constraint", "create", "default", "desc", "distinct", "do", "else",
+    "end", "except", "false", "fetch", "for", "foreign", "from", "grant", "group", "having", "in",
+    "intersect", "into", "leading", "limit", "not", "null", "offset", "on", "only", "or",
+    "order", "primary", "references", "returning", "select", "table", "then", "to", "trailing",
+    "true", "union", "unique", "user", "using", "when", "where", "window", "with",
+];
+
+/// The unquoted reserved word a one-part name consists of, if it is one.
+fn reserved_word(name: &ast::ObjectName) -> Option<String> {
+    match name.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(id)]
+            if id.quote_style.is_none() && RESERVED.contains(&id.value.to_lowercase().as_str()) =>
+        {
+            Some(id.value.clone())
+        }
+        _ => None,
+    }
+}
+
 impl<'a> Binder<'a> {
     pub fn new(catalog: &'a dyn CatalogProvider, params: Params) -> Binder<'a> {
         Binder {
@@ -162,6 +184,14 @@ impl<'a> Binder<'a> {
             return self.derived_scope(bound?, &qualifier, &view.columns, alias);
         }
         let Some(table) = self.catalog.table(&rel) else {
+            if let Some(word) = reserved_word(name) {
+                // The parser reads `SELECT FROM WHERE` as a table named "where";
+                // PostgreSQL rejects the reserved word as a syntax error.
+                return Err(SqlError::Syntax(format!(
+                    "at or near \"{word}\" (line {}, column {})",
+                    pos.line, pos.column
+                )));
+            }
             let mut names = self.catalog.relation_names();
             names.extend(self.ctes.iter().flat_map(|m| m.keys().cloned()));
             let suggestion = did_you_mean(&rel, names.iter().map(|s| s.as_str()));

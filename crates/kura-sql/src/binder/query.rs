@@ -91,19 +91,18 @@ impl Binder<'_> {
             if with.recursive {
                 return Err(SqlError::unsupported("WITH RECURSIVE", span_pos(q)));
             }
-            let mut m = HashMap::new();
+            // One level per CTE: each sees the ones before it, not itself or later ones.
             for c in &with.cte_tables {
+                let mut m = HashMap::new();
                 m.insert(norm(&c.alias.name), c.clone());
+                self.ctes.push(m);
             }
-            self.ctes.push(m);
-            true
+            with.cte_tables.len()
         } else {
-            false
+            0
         };
         let r = self.bind_query_body(q, outer);
-        if pushed {
-            self.ctes.pop();
-        }
+        self.ctes.truncate(self.ctes.len() - pushed);
         r
     }
 
@@ -400,6 +399,7 @@ impl Binder<'_> {
                     None | Some(ast::JoinConstraint::None) => Vec::new(),
                     Some(ast::JoinConstraint::On(e)) => {
                         let mut cx = ExprCtx::new(&merged, outer);
+                        cx.clause = Some("JOIN conditions");
                         let b = self.bind_expr(e, &mut cx)?;
                         if !cx.pending.is_empty() {
                             return Err(SqlError::unsupported(
@@ -408,7 +408,7 @@ impl Binder<'_> {
                             ));
                         }
                         let mut v = Vec::new();
-                        crate::logical::conjuncts(self.check_bool(b, span_pos(e))?, &mut v);
+                        crate::logical::conjuncts(self.check_bool(b, "JOIN/ON", span_pos(e))?, &mut v);
                         v
                     }
                     Some(ast::JoinConstraint::Using(names)) => {
@@ -530,11 +530,13 @@ impl Binder<'_> {
         }
     }
 
-    pub(super) fn check_bool(&self, e: PhysExpr, pos: Pos) -> SqlResult<PhysExpr> {
+    /// `e` as a boolean argument of `clause` (WHERE, AND, ...), the PostgreSQL error
+    /// naming the clause otherwise.
+    pub(super) fn check_bool(&self, e: PhysExpr, clause: &str, pos: Pos) -> SqlResult<PhysExpr> {
         if e.data_type() != DataType::Boolean && !super::types::is_null_literal(&e) {
             return Err(SqlError::mismatch(
                 format!(
-                    "argument of WHERE/ON/HAVING must be type boolean, not type {}",
+                    "argument of {clause} must be type boolean, not type {}",
                     e.data_type()
                 ),
                 pos,
@@ -558,13 +560,14 @@ impl Binder<'_> {
             ast_conjuncts(w, &mut parts);
             let mut filters = Vec::new();
             let mut cx = ExprCtx::new(&scope, outer);
+            cx.clause = Some("WHERE");
             for p in parts {
                 if let Some(joined) = self.try_subquery_conjunct(p, plan.clone(), &scope, outer)? {
                     plan = joined;
                     continue;
                 }
                 let e = self.bind_expr(p, &mut cx)?;
-                filters.push(self.check_bool(e, span_pos(p))?);
+                filters.push(self.check_bool(e, "WHERE", span_pos(p))?);
             }
             plan = self.attach_pending(plan, std::mem::take(&mut cx.pending));
             if let Some(f) = conjunction(filters) {
@@ -639,7 +642,7 @@ impl Binder<'_> {
         let having = match &s.having {
             Some(h) => {
                 let e = self.bind_expr(h, &mut cx)?;
-                Some(self.check_bool(e, span_pos(h))?)
+                Some(self.check_bool(e, "HAVING", span_pos(h))?)
             }
             None => None,
         };

@@ -73,7 +73,7 @@ pub fn number_literal(text: &str, pos: Pos) -> SqlResult<(Value, DataType)> {
     if text.contains(['e', 'E']) {
         let f = text
             .parse::<f64>()
-            .map_err(|_| SqlError::Syntax(format!("invalid number {text}{pos}")))?;
+            .map_err(|_| SqlError::Syntax(format!("{pos}invalid number {text}")))?;
         return Ok((Value::Double(f), DataType::Double));
     }
     let frac = text.split_once('.').map_or(0, |(_, f)| f.len());
@@ -87,7 +87,7 @@ pub fn number_literal(text: &str, pos: Pos) -> SqlResult<(Value, DataType)> {
     let scale = frac as u8;
     let precision = (digits as u8).max(scale + 1).min(38);
     let v = kura_common::decimal::parse_decimal_bytes(text.as_bytes(), None, scale)
-        .ok_or_else(|| SqlError::Syntax(format!("invalid number {text}{pos}")))?;
+        .ok_or_else(|| SqlError::Syntax(format!("{pos}invalid number {text}")))?;
     Ok((
         Value::Decimal(v, scale),
         DataType::Decimal { precision, scale },

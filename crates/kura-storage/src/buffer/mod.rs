@@ -11,6 +11,7 @@
 
 mod stats;
 mod trace;
+mod waiters;
 
 pub use stats::BufferStats;
 
@@ -54,6 +55,8 @@ pub struct BufferManager {
     frames: Box<[Frame]>,
     inner: Mutex<Inner>,
     loaded: Condvar,
+    /// Wakers of tasks awaiting an in-flight read ([`InFlight::register_waker`]).
+    waiters: waiters::Waiters,
     counters: Counters,
     trace: trace::Tracer,
 }
@@ -114,6 +117,7 @@ impl BufferManager {
                 policy,
             }),
             loaded: Condvar::new(),
+            waiters: waiters::Waiters::default(),
             counters: Counters::default(),
             trace: trace::Tracer::default(),
         }))
@@ -245,9 +249,12 @@ impl BufferManager {
                 self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
                 self.counters.bytes_read.fetch_add(self.page_size as u64, Ordering::Relaxed);
                 self.trace.read(ticket.page);
-                let _inner = self.lock();
-                frame.state.store(READY, Ordering::Release);
-                self.loaded.notify_all();
+                {
+                    let _inner = self.lock();
+                    frame.state.store(READY, Ordering::Release);
+                    self.loaded.notify_all();
+                }
+                self.waiters.wake(ticket.frame);
                 Ok(PageGuard { bm: ticket.bm.clone(), frame: ticket.frame, page: ticket.page })
             }
             Err(e) => {
@@ -257,6 +264,8 @@ impl BufferManager {
                 frame.state.store(DETACHED, Ordering::Release);
                 self.unpin_locked(&mut inner, ticket.frame);
                 self.loaded.notify_all();
+                drop(inner);
+                self.waiters.wake(ticket.frame);
                 Err(e)
             }
         }
@@ -358,6 +367,20 @@ impl InFlight {
         self.bm.frames[self.frame as usize].state.load(Ordering::Acquire) != LOADING
     }
 
+    /// Asks for `waker` to be woken when the other read completes; returns whether
+    /// it already has (then nothing is registered and `wait` returns at once).
+    /// This is how an asynchronous task awaits a shared read without blocking its
+    /// worker thread.
+    pub fn register_waker(&self, waker: &std::task::Waker) -> bool {
+        if self.is_done() {
+            return true;
+        }
+        self.bm.waiters.register(self.frame, waker);
+        // `complete` publishes the state before waking: re-checking after
+        // registering means a completion in between is never missed.
+        self.is_done()
+    }
+
     /// Blocks until the other read completes: the pinned page, or `None` if that
     /// read failed (the caller retries the fix).
     pub fn wait(self) -> Option<PageGuard> {
@@ -383,6 +406,12 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.bm.unpin(self.frame);
+    }
+}
+
+impl std::fmt::Debug for PageGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PageGuard(page {}, frame {})", self.page, self.frame)
     }
 }
 

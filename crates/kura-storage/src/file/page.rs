@@ -11,6 +11,7 @@ pub const PAGE_HEADER: usize = 16;
 pub enum PageKind {
     Blob = 1,
     Column = 2,
+    IndexNode = 3,
 }
 
 impl PageKind {
@@ -18,6 +19,7 @@ impl PageKind {
         match v {
             1 => Some(PageKind::Blob),
             2 => Some(PageKind::Column),
+            3 => Some(PageKind::IndexNode),
             _ => None,
         }
     }

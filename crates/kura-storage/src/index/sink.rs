@@ -7,13 +7,11 @@ use crate::file::page::PageKind;
 use crate::file::PageId;
 use crate::txn_io::PageIo;
 
-/// Page-header kind byte reserved for B+tree nodes. Until `PageKind` has a variant
-/// for it, nodes are sealed as [`NODE_PAGE_KIND`] and recognised by the node magic
-/// in their payload (`node::MAGIC`).
-pub const INDEX_NODE_PAGE_KIND: u8 = 3;
+/// Page-header kind byte of B+tree nodes (nodes also carry a magic in their payload).
+pub const INDEX_NODE_PAGE_KIND: u8 = PageKind::IndexNode as u8;
 
-/// The `PageKind` node pages are sealed with today.
-pub const NODE_PAGE_KIND: PageKind = PageKind::Blob;
+/// The `PageKind` node pages are sealed with.
+pub const NODE_PAGE_KIND: PageKind = PageKind::IndexNode;
 
 /// A writer of fresh pages.
 pub trait PageSink {

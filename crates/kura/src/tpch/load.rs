@@ -13,6 +13,27 @@ use crate::tpch::gen::{check_sf, table_chunks, TABLES};
 /// The TPC-H DDL.
 pub const SCHEMA_SQL: &str = include_str!("schema.sql");
 
+/// The index set of paper 003 (`kura tpch load --indexes`).
+pub const INDEX_SQL: &str = include_str!("indexes.sql");
+
+/// Builds [`INDEX_SQL`]'s indexes one by one; returns each name with its build time.
+pub fn create_indexes(session: &mut Session, progress: &(dyn Fn(&str) + Sync)) -> KuraResult<Vec<(String, Duration)>> {
+    let mut out = Vec::new();
+    for stmt in INDEX_SQL.split(';').map(str::trim).filter(|s| s.contains("CREATE")) {
+        let name = stmt
+            .split_whitespace()
+            .skip_while(|w| *w != "INDEX")
+            .nth(1)
+            .unwrap_or("index")
+            .to_string();
+        progress(&name);
+        let start = Instant::now();
+        session.execute(stmt)?;
+        out.push((name, start.elapsed()));
+    }
+    Ok(out)
+}
+
 /// What one table's load did.
 #[derive(Debug, Clone)]
 pub struct LoadReport {

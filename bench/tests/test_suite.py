@@ -1,0 +1,134 @@
+"""The run's bookkeeping: ratios and geometric means, what fails a run, the cross-check
+of results between systems, and the parsers of kura's output and of .tbl files."""
+
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from kurabench import queries, report, suite, tbl  # noqa: E402
+from kurabench.systems.base import Result  # noqa: E402
+from kurabench.systems.kura import _LOAD_ROW, parse_csv  # noqa: E402
+
+
+def ok(seconds, rows):
+    return suite.Outcome("ok", times=[seconds], result=Result(["x"], rows, seconds, "client"))
+
+
+def make_run(sf=123.0):
+    # A scale factor without reference answers: systems are compared with each other.
+    run = suite.Run(sf, ["Q1", "Q6", "A"], ["warm"], 1, 60.0)
+    run.expected_counts = {"region": 5}
+    for name in ("kura", "duckdb", "sqlite"):
+        run.systems[name] = suite.SystemRun(name, counts={"region": 5})
+    return run
+
+
+class RatioTest(unittest.TestCase):
+    def test_ratios_and_geometric_mean(self):
+        run = make_run()
+        k, d = run.systems["kura"].outcomes, run.systems["duckdb"].outcomes
+        k[("warm", "Q1")], d[("warm", "Q1")] = ok(2.0, [("1",)]), ok(1.0, [("1",)])
+        k[("warm", "Q6")], d[("warm", "Q6")] = ok(1.0, [("2",)]), ok(4.0, [("2",)])
+        k[("warm", "A")] = suite.Outcome("error", error="boom")
+        d[("warm", "A")] = ok(1.0, [("3",)])
+        r = report.ratios(run, "warm", "duckdb", run.query_ids)
+        self.assertEqual(r, {"Q1": 2.0, "Q6": 0.25})
+        # sqrt(2 * 0.25) = sqrt(0.5)
+        self.assertAlmostEqual(report.geometric_mean(r.values()), 0.5**0.5)
+        self.assertIsNone(report.geometric_mean([]))
+
+    def test_wrong_answers_get_no_ratio(self):
+        run = make_run()
+        run.systems["kura"].outcomes[("warm", "Q1")] = ok(1.0, [("1",)])
+        run.systems["duckdb"].outcomes[("warm", "Q1")] = ok(1.0, [("1",)])
+        run.systems["kura"].outcomes[("warm", "Q1")].wrong = True
+        self.assertEqual(report.ratios(run, "warm", "duckdb", ["Q1"]), {})
+
+
+class FurthestBehindTest(unittest.TestCase):
+    def test_largest_ratio_to_the_fastest_peer_first(self):
+        run = make_run()
+        k, d, s = (run.systems[n].outcomes for n in ("kura", "duckdb", "sqlite"))
+        k[("warm", "Q1")], d[("warm", "Q1")], s[("warm", "Q1")] = ok(6.0, []), ok(3.0, []), ok(2.0, [])
+        k[("warm", "Q6")], d[("warm", "Q6")] = ok(1.0, []), ok(0.1, [])
+        k[("warm", "A")], d[("warm", "A")] = ok(1.0, []), ok(2.0, [])  # kura ahead: not listed
+        found = suite.furthest_behind(run)
+        self.assertEqual([(q, p) for q, _, p in found], [("Q6", "duckdb"), ("Q1", "sqlite")])
+        self.assertAlmostEqual(found[0][1], 10.0)
+        self.assertAlmostEqual(found[1][1], 3.0)
+
+
+class CrossCheckTest(unittest.TestCase):
+    def test_disagreeing_systems_are_flagged_and_fail_the_run(self):
+        run = make_run()
+        run.systems["kura"].outcomes[("warm", "Q6")] = ok(1.0, [("100.00",)])
+        run.systems["duckdb"].outcomes[("warm", "Q6")] = ok(1.0, [("100.004",)])
+        run.systems["sqlite"].outcomes[("warm", "Q6")] = ok(1.0, [("250.00",)])
+        suite.cross_check(run, [queries.Query("Q6", ("select 1",))])
+        pairs = {(d.system, d.other) for d in run.disagreements}
+        self.assertEqual(pairs, {("kura", "sqlite"), ("duckdb", "sqlite")})
+        self.assertEqual(run.agreements, 1)
+        self.assertTrue(run.systems["sqlite"].outcomes[("warm", "Q6")].wrong)
+        self.assertEqual(len(suite.failures(run, must_pass=[])), 2)
+
+    def test_reference_answer_is_the_arbiter(self):
+        run = make_run(sf=0.01)
+        answer = suite.reference_answer(0.01, queries.Query("Q6", ()))
+        if answer is None:
+            self.skipTest("no TPC-H reference answers beside the repository")
+        revenue = open(answer, encoding="utf-8").read().splitlines()[1]
+        run.systems["kura"].outcomes[("warm", "Q6")] = ok(1.0, [(revenue,)])
+        run.systems["duckdb"].outcomes[("warm", "Q6")] = ok(1.0, [(str(float(revenue) + 1),)])
+        suite.cross_check(run, [queries.Query("Q6", ())])
+        self.assertEqual([(d.system, d.other) for d in run.disagreements], [("duckdb", "reference answer")])
+        self.assertFalse(run.systems["kura"].outcomes[("warm", "Q6")].wrong)
+
+
+class FailuresTest(unittest.TestCase):
+    def test_errors_fail_only_must_pass_systems(self):
+        run = make_run()
+        run.systems["kura"].outcomes[("warm", "Q1")] = suite.Outcome("error", error="unsupported")
+        run.systems["sqlite"].outcomes[("warm", "Q1")] = suite.Outcome("not run", error="no dates")
+        self.assertEqual(suite.failures(run, must_pass=["duckdb", "sqlite"]), [])
+        self.assertEqual(suite.failures(run, must_pass=["kura"]), ["kura: Q1 (warm) error: unsupported"])
+
+    def test_wrong_row_counts_and_load_errors_always_fail(self):
+        run = make_run()
+        run.systems["kura"].counts["region"] = 4
+        run.systems["sqlite"].load_error = "disk full"
+        found = suite.failures(run, must_pass=[])
+        self.assertIn("kura: region holds 4 rows, 5 in the .tbl file", found)
+        self.assertIn("sqlite: load failed: disk full", found)
+
+
+class ParserTest(unittest.TestCase):
+    def test_kura_csv(self):
+        columns, rows = parse_csv("n_name|total\nFRANCE|12.50\nGERMANY|\n")
+        self.assertEqual(columns, ["n_name", "total"])
+        self.assertEqual(rows, [("FRANCE", "12.50"), ("GERMANY", "NULL")])
+        self.assertEqual(parse_csv(""), (None, []))
+
+    def test_kura_load_table_row(self):
+        m = _LOAD_ROW.match("│ lineitem ┆ 60175 ┆ 7.3  ┆ 0.194   ┆ 37.4 ┆ 309615 │")
+        self.assertEqual(m.groups(), ("lineitem", "60175", "0.194"))
+        self.assertIsNone(_LOAD_ROW.match("│ table    ┆ rows  ┆ MB   ┆ seconds ┆ MB/s ┆ rows/s │"))
+
+    def test_tbl_lines_lose_their_trailing_bar(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".tbl", delete=False) as f:
+            f.write("0|AFRICA|lar deposits|\n1|AMERICA|hs use ironic|\n")
+        try:
+            self.assertEqual(
+                b"".join(tbl.chunks_without_trailing_bar(f.name, chunk_bytes=8)),
+                b"0|AFRICA|lar deposits\n1|AMERICA|hs use ironic\n",
+            )
+            self.assertEqual(list(tbl.rows(f.name))[1], ["1", "AMERICA", "hs use ironic"])
+            self.assertEqual(tbl.line_count(f.name), 2)
+        finally:
+            os.remove(f.name)
+
+
+if __name__ == "__main__":
+    unittest.main()

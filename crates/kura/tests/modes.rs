@@ -1,0 +1,126 @@
+//! The three execution modes (paper 003) give the same results: every TPC-H query
+//! and the selective queries (A)–(D) at SF 0.01 run in `serial`, `static` and `ooo`
+//! mode and are compared with each other; then `ooo` runs again over a buffer far
+//! smaller than the data, where concurrent scan tasks miss on the same pages.
+
+use kura::tpch::check::{field_matches, render};
+use kura::tpch::load::Source;
+use kura::tpch::run::{query_text, QUERY_IDS};
+use kura::{Database, OpenOptions, Session};
+use kura_common::Value;
+use kura_exec::runtime::{page_fix_stats, shared_runtime};
+
+const MODES: [&str; 3] = ["serial", "static", "ooo"];
+
+/// The tests read process-wide runtime counters: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Rows of query `id` in `mode`; unordered queries are sorted so that only the
+/// multiset of rows is compared.
+fn run(session: &mut Session, id: &str, mode: &str) -> Vec<Vec<Value>> {
+    session
+        .execute(&format!("SET execution_mode = '{mode}'"))
+        .expect("set the mode");
+    let sql = query_text(id).expect("known query");
+    let result = session
+        .execute(sql)
+        .unwrap_or_else(|e| panic!("query {id} in {mode} mode: {e}"));
+    let mut rows = result.rows();
+    if !sql.to_ascii_lowercase().contains("order by") {
+        rows.sort_by_key(|r| r.iter().map(render).collect::<Vec<_>>());
+    }
+    rows
+}
+
+/// Compares `other` with `reference` value by value (decimal and float sums may
+/// differ in their last digits because partial sums are added in another order).
+fn assert_same(id: &str, mode: &str, reference: &[Vec<Value>], other: &[Vec<Value>]) {
+    assert_eq!(
+        reference.len(),
+        other.len(),
+        "query {id}: row count in {mode} mode differs from serial"
+    );
+    for (i, (r, o)) in reference.iter().zip(other).enumerate() {
+        assert_eq!(r.len(), o.len(), "query {id}: row {i} width in {mode} mode");
+        for (a, b) in r.iter().zip(o) {
+            assert!(
+                field_matches(&render(a), b),
+                "query {id}, row {i}: serial gave {a:?}, {mode} gave {b:?}"
+            );
+        }
+    }
+}
+
+fn spawned_tasks() -> u64 {
+    shared_runtime().expect("runtime").stats().total().spawned
+}
+
+fn with_database(name: &str, buffer_bytes: u64, body: impl FnOnce(&mut Session)) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::env::temp_dir().join(format!("kura-modes-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let opts = OpenOptions {
+            buffer_bytes: Some(buffer_bytes),
+            buffered_io: true,
+            ..OpenOptions::default()
+        };
+        let db = Database::open(&dir.join("tpch.kura"), opts).expect("open a fresh database");
+        let mut session = db.session();
+        kura::tpch::load(&mut session, Source::Generate(0.01), &|_, _| {}).expect("load SF 0.01");
+        body(&mut session);
+    }));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn all_queries_give_identical_results_in_the_three_modes() {
+    with_database("all", 256 << 20, |session| {
+        for id in QUERY_IDS {
+            let serial_before = spawned_tasks();
+            let reference = run(session, id, "serial");
+            assert_eq!(
+                spawned_tasks(),
+                serial_before,
+                "query {id}: serial mode must not use the task runtime"
+            );
+            for mode in &MODES[1..] {
+                let before = spawned_tasks();
+                let rows = run(session, id, mode);
+                assert!(
+                    spawned_tasks() > before,
+                    "query {id}: {mode} mode ran no task on the runtime"
+                );
+                assert_same(id, mode, &reference, &rows);
+            }
+        }
+    });
+}
+
+#[test]
+fn out_of_order_with_a_small_buffer_shares_reads_and_matches_serial() {
+    // 2 MB: a small fraction of SF 0.01, so scan tasks keep missing and evicting.
+    with_database("small", 2 << 20, |session| {
+        let reads_before = page_fix_stats().reads;
+        for id in ["1", "3", "6", "9", "18", "c"] {
+            let reference = run(session, id, "serial");
+            let rows = run(session, id, "ooo");
+            assert_same(id, "ooo", &reference, &rows);
+        }
+        let stats = page_fix_stats();
+        assert!(
+            stats.reads > reads_before,
+            "ooo scans issued no asynchronous reads: {stats:?}"
+        );
+        assert!(
+            stats.max_in_flight > 1,
+            "ooo scans never had two reads in flight: {stats:?}"
+        );
+        let pinned = session.storage().buffer().pinned_frames();
+        assert_eq!(pinned, 0, "frames left pinned after the queries");
+    });
+}
