@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
-# Runs every kura test on a fresh machine: installs what the tests need, then the
-# Rust test suites (unit, property, sqllogictest, TPC-H checks, storage crash and
-# corruption tests) and the client tests.
+# Runs every kura test on a fresh machine: installs what the tests need (the
+# PostgreSQL client, Maven; Python packages go into venvs the tests create), then
+# the Rust test suites — unit, property, sqllogictest, TPC-H checks at SF 0.01 and
+# 0.1, storage crash and corruption tests, runtime stress tests, cache simulator,
+# and the PostgreSQL-wire client tests (psql, psycopg, pgjdbc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+need_apt=()
+command -v psql >/dev/null 2>&1 || need_apt+=(postgresql-client)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    echo "== installing ${need_apt[*]} =="
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+fi
+
 export CARGO_TERM_COLOR=never
-# The SF 0.1 TPC-H checks run in CI (they are opt-in for quick local runs).
+# The SF 0.1 TPC-H checks run here (they are opt-in for quick local runs).
 export KURA_TEST_SF01="${KURA_TEST_SF01:-1}"
 
 mkdir -p target
