@@ -57,8 +57,8 @@ class Kura(System):
                 options.append("--buffered-io")
         return options
 
-    def _kura(self, args, timeout=None, options=None):
-        cmd = [self.binary] + (self._options() if options is None else options) + args
+    def _kura(self, args, timeout=None):
+        cmd = [self.binary] + self._options() + args
         try:
             return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as e:

@@ -34,20 +34,50 @@ const SF01: [(&str, u64); 8] = [
 ];
 
 fn open(path: &Path) -> Database {
-    Database::open(path, OpenOptions { buffer_bytes: Some(64 << 20), ..Default::default() }).unwrap()
+    Database::open(
+        path,
+        OpenOptions {
+            buffer_bytes: Some(64 << 20),
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 fn columns(db: &Database, table: &str) -> Vec<Vector> {
-    let t = db.storage().catalog().table(table).unwrap_or_else(|| panic!("no table {table}"));
-    (0..t.schema().len()).map(|c| read_column(&t, c).unwrap_or_else(|e| panic!("{table}.{c}: {e}"))).collect()
+    let t = db
+        .storage()
+        .catalog()
+        .table(table)
+        .unwrap_or_else(|| panic!("no table {table}"));
+    (0..t.schema().len())
+        .map(|c| read_column(&t, c).unwrap_or_else(|e| panic!("{table}.{c}: {e}")))
+        .collect()
 }
 
 /// Days since 1970-01-01, counted independently of kura's calendar code.
 fn days(y: i64, m: i64, d: i64) -> i64 {
     let ord = |y: i64, m: i64, d: i64| {
         let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-        let md = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-        (y - 1) * 365 + (y - 1) / 4 - (y - 1) / 100 + (y - 1) / 400 + md[..(m - 1) as usize].iter().sum::<i64>() + d - 1
+        let md = [
+            31,
+            if leap { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        (y - 1) * 365 + (y - 1) / 4 - (y - 1) / 100
+            + (y - 1) / 400
+            + md[..(m - 1) as usize].iter().sum::<i64>()
+            + d
+            - 1
     };
     ord(y, m, d) - ord(1970, 1, 1)
 }
@@ -110,7 +140,10 @@ fn check_against_files(db: &Database, dir: &Path, counts: &[(&str, u64)]) {
         }
         for (c, col) in schema.columns.iter().enumerate() {
             if let DataType::Decimal { scale, .. } = col.data_type {
-                let from_file: i128 = lines.iter().map(|l| scaled(l.split('|').nth(c).unwrap(), scale as usize)).sum();
+                let from_file: i128 = lines
+                    .iter()
+                    .map(|l| scaled(l.split('|').nth(c).unwrap(), scale as usize))
+                    .sum();
                 let stored: i128 = (0..rows as usize).map(|i| int_at(&cols[c], i)).sum();
                 assert_eq!(stored, from_file, "{table}: sum of {}", col.name);
             }
@@ -121,8 +154,9 @@ fn check_against_files(db: &Database, dir: &Path, counts: &[(&str, u64)]) {
 /// Q1 (DELTA = 90) computed directly over the stored lineitem columns, compared
 /// exactly with the reference answer's sums and counts.
 fn check_q1(db: &Database, sf: f64) {
-    let dir = kura::tpch::run::answers_dir(sf)
-        .unwrap_or_else(|| panic!("no reference answers for SF {sf} (shared/tpch/answers beside the repository)"));
+    let dir = kura::tpch::run::answers_dir(sf).unwrap_or_else(|| {
+        panic!("no reference answers for SF {sf} (shared/tpch/answers beside the repository)")
+    });
     let li = columns(db, "lineitem");
     let cutoff = days(1998, 9, 2) as i128;
     // (flag, status) -> [sum_qty, sum_base, sum_disc_price, sum_charge, count]
@@ -131,8 +165,15 @@ fn check_q1(db: &Database, sf: f64) {
         if int_at(&li[10], i) > cutoff {
             continue;
         }
-        let (qty, price, disc, tax) = (int_at(&li[4], i), int_at(&li[5], i), int_at(&li[6], i), int_at(&li[7], i));
-        let g = groups.entry((str_at(&li[8], i).to_string(), str_at(&li[9], i).to_string())).or_default();
+        let (qty, price, disc, tax) = (
+            int_at(&li[4], i),
+            int_at(&li[5], i),
+            int_at(&li[6], i),
+            int_at(&li[7], i),
+        );
+        let g = groups
+            .entry((str_at(&li[8], i).to_string(), str_at(&li[9], i).to_string()))
+            .or_default();
         g[0] += qty;
         g[1] += price;
         g[2] += price * (100 - disc);
@@ -150,7 +191,11 @@ fn check_q1(db: &Database, sf: f64) {
         assert_eq!(g[1], exact(f[3], 2), "Q1 {flag}{status} sum_base_price");
         assert_eq!(g[2], exact(f[4], 4), "Q1 {flag}{status} sum_disc_price");
         assert_eq!(g[3], exact(f[5], 6), "Q1 {flag}{status} sum_charge");
-        assert_eq!(g[4], f[9].parse::<i128>().unwrap(), "Q1 {flag}{status} count_order");
+        assert_eq!(
+            g[4],
+            f[9].parse::<i128>().unwrap(),
+            "Q1 {flag}{status} count_order"
+        );
     }
 }
 
@@ -158,18 +203,44 @@ fn generated_and_file_loads_agree(sf: f64, counts: &[(&str, u64)], compare_all_c
     let dir = tempfile::tempdir().unwrap();
     let tbl = dir.path().join("tbl");
     let sf_text = sf.to_string();
-    let gen = run_ok(&dir.path().join("unused.kura"), &["tpch", "gen", "--sf", &sf_text, "--out", tbl.to_str().unwrap()]);
+    let gen = run_ok(
+        &dir.path().join("unused.kura"),
+        &[
+            "tpch",
+            "gen",
+            "--sf",
+            &sf_text,
+            "--out",
+            tbl.to_str().unwrap(),
+        ],
+    );
     let listing = String::from_utf8_lossy(&gen.stdout);
     for (table, _) in counts {
-        assert!(listing.contains(&format!("{table}.tbl")), "gen lists {table}.tbl:\n{listing}");
+        assert!(
+            listing.contains(&format!("{table}.tbl")),
+            "gen lists {table}.tbl:\n{listing}"
+        );
     }
     let a = dir.path().join("generated.kura");
     let b = dir.path().join("files.kura");
     let out = run_ok(&a, &["tpch", "load", "--sf", &sf_text]);
     let report = String::from_utf8_lossy(&out.stdout);
     let lineitem = counts.iter().find(|(t, _)| *t == "lineitem").unwrap().1;
-    assert!(report.contains(&lineitem.to_string()), "load report shows lineitem's rows:\n{report}");
-    run_ok(&b, &["tpch", "load", "--sf", &sf_text, "--from", tbl.to_str().unwrap()]);
+    assert!(
+        report.contains(&lineitem.to_string()),
+        "load report shows lineitem's rows:\n{report}"
+    );
+    run_ok(
+        &b,
+        &[
+            "tpch",
+            "load",
+            "--sf",
+            &sf_text,
+            "--from",
+            tbl.to_str().unwrap(),
+        ],
+    );
     let (a, b) = (open(&a), open(&b));
     check_against_files(&a, &tbl, counts);
     check_against_files(&b, &tbl, counts);
@@ -177,16 +248,25 @@ fn generated_and_file_loads_agree(sf: f64, counts: &[(&str, u64)], compare_all_c
         for (table, _) in counts {
             let (ca, cb) = (columns(&a, table), columns(&b, table));
             for (c, (x, y)) in ca.iter().zip(&cb).enumerate() {
-                assert!(x == y, "{table} column {c} differs between generated and file loads");
+                assert!(
+                    x == y,
+                    "{table} column {c} differs between generated and file loads"
+                );
             }
         }
     }
     check_q1(&a, sf);
     check_q1(&b, sf);
     // The CLI's own count agrees.
-    let out = run_ok(dir.path().join("files.kura").as_path(), &["--format", "csv", "-c", "SELECT count(*) FROM lineitem"]);
+    let out = run_ok(
+        dir.path().join("files.kura").as_path(),
+        &["--format", "csv", "-c", "SELECT count(*) FROM lineitem"],
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.lines().any(|l| l.trim() == lineitem.to_string()), "count output:\n{text}");
+    assert!(
+        text.lines().any(|l| l.trim() == lineitem.to_string()),
+        "count output:\n{text}"
+    );
 }
 
 #[test]

@@ -26,6 +26,9 @@ pub enum ExecError {
     SubqueryTooManyRows,
     #[error("storage error: {0}")]
     Storage(String),
+    /// A page that fails its checksum or does not parse: the file is damaged.
+    #[error("{0}")]
+    DataCorrupted(String),
     #[error("unknown operator implementation {name:?} (registered: {known})")]
     UnknownOperator { name: String, known: String },
     #[error("internal error: {0}")]
@@ -45,6 +48,7 @@ impl ExecError {
             ExecError::Canceled => "57014",
             ExecError::SubqueryTooManyRows => "21000",
             ExecError::Storage(_) => "58030",
+            ExecError::DataCorrupted(_) => "XX001",
             ExecError::UnknownOperator { .. } => "42704",
             ExecError::Internal(_) => "XX000",
         }

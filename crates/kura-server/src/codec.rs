@@ -99,6 +99,21 @@ pub fn decode_param(
     }
 }
 
+/// The date in a date input: like PostgreSQL, a time of day or zone after it
+/// is accepted and ignored (pgjdbc's `setDate` sends `1994-01-01 +00`).
+fn date_part(t: &str) -> &str {
+    match t.split_once(char::is_whitespace) {
+        Some((date, rest))
+            if rest
+                .chars()
+                .all(|c| c.is_ascii_digit() || " :+-.".contains(c)) =>
+        {
+            date
+        }
+        _ => t,
+    }
+}
+
 fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
     let bad = |ty: &str| format!("invalid input syntax for type {ty}: \"{s}\"");
     let t = s.trim();
@@ -127,7 +142,7 @@ fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
             let v = parse_decimal_bytes(t.as_bytes(), None, scale).ok_or_else(|| bad("numeric"))?;
             Value::Decimal(v, scale)
         }
-        Some(DataType::Date) => Value::Date(parse_date(t).map_err(|_| bad("date"))?),
+        Some(DataType::Date) => Value::Date(parse_date(date_part(t)).map_err(|_| bad("date"))?),
     })
 }
 
@@ -219,6 +234,11 @@ mod tests {
             decode_param(Some(b"1994-01-01"), Some(&DataType::Date), false).unwrap(),
             Value::Date(8766)
         );
+        assert_eq!(
+            decode_param(Some(b"1994-01-01 +00"), Some(&DataType::Date), false).unwrap(),
+            Value::Date(8766)
+        );
+        assert!(decode_param(Some(b"1994-01-01 noon"), Some(&DataType::Date), false).is_err());
         assert_eq!(
             decode_param(Some(&7i64.to_be_bytes()), Some(&DataType::BigInt), true).unwrap(),
             Value::BigInt(7)

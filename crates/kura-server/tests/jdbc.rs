@@ -40,7 +40,6 @@ fn pgjdbc_connects_prepares_and_reads_types() {
 }
 
 #[test]
-#[ignore = "needs the full SQL engine (joins, aggregates) behind the façade"]
 fn pgjdbc_tpch_q6_with_parameters() {
     let dir = tempfile::tempdir().unwrap();
     let s = TestServer::trust(|db| {

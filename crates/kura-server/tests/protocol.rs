@@ -221,14 +221,22 @@ fn portals_with_row_limits() {
 }
 
 #[test]
-#[ignore = "describing a parameterised statement needs Session::prepare (or derived tables) in the engine"]
 fn parameters_bind_typed_values() {
     let s = server();
     rt().block_on(async {
         let c = connect(&s.conn_str()).await;
-        let rows = c.query("select * from t limit $1", &[&2i64]).await.unwrap();
-        assert_eq!(rows.len(), 2);
-        let e = c.query("select * from t limit $1", &[]).await.unwrap_err();
+        // The statement types $1 from the column it is compared with (int4),
+        // which is what tokio-postgres checks the Rust value against.
+        let stmt = c.prepare("select i from t where i <= $1").await.unwrap();
+        assert_eq!(stmt.params(), &[Type::INT4]);
+        let rows = c.query(&stmt, &[&2i32]).await.unwrap();
+        let mut got: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        got.sort();
+        assert_eq!(got, vec![1, 2]);
+        let e = c
+            .query("select * from t where i <= $1", &[])
+            .await
+            .unwrap_err();
         assert!(e.to_string().contains("parameters"), "{e}");
     });
 }

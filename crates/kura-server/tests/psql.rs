@@ -75,7 +75,6 @@ fn psql_connects_and_reports_errors_with_sqlstate() {
 }
 
 #[test]
-#[ignore = "needs the full SQL engine (joins, aggregates) behind the façade"]
 fn psql_tpch_q1_q6_match_reference_answers() {
     let s = TestServer::trust(|db| load_tpch(db, 0.01));
     for id in ["q01", "q06"] {

@@ -67,7 +67,6 @@ fn psycopg_connects_types_errors_parameters() {
 }
 
 #[test]
-#[ignore = "needs the full SQL engine (joins, aggregates) behind the façade"]
 fn psycopg_tpch_22_queries_match_reference_answers() {
     let s = TestServer::trust(|db| load_tpch(db, 0.01));
     let queries = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kura/src/tpch/queries");

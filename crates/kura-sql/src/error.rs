@@ -62,6 +62,8 @@ pub enum SqlError {
         pos: Pos,
         suggestion: Option<String>,
     },
+    #[error("{pos}type \"{name}\" does not exist")]
+    UnknownType { name: String, pos: Pos },
     #[error("{pos}{message}")]
     TypeMismatch { message: String, pos: Pos },
     #[error("{pos}column \"{name}\" must appear in the GROUP BY clause or be used in an aggregate function")]
@@ -92,6 +94,7 @@ impl SqlError {
             SqlError::UnknownColumn { .. } => "42703",
             SqlError::AmbiguousColumn { .. } => "42702",
             SqlError::UnknownFunction { .. } => "42883",
+            SqlError::UnknownType { .. } => "42704",
             SqlError::TypeMismatch { .. } => "42804",
             SqlError::NotGrouped { .. } | SqlError::Grouping { .. } => "42803",
             SqlError::InvalidDate { .. } => "22007",

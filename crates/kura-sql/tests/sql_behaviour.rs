@@ -285,15 +285,15 @@ fn errors_name_the_problem_and_place() {
     let e = error("select nme from a");
     assert!(
         e.contains("column \"nme\" does not exist")
-            && e.contains("line 1, column 8")
-            && e.contains("did you mean \"name\""),
+            && e.contains("line 1, column 8: ")
+            && e.contains("(did you mean name?)"),
         "{e}"
     );
     let e = error("select *\nfrom aa");
     assert!(
         e.contains("relation \"aa\" does not exist")
-            && e.contains("line 2, column 6")
-            && e.contains("\"a\""),
+            && e.contains("line 2, column 6: ")
+            && e.contains("(did you mean a?)"),
         "{e}"
     );
     assert!(error("select id from a join b on a.id = b.id").contains("ambiguous"));
@@ -301,5 +301,55 @@ fn errors_name_the_problem_and_place() {
     assert!(error("select 1 from a where id = date '2020-02-30'").contains("date"));
     assert!(error("select id / 0 from a").contains("division by zero"));
     assert!(error("select name + 1 from a").contains("operator does not exist"));
-    assert!(error("select summ(id) from a").contains("did you mean \"sum\""));
+    // A quoted literal takes the other operand's type, as in PostgreSQL.
+    assert!(error("select id + 'abc' from a").contains("invalid input syntax for type"));
+    assert!(error("select id from a where sum(id) > 1").contains("not allowed in WHERE"));
+    assert!(error("select id from a where id").contains("argument of WHERE must be type boolean"));
+    assert!(error("select from where").contains("syntax error"));
+    assert!(error("select summ(id) from a").contains("did you mean sum?"));
+}
+
+#[test]
+fn later_ctes_see_earlier_ones() {
+    assert_eq!(
+        flat(rows(
+            "with x as (select id from a where id > 1), y as (select id from x where id < 3) \
+             select count(*) from y"
+        )),
+        vec!["2"]
+    );
+    // A CTE does not see the ones after it.
+    assert!(
+        error("with x as (select id from y), y as (select id from a) select * from x")
+            .contains("relation \"y\" does not exist")
+    );
+}
+
+#[test]
+fn text_comparison_pads_only_char() {
+    // VARCHAR keeps trailing blanks significant; CHAR(n) ignores them.
+    assert_eq!(
+        flat(rows(
+            "select cast('ab ' as varchar(5)) = cast('ab' as varchar(5)), \
+             cast('ab' as char(5)) = cast('ab ' as char(3))"
+        )),
+        vec!["f|t"]
+    );
+    assert_eq!(flat(rows("select id from b where tag = 'x   '")), vec!["1"]);
+}
+
+#[test]
+fn round_to_negative_digits() {
+    assert_eq!(
+        flat(rows("select round(1250.0, -2), round(-1249.9, -2), round(cast(149 as double precision), -2)")),
+        vec!["1300|-1200|100"]
+    );
+}
+
+#[test]
+fn unknown_types_are_named() {
+    let e = error("select cast(id as blob) from a");
+    assert!(e.contains("type \"blob\" does not exist"), "{e}");
+    let e = error("select cast(id as frobtype) from a");
+    assert!(e.contains("type \"frobtype\" does not exist"), "{e}");
 }

@@ -25,9 +25,18 @@ fn schema() -> Schema {
 
 fn rows(from: usize, n: usize) -> Vec<Vector> {
     let ids: Vec<Value> = (from..from + n).map(|i| Value::BigInt(i as i64)).collect();
-    let s: Vec<Value> = (from..from + n).map(|i| Value::Text(format!("row-{i}-{}", "q".repeat(i % 50)))).collect();
-    let x: Vec<Value> =
-        (from..from + n).map(|i| if i % 9 == 0 { Value::Null } else { Value::Double(i as f64 * 0.5) }).collect();
+    let s: Vec<Value> = (from..from + n)
+        .map(|i| Value::Text(format!("row-{i}-{}", "q".repeat(i % 50))))
+        .collect();
+    let x: Vec<Value> = (from..from + n)
+        .map(|i| {
+            if i % 9 == 0 {
+                Value::Null
+            } else {
+                Value::Double(i as f64 * 0.5)
+            }
+        })
+        .collect();
     vec![
         Vector::from_values(DataType::BigInt, &ids).unwrap(),
         Vector::from_values(DataType::Varchar(None), &s).unwrap(),
@@ -83,22 +92,46 @@ fn read_zones(table: &Table, path: &Path, expected: &[Vector]) -> BTreeSet<u64> 
         for zone in table.zones(c) {
             let n = zone.row_count as usize;
             match table.read_range(c, zone.first_row, n) {
-                Ok(v) => assert_same(&v, &exp.slice(zone.first_row as usize, n), &format!("column {c} page {}", zone.page)),
+                Ok(v) => assert_same(
+                    &v,
+                    &exp.slice(zone.first_row as usize, n),
+                    &format!("column {c} page {}", zone.page),
+                ),
                 Err(e) => {
-                    assert!(matches!(e, StorageError::Checksum { .. }), "page {}: expected a checksum error, got {e:?}", zone.page);
-                    assert_eq!(page_of(&e), Some(zone.page), "the error names the page read");
+                    assert!(
+                        matches!(e, StorageError::Checksum { .. }),
+                        "page {}: expected a checksum error, got {e:?}",
+                        zone.page
+                    );
+                    assert_eq!(
+                        page_of(&e),
+                        Some(zone.page),
+                        "the error names the page read"
+                    );
                     let text = e.to_string();
-                    assert!(text.contains(&path.display().to_string()), "error names the file: {text}");
-                    assert!(text.contains(&format!("page {}", zone.page)), "error names the page: {text}");
+                    assert!(
+                        text.contains(&path.display().to_string()),
+                        "error names the file: {text}"
+                    );
+                    assert!(
+                        text.contains(&format!("page {}", zone.page)),
+                        "error names the page: {text}"
+                    );
                     failed.insert(zone.page);
                     // fetch_rows of a row on that page fails the same way.
-                    let e = table.fetch_rows(c, &[zone.first_row + n as u64 / 2]).unwrap_err();
+                    let e = table
+                        .fetch_rows(c, &[zone.first_row + n as u64 / 2])
+                        .unwrap_err();
                     assert_eq!(page_of(&e), Some(zone.page));
                 }
             }
         }
     }
-    assert_eq!(table.buffer().pinned_frames(), 0, "failed reads leave no frame pinned");
+    assert_eq!(
+        table.buffer().pinned_frames(),
+        0,
+        "failed reads leave no frame pinned"
+    );
     failed
 }
 
@@ -113,7 +146,9 @@ fn damaged_column_pages_fail_with_a_checksum_error_naming_file_and_page() {
     let zones: Vec<u64> = {
         let storage = open_small(&clean).unwrap();
         let table = storage.catalog().table("t").unwrap();
-        (0..3).flat_map(|c| table.zones(c).iter().map(|z| z.page).collect::<Vec<_>>()).collect()
+        (0..3)
+            .flat_map(|c| table.zones(c).iter().map(|z| z.page).collect::<Vec<_>>())
+            .collect()
     };
     let page_size = kura_storage::DEFAULT_PAGE_SIZE as u64;
     let mut rng = Rng::new(0xC0DE);
@@ -123,24 +158,35 @@ fn damaged_column_pages_fail_with_a_checksum_error_naming_file_and_page() {
         for _ in 0..12 {
             let page = zones[rng.below(zones.len() as u64) as usize];
             // Anywhere in the page: checksum, kind, page number or payload.
-            flip(&path, page * page_size + rng.below(page_size), rng.next_u64() as u8);
+            flip(
+                &path,
+                page * page_size + rng.below(page_size),
+                rng.next_u64() as u8,
+            );
             damaged.insert(page);
         }
         let storage = open_small(&path).expect("column pages are not read at open");
         let table = storage.catalog().table("t").unwrap();
         let expected = all_rows();
         let failed = read_zones(&table, &path, &expected);
-        assert_eq!(failed, damaged, "round {round}: exactly the damaged pages fail");
+        assert_eq!(
+            failed, damaged,
+            "round {round}: exactly the damaged pages fail"
+        );
         // A damaged page is never cached as good: reading it again fails again.
         let failed_again = read_zones(&table, &path, &expected);
         assert_eq!(failed_again, damaged);
         // A whole-column read stops at the first damaged page of that column.
-        for c in 0..3 {
-            let first_bad = table.zones(c).iter().map(|z| z.page).find(|p| damaged.contains(p));
+        for (c, exp) in expected.iter().enumerate() {
+            let first_bad = table
+                .zones(c)
+                .iter()
+                .map(|z| z.page)
+                .find(|p| damaged.contains(p));
             let r = table.read_range(c, 0, FIRST + SECOND);
             match first_bad {
                 Some(p) => assert_eq!(page_of(&r.unwrap_err()), Some(p)),
-                None => assert_same(&r.unwrap(), &expected[c], "undamaged column"),
+                None => assert_same(&r.unwrap(), exp, "undamaged column"),
             }
         }
         let stats = storage.buffer().stats();
@@ -169,19 +215,35 @@ fn random_damage_anywhere_gives_errors_not_panics() {
             Err(e) => {
                 // Only damage to metadata stops the open, and it says where.
                 match page_of(&e) {
-                    Some(p) => assert!(damaged.contains(&p), "round {round}: open blames undamaged page {p}: {e}"),
-                    None => assert!(matches!(e, StorageError::NotADatabase { .. }), "round {round}: {e:?}"),
+                    Some(p) => assert!(
+                        damaged.contains(&p),
+                        "round {round}: open blames undamaged page {p}: {e}"
+                    ),
+                    None => assert!(
+                        matches!(e, StorageError::NotADatabase { .. }),
+                        "round {round}: {e:?}"
+                    ),
                 }
                 continue;
             }
         };
-        let Some(table) = storage.catalog().table("t") else { panic!("round {round}: table lost") };
+        let Some(table) = storage.catalog().table("t") else {
+            panic!("round {round}: table lost")
+        };
         let expected = states
             .iter()
             .find(|s| s[0].len() as u64 == table.row_count())
-            .unwrap_or_else(|| panic!("round {round}: {} rows is no committed state", table.row_count()));
+            .unwrap_or_else(|| {
+                panic!(
+                    "round {round}: {} rows is no committed state",
+                    table.row_count()
+                )
+            });
         let failed = read_zones(&table, &path, expected);
-        assert!(failed.is_subset(&damaged), "round {round}: undamaged pages failed: {failed:?} vs {damaged:?}");
+        assert!(
+            failed.is_subset(&damaged),
+            "round {round}: undamaged pages failed: {failed:?} vs {damaged:?}"
+        );
     }
 }
 
@@ -194,12 +256,19 @@ fn one_damaged_header_slot_falls_back_to_the_other() {
         for offset in [0u64, 5, 22, 30, 4000] {
             let path = copy_of(&clean, &format!("slot{slot}-{offset}.kura"));
             flip(&path, slot * 4096 + offset, 0x40);
-            let storage = open_small(&path).unwrap_or_else(|e| panic!("slot {slot} offset {offset}: {e}"));
+            let storage =
+                open_small(&path).unwrap_or_else(|e| panic!("slot {slot} offset {offset}: {e}"));
             let table = storage.catalog().table("t").unwrap();
             let n = table.row_count() as usize;
             let expected = rows(0, n);
-            assert!(n == FIRST || n == FIRST + SECOND, "slot {slot}: {n} rows is no committed state");
-            assert!(read_zones(&table, &path, &expected).is_empty(), "no page of the older state was overwritten");
+            assert!(
+                n == FIRST || n == FIRST + SECOND,
+                "slot {slot}: {n} rows is no committed state"
+            );
+            assert!(
+                read_zones(&table, &path, &expected).is_empty(),
+                "no page of the older state was overwritten"
+            );
             seen.push((slot, n));
         }
     }
@@ -208,11 +277,18 @@ fn one_damaged_header_slot_falls_back_to_the_other() {
     assert_eq!(counts, BTreeSet::from([FIRST, FIRST + SECOND]), "{seen:?}");
     // A fallback state can be written to again: the damaged slot is overwritten.
     let path = copy_of(&clean, "resume.kura");
-    let newest_slot = seen.iter().find(|(_, n)| *n == FIRST + SECOND).map(|(s, _)| 1 - s).unwrap();
+    let newest_slot = seen
+        .iter()
+        .find(|(_, n)| *n == FIRST + SECOND)
+        .map(|(s, _)| 1 - s)
+        .unwrap();
     flip(&path, newest_slot * 4096 + 22, 0x40);
     {
         let storage = open_small(&path).unwrap();
-        assert_eq!(storage.catalog().table("t").unwrap().row_count(), FIRST as u64);
+        assert_eq!(
+            storage.catalog().table("t").unwrap().row_count(),
+            FIRST as u64
+        );
         let mut txn = storage.begin().unwrap();
         txn.append("t", &Batch::new(rows(FIRST, 5))).unwrap();
         txn.commit().unwrap();
@@ -236,8 +312,14 @@ fn no_valid_header_is_not_a_kura_database() {
     let zeros = dir.path().join("zeros.kura");
     std::fs::write(&zeros, vec![0u8; 64 * 1024]).unwrap();
     for path in [&both, &text, &tiny, &zeros] {
-        let err = open_small(path).err().unwrap_or_else(|| panic!("{} opened", path.display()));
-        assert!(matches!(err, StorageError::NotADatabase { .. }), "{}: {err:?}", path.display());
+        let err = open_small(path)
+            .err()
+            .unwrap_or_else(|| panic!("{} opened", path.display()));
+        assert!(
+            matches!(err, StorageError::NotADatabase { .. }),
+            "{}: {err:?}",
+            path.display()
+        );
         let msg = err.to_string();
         assert!(msg.contains("not a kura database"), "{msg}");
         assert!(msg.contains(&path.display().to_string()), "{msg}");
@@ -253,9 +335,17 @@ fn a_truncated_file_gives_errors_not_panics() {
     let len = std::fs::metadata(&clean).unwrap().len();
     for keep in [len / 2, len - 1, 20_000] {
         let path = copy_of(&clean, &format!("cut{keep}.kura"));
-        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(keep).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(keep)
+            .unwrap();
         match open_small(&path) {
-            Err(e) => assert!(page_of(&e).is_some() || matches!(e, StorageError::NotADatabase { .. }), "{e:?}"),
+            Err(e) => assert!(
+                page_of(&e).is_some() || matches!(e, StorageError::NotADatabase { .. }),
+                "{e:?}"
+            ),
             Ok(storage) => {
                 let table = storage.catalog().table("t").unwrap();
                 for c in 0..3 {

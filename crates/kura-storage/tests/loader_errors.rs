@@ -14,7 +14,14 @@ use kura_storage::{Schema, Storage, StorageError};
 fn schema() -> Schema {
     Schema::new(vec![
         col("id", DataType::Integer, false),
-        col("price", DataType::Decimal { precision: 12, scale: 2 }, true),
+        col(
+            "price",
+            DataType::Decimal {
+                precision: 12,
+                scale: 2,
+            },
+            true,
+        ),
         col("day", DataType::Date, true),
         col("name", DataType::Varchar(Some(10)), true),
         col("code", DataType::Char(3), true),
@@ -23,7 +30,15 @@ fn schema() -> Schema {
 
 /// A valid `.tbl` line for row `i` (dbgen style, trailing delimiter).
 fn good_line(i: u64) -> String {
-    format!("{i}|{}.{:02}|1995-{:02}-{:02}|name{}|c{}|\n", i % 100_000, i % 100, 1 + i % 12, 1 + i % 28, i % 1000, i % 10)
+    format!(
+        "{i}|{}.{:02}|1995-{:02}-{:02}|name{}|c{}|\n",
+        i % 100_000,
+        i % 100,
+        1 + i % 12,
+        1 + i % 28,
+        i % 1000,
+        i % 10
+    )
 }
 
 /// Writes `lines` good lines, replacing line `n` (1-based) by `bad[n]`; returns the
@@ -50,7 +65,10 @@ fn setup(dir: &Path) -> std::sync::Arc<Storage> {
     let seed = write_file(dir, "seed.tbl", 1000, &[]);
     let mut txn = storage.begin().unwrap();
     txn.create_table("t", schema()).unwrap();
-    assert_eq!(loader::load_file(&mut txn, "t", &seed, &TextFormat::default(), 2, None).unwrap(), 1000);
+    assert_eq!(
+        loader::load_file(&mut txn, "t", &seed, &TextFormat::default(), 2, None).unwrap(),
+        1000
+    );
     txn.commit().unwrap();
     storage
 }
@@ -58,7 +76,9 @@ fn setup(dir: &Path) -> std::sync::Arc<Storage> {
 fn snapshot(storage: &Storage) -> Vec<Vector> {
     let table = storage.catalog().table("t").unwrap();
     let mut rng = Rng::new(1);
-    (0..table.schema().len()).map(|c| read_column(&table, c, &mut rng)).collect()
+    (0..table.schema().len())
+        .map(|c| read_column(&table, c, &mut rng))
+        .collect()
 }
 
 /// Loads `file` into `t`, expecting failure; returns the error's text after checking
@@ -75,7 +95,11 @@ fn failing_load(storage: &Storage, file: &Path, fmt: &TextFormat) -> (StorageErr
         }
         // Dropping the transaction discards the rows of the chunks before the bad one.
     };
-    assert_eq!(storage.catalog().generation(), generation, "a failed load commits nothing");
+    assert_eq!(
+        storage.catalog().generation(),
+        generation,
+        "a failed load commits nothing"
+    );
     let after = snapshot(storage);
     assert_eq!(after[0].len(), before[0].len(), "row count unchanged");
     for (c, (a, b)) in after.iter().zip(&before).enumerate() {
@@ -89,8 +113,14 @@ fn failing_load(storage: &Storage, file: &Path, fmt: &TextFormat) -> (StorageErr
 /// that the rest mentions `needle`.
 fn assert_position(text: &str, file: &Path, line: u64, column: u64, needle: &str) {
     let prefix = format!("{}:{line}:{column}: ", file.display());
-    assert!(text.starts_with(&prefix), "expected an error starting with {prefix:?}, got {text:?}");
-    assert!(text[prefix.len()..].contains(needle), "error {text:?} should mention {needle:?}");
+    assert!(
+        text.starts_with(&prefix),
+        "expected an error starting with {prefix:?}, got {text:?}"
+    );
+    assert!(
+        text[prefix.len()..].contains(needle),
+        "error {text:?} should mention {needle:?}"
+    );
 }
 
 #[test]
@@ -124,11 +154,19 @@ fn each_kind_of_bad_field_names_its_line_and_column() {
         let line = 3 + k as u64 * 7;
         let file = write_file(dir.path(), &format!("bad{k}.tbl"), 200, &[(line, bad)]);
         let (err, text) = failing_load(&storage, &file, &TextFormat::default());
-        assert!(matches!(err, StorageError::BadInput { .. }), "{bad:?}: {err:?}");
+        assert!(
+            matches!(err, StorageError::BadInput { .. }),
+            "{bad:?}: {err:?}"
+        );
         assert_position(&text, &file, line, column, needle);
     }
     // The column name and type appear in value errors.
-    let file = write_file(dir.path(), "named.tbl", 5, &[(2, "42|1.00|1995-02-30|x|ab|")]);
+    let file = write_file(
+        dir.path(),
+        "named.tbl",
+        5,
+        &[(2, "42|1.00|1995-02-30|x|ab|")],
+    );
     let (_, text) = failing_load(&storage, &file, &TextFormat::default());
     assert!(text.contains("day") && text.contains("DATE"), "{text}");
 }
@@ -137,17 +175,29 @@ fn each_kind_of_bad_field_names_its_line_and_column() {
 fn csv_columns_count_bytes_through_quoted_fields_and_crlf() {
     let dir = tempfile::tempdir().unwrap();
     let storage = setup(dir.path());
-    let csv = TextFormat { delimiter: b',', header: true, quoted: true };
+    let csv = TextFormat {
+        delimiter: b',',
+        header: true,
+        quoted: true,
+    };
     let path = dir.path().join("q.csv");
     // Header on line 1; the bad date sits after a quoted field holding the delimiter and a quote.
     std::fs::write(&path, "id,price,day,name,code\r\n1,2.50,1995-01-01,\"a,b\",x\r\n2,3.50,\"1995-01-01\",\"q\"\"t,\",y\r\n3,1.00,1995-02-29,\"n\",z\r\n").unwrap();
     let (_, text) = failing_load(&storage, &path, &csv);
     assert_position(&text, &path, 4, 8, "1995-02-29");
     // A field after a quoted field: the column is that field's first byte.
-    std::fs::write(&path, "id,price,day,name,code\n5,1,1995-01-01,\"a,b\",toolong\n").unwrap();
+    std::fs::write(
+        &path,
+        "id,price,day,name,code\n5,1,1995-01-01,\"a,b\",toolong\n",
+    )
+    .unwrap();
     let (_, text) = failing_load(&storage, &path, &csv);
     assert_position(&text, &path, 2, 22, "too long");
-    std::fs::write(&path, "id,price,day,name,code\n5,1,1995-01-01,\"unterminated,x\n").unwrap();
+    std::fs::write(
+        &path,
+        "id,price,day,name,code\n5,1,1995-01-01,\"unterminated,x\n",
+    )
+    .unwrap();
     let (_, text) = failing_load(&storage, &path, &csv);
     assert_position(&text, &path, 2, 16, "unterminated");
 }
@@ -186,7 +236,13 @@ fn bad_lines_in_later_chunks_report_their_exact_line() {
     // in the third chunk, and the very last line.
     let straddle = line_at(CHUNK_BYTES);
     let bad = "77|1.00|1995-02-30|x|ab|";
-    for line in [straddle, straddle + 1, straddle - 1, line_at(2 * CHUNK_BYTES + 12345), lines] {
+    for line in [
+        straddle,
+        straddle + 1,
+        straddle - 1,
+        line_at(2 * CHUNK_BYTES + 12345),
+        lines,
+    ] {
         let file = write_file(dir.path(), "big.tbl", lines, &[(line, bad)]);
         let (_, text) = failing_load(&storage, &file, &fmt);
         assert_position(&text, &file, line, 9, "1995-02-30");
@@ -195,7 +251,15 @@ fn bad_lines_in_later_chunks_report_their_exact_line() {
     // whichever parser thread finishes first.
     let later = line_at(3 * CHUNK_BYTES + 100);
     let earlier = line_at(CHUNK_BYTES + CHUNK_BYTES / 2);
-    let file = write_file(dir.path(), "two.tbl", lines, &[(later, "1|x|1995-01-01|a|b|"), (earlier, "oops|1|1995-01-01|a|b|")]);
+    let file = write_file(
+        dir.path(),
+        "two.tbl",
+        lines,
+        &[
+            (later, "1|x|1995-01-01|a|b|"),
+            (earlier, "oops|1|1995-01-01|a|b|"),
+        ],
+    );
     let (_, text) = failing_load(&storage, &file, &fmt);
     assert_position(&text, &file, earlier, 1, "invalid integer");
     // A last line without a newline is still numbered.
@@ -212,11 +276,19 @@ fn a_good_large_load_after_failures_commits_every_row_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let storage = setup(dir.path());
     let lines = lines_for(2 * CHUNK_BYTES + 1000);
-    let bad = write_file(dir.path(), "bad.tbl", lines, &[(lines - 1, "x|1|1995-01-01|a|b|")]);
+    let bad = write_file(
+        dir.path(),
+        "bad.tbl",
+        lines,
+        &[(lines - 1, "x|1|1995-01-01|a|b|")],
+    );
     failing_load(&storage, &bad, &TextFormat::default());
     let good = write_file(dir.path(), "good.tbl", lines, &[]);
     let mut txn = storage.begin().unwrap();
-    assert_eq!(loader::load_file(&mut txn, "t", &good, &TextFormat::default(), 2, None).unwrap(), lines);
+    assert_eq!(
+        loader::load_file(&mut txn, "t", &good, &TextFormat::default(), 2, None).unwrap(),
+        lines
+    );
     txn.commit().unwrap();
     let table = storage.catalog().table("t").unwrap();
     assert_eq!(table.row_count(), 1000 + lines);

@@ -22,9 +22,30 @@ fn schema() -> Schema {
         col("i", DataType::Integer, true),
         col("bi", DataType::BigInt, true),
         col("d", DataType::Double, true),
-        col("dec", DataType::Decimal { precision: 15, scale: 2 }, true),
-        col("dec18", DataType::Decimal { precision: 18, scale: 4 }, true),
-        col("dec38", DataType::Decimal { precision: 38, scale: 6 }, true),
+        col(
+            "dec",
+            DataType::Decimal {
+                precision: 15,
+                scale: 2,
+            },
+            true,
+        ),
+        col(
+            "dec18",
+            DataType::Decimal {
+                precision: 18,
+                scale: 4,
+            },
+            true,
+        ),
+        col(
+            "dec38",
+            DataType::Decimal {
+                precision: 38,
+                scale: 6,
+            },
+            true,
+        ),
         col("dt", DataType::Date, true),
         col("vc", DataType::Varchar(Some(20)), true),
         col("vlong", DataType::Varchar(None), true),
@@ -33,17 +54,23 @@ fn schema() -> Schema {
 }
 
 /// Characters strings are built from: ASCII, CSV specials, 2-, 3- and 4-byte UTF-8.
-const ALPHABET: &[char] = &['a', 'Z', '0', ' ', ',', '"', '|', 'ß', 'é', '中', '語', '😀', '\t'];
+const ALPHABET: &[char] = &[
+    'a', 'Z', '0', ' ', ',', '"', '|', 'ß', 'é', '中', '語', '😀', '\t',
+];
 
 fn random_text(rng: &mut Rng, max_chars: u64) -> String {
     let n = rng.below(max_chars + 1);
-    (0..n).map(|_| ALPHABET[rng.below(ALPHABET.len() as u64) as usize]).collect()
+    (0..n)
+        .map(|_| ALPHABET[rng.below(ALPHABET.len() as u64) as usize])
+        .collect()
 }
 
 /// Rows whose values sit at the limits of each type, placed at the start, around the
 /// row-group boundaries and at the end of the table.
 fn special_row(k: usize) -> Vec<Value> {
-    let dmax = |p: u32, s: u8, neg: bool| Value::Decimal(if neg { -decimal_max(p) } else { decimal_max(p) }, s);
+    let dmax = |p: u32, s: u8, neg: bool| {
+        Value::Decimal(if neg { -decimal_max(p) } else { decimal_max(p) }, s)
+    };
     let date = |y, m, d| Value::Date(days_since_epoch(y, m, d));
     let t = |s: &str| Value::Text(s.to_string());
     let specials: [[Value; 11]; 8] = [
@@ -161,12 +188,28 @@ fn random_row(rng: &mut Rng, nan_bits: bool) -> Vec<Value> {
     let rand_dec = |rng: &mut Rng, p: u32, s: u8| {
         let m = decimal_max(p) as u128;
         let r = ((rng.next_u64() as u128) << 64 | rng.next_u64() as u128) % (2 * m + 1);
-        let v = if r >= m { (r - m) as i128 } else { -((m - r) as i128) };
+        let v = if r >= m {
+            (r - m) as i128
+        } else {
+            -((m - r) as i128)
+        };
         Value::Decimal(v, s)
     };
-    row.push(if null(rng) { Value::Null } else { Value::Boolean(rng.chance(0.5)) });
-    row.push(if null(rng) { Value::Null } else { Value::Integer(rng.next_u64() as i32) });
-    row.push(if null(rng) { Value::Null } else { Value::BigInt(rng.next_u64() as i64) });
+    row.push(if null(rng) {
+        Value::Null
+    } else {
+        Value::Boolean(rng.chance(0.5))
+    });
+    row.push(if null(rng) {
+        Value::Null
+    } else {
+        Value::Integer(rng.next_u64() as i32)
+    });
+    row.push(if null(rng) {
+        Value::Null
+    } else {
+        Value::BigInt(rng.next_u64() as i64)
+    });
     row.push(if null(rng) {
         Value::Null
     } else if nan_bits {
@@ -176,9 +219,21 @@ fn random_row(rng: &mut Rng, nan_bits: bool) -> Vec<Value> {
         let x = f64::from_bits(rng.next_u64());
         Value::Double(if x.is_nan() { 0.5 } else { x })
     });
-    row.push(if null(rng) { Value::Null } else { rand_dec(rng, 15, 2) });
-    row.push(if null(rng) { Value::Null } else { rand_dec(rng, 18, 4) });
-    row.push(if null(rng) { Value::Null } else { rand_dec(rng, 38, 6) });
+    row.push(if null(rng) {
+        Value::Null
+    } else {
+        rand_dec(rng, 15, 2)
+    });
+    row.push(if null(rng) {
+        Value::Null
+    } else {
+        rand_dec(rng, 18, 4)
+    });
+    row.push(if null(rng) {
+        Value::Null
+    } else {
+        rand_dec(rng, 38, 6)
+    });
     row.push(if null(rng) {
         Value::Null
     } else {
@@ -187,7 +242,11 @@ fn random_row(rng: &mut Rng, nan_bits: bool) -> Vec<Value> {
         let d = rng.range_i64(1, days_in_month(y, m) as i64) as u32;
         Value::Date(days_since_epoch(y, m, d))
     });
-    row.push(if null(rng) { Value::Null } else { Value::Text(random_text(rng, 20)) });
+    row.push(if null(rng) {
+        Value::Null
+    } else {
+        Value::Text(random_text(rng, 20))
+    });
     row.push(if null(rng) {
         Value::Null
     } else if rng.chance(0.01) {
@@ -215,12 +274,24 @@ fn is_special(r: usize, n: usize) -> bool {
 fn generate(seed: u64, n: usize, nan_bits: bool) -> Vec<Vector> {
     let schema = schema();
     let mut rng = Rng::new(seed);
-    let mut cols: Vec<Vector> = schema.columns.iter().map(|c| Vector::new(c.data_type, n)).collect();
+    let mut cols: Vec<Vector> = schema
+        .columns
+        .iter()
+        .map(|c| Vector::new(c.data_type, n))
+        .collect();
     for r in 0..n {
-        let row = if is_special(r, n) { special_row(r) } else { random_row(&mut rng, nan_bits) };
+        let row = if is_special(r, n) {
+            special_row(r)
+        } else {
+            random_row(&mut rng, nan_bits)
+        };
         assert!(cols[0].push_value(&Value::BigInt(r as i64)));
         for (c, v) in row.iter().enumerate() {
-            assert!(cols[c + 1].push_value(v), "column {} rejects {v:?}", schema.columns[c + 1].name);
+            assert!(
+                cols[c + 1].push_value(v),
+                "column {} rejects {v:?}",
+                schema.columns[c + 1].name
+            );
         }
     }
     cols
@@ -255,7 +326,8 @@ fn cell_cmp(a: &Cell, b: &Cell) -> std::cmp::Ordering {
 }
 
 fn value_cell(dt: DataType, v: &Value) -> Cell {
-    let vec = Vector::from_values(dt, std::slice::from_ref(v)).unwrap_or_else(|| panic!("{v:?} is not a {dt}"));
+    let vec = Vector::from_values(dt, std::slice::from_ref(v))
+        .unwrap_or_else(|| panic!("{v:?} is not a {dt}"));
     cell(&vec, 0)
 }
 
@@ -287,10 +359,20 @@ fn check_metadata(table: &Table, data: &[Vector]) {
     let groups = table.row_groups();
     let mut next = 0;
     for (g, r) in groups.iter().enumerate() {
-        assert_eq!(r.start, next, "row group {g} starts where the previous ended");
-        assert!(r.end - r.start <= ROW_GROUP && r.end > r.start, "row group {g} is {r:?}");
+        assert_eq!(
+            r.start, next,
+            "row group {g} starts where the previous ended"
+        );
+        assert!(
+            r.end - r.start <= ROW_GROUP && r.end > r.start,
+            "row group {g} is {r:?}"
+        );
         if g + 1 < groups.len() {
-            assert_eq!(r.end - r.start, ROW_GROUP, "every row group but the last is full");
+            assert_eq!(
+                r.end - r.start,
+                ROW_GROUP,
+                "every row group but the last is full"
+            );
         }
         next = r.end;
     }
@@ -305,13 +387,22 @@ fn check_metadata(table: &Table, data: &[Vector]) {
             assert!(zone.row_count > 0, "column {c} zone {z}: empty zone");
             let end = zone.first_row + zone.row_count as u64;
             assert!(
-                groups.iter().any(|g| g.start <= zone.first_row && end <= g.end),
+                groups
+                    .iter()
+                    .any(|g| g.start <= zone.first_row && end <= g.end),
                 "column {c} zone {z} ({}..{end}) crosses a row group",
                 zone.first_row
             );
-            assert!(pages.insert(zone.page), "page {} holds two zones", zone.page);
+            assert!(
+                pages.insert(zone.page),
+                "page {} holds two zones",
+                zone.page
+            );
             let (min, max, zn) = expected_zone(expected, zone.first_row as usize..end as usize);
-            assert_eq!(zone.null_count as u64, zn, "column {c} zone {z}: NULL count");
+            assert_eq!(
+                zone.null_count as u64, zn,
+                "column {c} zone {z}: NULL count"
+            );
             assert_eq!(value_cell(dt, &zone.min), min, "column {c} zone {z}: min");
             assert_eq!(value_cell(dt, &zone.max), max, "column {c} zone {z}: max");
             nulls += zn;
@@ -320,21 +411,36 @@ fn check_metadata(table: &Table, data: &[Vector]) {
         assert_eq!(next, n, "column {c}: zones cover every row");
         let stats = table.column_stats(c);
         let (min, max, all_nulls) = expected_zone(expected, 0..n as usize);
-        assert_eq!(stats.null_count, all_nulls, "column {c}: NULL count statistic");
+        assert_eq!(
+            stats.null_count, all_nulls,
+            "column {c}: NULL count statistic"
+        );
         assert_eq!(nulls, all_nulls);
         assert_eq!(value_cell(dt, &stats.min), min, "column {c}: min statistic");
         assert_eq!(value_cell(dt, &stats.max), max, "column {c}: max statistic");
     }
     // The id column holds n distinct values: the sketch should be within a few percent.
     let distinct = table.column_stats(0).distinct as f64;
-    assert!((distinct - n as f64).abs() <= 0.05 * n as f64, "distinct estimate {distinct} for {n} ids");
+    assert!(
+        (distinct - n as f64).abs() <= 0.05 * n as f64,
+        "distinct estimate {distinct} for {n} ids"
+    );
 }
 
 /// Every column read whole (read_range) and by row ids (fetch_rows) equals the data.
 fn check_contents(table: &Table, data: &[Vector], rng: &mut Rng) {
     let n = data[0].len() as u64;
     // Boundary rows, random rows in random order, repeats.
-    let mut ids: Vec<u64> = vec![0, n - 1, ROW_GROUP - 1, ROW_GROUP, 2 * ROW_GROUP - 1, 2 * ROW_GROUP, 1, n - 2];
+    let mut ids: Vec<u64> = vec![
+        0,
+        n - 1,
+        ROW_GROUP - 1,
+        ROW_GROUP,
+        2 * ROW_GROUP - 1,
+        2 * ROW_GROUP,
+        1,
+        n - 2,
+    ];
     ids.extend((0..3000).map(|_| rng.below(n)));
     ids.extend([5, 5, 5, n - 1, 0]);
     let mut ascending = ids.clone();
@@ -343,19 +449,45 @@ fn check_contents(table: &Table, data: &[Vector], rng: &mut Rng) {
     let idx_asc: Vec<u32> = ascending.iter().map(|&r| r as u32).collect();
     for (c, expected) in data.iter().enumerate() {
         let name = &table.schema().columns[c].name;
-        assert_same(&read_column(table, c, rng), expected, &format!("read_range of column {name}"));
+        assert_same(
+            &read_column(table, c, rng),
+            expected,
+            &format!("read_range of column {name}"),
+        );
         let fetched = table.fetch_rows(c, &ids).unwrap();
-        assert_same(&fetched, &expected.take(&idx), &format!("fetch_rows (random order) of column {name}"));
+        assert_same(
+            &fetched,
+            &expected.take(&idx),
+            &format!("fetch_rows (random order) of column {name}"),
+        );
         let fetched = table.fetch_rows(c, &ascending).unwrap();
-        assert_same(&fetched, &expected.take(&idx_asc), &format!("fetch_rows (ascending) of column {name}"));
+        assert_same(
+            &fetched,
+            &expected.take(&idx_asc),
+            &format!("fetch_rows (ascending) of column {name}"),
+        );
         // A window reaching past the end is cut at the last row.
         let tail = table.read_range(c, n - 3, 100).unwrap();
-        assert_same(&tail, &expected.slice(n as usize - 3, 3), &format!("tail of column {name}"));
+        assert_same(
+            &tail,
+            &expected.slice(n as usize - 3, 3),
+            &format!("tail of column {name}"),
+        );
         assert_eq!(table.read_range(c, n, 10).unwrap().len(), 0);
     }
-    assert!(matches!(table.fetch_rows(0, &[n]), Err(StorageError::Invalid(_))), "a row id past the end is an error");
-    assert!(table.read_range(data.len(), 0, 1).is_err(), "a column past the schema is an error");
-    assert_eq!(table.buffer().pinned_frames(), 0, "reads leave no page pinned");
+    assert!(
+        matches!(table.fetch_rows(0, &[n]), Err(StorageError::Invalid(_))),
+        "a row id past the end is an error"
+    );
+    assert!(
+        table.read_range(data.len(), 0, 1).is_err(),
+        "a column past the schema is an error"
+    );
+    assert_eq!(
+        table.buffer().pinned_frames(),
+        0,
+        "reads leave no page pinned"
+    );
 }
 
 #[test]
@@ -367,7 +499,10 @@ fn every_type_round_trips_through_append_commit_and_reopen() {
     {
         let storage = open(&path);
         append_all(&storage, "t", &data, &mut rng);
-        let table = storage.catalog().table("T").expect("table names are case-insensitive");
+        let table = storage
+            .catalog()
+            .table("T")
+            .expect("table names are case-insensitive");
         check_metadata(&table, &data);
         check_contents(&table, &data, &mut rng);
     }
@@ -398,11 +533,15 @@ fn csv_line(data: &[Vector], r: usize, out: &mut Vec<u8>) {
             }
             Cell::I32(x) => write!(out, "{x}").unwrap(),
             Cell::I64(x) => match dt {
-                DataType::Decimal { scale, .. } => out.extend_from_slice(decimal_text(x as i128, scale as u32).as_bytes()),
+                DataType::Decimal { scale, .. } => {
+                    out.extend_from_slice(decimal_text(x as i128, scale as u32).as_bytes())
+                }
                 _ => write!(out, "{x}").unwrap(),
             },
             Cell::I128(x) => {
-                let DataType::Decimal { scale, .. } = dt else { unreachable!() };
+                let DataType::Decimal { scale, .. } = dt else {
+                    unreachable!()
+                };
                 out.extend_from_slice(decimal_text(x, scale as u32).as_bytes());
             }
             Cell::F64(bits) => write!(out, "{:?}", f64::from_bits(bits)).unwrap(),
@@ -458,13 +597,20 @@ fn every_type_round_trips_through_the_csv_loader() {
     // The text form cannot carry NaN payloads: those doubles are generated as numbers.
     let data = generate(0x7e57_0002, ROWS, false);
     write_csv(&csv, &data, true);
-    assert!(std::fs::metadata(&csv).unwrap().len() > loader::CHUNK_BYTES as u64, "the file spans several parse chunks");
+    assert!(
+        std::fs::metadata(&csv).unwrap().len() > loader::CHUNK_BYTES as u64,
+        "the file spans several parse chunks"
+    );
     let mut rng = Rng::new(7);
     {
         let storage = open(&path);
         let mut txn = storage.begin().unwrap();
         txn.create_table("t", schema()).unwrap();
-        let fmt = TextFormat { delimiter: b',', header: true, quoted: true };
+        let fmt = TextFormat {
+            delimiter: b',',
+            header: true,
+            quoted: true,
+        };
         let rows = loader::load_file(&mut txn, "t", &csv, &fmt, 2, None).unwrap();
         assert_eq!(rows, ROWS as u64);
         txn.commit().unwrap();
@@ -480,9 +626,14 @@ fn loader_accepts_the_smallest_bigint() {
     let dir = tempfile::tempdir().unwrap();
     let storage = open(&dir.path().join("min.kura"));
     let file = dir.path().join("min.tbl");
-    std::fs::write(&file, "-9223372036854775808|\n9223372036854775807|\n-2147483648|\n").unwrap();
+    std::fs::write(
+        &file,
+        "-9223372036854775808|\n9223372036854775807|\n-2147483648|\n",
+    )
+    .unwrap();
     let mut txn = storage.begin().unwrap();
-    txn.create_table("t", Schema::new(vec![col("v", DataType::BigInt, false)])).unwrap();
+    txn.create_table("t", Schema::new(vec![col("v", DataType::BigInt, false)]))
+        .unwrap();
     let loaded = loader::load_file(&mut txn, "t", &file, &TextFormat::default(), 1, None);
     assert_eq!(loaded.map_err(|e| e.to_string()).unwrap(), 3);
     txn.commit().unwrap();
@@ -502,7 +653,13 @@ fn an_empty_table_round_trips() {
         let mut txn = storage.begin().unwrap();
         txn.create_table("e", schema()).unwrap();
         // An empty batch is accepted and adds nothing.
-        let empty = Batch::new(schema().columns.iter().map(|c| Vector::new(c.data_type, 0)).collect());
+        let empty = Batch::new(
+            schema()
+                .columns
+                .iter()
+                .map(|c| Vector::new(c.data_type, 0))
+                .collect(),
+        );
         assert_eq!(txn.append("e", &empty).unwrap(), 0);
         txn.commit().unwrap();
     }
@@ -530,19 +687,32 @@ fn a_value_longer_than_a_page_is_a_clear_error_and_changes_nothing() {
     txn.commit().unwrap();
     let generation = storage.catalog().generation();
 
-    let huge = Vector::from_values(DataType::Varchar(None), &[Value::Text("y".repeat(40_000))]).unwrap();
+    let huge =
+        Vector::from_values(DataType::Varchar(None), &[Value::Text("y".repeat(40_000))]).unwrap();
     let mut txn = storage.begin().unwrap();
     let appended = txn.append("t", &Batch::new(vec![huge]));
     // The row may be refused at append or at commit (when its row group is written).
     let err = match appended {
         Err(e) => e,
-        Ok(_) => txn.commit().expect_err("a 40000-byte value cannot fit a 16 KiB page"),
+        Ok(_) => txn
+            .commit()
+            .expect_err("a 40000-byte value cannot fit a 16 KiB page"),
     };
-    assert!(err.to_string().contains("longer than a page"), "unexpected error: {err}");
-    assert_eq!(storage.catalog().generation(), generation, "nothing was committed");
+    assert!(
+        err.to_string().contains("longer than a page"),
+        "unexpected error: {err}"
+    );
+    assert_eq!(
+        storage.catalog().generation(),
+        generation,
+        "nothing was committed"
+    );
     let table = storage.catalog().table("t").unwrap();
     assert_eq!(table.row_count(), 1);
-    assert_eq!(table.read_range(0, 0, 1).unwrap().get_value(0), Value::Text("fine".into()));
+    assert_eq!(
+        table.read_range(0, 0, 1).unwrap().get_value(0),
+        Value::Text("fine".into())
+    );
 }
 
 #[test]
@@ -552,24 +722,51 @@ fn appends_are_checked_against_the_schema() {
     let mut txn = storage.begin().unwrap();
     txn.create_table(
         "t",
-        Schema::new(vec![col("k", DataType::Integer, false), col("s", DataType::Varchar(Some(3)), true)]),
+        Schema::new(vec![
+            col("k", DataType::Integer, false),
+            col("s", DataType::Varchar(Some(3)), true),
+        ]),
     )
     .unwrap();
     let ints = |v: &[Value]| Vector::from_values(DataType::Integer, v).unwrap();
     let texts = |v: &[Value]| Vector::from_values(DataType::Varchar(Some(3)), v).unwrap();
     let t = |s: &str| Value::Text(s.into());
-    let e = txn.append("t", &Batch::new(vec![ints(&[Value::Null]), texts(&[t("a")])])).unwrap_err();
-    assert!(matches!(e, StorageError::NotNull { ref column, .. } if column == "k"), "{e}");
-    let e = txn.append("t", &Batch::new(vec![ints(&[Value::Integer(1)]), texts(&[t("abcd")])])).unwrap_err();
+    let e = txn
+        .append(
+            "t",
+            &Batch::new(vec![ints(&[Value::Null]), texts(&[t("a")])]),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, StorageError::NotNull { ref column, .. } if column == "k"),
+        "{e}"
+    );
+    let e = txn
+        .append(
+            "t",
+            &Batch::new(vec![ints(&[Value::Integer(1)]), texts(&[t("abcd")])]),
+        )
+        .unwrap_err();
     assert!(e.to_string().contains("too long"), "{e}");
     // Three characters of three bytes each fit VARCHAR(3): the limit is in characters.
-    txn.append("t", &Batch::new(vec![ints(&[Value::Integer(1)]), texts(&[t("日本語")])])).unwrap();
+    txn.append(
+        "t",
+        &Batch::new(vec![ints(&[Value::Integer(1)]), texts(&[t("日本語")])]),
+    )
+    .unwrap();
     let dates = Vector::from_values(DataType::Date, &[Value::Date(1)]).unwrap();
-    let e = txn.append("t", &Batch::new(vec![dates, texts(&[t("a")])])).unwrap_err();
+    let e = txn
+        .append("t", &Batch::new(vec![dates, texts(&[t("a")])]))
+        .unwrap_err();
     assert!(matches!(e, StorageError::TypeMismatch { .. }), "{e}");
-    let e = txn.append("t", &Batch::new(vec![ints(&[Value::Integer(1)])])).unwrap_err();
+    let e = txn
+        .append("t", &Batch::new(vec![ints(&[Value::Integer(1)])]))
+        .unwrap_err();
     assert!(e.to_string().contains("columns"), "{e}");
-    assert!(matches!(txn.append("nope", &Batch::new(vec![])), Err(StorageError::NoSuchTable(_))));
+    assert!(matches!(
+        txn.append("nope", &Batch::new(vec![])),
+        Err(StorageError::NoSuchTable(_))
+    ));
     txn.commit().unwrap();
     let table = storage.catalog().table("t").unwrap();
     assert_eq!(table.row_count(), 1);
@@ -582,11 +779,23 @@ fn read_range_with_an_unbounded_length_reads_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let storage = open(&dir.path().join("clip.kura"));
     let mut txn = storage.begin().unwrap();
-    txn.create_table("t", Schema::new(vec![col("v", DataType::Integer, false)])).unwrap();
+    txn.create_table("t", Schema::new(vec![col("v", DataType::Integer, false)]))
+        .unwrap();
     let vals: Vec<Value> = (0..10).map(Value::Integer).collect();
-    txn.append("t", &Batch::new(vec![Vector::from_values(DataType::Integer, &vals).unwrap()])).unwrap();
+    txn.append(
+        "t",
+        &Batch::new(vec![Vector::from_values(DataType::Integer, &vals).unwrap()]),
+    )
+    .unwrap();
     txn.commit().unwrap();
     let table = storage.catalog().table("t").unwrap();
-    let v = table.read_range(0, 5, usize::MAX).map_err(|e| e.to_string()).unwrap();
-    assert_same(&v, &Vector::from_values(DataType::Integer, &vals[5..]).unwrap(), "rows 5..");
+    let v = table
+        .read_range(0, 5, usize::MAX)
+        .map_err(|e| e.to_string())
+        .unwrap();
+    assert_same(
+        &v,
+        &Vector::from_values(DataType::Integer, &vals[5..]).unwrap(),
+        "rows 5..",
+    );
 }

@@ -50,7 +50,7 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
         T::Varchar(l) | T::CharacterVarying(l) => DataType::Varchar(char_len(l)?),
         T::Text | T::String(None) => DataType::Varchar(None),
         T::Char(l) | T::Character(l) => DataType::Char(char_len(l)?.unwrap_or(1)),
-        other => return Err(KuraError::Unsupported(format!("type {other}"))),
+        other => return Err(KuraError::UndefinedType(other.to_string().to_ascii_lowercase())),
     })
 }
 

@@ -19,6 +19,9 @@ pub enum KuraError {
     /// Valid SQL that kura does not support (yet).
     #[error("not supported: {0}")]
     Unsupported(String),
+    /// A type name kura does not know.
+    #[error("type \"{0}\" does not exist")]
+    UndefinedType(String),
     /// A request that makes no sense (bad option value, wrong argument).
     #[error("{0}")]
     Invalid(String),
@@ -52,6 +55,7 @@ impl KuraError {
             KuraError::Exec(e) => e.sqlstate(),
             KuraError::Syntax(_) => "42601",
             KuraError::Unsupported(_) => "0A000",
+            KuraError::UndefinedType(_) => "42704",
             KuraError::Invalid(_) => "22023",
             KuraError::Canceled => "57014",
             KuraError::Internal(_) => "XX000",

@@ -12,10 +12,13 @@ use kura_common::settings::Settings;
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_exec::expr::assign_vector;
 use kura_exec::{
-    ColumnStatistics, ExecContext, ExecError, ExecResult, Executor, IoCounters, OperatorRegistry, SourceColumn,
-    TableSource, Zone,
+    ColumnStatistics, ExecContext, ExecError, ExecResult, Executor, IoCounters, OperatorRegistry,
+    SourceColumn, TableSource, Zone,
 };
-use kura_sql::{describe_query, plan_query, CatalogProvider, PlannedQuery, PlannerOptions, SqlError, ViewDefinition};
+use kura_sql::{
+    describe_query, plan_query, CatalogProvider, PlannedQuery, PlannerOptions, SqlError,
+    ViewDefinition,
+};
 use kura_storage::{BufferManager, Catalog, Storage, Table};
 
 use crate::ddl::object_name;
@@ -47,7 +50,12 @@ impl TableSource for StorageTable {
     }
     fn column_stats(&self, col: usize) -> Option<ColumnStatistics> {
         let s = self.table.column_stats(col);
-        Some(ColumnStatistics { min: s.min.clone(), max: s.max.clone(), null_count: s.null_count, distinct: s.distinct })
+        Some(ColumnStatistics {
+            min: s.min.clone(),
+            max: s.max.clone(),
+            null_count: s.null_count,
+            distinct: s.distinct,
+        })
     }
     fn zones(&self, col: usize) -> Vec<Zone> {
         self.table
@@ -66,7 +74,20 @@ impl TableSource for StorageTable {
         self.table.row_groups()
     }
     fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
-        self.table.read_range(col, first_row, len).map_err(|e| ExecError::Storage(e.to_string()))
+        self.table
+            .read_range(col, first_row, len)
+            .map_err(storage_read_error)
+    }
+}
+
+/// A storage failure during a scan, keeping damage (SQLSTATE XX001) apart from I/O.
+fn storage_read_error(e: kura_storage::StorageError) -> ExecError {
+    use kura_storage::StorageError as S;
+    match e {
+        S::Checksum { .. } | S::Corrupt { .. } | S::NotADatabase { .. } => {
+            ExecError::DataCorrupted(e.to_string())
+        }
+        other => ExecError::Storage(other.to_string()),
     }
 }
 
@@ -82,12 +103,19 @@ impl CatalogProvider for StorageCatalog {
             .schema()
             .columns
             .iter()
-            .map(|c| SourceColumn { name: c.name.clone(), data_type: c.data_type, nullable: c.nullable })
+            .map(|c| SourceColumn {
+                name: c.name.clone(),
+                data_type: c.data_type,
+                nullable: c.nullable,
+            })
             .collect();
         Some(Arc::new(StorageTable { table, columns }))
     }
     fn view(&self, name: &str) -> Option<ViewDefinition> {
-        self.catalog.view(name).map(|v| ViewDefinition { sql: v.sql.clone(), columns: v.columns.clone() })
+        self.catalog.view(name).map(|v| ViewDefinition {
+            sql: v.sql.clone(),
+            columns: v.columns.clone(),
+        })
     }
     fn relation_names(&self) -> Vec<String> {
         let mut n = self.catalog.table_names();
@@ -116,17 +144,29 @@ fn exec_error(e: ExecError) -> KuraError {
 
 impl QueryContext<'_> {
     fn catalog(&self) -> StorageCatalog {
-        StorageCatalog { catalog: self.storage.catalog() }
+        StorageCatalog {
+            catalog: self.storage.catalog(),
+        }
     }
 
     fn options(&self) -> PlannerOptions {
-        PlannerOptions { join_operator: OperatorRegistry::join_for_setting(&self.settings.value("join_algorithm")).into() }
+        PlannerOptions {
+            join_operator: OperatorRegistry::join_for_setting(
+                &self.settings.value("join_algorithm"),
+            )
+            .into(),
+        }
     }
 
     fn exec_context(&self) -> ExecContext {
         let cancel = self.cancel.clone();
-        ExecContext::with_cancel_check(Arc::new(move || cancel.is_canceled()), self.settings.memory_limit())
-            .with_io(Arc::new(BufferIo(self.storage.buffer().clone())))
+        ExecContext::with_cancel_check(
+            Arc::new(move || cancel.is_canceled()),
+            self.settings.memory_limit(),
+        )
+        .with_io(Arc::new(BufferIo(self.storage.buffer().clone())))
+        // `SET execution_mode` picks serial, static or out-of-order execution.
+        .with_settings(self.settings)
     }
 
     fn plan(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<PlannedQuery> {
@@ -135,13 +175,25 @@ impl QueryContext<'_> {
 
     fn execute(&self, planned: &PlannedQuery, exec: &ExecContext) -> KuraResult<Vec<Batch>> {
         let registry = OperatorRegistry::default();
-        Executor { registry: &registry, ctx: exec }.run(&planned.plan).map_err(exec_error)
+        Executor {
+            registry: &registry,
+            ctx: exec,
+        }
+        .run(&planned.plan)
+        .map_err(exec_error)
     }
 
     fn query(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
         let planned = self.plan(q, params)?;
         let batches = self.execute(&planned, &self.exec_context())?;
-        let columns = planned.columns.iter().map(|(n, t)| ResultColumn { name: n.clone(), data_type: *t }).collect();
+        let columns = planned
+            .columns
+            .iter()
+            .map(|(n, t)| ResultColumn {
+                name: n.clone(),
+                data_type: *t,
+            })
+            .collect();
         Ok(QueryResult::rows_of(columns, batches))
     }
 }
@@ -152,46 +204,76 @@ pub(crate) fn run_statement(ctx: &QueryContext, stmt: &Statement) -> KuraResult<
 
 /// Runs a statement whose `$n` placeholders take `params`.
 #[allow(dead_code)]
-pub(crate) fn run_statement_with_params(ctx: &QueryContext, stmt: &Statement, params: &[Value]) -> KuraResult<QueryResult> {
+pub(crate) fn run_statement_with_params(
+    ctx: &QueryContext,
+    stmt: &Statement,
+    params: &[Value],
+) -> KuraResult<QueryResult> {
     run(ctx, stmt, Some(params.to_vec()))
 }
 
 /// Parameter types and result columns of a statement, without running it.
 #[allow(dead_code)]
-pub(crate) fn describe(ctx: &QueryContext, stmt: &Statement) -> KuraResult<(Vec<DataType>, Vec<ResultColumn>)> {
+pub(crate) fn describe(
+    ctx: &QueryContext,
+    stmt: &Statement,
+) -> KuraResult<(Vec<DataType>, Vec<ResultColumn>)> {
     match stmt {
         Statement::Query(q) => {
             let (params, cols) = describe_query(&ctx.catalog(), q).map_err(sql_error)?;
-            Ok((params, cols.into_iter().map(|(name, data_type)| ResultColumn { name, data_type }).collect()))
+            Ok((
+                params,
+                cols.into_iter()
+                    .map(|(name, data_type)| ResultColumn { name, data_type })
+                    .collect(),
+            ))
         }
-        Statement::Explain { .. } => {
-            Ok((Vec::new(), vec![ResultColumn { name: "QUERY PLAN".into(), data_type: DataType::Varchar(None) }]))
-        }
+        Statement::Explain { .. } => Ok((
+            Vec::new(),
+            vec![ResultColumn {
+                name: "QUERY PLAN".into(),
+                data_type: DataType::Varchar(None),
+            }],
+        )),
         Statement::Insert(ins) => match &ins.source {
-            Some(q) => Ok((describe_query(&ctx.catalog(), q).map_err(sql_error)?.0, Vec::new())),
+            Some(q) => Ok((
+                describe_query(&ctx.catalog(), q).map_err(sql_error)?.0,
+                Vec::new(),
+            )),
             None => Ok((Vec::new(), Vec::new())),
         },
         _ => Ok((Vec::new(), Vec::new())),
     }
 }
 
-fn run(ctx: &QueryContext, stmt: &Statement, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
+fn run(
+    ctx: &QueryContext,
+    stmt: &Statement,
+    params: Option<Vec<Value>>,
+) -> KuraResult<QueryResult> {
     match stmt {
         Statement::Query(q) => ctx.query(q, params),
-        Statement::Explain { statement, analyze, .. } => explain(ctx, statement, *analyze, params),
+        Statement::Explain {
+            statement, analyze, ..
+        } => explain(ctx, statement, *analyze, params),
         Statement::Insert(ins) => {
             let table = match &ins.table {
                 sqlparser::ast::TableObject::TableName(n) => object_name(n),
                 other => return Err(KuraError::Unsupported(format!("INSERT INTO {other}"))),
             };
             let Some(source) = &ins.source else {
-                return Err(KuraError::Unsupported("INSERT without VALUES or SELECT".into()));
+                return Err(KuraError::Unsupported(
+                    "INSERT without VALUES or SELECT".into(),
+                ));
             };
             let columns: Vec<String> = ins.columns.iter().map(object_name).collect();
             insert(ctx, &table, &columns, source, params)
         }
         Statement::CreateTable(ct) if ct.query.is_some() => {
-            let q = ct.query.as_ref().ok_or_else(|| KuraError::Internal("CTAS without query".into()))?;
+            let q = ct
+                .query
+                .as_ref()
+                .ok_or_else(|| KuraError::Internal("CTAS without query".into()))?;
             create_table_as(ctx, &object_name(&ct.name), q, ct.if_not_exists)
         }
         Statement::CreateView(v) => {
@@ -201,7 +283,11 @@ fn run(ctx: &QueryContext, stmt: &Statement, params: Option<Vec<Value>>) -> Kura
             let name = object_name(&v.name);
             // Binding now reports errors in the definition at CREATE time.
             describe_query(&ctx.catalog(), &v.query).map_err(sql_error)?;
-            let columns = v.columns.iter().map(|c| c.name.value.to_lowercase()).collect();
+            let columns = v
+                .columns
+                .iter()
+                .map(|c| c.name.value.to_lowercase())
+                .collect();
             let mut txn = ctx.storage.begin()?;
             if v.or_replace && ctx.storage.catalog().view(&name).is_some() {
                 txn.drop_view(&name)?;
@@ -214,9 +300,16 @@ fn run(ctx: &QueryContext, stmt: &Statement, params: Option<Vec<Value>>) -> Kura
     }
 }
 
-fn explain(ctx: &QueryContext, stmt: &Statement, analyze: bool, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
+fn explain(
+    ctx: &QueryContext,
+    stmt: &Statement,
+    analyze: bool,
+    params: Option<Vec<Value>>,
+) -> KuraResult<QueryResult> {
     let Statement::Query(q) = stmt else {
-        return Err(KuraError::Unsupported("EXPLAIN of anything but a query".into()));
+        return Err(KuraError::Unsupported(
+            "EXPLAIN of anything but a query".into(),
+        ));
     };
     let planned = ctx.plan(q, params)?;
     let lines = if analyze {
@@ -226,15 +319,23 @@ fn explain(ctx: &QueryContext, stmt: &Statement, analyze: bool, params: Option<V
         let elapsed = t0.elapsed();
         let rows: usize = batches.iter().map(|b| b.len()).sum();
         let mut lines = planned.plan.explain(Some(&exec.stats()));
-        lines.push(format!("Execution time: {:.3} ms, {rows} rows, peak memory {} bytes", elapsed.as_secs_f64() * 1e3, exec.memory.peak()));
+        lines.push(format!(
+            "Execution time: {:.3} ms, {rows} rows, peak memory {} bytes",
+            elapsed.as_secs_f64() * 1e3,
+            exec.memory.peak()
+        ));
         lines
     } else {
         planned.plan.explain(None)
     };
     let values: Vec<Value> = lines.into_iter().map(Value::Text).collect();
-    let v = Vector::from_values(DataType::Varchar(None), &values).ok_or_else(|| KuraError::Internal("plan text".into()))?;
+    let v = Vector::from_values(DataType::Varchar(None), &values)
+        .ok_or_else(|| KuraError::Internal("plan text".into()))?;
     Ok(QueryResult::rows_of(
-        vec![ResultColumn { name: "QUERY PLAN".into(), data_type: DataType::Varchar(None) }],
+        vec![ResultColumn {
+            name: "QUERY PLAN".into(),
+            data_type: DataType::Varchar(None),
+        }],
         vec![Batch::new(vec![v])],
     ))
 }
@@ -257,11 +358,24 @@ fn conform(batch: &Batch, targets: &[(Option<usize>, DataType)]) -> KuraResult<B
     Ok(Batch::new(cols))
 }
 
-fn insert(ctx: &QueryContext, table: &str, columns: &[String], source: &Query, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
-    let t = ctx.storage.catalog().table(table).ok_or_else(|| KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into())))?;
+fn insert(
+    ctx: &QueryContext,
+    table: &str,
+    columns: &[String],
+    source: &Query,
+    params: Option<Vec<Value>>,
+) -> KuraResult<QueryResult> {
+    let t =
+        ctx.storage.catalog().table(table).ok_or_else(|| {
+            KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into()))
+        })?;
     let schema = t.schema().clone();
     let planned = ctx.plan(source, params)?;
-    let width = if columns.is_empty() { schema.columns.len() } else { columns.len() };
+    let width = if columns.is_empty() {
+        schema.columns.len()
+    } else {
+        columns.len()
+    };
     if planned.columns.len() != width {
         // PostgreSQL's wording (SQLSTATE 42601).
         let which = if planned.columns.len() > width {
@@ -271,13 +385,17 @@ fn insert(ctx: &QueryContext, table: &str, columns: &[String], source: &Query, p
         };
         return Err(KuraError::Syntax(format!("INSERT has {which}")));
     }
-    let mut targets: Vec<(Option<usize>, DataType)> = schema.columns.iter().map(|c| (None, c.data_type)).collect();
+    let mut targets: Vec<(Option<usize>, DataType)> =
+        schema.columns.iter().map(|c| (None, c.data_type)).collect();
     for i in 0..width {
         let pos = if columns.is_empty() {
             i
         } else {
             schema.index_of(&columns[i]).ok_or_else(|| {
-                KuraError::Invalid(format!("column \"{}\" of relation \"{table}\" does not exist", columns[i]))
+                KuraError::Invalid(format!(
+                    "column \"{}\" of relation \"{table}\" does not exist",
+                    columns[i]
+                ))
             })?
         };
         targets[pos].0 = Some(i);
@@ -295,7 +413,12 @@ fn insert(ctx: &QueryContext, table: &str, columns: &[String], source: &Query, p
     Ok(QueryResult::command(format!("INSERT 0 {rows}")))
 }
 
-fn create_table_as(ctx: &QueryContext, name: &str, q: &Query, if_not_exists: bool) -> KuraResult<QueryResult> {
+fn create_table_as(
+    ctx: &QueryContext,
+    name: &str,
+    q: &Query,
+    if_not_exists: bool,
+) -> KuraResult<QueryResult> {
     if ctx.storage.catalog().table(name).is_some() && if_not_exists {
         return Ok(QueryResult::command("CREATE TABLE AS"));
     }
@@ -305,12 +428,21 @@ fn create_table_as(ctx: &QueryContext, name: &str, q: &Query, if_not_exists: boo
         planned
             .columns
             .iter()
-            .map(|(n, t)| kura_storage::ColumnDef { name: n.clone(), data_type: *t, nullable: true })
+            .map(|(n, t)| kura_storage::ColumnDef {
+                name: n.clone(),
+                data_type: *t,
+                nullable: true,
+            })
             .collect(),
     );
     let mut txn = ctx.storage.begin()?;
     txn.create_table(name, schema)?;
-    let targets: Vec<(Option<usize>, DataType)> = planned.columns.iter().enumerate().map(|(i, c)| (Some(i), c.1)).collect();
+    let targets: Vec<(Option<usize>, DataType)> = planned
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (Some(i), c.1))
+        .collect();
     let mut rows = 0u64;
     for b in &batches {
         if b.is_empty() {

@@ -28,7 +28,11 @@ impl Drop for TempDir {
 }
 
 fn storage(path: &Path, bytes: u64, policy: &str) -> Arc<Storage> {
-    let opts = StorageOptions { buffer_bytes: bytes, buffer_policy: policy.into(), ..StorageOptions::default() };
+    let opts = StorageOptions {
+        buffer_bytes: bytes,
+        buffer_policy: policy.into(),
+        ..StorageOptions::default()
+    };
     Storage::open(path, opts).unwrap_or_else(|e| panic!("{policy}: {e}"))
 }
 
@@ -37,7 +41,11 @@ fn read(table: &Table, c: usize, window: usize) -> Vector {
     let mut out = Vector::new(table.schema().columns[c].data_type, 0);
     let mut row = 0;
     while row < table.row_count() {
-        out.append(&table.read_range(c, row, window).unwrap_or_else(|e| panic!("column {c} at {row}: {e}")));
+        out.append(
+            &table
+                .read_range(c, row, window)
+                .unwrap_or_else(|e| panic!("column {c} at {row}: {e}")),
+        );
         row += window as u64;
     }
     out
@@ -48,7 +56,14 @@ fn lineitem_through_tiny_buffers_matches_a_large_buffer() {
     let dir = TempDir::new("buftpch");
     let path = dir.0.join("tpch.kura");
     {
-        let db = Database::open(&path, OpenOptions { buffer_bytes: Some(64 << 20), ..Default::default() }).unwrap();
+        let db = Database::open(
+            &path,
+            OpenOptions {
+                buffer_bytes: Some(64 << 20),
+                ..Default::default()
+            },
+        )
+        .unwrap();
         kura::tpch::load(&mut db.session(), Source::Generate(0.01), &|_, _| {}).unwrap();
     }
     let big = storage(&path, 256 << 20, "lru");
@@ -59,16 +74,27 @@ fn lineitem_through_tiny_buffers_matches_a_large_buffer() {
     let pages: usize = (0..cols).map(|c| li.zones(c).len()).sum();
     drop(li);
     drop(big);
-    let policies: Vec<&str> = kura_cache::POLICY_NAMES.iter().copied().filter(|p| *p != "fix").collect();
+    let policies: Vec<&str> = kura_cache::POLICY_NAMES
+        .iter()
+        .copied()
+        .filter(|p| *p != "fix")
+        .collect();
     for policy in &policies {
         for bytes in [8 * 16 * 1024u64, 1 << 20] {
             let s = storage(&path, bytes, policy);
             let bm = s.buffer().clone();
-            assert!(pages > 2 * bm.capacity(), "{pages} pages vs {} frames", bm.capacity());
+            assert!(
+                pages > 2 * bm.capacity(),
+                "{pages} pages vs {} frames",
+                bm.capacity()
+            );
             let table = s.catalog().table("lineitem").unwrap();
             let before = bm.stats();
             for (c, want) in reference.iter().enumerate() {
-                assert!(&read(&table, c, 1000 + 777 * c) == want, "{policy}/{bytes}: column {c} differs");
+                assert!(
+                    &read(&table, c, 1000 + 777 * c) == want,
+                    "{policy}/{bytes}: column {c} differs"
+                );
             }
             // Interleaved columns (a row-wise access pattern) on a few threads.
             std::thread::scope(|sc| {
@@ -79,7 +105,10 @@ fn lineitem_through_tiny_buffers_matches_a_large_buffer() {
                             for c in [t, t + 4, t + 8, 15] {
                                 let v = table.read_range(c, r as u64, 2048).unwrap();
                                 let n = v.len();
-                                assert!(v == reference[c].slice(r, n), "{policy}: thread {t} column {c} row {r}");
+                                assert!(
+                                    v == reference[c].slice(r, n),
+                                    "{policy}: thread {t} column {c} row {r}"
+                                );
                             }
                         }
                     });

@@ -31,17 +31,42 @@ impl Drop for TempDir {
 }
 
 fn open(path: &Path) -> Database {
-    Database::open(path, OpenOptions { buffer_bytes: Some(1 << 20), ..Default::default() }).unwrap()
+    Database::open(
+        path,
+        OpenOptions {
+            buffer_bytes: Some(1 << 20),
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
-const DDL: &str = "CREATE TABLE t (b BOOLEAN, i INTEGER, bi BIGINT, d DOUBLE PRECISION, m DECIMAL(15,2), \
+const DDL: &str =
+    "CREATE TABLE t (b BOOLEAN, i INTEGER, bi BIGINT, d DOUBLE PRECISION, m DECIMAL(15,2), \
                    w NUMERIC(38,4), dt DATE, v VARCHAR(8), c CHAR(4))";
 
 fn days(y: i64, m: i64, d: i64) -> i32 {
     let ord = |y: i64, m: i64, d: i64| {
         let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-        let md = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-        (y - 1) * 365 + (y - 1) / 4 - (y - 1) / 100 + (y - 1) / 400 + md[..(m - 1) as usize].iter().sum::<i64>() + d - 1
+        let md = [
+            31,
+            if leap { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        (y - 1) * 365 + (y - 1) / 4 - (y - 1) / 100
+            + (y - 1) / 400
+            + md[..(m - 1) as usize].iter().sum::<i64>()
+            + d
+            - 1
     };
     (ord(y, m, d) - ord(1970, 1, 1)) as i32
 }
@@ -65,7 +90,12 @@ fn copy_round_trips_limit_values_of_every_type() {
         ),
     )
     .unwrap();
-    let r = s.execute(&format!("COPY t FROM '{}' (FORMAT csv, HEADER true)", file.display())).unwrap();
+    let r = s
+        .execute(&format!(
+            "COPY t FROM '{}' (FORMAT csv, HEADER true)",
+            file.display()
+        ))
+        .unwrap();
     assert_eq!(r.tag, "COPY 4");
     drop(s);
     drop(db);
@@ -124,7 +154,9 @@ fn copy_round_trips_limit_values_of_every_type() {
     for (r, (got, want)) in rows.iter().zip(&expect).enumerate() {
         for (c, (g, w)) in got.iter().zip(want).enumerate() {
             let same = match (g, w) {
-                (Value::Double(a), Value::Double(b)) => a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                (Value::Double(a), Value::Double(b)) => {
+                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+                }
                 (Value::Text(a), Value::Text(b)) => a == b,
                 _ => g == w,
             };
@@ -138,27 +170,42 @@ fn a_bad_copy_row_names_file_line_column_and_changes_nothing() {
     let dir = TempDir::new("badcopy");
     let db = open(&dir.path().join("db.kura"));
     let mut s = db.session();
-    s.execute("CREATE TABLE t (k INTEGER NOT NULL, d DATE)").unwrap();
+    s.execute("CREATE TABLE t (k INTEGER NOT NULL, d DATE)")
+        .unwrap();
     let good = dir.path().join("good.tbl");
     std::fs::write(&good, "1|1995-01-01|\n2|1996-02-29|\n").unwrap();
-    s.execute(&format!("COPY t FROM '{}'", good.display())).unwrap();
+    s.execute(&format!("COPY t FROM '{}'", good.display()))
+        .unwrap();
     let bad = dir.path().join("bad.tbl");
     std::fs::write(&bad, "3|1995-01-01|\n4|1995-02-30|\n5|1995-01-01|\n").unwrap();
-    let err = s.execute(&format!("COPY t FROM '{}'", bad.display())).unwrap_err();
+    let err = s
+        .execute(&format!("COPY t FROM '{}'", bad.display()))
+        .unwrap_err();
     assert_eq!(err.sqlstate(), "22P02", "{err:?}");
     let msg = err.to_string();
-    assert!(msg.starts_with(&format!("{}:2:3: ", bad.display())), "{msg}");
+    assert!(
+        msg.starts_with(&format!("{}:2:3: ", bad.display())),
+        "{msg}"
+    );
     assert!(msg.contains("1995-02-30"), "{msg}");
     let rows = s.execute("SELECT * FROM t").unwrap().rows();
-    assert_eq!(rows, vec![vec![Value::Integer(1), Value::Date(days(1995, 1, 1))], vec![
-        Value::Integer(2),
-        Value::Date(days(1996, 2, 29))
-    ]]);
+    assert_eq!(
+        rows,
+        vec![
+            vec![Value::Integer(1), Value::Date(days(1995, 1, 1))],
+            vec![Value::Integer(2), Value::Date(days(1996, 2, 29))]
+        ]
+    );
     // A missing file is an error naming it, not a panic.
     let missing = dir.path().join("missing.tbl");
-    let err = s.execute(&format!("COPY t FROM '{}'", missing.display())).unwrap_err();
+    let err = s
+        .execute(&format!("COPY t FROM '{}'", missing.display()))
+        .unwrap_err();
     assert!(err.to_string().contains("missing.tbl"), "{err}");
-    assert_eq!(s.execute("SELECT count(*) FROM t").unwrap().rows()[0][0], Value::BigInt(2));
+    assert_eq!(
+        s.execute("SELECT count(*) FROM t").unwrap().rows()[0][0],
+        Value::BigInt(2)
+    );
 }
 
 #[test]
@@ -170,8 +217,15 @@ fn a_damaged_page_fails_the_query_with_its_checksum_error() {
         let mut s = db.session();
         s.execute("CREATE TABLE t (k BIGINT, v VARCHAR)").unwrap();
         let file = dir.path().join("rows.tbl");
-        std::fs::write(&file, (0..50_000).map(|i| format!("{i}|value {i}|\n")).collect::<String>()).unwrap();
-        s.execute(&format!("COPY t FROM '{}'", file.display())).unwrap();
+        std::fs::write(
+            &file,
+            (0..50_000)
+                .map(|i| format!("{i}|value {i}|\n"))
+                .collect::<String>(),
+        )
+        .unwrap();
+        s.execute(&format!("COPY t FROM '{}'", file.display()))
+            .unwrap();
         let table = db.storage().catalog().table("t").unwrap();
         table.zones(1)[3].page
     };
@@ -181,21 +235,36 @@ fn a_damaged_page_fails_the_query_with_its_checksum_error() {
     let db = open(&path);
     let mut s = db.session();
     // Metadata is intact: the count needs no data page.
-    assert_eq!(s.execute("SELECT count(*) FROM t").unwrap().rows()[0][0], Value::BigInt(50_000));
+    assert_eq!(
+        s.execute("SELECT count(*) FROM t").unwrap().rows()[0][0],
+        Value::BigInt(50_000)
+    );
     for _ in 0..2 {
         let err = s.execute("SELECT * FROM t").unwrap_err();
-        assert!(!matches!(err, KuraError::Internal(_)), "a damaged page is not an internal error: {err:?}");
+        assert!(
+            !matches!(err, KuraError::Internal(_)),
+            "a damaged page is not an internal error: {err:?}"
+        );
         let msg = err.to_string();
-        assert!(msg.contains(&path.display().to_string()) && msg.contains(&format!("page {page}")), "{msg}");
+        assert!(
+            msg.contains(&path.display().to_string()) && msg.contains(&format!("page {page}")),
+            "{msg}"
+        );
         assert!(msg.contains("checksum"), "{msg}");
         // Clients tell corruption from I/O failures by the code: data_corrupted.
         assert_eq!(err.sqlstate(), "XX001", "SQLSTATE of {err:?}");
         if let KuraError::Storage(e) = &err {
-            assert!(matches!(e, StorageError::Checksum { page: p, .. } if *p == page), "{e:?}");
+            assert!(
+                matches!(e, StorageError::Checksum { page: p, .. } if *p == page),
+                "{e:?}"
+            );
         }
     }
     // Rows before the damaged page still read.
     let first = s.execute("SELECT * FROM t LIMIT 10").unwrap().rows();
-    assert_eq!(first[9], vec![Value::BigInt(9), Value::Text("value 9".into())]);
+    assert_eq!(
+        first[9],
+        vec![Value::BigInt(9), Value::Text("value 9".into())]
+    );
     assert_eq!(db.storage().buffer().pinned_frames(), 0);
 }

@@ -18,7 +18,12 @@ pub fn kura() -> Command {
 
 /// Runs `kura --db DB args...`; panics with its stderr if it fails.
 pub fn run_ok(db: &Path, args: &[&str]) -> Output {
-    let out = kura().arg("--db").arg(db).args(args).output().expect("run kura");
+    let out = kura()
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("run kura");
     assert!(
         out.status.success(),
         "kura {args:?} failed ({}):\n{}",

@@ -206,28 +206,29 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 });
             }
             // Decimal: the planner fixed the output scale to the requested digits
-            // (0 for negative digits, which then round to tens, hundreds, ...).
+            // (0 for negative digits, which round to tens, hundreds, ... — in one step
+            // from the input scale, as rounding twice could carry twice).
             let digits = args.get(1).and_then(|d| int_arg(d, 0)).unwrap_or(0);
-            let rounded = cast_vector(a, out).or_else(|_| {
-                let mut x = to_i128(a);
-                super::arith::rescale_all(&mut x, scale_of(a.data_type), scale_of(out))?;
-                from_i128(x, a.validity.clone(), out)
-            })?;
             if digits >= 0 {
-                return Ok(rounded);
+                return cast_vector(a, out).or_else(|_| {
+                    let mut x = to_i128(a);
+                    super::arith::rescale_all(&mut x, scale_of(a.data_type), scale_of(out))?;
+                    from_i128(x, a.validity.clone(), out)
+                });
             }
-            let unit = 10i128
-                .checked_pow((-digits).min(38) as u32)
-                .ok_or_else(|| ExecError::OutOfRange("round".into()))?;
-            let vals: Vec<i128> = to_i128(&rounded)
+            let in_scale = scale_of(a.data_type) as u32;
+            let shift = 10i128.pow(in_scale);
+            // A unit beyond i128 exceeds every value: all round to 0.
+            let unit = 10i128.checked_pow(in_scale + (-digits).min(40) as u32);
+            let vals: Vec<i128> = to_i128(a)
                 .into_iter()
-                .map(|v| {
+                .map(|v| match unit {
                     // Half away from zero, like PostgreSQL's numeric round.
-                    let q = (v.abs() + unit / 2) / unit * unit;
-                    q * v.signum()
+                    Some(u) => (v.abs() + u / 2) / u * u / shift * v.signum(),
+                    None => 0,
                 })
                 .collect();
-            from_i128(vals, rounded.validity.clone(), out)
+            from_i128(vals, a.validity.clone(), out)
         }
         ScalarFunc::Coalesce => {
             let cast: Vec<Vector> = args

@@ -319,6 +319,15 @@ pub fn ints_of(v: &kura_common::Vector) -> Vec<i128> {
     arith::to_i128(v)
 }
 
+/// A vector of type `dt` from i128 values already at `dt`'s scale.
+pub fn from_i128_vector(
+    vals: Vec<i128>,
+    validity: Option<Vec<bool>>,
+    dt: kura_common::DataType,
+) -> crate::error::ExecResult<kura_common::Vector> {
+    arith::from_i128(vals, validity, dt)
+}
+
 /// Numeric vector values as f64.
 pub fn floats_of(v: &kura_common::Vector) -> Vec<f64> {
     arith::to_f64(v)

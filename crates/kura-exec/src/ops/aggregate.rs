@@ -14,6 +14,7 @@ use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, PhysExpr};
 use crate::keys::encode_row;
+use crate::ops::minmax::MinMaxAcc;
 use crate::pipeline::{LocalState, Sink};
 use crate::plan::{AggCall, AggFunc};
 
@@ -43,10 +44,7 @@ enum Acc {
         sums: Vec<f64>,
         counts: Vec<i64>,
     },
-    MinMax {
-        vals: Vec<Value>,
-        min: bool,
-    },
+    MinMax(MinMaxAcc),
     /// DISTINCT: the distinct argument values per group, aggregated at the end.
     Distinct {
         seen: Vec<HashSet<Vec<u8>>>,
@@ -83,14 +81,10 @@ fn new_acc(call: &AggCall) -> Acc {
             sums: Vec::new(),
             counts: Vec::new(),
         },
-        AggFunc::Min => Acc::MinMax {
-            vals: Vec::new(),
-            min: true,
-        },
-        AggFunc::Max => Acc::MinMax {
-            vals: Vec::new(),
-            min: false,
-        },
+        AggFunc::Min | AggFunc::Max => Acc::MinMax(MinMaxAcc::new(
+            call.func == AggFunc::Min,
+            call.arg.as_ref().map_or(call.data_type, |a| a.data_type()),
+        )),
     }
 }
 
@@ -114,7 +108,7 @@ impl Acc {
                 sums.resize(groups, 0.0);
                 counts.resize(groups, 0);
             }
-            Acc::MinMax { vals, .. } => vals.resize(groups, Value::Null),
+            Acc::MinMax(m) => m.grow(groups),
             Acc::Distinct { seen, vals } => {
                 seen.resize_with(groups, HashSet::new);
                 vals.resize_with(groups, Vec::new);
@@ -202,38 +196,23 @@ impl Acc {
                     }
                 }
             }
-            Acc::MinMax { vals, min } => {
+            Acc::MinMax(m) => {
                 let a =
                     arg.ok_or_else(|| ExecError::Internal("min/max without argument".into()))?;
-                for i in 0..g.len() {
-                    if valid(i) {
-                        let x = a.get_value(i);
-                        let cur = &mut vals[g[i] as usize];
-                        let better = cur.is_null() || {
-                            let o = x.total_cmp(cur);
-                            if *min {
-                                o.is_lt()
-                            } else {
-                                o.is_gt()
-                            }
-                        };
-                        if better {
-                            *cur = x;
-                        }
-                    }
-                }
+                m.update(g, a)?;
             }
             Acc::Distinct { seen, vals } => {
                 let a =
                     arg.ok_or_else(|| ExecError::Internal("DISTINCT without argument".into()))?;
                 let cols = std::slice::from_ref(a);
                 let mut buf = Vec::new();
-                for i in 0..g.len() {
+                for (i, &gi) in g.iter().enumerate() {
                     buf.clear();
-                    if encode_row(cols, i, false, &mut buf)
-                        && seen[g[i] as usize].insert(buf.clone())
-                    {
-                        vals[g[i] as usize].push(a.get_value(i));
+                    let gi = gi as usize;
+                    // Look up by slice first: a repeated value costs no allocation.
+                    if encode_row(cols, i, false, &mut buf) && !seen[gi].contains(buf.as_slice()) {
+                        seen[gi].insert(buf.clone());
+                        vals[gi].push(a.get_value(i));
                     }
                 }
             }
@@ -273,23 +252,7 @@ impl Acc {
                 sums[to] += s2[from];
                 counts[to] += c2[from];
             }
-            (Acc::MinMax { vals, min }, Acc::MinMax { vals: v2, .. }) => {
-                let x = &v2[from];
-                if !x.is_null() {
-                    let cur = &vals[to];
-                    let better = cur.is_null() || {
-                        let o = x.total_cmp(cur);
-                        if *min {
-                            o.is_lt()
-                        } else {
-                            o.is_gt()
-                        }
-                    };
-                    if better {
-                        vals[to] = x.clone();
-                    }
-                }
-            }
+            (Acc::MinMax(a), Acc::MinMax(b)) => a.merge_group(to, b, from),
             (Acc::Distinct { seen, vals }, Acc::Distinct { seen: s2, vals: v2 }) => {
                 let mut buf = Vec::new();
                 for v in &v2[from] {
@@ -390,7 +353,7 @@ impl Acc {
                     )?;
                 }
             }
-            Acc::MinMax { vals, .. } => vals.iter().try_for_each(|x| push(&mut v, x.clone()))?,
+            Acc::MinMax(m) => return m.finish(groups, out),
             Acc::Distinct { vals, .. } => {
                 for g in vals.iter().take(groups) {
                     push(&mut v, distinct_result(call, g, in_scale)?)?;

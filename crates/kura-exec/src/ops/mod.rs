@@ -5,6 +5,7 @@
 pub mod aggregate;
 pub mod collect;
 pub mod join;
+pub mod minmax;
 pub mod scan;
 pub mod sort;
 pub mod streaming;

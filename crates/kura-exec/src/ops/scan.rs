@@ -1,4 +1,4 @@
-//! Table scan: one morsel per row group; page min/max (zone maps) narrow each row
+//! Table scan: morsels of at most [`MORSEL_ROWS`] rows within a row group; page min/max (zone maps) narrow each row
 //! group to the row ranges that can satisfy the pushed-down predicates, then the
 //! remaining rows are read batch by batch and filtered. The scan names the pages
 //! of each morsel so the out-of-order mode can fix them asynchronously first
@@ -70,9 +70,40 @@ pub struct ScanSource {
     pub columns: Vec<usize>,
     pub filter: Option<PhysExpr>,
     pub node: usize,
-    groups: Vec<Range<u64>>,
     /// Row ranges that may hold matches (all rows when there is no zone predicate).
     candidates: Vec<Range<u64>>,
+    /// The row ranges of each morsel: candidate rows of one row group, cut into
+    /// pieces of at most [`MORSEL_ROWS`] so that even a small table gives every
+    /// worker work, in row order.
+    morsels: Vec<Vec<Range<u64>>>,
+}
+
+/// Rows of one scan morsel (a multiple of the batch size).
+pub const MORSEL_ROWS: u64 = 4 * BATCH_SIZE as u64;
+
+fn cut_morsels(groups: &[Range<u64>], candidates: &[Range<u64>]) -> Vec<Vec<Range<u64>>> {
+    let mut morsels = Vec::new();
+    for group in groups {
+        let mut current: Vec<Range<u64>> = Vec::new();
+        let mut rows = 0;
+        for r in intersect(std::slice::from_ref(group), candidates) {
+            let mut start = r.start;
+            while start < r.end {
+                let end = r.end.min(start + (MORSEL_ROWS - rows));
+                current.push(start..end);
+                rows += end - start;
+                start = end;
+                if rows == MORSEL_ROWS {
+                    morsels.push(std::mem::take(&mut current));
+                    rows = 0;
+                }
+            }
+        }
+        if !current.is_empty() {
+            morsels.push(current);
+        }
+    }
+    morsels
 }
 
 impl ScanSource {
@@ -102,13 +133,14 @@ impl ScanSource {
         if groups.is_empty() && n > 0 {
             groups = std::iter::once(0..n).collect();
         }
+        let morsels = cut_morsels(&groups, &candidates);
         ScanSource {
             table,
             columns,
             filter,
             node,
-            groups,
             candidates,
+            morsels,
         }
     }
 
@@ -120,16 +152,16 @@ impl ScanSource {
 
 impl Source for ScanSource {
     fn morsels(&self) -> usize {
-        self.groups.len()
+        self.morsels.len()
     }
 
     fn pages_for(&self, morsel: usize) -> Option<(Arc<BufferManager>, Vec<PageId>)> {
         let bm = self.table.buffer_manager()?;
-        let ranges = intersect(&[self.groups.get(morsel)?.clone()], &self.candidates);
+        let ranges = self.morsels.get(morsel)?;
         let mut pages = Vec::new();
         let mut seen = HashSet::new();
         for &col in &self.columns {
-            for r in &ranges {
+            for r in ranges {
                 for page in self.table.pages(col, r.clone()) {
                     if seen.insert(page) {
                         pages.push(page);
@@ -141,9 +173,10 @@ impl Source for ScanSource {
     }
 
     fn produce(&self, morsel: usize, ctx: &ExecContext, emit: &mut Emit) -> ExecResult<()> {
-        let group = self.groups[morsel].clone();
-        let ranges = intersect(&[group], &self.candidates);
-        for r in ranges {
+        let Some(ranges) = self.morsels.get(morsel) else {
+            return Ok(());
+        };
+        for r in ranges.iter().cloned() {
             let mut row = r.start;
             while row < r.end {
                 ctx.check_cancel()?;
@@ -222,5 +255,29 @@ mod tests {
             .unwrap();
         }
         assert_eq!(rows, 50);
+    }
+
+    #[test]
+    fn morsels_cover_the_candidates_in_row_order() {
+        let groups = vec![0..10_000, 10_000..25_000];
+        let candidates = vec![100..200, 9_000..12_000, 20_000..25_000];
+        let morsels = cut_morsels(&groups, &candidates);
+        let flat: Vec<Range<u64>> = morsels.iter().flatten().cloned().collect();
+        let mut rows = 0;
+        let mut last_end = 0;
+        for r in &flat {
+            assert!(r.start >= last_end, "ranges out of order: {flat:?}");
+            last_end = r.end;
+            rows += r.end - r.start;
+        }
+        assert_eq!(rows, 100 + 3_000 + 5_000);
+        for m in &morsels {
+            let n: u64 = m.iter().map(|r| r.end - r.start).sum();
+            assert!(n > 0 && n <= MORSEL_ROWS);
+        }
+        // A morsel never spans two row groups.
+        assert!(morsels
+            .iter()
+            .all(|m| m.iter().all(|r| r.end <= 10_000) || m.iter().all(|r| r.start >= 10_000)));
     }
 }

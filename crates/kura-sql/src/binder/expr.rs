@@ -169,9 +169,11 @@ impl Binder<'_> {
             E::UnaryOp { op, expr } => {
                 let x = self.bind_expr(expr, cx)?;
                 match op {
-                    ast::UnaryOperator::Not => Ok(fold(PhysExpr::Not(Box::new(
-                        self.check_bool(x, "NOT", pos(&**expr))?,
-                    )))),
+                    ast::UnaryOperator::Not => Ok(fold(PhysExpr::Not(Box::new(self.check_bool(
+                        x,
+                        "NOT",
+                        pos(&**expr),
+                    )?)))),
                     ast::UnaryOperator::Minus => {
                         if !x.data_type().is_numeric() {
                             return Err(SqlError::mismatch(

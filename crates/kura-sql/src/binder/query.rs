@@ -408,7 +408,10 @@ impl Binder<'_> {
                             ));
                         }
                         let mut v = Vec::new();
-                        crate::logical::conjuncts(self.check_bool(b, "JOIN/ON", span_pos(e))?, &mut v);
+                        crate::logical::conjuncts(
+                            self.check_bool(b, "JOIN/ON", span_pos(e))?,
+                            &mut v,
+                        );
                         v
                     }
                     Some(ast::JoinConstraint::Using(names)) => {

@@ -58,6 +58,13 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         }
         A::Text | A::String(_) => DataType::Varchar(None),
         A::Char(l) | A::Character(l) => DataType::Char(len(l).unwrap_or(1)),
+        // Names PostgreSQL does not know either (its bytea is not BLOB).
+        t @ (A::Custom(..) | A::Blob(_)) => {
+            return Err(SqlError::UnknownType {
+                name: t.to_string().to_lowercase(),
+                pos,
+            })
+        }
         other => return Err(SqlError::unsupported(format!("type {other}"), pos)),
     })
 }

@@ -53,11 +53,16 @@ pub fn options(frames: u64, policy: &str) -> StorageOptions {
 
 /// Opens (creating if needed) a database with a 4 MiB CLOCK buffer.
 pub fn open(path: &Path) -> Arc<Storage> {
-    Storage::open(path, options(256, "clock")).unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
+    Storage::open(path, options(256, "clock"))
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()))
 }
 
 pub fn col(name: &str, data_type: DataType, nullable: bool) -> ColumnDef {
-    ColumnDef { name: name.to_string(), data_type, nullable }
+    ColumnDef {
+        name: name.to_string(),
+        data_type,
+        nullable,
+    }
 }
 
 /// Reads a whole column through `read_range` in windows of varying size (so windows
@@ -72,7 +77,12 @@ pub fn read_column(table: &Table, col: usize, rng: &mut Rng) -> Vector {
             .read_range(col, row, len)
             .unwrap_or_else(|e| panic!("read_range({col}, {row}, {len}) of {}: {e}", table.name()));
         let expect = (table.row_count() - row).min(len as u64) as usize;
-        assert_eq!(v.len(), expect, "read_range({col}, {row}, {len}) returned {} rows", v.len());
+        assert_eq!(
+            v.len(),
+            expect,
+            "read_range({col}, {row}, {len}) returned {} rows",
+            v.len()
+        );
         out.append(&v);
         row += len as u64;
     }
@@ -125,7 +135,20 @@ pub fn days_since_epoch(y: i32, m: u32, d: u32) -> i32 {
     }
     fn ordinal(y: i64, m: u32, d: u32) -> i64 {
         let before = (y - 1) * 365 + (y - 1) / 4 - (y - 1) / 100 + (y - 1) / 400;
-        let month_days = [31, if leap(y) { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+        let month_days = [
+            31,
+            if leap(y) { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
         before + month_days[..(m - 1) as usize].iter().sum::<i64>() + d as i64 - 1
     }
     (ordinal(y as i64, m, d) - ordinal(1970, 1, 1)) as i32
@@ -133,7 +156,20 @@ pub fn days_since_epoch(y: i32, m: u32, d: u32) -> i32 {
 
 pub fn days_in_month(y: i32, m: u32) -> u32 {
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][(m - 1) as usize]
+    [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ][(m - 1) as usize]
 }
 
 /// `v` scaled by `10^scale` as decimal text (`-12.05`), formatted independently of kura.

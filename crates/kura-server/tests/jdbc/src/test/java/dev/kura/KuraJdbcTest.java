@@ -57,7 +57,7 @@ class KuraJdbcTest {
 
     @Test
     void preparedStatementWithParameters() throws SQLException {
-        try (Connection c = connect(); PreparedStatement ps = c.prepareStatement("select * from t limit ?")) {
+        try (Connection c = connect(); PreparedStatement ps = c.prepareStatement("select * from t where i <= ?")) {
             // More runs than pgjdbc's prepareThreshold (5): the last ones use a named
             // server-side statement, described once and bound many times.
             for (int n = 1; n <= 7; n++) {
