@@ -180,11 +180,18 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
     index_names = list(dict.fromkeys(i for sr in run.systems.values() for i in sr.indexes))
     if index_names:
         rows = []
+        reasons = {}  # system -> distinct reasons an index was not built, listed under the table
         for idx in index_names:
             row = [idx]
-            for sr in run.systems.values():
+            for name, sr in run.systems.items():
                 v = sr.indexes.get(idx)
-                row.append(f"{v:.2f} s" if isinstance(v, float) else (v or "—"))
+                if isinstance(v, float):
+                    row.append(f"{v:.2f} s")
+                elif v:
+                    reasons.setdefault(name, {}).setdefault(v.split(":", 1)[0], v)
+                    row.append(v.split(":", 1)[0])
+                else:
+                    row.append("—")
             rows.append(row)
         totals = ["**total built**"]
         for sr in run.systems.values():
@@ -196,6 +203,11 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
             + [f"{sr.analyze_seconds:.2f} s" if sr.analyze_seconds else "—" for sr in run.systems.values()]
         )
         lines += [table(["index"] + list(run.systems), rows), ""]
+        for name, per_kind in reasons.items():
+            for reason in per_kind.values():
+                lines.append(f"- {name}: {reason.replace('|', '/')}")
+        if reasons:
+            lines += ["", "(one reason shown per system and kind; each index's own message is in the .json)", ""]
     else:
         lines += ["No indexes were built (--no-indexes).", ""]
 

@@ -59,16 +59,24 @@ fn process_cpu_secs() -> Option<f64> {
 fn run_cold(db_path: &Path, buffer: u64, id: &str, mode: &str) -> Result<Measured, String> {
     let sql = query_text(id).ok_or_else(|| format!("unknown query {id}"))?;
     // A fresh open per run: an empty buffer pool; O_DIRECT keeps the OS cache out.
-    let opts = OpenOptions { buffer_bytes: Some(buffer), buffered_io: false, ..OpenOptions::default() };
+    let opts = OpenOptions {
+        buffer_bytes: Some(buffer),
+        buffered_io: false,
+        ..OpenOptions::default()
+    };
     let db = Database::open(db_path, opts).map_err(|e| e.to_string())?;
     let mut session = db.session();
-    session.execute(&format!("SET execution_mode = '{mode}'")).map_err(|e| e.to_string())?;
+    session
+        .execute(&format!("SET execution_mode = '{mode}'"))
+        .map_err(|e| e.to_string())?;
     let rt = shared_runtime().map_err(|e| e.to_string())?;
     let reads0 = db.storage().buffer().stats().pages_read;
     let cpu0 = process_cpu_secs();
     rt.start_timeline();
     let started = Instant::now();
-    let result = session.execute(sql).map_err(|e| format!("query {id} in {mode} mode: {e}"));
+    let result = session
+        .execute(sql)
+        .map_err(|e| format!("query {id} in {mode} mode: {e}"));
     let secs = started.elapsed().as_secs_f64();
     let timeline = rt.stop_timeline();
     let result = result?;
@@ -77,26 +85,52 @@ fn run_cold(db_path: &Path, buffer: u64, id: &str, mode: &str) -> Result<Measure
         (Some(a), Some(b)) if secs > 0.0 => (b - a) / secs * 100.0,
         _ => f64::NAN,
     };
-    Ok(Measured { secs, rows: result.row_count(), iops: reads as f64 / secs.max(1e-9), cpu_pct, timeline })
+    Ok(Measured {
+        secs,
+        rows: result.row_count(),
+        iops: reads as f64 / secs.max(1e-9),
+        cpu_pct,
+        timeline,
+    })
 }
 
 fn write_timeline(out: &Path, id: &str, mode: &str, timeline: &Timeline) -> Result<(), String> {
     let stem = out.join(format!("modes-{id}-{mode}"));
-    timeline.write_csv(&stem.with_extension("csv")).map_err(|e| e.to_string())?;
+    timeline
+        .write_csv(&stem.with_extension("csv"))
+        .map_err(|e| e.to_string())?;
     let points = |f: &dyn Fn(&kura_exec::runtime::TimelineSample) -> f64| {
-        timeline.samples.iter().map(|s| (s.at.as_secs_f64(), f(s))).collect::<Vec<_>>()
+        timeline
+            .samples
+            .iter()
+            .map(|s| (s.at.as_secs_f64(), f(s)))
+            .collect::<Vec<_>>()
     };
     let title = format!("query ({}) in {mode} mode", id.to_uppercase());
     line_chart(
         &out.join(format!("modes-{id}-{mode}-iops.png")),
-        &Labels { title: &title, x: "seconds", y: "reads per second" },
-        &[Series { name: "IOPS".into(), points: points(&|s| s.iops) }],
+        &Labels {
+            title: &title,
+            x: "seconds",
+            y: "reads per second",
+        },
+        &[Series {
+            name: "IOPS".into(),
+            points: points(&|s| s.iops),
+        }],
         None,
     )?;
     line_chart(
         &out.join(format!("modes-{id}-{mode}-cpu.png")),
-        &Labels { title: &title, x: "seconds", y: "CPU busy % (summed over workers)" },
-        &[Series { name: "CPU %".into(), points: points(&|s| s.cpu_busy_pct) }],
+        &Labels {
+            title: &title,
+            x: "seconds",
+            y: "CPU busy % (summed over workers)",
+        },
+        &[Series {
+            name: "CPU %".into(),
+            points: points(&|s| s.cpu_busy_pct),
+        }],
         None,
     )
 }
@@ -109,7 +143,14 @@ fn ceiling(db_path: &Path, seconds: f64) -> Result<f64, String> {
         return Err(format!("{} is empty", db_path.display()));
     }
     let rt = shared_runtime().map_err(|e| e.to_string())?;
-    let r = crate::bench_iops::measure(rt, &file, blocks, 4096, 64, Duration::from_secs_f64(seconds))?;
+    let r = crate::bench_iops::measure(
+        rt,
+        &file,
+        blocks,
+        4096,
+        64,
+        Duration::from_secs_f64(seconds),
+    )?;
     Ok(r.iops)
 }
 
@@ -128,7 +169,10 @@ pub fn run(args: Args) -> Result<(), String> {
         rt.workers(),
         if rt.uses_io_uring() { "io_uring" } else { "synchronous reads" }
     );
-    println!("{:<6} {:<7} {:>9} {:>8} {:>11} {:>7}", "query", "mode", "time s", "rows", "mean IOPS", "CPU %");
+    println!(
+        "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7}",
+        "query", "mode", "time s", "rows", "mean IOPS", "CPU %"
+    );
     for id in &args.queries {
         let mut times = Vec::new();
         for mode in MODES {

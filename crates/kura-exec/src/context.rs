@@ -166,7 +166,8 @@ impl ExecContext {
 
     /// The process-wide task runtime the parallel modes run on.
     pub fn runtime(&self) -> ExecResult<&'static crate::runtime::Runtime> {
-        crate::runtime::shared_runtime().map_err(|e| ExecError::Internal(format!("task runtime: {e}")))
+        crate::runtime::shared_runtime()
+            .map_err(|e| ExecError::Internal(format!("task runtime: {e}")))
     }
 
     /// Fails with [`ExecError::Canceled`] once the session asked to cancel; operators

@@ -143,7 +143,11 @@ fn run_out_of_order(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState
         for morsel in 0..morsels {
             let (run, slots) = (root_run.clone(), root_slots.clone());
             runtime::spawn(async move {
-                let local = run.clone().morsel_task(morsel).await.map_err(|e| run.keep(e))?;
+                let local = run
+                    .clone()
+                    .morsel_task(morsel)
+                    .await
+                    .map_err(|e| run.keep(e))?;
                 *slots[morsel].lock().unwrap_or_else(|p| p.into_inner()) = local;
                 Ok::<(), BoxError>(())
             });
@@ -153,7 +157,8 @@ fn run_out_of_order(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState
     if let Err(e) = result {
         return Err(run.error_of(e));
     }
-    let slots = Arc::try_unwrap(slots).map_err(|_| ExecError::Internal("a morsel task outlived its pipeline".into()))?;
+    let slots = Arc::try_unwrap(slots)
+        .map_err(|_| ExecError::Internal("a morsel task outlived its pipeline".into()))?;
     Ok(slots
         .into_iter()
         .filter_map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner()))
@@ -218,7 +223,8 @@ impl Run {
                 let guards = fix_all(&bm, &pages)
                     .await
                     .map_err(|e| ExecError::Storage(e.to_string()))?;
-                self.ctx.record(self.source_node, |s| s.pages_fixed += guards.len() as u64);
+                self.ctx
+                    .record(self.source_node, |s| s.pages_fixed += guards.len() as u64);
                 Some((claim, guards))
             }
             _ => None,

@@ -9,22 +9,36 @@ use crate::txn_io::PageIo;
 
 const LINK: usize = 12;
 
+/// Pages a blob of `len` bytes takes.
+pub fn pages_for(page_size: usize, len: usize) -> usize {
+    len.div_ceil(page_size - PAGE_HEADER - LINK).max(1)
+}
+
 /// Writes `bytes` into newly allocated pages (`at_end`: only pages past the
 /// committed extent, never free-list pages); returns the first page and all pages.
 pub fn write_blob(io: &mut PageIo, bytes: &[u8], at_end: bool) -> StorageResult<(PageId, Vec<PageId>)> {
-    let per_page = io.page_size() - PAGE_HEADER - LINK;
-    let count = bytes.len().div_ceil(per_page).max(1);
+    let count = pages_for(io.page_size(), bytes.len());
     let pages: Vec<PageId> = (0..count).map(|_| if at_end { io.alloc_at_end() } else { io.alloc() }).collect();
-    for (i, chunk_start) in (0..count).map(|i| (i, i * per_page)) {
-        let chunk = &bytes[chunk_start..(chunk_start + per_page).min(bytes.len())];
+    let root = write_blob_into(io, bytes, &pages)?;
+    Ok((root, pages))
+}
+
+/// Writes `bytes` across `pages` (at least [`pages_for`] of them; pages past the
+/// data hold nothing but the link); returns the first page.
+pub fn write_blob_into(io: &mut PageIo, bytes: &[u8], pages: &[PageId]) -> StorageResult<PageId> {
+    let per_page = io.page_size() - PAGE_HEADER - LINK;
+    debug_assert!(pages.len() >= pages_for(io.page_size(), bytes.len()));
+    for (i, &page) in pages.iter().enumerate() {
+        let start = (i * per_page).min(bytes.len());
+        let chunk = &bytes[start..(start + per_page).min(bytes.len())];
         let next = pages.get(i + 1).copied().unwrap_or(0);
-        io.write_page(pages[i], PageKind::Blob, |buf| {
+        io.write_page(page, PageKind::Blob, |buf| {
             buf[0..8].copy_from_slice(&next.to_le_bytes());
             buf[8..12].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
             buf[LINK..LINK + chunk.len()].copy_from_slice(chunk);
         })?;
     }
-    Ok((pages[0], pages))
+    Ok(pages[0])
 }
 
 /// Reads a blob starting at `root`; returns its bytes and the pages it occupies.

@@ -13,6 +13,8 @@ pub enum StorageError {
     Corrupt { path: PathBuf, page: u64, what: String },
     #[error("{path}: not a kura database ({what})")]
     NotADatabase { path: PathBuf, what: String },
+    #[error("{path}: the database is in use by another process (or is already open in this one)")]
+    InUse { path: PathBuf },
     #[error("buffer pool exhausted: all {frames} frames are pinned")]
     BufferExhausted { frames: usize },
     #[error("table \"{0}\" does not exist")]

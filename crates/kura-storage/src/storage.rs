@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use kura_common::Batch;
 
-use crate::blob::{read_blob, write_blob};
+use crate::blob::{read_blob, write_blob, write_blob_into};
 use crate::buffer::BufferManager;
 use crate::catalog::{normalize, Catalog, CatalogFile, CatalogFileV1, IndexEntry, Schema, TableEntry, ViewDef};
 use crate::error::{StorageError, StorageResult};
@@ -57,10 +57,24 @@ pub fn default_buffer_bytes() -> u64 {
 
 struct WriterState {
     header: Header,
-    /// Pages freed by the commit of a generation: reusable once no snapshot older
-    /// than that generation is alive.
-    quarantine: Vec<(u64, Vec<PageId>)>,
-    old_snapshots: Vec<Weak<Catalog>>,
+    /// Pages freed by commits, held back while a reader might still read them.
+    quarantine: Vec<Quarantine>,
+}
+
+/// Pages one commit freed, and who could still read them: the catalog snapshot
+/// the commit replaced and every table handle it dropped. The pages become
+/// reusable once all of those are gone — a scan holding only a `Table` keeps
+/// its pages safe from a concurrent DROP followed by a load.
+struct Quarantine {
+    pages: Vec<PageId>,
+    snapshot: Weak<Catalog>,
+    tables: Vec<Weak<Table>>,
+}
+
+impl Quarantine {
+    fn still_read(&self) -> bool {
+        self.snapshot.strong_count() > 0 || self.tables.iter().any(|t| t.strong_count() > 0)
+    }
 }
 
 /// An open database.
@@ -83,7 +97,7 @@ impl Storage {
             file,
             bm,
             current: RwLock::new(Arc::new(catalog)),
-            writer: Mutex::new(WriterState { header, quarantine: Vec::new(), old_snapshots: Vec::new() }),
+            writer: Mutex::new(WriterState { header, quarantine: Vec::new() }),
         }))
     }
 
@@ -117,16 +131,8 @@ impl Storage {
     pub fn begin(&self) -> StorageResult<WriteTxn<'_>> {
         let mut w = self.lock_writer();
         let base = self.catalog();
-        w.old_snapshots.retain(|s| s.strong_count() > 0);
-        let oldest_live = w.old_snapshots.iter().filter_map(|s| s.upgrade()).map(|c| c.generation).min();
-        // Pages freed at generation g may still be read by snapshots older than g.
-        let blocked: BTreeSet<PageId> = w
-            .quarantine
-            .iter()
-            .filter(|(g, _)| oldest_live.is_some_and(|o| o < *g))
-            .flat_map(|(_, p)| p.iter().copied())
-            .collect();
-        w.quarantine.retain(|(g, _)| oldest_live.is_some_and(|o| o < *g));
+        w.quarantine.retain(Quarantine::still_read);
+        let blocked: BTreeSet<PageId> = w.quarantine.iter().flat_map(|q| q.pages.iter().copied()).collect();
         let reusable: BTreeSet<PageId> = base.free_pages.iter().copied().filter(|p| !blocked.contains(p)).collect();
         let io = PageIo::new(self.file.clone(), self.bm.clone(), reusable, w.header.page_count);
         let tables = base
@@ -158,6 +164,7 @@ impl Storage {
             tables,
             io,
             freed: Vec::new(),
+            dropped: Vec::new(),
         })
     }
 }
@@ -190,6 +197,8 @@ pub struct WriteTxn<'a> {
     indexes: BTreeMap<String, (TxnIndex, Option<BTreeIndex>)>,
     io: PageIo,
     freed: Vec<PageId>,
+    /// Committed tables this transaction dropped (their readers may still run).
+    dropped: Vec<Weak<Table>>,
 }
 
 impl WriteTxn<'_> {
@@ -243,7 +252,8 @@ impl WriteTxn<'_> {
             let meta = a.finish(&mut self.io)?;
             self.freed.extend(meta.pages().filter(|p| !t.meta.pages().any(|q| q == *p)));
         }
-        if t.committed.is_some() {
+        if let Some(table) = &t.committed {
+            self.dropped.push(Arc::downgrade(table));
             if let Some(blob) = self.base.table_blobs.get(&key) {
                 self.freed.extend(blob.iter().copied());
             }
@@ -390,21 +400,23 @@ impl WriteTxn<'_> {
             );
         }
         self.freed.extend(self.base.blob_pages.iter().copied());
-        let reused: BTreeSet<PageId> = self.io.reused.iter().copied().collect();
-        let mut free: BTreeSet<PageId> =
-            self.base.free_pages.iter().copied().filter(|p| !reused.contains(p)).collect();
-        free.extend(self.freed.iter().copied());
-        // The catalog's own pages come from the end of the file, never from the
-        // free list it records, so the list it writes stays exact.
-        let file_data = CatalogFile {
+        let mut file_data = CatalogFile {
             tables: entries,
             views: self.views.values().cloned().collect(),
-            free_pages: free.into_iter().collect(),
+            free_pages: self.free_list(),
             indexes: index_entries.values().cloned().collect(),
         };
-        let bytes = postcard::to_stdvec(&file_data)
-            .map_err(|e| StorageError::Invalid(format!("encoding catalog: {e}")))?;
-        let (root, blob_pages) = write_blob(&mut self.io, &bytes, true)?;
+        // The catalog's own pages are taken first (from free pages when there are
+        // some), then the free list is recomputed without them: dropping entries
+        // only shrinks the encoding, so the pages taken always suffice.
+        let encode = |d: &CatalogFile| {
+            postcard::to_stdvec(d).map_err(|e| StorageError::Invalid(format!("encoding catalog: {e}")))
+        };
+        let pages_needed = crate::blob::pages_for(self.io.page_size(), encode(&file_data)?.len());
+        let blob_pages: Vec<PageId> = (0..pages_needed).map(|_| self.io.alloc()).collect();
+        file_data.free_pages = self.free_list();
+        let bytes = encode(&file_data)?;
+        let root = write_blob_into(&mut self.io, &bytes, &blob_pages)?;
         self.io.flush()?;
         storage.file.sync()?;
         let header = Header {
@@ -425,10 +437,23 @@ impl WriteTxn<'_> {
             free_pages: file_data.free_pages,
         };
         let old = std::mem::replace(&mut *storage.current.write().unwrap_or_else(|p| p.into_inner()), Arc::new(catalog));
-        self.guard.old_snapshots.push(Arc::downgrade(&old));
-        let freed = std::mem::take(&mut self.freed);
-        self.guard.quarantine.push((header.generation, freed));
+        let quarantine = Quarantine {
+            pages: std::mem::take(&mut self.freed),
+            snapshot: Arc::downgrade(&old),
+            tables: std::mem::take(&mut self.dropped),
+        };
+        self.guard.quarantine.push(quarantine);
         Ok(())
+    }
+
+    /// The free list as of now: the committed one minus the free pages this
+    /// transaction reused, plus the pages it freed.
+    fn free_list(&self) -> Vec<PageId> {
+        let reused: BTreeSet<PageId> = self.io.reused.iter().copied().collect();
+        let mut free: BTreeSet<PageId> =
+            self.base.free_pages.iter().copied().filter(|p| !reused.contains(p)).collect();
+        free.extend(self.freed.iter().copied());
+        free.into_iter().collect()
     }
 }
 

@@ -129,7 +129,7 @@ fn each_kind_of_bad_field_names_its_line_and_column() {
     let storage = setup(dir.path());
     // (bad line, 1-based byte column of the offending field, what the message names)
     let cases: &[(&str, u64, &str)] = &[
-        ("7|1.00|1995-01-01|", 1, "expected 5 fields, found 4"),
+        ("7|1.00|1995-01-01|", 1, "expected 5 fields, found 3"),
         ("7|1.00|1995-01-01|x|ab|extra|", 1, "expected 5 fields"),
         ("7", 1, "expected 5 fields, found 1"),
         ("12x|1.00|1995-01-01|x|ab|", 1, "invalid integer \"12x\""),

@@ -48,6 +48,7 @@ impl KuraError {
                 StorageError::Checksum { .. } | StorageError::Corrupt { .. } => "XX001",
                 StorageError::BufferExhausted { .. } => "53200",
                 StorageError::Io { .. } => "58030",
+                StorageError::InUse { .. } => "55006",
                 StorageError::NotADatabase { .. } => "XX001",
                 StorageError::Invalid(_) | StorageError::Policy(_) => "22023",
             },

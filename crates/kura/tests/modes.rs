@@ -96,7 +96,10 @@ fn all_queries_give_identical_results_in_the_three_modes() {
         }
         assert_eq!(spawned[0], 0, "serial mode used the task runtime");
         assert!(spawned[1] > 0, "static mode ran no task on the runtime");
-        assert!(spawned[2] > spawned[1], "ooo mode did not decompose into more tasks than static: {spawned:?}");
+        assert!(
+            spawned[2] > spawned[1],
+            "ooo mode did not decompose into more tasks than static: {spawned:?}"
+        );
     });
 }
 

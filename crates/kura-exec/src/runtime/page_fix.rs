@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
-use kura_storage::{BufferManager, FixAttempt, InFlight, PageGuard, PageId, StorageError, StorageResult};
+use kura_storage::{
+    BufferManager, FixAttempt, InFlight, PageGuard, PageId, StorageError, StorageResult,
+};
 
 use super::context::buffer;
 use super::io::read::read_at;
@@ -78,7 +80,9 @@ pub async fn fix_async(bm: &Arc<BufferManager>, page: PageId) -> StorageResult<P
                     (Ok(n), _) if n < size => Err(StorageError::Corrupt {
                         path: file.path().to_path_buf(),
                         page,
-                        what: format!("page lies beyond the end of the file (read {n} of {size} bytes)"),
+                        what: format!(
+                            "page lies beyond the end of the file (read {n} of {size} bytes)"
+                        ),
                     }),
                     (Ok(_), data) => {
                         ticket.buffer()[..size].copy_from_slice(&data[..size]);

@@ -392,7 +392,13 @@ impl InFlight {
         }
         let ok = frame.state.load(Ordering::Acquire) == READY;
         let (f, page) = (self.frame, self.page);
-        std::mem::forget(self);
+        // The pin passes to the guard (or is released below), so `self` must not
+        // unpin on drop; its `Arc` is released normally.
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again after the Arc is moved out.
+        let own_bm = unsafe { std::ptr::read(&this.bm) };
+        let _ = &mut this;
+        drop(own_bm);
         if ok {
             drop(inner);
             Some(PageGuard { bm: bm.clone(), frame: f, page })

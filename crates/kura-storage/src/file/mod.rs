@@ -87,6 +87,7 @@ impl DbFile {
         }
         let exists = path.exists() && std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
         let (file, direct) = open_file(path, direct)?;
+        lock_exclusive(&file, path)?;
         if !exists {
             let header = Header {
                 version: FORMAT_VERSION,
@@ -228,6 +229,22 @@ impl DbFile {
         let len = self.file.metadata().map_err(|e| StorageError::io(&self.path, "stat", e))?.len();
         Ok(len.div_ceil(self.page_size as u64))
     }
+}
+
+/// Takes an exclusive advisory lock on the file for as long as it is open: two
+/// handles would each believe they own the free pages and the header, and one
+/// would silently undo the other's commits.
+fn lock_exclusive(file: &File, path: &Path) -> StorageResult<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Err(StorageError::InUse { path: path.to_path_buf() });
+    }
+    Err(StorageError::io(path, "lock", err))
 }
 
 fn open_file(path: &Path, direct: bool) -> StorageResult<(File, bool)> {

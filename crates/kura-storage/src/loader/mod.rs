@@ -92,6 +92,11 @@ pub fn load_chunks(
     let schema: Schema = txn.schema(table).cloned().ok_or_else(|| StorageError::NoSuchTable(table.to_string()))?;
     let threads = threads.max(1);
     let mut source = source;
+    // The first chunk fixes the line convention for the whole input, so that a
+    // `.tbl` row missing its last field cannot pass for one with an empty field.
+    let first = source()?;
+    let trailing = first.as_ref().and_then(|c| parse::trailing_delimiter(&c.data, schema.len(), fmt));
+    let mut first = first.map(Some);
     std::thread::scope(|scope| -> StorageResult<u64> {
         let (chunk_tx, chunk_rx) = sync_channel::<(u64, Chunk)>(threads * 2);
         let chunk_rx: Arc<Mutex<Receiver<(u64, Chunk)>>> = Arc::new(Mutex::new(chunk_rx));
@@ -99,7 +104,11 @@ pub fn load_chunks(
         // Reader: cuts the input into numbered chunks.
         let reader = scope.spawn(move || -> StorageResult<()> {
             let mut seq = 0;
-            while let Some(chunk) = source()? {
+            let mut next = || match first.take() {
+                Some(chunk) => Ok(chunk),
+                None => source(),
+            };
+            while let Some(chunk) = next()? {
                 if chunk_tx.send((seq, chunk)).is_err() {
                     break; // the load was aborted
                 }
@@ -115,7 +124,7 @@ pub fn load_chunks(
                 let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 let Ok((seq, chunk)) = next else { break };
                 let skip_header = fmt.header && chunk.first_line == 1;
-                let parsed = parse::parse_chunk(&chunk.data, schema, fmt, skip_header).map_err(|e| {
+                let parsed = parse::parse_chunk(&chunk.data, schema, fmt, skip_header, trailing).map_err(|e| {
                     StorageError::BadInput {
                         file: source_name.to_string(),
                         line: chunk.first_line + e.line,

@@ -32,8 +32,28 @@ pub struct ParseError {
     pub what: String,
 }
 
+/// Whether the lines of an input end with the delimiter (dbgen's `.tbl` rows do),
+/// judged from its first data line: `Some(true)` if that line has one field more
+/// than the table's columns and the extra one is empty.
+pub fn trailing_delimiter(chunk: &[u8], ncols: usize, fmt: &TextFormat) -> Option<bool> {
+    let mut lines = chunk.split(|&b| b == b'\n').skip(usize::from(fmt.header));
+    let line = lines.find(|l| !l.is_empty() && *l != b"\r")?;
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut fields = Vec::new();
+    split_fields(line, fmt, &mut fields).ok()?;
+    Some(fields.len() == ncols + 1 && fields[ncols].0 == fields[ncols].1 && !fields[ncols].2)
+}
+
 /// Parses every line of `chunk` (whole lines only). `skip_first` drops a header.
-pub fn parse_chunk(chunk: &[u8], schema: &Schema, fmt: &TextFormat, skip_first: bool) -> Result<Vec<Vector>, ParseError> {
+/// `trailing`: every line ends with the delimiter (`Some(true)`), none does
+/// (`Some(false)`), or either is accepted (`None`).
+pub fn parse_chunk(
+    chunk: &[u8],
+    schema: &Schema,
+    fmt: &TextFormat,
+    skip_first: bool,
+    trailing: Option<bool>,
+) -> Result<Vec<Vector>, ParseError> {
     let estimate = memchr::memchr_iter(b'\n', chunk).count() + 1;
     let mut cols: Vec<Vector> = schema.columns.iter().map(|c| Vector::new(c.data_type, estimate)).collect();
     let ncols = schema.columns.len();
@@ -60,8 +80,15 @@ pub fn parse_chunk(chunk: &[u8], schema: &Schema, fmt: &TextFormat, skip_first: 
             what,
         })?;
         // dbgen ends every row with the delimiter: one empty trailing field is not data.
-        if fields.len() == ncols + 1 && fields[ncols].0 == fields[ncols].1 && !fields[ncols].2 {
+        let ends_with_delimiter = fields.last().is_some_and(|f| f.0 == f.1 && !f.2) && fields.len() > 1;
+        if ends_with_delimiter && trailing != Some(false) && (trailing == Some(true) || fields.len() == ncols + 1) {
             fields.pop();
+        } else if trailing == Some(true) && fields.len() == ncols {
+            return Err(ParseError {
+                line: this_line,
+                column: line.len() as u64 + 1,
+                what: format!("expected {ncols} fields ending with the delimiter, as the first line does"),
+            });
         }
         if fields.len() != ncols {
             return Err(ParseError {
@@ -104,7 +131,7 @@ pub fn parse_chunk(chunk: &[u8], schema: &Schema, fmt: &TextFormat, skip_first: 
 }
 
 /// Splits a line into (start, end, quoted) field ranges.
-fn split_fields(line: &[u8], fmt: &TextFormat, out: &mut Vec<(usize, usize, bool)>) -> Result<(), (usize, String)> {
+pub(crate) fn split_fields(line: &[u8], fmt: &TextFormat, out: &mut Vec<(usize, usize, bool)>) -> Result<(), (usize, String)> {
     out.clear();
     let d = fmt.delimiter;
     let mut i = 0;

@@ -108,8 +108,8 @@ impl Table {
     /// Reads rows `first_row..first_row+len` of column `col` (synchronous fixes).
     pub fn read_range(&self, col: usize, first_row: u64, len: usize) -> StorageResult<Vector> {
         let dt = self.check_col(col)?;
-        let end = (first_row + len as u64).min(self.meta.row_count);
-        let mut out = Vector::new(dt, len);
+        let end = first_row.saturating_add(len as u64).min(self.meta.row_count);
+        let mut out = Vector::new(dt, end.saturating_sub(first_row) as usize);
         if first_row >= end {
             return Ok(out);
         }
