@@ -24,4 +24,11 @@ export KURA_TEST_SF01="${KURA_TEST_SF01:-1}"
 
 mkdir -p target
 echo "== cargo test (workspace) =="
-cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt
+status=0
+cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || status=1
+
+echo "== benchmark suite, SF 0.01 (kura, DuckDB, SQLite) =="
+target_dir="${CARGO_TARGET_DIR:-target}"
+KURA_BIN="$target_dir/debug/kura" bash bench/ci.sh || status=1
+
+exit $status

@@ -37,7 +37,11 @@ fn load_once(dir: &std::path::Path, source: Source<'_>) -> Result<Run, String> {
     drop(session);
     drop(db);
     let _ = std::fs::remove_file(&path);
-    Ok(Run { secs, bytes: reports.iter().map(|r| r.bytes).sum(), rows: reports.iter().map(|r| r.rows).sum() })
+    Ok(Run {
+        secs,
+        bytes: reports.iter().map(|r| r.bytes).sum(),
+        rows: reports.iter().map(|r| r.rows).sum(),
+    })
 }
 
 fn median(mut runs: Vec<Run>) -> Run {
@@ -67,7 +71,12 @@ pub fn run(args: &Args) -> Result<(), String> {
     };
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let reps = args.reps.max(1);
-    println!("kura bench load: SF {}, {} runs each, median; {} cores", args.sf, reps, kura_storage::loader::default_threads());
+    println!(
+        "kura bench load: SF {}, {} runs each, median; {} cores",
+        args.sf,
+        reps,
+        kura_storage::loader::default_threads()
+    );
     let mut gen_runs = Vec::new();
     for _ in 0..reps {
         gen_runs.push(load_once(&dir, Source::Generate(args.sf))?);
@@ -77,7 +86,11 @@ pub fn run(args: &Args) -> Result<(), String> {
     if !tbl_dir.join("lineitem.tbl").exists() {
         let start = Instant::now();
         kura::tpch::generate_files(args.sf, &tbl_dir, &|_, _| {}).map_err(|e| e.to_string())?;
-        println!("(.tbl files written to {} in {:.1} s)", tbl_dir.display(), start.elapsed().as_secs_f64());
+        println!(
+            "(.tbl files written to {} in {:.1} s)",
+            tbl_dir.display(),
+            start.elapsed().as_secs_f64()
+        );
     }
     let mut file_runs = Vec::new();
     for _ in 0..reps {

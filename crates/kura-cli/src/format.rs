@@ -56,7 +56,12 @@ pub fn print(out: &mut dyn Write, r: &QueryResult, format: Format) -> std::io::R
                 .rows()
                 .iter()
                 .map(|row| {
-                    let obj = r.columns.iter().zip(row).map(|(c, v)| (c.name.clone(), json(v))).collect();
+                    let obj = r
+                        .columns
+                        .iter()
+                        .zip(row)
+                        .map(|(c, v)| (c.name.clone(), json(v)))
+                        .collect();
                     serde_json::Value::Object(obj)
                 })
                 .collect();
@@ -79,9 +84,13 @@ fn json(v: &Value) -> serde_json::Value {
         Value::Boolean(b) => (*b).into(),
         Value::Integer(i) => (*i).into(),
         Value::BigInt(i) => (*i).into(),
-        Value::Double(d) => serde_json::Number::from_f64(*d).map_or(serde_json::Value::Null, Into::into),
+        Value::Double(d) => {
+            serde_json::Number::from_f64(*d).map_or(serde_json::Value::Null, Into::into)
+        }
         // Decimals stay exact: as JSON numbers written from their text.
-        Value::Decimal(..) => serde_json::from_str(&v.to_string()).unwrap_or_else(|_| v.to_string().into()),
+        Value::Decimal(..) => {
+            serde_json::from_str(&v.to_string()).unwrap_or_else(|_| v.to_string().into())
+        }
         Value::Date(_) | Value::Text(_) => v.to_string().into(),
     }
 }

@@ -3,6 +3,7 @@
 
 mod bench_iops;
 mod bench_load;
+mod bench_modes;
 mod cachesim;
 mod format;
 mod plot;
@@ -23,7 +24,11 @@ use kura_common::size::parse_size;
 use format::Format;
 
 #[derive(Parser)]
-#[command(name = "kura", version, about = "kura — an analytic SQL database that knows its memory hierarchy")]
+#[command(
+    name = "kura",
+    version,
+    about = "kura — an analytic SQL database that knows its memory hierarchy"
+)]
 struct Cli {
     /// Database file.
     #[arg(long, global = true, default_value = "kura.db")]
@@ -37,6 +42,10 @@ struct Cli {
     /// Buffer replacement policy (lru, clock, arc, 2q, ...).
     #[arg(long, global = true)]
     buffer_policy: Option<String>,
+    /// Record the buffer manager's page accesses: page ids asked for into FILE, page
+    /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
+    #[arg(long, global = true, value_name = "FILE")]
+    trace_pages: Option<PathBuf>,
     /// Output format for query results.
     #[arg(long, global = true, value_enum, default_value = "table")]
     format: Format,
@@ -83,6 +92,8 @@ enum Command {
 enum BenchCommand {
     /// Generate+load and load-from-.tbl throughput (MB/s, rows/s).
     Load(bench_load::Args),
+    /// The three execution modes on the selective queries, cold (paper 003).
+    Modes(bench_modes::Args),
     /// This disk's random 4 KiB O_DIRECT read IOPS at queue depths 1 and 64 (io_uring).
     Iops(bench_iops::Args),
 }
@@ -103,6 +114,15 @@ impl Cli {
 
     fn open(&self) -> Result<(Database, Session), String> {
         let db = Database::open(&self.db, self.open_options()).map_err(|e| e.to_string())?;
+        if let Some(path) = &self.trace_pages {
+            let bm = db.storage().buffer();
+            let mut reads = path.clone().into_os_string();
+            reads.push(".reads");
+            bm.start_trace(kura_storage::TraceKind::Requests, path)
+                .map_err(|e| e.to_string())?;
+            bm.start_trace(kura_storage::TraceKind::Reads, std::path::Path::new(&reads))
+                .map_err(|e| e.to_string())?;
+        }
         let mut session = db.session();
         session.set_progress(progress::for_loads());
         Ok((db, session))
@@ -112,7 +132,8 @@ impl Cli {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("KURA_LOG").unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("KURA_LOG")
+                .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
         .without_time()
@@ -129,7 +150,13 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), String> {
     match &cli.sub {
-        Some(Command::Load { table, file, delimiter, header, csv }) => {
+        Some(Command::Load {
+            table,
+            file,
+            delimiter,
+            header,
+            csv,
+        }) => {
             let (_db, mut session) = cli.open()?;
             let mut opts = vec![];
             if let Some(d) = delimiter {
@@ -141,18 +168,31 @@ fn run(cli: Cli) -> Result<(), String> {
             if *csv {
                 opts.push("FORMAT csv".into());
             }
-            let with = if opts.is_empty() { String::new() } else { format!(" ({})", opts.join(", ")) };
+            let with = if opts.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", opts.join(", "))
+            };
             let path = file.display().to_string().replace('\'', "''");
             let start = std::time::Instant::now();
-            let r = session.execute(&format!("COPY {table} FROM '{path}'{with}")).map_err(|e| e.to_string())?;
+            let r = session
+                .execute(&format!("COPY {table} FROM '{path}'{with}"))
+                .map_err(|e| e.to_string())?;
             eprintln!("{} in {:.2} s", r.tag, start.elapsed().as_secs_f64());
             Ok(())
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_options()),
         Some(Command::Cachesim(args)) => cachesim::run(args.clone()),
-        Some(Command::Bench { cmd: BenchCommand::Load(args) }) => bench_load::run(args),
-        Some(Command::Bench { cmd: BenchCommand::Iops(args) }) => bench_iops::run(args.clone()),
+        Some(Command::Bench {
+            cmd: BenchCommand::Load(args),
+        }) => bench_load::run(args),
+        Some(Command::Bench {
+            cmd: BenchCommand::Iops(args),
+        }) => bench_iops::run(args.clone()),
+        Some(Command::Bench {
+            cmd: BenchCommand::Modes(args),
+        }) => bench_modes::run(args.clone()),
         None => {
             let (_db, mut session) = cli.open()?;
             if let Some(sql) = &cli.command {
@@ -162,7 +202,9 @@ fn run(cli: Cli) -> Result<(), String> {
                 shell::run(&mut session, cli.format)
             } else {
                 let mut sql = String::new();
-                std::io::stdin().read_to_string(&mut sql).map_err(|e| e.to_string())?;
+                std::io::stdin()
+                    .read_to_string(&mut sql)
+                    .map_err(|e| e.to_string())?;
                 run_sql(&mut session, &sql, cli.format)
             }
         }

@@ -29,11 +29,17 @@ pub fn for_loads() -> Option<Arc<kura::Progress>> {
 
 /// A bar counting bytes towards `total` (a spinner if the total is unknown).
 pub fn bytes_bar(label: &str, total: u64) -> ProgressBar {
-    let b = if total > 0 { ProgressBar::new(total) } else { ProgressBar::new_spinner() };
+    let b = if total > 0 {
+        ProgressBar::new(total)
+    } else {
+        ProgressBar::new_spinner()
+    };
     b.set_style(
-        ProgressStyle::with_template("{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     b.set_message(label.to_string());
     b

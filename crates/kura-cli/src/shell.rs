@@ -12,15 +12,23 @@ use crate::format::{print, Format};
 
 pub fn run(session: &mut Session, format: Format) -> Result<(), String> {
     let mut rl = DefaultEditor::new().map_err(|e| e.to_string())?;
-    let history = std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".kura_history"));
+    let history =
+        std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".kura_history"));
     if let Some(h) = &history {
         let _ = rl.load_history(h);
     }
-    println!("kura {} — type SQL ending in ';', \\? for help, \\q to quit", env!("CARGO_PKG_VERSION"));
+    println!(
+        "kura {} — type SQL ending in ';', \\? for help, \\q to quit",
+        env!("CARGO_PKG_VERSION")
+    );
     let mut buffer = String::new();
     let mut timing = true;
     loop {
-        let prompt = if buffer.is_empty() { "kura> " } else { "  ... " };
+        let prompt = if buffer.is_empty() {
+            "kura> "
+        } else {
+            "  ... "
+        };
         match rl.readline(prompt) {
             Ok(line) => {
                 let trimmed = line.trim();
@@ -70,7 +78,12 @@ fn run_sql(session: &mut Session, sql: &str, format: Format, timing: bool) {
 }
 
 /// Runs a backslash command; `Ok(true)` means quit.
-fn meta(session: &mut Session, cmd: &str, format: Format, timing: &mut bool) -> Result<bool, String> {
+fn meta(
+    session: &mut Session,
+    cmd: &str,
+    format: Format,
+    timing: &mut bool,
+) -> Result<bool, String> {
     let mut parts = cmd.split_whitespace();
     match parts.next().unwrap_or("") {
         "\\q" | "\\quit" => return Ok(true),

@@ -68,10 +68,19 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             }
             let total: u64 = files.iter().map(|(_, b)| b).sum();
             for (t, bytes) in &files {
-                println!("{:<10} {:>14} bytes  {}", t, bytes, out.join(format!("{t}.tbl")).display());
+                println!(
+                    "{:<10} {:>14} bytes  {}",
+                    t,
+                    bytes,
+                    out.join(format!("{t}.tbl")).display()
+                );
             }
             let secs = start.elapsed().as_secs_f64();
-            println!("generated {:.1} MB in {secs:.2} s ({:.1} MB/s)", total as f64 / 1e6, total as f64 / 1e6 / secs);
+            println!(
+                "generated {:.1} MB in {secs:.2} s ({:.1} MB/s)",
+                total as f64 / 1e6,
+                total as f64 / 1e6 / secs
+            );
             Ok(())
         }
         TpchCommand::Load { sf, from, indexes } => {
@@ -88,7 +97,8 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 Some(dir) => Source::Files(dir),
                 None => Source::Generate(*sf),
             };
-            let reports = kura::tpch::load(&mut session, source, &report).map_err(|e| e.to_string())?;
+            let reports =
+                kura::tpch::load(&mut session, source, &report).map_err(|e| e.to_string())?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
@@ -112,14 +122,30 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 for (name, d) in &built {
                     t.add_row([name.clone(), format!("{:.3}", d.as_secs_f64())]);
                 }
-                t.add_row(["total".to_string(), format!("{:.3}", start.elapsed().as_secs_f64())]);
+                t.add_row([
+                    "total".to_string(),
+                    format!("{:.3}", start.elapsed().as_secs_f64()),
+                ]);
                 println!("{t}");
             }
             Ok(())
         }
-        TpchCommand::Run { sf, queries, check, load, reps } => {
+        TpchCommand::Run {
+            sf,
+            queries,
+            check,
+            load,
+            reps,
+        } => {
             if *load {
-                run(cli, &TpchCommand::Load { sf: *sf, from: None, indexes: false })?;
+                run(
+                    cli,
+                    &TpchCommand::Load {
+                        sf: *sf,
+                        from: None,
+                        indexes: false,
+                    },
+                )?;
             }
             let (_db, mut session) = cli.open()?;
             let answers = if *check {
@@ -134,7 +160,10 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 None
             };
             let ids: Vec<String> = if queries.iter().any(|q| q.eq_ignore_ascii_case("all")) {
-                kura::tpch::run::QUERY_IDS.iter().map(|s| s.to_string()).collect()
+                kura::tpch::run::QUERY_IDS
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
             } else {
                 queries.clone()
             };
@@ -151,13 +180,30 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 if r.status.is_failure() {
                     failures += 1;
                 }
-                t.add_row([r.label(), r.rows.to_string(), format!("{ms:.1}"), r.status.to_string()]);
+                t.add_row([
+                    r.label(),
+                    r.rows.to_string(),
+                    format!("{ms:.1}"),
+                    r.status.to_string(),
+                ]);
             }
-            t.add_row(["total".to_string(), String::new(), format!("{total:.1}"), String::new()]);
+            t.add_row([
+                "total".to_string(),
+                String::new(),
+                format!("{total:.1}"),
+                String::new(),
+            ]);
             println!("{t}");
-            println!("SF {sf}, {} queries, {} run(s) each", runs.len(), reps.max(&1));
+            println!(
+                "SF {sf}, {} queries, {} run(s) each",
+                runs.len(),
+                reps.max(&1)
+            );
             if failures > 0 {
-                return Err(format!("{failures} of {} queries failed or gave wrong answers", runs.len()));
+                return Err(format!(
+                    "{failures} of {} queries failed or gave wrong answers",
+                    runs.len()
+                ));
             }
             Ok(())
         }

@@ -75,8 +75,14 @@ fn parse_digits(b: &[u8]) -> Option<u64> {
 }
 
 fn trim_ascii(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
-    let end = s.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &s[start..end]
 }
 
@@ -117,13 +123,22 @@ mod tests {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(parse_date("1998-12-01").unwrap(), 10561);
         assert_eq!(format_date(10561), "1998-12-01");
-        assert_eq!(parse_date("2000-02-29").unwrap(), days_from_civil(2000, 2, 29));
+        assert_eq!(
+            parse_date("2000-02-29").unwrap(),
+            days_from_civil(2000, 2, 29)
+        );
         assert!(parse_date("1999-02-29").is_err());
         assert!(parse_date("1999-13-01").is_err());
         assert!(parse_date("1999-1x-01").is_err());
         assert!(parse_date("").is_err());
-        assert_eq!(format_date(add_months(parse_date("1995-01-31").unwrap(), 1)), "1995-02-28");
-        assert_eq!(format_date(add_months(parse_date("1995-03-15").unwrap(), -12)), "1994-03-15");
+        assert_eq!(
+            format_date(add_months(parse_date("1995-01-31").unwrap(), 1)),
+            "1995-02-28"
+        );
+        assert_eq!(
+            format_date(add_months(parse_date("1995-03-15").unwrap(), -12)),
+            "1994-03-15"
+        );
         assert_eq!(format_date(-1), "1969-12-31");
     }
 

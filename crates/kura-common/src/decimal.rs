@@ -94,7 +94,10 @@ pub fn parse_decimal(s: &str, precision: u8, scale: u8) -> CommonResult<i128> {
                 text: s.to_string(),
             }
         } else {
-            CommonError::InvalidNumber { ty: "decimal", text: s.to_string() }
+            CommonError::InvalidNumber {
+                ty: "decimal",
+                text: s.to_string(),
+            }
         }
     })
 }
@@ -131,7 +134,11 @@ pub fn div_round(a: i128, b: i128) -> Option<i128> {
     }
     let q = a / b;
     let r = a % b;
-    Some(if r.abs() * 2 >= b.abs() { q + (a.signum() * b.signum()) } else { q })
+    Some(if r.abs() * 2 >= b.abs() {
+        q + (a.signum() * b.signum())
+    } else {
+        q
+    })
 }
 
 #[cfg(test)]
@@ -150,7 +157,10 @@ mod tests {
         assert!(parse_decimal("1.2.3", 15, 2).is_err());
         assert!(parse_decimal("abc", 15, 2).is_err());
         assert!(parse_decimal("-", 15, 2).is_err());
-        assert!(matches!(parse_decimal("1000", 4, 2), Err(CommonError::OutOfRange { .. })));
+        assert!(matches!(
+            parse_decimal("1000", 4, 2),
+            Err(CommonError::OutOfRange { .. })
+        ));
         assert_eq!(format_decimal(12345, 2), "123.45");
         assert_eq!(format_decimal(-5, 2), "-0.05");
         assert_eq!(format_decimal(7, 0), "7");

@@ -15,7 +15,9 @@ pub struct SettingSpec {
 }
 
 fn validate_size(v: &str) -> Result<(), String> {
-    crate::size::parse_size(v).map(|_| ()).map_err(|e| e.to_string())
+    crate::size::parse_size(v)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// Every setting kura knows. Layers add theirs here so `SHOW ALL` lists them.
@@ -77,7 +79,8 @@ impl Settings {
 
     /// Sets a known setting after validating the value; the error says what is accepted.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
-        let spec = Self::spec(name).ok_or_else(|| format!("unrecognized configuration parameter \"{name}\""))?;
+        let spec = Self::spec(name)
+            .ok_or_else(|| format!("unrecognized configuration parameter \"{name}\""))?;
         let v = value.trim().to_ascii_lowercase();
         let v = match v.as_str() {
             "true" | "1" | "yes" if spec.choices == ["on", "off"] => "on".to_string(),
@@ -101,12 +104,18 @@ impl Settings {
     /// Current value (the default when never set); `None` for an unknown name.
     pub fn get(&self, name: &str) -> Option<String> {
         let spec = Self::spec(name)?;
-        Some(self.values.get(spec.name).cloned().unwrap_or_else(|| spec.default.to_string()))
+        Some(
+            self.values
+                .get(spec.name)
+                .cloned()
+                .unwrap_or_else(|| spec.default.to_string()),
+        )
     }
 
     /// Current value of a known setting (panics on a name not in [`SETTINGS`]: a bug).
     pub fn value(&self, name: &str) -> String {
-        self.get(name).unwrap_or_else(|| panic!("setting {name} is not registered"))
+        self.get(name)
+            .unwrap_or_else(|| panic!("setting {name} is not registered"))
     }
 
     pub fn flag(&self, name: &str) -> bool {
@@ -129,7 +138,10 @@ mod tests {
         assert_eq!(s.value("execution_mode"), "ooo");
         s.set("EXECUTION_MODE", "Serial").unwrap();
         assert_eq!(s.value("execution_mode"), "serial");
-        assert!(s.set("execution_mode", "fast").unwrap_err().contains("expected one of"));
+        assert!(s
+            .set("execution_mode", "fast")
+            .unwrap_err()
+            .contains("expected one of"));
         assert!(s.set("nope", "1").is_err());
         s.set("enable_index", "false").unwrap();
         assert!(!s.flag("enable_index"));

@@ -17,7 +17,10 @@ pub enum DataType {
     Double,
     /// Exact decimal, held as an integer scaled by 10^scale: i64 up to precision 18,
     /// i128 above (aggregate results).
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     /// Days since 1970-01-01.
     Date,
     /// Variable-length text with an optional maximum length in characters.

@@ -119,7 +119,11 @@ pub fn format_double(v: f64) -> String {
         return "NaN".into();
     }
     if v.is_infinite() {
-        return if v > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     let a = v.abs();
     if a != 0.0 && !(1e-4..1e15).contains(&a) {

@@ -16,7 +16,10 @@ pub struct StrVec {
 
 impl Default for StrVec {
     fn default() -> Self {
-        StrVec { offsets: vec![0], data: Vec::new() }
+        StrVec {
+            offsets: vec![0],
+            data: Vec::new(),
+        }
     }
 }
 
@@ -24,7 +27,10 @@ impl StrVec {
     pub fn with_capacity(rows: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0);
-        StrVec { offsets, data: Vec::with_capacity(bytes) }
+        StrVec {
+            offsets,
+            data: Vec::with_capacity(bytes),
+        }
     }
     pub fn len(&self) -> usize {
         self.offsets.len() - 1
@@ -96,7 +102,11 @@ pub struct Vector {
 
 impl Vector {
     pub fn new(data_type: DataType, capacity: usize) -> Self {
-        Vector { data_type, data: ColumnData::new(data_type.physical(), capacity), validity: None }
+        Vector {
+            data_type,
+            data: ColumnData::new(data_type.physical(), capacity),
+            validity: None,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -112,7 +122,9 @@ impl Vector {
     }
 
     pub fn null_count(&self) -> usize {
-        self.validity.as_ref().map_or(0, |v| v.iter().filter(|b| !**b).count())
+        self.validity
+            .as_ref()
+            .map_or(0, |v| v.iter().filter(|b| !**b).count())
     }
 
     fn mark_valid(&mut self, valid: bool) {
@@ -279,8 +291,15 @@ impl Vector {
                 ColumnData::Str(out)
             }
         };
-        let validity = self.validity.as_ref().map(|v| idx.iter().map(|&i| v[i as usize]).collect());
-        Vector { data_type: self.data_type, data, validity }
+        let validity = self
+            .validity
+            .as_ref()
+            .map(|v| idx.iter().map(|&i| v[i as usize]).collect());
+        Vector {
+            data_type: self.data_type,
+            data,
+            validity,
+        }
     }
 
     /// Rows `start..start+len` as a new vector.
@@ -305,12 +324,20 @@ impl Batch {
     pub fn new(columns: Vec<Vector>) -> Self {
         let num_rows = columns.first().map_or(0, |c| c.len());
         debug_assert!(columns.iter().all(|c| c.len() == num_rows));
-        Batch { columns, selection: None, num_rows }
+        Batch {
+            columns,
+            selection: None,
+            num_rows,
+        }
     }
 
     /// A batch with rows but no columns (e.g. for `count(*)` over a projection of nothing).
     pub fn with_rows(num_rows: usize) -> Self {
-        Batch { columns: Vec::new(), selection: None, num_rows }
+        Batch {
+            columns: Vec::new(),
+            selection: None,
+            num_rows,
+        }
     }
 
     /// Number of live rows.
@@ -347,7 +374,10 @@ mod tests {
 
     #[test]
     fn push_get_take() {
-        let dt = DataType::Decimal { precision: 15, scale: 2 };
+        let dt = DataType::Decimal {
+            precision: 15,
+            scale: 2,
+        };
         let mut v = Vector::new(dt, 4);
         assert!(v.push_value(&Value::Decimal(12345, 2)));
         assert!(v.push_value(&Value::Null));
@@ -364,7 +394,11 @@ mod tests {
         s.append(&s.clone());
         assert_eq!(s.len(), 4);
         assert_eq!(s.get_value(3), Value::Text("héllo".into()));
-        let b = Batch { columns: vec![s], selection: Some(vec![1, 3]), num_rows: 4 };
+        let b = Batch {
+            columns: vec![s],
+            selection: Some(vec![1, 3]),
+            num_rows: 4,
+        };
         assert_eq!(b.len(), 2);
         assert_eq!(b.compact().num_rows, 2);
     }

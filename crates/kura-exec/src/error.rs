@@ -56,3 +56,17 @@ impl ExecError {
 }
 
 pub type ExecResult<T> = Result<T, ExecError>;
+
+impl From<kura_storage::StorageError> for ExecError {
+    /// A storage failure met while executing: damage (checksum, corrupt page —
+    /// SQLSTATE XX001) kept apart from I/O failures.
+    fn from(e: kura_storage::StorageError) -> Self {
+        use kura_storage::StorageError as S;
+        match e {
+            S::Checksum { .. } | S::Corrupt { .. } | S::NotADatabase { .. } => {
+                ExecError::DataCorrupted(e.to_string())
+            }
+            other => ExecError::Storage(other.to_string()),
+        }
+    }
+}

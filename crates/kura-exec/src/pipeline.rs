@@ -220,9 +220,7 @@ impl Run {
         let pinned = match self.source.pages_for(morsel) {
             Some((bm, pages)) if !pages.is_empty() => {
                 let claim = PinBudget::claim(&bm, pages.len()).await;
-                let guards = fix_all(&bm, &pages)
-                    .await
-                    .map_err(|e| ExecError::Storage(e.to_string()))?;
+                let guards = fix_all(&bm, &pages).await.map_err(ExecError::from)?;
                 self.ctx
                     .record(self.source_node, |s| s.pages_fixed += guards.len() as u64);
                 Some((claim, guards))

@@ -16,9 +16,21 @@ pub fn pages_for(page_size: usize, len: usize) -> usize {
 
 /// Writes `bytes` into newly allocated pages (`at_end`: only pages past the
 /// committed extent, never free-list pages); returns the first page and all pages.
-pub fn write_blob(io: &mut PageIo, bytes: &[u8], at_end: bool) -> StorageResult<(PageId, Vec<PageId>)> {
+pub fn write_blob(
+    io: &mut PageIo,
+    bytes: &[u8],
+    at_end: bool,
+) -> StorageResult<(PageId, Vec<PageId>)> {
     let count = pages_for(io.page_size(), bytes.len());
-    let pages: Vec<PageId> = (0..count).map(|_| if at_end { io.alloc_at_end() } else { io.alloc() }).collect();
+    let pages: Vec<PageId> = (0..count)
+        .map(|_| {
+            if at_end {
+                io.alloc_at_end()
+            } else {
+                io.alloc()
+            }
+        })
+        .collect();
     let root = write_blob_into(io, bytes, &pages)?;
     Ok((root, pages))
 }

@@ -33,7 +33,9 @@ impl Schema {
 
     /// Position of a column by (case-insensitive) name.
     pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
     pub fn len(&self) -> usize {
@@ -93,7 +95,12 @@ pub(crate) struct CatalogFileV1 {
 
 impl From<CatalogFileV1> for CatalogFile {
     fn from(v: CatalogFileV1) -> Self {
-        CatalogFile { tables: v.tables, views: v.views, free_pages: v.free_pages, indexes: Vec::new() }
+        CatalogFile {
+            tables: v.tables,
+            views: v.views,
+            free_pages: v.free_pages,
+            indexes: Vec::new(),
+        }
     }
 }
 

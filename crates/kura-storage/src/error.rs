@@ -6,11 +6,24 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum StorageError {
     #[error("{path}: {op}: {source}")]
-    Io { path: PathBuf, op: &'static str, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        source: std::io::Error,
+    },
     #[error("{path}: page {page}: checksum mismatch (expected {expected:#010x}, found {found:#010x}) — the page is damaged")]
-    Checksum { path: PathBuf, page: u64, expected: u32, found: u32 },
+    Checksum {
+        path: PathBuf,
+        page: u64,
+        expected: u32,
+        found: u32,
+    },
     #[error("{path}: page {page}: {what}")]
-    Corrupt { path: PathBuf, page: u64, what: String },
+    Corrupt {
+        path: PathBuf,
+        page: u64,
+        what: String,
+    },
     #[error("{path}: not a kura database ({what})")]
     NotADatabase { path: PathBuf, what: String },
     #[error("{path}: the database is in use by another process (or is already open in this one)")]
@@ -30,10 +43,20 @@ pub enum StorageError {
     #[error("null value in column \"{column}\" of table \"{table}\" violates not-null constraint")]
     NotNull { table: String, column: String },
     #[error("column {column} of table \"{table}\": expected {expected}, got {got}")]
-    TypeMismatch { table: String, column: String, expected: String, got: String },
+    TypeMismatch {
+        table: String,
+        column: String,
+        expected: String,
+        got: String,
+    },
     /// A malformed input row: `file:line:column: what`.
     #[error("{file}:{line}:{column}: {what}")]
-    BadInput { file: String, line: u64, column: u64, what: String },
+    BadInput {
+        file: String,
+        line: u64,
+        column: u64,
+        what: String,
+    },
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
@@ -44,6 +67,10 @@ pub type StorageResult<T> = Result<T, StorageError>;
 
 impl StorageError {
     pub(crate) fn io(path: &std::path::Path, op: &'static str, source: std::io::Error) -> Self {
-        StorageError::Io { path: path.to_path_buf(), op, source }
+        StorageError::Io {
+            path: path.to_path_buf(),
+            op,
+            source,
+        }
     }
 }

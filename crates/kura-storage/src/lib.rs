@@ -14,7 +14,9 @@ pub mod storage;
 pub mod table;
 mod txn_io;
 
-pub use buffer::{BufferManager, BufferStats, FixAttempt, InFlight, PageGuard, ReadTicket, TraceKind};
+pub use buffer::{
+    BufferManager, BufferStats, FixAttempt, InFlight, PageGuard, ReadTicket, TraceKind,
+};
 pub use catalog::{Catalog, ColumnDef, IndexEntry, Schema, ViewDef};
 pub use error::{StorageError, StorageResult};
 pub use file::{PageId, DEFAULT_PAGE_SIZE};

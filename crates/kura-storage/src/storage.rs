@@ -10,7 +10,9 @@ use kura_common::Batch;
 
 use crate::blob::{read_blob, write_blob, write_blob_into};
 use crate::buffer::BufferManager;
-use crate::catalog::{normalize, Catalog, CatalogFile, CatalogFileV1, IndexEntry, Schema, TableEntry, ViewDef};
+use crate::catalog::{
+    normalize, Catalog, CatalogFile, CatalogFileV1, IndexEntry, Schema, TableEntry, ViewDef,
+};
 use crate::error::{StorageError, StorageResult};
 use crate::file::{DbFile, Header, PageId, DEFAULT_PAGE_SIZE};
 use crate::index::{build_for_table, from_table::key_columns, BTreeIndex};
@@ -47,7 +49,12 @@ impl Default for StorageOptions {
 /// leaving memory for hash tables and sorts.
 pub fn default_buffer_bytes() -> u64 {
     // SAFETY: sysconf has no preconditions.
-    let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
     if pages > 0 && size > 0 {
         ((pages as u64 * size as u64) / 4).max(64 << 20)
     } else {
@@ -97,7 +104,10 @@ impl Storage {
             file,
             bm,
             current: RwLock::new(Arc::new(catalog)),
-            writer: Mutex::new(WriterState { header, quarantine: Vec::new() }),
+            writer: Mutex::new(WriterState {
+                header,
+                quarantine: Vec::new(),
+            }),
         }))
     }
 
@@ -111,7 +121,10 @@ impl Storage {
 
     /// The last committed catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn buffer(&self) -> &Arc<BufferManager> {
@@ -132,26 +145,47 @@ impl Storage {
         let mut w = self.lock_writer();
         let base = self.catalog();
         w.quarantine.retain(Quarantine::still_read);
-        let blocked: BTreeSet<PageId> = w.quarantine.iter().flat_map(|q| q.pages.iter().copied()).collect();
-        let reusable: BTreeSet<PageId> = base.free_pages.iter().copied().filter(|p| !blocked.contains(p)).collect();
-        let io = PageIo::new(self.file.clone(), self.bm.clone(), reusable, w.header.page_count);
+        let blocked: BTreeSet<PageId> = w
+            .quarantine
+            .iter()
+            .flat_map(|q| q.pages.iter().copied())
+            .collect();
+        let reusable: BTreeSet<PageId> = base
+            .free_pages
+            .iter()
+            .copied()
+            .filter(|p| !blocked.contains(p))
+            .collect();
+        let io = PageIo::new(
+            self.file.clone(),
+            self.bm.clone(),
+            reusable,
+            w.header.page_count,
+        );
         let tables = base
             .tables
             .iter()
             .map(|(n, t)| {
-                (n.clone(), TxnTable {
-                    schema: t.schema().clone(),
-                    meta: t.meta().clone(),
-                    committed: Some(t.clone()),
-                    appender: None,
-                })
+                (
+                    n.clone(),
+                    TxnTable {
+                        schema: t.schema().clone(),
+                        meta: t.meta().clone(),
+                        committed: Some(t.clone()),
+                        appender: None,
+                    },
+                )
             })
             .collect();
         let indexes = base
             .indexes
             .iter()
             .map(|(n, e)| {
-                let def = TxnIndex { table: e.table.clone(), columns: e.columns.clone(), unique: e.unique };
+                let def = TxnIndex {
+                    table: e.table.clone(),
+                    columns: e.columns.clone(),
+                    unique: e.unique,
+                };
                 (n.clone(), (def, Some(e.tree.clone())))
             })
             .collect();
@@ -225,24 +259,44 @@ impl WriteTxn<'_> {
             return Err(StorageError::RelationExists(key));
         }
         if schema.is_empty() {
-            return Err(StorageError::Invalid(format!("table \"{key}\" must have at least one column")));
+            return Err(StorageError::Invalid(format!(
+                "table \"{key}\" must have at least one column"
+            )));
         }
         let mut seen = BTreeSet::new();
         for c in &schema.columns {
             if !seen.insert(normalize(&c.name)) {
-                return Err(StorageError::Invalid(format!("column \"{}\" specified more than once", c.name)));
+                return Err(StorageError::Invalid(format!(
+                    "column \"{}\" specified more than once",
+                    c.name
+                )));
             }
         }
         let meta = Arc::new(TableMeta::empty(schema.len()));
-        self.tables.insert(key, TxnTable { schema, meta, committed: None, appender: None });
+        self.tables.insert(
+            key,
+            TxnTable {
+                schema,
+                meta,
+                committed: None,
+                appender: None,
+            },
+        );
         Ok(())
     }
 
     pub fn drop_table(&mut self, name: &str) -> StorageResult<()> {
         let key = normalize(name);
-        let t = self.tables.remove(&key).ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
-        let on_table: Vec<String> =
-            self.indexes.iter().filter(|(_, (d, _))| d.table == key).map(|(n, _)| n.clone()).collect();
+        let t = self
+            .tables
+            .remove(&key)
+            .ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
+        let on_table: Vec<String> = self
+            .indexes
+            .iter()
+            .filter(|(_, (d, _))| d.table == key)
+            .map(|(n, _)| n.clone())
+            .collect();
         for name in on_table {
             self.drop_index(&name)?;
         }
@@ -250,7 +304,8 @@ impl WriteTxn<'_> {
         if let Some(a) = t.appender {
             // Pages already written for this table in this transaction.
             let meta = a.finish(&mut self.io)?;
-            self.freed.extend(meta.pages().filter(|p| !t.meta.pages().any(|q| q == *p)));
+            self.freed
+                .extend(meta.pages().filter(|p| !t.meta.pages().any(|q| q == *p)));
         }
         if let Some(table) = &t.committed {
             self.dropped.push(Arc::downgrade(table));
@@ -264,9 +319,16 @@ impl WriteTxn<'_> {
     /// Appends a batch to a table; returns the rows appended.
     pub fn append(&mut self, name: &str, batch: &Batch) -> StorageResult<u64> {
         let key = normalize(name);
-        let t = self.tables.get_mut(&key).ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
+        let t = self
+            .tables
+            .get_mut(&key)
+            .ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
         if t.appender.is_none() {
-            t.appender = Some(TableAppender::new(&key, t.schema.clone(), (*t.meta).clone()));
+            t.appender = Some(TableAppender::new(
+                &key,
+                t.schema.clone(),
+                (*t.meta).clone(),
+            ));
         }
         let rows = t.appender.as_mut().unwrap().append(&mut self.io, batch)?;
         // Indexes are rebuilt from the table at commit (bulk loading keeps them
@@ -295,16 +357,31 @@ impl WriteTxn<'_> {
         progress: &mut dyn FnMut(u64, u64),
     ) -> StorageResult<()> {
         let key = normalize(name);
-        if self.indexes.contains_key(&key) || self.tables.contains_key(&key) || self.views.contains_key(&key) {
+        if self.indexes.contains_key(&key)
+            || self.tables.contains_key(&key)
+            || self.views.contains_key(&key)
+        {
             return Err(StorageError::RelationExists(key));
         }
         let tkey = normalize(table);
-        let t = self.tables.get(&tkey).ok_or_else(|| StorageError::NoSuchTable(tkey.clone()))?;
-        let def = TxnIndex { table: tkey, columns: columns.to_vec(), unique };
+        let t = self
+            .tables
+            .get(&tkey)
+            .ok_or_else(|| StorageError::NoSuchTable(tkey.clone()))?;
+        let def = TxnIndex {
+            table: tkey,
+            columns: columns.to_vec(),
+            unique,
+        };
         let tree = match (&t.committed, &t.appender) {
-            (Some(committed), None) => {
-                Some(build_for_table(committed, &key, columns, unique, &mut self.io, progress)?)
-            }
+            (Some(committed), None) => Some(build_for_table(
+                committed,
+                &key,
+                columns,
+                unique,
+                &mut self.io,
+                progress,
+            )?),
             _ => {
                 for c in columns {
                     if t.schema.index_of(c).is_none() {
@@ -323,25 +400,43 @@ impl WriteTxn<'_> {
 
     pub fn drop_index(&mut self, name: &str) -> StorageResult<()> {
         let key = normalize(name);
-        let (_, tree) = self.indexes.remove(&key).ok_or_else(|| StorageError::NoSuchIndex(key.clone()))?;
+        let (_, tree) = self
+            .indexes
+            .remove(&key)
+            .ok_or_else(|| StorageError::NoSuchIndex(key.clone()))?;
         if let Some(tree) = tree {
             self.freed.extend(tree.pages(&self.storage.bm)?);
         }
         Ok(())
     }
 
-    pub fn create_view(&mut self, name: &str, sql: &str, columns: Vec<String>) -> StorageResult<()> {
+    pub fn create_view(
+        &mut self,
+        name: &str,
+        sql: &str,
+        columns: Vec<String>,
+    ) -> StorageResult<()> {
         let key = normalize(name);
         if self.tables.contains_key(&key) || self.views.contains_key(&key) {
             return Err(StorageError::RelationExists(key));
         }
-        self.views.insert(key.clone(), ViewDef { name: key, sql: sql.to_string(), columns });
+        self.views.insert(
+            key.clone(),
+            ViewDef {
+                name: key,
+                sql: sql.to_string(),
+                columns,
+            },
+        );
         Ok(())
     }
 
     pub fn drop_view(&mut self, name: &str) -> StorageResult<()> {
         let key = normalize(name);
-        self.views.remove(&key).map(|_| ()).ok_or(StorageError::NoSuchView(key))
+        self.views
+            .remove(&key)
+            .map(|_| ())
+            .ok_or(StorageError::NoSuchView(key))
     }
 
     /// Pages written so far by this transaction.
@@ -364,21 +459,37 @@ impl WriteTxn<'_> {
             }
             let (root, table, blob) = match t.committed {
                 Some(table) => {
-                    let blob = self.base.table_blobs.get(&name).cloned().unwrap_or_default();
+                    let blob = self
+                        .base
+                        .table_blobs
+                        .get(&name)
+                        .cloned()
+                        .unwrap_or_default();
                     (table.meta_root(), table, blob)
                 }
                 None => {
                     if let Some(old) = self.base.table_blobs.get(&name) {
                         self.freed.extend(old.iter().copied());
                     }
-                    let bytes = postcard::to_stdvec(&*t.meta)
-                        .map_err(|e| StorageError::Invalid(format!("encoding table metadata: {e}")))?;
+                    let bytes = postcard::to_stdvec(&*t.meta).map_err(|e| {
+                        StorageError::Invalid(format!("encoding table metadata: {e}"))
+                    })?;
                     let (root, pages) = write_blob(&mut self.io, &bytes, false)?;
-                    let table = Arc::new(Table::new(name.clone(), t.schema.clone(), t.meta.clone(), root, storage.bm.clone()));
+                    let table = Arc::new(Table::new(
+                        name.clone(),
+                        t.schema.clone(),
+                        t.meta.clone(),
+                        root,
+                        storage.bm.clone(),
+                    ));
                     (root, table, pages)
                 }
             };
-            entries.push(TableEntry { name: name.clone(), schema: t.schema.clone(), meta_root: root });
+            entries.push(TableEntry {
+                name: name.clone(),
+                schema: t.schema.clone(),
+                meta_root: root,
+            });
             tables.insert(name.clone(), table);
             table_blobs.insert(name, blob);
         }
@@ -389,14 +500,29 @@ impl WriteTxn<'_> {
             let tree = match tree {
                 Some(t) => t,
                 None => {
-                    let table = tables.get(&def.table).ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
+                    let table = tables
+                        .get(&def.table)
+                        .ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
                     key_columns(table, &def.columns)?;
-                    build_for_table(table, &name, &def.columns, def.unique, &mut self.io, &mut |_, _| {})?
+                    build_for_table(
+                        table,
+                        &name,
+                        &def.columns,
+                        def.unique,
+                        &mut self.io,
+                        &mut |_, _| {},
+                    )?
                 }
             };
             index_entries.insert(
                 name.clone(),
-                IndexEntry { name, table: def.table, columns: def.columns, unique: def.unique, tree },
+                IndexEntry {
+                    name,
+                    table: def.table,
+                    columns: def.columns,
+                    unique: def.unique,
+                    tree,
+                },
             );
         }
         self.freed.extend(self.base.blob_pages.iter().copied());
@@ -410,7 +536,8 @@ impl WriteTxn<'_> {
         // some), then the free list is recomputed without them: dropping entries
         // only shrinks the encoding, so the pages taken always suffice.
         let encode = |d: &CatalogFile| {
-            postcard::to_stdvec(d).map_err(|e| StorageError::Invalid(format!("encoding catalog: {e}")))
+            postcard::to_stdvec(d)
+                .map_err(|e| StorageError::Invalid(format!("encoding catalog: {e}")))
         };
         let pages_needed = crate::blob::pages_for(self.io.page_size(), encode(&file_data)?.len());
         let blob_pages: Vec<PageId> = (0..pages_needed).map(|_| self.io.alloc()).collect();
@@ -436,7 +563,10 @@ impl WriteTxn<'_> {
             blob_pages,
             free_pages: file_data.free_pages,
         };
-        let old = std::mem::replace(&mut *storage.current.write().unwrap_or_else(|p| p.into_inner()), Arc::new(catalog));
+        let old = std::mem::replace(
+            &mut *storage.current.write().unwrap_or_else(|p| p.into_inner()),
+            Arc::new(catalog),
+        );
         let quarantine = Quarantine {
             pages: std::mem::take(&mut self.freed),
             snapshot: Arc::downgrade(&old),
@@ -450,14 +580,23 @@ impl WriteTxn<'_> {
     /// transaction reused, plus the pages it freed.
     fn free_list(&self) -> Vec<PageId> {
         let reused: BTreeSet<PageId> = self.io.reused.iter().copied().collect();
-        let mut free: BTreeSet<PageId> =
-            self.base.free_pages.iter().copied().filter(|p| !reused.contains(p)).collect();
+        let mut free: BTreeSet<PageId> = self
+            .base
+            .free_pages
+            .iter()
+            .copied()
+            .filter(|p| !reused.contains(p))
+            .collect();
         free.extend(self.freed.iter().copied());
         free.into_iter().collect()
     }
 }
 
-fn load_catalog(file: &Arc<DbFile>, bm: &Arc<BufferManager>, header: &Header) -> StorageResult<Catalog> {
+fn load_catalog(
+    file: &Arc<DbFile>,
+    bm: &Arc<BufferManager>,
+    header: &Header,
+) -> StorageResult<Catalog> {
     let mut catalog = Catalog::empty(header.generation);
     if header.catalog_root == 0 {
         return Ok(catalog);
@@ -467,10 +606,10 @@ fn load_catalog(file: &Arc<DbFile>, bm: &Arc<BufferManager>, header: &Header) ->
     let data: CatalogFile = postcard::from_bytes(&bytes)
         .or_else(|_| postcard::from_bytes::<CatalogFileV1>(&bytes).map(CatalogFile::from))
         .map_err(|e| StorageError::Corrupt {
-        path: file.path().to_path_buf(),
-        page: header.catalog_root,
-        what: format!("catalog does not decode: {e}"),
-    })?;
+            path: file.path().to_path_buf(),
+            page: header.catalog_root,
+            what: format!("catalog does not decode: {e}"),
+        })?;
     for entry in data.tables {
         let (bytes, blob) = read_blob(file, entry.meta_root)?;
         let meta: TableMeta = postcard::from_bytes(&bytes).map_err(|e| StorageError::Corrupt {
@@ -478,12 +617,26 @@ fn load_catalog(file: &Arc<DbFile>, bm: &Arc<BufferManager>, header: &Header) ->
             page: entry.meta_root,
             what: format!("metadata of table {} does not decode: {e}", entry.name),
         })?;
-        let table = Table::new(entry.name.clone(), entry.schema, Arc::new(meta), entry.meta_root, bm.clone());
+        let table = Table::new(
+            entry.name.clone(),
+            entry.schema,
+            Arc::new(meta),
+            entry.meta_root,
+            bm.clone(),
+        );
         catalog.tables.insert(entry.name.clone(), Arc::new(table));
         catalog.table_blobs.insert(entry.name, blob);
     }
-    catalog.views = data.views.into_iter().map(|v| (v.name.clone(), v)).collect();
-    catalog.indexes = data.indexes.into_iter().map(|i| (i.name.clone(), i)).collect();
+    catalog.views = data
+        .views
+        .into_iter()
+        .map(|v| (v.name.clone(), v))
+        .collect();
+    catalog.indexes = data
+        .indexes
+        .into_iter()
+        .map(|i| (i.name.clone(), i))
+        .collect();
     catalog.blob_pages = pages;
     catalog.free_pages = data.free_pages;
     Ok(catalog)

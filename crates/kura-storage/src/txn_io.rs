@@ -31,7 +31,12 @@ pub struct PageIo {
 }
 
 impl PageIo {
-    pub fn new(file: Arc<DbFile>, bm: Arc<BufferManager>, reusable: BTreeSet<PageId>, next: PageId) -> Self {
+    pub fn new(
+        file: Arc<DbFile>,
+        bm: Arc<BufferManager>,
+        reusable: BTreeSet<PageId>,
+        next: PageId,
+    ) -> Self {
         let page_size = file.page_size();
         PageIo {
             run: AlignedBuf::new(RUN_BYTES.max(page_size)),
@@ -82,10 +87,16 @@ impl PageIo {
 
     /// Writes page `page`: `fill` gets the zeroed payload; the header and checksum
     /// are added here.
-    pub fn write_page(&mut self, page: PageId, kind: PageKind, fill: impl FnOnce(&mut [u8])) -> StorageResult<()> {
+    pub fn write_page(
+        &mut self,
+        page: PageId,
+        kind: PageKind,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> StorageResult<()> {
         let ps = self.page_size;
         if self.run_pages > 0
-            && (page != self.run_first + self.run_pages as u64 || (self.run_pages + 1) * ps > self.run.len())
+            && (page != self.run_first + self.run_pages as u64
+                || (self.run_pages + 1) * ps > self.run.len())
         {
             self.flush()?;
         }
@@ -104,7 +115,8 @@ impl PageIo {
     pub fn flush(&mut self) -> StorageResult<()> {
         if self.run_pages > 0 {
             let ps = self.page_size;
-            self.file.write_pages(self.run_first, &self.run[..self.run_pages * ps])?;
+            self.file
+                .write_pages(self.run_first, &self.run[..self.run_pages * ps])?;
             self.bm.note_written(self.run_pages as u64);
             self.written += self.run_pages as u64;
             self.run_pages = 0;

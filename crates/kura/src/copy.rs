@@ -14,7 +14,11 @@ use crate::result::QueryResult;
 use crate::session::Progress;
 
 /// Parsed COPY options.
-pub fn text_format(path: &str, options: &[CopyOption], legacy: &[CopyLegacyOption]) -> KuraResult<TextFormat> {
+pub fn text_format(
+    path: &str,
+    options: &[CopyOption],
+    legacy: &[CopyLegacyOption],
+) -> KuraResult<TextFormat> {
     let mut csv = path.to_ascii_lowercase().ends_with(".csv");
     let mut delimiter: Option<u8> = None;
     let mut header = false;
@@ -22,7 +26,11 @@ pub fn text_format(path: &str, options: &[CopyOption], legacy: &[CopyLegacyOptio
         u8::try_from(c as u32)
             .ok()
             .filter(|b| b.is_ascii() && *b != b'\n' && *b != b'\r')
-            .ok_or_else(|| KuraError::Invalid(format!("COPY delimiter must be a single one-byte character, got {c:?}")))
+            .ok_or_else(|| {
+                KuraError::Invalid(format!(
+                    "COPY delimiter must be a single one-byte character, got {c:?}"
+                ))
+            })
     };
     for o in options {
         match o {
@@ -44,14 +52,20 @@ pub fn text_format(path: &str, options: &[CopyOption], legacy: &[CopyLegacyOptio
                 for c in opts {
                     match c {
                         CopyLegacyCsvOption::Header => header = true,
-                        other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
+                        other => {
+                            return Err(KuraError::Unsupported(format!("COPY option {other}")))
+                        }
                     }
                 }
             }
             other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
         }
     }
-    Ok(TextFormat { delimiter: delimiter.unwrap_or(if csv { b',' } else { b'|' }), header, quoted: csv })
+    Ok(TextFormat {
+        delimiter: delimiter.unwrap_or(if csv { b',' } else { b'|' }),
+        header,
+        quoted: csv,
+    })
 }
 
 /// Executes a COPY ... FROM statement.
@@ -65,16 +79,24 @@ pub fn copy_from(
     progress: Option<&Progress>,
 ) -> KuraResult<QueryResult> {
     if to {
-        return Err(KuraError::Unsupported("COPY ... TO (export); use kura -c with --format csv".into()));
+        return Err(KuraError::Unsupported(
+            "COPY ... TO (export); use kura -c with --format csv".into(),
+        ));
     }
-    let CopySource::Table { table_name, columns } = source else {
+    let CopySource::Table {
+        table_name,
+        columns,
+    } = source
+    else {
         return Err(KuraError::Unsupported("COPY (query) FROM".into()));
     };
     if !columns.is_empty() {
         return Err(KuraError::Unsupported("COPY with a column list".into()));
     }
     let CopyTarget::File { filename } = target else {
-        return Err(KuraError::Unsupported("COPY FROM STDIN/PROGRAM; give a file name".into()));
+        return Err(KuraError::Unsupported(
+            "COPY FROM STDIN/PROGRAM; give a file name".into(),
+        ));
     };
     let fmt = text_format(filename, options, legacy)?;
     let table = object_name(table_name);
@@ -83,7 +105,13 @@ pub fn copy_from(
 }
 
 /// Loads one file into a table in its own transaction; returns rows loaded.
-pub fn load_file(storage: &Storage, table: &str, path: &Path, fmt: &TextFormat, progress: Option<&Progress>) -> KuraResult<u64> {
+pub fn load_file(
+    storage: &Storage,
+    table: &str,
+    path: &Path,
+    fmt: &TextFormat,
+    progress: Option<&Progress>,
+) -> KuraResult<u64> {
     let total = std::fs::metadata(path)
         .map_err(|e| KuraError::Invalid(format!("{}: {e}", path.display())))?
         .len();
@@ -94,7 +122,14 @@ pub fn load_file(storage: &Storage, table: &str, path: &Path, fmt: &TextFormat, 
             p(&label, done, total)
         }
     };
-    let rows = loader::load_file(&mut txn, table, path, fmt, loader::default_threads(), Some(&report))?;
+    let rows = loader::load_file(
+        &mut txn,
+        table,
+        path,
+        fmt,
+        loader::default_threads(),
+        Some(&report),
+    )?;
     txn.commit()?;
     Ok(rows)
 }

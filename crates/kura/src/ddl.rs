@@ -30,9 +30,13 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
         T::Boolean | T::Bool => DataType::Boolean,
         T::Int(_) | T::Integer(_) | T::Int4(_) | T::SmallInt(_) => DataType::Integer,
         T::BigInt(_) | T::Int8(_) => DataType::BigInt,
-        T::Double(_) | T::DoublePrecision | T::Float8 | T::Float64 | T::Real | T::Float4 | T::Float(_) => {
-            DataType::Double
-        }
+        T::Double(_)
+        | T::DoublePrecision
+        | T::Float8
+        | T::Float64
+        | T::Real
+        | T::Float4
+        | T::Float(_) => DataType::Double,
         T::Decimal(info) | T::Numeric(info) => {
             let (p, s) = match info {
                 ExactNumberInfo::None => (MAX_PRECISION as u64, 6),
@@ -44,13 +48,20 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
                     "DECIMAL precision must be 1..{MAX_PRECISION} and scale 0..precision (got {p},{s})"
                 )));
             }
-            DataType::Decimal { precision: p as u8, scale: s as u8 }
+            DataType::Decimal {
+                precision: p as u8,
+                scale: s as u8,
+            }
         }
         T::Date => DataType::Date,
         T::Varchar(l) | T::CharacterVarying(l) => DataType::Varchar(char_len(l)?),
         T::Text | T::String(None) => DataType::Varchar(None),
         T::Char(l) | T::Character(l) => DataType::Char(char_len(l)?.unwrap_or(1)),
-        other => return Err(KuraError::UndefinedType(other.to_string().to_ascii_lowercase())),
+        other => {
+            return Err(KuraError::UndefinedType(
+                other.to_string().to_ascii_lowercase(),
+            ))
+        }
     })
 }
 
@@ -72,7 +83,11 @@ pub fn create_table(storage: &Storage, ct: &ast::CreateTable) -> KuraResult<Quer
     let mut pk_cols: Vec<String> = Vec::new();
     for c in &ct.constraints {
         if let TableConstraint::PrimaryKey(pk) = c {
-            pk_cols.extend(pk.columns.iter().map(|c| c.to_string().to_ascii_lowercase()));
+            pk_cols.extend(
+                pk.columns
+                    .iter()
+                    .map(|c| c.to_string().to_ascii_lowercase()),
+            );
         }
     }
     let mut columns = Vec::new();
@@ -88,7 +103,11 @@ pub fn create_table(storage: &Storage, ct: &ast::CreateTable) -> KuraResult<Quer
                 _ => {}
             }
         }
-        columns.push(ColumnDef { name: cname, data_type, nullable });
+        columns.push(ColumnDef {
+            name: cname,
+            data_type,
+            nullable,
+        });
     }
     let mut txn = storage.begin()?;
     if ct.if_not_exists && txn.has_table(&name) {
@@ -101,7 +120,11 @@ pub fn create_table(storage: &Storage, ct: &ast::CreateTable) -> KuraResult<Quer
 
 /// Executes `CREATE [UNIQUE] INDEX name ON table (col, ...)`: a B+tree bulk-built
 /// from the table's rows and kept consistent by rebuilding after every append.
-pub fn create_index(storage: &Storage, ci: &ast::CreateIndex, progress: Option<&crate::session::Progress>) -> KuraResult<QueryResult> {
+pub fn create_index(
+    storage: &Storage,
+    ci: &ast::CreateIndex,
+    progress: Option<&crate::session::Progress>,
+) -> KuraResult<QueryResult> {
     if ci.predicate.is_some() || !ci.include.is_empty() {
         return Err(KuraError::Unsupported("partial or covering indexes".into()));
     }
@@ -110,7 +133,11 @@ pub fn create_index(storage: &Storage, ci: &ast::CreateIndex, progress: Option<&
     for c in &ci.columns {
         match &c.column.expr {
             ast::Expr::Identifier(id) => columns.push(id.value.to_ascii_lowercase()),
-            other => return Err(KuraError::Unsupported(format!("index on expression {other}"))),
+            other => {
+                return Err(KuraError::Unsupported(format!(
+                    "index on expression {other}"
+                )))
+            }
         }
     }
     let name = match &ci.name {
@@ -133,7 +160,11 @@ pub fn create_index(storage: &Storage, ci: &ast::CreateIndex, progress: Option<&
 }
 
 /// Executes `DROP INDEX [IF EXISTS] a, b`.
-pub fn drop_indexes(storage: &Storage, if_exists: bool, names: &[ObjectName]) -> KuraResult<QueryResult> {
+pub fn drop_indexes(
+    storage: &Storage,
+    if_exists: bool,
+    names: &[ObjectName],
+) -> KuraResult<QueryResult> {
     let mut txn = storage.begin()?;
     for n in names {
         match txn.drop_index(&object_name(n)) {
@@ -146,7 +177,12 @@ pub fn drop_indexes(storage: &Storage, if_exists: bool, names: &[ObjectName]) ->
 }
 
 /// Executes `DROP TABLE [IF EXISTS] a, b` atomically.
-pub fn drop_tables(storage: &Storage, object_type: ObjectType, if_exists: bool, names: &[ObjectName]) -> KuraResult<QueryResult> {
+pub fn drop_tables(
+    storage: &Storage,
+    object_type: ObjectType,
+    if_exists: bool,
+    names: &[ObjectName],
+) -> KuraResult<QueryResult> {
     let mut txn = storage.begin()?;
     for n in names {
         let name = object_name(n);

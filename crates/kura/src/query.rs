@@ -76,18 +76,23 @@ impl TableSource for StorageTable {
     fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
         self.table
             .read_range(col, first_row, len)
-            .map_err(storage_read_error)
+            .map_err(ExecError::from)
     }
-}
-
-/// A storage failure during a scan, keeping damage (SQLSTATE XX001) apart from I/O.
-fn storage_read_error(e: kura_storage::StorageError) -> ExecError {
-    use kura_storage::StorageError as S;
-    match e {
-        S::Checksum { .. } | S::Corrupt { .. } | S::NotADatabase { .. } => {
-            ExecError::DataCorrupted(e.to_string())
+    fn buffer_manager(&self) -> Option<Arc<BufferManager>> {
+        Some(self.table.buffer().clone())
+    }
+    fn pages(&self, col: usize, rows: Range<u64>) -> Vec<kura_storage::PageId> {
+        let end = rows.end.min(self.table.row_count());
+        if col >= self.columns.len() || rows.start >= end {
+            return Vec::new();
         }
-        other => ExecError::Storage(other.to_string()),
+        let zones = self.table.zones(col);
+        let first = self.table.zone_of(col, rows.start);
+        zones[first..]
+            .iter()
+            .take_while(|z| z.first_row < end)
+            .map(|z| z.page)
+            .collect()
     }
 }
 

@@ -21,13 +21,21 @@ pub struct QueryResult {
 impl QueryResult {
     /// A result without rows (DDL, SET, COPY).
     pub fn command(tag: impl Into<String>) -> Self {
-        QueryResult { columns: Vec::new(), batches: Vec::new(), tag: tag.into() }
+        QueryResult {
+            columns: Vec::new(),
+            batches: Vec::new(),
+            tag: tag.into(),
+        }
     }
 
     /// A row-returning result; the tag is `SELECT n`.
     pub fn rows_of(columns: Vec<ResultColumn>, batches: Vec<Batch>) -> Self {
         let n: usize = batches.iter().map(|b| b.len()).sum();
-        QueryResult { columns, batches, tag: format!("SELECT {n}") }
+        QueryResult {
+            columns,
+            batches,
+            tag: format!("SELECT {n}"),
+        }
     }
 
     /// Live rows over all batches.

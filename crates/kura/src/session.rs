@@ -65,7 +65,12 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn new(storage: Arc<Storage>) -> Self {
-        Session { storage, settings: Settings::default(), cancel: CancelHandle::default(), progress: None }
+        Session {
+            storage,
+            settings: Settings::default(),
+            cancel: CancelHandle::default(),
+            progress: None,
+        }
     }
 
     pub fn storage(&self) -> &Arc<Storage> {
@@ -115,7 +120,11 @@ impl Session {
         let (param_types, columns) = if is_local(&statement) {
             let columns = match &statement {
                 Statement::ShowVariable { variable } => vec![ResultColumn {
-                    name: variable.iter().map(|i| i.value.to_ascii_lowercase()).collect::<Vec<_>>().join(" "),
+                    name: variable
+                        .iter()
+                        .map(|i| i.value.to_ascii_lowercase())
+                        .collect::<Vec<_>>()
+                        .join(" "),
                     data_type: DataType::Varchar(None),
                 }],
                 _ => Vec::new(),
@@ -129,16 +138,29 @@ impl Session {
             };
             guard(|| crate::query::describe(&ctx, &statement))?
         };
-        Ok(Prepared { sql: sql.to_string(), statement, param_types, columns })
+        Ok(Prepared {
+            sql: sql.to_string(),
+            statement,
+            param_types,
+            columns,
+        })
     }
 
     /// Runs a prepared statement with values for its parameters.
-    pub fn execute_prepared(&mut self, prepared: &Prepared, params: &[Value]) -> KuraResult<QueryResult> {
+    pub fn execute_prepared(
+        &mut self,
+        prepared: &Prepared,
+        params: &[Value],
+    ) -> KuraResult<QueryResult> {
         if params.is_empty() || is_local(&prepared.statement) {
             return self.execute_statement(&prepared.statement);
         }
         self.cancel.reset();
-        let ctx = crate::query::QueryContext { storage: &self.storage, settings: &self.settings, cancel: &self.cancel };
+        let ctx = crate::query::QueryContext {
+            storage: &self.storage,
+            settings: &self.settings,
+            cancel: &self.cancel,
+        };
         guard(|| crate::query::run_statement_with_params(&ctx, &prepared.statement, params))
     }
 
@@ -150,17 +172,38 @@ impl Session {
 
     fn dispatch(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
         match stmt {
-            Statement::CreateTable(ct) if ct.query.is_none() => crate::ddl::create_table(&self.storage, ct),
-            Statement::Drop { object_type, if_exists, names, .. }
-                if matches!(object_type, sqlparser::ast::ObjectType::Table | sqlparser::ast::ObjectType::View) =>
+            Statement::CreateTable(ct) if ct.query.is_none() => {
+                crate::ddl::create_table(&self.storage, ct)
+            }
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } if matches!(
+                object_type,
+                sqlparser::ast::ObjectType::Table | sqlparser::ast::ObjectType::View
+            ) =>
             {
                 crate::ddl::drop_tables(&self.storage, *object_type, *if_exists, names)
             }
-            Statement::CreateIndex(ci) => crate::ddl::create_index(&self.storage, ci, self.progress.as_deref()),
-            Statement::Drop { object_type: sqlparser::ast::ObjectType::Index, if_exists, names, .. } => {
-                crate::ddl::drop_indexes(&self.storage, *if_exists, names)
+            Statement::CreateIndex(ci) => {
+                crate::ddl::create_index(&self.storage, ci, self.progress.as_deref())
             }
-            Statement::Copy { source, to, target, options, legacy_options, .. } => crate::copy::copy_from(
+            Statement::Drop {
+                object_type: sqlparser::ast::ObjectType::Index,
+                if_exists,
+                names,
+                ..
+            } => crate::ddl::drop_indexes(&self.storage, *if_exists, names),
+            Statement::Copy {
+                source,
+                to,
+                target,
+                options,
+                legacy_options,
+                ..
+            } => crate::copy::copy_from(
                 &self.storage,
                 source,
                 *to,
@@ -185,7 +228,10 @@ impl Session {
     /// `SET name = value` / `SET name TO value`.
     fn set(&mut self, set: &sqlparser::ast::Set) -> KuraResult<QueryResult> {
         use sqlparser::ast::{Expr, Set};
-        let Set::SingleAssignment { variable, values, .. } = set else {
+        let Set::SingleAssignment {
+            variable, values, ..
+        } = set
+        else {
             return Err(KuraError::Unsupported(format!("{set}")));
         };
         let name = variable.to_string().to_ascii_lowercase();
@@ -217,7 +263,11 @@ impl Session {
 
     /// `SHOW name` / `SHOW ALL`.
     fn show(&self, variable: &[sqlparser::ast::Ident]) -> KuraResult<QueryResult> {
-        let name = variable.iter().map(|i| i.value.to_ascii_lowercase()).collect::<Vec<_>>().join(" ");
+        let name = variable
+            .iter()
+            .map(|i| i.value.to_ascii_lowercase())
+            .collect::<Vec<_>>()
+            .join(" ");
         let text = DataType::Varchar(None);
         if name == "all" {
             let mut names = Vector::new(text, SETTINGS.len());
@@ -230,18 +280,32 @@ impl Session {
             }
             let cols = ["name", "setting", "description"]
                 .iter()
-                .map(|n| ResultColumn { name: n.to_string(), data_type: text })
+                .map(|n| ResultColumn {
+                    name: n.to_string(),
+                    data_type: text,
+                })
                 .collect();
-            return Ok(QueryResult::rows_of(cols, vec![Batch::new(vec![names, values, descr])]));
+            return Ok(QueryResult::rows_of(
+                cols,
+                vec![Batch::new(vec![names, values, descr])],
+            ));
         }
         let value = match self.settings.get(&name) {
             Some(v) => v,
             None => client_setting_value(&name)
-                .ok_or_else(|| KuraError::Invalid(format!("unrecognized configuration parameter \"{name}\"")))?
+                .ok_or_else(|| {
+                    KuraError::Invalid(format!("unrecognized configuration parameter \"{name}\""))
+                })?
                 .to_string(),
         };
         let v = Vector::from_values(text, &[Value::Text(value)]).expect("text vector");
-        Ok(QueryResult::rows_of(vec![ResultColumn { name, data_type: text }], vec![Batch::new(vec![v])]))
+        Ok(QueryResult::rows_of(
+            vec![ResultColumn {
+                name,
+                data_type: text,
+            }],
+            vec![Batch::new(vec![v])],
+        ))
     }
 }
 
@@ -267,7 +331,9 @@ fn is_local(stmt: &Statement) -> bool {
         Statement::CreateTable(ct) => ct.query.is_none(),
         Statement::Drop { object_type, .. } => matches!(
             object_type,
-            sqlparser::ast::ObjectType::Table | sqlparser::ast::ObjectType::View | sqlparser::ast::ObjectType::Index
+            sqlparser::ast::ObjectType::Table
+                | sqlparser::ast::ObjectType::View
+                | sqlparser::ast::ObjectType::Index
         ),
         Statement::CreateIndex(_) => true,
         Statement::Copy { .. } | Statement::Set(_) | Statement::ShowVariable { .. } => true,
@@ -279,7 +345,11 @@ fn is_local(stmt: &Statement) -> bool {
 pub fn parse(sql: &str) -> KuraResult<Vec<Statement>> {
     Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
         let msg = e.to_string();
-        KuraError::Syntax(msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string())
+        KuraError::Syntax(
+            msg.strip_prefix("sql parser error: ")
+                .unwrap_or(&msg)
+                .to_string(),
+        )
     })
 }
 

@@ -104,7 +104,11 @@ impl BufferManager {
         let page_size = file.page_size();
         let arena = AlignedBuf::new(frames * page_size);
         let frame_vec: Vec<Frame> = (0..frames)
-            .map(|_| Frame { pin: AtomicU32::new(0), state: AtomicU8::new(FREE), page: AtomicU64::new(u64::MAX) })
+            .map(|_| Frame {
+                pin: AtomicU32::new(0),
+                state: AtomicU8::new(FREE),
+                page: AtomicU64::new(u64::MAX),
+            })
             .collect();
         Ok(Arc::new(BufferManager {
             file,
@@ -186,12 +190,20 @@ impl BufferManager {
                 READY => {
                     inner.policy.access(page);
                     self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    FixAttempt::Hit(PageGuard { bm: self.clone(), frame: f, page })
+                    FixAttempt::Hit(PageGuard {
+                        bm: self.clone(),
+                        frame: f,
+                        page,
+                    })
                 }
                 _ => {
                     // Loading: the page will be served by someone else's read.
                     self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    FixAttempt::InFlight(InFlight { bm: self.clone(), frame: f, page })
+                    FixAttempt::InFlight(InFlight {
+                        bm: self.clone(),
+                        frame: f,
+                        page,
+                    })
                 }
             });
         }
@@ -202,11 +214,17 @@ impl BufferManager {
                 let Inner { table, policy, .. } = &mut *inner;
                 let frames = &self.frames;
                 let victim = policy.evict_for(page, &mut |p| {
-                    table.get(&p).is_some_and(|&f| frames[f as usize].pin.load(Ordering::Acquire) == 0)
+                    table
+                        .get(&p)
+                        .is_some_and(|&f| frames[f as usize].pin.load(Ordering::Acquire) == 0)
                 });
                 match victim {
                     Some(v) => table.remove(&v).expect("policy and page table agree"),
-                    None => return Err(StorageError::BufferExhausted { frames: self.frames.len() }),
+                    None => {
+                        return Err(StorageError::BufferExhausted {
+                            frames: self.frames.len(),
+                        })
+                    }
                 }
             }
         };
@@ -216,7 +234,12 @@ impl BufferManager {
         frame.page.store(page, Ordering::Release);
         inner.table.insert(page, f);
         inner.policy.insert(page);
-        Ok(FixAttempt::Miss(ReadTicket { bm: self.clone(), frame: f, page, done: false }))
+        Ok(FixAttempt::Miss(ReadTicket {
+            bm: self.clone(),
+            frame: f,
+            page,
+            done: false,
+        }))
     }
 
     /// Synchronous fix: a miss is read with `pread` on the calling thread.
@@ -240,14 +263,23 @@ impl BufferManager {
 
     /// Finishes a miss: `read` is the outcome of reading the page into the
     /// ticket's buffer. Verifies the checksum and wakes the waiters.
-    pub fn complete(&self, mut ticket: ReadTicket, read: StorageResult<()>) -> StorageResult<PageGuard> {
+    pub fn complete(
+        &self,
+        mut ticket: ReadTicket,
+        read: StorageResult<()>,
+    ) -> StorageResult<PageGuard> {
         ticket.done = true;
         let frame = &self.frames[ticket.frame as usize];
-        let result = read.and_then(|_| self.file.verify_page(ticket.page, self.frame_bytes(ticket.frame)));
+        let result = read.and_then(|_| {
+            self.file
+                .verify_page(ticket.page, self.frame_bytes(ticket.frame))
+        });
         match result {
             Ok(()) => {
                 self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-                self.counters.bytes_read.fetch_add(self.page_size as u64, Ordering::Relaxed);
+                self.counters
+                    .bytes_read
+                    .fetch_add(self.page_size as u64, Ordering::Relaxed);
                 self.trace.read(ticket.page);
                 {
                     let _inner = self.lock();
@@ -255,7 +287,11 @@ impl BufferManager {
                     self.loaded.notify_all();
                 }
                 self.waiters.wake(ticket.frame);
-                Ok(PageGuard { bm: ticket.bm.clone(), frame: ticket.frame, page: ticket.page })
+                Ok(PageGuard {
+                    bm: ticket.bm.clone(),
+                    frame: ticket.frame,
+                    page: ticket.page,
+                })
             }
             Err(e) => {
                 let mut inner = self.lock();
@@ -288,8 +324,12 @@ impl BufferManager {
 
     /// Counts pages written to the file by the storage layer.
     pub(crate) fn note_written(&self, pages: u64) {
-        self.counters.pages_written.fetch_add(pages, Ordering::Relaxed);
-        self.counters.bytes_written.fetch_add(pages * self.page_size as u64, Ordering::Relaxed);
+        self.counters
+            .pages_written
+            .fetch_add(pages, Ordering::Relaxed);
+        self.counters
+            .bytes_written
+            .fetch_add(pages * self.page_size as u64, Ordering::Relaxed);
     }
 
     fn frame_bytes(&self, f: u32) -> &[u8] {
@@ -308,9 +348,13 @@ impl BufferManager {
 
     fn unpin(&self, f: u32) {
         let frame = &self.frames[f as usize];
-        if frame.pin.fetch_sub(1, Ordering::AcqRel) == 1 && frame.state.load(Ordering::Acquire) == DETACHED {
+        if frame.pin.fetch_sub(1, Ordering::AcqRel) == 1
+            && frame.state.load(Ordering::Acquire) == DETACHED
+        {
             let mut inner = self.lock();
-            if frame.pin.load(Ordering::Acquire) == 0 && frame.state.load(Ordering::Acquire) == DETACHED {
+            if frame.pin.load(Ordering::Acquire) == 0
+                && frame.state.load(Ordering::Acquire) == DETACHED
+            {
                 frame.state.store(FREE, Ordering::Release);
                 inner.free.push(f);
             }
@@ -319,7 +363,9 @@ impl BufferManager {
 
     fn unpin_locked(&self, inner: &mut Inner, f: u32) {
         let frame = &self.frames[f as usize];
-        if frame.pin.fetch_sub(1, Ordering::AcqRel) == 1 && frame.state.load(Ordering::Acquire) == DETACHED {
+        if frame.pin.fetch_sub(1, Ordering::AcqRel) == 1
+            && frame.state.load(Ordering::Acquire) == DETACHED
+        {
             frame.state.store(FREE, Ordering::Release);
             inner.free.push(f);
         }
@@ -327,7 +373,10 @@ impl BufferManager {
 
     /// Pinned frames right now (tests: every guard dropped means zero).
     pub fn pinned_frames(&self) -> usize {
-        self.frames.iter().filter(|f| f.pin.load(Ordering::Acquire) > 0).count()
+        self.frames
+            .iter()
+            .filter(|f| f.pin.load(Ordering::Acquire) > 0)
+            .count()
     }
 
     /// Pages resident right now.
@@ -351,7 +400,12 @@ impl Drop for ReadTicket {
         if !self.done {
             // Abandoned (e.g. a cancelled task): release the frame as a failed read.
             let bm = self.bm.clone();
-            let t = ReadTicket { bm: bm.clone(), frame: self.frame, page: self.page, done: true };
+            let t = ReadTicket {
+                bm: bm.clone(),
+                frame: self.frame,
+                page: self.page,
+                done: true,
+            };
             let _ = bm.complete(t, Err(StorageError::Invalid("page read abandoned".into())));
         }
     }
@@ -364,7 +418,10 @@ impl InFlight {
 
     /// Whether the read finished (either way); `wait` then returns at once.
     pub fn is_done(&self) -> bool {
-        self.bm.frames[self.frame as usize].state.load(Ordering::Acquire) != LOADING
+        self.bm.frames[self.frame as usize]
+            .state
+            .load(Ordering::Acquire)
+            != LOADING
     }
 
     /// Asks for `waker` to be woken when the other read completes; returns whether
@@ -401,7 +458,11 @@ impl InFlight {
         drop(own_bm);
         if ok {
             drop(inner);
-            Some(PageGuard { bm: bm.clone(), frame: f, page })
+            Some(PageGuard {
+                bm: bm.clone(),
+                frame: f,
+                page,
+            })
         } else {
             bm.unpin_locked(&mut inner, f);
             None

@@ -27,7 +27,9 @@ pub(super) struct Tracer {
 
 impl Tracer {
     pub fn start(&self, kind: TraceKind, path: &Path) -> StorageResult<()> {
-        let mut f = BufWriter::new(File::create(path).map_err(|e| StorageError::io(path, "create trace", e))?);
+        let mut f = BufWriter::new(
+            File::create(path).map_err(|e| StorageError::io(path, "create trace", e))?,
+        );
         let _ = writeln!(f, "# kura page trace ({kind:?}): one page id per line");
         let slot = match kind {
             TraceKind::Requests => &self.requests,
@@ -42,7 +44,8 @@ impl Tracer {
         self.on.store(false, Ordering::Release);
         for slot in [&self.requests, &self.reads] {
             if let Some(mut f) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                f.flush().map_err(|e| StorageError::io(Path::new("trace"), "flush trace", e))?;
+                f.flush()
+                    .map_err(|e| StorageError::io(Path::new("trace"), "flush trace", e))?;
             }
         }
         Ok(())

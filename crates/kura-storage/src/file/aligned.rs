@@ -38,7 +38,11 @@ impl AlignedBuf {
                 )
             };
             if p != libc::MAP_FAILED {
-                return AlignedBuf { ptr: p.cast(), len, mapped: true };
+                return AlignedBuf {
+                    ptr: p.cast(),
+                    len,
+                    mapped: true,
+                };
             }
         }
         let layout = Layout::from_size_align(len, IO_ALIGN).expect("valid layout");
@@ -47,7 +51,11 @@ impl AlignedBuf {
         if ptr.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        AlignedBuf { ptr, len, mapped: false }
+        AlignedBuf {
+            ptr,
+            len,
+            mapped: false,
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -85,7 +85,10 @@ impl DbFile {
                 "page size {page_size} is not a power of two between 8 KiB and 1 MiB"
             )));
         }
-        let exists = path.exists() && std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
+        let exists = path.exists()
+            && std::fs::metadata(path)
+                .map(|m| m.len() > 0)
+                .unwrap_or(false);
         let (file, direct) = open_file(path, direct)?;
         lock_exclusive(&file, path)?;
         if !exists {
@@ -96,7 +99,12 @@ impl DbFile {
                 catalog_root: 0,
                 page_count: 1,
             };
-            let db = DbFile { path: path.to_path_buf(), file, direct, page_size };
+            let db = DbFile {
+                path: path.to_path_buf(),
+                file,
+                direct,
+                page_size,
+            };
             // A fresh file: page 0 with both header slots, the same state in each.
             let mut first = AlignedBuf::new(page_size);
             first[..SLOT_SIZE].copy_from_slice(&header.encode());
@@ -107,7 +115,8 @@ impl DbFile {
             return Ok((db, header));
         }
         let mut slots = AlignedBuf::new(2 * SLOT_SIZE);
-        let n = read_full_at(&file, &mut slots, 0).map_err(|e| StorageError::io(path, "read header", e))?;
+        let n = read_full_at(&file, &mut slots, 0)
+            .map_err(|e| StorageError::io(path, "read header", e))?;
         if n < SLOT_SIZE {
             return Err(StorageError::NotADatabase {
                 path: path.to_path_buf(),
@@ -115,24 +124,41 @@ impl DbFile {
             });
         }
         let a = Header::decode(&slots[..SLOT_SIZE]);
-        let b = if n >= 2 * SLOT_SIZE { Header::decode(&slots[SLOT_SIZE..]) } else { None };
+        let b = if n >= 2 * SLOT_SIZE {
+            Header::decode(&slots[SLOT_SIZE..])
+        } else {
+            None
+        };
         let header = match (a, b) {
-            (Some(a), Some(b)) => if a.generation >= b.generation { a } else { b },
+            (Some(a), Some(b)) => {
+                if a.generation >= b.generation {
+                    a
+                } else {
+                    b
+                }
+            }
             (Some(a), None) => a,
             (None, Some(b)) => b,
             (None, None) => {
-                let what = if &slots[4..12] == MAGIC || &slots[SLOT_SIZE + 4..SLOT_SIZE + 12] == MAGIC {
-                    "both header slots fail their checksum".to_string()
-                } else {
-                    "no kura header".to_string()
-                };
-                return Err(StorageError::NotADatabase { path: path.to_path_buf(), what });
+                let what =
+                    if &slots[4..12] == MAGIC || &slots[SLOT_SIZE + 4..SLOT_SIZE + 12] == MAGIC {
+                        "both header slots fail their checksum".to_string()
+                    } else {
+                        "no kura header".to_string()
+                    };
+                return Err(StorageError::NotADatabase {
+                    path: path.to_path_buf(),
+                    what,
+                });
             }
         };
         if header.version != FORMAT_VERSION {
             return Err(StorageError::NotADatabase {
                 path: path.to_path_buf(),
-                what: format!("format version {} (this kura reads {FORMAT_VERSION})", header.version),
+                what: format!(
+                    "format version {} (this kura reads {FORMAT_VERSION})",
+                    header.version
+                ),
             });
         }
         let ps = header.page_size as usize;
@@ -142,7 +168,15 @@ impl DbFile {
                 what: format!("invalid page size {ps} in header"),
             });
         }
-        Ok((DbFile { path: path.to_path_buf(), file, direct, page_size: ps }, header))
+        Ok((
+            DbFile {
+                path: path.to_path_buf(),
+                file,
+                direct,
+                page_size: ps,
+            },
+            header,
+        ))
     }
 
     pub fn path(&self) -> &Path {
@@ -173,7 +207,10 @@ impl DbFile {
             return Err(StorageError::Corrupt {
                 path: self.path.clone(),
                 page,
-                what: format!("page lies beyond the end of the file (read {n} of {} bytes)", self.page_size),
+                what: format!(
+                    "page lies beyond the end of the file (read {n} of {} bytes)",
+                    self.page_size
+                ),
             });
         }
         Ok(())
@@ -182,7 +219,12 @@ impl DbFile {
     /// Verifies a page just read: checksum, then that it is the page asked for.
     pub fn verify_page(&self, page: PageId, buf: &[u8]) -> StorageResult<()> {
         if let Err((expected, found)) = page::verify(&buf[..self.page_size]) {
-            return Err(StorageError::Checksum { path: self.path.clone(), page, expected, found });
+            return Err(StorageError::Checksum {
+                path: self.path.clone(),
+                page,
+                expected,
+                found,
+            });
         }
         let recorded = page::page_no(buf);
         if recorded != page {
@@ -211,7 +253,9 @@ impl DbFile {
 
     /// Makes every write so far durable.
     pub fn sync(&self) -> StorageResult<()> {
-        self.file.sync_data().map_err(|e| StorageError::io(&self.path, "fsync", e))
+        self.file
+            .sync_data()
+            .map_err(|e| StorageError::io(&self.path, "fsync", e))
     }
 
     /// Writes `header` into the slot its generation selects (alternating), then syncs.
@@ -226,7 +270,11 @@ impl DbFile {
 
     /// Current file length in pages (may exceed the committed page count).
     pub fn len_pages(&self) -> StorageResult<u64> {
-        let len = self.file.metadata().map_err(|e| StorageError::io(&self.path, "stat", e))?.len();
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| StorageError::io(&self.path, "stat", e))?
+            .len();
         Ok(len.div_ceil(self.page_size as u64))
     }
 }
@@ -242,7 +290,9 @@ fn lock_exclusive(file: &File, path: &Path) -> StorageResult<()> {
     }
     let err = std::io::Error::last_os_error();
     if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        return Err(StorageError::InUse { path: path.to_path_buf() });
+        return Err(StorageError::InUse {
+            path: path.to_path_buf(),
+        });
     }
     Err(StorageError::io(path, "lock", err))
 }
@@ -264,7 +314,9 @@ fn open_file(path: &Path, direct: bool) -> StorageResult<(File, bool)> {
             Err(e) => return Err(StorageError::io(path, "open", e)),
         }
     }
-    opts.open(path).map(|f| (f, false)).map_err(|e| StorageError::io(path, "open", e))
+    opts.open(path)
+        .map(|f| (f, false))
+        .map_err(|e| StorageError::io(path, "open", e))
 }
 
 /// Reads as much of `buf` as the file holds at `off` (short only at end of file).

@@ -41,7 +41,13 @@ pub struct LineChunker<R: Read> {
 
 impl<R: Read> LineChunker<R> {
     pub fn new(reader: R) -> Self {
-        LineChunker { reader, carry: Vec::new(), next_line: 1, eof: false, chunk_bytes: CHUNK_BYTES }
+        LineChunker {
+            reader,
+            carry: Vec::new(),
+            next_line: 1,
+            eof: false,
+            chunk_bytes: CHUNK_BYTES,
+        }
     }
 
     /// The next chunk, `None` at the end of input.
@@ -74,7 +80,10 @@ impl<R: Read> LineChunker<R> {
         let lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
         let first_line = self.next_line;
         self.next_line += lines + u64::from(!buf.ends_with(b"\n") && !buf.is_empty());
-        Ok(Some(Chunk { data: buf, first_line }))
+        Ok(Some(Chunk {
+            data: buf,
+            first_line,
+        }))
     }
 }
 
@@ -89,18 +98,24 @@ pub fn load_chunks(
     threads: usize,
     progress: Option<Progress<'_>>,
 ) -> StorageResult<u64> {
-    let schema: Schema = txn.schema(table).cloned().ok_or_else(|| StorageError::NoSuchTable(table.to_string()))?;
+    let schema: Schema = txn
+        .schema(table)
+        .cloned()
+        .ok_or_else(|| StorageError::NoSuchTable(table.to_string()))?;
     let threads = threads.max(1);
     let mut source = source;
     // The first chunk fixes the line convention for the whole input, so that a
     // `.tbl` row missing its last field cannot pass for one with an empty field.
     let first = source()?;
-    let trailing = first.as_ref().and_then(|c| parse::trailing_delimiter(&c.data, schema.len(), fmt));
+    let trailing = first
+        .as_ref()
+        .and_then(|c| parse::trailing_delimiter(&c.data, schema.len(), fmt));
     let mut first = first.map(Some);
     std::thread::scope(|scope| -> StorageResult<u64> {
         let (chunk_tx, chunk_rx) = sync_channel::<(u64, Chunk)>(threads * 2);
         let chunk_rx: Arc<Mutex<Receiver<(u64, Chunk)>>> = Arc::new(Mutex::new(chunk_rx));
-        let (res_tx, res_rx) = sync_channel::<(u64, u64, usize, Result<Vec<Vector>, StorageError>)>(threads * 2);
+        let (res_tx, res_rx) =
+            sync_channel::<(u64, u64, usize, Result<Vec<Vector>, StorageError>)>(threads * 2);
         // Reader: cuts the input into numbered chunks.
         let reader = scope.spawn(move || -> StorageResult<()> {
             let mut seq = 0;
@@ -124,15 +139,17 @@ pub fn load_chunks(
                 let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 let Ok((seq, chunk)) = next else { break };
                 let skip_header = fmt.header && chunk.first_line == 1;
-                let parsed = parse::parse_chunk(&chunk.data, schema, fmt, skip_header, trailing).map_err(|e| {
-                    StorageError::BadInput {
+                let parsed = parse::parse_chunk(&chunk.data, schema, fmt, skip_header, trailing)
+                    .map_err(|e| StorageError::BadInput {
                         file: source_name.to_string(),
                         line: chunk.first_line + e.line,
                         column: e.column,
                         what: e.what,
-                    }
-                });
-                if tx.send((seq, chunk.first_line, chunk.data.len(), parsed)).is_err() {
+                    });
+                if tx
+                    .send((seq, chunk.first_line, chunk.data.len(), parsed))
+                    .is_err()
+                {
                     break;
                 }
             });
@@ -162,11 +179,15 @@ pub fn load_chunks(
         // On error, dropping the receivers stops the reader and the parsers.
         drop(res_rx);
         drop(chunk_rx);
-        let read = reader.join().unwrap_or_else(|_| Err(StorageError::Invalid("input reader panicked".into())));
+        let read = reader
+            .join()
+            .unwrap_or_else(|_| Err(StorageError::Invalid("input reader panicked".into())));
         let rows = result?;
         read?;
         if !pending.is_empty() {
-            return Err(StorageError::Invalid("load ended with unparsed input (a parser thread failed)".into()));
+            return Err(StorageError::Invalid(
+                "load ended with unparsed input (a parser thread failed)".into(),
+            ));
         }
         Ok(rows)
     })
@@ -188,7 +209,11 @@ pub fn load_file(
         txn,
         table,
         &name,
-        move || chunker.next_chunk().map_err(|e| StorageError::io(path, "read", e)),
+        move || {
+            chunker
+                .next_chunk()
+                .map_err(|e| StorageError::io(path, "read", e))
+        },
         fmt,
         threads,
         progress,

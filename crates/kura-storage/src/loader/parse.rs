@@ -19,7 +19,11 @@ pub struct TextFormat {
 
 impl Default for TextFormat {
     fn default() -> Self {
-        TextFormat { delimiter: b'|', header: false, quoted: false }
+        TextFormat {
+            delimiter: b'|',
+            header: false,
+            quoted: false,
+        }
     }
 }
 
@@ -55,7 +59,11 @@ pub fn parse_chunk(
     trailing: Option<bool>,
 ) -> Result<Vec<Vector>, ParseError> {
     let estimate = memchr::memchr_iter(b'\n', chunk).count() + 1;
-    let mut cols: Vec<Vector> = schema.columns.iter().map(|c| Vector::new(c.data_type, estimate)).collect();
+    let mut cols: Vec<Vector> = schema
+        .columns
+        .iter()
+        .map(|c| Vector::new(c.data_type, estimate))
+        .collect();
     let ncols = schema.columns.len();
     let mut line_no: u64 = 0;
     let mut fields: Vec<(usize, usize, bool)> = Vec::with_capacity(ncols + 1);
@@ -80,14 +88,20 @@ pub fn parse_chunk(
             what,
         })?;
         // dbgen ends every row with the delimiter: one empty trailing field is not data.
-        let ends_with_delimiter = fields.last().is_some_and(|f| f.0 == f.1 && !f.2) && fields.len() > 1;
-        if ends_with_delimiter && trailing != Some(false) && (trailing == Some(true) || fields.len() == ncols + 1) {
+        let ends_with_delimiter =
+            fields.last().is_some_and(|f| f.0 == f.1 && !f.2) && fields.len() > 1;
+        if ends_with_delimiter
+            && trailing != Some(false)
+            && (trailing == Some(true) || fields.len() == ncols + 1)
+        {
             fields.pop();
         } else if trailing == Some(true) && fields.len() == ncols {
             return Err(ParseError {
                 line: this_line,
                 column: line.len() as u64 + 1,
-                what: format!("expected {ncols} fields ending with the delimiter, as the first line does"),
+                what: format!(
+                    "expected {ncols} fields ending with the delimiter, as the first line does"
+                ),
             });
         }
         if fields.len() != ncols {
@@ -112,11 +126,13 @@ pub fn parse_chunk(
                 raw
             };
             let col = &schema.columns[c];
-            push_field(&mut cols[c], col.data_type, text, was_quoted, fmt.quoted).map_err(|what| ParseError {
-                line: this_line,
-                column: a as u64 + 1,
-                what: format!("column {} ({}): {what}", col.name, col.data_type),
-            })?;
+            push_field(&mut cols[c], col.data_type, text, was_quoted, fmt.quoted).map_err(
+                |what| ParseError {
+                    line: this_line,
+                    column: a as u64 + 1,
+                    what: format!("column {} ({}): {what}", col.name, col.data_type),
+                },
+            )?;
             if !col.nullable && cols[c].is_null(cols[c].len() - 1) {
                 return Err(ParseError {
                     line: this_line,
@@ -131,7 +147,11 @@ pub fn parse_chunk(
 }
 
 /// Splits a line into (start, end, quoted) field ranges.
-pub(crate) fn split_fields(line: &[u8], fmt: &TextFormat, out: &mut Vec<(usize, usize, bool)>) -> Result<(), (usize, String)> {
+pub(crate) fn split_fields(
+    line: &[u8],
+    fmt: &TextFormat,
+    out: &mut Vec<(usize, usize, bool)>,
+) -> Result<(), (usize, String)> {
     out.clear();
     let d = fmt.delimiter;
     let mut i = 0;
@@ -178,7 +198,13 @@ fn push_null(v: &mut Vector) {
 /// Appends one field's value or NULL: `\N`, or an unquoted empty field — in CSV
 /// for every type (PostgreSQL's rule; `""` is the empty string), in plain text
 /// for every type but text (where it is the empty string).
-fn push_field(v: &mut Vector, dt: DataType, text: &[u8], quoted: bool, csv: bool) -> Result<(), String> {
+fn push_field(
+    v: &mut Vector,
+    dt: DataType,
+    text: &[u8],
+    quoted: bool,
+    csv: bool,
+) -> Result<(), String> {
     if !quoted && (text == b"\\N" || (text.is_empty() && (csv || !dt.is_text()))) {
         push_null(v);
         return Ok(());
@@ -190,9 +216,15 @@ fn push_field(v: &mut Vector, dt: DataType, text: &[u8], quoted: bool, csv: bool
     let valid_before = v.validity.is_some();
     match (&mut v.data, dt) {
         (ColumnData::I32(out), DataType::Integer) => {
-            let x = parse_int(text).filter(|x| i32::try_from(*x).is_ok()).ok_or_else(|| {
-                if parse_int(text).is_some() { format!("value {:?} out of range", shown()) } else { format!("invalid integer {:?}", shown()) }
-            })?;
+            let x = parse_int(text)
+                .filter(|x| i32::try_from(*x).is_ok())
+                .ok_or_else(|| {
+                    if parse_int(text).is_some() {
+                        format!("value {:?} out of range", shown())
+                    } else {
+                        format!("invalid integer {:?}", shown())
+                    }
+                })?;
             out.push(x as i32);
         }
         (ColumnData::I64(out), DataType::BigInt) => {
@@ -216,10 +248,17 @@ fn push_field(v: &mut Vector, dt: DataType, text: &[u8], quoted: bool, csv: bool
         }
         (ColumnData::F64(out), DataType::Double) => {
             let s = std::str::from_utf8(text).map_err(|_| "invalid UTF-8".to_string())?;
-            out.push(s.trim().parse::<f64>().map_err(|_| format!("invalid number {:?}", shown()))?);
+            out.push(
+                s.trim()
+                    .parse::<f64>()
+                    .map_err(|_| format!("invalid number {:?}", shown()))?,
+            );
         }
         (ColumnData::I32(out), DataType::Date) => {
-            out.push(parse_date_bytes(text).ok_or_else(|| format!("invalid date {:?} (expected YYYY-MM-DD)", shown()))?);
+            out.push(
+                parse_date_bytes(text)
+                    .ok_or_else(|| format!("invalid date {:?} (expected YYYY-MM-DD)", shown()))?,
+            );
         }
         (ColumnData::Bool(out), DataType::Boolean) => {
             let b = match text.to_ascii_lowercase().as_slice() {
@@ -232,9 +271,17 @@ fn push_field(v: &mut Vector, dt: DataType, text: &[u8], quoted: bool, csv: bool
         (ColumnData::Str(out), _) => {
             let s = std::str::from_utf8(text).map_err(|_| "invalid UTF-8".to_string())?;
             // CHAR(n) semantics: trailing blanks are insignificant, so they are not stored.
-            let s = if matches!(dt, DataType::Char(_)) { s.trim_end_matches(' ') } else { s };
+            let s = if matches!(dt, DataType::Char(_)) {
+                s.trim_end_matches(' ')
+            } else {
+                s
+            };
             if let Some(max) = dt.max_len() {
-                let len = if s.len() <= max as usize { s.len() } else { s.chars().count() };
+                let len = if s.len() <= max as usize {
+                    s.len()
+                } else {
+                    s.chars().count()
+                };
                 if len > max as usize {
                     return Err(format!("value too long ({len} characters)"));
                 }
@@ -267,7 +314,11 @@ fn parse_int(t: &[u8]) -> Option<i64> {
         }
         let d = (c - b'0') as i64;
         v = v.checked_mul(10)?;
-        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
     }
     Some(v)
 }

@@ -20,7 +20,9 @@ pub fn rows_that_fit(v: &Vector, start: usize, payload: usize) -> usize {
     match v.data_type.fixed_width() {
         Some(w) => ((payload - HEAD) * 8 / (8 * w + 1)).min(remaining),
         None => {
-            let ColumnData::Str(s) = &v.data else { unreachable!("text vector") };
+            let ColumnData::Str(s) = &v.data else {
+                unreachable!("text vector")
+            };
             let mut n = 0;
             let base = s.offsets[start] as usize;
             while n < remaining {
@@ -90,10 +92,18 @@ pub fn row_count(page: &[u8]) -> usize {
 
 /// Appends rows `from..to` of the page to `out` (whose type is `dt`).
 /// Returns an error text if the page's structure is inconsistent.
-pub fn decode_into(page: &[u8], dt: DataType, from: usize, to: usize, out: &mut Vector) -> Result<(), String> {
+pub fn decode_into(
+    page: &[u8],
+    dt: DataType,
+    from: usize,
+    to: usize,
+    out: &mut Vector,
+) -> Result<(), String> {
     let n = row_count(page);
     if to > n || from > to {
-        return Err(format!("column page holds {n} rows, asked for {from}..{to}"));
+        return Err(format!(
+            "column page holds {n} rows, asked for {from}..{to}"
+        ));
     }
     let mut pos = HEAD;
     let before = out.len();
@@ -110,7 +120,10 @@ pub fn decode_into(page: &[u8], dt: DataType, from: usize, to: usize, out: &mut 
             let src = page
                 .get(pos + from * $w..pos + to * $w)
                 .ok_or_else(|| format!("column page too short for {n} values"))?;
-            $vec.extend(src.chunks_exact($w).map(|c| <$t>::from_le_bytes(c.try_into().unwrap())));
+            $vec.extend(
+                src.chunks_exact($w)
+                    .map(|c| <$t>::from_le_bytes(c.try_into().unwrap())),
+            );
         }};
     }
     match (&mut out.data, dt.physical()) {
@@ -150,7 +163,12 @@ mod tests {
 
     #[test]
     fn round_trip_text_with_nulls() {
-        let vals = vec![Value::Text("a".into()), Value::Null, Value::Text("".into()), Value::Text("xyz".into())];
+        let vals = vec![
+            Value::Text("a".into()),
+            Value::Null,
+            Value::Text("".into()),
+            Value::Text("xyz".into()),
+        ];
         let v = Vector::from_values(DataType::Varchar(None), &vals).unwrap();
         let n = rows_that_fit(&v, 0, 1000);
         assert_eq!(n, 4);

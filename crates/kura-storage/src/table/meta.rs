@@ -38,11 +38,17 @@ pub struct TableMeta {
 
 impl TableMeta {
     pub fn empty(columns: usize) -> Self {
-        TableMeta { row_count: 0, row_groups: Vec::new(), columns: vec![ColumnMeta::default(); columns] }
+        TableMeta {
+            row_count: 0,
+            row_groups: Vec::new(),
+            columns: vec![ColumnMeta::default(); columns],
+        }
     }
 
     /// Every page the table's data occupies.
     pub fn pages(&self) -> impl Iterator<Item = PageId> + '_ {
-        self.columns.iter().flat_map(|c| c.zones.iter().map(|z| z.page))
+        self.columns
+            .iter()
+            .flat_map(|c| c.zones.iter().map(|z| z.page))
     }
 }

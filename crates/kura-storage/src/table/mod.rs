@@ -39,8 +39,20 @@ impl std::fmt::Debug for Table {
 }
 
 impl Table {
-    pub(crate) fn new(name: String, schema: Schema, meta: Arc<TableMeta>, meta_root: PageId, bm: Arc<BufferManager>) -> Self {
-        Table { name, schema, meta, meta_root, bm }
+    pub(crate) fn new(
+        name: String,
+        schema: Schema,
+        meta: Arc<TableMeta>,
+        meta_root: PageId,
+        bm: Arc<BufferManager>,
+    ) -> Self {
+        Table {
+            name,
+            schema,
+            meta,
+            meta_root,
+            bm,
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -78,7 +90,11 @@ impl Table {
 
     /// Row ranges of the row groups.
     pub fn row_groups(&self) -> Vec<Range<u64>> {
-        self.meta.row_groups.iter().map(|&(s, n)| s..s + n).collect()
+        self.meta
+            .row_groups
+            .iter()
+            .map(|&(s, n)| s..s + n)
+            .collect()
     }
 
     /// Index of the zone holding `row` (which must be < row_count).
@@ -92,11 +108,20 @@ impl Table {
             .columns
             .get(col)
             .map(|c| c.data_type)
-            .ok_or_else(|| StorageError::Invalid(format!("table {} has no column #{col}", self.name)))
+            .ok_or_else(|| {
+                StorageError::Invalid(format!("table {} has no column #{col}", self.name))
+            })
     }
 
     /// Appends rows `from..to` (page-relative) of a fixed column page to `out`.
-    pub fn decode_page(&self, col: usize, page: &PageGuard, from: usize, to: usize, out: &mut Vector) -> StorageResult<()> {
+    pub fn decode_page(
+        &self,
+        col: usize,
+        page: &PageGuard,
+        from: usize,
+        to: usize,
+        out: &mut Vector,
+    ) -> StorageResult<()> {
         let dt = self.schema.columns[col].data_type;
         encode::decode_into(page, dt, from, to, out).map_err(|what| StorageError::Corrupt {
             path: self.bm.file().path().to_path_buf(),
@@ -108,7 +133,9 @@ impl Table {
     /// Reads rows `first_row..first_row+len` of column `col` (synchronous fixes).
     pub fn read_range(&self, col: usize, first_row: u64, len: usize) -> StorageResult<Vector> {
         let dt = self.check_col(col)?;
-        let end = first_row.saturating_add(len as u64).min(self.meta.row_count);
+        let end = first_row
+            .saturating_add(len as u64)
+            .min(self.meta.row_count);
         let mut out = Vector::new(dt, end.saturating_sub(first_row) as usize);
         if first_row >= end {
             return Ok(out);
@@ -143,10 +170,14 @@ impl Table {
                 )));
             }
             let z = match &current {
-                Some((z, _)) if {
-                    let zone = &zones[*z];
-                    rid >= zone.first_row && rid < zone.first_row + zone.row_count as u64
-                } => *z,
+                Some((z, _))
+                    if {
+                        let zone = &zones[*z];
+                        rid >= zone.first_row && rid < zone.first_row + zone.row_count as u64
+                    } =>
+                {
+                    *z
+                }
                 _ => {
                     let z = self.zone_of(col, rid);
                     current = Some((z, self.bm.fix(zones[z].page)?));

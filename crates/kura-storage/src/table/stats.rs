@@ -22,7 +22,12 @@ pub struct ColumnStats {
 
 impl Default for ColumnStats {
     fn default() -> Self {
-        ColumnStats { min: Value::Null, max: Value::Null, null_count: 0, distinct: 0 }
+        ColumnStats {
+            min: Value::Null,
+            max: Value::Null,
+            null_count: 0,
+            distinct: 0,
+        }
     }
 }
 
@@ -34,7 +39,9 @@ pub struct Hll {
 
 impl Default for Hll {
     fn default() -> Self {
-        Hll { registers: vec![0; HLL_REGISTERS] }
+        Hll {
+            registers: vec![0; HLL_REGISTERS],
+        }
     }
 }
 
@@ -70,18 +77,24 @@ impl Hll {
     pub fn add_vector(&mut self, v: &Vector, start: usize, end: usize) {
         let valid = |i: usize| !v.is_null(i);
         match &v.data {
-            ColumnData::Bool(x) => (start..end).filter(|&i| valid(i)).for_each(|i| self.add_hash(mix64(x[i] as u64))),
-            ColumnData::I32(x) => (start..end).filter(|&i| valid(i)).for_each(|i| self.add_hash(mix64(x[i] as u64))),
-            ColumnData::I64(x) => (start..end).filter(|&i| valid(i)).for_each(|i| self.add_hash(mix64(x[i] as u64))),
+            ColumnData::Bool(x) => (start..end)
+                .filter(|&i| valid(i))
+                .for_each(|i| self.add_hash(mix64(x[i] as u64))),
+            ColumnData::I32(x) => (start..end)
+                .filter(|&i| valid(i))
+                .for_each(|i| self.add_hash(mix64(x[i] as u64))),
+            ColumnData::I64(x) => (start..end)
+                .filter(|&i| valid(i))
+                .for_each(|i| self.add_hash(mix64(x[i] as u64))),
             ColumnData::I128(x) => (start..end)
                 .filter(|&i| valid(i))
                 .for_each(|i| self.add_hash(mix64(x[i] as u64 ^ mix64((x[i] >> 64) as u64)))),
-            ColumnData::F64(x) => {
-                (start..end).filter(|&i| valid(i)).for_each(|i| self.add_hash(mix64(x[i].to_bits())))
-            }
-            ColumnData::Str(s) => {
-                (start..end).filter(|&i| valid(i)).for_each(|i| self.add_hash(hash_bytes(s.get_bytes(i))))
-            }
+            ColumnData::F64(x) => (start..end)
+                .filter(|&i| valid(i))
+                .for_each(|i| self.add_hash(mix64(x[i].to_bits()))),
+            ColumnData::Str(s) => (start..end)
+                .filter(|&i| valid(i))
+                .for_each(|i| self.add_hash(hash_bytes(s.get_bytes(i)))),
         }
     }
 
@@ -120,7 +133,10 @@ mod tests {
             h.add_vector(&v, 0, n);
             h.add_vector(&v, 0, n); // duplicates do not count
             let e = h.estimate() as f64;
-            assert!((e - n as f64).abs() / n as f64 <= 0.05, "n={n} estimate={e}");
+            assert!(
+                (e - n as f64).abs() / n as f64 <= 0.05,
+                "n={n} estimate={e}"
+            );
         }
     }
 }

@@ -23,8 +23,18 @@ pub struct TableAppender {
 
 impl TableAppender {
     pub fn new(table: &str, schema: Schema, meta: TableMeta) -> Self {
-        let pending = schema.columns.iter().map(|c| Vector::new(c.data_type, 0)).collect();
-        TableAppender { table: table.to_string(), schema, meta, pending, appended: 0 }
+        let pending = schema
+            .columns
+            .iter()
+            .map(|c| Vector::new(c.data_type, 0))
+            .collect();
+        TableAppender {
+            table: table.to_string(),
+            schema,
+            meta,
+            pending,
+            appended: 0,
+        }
     }
 
     pub fn schema(&self) -> &Schema {
@@ -56,8 +66,12 @@ impl TableAppender {
         for (v, c) in batch.columns.iter().zip(&self.schema.columns) {
             let compatible = v.data_type.physical() == c.data_type.physical()
                 && match (v.data_type, c.data_type) {
-                    (DataType::Decimal { scale: a, .. }, DataType::Decimal { scale: b, .. }) => a == b,
-                    (a, b) => a.is_text() == b.is_text() && (a == DataType::Date) == (b == DataType::Date),
+                    (DataType::Decimal { scale: a, .. }, DataType::Decimal { scale: b, .. }) => {
+                        a == b
+                    }
+                    (a, b) => {
+                        a.is_text() == b.is_text() && (a == DataType::Date) == (b == DataType::Date)
+                    }
                 };
             if !compatible {
                 return Err(StorageError::TypeMismatch {
@@ -68,13 +82,18 @@ impl TableAppender {
                 });
             }
             if !c.nullable && v.null_count() > 0 {
-                return Err(StorageError::NotNull { table: self.table.clone(), column: c.name.clone() });
+                return Err(StorageError::NotNull {
+                    table: self.table.clone(),
+                    column: c.name.clone(),
+                });
             }
             if let (Some(max), ColumnData::Str(s)) = (c.data_type.max_len(), &v.data) {
                 for i in 0..s.len() {
                     let text = s.get(i);
                     let len = text.chars().count();
-                    if len > max as usize && text.trim_end_matches(' ').chars().count() > max as usize {
+                    if len > max as usize
+                        && text.trim_end_matches(' ').chars().count() > max as usize
+                    {
                         return Err(StorageError::Invalid(format!(
                             "value too long for type {} in column \"{}\" ({len} characters)",
                             c.data_type, c.name
@@ -110,9 +129,15 @@ impl TableAppender {
         let payload = io.page_size() - PAGE_HEADER;
         for (c, pending) in self.pending.iter_mut().enumerate() {
             let (group, rest) = if pending.len() == rows {
-                (std::mem::replace(pending, Vector::new(pending.data_type, 0)), None)
+                (
+                    std::mem::replace(pending, Vector::new(pending.data_type, 0)),
+                    None,
+                )
             } else {
-                (pending.slice(0, rows), Some(pending.slice(rows, pending.len() - rows)))
+                (
+                    pending.slice(0, rows),
+                    Some(pending.slice(rows, pending.len() - rows)),
+                )
             };
             if let Some(rest) = rest {
                 *pending = rest;
@@ -128,7 +153,9 @@ impl TableAppender {
                     )));
                 }
                 let page = io.alloc();
-                io.write_page(page, PageKind::Column, |buf| encode::encode(&group, start, k, buf))?;
+                io.write_page(page, PageKind::Column, |buf| {
+                    encode::encode(&group, start, k, buf)
+                })?;
                 let (min, max, nulls) = min_max(&group, start, start + k);
                 col.zones.push(PageZone {
                     page,

@@ -6,8 +6,8 @@ use std::io::Write;
 use std::path::Path;
 
 use tpchgen::generators::{
-    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator, PartSuppGenerator,
-    RegionGenerator, SupplierGenerator,
+    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
+    PartSuppGenerator, RegionGenerator, SupplierGenerator,
 };
 
 use kura_storage::loader::{Chunk, CHUNK_BYTES};
@@ -15,7 +15,9 @@ use kura_storage::loader::{Chunk, CHUNK_BYTES};
 use crate::error::{KuraError, KuraResult};
 
 /// The eight tables, smallest first.
-pub const TABLES: [&str; 8] = ["region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"];
+pub const TABLES: [&str; 8] = [
+    "region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem",
+];
 
 /// A source of `.tbl` line chunks for one table.
 pub type ChunkSource = Box<dyn FnMut() -> Option<Chunk> + Send>;
@@ -56,23 +58,32 @@ pub fn check_sf(sf: f64) -> KuraResult<()> {
     if sf.is_finite() && sf > 0.0 {
         Ok(())
     } else {
-        Err(KuraError::Invalid(format!("scale factor must be a positive number, got {sf}")))
+        Err(KuraError::Invalid(format!(
+            "scale factor must be a positive number, got {sf}"
+        )))
     }
 }
 
 /// Writes the eight `TABLE.tbl` files into `dir`; returns (table, bytes) per file.
 /// `progress(table, bytes_so_far)` is called as chunks are written.
-pub fn generate_files(sf: f64, dir: &Path, progress: &(dyn Fn(&str, u64) + Sync)) -> KuraResult<Vec<(String, u64)>> {
+pub fn generate_files(
+    sf: f64,
+    dir: &Path,
+    progress: &(dyn Fn(&str, u64) + Sync),
+) -> KuraResult<Vec<(String, u64)>> {
     check_sf(sf)?;
-    std::fs::create_dir_all(dir).map_err(|e| KuraError::Invalid(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| KuraError::Invalid(format!("{}: {e}", dir.display())))?;
     std::thread::scope(|s| {
         let handles: Vec<_> = TABLES
             .iter()
             .map(|&t| {
                 s.spawn(move || -> KuraResult<(String, u64)> {
                     let path = dir.join(format!("{t}.tbl"));
-                    let io_err = |e: std::io::Error| KuraError::Invalid(format!("{}: {e}", path.display()));
-                    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io_err)?);
+                    let io_err =
+                        |e: std::io::Error| KuraError::Invalid(format!("{}: {e}", path.display()));
+                    let mut f =
+                        std::io::BufWriter::new(std::fs::File::create(&path).map_err(io_err)?);
                     let mut src = table_chunks(t, sf)?;
                     let mut bytes = 0u64;
                     while let Some(chunk) = src() {
@@ -87,7 +98,11 @@ pub fn generate_files(sf: f64, dir: &Path, progress: &(dyn Fn(&str, u64) + Sync)
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(KuraError::Internal("generator thread panicked".into()))))
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(KuraError::Internal("generator thread panicked".into()))
+                })
+            })
             .collect()
     })
 }

@@ -17,9 +17,16 @@ pub const SCHEMA_SQL: &str = include_str!("schema.sql");
 pub const INDEX_SQL: &str = include_str!("indexes.sql");
 
 /// Builds [`INDEX_SQL`]'s indexes one by one; returns each name with its build time.
-pub fn create_indexes(session: &mut Session, progress: &(dyn Fn(&str) + Sync)) -> KuraResult<Vec<(String, Duration)>> {
+pub fn create_indexes(
+    session: &mut Session,
+    progress: &(dyn Fn(&str) + Sync),
+) -> KuraResult<Vec<(String, Duration)>> {
     let mut out = Vec::new();
-    for stmt in INDEX_SQL.split(';').map(str::trim).filter(|s| s.contains("CREATE")) {
+    for stmt in INDEX_SQL
+        .split(';')
+        .map(str::trim)
+        .filter(|s| s.contains("CREATE"))
+    {
         let name = stmt
             .split_whitespace()
             .skip_while(|w| *w != "INDEX")
@@ -54,15 +61,26 @@ pub enum Source<'a> {
 
 /// Drops any existing TPC-H tables, recreates them and loads every table, each
 /// in its own transaction. `progress(table, bytes_done)` reports as it goes.
-pub fn load(session: &mut Session, source: Source<'_>, progress: &(dyn Fn(&str, u64) + Sync)) -> KuraResult<Vec<LoadReport>> {
+pub fn load(
+    session: &mut Session,
+    source: Source<'_>,
+    progress: &(dyn Fn(&str, u64) + Sync),
+) -> KuraResult<Vec<LoadReport>> {
     if let Source::Generate(sf) = source {
         check_sf(sf)?;
     }
-    let drop_sql: String = TABLES.iter().map(|t| format!("DROP TABLE IF EXISTS {t};")).collect();
+    let drop_sql: String = TABLES
+        .iter()
+        .map(|t| format!("DROP TABLE IF EXISTS {t};"))
+        .collect();
     session.execute_all(&drop_sql)?;
     session.execute_all(SCHEMA_SQL)?;
     let storage = session.storage().clone();
-    let fmt = TextFormat { delimiter: b'|', header: false, quoted: false };
+    let fmt = TextFormat {
+        delimiter: b'|',
+        header: false,
+        quoted: false,
+    };
     let mut reports = Vec::new();
     for table in TABLES {
         let start = Instant::now();
@@ -76,14 +94,32 @@ pub fn load(session: &mut Session, source: Source<'_>, progress: &(dyn Fn(&str, 
             Source::Generate(sf) => {
                 let mut chunks = table_chunks(table, *sf)?;
                 let name = format!("{table} (generated)");
-                loader::load_chunks(&mut txn, table, &name, move || Ok(chunks()), &fmt, loader::default_threads(), Some(&report))?
+                loader::load_chunks(
+                    &mut txn,
+                    table,
+                    &name,
+                    move || Ok(chunks()),
+                    &fmt,
+                    loader::default_threads(),
+                    Some(&report),
+                )?
             }
             Source::Files(dir) => {
                 let path = dir.join(format!("{table}.tbl"));
                 if !path.exists() {
-                    return Err(KuraError::Invalid(format!("{}: no such file", path.display())));
+                    return Err(KuraError::Invalid(format!(
+                        "{}: no such file",
+                        path.display()
+                    )));
                 }
-                loader::load_file(&mut txn, table, &path, &fmt, loader::default_threads(), Some(&report))?
+                loader::load_file(
+                    &mut txn,
+                    table,
+                    &path,
+                    &fmt,
+                    loader::default_threads(),
+                    Some(&report),
+                )?
             }
         };
         txn.commit()?;
