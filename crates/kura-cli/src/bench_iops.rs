@@ -47,7 +47,7 @@ pub struct IopsResult {
 
 /// Runs the benchmark and prints one line per queue depth.
 pub fn run(args: Args) -> Result<(), String> {
-    if args.block == 0 || args.block % 4096 != 0 {
+    if args.block == 0 || !args.block.is_multiple_of(4096) {
         return Err(format!(
             "--block must be a positive multiple of 4096, got {}",
             args.block

@@ -80,7 +80,7 @@ enum Command {
     /// Serve the PostgreSQL wire protocol (psql, JDBC, psycopg connect unchanged).
     Serve(serve::Args),
     /// Cache simulator: replacement policies, two-level caches, reuse distance (paper 004).
-    Cachesim(cachesim::CachesimArgs),
+    Cachesim(Box<cachesim::CachesimArgs>),
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -183,7 +183,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_options()),
-        Some(Command::Cachesim(args)) => cachesim::run(args.clone()),
+        Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
         Some(Command::Bench {
             cmd: BenchCommand::Load(args),
         }) => bench_load::run(args),

@@ -4,6 +4,9 @@
 
 use std::collections::BTreeMap;
 
+/// Checks a free-form setting value; the error says what is wrong.
+pub type Validator = fn(&str) -> Result<(), String>;
+
 /// One known setting: its name, default, and the values it accepts.
 pub struct SettingSpec {
     pub name: &'static str,
@@ -11,7 +14,7 @@ pub struct SettingSpec {
     pub description: &'static str,
     /// Accepted values (lower case); empty means free-form (checked by `validate`).
     pub choices: &'static [&'static str],
-    pub validate: Option<fn(&str) -> Result<(), String>>,
+    pub validate: Option<Validator>,
 }
 
 fn validate_size(v: &str) -> Result<(), String> {

@@ -261,7 +261,7 @@ impl DbFile {
     /// Writes `header` into the slot its generation selects (alternating), then syncs.
     /// The other slot still holds the previous commit, so a torn write loses nothing.
     pub fn write_header(&self, header: &Header) -> StorageResult<()> {
-        let slot = (header.generation % 2) as u64;
+        let slot = header.generation % 2;
         self.file
             .write_all_at(&header.encode(), slot * SLOT_SIZE as u64)
             .map_err(|e| StorageError::io(&self.path, "write header", e))?;
