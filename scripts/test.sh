@@ -28,7 +28,8 @@ status=0
 cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || status=1
 
 echo "== benchmark suite, SF 0.01 (kura, DuckDB, SQLite) =="
-target_dir="${CARGO_TARGET_DIR:-target}"
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
 KURA_BIN="$target_dir/debug/kura" bash bench/ci.sh || status=1
 
 exit $status
