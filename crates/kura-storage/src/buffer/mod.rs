@@ -451,11 +451,9 @@ impl InFlight {
         let (f, page) = (self.frame, self.page);
         // The pin passes to the guard (or is released below), so `self` must not
         // unpin on drop; its `Arc` is released normally.
-        let mut this = std::mem::ManuallyDrop::new(self);
+        let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never used or dropped again after the Arc is moved out.
-        let own_bm = unsafe { std::ptr::read(&this.bm) };
-        let _ = &mut this;
-        drop(own_bm);
+        drop(unsafe { std::ptr::read(&this.bm) });
         if ok {
             drop(inner);
             Some(PageGuard {

@@ -76,7 +76,6 @@ pub fn parse_chunk(
             line = &line[..line.len() - 1];
         }
         let this_line = line_no;
-        let line_start = start;
         start = end + 1;
         line_no += 1;
         if (skip_first && this_line == 0) || line.is_empty() {
@@ -141,7 +140,6 @@ pub fn parse_chunk(
                 });
             }
         }
-        let _ = line_start;
     }
     Ok(cols)
 }
