@@ -54,6 +54,14 @@ pub const SETTINGS: &[SettingSpec] = &[
         validate: None,
     },
     SettingSpec {
+        name: "enable_seqscan",
+        default: "on",
+        description:
+            "off: choose an applicable index scan or index join over a full scan whatever the cost",
+        choices: &["on", "off"],
+        validate: None,
+    },
+    SettingSpec {
         name: "prefetch",
         default: "on",
         description: "sequential read-ahead for scans",

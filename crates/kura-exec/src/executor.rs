@@ -10,6 +10,7 @@ use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::ops::aggregate::AggregateSink;
 use crate::ops::collect::CollectSink;
+use crate::ops::index::{IndexJoinOp, IndexJoinSpec, IndexScanSource};
 use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec};
 use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
@@ -28,6 +29,8 @@ pub struct Executor<'a> {
 fn kind_of(k: &PlanKind) -> OperatorKind {
     match k {
         PlanKind::Scan { .. } => OperatorKind::Scan,
+        PlanKind::IndexScan { .. } => OperatorKind::IndexScan,
+        PlanKind::IndexJoin { .. } => OperatorKind::IndexJoin,
         PlanKind::Values { .. } => OperatorKind::Values,
         PlanKind::Filter { .. } => OperatorKind::Filter,
         PlanKind::Project { .. } => OperatorKind::Project,
@@ -104,6 +107,54 @@ impl Executor<'_> {
                     source_node: node.id,
                     transforms: Vec::new(),
                 }
+            }
+            PlanKind::IndexScan {
+                table,
+                index,
+                ranges,
+                columns,
+                filter,
+            } => Pipeline {
+                source: Arc::new(IndexScanSource::new(
+                    table.clone(),
+                    index.clone(),
+                    ranges,
+                    columns.clone(),
+                    filter.clone(),
+                    node.id,
+                )?),
+                source_node: node.id,
+                transforms: Vec::new(),
+            },
+            PlanKind::IndexJoin {
+                join_type,
+                probe,
+                table,
+                index,
+                probe_keys,
+                columns,
+                inner_filter,
+                residual,
+            } => {
+                let filter_columns = inner_filter.as_ref().map_or(0, |f| {
+                    let mut used = Vec::new();
+                    f.columns(&mut used);
+                    used.iter().map(|c| c + 1).max().unwrap_or(0)
+                });
+                let op = IndexJoinOp::new(IndexJoinSpec {
+                    join_type: *join_type,
+                    table: table.clone(),
+                    index: index.clone(),
+                    probe_keys: probe_keys.clone(),
+                    columns: columns.clone(),
+                    inner_filter: inner_filter.clone(),
+                    filter_columns,
+                    residual: residual.clone(),
+                    node: node.id,
+                })?;
+                let mut p = self.compile(probe)?;
+                p.transforms.push((node.id, Arc::new(op)));
+                p
             }
             PlanKind::Values { rows } => {
                 let batch = rows_to_batch(&node.output, rows)?;

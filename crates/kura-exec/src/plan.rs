@@ -7,13 +7,16 @@
 //! never needs to know SQL.
 
 use std::fmt::Write as _;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use kura_common::{DataType, Value};
 
 use crate::context::OperatorStats;
 use crate::expr::{BinaryOp, PhysExpr};
+use crate::index_source::IndexSource;
 use crate::source::TableSource;
+pub use kura_storage::index::{KeyRange, LastColumn};
 
 /// Join semantics. The probe input is the preserved / filtered side; the build input
 /// is loaded into the join's table.
@@ -78,6 +81,46 @@ pub struct ZonePredicate {
     pub value: Value,
 }
 
+/// An index search condition in words, with the key columns' names.
+fn describe_range(table: &dyn TableSource, index: &IndexSource, r: &KeyRange) -> String {
+    let name = |i: usize| {
+        index
+            .columns
+            .get(i)
+            .map_or("?", |&c| table.columns()[c].name.as_str())
+    };
+    let mut parts: Vec<String> =
+        r.eq.iter()
+            .enumerate()
+            .map(|(i, v)| format!("{} = {v}", name(i)))
+            .collect();
+    let col = name(r.eq.len());
+    match &r.last {
+        LastColumn::Any => {}
+        LastColumn::Prefix(p) => parts.push(format!("{col} LIKE '{p}%'")),
+        LastColumn::Range { lower, upper } => {
+            match lower {
+                Bound::Included(v) => parts.push(format!("{col} >= {v}")),
+                Bound::Excluded(v) => parts.push(format!("{col} > {v}")),
+                Bound::Unbounded => {}
+            }
+            match upper {
+                Bound::Included(v) => parts.push(format!("{col} <= {v}")),
+                Bound::Excluded(v) => parts.push(format!("{col} < {v}")),
+                Bound::Unbounded => {}
+            }
+            if matches!((lower, upper), (Bound::Unbounded, Bound::Unbounded)) {
+                parts.push(format!("{col} IS NOT NULL"));
+            }
+        }
+    }
+    if parts.is_empty() {
+        "all".into()
+    } else {
+        parts.join(" AND ")
+    }
+}
+
 /// One node of a physical plan.
 #[derive(Clone)]
 pub struct PlanNode {
@@ -102,6 +145,33 @@ pub enum PlanKind {
         zone_predicates: Vec<ZonePredicate>,
         /// Filter over the scan's output columns.
         filter: Option<PhysExpr>,
+    },
+    /// Rows an index finds in the union of `ranges` (disjoint), fetched by row id.
+    IndexScan {
+        table: Arc<dyn TableSource>,
+        index: Arc<IndexSource>,
+        ranges: Vec<KeyRange>,
+        /// Table columns fetched, in output order.
+        columns: Vec<usize>,
+        /// Filter over the output columns (the whole predicate: the index range is
+        /// a superset of its matches).
+        filter: Option<PhysExpr>,
+    },
+    /// Index nested-loop join: each batch of probe rows looks its keys up in an
+    /// index of the inner table and fetches the matching rows.
+    IndexJoin {
+        join_type: JoinType,
+        probe: Box<PlanNode>,
+        table: Arc<dyn TableSource>,
+        index: Arc<IndexSource>,
+        /// Over probe columns, one per leading key column, of that column's type.
+        probe_keys: Vec<PhysExpr>,
+        /// Inner table columns fetched, in output order.
+        columns: Vec<usize>,
+        /// Over the fetched inner columns: the inner table's own predicates.
+        inner_filter: Option<PhysExpr>,
+        /// Over probe columns followed by fetched inner columns.
+        residual: Option<PhysExpr>,
     },
     /// Constant rows.
     Values {
@@ -162,12 +232,15 @@ impl PlanNode {
 
     pub fn children(&self) -> Vec<&PlanNode> {
         match &self.kind {
-            PlanKind::Scan { .. } | PlanKind::Values { .. } => vec![],
+            PlanKind::Scan { .. } | PlanKind::IndexScan { .. } | PlanKind::Values { .. } => {
+                vec![]
+            }
             PlanKind::Filter { input, .. }
             | PlanKind::Project { input, .. }
             | PlanKind::Aggregate { input, .. }
             | PlanKind::Sort { input, .. }
-            | PlanKind::Limit { input, .. } => vec![input],
+            | PlanKind::Limit { input, .. }
+            | PlanKind::IndexJoin { probe: input, .. } => vec![input],
             PlanKind::Join { probe, build, .. } => vec![probe, build],
             PlanKind::UnionAll { inputs } => inputs.iter().collect(),
         }
@@ -175,12 +248,15 @@ impl PlanNode {
 
     fn children_mut(&mut self) -> Vec<&mut PlanNode> {
         match &mut self.kind {
-            PlanKind::Scan { .. } | PlanKind::Values { .. } => vec![],
+            PlanKind::Scan { .. } | PlanKind::IndexScan { .. } | PlanKind::Values { .. } => {
+                vec![]
+            }
             PlanKind::Filter { input, .. }
             | PlanKind::Project { input, .. }
             | PlanKind::Aggregate { input, .. }
             | PlanKind::Sort { input, .. }
-            | PlanKind::Limit { input, .. } => vec![input],
+            | PlanKind::Limit { input, .. }
+            | PlanKind::IndexJoin { probe: input, .. } => vec![input],
             PlanKind::Join { probe, build, .. } => vec![probe, build],
             PlanKind::UnionAll { inputs } => inputs.iter_mut().collect(),
         }
@@ -229,6 +305,67 @@ impl PlanNode {
                 }
                 if let Some(f) = filter {
                     let _ = write!(s, " filter: {f}");
+                }
+                s
+            }
+            PlanKind::IndexScan {
+                table,
+                index,
+                ranges,
+                columns,
+                filter,
+            } => {
+                let cols: Vec<&str> = columns
+                    .iter()
+                    .map(|&c| table.columns()[c].name.as_str())
+                    .collect();
+                let r: Vec<String> = ranges
+                    .iter()
+                    .map(|r| describe_range(table.as_ref(), index, r))
+                    .collect();
+                let mut s = format!(
+                    "{} [{}] using {} where {}",
+                    table.name(),
+                    cols.join(", "),
+                    index.name,
+                    r.join(" OR ")
+                );
+                if let Some(f) = filter {
+                    let _ = write!(s, " filter: {f}");
+                }
+                s
+            }
+            PlanKind::IndexJoin {
+                join_type,
+                table,
+                index,
+                probe_keys,
+                columns,
+                inner_filter,
+                residual,
+                ..
+            } => {
+                let cols: Vec<&str> = columns
+                    .iter()
+                    .map(|&c| table.columns()[c].name.as_str())
+                    .collect();
+                let keys: Vec<String> = probe_keys
+                    .iter()
+                    .zip(&index.columns)
+                    .map(|(p, &c)| format!("{p} = {}", table.columns()[c].name))
+                    .collect();
+                let mut s = format!(
+                    "{join_type:?} {} [{}] using {} on [{}]",
+                    table.name(),
+                    cols.join(", "),
+                    index.name,
+                    keys.join(", ")
+                );
+                if let Some(f) = inner_filter {
+                    let _ = write!(s, " inner filter: {f}");
+                }
+                if let Some(r) = residual {
+                    let _ = write!(s, " residual: {r}");
                 }
                 s
             }

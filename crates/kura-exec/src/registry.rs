@@ -13,6 +13,8 @@ use crate::ops::join::JoinAlgorithm;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OperatorKind {
     Scan,
+    IndexScan,
+    IndexJoin,
     Values,
     Filter,
     Project,
@@ -76,6 +78,20 @@ impl Default for OperatorRegistry {
             0,
             "table row groups",
             "batches of the read columns",
+        )));
+        r.register(plain(desc(
+            "index_scan",
+            IndexScan,
+            0,
+            "leaf runs of a B+tree range (one task each)",
+            "batches of the fetched rows' columns",
+        )));
+        r.register(plain(desc(
+            "index_nested_loop_join",
+            IndexJoin,
+            1,
+            "probe batches (keys looked up in the inner table's index, per batch)",
+            "joined batches",
         )));
         r.register(plain(desc(
             "values",

@@ -9,6 +9,7 @@ use kura_common::{DataType, Value, Vector};
 use kura_storage::{BufferManager, PageId};
 
 use crate::error::ExecResult;
+use crate::index_source::IndexSource;
 
 /// Statistics of one column, for cardinality estimates.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +61,29 @@ pub trait TableSource: Send + Sync {
     fn pages(&self, col: usize, rows: Range<u64>) -> Vec<PageId> {
         let _ = (col, rows);
         Vec::new()
+    }
+    /// Pages (or zones) a full read of column `col` touches: the unit of the
+    /// planner's scan cost.
+    fn page_count(&self, col: usize) -> usize {
+        self.zones(col).len().max(1)
+    }
+    /// The B+tree indexes on this table (none for tables not stored in pages).
+    fn indexes(&self) -> Vec<Arc<IndexSource>> {
+        Vec::new()
+    }
+    /// Rows `row_ids` of column `col`, in the order given (index plans fetch the
+    /// rows an index found). Sorted row ids share pages.
+    fn fetch_rows(&self, col: usize, row_ids: &[u64]) -> ExecResult<Vector> {
+        let dt = self
+            .columns()
+            .get(col)
+            .map(|c| c.data_type)
+            .ok_or_else(|| crate::error::ExecError::Internal(format!("no column #{col}")))?;
+        let mut out = Vector::new(dt, row_ids.len());
+        for &r in row_ids {
+            out.append(&self.read_range(col, r, 1)?);
+        }
+        Ok(out)
     }
 }
 
@@ -176,5 +200,22 @@ impl TableSource for MemTable {
         let start = (first_row as usize).min(v.len());
         let len = len.min(v.len() - start);
         Ok(v.slice(start, len))
+    }
+    fn fetch_rows(&self, col: usize, row_ids: &[u64]) -> ExecResult<Vector> {
+        let v = self.data.get(col).ok_or_else(|| {
+            crate::error::ExecError::Internal(format!("column {col} out of range"))
+        })?;
+        let idx = row_ids
+            .iter()
+            .map(|&r| {
+                u32::try_from(r)
+                    .ok()
+                    .filter(|&i| (i as usize) < v.len())
+                    .ok_or_else(|| {
+                        crate::error::ExecError::Internal(format!("row id {r} out of range"))
+                    })
+            })
+            .collect::<ExecResult<Vec<u32>>>()?;
+        Ok(v.take(&idx))
     }
 }

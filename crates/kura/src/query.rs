@@ -12,8 +12,8 @@ use kura_common::settings::Settings;
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_exec::expr::assign_vector;
 use kura_exec::{
-    ColumnStatistics, ExecContext, ExecError, ExecResult, Executor, IoCounters, OperatorRegistry,
-    SourceColumn, TableSource, Zone,
+    ColumnStatistics, ExecContext, ExecError, ExecResult, Executor, IndexSource, IoCounters,
+    OperatorRegistry, SourceColumn, TableSource, Zone,
 };
 use kura_sql::{
     describe_query, plan_query, CatalogProvider, PlannedQuery, PlannerOptions, SqlError,
@@ -36,6 +36,7 @@ pub(crate) struct QueryContext<'a> {
 struct StorageTable {
     table: Arc<Table>,
     columns: Vec<SourceColumn>,
+    indexes: Vec<Arc<IndexSource>>,
 }
 
 impl TableSource for StorageTable {
@@ -94,6 +95,19 @@ impl TableSource for StorageTable {
             .map(|z| z.page)
             .collect()
     }
+    fn page_count(&self, col: usize) -> usize {
+        if col < self.columns.len() {
+            self.table.zones(col).len().max(1)
+        } else {
+            1
+        }
+    }
+    fn indexes(&self) -> Vec<Arc<IndexSource>> {
+        self.indexes.clone()
+    }
+    fn fetch_rows(&self, col: usize, row_ids: &[u64]) -> ExecResult<Vector> {
+        self.table.fetch_rows(col, row_ids).map_err(ExecError::from)
+    }
 }
 
 /// The committed catalog as the planner sees it.
@@ -114,7 +128,30 @@ impl CatalogProvider for StorageCatalog {
                 nullable: c.nullable,
             })
             .collect();
-        Some(Arc::new(StorageTable { table, columns }))
+        let indexes = self
+            .catalog
+            .indexes_on(table.name())
+            .into_iter()
+            .filter_map(|ix| {
+                let cols = ix
+                    .columns
+                    .iter()
+                    .map(|c| table.schema().index_of(c))
+                    .collect::<Option<Vec<usize>>>()?;
+                Some(Arc::new(IndexSource::new(
+                    &ix.name,
+                    cols,
+                    ix.unique,
+                    ix.tree.clone(),
+                    table.buffer().clone(),
+                )))
+            })
+            .collect();
+        Some(Arc::new(StorageTable {
+            table,
+            columns,
+            indexes,
+        }))
     }
     fn view(&self, name: &str) -> Option<ViewDefinition> {
         self.catalog.view(name).map(|v| ViewDefinition {
@@ -160,6 +197,8 @@ impl QueryContext<'_> {
                 &self.settings.value("join_algorithm"),
             )
             .into(),
+            enable_index: self.settings.value("enable_index") == "on",
+            enable_seqscan: self.settings.value("enable_seqscan") == "on",
         }
     }
 

@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod collect;
+pub mod index;
 pub mod join;
 pub mod minmax;
 pub mod scan;

@@ -1,7 +1,7 @@
 //! Cardinality estimates from catalog statistics (row counts, distinct counts,
 //! min/max): selectivities of predicates and sizes of joins and groupings.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use kura_common::Value;
 use kura_exec::expr::{BinaryOp, PhysExpr};
@@ -155,6 +155,43 @@ pub fn selectivity(p: &PhysExpr, est: &Estimate) -> f64 {
     s.clamp(0.0, 1.0)
 }
 
+/// Fraction of a table's rows its scan filters keep. The conjuncts an index can
+/// answer are counted in that index (a histogram with one bucket per leaf, so
+/// skew and correlated bounds such as BETWEEN are estimated as they are); the
+/// others use the column statistics.
+fn scan_selectivity(
+    table: &dyn kura_exec::TableSource,
+    cols: &[(usize, ColId)],
+    filters: &[PhysExpr],
+    est: &Estimate,
+) -> f64 {
+    let heuristic = |fs: &mut dyn Iterator<Item = &PhysExpr>| -> f64 {
+        fs.map(|f| selectivity(f, est)).product()
+    };
+    let rows = table.row_count() as f64;
+    if rows <= 0.0 {
+        return heuristic(&mut filters.iter());
+    }
+    let Some((index, ranges, found)) = super::access::best_index_range(table, cols, filters) else {
+        return heuristic(&mut filters.iter());
+    };
+    // The conjuncts on the key columns the ranges constrain are the index's to
+    // estimate; the rest multiply in as usual.
+    let constrained = ranges.first().map_or(0, |r| {
+        r.eq.len() + usize::from(r.last != kura_exec::plan::LastColumn::Any)
+    });
+    let key_cols: HashSet<ColId> = index.columns[..constrained.min(index.columns.len())]
+        .iter()
+        .filter_map(|tc| cols.iter().find(|c| c.0 == *tc).map(|c| c.1))
+        .collect();
+    let only_keys = |f: &PhysExpr| {
+        let r = refs_of(f);
+        !r.is_empty() && r.iter().all(|c| key_cols.contains(c))
+    };
+    let others = heuristic(&mut filters.iter().filter(|f| !only_keys(f)));
+    (found / rows).clamp(0.0, 1.0) * others
+}
+
 /// Rows of `l ⋈ r` under conditions `on`.
 pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     let mut rows = l.rows * r.rows;
@@ -188,7 +225,7 @@ pub fn estimate(plan: &Logical) -> Estimate {
                     }
                 }
             }
-            let sel: f64 = filters.iter().map(|f| selectivity(f, &e)).product();
+            let sel = scan_selectivity(table.as_ref(), cols, filters, &e);
             e.rows = (e.rows * sel).max(if e.rows > 0.0 { 1.0 } else { 0.0 });
             e
         }

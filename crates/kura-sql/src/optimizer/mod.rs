@@ -2,6 +2,7 @@
 //! aggregations and outer/semi joins), OR factoring, and cost-based ordering of
 //! inner joins from cardinality estimates.
 
+pub mod access;
 pub mod estimate;
 mod join_order;
 mod pushdown;

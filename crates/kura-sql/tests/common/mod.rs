@@ -205,6 +205,7 @@ pub fn run_sql(catalog: &mut MemoryCatalog, sql: &str, join: &str) -> Result<Out
             Statement::Query(q) => {
                 let opts = PlannerOptions {
                     join_operator: join.to_string(),
+                    ..PlannerOptions::default()
                 };
                 let planned = plan_query(catalog, &q, None, &opts).map_err(|e| e.to_string())?;
                 let ctx = ExecContext::new(Arc::new(AtomicBool::new(false)), u64::MAX);

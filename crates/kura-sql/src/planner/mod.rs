@@ -19,17 +19,27 @@ use crate::logical::{map_columns, refs, refs_of, ColId, Columns, Logical};
 use crate::optimizer::estimate::estimate;
 use crate::optimizer::optimize;
 
+mod index;
+
 /// Choices the session makes for planning.
 #[derive(Debug, Clone)]
 pub struct PlannerOptions {
     /// Registered join operator to use (`hash_join`, `nested_loop_join`).
     pub join_operator: String,
+    /// Whether index scans and index nested-loop joins may be chosen
+    /// (`SET enable_index`).
+    pub enable_index: bool,
+    /// When false, an applicable index plan is taken whatever its estimated
+    /// cost (`SET enable_seqscan = off`, as in PostgreSQL).
+    pub enable_seqscan: bool,
 }
 
 impl Default for PlannerOptions {
     fn default() -> Self {
         PlannerOptions {
             join_operator: "hash_join".into(),
+            enable_index: true,
+            enable_seqscan: true,
         }
     }
 }
@@ -106,7 +116,7 @@ pub fn describe_query(
 }
 
 /// Rewrites column ids into positions of `layout`.
-fn remap(e: &PhysExpr, layout: &[ColId]) -> SqlResult<PhysExpr> {
+pub(crate) fn remap(e: &PhysExpr, layout: &[ColId]) -> SqlResult<PhysExpr> {
     let mut missing = None;
     let out = map_columns(
         e,
@@ -132,13 +142,13 @@ fn remap(e: &PhysExpr, layout: &[ColId]) -> SqlResult<PhysExpr> {
     }
 }
 
-struct Lowering<'a> {
+pub(crate) struct Lowering<'a> {
     cols: &'a Columns,
     opts: &'a PlannerOptions,
 }
 
 /// `column op constant` conjuncts usable against page min/max.
-fn zone_predicate(e: &PhysExpr, layout: &[(usize, ColId)]) -> Option<ZonePredicate> {
+pub(crate) fn zone_predicate(e: &PhysExpr, layout: &[(usize, ColId)]) -> Option<ZonePredicate> {
     let PhysExpr::Binary {
         op, left, right, ..
     } = e
@@ -175,15 +185,21 @@ fn op_is(op: BinaryOp) -> &'static bool {
 }
 
 impl Lowering<'_> {
-    fn node(&self, plan: &Logical, op: &str, kind: PlanKind, output: Vec<DataType>) -> PlanNode {
+    pub(crate) fn node(
+        &self,
+        plan: &Logical,
+        op: &str,
+        kind: PlanKind,
+        output: Vec<DataType>,
+    ) -> PlanNode {
         PlanNode::new(op, kind, output, estimate(plan).rows)
     }
 
-    fn types(&self, layout: &[ColId]) -> Vec<DataType> {
+    pub(crate) fn types(&self, layout: &[ColId]) -> Vec<DataType> {
         layout.iter().map(|c| self.cols.ty(*c)).collect()
     }
 
-    fn lower(
+    pub(crate) fn lower(
         &self,
         plan: &Logical,
         required: &HashSet<ColId>,
@@ -194,6 +210,9 @@ impl Lowering<'_> {
                 cols,
                 filters,
             } => {
+                if let Some(found) = self.index_scan(plan, required)? {
+                    return Ok(found);
+                }
                 let mut need = required.clone();
                 filters.iter().for_each(|f| refs(f, &mut need));
                 let read: Vec<(usize, ColId)> = cols
@@ -280,6 +299,11 @@ impl Lowering<'_> {
                 on,
                 mark,
             } => {
+                if mark.is_none() {
+                    if let Some(found) = self.index_join(plan, required)? {
+                        return Ok(found);
+                    }
+                }
                 let mut need = required.clone();
                 on.iter().for_each(|p| refs(p, &mut need));
                 let lids: HashSet<ColId> = left.output().into_iter().collect();

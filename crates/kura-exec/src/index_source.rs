@@ -1,0 +1,132 @@
+//! A B+tree index as the planner and the index operators see it (paper 003's
+//! selective plans): which table columns it keys, the search pieces of a range,
+//! batched probes, and cheap cardinality estimates counted in the tree itself.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use kura_common::{DataType, Value};
+use kura_storage::index::{BTreeIndex, KeyRange, LeafRange, DEFAULT_LEAVES_PER_PIECE};
+use kura_storage::BufferManager;
+
+use crate::error::{ExecError, ExecResult};
+
+/// Leaves below which an estimate scans the leaves and counts exactly.
+const EXACT_COUNT_LEAVES: usize = 4;
+
+/// One index of a table source.
+pub struct IndexSource {
+    pub name: String,
+    /// Table column of each key column, in key order.
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    pub tree: BTreeIndex,
+    pub bm: Arc<BufferManager>,
+    /// Estimates already counted, by range (planning asks the same ranges often).
+    estimates: Mutex<HashMap<String, f64>>,
+}
+
+impl fmt::Debug for IndexSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexSource")
+            .field("name", &self.name)
+            .field("columns", &self.columns)
+            .field("unique", &self.unique)
+            .finish()
+    }
+}
+
+impl IndexSource {
+    pub fn new(
+        name: &str,
+        columns: Vec<usize>,
+        unique: bool,
+        tree: BTreeIndex,
+        bm: Arc<BufferManager>,
+    ) -> IndexSource {
+        IndexSource {
+            name: name.to_string(),
+            columns,
+            unique,
+            tree,
+            bm,
+            estimates: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn key_types(&self) -> &[DataType] {
+        &self.tree.key_types
+    }
+
+    /// Entries (indexed rows).
+    pub fn entries(&self) -> u64 {
+        self.tree.entries
+    }
+
+    /// Entries per leaf, on average.
+    fn entries_per_leaf(&self) -> f64 {
+        self.tree.entries as f64 / self.tree.leaf_count.max(1) as f64
+    }
+
+    /// The pieces (runs of leaves) holding the entries of `range`: independent
+    /// units of work. Reads only inner nodes.
+    pub fn pieces(&self, range: &KeyRange) -> ExecResult<Vec<LeafRange>> {
+        self.tree
+            .range_pieces(&self.bm, range, DEFAULT_LEAVES_PER_PIECE)
+            .map_err(ExecError::from)
+    }
+
+    /// Row ids of one piece, in key order.
+    pub fn scan_piece(&self, piece: &LeafRange) -> ExecResult<Vec<u64>> {
+        self.tree
+            .scan_piece(&self.bm, piece)
+            .map_err(ExecError::from)
+    }
+
+    /// Batched equality probes on a key prefix: `(probe index, row id)` pairs.
+    pub fn lookup_many(&self, keys: &[Vec<Value>]) -> ExecResult<Vec<(usize, u64)>> {
+        self.tree
+            .lookup_many(&self.bm, keys)
+            .map_err(ExecError::from)
+    }
+
+    /// Estimated entries in `range`, counted in the tree: the leaves the range
+    /// spans (from inner nodes) times the mean entries per leaf, or an exact count
+    /// when it spans only a few leaves. The tree is an exact equi-depth histogram
+    /// whose buckets are leaves, so skewed columns are estimated as well as
+    /// uniform ones. `None` when the tree cannot be read.
+    pub fn estimate(&self, range: &KeyRange) -> Option<f64> {
+        let key = format!("{range:?}");
+        if let Some(v) = self.lock().get(&key) {
+            return Some(*v);
+        }
+        let encoded = range.encode(self.key_types()).ok()?;
+        let value = match encoded {
+            None => 0.0,
+            Some(r) => {
+                let pieces = self
+                    .tree
+                    .encoded_pieces(&self.bm, Arc::new(r), usize::MAX)
+                    .ok()?;
+                let leaves: usize = pieces.iter().map(|p| p.leaves.len()).sum();
+                if leaves <= EXACT_COUNT_LEAVES {
+                    let mut n = 0;
+                    for p in &pieces {
+                        n += self.tree.scan_piece(&self.bm, p).ok()?.len();
+                    }
+                    n as f64
+                } else {
+                    // The first and last leaves are partly in range: count half each.
+                    (leaves as f64 - 1.0) * self.entries_per_leaf()
+                }
+            }
+        };
+        self.lock().insert(key, value);
+        Some(value)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, f64>> {
+        self.estimates.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
