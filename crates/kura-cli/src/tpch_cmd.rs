@@ -49,6 +49,9 @@ pub enum TpchCommand {
         /// Runs per query (the median is reported).
         #[arg(long, default_value_t = 1)]
         reps: usize,
+        /// Session settings for the run, e.g. --set enable_index=off --set execution_mode=serial.
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        settings: Vec<String>,
     },
 }
 
@@ -136,6 +139,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             check,
             load,
             reps,
+            settings,
         } => {
             if *load {
                 run(
@@ -148,6 +152,14 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 )?;
             }
             let (_db, mut session) = cli.open()?;
+            for s in settings {
+                let (name, value) = s
+                    .split_once('=')
+                    .ok_or_else(|| format!("--set {s}: expected NAME=VALUE"))?;
+                session
+                    .execute(&format!("SET {} = '{}'", name.trim(), value.trim()))
+                    .map_err(|e| format!("--set {s}: {e}"))?;
+            }
             let answers = if *check {
                 Some(kura::tpch::run::answers_dir(*sf).ok_or_else(|| {
                     format!(

@@ -10,7 +10,8 @@ use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::ops::aggregate::AggregateSink;
 use crate::ops::collect::CollectSink;
-use crate::ops::index::{IndexJoinOp, IndexJoinSpec, IndexScanSource};
+use crate::ops::index::{IndexJoinSource, IndexJoinSpec, IndexScanSource};
+use crate::ops::join::batch_bytes;
 use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec};
 use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
@@ -141,7 +142,7 @@ impl Executor<'_> {
                     f.columns(&mut used);
                     used.iter().map(|c| c + 1).max().unwrap_or(0)
                 });
-                let op = IndexJoinOp::new(IndexJoinSpec {
+                let spec = IndexJoinSpec {
                     join_type: *join_type,
                     table: table.clone(),
                     index: index.clone(),
@@ -151,9 +152,24 @@ impl Executor<'_> {
                     filter_columns,
                     residual: residual.clone(),
                     node: node.id,
-                })?;
-                let mut p = self.compile(probe)?;
-                p.transforms.push((node.id, Arc::new(op)));
+                };
+                // The probe side is materialised (the optimizer picks this join
+                // for small outer inputs); each of its batches becomes a piece.
+                let sink = Arc::new(CollectSink::default());
+                self.run_into(probe, sink.clone(), node.id)?;
+                let mut batches = Vec::new();
+                for b in sink.take() {
+                    self.ctx
+                        .memory
+                        .reserve(batch_bytes(&b), "index join input")?;
+                    batches.extend(crate::ops::split(b));
+                }
+                let batches = batches.into_iter().filter(|b| !b.is_empty()).collect();
+                let p = Pipeline {
+                    source: Arc::new(IndexJoinSource::new(spec, batches)?),
+                    source_node: node.id,
+                    transforms: Vec::new(),
+                };
                 p
             }
             PlanKind::Values { rows } => {

@@ -7,8 +7,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use kura_common::{DataType, Value};
-use kura_storage::index::{BTreeIndex, KeyRange, LeafRange, DEFAULT_LEAVES_PER_PIECE};
-use kura_storage::BufferManager;
+use kura_storage::index::{key, BTreeIndex, KeyRange, LeafRange, DEFAULT_LEAVES_PER_PIECE};
+use kura_storage::{BufferManager, PageId};
 
 use crate::error::{ExecError, ExecResult};
 
@@ -89,6 +89,38 @@ impl IndexSource {
         self.tree
             .lookup_many(&self.bm, keys)
             .map_err(ExecError::from)
+    }
+
+    /// The leaves where the searches for `keys` (equality on a key prefix) start:
+    /// the pages an asynchronous probe fixes before searching. Walks the inner
+    /// nodes (few, and resident after the first probes).
+    pub fn leaves_for(&self, keys: &[Vec<Value>]) -> ExecResult<Vec<PageId>> {
+        let mut probes = Vec::with_capacity(keys.len());
+        for k in keys {
+            if k.iter().any(|v| v.is_null()) || k.len() > self.key_types().len() {
+                continue;
+            }
+            let mut b = Vec::new();
+            let mut exact = true;
+            for (t, v) in self.key_types().iter().zip(k) {
+                exact &= key::encode_exact(&mut b, *t, v)?;
+            }
+            if exact {
+                probes.push(b);
+            }
+        }
+        probes.sort_unstable();
+        probes.dedup();
+        let mut leaves: Vec<PageId> = Vec::new();
+        for p in &probes {
+            let leaf = self.tree.leaf_for(&self.bm, p)?;
+            if leaves.last() != Some(&leaf) {
+                leaves.push(leaf);
+            }
+        }
+        leaves.sort_unstable();
+        leaves.dedup();
+        Ok(leaves)
     }
 
     /// Estimated entries in `range`, counted in the tree: the leaves the range

@@ -39,6 +39,19 @@ pub trait Source: Send + Sync {
         let _ = morsel;
         None
     }
+    /// Further pages of `morsel`, known only once the pages of the rounds before
+    /// are resident (an index search: first the leaves, then the rows the leaves
+    /// name). Called for round 1, 2, ... after [`Source::pages_for`]'s pages are
+    /// fixed, until it returns `None`; every round's pages stay pinned until the
+    /// morsel has run.
+    fn more_pages(
+        &self,
+        morsel: usize,
+        round: usize,
+    ) -> ExecResult<Option<(Arc<BufferManager>, Vec<PageId>)>> {
+        let _ = (morsel, round);
+        Ok(None)
+    }
 }
 
 /// A streaming operator: one batch in, one (possibly empty) batch out. `None` means
@@ -217,16 +230,23 @@ impl Run {
         if self.stopped.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let pinned = match self.source.pages_for(morsel) {
-            Some((bm, pages)) if !pages.is_empty() => {
+        let mut pinned = Vec::new();
+        let mut next = self.source.pages_for(morsel);
+        let mut round = 0;
+        loop {
+            if let Some((bm, pages)) = next.take().filter(|(_, p)| !p.is_empty()) {
                 let claim = PinBudget::claim(&bm, pages.len()).await;
                 let guards = fix_all(&bm, &pages).await.map_err(ExecError::from)?;
                 self.ctx
                     .record(self.source_node, |s| s.pages_fixed += guards.len() as u64);
-                Some((claim, guards))
+                pinned.push((claim, guards));
             }
-            _ => None,
-        };
+            round += 1;
+            match self.source.more_pages(morsel, round)? {
+                Some(more) => next = Some(more),
+                None => break,
+            }
+        }
         let mut local = self.sink.local();
         self.morsel(morsel, &mut local)?;
         drop(pinned);

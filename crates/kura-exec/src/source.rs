@@ -62,6 +62,19 @@ pub trait TableSource: Send + Sync {
         let _ = (col, rows);
         Vec::new()
     }
+    /// Pages holding rows `rows` (ascending) of column `col`, each once: what a
+    /// fetch of those rows fixes (empty when the table is not stored in pages).
+    fn row_pages(&self, col: usize, rows: &[u64]) -> Vec<PageId> {
+        let mut out: Vec<PageId> = Vec::new();
+        for &r in rows {
+            for p in self.pages(col, r..r + 1) {
+                if out.last() != Some(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
     /// Pages (or zones) a full read of column `col` touches: the unit of the
     /// planner's scan cost.
     fn page_count(&self, col: usize) -> usize {

@@ -1,10 +1,15 @@
-//! Index operators (paper 003's selective plans): the index range scan, a source
-//! whose morsels are runs of leaves (one task each; their leaf pages are fixed
-//! asynchronously first in the out-of-order mode), and the index nested-loop
-//! join, a transform that looks up each probe batch's keys in the inner table's
-//! index — one independent piece of work per batch of probe keys.
+//! Index operators (paper 003's selective plans), both written as sources whose
+//! morsels are independent pieces that fix their pages in rounds, so that in the
+//! out-of-order mode each piece is a task that suspends on its reads:
+//! - the index range scan: a piece is a run of leaves; round 0 fixes the leaves,
+//!   round 1 the column pages of the rows they name;
+//! - the index nested-loop join: its (materialised) probe input is cut into
+//!   batches of keys; round 0 fixes the leaves where the keys' searches start,
+//!   round 1 the pages of the columns the inner predicates read, round 2 the
+//!   other columns of the rows that pass them.
+//! In the serial and static modes the same pieces run with synchronous fixes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use kura_common::{Batch, DataType, Value, Vector, BATCH_SIZE};
 use kura_storage::index::{KeyRange, LeafRange};
@@ -13,9 +18,9 @@ use kura_storage::{BufferManager, PageId};
 use super::{take_or_null, NO_ROW};
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
-use crate::expr::{compact_batch, eval_predicate, selection_of, PhysExpr};
+use crate::expr::{eval_predicate, selection_of, PhysExpr};
 use crate::index_source::IndexSource;
-use crate::pipeline::{Emit, Source, Transform};
+use crate::pipeline::{Emit, Source};
 use crate::plan::JoinType;
 use crate::source::TableSource;
 
@@ -36,6 +41,24 @@ fn batch_of(cols: Vec<Vector>, rows: usize) -> Batch {
     }
 }
 
+/// The pages of `columns` holding rows `rows` (ascending), with their buffer.
+fn data_pages(
+    table: &dyn TableSource,
+    columns: &[usize],
+    rows: &[u64],
+) -> Option<(Arc<BufferManager>, Vec<PageId>)> {
+    let bm = table.buffer_manager()?;
+    let mut pages = Vec::new();
+    for &c in columns {
+        pages.extend(table.row_pages(c, rows));
+    }
+    Some((bm, pages))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Reads the rows an index range finds.
 pub struct IndexScanSource {
     table: Arc<dyn TableSource>,
@@ -44,6 +67,8 @@ pub struct IndexScanSource {
     filter: Option<PhysExpr>,
     node: usize,
     pieces: Vec<LeafRange>,
+    /// Row ids of each piece once its leaves were read (round 1), for `produce`.
+    found: Vec<Mutex<Option<Vec<u64>>>>,
 }
 
 impl IndexScanSource {
@@ -60,6 +85,7 @@ impl IndexScanSource {
         for r in ranges {
             pieces.extend(index.pieces(r)?);
         }
+        let found = pieces.iter().map(|_| Mutex::new(None)).collect();
         Ok(IndexScanSource {
             table,
             index,
@@ -67,7 +93,19 @@ impl IndexScanSource {
             filter,
             node,
             pieces,
+            found,
         })
+    }
+
+    /// Row ids of a piece in row order (fetching then walks each column's pages
+    /// once), from round 1 when it ran.
+    fn rows(&self, morsel: usize) -> ExecResult<Vec<u64>> {
+        if let Some(r) = lock(&self.found[morsel]).take() {
+            return Ok(r);
+        }
+        let mut rows = self.index.scan_piece(&self.pieces[morsel])?;
+        rows.sort_unstable();
+        Ok(rows)
     }
 }
 
@@ -81,14 +119,26 @@ impl Source for IndexScanSource {
         Some((self.index.bm.clone(), piece.leaves.clone()))
     }
 
+    fn more_pages(
+        &self,
+        morsel: usize,
+        round: usize,
+    ) -> ExecResult<Option<(Arc<BufferManager>, Vec<PageId>)>> {
+        if round != 1 || morsel >= self.pieces.len() {
+            return Ok(None);
+        }
+        let rows = self.rows(morsel)?;
+        let pages = data_pages(self.table.as_ref(), &self.columns, &rows);
+        *lock(&self.found[morsel]) = Some(rows);
+        Ok(pages)
+    }
+
     fn produce(&self, morsel: usize, ctx: &ExecContext, emit: &mut Emit) -> ExecResult<()> {
-        let Some(piece) = self.pieces.get(morsel) else {
+        if morsel >= self.pieces.len() {
             return Ok(());
-        };
+        }
         let io0 = ctx.io_counters();
-        let mut rows = self.index.scan_piece(piece)?;
-        // Row order, not key order: fetching then walks each column's pages once.
-        rows.sort_unstable();
+        let rows = self.rows(morsel)?;
         let io1 = ctx.io_counters();
         ctx.record(self.node, |s| {
             s.pages_fixed += io1.0 - io0.0;
@@ -136,14 +186,29 @@ pub struct IndexJoinSpec {
     pub node: usize,
 }
 
-/// The probe side's transform of an index nested-loop join.
-pub struct IndexJoinOp {
-    spec: IndexJoinSpec,
-    inner_types: Vec<DataType>,
+/// How far one batch of probe keys has got.
+#[derive(Default)]
+struct JoinPiece {
+    keys: Option<Vec<Vec<Value>>>,
+    /// `(probe row, row id)` matches in probe order.
+    found: Option<Vec<(usize, u64)>>,
+    /// Distinct inner rows (ascending) that passed the inner predicates, and
+    /// the columns fetched for them so far.
+    rows: Option<Vec<u64>>,
+    fetched: Vec<Vector>,
 }
 
-impl IndexJoinOp {
-    pub fn new(spec: IndexJoinSpec) -> ExecResult<IndexJoinOp> {
+/// An index nested-loop join over its materialised probe input.
+pub struct IndexJoinSource {
+    spec: IndexJoinSpec,
+    inner_types: Vec<DataType>,
+    probe: Vec<Batch>,
+    pieces: Vec<Mutex<JoinPiece>>,
+}
+
+impl IndexJoinSource {
+    /// `probe`: the outer input's batches, compacted, of at most a batch each.
+    pub fn new(spec: IndexJoinSpec, probe: Vec<Batch>) -> ExecResult<IndexJoinSource> {
         if !matches!(
             spec.join_type,
             JoinType::Inner | JoinType::Left | JoinType::Single | JoinType::Semi | JoinType::Anti
@@ -172,23 +237,69 @@ impl IndexJoinOp {
                     .ok_or_else(|| ExecError::Internal(format!("no inner column #{c}")))
             })
             .collect::<ExecResult<Vec<_>>>()?;
-        Ok(IndexJoinOp { spec, inner_types })
+        let pieces = probe
+            .iter()
+            .map(|_| Mutex::new(JoinPiece::default()))
+            .collect();
+        Ok(IndexJoinSource {
+            spec,
+            inner_types,
+            probe,
+            pieces,
+        })
     }
 
-    /// The inner rows matching the batch's keys that pass the inner filter:
-    /// `(probe row, position in the returned columns)` pairs in probe order, and
-    /// the fetched columns of the distinct rows.
-    fn matches(&self, keys: &[Vector], n: usize) -> ExecResult<(Vec<(u32, u32)>, Vec<Vector>)> {
-        let spec = &self.spec;
-        let probes: Vec<Vec<Value>> = (0..n)
-            .map(|i| keys.iter().map(|k| k.get_value(i)).collect())
-            .collect();
-        let found = spec.index.lookup_many(&probes)?;
+    fn filter_columns(&self) -> usize {
+        self.spec.filter_columns.min(self.spec.columns.len())
+    }
+
+    /// Step 1: the probe keys of a batch, as values.
+    fn keys(&self, morsel: usize, piece: &mut JoinPiece) -> ExecResult<()> {
+        if piece.keys.is_some() {
+            return Ok(());
+        }
+        let batch = &self.probe[morsel];
+        let keys = self
+            .spec
+            .probe_keys
+            .iter()
+            .map(|k| k.eval(batch))
+            .collect::<ExecResult<Vec<_>>>()?;
+        piece.keys = Some(
+            (0..batch.num_rows)
+                .map(|i| keys.iter().map(|k| k.get_value(i)).collect())
+                .collect(),
+        );
+        Ok(())
+    }
+
+    /// Step 2: the matching row ids (searches the leaves).
+    fn search(&self, morsel: usize, piece: &mut JoinPiece) -> ExecResult<()> {
+        self.keys(morsel, piece)?;
+        if piece.found.is_some() {
+            return Ok(());
+        }
+        let found = self
+            .spec
+            .index
+            .lookup_many(piece.keys.as_deref().unwrap_or_default())?;
         let mut rows: Vec<u64> = found.iter().map(|p| p.1).collect();
         rows.sort_unstable();
         rows.dedup();
-        // Phase 1: the columns the inner predicates read, for every distinct row.
-        let nf = spec.filter_columns.min(spec.columns.len());
+        piece.found = Some(found);
+        piece.rows = Some(rows);
+        Ok(())
+    }
+
+    /// Step 3: the inner predicates' columns, and the rows that pass them.
+    fn filter(&self, morsel: usize, piece: &mut JoinPiece) -> ExecResult<()> {
+        self.search(morsel, piece)?;
+        let nf = self.filter_columns();
+        if !piece.fetched.is_empty() || nf == 0 {
+            return Ok(());
+        }
+        let mut rows = piece.rows.take().unwrap_or_default();
+        let spec = &self.spec;
         let mut first = fetch(spec.table.as_ref(), &spec.columns[..nf], &rows)?;
         if let Some(f) = &spec.inner_filter {
             let keep = selection_of(&f.eval(&batch_of(first.clone(), rows.len()))?)?;
@@ -197,18 +308,19 @@ impl IndexJoinOp {
                 first = first.iter().map(|c| c.take(&keep)).collect();
             }
         }
-        // Phase 2: the rest, for the surviving rows only.
-        let rest = fetch(spec.table.as_ref(), &spec.columns[nf..], &rows)?;
-        first.extend(rest);
-        let pairs = found
-            .iter()
-            .filter_map(|&(p, r)| {
-                rows.binary_search(&r)
-                    .ok()
-                    .map(|pos| (p as u32, pos as u32))
-            })
-            .collect();
-        Ok((pairs, first))
+        piece.rows = Some(rows);
+        piece.fetched = first;
+        Ok(())
+    }
+
+    /// Step 4: the remaining columns of the surviving rows.
+    fn fetch_rest(&self, morsel: usize, piece: &mut JoinPiece) -> ExecResult<()> {
+        self.filter(morsel, piece)?;
+        let done = piece.fetched.len();
+        let rows = piece.rows.as_deref().unwrap_or_default();
+        let rest = fetch(self.spec.table.as_ref(), &self.spec.columns[done..], rows)?;
+        piece.fetched.extend(rest);
+        Ok(())
     }
 
     fn joined(&self, probe: &Batch, inner: &[Vector], pairs: &[(u32, u32)]) -> Batch {
@@ -218,35 +330,33 @@ impl IndexJoinOp {
         cols.extend(inner.iter().map(|c| take_or_null(c, &ii)));
         batch_of(cols, pairs.len())
     }
-}
 
-impl Transform for IndexJoinOp {
-    fn apply(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<Option<Batch>> {
-        let probe = compact_batch(batch);
+    /// Step 5: the join's output for one batch of probe rows.
+    fn output(&self, morsel: usize, piece: JoinPiece) -> ExecResult<Batch> {
+        let probe = &self.probe[morsel];
         let n = probe.num_rows;
-        let keys = self
-            .spec
-            .probe_keys
-            .iter()
-            .map(|k| k.eval(&probe))
-            .collect::<ExecResult<Vec<_>>>()?;
-        let io0 = ctx.io_counters();
-        let (mut pairs, inner) = self.matches(&keys, n)?;
-        let io1 = ctx.io_counters();
-        ctx.record(self.spec.node, |s| {
-            s.pages_fixed += io1.0 - io0.0;
-            s.pages_read += io1.1 - io0.1;
-        });
+        let rows = piece.rows.unwrap_or_default();
+        let inner = piece.fetched;
         debug_assert_eq!(inner.len(), self.inner_types.len());
+        let mut pairs: Vec<(u32, u32)> = piece
+            .found
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|&(p, r)| {
+                rows.binary_search(&r)
+                    .ok()
+                    .map(|pos| (p as u32, pos as u32))
+            })
+            .collect();
         if let Some(res) = &self.spec.residual {
             if !pairs.is_empty() {
-                let joined = self.joined(&probe, &inner, &pairs);
+                let joined = self.joined(probe, &inner, &pairs);
                 let keep = selection_of(&res.eval(&joined)?)?;
                 pairs = keep.iter().map(|&k| pairs[k as usize]).collect();
             }
         }
-        let out = match self.spec.join_type {
-            JoinType::Inner => self.joined(&probe, &inner, &pairs),
+        Ok(match self.spec.join_type {
+            JoinType::Inner => self.joined(probe, &inner, &pairs),
             JoinType::Left | JoinType::Single => {
                 let mut full = Vec::with_capacity(pairs.len().max(n));
                 let mut k = 0;
@@ -262,7 +372,7 @@ impl Transform for IndexJoinOp {
                         return Err(ExecError::SubqueryTooManyRows);
                     }
                 }
-                self.joined(&probe, &inner, &full)
+                self.joined(probe, &inner, &full)
             }
             JoinType::Semi | JoinType::Anti => {
                 let mut matched = vec![false; n];
@@ -275,7 +385,7 @@ impl Transform for IndexJoinOp {
                     .collect();
                 Batch {
                     selection: Some(sel),
-                    ..probe
+                    ..probe.clone()
                 }
             }
             other => {
@@ -283,7 +393,78 @@ impl Transform for IndexJoinOp {
                     "an index nested-loop join cannot run a {other:?} join"
                 )))
             }
+        })
+    }
+}
+
+impl Source for IndexJoinSource {
+    fn morsels(&self) -> usize {
+        self.probe.len()
+    }
+
+    fn pages_for(&self, morsel: usize) -> Option<(Arc<BufferManager>, Vec<PageId>)> {
+        let mut piece = lock(self.pieces.get(morsel)?);
+        // An error here surfaces again when the piece runs.
+        self.keys(morsel, &mut piece).ok()?;
+        let leaves = self
+            .spec
+            .index
+            .leaves_for(piece.keys.as_deref().unwrap_or_default())
+            .ok()?;
+        Some((self.spec.index.bm.clone(), leaves))
+    }
+
+    fn more_pages(
+        &self,
+        morsel: usize,
+        round: usize,
+    ) -> ExecResult<Option<(Arc<BufferManager>, Vec<PageId>)>> {
+        let Some(slot) = self.pieces.get(morsel) else {
+            return Ok(None);
         };
-        Ok(Some(out))
+        let mut piece = lock(slot);
+        let table = self.spec.table.as_ref();
+        let nf = self.filter_columns();
+        Ok(match round {
+            1 => {
+                self.search(morsel, &mut piece)?;
+                let rows = piece.rows.as_deref().unwrap_or_default();
+                let first = if nf > 0 {
+                    &self.spec.columns[..nf]
+                } else {
+                    &self.spec.columns[..]
+                };
+                data_pages(table, first, rows)
+            }
+            2 if nf > 0 && nf < self.spec.columns.len() => {
+                self.filter(morsel, &mut piece)?;
+                let rows = piece.rows.as_deref().unwrap_or_default();
+                data_pages(table, &self.spec.columns[nf..], rows)
+            }
+            _ => None,
+        })
+    }
+
+    fn produce(&self, morsel: usize, ctx: &ExecContext, emit: &mut Emit) -> ExecResult<()> {
+        let Some(slot) = self.pieces.get(morsel) else {
+            return Ok(());
+        };
+        ctx.check_cancel()?;
+        let io0 = ctx.io_counters();
+        let piece = {
+            let mut piece = lock(slot);
+            self.fetch_rest(morsel, &mut piece)?;
+            std::mem::take(&mut *piece)
+        };
+        let io1 = ctx.io_counters();
+        ctx.record(self.spec.node, |s| {
+            s.pages_fixed += io1.0 - io0.0;
+            s.pages_read += io1.1 - io0.1;
+        });
+        let out = self.output(morsel, piece)?;
+        if !out.is_empty() {
+            emit(out)?;
+        }
+        Ok(())
     }
 }
