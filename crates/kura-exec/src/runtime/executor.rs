@@ -18,7 +18,7 @@ use super::error::{BoxError, RuntimeError};
 use super::io::{probe_uring, IoDriver};
 use super::os_thread;
 use super::scope::Scope;
-use super::stats::{add, RuntimeStats};
+use super::stats::{add, Counters, RuntimeStats};
 use super::task::Task;
 use super::timeline::{Timeline, TimelineRecorder};
 use super::worker::{worker_main, Shared, WorkerLocal};
@@ -64,6 +64,8 @@ impl Runtime {
             Vec::new()
         };
         let shared = Arc::new(Shared::new(config.clone(), workers, uring)?);
+        // Serial and static mode read pages with pread: count those reads too.
+        kura_storage::set_sync_read_observer(super::page_fix::count_sync_read);
         let mut runtime = Runtime {
             shared: shared.clone(),
             threads: Vec::with_capacity(workers),
@@ -170,6 +172,32 @@ impl Runtime {
         drop(guard);
         slot.detach_cpu_clock();
         finish(&scope, &output)
+    }
+
+    /// Runs `f` on the calling thread with its CPU time counted in the caller's
+    /// slot, so that timelines see the work of serial pipelines, which run outside
+    /// any task. One thread is counted at a time; a concurrent caller runs uncounted.
+    pub fn account_caller<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _one_at_a_time = match self.serial.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return f(),
+        };
+        struct Detach<'a>(&'a super::worker::Slot);
+        impl Drop for Detach<'_> {
+            fn drop(&mut self) {
+                self.0.detach_cpu_clock();
+            }
+        }
+        let slot = &self.shared.slots[self.shared.caller_slot()];
+        slot.attach_cpu_clock();
+        let _detach = Detach(slot);
+        f()
+    }
+
+    /// Counters of the caller's slot (serial work outside the workers).
+    pub(crate) fn caller_counters(&self) -> &Counters {
+        &self.shared.slots[self.shared.caller_slot()].counters
     }
 
     /// Static mode: part `i` runs on worker `i % workers`, the parts of one
