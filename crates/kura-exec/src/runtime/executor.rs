@@ -273,7 +273,13 @@ impl Runtime {
 
     /// Starts recording a timeline (restarting any recording in progress).
     pub fn start_timeline(&self) {
-        let recorder = TimelineRecorder::start(&self.shared);
+        self.start_timeline_every(self.shared.config.timeline_interval);
+    }
+
+    /// Starts recording a timeline sampled every `interval` (at least 1 ms), e.g.
+    /// finer than the configured interval for a sub-second query.
+    pub fn start_timeline_every(&self, interval: Duration) {
+        let recorder = TimelineRecorder::start(&self.shared, interval);
         *self
             .shared
             .timeline

@@ -102,15 +102,12 @@ fn cpu_ns(shared: &Shared) -> u64 {
 }
 
 impl TimelineRecorder {
-    pub(crate) fn start(shared: &Shared) -> TimelineRecorder {
+    pub(crate) fn start(shared: &Shared, interval: Duration) -> TimelineRecorder {
         let now = Instant::now();
         TimelineRecorder {
             start: now,
             last: now,
-            interval: shared
-                .config
-                .timeline_interval
-                .max(Duration::from_millis(1)),
+            interval: interval.max(Duration::from_millis(1)),
             last_cpu_ns: cpu_ns(shared),
             last_completed: completed(shared),
             samples: Vec::new(),
