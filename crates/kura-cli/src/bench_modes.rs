@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use kura::tpch::run::query_text;
 use kura::{Database, OpenOptions};
-use kura_exec::runtime::{open_direct, shared_runtime, Timeline};
+use kura_exec::runtime::{
+    open_direct, page_fix_stats, shared_runtime, take_max_in_flight, Timeline,
+};
 
 use crate::plot::{line_chart, Labels, Series};
 
@@ -45,6 +47,10 @@ struct Measured {
     rows: usize,
     iops: f64,
     cpu_pct: f64,
+    /// The most asynchronous reads in flight at once (0 in serial and static mode).
+    peak_in_flight: u64,
+    /// Pages read ahead by out-of-order scans.
+    read_ahead: u64,
     timeline: Option<Timeline>,
 }
 
@@ -79,6 +85,8 @@ fn run_cold(args: &Args, id: &str, mode: &str, interval: Duration) -> Result<Mea
     let rt = shared_runtime().map_err(|e| e.to_string())?;
     let reads0 = db.storage().buffer().stats().pages_read;
     let cpu0 = process_cpu_secs();
+    take_max_in_flight();
+    let ahead0 = page_fix_stats().prefetches;
     rt.start_timeline_every(interval);
     let started = Instant::now();
     let result = session
@@ -86,6 +94,8 @@ fn run_cold(args: &Args, id: &str, mode: &str, interval: Duration) -> Result<Mea
         .map_err(|e| format!("query {id} in {mode} mode: {e}"));
     let secs = started.elapsed().as_secs_f64();
     let timeline = rt.stop_timeline();
+    let peak_in_flight = take_max_in_flight();
+    let read_ahead = page_fix_stats().prefetches - ahead0;
     let result = result?;
     let reads = db.storage().buffer().stats().pages_read - reads0;
     let cpu_pct = match (cpu0, process_cpu_secs()) {
@@ -97,6 +107,8 @@ fn run_cold(args: &Args, id: &str, mode: &str, interval: Duration) -> Result<Mea
         rows: result.row_count(),
         iops: reads as f64 / secs.max(1e-9),
         cpu_pct,
+        peak_in_flight,
+        read_ahead,
         timeline,
     })
 }
@@ -213,8 +225,8 @@ pub fn run(args: Args) -> Result<(), String> {
         page >> 10
     );
     println!(
-        "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7}",
-        "query", "mode", "time s", "rows", "mean IOPS", "CPU %"
+        "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7} {:>8} {:>10}",
+        "query", "mode", "time s", "rows", "mean IOPS", "CPU %", "peak QD", "read-ahead"
     );
     for id in &args.queries {
         // Out-of-order runs first: it is the shortest, and its time sets one
@@ -229,13 +241,15 @@ pub fn run(args: Args) -> Result<(), String> {
         let times = [serial, stat, ooo];
         for (mode, m) in MODES.iter().zip(&times) {
             println!(
-                "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1}",
+                "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1} {:>8} {:>10}",
                 format!("{})", id.to_uppercase()),
                 mode,
                 m.secs,
                 m.rows,
                 m.iops,
-                m.cpu_pct
+                m.cpu_pct,
+                m.peak_in_flight,
+                m.read_ahead
             );
         }
         let runs: Vec<(&str, &Timeline)> = MODES

@@ -48,6 +48,13 @@ pub fn page_fix_stats() -> PageFixStats {
     }
 }
 
+/// The largest number of asynchronous reads in flight since the last call (or
+/// since the process started), restarting the maximum from the current count: a
+/// benchmark calls it before and after a run to learn the run's peak queue depth.
+pub fn take_max_in_flight() -> u64 {
+    MAX_IN_FLIGHT.swap(IN_FLIGHT.load(Ordering::Relaxed), Ordering::Relaxed)
+}
+
 /// Reads asynchronously in flight right now.
 pub fn reads_in_flight() -> u64 {
     IN_FLIGHT.load(Ordering::Relaxed)
