@@ -114,23 +114,27 @@ impl Pipeline {
         } else {
             ctx.mode
         };
-        let locals = match mode {
-            // On the caller's thread: counted in the runtime's caller slot (if the
-            // runtime runs) so that timelines see serial work too.
-            ExecutionMode::Serial => match runtime::started_shared_runtime() {
-                Some(rt) if !on_worker => vec![rt.account_caller(|| run.part(0..morsels))?],
-                _ => vec![run.part(0..morsels)?],
-            },
-            ExecutionMode::Static => run_static(&run, morsels)?,
-            ExecutionMode::OutOfOrder => run_out_of_order(&run, morsels)?,
+        let work = || -> ExecResult<()> {
+            let locals = match mode {
+                ExecutionMode::Serial => vec![run.part(0..morsels)?],
+                ExecutionMode::Static => run_static(&run, morsels)?,
+                ExecutionMode::OutOfOrder => run_out_of_order(&run, morsels)?,
+            };
+            let t0 = Instant::now();
+            for local in locals {
+                sink.merge(local, ctx)?;
+            }
+            sink.finish(ctx)?;
+            ctx.record(sink_node, |s| s.nanos += t0.elapsed().as_nanos() as u64);
+            Ok(())
         };
-        let t0 = Instant::now();
-        for local in locals {
-            sink.merge(local, ctx)?;
+        // The caller's thread runs serial pipelines and every merge: its CPU time is
+        // counted in the runtime's caller slot (if the runtime runs) so that
+        // timelines show that work too, not only the workers'.
+        match runtime::started_shared_runtime() {
+            Some(rt) if !on_worker => rt.account_caller(work),
+            _ => work(),
         }
-        sink.finish(ctx)?;
-        ctx.record(sink_node, |s| s.nanos += t0.elapsed().as_nanos() as u64);
-        Ok(())
     }
 }
 

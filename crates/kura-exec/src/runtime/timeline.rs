@@ -26,7 +26,7 @@ pub struct Timeline {
     /// Nominal sampling interval.
     pub interval: Duration,
     /// Worker threads of the runtime (the maximum busy % is 100 × workers,
-    /// plus the caller's thread in serial mode).
+    /// plus the query's caller thread: serial pipelines and merges).
     pub workers: usize,
     pub samples: Vec<TimelineSample>,
 }
