@@ -18,6 +18,8 @@ pub struct TimelineSample {
     pub cpu_busy_pct: f64,
     /// Reads completed per second in the interval.
     pub iops: f64,
+    /// Asynchronous page reads in flight at the end of the interval (queue depth).
+    pub in_flight: u64,
 }
 
 /// A recorded timeline.
@@ -32,15 +34,16 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// `seconds,cpu_busy_pct,iops` with a header line.
+    /// `seconds,cpu_busy_pct,iops,in_flight` with a header line.
     pub fn to_csv(&self) -> String {
-        let mut out = String::from("seconds,cpu_busy_pct,iops\n");
+        let mut out = String::from("seconds,cpu_busy_pct,iops,in_flight\n");
         for s in &self.samples {
             out.push_str(&format!(
-                "{:.3},{:.1},{:.0}\n",
+                "{:.3},{:.1},{:.0},{}\n",
                 s.at.as_secs_f64(),
                 s.cpu_busy_pct,
-                s.iops
+                s.iops,
+                s.in_flight
             ));
         }
         out
@@ -136,6 +139,7 @@ impl TimelineRecorder {
             at: now.duration_since(self.start),
             cpu_busy_pct: used as f64 / 1e9 / width * 100.0,
             iops: done.saturating_sub(self.last_completed) as f64 / width,
+            in_flight: super::page_fix::reads_in_flight(),
         });
         self.last = now;
         self.last_cpu_ns = cpu;
