@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use kura::tpch::run::query_text;
 use kura::{Database, OpenOptions};
-use kura_exec::runtime::{open_direct, shared_runtime, Timeline};
+use kura_exec::runtime::{
+    open_direct, page_fix_stats, shared_runtime, take_max_in_flight, Timeline,
+};
 
 use crate::plot::{line_chart, Labels, Series};
 
@@ -29,7 +31,10 @@ pub struct Args {
     /// Directory for the timeline CSV and PNG files.
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
-    /// Seconds of the QD-64 ceiling measurement.
+    /// Sequential read-ahead of out-of-order scans (`SET prefetch`): on or off.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub prefetch: String,
+    /// Seconds of each ceiling measurement (queue depths 1 and 64).
     #[arg(long, default_value_t = 3.0)]
     pub ceiling_seconds: f64,
 }
@@ -42,6 +47,10 @@ struct Measured {
     rows: usize,
     iops: f64,
     cpu_pct: f64,
+    /// The most asynchronous reads in flight at once (0 in serial and static mode).
+    peak_in_flight: u64,
+    /// Pages read ahead by out-of-order scans.
+    read_ahead: u64,
     timeline: Option<Timeline>,
 }
 
@@ -56,7 +65,8 @@ fn process_cpu_secs() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-fn run_cold(db_path: &Path, buffer: u64, id: &str, mode: &str) -> Result<Measured, String> {
+fn run_cold(args: &Args, id: &str, mode: &str, interval: Duration) -> Result<Measured, String> {
+    let (db_path, buffer) = (&args.db, args.buffer);
     let sql = query_text(id).ok_or_else(|| format!("unknown query {id}"))?;
     // A fresh open per run: an empty buffer pool; O_DIRECT keeps the OS cache out.
     let opts = OpenOptions {
@@ -69,16 +79,23 @@ fn run_cold(db_path: &Path, buffer: u64, id: &str, mode: &str) -> Result<Measure
     session
         .execute(&format!("SET execution_mode = '{mode}'"))
         .map_err(|e| e.to_string())?;
+    session
+        .execute(&format!("SET prefetch = {}", args.prefetch))
+        .map_err(|e| e.to_string())?;
     let rt = shared_runtime().map_err(|e| e.to_string())?;
     let reads0 = db.storage().buffer().stats().pages_read;
     let cpu0 = process_cpu_secs();
-    rt.start_timeline();
+    take_max_in_flight();
+    let ahead0 = page_fix_stats().prefetches;
+    rt.start_timeline_every(interval);
     let started = Instant::now();
     let result = session
         .execute(sql)
         .map_err(|e| format!("query {id} in {mode} mode: {e}"));
     let secs = started.elapsed().as_secs_f64();
     let timeline = rt.stop_timeline();
+    let peak_in_flight = take_max_in_flight();
+    let read_ahead = page_fix_stats().prefetches - ahead0;
     let result = result?;
     let reads = db.storage().buffer().stats().pages_read - reads0;
     let cpu_pct = match (cpu0, process_cpu_secs()) {
@@ -90,55 +107,75 @@ fn run_cold(db_path: &Path, buffer: u64, id: &str, mode: &str) -> Result<Measure
         rows: result.row_count(),
         iops: reads as f64 / secs.max(1e-9),
         cpu_pct,
+        peak_in_flight,
+        read_ahead,
         timeline,
     })
 }
 
-fn write_timeline(out: &Path, id: &str, mode: &str, timeline: &Timeline) -> Result<(), String> {
-    let stem = out.join(format!("modes-{id}-{mode}"));
-    timeline
-        .write_csv(&stem.with_extension("csv"))
-        .map_err(|e| e.to_string())?;
-    let points = |f: &dyn Fn(&kura_exec::runtime::TimelineSample) -> f64| {
+/// Timeline samples per run the sampling interval aims at (so sub-second and
+/// minute-long runs both show their shape).
+const SAMPLES_PER_RUN: f64 = 40.0;
+
+/// Writes each mode's timeline as CSV, and one CPU % and one IOPS chart per query
+/// with a line per mode over time (the layout of paper 003's figures 2 and 3).
+fn write_timelines(out: &Path, id: &str, runs: &[(&str, &Timeline)]) -> Result<(), String> {
+    for (mode, timeline) in runs {
+        let path = out.join(format!("modes-{id}-{mode}.csv"));
         timeline
-            .samples
-            .iter()
-            .map(|s| (s.at.as_secs_f64(), f(s)))
+            .write_csv(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let series = |f: &dyn Fn(&kura_exec::runtime::TimelineSample) -> f64| {
+        runs.iter()
+            .map(|(mode, t)| Series {
+                name: mode.to_string(),
+                points: t
+                    .samples
+                    .iter()
+                    .map(|s| (s.at.as_secs_f64(), f(s)))
+                    .collect(),
+            })
             .collect::<Vec<_>>()
     };
-    let title = format!("query ({}) in {mode} mode", id.to_uppercase());
+    // Both axes start at zero, as in the paper: a level, not a wiggle, is the point.
+    let from_zero = |series: &[Series]| {
+        let top = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .fold(0.0f64, f64::max);
+        0.0..(top * 1.08).max(1.0)
+    };
+    let upper = id.to_uppercase();
+    let iops = series(&|s| s.iops);
     line_chart(
-        &out.join(format!("modes-{id}-{mode}-iops.png")),
+        &out.join(format!("modes-{id}-iops.png")),
         &Labels {
-            title: &title,
+            title: &format!("query ({upper}): reads per second by execution mode"),
             x: "seconds",
             y: "reads per second",
         },
-        &[Series {
-            name: "IOPS".into(),
-            points: points(&|s| s.iops),
-        }],
-        None,
+        &iops,
+        Some(from_zero(&iops)),
     )?;
+    let cpu = series(&|s| s.cpu_busy_pct);
     line_chart(
-        &out.join(format!("modes-{id}-{mode}-cpu.png")),
+        &out.join(format!("modes-{id}-cpu.png")),
         &Labels {
-            title: &title,
+            title: &format!("query ({upper}): CPU busy % by execution mode"),
             x: "seconds",
-            y: "CPU busy % (summed over workers)",
+            y: "CPU busy % (100 = one core)",
         },
-        &[Series {
-            name: "CPU %".into(),
-            points: points(&|s| s.cpu_busy_pct),
-        }],
-        None,
+        &cpu,
+        Some(from_zero(&cpu)),
     )
 }
 
-/// The disk's random 4 KiB read IOPS at queue depth 64, over the database file.
-fn ceiling(db_path: &Path, seconds: f64) -> Result<f64, String> {
+/// The disk's random read IOPS at queue depth `depth`, over the database file, in
+/// reads of one database page (what the queries read), with O_DIRECT.
+fn ceiling(db_path: &Path, page: usize, depth: usize, seconds: f64) -> Result<f64, String> {
     let file = Arc::new(open_direct(db_path).map_err(|e| format!("{}: {e}", db_path.display()))?);
-    let blocks = file.metadata().map_err(|e| e.to_string())?.len() / 4096;
+    let blocks = file.metadata().map_err(|e| e.to_string())?.len() / page as u64;
     if blocks == 0 {
         return Err(format!("{} is empty", db_path.display()));
     }
@@ -147,11 +184,18 @@ fn ceiling(db_path: &Path, seconds: f64) -> Result<f64, String> {
         rt,
         &file,
         blocks,
-        4096,
-        64,
+        page,
+        depth,
         Duration::from_secs_f64(seconds),
     )?;
     Ok(r.iops)
+}
+
+/// The database's page size (the unit of every read the queries do).
+fn page_size(db_path: &Path) -> Result<usize, String> {
+    let db = Database::open(db_path, OpenOptions::default()).map_err(|e| e.to_string())?;
+    let size = db.storage().buffer().page_size();
+    Ok(size)
 }
 
 /// Runs the benchmark and prints one table row per query and mode.
@@ -161,36 +205,59 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let rt = shared_runtime().map_err(|e| e.to_string())?;
-    let ceiling = ceiling(&args.db, args.ceiling_seconds)?;
+    let page = page_size(&args.db)?;
+    let qd1 = ceiling(&args.db, page, 1, args.ceiling_seconds)?;
+    let ceiling = ceiling(&args.db, page, 64, args.ceiling_seconds)?;
     println!(
-        "kura bench modes: {} with a {} MiB buffer, O_DIRECT, {} workers ({}); QD-64 ceiling {ceiling:.0} IOPS",
+        "kura bench modes: {} with a {} MiB buffer, O_DIRECT, {} workers ({}), prefetch {}",
         args.db.display(),
         args.buffer >> 20,
         rt.workers(),
-        if rt.uses_io_uring() { "io_uring" } else { "synchronous reads" }
+        if rt.uses_io_uring() {
+            "io_uring"
+        } else {
+            "synchronous reads"
+        },
+        args.prefetch
     );
     println!(
-        "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7}",
-        "query", "mode", "time s", "rows", "mean IOPS", "CPU %"
+        "random {} KiB page reads: QD-1 {qd1:.0} IOPS, QD-64 ceiling {ceiling:.0} IOPS",
+        page >> 10
+    );
+    println!(
+        "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7} {:>8} {:>10}",
+        "query", "mode", "time s", "rows", "mean IOPS", "CPU %", "peak QD", "read-ahead"
     );
     for id in &args.queries {
-        let mut times = Vec::new();
-        for mode in MODES {
-            let m = run_cold(&args.db, args.buffer, id, mode)?;
+        // Out-of-order runs first: it is the shortest, and its time sets one
+        // sampling interval for all three modes (comparable curves, and enough
+        // samples for a sub-second run).
+        let ooo = run_cold(&args, id, "ooo", Duration::from_millis(5))?;
+        let interval = Duration::from_secs_f64(ooo.secs / SAMPLES_PER_RUN)
+            .clamp(Duration::from_millis(2), Duration::from_millis(500));
+        let ooo = run_cold(&args, id, "ooo", interval)?;
+        let serial = run_cold(&args, id, "serial", interval)?;
+        let stat = run_cold(&args, id, "static", interval)?;
+        let times = [serial, stat, ooo];
+        for (mode, m) in MODES.iter().zip(&times) {
             println!(
-                "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1}",
+                "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1} {:>8} {:>10}",
                 format!("{})", id.to_uppercase()),
                 mode,
                 m.secs,
                 m.rows,
                 m.iops,
-                m.cpu_pct
+                m.cpu_pct,
+                m.peak_in_flight,
+                m.read_ahead
             );
-            if let Some(t) = &m.timeline {
-                write_timeline(&args.out, id, mode, t)?;
-            }
-            times.push(m);
         }
+        let runs: Vec<(&str, &Timeline)> = MODES
+            .iter()
+            .zip(&times)
+            .filter_map(|(mode, m)| Some((*mode, m.timeline.as_ref()?)))
+            .collect();
+        write_timelines(&args.out, id, &runs)?;
         let (serial, stat, ooo) = (&times[0], &times[1], &times[2]);
         println!(
             "       ooo/serial {:.2}x   ooo/static {:.2}x   ooo IOPS = {:.0}% of the QD-64 ceiling",

@@ -64,7 +64,8 @@ pub const SETTINGS: &[SettingSpec] = &[
     SettingSpec {
         name: "prefetch",
         default: "on",
-        description: "sequential read-ahead for scans",
+        description:
+            "sequential read-ahead of out-of-order scans (serial and static read synchronously)",
         choices: &["on", "off"],
         validate: None,
     },

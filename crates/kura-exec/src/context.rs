@@ -120,6 +120,9 @@ pub struct ExecContext {
     stats: Arc<Mutex<Vec<OperatorStats>>>,
     pub io: Option<Arc<dyn IoCounters>>,
     pub mode: ExecutionMode,
+    /// Sequential read-ahead for scans (the session setting `prefetch`): in `ooo`
+    /// mode a scan task also starts the reads of a later morsel without waiting.
+    pub prefetch: bool,
 }
 
 impl ExecContext {
@@ -138,6 +141,7 @@ impl ExecContext {
             stats: Arc::new(Mutex::new(Vec::new())),
             io: None,
             mode: ExecutionMode::default(),
+            prefetch: true,
         }
     }
 
@@ -156,11 +160,17 @@ impl ExecContext {
         self
     }
 
-    /// Takes `execution_mode` from a session's settings.
+    pub fn with_prefetch(mut self, prefetch: bool) -> Self {
+        self.prefetch = prefetch;
+        self
+    }
+
+    /// Takes `execution_mode` and `prefetch` from a session's settings.
     pub fn with_settings(mut self, settings: &kura_common::settings::Settings) -> Self {
         if let Some(mode) = ExecutionMode::parse(&settings.value("execution_mode")) {
             self.mode = mode;
         }
+        self.prefetch = settings.value("prefetch") != "off";
         self
     }
 
@@ -232,9 +242,12 @@ mod tests {
         let mut settings = kura_common::settings::Settings::default();
         let ctx = ExecContext::unbounded().with_settings(&settings);
         assert_eq!(ctx.mode, ExecutionMode::OutOfOrder);
+        assert!(ctx.prefetch);
         settings.set("execution_mode", "static").unwrap();
+        settings.set("prefetch", "off").unwrap();
         let ctx = ExecContext::unbounded().with_settings(&settings);
         assert_eq!(ctx.mode, ExecutionMode::Static);
+        assert!(!ctx.prefetch);
         let clone = ctx.clone();
         clone.record(2, |s| s.rows_out += 5);
         assert_eq!(ctx.stats()[2].rows_out, 5);

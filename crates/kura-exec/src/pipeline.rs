@@ -7,14 +7,23 @@
 //! runtime, and a scan task first fixes its pages asynchronously (many reads in
 //! flight) before decoding them. Local states are merged in morsel order, so every
 //! mode hands the sink the same rows in the same order.
+//!
+//! With `SET prefetch = on` (the default) an out-of-order scan task also starts the
+//! reads of a morsel further ahead (sequential read-ahead) without waiting for them,
+//! so the disk keeps work queued beyond what the tasks holding pins ask for; the
+//! buffer manager shares each such read with the fix that later needs the page.
+//! Serial and static mode do not read ahead: they are the synchronous baselines of
+//! paper 003 (one `pread` per miss on the running thread), and read-ahead through
+//! the runtime's rings would make them a variant of out-of-order execution.
 
 use std::any::Any;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use kura_common::Batch;
@@ -92,6 +101,8 @@ struct Run {
     stopped: AtomicBool,
     /// The first operator error, kept so the caller sees it rather than its text.
     error: Mutex<Option<ExecError>>,
+    /// How many morsels ahead a scan task reads ahead (0: no read-ahead).
+    read_ahead: AtomicUsize,
 }
 
 impl Pipeline {
@@ -107,6 +118,7 @@ impl Pipeline {
             ctx: ctx.clone(),
             stopped: AtomicBool::new(false),
             error: Mutex::new(None),
+            read_ahead: AtomicUsize::new(0),
         });
         // Inside a runtime task (a nested query) the runtime cannot be re-entered.
         let on_worker = runtime::current_worker().is_some();
@@ -115,18 +127,27 @@ impl Pipeline {
         } else {
             ctx.mode
         };
-        let locals = match mode {
-            ExecutionMode::Serial => vec![run.part(0..morsels)?],
-            ExecutionMode::Static => run_static(&run, morsels)?,
-            ExecutionMode::OutOfOrder => run_out_of_order(&run, morsels)?,
+        let work = || -> ExecResult<()> {
+            let locals = match mode {
+                ExecutionMode::Serial => vec![run.part(0..morsels)?],
+                ExecutionMode::Static => run_static(&run, morsels)?,
+                ExecutionMode::OutOfOrder => run_out_of_order(&run, morsels)?,
+            };
+            let t0 = Instant::now();
+            for local in locals {
+                sink.merge(local, ctx)?;
+            }
+            sink.finish(ctx)?;
+            ctx.record(sink_node, |s| s.nanos += t0.elapsed().as_nanos() as u64);
+            Ok(())
         };
-        let t0 = Instant::now();
-        for local in locals {
-            sink.merge(local, ctx)?;
+        // The caller's thread runs serial pipelines and every merge: its CPU time is
+        // counted in the runtime's caller slot (if the runtime runs) so that
+        // timelines show that work too, not only the workers'.
+        match runtime::started_shared_runtime() {
+            Some(rt) if !on_worker => rt.account_caller(work),
+            _ => work(),
         }
-        sink.finish(ctx)?;
-        ctx.record(sink_node, |s| s.nanos += t0.elapsed().as_nanos() as u64);
-        Ok(())
     }
 }
 
@@ -149,6 +170,10 @@ fn run_static(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState>> {
 /// Out-of-order mode: a task per morsel; each keeps its own local state.
 fn run_out_of_order(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState>> {
     let rt = run.ctx.runtime()?;
+    if run.ctx.prefetch {
+        run.read_ahead
+            .store(read_ahead_distance(run.source.as_ref()), Ordering::Relaxed);
+    }
     let slots: Arc<Vec<Mutex<Option<LocalState>>>> =
         Arc::new((0..morsels).map(|_| Mutex::new(None)).collect());
     let (root_run, root_slots) = (run.clone(), slots.clone());
@@ -226,9 +251,17 @@ impl Run {
 
     /// One morsel as a task: fixes its pages asynchronously (all at once, so its
     /// reads are in flight together), then runs it over the now resident pages.
+    /// With read-ahead on, it first starts the reads of the morsel `read_ahead`
+    /// further on, which no task pins yet.
     async fn morsel_task(self: Arc<Self>, morsel: usize) -> ExecResult<Option<LocalState>> {
         if self.stopped.load(Ordering::Relaxed) {
             return Ok(None);
+        }
+        let ahead = self.read_ahead.load(Ordering::Relaxed);
+        if ahead > 0 && morsel + ahead < self.source.morsels() {
+            if let Some((bm, pages)) = self.source.pages_for(morsel + ahead) {
+                read_ahead(bm, pages);
+            }
         }
         let mut pinned = Vec::new();
         let mut next = self.source.pages_for(morsel);
@@ -337,8 +370,89 @@ async fn fix_all(bm: &Arc<BufferManager>, pages: &[PageId]) -> StorageResult<Vec
     Ok(guards.into_iter().flatten().collect())
 }
 
+/// How many morsels ahead of itself a scan task reads ahead: past the morsels
+/// whose tasks already hold pins (the pin budget's worth), so that read-ahead adds
+/// reads the disk would not otherwise have queued. `0` when the source reads no pages.
+fn read_ahead_distance(source: &dyn Source) -> usize {
+    match source.pages_for(0) {
+        Some((bm, pages)) if !pages.is_empty() => (pin_limit(&bm) / pages.len()).max(1),
+        _ => 0,
+    }
+}
+
+/// Pages being read ahead by out-of-order scans, across the process.
+static READING_AHEAD: AtomicUsize = AtomicUsize::new(0);
+
+/// Starts asynchronous reads of `pages` in a child task and returns at once. The
+/// pages read ahead are bounded (an eighth of the buffer), so read-ahead neither
+/// takes the frames real fixes need nor evicts what it read before it is used;
+/// pages past the bound are not read ahead (their own task reads them).
+fn read_ahead(bm: Arc<BufferManager>, mut pages: Vec<PageId>) {
+    let limit = (bm.capacity() / 8).max(1);
+    let mut n = 0;
+    let claimed = READING_AHEAD.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+        n = pages.len().min(limit.saturating_sub(now));
+        (n > 0).then_some(now + n)
+    });
+    if claimed.is_err() {
+        return;
+    }
+    pages.truncate(n);
+    runtime::spawn(async move {
+        struct Release(usize);
+        impl Drop for Release {
+            fn drop(&mut self) {
+                READING_AHEAD.fetch_sub(self.0, Ordering::AcqRel);
+            }
+        }
+        let _release = Release(n);
+        let mut pending: Vec<Option<PrefetchFuture>> = pages
+            .into_iter()
+            .map(|page| {
+                let bm = bm.clone();
+                Some(Box::pin(async move {
+                    runtime::prefetch_async(&bm, page).await;
+                }) as PrefetchFuture)
+            })
+            .collect();
+        // All reads are submitted before the task first suspends.
+        std::future::poll_fn(|cx| {
+            let mut waiting = false;
+            for slot in pending.iter_mut() {
+                if let Some(fut) = slot {
+                    match fut.as_mut().poll(cx) {
+                        Poll::Ready(()) => *slot = None,
+                        Poll::Pending => waiting = true,
+                    }
+                }
+            }
+            if waiting {
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        })
+        .await;
+        Ok::<(), BoxError>(())
+    });
+}
+
+type PrefetchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Frames out-of-order scans may keep pinned ahead of decoding in `bm`.
+fn pin_limit(bm: &BufferManager) -> usize {
+    (bm.capacity() / 2).max(1)
+}
+
 /// Pages pinned by out-of-order scans ahead of decoding, across the process.
 static PINNED_AHEAD: AtomicUsize = AtomicUsize::new(0);
+
+/// Tasks waiting for pin budget. They sleep rather than spin, so a worker's CPU
+/// goes to tasks whose reads are in, and timelines show real work.
+static BUDGET_WAITERS: Mutex<VecDeque<Waker>> = Mutex::new(VecDeque::new());
+
+/// Waiters woken per returned budget: about the morsels the returned pages admit.
+const WAKE_PER_RELEASE: usize = 2;
 
 /// A share of the buffer pool a morsel task may keep pinned while its reads are
 /// in flight. Bounding the share keeps frames free for eviction: without it, a
@@ -349,29 +463,55 @@ struct PinBudget {
 
 impl PinBudget {
     async fn claim(bm: &BufferManager, pages: usize) -> PinBudget {
-        let limit = (bm.capacity() / 2).max(1);
-        loop {
-            let now = PINNED_AHEAD.load(Ordering::Acquire);
-            // A morsel larger than the whole budget still runs, alone.
-            let fits = now + pages <= limit || now == 0;
-            if fits
-                && PINNED_AHEAD
-                    .compare_exchange(now, now + pages, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-            {
-                return PinBudget { pages };
+        let limit = pin_limit(bm);
+        std::future::poll_fn(|cx| {
+            if Self::try_claim(limit, pages) {
+                return Poll::Ready(());
             }
-            if !fits {
-                runtime::yield_now().await;
+            lock(&BUDGET_WAITERS).push_back(cx.waker().clone());
+            // Budget returned since the failed claim woke someone else: try again.
+            if Self::try_claim(limit, pages) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
             }
-        }
+        })
+        .await;
+        PinBudget { pages }
+    }
+
+    fn try_claim(limit: usize, pages: usize) -> bool {
+        PINNED_AHEAD
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+                // A morsel larger than the whole budget still runs, alone.
+                (now + pages <= limit || now == 0).then_some(now + pages)
+            })
+            .is_ok()
     }
 }
 
 impl Drop for PinBudget {
     fn drop(&mut self) {
-        PINNED_AHEAD.fetch_sub(self.pages, Ordering::AcqRel);
+        let left = PINNED_AHEAD.fetch_sub(self.pages, Ordering::AcqRel) - self.pages;
+        // A woken waiter may have claimed already (a stale waker) and waste its wake;
+        // when the budget runs empty every waiter is woken, so none sleeps forever.
+        let woken: Vec<Waker> = {
+            let mut waiters = lock(&BUDGET_WAITERS);
+            let n = if left == 0 {
+                waiters.len()
+            } else {
+                WAKE_PER_RELEASE.min(waiters.len())
+            };
+            waiters.drain(..n).collect()
+        };
+        for waker in woken {
+            waker.wake();
+        }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

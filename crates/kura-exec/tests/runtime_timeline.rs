@@ -100,7 +100,7 @@ fn timeline_shows_cpu_work_and_idle_time() {
         assert!(timeline.mean_cpu_busy_pct() > 5.0);
         let csv = timeline.to_csv();
         let mut lines = csv.lines();
-        assert_eq!(lines.next(), Some("seconds,cpu_busy_pct,iops"));
+        assert_eq!(lines.next(), Some("seconds,cpu_busy_pct,iops,in_flight"));
         assert_eq!(lines.count(), timeline.samples.len());
         assert!(timeline.samples.windows(2).all(|w| w[0].at < w[1].at));
     });

@@ -15,7 +15,8 @@ pub mod table;
 mod txn_io;
 
 pub use buffer::{
-    BufferManager, BufferStats, FixAttempt, InFlight, PageGuard, ReadTicket, TraceKind,
+    set_sync_read_observer, BufferManager, BufferStats, FixAttempt, InFlight, PageGuard,
+    ReadTicket, SyncRead, TraceKind,
 };
 pub use catalog::{Catalog, ColumnDef, IndexEntry, Schema, ViewDef};
 pub use error::{StorageError, StorageResult};

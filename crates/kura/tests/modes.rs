@@ -153,3 +153,101 @@ fn index_plans_give_identical_results_in_the_three_modes() {
         }
     });
 }
+
+/// Runs `sql` in ooo mode on a freshly opened (cold) database with `SET prefetch`;
+/// returns the rows and the buffer's read-ahead count.
+fn cold_scan(path: &std::path::Path, sql: &str, prefetch: &str) -> (Vec<Vec<Value>>, u64) {
+    let opts = OpenOptions {
+        buffer_bytes: Some(2 << 20),
+        buffered_io: true,
+        ..OpenOptions::default()
+    };
+    let db = Database::open(path, opts).expect("reopen the database");
+    let mut session = db.session();
+    session.execute("SET execution_mode = 'ooo'").unwrap();
+    session
+        .execute(&format!("SET prefetch = {prefetch}"))
+        .unwrap();
+    let before = db.storage().buffer().stats();
+    let rows = session
+        .execute(sql)
+        .unwrap_or_else(|e| panic!("{sql} with prefetch {prefetch}: {e}"))
+        .rows();
+    let stats = db.storage().buffer().stats().since(&before);
+    assert_eq!(
+        db.storage().buffer().pinned_frames(),
+        0,
+        "frames left pinned"
+    );
+    (rows, stats.prefetch_reads)
+}
+
+/// A database file loaded with SF 0.01 and closed, for tests that reopen it cold.
+fn with_loaded_file(name: &str, body: impl FnOnce(&std::path::Path)) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::env::temp_dir().join(format!("kura-modes-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tpch.kura");
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        {
+            let db = Database::open(&path, OpenOptions::default()).expect("create");
+            let mut session = db.session();
+            kura::tpch::load(&mut session, Source::Generate(0.01), &|_, _| {}).expect("load");
+        }
+        body(&path);
+    }));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn prefetch_reads_scans_ahead_and_keeps_results() {
+    with_loaded_file("prefetch", |path| {
+        let prefetches_before = page_fix_stats().prefetches;
+        for sql in [
+            "SELECT count(*), sum(l_quantity), sum(l_extendedprice), min(l_shipdate) FROM lineitem",
+            query_text("1").unwrap(),
+            query_text("6").unwrap(),
+        ] {
+            let (on, ahead_on) = cold_scan(path, sql, "on");
+            let (off, ahead_off) = cold_scan(path, sql, "off");
+            assert_eq!(ahead_off, 0, "{sql}: read ahead with prefetch off");
+            assert!(ahead_on > 0, "{sql}: a cold scan was not read ahead");
+            assert_same(sql, "ooo with prefetch off", &on, &off);
+        }
+        assert!(page_fix_stats().prefetches > prefetches_before);
+    });
+}
+
+#[test]
+fn runtime_counts_the_synchronous_reads_of_serial_and_static_mode() {
+    with_loaded_file("sync-reads", |path| {
+        let rt = shared_runtime().expect("runtime");
+        for mode in ["serial", "static"] {
+            let opts = OpenOptions {
+                buffer_bytes: Some(2 << 20),
+                buffered_io: true,
+                ..OpenOptions::default()
+            };
+            let db = Database::open(path, opts).expect("reopen the database");
+            let mut session = db.session();
+            session
+                .execute(&format!("SET execution_mode = '{mode}'"))
+                .unwrap();
+            let (reads0, io0) = (db.storage().buffer().stats().pages_read, rt.stats().total());
+            session.execute(query_text("1").unwrap()).unwrap();
+            let reads = db.storage().buffer().stats().pages_read - reads0;
+            let io = rt.stats().total();
+            let completed = io.io_completed - io0.io_completed;
+            assert!(reads > 0, "{mode}: a cold query read nothing");
+            assert!(
+                completed >= reads,
+                "{mode}: the runtime counted {completed} of {reads} page reads"
+            );
+            assert_eq!(io.io_submitted - io0.io_submitted, completed, "{mode}");
+        }
+    });
+}

@@ -18,7 +18,7 @@ use super::error::{BoxError, RuntimeError};
 use super::io::{probe_uring, IoDriver};
 use super::os_thread;
 use super::scope::Scope;
-use super::stats::{add, RuntimeStats};
+use super::stats::{add, Counters, RuntimeStats};
 use super::task::Task;
 use super::timeline::{Timeline, TimelineRecorder};
 use super::worker::{worker_main, Shared, WorkerLocal};
@@ -64,6 +64,8 @@ impl Runtime {
             Vec::new()
         };
         let shared = Arc::new(Shared::new(config.clone(), workers, uring)?);
+        // Serial and static mode read pages with pread: count those reads too.
+        kura_storage::set_sync_read_observer(super::page_fix::count_sync_read);
         let mut runtime = Runtime {
             shared: shared.clone(),
             threads: Vec::with_capacity(workers),
@@ -172,6 +174,32 @@ impl Runtime {
         finish(&scope, &output)
     }
 
+    /// Runs `f` on the calling thread with its CPU time counted in the caller's
+    /// slot, so that timelines see the work of serial pipelines, which run outside
+    /// any task. One thread is counted at a time; a concurrent caller runs uncounted.
+    pub fn account_caller<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _one_at_a_time = match self.serial.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return f(),
+        };
+        struct Detach<'a>(&'a super::worker::Slot);
+        impl Drop for Detach<'_> {
+            fn drop(&mut self) {
+                self.0.detach_cpu_clock();
+            }
+        }
+        let slot = &self.shared.slots[self.shared.caller_slot()];
+        slot.attach_cpu_clock();
+        let _detach = Detach(slot);
+        f()
+    }
+
+    /// Counters of the caller's slot (serial work outside the workers).
+    pub(crate) fn caller_counters(&self) -> &Counters {
+        &self.shared.slots[self.shared.caller_slot()].counters
+    }
+
     /// Static mode: part `i` runs on worker `i % workers`, the parts of one
     /// worker one after the other, never split and never migrated. Returns
     /// every part's output, or the first error or panic.
@@ -245,7 +273,13 @@ impl Runtime {
 
     /// Starts recording a timeline (restarting any recording in progress).
     pub fn start_timeline(&self) {
-        let recorder = TimelineRecorder::start(&self.shared);
+        self.start_timeline_every(self.shared.config.timeline_interval);
+    }
+
+    /// Starts recording a timeline sampled every `interval` (at least 1 ms), e.g.
+    /// finer than the configured interval for a sub-second query.
+    pub fn start_timeline_every(&self, interval: Duration) {
+        let recorder = TimelineRecorder::start(&self.shared, interval);
         *self
             .shared
             .timeline

@@ -18,3 +18,8 @@ pub fn shared_runtime() -> Result<&'static Runtime, RuntimeError> {
         .as_ref()
         .map_err(|e| RuntimeError::Start(e.clone()))
 }
+
+/// The process-wide runtime if it has been started (never starts it).
+pub fn started_shared_runtime() -> Option<&'static Runtime> {
+    SHARED.get().and_then(|r| r.as_ref().ok())
+}

@@ -2,7 +2,8 @@
 //! page with [`read_at`] on the worker's ring while the task is suspended, then
 //! fills the reserved frame; a fix of a page someone else is reading awaits that
 //! read's completion through a waker instead of blocking the worker. Concurrent
-//! fixes of one page therefore share one read.
+//! fixes of one page therefore share one read — and so does a fix of a page that
+//! read-ahead ([`prefetch_async`]) is still reading.
 
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,11 +11,13 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use kura_storage::{
-    BufferManager, FixAttempt, InFlight, PageGuard, PageId, StorageError, StorageResult,
+    BufferManager, FixAttempt, InFlight, PageGuard, PageId, ReadTicket, StorageError,
+    StorageResult, SyncRead,
 };
 
-use super::context::buffer;
+use super::context::{self, buffer};
 use super::io::read::read_at;
+use super::stats::{add, Counters};
 
 /// Counters of the asynchronous fixes since the process started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,12 +28,15 @@ pub struct PageFixStats {
     pub shared_waits: u64,
     /// The largest number of asynchronous reads in flight at one time.
     pub max_in_flight: u64,
+    /// Read-ahead reads issued ([`prefetch_async`]); also counted in `reads`.
+    pub prefetches: u64,
 }
 
 static READS: AtomicU64 = AtomicU64::new(0);
 static SHARED_WAITS: AtomicU64 = AtomicU64::new(0);
 static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
 static MAX_IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
+static PREFETCHES: AtomicU64 = AtomicU64::new(0);
 
 /// A snapshot of the asynchronous fix counters.
 pub fn page_fix_stats() -> PageFixStats {
@@ -38,7 +44,15 @@ pub fn page_fix_stats() -> PageFixStats {
         reads: READS.load(Ordering::Relaxed),
         shared_waits: SHARED_WAITS.load(Ordering::Relaxed),
         max_in_flight: MAX_IN_FLIGHT.load(Ordering::Relaxed),
+        prefetches: PREFETCHES.load(Ordering::Relaxed),
     }
+}
+
+/// The largest number of asynchronous reads in flight since the last call (or
+/// since the process started), restarting the maximum from the current count: a
+/// benchmark calls it before and after a run to learn the run's peak queue depth.
+pub fn take_max_in_flight() -> u64 {
+    MAX_IN_FLIGHT.swap(IN_FLIGHT.load(Ordering::Relaxed), Ordering::Relaxed)
 }
 
 /// Reads asynchronously in flight right now.
@@ -64,38 +78,28 @@ impl Drop for InFlightCount {
     }
 }
 
+/// Counts a synchronous page read of the buffer manager (serial and static mode
+/// read with `pread`, which the runtime does not issue) in the running worker's
+/// counters, or in the shared runtime's caller slot on any other thread, so that
+/// IOPS and timelines of every mode count the same reads.
+pub(crate) fn count_sync_read(phase: SyncRead) {
+    let count = |c: &Counters| match phase {
+        SyncRead::Submitted => add(&c.io_submitted, 1),
+        SyncRead::Completed => add(&c.io_completed, 1),
+    };
+    if context::current().is_some() {
+        context::with_counters(count);
+    } else if let Some(rt) = super::global::started_shared_runtime() {
+        count(rt.caller_counters());
+    }
+}
+
 /// Fixes `page` without blocking the worker: see the module doc.
 pub async fn fix_async(bm: &Arc<BufferManager>, page: PageId) -> StorageResult<PageGuard> {
     loop {
         match bm.try_fix(page)? {
             FixAttempt::Hit(guard) => return Ok(guard),
-            FixAttempt::Miss(mut ticket) => {
-                let file = bm.file();
-                let size = file.page_size();
-                let result = {
-                    let _counted = InFlightCount::start();
-                    read_at(file.raw_fd(), page * size as u64, buffer(size)).await
-                };
-                let read = match result {
-                    (Ok(n), _) if n < size => Err(StorageError::Corrupt {
-                        path: file.path().to_path_buf(),
-                        page,
-                        what: format!(
-                            "page lies beyond the end of the file (read {n} of {size} bytes)"
-                        ),
-                    }),
-                    (Ok(_), data) => {
-                        ticket.buffer()[..size].copy_from_slice(&data[..size]);
-                        Ok(())
-                    }
-                    (Err(source), _) => Err(StorageError::Io {
-                        path: file.path().to_path_buf(),
-                        op: "read page",
-                        source,
-                    }),
-                };
-                return bm.complete(ticket, read);
-            }
+            FixAttempt::Miss(ticket) => return read_ticket(bm, ticket).await,
             FixAttempt::InFlight(waiting) => {
                 SHARED_WAITS.fetch_add(1, Ordering::Relaxed);
                 let waiting = until_done(waiting).await;
@@ -106,6 +110,47 @@ pub async fn fix_async(bm: &Arc<BufferManager>, page: PageId) -> StorageResult<P
             }
         }
     }
+}
+
+/// Read-ahead of `page`: reads it asynchronously when it is neither resident nor
+/// being read and the buffer can spare a frame, and leaves it resident, unpinned.
+/// Returns whether a read was issued. A failed read is not reported: the fix that
+/// needs the page later reads it again and reports the error where it matters.
+pub async fn prefetch_async(bm: &Arc<BufferManager>, page: PageId) -> bool {
+    let Some(ticket) = bm.try_prefetch(page) else {
+        return false;
+    };
+    PREFETCHES.fetch_add(1, Ordering::Relaxed);
+    drop(read_ticket(bm, ticket).await);
+    true
+}
+
+/// Reads the page of a miss on the worker's ring and completes the ticket.
+async fn read_ticket(bm: &Arc<BufferManager>, mut ticket: ReadTicket) -> StorageResult<PageGuard> {
+    let page = ticket.page();
+    let file = bm.file();
+    let size = file.page_size();
+    let result = {
+        let _counted = InFlightCount::start();
+        read_at(file.raw_fd(), page * size as u64, buffer(size)).await
+    };
+    let read = match result {
+        (Ok(n), _) if n < size => Err(StorageError::Corrupt {
+            path: file.path().to_path_buf(),
+            page,
+            what: format!("page lies beyond the end of the file (read {n} of {size} bytes)"),
+        }),
+        (Ok(_), data) => {
+            ticket.buffer()[..size].copy_from_slice(&data[..size]);
+            Ok(())
+        }
+        (Err(source), _) => Err(StorageError::Io {
+            path: file.path().to_path_buf(),
+            op: "read page",
+            source,
+        }),
+    };
+    bm.complete(ticket, read)
 }
 
 /// Suspends until the read `waiting` shares has finished (either way).

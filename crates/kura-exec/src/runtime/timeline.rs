@@ -18,6 +18,8 @@ pub struct TimelineSample {
     pub cpu_busy_pct: f64,
     /// Reads completed per second in the interval.
     pub iops: f64,
+    /// Asynchronous page reads in flight at the end of the interval (queue depth).
+    pub in_flight: u64,
 }
 
 /// A recorded timeline.
@@ -26,21 +28,22 @@ pub struct Timeline {
     /// Nominal sampling interval.
     pub interval: Duration,
     /// Worker threads of the runtime (the maximum busy % is 100 × workers,
-    /// plus the caller's thread in serial mode).
+    /// plus the query's caller thread: serial pipelines and merges).
     pub workers: usize,
     pub samples: Vec<TimelineSample>,
 }
 
 impl Timeline {
-    /// `seconds,cpu_busy_pct,iops` with a header line.
+    /// `seconds,cpu_busy_pct,iops,in_flight` with a header line.
     pub fn to_csv(&self) -> String {
-        let mut out = String::from("seconds,cpu_busy_pct,iops\n");
+        let mut out = String::from("seconds,cpu_busy_pct,iops,in_flight\n");
         for s in &self.samples {
             out.push_str(&format!(
-                "{:.3},{:.1},{:.0}\n",
+                "{:.3},{:.1},{:.0},{}\n",
                 s.at.as_secs_f64(),
                 s.cpu_busy_pct,
-                s.iops
+                s.iops,
+                s.in_flight
             ));
         }
         out
@@ -102,15 +105,12 @@ fn cpu_ns(shared: &Shared) -> u64 {
 }
 
 impl TimelineRecorder {
-    pub(crate) fn start(shared: &Shared) -> TimelineRecorder {
+    pub(crate) fn start(shared: &Shared, interval: Duration) -> TimelineRecorder {
         let now = Instant::now();
         TimelineRecorder {
             start: now,
             last: now,
-            interval: shared
-                .config
-                .timeline_interval
-                .max(Duration::from_millis(1)),
+            interval: interval.max(Duration::from_millis(1)),
             last_cpu_ns: cpu_ns(shared),
             last_completed: completed(shared),
             samples: Vec::new(),
@@ -139,6 +139,7 @@ impl TimelineRecorder {
             at: now.duration_since(self.start),
             cpu_busy_pct: used as f64 / 1e9 / width * 100.0,
             iops: done.saturating_sub(self.last_completed) as f64 / width,
+            in_flight: super::page_fix::reads_in_flight(),
         });
         self.last = now;
         self.last_cpu_ns = cpu;

@@ -9,10 +9,12 @@
 //! then calls [`BufferManager::complete`]), or an in-flight read someone else is
 //! doing. [`BufferManager::fix`] is the synchronous wrapper Serial mode and tools use.
 
+mod observer;
 mod stats;
 mod trace;
 mod waiters;
 
+pub use observer::{set_sync_read_observer, SyncRead};
 pub use stats::BufferStats;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -242,13 +244,54 @@ impl BufferManager {
         }))
     }
 
+    /// Read-ahead: reserves a frame for `page` when it is neither resident nor being
+    /// read, and a frame can be had without failing anyone. `None` means there is
+    /// nothing to do (or no unpinned frame to spare: read-ahead never takes the last
+    /// frames a real fix needs). The caller reads the page like a miss and completes
+    /// the ticket; dropping the resulting guard leaves the page resident, unpinned.
+    /// Not counted as a fix, so hit ratios still describe what queries asked for.
+    pub fn try_prefetch(self: &Arc<Self>, page: PageId) -> Option<ReadTicket> {
+        let mut inner = self.lock();
+        if inner.table.contains_key(&page) {
+            return None;
+        }
+        let f = match inner.free.pop() {
+            Some(f) => f,
+            None => {
+                let Inner { table, policy, .. } = &mut *inner;
+                let frames = &self.frames;
+                let victim = policy.evict_for(page, &mut |p| {
+                    table
+                        .get(&p)
+                        .is_some_and(|&f| frames[f as usize].pin.load(Ordering::Acquire) == 0)
+                })?;
+                table.remove(&victim)?
+            }
+        };
+        self.counters.prefetch_reads.fetch_add(1, Ordering::Relaxed);
+        let frame = &self.frames[f as usize];
+        frame.pin.store(1, Ordering::Release);
+        frame.state.store(LOADING, Ordering::Release);
+        frame.page.store(page, Ordering::Release);
+        inner.table.insert(page, f);
+        inner.policy.insert(page);
+        Some(ReadTicket {
+            bm: self.clone(),
+            frame: f,
+            page,
+            done: false,
+        })
+    }
+
     /// Synchronous fix: a miss is read with `pread` on the calling thread.
     pub fn fix(self: &Arc<Self>, page: PageId) -> StorageResult<PageGuard> {
         loop {
             match self.try_fix(page)? {
                 FixAttempt::Hit(g) => return Ok(g),
                 FixAttempt::Miss(mut t) => {
+                    observer::note(SyncRead::Submitted);
                     let r = self.file.read_page_raw(page, t.buffer());
+                    observer::note(SyncRead::Completed);
                     return self.complete(t, r);
                 }
                 FixAttempt::InFlight(w) => {

@@ -11,6 +11,7 @@ pub(super) struct Counters {
     pub pages_written: AtomicU64,
     pub bytes_read: AtomicU64,
     pub bytes_written: AtomicU64,
+    pub prefetch_reads: AtomicU64,
 }
 
 /// A snapshot of the counters since the database was opened; diff two snapshots
@@ -24,6 +25,9 @@ pub struct BufferStats {
     pub pages_written: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Misses taken by read-ahead ([`super::BufferManager::try_prefetch`]); their
+    /// reads are part of `pages_read` once complete.
+    pub prefetch_reads: u64,
 }
 
 impl Counters {
@@ -37,6 +41,7 @@ impl Counters {
             pages_written: l(&self.pages_written),
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),
+            prefetch_reads: l(&self.prefetch_reads),
         }
     }
 }
@@ -52,6 +57,7 @@ impl BufferStats {
             pages_written: self.pages_written - earlier.pages_written,
             bytes_read: self.bytes_read - earlier.bytes_read,
             bytes_written: self.bytes_written - earlier.bytes_written,
+            prefetch_reads: self.prefetch_reads - earlier.prefetch_reads,
         }
     }
 
