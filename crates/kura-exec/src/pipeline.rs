@@ -267,8 +267,21 @@ impl Run {
         let mut next = self.source.pages_for(morsel);
         let mut round = 0;
         loop {
-            if let Some((bm, pages)) = next.take().filter(|(_, p)| !p.is_empty()) {
-                let claim = PinBudget::claim(&bm, pages.len()).await;
+            if let Some((bm, mut pages)) = next.take().filter(|(_, p)| !p.is_empty()) {
+                let claim = if round == 0 {
+                    PinBudget::claim(&bm, pages.len()).await
+                } else {
+                    // Later rounds must not wait for budget while holding the
+                    // earlier rounds' pins (tasks would wait for each other):
+                    // they pin what fits now and only read the rest ahead, which
+                    // the morsel then fixes as it runs.
+                    let claim = PinBudget::take_available(&bm, pages.len());
+                    let rest = pages.split_off(claim.pages);
+                    if !rest.is_empty() {
+                        read_ahead(bm.clone(), rest);
+                    }
+                    claim
+                };
                 let guards = fix_all(&bm, &pages).await.map_err(ExecError::from)?;
                 self.ctx
                     .record(self.source_node, |s| s.pages_fixed += guards.len() as u64);
@@ -478,6 +491,18 @@ impl PinBudget {
         })
         .await;
         PinBudget { pages }
+    }
+
+    /// Claims as much of `pages` as the budget has left now (possibly none),
+    /// without waiting.
+    fn take_available(bm: &BufferManager, pages: usize) -> PinBudget {
+        let limit = pin_limit(bm);
+        let mut got = 0;
+        let _ = PINNED_AHEAD.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+            got = pages.min(limit.saturating_sub(now));
+            (got > 0).then_some(now + got)
+        });
+        PinBudget { pages: got }
     }
 
     fn try_claim(limit: usize, pages: usize) -> bool {

@@ -15,8 +15,8 @@ pub mod table;
 mod txn_io;
 
 pub use buffer::{
-    set_sync_read_observer, BufferManager, BufferStats, FixAttempt, InFlight, PageGuard,
-    ReadTicket, SyncRead, TraceKind,
+    forbid_blocking_waits, set_sync_read_observer, BufferManager, BufferStats, FixAttempt,
+    InFlight, PageGuard, ReadTicket, SyncRead, TraceKind,
 };
 pub use catalog::{Catalog, ColumnDef, IndexEntry, Schema, ViewDef};
 pub use error::{StorageError, StorageResult};

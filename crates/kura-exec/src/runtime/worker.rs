@@ -441,6 +441,9 @@ pub(crate) fn worker_main(
         ring_error,
     });
     let local = Rc::new(WorkerLocal::new(shared.clone(), index, io));
+    // Tasks queued on this thread may be the ones finishing a page read: a
+    // synchronous fix here must never block on one.
+    kura_storage::forbid_blocking_waits(true);
     let guard = context::enter(local.clone());
     local.run(&|| shared.shutdown.load(Ordering::SeqCst));
     local.shutdown_drain();

@@ -95,6 +95,25 @@ pub struct PageGuard {
     bm: Arc<BufferManager>,
     frame: u32,
     page: PageId,
+    /// A private copy of the page, read by a thread that must not wait for
+    /// another party's read (see [`forbid_blocking_waits`]); no frame is pinned.
+    private: Option<crate::file::aligned::AlignedBuf>,
+}
+
+thread_local! {
+    static NO_BLOCKING_WAITS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as one that must never block waiting for a page
+/// read issued by someone else — a task runtime's worker, whose own queued
+/// tasks may be the ones that finish that read. A synchronous fix on such a
+/// thread that finds the page being read reads a private copy instead.
+pub fn forbid_blocking_waits(forbid: bool) {
+    NO_BLOCKING_WAITS.with(|c| c.set(forbid));
+}
+
+fn blocking_waits_forbidden() -> bool {
+    NO_BLOCKING_WAITS.with(|c| c.get())
 }
 
 impl BufferManager {
@@ -196,6 +215,7 @@ impl BufferManager {
                         bm: self.clone(),
                         frame: f,
                         page,
+                        private: None,
                     })
                 }
                 _ => {
@@ -294,6 +314,10 @@ impl BufferManager {
                     observer::note(SyncRead::Completed);
                     return self.complete(t, r);
                 }
+                FixAttempt::InFlight(w) if blocking_waits_forbidden() && !w.is_done() => {
+                    drop(w);
+                    return self.read_private(page);
+                }
                 FixAttempt::InFlight(w) => {
                     if let Some(g) = w.wait() {
                         return Ok(g);
@@ -302,6 +326,24 @@ impl BufferManager {
                 }
             }
         }
+    }
+
+    /// Reads `page` into a buffer of its own (checked like any page), for a
+    /// thread that may not wait for the read already under way.
+    fn read_private(self: &Arc<Self>, page: PageId) -> StorageResult<PageGuard> {
+        // Aligned: the file may be open with O_DIRECT.
+        let mut buf = crate::file::aligned::AlignedBuf::new(self.page_size);
+        observer::note(SyncRead::Submitted);
+        let r = self.file.read_page_raw(page, &mut buf);
+        observer::note(SyncRead::Completed);
+        r?;
+        self.file.verify_page(page, &buf[..self.page_size])?;
+        Ok(PageGuard {
+            bm: self.clone(),
+            frame: u32::MAX,
+            page,
+            private: Some(buf),
+        })
     }
 
     /// Finishes a miss: `read` is the outcome of reading the page into the
@@ -334,6 +376,7 @@ impl BufferManager {
                     bm: ticket.bm.clone(),
                     frame: ticket.frame,
                     page: ticket.page,
+                    private: None,
                 })
             }
             Err(e) => {
@@ -503,6 +546,7 @@ impl InFlight {
                 bm: bm.clone(),
                 frame: f,
                 page,
+                private: None,
             })
         } else {
             bm.unpin_locked(&mut inner, f);
@@ -532,12 +576,17 @@ impl PageGuard {
 impl std::ops::Deref for PageGuard {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.bm.frame_bytes(self.frame)[PAGE_HEADER..]
+        match &self.private {
+            Some(copy) => &copy[PAGE_HEADER..self.bm.page_size],
+            None => &self.bm.frame_bytes(self.frame)[PAGE_HEADER..],
+        }
     }
 }
 
 impl Drop for PageGuard {
     fn drop(&mut self) {
-        self.bm.unpin(self.frame);
+        if self.private.is_none() {
+            self.bm.unpin(self.frame);
+        }
     }
 }
