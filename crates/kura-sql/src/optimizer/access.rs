@@ -63,6 +63,25 @@ fn literal(e: &PhysExpr) -> Option<&Value> {
     }
 }
 
+/// The table column a conjunct constrains in a way an index search can answer
+/// (`col op literal` but `<>`, `LIKE 'prefix%'`, `IN (...)`).
+pub fn answerable_column(
+    table: &dyn TableSource,
+    cols: &[(usize, ColId)],
+    f: &PhysExpr,
+) -> Option<usize> {
+    column_conditions(table, cols, std::slice::from_ref(f))
+        .into_iter()
+        .find(|(_, c)| {
+            c.eq.is_some()
+                || c.lower.is_some()
+                || c.upper.is_some()
+                || c.prefix.is_some()
+                || c.in_list.is_some()
+        })
+        .map(|(col, _)| col)
+}
+
 /// Folds the conjuncts an index could answer into conditions per table column.
 pub fn column_conditions(
     table: &dyn TableSource,

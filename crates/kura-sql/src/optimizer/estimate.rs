@@ -180,15 +180,14 @@ fn scan_selectivity(
     let constrained = ranges.first().map_or(0, |r| {
         r.eq.len() + usize::from(r.last != kura_exec::plan::LastColumn::Any)
     });
-    let key_cols: HashSet<ColId> = index.columns[..constrained.min(index.columns.len())]
+    let key_cols: HashSet<usize> = index.columns[..constrained.min(index.columns.len())]
         .iter()
-        .filter_map(|tc| cols.iter().find(|c| c.0 == *tc).map(|c| c.1))
+        .copied()
         .collect();
-    let only_keys = |f: &PhysExpr| {
-        let r = refs_of(f);
-        !r.is_empty() && r.iter().all(|c| key_cols.contains(c))
+    let answered = |f: &PhysExpr| {
+        super::access::answerable_column(table, cols, f).is_some_and(|c| key_cols.contains(&c))
     };
-    let others = heuristic(&mut filters.iter().filter(|f| !only_keys(f)));
+    let others = heuristic(&mut filters.iter().filter(|f| !answered(f)));
     (found / rows).clamp(0.0, 1.0) * others
 }
 
