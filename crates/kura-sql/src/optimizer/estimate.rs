@@ -15,6 +15,9 @@ pub struct Estimate {
     pub rows: f64,
     pub ndv: HashMap<ColId, f64>,
     pub range: HashMap<ColId, (f64, f64)>,
+    /// Text columns' min and max, for LIKE prefixes; only while a scan's own
+    /// filters are estimated (not carried upward).
+    pub text: HashMap<ColId, (String, String)>,
 }
 
 impl Estimate {
@@ -125,12 +128,17 @@ pub fn selectivity(p: &PhysExpr, est: &Estimate) -> f64 {
             }
         }
         PhysExpr::Like {
-            pattern, negated, ..
+            expr,
+            pattern,
+            negated,
         } => {
-            let f = if pattern.literal_prefix().is_some() {
-                0.05
-            } else {
-                0.1
+            let range = is_col(expr).and_then(|c| est.text.get(&c));
+            let f = match (pattern.literal_prefix(), range) {
+                (Some(p), Some((lo, hi))) => {
+                    prefix_fraction(p, lo.as_bytes(), hi.as_bytes(), est.ndv_of(expr))
+                }
+                (Some(_), None) => 0.05,
+                _ => 0.1,
             };
             if *negated {
                 1.0 - f
@@ -155,6 +163,39 @@ pub fn selectivity(p: &PhysExpr, est: &Estimate) -> f64 {
     s.clamp(0.0, 1.0)
 }
 
+/// Fraction of a column's values in `[lo, hi]` that start with `p`. Past the
+/// prefix `lo` and `hi` share, the first byte is placed between theirs; further
+/// digits count 1/10 each (generated keys, phone numbers: near uniform), and
+/// further letters once 1/26 (words are far from uniform). At least one value.
+fn prefix_fraction(p: &[u8], lo: &[u8], hi: &[u8], ndv: f64) -> f64 {
+    let floor = 1.0 / ndv.max(1.0);
+    let common = lo.iter().zip(hi).take_while(|(a, b)| a == b).count();
+    let k = common.min(p.len());
+    if p[..k] != lo[..k] {
+        return floor;
+    }
+    if p.len() <= common {
+        return 1.0;
+    }
+    let c = p[common];
+    let a = lo.get(common).copied().unwrap_or(0);
+    let b = hi.get(common).copied().unwrap_or(u8::MAX);
+    if c < a || c > b {
+        return floor;
+    }
+    let mut f = 1.0 / (b as f64 - a as f64 + 1.0);
+    let mut letters = false;
+    for &x in &p[common + 1..] {
+        if x.is_ascii_digit() {
+            f /= 10.0;
+        } else if !letters {
+            letters = true;
+            f /= 26.0;
+        }
+    }
+    f.clamp(floor, 1.0)
+}
+
 /// Rows of `l ⋈ r` under conditions `on`.
 pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     let mut rows = l.rows * r.rows;
@@ -162,10 +203,68 @@ pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     both.ndv.extend(r.ndv.clone());
     both.range.extend(r.range.clone());
     both.rows = rows;
+    // Equalities between the two sides form one composite key: its distinct
+    // count on each side is the product of the columns' counts, but at most the
+    // side's rows. Multiplying per-column selectivities instead treats the columns
+    // of a composite foreign key (lineitem → partsupp) as independent and
+    // underestimates such a join by orders of magnitude.
+    let (mut lk, mut rk, mut keys) = (1.0f64, 1.0f64, 0);
     for p in on {
+        if let PhysExpr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+            ..
+        } = p
+        {
+            let side = match (is_col(left), is_col(right)) {
+                (Some(a), Some(b)) if l.ndv.contains_key(&a) && r.ndv.contains_key(&b) => {
+                    Some((l.ndv[&a], r.ndv[&b]))
+                }
+                (Some(a), Some(b)) if l.ndv.contains_key(&b) && r.ndv.contains_key(&a) => {
+                    Some((l.ndv[&b], r.ndv[&a]))
+                }
+                _ => None,
+            };
+            if let Some((x, y)) = side {
+                lk *= x.max(1.0);
+                rk *= y.max(1.0);
+                keys += 1;
+                continue;
+            }
+        }
         rows *= selectivity(p, &both);
     }
+    if keys > 0 {
+        let lk = lk.min(l.rows.max(1.0));
+        let rk = rk.min(r.rows.max(1.0));
+        rows /= lk.max(rk);
+    }
     rows
+}
+
+/// Fraction of `l`'s rows with a partner in `r`: for each equality key, the share of
+/// `l`'s distinct values that `r` can hold (containment); the tightest key wins.
+fn semi_fraction(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
+    let mut f: Option<f64> = None;
+    for p in on {
+        if let PhysExpr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+            ..
+        } = p
+        {
+            let (lk, rk) = match (is_col(left), is_col(right)) {
+                (Some(a), Some(b)) if l.ndv.contains_key(&a) && r.ndv.contains_key(&b) => (a, b),
+                (Some(a), Some(b)) if l.ndv.contains_key(&b) && r.ndv.contains_key(&a) => (b, a),
+                _ => continue,
+            };
+            let x = (r.ndv[&rk] / l.ndv[&lk].max(1.0)).min(1.0);
+            f = Some(f.map_or(x, |y: f64| y.min(x)));
+        }
+    }
+    f.unwrap_or(0.5)
 }
 
 /// Estimate of a logical plan's output.
@@ -186,9 +285,13 @@ pub fn estimate(plan: &Logical) -> Estimate {
                     if let (Some(lo), Some(hi)) = (s.min.as_f64(), s.max.as_f64()) {
                         e.range.insert(*id, (lo, hi));
                     }
+                    if let (Value::Text(lo), Value::Text(hi)) = (&s.min, &s.max) {
+                        e.text.insert(*id, (lo.clone(), hi.clone()));
+                    }
                 }
             }
             let sel: f64 = filters.iter().map(|f| selectivity(f, &e)).product();
+            e.text.clear();
             e.rows = (e.rows * sel).max(if e.rows > 0.0 { 1.0 } else { 0.0 });
             e
         }
@@ -243,7 +346,11 @@ pub fn estimate(plan: &Logical) -> Estimate {
                     e.range.extend(r.range);
                 }
                 JoinType::Mark => {}
-                JoinType::Semi => e.rows = (l.rows * 0.5).max(1.0).min(inner.max(1.0)),
+                JoinType::Semi => {
+                    e.rows = (l.rows * semi_fraction(&l, &r, on))
+                        .max(1.0)
+                        .min(inner.max(1.0))
+                }
                 JoinType::Anti | JoinType::NullAwareAnti => e.rows = (l.rows * 0.5).max(1.0),
             }
             e

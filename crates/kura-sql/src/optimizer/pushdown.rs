@@ -16,7 +16,7 @@ use crate::logical::{conjunction, conjuncts, map_columns, ColId, Logical};
 
 /// Optimizes a plan (push-down and join ordering).
 pub fn optimize(plan: Logical) -> Logical {
-    push(plan, Vec::new())
+    super::magic::restrict(push(plan, Vec::new()))
 }
 
 fn filter(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
