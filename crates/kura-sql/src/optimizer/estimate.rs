@@ -18,6 +18,9 @@ pub struct Estimate {
     /// Text columns' min and max, for LIKE prefixes; only while a scan's own
     /// filters are estimated (not carried upward).
     pub text: HashMap<ColId, (String, String)>,
+    /// Rows of the stored table a column comes from (before any filter): bounds
+    /// the distinct combinations of a composite key.
+    pub base: HashMap<ColId, f64>,
 }
 
 impl Estimate {
@@ -29,6 +32,13 @@ impl Estimate {
             PhysExpr::Cast { expr, .. } => self.ndv_of(expr),
             _ => self.rows.max(1.0),
         }
+    }
+
+    /// Takes in the per-column statistics of `other` (the other input of a join).
+    pub fn absorb(&mut self, other: &Estimate) {
+        self.ndv.extend(other.ndv.iter().map(|(k, v)| (*k, *v)));
+        self.range.extend(other.range.iter().map(|(k, v)| (*k, *v)));
+        self.base.extend(other.base.iter().map(|(k, v)| (*k, *v)));
     }
 
     fn cap(&mut self) {
@@ -208,7 +218,8 @@ pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     // side's rows. Multiplying per-column selectivities instead treats the columns
     // of a composite foreign key (lineitem → partsupp) as independent and
     // underestimates such a join by orders of magnitude.
-    let (mut lk, mut rk, mut keys) = (1.0f64, 1.0f64, 0);
+    let (mut domain, mut keys) = (1.0f64, 0);
+    let (mut lbase, mut rbase) = (Some(0.0f64), Some(0.0f64));
     for p in on {
         if let PhysExpr::Binary {
             op: BinaryOp::Eq,
@@ -219,28 +230,62 @@ pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
         {
             let side = match (is_col(left), is_col(right)) {
                 (Some(a), Some(b)) if l.ndv.contains_key(&a) && r.ndv.contains_key(&b) => {
-                    Some((l.ndv[&a], r.ndv[&b]))
+                    Some((a, b))
                 }
                 (Some(a), Some(b)) if l.ndv.contains_key(&b) && r.ndv.contains_key(&a) => {
-                    Some((l.ndv[&b], r.ndv[&a]))
+                    Some((b, a))
                 }
                 _ => None,
             };
-            if let Some((x, y)) = side {
-                lk *= x.max(1.0);
-                rk *= y.max(1.0);
+            if let Some((a, b)) = side {
+                let x = l.ndv[&a].min(l.rows.max(1.0));
+                let y = r.ndv[&b].min(r.rows.max(1.0));
+                domain *= x.max(y).max(1.0);
+                lbase = lbase.zip(l.base.get(&a)).map(|(m, v)| m.max(*v));
+                rbase = rbase.zip(r.base.get(&b)).map(|(m, v)| m.max(*v));
                 keys += 1;
                 continue;
             }
         }
         rows *= selectivity(p, &both);
     }
+    if keys > 1 {
+        // Every combination that occurs is a row of each side's stored table.
+        for b in [lbase, rbase].into_iter().flatten() {
+            domain = domain.min(b.max(1.0));
+        }
+    }
     if keys > 0 {
-        let lk = lk.min(l.rows.max(1.0));
-        let rk = rk.min(r.rows.max(1.0));
-        rows /= lk.max(rk);
+        rows /= domain;
     }
     rows
+}
+
+/// Statistics of `l ⋈ r` producing `rows`: both inputs' columns, and for an
+/// equality `a = b` both columns keep only the values both sides hold.
+pub fn joined(l: &Estimate, r: &Estimate, on: &[PhysExpr], rows: f64) -> Estimate {
+    let mut e = l.clone();
+    e.absorb(r);
+    e.rows = rows;
+    for p in on {
+        if let PhysExpr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+            ..
+        } = p
+        {
+            if let (Some(a), Some(b)) = (is_col(left), is_col(right)) {
+                if let (Some(&x), Some(&y)) = (e.ndv.get(&a), e.ndv.get(&b)) {
+                    let m = x.min(y);
+                    e.ndv.insert(a, m);
+                    e.ndv.insert(b, m);
+                }
+            }
+        }
+    }
+    e.cap();
+    e
 }
 
 /// Fraction of `l`'s rows with a partner in `r`: for each equality key, the share of
@@ -282,6 +327,7 @@ pub fn estimate(plan: &Logical) -> Estimate {
             for (i, id) in cols {
                 if let Some(s) = table.column_stats(*i) {
                     e.ndv.insert(*id, (s.distinct as f64).max(1.0));
+                    e.base.insert(*id, e.rows);
                     if let (Some(lo), Some(hi)) = (s.min.as_f64(), s.max.as_f64()) {
                         e.range.insert(*id, (lo, hi));
                     }
@@ -316,6 +362,9 @@ pub fn estimate(plan: &Logical) -> Estimate {
                     if let Some(r) = i.range.get(&c) {
                         e.range.insert(*id, *r);
                     }
+                    if let Some(b) = i.base.get(&c) {
+                        e.base.insert(*id, *b);
+                    }
                 }
             }
             e
@@ -331,20 +380,12 @@ pub fn estimate(plan: &Logical) -> Estimate {
             let inner = join_rows(&l, &r, on);
             let mut e = l.clone();
             match join_type {
-                JoinType::Inner => {
-                    e.ndv.extend(r.ndv);
-                    e.range.extend(r.range);
-                    e.rows = inner.max(1.0);
-                }
+                JoinType::Inner => e = joined(&l, &r, on, inner.max(1.0)),
                 JoinType::Left => {
-                    e.ndv.extend(r.ndv);
-                    e.range.extend(r.range);
+                    e.absorb(&r);
                     e.rows = inner.max(l.rows);
                 }
-                JoinType::Single => {
-                    e.ndv.extend(r.ndv);
-                    e.range.extend(r.range);
-                }
+                JoinType::Single => e.absorb(&r),
                 JoinType::Mark => {}
                 JoinType::Semi => {
                     e.rows = (l.rows * semi_fraction(&l, &r, on))

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use kura_exec::expr::PhysExpr;
 use kura_exec::JoinType;
 
-use super::estimate::{covered, estimate, join_rows, Estimate};
+use super::estimate::{covered, estimate, join_rows, joined, Estimate};
 use crate::logical::{conjunction, refs_of, ColId, Logical};
 
 struct Part {
@@ -34,13 +34,7 @@ fn applicable(preds: &mut Vec<PhysExpr>, ids: &HashSet<ColId>) -> Vec<PhysExpr> 
 
 fn join(a: Part, b: Part, on: Vec<PhysExpr>) -> Part {
     let rows = join_rows(&a.est, &b.est, &on).max(1.0);
-    let mut est = a.est.clone();
-    est.ndv.extend(b.est.ndv.clone());
-    est.range.extend(b.est.range.clone());
-    est.rows = rows;
-    for v in est.ndv.values_mut() {
-        *v = v.min(rows);
-    }
+    let est = joined(&a.est, &b.est, &on, rows);
     let ids: HashSet<ColId> = a.ids.union(&b.ids).copied().collect();
     // Build on the smaller input.
     let (probe, build) = if a.est.rows >= b.est.rows {
@@ -122,13 +116,7 @@ fn order_dp(parts: Vec<Part>, preds: Vec<PhysExpr>) -> Result<Logical, (Vec<Part
                         let rows = join_rows(&x.est, &y.est, &on).max(1.0);
                         let cost = x.cost + y.cost + rows + x.est.rows.min(y.est.rows);
                         if found.as_ref().is_none_or(|f| cost < f.cost) {
-                            let mut est = x.est.clone();
-                            est.ndv.extend(y.est.ndv.clone());
-                            est.range.extend(y.est.range.clone());
-                            est.rows = rows;
-                            for v in est.ndv.values_mut() {
-                                *v = v.min(rows);
-                            }
+                            let est = joined(&x.est, &y.est, &on, rows);
                             found = Some(Best {
                                 cost,
                                 est,
