@@ -290,7 +290,7 @@ pub fn joined(l: &Estimate, r: &Estimate, on: &[PhysExpr], rows: f64) -> Estimat
 
 /// Fraction of `l`'s rows with a partner in `r`: for each equality key, the share of
 /// `l`'s distinct values that `r` can hold (containment); the tightest key wins.
-fn semi_fraction(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
+pub fn semi_fraction(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     let mut f: Option<f64> = None;
     for p in on {
         if let PhysExpr::Binary {
