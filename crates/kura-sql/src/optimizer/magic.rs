@@ -1,4 +1,4 @@
-//! Magic-set restriction of grouped subqueries: a decorrelated aggregate joined on its keys only to a selective outer input is computed over the keys that input can produce.
+//! Magic-set restriction of build sides: a decorrelated aggregate (or the build side of a semi/anti join) joined to a selective outer input is computed over the keys that input can produce.
 //!
 //! Decorrelation turns `x < (SELECT avg(y) FROM t WHERE t.k = outer.k)` into a
 //! join with `SELECT k, avg(y) FROM t GROUP BY k`, which aggregates every key
@@ -8,6 +8,9 @@
 //! the outer side that produces them — without changing any surviving group: the
 //! restriction depends on the group key alone, and a NULL key (never equal to
 //! anything) is dropped by the semi-join exactly as the outer join would miss it.
+//! For EXISTS / NOT EXISTS the same holds of any build side: only whether a
+//! partner exists matters, so build rows no probe row can meet are dropped
+//! before they are hashed (TPC-H Q4, Q21, Q22).
 
 use std::collections::HashSet;
 
@@ -43,7 +46,7 @@ pub fn restrict(plan: Logical) -> Logical {
             // dropping build rows that match no probe row changes nothing.
             // (Mark and NullAwareAnti are excluded: a NULL anywhere in the build
             // side changes their answers.)
-            let right = restrict_build(&left, *right, &on);
+            let right = restrict_build(join_type, &left, *right, &on);
             Logical::Join {
                 join_type,
                 left,
@@ -112,7 +115,7 @@ fn key_pairs(
     on: &[PhysExpr],
     lids: &HashSet<ColId>,
     rids: &HashSet<ColId>,
-) -> Vec<(ColId, PhysExpr)> {
+) -> Vec<(PhysExpr, PhysExpr)> {
     let mut out = Vec::new();
     for p in on {
         let PhysExpr::Binary {
@@ -128,7 +131,7 @@ fn key_pairs(
             if let PhysExpr::Column { index, .. } = **r {
                 let lr = refs_of(l);
                 if rids.contains(&index) && !lr.is_empty() && lr.iter().all(|c| lids.contains(c)) {
-                    out.push((index, (**l).clone()));
+                    out.push(((**r).clone(), (**l).clone()));
                     break;
                 }
             }
@@ -177,9 +180,42 @@ fn find_aggregate(plan: &Logical, keys: &[PhysExpr]) -> Option<(Vec<PhysExpr>, f
     }
 }
 
+/// Whether a subtree is cheap enough to compute twice: scans, filters, projections
+/// and inner joins, and semi/anti joins with a join-free build side (TPC-H Q20's
+/// `IN (part …)`). Not one holding another restricted semi-join (Q21's two
+/// EXISTS), which would be recomputed with its whole build side again.
+fn cheap(p: &Logical) -> bool {
+    fn join_free(p: &Logical) -> bool {
+        match p {
+            Logical::Scan { .. } | Logical::Values { .. } => true,
+            Logical::Filter { input, .. } | Logical::Project { input, .. } => join_free(input),
+            _ => false,
+        }
+    }
+    match p {
+        Logical::Scan { .. } | Logical::Values { .. } => true,
+        Logical::Filter { input, .. } | Logical::Project { input, .. } => cheap(input),
+        Logical::Join {
+            join_type: JoinType::Inner,
+            left,
+            right,
+            ..
+        } => cheap(left) && cheap(right),
+        Logical::Join {
+            join_type: JoinType::Semi | JoinType::Anti,
+            left,
+            right,
+            ..
+        } => cheap(left) && join_free(right),
+        _ => false,
+    }
+}
+
 /// The subtrees of `plan` that output every column of `need`, from `plan` down.
 fn chain<'a>(plan: &'a Logical, need: &HashSet<ColId>, out: &mut Vec<&'a Logical>) {
-    out.push(plan);
+    if cheap(plan) {
+        out.push(plan);
+    }
     let has = |p: &Logical| {
         let o: HashSet<ColId> = p.output().into_iter().collect();
         need.iter().all(|c| o.contains(c))
@@ -213,23 +249,23 @@ fn chain<'a>(plan: &'a Logical, need: &HashSet<ColId>, out: &mut Vec<&'a Logical
 }
 
 /// The restricted build side, or `right` unchanged when no restriction pays off.
-fn restrict_build(left: &Logical, right: Logical, on: &[PhysExpr]) -> Logical {
+fn restrict_build(join_type: JoinType, left: &Logical, right: Logical, on: &[PhysExpr]) -> Logical {
     let lids: HashSet<ColId> = left.output().into_iter().collect();
     let rids: HashSet<ColId> = right.output().into_iter().collect();
     let pairs = key_pairs(on, &lids, &rids);
     if pairs.is_empty() {
         return right;
     }
-    let rkeys: Vec<PhysExpr> = pairs
-        .iter()
-        .map(|(c, _)| PhysExpr::Column {
-            index: *c,
-            data_type: DataType::Boolean,
-        })
-        .collect();
-    // Types of the right keys do not matter for following them down.
-    let Some((inner_keys, groups)) = find_aggregate(&right, &rkeys) else {
-        return right;
+    let rkeys: Vec<PhysExpr> = pairs.iter().map(|p| p.0.clone()).collect();
+    let (inner_keys, groups, grouped) = match find_aggregate(&right, &rkeys) {
+        Some((k, g)) => (k, g, true),
+        // A semi/anti join asks only whether a partner exists: any build side may
+        // shrink to the rows that can be partners (TPC-H Q4's and Q21's lineitem,
+        // hashed whole otherwise).
+        None if matches!(join_type, JoinType::Semi | JoinType::Anti) => {
+            (rkeys, estimate(&right).rows, false)
+        }
+        None => return right,
     };
     let need: HashSet<ColId> = pairs.iter().flat_map(|p| refs_of(&p.1)).collect();
     let mut cands = Vec::new();
@@ -255,7 +291,11 @@ fn restrict_build(left: &Logical, right: Logical, on: &[PhysExpr]) -> Logical {
             data_type: DataType::Boolean,
         })
         .collect();
-    inject(right, cond, magic)
+    if grouped {
+        inject(right, cond, magic)
+    } else {
+        semi_below(right, cond, magic)
+    }
 }
 
 /// Puts the semi-join with `magic` under the aggregate found by [`find_aggregate`].
@@ -299,6 +339,19 @@ fn semi_below(input: Logical, cond: Vec<PhysExpr>, magic: Logical) -> Logical {
             input: Box::new(semi_below(*i, cond, magic)),
             predicate,
         },
+        Logical::Project { input: i, exprs }
+            if covers(&i)
+                && inner_refs.iter().all(|c| {
+                    exprs.iter().any(|(e, id)| {
+                        id == c && matches!(e, PhysExpr::Column { index, .. } if index == c)
+                    })
+                }) =>
+        {
+            Logical::Project {
+                input: Box::new(semi_below(*i, cond, magic)),
+                exprs,
+            }
+        }
         Logical::Join {
             join_type: JoinType::Inner,
             left,
