@@ -24,6 +24,24 @@ pub fn int_key(key: &Vector, row: usize) -> Option<i64> {
     }
 }
 
+/// Whether keys are exactly two integer-like columns (packed by [`pair_key`]).
+pub fn pair_int_key(keys: &[Vector]) -> bool {
+    keys.len() == 2
+        && keys
+            .iter()
+            .all(|k| matches!(k.data, ColumnData::I32(_) | ColumnData::I64(_)))
+}
+
+/// Key `row` of a two-integer-column key packed into one u128, `None` if either is
+/// NULL. Both widths widen to i64 first, so equal values pack equally whatever the
+/// column types; only for equality lookups (NULL never matches).
+#[inline]
+pub fn pair_key(keys: &[Vector], row: usize) -> Option<u128> {
+    let a = int_key(&keys[0], row)? as u64 as u128;
+    let b = int_key(&keys[1], row)? as u64 as u128;
+    Some(a << 64 | b)
+}
+
 /// Appends the encoding of row `row` of `keys` to `out`; false if any key is NULL
 /// (and `nulls_equal` is false — SQL equality never matches NULL; GROUP BY does).
 pub fn encode_row(keys: &[Vector], row: usize, nulls_equal: bool, out: &mut Vec<u8>) -> bool {

@@ -384,16 +384,42 @@ pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
         }
         return eval_predicate(right, b);
     }
-    let batch = if batch.selection.is_some() {
-        compact(batch)
-    } else {
-        batch
+    let Some(live) = batch.selection.as_ref() else {
+        let v = pred.eval(&batch)?;
+        let sel = selection_of(&v)?;
+        let n = batch.num_rows;
+        return Ok(Batch {
+            selection: if sel.len() == n { None } else { Some(sel) },
+            ..batch
+        });
     };
-    let v = pred.eval(&batch)?;
-    let sel = selection_of(&v)?;
-    let n = batch.num_rows;
+    // Later conjuncts: gather only the columns this one reads (at the live rows,
+    // so no rejected row reaches it) and narrow the selection, instead of
+    // compacting every column of the batch once per conjunct.
+    let mut used = Vec::new();
+    pred.columns(&mut used);
+    let cols = batch
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if used.contains(&i) {
+                c.take(live)
+            } else {
+                Vector::new(c.data_type, 0)
+            }
+        })
+        .collect();
+    let gathered = Batch {
+        columns: cols,
+        selection: None,
+        num_rows: live.len(),
+    };
+    let v = pred.eval(&gathered)?;
+    let keep = selection_of(&v)?;
+    let sel: Vec<u32> = keep.iter().map(|&j| live[j as usize]).collect();
     Ok(Batch {
-        selection: if sel.len() == n { None } else { Some(sel) },
+        selection: Some(sel),
         ..batch
     })
 }

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
 use kura_common::decimal::{div_round, pow10};
@@ -13,7 +14,7 @@ use kura_common::{Batch, ColumnData, DataType, Value, Vector, BATCH_SIZE};
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, PhysExpr};
-use crate::keys::encode_row;
+use crate::keys::{encode_row, int_key, single_int_key};
 use crate::ops::minmax::MinMaxAcc;
 use crate::pipeline::{LocalState, Sink};
 use crate::plan::{AggCall, AggFunc};
@@ -400,6 +401,11 @@ fn distinct_result(call: &AggCall, vals: &[Value], in_scale: u8) -> ExecResult<V
 /// Local (per-worker) or shared aggregation state.
 struct AggState {
     map: HashMap<Box<[u8]>, u32>,
+    /// Groups of a single integer key (order keys, part keys: up to millions of
+    /// groups), without encoding each row's key as an allocated byte string.
+    int_map: HashMap<i64, u32>,
+    /// The group of the NULL key in `int_map`'s case.
+    null_group: Option<u32>,
     keys: Vec<Vector>,
     accs: Vec<Acc>,
     groups: usize,
@@ -410,6 +416,8 @@ impl AggState {
     fn new(key_types: &[DataType], calls: &[AggCall]) -> AggState {
         AggState {
             map: HashMap::new(),
+            int_map: HashMap::new(),
+            null_group: None,
             keys: key_types.iter().map(|t| Vector::new(*t, 0)).collect(),
             accs: calls.iter().map(new_acc).collect(),
             groups: 0,
@@ -429,7 +437,34 @@ impl AggState {
         let mut buf = Vec::new();
         let mut new_rows = Vec::new();
         let before = self.groups;
-        for row in 0..n {
+        let int = single_int_key(keys);
+        if int {
+            for row in 0..n {
+                let next = (before + new_rows.len()) as u32;
+                let (id, added) = match int_key(&keys[0], row) {
+                    Some(k) => match self.int_map.entry(k) {
+                        Entry::Occupied(e) => (*e.get(), false),
+                        Entry::Vacant(e) => {
+                            e.insert(next);
+                            (next, true)
+                        }
+                    },
+                    None => match self.null_group {
+                        Some(g) => (g, false),
+                        None => {
+                            self.null_group = Some(next);
+                            (next, true)
+                        }
+                    },
+                };
+                if added {
+                    self.bytes += 24;
+                    new_rows.push(row as u32);
+                }
+                ids.push(id);
+            }
+        }
+        for row in 0..if int { 0 } else { n } {
             buf.clear();
             encode_row(keys, row, true, &mut buf);
             let id = match self.map.get(buf.as_slice()) {

@@ -15,6 +15,12 @@ pub struct Estimate {
     pub rows: f64,
     pub ndv: HashMap<ColId, f64>,
     pub range: HashMap<ColId, (f64, f64)>,
+    /// Text columns' min and max, for LIKE prefixes; only while a scan's own
+    /// filters are estimated (not carried upward).
+    pub text: HashMap<ColId, (String, String)>,
+    /// Rows of the stored table a column comes from (before any filter): bounds
+    /// the distinct combinations of a composite key.
+    pub base: HashMap<ColId, f64>,
 }
 
 impl Estimate {
@@ -26,6 +32,13 @@ impl Estimate {
             PhysExpr::Cast { expr, .. } => self.ndv_of(expr),
             _ => self.rows.max(1.0),
         }
+    }
+
+    /// Takes in the per-column statistics of `other` (the other input of a join).
+    pub fn absorb(&mut self, other: &Estimate) {
+        self.ndv.extend(other.ndv.iter().map(|(k, v)| (*k, *v)));
+        self.range.extend(other.range.iter().map(|(k, v)| (*k, *v)));
+        self.base.extend(other.base.iter().map(|(k, v)| (*k, *v)));
     }
 
     fn cap(&mut self) {
@@ -125,12 +138,17 @@ pub fn selectivity(p: &PhysExpr, est: &Estimate) -> f64 {
             }
         }
         PhysExpr::Like {
-            pattern, negated, ..
+            expr,
+            pattern,
+            negated,
         } => {
-            let f = if pattern.literal_prefix().is_some() {
-                0.05
-            } else {
-                0.1
+            let range = is_col(expr).and_then(|c| est.text.get(&c));
+            let f = match (pattern.literal_prefix(), range) {
+                (Some(p), Some((lo, hi))) => {
+                    prefix_fraction(p, lo.as_bytes(), hi.as_bytes(), est.ndv_of(expr))
+                }
+                (Some(_), None) => 0.05,
+                _ => 0.1,
             };
             if *negated {
                 1.0 - f
@@ -191,6 +209,39 @@ fn scan_selectivity(
     (found / rows).clamp(0.0, 1.0) * others
 }
 
+/// Fraction of a column's values in `[lo, hi]` that start with `p`. Past the
+/// prefix `lo` and `hi` share, the first byte is placed between theirs; further
+/// digits count 1/10 each (generated keys, phone numbers: near uniform), and
+/// further letters once 1/26 (words are far from uniform). At least one value.
+fn prefix_fraction(p: &[u8], lo: &[u8], hi: &[u8], ndv: f64) -> f64 {
+    let floor = 1.0 / ndv.max(1.0);
+    let common = lo.iter().zip(hi).take_while(|(a, b)| a == b).count();
+    let k = common.min(p.len());
+    if p[..k] != lo[..k] {
+        return floor;
+    }
+    if p.len() <= common {
+        return 1.0;
+    }
+    let c = p[common];
+    let a = lo.get(common).copied().unwrap_or(0);
+    let b = hi.get(common).copied().unwrap_or(u8::MAX);
+    if c < a || c > b {
+        return floor;
+    }
+    let mut f = 1.0 / (b as f64 - a as f64 + 1.0);
+    let mut letters = false;
+    for &x in &p[common + 1..] {
+        if x.is_ascii_digit() {
+            f /= 10.0;
+        } else if !letters {
+            letters = true;
+            f /= 26.0;
+        }
+    }
+    f.clamp(floor, 1.0)
+}
+
 /// Rows of `l ⋈ r` under conditions `on`.
 pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     let mut rows = l.rows * r.rows;
@@ -198,10 +249,103 @@ pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     both.ndv.extend(r.ndv.clone());
     both.range.extend(r.range.clone());
     both.rows = rows;
+    // Equalities between the two sides form one composite key: its distinct
+    // count on each side is the product of the columns' counts, but at most the
+    // side's rows. Multiplying per-column selectivities instead treats the columns
+    // of a composite foreign key (lineitem → partsupp) as independent and
+    // underestimates such a join by orders of magnitude.
+    let (mut domain, mut keys) = (1.0f64, 0);
+    let (mut lbase, mut rbase) = (Some(0.0f64), Some(0.0f64));
     for p in on {
+        if let PhysExpr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+            ..
+        } = p
+        {
+            let side = match (is_col(left), is_col(right)) {
+                (Some(a), Some(b)) if l.ndv.contains_key(&a) && r.ndv.contains_key(&b) => {
+                    Some((a, b))
+                }
+                (Some(a), Some(b)) if l.ndv.contains_key(&b) && r.ndv.contains_key(&a) => {
+                    Some((b, a))
+                }
+                _ => None,
+            };
+            if let Some((a, b)) = side {
+                let x = l.ndv[&a].min(l.rows.max(1.0));
+                let y = r.ndv[&b].min(r.rows.max(1.0));
+                domain *= x.max(y).max(1.0);
+                lbase = lbase.zip(l.base.get(&a)).map(|(m, v)| m.max(*v));
+                rbase = rbase.zip(r.base.get(&b)).map(|(m, v)| m.max(*v));
+                keys += 1;
+                continue;
+            }
+        }
         rows *= selectivity(p, &both);
     }
+    if keys > 1 {
+        // Every combination that occurs is a row of each side's stored table.
+        for b in [lbase, rbase].into_iter().flatten() {
+            domain = domain.min(b.max(1.0));
+        }
+    }
+    if keys > 0 {
+        rows /= domain;
+    }
     rows
+}
+
+/// Statistics of `l ⋈ r` producing `rows`: both inputs' columns, and for an
+/// equality `a = b` both columns keep only the values both sides hold.
+pub fn joined(l: &Estimate, r: &Estimate, on: &[PhysExpr], rows: f64) -> Estimate {
+    let mut e = l.clone();
+    e.absorb(r);
+    e.rows = rows;
+    for p in on {
+        if let PhysExpr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+            ..
+        } = p
+        {
+            if let (Some(a), Some(b)) = (is_col(left), is_col(right)) {
+                if let (Some(&x), Some(&y)) = (e.ndv.get(&a), e.ndv.get(&b)) {
+                    let m = x.min(y);
+                    e.ndv.insert(a, m);
+                    e.ndv.insert(b, m);
+                }
+            }
+        }
+    }
+    e.cap();
+    e
+}
+
+/// Fraction of `l`'s rows with a partner in `r`: for each equality key, the share of
+/// `l`'s distinct values that `r` can hold (containment); the tightest key wins.
+pub fn semi_fraction(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
+    let mut f: Option<f64> = None;
+    for p in on {
+        if let PhysExpr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+            ..
+        } = p
+        {
+            let (lk, rk) = match (is_col(left), is_col(right)) {
+                (Some(a), Some(b)) if l.ndv.contains_key(&a) && r.ndv.contains_key(&b) => (a, b),
+                (Some(a), Some(b)) if l.ndv.contains_key(&b) && r.ndv.contains_key(&a) => (b, a),
+                _ => continue,
+            };
+            let x = (r.ndv[&rk] / l.ndv[&lk].max(1.0)).min(1.0);
+            f = Some(f.map_or(x, |y: f64| y.min(x)));
+        }
+    }
+    f.unwrap_or(0.5)
 }
 
 /// Estimate of a logical plan's output.
@@ -219,12 +363,17 @@ pub fn estimate(plan: &Logical) -> Estimate {
             for (i, id) in cols {
                 if let Some(s) = table.column_stats(*i) {
                     e.ndv.insert(*id, (s.distinct as f64).max(1.0));
+                    e.base.insert(*id, e.rows);
                     if let (Some(lo), Some(hi)) = (s.min.as_f64(), s.max.as_f64()) {
                         e.range.insert(*id, (lo, hi));
+                    }
+                    if let (Value::Text(lo), Value::Text(hi)) = (&s.min, &s.max) {
+                        e.text.insert(*id, (lo.clone(), hi.clone()));
                     }
                 }
             }
             let sel = scan_selectivity(table.as_ref(), cols, filters, &e);
+            e.text.clear();
             e.rows = (e.rows * sel).max(if e.rows > 0.0 { 1.0 } else { 0.0 });
             e
         }
@@ -249,6 +398,9 @@ pub fn estimate(plan: &Logical) -> Estimate {
                     if let Some(r) = i.range.get(&c) {
                         e.range.insert(*id, *r);
                     }
+                    if let Some(b) = i.base.get(&c) {
+                        e.base.insert(*id, *b);
+                    }
                 }
             }
             e
@@ -264,22 +416,18 @@ pub fn estimate(plan: &Logical) -> Estimate {
             let inner = join_rows(&l, &r, on);
             let mut e = l.clone();
             match join_type {
-                JoinType::Inner => {
-                    e.ndv.extend(r.ndv);
-                    e.range.extend(r.range);
-                    e.rows = inner.max(1.0);
-                }
+                JoinType::Inner => e = joined(&l, &r, on, inner.max(1.0)),
                 JoinType::Left => {
-                    e.ndv.extend(r.ndv);
-                    e.range.extend(r.range);
+                    e.absorb(&r);
                     e.rows = inner.max(l.rows);
                 }
-                JoinType::Single => {
-                    e.ndv.extend(r.ndv);
-                    e.range.extend(r.range);
-                }
+                JoinType::Single => e.absorb(&r),
                 JoinType::Mark => {}
-                JoinType::Semi => e.rows = (l.rows * 0.5).max(1.0).min(inner.max(1.0)),
+                JoinType::Semi => {
+                    e.rows = (l.rows * semi_fraction(&l, &r, on))
+                        .max(1.0)
+                        .min(inner.max(1.0))
+                }
                 JoinType::Anti | JoinType::NullAwareAnti => e.rows = (l.rows * 0.5).max(1.0),
             }
             e

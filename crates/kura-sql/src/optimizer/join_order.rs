@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use kura_exec::expr::PhysExpr;
 use kura_exec::JoinType;
 
-use super::estimate::{covered, estimate, join_rows, Estimate};
+use super::estimate::{covered, estimate, join_rows, joined, Estimate};
 use crate::logical::{conjunction, refs_of, ColId, Logical};
 
 struct Part {
@@ -34,13 +34,7 @@ fn applicable(preds: &mut Vec<PhysExpr>, ids: &HashSet<ColId>) -> Vec<PhysExpr> 
 
 fn join(a: Part, b: Part, on: Vec<PhysExpr>) -> Part {
     let rows = join_rows(&a.est, &b.est, &on).max(1.0);
-    let mut est = a.est.clone();
-    est.ndv.extend(b.est.ndv.clone());
-    est.range.extend(b.est.range.clone());
-    est.rows = rows;
-    for v in est.ndv.values_mut() {
-        *v = v.min(rows);
-    }
+    let est = joined(&a.est, &b.est, &on, rows);
     let ids: HashSet<ColId> = a.ids.union(&b.ids).copied().collect();
     // Build on the smaller input.
     let (probe, build) = if a.est.rows >= b.est.rows {
@@ -58,9 +52,137 @@ fn join(a: Part, b: Part, on: Vec<PhysExpr>) -> Part {
     Part { plan, est, ids }
 }
 
+/// Largest region ordered exhaustively; beyond it the greedy order is used.
+const MAX_DP_RELS: usize = 10;
+
+/// How a subset of the region's inputs is best joined.
+struct Best {
+    cost: f64,
+    est: Estimate,
+    split: Option<(u32, u32)>,
+}
+
+/// Exhaustive (bushy) search over connected subsets — dynamic programming on
+/// bitmasks — minimising the summed sizes of intermediate results plus build
+/// inputs. Greedy ordering commits to its first cheap pair (often a tiny
+/// dimension join) and can then be forced through large intermediates; the
+/// search sees whole plans. Returns `None` when the join graph is not connected
+/// (cross products are left to the greedy order).
+fn order_dp(parts: Vec<Part>, preds: Vec<PhysExpr>) -> Result<Logical, (Vec<Part>, Vec<PhysExpr>)> {
+    let n = parts.len();
+    // Which inputs each predicate reads; `None` for columns outside the region.
+    let masks: Vec<Option<u32>> = preds
+        .iter()
+        .map(|p| {
+            let mut m = 0u32;
+            for c in refs_of(p) {
+                let i = parts.iter().position(|x| x.ids.contains(&c))?;
+                m |= 1 << i;
+            }
+            Some(m)
+        })
+        .collect();
+    let spans = |m: u32, a: u32, b: u32| {
+        masks
+            .iter()
+            .enumerate()
+            .filter_map(move |(k, pm)| match pm {
+                Some(pm) if *pm != 0 && pm & m == *pm && pm & a != 0 && pm & b != 0 => Some(k),
+                _ => None,
+            })
+    };
+    let full: u32 = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+    let mut best: Vec<Option<Best>> = (0..=full).map(|_| None).collect();
+    for (i, p) in parts.iter().enumerate() {
+        best[1 << i] = Some(Best {
+            cost: 0.0,
+            est: p.est.clone(),
+            split: None,
+        });
+    }
+    for m in 1..=full {
+        if m.count_ones() < 2 {
+            continue;
+        }
+        let low = m & m.wrapping_neg();
+        let mut a = (m - 1) & m;
+        let mut found: Option<Best> = None;
+        while a > 0 {
+            let b = m ^ a;
+            if a & low != 0 && b != 0 {
+                if let (Some(x), Some(y)) = (&best[a as usize], &best[b as usize]) {
+                    let on: Vec<PhysExpr> = spans(m, a, b).map(|k| preds[k].clone()).collect();
+                    if !on.is_empty() {
+                        let rows = join_rows(&x.est, &y.est, &on).max(1.0);
+                        let cost = x.cost + y.cost + rows + x.est.rows.min(y.est.rows);
+                        if found.as_ref().is_none_or(|f| cost < f.cost) {
+                            let est = joined(&x.est, &y.est, &on, rows);
+                            found = Some(Best {
+                                cost,
+                                est,
+                                split: Some((a, b)),
+                            });
+                        }
+                    }
+                }
+            }
+            a = (a - 1) & m;
+        }
+        best[m as usize] = found;
+    }
+    if best[full as usize].is_none() {
+        return Err((parts, preds));
+    }
+    fn build(
+        m: u32,
+        best: &[Option<Best>],
+        parts: &mut Vec<Option<Part>>,
+        preds: &[PhysExpr],
+        masks: &[Option<u32>],
+        used: &mut [bool],
+    ) -> Part {
+        let b = best[m as usize].as_ref().expect("planned subset");
+        match b.split {
+            None => parts[m.trailing_zeros() as usize]
+                .take()
+                .expect("each input used once"),
+            Some((x, y)) => {
+                let l = build(x, best, parts, preds, masks, used);
+                let r = build(y, best, parts, preds, masks, used);
+                let mut on = Vec::new();
+                for (k, pm) in masks.iter().enumerate() {
+                    if let Some(pm) = pm {
+                        if !used[k] && *pm != 0 && pm & m == *pm && pm & x != 0 && pm & y != 0 {
+                            used[k] = true;
+                            on.push(preds[k].clone());
+                        }
+                    }
+                }
+                join(l, r, on)
+            }
+        }
+    }
+    let mut slots: Vec<Option<Part>> = parts.into_iter().map(Some).collect();
+    let mut used = vec![false; preds.len()];
+    let plan = build(full, &best, &mut slots, &preds, &masks, &mut used).plan;
+    let rest: Vec<PhysExpr> = preds
+        .into_iter()
+        .zip(used)
+        .filter(|(_, u)| !u)
+        .map(|(p, _)| p)
+        .collect();
+    Ok(match conjunction(rest) {
+        Some(p) => Logical::Filter {
+            input: Box::new(plan),
+            predicate: p,
+        },
+        None => plan,
+    })
+}
+
 /// Orders the joins of `rels` connected by `preds`.
-pub fn order_region(rels: Vec<Logical>, mut preds: Vec<PhysExpr>) -> Logical {
-    let mut parts: Vec<Part> = rels
+pub fn order_region(rels: Vec<Logical>, preds: Vec<PhysExpr>) -> Logical {
+    let parts: Vec<Part> = rels
         .into_iter()
         .map(|plan| {
             let est = estimate(&plan);
@@ -68,6 +190,14 @@ pub fn order_region(rels: Vec<Logical>, mut preds: Vec<PhysExpr>) -> Logical {
             Part { plan, est, ids }
         })
         .collect();
+    let (mut parts, mut preds) = if (2..=MAX_DP_RELS).contains(&parts.len()) {
+        match order_dp(parts, preds) {
+            Ok(plan) => return plan,
+            Err(back) => back,
+        }
+    } else {
+        (parts, preds)
+    };
     let mut current: Option<Part> = None;
     while !parts.is_empty() {
         let pick = match &current {

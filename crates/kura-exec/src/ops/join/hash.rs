@@ -8,7 +8,7 @@ use kura_common::Vector;
 use super::{BuildSide, JoinAlgorithm, JoinIndex};
 use crate::context::ExecContext;
 use crate::error::ExecResult;
-use crate::keys::{encode_row, int_key, single_int_key};
+use crate::keys::{encode_row, int_key, pair_int_key, pair_key, single_int_key};
 use crate::ops::NO_ROW;
 
 /// Builds hash tables; probing costs one lookup per probe row.
@@ -16,6 +16,9 @@ pub struct HashJoin;
 
 enum Table {
     Int(HashMap<i64, u32>),
+    /// Two integer columns (composite foreign keys such as partsupp's): one
+    /// fixed-width key instead of an allocated byte string per build row.
+    Pair(HashMap<u128, u32>),
     Bytes(HashMap<Box<[u8]>, u32>),
 }
 
@@ -43,6 +46,19 @@ impl JoinAlgorithm for HashJoin {
                 }
             }
             Table::Int(m)
+        } else if pair_int_key(&build.keys) {
+            let mut m: HashMap<u128, u32> = HashMap::with_capacity(n);
+            for row in (0..n).rev() {
+                if row % 65536 == 0 {
+                    ctx.check_cancel()?;
+                }
+                if let Some(k) = pair_key(&build.keys, row) {
+                    if let Some(prev) = m.insert(k, row as u32) {
+                        next[row] = prev;
+                    }
+                }
+            }
+            Table::Pair(m)
         } else {
             let mut m: HashMap<Box<[u8]>, u32> = HashMap::with_capacity(n);
             let mut buf = Vec::new();
@@ -86,6 +102,14 @@ impl JoinIndex for HashIndex {
                 }
             }
             Table::Int(_) => {}
+            Table::Pair(m) if pair_int_key(probe_keys) => {
+                for p in 0..rows {
+                    if let Some(k) = pair_key(probe_keys, p) {
+                        walk(p, m.get(&k));
+                    }
+                }
+            }
+            Table::Pair(_) => {}
             Table::Bytes(m) => {
                 let mut buf = Vec::new();
                 for p in 0..rows {
@@ -102,6 +126,7 @@ impl JoinIndex for HashIndex {
     fn bytes(&self) -> u64 {
         let entries = match &self.table {
             Table::Int(m) => m.capacity() * 16,
+            Table::Pair(m) => m.capacity() * 32,
             Table::Bytes(m) => m.capacity() * 24 + m.keys().map(|k| k.len()).sum::<usize>(),
         };
         (entries + self.next.len() * 4) as u64
