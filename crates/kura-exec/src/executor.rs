@@ -165,12 +165,11 @@ impl Executor<'_> {
                     batches.extend(crate::ops::split(b));
                 }
                 let batches = batches.into_iter().filter(|b| !b.is_empty()).collect();
-                let p = Pipeline {
+                Pipeline {
                     source: Arc::new(IndexJoinSource::new(spec, batches)?),
                     source_node: node.id,
                     transforms: Vec::new(),
-                };
-                p
+                }
             }
             PlanKind::Values { rows } => {
                 let batch = rows_to_batch(&node.output, rows)?;

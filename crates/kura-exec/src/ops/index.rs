@@ -7,6 +7,7 @@
 //!   batches of keys; round 0 fixes the leaves where the keys' searches start,
 //!   round 1 the pages of the columns the inner predicates read, round 2 the
 //!   other columns of the rows that pass them.
+//!
 //! In the serial and static modes the same pieces run with synchronous fixes.
 
 use std::sync::{Arc, Mutex};
