@@ -202,8 +202,11 @@ proptest! {
             format!("SELECT o.tag, t.id FROM o JOIN t ON t.k = o.ok AND t.id = o.tag * 20 + {filter}"),
         ];
         for q in &queries {
-            same_both_ways(&mut s, q, "index_nested_loop_join")?;
+            // Rewrites may move a correlated subquery's condition elsewhere (a
+            // magic-set semi join); some index plan must still be taken.
+            same_both_ways(&mut s, q, "index_")?;
         }
+        same_both_ways(&mut s, &queries[0], "index_nested_loop_join")?;
         drop(s);
         drop(db);
         let _ = std::fs::remove_dir_all(&dir);
@@ -214,10 +217,12 @@ proptest! {
 fn enable_index_off_forces_scans_and_explain_names_the_index() {
     let (db, dir) = open("explain");
     let mut s = db.session();
+    // Keys in no order, so zone maps cannot narrow a scan to one page.
     let rows: Vec<(Option<i64>, Option<String>)> = (0..5000)
-        .map(|i| (Some(i as i64), Some(format!("n{i}"))))
+        .map(|i| (Some((i * 7919 % 5000) as i64), Some(format!("n{i}"))))
         .collect();
     load(&mut s, "t", &rows);
+    // 4321 = 7919 * id mod 5000 for id = 959.
     let sql = "SELECT id FROM t WHERE k = 4321";
     let p = plan(&mut s, sql);
     assert!(p.contains("index_scan: t [id, k] using t_k"), "{p}");
@@ -234,7 +239,7 @@ fn enable_index_off_forces_scans_and_explain_names_the_index() {
     assert!(p.contains("table_scan") && !p.contains("index_scan"), "{p}");
     assert_eq!(
         s.execute(sql).unwrap().rows(),
-        vec![vec![Value::Integer(4321)]]
+        vec![vec![Value::Integer(959)]]
     );
     drop(s);
     drop(db);
