@@ -122,7 +122,11 @@ impl Pipeline {
         });
         // Inside a runtime task (a nested query) the runtime cannot be re-entered.
         let on_worker = runtime::current_worker().is_some();
-        let mode = if morsels <= 1 || on_worker {
+        // One morsel still runs as a task when it reads pages: its fixes are
+        // then all in flight at once (an index join over a few probe keys)
+        // instead of one synchronous read after the other.
+        let single_without_reads = morsels == 1 && self.source.pages_for(0).is_none();
+        let mode = if morsels == 0 || single_without_reads || on_worker {
             ExecutionMode::Serial
         } else {
             ctx.mode
