@@ -2,9 +2,10 @@
 # CI test of the benchmark suite (a few minutes on 2 cores):
 #  1. unit tests of the cross-check and the SQLite translation;
 #  2. the cross-check must fail a run whose reference answer is wrong;
-#  3. the suite end to end at SF 0.01 with kura, DuckDB and SQLite, warm and cold:
-#     report and charts produced, every result cross-checked with no disagreement,
-#     every system's row counts equal to the .tbl files'.
+#  3. the suite end to end at SF 0.01 with kura, kura-scan (kura's database with
+#     enable_index = off), DuckDB and SQLite, warm and cold: report and charts produced,
+#     every result cross-checked with no disagreement, every system's row counts equal
+#     to the .tbl files', kura/kura-scan ratios reported.
 # Set KURA_BIN to use an existing kura binary instead of a release build.
 set -euo pipefail
 BENCH="$(cd "$(dirname "$0")" && pwd)"
@@ -13,7 +14,7 @@ REPO="$(dirname "$BENCH")"
 # Systems whose query errors and timeouts fail the run (wrong answers fail it for every
 # system). kura answers all 26 queries at SF 0.01, so it is held to that too; a system
 # left out here still has its errors reported, only not failing the run.
-MUST_PASS="kura,duckdb,sqlite"
+MUST_PASS="kura,kura-scan,duckdb,sqlite"
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -44,7 +45,7 @@ grep -q "Q6 (warm): duckdb vs reference answer" "$out/wrong.log" || {
 echo "== end to end, SF 0.01"
 must_pass=()
 [[ -n "$MUST_PASS" ]] && must_pass=(--must-pass "$MUST_PASS")
-"$BENCH/run" "${kura_args[@]}" --sf 0.01 --systems kura,duckdb,sqlite --reps 1 --modes warm,cold \
+"$BENCH/run" "${kura_args[@]}" --sf 0.01 --systems kura,kura-scan,duckdb,sqlite --reps 1 --modes warm,cold \
     --timeout 120 --drop-caches no "${must_pass[@]}" --work-dir "$out/work" --out "$out/results" ||
     fail "the benchmark run failed (see above)"
 
@@ -57,7 +58,12 @@ done
 grep -q "run status: \*\*PASS\*\*" "$report" || fail "the report does not say PASS"
 grep -Eq "cross-check: [1-9][0-9]* comparisons, \*\*0 disagreements\*\*" "$report" ||
     fail "the cross-check compared nothing or found disagreements"
-# kura loaded every table with the rows of the .tbl files (a wrong count would be marked ✗).
-grep -Eq "^\| kura \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$" "$report" ||
-    fail "kura's row counts are missing or wrong"
+# kura loaded every table with the rows of the .tbl files (a wrong count would be marked ✗),
+# and kura-scan sees the same database.
+for system in kura kura-scan; do
+    grep -Eq "^\| $system \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \|$" "$report" ||
+        fail "$system's row counts are missing or wrong"
+done
+grep -q "| kura-scan | kura's database |" "$report" || fail "kura-scan did not use kura's database"
+grep -q "| kura/kura-scan |" "$report" || fail "the report has no kura/kura-scan ratios"
 echo "bench CI: PASS ($report)"

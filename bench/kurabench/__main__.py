@@ -11,7 +11,9 @@ import time
 
 from . import paths, queries
 
-SYSTEMS = ["kura", "duckdb", "postgres", "sqlite"]
+SYSTEMS = ["kura", "kura-scan", "duckdb", "postgres", "sqlite"]
+# kura-scan: kura with these session settings, on kura's database when kura runs too.
+KURA_SCAN_SETTINGS = {"enable_index": "off"}
 
 
 def parse_args(argv):
@@ -21,12 +23,21 @@ def parse_args(argv):
         "cross-check, report with charts.",
     )
     p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
-    p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated, from: " + ", ".join(SYSTEMS))
+    p.add_argument(
+        "--systems",
+        default="kura,duckdb,postgres,sqlite",
+        help="comma-separated, from: " + ", ".join(SYSTEMS) + " (kura-scan: kura's database, loaded once, "
+        "queried with SET enable_index = off)",
+    )
     p.add_argument("--queries", default="all", help="all | tpch | selective | ids like 1,6,q13,a (default all)")
     p.add_argument("--reps", type=int, default=3, help="measured runs per query and mode; the median is reported")
     p.add_argument("--modes", default="warm,cold", help="warm, cold or both (default warm,cold)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds one run may take (default 600)")
-    p.add_argument("--kura", help="the kura binary (bench/run builds it)")
+    # bench/run passes the binary it built in the environment, so the command line the
+    # report records holds no path of this machine.
+    p.add_argument(
+        "--kura", default=os.environ.get("KURA_BENCH_KURA"), help="the kura binary (default: what bench/run builds)"
+    )
     p.add_argument("--data", help="directory of the eight .tbl files (default: generated into the work directory)")
     p.add_argument("--work-dir", help="where data and databases go (default: <tmp>/kura-bench)")
     p.add_argument(
@@ -82,19 +93,35 @@ def parse_args(argv):
     args.must_pass_list = (
         args.system_list if args.must_pass is None else [s.strip() for s in args.must_pass.split(",") if s.strip()]
     )
-    if "kura" in args.system_list and not args.kura:
+    if {"kura", "kura-scan"} & set(args.system_list) and not args.kura:
         p.error("kura needs --kura BINARY (bench/run builds and passes it)")
+    # kura loads the database kura-scan then queries, so it must come first.
+    if "kura" in args.system_list and "kura-scan" in args.system_list:
+        args.system_list.remove("kura")
+        args.system_list.insert(args.system_list.index("kura-scan"), "kura")
     return args
 
 
 def make_systems(args, work_dir):
     made = []
     for name in args.system_list:
-        if name == "kura":
+        if name in ("kura", "kura-scan"):
             from .systems.kura import Kura
 
+            owner = next((s for s in made if s.name == "kura"), None) if name == "kura-scan" else None
+            settings = KURA_SCAN_SETTINGS if name == "kura-scan" else None
             made.append(
-                Kura(args.kura, work_dir, args.kura_buffer, args.kura_cold_buffer, args.kura_warm_io, args.kura_client)
+                Kura(
+                    args.kura,
+                    work_dir,
+                    args.kura_buffer,
+                    args.kura_cold_buffer,
+                    args.kura_warm_io,
+                    args.kura_client,
+                    name=name,
+                    session_settings=settings,
+                    database_of=owner,
+                )
             )
         elif name == "duckdb":
             from .systems.duckdb_system import DuckDB

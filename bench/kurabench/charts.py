@@ -8,7 +8,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-COLORS = {"kura": "#c0392b", "duckdb": "#f1c40f", "postgres": "#2e86c1", "sqlite": "#7f8c8d"}
+COLORS = {"kura": "#c0392b", "kura-scan": "#f5b7b1", "duckdb": "#f1c40f", "postgres": "#2e86c1", "sqlite": "#7f8c8d"}
 
 
 def normalised(run, mode, query_ids, systems, base="kura"):

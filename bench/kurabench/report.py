@@ -88,6 +88,11 @@ def times_section(run, mode, charts):
         if peers
         else "kura was not part of this run, so no ratios."
     )
+    for name, sr in run.systems.items():
+        if sr.shares_database_of:
+            settings = sr.settings.get("session settings", "other settings")
+            out += ["", f"{name} queries {sr.shares_database_of}'s database with {settings}: {BASE}/{name} "
+                    f"is the speed-up of {BASE}'s own plans over that (below 1: {BASE} faster)."]
     out += ["", table(header, rows), ""]
     for title, file_name in charts:
         out += [f"![{title}]({file_name})", ""]
@@ -151,6 +156,9 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
     header = ["system", "total s"] + tables
     rows = []
     for name, sr in run.systems.items():
+        if sr.shares_database_of and not sr.load_error:
+            rows.append([name, f"{sr.shares_database_of}'s database"] + ["—"] * len(tables))
+            continue
         if sr.load is None:
             rows.append([name, "FAILED"] + ["—"] * len(tables))
             continue
@@ -177,13 +185,15 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
     lines += [table(["source"] + tables, rows), ""]
 
     lines += ["## Indexes", ""]
-    index_names = list(dict.fromkeys(i for sr in run.systems.values() for i in sr.indexes))
+    # A system on another's database has that system's indexes: no column of its own.
+    indexed = {name: sr for name, sr in run.systems.items() if not sr.shares_database_of}
+    index_names = list(dict.fromkeys(i for sr in indexed.values() for i in sr.indexes))
     if index_names:
         rows = []
         reasons = {}  # system -> distinct reasons an index was not built, listed under the table
         for idx in index_names:
             row = [idx]
-            for name, sr in run.systems.items():
+            for name, sr in indexed.items():
                 v = sr.indexes.get(idx)
                 if isinstance(v, float):
                     row.append(f"{v:.2f} s")
@@ -194,15 +204,18 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
                     row.append("—")
             rows.append(row)
         totals = ["**total built**"]
-        for sr in run.systems.values():
+        for sr in indexed.values():
             built = [v for v in sr.indexes.values() if isinstance(v, float)]
             totals.append(f"{len(built)} in {sum(built):.2f} s")
         rows.append(totals)
         rows.append(
             ["statistics (ANALYZE)"]
-            + [f"{sr.analyze_seconds:.2f} s" if sr.analyze_seconds else "—" for sr in run.systems.values()]
+            + [f"{sr.analyze_seconds:.2f} s" if sr.analyze_seconds else "—" for sr in indexed.values()]
         )
-        lines += [table(["index"] + list(run.systems), rows), ""]
+        lines += [table(["index"] + list(indexed), rows), ""]
+        for name, sr in run.systems.items():
+            if sr.shares_database_of:
+                lines.append(f"- {name}: uses the indexes of {sr.shares_database_of}'s database")
         for name, per_kind in reasons.items():
             for reason in per_kind.values():
                 lines.append(f"- {name}: {reason.replace('|', '/')}")
@@ -288,6 +301,7 @@ def write_json(run, path, machine_info, failures_found):
             name: {
                 "version": sr.version,
                 "settings": sr.settings,
+                "shares_database_of": sr.shares_database_of,
                 "load_seconds": sr.load.seconds if sr.load else None,
                 "load_tables": sr.load.tables if sr.load else {},
                 "load_error": sr.load_error,

@@ -40,6 +40,7 @@ class SystemRun:
     indexes: dict = field(default_factory=dict)  # index name -> seconds | "not supported: ..."
     analyze_seconds: float = None
     outcomes: dict = field(default_factory=dict)  # (mode, query id) -> Outcome
+    shares_database_of: str = None  # the system whose loaded database this one queries
 
 
 @dataclass
@@ -91,21 +92,46 @@ def ensure_data(kura_binary, sf, data_dir, log):
 
 
 def prepare_system(system, run, tbl_dir, tables, indexes, log):
-    """Starts, loads, checks row counts, builds indexes; False when the system cannot run queries."""
-    sr = SystemRun(system.name, timing_note=system.timing_note)
+    """Starts, loads, checks row counts, builds indexes; False when the system cannot run queries.
+    A system sharing another's database only checks its row counts."""
+    sr = SystemRun(system.name, timing_note=system.timing_note, shares_database_of=system.shares_database_of)
     run.systems[system.name] = sr
+    owner = run.systems.get(sr.shares_database_of) if sr.shares_database_of else None
+    if sr.shares_database_of and (owner is None or owner.load is None or owner.load_error):
+        sr.load_error = f"it queries {sr.shares_database_of}'s database, which was not loaded before it"
+        log(f"{system.name}: FAILED: {sr.load_error}")
+        return False
     try:
         system.start()
         sr.version = system.version()
-        log(f"{system.name}: loading ({sr.version})")
-        sr.load = system.load(tbl_dir, tables)
-        log(f"{system.name}: loaded in {sr.load.seconds:.2f} s")
+        if owner is None:
+            log(f"{system.name}: loading ({sr.version})")
+            sr.load = system.load(tbl_dir, tables)
+            log(f"{system.name}: loaded in {sr.load.seconds:.2f} s")
+        else:
+            log(f"{system.name}: querying {owner.name}'s database ({sr.version})")
         for table in tables:
             sr.counts[table] = system.count_rows(table)
     except Exception as e:  # any failure to load is reported, not raised: the other systems go on
         sr.load_error = f"{type(e).__name__}: {e}"
         log(f"{system.name}: LOAD FAILED: {sr.load_error}")
         return False
+    if owner is None:
+        build_indexes(system, sr, indexes, log)
+    try:
+        if owner is None:
+            start = time.perf_counter()
+            system.analyze()
+            sr.analyze_seconds = time.perf_counter() - start
+        sr.settings = system.settings()
+    except Exception as e:
+        sr.load_error = f"after loading: {type(e).__name__}: {e}"
+        log(f"{system.name}: FAILED: {sr.load_error}")
+        return False
+    return True
+
+
+def build_indexes(system, sr, indexes, log):
     for index in indexes:
         try:
             start = time.perf_counter()
@@ -118,16 +144,6 @@ def prepare_system(system, run, tbl_dir, tables, indexes, log):
             sr.indexes[index.name] = f"failed: {type(e).__name__}: {e}"
     built = sum(isinstance(v, float) for v in sr.indexes.values())
     log(f"{system.name}: {built} of {len(indexes)} indexes built")
-    try:
-        start = time.perf_counter()
-        system.analyze()
-        sr.analyze_seconds = time.perf_counter() - start
-        sr.settings = system.settings()
-    except Exception as e:
-        sr.load_error = f"after loading: {type(e).__name__}: {e}"
-        log(f"{system.name}: FAILED: {sr.load_error}")
-        return False
-    return True
 
 
 def run_query(system, query, mode, reps, timeout, drop_os_cache):

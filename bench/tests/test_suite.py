@@ -8,8 +8,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kurabench import queries, report, suite, tbl  # noqa: E402
-from kurabench.systems.base import Result  # noqa: E402
+from kurabench import queries, report, schema, suite, tbl  # noqa: E402
+from kurabench.__main__ import make_systems, parse_args  # noqa: E402
+from kurabench.systems.base import LoadReport, Result, System  # noqa: E402
 from kurabench.systems.kura import _LOAD_ROW, parse_csv  # noqa: E402
 
 
@@ -102,6 +103,58 @@ class FailuresTest(unittest.TestCase):
         found = suite.failures(run, must_pass=[])
         self.assertIn("kura: region holds 4 rows, 5 in the .tbl file", found)
         self.assertIn("sqlite: load failed: disk full", found)
+
+
+class FakeSystem(System):
+    def __init__(self, name, shares_database_of=None):
+        self.name, self.shares_database_of = name, shares_database_of
+        self.loaded, self.indexed = False, []
+
+    def version(self):
+        return "fake"
+
+    def load(self, tbl_dir, tables):
+        self.loaded = True
+        return LoadReport(1.0)
+
+    def count_rows(self, table):
+        return 5
+
+    def create_index(self, index):
+        self.indexed.append(index.name)
+
+
+class SharedDatabaseTest(unittest.TestCase):
+    def test_kura_scan_runs_after_kura_on_its_database(self):
+        args = parse_args(["--kura", "kura", "--kura-client", "cli", "--systems", "kura-scan,kura"])
+        self.assertEqual(args.system_list, ["kura", "kura-scan"])
+        kura, scan = make_systems(args, tempfile.gettempdir())
+        self.assertEqual((scan.name, scan.shares_database_of, scan.path), ("kura-scan", "kura", kura.path))
+        self.assertEqual(scan._set_statements(), ["SET enable_index = off"])
+        self.assertEqual(kura._set_statements(), [])
+
+    def test_a_shared_database_is_neither_loaded_nor_indexed_again(self):
+        run = suite.Run(123.0, ["A"], ["warm"], 1, 60.0, expected_counts={"region": 5})
+        owner, scan = FakeSystem("kura"), FakeSystem("kura-scan", shares_database_of="kura")
+        index = schema.Index("region_key", "region", ("r_regionkey",))
+        for system in (owner, scan):
+            self.assertTrue(suite.prepare_system(system, run, "tbl", ["region"], [index], lambda m: None))
+        self.assertEqual((owner.loaded, owner.indexed), (True, ["region_key"]))
+        self.assertEqual((scan.loaded, scan.indexed), (False, []))
+        self.assertEqual(run.systems["kura-scan"].counts, {"region": 5})
+        run.systems["kura"].outcomes[("warm", "A")] = ok(1.0, [("1",)])
+        run.systems["kura-scan"].outcomes[("warm", "A")] = ok(4.0, [("1",)])
+        with tempfile.TemporaryDirectory() as out:
+            with open(report.write(run, out, "t", {}, "", "cmd", [], {}), encoding="utf-8") as f:
+                text = f.read()
+        self.assertIn("| kura-scan | kura's database |", text)
+        self.assertIn("| A | 1.0000 | 4.0000 | 0.25 |", text)
+
+    def test_kura_scan_without_a_loaded_kura_fails_clearly(self):
+        run = suite.Run(123.0, ["A"], ["warm"], 1, 60.0)
+        scan = FakeSystem("kura-scan", shares_database_of="kura")
+        self.assertFalse(suite.prepare_system(scan, run, "tbl", ["region"], [], lambda m: None))
+        self.assertIn("kura's database, which was not loaded", run.systems["kura-scan"].load_error)
 
 
 class ParserTest(unittest.TestCase):

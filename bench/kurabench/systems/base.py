@@ -36,6 +36,9 @@ class System:
     prepare_cold / prepare_warm around the cold runs, and stop at the end (always)."""
 
     name = "?"
+    # The name of another system in the run whose loaded database (and indexes) this one
+    # queries; the suite then neither loads nor indexes it a second time.
+    shares_database_of = None
     # What the timings of `execute` measure, for the report.
     timing_note = "wall time of the client call, results fetched"
 

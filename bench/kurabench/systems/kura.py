@@ -1,7 +1,10 @@
 """kura under test: loaded with `kura tpch load --from DIR`, indexed with `kura -c`, and
 queried either through `kura serve` (one server process, psycopg as the client, timed
 like PostgreSQL) or with one `kura -c SQL --format csv` process per run, timed as the
-wall time of that process (kura's one-shot mode prints no timings of its own)."""
+wall time of that process (kura's one-shot mode prints no timings of its own).
+
+`kura-scan` is a second Kura on the same database file with `SET enable_index = off`:
+the same data and indexes, loaded once, queried with full scans and hash joins only."""
 
 import os
 import re
@@ -25,12 +28,27 @@ _LOAD_ROW = re.compile(rf"^{_SEP}(\w+){_SEP}(\d+){_SEP}[\d.]+{_SEP}([\d.]+){_SEP
 
 
 class Kura(System):
-    name = "kura"
-
-    def __init__(self, binary, work_dir, buffer=None, cold_buffer="16MB", warm_io=None, client=None):
+    def __init__(
+        self,
+        binary,
+        work_dir,
+        buffer=None,
+        cold_buffer="16MB",
+        warm_io=None,
+        client=None,
+        name="kura",
+        session_settings=None,
+        database_of=None,
+    ):
+        self.name = name
         self.binary = binary
-        self.path = os.path.join(work_dir, "kura.db")
-        self.log_path = os.path.join(work_dir, "kura-serve.log")
+        # Settings SET at the start of every server connection or `kura -c` process, so warm
+        # runs and cold runs (a restarted server, a new process) all have them.
+        self.session_settings = dict(session_settings or {})
+        # Querying another Kura's database: the suite neither loads nor indexes it again.
+        self.shares_database_of = database_of.name if database_of else None
+        self.path = database_of.path if database_of else os.path.join(work_dir, "kura.db")
+        self.log_path = os.path.join(work_dir, f"{name}-serve.log")
         self.buffer = buffer
         self.cold_buffer = cold_buffer
         self.client = client or ("serve" if has_serve(binary) else "cli")
@@ -70,7 +88,12 @@ class Kura(System):
             raise QueryFailed(_error_text(done))
         return done.stdout
 
+    def _set_statements(self):
+        return [f"SET {name} = {value}" for name, value in self.session_settings.items()]
+
     def start(self):
+        if self.shares_database_of:
+            return  # the owner's fresh database, not to be removed
         for stale in (self.path, self.path + ".tmp"):
             if os.path.exists(stale):
                 os.remove(stale)
@@ -84,6 +107,10 @@ class Kura(System):
             "buffer (warm)": self.buffer or "default (a quarter of RAM)",
             "I/O (warm)": "buffered (OS page cache)" if self.warm_io == "buffered" else "O_DIRECT",
         }
+        if self.session_settings:
+            values["session settings"] = ", ".join(f"`{stmt}`" for stmt in self._set_statements())
+        if self.shares_database_of:
+            values["database"] = f"{self.shares_database_of}'s database file and indexes (loaded once)"
         if self.client == "serve":
             values["client"] = "psycopg over the PostgreSQL protocol to one `kura serve` process"
             values["cold runs"] = f"server restarted with O_DIRECT and --buffer {self.cold_buffer}"
@@ -136,7 +163,7 @@ class Kura(System):
         if self.client == "serve":
             return self._execute_served(query, timeout)
         # All statements in one process (Q15 creates, uses and drops a view).
-        sql = ";\n".join(query.statements) + ";"
+        sql = ";\n".join(self._set_statements() + list(query.statements)) + ";"
         start = time.perf_counter()
         out = self._sql(sql, timeout)
         seconds = time.perf_counter() - start
@@ -150,7 +177,7 @@ class Kura(System):
         statements = list(query.statements)
         last = max(i for i, stmt in enumerate(statements) if is_select(stmt))
         statements[last] = "EXPLAIN ANALYZE " + statements[last]
-        out = self._sql(";\n".join(statements) + ";", timeout)
+        out = self._sql(";\n".join(self._set_statements() + statements) + ";", timeout)
         return "\n".join(out.splitlines()[1:])
 
     def _execute_served(self, query, timeout):
@@ -212,12 +239,18 @@ class Kura(System):
                 self.con = psycopg.connect(
                     host="127.0.0.1", port=port, user="bench", dbname="kura", autocommit=True, connect_timeout=5
                 )
-                return
+                break
             except psycopg.OperationalError as e:
                 if time.time() > deadline:
                     self._stop_server()
                     raise QueryFailed(f"kura serve did not accept connections: {e}") from e
                 time.sleep(0.1)
+        for stmt in self._set_statements():
+            try:
+                self.con.execute(stmt)
+            except psycopg.Error as e:
+                self._stop_server()
+                raise QueryFailed(f"kura serve rejected `{stmt}`: {e}") from e
 
     def _kill_server(self):
         if self.server is not None and self.server.poll() is None:
