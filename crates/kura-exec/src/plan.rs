@@ -81,6 +81,15 @@ pub struct ZonePredicate {
     pub value: Value,
 }
 
+/// Names of `columns` of `table`, comma-separated.
+fn column_names(table: &dyn TableSource, columns: &[usize]) -> String {
+    columns
+        .iter()
+        .map(|&c| table.columns()[c].name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// An index search condition in words, with the key columns' names.
 fn describe_range(table: &dyn TableSource, index: &IndexSource, r: &KeyRange) -> String {
     let name = |i: usize| {
@@ -284,11 +293,8 @@ impl PlanNode {
                 zone_predicates,
                 filter,
             } => {
-                let cols: Vec<&str> = columns
-                    .iter()
-                    .map(|&c| table.columns()[c].name.as_str())
-                    .collect();
-                let mut s = format!("{} [{}]", table.name(), cols.join(", "));
+                let cols = column_names(table.as_ref(), columns);
+                let mut s = format!("{} [{}]", table.name(), cols);
                 if !zone_predicates.is_empty() {
                     let z: Vec<String> = zone_predicates
                         .iter()
@@ -315,10 +321,7 @@ impl PlanNode {
                 columns,
                 filter,
             } => {
-                let cols: Vec<&str> = columns
-                    .iter()
-                    .map(|&c| table.columns()[c].name.as_str())
-                    .collect();
+                let cols = column_names(table.as_ref(), columns);
                 let r: Vec<String> = ranges
                     .iter()
                     .map(|r| describe_range(table.as_ref(), index, r))
@@ -326,7 +329,7 @@ impl PlanNode {
                 let mut s = format!(
                     "{} [{}] using {} where {}",
                     table.name(),
-                    cols.join(", "),
+                    cols,
                     index.name,
                     r.join(" OR ")
                 );
@@ -345,10 +348,7 @@ impl PlanNode {
                 residual,
                 ..
             } => {
-                let cols: Vec<&str> = columns
-                    .iter()
-                    .map(|&c| table.columns()[c].name.as_str())
-                    .collect();
+                let cols = column_names(table.as_ref(), columns);
                 let keys: Vec<String> = probe_keys
                     .iter()
                     .zip(&index.columns)
@@ -357,7 +357,7 @@ impl PlanNode {
                 let mut s = format!(
                     "{join_type:?} {} [{}] using {} on [{}]",
                     table.name(),
-                    cols.join(", "),
+                    cols,
                     index.name,
                     keys.join(", ")
                 );

@@ -16,7 +16,8 @@ use kura_common::{Batch, DataType, Value, Vector, BATCH_SIZE};
 use kura_storage::index::{KeyRange, LeafRange};
 use kura_storage::{BufferManager, PageId};
 
-use super::{take_or_null, NO_ROW};
+use super::join::outer_pairs;
+use super::take_or_null;
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{eval_predicate, selection_of, PhysExpr};
@@ -359,20 +360,8 @@ impl IndexJoinSource {
         Ok(match self.spec.join_type {
             JoinType::Inner => self.joined(probe, &inner, &pairs),
             JoinType::Left | JoinType::Single => {
-                let mut full = Vec::with_capacity(pairs.len().max(n));
-                let mut k = 0;
-                for row in 0..n as u32 {
-                    let start = k;
-                    while k < pairs.len() && pairs[k].0 == row {
-                        full.push(pairs[k]);
-                        k += 1;
-                    }
-                    if k == start {
-                        full.push((row, NO_ROW));
-                    } else if k - start > 1 && self.spec.join_type == JoinType::Single {
-                        return Err(ExecError::SubqueryTooManyRows);
-                    }
-                }
+                let single = self.spec.join_type == JoinType::Single;
+                let full = outer_pairs(&pairs, n, single)?;
                 self.joined(probe, &inner, &full)
             }
             JoinType::Semi | JoinType::Anti => {

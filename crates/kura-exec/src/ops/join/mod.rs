@@ -190,20 +190,8 @@ impl Transform for JoinProbeOp {
         let out = match self.spec.join_type {
             JoinType::Inner => self.pairs_batch(&probe, &pairs),
             JoinType::Left | JoinType::Single => {
-                let mut full = Vec::with_capacity(pairs.len().max(n));
-                let mut k = 0;
-                for row in 0..n as u32 {
-                    let start = k;
-                    while k < pairs.len() && pairs[k].0 == row {
-                        full.push(pairs[k]);
-                        k += 1;
-                    }
-                    if k == start {
-                        full.push((row, NO_ROW));
-                    } else if k - start > 1 && self.spec.join_type == JoinType::Single {
-                        return Err(ExecError::SubqueryTooManyRows);
-                    }
-                }
+                let single = self.spec.join_type == JoinType::Single;
+                let full = outer_pairs(&pairs, n, single)?;
                 self.pairs_batch(&probe, &full)
             }
             JoinType::Semi | JoinType::Anti | JoinType::NullAwareAnti | JoinType::Mark => {
@@ -259,6 +247,27 @@ impl Transform for JoinProbeOp {
         };
         Ok(Some(out))
     }
+}
+
+/// Outer-join pairs: every `(probe row, match)` pair (in probe-row order) plus
+/// `(row, NO_ROW)` for each of the `rows` probe rows without one; with `single`
+/// (a scalar subquery) a second match for a row is an error.
+pub fn outer_pairs(pairs: &[(u32, u32)], rows: usize, single: bool) -> ExecResult<Vec<(u32, u32)>> {
+    let mut full = Vec::with_capacity(pairs.len().max(rows));
+    let mut k = 0;
+    for row in 0..rows as u32 {
+        let start = k;
+        while k < pairs.len() && pairs[k].0 == row {
+            full.push(pairs[k]);
+            k += 1;
+        }
+        if k == start {
+            full.push((row, NO_ROW));
+        } else if k - start > 1 && single {
+            return Err(ExecError::SubqueryTooManyRows);
+        }
+    }
+    Ok(full)
 }
 
 fn with_selection(b: Batch, sel: Vec<u32>) -> Batch {
