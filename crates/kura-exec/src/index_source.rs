@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use kura_common::{DataType, Value};
-use kura_storage::index::{key, BTreeIndex, KeyRange, LeafRange, DEFAULT_LEAVES_PER_PIECE};
+use kura_storage::index::{BTreeIndex, KeyRange, LeafRange, DEFAULT_LEAVES_PER_PIECE};
 use kura_storage::{BufferManager, PageId};
 
 use crate::error::{ExecError, ExecResult};
@@ -59,11 +59,6 @@ impl IndexSource {
         &self.tree.key_types
     }
 
-    /// Entries (indexed rows).
-    pub fn entries(&self) -> u64 {
-        self.tree.entries
-    }
-
     /// Entries per leaf, on average.
     fn entries_per_leaf(&self) -> f64 {
         self.tree.entries as f64 / self.tree.leaf_count.max(1) as f64
@@ -95,32 +90,9 @@ impl IndexSource {
     /// the pages an asynchronous probe fixes before searching. Walks the inner
     /// nodes (few, and resident after the first probes).
     pub fn leaves_for(&self, keys: &[Vec<Value>]) -> ExecResult<Vec<PageId>> {
-        let mut probes = Vec::with_capacity(keys.len());
-        for k in keys {
-            if k.iter().any(|v| v.is_null()) || k.len() > self.key_types().len() {
-                continue;
-            }
-            let mut b = Vec::new();
-            let mut exact = true;
-            for (t, v) in self.key_types().iter().zip(k) {
-                exact &= key::encode_exact(&mut b, *t, v)?;
-            }
-            if exact {
-                probes.push(b);
-            }
-        }
-        probes.sort_unstable();
-        probes.dedup();
-        let mut leaves: Vec<PageId> = Vec::new();
-        for p in &probes {
-            let leaf = self.tree.leaf_for(&self.bm, p)?;
-            if leaves.last() != Some(&leaf) {
-                leaves.push(leaf);
-            }
-        }
-        leaves.sort_unstable();
-        leaves.dedup();
-        Ok(leaves)
+        self.tree
+            .probe_leaves(&self.bm, keys)
+            .map_err(ExecError::from)
     }
 
     /// Estimated entries in `range`, counted in the tree: the leaves the range

@@ -96,27 +96,10 @@ impl TableSource for StorageTable {
             .collect()
     }
     fn row_pages(&self, col: usize, rows: &[u64]) -> Vec<kura_storage::PageId> {
-        let n = self.table.row_count();
         if col >= self.columns.len() {
             return Vec::new();
         }
-        let zones = self.table.zones(col);
-        let mut out = Vec::new();
-        let mut current: Option<usize> = None;
-        for &r in rows.iter().filter(|&&r| r < n) {
-            let inside = current.is_some_and(|z| {
-                let zone = &zones[z];
-                r >= zone.first_row && r < zone.first_row + zone.row_count as u64
-            });
-            if !inside {
-                let z = self.table.zone_of(col, r);
-                if current != Some(z) {
-                    out.push(zones[z].page);
-                }
-                current = Some(z);
-            }
-        }
-        out
+        self.table.row_pages(col, rows)
     }
     fn page_count(&self, col: usize) -> usize {
         if col < self.columns.len() {

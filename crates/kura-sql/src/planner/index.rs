@@ -281,17 +281,18 @@ impl Lowering<'_> {
         if *join_type == JoinType::Inner {
             orientations.push((right.as_ref(), left.as_ref(), r.rows));
         }
-        let mut best: Option<(f64, &Logical, &Logical, JoinProbe)> = None;
         let mut needed = required.clone();
         on.iter().for_each(|p| refs(p, &mut needed));
+        // The cheapest orientation: (cost, outer side, inner scan, its `on`, probe).
+        let mut best: Option<(f64, &Logical, InnerScan, Vec<PhysExpr>, JoinProbe)> = None;
         for (outer, inner, outer_rows) in orientations {
             let Some(scan) = inner_scan(inner, &needed) else {
                 continue;
             };
-            let (table, cols, filters) = (scan.table, scan.cols, scan.filters);
+            let table = scan.table.as_ref();
             let on: Vec<PhysExpr> = on.iter().map(|p| renamed(p, &scan.rename)).collect();
             let outer_ids: HashSet<ColId> = outer.output().into_iter().collect();
-            let Some(probe) = join_probe(table.as_ref(), cols, &outer_ids, &on)? else {
+            let Some(probe) = join_probe(table, scan.cols, &outer_ids, &on)? else {
                 continue;
             };
             // Columns the inner side must deliver, either way.
@@ -299,29 +300,26 @@ impl Lowering<'_> {
                 .iter()
                 .map(|c| *scan.rename.get(c).unwrap_or(c))
                 .collect();
-            filters.iter().for_each(|f| refs(f, &mut need));
-            let columns: Vec<usize> = cols
+            scan.filters.iter().for_each(|f| refs(f, &mut need));
+            let columns: Vec<usize> = scan
+                .cols
                 .iter()
                 .filter(|(_, id)| need.contains(id))
                 .map(|c| c.0)
                 .collect();
-            let fraction = zone_fraction(table.as_ref(), cols, filters);
-            let hash = scan_cost(table.as_ref(), &columns, fraction) + hash_extra;
-            let matches = outer_rows * rows_per_key(table.as_ref(), &probe);
-            let cost = fetch_cost(table.as_ref(), &columns, matches, outer_rows);
+            let fraction = zone_fraction(table, scan.cols, scan.filters);
+            let hash = scan_cost(table, &columns, fraction) + hash_extra;
+            let matches = outer_rows * rows_per_key(table, &probe);
+            let cost = fetch_cost(table, &columns, matches, outer_rows);
             let cheaper = cost < hash || !self.opts.enable_seqscan;
             if cheaper && best.as_ref().is_none_or(|b| cost < b.0) {
-                best = Some((cost, outer, inner, probe));
+                best = Some((cost, outer, scan, on, probe));
             }
         }
-        let Some((_, outer, inner, probe)) = best else {
-            return Ok(None);
-        };
-        let Some(scan) = inner_scan(inner, &needed) else {
+        let Some((_, outer, scan, on, probe)) = best else {
             return Ok(None);
         };
         let (table, cols, filters) = (scan.table, scan.cols, scan.filters);
-        let on: Vec<PhysExpr> = on.iter().map(|p| renamed(p, &scan.rename)).collect();
         // Scan ids back to the names the join's consumers know them by.
         let back: HashMap<ColId, ColId> = scan.rename.iter().map(|(p, s)| (*s, *p)).collect();
         let outer_ids: HashSet<ColId> = outer.output().into_iter().collect();

@@ -206,16 +206,9 @@ impl BTreeIndex {
         self.scan(bm, &KeyRange::eq(key.to_vec()))
     }
 
-    /// Batched equality probes (one unit of an index nested-loop join): for each
-    /// probe `keys[i]` (a full key or a leading prefix), the pairs `(i, row id)` of
-    /// its matches, ordered by probe index and then key order. Probes are visited
-    /// in key order so neighbouring probes share leaves; a probe with a NULL
-    /// matches nothing (join semantics).
-    pub fn lookup_many(
-        &self,
-        bm: &Arc<BufferManager>,
-        keys: &[Vec<Value>],
-    ) -> StorageResult<Vec<(usize, u64)>> {
+    /// Probe keys in byte form with their positions, sorted; probes with a NULL
+    /// or a value no key of the column's type can equal match nothing and are left out.
+    fn encode_probes(&self, keys: &[Vec<Value>]) -> StorageResult<Vec<(Vec<u8>, usize)>> {
         let mut probes: Vec<(Vec<u8>, usize)> = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
             if k.len() > self.key_types.len() {
@@ -238,6 +231,42 @@ impl BTreeIndex {
             }
         }
         probes.sort_unstable();
+        Ok(probes)
+    }
+
+    /// The leaves where the searches of [`Self::lookup_many`] for `keys` start,
+    /// each once: what an asynchronous probe fixes before searching. Reads inner
+    /// nodes only.
+    pub fn probe_leaves(
+        &self,
+        bm: &Arc<BufferManager>,
+        keys: &[Vec<Value>],
+    ) -> StorageResult<Vec<PageId>> {
+        let mut leaves = Vec::new();
+        let mut last: Option<&[u8]> = None;
+        let probes = self.encode_probes(keys)?;
+        for (p, _) in &probes {
+            if last != Some(p.as_slice()) {
+                leaves.push(self.leaf_for(bm, p)?);
+                last = Some(p);
+            }
+        }
+        leaves.sort_unstable();
+        leaves.dedup();
+        Ok(leaves)
+    }
+
+    /// Batched equality probes (one unit of an index nested-loop join): for each
+    /// probe `keys[i]` (a full key or a leading prefix), the pairs `(i, row id)` of
+    /// its matches, ordered by probe index and then key order. Probes are visited
+    /// in key order so neighbouring probes share leaves; a probe with a NULL
+    /// matches nothing (join semantics).
+    pub fn lookup_many(
+        &self,
+        bm: &Arc<BufferManager>,
+        keys: &[Vec<Value>],
+    ) -> StorageResult<Vec<(usize, u64)>> {
+        let probes = self.encode_probes(keys)?;
         let mut out = Vec::new();
         let mut current: Option<(PageId, PageGuard)> = None;
         let mut i = 0;

@@ -155,6 +155,26 @@ impl Table {
         Ok(out)
     }
 
+    /// The pages of column `col` holding rows `rows` (ascending), each once: what
+    /// [`Self::fetch_rows`] of those rows fixes. Rows past the end are ignored.
+    pub fn row_pages(&self, col: usize, rows: &[u64]) -> Vec<PageId> {
+        let zones = self.zones(col);
+        let mut out = Vec::new();
+        let mut current: Option<usize> = None;
+        for &r in rows.iter().filter(|&&r| r < self.meta.row_count) {
+            let inside = current.is_some_and(|z| {
+                let zone = &zones[z];
+                r >= zone.first_row && r < zone.first_row + zone.row_count as u64
+            });
+            if !inside {
+                let z = self.zone_of(col, r);
+                out.push(zones[z].page);
+                current = Some(z);
+            }
+        }
+        out
+    }
+
     /// Fetches the given rows of column `col` in the order given; each row costs at
     /// most one page (consecutive rows on one page share it).
     pub fn fetch_rows(&self, col: usize, row_ids: &[u64]) -> StorageResult<Vector> {
