@@ -31,16 +31,33 @@ pub enum JoinType {
     Semi,
     /// Probe rows without a match (NOT EXISTS).
     Anti,
-    /// NOT IN: like `Anti`, but a NULL key on either side makes the row unknown (dropped).
+    /// NOT IN: like `Anti`, but a row whose `IN` is unknown (NULL) is dropped too. The
+    /// last key pair is the `IN` key; the keys before it and the residual are the
+    /// subquery's correlation, which selects the set each probe row is compared with.
     NullAwareAnti,
-    /// Every probe row plus a BOOLEAN column: matched, or NULL when unknown (IN with NULLs).
+    /// Every probe row plus a BOOLEAN column: whether it has a match (EXISTS). Never NULL.
     Mark,
+    /// Every probe row plus a BOOLEAN column holding `x IN (subquery)` with SQL's
+    /// three-valued logic: true on a match; NULL when there is none but the row's set
+    /// holds a NULL or `x` is NULL (and the set is not empty); false otherwise. The last
+    /// key pair is the `IN` key, as for `NullAwareAnti`.
+    NullAwareMark,
 }
 
 impl JoinType {
     /// Whether the output carries the build side's columns.
     pub fn emits_build_columns(self) -> bool {
         matches!(self, JoinType::Inner | JoinType::Left | JoinType::Single)
+    }
+
+    /// Whether the last key pair is an `IN` key with SQL's NULL semantics.
+    pub fn null_aware(self) -> bool {
+        matches!(self, JoinType::NullAwareAnti | JoinType::NullAwareMark)
+    }
+
+    /// Whether the output adds a BOOLEAN mark column.
+    pub fn emits_mark(self) -> bool {
+        matches!(self, JoinType::Mark | JoinType::NullAwareMark)
     }
 }
 

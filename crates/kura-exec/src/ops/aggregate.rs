@@ -2,7 +2,6 @@
 //! accumulator array indexed by group. Each worker aggregates into local state that
 //! is merged into the shared table at the end.
 
-use std::collections::HashSet;
 use std::sync::Mutex;
 
 use hashbrown::hash_map::Entry;
@@ -47,8 +46,12 @@ enum Acc {
     },
     MinMax(MinMaxAcc),
     /// DISTINCT: the distinct argument values per group, aggregated at the end.
+    /// `seen` maps a value's key bytes (as `encode_row` writes them for the argument's
+    /// own type) to its place in `vals`, so merging two workers' states compares the
+    /// very bytes each update produced instead of re-encoding values whose physical
+    /// width depends on a type it no longer knows.
     Distinct {
-        seen: Vec<HashSet<Vec<u8>>>,
+        seen: Vec<HashMap<Vec<u8>, u32>>,
         vals: Vec<Vec<Value>>,
     },
 }
@@ -111,7 +114,7 @@ impl Acc {
             }
             Acc::MinMax(m) => m.grow(groups),
             Acc::Distinct { seen, vals } => {
-                seen.resize_with(groups, HashSet::new);
+                seen.resize_with(groups, HashMap::new);
                 vals.resize_with(groups, Vec::new);
             }
         }
@@ -211,8 +214,10 @@ impl Acc {
                     buf.clear();
                     let gi = gi as usize;
                     // Look up by slice first: a repeated value costs no allocation.
-                    if encode_row(cols, i, false, &mut buf) && !seen[gi].contains(buf.as_slice()) {
-                        seen[gi].insert(buf.clone());
+                    if encode_row(cols, i, false, &mut buf)
+                        && !seen[gi].contains_key(buf.as_slice())
+                    {
+                        seen[gi].insert(buf.clone(), vals[gi].len() as u32);
                         vals[gi].push(a.get_value(i));
                     }
                 }
@@ -255,19 +260,12 @@ impl Acc {
             }
             (Acc::MinMax(a), Acc::MinMax(b)) => a.merge_group(to, b, from),
             (Acc::Distinct { seen, vals }, Acc::Distinct { seen: s2, vals: v2 }) => {
-                let mut buf = Vec::new();
-                for v in &v2[from] {
-                    buf.clear();
-                    let vec = Vector::from_values(value_type(v), std::slice::from_ref(v));
-                    if let Some(vec) = vec {
-                        if encode_row(std::slice::from_ref(&vec), 0, false, &mut buf)
-                            && seen[to].insert(buf.clone())
-                        {
-                            vals[to].push(v.clone());
-                        }
+                for (key, &at) in &s2[from] {
+                    if let Entry::Vacant(slot) = seen[to].entry(key.clone()) {
+                        slot.insert(vals[to].len() as u32);
+                        vals[to].push(v2[from][at as usize].clone());
                     }
                 }
-                let _ = s2;
             }
             _ => {}
         }
@@ -362,21 +360,6 @@ impl Acc {
             }
         }
         Ok(v)
-    }
-}
-
-fn value_type(v: &Value) -> DataType {
-    match v {
-        Value::Boolean(_) => DataType::Boolean,
-        Value::Integer(_) => DataType::Integer,
-        Value::BigInt(_) => DataType::BigInt,
-        Value::Double(_) => DataType::Double,
-        Value::Decimal(_, s) => DataType::Decimal {
-            precision: 38,
-            scale: *s,
-        },
-        Value::Date(_) => DataType::Date,
-        Value::Text(_) | Value::Null => DataType::Varchar(None),
     }
 }
 

@@ -869,6 +869,22 @@ impl Binder<'_> {
         if f.over.is_some() {
             return Err(SqlError::unsupported("window functions", p));
         }
+        // Clauses this binder does not apply are refused, never ignored: an ignored
+        // ORDER BY or IGNORE NULLS would silently change the answer.
+        if !f.within_group.is_empty() {
+            return Err(SqlError::unsupported("WITHIN GROUP", p));
+        }
+        if f.null_treatment.is_some() {
+            return Err(SqlError::unsupported("IGNORE/RESPECT NULLS", p));
+        }
+        if !matches!(f.parameters, ast::FunctionArguments::None) {
+            return Err(SqlError::unsupported("function parameters", p));
+        }
+        if let ast::FunctionArguments::List(l) = &f.args {
+            if let Some(c) = l.clauses.first() {
+                return Err(SqlError::unsupported(format!("{c} in a function call"), p));
+            }
+        }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
             ast::FunctionArguments::Subquery(_) => {
@@ -915,7 +931,9 @@ impl Binder<'_> {
             cx.in_aggregate = true;
             let agg = cx.agg.take();
             let arg = if star {
-                None
+                // count(*) FILTER (WHERE c) counts the rows where c holds: count(CASE WHEN c THEN 1 END).
+                (name == "count" && f.filter.is_some())
+                    .then(|| Ok(PhysExpr::literal(Value::Integer(1), DataType::Integer)))
             } else {
                 if args.len() != 1 {
                     cx.agg = agg;
@@ -925,9 +943,27 @@ impl Binder<'_> {
                 let r = self.bind_expr(&args[0], cx);
                 Some(r)
             };
+            let filter = f.filter.as_ref().map(|c| {
+                let saved = cx.clause.replace("FILTER");
+                let b = self.bind_expr(c, cx);
+                cx.clause = saved;
+                b
+            });
             cx.agg = agg;
             cx.in_aggregate = false;
-            let arg = arg.transpose()?;
+            let mut arg = arg.transpose()?;
+            if let Some(filter) = filter.transpose()? {
+                let filter = coerce(filter, DataType::Boolean, p)?;
+                // FILTER (WHERE c): the aggregate sees its argument only where c is true.
+                arg = arg.map(|a| {
+                    let data_type = a.data_type();
+                    PhysExpr::Case {
+                        whens: vec![(filter, a)],
+                        otherwise: None,
+                        data_type,
+                    }
+                });
+            }
             let call = aggregate_call(&name, arg, distinct, p)?;
             let ty = call.data_type;
             let collector = cx

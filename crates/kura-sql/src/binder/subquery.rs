@@ -78,13 +78,14 @@ impl Binder<'_> {
             None => None,
         };
         let sub = self.bind_subquery(q, scope, outer)?;
-        let (right, mut on) = self.decorrelate(sub.plan, &sub.out, probe, pos)?;
-        let join_type = match (negated, on.is_empty()) {
+        let (right, on) = self.decorrelate(sub.plan, &sub.out, probe, pos)?;
+        // NOT IN is null-aware whatever the correlation: the executor finds each row's set
+        // (the correlation keys before the IN key, which `decorrelate` puts last).
+        let join_type = match (negated, e_is_in(e)) {
             (false, _) => JoinType::Semi,
-            (true, _) if e_is_in(e) && !self.correlated_beyond_key(&on) => JoinType::NullAwareAnti,
-            (true, _) => JoinType::Anti,
+            (true, true) => JoinType::NullAwareAnti,
+            (true, false) => JoinType::Anti,
         };
-        on.retain(|_| true);
         Ok(Some(Logical::Join {
             join_type,
             left: Box::new(plan),
@@ -94,13 +95,9 @@ impl Binder<'_> {
         }))
     }
 
-    /// Whether the join condition has more than the IN key (then NOT IN is treated as NOT EXISTS).
-    fn correlated_beyond_key(&self, on: &[PhysExpr]) -> bool {
-        on.len() > 1
-    }
-
     /// Plans the subquery, checks its width, and pulls correlated predicates up.
-    /// With `probe` (IN), adds `probe = subquery column` to the condition.
+    /// With `probe` (IN), adds `probe = subquery column` to the condition, last: the
+    /// null-aware joins take their last condition as the IN key.
     fn decorrelate(
         &mut self,
         plan: Logical,
@@ -201,10 +198,15 @@ impl Binder<'_> {
         pos: Pos,
     ) -> SqlResult<PhysExpr> {
         let sub = self.bind_subquery(q, cx.scope, cx.outer)?;
+        let join_type = if probe.is_some() {
+            JoinType::NullAwareMark
+        } else {
+            JoinType::Mark
+        };
         let (plan, on) = self.decorrelate(sub.plan, &sub.out, probe, pos)?;
         let id = self.cols.add("mark", DataType::Boolean);
         cx.pending.push(Pending {
-            join_type: JoinType::Mark,
+            join_type,
             plan,
             on,
             mark: Some(id),

@@ -422,7 +422,7 @@ pub fn estimate(plan: &Logical) -> Estimate {
                     e.rows = inner.max(l.rows);
                 }
                 JoinType::Single => e.absorb(&r),
-                JoinType::Mark => {}
+                JoinType::Mark | JoinType::NullAwareMark => {}
                 JoinType::Semi => {
                     e.rows = (l.rows * semi_fraction(&l, &r, on))
                         .max(1.0)

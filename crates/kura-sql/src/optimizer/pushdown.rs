@@ -216,8 +216,13 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             let mut into_right = Vec::new();
             let mut into_left = Vec::new();
             let mut keep = Vec::new();
+            // A null-aware join's conditions stay on it, in order: its IN key compares
+            // NULLs of the whole set, so no condition may filter the build side first.
+            let null_aware = join_type.null_aware();
             for c in split_preds(on) {
-                if covered(&c, &rids) {
+                if null_aware {
+                    keep.push(c);
+                } else if covered(&c, &rids) {
                     into_right.push(c);
                 } else if join_type == JoinType::Inner && covered(&c, &lids) {
                     into_left.push(c);

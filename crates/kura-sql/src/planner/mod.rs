@@ -315,7 +315,28 @@ impl Lowering<'_> {
                 let mut probe_keys = Vec::new();
                 let mut build_keys = Vec::new();
                 let mut residual = Vec::new();
-                for p in on {
+                // A null-aware join's last condition is its IN key, a key pair even when
+                // the probe side is a constant (`1 IN (SELECT …)`).
+                let in_key = join_type.null_aware().then(|| on.len().saturating_sub(1));
+                for (at, p) in on.iter().enumerate() {
+                    if Some(at) == in_key {
+                        let PhysExpr::Binary {
+                            op: BinaryOp::Eq,
+                            left: a,
+                            right: b,
+                            ..
+                        } = p
+                        else {
+                            return Err(SqlError::Internal("IN key is not an equality".into()));
+                        };
+                        let t = common_type(a.data_type(), b.data_type())
+                            .ok_or_else(|| SqlError::Internal("IN key types".into()))?;
+                        probe_keys
+                            .push(remap(&coerce((**a).clone(), t, Pos::default())?, &llayout)?);
+                        build_keys
+                            .push(remap(&coerce((**b).clone(), t, Pos::default())?, &rlayout)?);
+                        continue;
+                    }
                     if let PhysExpr::Binary {
                         op: BinaryOp::Eq,
                         left: a,

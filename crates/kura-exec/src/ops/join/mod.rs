@@ -23,7 +23,7 @@ pub struct BuildSide {
     pub columns: Vec<Vector>,
     pub keys: Vec<Vector>,
     pub rows: usize,
-    /// Some build row has a NULL key (NOT IN / mark semantics).
+    /// Some build row has a NULL in the last key (the `IN` key of null-aware joins).
     pub has_null_key: bool,
 }
 
@@ -58,6 +58,9 @@ pub struct JoinSpec {
 pub struct JoinTable {
     pub side: BuildSide,
     pub index: Box<dyn JoinIndex>,
+    /// Null-aware joins with correlation keys: an index on those keys alone (all but
+    /// the `IN` key), to find the set of build rows a probe row's `IN` compares with.
+    pub correlation: Option<Box<dyn JoinIndex>>,
 }
 
 /// Collects the build input (breaker of the build pipeline).
@@ -133,8 +136,10 @@ impl Sink for JoinBuildSink {
             .iter()
             .map(|k| k.eval(&all))
             .collect::<ExecResult<Vec<_>>>()?;
-        let has_null_key = (0..all.num_rows).any(|i| keys.iter().any(|k| k.is_null(i)));
-        let side = BuildSide {
+        let has_null_key = keys
+            .last()
+            .is_some_and(|k| (0..all.num_rows).any(|i| k.is_null(i)));
+        let mut side = BuildSide {
             rows: all.num_rows,
             columns: all.columns,
             keys,
@@ -142,7 +147,20 @@ impl Sink for JoinBuildSink {
         };
         let index = self.algorithm.index(&side, ctx)?;
         ctx.memory.reserve(index.bytes(), "hash join table")?;
-        let _ = self.table.set(Arc::new(JoinTable { side, index }));
+        let correlation = if self.spec.join_type.null_aware() && side.keys.len() > 1 {
+            let in_key = side.keys.pop();
+            let index = self.algorithm.index(&side, ctx)?;
+            side.keys.extend(in_key);
+            ctx.memory.reserve(index.bytes(), "hash join table")?;
+            Some(index)
+        } else {
+            None
+        };
+        let _ = self.table.set(Arc::new(JoinTable {
+            side,
+            index,
+            correlation,
+        }));
         Ok(())
     }
 }
@@ -186,7 +204,6 @@ impl Transform for JoinProbeOp {
                 pairs = keep.iter().map(|&k| pairs[k as usize]).collect();
             }
         }
-        let side = &self.table.side;
         let out = match self.spec.join_type {
             JoinType::Inner => self.pairs_batch(&probe, &pairs),
             JoinType::Left | JoinType::Single => {
@@ -194,59 +211,129 @@ impl Transform for JoinProbeOp {
                 let full = outer_pairs(&pairs, n, single)?;
                 self.pairs_batch(&probe, &full)
             }
-            JoinType::Semi | JoinType::Anti | JoinType::NullAwareAnti | JoinType::Mark => {
+            JoinType::Semi | JoinType::Anti | JoinType::Mark => {
                 let mut matched = vec![false; n];
                 for p in &pairs {
                     matched[p.0 as usize] = true;
                 }
-                let probe_null = |i: usize| keys.iter().any(|k| k.is_null(i));
                 match self.spec.join_type {
-                    JoinType::Semi => with_selection(
-                        probe,
-                        (0..n as u32).filter(|&i| matched[i as usize]).collect(),
-                    ),
-                    JoinType::Anti => with_selection(
-                        probe,
-                        (0..n as u32).filter(|&i| !matched[i as usize]).collect(),
-                    ),
-                    JoinType::NullAwareAnti => {
-                        let sel = if side.rows == 0 {
-                            (0..n as u32).collect()
-                        } else if side.has_null_key {
-                            Vec::new()
-                        } else {
-                            (0..n as u32)
-                                .filter(|&i| !matched[i as usize] && !probe_null(i as usize))
-                                .collect()
-                        };
-                        with_selection(probe, sel)
-                    }
-                    _ => {
-                        let mut validity = vec![true; n];
-                        for (i, v) in validity.iter_mut().enumerate() {
-                            if !matched[i] && side.rows > 0 && (side.has_null_key || probe_null(i))
-                            {
-                                *v = false;
-                            }
-                        }
-                        let mark = Vector {
-                            data_type: DataType::Boolean,
-                            data: ColumnData::Bool(matched),
-                            validity: if validity.iter().all(|b| *b) {
-                                None
-                            } else {
-                                Some(validity)
-                            },
-                        };
-                        let mut cols = probe.columns;
-                        cols.push(mark);
-                        Batch::new(cols)
-                    }
+                    JoinType::Semi => with_selection(probe, rows_where(&matched, true)),
+                    JoinType::Anti => with_selection(probe, rows_where(&matched, false)),
+                    _ => with_mark(probe, matched, None),
+                }
+            }
+            JoinType::NullAwareAnti | JoinType::NullAwareMark => {
+                let mut matched = vec![false; n];
+                for p in &pairs {
+                    matched[p.0 as usize] = true;
+                }
+                let unknown = self.unknown_rows(&probe, &keys, &matched)?;
+                if self.spec.join_type == JoinType::NullAwareAnti {
+                    let keep = (0..n)
+                        .filter(|&i| !matched[i] && !unknown[i])
+                        .map(|i| i as u32)
+                        .collect();
+                    with_selection(probe, keep)
+                } else {
+                    with_mark(probe, matched, Some(unknown))
                 }
             }
         };
         Ok(Some(out))
     }
+}
+
+impl JoinProbeOp {
+    /// For `x IN (subquery)`: which probe rows without a match have an unknown (NULL)
+    /// result. That is so when the row's set — the build rows that pass its correlation
+    /// (keys before the `IN` key, and the residual) — is not empty and either `x` is NULL
+    /// or the set holds a NULL `IN` key. Rows that cannot be unknown (a non-NULL `x`
+    /// while no build row has a NULL `IN` key) are settled without a look-up.
+    fn unknown_rows(
+        &self,
+        probe: &Batch,
+        keys: &[Vector],
+        matched: &[bool],
+    ) -> ExecResult<Vec<bool>> {
+        let n = probe.num_rows;
+        let side = &self.table.side;
+        let in_key = keys
+            .last()
+            .ok_or_else(|| ExecError::Internal("null-aware join without an IN key".into()))?;
+        let mut unknown = vec![false; n];
+        let ask: Vec<u32> = (0..n)
+            .filter(|&i| !matched[i] && side.rows > 0 && (side.has_null_key || in_key.is_null(i)))
+            .map(|i| i as u32)
+            .collect();
+        if ask.is_empty() {
+            return Ok(unknown);
+        }
+        let correlated = keys.len() > 1 || self.spec.residual.is_some();
+        if !correlated {
+            // Every probe row is compared with the whole (non-empty) build side.
+            for &i in &ask {
+                unknown[i as usize] = true;
+            }
+            return Ok(unknown);
+        }
+        // The build rows of each asked row's set: equal correlation keys, then the residual.
+        let mut pairs = Vec::new();
+        match &self.table.correlation {
+            Some(index) => {
+                let sub: Vec<Vector> = keys[..keys.len() - 1]
+                    .iter()
+                    .map(|k| k.take(&ask))
+                    .collect();
+                index.candidates(&sub, ask.len(), &mut pairs)?;
+                for p in &mut pairs {
+                    p.0 = ask[p.0 as usize];
+                }
+            }
+            None => {
+                for &i in &ask {
+                    pairs.extend((0..side.rows as u32).map(|r| (i, r)));
+                }
+            }
+        }
+        if let Some(res) = &self.spec.residual {
+            if !pairs.is_empty() {
+                let joined = self.pairs_batch(probe, &pairs);
+                let keep = selection_of(&res.eval(&joined)?)?;
+                pairs = keep.iter().map(|&k| pairs[k as usize]).collect();
+            }
+        }
+        let build_in_key = side
+            .keys
+            .last()
+            .ok_or_else(|| ExecError::Internal("null-aware join without an IN key".into()))?;
+        for (i, r) in pairs {
+            if in_key.is_null(i as usize) || build_in_key.is_null(r as usize) {
+                unknown[i as usize] = true;
+            }
+        }
+        Ok(unknown)
+    }
+}
+
+fn rows_where(matched: &[bool], want: bool) -> Vec<u32> {
+    (0..matched.len() as u32)
+        .filter(|&i| matched[i as usize] == want)
+        .collect()
+}
+
+/// The probe rows plus a BOOLEAN column: `matched`, NULL where `unknown`.
+fn with_mark(probe: Batch, matched: Vec<bool>, unknown: Option<Vec<bool>>) -> Batch {
+    let validity = unknown
+        .filter(|u| u.iter().any(|&x| x))
+        .map(|u| u.into_iter().map(|x| !x).collect());
+    let mark = Vector {
+        data_type: DataType::Boolean,
+        data: ColumnData::Bool(matched),
+        validity,
+    };
+    let mut cols = probe.columns;
+    cols.push(mark);
+    Batch::new(cols)
 }
 
 /// Outer-join pairs: every `(probe row, match)` pair (in probe-row order) plus
