@@ -196,7 +196,22 @@ impl Transform for JoinProbeOp {
             .map(|k| k.eval(&probe))
             .collect::<ExecResult<Vec<_>>>()?;
         let mut pairs = Vec::new();
-        self.table.index.candidates(&keys, n, &mut pairs)?;
+        let existence_only = keys.is_empty()
+            && self.spec.residual.is_none()
+            && matches!(
+                self.spec.join_type,
+                JoinType::Semi | JoinType::Anti | JoinType::Mark
+            );
+        if existence_only {
+            // An uncorrelated EXISTS: every probe row has a match exactly when the build
+            // side has a row. Pairing each probe row with every build row would cost
+            // probe × build pairs for one bit.
+            if self.table.side.rows > 0 {
+                pairs.extend((0..n as u32).map(|i| (i, 0)));
+            }
+        } else {
+            self.table.index.candidates(&keys, n, &mut pairs)?;
+        }
         if let Some(res) = &self.spec.residual {
             if !pairs.is_empty() {
                 let joined = self.pairs_batch(&probe, &pairs);

@@ -1,0 +1,1 @@
+"""kura's differential tester against DuckDB (see __main__.py)."""

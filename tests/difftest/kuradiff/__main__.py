@@ -1,0 +1,290 @@
+"""The differential tester: random seeded SQL run in kura and in DuckDB on the same
+TPC-H data, every query in every execution mode, with indexes on and off and with a
+small buffer; a mismatch is shrunk and saved as a sqllogictest regression file.
+
+    tests/difftest/run --sf 0.01 --queries 300 --seed 1
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+
+from . import compare, slt
+from .ast import Select
+from .engines import Crashed, DuckDB, Failed, KuraServer, copy_database, prepare_kura
+from .known import known_difference
+from .shrink import shrink
+from .sqlgen import Generator
+
+MODES = ("serial", "static", "ooo")
+
+
+def configs(small_buffer):
+    """(server, settings) pairs every query runs under."""
+    out = []
+    for index in ("on", "off"):
+        for mode in MODES:
+            out.append(("normal", {"execution_mode": mode, "enable_index": index}))
+    for mode in MODES:
+        out.append(("small", {"execution_mode": mode, "enable_index": "on"}))
+    return out
+
+
+def describe(server, settings, small_buffer):
+    parts = [f"{k}={v}" for k, v in settings.items()]
+    if server == "small":
+        parts.append(f"buffer={small_buffer}")
+    return ", ".join(parts)
+
+
+def is_unsupported(message):
+    return "not supported" in message or "does not exist" in message and "function" in message
+
+
+class Tester:
+    def __init__(self, args):
+        self.args = args
+        self.work = os.path.abspath(args.work)
+        os.makedirs(self.work, exist_ok=True)
+        self.log = open(os.path.join(self.work, "difftest.log"), "a", encoding="utf-8")
+        self.counts = Counter()
+        self.failures = []
+        self.unsupported = Counter()
+        self.kura_errors = Counter()
+        self.examples = {}  # error kind -> one query that got it
+        self.slow = []  # (seconds, query number, sql)
+
+    # ---- set-up ------------------------------------------------------------------------
+
+    def setup(self):
+        a = self.args
+        tbl_dir = os.path.join(self.work, f"tbl-sf{a.sf:g}")
+        if not os.path.exists(os.path.join(tbl_dir, "lineitem.tbl")):
+            print(f"== generating TPC-H SF {a.sf:g} ({tbl_dir})", flush=True)
+            done = subprocess.run([a.kura, "tpch", "gen", "--sf", f"{a.sf:g}", "--out", tbl_dir],
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"kura tpch gen failed: {done.stderr.strip()}")
+        print("== loading kura (tables, paper 003's indexes, NULL-heavy tables)", flush=True)
+        base = os.path.join(self.work, "kura.db")
+        prepare_kura(a.kura, base, tbl_dir, self.log)
+        small = os.path.join(self.work, "kura-small.db")
+        copy_database(base, small)
+        self.servers = {
+            "normal": KuraServer(a.kura, base, None, os.path.join(self.work, "serve-normal.log")),
+            "small": KuraServer(a.kura, small, a.small_buffer, os.path.join(self.work, "serve-small.log")),
+        }
+        print("== loading DuckDB", flush=True)
+        self.duck = DuckDB(os.path.join(self.work, "duckdb.db"))
+        self.duck.load(tbl_dir)
+        import duckdb
+
+        self.duckdb_version = duckdb.__version__
+
+    def close(self):
+        for s in self.servers.values():
+            s.stop()
+        self.duck.close()
+
+    # ---- one query ---------------------------------------------------------------------
+
+    def kura_outcome(self, sql, server, settings):
+        """('rows', types, rows) / ('error', message) / ('crash', why)."""
+        try:
+            types, rows = self.servers[server].run(sql, settings, self.args.time_limit)
+            return ("rows", types, rows)
+        except Failed as e:
+            return ("error", str(e))
+        except Crashed as e:
+            return ("crash", str(e))
+
+    def duck_outcome(self, sql):
+        try:
+            types, rows = self.duck.run(sql, self.args.time_limit)
+            return ("rows", types, rows)
+        except Failed as e:
+            return ("error", str(e))
+
+    def verdict(self, q, duck, kura):
+        """None when kura agrees with DuckDB, else (class, detail)."""
+        if kura[0] == "crash":
+            return ("crash", kura[1])
+        if duck[0] == "error":
+            if kura[0] == "error":
+                return None
+            if known_difference(q.sql(), duck[1]):
+                return None
+            return ("answered-invalid", f"DuckDB: {duck[1]}")
+        if kura[0] == "error":
+            return ("kura-error", kura[1])
+        diff = compare.differences(duck[2], kura[2], q.total_order())
+        return ("wrong", diff) if diff else None
+
+    def check(self, n, seed, q):
+        sql = q.sql()
+        duck = self.duck_outcome(sql)
+        self.counts["queries"] += 1
+        if duck[0] == "error":
+            self.counts["duckdb-error"] += 1
+        for server, settings in configs(self.args.small_buffer):
+            kura = self.kura_outcome(sql, server, settings)
+            self.counts["runs"] += 1
+            v = self.verdict(q, duck, kura)
+            if v is None:
+                continue
+            cls, detail = v
+            if cls == "kura-error":
+                # The same planner refuses the query under every setting: count it once.
+                bucket = self.unsupported if is_unsupported(detail) else self.kura_errors
+                kind = _message_kind(detail)
+                bucket[kind] += 1
+                self.examples.setdefault(kind, sql)
+                self.counts["kura-error"] += 1
+                return "kura-error"
+            self.record_failure(n, seed, q, cls, detail, server, settings, duck)
+            return cls
+        return "ok"
+
+    def record_failure(self, n, seed, q, cls, detail, server, settings, duck):
+        where = describe(server, settings, self.args.small_buffer)
+        print(f"!! query {n} (seed {seed}): {cls} under {where}: {detail}\n   {q.sql()}", flush=True)
+        small = self.shrink(q, cls, server, settings) if self.args.shrink else q
+        sql = small.sql()
+        entry = {
+            "query": n, "seed": seed, "class": cls, "detail": detail, "config": where,
+            "sql": q.sql(), "shrunk": sql,
+        }
+        if small is not q:
+            again = self.verdict(small, self.duck_outcome(sql), self.kura_outcome(sql, server, settings))
+            entry["shrunk_detail"] = again[1] if again else None
+            print(f"   shrunk: {sql}\n   -> {entry['shrunk_detail']}", flush=True)
+        self.failures.append(entry)
+        self.counts[cls] += 1
+        self.save_regression(entry, small, server, settings)
+
+    def shrink(self, q, cls, server, settings):
+        def still_fails(cand):
+            if not isinstance(cand, Select):
+                return False
+            sql = cand.sql()
+            duck = self.duck_outcome(sql)
+            if cls != "answered-invalid" and duck[0] == "error":
+                return False
+            v = self.verdict(cand, duck, self.kura_outcome(sql, server, settings))
+            return v is not None and v[0] == cls
+
+        return shrink(q, still_fails, self.args.shrink_budget)
+
+    def save_regression(self, entry, q, server, settings):
+        if not self.args.regressions:
+            return
+        os.makedirs(self.args.regressions, exist_ok=True)
+        sql = q.sql()
+        duck = self.duck_outcome(sql)
+        name = f"difftest-{entry['seed']}-{entry['class']}.slt"
+        path = os.path.join(self.args.regressions, name)
+        header = [
+            f"Found by the differential tester (seed {entry['seed']}, query {entry['query']}), shrunk.",
+            f"kura ({entry['config']}): {entry['class']}: {entry.get('shrunk_detail') or entry['detail']}",
+            f"Expected rows: DuckDB {self.duckdb_version}.",
+        ]
+        if duck[0] == "error":
+            text = "\n".join(f"# {h}" for h in header) + f"\n\nstatement error\n{sql}\n"
+        else:
+            text = slt.render(sql, settings, duck[1], duck[2], q.total_order(), header)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"   saved {path}", flush=True)
+
+    # ---- the run -----------------------------------------------------------------------
+
+    def run(self):
+        a = self.args
+        start = time.time()
+        self.setup()
+        print(f"== {a.queries} queries from seed {a.seed}, {len(configs(a.small_buffer))} settings each "
+              f"(modes {', '.join(MODES)}; indexes on/off; buffer default and {a.small_buffer})", flush=True)
+        outcomes = Counter()
+        try:
+            for n in range(a.queries):
+                seed = a.seed * 1_000_003 + n
+                q = Generator(seed).query()
+                began = time.time()
+                outcomes[self.check(n, seed, q)] += 1
+                took = time.time() - began
+                if took > a.slow:
+                    print(f"   query {n} (seed {seed}) took {took:.1f} s: {q.sql()}", flush=True)
+                    self.slow.append((round(took, 1), n, q.sql()))
+                if (n + 1) % max(1, a.queries // 10) == 0:
+                    print(f"   {n + 1}/{a.queries} queries, {time.time() - start:.0f} s: "
+                          + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())), flush=True)
+        finally:
+            self.close()
+        self.report(outcomes, time.time() - start)
+        bad = sum(outcomes[c] for c in ("wrong", "crash", "answered-invalid"))
+        return 1 if bad else 0
+
+    def report(self, outcomes, seconds):
+        a = self.args
+        summary = {
+            "seed": a.seed, "queries": a.queries, "sf": a.sf, "seconds": round(seconds, 1),
+            "outcomes": dict(outcomes), "runs": self.counts["runs"],
+            "duckdb_errors": self.counts["duckdb-error"],
+            "unsupported": dict(self.unsupported.most_common()),
+            "kura_errors": dict(self.kura_errors.most_common()),
+            "error_examples": self.examples,
+            "slow": sorted(self.slow, reverse=True),
+            "failures": self.failures,
+        }
+        with open(os.path.join(self.work, "difftest-report.json"), "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=1)
+        print(f"== {a.queries} queries, {self.counts['runs']} kura runs in {seconds:.0f} s")
+        print(f"   agreed: {outcomes['ok']}; wrong answers: {outcomes['wrong']}; crashes: {outcomes['crash']}; "
+              f"answered where DuckDB refused: {outcomes['answered-invalid']}; "
+              f"refused by kura: {outcomes['kura-error']} (of which DuckDB also refused: 0)")
+        for title, counter in (("unsupported in kura", self.unsupported), ("other kura errors", self.kura_errors)):
+            if counter:
+                print(f"   {title}:")
+                for msg, k in counter.most_common(12):
+                    print(f"     {k:5d}  {msg}")
+        failed = sum(outcomes[c] for c in ("wrong", "crash", "answered-invalid"))
+        print(f"difftest: {a.queries - failed} passed, {failed} failed")
+
+
+def _message_kind(message):
+    """An error message without its positions, to count kinds of refusals."""
+    import re
+
+    m = re.sub(r"line \d+, column \d+: ", "", message)
+    m = re.sub(r"'[^']*'|\"[^\"]*\"", "…", m)
+    return m[:110]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="difftest", description=__doc__.splitlines()[0])
+    p.add_argument("--kura", required=True, help="the kura binary")
+    p.add_argument("--sf", type=float, default=0.01, help="TPC-H scale factor (default 0.01)")
+    p.add_argument("--queries", type=int, default=300, help="how many queries (default 300)")
+    p.add_argument("--seed", type=int, default=1, help="first seed; query n uses seed*1000003+n")
+    p.add_argument("--work", default="target/difftest", help="where data, databases and logs go")
+    p.add_argument("--small-buffer", default="4MB", help="kura's small buffer (default 4MB)")
+    p.add_argument("--time-limit", type=float, default=60, help="seconds per statement (default 60)")
+    p.add_argument("--slow", type=float, default=10, help="report queries whose runs take longer (s)")
+    p.add_argument("--regressions", default=None,
+                   help="write each shrunk failure as a .slt file here (e.g. tests/slt/tpch)")
+    p.add_argument("--no-shrink", dest="shrink", action="store_false", help="report failures unshrunk")
+    p.add_argument("--shrink-budget", type=int, default=400, help="candidates tried per shrink")
+    args = p.parse_args(argv)
+    if args.queries < 1:
+        p.error("--queries must be at least 1")
+    if not args.regressions:
+        args.regressions = os.path.join(args.work, "regressions")
+    return Tester(args).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,441 @@
+"""A seeded generator of random SQL over the TPC-H schema and its NULL-heavy derived
+tables: joins along keys (inner and outer), filters of every type and operator, IN,
+BETWEEN, LIKE, IS NULL, CASE, arithmetic, string and date functions, aggregates with
+and without DISTINCT over group keys, HAVING, ORDER BY / LIMIT, scalar, IN and EXISTS
+subqueries (correlated or not), derived tables and CTEs.
+
+It writes only SQL whose answer PostgreSQL and DuckDB define alike, so a difference is
+a bug: no integer division (DuckDB's `/` is not PostgreSQL's), no division by anything
+but a non-zero constant, explicit NULLS FIRST/LAST, LIMIT only under a total order, no
+string functions on CHAR (padding), no equality on DOUBLE."""
+
+import random
+
+from .ast import (
+    Agg, Between, Bin, Case, Cast, Col, Derived, Exists, Func, InList, InQuery, IsNull,
+    Join, Like, Lit, Neg, Not, ScalarQuery, Select, Table,
+)
+from .schema import BOOL, CHAR, DATE, DBL, DEC, INT, NUMERIC, STR, TEXT, catalog
+
+LIKE_PATTERNS = ["%a%", "A%", "%ly%", "_o%", "%s", "%the%", "Customer#0000001%", "%BRASS", "PROMO%", "%e_"]
+TEXT_LITERALS = ["'A'", "'F'", "'N'", "'O'", "'R'", "'MAIL'", "'SHIP'", "'AIR'", "'BUILDING'",
+                 "'1-URGENT'", "'5-LOW'", "'Brand#23'", "'furiously'", "'MED BOX'", "'ALGERIA'"]
+COMPARE = ["=", "<>", "<", "<=", ">", ">="]
+
+
+class Scope:
+    """Columns visible to an expression: (qualifier, Column) pairs."""
+
+    def __init__(self, cols):
+        self.cols = list(cols)
+
+    def of(self, kinds):
+        return [(q, c) for q, c in self.cols if c.kind in kinds]
+
+
+class Generator:
+    def __init__(self, seed, tables=None):
+        self.rng = random.Random(seed)
+        self.tables = tables or catalog()
+        self.names = 0
+
+    def alias(self, base):
+        self.names += 1
+        return f"{base}{self.names}"
+
+    def chance(self, p):
+        return self.rng.random() < p
+
+    def pick(self, xs):
+        return self.rng.choice(xs)
+
+    # ---- literals ----------------------------------------------------------------------
+
+    def literal(self, kind):
+        r = self.rng
+        if kind == INT:
+            return Lit(str(r.choice([0, 1, 2, 3, 5, 7, 10, 25, 42, 100, 1000, 5000, 30000, -1])), INT)
+        if kind == DEC:
+            return Lit(r.choice(["0.05", "0.10", "1.00", "10.50", "24.00", "100.00", "1500.00",
+                                 "5000.00", "35000.00", "-500.25", "0.00", "0.07"]), DEC)
+        if kind == DBL:
+            return Lit(f"CAST({r.choice(['0.5', '100.25', '-3.75', '2500.0', '9000.5'])} AS DOUBLE)", DBL)
+        if kind == DATE:
+            y, m, d = r.randint(1992, 1998), r.randint(1, 12), r.randint(1, 28)
+            return Lit(f"DATE '{y}-{m:02d}-{d:02d}'", DATE)
+        if kind == BOOL:
+            return Lit(r.choice(["TRUE", "FALSE"]), BOOL)
+        if kind == CHAR:
+            return Lit(r.choice(TEXT_LITERALS), CHAR)
+        return Lit(r.choice(TEXT_LITERALS + ["'abc'", "''"]), STR)
+
+    def null_of(self, kind):
+        sql_type = {INT: "INTEGER", DEC: "DECIMAL(15,2)", DBL: "DOUBLE", DATE: "DATE",
+                    BOOL: "BOOLEAN"}.get(kind, "VARCHAR")
+        return Lit(f"CAST(NULL AS {sql_type})", STR if kind == CHAR else kind)
+
+    # ---- scalar expressions ------------------------------------------------------------
+
+    def column(self, scope, kinds):
+        found = scope.of(kinds)
+        if not found:
+            return None
+        q, c = self.pick(found)
+        return Col(c.kind, q, c.name)
+
+    def value(self, scope, kind, depth=2):
+        """An expression of `kind` over `scope`."""
+        r = self.rng.random()
+        col = self.column(scope, [kind])
+        if depth <= 0 or r < 0.45:
+            if col is not None and self.rng.random() < 0.8:
+                return col
+            return self.literal(kind) if self.rng.random() < 0.9 else self.null_of(kind)
+        d = depth - 1
+        if kind in NUMERIC:
+            return self.numeric(scope, kind, d)
+        if kind == STR:
+            return self.string(scope, d)
+        if kind == DATE:
+            return self.date(scope, d)
+        if kind == BOOL:
+            return self.predicate(scope, d)
+        if kind == CHAR:
+            return col or self.literal(CHAR)
+        return self.literal(kind)
+
+    def numeric(self, scope, kind, d):
+        r = self.rng.random()
+        if r < 0.35:
+            op = self.pick(["+", "-", "*"])
+            a = self.value(scope, kind, d)
+            b = self.value(scope, kind if self.chance(0.7) else INT, d)
+            if op == "*" and kind != INT:
+                b = self.literal(self.pick([INT, DEC]))  # keeps products within DECIMAL(38)
+            return Bin(kind, op, a, b)
+        if r < 0.45 and kind in (DEC, DBL):
+            divisor = Lit(self.pick(["3", "7", "2.5", "100"]), DEC)
+            return Bin(kind, "/", self.value(scope, kind, d), divisor)
+        if r < 0.52 and kind == INT:
+            return Bin(INT, "%", self.value(scope, INT, d), Lit(self.pick(["2", "3", "7", "10"]), INT))
+        if r < 0.6:
+            return Case(kind, [(self.predicate(scope, d), self.value(scope, kind, d))],
+                        self.value(scope, kind, d) if self.chance(0.7) else None)
+        if r < 0.68:
+            return Func(kind, "coalesce", [self.value(scope, kind, d), self.value(scope, kind, d)])
+        if r < 0.73:
+            return Func(kind, "abs", [self.value(scope, kind, d)])
+        if r < 0.78:
+            return Neg(kind, self.value(scope, kind, d))
+        if r < 0.83 and kind == INT:
+            field = self.pick(["year", "month", "day"])
+            return Func(INT, "extract", [Lit(field, STR), self.value(scope, DATE, d)])
+        if r < 0.88 and kind == INT:
+            return Func(INT, "length", [self.value(scope, STR, d)])
+        if r < 0.92 and kind == DEC:
+            return Cast(DEC, self.value(scope, INT, d), "DECIMAL(15,2)")
+        if r < 0.95 and kind == DBL:
+            return Cast(DBL, self.value(scope, self.pick([INT, DEC]), d), "DOUBLE")
+        if r < 0.97 and kind == DEC:
+            return Func(DEC, "round", [self.value(scope, DEC, d), Lit(self.pick(["0", "1"]), INT)])
+        if kind == INT:
+            return Bin(INT, "-", self.value(scope, DATE, d), self.value(scope, DATE, d))
+        return Func(kind, "nullif", [self.value(scope, kind, d), self.literal(kind)])
+
+    def string(self, scope, d):
+        r = self.rng.random()
+        if r < 0.25:
+            return Func(STR, self.pick(["upper", "lower"]), [self.value(scope, STR, d)])
+        if r < 0.45:
+            start, n = self.rng.randint(1, 5), self.rng.randint(1, 8)
+            return Func(STR, "substring", [self.value(scope, STR, d), Lit(str(start), INT), Lit(str(n), INT)])
+        if r < 0.65:
+            return Bin(STR, "||", self.value(scope, STR, d), self.value(scope, STR, d))
+        if r < 0.75:
+            # Only INT and DATE: the text of a DECIMAL shows its scale, which PostgreSQL
+            # and DuckDB derive differently for computed values.
+            return Cast(STR, self.value(scope, self.pick([INT, DATE]), d), "VARCHAR")
+        if r < 0.85:
+            return Case(STR, [(self.predicate(scope, d), self.value(scope, STR, d))], self.value(scope, STR, d))
+        if r < 0.92:
+            return Func(STR, "trim", [self.value(scope, STR, d)])
+        return Func(STR, "coalesce", [self.value(scope, STR, d), self.literal(STR)])
+
+    def date(self, scope, d):
+        r = self.rng.random()
+        if r < 0.5:
+            return Bin(DATE, self.pick(["+", "-"]), self.value(scope, DATE, d), Lit(str(self.rng.randint(0, 400)), INT))
+        if r < 0.75:
+            return Case(DATE, [(self.predicate(scope, d), self.value(scope, DATE, d))], self.value(scope, DATE, d))
+        return Func(DATE, "coalesce", [self.value(scope, DATE, d), self.literal(DATE)])
+
+    def comparable_kind(self, scope):
+        kinds = [c.kind for _, c in scope.cols] or [INT]
+        return self.pick(kinds)
+
+    def predicate(self, scope, depth=2, outer=None, allow_sub=True):
+        """A BOOLEAN expression; with `outer`, subqueries may correlate with it."""
+        r = self.rng.random()
+        d = depth - 1
+        if depth > 0 and r < 0.12:
+            return Bin(BOOL, self.pick(["AND", "OR"]), self.predicate(scope, d, outer, allow_sub),
+                       self.predicate(scope, d, outer, allow_sub))
+        if depth > 0 and r < 0.16:
+            return Not(BOOL, self.predicate(scope, d, outer, allow_sub))
+        if allow_sub and depth > 0 and r < 0.26:
+            return self.subquery_predicate(scope, d)
+        kind = self.comparable_kind(scope)
+        a = self.value(scope, kind, d)
+        r = self.rng.random()
+        if r < 0.45:
+            ops = ["<", "<=", ">", ">="] if kind == DBL else COMPARE
+            other = self.literal(kind) if self.chance(0.6) else self.value(scope, kind, d)
+            return Bin(BOOL, self.pick(ops), a, other)
+        if r < 0.58:
+            return IsNull(BOOL, a, self.chance(0.5))
+        if r < 0.7 and kind != BOOL:
+            lo, hi = sorted([self.literal(kind), self.literal(kind)], key=lambda x: x.text)
+            return Between(BOOL, a, lo, hi, self.chance(0.3))
+        if r < 0.82 and kind not in (DBL, BOOL):
+            items = [self.literal(kind) for _ in range(self.rng.randint(1, 4))]
+            if self.chance(0.2):
+                items.append(self.null_of(kind))
+            return InList(BOOL, a, items, self.chance(0.3))
+        if r < 0.92 and kind in TEXT:
+            return Like(BOOL, a, self.pick(LIKE_PATTERNS), self.chance(0.3))
+        if kind == BOOL:
+            return a
+        return Bin(BOOL, self.pick(["<", ">="] if kind == DBL else COMPARE), a, self.literal(kind))
+
+    # ---- subqueries --------------------------------------------------------------------
+
+    def subquery_predicate(self, scope, depth):
+        r = self.rng.random()
+        if r < 0.35:
+            q = self.simple_select(scope, want=None, depth=depth)
+            return Exists(BOOL, q, self.chance(0.4))
+        if r < 0.75:
+            keyed = [(qq, c) for qq, c in scope.cols if c.key] or scope.cols
+            qq, c = self.pick(keyed)
+            arg = Col(c.kind, qq, c.name)
+            q = self.simple_select(scope, want=c, depth=depth)
+            if q is None:
+                return IsNull(BOOL, arg, False)
+            return InQuery(BOOL, arg, q, self.chance(0.4))
+        kind = self.pick([INT, DEC])
+        q = self.scalar_select(scope, kind, depth)
+        if q is None:
+            return self.predicate(scope, 0, allow_sub=False)
+        return Bin(BOOL, self.pick(COMPARE), self.value(scope, kind, 1), ScalarQuery(kind, q))
+
+    def simple_select(self, outer_scope, want, depth):
+        """SELECT over one or two tables, maybe correlated with `outer_scope`; with `want`
+        its one output column has `want`'s kind (its key, where it has one)."""
+        table = self.pick(list(self.tables))
+        a = self.alias("s")
+        scope = Scope((a, c) for c in self.tables[table])
+        if want is not None:
+            same_key = [c for c in self.tables[table] if want.key and c.key == want.key]
+            pool = same_key or [c for c in self.tables[table] if c.kind == want.kind]
+            if not pool:
+                return None
+            c = self.pick(pool)
+            item = Col(c.kind, a, c.name)
+        else:
+            item = Lit("1", INT)
+        where = []
+        if self.chance(0.6):
+            corr = self.correlation(scope, outer_scope)
+            if corr is not None:
+                where.append(corr)
+        if self.chance(0.6):
+            where.append(self.predicate(scope, max(depth - 1, 0), allow_sub=depth > 1))
+        q = Select([(item, "v")], Table(table, a), where=where)
+        if want is not None and self.chance(0.2):
+            q.group_by = [item]
+        return q
+
+    def correlation(self, inner, outer):
+        """`inner.key = outer.key` (or another comparison) linking a subquery to its row."""
+        pairs = [
+            (iq, ic, oq, oc) for iq, ic in inner.cols for oq, oc in outer.cols
+            if ic.key and ic.key == oc.key
+        ]
+        if not pairs:
+            pairs = [(iq, ic, oq, oc) for iq, ic in inner.cols for oq, oc in outer.cols
+                     if ic.kind == oc.kind and ic.kind in (INT, DATE, DEC)]
+        if not pairs:
+            return None
+        iq, ic, oq, oc = self.pick(pairs)
+        op = "=" if self.chance(0.75) else self.pick(["<", ">=", "<>"])
+        return Bin(BOOL, op, Col(ic.kind, iq, ic.name), Col(oc.kind, oq, oc.name))
+
+    def scalar_select(self, outer_scope, kind, depth):
+        table = self.pick(list(self.tables))
+        a = self.alias("s")
+        scope = Scope((a, c) for c in self.tables[table])
+        func = self.pick(["count", "sum", "min", "max", "avg"] if kind == DEC else ["count", "min", "max"])
+        arg_col = self.column(scope, [kind if func != "count" else self.pick([INT, DEC, STR])])
+        if arg_col is None:
+            return None
+        agg_kind = INT if func == "count" else (DEC if func == "avg" else kind)
+        if agg_kind != kind:
+            return None
+        item = Agg(agg_kind, func, arg_col, self.chance(0.15))
+        where = []
+        corr = self.correlation(scope, outer_scope) if self.chance(0.7) else None
+        if corr is not None:
+            where.append(corr)
+        if self.chance(0.5):
+            where.append(self.predicate(scope, max(depth - 1, 0), allow_sub=False))
+        return Select([(item, "v")], Table(table, a), where=where)
+
+    # ---- FROM --------------------------------------------------------------------------
+
+    def from_item(self, depth):
+        """A table, or a derived table (a grouped or filtered SELECT) with its columns."""
+        if depth > 0 and self.chance(0.15):
+            q = self.derived_select(depth - 1)
+            a = self.alias("d")
+            return Derived(q, a), [(a, c) for c in q.out_cols]
+        table = self.pick(list(self.tables))
+        a = self.alias("t")
+        return Table(table, a), [(a, c) for c in self.tables[table]]
+
+    def derived_select(self, depth):
+        """A SELECT whose output keeps key columns (so it can be joined)."""
+        from .schema import Column
+
+        table = self.pick(list(self.tables))
+        a = self.alias("i")
+        scope = Scope((a, c) for c in self.tables[table])
+        keys = [c for c in self.tables[table] if c.key]
+        items, out_cols = [], []
+        grouped = keys and self.chance(0.5)
+        if grouped:
+            k = self.pick(keys)
+            items.append((Col(k.kind, a, k.name), "c0"))
+            out_cols.append(Column("c0", k.kind, k.key, True))
+            for i in range(self.rng.randint(1, 3)):
+                agg = self.aggregate(scope)
+                items.append((agg, f"c{i + 1}"))
+                out_cols.append(Column(f"c{i + 1}", agg.kind))
+            q = Select(items, Table(table, a), group_by=[items[0][0]])
+            if self.chance(0.3):
+                q.having = [Bin(BOOL, self.pick([">", "<="]), Agg(INT, "count", None), Lit(self.pick(["1", "2", "5"]), INT))]
+        else:
+            cols = self.rng.sample(self.tables[table], min(len(self.tables[table]), self.rng.randint(2, 4)))
+            for i, c in enumerate(cols):
+                items.append((Col(c.kind, a, c.name), f"c{i}"))
+                out_cols.append(Column(f"c{i}", c.kind, c.key, c.unique))
+            q = Select(items, Table(table, a))
+        if self.chance(0.6):
+            q.where = [self.predicate(scope, 1, allow_sub=depth > 0)]
+        q.out_cols = out_cols
+        return q
+
+    def join_condition(self, left_cols, right_cols):
+        pairs = [
+            (lq, lc, rq, rc) for lq, lc in left_cols for rq, rc in right_cols
+            if lc.key and lc.key == rc.key and (lc.unique or rc.unique)
+        ]
+        if not pairs:
+            return None
+        lq, lc, rq, rc = self.pick(pairs)
+        return Bin(BOOL, "=", Col(lc.kind, lq, lc.name), Col(rc.kind, rq, rc.name))
+
+    # ---- aggregates and whole queries --------------------------------------------------
+
+    def aggregate(self, scope):
+        func = self.pick(["count", "count", "sum", "avg", "min", "max", "count_star"])
+        if func == "count_star":
+            return Agg(INT, "count", None)
+        if func in ("sum", "avg"):
+            kind = self.pick([INT, DEC, DEC, DBL])
+            arg = self.value(scope, kind, 1)
+            out = DEC if func == "avg" and kind != DBL else (DEC if kind == INT and func == "sum" else kind)
+            if func == "sum" and kind == INT:
+                out = INT
+            return Agg(out, func, arg, self.chance(0.25))
+        if func == "count":
+            kind = self.pick([INT, DEC, STR, DATE, CHAR, DBL])
+            return Agg(INT, "count", self.value(scope, kind, 1), self.chance(0.4))
+        kind = self.pick([INT, DEC, STR, DATE, CHAR])
+        arg = self.value(scope, kind, 1)
+        return Agg(arg.kind, func, arg, self.chance(0.2))
+
+    def query(self, depth=2):
+        """One top-level query."""
+        item, cols = self.from_item(depth)
+        q = Select([], item)
+        scope_cols = list(cols)
+        for _ in range(self.rng.choices([0, 1, 2, 3], [30, 35, 25, 10])[0]):
+            right, rcols = self.from_item(depth)
+            on = self.join_condition(scope_cols, rcols)
+            if on is None:
+                continue
+            kind = self.rng.choices(["INNER", "LEFT", "RIGHT", "FULL"], [55, 30, 10, 5])[0]
+            if self.chance(0.2):
+                extra = self.predicate(Scope(scope_cols + rcols), 0, allow_sub=False)
+                on = Bin(BOOL, "AND", on, extra)
+            q.joins.append(Join(kind, right, on))
+            scope_cols += rcols
+        scope = Scope(scope_cols)
+        for _ in range(self.rng.choices([0, 1, 2, 3], [20, 40, 30, 10])[0]):
+            q.where.append(self.predicate(scope, 2))
+        if self.chance(0.45):
+            self.make_grouped(q, scope)
+        else:
+            for i in range(self.rng.randint(1, 4)):
+                kind = self.comparable_kind(scope) if self.chance(0.8) else self.pick([INT, DEC, STR, DATE, BOOL])
+                q.items.append((self.value(scope, kind, 2), f"x{i}"))
+            if self.chance(0.1):
+                q.items.append((self.scalar_or_mark(scope), f"x{len(q.items)}"))
+            q.distinct = self.chance(0.15)
+        self.order_and_limit(q)
+        if self.chance(0.1):
+            self.wrap_in_cte(q)
+        return q
+
+    def scalar_or_mark(self, scope):
+        if self.chance(0.5):
+            return self.subquery_predicate(scope, 1)
+        q = self.scalar_select(scope, INT, 1)
+        return ScalarQuery(INT, q) if q is not None else Lit("0", INT)
+
+    def make_grouped(self, q, scope):
+        n_keys = self.rng.choices([0, 1, 2, 3], [25, 40, 25, 10])[0]
+        for i in range(n_keys):
+            kind = self.pick([INT, CHAR, STR, DATE, DEC, BOOL])
+            key = self.value(scope, kind, 1)
+            q.group_by.append(key)
+            q.items.append((key, f"k{i}"))
+        for i in range(self.rng.randint(1, 3)):
+            q.items.append((self.aggregate(scope), f"a{i}"))
+        if self.chance(0.3):
+            agg = self.aggregate(scope)
+            if agg.kind in NUMERIC:
+                q.having.append(Bin(BOOL, self.pick([">", "<", ">=", "<>"]), agg, self.literal(agg.kind if agg.kind != DBL else DEC)))
+
+    def order_and_limit(self, q):
+        if not self.chance(0.5):
+            return
+        positions = list(range(1, len(q.items) + 1))
+        self.rng.shuffle(positions)
+        q.order_by = [(p, self.pick(["ASC", "DESC"]), self.pick(["NULLS FIRST", "NULLS LAST"])) for p in positions]
+        if self.chance(0.6):
+            q.limit = self.pick([1, 3, 10, 100])
+            if self.chance(0.3):
+                q.offset = self.pick([1, 5])
+
+    def wrap_in_cte(self, q):
+        """Moves the query into a CTE read by an outer SELECT of its columns."""
+        inner = Select(list(q.items), q.source, q.joins, q.where, q.group_by, q.having, distinct=q.distinct)
+        name = self.alias("w")
+        items = [(Col(e.kind, name, a), a) for e, a in q.items]
+        q.ctes = [(name, inner)]
+        q.items, q.source, q.joins, q.where, q.group_by, q.having, q.distinct = (
+            items, Table(name, name), [], [], [], [], False,
+        )
+        # `Table` renders `name AS alias`; a CTE read as itself needs no other name.
+        q.source = Table(name, name)
