@@ -2,7 +2,7 @@
 //! form: a single integer for the common one-integer-key case, bytes otherwise.
 //! Text is encoded without trailing blanks so CHAR(n) equality ignores padding.
 
-use kura_common::{ColumnData, Vector};
+use kura_common::{ColumnData, DataType, Vector};
 
 use crate::expr::compare_trim;
 
@@ -65,7 +65,12 @@ pub fn encode_row(keys: &[Vector], row: usize, nulls_equal: bool, out: &mut Vec<
                 out.extend_from_slice(&x.to_bits().to_le_bytes())
             }
             ColumnData::Str(s) => {
-                let b = compare_trim(s.get_bytes(row));
+                // CHAR(n) ignores trailing blanks; for VARCHAR they are part of the value.
+                let b = if matches!(k.data_type, DataType::Char(_)) {
+                    compare_trim(s.get_bytes(row))
+                } else {
+                    s.get_bytes(row)
+                };
                 out.extend_from_slice(&(b.len() as u32).to_le_bytes());
                 out.extend_from_slice(b);
             }

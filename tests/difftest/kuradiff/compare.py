@@ -42,27 +42,26 @@ def same(a, b):
 
 
 def _sort_key(row):
-    key = []
-    for v in row:
-        if v[0] == "num":
-            key.append((1, float(f"{v[1]:.6g}") if math.isfinite(v[1]) else v[1], ""))
-        elif v[0] == "null":
-            key.append((0, 0.0, ""))
-        else:
-            key.append((2, 0.0, str(v[1])))
-    return key
+    return [(0, 0.0, "") if v[0] == "null" else (1, v[1], "") if v[0] == "num" else (2, 0.0, str(v[1])) for v in row]
+
+
+def prepare(rows, ordered):
+    """Rows normalised (and, where order does not count, sorted) for comparing."""
+    out = [tuple(normalize(v) for v in r) for r in rows]
+    return out if ordered else sorted(out, key=_sort_key)
 
 
 def differences(expected, actual, ordered):
-    """Why `actual` differs from `expected` (lists of raw rows); None when they agree."""
-    e = [tuple(normalize(v) for v in r) for r in expected]
-    a = [tuple(normalize(v) for v in r) for r in actual]
+    """Why `actual` differs from `expected` (raw rows, or `expected` already prepared);
+    None when they agree."""
+    e = expected if expected and isinstance(expected[0][0], tuple) else prepare(expected, ordered)
+    a = prepare(actual, ordered)
     if len(e) != len(a):
         return f"{len(e)} rows expected, {len(a)} returned"
+    if e == a:
+        return None
     if e and len(e[0]) != len(a[0]):
         return f"{len(e[0])} columns expected, {len(a[0])} returned"
-    if not ordered:
-        e, a = sorted(e, key=_sort_key), sorted(a, key=_sort_key)
     for i, (er, ar) in enumerate(zip(e, a)):
         for j, (ev, av) in enumerate(zip(er, ar)):
             if not same(ev, av):

@@ -108,7 +108,7 @@ class KuraServer:
         if self.buffer:
             args[3:3] = ["--buffer", self.buffer]
         with open(self.log_path, "a", encoding="utf-8") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         deadline = time.time() + SERVER_START_SECONDS
         while True:
             if self.proc.poll() is not None:
@@ -182,6 +182,17 @@ class KuraServer:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+
+def _die_with_parent():
+    """In the child: the kernel kills it when the tester dies, however that happens."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def copy_database(src, dst):

@@ -334,10 +334,13 @@ class Generator:
         q.out_cols = out_cols
         return q
 
-    def join_condition(self, left_cols, right_cols):
+    def join_condition(self, left_cols, right_cols, first):
+        """A key equality joining a new item: on a unique key of the new item (many rows
+        to one), or on a unique key of the first item when it is the only one so far
+        (one to many) — so no join yields more rows than its larger input."""
         pairs = [
             (lq, lc, rq, rc) for lq, lc in left_cols for rq, rc in right_cols
-            if lc.key and lc.key == rc.key and (lc.unique or rc.unique)
+            if lc.key and lc.key == rc.key and (rc.unique or (first and lc.unique))
         ]
         if not pairs:
             return None
@@ -371,7 +374,7 @@ class Generator:
         scope_cols = list(cols)
         for _ in range(self.rng.choices([0, 1, 2, 3], [30, 35, 25, 10])[0]):
             right, rcols = self.from_item(depth)
-            on = self.join_condition(scope_cols, rcols)
+            on = self.join_condition(scope_cols, rcols, not q.joins)
             if on is None:
                 continue
             kind = self.rng.choices(["INNER", "LEFT", "RIGHT", "FULL"], [55, 30, 10, 5])[0]
@@ -395,7 +398,40 @@ class Generator:
         self.order_and_limit(q)
         if self.chance(0.1):
             self.wrap_in_cte(q)
+        if self.chance(0.06):
+            self.break_query(q, scope)
         return q
+
+    def break_query(self, q, scope):
+        """Makes `q` invalid in one of the ways PostgreSQL and DuckDB both refuse, so the
+        tester sees that kura refuses it too instead of answering."""
+        col = self.column(scope, [INT, DEC, STR, DATE, CHAR])
+        if col is None or q.ctes:
+            return
+        way = self.rng.randrange(8)
+        if way == 0:  # a column neither grouped nor aggregated
+            if not q.group_by:
+                q.items.append((Agg(INT, "count", None), "bad"))
+            q.items.append((col, "bad2"))
+        elif way == 1:  # an aggregate in WHERE
+            q.where.append(Bin(BOOL, ">", Agg(INT, "count", None), Lit("1", INT)))
+        elif way == 2:  # nested aggregates
+            q.items.append((Agg(INT, "sum", Agg(INT, "count", None)), "bad"))
+        elif way == 3:  # DATE compared with INTEGER
+            date = self.column(scope, [DATE]) or Lit("DATE '1995-01-01'", DATE)
+            q.where.append(Bin(BOOL, "=", date, Lit("19950101", INT)))
+        elif way == 4:  # IN over a subquery of two columns
+            sub = self.simple_select(scope, None, 0)
+            sub.items.append((Lit("2", INT), "w"))
+            q.where.append(InQuery(BOOL, col, sub, False))
+        elif way == 5:  # an unknown column
+            q.where.append(IsNull(BOOL, Col(INT, col.qual, "no_such_column"), False))
+        elif way == 6:  # ORDER BY a position past the select list
+            q.order_by = [(len(q.items) + 5, "ASC", "NULLS LAST")]
+            q.limit = q.offset = None
+        else:  # text arithmetic
+            text = self.column(scope, [STR]) or Lit("'abc'", STR)
+            q.items.append((Bin(INT, "+", text, Lit("1", INT)), "bad"))
 
     def scalar_or_mark(self, scope):
         if self.chance(0.5):
@@ -408,6 +444,12 @@ class Generator:
         for i in range(n_keys):
             kind = self.pick([INT, CHAR, STR, DATE, DEC, BOOL])
             key = self.value(scope, kind, 1)
+            if isinstance(key, Lit):
+                # An integer constant in GROUP BY is a position in PostgreSQL; keys are
+                # columns or expressions here.
+                key = self.column(scope, [kind]) or self.column(scope, [INT])
+                if key is None:
+                    continue
             q.group_by.append(key)
             q.items.append((key, f"k{i}"))
         for i in range(self.rng.randint(1, 3)):

@@ -24,7 +24,19 @@ pub fn zone_may_match(zone: &Zone, op: BinaryOp, value: &Value) -> bool {
         // All NULL (or unknown): comparisons are never true, unless stats are missing.
         return zone.null_count < zone.row_count;
     }
-    let (lo, hi) = (zone.min.total_cmp(value), zone.max.total_cmp(value));
+    if let (Value::Text(min), Value::Text(max), Value::Text(v)) = (&zone.min, &zone.max, value) {
+        // The zone does not say whether its column is CHAR (trailing blanks ignored) or
+        // VARCHAR (significant): a page is skipped only if neither reading can match.
+        let t = |x: &String| x.trim_end_matches(' ').to_string();
+        return range_may_match(min.cmp(v), max.cmp(v), op)
+            || range_may_match(t(min).cmp(&t(v)), t(max).cmp(&t(v)), op);
+    }
+    range_may_match(zone.min.total_cmp(value), zone.max.total_cmp(value), op)
+}
+
+/// Whether values between a minimum and a maximum comparing `lo` and `hi` with a constant
+/// can satisfy `op` against it.
+fn range_may_match(lo: std::cmp::Ordering, hi: std::cmp::Ordering, op: BinaryOp) -> bool {
     match op {
         BinaryOp::Eq => lo.is_le() && hi.is_ge(),
         BinaryOp::NotEq => !(lo.is_eq() && hi.is_eq()),

@@ -29,7 +29,13 @@ pub fn cmp_values(a: &Vector, i: usize, b: &Vector, j: usize) -> Ordering {
         (ColumnData::I128(x), ColumnData::I128(y)) => x[i].cmp(&y[j]),
         (ColumnData::F64(x), ColumnData::F64(y)) => x[i].total_cmp(&y[j]),
         (ColumnData::Str(x), ColumnData::Str(y)) => {
-            compare_trim(x.get_bytes(i)).cmp(compare_trim(y.get_bytes(j)))
+            // CHAR(n) ignores trailing blanks; for VARCHAR they are part of the value.
+            if matches!(a.data_type, DataType::Char(_)) || matches!(b.data_type, DataType::Char(_))
+            {
+                compare_trim(x.get_bytes(i)).cmp(compare_trim(y.get_bytes(j)))
+            } else {
+                x.get_bytes(i).cmp(y.get_bytes(j))
+            }
         }
         _ => a.get_value(i).total_cmp(&b.get_value(j)),
     }

@@ -666,7 +666,24 @@ impl Binder<'_> {
         };
         let (ta, tb) = (a.data_type(), b.data_type());
         if is_null_literal(&a) || is_null_literal(&b) {
-            let t = if is_null_literal(&a) { tb } else { ta };
+            // The result is NULL, of the type the operator gives its operands' types: a
+            // NULL keeps the type a CAST gave it; an untyped NULL takes the other's.
+            let untyped =
+                |e: &PhysExpr| is_null_literal(e) && e.data_type() == DataType::Varchar(None);
+            let ta = if untyped(&a) { tb } else { ta };
+            let tb = if untyped(&b) { ta } else { tb };
+            let t = match (ta, tb, op) {
+                (DataType::Date, DataType::Date, BinaryOp::Sub) => DataType::Integer,
+                (
+                    DataType::Date,
+                    DataType::Integer | DataType::BigInt,
+                    BinaryOp::Add | BinaryOp::Sub,
+                )
+                | (DataType::Integer | DataType::BigInt, DataType::Date, BinaryOp::Add) => {
+                    DataType::Date
+                }
+                _ => arith_type(op, ta, tb, p)?,
+            };
             return Ok(PhysExpr::literal(Value::Null, t));
         }
         match (ta, tb, op) {

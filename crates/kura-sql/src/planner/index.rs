@@ -40,6 +40,16 @@ fn scan_column(e: &PhysExpr, cols: &[(usize, ColId)]) -> Option<(usize, ColId)> 
 
 /// The index (longest usable key prefix, unique first) that equalities of `on`
 /// between the outer side and the inner table's columns can probe.
+fn compares_varchar(p: &PhysExpr) -> bool {
+    match p {
+        PhysExpr::Binary { left, right, .. } => {
+            matches!(left.data_type(), DataType::Varchar(_))
+                || matches!(right.data_type(), DataType::Varchar(_))
+        }
+        _ => false,
+    }
+}
+
 fn join_probe(
     table: &dyn TableSource,
     cols: &[(usize, ColId)],
@@ -367,7 +377,9 @@ impl Lowering<'_> {
         let rest: Vec<PhysExpr> = on
             .iter()
             .enumerate()
-            .filter(|(i, _)| !probe.used.contains(i))
+            // Index keys hold text without trailing blanks, so an index probe on a VARCHAR
+            // key also finds values that differ only in them: such a key stays checked.
+            .filter(|(i, p)| !probe.used.contains(i) || compares_varchar(p))
             .map(|(_, p)| p.clone())
             .collect();
         let mut both = olayout.clone();

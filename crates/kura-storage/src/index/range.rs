@@ -100,11 +100,18 @@ impl KeyRange {
         }
     }
 
-    /// Whether the entries found still need the original predicate applied: true
-    /// only for a text prefix ending in blanks, because keys are stored without
-    /// trailing blanks and the search widens to the prefix without them.
+    /// Whether the entries found still need the original predicate applied: true for
+    /// a text prefix ending in blanks and for a strict text bound, because keys are
+    /// stored without trailing blanks and the search widens to include the ties.
+    /// (A VARCHAR search also finds values that differ only in trailing blanks; scans
+    /// apply their predicate to every entry for that reason.)
     pub fn needs_recheck(&self) -> bool {
-        matches!(&self.last, LastColumn::Prefix(p) if p.ends_with(' '))
+        let strict_text = |b: &Bound<Value>| matches!(b, Bound::Excluded(Value::Text(_)));
+        match &self.last {
+            LastColumn::Prefix(p) => p.ends_with(' '),
+            LastColumn::Range { lower, upper } => strict_text(lower) || strict_text(upper),
+            LastColumn::Any => false,
+        }
     }
 
     /// The byte range of matching entries for keys of `types`; `None` when the
@@ -166,7 +173,18 @@ fn joined(p: &[u8], b: &[u8]) -> Vec<u8> {
 
 /// Inclusive start of the entries at or after `bound` among the non-NULL values of
 /// the column after prefix `p`; `None` when nothing qualifies.
+/// Text keys are stored without trailing blanks, which VARCHAR comparisons count: a
+/// strict text bound is searched as an inclusive one, and the scan's predicate (applied
+/// to every entry found) drops the values that only tie without their blanks.
+fn widen_text(t: DataType, bound: &Bound<Value>) -> Bound<Value> {
+    match bound {
+        Bound::Excluded(v) if t.is_text() => Bound::Included(v.clone()),
+        other => other.clone(),
+    }
+}
+
 fn lower_bound(p: &[u8], t: DataType, bound: &Bound<Value>) -> StorageResult<Option<Vec<u8>>> {
+    let bound = &widen_text(t, bound);
     let non_null = joined(p, &[VALUE_MARK]);
     Ok(match bound {
         Bound::Unbounded => Some(non_null),
@@ -190,6 +208,7 @@ fn upper_bound(
     t: DataType,
     bound: &Bound<Value>,
 ) -> StorageResult<Option<Option<Vec<u8>>>> {
+    let bound = &widen_text(t, bound);
     let after_all = prefix_successor(&joined(p, &[VALUE_MARK]));
     Ok(match bound {
         Bound::Unbounded => Some(after_all),
