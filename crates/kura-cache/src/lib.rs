@@ -4,6 +4,7 @@
 //! the same code.
 
 pub mod error;
+pub mod fast;
 pub mod paper004;
 pub mod policies;
 pub mod policy;
