@@ -3,6 +3,7 @@
 //! depends on nothing else in kura, so the buffer manager and `kura cachesim` run
 //! the same code.
 
+pub mod cpu;
 pub mod error;
 pub mod fast;
 pub mod paper004;
