@@ -221,6 +221,9 @@ pub struct BenchArgs {
     /// aggregate rate (1: one at a time, per-core rates).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// Accesses per stream for the set-associative CPU-cache model's timing (0: skip).
+    #[arg(long, default_value_t = 20_000_000)]
+    pub cpu_accesses: usize,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -966,6 +969,90 @@ fn run_bench(args: BenchArgs) -> Result<(), String> {
     }
     println!("{table}");
     println!("(CPU: this thread's run time, so other load on the machine does not count)");
+    if args.cpu_accesses > 0 {
+        bench_cpu_model(args.cpu_accesses)?;
+    }
+    Ok(())
+}
+
+/// Replay speed of the set-associative CPU-cache model (this machine's geometry):
+/// L1d alone and the whole data hierarchy, on three address streams.
+fn bench_cpu_model(n: usize) -> Result<(), String> {
+    use kura_cache::cpu::{CacheKind, Geometry, Hierarchy, LevelConfig, Replacement, SetAssoc};
+    let root = Path::new(kura_cache::cpu::SYSFS_CACHE_DIR);
+    let levels: Vec<LevelConfig> = match kura_cache::cpu::read_sysfs(root) {
+        Ok(caches) if caches.iter().any(|g| g.kind != CacheKind::Instruction) => caches
+            .into_iter()
+            .filter(|g| g.kind != CacheKind::Instruction)
+            .map(LevelConfig::lru)
+            .collect(),
+        other => {
+            let why = other
+                .err()
+                .map_or("no data caches".to_string(), |e| e.to_string());
+            println!("no cache geometry from sysfs ({why}); using 32 KiB/8-way L1d, 512 KiB/8-way L2, 32 MiB/16-way L3");
+            let level = |l, size, ways| Geometry::new(l, size, ways, 64).map(LevelConfig::lru);
+            vec![
+                level(1, 32 << 10, 8).map_err(|e| e.to_string())?,
+                level(2, 512 << 10, 8).map_err(|e| e.to_string())?,
+                level(3, 32 << 20, 16).map_err(|e| e.to_string())?,
+            ]
+        }
+    };
+    let hierarchy = || Hierarchy::new(levels.clone());
+    let describe = hierarchy().map_err(|e| e.to_string())?;
+    let names: Vec<String> = (0..describe.levels())
+        .map(|i| describe.level(i).geometry().describe())
+        .collect();
+    println!("CPU-cache model: {}", names.join("; "));
+    let mut rng = kura_cache::SplitMix64::new(DEFAULT_SEED);
+    let streams: [(&str, Vec<u64>); 3] = [
+        (
+            "sequential 8 B reads, 16 MiB",
+            (0..n as u64).map(|i| (i * 8) % (16 << 20)).collect(),
+        ),
+        (
+            "one read per line, 64 MiB",
+            (0..n as u64).map(|i| (i * 64) % (64 << 20)).collect(),
+        ),
+        (
+            "random 8 B reads within 1 MiB",
+            (0..n).map(|_| rng.below(1 << 17) * 8).collect(),
+        ),
+    ];
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL);
+    table.set_header(vec![
+        "stream",
+        "model",
+        "M accesses/s (CPU)",
+        "M accesses/s (wall)",
+        "miss ratio %",
+    ]);
+    let rate = |s: f64| format!("{:.1}", n as f64 / s / 1e6);
+    for (name, addrs) in &streams {
+        let l1 = describe.level(0).geometry().clone();
+        let mut single = SetAssoc::new(l1, Replacement::Lru).map_err(|e| e.to_string())?;
+        let (misses, wall, cpu) = timed(|| single.replay(addrs, 0));
+        table.add_row(vec![
+            name.to_string(),
+            "L1d alone".into(),
+            cpu.map_or("n/a".into(), rate),
+            rate(wall),
+            percent(misses as f64 / n as f64),
+        ]);
+        let mut h = hierarchy().map_err(|e| e.to_string())?;
+        let ((), wall, cpu) = timed(|| h.replay(addrs, 0));
+        let last = h.counters(0)[h.levels() - 1];
+        table.add_row(vec![
+            String::new(),
+            format!("{} levels (LLC misses)", h.levels()),
+            cpu.map_or("n/a".into(), rate),
+            rate(wall),
+            percent(last.misses as f64 / n as f64),
+        ]);
+    }
+    println!("{table}");
     Ok(())
 }
 
