@@ -7,9 +7,22 @@ use std::borrow::Cow;
 use crate::policy::BlockId;
 use crate::util::idmap::id_map_with_capacity;
 
-/// Ids below this many are kept as they are when the trace is long enough to touch
-/// a good share of them (the id arrays cost ~12 bytes per id of the range).
+/// Ids below this many are kept as they are when most of them occur (the id arrays
+/// cost 4–8 bytes per id of the range).
 const KEEP_LIMIT: u64 = 1 << 26;
+
+/// Whether at least half of the ids `0..=max` occur (a bitmap count): then arrays
+/// indexed by the ids as they are waste little, and no renumbering is needed.
+fn mostly_used(requests: &[BlockId], max: u64) -> bool {
+    let mut seen = vec![0u64; (max / 64 + 1) as usize];
+    let mut distinct = 0u64;
+    for &id in requests {
+        let (word, bit) = ((id / 64) as usize, 1u64 << (id % 64));
+        distinct += u64::from(seen[word] & bit == 0);
+        seen[word] |= bit;
+    }
+    2 * distinct >= max + 1
+}
 
 /// Requests as dense ids `0..universe`, owned or borrowed (a mapped binary trace).
 #[derive(Clone, Debug)]
@@ -23,8 +36,7 @@ impl<'a> DenseTrace<'a> {
     /// too sparse for id-indexed arrays.
     pub fn from_ids(requests: &[BlockId]) -> DenseTrace<'static> {
         let max = requests.iter().copied().max().unwrap_or(0);
-        let keep = max < KEEP_LIMIT && max <= 4 * requests.len() as u64 + 4096;
-        let ids: Vec<u32> = if keep {
+        let ids: Vec<u32> = if max < KEEP_LIMIT && mostly_used(requests, max) {
             requests.iter().map(|&id| id as u32).collect()
         } else {
             let mut map = id_map_with_capacity::<u32>(1024);
@@ -82,8 +94,11 @@ mod tests {
 
     #[test]
     fn small_ids_are_kept_and_scattered_ones_renumbered() {
-        let t = DenseTrace::from_ids(&[5, 3, 5, 9]);
-        assert_eq!((t.ids(), t.universe()), (&[5u32, 3, 5, 9][..], 10));
+        let t = DenseTrace::from_ids(&[5, 3, 5, 1, 0, 2, 4]);
+        assert_eq!((t.ids(), t.universe()), (&[5u32, 3, 5, 1, 0, 2, 4][..], 6));
+        // sparse: 3 of 10_001 ids used
+        let t = DenseTrace::from_ids(&[10_000, 3, 10_000, 9]);
+        assert_eq!((t.ids(), t.universe()), (&[0u32, 1, 0, 2][..], 3));
         let t = DenseTrace::from_ids(&[u64::MAX, 1 << 40, u64::MAX, 7]);
         assert_eq!((t.ids(), t.universe()), (&[0u32, 1, 0, 2][..], 3));
         let t = DenseTrace::from_ids(&[]);
