@@ -21,7 +21,7 @@ fn mostly_used(requests: &[BlockId], max: u64) -> bool {
         distinct += u64::from(seen[word] & bit == 0);
         seen[word] |= bit;
     }
-    2 * distinct >= max + 1
+    2 * distinct > max
 }
 
 /// Requests as dense ids `0..universe`, owned or borrowed (a mapped binary trace).
