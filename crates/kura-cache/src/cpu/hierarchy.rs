@@ -159,6 +159,17 @@ impl Hierarchy {
         }
         let counters = &mut self.counters[class];
         let mut misses = [MissClass::Unclassified; MAX_LEVELS];
+        // The line of the previous access hits L1 again and changes no state — not
+        // the set's order, nor a classifier's shadow (it is most recent there too).
+        let l1 = &self.levels[0];
+        if l1.line_of(addr) == l1.last_line() {
+            counters[0].accesses += 1;
+            counters[0].hits += 1;
+            return Access {
+                served_by: 0,
+                misses,
+            };
+        }
         for (i, level) in self.levels.iter_mut().enumerate() {
             let line = level.line_of(addr);
             let hit = level.access_line(line, class) == Lookup::Hit;

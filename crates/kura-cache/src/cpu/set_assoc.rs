@@ -128,6 +128,12 @@ impl SetAssoc {
         (line & self.set_mask) as usize
     }
 
+    /// The line looked up last (already the most recent in its set).
+    #[inline(always)]
+    pub fn last_line(&self) -> u64 {
+        self.last_line
+    }
+
     /// Whether `line` is cached (no state change).
     pub fn holds(&self, line: u64) -> bool {
         let base = self.set_of_line(line) * self.ways;
