@@ -77,6 +77,14 @@ fn three_c_classification_on_crafted_streams() {
     // L2 (16 lines) saw the same six lines: five first touches, then a hit.
     let l2 = h.counters(0)[1];
     assert_eq!((l2.compulsory, l2.hits), (5, 1));
+    // After a flush, a line seen before misses as capacity (not compulsory, and not
+    // conflict although it was recently used).
+    h.flush();
+    let a = h.access(at(0), 0);
+    assert_eq!(
+        (a.served_by, a.misses[0], a.misses[1]),
+        (2, MissClass::Capacity, MissClass::Capacity)
+    );
 }
 
 #[test]

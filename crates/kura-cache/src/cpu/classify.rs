@@ -45,6 +45,11 @@ impl Classifier {
         })
     }
 
+    /// Empties the shadow (the real cache was flushed); first touches are kept.
+    pub fn flush(&mut self) {
+        self.shadow = Recency::lru(self.shadow.capacity());
+    }
+
     /// Lines touched so far.
     pub fn distinct_lines(&self) -> usize {
         self.seen.len()

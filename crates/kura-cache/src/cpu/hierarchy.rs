@@ -215,8 +215,15 @@ impl Hierarchy {
             .unwrap_or_else(|| vec![LevelCounters::default(); self.levels.len()])
     }
 
-    /// Forgets all cached lines and counters (masks and classifiers' memories stay).
+    /// Forgets all cached lines, as a cache sweep would; counters and masks stay.
+    /// Classifiers keep which lines were ever touched (so a miss after the flush is
+    /// not compulsory) and restart their fully-associative shadows empty (so it
+    /// counts as capacity, not conflict).
     pub fn flush(&mut self) {
         self.levels.iter_mut().for_each(SetAssoc::clear);
+        self.classifiers
+            .iter_mut()
+            .flatten()
+            .for_each(Classifier::flush);
     }
 }
