@@ -11,6 +11,7 @@ mod clock;
 mod dense;
 mod lists;
 mod recency;
+mod sieve;
 mod two_q;
 
 pub use dense::DenseTrace;
@@ -20,7 +21,7 @@ use crate::sim::{Level, SimConfig};
 use crate::two_level::{Mode, Served, TwoLevelStats};
 
 /// Policies with a fast-path port (names as [`crate::make_policy`] accepts them).
-pub const FAST_POLICIES: &[&str] = &["lru", "mru", "fifo", "clock", "arc", "2q"];
+pub const FAST_POLICIES: &[&str] = &["lru", "mru", "fifo", "clock", "arc", "2q", "sieve"];
 
 /// Requests ahead whose first entry is prefetched.
 const FAR: usize = 16;
@@ -68,6 +69,7 @@ enum AnyDense {
     Clock(clock::DenseClock),
     Arc(arc::DenseArc),
     TwoQ(two_q::DenseTwoQ),
+    Sieve(sieve::DenseSieve),
 }
 
 /// Runs `$body` with `$p` bound to the concrete policy, so loops inside are
@@ -79,6 +81,7 @@ macro_rules! with_policy {
             AnyDense::Clock($p) => $body,
             AnyDense::Arc($p) => $body,
             AnyDense::TwoQ($p) => $body,
+            AnyDense::Sieve($p) => $body,
         }
     };
 }
@@ -96,6 +99,7 @@ impl AnyDense {
             "clock" => AnyDense::Clock(clock::DenseClock::new(c, universe)),
             "arc" => AnyDense::Arc(arc::DenseArc::new(c, universe)),
             "2q" => AnyDense::TwoQ(two_q::DenseTwoQ::new(c, universe)),
+            "sieve" => AnyDense::Sieve(sieve::DenseSieve::new(c, universe)),
             _ => return None,
         })
     }
