@@ -1318,6 +1318,33 @@ mod tests {
     }
 
     #[test]
+    fn bench_runs_small_with_reference_threads_and_the_cpu_model() {
+        let args = |threads, reference, cpu_accesses| BenchArgs {
+            requests: 20_000,
+            blocks: 2_000,
+            alpha: 0.9,
+            capacity: 200,
+            policies: vec![
+                "lru".into(),
+                "sieve".into(),
+                "s3fifo".into(),
+                "demote".into(),
+            ],
+            file: None,
+            reference,
+            threads,
+            cpu_accesses,
+        };
+        run_bench(args(1, true, 10_000)).unwrap();
+        run_bench(args(2, false, 0)).unwrap();
+        let mut bad = args(1, false, 0);
+        bad.policies = vec!["nope".into()];
+        assert!(run_bench(bad)
+            .unwrap_err()
+            .contains("unknown policy 'nope'"));
+    }
+
+    #[test]
     fn text_traces_report_bad_lines_with_file_and_line() {
         let dir = temp_dir("text");
         let path = dir.join("pages.txt");
