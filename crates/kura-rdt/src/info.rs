@@ -12,7 +12,7 @@ pub struct L3Info {
     pub cbm_mask: u64,
     pub min_cbm_bits: u32,
     pub num_closids: u32,
-    /// Ways other agents (I/O, GPUs) may also fill (`shareable_bits`, hex).
+    /// Ways other devices (I/O, GPUs) may also fill (`shareable_bits`, hex).
     pub shareable_bits: u64,
 }
 

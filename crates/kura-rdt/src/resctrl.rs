@@ -1,5 +1,5 @@
-//! Detection of resctrl and a session on it: kura's groups (named `kura-<pid>-…`,
-//! removed when the session ends and, if a crashed process left them, at the next
+//! Detection of resctrl and an open handle on it: kura's groups (named `kura-<pid>-…`,
+//! removed when the handle is dropped and, if a crashed process left them, at the next
 //! start), schemata writes checked before they reach the kernel, tasks moved in and
 //! out, LLC occupancy read — all under an exclusive lock on the resctrl root.
 
@@ -62,7 +62,7 @@ pub fn detect(root: &Path) -> Detection {
     }
 }
 
-/// A locked session on a resctrl mount. Dropping it removes every group it created
+/// A locked handle on a resctrl mount. Dropping it removes every group it created
 /// (their tasks return to the default group), so kura leaves nothing behind.
 pub struct Resctrl {
     root: PathBuf,
@@ -84,15 +84,15 @@ impl Resctrl {
         }
         let lock = RootLock::acquire(root, lock_timeout)?;
         let info = L3Info::read(root)?;
-        let mut session = Self {
+        let mut handle = Self {
             root: root.to_path_buf(),
             info,
             groups: Vec::new(),
             stale_removed: Vec::new(),
             _lock: lock,
         };
-        session.stale_removed = session.remove_stale_groups()?;
-        Ok(session)
+        handle.stale_removed = handle.remove_stale_groups()?;
+        Ok(handle)
     }
 
     pub fn root(&self) -> &Path {
@@ -103,12 +103,12 @@ impl Resctrl {
         &self.info
     }
 
-    /// Groups of crashed kura processes this session removed when it opened.
+    /// Groups of crashed kura processes removed when it opened.
     pub fn stale_removed(&self) -> &[String] {
         &self.stale_removed
     }
 
-    /// Groups this session created and has not removed.
+    /// Groups this handle created and has not removed.
     pub fn groups(&self) -> &[Group] {
         &self.groups
     }
@@ -163,7 +163,7 @@ impl Resctrl {
         Ok(group)
     }
 
-    /// Removes one of this session's groups (its tasks return to the default group).
+    /// Removes one of this handle's groups (its tasks return to the default group).
     pub fn remove_group(&mut self, group: &Group) -> Result<(), RdtError> {
         remove_dir(&group.path)?;
         self.groups.retain(|g| g != group);

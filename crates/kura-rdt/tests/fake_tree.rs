@@ -170,7 +170,7 @@ fn groups_are_removed_on_drop_and_stale_ones_at_the_next_start() {
         kernel_fills_group(g.path());
         g.path().to_path_buf()
     };
-    assert!(!path.exists(), "dropping the session removes its groups");
+    assert!(!path.exists(), "dropping the handle removes its groups");
 
     // A crashed kura (a pid that cannot exist) left a group; a foreign group stays.
     let stale = root.join("kura-999999999-scan");
@@ -183,7 +183,7 @@ fn groups_are_removed_on_drop_and_stale_ones_at_the_next_start() {
 }
 
 #[test]
-fn the_root_lock_serialises_sessions() {
+fn the_root_lock_serialises_handles() {
     let dir = tempfile::tempdir().unwrap();
     fake_resctrl(dir.path());
     let first = Resctrl::open(dir.path()).unwrap();
