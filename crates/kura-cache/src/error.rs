@@ -16,6 +16,8 @@ pub enum CacheError {
         line: u64,
         message: String,
     },
+    #[error("{path}: {message}")]
+    BadTrace { path: PathBuf, message: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

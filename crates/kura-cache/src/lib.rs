@@ -1,9 +1,12 @@
 //! kura-cache: replacement policies over page/block ids behind one trait, two-level
-//! (inclusive and exclusive/demote) compositions, and trace replay — paper 004. It
-//! depends on nothing else in kura, so the buffer manager and `kura cachesim` run
-//! the same code.
+//! (inclusive and exclusive/demote) compositions, and trace replay — paper 004 — with
+//! a fast replay path on dense ids; and set-associative CPU-cache models with CAT
+//! way masks and 3C miss classes (papers 000 and 002). It depends on nothing else in
+//! kura, so the buffer manager and `kura cachesim` run the same policy code.
 
+pub mod cpu;
 pub mod error;
+pub mod fast;
 pub mod paper004;
 pub mod policies;
 pub mod policy;

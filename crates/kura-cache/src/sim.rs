@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::CacheError;
+use crate::fast::{self, DenseTrace, FastCache};
 use crate::policy::{serve, BlockId, Policy};
 use crate::two_level::{Mode, TwoLevel, TwoLevelStats};
 use crate::{make_policy_seeded, DEFAULT_SEED};
@@ -116,8 +117,22 @@ impl Cache {
 }
 
 /// Replays `requests` through `config`; the first `warmup` requests fill the caches
-/// and are not counted.
+/// and are not counted. Configurations whose policies have a fast-path port replay
+/// on dense ids ([`crate::fast`]); the others through the reference policies.
 pub fn simulate(
+    config: &SimConfig,
+    requests: &[BlockId],
+    warmup: usize,
+) -> Result<TwoLevelStats, CacheError> {
+    if fast::supports(config) {
+        Cache::build(config)?;
+        return simulate_dense(config, &DenseTrace::from_ids(requests), warmup);
+    }
+    simulate_reference(config, requests, warmup)
+}
+
+/// [`simulate`] through the reference policies (the buffer manager's code) only.
+pub fn simulate_reference(
     config: &SimConfig,
     requests: &[BlockId],
     warmup: usize,
@@ -127,14 +142,35 @@ pub fn simulate(
     cache.replay(&requests[..warmup]);
     let before = cache.stats();
     cache.replay(&requests[warmup..]);
-    let after = cache.stats();
-    Ok(TwoLevelStats {
+    Ok(difference(cache.stats(), before))
+}
+
+/// [`simulate`] on a dense trace: the fast path where `config` has one, else the
+/// reference policies on the widened ids.
+pub fn simulate_dense(
+    config: &SimConfig,
+    trace: &DenseTrace<'_>,
+    warmup: usize,
+) -> Result<TwoLevelStats, CacheError> {
+    let Some(mut cache) = FastCache::new(config, trace.universe()) else {
+        return simulate_reference(config, &trace.to_block_ids(), warmup);
+    };
+    let ids = trace.ids();
+    let warmup = warmup.min(ids.len());
+    cache.replay(&ids[..warmup]);
+    let before = cache.stats();
+    cache.replay(&ids[warmup..]);
+    Ok(difference(cache.stats(), before))
+}
+
+fn difference(after: TwoLevelStats, before: TwoLevelStats) -> TwoLevelStats {
+    TwoLevelStats {
         requests: after.requests - before.requests,
         upper_hits: after.upper_hits - before.upper_hits,
         lower_requests: after.lower_requests - before.lower_requests,
         lower_hits: after.lower_hits - before.lower_hits,
         demotions: after.demotions - before.demotions,
-    })
+    }
 }
 
 /// [`simulate`] for every configuration on up to `threads` threads. `on_done` is
@@ -150,6 +186,46 @@ pub fn simulate_all(
     for config in configs {
         Cache::build(config)?;
     }
+    // One renumbering pass shared by every fast configuration.
+    let dense = configs
+        .iter()
+        .any(fast::supports)
+        .then(|| DenseTrace::from_ids(requests));
+    run_all(configs, threads, on_done, |config| match &dense {
+        Some(dense) if fast::supports(config) => simulate_dense(config, dense, warmup),
+        _ => simulate_reference(config, requests, warmup),
+    })
+}
+
+/// [`simulate_all`] on a dense trace (e.g. a mapped binary trace); configurations
+/// without a fast path share one widened copy of the ids.
+pub fn simulate_all_dense(
+    configs: &[SimConfig],
+    trace: &DenseTrace<'_>,
+    warmup: usize,
+    threads: usize,
+    on_done: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<SimResult>, CacheError> {
+    for config in configs {
+        Cache::build(config)?;
+    }
+    let wide = std::sync::OnceLock::new();
+    run_all(configs, threads, on_done, |config| {
+        if fast::supports(config) {
+            simulate_dense(config, trace, warmup)
+        } else {
+            simulate_reference(config, wide.get_or_init(|| trace.to_block_ids()), warmup)
+        }
+    })
+}
+
+/// Runs `one` for every configuration on up to `threads` threads, results in order.
+fn run_all(
+    configs: &[SimConfig],
+    threads: usize,
+    on_done: &(dyn Fn(usize) + Sync),
+    one: impl Fn(&SimConfig) -> Result<TwoLevelStats, CacheError> + Sync,
+) -> Result<Vec<SimResult>, CacheError> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<SimResult>>> = Mutex::new(vec![None; configs.len()]);
@@ -159,7 +235,7 @@ pub fn simulate_all(
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(config) = configs.get(i) else { break };
-                match simulate(config, requests, warmup) {
+                match one(config) {
                     Ok(stats) => {
                         results.lock().expect("results lock")[i] = Some(SimResult {
                             config: config.clone(),

@@ -23,11 +23,15 @@ use std::time::Instant;
 use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL, Table};
 use indicatif::{ProgressBar, ProgressStyle};
+use kura_cache::fast::DenseTrace;
 use kura_cache::paper004::{Paper004, Paper004Row, DEMOTE};
 use kura_cache::reuse::{histogram, ReuseHistogram};
-use kura_cache::sim::{default_threads, misses_of, simulate, simulate_all};
+use kura_cache::sim::{
+    default_threads, misses_of, simulate_all, simulate_all_dense, simulate_dense,
+    simulate_reference,
+};
 use kura_cache::trace::csv::{Columns, CsvSpec};
-use kura_cache::trace::{csv, oracle, synthetic, text};
+use kura_cache::trace::{binary, csv, oracle, synthetic, text};
 use kura_cache::{Level, Mode, SimConfig, SimResult, Trace, DEFAULT_SEED, POLICY_NAMES};
 
 use crate::plot::{grouped_bar_chart, line_chart, BarGroup, Labels, Series};
@@ -49,9 +53,14 @@ pub enum CachesimCommand {
     Reuse(ReuseArgs),
     /// Re-make paper 004's figures 12–14 (uniform reads, upper LRU, lower policies).
     Paper004(Paper004Args),
-    /// Single-core replay speed in requests/s on a Zipf trace.
+    /// Replay speed in requests/s on a Zipf (or binary) trace.
     Bench(BenchArgs),
+    /// Write a trace in kura's binary format (dense ids, read by mmap).
+    Convert(ConvertArgs),
 }
+
+/// `--block-size` default; a binary trace's own block size wins over it.
+const DEFAULT_BLOCK_SIZE_ARG: &str = "4KiB";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TraceKind {
@@ -63,6 +72,8 @@ pub enum TraceKind {
     Csv,
     Msr,
     Oracle,
+    /// kura's binary format (`kura cachesim convert`), mapped into memory.
+    Binary,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -70,7 +81,7 @@ pub struct TraceArgs {
     /// Trace source.
     #[arg(long, value_enum, default_value = "zipf")]
     pub trace: TraceKind,
-    /// Trace file (text, csv, msr, oracle).
+    /// Trace file (text, csv, msr, oracle, binary).
     #[arg(long)]
     pub file: Option<PathBuf>,
     /// Synthetic traces: distinct blocks (data size); the scan length for `scan`.
@@ -92,7 +103,7 @@ pub struct TraceArgs {
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Bytes one block id stands for (kura's page traces: its page size).
-    #[arg(long, default_value = "4KiB")]
+    #[arg(long, default_value = DEFAULT_BLOCK_SIZE_ARG)]
     pub block_size: String,
     /// `csv`: 1-based column holding the block/object id.
     #[arg(long)]
@@ -186,7 +197,7 @@ pub struct Paper004Args {
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     /// Requests in the Zipf trace.
-    #[arg(long, default_value_t = 100_000_000)]
+    #[arg(long, default_value_t = 20_000_000)]
     pub requests: usize,
     /// Distinct blocks.
     #[arg(long, default_value_t = 1_000_000)]
@@ -197,8 +208,31 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 100_000)]
     pub capacity: usize,
     /// Single-level policies to time; `demote` = LRU over MRU, exclusive.
-    #[arg(long, value_delimiter = ',', default_value = "lru,arc,demote")]
+    #[arg(long, value_delimiter = ',', default_value = "lru,clock,arc,2q,demote")]
     pub policies: Vec<String>,
+    /// Replay this binary trace (`kura cachesim convert`) instead of the Zipf trace.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Also time the reference policies (the buffer manager's code) and check that
+    /// they count exactly what the fast path counts.
+    #[arg(long)]
+    pub reference: bool,
+    /// Replay all configurations at once on this many threads and report the
+    /// aggregate rate (1: one at a time, per-core rates).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Accesses per stream for the set-associative CPU-cache model's timing (0: skip).
+    #[arg(long, default_value_t = 20_000_000)]
+    pub cpu_accesses: usize,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ConvertArgs {
+    #[command(flatten)]
+    pub trace: TraceArgs,
+    /// Binary trace to write (dense u32 ids; replayed by mmap with `--trace binary`).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 pub fn run(args: CachesimArgs) -> Result<(), String> {
@@ -207,6 +241,7 @@ pub fn run(args: CachesimArgs) -> Result<(), String> {
         CachesimCommand::Reuse(a) => run_reuse(a),
         CachesimCommand::Paper004(a) => run_paper004(a),
         CachesimCommand::Bench(a) => run_bench(a),
+        CachesimCommand::Convert(a) => run_convert(a),
     }
 }
 
@@ -300,6 +335,16 @@ fn read_trace(args: &TraceArgs) -> Result<Trace, String> {
         .map_err(e)?,
         TraceKind::Text => return text::read(&file()?, bs).map_err(e),
         TraceKind::Oracle => return oracle::read(&file()?, bs).map_err(e),
+        TraceKind::Binary => {
+            let path = file()?;
+            let mapped = binary::open(&path).map_err(e)?;
+            let ids = mapped.dense().map_err(e)?.to_block_ids();
+            let mut trace = Trace::new(path.display().to_string(), ids, mapped.block_size);
+            if args.block_size != DEFAULT_BLOCK_SIZE_ARG {
+                trace.block_size = bs;
+            }
+            return Ok(trace);
+        }
         TraceKind::Csv | TraceKind::Msr => {
             return csv::read(&file()?, &csv_spec(args, bs)?).map_err(e);
         }
@@ -428,8 +473,24 @@ fn csv_row(trace: &str, label: &str, r: &SimResult) -> String {
 // ---------------------------------------------------------------- run
 
 fn run_sweep(args: RunArgs) -> Result<(), String> {
-    let trace = load_trace(&args.trace)?;
-    if trace.is_empty() {
+    // A binary trace is replayed from its mapping; other traces are loaded.
+    let mapped = match (args.trace.trace, &args.trace.file) {
+        (TraceKind::Binary, Some(path)) => Some(binary::open(path).map_err(|e| e.to_string())?),
+        _ => None,
+    };
+    let trace = match &mapped {
+        Some(m) => Trace::new(
+            args.trace
+                .file
+                .as_ref()
+                .map_or(String::new(), |f| f.display().to_string()),
+            Vec::new(),
+            m.block_size,
+        ),
+        None => load_trace(&args.trace)?,
+    };
+    let requests = mapped.as_ref().map_or(trace.len(), |m| m.len());
+    if requests == 0 {
         return Err(format!("trace {} has no requests", trace.name));
     }
     let bs = trace.block_size;
@@ -470,9 +531,14 @@ fn run_sweep(args: RunArgs) -> Result<(), String> {
     }
     let threads = args.threads.unwrap_or_else(default_threads);
     let bar = progress(configs.len(), "simulating");
-    let results = simulate_all(&configs, &trace.requests, args.warmup, threads, &|n| {
-        bar.set_position(n as u64)
-    })
+    let on_done = |n: usize| bar.set_position(n as u64);
+    let results = match &mapped {
+        Some(m) => {
+            let dense = m.dense().map_err(|e| e.to_string())?;
+            simulate_all_dense(&configs, &dense, args.warmup, threads, &on_done)
+        }
+        None => simulate_all(&configs, &trace.requests, args.warmup, threads, &on_done),
+    }
     .map_err(|e| e.to_string())?;
     bar.finish_and_clear();
 
@@ -526,9 +592,7 @@ fn run_sweep(args: RunArgs) -> Result<(), String> {
     };
     println!(
         "{} — {} requests ({} warm-up), {what}",
-        trace.name,
-        trace.len(),
-        args.warmup
+        trace.name, requests, args.warmup
     );
     if let Some(u) = &upper {
         println!(
@@ -794,62 +858,264 @@ fn paper004_table(p: &Paper004, rows: &[Paper004Row]) -> Table {
 
 // ---------------------------------------------------------------- bench
 
+fn bench_config(policy: &str, capacity: usize) -> Result<SimConfig, String> {
+    if policy.eq_ignore_ascii_case(DEMOTE) {
+        Ok(SimConfig::two_level(
+            Level::new("lru", capacity),
+            Level::new("mru", capacity),
+            Mode::Exclusive,
+        ))
+    } else if POLICY_NAMES.contains(&policy.to_ascii_lowercase().as_str()) {
+        Ok(SimConfig::single(policy, capacity))
+    } else {
+        Err(format!(
+            "unknown policy '{policy}'; valid: {}, {DEMOTE}",
+            POLICY_NAMES.join(", ")
+        ))
+    }
+}
+
+/// Wall and thread-CPU seconds of `f`.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, Option<f64>) {
+    let cpu_before = thread_cpu_seconds();
+    let started = Instant::now();
+    let out = f();
+    let wall = started.elapsed().as_secs_f64();
+    let cpu = cpu_before
+        .zip(thread_cpu_seconds())
+        .map(|(a, b)| b - a)
+        .filter(|&c| c > 0.0);
+    (out, wall, cpu)
+}
+
 fn run_bench(args: BenchArgs) -> Result<(), String> {
+    let configs = args
+        .policies
+        .iter()
+        .map(|p| bench_config(p.trim(), args.capacity))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mapped;
+    let generated;
+    let (trace, prepare) = match &args.file {
+        Some(path) => {
+            println!("mapping binary trace {}", path.display());
+            mapped = binary::open(path).map_err(|e| e.to_string())?;
+            let (trace, wall, _) = timed(|| mapped.dense());
+            (trace.map_err(|e| e.to_string())?, wall)
+        }
+        None => {
+            println!(
+                "generating zipf(α={}) trace: {} requests over {} blocks",
+                args.alpha, args.requests, args.blocks
+            );
+            generated = synthetic::zipf(args.blocks, args.alpha, args.requests, DEFAULT_SEED)
+                .map_err(|e| e.to_string())?;
+            let (trace, wall, _) = timed(|| DenseTrace::from_ids(&generated.requests));
+            (trace, wall)
+        }
+    };
+    if trace.is_empty() {
+        return Err("the trace has no requests".into());
+    }
     println!(
-        "generating zipf(α={}) trace: {} requests over {} blocks",
-        args.alpha, args.requests, args.blocks
+        "{} requests, {} distinct ids; dense ids ready in {prepare:.2} s (once per trace, shared by all configurations)",
+        trace.len(),
+        trace.universe()
     );
-    let trace = synthetic::zipf(args.blocks, args.alpha, args.requests, DEFAULT_SEED)
-        .map_err(|e| e.to_string())?;
+    let rate = |s: f64| format!("{:.1}", trace.len() as f64 / s / 1e6);
+    if args.threads > 1 {
+        return bench_parallel(&args, &configs, &trace);
+    }
+    let wide = args.reference.then(|| trace.to_block_ids());
     let mut table = Table::new();
     table.load_preset(UTF8_FULL);
-    table.set_header(vec![
+    let mut header = vec![
         "configuration",
-        "M requests/s (wall)",
         "M requests/s (CPU)",
+        "M requests/s (wall)",
         "hit ratio %",
-        "wall s",
-    ]);
-    for policy in &args.policies {
-        let config = if policy.eq_ignore_ascii_case(DEMOTE) {
-            SimConfig::two_level(
-                Level::new("lru", args.capacity),
-                Level::new("mru", args.capacity),
-                Mode::Exclusive,
-            )
-        } else if POLICY_NAMES.contains(&policy.to_ascii_lowercase().as_str()) {
-            SimConfig::single(policy.as_str(), args.capacity)
-        } else {
-            return Err(format!(
-                "unknown policy '{policy}'; valid: {}, {DEMOTE}",
-                POLICY_NAMES.join(", ")
-            ));
-        };
-        let cpu_before = thread_cpu_seconds();
-        let started = Instant::now();
-        let stats = simulate(&config, &trace.requests, 0).map_err(|e| e.to_string())?;
-        let secs = started.elapsed().as_secs_f64();
-        let cpu = cpu_before
-            .zip(thread_cpu_seconds())
-            .map(|(a, b)| b - a)
-            .filter(|&c| c > 0.0);
-        let rate = |s: f64| format!("{:.1}", trace.len() as f64 / s / 1e6);
-        table.add_row(vec![
+    ];
+    if wide.is_some() {
+        header.extend(["reference M req/s (CPU)", "speed-up", "same counts"]);
+    }
+    table.set_header(header);
+    for config in &configs {
+        let (stats, secs, cpu) = timed(|| simulate_dense(config, &trace, 0));
+        let stats = stats.map_err(|e| e.to_string())?;
+        let mut row = vec![
             config.describe(),
-            rate(secs),
             cpu.map_or("n/a".into(), rate),
+            rate(secs),
             percent(stats.overall_hit_ratio()),
-            format!("{secs:.2}"),
-        ]);
+        ];
+        if let Some(wide) = &wide {
+            let (reference, ref_secs, ref_cpu) = timed(|| simulate_reference(config, wide, 0));
+            let reference = reference.map_err(|e| e.to_string())?;
+            let (fast_s, ref_s) = (cpu.unwrap_or(secs), ref_cpu.unwrap_or(ref_secs));
+            row.extend([
+                rate(ref_s),
+                format!("{:.1}×", ref_s / fast_s),
+                if reference == stats { "yes" } else { "NO" }.to_string(),
+            ]);
+            if reference != stats {
+                println!("{table}");
+                return Err(format!(
+                    "{}: the fast path counted {stats:?}, the reference {reference:?}",
+                    config.describe()
+                ));
+            }
+        }
+        table.add_row(row);
     }
     println!("{table}");
-    println!("(CPU: this thread's user+system time, so other load on the machine does not count)");
+    println!("(CPU: this thread's run time, so other load on the machine does not count)");
+    if args.cpu_accesses > 0 {
+        bench_cpu_model(args.cpu_accesses)?;
+    }
     Ok(())
 }
 
-/// CPU time of the calling thread from `/proc/thread-self/stat` (Linux; clock ticks
-/// of 1/100 s), `None` elsewhere.
+/// Replay speed of the set-associative CPU-cache model (this machine's geometry):
+/// L1d alone and the whole data hierarchy, on three address streams.
+fn bench_cpu_model(n: usize) -> Result<(), String> {
+    use kura_cache::cpu::{CacheKind, Geometry, Hierarchy, LevelConfig, Replacement, SetAssoc};
+    let root = Path::new(kura_cache::cpu::SYSFS_CACHE_DIR);
+    let levels: Vec<LevelConfig> = match kura_cache::cpu::read_sysfs(root) {
+        Ok(caches) if caches.iter().any(|g| g.kind != CacheKind::Instruction) => caches
+            .into_iter()
+            .filter(|g| g.kind != CacheKind::Instruction)
+            .map(LevelConfig::lru)
+            .collect(),
+        other => {
+            let why = other
+                .err()
+                .map_or("no data caches".to_string(), |e| e.to_string());
+            println!("no cache geometry from sysfs ({why}); using 32 KiB/8-way L1d, 512 KiB/8-way L2, 32 MiB/16-way L3");
+            let level = |l, size, ways| Geometry::new(l, size, ways, 64).map(LevelConfig::lru);
+            vec![
+                level(1, 32 << 10, 8).map_err(|e| e.to_string())?,
+                level(2, 512 << 10, 8).map_err(|e| e.to_string())?,
+                level(3, 32 << 20, 16).map_err(|e| e.to_string())?,
+            ]
+        }
+    };
+    let hierarchy = || Hierarchy::new(levels.clone());
+    let describe = hierarchy().map_err(|e| e.to_string())?;
+    let names: Vec<String> = (0..describe.levels())
+        .map(|i| describe.level(i).geometry().describe())
+        .collect();
+    println!("CPU-cache model: {}", names.join("; "));
+    let mut rng = kura_cache::SplitMix64::new(DEFAULT_SEED);
+    let streams: [(&str, Vec<u64>); 3] = [
+        (
+            "sequential 8 B reads, 16 MiB",
+            (0..n as u64).map(|i| (i * 8) % (16 << 20)).collect(),
+        ),
+        (
+            "one read per line, 64 MiB",
+            (0..n as u64).map(|i| (i * 64) % (64 << 20)).collect(),
+        ),
+        (
+            "random 8 B reads within 1 MiB",
+            (0..n).map(|_| rng.below(1 << 17) * 8).collect(),
+        ),
+    ];
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL);
+    table.set_header(vec![
+        "stream",
+        "model",
+        "M accesses/s (CPU)",
+        "M accesses/s (wall)",
+        "miss ratio %",
+    ]);
+    let rate = |s: f64| format!("{:.1}", n as f64 / s / 1e6);
+    for (name, addrs) in &streams {
+        let l1 = describe.level(0).geometry().clone();
+        let mut single = SetAssoc::new(l1, Replacement::Lru).map_err(|e| e.to_string())?;
+        let (misses, wall, cpu) = timed(|| single.replay(addrs, 0));
+        table.add_row(vec![
+            name.to_string(),
+            "L1d alone".into(),
+            cpu.map_or("n/a".into(), rate),
+            rate(wall),
+            percent(misses as f64 / n as f64),
+        ]);
+        let mut h = hierarchy().map_err(|e| e.to_string())?;
+        let ((), wall, cpu) = timed(|| h.replay(addrs, 0));
+        let last = h.counters(0)[h.levels() - 1];
+        table.add_row(vec![
+            String::new(),
+            format!("{} levels (LLC misses)", h.levels()),
+            cpu.map_or("n/a".into(), rate),
+            rate(wall),
+            percent(last.misses as f64 / n as f64),
+        ]);
+    }
+    println!("{table}");
+    Ok(())
+}
+
+/// All configurations at once on `args.threads` threads: the aggregate rate of a sweep.
+fn bench_parallel(
+    args: &BenchArgs,
+    configs: &[SimConfig],
+    trace: &DenseTrace<'_>,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let results =
+        simulate_all_dense(configs, trace, 0, args.threads, &|_| {}).map_err(|e| e.to_string())?;
+    let secs = started.elapsed().as_secs_f64();
+    let total = (configs.len() * trace.len()) as f64;
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL);
+    table.set_header(vec!["configuration", "hit ratio %"]);
+    for r in &results {
+        table.add_row(vec![
+            r.config.describe(),
+            percent(r.stats.overall_hit_ratio()),
+        ]);
+    }
+    println!("{table}");
+    println!(
+        "{} configurations × {} requests on {} threads in {secs:.2} s wall: {:.1} M requests/s in aggregate ({} cores available)",
+        configs.len(),
+        trace.len(),
+        args.threads,
+        total / secs / 1e6,
+        default_threads()
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------- convert
+
+fn run_convert(args: ConvertArgs) -> Result<(), String> {
+    let trace = load_trace(&args.trace)?;
+    let dense = DenseTrace::from_ids(&trace.requests);
+    binary::write(&args.out, &dense, trace.block_size).map_err(|e| e.to_string())?;
+    println!(
+        "wrote {}: {} requests over {} distinct blocks of {} bytes",
+        args.out.display(),
+        dense.len(),
+        dense.universe(),
+        trace.block_size
+    );
+    Ok(())
+}
+
+/// CPU time of the calling thread: `/proc/thread-self/schedstat` (nanoseconds on
+/// the CPU), else `/proc/thread-self/stat` (clock ticks of 1/100 s); `None` off Linux.
 fn thread_cpu_seconds() -> Option<f64> {
+    if let Ok(s) = fs::read_to_string("/proc/thread-self/schedstat") {
+        if let Some(ns) = s
+            .split_whitespace()
+            .next()
+            .and_then(|f| f.parse::<f64>().ok())
+        {
+            return Some(ns / 1e9);
+        }
+    }
     let stat = fs::read_to_string("/proc/thread-self/stat").ok()?;
     // Fields after the parenthesised command name start at field 3 (state);
     // utime and stime are fields 14 and 15.
@@ -922,6 +1188,17 @@ mod tests {
             (TraceKind::Msr, ModeArg::Exclusive)
         );
         assert!(Wrapper::try_parse_from(["kura", "cachesim", "paper004", "--quick"]).is_ok());
+        assert!(Wrapper::try_parse_from([
+            "kura",
+            "cachesim",
+            "bench",
+            "--threads",
+            "2",
+            "--reference",
+            "--requests",
+            "1000"
+        ])
+        .is_ok());
         assert!(Wrapper::try_parse_from(["kura", "cachesim", "run", "--trace", "bogus"]).is_err());
     }
 
@@ -985,6 +1262,86 @@ mod tests {
         assert!((ratio - 0.25).abs() < 0.02, "{ratio}");
         assert!(fs::metadata(out.join("hit_ratio.png")).unwrap().len() > 1000);
         fs::remove_dir_all(out).unwrap();
+    }
+
+    #[test]
+    fn binary_traces_convert_and_replay_with_the_same_hit_ratios() {
+        let out = temp_dir("binary");
+        let sweep = |trace: TraceArgs, dir: &str| {
+            run(CachesimArgs {
+                command: CachesimCommand::Run(RunArgs {
+                    trace,
+                    policies: vec!["lru".into(), "arc".into(), "sieve".into()],
+                    sizes: vec!["100".into(), "300".into()],
+                    upper: None,
+                    mode: ModeArg::Inclusive,
+                    warmup: 1_000,
+                    threads: Some(2),
+                    out: out.join(dir),
+                }),
+            })
+            .unwrap();
+            let csv = fs::read_to_string(out.join(dir).join("results.csv")).unwrap();
+            // everything but the trace-name column
+            csv.lines()
+                .map(|l| l.split(',').skip(1).collect::<Vec<_>>().join(","))
+                .collect::<Vec<_>>()
+        };
+        let direct = sweep(trace_args(TraceKind::Zipf), "direct");
+        let file = out.join("t.kbt");
+        run(CachesimArgs {
+            command: CachesimCommand::Convert(ConvertArgs {
+                trace: trace_args(TraceKind::Zipf),
+                out: file.clone(),
+            }),
+        })
+        .unwrap();
+        let mut binary = trace_args(TraceKind::Binary);
+        binary.file = Some(file.clone());
+        assert_eq!(sweep(binary.clone(), "mapped"), direct);
+        // the other commands read it too
+        assert_eq!(read_trace(&binary).unwrap().len(), 40_000);
+        fs::write(&file, b"not a trace").unwrap();
+        let err = run_sweep(RunArgs {
+            trace: binary,
+            policies: vec!["lru".into()],
+            sizes: vec!["10".into()],
+            upper: None,
+            mode: ModeArg::Inclusive,
+            warmup: 0,
+            threads: None,
+            out: out.join("bad"),
+        })
+        .unwrap_err();
+        assert!(err.contains("not a kura binary trace"), "{err}");
+        fs::remove_dir_all(out).unwrap();
+    }
+
+    #[test]
+    fn bench_runs_small_with_reference_threads_and_the_cpu_model() {
+        let args = |threads, reference, cpu_accesses| BenchArgs {
+            requests: 20_000,
+            blocks: 2_000,
+            alpha: 0.9,
+            capacity: 200,
+            policies: vec![
+                "lru".into(),
+                "sieve".into(),
+                "s3fifo".into(),
+                "demote".into(),
+            ],
+            file: None,
+            reference,
+            threads,
+            cpu_accesses,
+        };
+        run_bench(args(1, true, 10_000)).unwrap();
+        run_bench(args(2, false, 0)).unwrap();
+        let mut bad = args(1, false, 0);
+        bad.policies = vec!["nope".into()];
+        assert!(run_bench(bad)
+            .unwrap_err()
+            .contains("unknown policy 'nope'"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! page traces and common public formats. A trace is a sequence of block ids plus the
 //! block size they stand for (used to express reuse distances in bytes).
 
+pub mod binary;
 pub mod csv;
 pub mod oracle;
 pub mod synthetic;

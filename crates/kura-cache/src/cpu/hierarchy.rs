@@ -1,0 +1,229 @@
+//! A CPU cache hierarchy (L1d, L2, LLC) of set-associative levels: an access looks
+//! each level up in turn until one hits and fills the line into every level that
+//! missed (non-inclusive, write-allocate, no back-invalidation). Counters per class
+//! of service and level, way masks (CAT) on any level, and optional 3C
+//! classification per level — the simulated mode of the memory profiler (paper 002)
+//! and of cache partitioning (paper 000).
+
+use std::path::Path;
+
+use super::classify::{Classifier, MissClass};
+use super::geometry::{data_hierarchy, read_sysfs, Geometry};
+use super::set_assoc::{Lookup, Replacement, SetAssoc};
+use crate::error::CacheError;
+
+/// Levels a hierarchy may have.
+pub const MAX_LEVELS: usize = 4;
+
+#[derive(Clone, Debug)]
+pub struct LevelConfig {
+    pub geometry: Geometry,
+    pub replacement: Replacement,
+    /// Keep a 3C classifier for this level (a fully-associative shadow: slower).
+    pub classify: bool,
+}
+
+impl LevelConfig {
+    pub fn lru(geometry: Geometry) -> Self {
+        Self {
+            geometry,
+            replacement: Replacement::Lru,
+            classify: false,
+        }
+    }
+}
+
+/// Counts of one class at one level. `accesses = hits + misses`; the three miss
+/// classes are counted only where classification is on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LevelCounters {
+    pub accesses: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub compulsory: u64,
+    pub capacity: u64,
+    pub conflict: u64,
+}
+
+impl LevelCounters {
+    pub fn miss_ratio(&self) -> f64 {
+        crate::two_level::ratio(self.misses, self.accesses)
+    }
+}
+
+/// The outcome of one access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Index of the level that hit; the number of levels if memory served it.
+    pub served_by: usize,
+    /// For each level above `served_by`: what kind of miss it was there.
+    pub misses: [MissClass; MAX_LEVELS],
+}
+
+impl Access {
+    /// The level that hit, `None` for memory.
+    pub fn hit_level(&self, levels: usize) -> Option<usize> {
+        (self.served_by < levels).then_some(self.served_by)
+    }
+}
+
+pub struct Hierarchy {
+    levels: Vec<SetAssoc>,
+    classifiers: Vec<Option<Classifier>>,
+    /// Per class, per level.
+    counters: Vec<Vec<LevelCounters>>,
+}
+
+impl Hierarchy {
+    pub fn new(levels: Vec<LevelConfig>) -> Result<Self, CacheError> {
+        if levels.is_empty() || levels.len() > MAX_LEVELS {
+            return Err(CacheError::InvalidConfig(format!(
+                "a cache hierarchy has 1 to {MAX_LEVELS} levels, got {}",
+                levels.len()
+            )));
+        }
+        let classifiers = levels
+            .iter()
+            .map(|l| {
+                let lines = l.geometry.size / u64::from(l.geometry.line_size);
+                l.classify.then(|| Classifier::new(lines as usize))
+            })
+            .collect();
+        let n = levels.len();
+        Ok(Self {
+            levels: levels
+                .into_iter()
+                .map(|l| SetAssoc::new(l.geometry, l.replacement))
+                .collect::<Result<_, _>>()?,
+            classifiers,
+            counters: vec![vec![LevelCounters::default(); n]],
+        })
+    }
+
+    /// This machine's data caches as sysfs describes them under `root` (normally
+    /// [`super::geometry::SYSFS_CACHE_DIR`]), LRU in every set.
+    pub fn from_sysfs(root: &Path, classify: bool) -> Result<Self, CacheError> {
+        let geometries = data_hierarchy(&read_sysfs(root)?);
+        if geometries.is_empty() {
+            return Err(CacheError::InvalidConfig(format!(
+                "{} describes no data caches",
+                root.display()
+            )));
+        }
+        Self::new(
+            geometries
+                .into_iter()
+                .take(MAX_LEVELS)
+                .map(|geometry| LevelConfig {
+                    geometry,
+                    replacement: Replacement::Lru,
+                    classify,
+                })
+                .collect(),
+        )
+    }
+
+    pub fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    pub fn level(&self, i: usize) -> &SetAssoc {
+        &self.levels[i]
+    }
+
+    /// CAT: class `class` may fill only the ways of `mask` at level `level`.
+    pub fn set_way_mask(
+        &mut self,
+        level: usize,
+        class: usize,
+        mask: u64,
+    ) -> Result<(), CacheError> {
+        let n = self.levels.len();
+        self.levels
+            .get_mut(level)
+            .ok_or_else(|| CacheError::InvalidConfig(format!("no cache level {level} of {n}")))?
+            .set_way_mask(class, mask)
+    }
+
+    /// CAT on the last level, where real hardware offers it.
+    pub fn set_llc_way_mask(&mut self, class: usize, mask: u64) -> Result<(), CacheError> {
+        self.set_way_mask(self.levels.len() - 1, class, mask)
+    }
+
+    /// One access to byte address `addr` by class of service `class`.
+    #[inline]
+    pub fn access(&mut self, addr: u64, class: usize) -> Access {
+        if class >= self.counters.len() {
+            self.counters
+                .resize(class + 1, vec![LevelCounters::default(); self.levels.len()]);
+        }
+        let counters = &mut self.counters[class];
+        let mut misses = [MissClass::Unclassified; MAX_LEVELS];
+        // The line of the previous access hits L1 again and changes no state — not
+        // the set's order, nor a classifier's shadow (it is most recent there too).
+        let l1 = &self.levels[0];
+        if l1.line_of(addr) == l1.last_line() {
+            counters[0].accesses += 1;
+            counters[0].hits += 1;
+            return Access {
+                served_by: 0,
+                misses,
+            };
+        }
+        for (i, level) in self.levels.iter_mut().enumerate() {
+            let line = level.line_of(addr);
+            let hit = level.access_line(line, class) == Lookup::Hit;
+            let c = &mut counters[i];
+            c.accesses += 1;
+            let kind = self.classifiers[i]
+                .as_mut()
+                .and_then(|cl| cl.observe(line, !hit));
+            if hit {
+                c.hits += 1;
+                return Access {
+                    served_by: i,
+                    misses,
+                };
+            }
+            c.misses += 1;
+            match kind {
+                Some(MissClass::Compulsory) => c.compulsory += 1,
+                Some(MissClass::Capacity) => c.capacity += 1,
+                Some(MissClass::Conflict) => c.conflict += 1,
+                _ => {}
+            }
+            misses[i] = kind.unwrap_or(MissClass::Unclassified);
+        }
+        Access {
+            served_by: self.levels.len(),
+            misses,
+        }
+    }
+
+    /// Replays byte addresses for one class (counters as [`Self::access`]).
+    pub fn replay(&mut self, addrs: &[u64], class: usize) {
+        for &addr in addrs {
+            self.access(addr, class);
+        }
+    }
+
+    /// Counters of class `class`, one per level (zeros for a class never seen).
+    pub fn counters(&self, class: usize) -> Vec<LevelCounters> {
+        self.counters
+            .get(class)
+            .cloned()
+            .unwrap_or_else(|| vec![LevelCounters::default(); self.levels.len()])
+    }
+
+    /// Forgets all cached lines, as a cache sweep would; counters and masks stay.
+    /// Classifiers keep which lines were ever touched (so a miss after the flush is
+    /// not compulsory) and restart their fully-associative shadows empty (so it
+    /// counts as capacity, not conflict).
+    pub fn flush(&mut self) {
+        self.levels.iter_mut().for_each(SetAssoc::clear);
+        self.classifiers
+            .iter_mut()
+            .flatten()
+            .for_each(Classifier::flush);
+    }
+}
