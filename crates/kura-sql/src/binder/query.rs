@@ -65,6 +65,45 @@ fn derived_name(e: &ast::Expr) -> String {
     }
 }
 
+/// The select-list position an ORDER BY or GROUP BY item names: an integer constant,
+/// signed or in parentheses, as PostgreSQL reads it (`GROUP BY (-1)` is position -1).
+fn position_literal(e: &ast::Expr) -> Option<i64> {
+    match e {
+        ast::Expr::Nested(inner) => position_literal(inner),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse::<i64>().ok(),
+            _ => None,
+        },
+        ast::Expr::UnaryOp { op, expr } => {
+            let n = match &**expr {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => n.parse::<i64>().ok()?,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            match op {
+                ast::UnaryOperator::Minus => Some(-n),
+                ast::UnaryOperator::Plus => Some(n),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The item at 1-based select-list `position`, or PostgreSQL's error naming the clause.
+fn at_position<T>(items: &[T], position: i64, clause: &str, e: &ast::Expr) -> SqlResult<usize> {
+    if position >= 1 && position as usize <= items.len() {
+        Ok(position as usize - 1)
+    } else {
+        Err(SqlError::InvalidValue {
+            message: format!("{clause} position {position} is not in select list"),
+            pos: span_pos(e),
+        })
+    }
+}
+
 fn const_usize(e: &ast::Expr, what: &str) -> SqlResult<usize> {
     match e {
         ast::Expr::Value(v) => match &v.value {
@@ -333,15 +372,9 @@ impl Binder<'_> {
         let mut keys = Vec::new();
         for o in order {
             let expr = match &o.expr {
-                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
-                    let k = const_usize(&o.expr, "ORDER BY position")?;
-                    let (_, id) =
-                        b.out
-                            .get(k.wrapping_sub(1))
-                            .ok_or_else(|| SqlError::InvalidValue {
-                                message: format!("ORDER BY position {k} is not in select list"),
-                                pos: span_pos(&o.expr),
-                            })?;
+                e if position_literal(e).is_some() => {
+                    let k = at_position(&b.out, position_literal(e).unwrap_or(0), "ORDER BY", e)?;
+                    let (_, id) = &b.out[k];
                     col(*id, self.cols.ty(*id))
                 }
                 e => {
@@ -657,16 +690,12 @@ impl Binder<'_> {
         let mut order_refs = Vec::new();
         for o in order {
             let r = match &o.expr {
-                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
-                    let k = const_usize(&o.expr, "ORDER BY position")?;
-                    if k == 0 || k > items.len() {
-                        return Err(SqlError::InvalidValue {
-                            message: format!("ORDER BY position {k} is not in select list"),
-                            pos: span_pos(&o.expr),
-                        });
-                    }
-                    OrderRef::Item(k - 1)
-                }
+                e if position_literal(e).is_some() => OrderRef::Item(at_position(
+                    &items,
+                    position_literal(e).unwrap_or(0),
+                    "ORDER BY",
+                    e,
+                )?),
                 ast::Expr::Identifier(id) if items.iter().any(|i| i.0 == norm(id)) => {
                     OrderRef::Item(items.iter().position(|i| i.0 == norm(id)).unwrap_or(0))
                 }
@@ -691,15 +720,10 @@ impl Binder<'_> {
             let mut group: Vec<(PhysExpr, ColId)> = Vec::new();
             for g in &group_asts {
                 let e = match g {
-                    ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
-                        let k = const_usize(g, "GROUP BY position")?;
-                        items
-                            .get(k.wrapping_sub(1))
-                            .map(|i| i.1.clone())
-                            .ok_or_else(|| SqlError::InvalidValue {
-                                message: format!("GROUP BY position {k} is not in select list"),
-                                pos: span_pos(*g),
-                            })?
+                    e if position_literal(e).is_some() => {
+                        let k =
+                            at_position(&items, position_literal(e).unwrap_or(0), "GROUP BY", e)?;
+                        items[k].1.clone()
                     }
                     ast::Expr::Identifier(id)
                         if scope.lookup(None, &norm(id)).is_empty()
