@@ -9,7 +9,8 @@ use kura_exec::{AggCall, AggFunc};
 use sqlparser::ast::{self, Spanned};
 
 use super::types::{
-    arith_type, coerce, common_type, fold, is_null_literal, number_literal, sql_type, DIV_SCALE,
+    arith_type, coerce, common_type, fold, is_null_literal, is_untyped_null, number_literal,
+    sql_type, DIV_SCALE,
 };
 use super::{norm, pos_of, AggCollector, Binder, Pending, Scope};
 use crate::error::{did_you_mean, Pos, SqlError, SqlResult};
@@ -373,7 +374,7 @@ impl Binder<'_> {
                     .transpose()?;
                 let mut ty: Option<DataType> = None;
                 for t in whens.iter().map(|w| &w.1).chain(otherwise.iter()) {
-                    if is_null_literal(t) {
+                    if is_untyped_null(t) {
                         continue;
                     }
                     ty = Some(match ty {

@@ -194,6 +194,12 @@ pub fn is_null_literal(e: &PhysExpr) -> bool {
     )
 }
 
+/// A NULL written without a type (`NULL`, as opposed to `CAST(NULL AS DATE)`), which
+/// takes its type from its context as PostgreSQL's `unknown` does.
+pub fn is_untyped_null(e: &PhysExpr) -> bool {
+    is_null_literal(e) && e.data_type() == DataType::Varchar(None)
+}
+
 /// `e` converted to type `to` (constants are converted now).
 pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
     if e.data_type() == to {
