@@ -1,18 +1,15 @@
 //! `kura`: the command-line front end — interactive shell, one-shot SQL, loading,
 //! TPC-H generation/loading, and benchmarks — all through the `kura` façade.
 
-mod bench_iops;
-mod bench_load;
-mod bench_modes;
+mod bench_cmd;
 mod cachesim;
 mod format;
-mod plot;
 mod progress;
 mod serve;
 mod shell;
 mod tpch_cmd;
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,6 +46,12 @@ struct Cli {
     /// Output format for query results.
     #[arg(long, global = true, value_enum, default_value = "table")]
     format: Format,
+    /// Field delimiter of `--format csv` (one character; `\t` for a tab).
+    #[arg(long = "delimiter", value_name = "CHAR", value_parser = parse_delimiter)]
+    out_delimiter: Option<u8>,
+    /// Text printed for NULL (default: empty in csv/tsv, null in JSON, NULL in tables).
+    #[arg(long, global = true, value_name = "TEXT")]
+    null: Option<String>,
     /// Run this SQL and exit.
     #[arg(short = 'c', long = "command", allow_hyphen_values = true)]
     command: Option<String>,
@@ -84,18 +87,16 @@ enum Command {
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
-        cmd: BenchCommand,
+        cmd: bench_cmd::BenchCommand,
     },
 }
 
-#[derive(Subcommand)]
-enum BenchCommand {
-    /// Generate+load and load-from-.tbl throughput (MB/s, rows/s).
-    Load(bench_load::Args),
-    /// The three execution modes on the selective queries, cold (paper 003).
-    Modes(bench_modes::Args),
-    /// This disk's random 4 KiB O_DIRECT read IOPS at queue depths 1 and 64 (io_uring).
-    Iops(bench_iops::Args),
+fn parse_delimiter(s: &str) -> Result<u8, String> {
+    match s {
+        "\\t" | "tab" => Ok(b'\t'),
+        _ if s.len() == 1 => Ok(s.as_bytes()[0]),
+        _ => Err(format!("expected one (ASCII) character, got '{s}'")),
+    }
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -112,7 +113,22 @@ impl Cli {
         }
     }
 
+    fn output_options(&self) -> format::Options {
+        let mut o = format::Options::new(self.format);
+        if let Some(d) = self.out_delimiter {
+            o.delimiter = d;
+        }
+        o.null = self.null.clone();
+        o
+    }
+
     fn open(&self) -> Result<(Database, Session), String> {
+        if !self.db.exists() {
+            eprintln!(
+                "note: {} does not exist; creating a new, empty database",
+                self.db.display()
+            );
+        }
         let db = Database::open(&self.db, self.open_options()).map_err(|e| e.to_string())?;
         if let Some(path) = &self.trace_pages {
             let bm = db.storage().buffer();
@@ -184,38 +200,33 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_options()),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
-        Some(Command::Bench {
-            cmd: BenchCommand::Load(args),
-        }) => bench_load::run(args),
-        Some(Command::Bench {
-            cmd: BenchCommand::Iops(args),
-        }) => bench_iops::run(args.clone()),
-        Some(Command::Bench {
-            cmd: BenchCommand::Modes(args),
-        }) => bench_modes::run(args.clone()),
+        Some(Command::Bench { cmd }) => bench_cmd::run(cmd, &cli.db, cli.buffer),
         None => {
             let (_db, mut session) = cli.open()?;
+            let opts = cli.output_options();
             if let Some(sql) = &cli.command {
-                return run_sql(&mut session, sql, cli.format);
+                return run_sql(&mut session, sql, &opts);
             }
             if std::io::stdin().is_terminal() {
-                shell::run(&mut session, cli.format)
+                shell::run(&mut session, shell::shell_options(opts))
             } else {
                 let mut sql = String::new();
                 std::io::stdin()
                     .read_to_string(&mut sql)
                     .map_err(|e| e.to_string())?;
-                run_sql(&mut session, &sql, cli.format)
+                run_sql(&mut session, &sql, &opts)
             }
         }
     }
 }
 
-fn run_sql(session: &mut Session, sql: &str, format: Format) -> Result<(), String> {
-    let results = session.execute_all(sql).map_err(|e| e.to_string())?;
+/// Runs SQL non-interactively, printing each statement's result as it finishes.
+fn run_sql(session: &mut Session, sql: &str, opts: &format::Options) -> Result<(), String> {
+    let statements = kura::session::parse(sql).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
-    for r in &results {
-        format::print(&mut out, r, format).map_err(|e| e.to_string())?;
+    for stmt in &statements {
+        let r = session.execute_statement(stmt).map_err(|e| e.to_string())?;
+        format::print(&mut out, &r, opts).map_err(|e| e.to_string())?;
     }
-    Ok(())
+    out.flush().map_err(|e| e.to_string())
 }

@@ -49,3 +49,15 @@ pub fn bytes_bar(label: &str, total: u64) -> ProgressBar {
 pub fn on_terminal() -> bool {
     std::io::stderr().is_terminal()
 }
+
+/// A spinner with the elapsed time, ticking on its own until finished.
+pub fn spinner(label: &str) -> ProgressBar {
+    let b = ProgressBar::new_spinner();
+    b.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed_precise}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    b.set_message(label.to_string());
+    b.enable_steady_tick(std::time::Duration::from_millis(100));
+    b
+}

@@ -1,9 +1,10 @@
-//! `kura bench modes`: the selective queries (C), (A), (B), (D) in the three
-//! execution modes (paper 003) — cold, over a buffer far smaller than the data, with
+//! Paper 003's figures 2 and 3 and its mode table (`kura bench modes`): the selective
+//! queries (C), (A), (B), (D) in the three execution modes — cold, over a buffer far smaller than the data, with
 //! O_DIRECT reads — printing time, mean IOPS, mean CPU %, the speed-ups of
 //! out-of-order over serial and static, and out-of-order IOPS as a share of the
 //! disk's QD-64 ceiling; writes each run's timeline as CSV and PNG.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,26 +17,20 @@ use kura_exec::runtime::{
 
 use crate::plot::{line_chart, Labels, Series};
 
-/// Options of `kura bench modes`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct Args {
-    /// An existing database holding the TPC-H tables (e.g. loaded by `kura tpch load`).
-    #[arg(long)]
+/// The study's parameters.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// An existing database holding the TPC-H tables.
     pub db: PathBuf,
     /// Buffer pool size of each cold run (far smaller than the data).
-    #[arg(long, default_value = "64MiB", value_parser = crate::bench_iops::parse_size)]
     pub buffer: u64,
     /// Queries to run (a to d).
-    #[arg(long, value_delimiter = ',', default_values_t = vec!["c".to_string(), "a".into(), "b".into(), "d".into()])]
     pub queries: Vec<String>,
     /// Directory for the timeline CSV and PNG files.
-    #[arg(long, default_value = ".")]
     pub out: PathBuf,
     /// Sequential read-ahead of out-of-order scans (`SET prefetch`): on or off.
-    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub prefetch: String,
-    /// Seconds of each ceiling measurement (queue depths 1 and 64).
-    #[arg(long, default_value_t = 3.0)]
+    /// Seconds of each ceiling measurement.
     pub ceiling_seconds: f64,
 }
 
@@ -65,7 +60,7 @@ fn process_cpu_secs() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-fn run_cold(args: &Args, id: &str, mode: &str, interval: Duration) -> Result<Measured, String> {
+fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<Measured, String> {
     let (db_path, buffer) = (&args.db, args.buffer);
     let sql = query_text(id).ok_or_else(|| format!("unknown query {id}"))?;
     // A fresh open per run: an empty buffer pool; O_DIRECT keeps the OS cache out.
@@ -180,7 +175,7 @@ fn ceiling(db_path: &Path, page: usize, depth: usize, seconds: f64) -> Result<f6
         return Err(format!("{} is empty", db_path.display()));
     }
     let rt = shared_runtime().map_err(|e| e.to_string())?;
-    let r = crate::bench_iops::measure(
+    let r = crate::iops::measure(
         rt,
         &file,
         blocks,
@@ -199,7 +194,7 @@ fn page_size(db_path: &Path) -> Result<usize, String> {
 }
 
 /// Runs the benchmark and prints one table row per query and mode.
-pub fn run(args: Args) -> Result<(), String> {
+pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
     if !args.db.exists() {
         return Err(format!("no database at {}", args.db.display()));
     }
@@ -208,7 +203,8 @@ pub fn run(args: Args) -> Result<(), String> {
     let page = page_size(&args.db)?;
     let qd1 = ceiling(&args.db, page, 1, args.ceiling_seconds)?;
     let ceiling = ceiling(&args.db, page, 64, args.ceiling_seconds)?;
-    println!(
+    writeln!(
+        out,
         "kura bench modes: {} with a {} MiB buffer, O_DIRECT, {} workers ({}), prefetch {}",
         args.db.display(),
         args.buffer >> 20,
@@ -219,28 +215,34 @@ pub fn run(args: Args) -> Result<(), String> {
             "synchronous reads"
         },
         args.prefetch
-    );
-    println!(
+    )
+    .map_err(|e| e.to_string())?;
+    writeln!(
+        out,
         "random {} KiB page reads: QD-1 {qd1:.0} IOPS, QD-64 ceiling {ceiling:.0} IOPS",
         page >> 10
-    );
-    println!(
+    )
+    .map_err(|e| e.to_string())?;
+    writeln!(
+        out,
         "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7} {:>8} {:>10}",
         "query", "mode", "time s", "rows", "mean IOPS", "CPU %", "peak QD", "read-ahead"
-    );
+    )
+    .map_err(|e| e.to_string())?;
     for id in &args.queries {
         // Out-of-order runs first: it is the shortest, and its time sets one
         // sampling interval for all three modes (comparable curves, and enough
         // samples for a sub-second run).
-        let ooo = run_cold(&args, id, "ooo", Duration::from_millis(5))?;
+        let ooo = run_cold(args, id, "ooo", Duration::from_millis(5))?;
         let interval = Duration::from_secs_f64(ooo.secs / SAMPLES_PER_RUN)
             .clamp(Duration::from_millis(2), Duration::from_millis(500));
-        let ooo = run_cold(&args, id, "ooo", interval)?;
-        let serial = run_cold(&args, id, "serial", interval)?;
-        let stat = run_cold(&args, id, "static", interval)?;
+        let ooo = run_cold(args, id, "ooo", interval)?;
+        let serial = run_cold(args, id, "serial", interval)?;
+        let stat = run_cold(args, id, "static", interval)?;
         let times = [serial, stat, ooo];
         for (mode, m) in MODES.iter().zip(&times) {
-            println!(
+            writeln!(
+                out,
                 "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1} {:>8} {:>10}",
                 format!("{})", id.to_uppercase()),
                 mode,
@@ -250,7 +252,8 @@ pub fn run(args: Args) -> Result<(), String> {
                 m.cpu_pct,
                 m.peak_in_flight,
                 m.read_ahead
-            );
+            )
+            .map_err(|e| e.to_string())?;
         }
         let runs: Vec<(&str, &Timeline)> = MODES
             .iter()
@@ -259,12 +262,14 @@ pub fn run(args: Args) -> Result<(), String> {
             .collect();
         write_timelines(&args.out, id, &runs)?;
         let (serial, stat, ooo) = (&times[0], &times[1], &times[2]);
-        println!(
+        writeln!(
+            out,
             "       ooo/serial {:.2}x   ooo/static {:.2}x   ooo IOPS = {:.0}% of the QD-64 ceiling",
             serial.secs / ooo.secs,
             stat.secs / ooo.secs,
             ooo.iops / ceiling * 100.0
-        );
+        )
+        .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
