@@ -16,11 +16,13 @@ use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
 use rustyline::{Config, Editor};
 
-use kura::{CancelHandle, KuraError, Session};
+use kura::{CancelHandle, Session};
 
 use crate::format::{Expanded, Format, Options};
 use complete::SqlHelper;
 use output::Output;
+
+const QUERY_CANCELED: &str = "57014";
 
 /// Rows the shell prints of one result before saying how many it left out.
 const DEFAULT_MAX_ROWS: usize = 1000;
@@ -219,7 +221,8 @@ impl<'s> Shell<'s> {
                         eprintln!("ERROR: writing the result: {e}");
                     }
                 }
-                Err(KuraError::Canceled) => {
+                // 57014: query_canceled, however deep in the engine it was noticed.
+                Err(e) if e.sqlstate() == QUERY_CANCELED => {
                     eprintln!("Cancelled after {:.3} s.", elapsed.as_secs_f64());
                     return;
                 }
@@ -246,10 +249,12 @@ impl<'s> Shell<'s> {
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let spinner = crate::progress::on_terminal().then(|| {
             std::thread::spawn(move || {
-                if done_rx.recv_timeout(SPINNER_AFTER).is_ok() {
+                // Done (the sender dropped) before the second is up: no spinner.
+                if done_rx.recv_timeout(SPINNER_AFTER) != Err(mpsc::RecvTimeoutError::Timeout) {
                     return;
                 }
-                let bar = crate::progress::spinner("running (Ctrl-C cancels)");
+                let bar = crate::progress::spinner("running (Ctrl-C cancels)")
+                    .with_elapsed(SPINNER_AFTER);
                 let _ = done_rx.recv();
                 bar.finish_and_clear();
             })
