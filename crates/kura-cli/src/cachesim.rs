@@ -177,6 +177,7 @@ pub struct Paper004Args {
     /// Requests counted per block of data.
     #[arg(long)]
     pub measured_per_block: Option<u64>,
+    /// Worker threads, one configuration each at a time (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
     /// Directory for paper004.csv, paper004.txt and the figures.
@@ -192,6 +193,7 @@ pub struct BenchArgs {
     /// Distinct blocks.
     #[arg(long, default_value_t = 1_000_000)]
     pub blocks: u64,
+    /// Zipf exponent α.
     #[arg(long, default_value_t = 0.9)]
     pub alpha: f64,
     /// Cache size in blocks (each level for `demote`).

@@ -20,6 +20,10 @@ use kura_common::size::parse_size;
 
 use format::Format;
 
+/// Heading of the options that apply wherever a database is opened (before or after
+/// the subcommand).
+const DB_OPTIONS: &str = "Database options (any command that opens --db)";
+
 #[derive(Parser)]
 #[command(
     name = "kura",
@@ -28,29 +32,29 @@ use format::Format;
 )]
 struct Cli {
     /// Database file.
-    #[arg(long, global = true, default_value = "kura.db")]
+    #[arg(long, global = true, default_value = "kura.db", help_heading = DB_OPTIONS)]
     db: PathBuf,
     /// Buffer pool size, e.g. 256MB or 4GiB (default: a quarter of RAM).
-    #[arg(long, global = true, value_parser = parse_size_arg)]
+    #[arg(long, global = true, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
     buffer: Option<u64>,
     /// Read through the OS page cache instead of O_DIRECT.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = DB_OPTIONS)]
     buffered_io: bool,
     /// Buffer replacement policy (lru, clock, arc, 2q, ...).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = DB_OPTIONS)]
     buffer_policy: Option<String>,
     /// Record the buffer manager's page accesses: page ids asked for into FILE, page
     /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", help_heading = DB_OPTIONS)]
     trace_pages: Option<PathBuf>,
     /// Output format for query results.
-    #[arg(long, global = true, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "table")]
     format: Format,
     /// Field delimiter of `--format csv` (one character; `\t` for a tab).
     #[arg(long = "delimiter", value_name = "CHAR", value_parser = parse_delimiter)]
     out_delimiter: Option<u8>,
     /// Text printed for NULL (default: empty in csv/tsv, null in JSON, NULL in tables).
-    #[arg(long, global = true, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT")]
     null: Option<String>,
     /// Run this SQL and exit.
     #[arg(short = 'c', long = "command", allow_hyphen_values = true)]
@@ -63,7 +67,9 @@ struct Cli {
 enum Command {
     /// Load a delimited text file (CSV or dbgen .tbl) into an existing table.
     Load {
+        /// The table to append to.
         table: String,
+        /// The file to read.
         file: PathBuf,
         /// Field delimiter (default '|', or ',' for .csv files).
         #[arg(long)]
