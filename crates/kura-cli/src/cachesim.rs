@@ -487,10 +487,7 @@ fn run_sweep(args: RunArgs) -> Result<(), String> {
     let mut series: Vec<Series> = args
         .policies
         .iter()
-        .map(|p| Series {
-            name: p.clone(),
-            points: Vec::new(),
-        })
+        .map(|p| Series::line(p.clone(), Vec::new()))
         .collect();
     for (si, &size) in sizes.iter().enumerate() {
         let mut row = vec![format!("{size} ({})", human_bytes(size as u64 * bs))];
@@ -521,9 +518,16 @@ fn run_sweep(args: RunArgs) -> Result<(), String> {
         );
     }
     println!("{table}");
+    // The title names the workload: which trace, how many requests.
     let title = match &upper {
-        Some(u) => format!("lower hit ratio under {}({})", u.policy, u.capacity),
-        None => "hit ratio".to_string(),
+        Some(u) => format!(
+            "{}: lower hit ratio under {}({}), {}",
+            trace.name,
+            u.policy,
+            u.capacity,
+            mode.name()
+        ),
+        None => format!("{}: hit ratio, {} requests", trace.name, trace.len()),
     };
     let png = args.out.join("hit_ratio.png");
     line_chart(

@@ -123,13 +123,14 @@ fn write_timelines(out: &Path, id: &str, runs: &[(&str, &Timeline)]) -> Result<(
     }
     let series = |f: &dyn Fn(&kura_exec::runtime::TimelineSample) -> f64| {
         runs.iter()
-            .map(|(mode, t)| Series {
-                name: mode.to_string(),
-                points: t
-                    .samples
-                    .iter()
-                    .map(|s| (s.at.as_secs_f64(), f(s)))
-                    .collect(),
+            .map(|(mode, t)| {
+                Series::line(
+                    mode.to_string(),
+                    t.samples
+                        .iter()
+                        .map(|s| (s.at.as_secs_f64(), f(s)))
+                        .collect(),
+                )
             })
             .collect::<Vec<_>>()
     };

@@ -79,18 +79,34 @@ pub fn run(
     };
     let x_desc = format!("lower cache size ({unit})");
     for (fig, &u) in (12..).zip(&p.upper_bytes) {
-        let series: Vec<Series> = p
+        let mut series: Vec<Series> = p
             .lower_policies
             .iter()
-            .map(|policy| Series {
-                name: policy.clone(),
-                points: rows
-                    .iter()
-                    .filter(|r| r.upper_bytes == u && &r.policy == policy)
-                    .map(|r| (r.lower_bytes as f64 / scale, r.stats.lower_hit_ratio()))
-                    .collect(),
+            .map(|policy| {
+                Series::line(
+                    policy.clone(),
+                    rows.iter()
+                        .filter(|r| r.upper_bytes == u && &r.policy == policy)
+                        .map(|r| (r.lower_bytes as f64 / scale, r.stats.lower_hit_ratio()))
+                        .collect(),
+                )
             })
             .collect();
+        // The analytic references of the table, drawn: L/(D−U) is what an exclusive
+        // hierarchy reaches, L/D what a lower level with no locality left gets.
+        let d = p.data_blocks() as f64;
+        let ub = p.blocks(u) as f64;
+        let bound = |f: &dyn Fn(f64) -> f64| -> Vec<(f64, f64)> {
+            p.lower_bytes
+                .iter()
+                .map(|&l| (l as f64 / scale, f(p.blocks(l) as f64)))
+                .collect()
+        };
+        series.push(Series::reference(
+            "L/(D−U): exclusive bound",
+            bound(&|l| (l / (d - ub)).min(1.0)),
+        ));
+        series.push(Series::reference("L/D: no locality", bound(&|l| l / d)));
         let path = args.out.join(format!(
             "fig{fig}_upper_{}.png",
             human_bytes(u).replace(' ', "")
@@ -99,9 +115,9 @@ pub fn run(
             &path,
             &Labels {
                 title: &format!(
-                    "Fig. {fig}: lower hit ratio, upper LRU {} of {} data",
-                    human_bytes(u),
-                    human_bytes(p.data_bytes)
+                    "Fig. {fig}: uniform reads over {}, upper LRU {} — lower hit ratio",
+                    human_bytes(p.data_bytes),
+                    human_bytes(u)
                 ),
                 x: &x_desc,
                 y: "lower cache hit ratio",

@@ -35,11 +35,60 @@ fn colour(i: usize) -> RGBColor {
     COLOURS[i % COLOURS.len()]
 }
 
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// A measured line: its own colour, dash pattern and marker shape, so series stay
+    /// apart in grey print and where they overlap.
+    Line,
+    /// Raw samples behind a smoothed line: thin and pale, in the colour of the
+    /// `n`-th `Line` series, no legend entry.
+    Faint(usize),
+    /// An analytic bound or reference curve: thin, dark grey, dashed, no markers.
+    Reference,
+}
+
 /// One named line: (x, y) points in x order.
 #[derive(Clone, Debug)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    pub style: Style,
+}
+
+impl Series {
+    pub fn line(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            points,
+            style: Style::Line,
+        }
+    }
+
+    pub fn faint(of_line: usize, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: String::new(),
+            points,
+            style: Style::Faint(of_line),
+        }
+    }
+
+    pub fn reference(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            points,
+            style: Style::Reference,
+        }
+    }
+}
+
+/// A horizontal line across the chart (a ceiling), with an optional shaded band
+/// (its spread).
+#[derive(Clone, Debug)]
+pub struct HLine {
+    pub label: String,
+    pub y: f64,
+    pub band: Option<(f64, f64)>,
 }
 
 /// A chart's title and axis descriptions.
@@ -95,6 +144,112 @@ fn padded_range(values: impl Iterator<Item = f64>, fallback: Range<f64>) -> Rang
     (lo - pad)..(hi + pad)
 }
 
+/// Colour of analytic reference curves: near black, over any coloured line.
+const REFERENCE: RGBColor = RGBColor(40, 40, 40);
+
+/// Dash patterns of reference curves, one per curve of a chart.
+const REFERENCE_DASHES: [(u32, u32); 3] = [(10, 5), (3, 4), (6, 3)];
+
+/// Dash patterns (dash, gap in pixels; `None` solid) cycled over `Line` series.
+const DASHES: [Option<(u32, u32)>; 3] = [None, Some((12, 6)), Some((3, 5))];
+
+/// Marker shapes cycled over `Line` series (an index into [`marker`]).
+const MARKERS: usize = 5;
+
+/// Draws marker `kind` at pixel (x, y): circle, square, triangle, diamond, cross.
+/// Even series are hollow and larger, odd ones filled and smaller, so a series lying
+/// exactly on another still shows.
+fn marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (x, y): (i32, i32),
+    series: usize,
+    c: RGBColor,
+) -> Result<(), String> {
+    // Later series get smaller markers: drawn on top, they leave the earlier
+    // (larger) ones showing around them where two series coincide.
+    let hollow = series % 2 == 0;
+    let r: i32 = (9 - series as i32 / 2).max(3);
+    let style = if hollow {
+        c.stroke_width(2)
+    } else {
+        c.filled()
+    };
+    let res = match (series / 2 + series) % MARKERS {
+        0 => area.draw(&Circle::new((x, y), r, style)),
+        1 => area.draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], style)),
+        2 => area
+            .draw(&Polygon::new(
+                vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)],
+                style,
+            ))
+            .and_then(|_| {
+                if hollow {
+                    area.draw(&PathElement::new(
+                        vec![
+                            (x, y - r - 1),
+                            (x - r - 1, y + r),
+                            (x + r + 1, y + r),
+                            (x, y - r - 1),
+                        ],
+                        style,
+                    ))
+                } else {
+                    Ok(())
+                }
+            }),
+        3 => {
+            let pts = vec![
+                (x, y - r - 1),
+                (x + r + 1, y),
+                (x, y + r + 1),
+                (x - r - 1, y),
+            ];
+            if hollow {
+                let mut closed = pts.clone();
+                closed.push(pts[0]);
+                area.draw(&PathElement::new(closed, style))
+            } else {
+                area.draw(&Polygon::new(pts, style))
+            }
+        }
+        _ => area
+            .draw(&PathElement::new(
+                vec![(x - r, y - r), (x + r, y + r)],
+                c.stroke_width(2),
+            ))
+            .and_then(|_| {
+                area.draw(&PathElement::new(
+                    vec![(x - r, y + r), (x + r, y - r)],
+                    c.stroke_width(2),
+                ))
+            }),
+    };
+    res.map_err(draw_err)
+}
+
+/// A tick label without trailing zeros: `20`, `2.5`, `0.125`.
+fn tick(v: &f64) -> String {
+    if v.abs() >= 1e5 {
+        return format!("{v:.0}");
+    }
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+/// A y tick label: thousands as `k` when the axis is large (IOPS).
+fn y_tick(v: &f64) -> String {
+    if v.abs() >= 10_000.0 {
+        tick(&(v / 1000.0)) + "k"
+    } else {
+        tick(v)
+    }
+}
+
 /// Writes a line chart with markers, one line per series, legend in the corner.
 /// `y_range` fixes the y axis (e.g. `0.0..1.0` for ratios); `None` fits the data.
 pub fn line_chart(
@@ -103,13 +258,49 @@ pub fn line_chart(
     series: &[Series],
     y_range: Option<Range<f64>>,
 ) -> Result<(), String> {
+    line_chart_with(path, labels, series, &[], y_range)
+}
+
+/// [`line_chart`] with horizontal lines (ceilings) and their shaded spreads.
+pub fn line_chart_with(
+    path: &Path,
+    labels: &Labels,
+    series: &[Series],
+    hlines: &[HLine],
+    y_range: Option<Range<f64>>,
+) -> Result<(), String> {
     let root = canvas(path)?;
     let all = || series.iter().flat_map(|s| s.points.iter());
     let x_range = padded_range(all().map(|p| p.0), 0.0..1.0);
-    let y_range = y_range.unwrap_or_else(|| padded_range(all().map(|p| p.1), 0.0..1.0));
-    let mut chart = ChartBuilder::on(&root)
-        .caption(labels.title, (FONT, 26))
+    let y_range = y_range.unwrap_or_else(|| {
+        let lines = hlines
+            .iter()
+            .flat_map(|h| [h.y, h.band.map_or(h.y, |b| b.1)]);
+        padded_range(all().map(|p| p.1).chain(lines), 0.0..1.0)
+    });
+    let (x0, x1) = (x_range.start, x_range.end);
+    // The legend's entries are known up front, so the plot leaves room for it.
+    let entries = hlines.len()
+        + series
+            .iter()
+            .filter(|s| !matches!(s.style, Style::Faint(_)))
+            .count();
+    let longest = series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .chain(hlines.iter().map(|h| h.label.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let legend_room = if entries > 0 {
+        legend_width(&[Entry::HLine("x".repeat(longest))]) + 20
+    } else {
+        0
+    };
+    // The title centred over the whole image, not just the plot left of the legend.
+    let below_title = root.titled(labels.title, (FONT, 24)).map_err(draw_err)?;
+    let mut chart = ChartBuilder::on(&below_title)
         .margin(16)
+        .margin_right(16 + legend_room as u32)
         .x_label_area_size(48)
         .y_label_area_size(72)
         .build_cartesian_2d(x_range, y_range)
@@ -118,31 +309,170 @@ pub fn line_chart(
         .configure_mesh()
         .x_desc(labels.x)
         .y_desc(labels.y)
+        .x_labels(10)
+        .y_labels(10)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&y_tick)
+        .light_line_style(WHITE.mix(0.0))
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 18))
         .draw()
         .map_err(draw_err)?;
-    for (i, s) in series.iter().enumerate() {
-        let c = colour(i);
+    for h in hlines {
+        if let Some((lo, hi)) = h.band {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, lo), (x1, hi)],
+                    BLACK.mix(0.08).filled(),
+                )))
+                .map_err(draw_err)?;
+        }
+        let style = BLACK.mix(0.75).stroke_width(2);
         chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-            .map_err(draw_err)?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
-        chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))
+            .draw_series(DashedLineSeries::new(
+                vec![(x0, h.y), (x1, h.y)],
+                14,
+                6,
+                style,
+            ))
             .map_err(draw_err)?;
     }
-    chart
-        .configure_series_labels()
-        // Hit-ratio curves rise to the right: the upper left is where space is.
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_err)?;
+    // Faint raw samples first, so the lines stay on top.
+    for s in series {
+        if let Style::Faint(of) = s.style {
+            let c = colour(of).mix(0.22);
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(1)))
+                .map_err(draw_err)?;
+        }
+    }
+    let mut legend = Vec::new();
+    for h in hlines {
+        legend.push(Entry::HLine(h.label.clone()));
+    }
+    let (mut line, mut references) = (0, 0);
+    for s in series {
+        match s.style {
+            Style::Faint(_) => {}
+            Style::Reference => {
+                let style = REFERENCE.stroke_width(2);
+                let (dash, gap) = REFERENCE_DASHES[references % REFERENCE_DASHES.len()];
+                references += 1;
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        s.points.iter().copied(),
+                        dash,
+                        gap,
+                        style,
+                    ))
+                    .map_err(draw_err)?;
+                legend.push(Entry::Reference(s.name.clone(), (dash, gap)));
+            }
+            Style::Line => {
+                let (i, c) = (line, colour(line));
+                line += 1;
+                let style = c.stroke_width(2);
+                let points = s.points.iter().copied();
+                match DASHES[i % DASHES.len()] {
+                    None => chart.draw_series(LineSeries::new(points, style)),
+                    Some((dash, gap)) => {
+                        chart.draw_series(DashedLineSeries::new(points, dash, gap, style))
+                    }
+                }
+                .map_err(draw_err)?;
+                legend.push(Entry::Line(s.name.clone(), i));
+                // Markers drawn in pixel space, so hollow and filled shapes of
+                // overlapping series both remain visible.
+                let area = chart.plotting_area();
+                for p in &s.points {
+                    marker(&root, area.map_coordinate(p), i, c)?;
+                }
+            }
+        }
+    }
+    draw_legend(&root, &legend)?;
     root.present().map_err(draw_err)
+}
+
+/// A legend entry: a measured line (its index among lines), a reference curve, or
+/// a horizontal line.
+enum Entry {
+    Line(String, usize),
+    Reference(String, (u32, u32)),
+    HLine(String),
+}
+
+/// Pixel width of the legend box: the line sample and the longest name.
+fn legend_width(entries: &[Entry]) -> i32 {
+    56 + entries
+        .iter()
+        .map(|e| match e {
+            Entry::Line(n, _) | Entry::Reference(n, _) | Entry::HLine(n) => n.chars().count(),
+        })
+        .max()
+        .unwrap_or(0) as i32
+        * 9
+}
+
+/// Draws the legend box right of the plot: each entry's line sample (with its
+/// dash pattern and marker) and name.
+fn draw_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    entries: &[Entry],
+) -> Result<(), String> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let width = legend_width(entries);
+    // In the margin right of the plot, so it never hides data.
+    let (left, top, row) = (SIZE.0 as i32 - 12 - width, 16 + 40, 22);
+    let height = row * entries.len() as i32 + 10;
+    root.draw(&Rectangle::new(
+        [(left, top), (left + width, top + height)],
+        WHITE.mix(0.9).filled(),
+    ))
+    .map_err(draw_err)?;
+    root.draw(&Rectangle::new(
+        [(left, top), (left + width, top + height)],
+        BLACK.stroke_width(1),
+    ))
+    .map_err(draw_err)?;
+    for (k, e) in entries.iter().enumerate() {
+        let y = top + 5 + row / 2 + row * k as i32;
+        let (x0, x1) = (left + 8, left + 40);
+        let (name, style, dash) = match e {
+            Entry::Line(n, i) => (n, colour(*i).stroke_width(2), DASHES[i % DASHES.len()]),
+            Entry::Reference(n, dash) => (n, REFERENCE.stroke_width(2), Some(*dash)),
+            Entry::HLine(n) => (n, BLACK.mix(0.75).stroke_width(2), Some((14, 6))),
+        };
+        match dash {
+            None => root
+                .draw(&PathElement::new(vec![(x0, y), (x1, y)], style))
+                .map_err(draw_err)?,
+            Some((d, g)) => {
+                let (d, g) = (d.min(10) as i32, g.min(6) as i32);
+                let mut at = x0;
+                while at < x1 {
+                    root.draw(&PathElement::new(
+                        vec![(at, y), ((at + d).min(x1), y)],
+                        style,
+                    ))
+                    .map_err(draw_err)?;
+                    at += d + g;
+                }
+            }
+        }
+        if let Entry::Line(_, i) = e {
+            marker(root, ((x0 + x1) / 2, y), *i, colour(*i))?;
+        }
+        root.draw(&Text::new(
+            name.clone(),
+            (x1 + 8, y - 8),
+            (FONT, 15).into_font().color(&BLACK),
+        ))
+        .map_err(draw_err)?;
+    }
+    Ok(())
 }
 
 /// Writes a grouped bar chart: one group per category, one bar (colour) per series
@@ -261,14 +591,10 @@ mod tests {
     fn line_chart_writes_a_png() {
         let path = temp_png("lines.png");
         let series = vec![
-            Series {
-                name: "lru".into(),
-                points: vec![(2.0, 0.1), (3.0, 0.15), (4.0, 0.2)],
-            },
-            Series {
-                name: "demote".into(),
-                points: vec![(2.0, 0.3), (3.0, 0.45), (4.0, 0.6)],
-            },
+            Series::line("lru", vec![(2.0, 0.1), (3.0, 0.15), (4.0, 0.2)]),
+            Series::line("demote", vec![(2.0, 0.3), (3.0, 0.45), (4.0, 0.6)]),
+            Series::reference("L/D", vec![(2.0, 0.2), (4.0, 0.4)]),
+            Series::faint(0, vec![(2.0, 0.12), (3.0, 0.13), (4.0, 0.22)]),
         ];
         let labels = Labels {
             title: "lower hit ratio",
