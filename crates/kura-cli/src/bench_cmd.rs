@@ -42,9 +42,12 @@ pub struct ModesArgs {
     /// Sequential read-ahead of out-of-order scans (`SET prefetch`): on or off.
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub prefetch: String,
-    /// Seconds of each ceiling measurement.
-    #[arg(long, default_value_t = 3.0)]
+    /// Seconds of each ceiling measurement (one queue depth, one run).
+    #[arg(long, default_value_t = 1.0)]
     pub ceiling_seconds: f64,
+    /// Runs of the ceiling's queue-depth sweep (1, 4, 16, 64, 256); median and spread.
+    #[arg(long, default_value_t = 5)]
+    pub ceiling_reps: usize,
 }
 
 /// Options of `kura bench iops`.
@@ -105,9 +108,27 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 out: a.out.clone(),
                 prefetch: a.prefetch.clone(),
                 ceiling_seconds: a.ceiling_seconds,
+                ceiling_reps: a.ceiling_reps,
             },
             &mut out,
+            &mut ceiling_progress(),
         ),
+    }
+}
+
+/// A bar over the ceiling's measurements (on a terminal).
+fn ceiling_progress() -> impl FnMut(usize, usize) {
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    move |done, total| {
+        let b = bar
+            .get_or_insert_with(|| crate::progress::count_bar("I/O ceiling", total as u64, "runs"));
+        if !crate::progress::on_terminal() {
+            b.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        b.set_position(done as u64);
+        if done >= total {
+            b.finish_and_clear();
+        }
     }
 }
 

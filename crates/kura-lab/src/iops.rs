@@ -108,7 +108,10 @@ fn io_err(e: std::io::Error) -> String {
 }
 
 /// Random reads of `block` bytes over `blocks` blocks of `file` by `depth`
-/// concurrent tasks (each keeping one read in flight) for `duration`.
+/// concurrent tasks (each keeping one read in flight) for `duration`. The clock
+/// starts inside the runtime, when the first task is spawned, and only reads that
+/// complete within `duration` count — so a late start (a busy worker) or the tail
+/// of reads still in flight at the end cannot bias the rate.
 pub fn measure(
     runtime: &Runtime,
     file: &Arc<File>,
@@ -118,11 +121,10 @@ pub fn measure(
     duration: Duration,
 ) -> Result<IopsResult, String> {
     let reads = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let deadline = started + duration;
     let (file, counter) = (file.clone(), reads.clone());
     runtime
         .block_on(async move {
+            let deadline = Instant::now() + duration;
             for task in 0..depth {
                 let (file, counter) = (file.clone(), counter.clone());
                 spawn(async move {
@@ -130,7 +132,7 @@ pub fn measure(
                     let mut rng = XorShift::new(task as u64 + 1);
                     let mut buf = buffer(block);
                     let mut done = 0u64;
-                    while Instant::now() < deadline {
+                    loop {
                         let offset = rng.below(blocks) * block as u64;
                         let (result, back) = read_at(fd, offset, buf).await;
                         buf = back;
@@ -139,6 +141,9 @@ pub fn measure(
                             return Err(
                                 format!("short read of {n} bytes at offset {offset}").into()
                             );
+                        }
+                        if Instant::now() > deadline {
+                            break;
                         }
                         done += 1;
                     }
@@ -149,13 +154,12 @@ pub fn measure(
             Ok::<(), BoxError>(())
         })
         .map_err(|e| format!("read failed: {e}"))?;
-    let elapsed = started.elapsed();
     let reads = reads.load(Ordering::Relaxed);
-    let secs = elapsed.as_secs_f64();
+    let secs = duration.as_secs_f64();
     Ok(IopsResult {
         depth,
         reads,
-        elapsed,
+        elapsed: duration,
         iops: reads as f64 / secs,
         mb_per_s: reads as f64 * block as f64 / 1e6 / secs,
     })

@@ -3,6 +3,7 @@
 //! command line only parses arguments and prints; tests and benchmarks call these
 //! modules directly.
 
+pub mod ceiling;
 pub mod iops;
 pub mod load;
 pub mod modes;

@@ -2,20 +2,19 @@
 //! queries (C), (A), (B), (D) in the three execution modes — cold, over a buffer far smaller than the data, with
 //! O_DIRECT reads — printing time, mean IOPS, mean CPU %, the speed-ups of
 //! out-of-order over serial and static, and out-of-order IOPS as a share of the
-//! disk's QD-64 ceiling; writes each run's timeline as CSV and PNG.
+//! disk's I/O ceiling (crate::ceiling: the best median of a repeated queue-depth
+//! sweep); writes each run's timeline as CSV and PNG.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kura::tpch::run::query_text;
 use kura::{Database, OpenOptions};
-use kura_exec::runtime::{
-    open_direct, page_fix_stats, shared_runtime, take_max_in_flight, Timeline,
-};
+use kura_exec::runtime::{page_fix_stats, shared_runtime, take_max_in_flight, Timeline};
 
-use crate::plot::{line_chart, Labels, Series};
+use crate::ceiling::{self, Ceiling, DirectProbe, Plan};
+use crate::plot::{line_chart, line_chart_with, HLine, Labels, Series};
 
 /// The study's parameters.
 #[derive(Debug, Clone)]
@@ -30,8 +29,10 @@ pub struct Config {
     pub out: PathBuf,
     /// Sequential read-ahead of out-of-order scans (`SET prefetch`): on or off.
     pub prefetch: String,
-    /// Seconds of each ceiling measurement.
+    /// Seconds of each ceiling measurement (one depth, one repetition).
     pub ceiling_seconds: f64,
+    /// Repetitions of the ceiling sweep (median and spread reported).
+    pub ceiling_reps: usize,
 }
 
 const MODES: [&str; 3] = ["serial", "static", "ooo"];
@@ -108,13 +109,34 @@ fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<M
     })
 }
 
+/// Samples in the IOPS charts' moving average.
+const SMOOTHING: usize = 5;
+
+/// Centred moving average of `points` over `window` samples (fewer at the ends).
+fn moving_average(points: &[(f64, f64)], window: usize) -> Vec<(f64, f64)> {
+    let half = window / 2;
+    (0..points.len())
+        .map(|i| {
+            let lo = i.saturating_sub(half);
+            let hi = (i + half + 1).min(points.len());
+            let mean = points[lo..hi].iter().map(|p| p.1).sum::<f64>() / (hi - lo) as f64;
+            (points[i].0, mean)
+        })
+        .collect()
+}
+
 /// Timeline samples per run the sampling interval aims at (so sub-second and
 /// minute-long runs both show their shape).
 const SAMPLES_PER_RUN: f64 = 40.0;
 
 /// Writes each mode's timeline as CSV, and one CPU % and one IOPS chart per query
 /// with a line per mode over time (the layout of paper 003's figures 2 and 3).
-fn write_timelines(out: &Path, id: &str, runs: &[(&str, &Timeline)]) -> Result<(), String> {
+fn write_timelines(
+    out: &Path,
+    id: &str,
+    runs: &[(&str, &Timeline)],
+    ceiling: &Ceiling,
+) -> Result<(), String> {
     for (mode, timeline) in runs {
         let path = out.join(format!("modes-{id}-{mode}.csv"));
         timeline
@@ -143,48 +165,77 @@ fn write_timelines(out: &Path, id: &str, runs: &[(&str, &Timeline)]) -> Result<(
         0.0..(top * 1.08).max(1.0)
     };
     let upper = id.to_uppercase();
-    let iops = series(&|s| s.iops);
-    line_chart(
+    // Raw samples zig-zag (a 2 ms sample holds 0 or 100 reads): drawn faint behind a
+    // centred moving average over a stated window.
+    let raw = series(&|s| s.iops);
+    let interval = runs
+        .iter()
+        .find_map(|(_, t)| t.samples.get(1).map(|s| s.at.as_secs_f64()))
+        .unwrap_or(0.0)
+        - runs
+            .iter()
+            .find_map(|(_, t)| t.samples.first().map(|s| s.at.as_secs_f64()))
+            .unwrap_or(0.0);
+    let window_ms = (interval * SMOOTHING as f64 * 1e3).round();
+    let mut iops: Vec<Series> = raw
+        .iter()
+        .map(|s| {
+            Series::line(
+                format!("{} (moving average, {window_ms} ms)", s.name),
+                moving_average(&s.points, SMOOTHING),
+            )
+        })
+        .collect();
+    iops.extend(
+        raw.iter()
+            .enumerate()
+            .map(|(i, s)| Series::faint(i, s.points.clone())),
+    );
+    let (lo, hi) = ceiling.spread();
+    let mut hlines = vec![HLine {
+        label: format!(
+            "ceiling: QD {} median {:.0} (runs {:.0}–{:.0})",
+            ceiling.at_best().depth,
+            ceiling.iops(),
+            lo,
+            hi
+        ),
+        y: ceiling.iops(),
+        band: Some((lo, hi)),
+    }];
+    if let Some(qd1) = ceiling.sweep.iter().find(|d| d.depth == 1) {
+        hlines.push(HLine {
+            label: format!("QD 1 median {:.0}", qd1.median()),
+            y: qd1.median(),
+            band: Some((qd1.min(), qd1.max())),
+        });
+    }
+    let top = raw
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(hi, f64::max);
+    line_chart_with(
         &out.join(format!("modes-{id}-iops.png")),
         &Labels {
-            title: &format!("query ({upper}): reads per second by execution mode"),
+            title: &format!("TPC-H query ({upper}), cold: reads per second by execution mode"),
             x: "seconds",
-            y: "reads per second",
+            y: "page reads per second",
         },
         &iops,
-        Some(from_zero(&iops)),
+        &hlines,
+        Some(0.0..top * 1.08),
     )?;
     let cpu = series(&|s| s.cpu_busy_pct);
     line_chart(
         &out.join(format!("modes-{id}-cpu.png")),
         &Labels {
-            title: &format!("query ({upper}): CPU busy % by execution mode"),
+            title: &format!("TPC-H query ({upper}), cold: CPU busy % by execution mode"),
             x: "seconds",
             y: "CPU busy % (100 = one core)",
         },
         &cpu,
         Some(from_zero(&cpu)),
     )
-}
-
-/// The disk's random read IOPS at queue depth `depth`, over the database file, in
-/// reads of one database page (what the queries read), with O_DIRECT.
-fn ceiling(db_path: &Path, page: usize, depth: usize, seconds: f64) -> Result<f64, String> {
-    let file = Arc::new(open_direct(db_path).map_err(|e| format!("{}: {e}", db_path.display()))?);
-    let blocks = file.metadata().map_err(|e| e.to_string())?.len() / page as u64;
-    if blocks == 0 {
-        return Err(format!("{} is empty", db_path.display()));
-    }
-    let rt = shared_runtime().map_err(|e| e.to_string())?;
-    let r = crate::iops::measure(
-        rt,
-        &file,
-        blocks,
-        page,
-        depth,
-        Duration::from_secs_f64(seconds),
-    )?;
-    Ok(r.iops)
 }
 
 /// The database's page size (the unit of every read the queries do).
@@ -195,15 +246,43 @@ fn page_size(db_path: &Path) -> Result<usize, String> {
 }
 
 /// Runs the benchmark and prints one table row per query and mode.
-pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
+/// Prints the queue-depth sweep: median and spread per depth, the ceiling marked.
+fn write_ceiling(out: &mut dyn Write, c: &Ceiling) -> Result<(), String> {
+    let e = |e: std::io::Error| e.to_string();
+    writeln!(
+        out,
+        "{:>6} {:>12} {:>12} {:>12}",
+        "QD", "median IOPS", "min", "max"
+    )
+    .map_err(e)?;
+    for (i, d) in c.sweep.iter().enumerate() {
+        writeln!(
+            out,
+            "{:>6} {:>12.0} {:>12.0} {:>12.0}{}",
+            d.depth,
+            d.median(),
+            d.min(),
+            d.max(),
+            if i == c.best { "   <- ceiling" } else { "" }
+        )
+        .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Runs the benchmark and writes one table row per query and mode to `out`;
+/// `progress(done, total)` follows the ceiling measurements.
+pub fn run(
+    args: &Config,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(), String> {
     if !args.db.exists() {
         return Err(format!("no database at {}", args.db.display()));
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let rt = shared_runtime().map_err(|e| e.to_string())?;
     let page = page_size(&args.db)?;
-    let qd1 = ceiling(&args.db, page, 1, args.ceiling_seconds)?;
-    let ceiling = ceiling(&args.db, page, 64, args.ceiling_seconds)?;
     writeln!(
         out,
         "kura bench modes: {} with a {} MiB buffer, O_DIRECT, {} workers ({}), prefetch {}",
@@ -218,12 +297,23 @@ pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
         args.prefetch
     )
     .map_err(|e| e.to_string())?;
+    let plan = Plan::standard(args.ceiling_seconds, args.ceiling_reps);
     writeln!(
         out,
-        "random {} KiB page reads: QD-1 {qd1:.0} IOPS, QD-64 ceiling {ceiling:.0} IOPS",
-        page >> 10
+        "I/O ceiling: random {} KiB page reads over {} with O_DIRECT, {:.1} s warm-up, then QD {:?} × {} runs of {:.1} s (interleaved)",
+        page >> 10,
+        args.db.display(),
+        plan.warmup.as_secs_f64(),
+        plan.depths,
+        plan.reps,
+        plan.duration.as_secs_f64()
     )
     .map_err(|e| e.to_string())?;
+    let probe = DirectProbe::open(rt, &args.db, page)?;
+    let ceiling = ceiling::measure(&probe, &plan, progress)?;
+    write_ceiling(out, &ceiling)?;
+    let csv = args.out.join("modes-ceiling.csv");
+    std::fs::write(&csv, ceiling.csv()).map_err(|e| format!("{}: {e}", csv.display()))?;
     writeln!(
         out,
         "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7} {:>8} {:>10}",
@@ -261,14 +351,16 @@ pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
             .zip(&times)
             .filter_map(|(mode, m)| Some((*mode, m.timeline.as_ref()?)))
             .collect();
-        write_timelines(&args.out, id, &runs)?;
+        write_timelines(&args.out, id, &runs, &ceiling)?;
         let (serial, stat, ooo) = (&times[0], &times[1], &times[2]);
         writeln!(
             out,
-            "       ooo/serial {:.2}x   ooo/static {:.2}x   ooo IOPS = {:.0}% of the QD-64 ceiling",
+            "       ooo/serial {:.2}x   ooo/static {:.2}x   ooo IOPS = {:.0}% of the QD-{} ceiling (its runs reach up to {:.0}%)",
             serial.secs / ooo.secs,
             stat.secs / ooo.secs,
-            ooo.iops / ceiling * 100.0
+            ceiling.percent(ooo.iops),
+            ceiling.at_best().depth,
+            ceiling.percent_limit()
         )
         .map_err(|e| e.to_string())?;
     }

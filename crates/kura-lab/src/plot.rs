@@ -147,6 +147,12 @@ fn padded_range(values: impl Iterator<Item = f64>, fallback: Range<f64>) -> Rang
 /// Colour of analytic reference curves: near black, over any coloured line.
 const REFERENCE: RGBColor = RGBColor(40, 40, 40);
 
+/// Dash patterns of horizontal lines: the first (the ceiling) long dashes, then dots.
+const HLINE_DASHES: [(u32, u32); 3] = [(14, 6), (2, 4), (8, 3)];
+
+/// Most markers drawn on one line: long timelines get one every few samples.
+const MAX_MARKERS: usize = 16;
+
 /// Dash patterns of reference curves, one per curve of a chart.
 const REFERENCE_DASHES: [(u32, u32); 3] = [(10, 5), (3, 4), (6, 3)];
 
@@ -241,9 +247,9 @@ fn tick(v: &f64) -> String {
     }
 }
 
-/// A y tick label: thousands as `k` when the axis is large (IOPS).
-fn y_tick(v: &f64) -> String {
-    if v.abs() >= 10_000.0 {
+/// A y tick label: in thousands (`k`) on an axis reaching 10,000 (IOPS).
+fn y_tick(v: &f64, in_thousands: bool) -> String {
+    if in_thousands && *v != 0.0 {
         tick(&(v / 1000.0)) + "k"
     } else {
         tick(v)
@@ -279,6 +285,8 @@ pub fn line_chart_with(
         padded_range(all().map(|p| p.1).chain(lines), 0.0..1.0)
     });
     let (x0, x1) = (x_range.start, x_range.end);
+    let in_thousands = y_range.end >= 10_000.0;
+    let y_label = move |v: &f64| y_tick(v, in_thousands);
     // The legend's entries are known up front, so the plot leaves room for it.
     let entries = hlines.len()
         + series
@@ -292,7 +300,7 @@ pub fn line_chart_with(
         .max()
         .unwrap_or(0);
     let legend_room = if entries > 0 {
-        legend_width(&[Entry::HLine("x".repeat(longest))]) + 20
+        legend_width(&[Entry::HLine("x".repeat(longest), (1, 1))]) + 20
     } else {
         0
     };
@@ -312,13 +320,13 @@ pub fn line_chart_with(
         .x_labels(10)
         .y_labels(10)
         .x_label_formatter(&tick)
-        .y_label_formatter(&y_tick)
+        .y_label_formatter(&y_label)
         .light_line_style(WHITE.mix(0.0))
         .label_style((FONT, 15))
         .axis_desc_style((FONT, 18))
         .draw()
         .map_err(draw_err)?;
-    for h in hlines {
+    for (k, h) in hlines.iter().enumerate() {
         if let Some((lo, hi)) = h.band {
             chart
                 .draw_series(std::iter::once(Rectangle::new(
@@ -328,11 +336,12 @@ pub fn line_chart_with(
                 .map_err(draw_err)?;
         }
         let style = BLACK.mix(0.75).stroke_width(2);
+        let (dash, gap) = HLINE_DASHES[k % HLINE_DASHES.len()];
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(x0, h.y), (x1, h.y)],
-                14,
-                6,
+                dash,
+                gap,
                 style,
             ))
             .map_err(draw_err)?;
@@ -347,8 +356,11 @@ pub fn line_chart_with(
         }
     }
     let mut legend = Vec::new();
-    for h in hlines {
-        legend.push(Entry::HLine(h.label.clone()));
+    for (k, h) in hlines.iter().enumerate() {
+        legend.push(Entry::HLine(
+            h.label.clone(),
+            HLINE_DASHES[k % HLINE_DASHES.len()],
+        ));
     }
     let (mut line, mut references) = (0, 0);
     for s in series {
@@ -384,7 +396,8 @@ pub fn line_chart_with(
                 // Markers drawn in pixel space, so hollow and filled shapes of
                 // overlapping series both remain visible.
                 let area = chart.plotting_area();
-                for p in &s.points {
+                let stride = s.points.len().div_ceil(MAX_MARKERS).max(1);
+                for p in s.points.iter().step_by(stride) {
                     marker(&root, area.map_coordinate(p), i, c)?;
                 }
             }
@@ -399,7 +412,7 @@ pub fn line_chart_with(
 enum Entry {
     Line(String, usize),
     Reference(String, (u32, u32)),
-    HLine(String),
+    HLine(String, (u32, u32)),
 }
 
 /// Pixel width of the legend box: the line sample and the longest name.
@@ -407,7 +420,7 @@ fn legend_width(entries: &[Entry]) -> i32 {
     56 + entries
         .iter()
         .map(|e| match e {
-            Entry::Line(n, _) | Entry::Reference(n, _) | Entry::HLine(n) => n.chars().count(),
+            Entry::Line(n, _) | Entry::Reference(n, _) | Entry::HLine(n, _) => n.chars().count(),
         })
         .max()
         .unwrap_or(0) as i32
@@ -443,7 +456,7 @@ fn draw_legend<DB: DrawingBackend>(
         let (name, style, dash) = match e {
             Entry::Line(n, i) => (n, colour(*i).stroke_width(2), DASHES[i % DASHES.len()]),
             Entry::Reference(n, dash) => (n, REFERENCE.stroke_width(2), Some(*dash)),
-            Entry::HLine(n) => (n, BLACK.mix(0.75).stroke_width(2), Some((14, 6))),
+            Entry::HLine(n, dash) => (n, BLACK.mix(0.75).stroke_width(2), Some(*dash)),
         };
         match dash {
             None => root
