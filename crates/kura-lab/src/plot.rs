@@ -173,7 +173,7 @@ fn marker<DB: DrawingBackend>(
 ) -> Result<(), String> {
     // Later series get smaller markers: drawn on top, they leave the earlier
     // (larger) ones showing around them where two series coincide.
-    let hollow = series % 2 == 0;
+    let hollow = series.is_multiple_of(2);
     let r: i32 = (9 - series as i32 / 2).max(3);
     let style = if hollow {
         c.stroke_width(2)
