@@ -141,3 +141,38 @@ fn a_statement_in_continuation_still_takes_backslash_q() {
     s.send_line("\\q").unwrap();
     s.expect(Eof).unwrap();
 }
+
+#[test]
+fn include_output_file_expanded_display_and_describe() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path(), 3);
+    let script = dir.path().join("script.sql");
+    std::fs::write(
+        &script,
+        "\\pset null '<null>'\nCREATE TABLE t2 (a INTEGER,\n  b VARCHAR);\nINSERT INTO t2 VALUES (1, NULL);\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out.csv");
+    let mut s = shell(dir.path(), &db, "cat");
+    s.send_line(format!("\\i {}", script.display())).unwrap();
+    s.expect("INSERT 0 1").unwrap();
+    s.send_line("DESCRIBE t2;").unwrap();
+    s.expect(Regex("b +┆ VARCHAR +┆ YES")).unwrap();
+    s.send_line("\\x on").unwrap();
+    s.expect("Expanded display is on").unwrap();
+    s.send_line("SELECT * FROM t2;").unwrap();
+    s.expect("-[ RECORD 1 ]").unwrap();
+    s.expect(Regex("b +\\| <null>")).unwrap();
+    s.send_line("\\x off").unwrap();
+    s.send_line("\\pset format csv").unwrap();
+    s.send_line(format!("\\o {}", out.display())).unwrap();
+    s.send_line("SELECT a, 'x\"y' AS q FROM t2;").unwrap();
+    s.send_line("\\o").unwrap();
+    s.expect("Results go to standard output").unwrap();
+    s.send_line("\\q").unwrap();
+    s.expect(Eof).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "a,q\n1,\"x\"\"y\"\n"
+    );
+}
