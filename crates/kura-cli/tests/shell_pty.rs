@@ -176,3 +176,14 @@ fn include_output_file_expanded_display_and_describe() {
         "a,q\n1,\"x\"\"y\"\n"
     );
 }
+
+#[test]
+fn a_pager_that_cannot_run_falls_back_to_printing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path(), 300);
+    let mut s = shell(dir.path(), &db, "kura-no-such-pager");
+    s.send_line("SELECT n FROM nums;").unwrap();
+    s.expect("(300 rows)").expect("the rows, printed directly");
+    s.send_line("\\q").unwrap();
+    s.expect(Eof).unwrap();
+}

@@ -91,6 +91,13 @@ fn page(pager: &str, text: &[u8]) -> io::Result<()> {
             _ => {}
         }
     }
-    child.wait()?;
+    let status = child.wait()?;
+    // 126/127: the shell could not run the pager (not installed): print directly.
+    if matches!(status.code(), Some(126 | 127)) {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "the pager could not be run",
+        ));
+    }
     Ok(())
 }
