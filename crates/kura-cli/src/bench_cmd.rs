@@ -48,6 +48,8 @@ pub struct ModesArgs {
     /// Runs of the ceiling's queue-depth sweep (1, 4, 16, 64, 256); median and spread.
     #[arg(long, default_value_t = 5)]
     pub ceiling_reps: usize,
+    #[command(flatten)]
+    pub db: crate::DbArgs,
 }
 
 /// Options of `kura bench iops`.
@@ -71,6 +73,15 @@ pub struct IopsArgs {
     /// Worker threads (0: one per core).
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
+}
+
+impl BenchCommand {
+    pub fn db_args(&self) -> Option<&crate::DbArgs> {
+        match self {
+            BenchCommand::Modes(a) => Some(&a.db),
+            _ => None,
+        }
+    }
 }
 
 /// Buffer pool of each cold `bench modes` run unless `--buffer` says otherwise.

@@ -22,7 +22,29 @@ use format::Format;
 
 /// Heading of the options that apply wherever a database is opened (before or after
 /// the subcommand).
-const DB_OPTIONS: &str = "Database options (any command that opens --db)";
+const DB_OPTIONS: &str = "Database options";
+
+/// The database options as a subcommand that opens the database takes them (after
+/// its name); they override the same options given before it.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct DbArgs {
+    /// Database file [default: kura.db].
+    #[arg(long, help_heading = DB_OPTIONS)]
+    db: Option<PathBuf>,
+    /// Buffer pool size, e.g. 256MB or 4GiB (default: a quarter of RAM).
+    #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
+    buffer: Option<u64>,
+    /// Read through the OS page cache instead of O_DIRECT.
+    #[arg(long, help_heading = DB_OPTIONS)]
+    buffered_io: bool,
+    /// Buffer replacement policy (lru, clock, arc, 2q, ...).
+    #[arg(long, help_heading = DB_OPTIONS)]
+    buffer_policy: Option<String>,
+    /// Record the buffer manager's page accesses: page ids asked for into FILE, page
+    /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
+    #[arg(long, value_name = "FILE", help_heading = DB_OPTIONS)]
+    trace_pages: Option<PathBuf>,
+}
 
 #[derive(Parser)]
 #[command(
@@ -32,20 +54,20 @@ const DB_OPTIONS: &str = "Database options (any command that opens --db)";
 )]
 struct Cli {
     /// Database file.
-    #[arg(long, global = true, default_value = "kura.db", help_heading = DB_OPTIONS)]
+    #[arg(long, default_value = "kura.db", help_heading = DB_OPTIONS)]
     db: PathBuf,
     /// Buffer pool size, e.g. 256MB or 4GiB (default: a quarter of RAM).
-    #[arg(long, global = true, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
+    #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
     buffer: Option<u64>,
     /// Read through the OS page cache instead of O_DIRECT.
-    #[arg(long, global = true, help_heading = DB_OPTIONS)]
+    #[arg(long, help_heading = DB_OPTIONS)]
     buffered_io: bool,
     /// Buffer replacement policy (lru, clock, arc, 2q, ...).
-    #[arg(long, global = true, help_heading = DB_OPTIONS)]
+    #[arg(long, help_heading = DB_OPTIONS)]
     buffer_policy: Option<String>,
     /// Record the buffer manager's page accesses: page ids asked for into FILE, page
     /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
-    #[arg(long, global = true, value_name = "FILE", help_heading = DB_OPTIONS)]
+    #[arg(long, value_name = "FILE", help_heading = DB_OPTIONS)]
     trace_pages: Option<PathBuf>,
     /// Output format for query results.
     #[arg(long, value_enum, default_value = "table")]
@@ -80,6 +102,8 @@ enum Command {
         /// CSV quoting rules (double quotes).
         #[arg(long)]
         csv: bool,
+        #[command(flatten)]
+        db: DbArgs,
     },
     /// TPC-H: generate, load, run.
     Tpch {
@@ -109,7 +133,37 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
+impl Command {
+    /// The database options given after the subcommand, if it opens a database.
+    fn db_args(&self) -> Option<&DbArgs> {
+        match self {
+            Command::Load { db, .. } => Some(db),
+            Command::Tpch { cmd } => cmd.db_args(),
+            Command::Serve(a) => Some(&a.db),
+            Command::Bench { cmd } => cmd.db_args(),
+            Command::Cachesim(_) => None,
+        }
+    }
+}
+
 impl Cli {
+    /// Takes the database options a subcommand was given over those before it.
+    fn apply(&mut self, d: &DbArgs) {
+        if let Some(db) = &d.db {
+            self.db = db.clone();
+        }
+        if d.buffer.is_some() {
+            self.buffer = d.buffer;
+        }
+        self.buffered_io |= d.buffered_io;
+        if d.buffer_policy.is_some() {
+            self.buffer_policy = d.buffer_policy.clone();
+        }
+        if d.trace_pages.is_some() {
+            self.trace_pages = d.trace_pages.clone();
+        }
+    }
+
     fn open_options(&self) -> OpenOptions {
         OpenOptions {
             buffer_bytes: self.buffer,
@@ -160,7 +214,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .without_time()
         .init();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Some(d) = cli.sub.as_ref().and_then(Command::db_args).cloned() {
+        cli.apply(&d);
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -178,6 +235,7 @@ fn run(cli: Cli) -> Result<(), String> {
             delimiter,
             header,
             csv,
+            ..
         }) => {
             let (_db, mut session) = cli.open()?;
             let mut opts = vec![];
@@ -235,4 +293,44 @@ fn run_sql(session: &mut Session, sql: &str, opts: &format::Options) -> Result<(
         format::print(&mut out, &r, opts).map_err(|e| e.to_string())?;
     }
     out.flush().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Cli {
+        let mut cli = Cli::try_parse_from(args).expect("arguments parse");
+        if let Some(d) = cli.sub.as_ref().and_then(Command::db_args).cloned() {
+            cli.apply(&d);
+        }
+        cli
+    }
+
+    #[test]
+    fn database_options_count_before_or_after_the_subcommand() {
+        let cli = parsed(&["kura", "--db", "x.db", "bench", "modes"]);
+        assert_eq!(cli.db, PathBuf::from("x.db"));
+        let cli = parsed(&[
+            "kura", "--db", "x.db", "tpch", "run", "--db", "y.db", "--buffer", "1MiB",
+        ]);
+        assert_eq!((cli.db, cli.buffer), (PathBuf::from("y.db"), Some(1 << 20)));
+        let cli = parsed(&["kura", "load", "t", "f.tbl", "--buffered-io"]);
+        assert!(cli.buffered_io);
+        // Commands that open no database do not take (or list) its options.
+        assert!(Cli::try_parse_from([
+            "kura", "tpch", "gen", "--sf", "1", "--out", "d", "--db", "x"
+        ])
+        .is_err());
+        assert!(Cli::try_parse_from([
+            "kura",
+            "-c",
+            "SELECT 1",
+            "--format",
+            "jsonl",
+            "--delimiter",
+            "\\t"
+        ])
+        .is_ok());
+    }
 }

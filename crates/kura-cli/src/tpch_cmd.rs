@@ -34,6 +34,8 @@ pub enum TpchCommand {
         /// Also build paper 003's index set (keys, foreign keys, dates, c_name, p_name).
         #[arg(long)]
         indexes: bool,
+        #[command(flatten)]
+        db: crate::DbArgs,
     },
     /// Run the 22 queries (and/or the selective queries a-d), print times, optionally check answers.
     Run {
@@ -55,7 +57,18 @@ pub enum TpchCommand {
         /// Session settings for the run, e.g. --set enable_index=off --set execution_mode=serial.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         settings: Vec<String>,
+        #[command(flatten)]
+        db: crate::DbArgs,
     },
+}
+
+impl TpchCommand {
+    pub fn db_args(&self) -> Option<&crate::DbArgs> {
+        match self {
+            TpchCommand::Gen { .. } => None,
+            TpchCommand::Load { db, .. } | TpchCommand::Run { db, .. } => Some(db),
+        }
+    }
 }
 
 pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
@@ -83,7 +96,9 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             );
             Ok(())
         }
-        TpchCommand::Load { sf, from, indexes } => {
+        TpchCommand::Load {
+            sf, from, indexes, ..
+        } => {
             let (_db, mut session) = cli.open()?;
             let start = Instant::now();
             let (source, total) = match from {
@@ -136,6 +151,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             load,
             reps,
             settings,
+            ..
         } => {
             if *load {
                 run(
@@ -144,6 +160,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                         sf: *sf,
                         from: None,
                         indexes: false,
+                        db: crate::DbArgs::default(),
                     },
                 )?;
             }

@@ -106,6 +106,7 @@ fn tab_completes_tables_and_columns_and_meta_commands_work() {
     s.send_line("SELECT n, 'a,b' AS s FROM nums WHERE n = 1;")
         .unwrap();
     s.expect("1,\"a,b\"").unwrap();
+    s.expect("kura>").unwrap();
     s.send_line("exit").unwrap();
     s.expect(Eof).unwrap();
 }
@@ -125,6 +126,7 @@ fn long_results_go_through_the_pager_and_short_ones_do_not() {
     s.expect("PAGED:│ 300")
         .expect("the last row, through the pager");
     s.expect("PAGED:(300 rows)").unwrap();
+    s.expect("kura>").unwrap();
     s.send_line("\\q").unwrap();
     s.expect(Eof).unwrap();
 }
@@ -163,12 +165,19 @@ fn include_output_file_expanded_display_and_describe() {
     s.send_line("SELECT * FROM t2;").unwrap();
     s.expect("-[ RECORD 1 ]").unwrap();
     s.expect(Regex("b +\\| <null>")).unwrap();
+    // Each line waits for its answer: typed-ahead input may be discarded when the
+    // line editor takes the terminal back.
     s.send_line("\\x off").unwrap();
+    s.expect("Expanded display is off").unwrap();
     s.send_line("\\pset format csv").unwrap();
+    s.expect("Output format is csv").unwrap();
     s.send_line(format!("\\o {}", out.display())).unwrap();
+    s.expect("Results go to").unwrap();
     s.send_line("SELECT a, 'x\"y' AS q FROM t2;").unwrap();
+    s.expect(Regex("Time: [0-9.]+ ms")).unwrap();
     s.send_line("\\o").unwrap();
     s.expect("Results go to standard output").unwrap();
+    s.expect("kura>").unwrap();
     s.send_line("\\q").unwrap();
     s.expect(Eof).unwrap();
     assert_eq!(
@@ -184,6 +193,7 @@ fn a_pager_that_cannot_run_falls_back_to_printing() {
     let mut s = shell(dir.path(), &db, "kura-no-such-pager");
     s.send_line("SELECT n FROM nums;").unwrap();
     s.expect("(300 rows)").expect("the rows, printed directly");
+    s.expect("kura>").unwrap();
     s.send_line("\\q").unwrap();
     s.expect(Eof).unwrap();
 }
