@@ -177,20 +177,24 @@ fn write_timelines(
             .find_map(|(_, t)| t.samples.first().map(|s| s.at.as_secs_f64()))
             .unwrap_or(0.0);
     let window_ms = (interval * SMOOTHING as f64 * 1e3).round();
-    let mut iops: Vec<Series> = raw
-        .iter()
-        .map(|s| {
-            Series::line(
-                format!("{} (moving average, {window_ms} ms)", s.name),
-                moving_average(&s.points, SMOOTHING),
-            )
-        })
-        .collect();
-    iops.extend(
-        raw.iter()
-            .enumerate()
-            .map(|(i, s)| Series::faint(i, s.points.clone())),
-    );
+    let smoothed = |raw: &[Series]| -> Vec<Series> {
+        let mut out: Vec<Series> = raw
+            .iter()
+            .map(|s| {
+                Series::line(
+                    format!("{} (moving average, {window_ms} ms)", s.name),
+                    moving_average(&s.points, SMOOTHING),
+                )
+            })
+            .collect();
+        out.extend(
+            raw.iter()
+                .enumerate()
+                .map(|(i, s)| Series::faint(i, s.points.clone())),
+        );
+        out
+    };
+    let iops = smoothed(&raw);
     let (lo, hi) = ceiling.spread();
     let mut hlines = vec![HLine {
         label: format!(
@@ -210,8 +214,11 @@ fn write_timelines(
             band: Some((qd1.min(), qd1.max())),
         });
     }
-    let top = raw
+    // The axis fits the smoothed lines and the ceiling: a single raw 2 ms spike
+    // would otherwise flatten everything else (raw samples above it are cut off).
+    let top = iops
         .iter()
+        .filter(|s| !matches!(s.style, crate::plot::Style::Faint(_)))
         .flat_map(|s| s.points.iter().map(|p| p.1))
         .fold(hi, f64::max);
     line_chart_with(
@@ -225,7 +232,8 @@ fn write_timelines(
         &hlines,
         Some(0.0..top * 1.08),
     )?;
-    let cpu = series(&|s| s.cpu_busy_pct);
+    let cpu_raw = series(&|s| s.cpu_busy_pct);
+    let cpu = smoothed(&cpu_raw);
     line_chart(
         &out.join(format!("modes-{id}-cpu.png")),
         &Labels {
@@ -234,7 +242,7 @@ fn write_timelines(
             y: "CPU busy % (100 = one core)",
         },
         &cpu,
-        Some(from_zero(&cpu)),
+        Some(from_zero(&cpu[..cpu_raw.len()])),
     )
 }
 
