@@ -159,9 +159,9 @@ class SharedDatabaseTest(unittest.TestCase):
 
 class ParserTest(unittest.TestCase):
     def test_kura_csv(self):
-        columns, rows = parse_csv("n_name|total\nFRANCE|12.50\nGERMANY|\n")
+        columns, rows = parse_csv('n_name,total\nFRANCE,12.50\nGERMANY,\n"A, B",1\n')
         self.assertEqual(columns, ["n_name", "total"])
-        self.assertEqual(rows, [("FRANCE", "12.50"), ("GERMANY", "NULL")])
+        self.assertEqual(rows, [("FRANCE", "12.50"), ("GERMANY", "NULL"), ("A, B", "1")])
         self.assertEqual(parse_csv(""), (None, []))
 
     def test_kura_load_table_row(self):

@@ -6,6 +6,8 @@ wall time of that process (kura's one-shot mode prints no timings of its own).
 `kura-scan` is a second Kura on the same database file with `SET enable_index = off`:
 the same data and indexes, loaded once, queried with full scans and hash joins only."""
 
+import csv
+import io
 import os
 import re
 import socket
@@ -304,14 +306,14 @@ def free_port():
 
 
 def parse_csv(text):
-    """kura's `--format csv`: a header line, then '|'-separated rows; NULL prints empty."""
-    lines = text.splitlines()
-    if not lines:
+    """kura's `--format csv`: RFC 4180 CSV, a header line first; NULL is an empty
+    unquoted field (an empty string would be `""`, which the csv module also reads as
+    empty — TPC-H answers hold no empty strings)."""
+    records = list(csv.reader(io.StringIO(text)))
+    if not records:
         return None, []
-    columns = lines[0].split("|")
-    rows = []
-    for line in lines[1:]:
-        rows.append(tuple(v.strip() if v.strip() else "NULL" for v in line.split("|")))
+    columns = records[0]
+    rows = [tuple(v.strip() if v.strip() else "NULL" for v in r) for r in records[1:]]
     return columns, rows
 
 

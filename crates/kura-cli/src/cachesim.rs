@@ -24,7 +24,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use comfy_table::{presets::UTF8_FULL, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use kura_cache::fast::DenseTrace;
-use kura_cache::paper004::{Paper004, Paper004Row, DEMOTE};
+use kura_cache::paper004::DEMOTE;
 use kura_cache::reuse::{histogram, ReuseHistogram};
 use kura_cache::sim::{
     default_threads, misses_of, simulate_all, simulate_all_dense, simulate_dense,
@@ -33,8 +33,9 @@ use kura_cache::sim::{
 use kura_cache::trace::csv::{Columns, CsvSpec};
 use kura_cache::trace::{binary, csv, oracle, synthetic, text};
 use kura_cache::{Level, Mode, SimConfig, SimResult, Trace, DEFAULT_SEED, POLICY_NAMES};
+use kura_lab::paper004::{human_bytes, percent};
 
-use crate::plot::{grouped_bar_chart, line_chart, BarGroup, Labels, Series};
+use kura_lab::plot::{grouped_bar_chart, line_chart, BarGroup, Labels, Series};
 
 #[derive(Debug, Clone, Args)]
 #[command(
@@ -187,6 +188,7 @@ pub struct Paper004Args {
     /// Requests counted per block of data.
     #[arg(long)]
     pub measured_per_block: Option<u64>,
+    /// Worker threads, one configuration each at a time (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
     /// Directory for paper004.csv, paper004.txt and the figures.
@@ -202,6 +204,7 @@ pub struct BenchArgs {
     /// Distinct blocks.
     #[arg(long, default_value_t = 1_000_000)]
     pub blocks: u64,
+    /// Zipf exponent α.
     #[arg(long, default_value_t = 0.9)]
     pub alpha: f64,
     /// Cache size in blocks (each level for `demote`).
@@ -417,27 +420,6 @@ fn progress(total: usize, what: &str) -> ProgressBar {
     bar
 }
 
-fn percent(r: f64) -> String {
-    format!("{:.2}", 100.0 * r)
-}
-
-/// Human size of `bytes` (decimal units, as paper 004 writes them).
-fn human_bytes(bytes: u64) -> String {
-    const UNITS: [(&str, f64); 4] = [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)];
-    let b = bytes as f64;
-    for (unit, scale) in UNITS {
-        if b >= scale {
-            let v = b / scale;
-            return if (v - v.round()).abs() < 1e-9 {
-                format!("{v:.0} {unit}")
-            } else {
-                format!("{v:.2} {unit}")
-            };
-        }
-    }
-    format!("{bytes} B")
-}
-
 const CSV_HEADER: &str = "trace,upper_policy,upper_blocks,lower_policy,lower_blocks,mode,requests,upper_hits,upper_hit_ratio,lower_requests,lower_hits,lower_hit_ratio,overall_hit_ratio";
 
 fn csv_row(trace: &str, label: &str, r: &SimResult) -> String {
@@ -571,10 +553,7 @@ fn run_sweep(args: RunArgs) -> Result<(), String> {
     let mut series: Vec<Series> = args
         .policies
         .iter()
-        .map(|p| Series {
-            name: p.clone(),
-            points: Vec::new(),
-        })
+        .map(|p| Series::line(p.clone(), Vec::new()))
         .collect();
     for (si, &size) in sizes.iter().enumerate() {
         let mut row = vec![format!("{size} ({})", human_bytes(size as u64 * bs))];
@@ -603,9 +582,16 @@ fn run_sweep(args: RunArgs) -> Result<(), String> {
         );
     }
     println!("{table}");
+    // The title names the workload: which trace, how many requests.
     let title = match &upper {
-        Some(u) => format!("lower hit ratio under {}({})", u.policy, u.capacity),
-        None => "hit ratio".to_string(),
+        Some(u) => format!(
+            "{}: lower hit ratio under {}({}), {}",
+            trace.name,
+            u.policy,
+            u.capacity,
+            mode.name()
+        ),
+        None => format!("{}: hit ratio, {} requests", trace.name, trace.len()),
     };
     let png = args.out.join("hit_ratio.png");
     line_chart(
@@ -720,140 +706,21 @@ fn reuse_csv(h: &ReuseHistogram) -> String {
 // ---------------------------------------------------------------- paper004
 
 fn run_paper004(args: Paper004Args) -> Result<(), String> {
-    let mut p = if args.quick {
-        Paper004::quick()
-    } else {
-        Paper004::full()
+    let config = kura_lab::paper004::Config {
+        quick: args.quick,
+        measured_per_block: args.measured_per_block,
+        threads: args.threads.unwrap_or_else(default_threads),
+        out: args.out,
     };
-    if let Some(m) = args.measured_per_block {
-        p.measured_per_block = m.max(1);
+    let bar: std::sync::OnceLock<ProgressBar> = std::sync::OnceLock::new();
+    let result = kura_lab::paper004::run(&config, &mut std::io::stdout(), &|done, total| {
+        bar.get_or_init(|| progress(total, "simulating"))
+            .set_position(done as u64);
+    });
+    if let Some(b) = bar.get() {
+        b.finish_and_clear();
     }
-    let threads = args.threads.unwrap_or_else(default_threads);
-    let total = p.configs().len();
-    println!(
-        "paper 004: {} of data in {}-byte blocks, uniform random reads, {} requests ({} warm-up), {total} configurations on {threads} threads",
-        human_bytes(p.data_bytes),
-        p.block_size,
-        (p.warmup_per_block + p.measured_per_block) * p.data_blocks(),
-        p.warmup_requests(),
-    );
-    let bar = progress(total, "simulating");
-    let started = Instant::now();
-    let rows = p
-        .run(threads, &|n| bar.set_position(n as u64))
-        .map_err(|e| e.to_string())?;
-    bar.finish_and_clear();
-    println!("simulated in {:.1} s", started.elapsed().as_secs_f64());
-
-    create_dir(&args.out)?;
-    write_file(&args.out.join("paper004.csv"), &paper004_csv(&p, &rows))?;
-    let table = paper004_table(&p, &rows);
-    println!("{table}");
-    write_file(&args.out.join("paper004.txt"), &format!("{table}\n"))?;
-    let largest = p.lower_bytes.iter().copied().max().unwrap_or(0);
-    let (scale, unit) = if largest >= 1_000_000_000 {
-        (1e9, "GB")
-    } else {
-        (1e6, "MB")
-    };
-    let x_desc = format!("lower cache size ({unit})");
-    for (fig, &u) in (12..).zip(&p.upper_bytes) {
-        let series: Vec<Series> = p
-            .lower_policies
-            .iter()
-            .map(|policy| Series {
-                name: policy.clone(),
-                points: rows
-                    .iter()
-                    .filter(|r| r.upper_bytes == u && &r.policy == policy)
-                    .map(|r| (r.lower_bytes as f64 / scale, r.stats.lower_hit_ratio()))
-                    .collect(),
-            })
-            .collect();
-        let path = args.out.join(format!(
-            "fig{fig}_upper_{}.png",
-            human_bytes(u).replace(' ', "")
-        ));
-        line_chart(
-            &path,
-            &Labels {
-                title: &format!(
-                    "Fig. {fig}: lower hit ratio, upper LRU {} of {} data",
-                    human_bytes(u),
-                    human_bytes(p.data_bytes)
-                ),
-                x: &x_desc,
-                y: "lower cache hit ratio",
-            },
-            &series,
-            Some(0.0..1.0),
-        )?;
-        println!("wrote {}", path.display());
-    }
-    println!(
-        "wrote {} and {}",
-        args.out.join("paper004.csv").display(),
-        args.out.join("paper004.txt").display()
-    );
-    Ok(())
-}
-
-fn paper004_csv(p: &Paper004, rows: &[Paper004Row]) -> String {
-    let mut out = String::from(
-        "upper_bytes,lower_bytes,lower_policy,requests,upper_hit_ratio,lower_requests,lower_hits,lower_hit_ratio,overall_hit_ratio,exclusive_bound,no_locality\n",
-    );
-    let d = p.data_blocks() as f64;
-    for r in rows {
-        let (u, l) = (
-            p.blocks(r.upper_bytes) as f64,
-            p.blocks(r.lower_bytes) as f64,
-        );
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{:.6},{},{},{:.6},{:.6},{:.6},{:.6}",
-            r.upper_bytes,
-            r.lower_bytes,
-            r.policy,
-            r.stats.requests,
-            r.stats.upper_hit_ratio(),
-            r.stats.lower_requests,
-            r.stats.lower_hits,
-            r.stats.lower_hit_ratio(),
-            r.stats.overall_hit_ratio(),
-            (l / (d - u)).min(1.0),
-            l / d
-        );
-    }
-    out
-}
-
-/// Lower-level hit ratio (%) per (upper, lower) size and policy, with the two
-/// analytic references: L/(D−U) (exclusive, no duplicates) and L/D (no locality).
-fn paper004_table(p: &Paper004, rows: &[Paper004Row]) -> Table {
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL);
-    let mut header = vec!["upper".to_string(), "lower".to_string()];
-    header.extend(p.lower_policies.iter().cloned());
-    header.push("L/(D−U)".into());
-    header.push("L/D".into());
-    table.set_header(header);
-    let d = p.data_blocks() as f64;
-    for &u in &p.upper_bytes {
-        for &l in &p.lower_bytes {
-            let mut row = vec![human_bytes(u), human_bytes(l)];
-            for policy in &p.lower_policies {
-                let r = rows
-                    .iter()
-                    .find(|r| r.upper_bytes == u && r.lower_bytes == l && &r.policy == policy);
-                row.push(r.map_or("-".into(), |r| percent(r.stats.lower_hit_ratio())));
-            }
-            let (ub, lb) = (p.blocks(u) as f64, p.blocks(l) as f64);
-            row.push(percent((lb / (d - ub)).min(1.0)));
-            row.push(percent(lb / d));
-            table.add_row(row);
-        }
-    }
-    table
+    result
 }
 
 // ---------------------------------------------------------------- bench

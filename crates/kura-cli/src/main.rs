@@ -1,18 +1,15 @@
 //! `kura`: the command-line front end — interactive shell, one-shot SQL, loading,
 //! TPC-H generation/loading, and benchmarks — all through the `kura` façade.
 
-mod bench_iops;
-mod bench_load;
-mod bench_modes;
+mod bench_cmd;
 mod cachesim;
 mod format;
-mod plot;
 mod progress;
 mod serve;
 mod shell;
 mod tpch_cmd;
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,6 +20,32 @@ use kura_common::size::parse_size;
 
 use format::Format;
 
+/// Heading of the options that apply wherever a database is opened (before or after
+/// the subcommand).
+const DB_OPTIONS: &str = "Database options";
+
+/// The database options as a subcommand that opens the database takes them (after
+/// its name); they override the same options given before it.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct DbArgs {
+    /// Database file [default: kura.db].
+    #[arg(long, help_heading = DB_OPTIONS)]
+    db: Option<PathBuf>,
+    /// Buffer pool size, e.g. 256MB or 4GiB (default: a quarter of RAM).
+    #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
+    buffer: Option<u64>,
+    /// Read through the OS page cache instead of O_DIRECT.
+    #[arg(long, help_heading = DB_OPTIONS)]
+    buffered_io: bool,
+    /// Buffer replacement policy (lru, clock, arc, 2q, ...).
+    #[arg(long, help_heading = DB_OPTIONS)]
+    buffer_policy: Option<String>,
+    /// Record the buffer manager's page accesses: page ids asked for into FILE, page
+    /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
+    #[arg(long, value_name = "FILE", help_heading = DB_OPTIONS)]
+    trace_pages: Option<PathBuf>,
+}
+
 #[derive(Parser)]
 #[command(
     name = "kura",
@@ -31,24 +54,30 @@ use format::Format;
 )]
 struct Cli {
     /// Database file.
-    #[arg(long, global = true, default_value = "kura.db")]
+    #[arg(long, default_value = "kura.db", help_heading = DB_OPTIONS)]
     db: PathBuf,
     /// Buffer pool size, e.g. 256MB or 4GiB (default: a quarter of RAM).
-    #[arg(long, global = true, value_parser = parse_size_arg)]
+    #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
     buffer: Option<u64>,
     /// Read through the OS page cache instead of O_DIRECT.
-    #[arg(long, global = true)]
+    #[arg(long, help_heading = DB_OPTIONS)]
     buffered_io: bool,
     /// Buffer replacement policy (lru, clock, arc, 2q, ...).
-    #[arg(long, global = true)]
+    #[arg(long, help_heading = DB_OPTIONS)]
     buffer_policy: Option<String>,
     /// Record the buffer manager's page accesses: page ids asked for into FILE, page
     /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = DB_OPTIONS)]
     trace_pages: Option<PathBuf>,
     /// Output format for query results.
-    #[arg(long, global = true, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// Field delimiter of `--format csv` (one character; `\t` for a tab).
+    #[arg(long = "delimiter", value_name = "CHAR", value_parser = parse_delimiter)]
+    out_delimiter: Option<u8>,
+    /// Text printed for NULL (default: empty in csv/tsv, null in JSON, NULL in tables).
+    #[arg(long, value_name = "TEXT")]
+    null: Option<String>,
     /// Run this SQL and exit.
     #[arg(short = 'c', long = "command", allow_hyphen_values = true)]
     command: Option<String>,
@@ -60,7 +89,9 @@ struct Cli {
 enum Command {
     /// Load a delimited text file (CSV or dbgen .tbl) into an existing table.
     Load {
+        /// The table to append to.
         table: String,
+        /// The file to read.
         file: PathBuf,
         /// Field delimiter (default '|', or ',' for .csv files).
         #[arg(long)]
@@ -71,6 +102,8 @@ enum Command {
         /// CSV quoting rules (double quotes).
         #[arg(long)]
         csv: bool,
+        #[command(flatten)]
+        db: DbArgs,
     },
     /// TPC-H: generate, load, run.
     Tpch {
@@ -84,25 +117,53 @@ enum Command {
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
-        cmd: BenchCommand,
+        cmd: bench_cmd::BenchCommand,
     },
 }
 
-#[derive(Subcommand)]
-enum BenchCommand {
-    /// Generate+load and load-from-.tbl throughput (MB/s, rows/s).
-    Load(bench_load::Args),
-    /// The three execution modes on the selective queries, cold (paper 003).
-    Modes(bench_modes::Args),
-    /// This disk's random 4 KiB O_DIRECT read IOPS at queue depths 1 and 64 (io_uring).
-    Iops(bench_iops::Args),
+fn parse_delimiter(s: &str) -> Result<u8, String> {
+    match s {
+        "\\t" | "tab" => Ok(b'\t'),
+        _ if s.len() == 1 => Ok(s.as_bytes()[0]),
+        _ => Err(format!("expected one (ASCII) character, got '{s}'")),
+    }
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
+impl Command {
+    /// The database options given after the subcommand, if it opens a database.
+    fn db_args(&self) -> Option<&DbArgs> {
+        match self {
+            Command::Load { db, .. } => Some(db),
+            Command::Tpch { cmd } => cmd.db_args(),
+            Command::Serve(a) => Some(&a.db),
+            Command::Bench { cmd } => cmd.db_args(),
+            Command::Cachesim(_) => None,
+        }
+    }
+}
+
 impl Cli {
+    /// Takes the database options a subcommand was given over those before it.
+    fn apply(&mut self, d: &DbArgs) {
+        if let Some(db) = &d.db {
+            self.db = db.clone();
+        }
+        if d.buffer.is_some() {
+            self.buffer = d.buffer;
+        }
+        self.buffered_io |= d.buffered_io;
+        if d.buffer_policy.is_some() {
+            self.buffer_policy = d.buffer_policy.clone();
+        }
+        if d.trace_pages.is_some() {
+            self.trace_pages = d.trace_pages.clone();
+        }
+    }
+
     fn open_options(&self) -> OpenOptions {
         OpenOptions {
             buffer_bytes: self.buffer,
@@ -112,7 +173,22 @@ impl Cli {
         }
     }
 
+    fn output_options(&self) -> format::Options {
+        let mut o = format::Options::new(self.format);
+        if let Some(d) = self.out_delimiter {
+            o.delimiter = d;
+        }
+        o.null = self.null.clone();
+        o
+    }
+
     fn open(&self) -> Result<(Database, Session), String> {
+        if !self.db.exists() {
+            eprintln!(
+                "note: {} does not exist; creating a new, empty database",
+                self.db.display()
+            );
+        }
         let db = Database::open(&self.db, self.open_options()).map_err(|e| e.to_string())?;
         if let Some(path) = &self.trace_pages {
             let bm = db.storage().buffer();
@@ -138,7 +214,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .without_time()
         .init();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Some(d) = cli.sub.as_ref().and_then(Command::db_args).cloned() {
+        cli.apply(&d);
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -156,6 +235,7 @@ fn run(cli: Cli) -> Result<(), String> {
             delimiter,
             header,
             csv,
+            ..
         }) => {
             let (_db, mut session) = cli.open()?;
             let mut opts = vec![];
@@ -184,38 +264,73 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_options()),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
-        Some(Command::Bench {
-            cmd: BenchCommand::Load(args),
-        }) => bench_load::run(args),
-        Some(Command::Bench {
-            cmd: BenchCommand::Iops(args),
-        }) => bench_iops::run(args.clone()),
-        Some(Command::Bench {
-            cmd: BenchCommand::Modes(args),
-        }) => bench_modes::run(args.clone()),
+        Some(Command::Bench { cmd }) => bench_cmd::run(cmd, &cli.db, cli.buffer),
         None => {
             let (_db, mut session) = cli.open()?;
+            let opts = cli.output_options();
             if let Some(sql) = &cli.command {
-                return run_sql(&mut session, sql, cli.format);
+                return run_sql(&mut session, sql, &opts);
             }
             if std::io::stdin().is_terminal() {
-                shell::run(&mut session, cli.format)
+                shell::run(&mut session, shell::shell_options(opts))
             } else {
                 let mut sql = String::new();
                 std::io::stdin()
                     .read_to_string(&mut sql)
                     .map_err(|e| e.to_string())?;
-                run_sql(&mut session, &sql, cli.format)
+                run_sql(&mut session, &sql, &opts)
             }
         }
     }
 }
 
-fn run_sql(session: &mut Session, sql: &str, format: Format) -> Result<(), String> {
-    let results = session.execute_all(sql).map_err(|e| e.to_string())?;
+/// Runs SQL non-interactively, printing each statement's result as it finishes.
+fn run_sql(session: &mut Session, sql: &str, opts: &format::Options) -> Result<(), String> {
+    let statements = kura::session::parse(sql).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
-    for r in &results {
-        format::print(&mut out, r, format).map_err(|e| e.to_string())?;
+    for stmt in &statements {
+        let r = session.execute_statement(stmt).map_err(|e| e.to_string())?;
+        format::print(&mut out, &r, opts).map_err(|e| e.to_string())?;
     }
-    Ok(())
+    out.flush().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(args: &[&str]) -> Cli {
+        let mut cli = Cli::try_parse_from(args).expect("arguments parse");
+        if let Some(d) = cli.sub.as_ref().and_then(Command::db_args).cloned() {
+            cli.apply(&d);
+        }
+        cli
+    }
+
+    #[test]
+    fn database_options_count_before_or_after_the_subcommand() {
+        let cli = parsed(&["kura", "--db", "x.db", "bench", "modes"]);
+        assert_eq!(cli.db, PathBuf::from("x.db"));
+        let cli = parsed(&[
+            "kura", "--db", "x.db", "tpch", "run", "--db", "y.db", "--buffer", "1MiB",
+        ]);
+        assert_eq!((cli.db, cli.buffer), (PathBuf::from("y.db"), Some(1 << 20)));
+        let cli = parsed(&["kura", "load", "t", "f.tbl", "--buffered-io"]);
+        assert!(cli.buffered_io);
+        // Commands that open no database do not take (or list) its options.
+        assert!(Cli::try_parse_from([
+            "kura", "tpch", "gen", "--sf", "1", "--out", "d", "--db", "x"
+        ])
+        .is_err());
+        assert!(Cli::try_parse_from([
+            "kura",
+            "-c",
+            "SELECT 1",
+            "--format",
+            "jsonl",
+            "--delimiter",
+            "\\t"
+        ])
+        .is_ok());
+    }
 }

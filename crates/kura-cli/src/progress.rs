@@ -17,7 +17,13 @@ pub fn for_loads() -> Option<Arc<kura::Progress>> {
             if let Some((_, b)) = slot.take() {
                 b.finish_and_clear();
             }
-            *slot = Some((label.to_string(), bytes_bar(label, total)));
+            // Index builds count rows, loads count bytes.
+            let bar = if label.starts_with("index ") {
+                count_bar(label, total, "rows")
+            } else {
+                bytes_bar(label, total)
+            };
+            *slot = Some((label.to_string(), bar));
         }
         let (_, b) = slot.as_ref().unwrap();
         b.set_position(done);
@@ -36,7 +42,7 @@ pub fn bytes_bar(label: &str, total: u64) -> ProgressBar {
     };
     b.set_style(
         ProgressStyle::with_template(
-            "{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+            "{msg:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> "),
@@ -45,7 +51,69 @@ pub fn bytes_bar(label: &str, total: u64) -> ProgressBar {
     b
 }
 
+/// A bar counting `unit`s towards `total`, with rate and ETA.
+pub fn count_bar(label: &str, total: u64, unit: &str) -> ProgressBar {
+    let b = ProgressBar::new(total);
+    b.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{msg:>24}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit} {{per_sec}} ETA {{eta}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    b.set_message(label.to_string());
+    b
+}
+
+/// Byte progress of work split by table (generated in parallel or loaded one
+/// after another): each table reports its own running count, the bar shows the sum
+/// against a known or estimated total.
+pub struct TableBytes {
+    bar: Option<ProgressBar>,
+    done: Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl TableBytes {
+    /// `None` bar off a terminal.
+    pub fn new(label: &str, total: u64) -> Self {
+        TableBytes {
+            bar: on_terminal().then(|| bytes_bar(label, total)),
+            done: Mutex::new(Default::default()),
+        }
+    }
+
+    pub fn update(&self, table: &str, bytes: u64) {
+        let Some(bar) = &self.bar else { return };
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        done.insert(table.to_string(), bytes);
+        let sum: u64 = done.values().sum();
+        // An estimated total may be short; grow it rather than overflow the bar.
+        if bar.length().is_some_and(|l| sum > l) {
+            bar.set_length(sum);
+        }
+        bar.set_position(sum);
+    }
+
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
 /// Whether progress should be drawn at all.
 pub fn on_terminal() -> bool {
     std::io::stderr().is_terminal()
+}
+
+/// A spinner with the elapsed time, ticking on its own until finished.
+pub fn spinner(label: &str) -> ProgressBar {
+    let b = ProgressBar::new_spinner();
+    b.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed_precise}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    b.set_message(label.to_string());
+    b.enable_steady_tick(std::time::Duration::from_millis(100));
+    b
 }

@@ -21,6 +21,8 @@ pub struct Args {
     /// Only this user name may log in (with a password).
     #[arg(long)]
     pub user: Option<String>,
+    #[command(flatten)]
+    pub db: crate::DbArgs,
 }
 
 /// Opens the database at `db` and serves it until SIGINT/SIGTERM.

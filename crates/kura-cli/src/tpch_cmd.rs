@@ -14,15 +14,18 @@ use crate::Cli;
 
 #[derive(Subcommand)]
 pub enum TpchCommand {
-    /// Write the eight .tbl files.
+    /// Write the eight .tbl files (tpchgen, byte-identical to dbgen).
     Gen {
+        /// Scale factor: 1 is about 1.1 GB of .tbl files, 0.01 about 11 MB.
         #[arg(long)]
         sf: f64,
+        /// Directory for the files (created if missing).
         #[arg(long)]
         out: PathBuf,
     },
     /// Create the eight tables and load them (generated on the fly, or from .tbl files).
     Load {
+        /// Scale factor of the generated data (ignored with --from).
         #[arg(long, default_value_t = 0.1)]
         sf: f64,
         /// Load TABLE.tbl files from this directory instead of generating.
@@ -31,6 +34,8 @@ pub enum TpchCommand {
         /// Also build paper 003's index set (keys, foreign keys, dates, c_name, p_name).
         #[arg(long)]
         indexes: bool,
+        #[command(flatten)]
+        db: crate::DbArgs,
     },
     /// Run the 22 queries (and/or the selective queries a-d), print times, optionally check answers.
     Run {
@@ -52,23 +57,28 @@ pub enum TpchCommand {
         /// Session settings for the run, e.g. --set enable_index=off --set execution_mode=serial.
         #[arg(long = "set", value_name = "NAME=VALUE")]
         settings: Vec<String>,
+        #[command(flatten)]
+        db: crate::DbArgs,
     },
+}
+
+impl TpchCommand {
+    pub fn db_args(&self) -> Option<&crate::DbArgs> {
+        match self {
+            TpchCommand::Gen { .. } => None,
+            TpchCommand::Load { db, .. } | TpchCommand::Run { db, .. } => Some(db),
+        }
+    }
 }
 
 pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
     match cmd {
         TpchCommand::Gen { sf, out } => {
             let start = Instant::now();
-            let bar = progress::on_terminal().then(|| progress::bytes_bar("generating", 0));
-            let report = |_: &str, _: u64| {
-                if let Some(b) = &bar {
-                    b.tick();
-                }
-            };
-            let files = kura::tpch::generate_files(*sf, out, &report).map_err(|e| e.to_string())?;
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
+            let bar = progress::TableBytes::new("generating", estimated_tbl_bytes(*sf));
+            let files = kura::tpch::generate_files(*sf, out, &|t, b| bar.update(t, b))
+                .map_err(|e| e.to_string())?;
+            bar.finish();
             let total: u64 = files.iter().map(|(_, b)| b).sum();
             for (t, bytes) in &files {
                 println!(
@@ -86,33 +96,34 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             );
             Ok(())
         }
-        TpchCommand::Load { sf, from, indexes } => {
+        TpchCommand::Load {
+            sf, from, indexes, ..
+        } => {
             let (_db, mut session) = cli.open()?;
             let start = Instant::now();
-            let bar = progress::on_terminal().then(|| progress::bytes_bar("loading", 0));
-            let report = |table: &str, bytes: u64| {
-                if let Some(b) = &bar {
-                    b.set_message(table.to_string());
-                    b.set_position(bytes);
-                }
+            let (source, total) = match from {
+                Some(dir) => (Source::Files(dir), tbl_file_bytes(dir)),
+                None => (Source::Generate(*sf), estimated_tbl_bytes(*sf)),
             };
-            let source = match from {
-                Some(dir) => Source::Files(dir),
-                None => Source::Generate(*sf),
-            };
-            let reports =
-                kura::tpch::load(&mut session, source, &report).map_err(|e| e.to_string())?;
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
+            // The session's own per-COPY bar would restart for every table.
+            session.set_progress(None);
+            let bar = progress::TableBytes::new("loading", total);
+            let reports = kura::tpch::load(&mut session, source, &|t, b| bar.update(t, b))
+                .map_err(|e| e.to_string())?;
+            bar.finish();
             print_load_table(&reports, start.elapsed().as_secs_f64());
             if *indexes {
                 let start = Instant::now();
-                let bar = progress::on_terminal().then(|| progress::bytes_bar("indexes", 0));
+                let count = kura::tpch::load::INDEX_SQL
+                    .split(';')
+                    .filter(|s| !s.trim().is_empty())
+                    .count();
+                let bar = progress::on_terminal()
+                    .then(|| progress::count_bar("indexes", count as u64, "indexes"));
                 let built = kura::tpch::load::create_indexes(&mut session, &|name| {
                     if let Some(b) = &bar {
                         b.set_message(name.to_string());
-                        b.tick();
+                        b.inc(1);
                     }
                 })
                 .map_err(|e| e.to_string())?;
@@ -140,6 +151,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             load,
             reps,
             settings,
+            ..
         } => {
             if *load {
                 run(
@@ -148,6 +160,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                         sf: *sf,
                         from: None,
                         indexes: false,
+                        db: crate::DbArgs::default(),
                     },
                 )?;
             }
@@ -179,8 +192,39 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             } else {
                 queries.clone()
             };
-            let runs = kura::tpch::run::run_queries(&mut session, &ids, answers.as_deref(), *reps)
+            let loaded = loaded_sf(&mut session);
+            let sf_note = loaded.filter(|l| (l - sf).abs() > 1e-9).map(|l| {
+                format!(
+                    "note: the database holds TPC-H SF {l} (supplier rows / 10,000), not SF {sf}; \
+                     answers for SF {sf} cannot match — run with --sf {l}"
+                )
+            });
+            if let Some(n) = &sf_note {
+                eprintln!("{n}");
+            }
+            // One query at a time, so the bar moves (and shows an ETA) as each finishes.
+            let bar = progress::on_terminal()
+                .then(|| progress::count_bar("queries", ids.len() as u64, "queries"));
+            let mut runs = Vec::new();
+            for id in &ids {
+                if let Some(b) = &bar {
+                    b.set_message(format!("query {id}"));
+                }
+                let mut r = kura::tpch::run::run_queries(
+                    &mut session,
+                    std::slice::from_ref(id),
+                    answers.as_deref(),
+                    *reps,
+                )
                 .map_err(|e| e.to_string())?;
+                runs.append(&mut r);
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+            }
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
             let mut t = Table::new();
             t.load_preset(UTF8_FULL_CONDENSED);
             t.set_header(["query", "rows", "median ms", "result"]);
@@ -213,13 +257,57 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             );
             if failures > 0 {
                 return Err(format!(
-                    "{failures} of {} queries failed or gave wrong answers",
-                    runs.len()
+                    "{failures} of {} queries failed or gave wrong answers{}",
+                    runs.len(),
+                    sf_note.map_or(String::new(), |n| format!(" ({n})"))
                 ));
             }
             Ok(())
         }
     }
+}
+
+/// Bytes of the .tbl files at scale factor 1 (dbgen's), by table; all but nation and
+/// region grow linearly with the scale factor.
+const TBL_BYTES_SF1: [(&str, u64); 8] = [
+    ("lineitem", 759_863_287),
+    ("orders", 171_952_161),
+    ("partsupp", 118_984_616),
+    ("customer", 24_346_144),
+    ("part", 24_135_125),
+    ("supplier", 1_409_184),
+    ("nation", 2_224),
+    ("region", 389),
+];
+
+/// The .tbl bytes expected at `sf`: the progress bars' total before anything exists.
+pub fn estimated_tbl_bytes(sf: f64) -> u64 {
+    TBL_BYTES_SF1
+        .iter()
+        .map(|&(t, b)| {
+            if t == "nation" || t == "region" {
+                b
+            } else {
+                (b as f64 * sf) as u64
+            }
+        })
+        .sum()
+}
+
+/// Total size of the .tbl files in `dir` (what loading them reads).
+fn tbl_file_bytes(dir: &std::path::Path) -> u64 {
+    TBL_BYTES_SF1
+        .iter()
+        .filter_map(|(t, _)| std::fs::metadata(dir.join(format!("{t}.tbl"))).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// The scale factor of the loaded data: TPC-H has 10,000 suppliers per unit of SF.
+fn loaded_sf(session: &mut kura::Session) -> Option<f64> {
+    let r = session.execute("SELECT count(*) FROM supplier").ok()?;
+    let n = r.rows().first()?.first()?.as_f64()?;
+    (n > 0.0).then_some(n / 10_000.0)
 }
 
 /// Prints rows, bytes and throughput per table and in total.

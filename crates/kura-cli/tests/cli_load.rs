@@ -59,8 +59,9 @@ fn load_reports_rows_and_bad_rows_fail_cleanly() {
         lines.contains(&"3"),
         "the failed load added nothing:\n{text}"
     );
-    // `--format csv` prints `|`-separated rows, header first.
-    for row in ["id|name|price", "1|a, b|1.50", "2||2.00", "3|ü|-0.25"] {
+    // `--format csv` prints RFC 4180 CSV, header first: the comma inside a value
+    // quoted, NULL an empty field.
+    for row in ["id,name,price", "1,\"a, b\",1.50", "2,,2.00", "3,ü,-0.25"] {
         assert!(lines.contains(&row), "missing {row:?} in:\n{text}");
     }
 }

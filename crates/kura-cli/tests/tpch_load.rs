@@ -269,6 +269,28 @@ fn generated_and_file_loads_agree(sf: f64, counts: &[(&str, u64)], compare_all_c
         text.lines().any(|l| l.trim() == lineitem.to_string()),
         "count output:\n{text}"
     );
+    if sf == 0.01 {
+        // Checked against the answers of another scale factor, the run fails and
+        // says which scale factor the database holds.
+        let out = common::kura()
+            .arg("--db")
+            .arg(dir.path().join("files.kura"))
+            .args(["tpch", "run", "--sf", "0.1", "--check", "--queries", "6"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("the database holds TPC-H SF 0.01") && err.contains("--sf 0.01"),
+            "{err}"
+        );
+        let out = run_ok(
+            dir.path().join("files.kura").as_path(),
+            &["tpch", "run", "--sf", "0.01", "--check", "--queries", "6"],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("the database holds"), "{err}");
+    }
 }
 
 #[test]

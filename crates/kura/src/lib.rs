@@ -4,6 +4,7 @@
 mod copy;
 pub mod database;
 pub mod ddl;
+mod describe;
 pub mod error;
 mod query;
 pub mod result;

@@ -119,6 +119,12 @@ impl Session {
         let statement = statements.pop().unwrap();
         let (param_types, columns) = if is_local(&statement) {
             let columns = match &statement {
+                Statement::ExplainTable { .. } => {
+                    crate::describe::columns_of(&crate::describe::DESCRIBE_COLUMNS)
+                }
+                Statement::ShowTables { .. } => {
+                    crate::describe::columns_of(&crate::describe::SHOW_TABLES_COLUMNS)
+                }
                 Statement::ShowVariable { variable } => vec![ResultColumn {
                     name: variable
                         .iter()
@@ -214,6 +220,10 @@ impl Session {
             ),
             Statement::Set(set) => self.set(set),
             Statement::ShowVariable { variable } => self.show(variable),
+            Statement::ExplainTable { table_name, .. } => {
+                crate::describe::describe(self, table_name.to_string().trim_matches('"'))
+            }
+            Statement::ShowTables { .. } => Ok(crate::describe::show_tables(self)),
             other => {
                 let ctx = crate::query::QueryContext {
                     storage: &self.storage,
@@ -336,7 +346,11 @@ fn is_local(stmt: &Statement) -> bool {
                 | sqlparser::ast::ObjectType::Index
         ),
         Statement::CreateIndex(_) => true,
-        Statement::Copy { .. } | Statement::Set(_) | Statement::ShowVariable { .. } => true,
+        Statement::Copy { .. }
+        | Statement::Set(_)
+        | Statement::ShowVariable { .. }
+        | Statement::ExplainTable { .. }
+        | Statement::ShowTables { .. } => true,
         _ => false,
     }
 }

@@ -1,42 +1,38 @@
-//! `kura bench modes`: the selective queries (C), (A), (B), (D) in the three
-//! execution modes (paper 003) — cold, over a buffer far smaller than the data, with
+//! Paper 003's figures 2 and 3 and its mode table (`kura bench modes`): the selective
+//! queries (C), (A), (B), (D) in the three execution modes — cold, over a buffer far smaller than the data, with
 //! O_DIRECT reads — printing time, mean IOPS, mean CPU %, the speed-ups of
 //! out-of-order over serial and static, and out-of-order IOPS as a share of the
-//! disk's QD-64 ceiling; writes each run's timeline as CSV and PNG.
+//! disk's I/O ceiling (crate::ceiling: the best median of a repeated queue-depth
+//! sweep); writes each run's timeline as CSV and PNG.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kura::tpch::run::query_text;
 use kura::{Database, OpenOptions};
-use kura_exec::runtime::{
-    open_direct, page_fix_stats, shared_runtime, take_max_in_flight, Timeline,
-};
+use kura_exec::runtime::{page_fix_stats, shared_runtime, take_max_in_flight, Timeline};
 
-use crate::plot::{line_chart, Labels, Series};
+use crate::ceiling::{self, Ceiling, DirectProbe, Plan};
+use crate::plot::{line_chart, line_chart_with, HLine, Labels, Series};
 
-/// Options of `kura bench modes`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct Args {
-    /// An existing database holding the TPC-H tables (e.g. loaded by `kura tpch load`).
-    #[arg(long)]
+/// The study's parameters.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// An existing database holding the TPC-H tables.
     pub db: PathBuf,
     /// Buffer pool size of each cold run (far smaller than the data).
-    #[arg(long, default_value = "64MiB", value_parser = crate::bench_iops::parse_size)]
     pub buffer: u64,
     /// Queries to run (a to d).
-    #[arg(long, value_delimiter = ',', default_values_t = vec!["c".to_string(), "a".into(), "b".into(), "d".into()])]
     pub queries: Vec<String>,
     /// Directory for the timeline CSV and PNG files.
-    #[arg(long, default_value = ".")]
     pub out: PathBuf,
     /// Sequential read-ahead of out-of-order scans (`SET prefetch`): on or off.
-    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub prefetch: String,
-    /// Seconds of each ceiling measurement (queue depths 1 and 64).
-    #[arg(long, default_value_t = 3.0)]
+    /// Seconds of each ceiling measurement (one depth, one repetition).
     pub ceiling_seconds: f64,
+    /// Repetitions of the ceiling sweep (median and spread reported).
+    pub ceiling_reps: usize,
 }
 
 const MODES: [&str; 3] = ["serial", "static", "ooo"];
@@ -65,7 +61,7 @@ fn process_cpu_secs() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
-fn run_cold(args: &Args, id: &str, mode: &str, interval: Duration) -> Result<Measured, String> {
+fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<Measured, String> {
     let (db_path, buffer) = (&args.db, args.buffer);
     let sql = query_text(id).ok_or_else(|| format!("unknown query {id}"))?;
     // A fresh open per run: an empty buffer pool; O_DIRECT keeps the OS cache out.
@@ -113,13 +109,34 @@ fn run_cold(args: &Args, id: &str, mode: &str, interval: Duration) -> Result<Mea
     })
 }
 
+/// Samples in the IOPS charts' moving average.
+const SMOOTHING: usize = 5;
+
+/// Centred moving average of `points` over `window` samples (fewer at the ends).
+fn moving_average(points: &[(f64, f64)], window: usize) -> Vec<(f64, f64)> {
+    let half = window / 2;
+    (0..points.len())
+        .map(|i| {
+            let lo = i.saturating_sub(half);
+            let hi = (i + half + 1).min(points.len());
+            let mean = points[lo..hi].iter().map(|p| p.1).sum::<f64>() / (hi - lo) as f64;
+            (points[i].0, mean)
+        })
+        .collect()
+}
+
 /// Timeline samples per run the sampling interval aims at (so sub-second and
 /// minute-long runs both show their shape).
 const SAMPLES_PER_RUN: f64 = 40.0;
 
 /// Writes each mode's timeline as CSV, and one CPU % and one IOPS chart per query
 /// with a line per mode over time (the layout of paper 003's figures 2 and 3).
-fn write_timelines(out: &Path, id: &str, runs: &[(&str, &Timeline)]) -> Result<(), String> {
+fn write_timelines(
+    out: &Path,
+    id: &str,
+    runs: &[(&str, &Timeline)],
+    ceiling: &Ceiling,
+) -> Result<(), String> {
     for (mode, timeline) in runs {
         let path = out.join(format!("modes-{id}-{mode}.csv"));
         timeline
@@ -128,13 +145,14 @@ fn write_timelines(out: &Path, id: &str, runs: &[(&str, &Timeline)]) -> Result<(
     }
     let series = |f: &dyn Fn(&kura_exec::runtime::TimelineSample) -> f64| {
         runs.iter()
-            .map(|(mode, t)| Series {
-                name: mode.to_string(),
-                points: t
-                    .samples
-                    .iter()
-                    .map(|s| (s.at.as_secs_f64(), f(s)))
-                    .collect(),
+            .map(|(mode, t)| {
+                Series::line(
+                    mode.to_string(),
+                    t.samples
+                        .iter()
+                        .map(|s| (s.at.as_secs_f64(), f(s)))
+                        .collect(),
+                )
             })
             .collect::<Vec<_>>()
     };
@@ -147,48 +165,85 @@ fn write_timelines(out: &Path, id: &str, runs: &[(&str, &Timeline)]) -> Result<(
         0.0..(top * 1.08).max(1.0)
     };
     let upper = id.to_uppercase();
-    let iops = series(&|s| s.iops);
-    line_chart(
+    // Raw samples zig-zag (a 2 ms sample holds 0 or 100 reads): drawn faint behind a
+    // centred moving average over a stated window.
+    let raw = series(&|s| s.iops);
+    let interval = runs
+        .iter()
+        .find_map(|(_, t)| t.samples.get(1).map(|s| s.at.as_secs_f64()))
+        .unwrap_or(0.0)
+        - runs
+            .iter()
+            .find_map(|(_, t)| t.samples.first().map(|s| s.at.as_secs_f64()))
+            .unwrap_or(0.0);
+    let window_ms = (interval * SMOOTHING as f64 * 1e3).round();
+    let smoothed = |raw: &[Series]| -> Vec<Series> {
+        let mut out: Vec<Series> = raw
+            .iter()
+            .map(|s| {
+                Series::line(
+                    format!("{} (moving average, {window_ms} ms)", s.name),
+                    moving_average(&s.points, SMOOTHING),
+                )
+            })
+            .collect();
+        out.extend(
+            raw.iter()
+                .enumerate()
+                .map(|(i, s)| Series::faint(i, s.points.clone())),
+        );
+        out
+    };
+    let iops = smoothed(&raw);
+    let (lo, hi) = ceiling.spread();
+    let mut hlines = vec![HLine {
+        label: format!(
+            "ceiling: QD {} median {:.0} (runs {:.0}–{:.0})",
+            ceiling.at_best().depth,
+            ceiling.iops(),
+            lo,
+            hi
+        ),
+        y: ceiling.iops(),
+        band: Some((lo, hi)),
+    }];
+    if let Some(qd1) = ceiling.sweep.iter().find(|d| d.depth == 1) {
+        hlines.push(HLine {
+            label: format!("QD 1 median {:.0}", qd1.median()),
+            y: qd1.median(),
+            band: Some((qd1.min(), qd1.max())),
+        });
+    }
+    // The axis fits the smoothed lines and the ceiling: a single raw 2 ms spike
+    // would otherwise flatten everything else (raw samples above it are cut off).
+    let top = iops
+        .iter()
+        .filter(|s| !matches!(s.style, crate::plot::Style::Faint(_)))
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(hi, f64::max);
+    line_chart_with(
         &out.join(format!("modes-{id}-iops.png")),
         &Labels {
-            title: &format!("query ({upper}): reads per second by execution mode"),
+            title: &format!("TPC-H query ({upper}), cold: reads per second by execution mode"),
             x: "seconds",
-            y: "reads per second",
+            y: "page reads per second",
         },
         &iops,
-        Some(from_zero(&iops)),
+        &hlines,
+        Some(0.0..top * 1.08),
     )?;
-    let cpu = series(&|s| s.cpu_busy_pct);
+    let cpu_raw = series(&|s| s.cpu_busy_pct);
+    let cpu = smoothed(&cpu_raw);
     line_chart(
         &out.join(format!("modes-{id}-cpu.png")),
         &Labels {
-            title: &format!("query ({upper}): CPU busy % by execution mode"),
+            title: &format!("TPC-H query ({upper}), cold: CPU busy % by execution mode"),
             x: "seconds",
             y: "CPU busy % (100 = one core)",
         },
         &cpu,
-        Some(from_zero(&cpu)),
+        Some(from_zero(&cpu[..cpu_raw.len()])),
     )
-}
-
-/// The disk's random read IOPS at queue depth `depth`, over the database file, in
-/// reads of one database page (what the queries read), with O_DIRECT.
-fn ceiling(db_path: &Path, page: usize, depth: usize, seconds: f64) -> Result<f64, String> {
-    let file = Arc::new(open_direct(db_path).map_err(|e| format!("{}: {e}", db_path.display()))?);
-    let blocks = file.metadata().map_err(|e| e.to_string())?.len() / page as u64;
-    if blocks == 0 {
-        return Err(format!("{} is empty", db_path.display()));
-    }
-    let rt = shared_runtime().map_err(|e| e.to_string())?;
-    let r = crate::bench_iops::measure(
-        rt,
-        &file,
-        blocks,
-        page,
-        depth,
-        Duration::from_secs_f64(seconds),
-    )?;
-    Ok(r.iops)
 }
 
 /// The database's page size (the unit of every read the queries do).
@@ -199,16 +254,45 @@ fn page_size(db_path: &Path) -> Result<usize, String> {
 }
 
 /// Runs the benchmark and prints one table row per query and mode.
-pub fn run(args: Args) -> Result<(), String> {
+/// Prints the queue-depth sweep: median and spread per depth, the ceiling marked.
+fn write_ceiling(out: &mut dyn Write, c: &Ceiling) -> Result<(), String> {
+    let e = |e: std::io::Error| e.to_string();
+    writeln!(
+        out,
+        "{:>6} {:>12} {:>12} {:>12}",
+        "QD", "median IOPS", "min", "max"
+    )
+    .map_err(e)?;
+    for (i, d) in c.sweep.iter().enumerate() {
+        writeln!(
+            out,
+            "{:>6} {:>12.0} {:>12.0} {:>12.0}{}",
+            d.depth,
+            d.median(),
+            d.min(),
+            d.max(),
+            if i == c.best { "   <- ceiling" } else { "" }
+        )
+        .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Runs the benchmark and writes one table row per query and mode to `out`;
+/// `progress(done, total)` follows the ceiling measurements.
+pub fn run(
+    args: &Config,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(), String> {
     if !args.db.exists() {
         return Err(format!("no database at {}", args.db.display()));
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let rt = shared_runtime().map_err(|e| e.to_string())?;
     let page = page_size(&args.db)?;
-    let qd1 = ceiling(&args.db, page, 1, args.ceiling_seconds)?;
-    let ceiling = ceiling(&args.db, page, 64, args.ceiling_seconds)?;
-    println!(
+    writeln!(
+        out,
         "kura bench modes: {} with a {} MiB buffer, O_DIRECT, {} workers ({}), prefetch {}",
         args.db.display(),
         args.buffer >> 20,
@@ -219,28 +303,45 @@ pub fn run(args: Args) -> Result<(), String> {
             "synchronous reads"
         },
         args.prefetch
-    );
-    println!(
-        "random {} KiB page reads: QD-1 {qd1:.0} IOPS, QD-64 ceiling {ceiling:.0} IOPS",
-        page >> 10
-    );
-    println!(
+    )
+    .map_err(|e| e.to_string())?;
+    let plan = Plan::standard(args.ceiling_seconds, args.ceiling_reps);
+    writeln!(
+        out,
+        "I/O ceiling: random {} KiB page reads over {} with O_DIRECT, {:.1} s warm-up, then QD {:?} × {} runs of {:.1} s (interleaved)",
+        page >> 10,
+        args.db.display(),
+        plan.warmup.as_secs_f64(),
+        plan.depths,
+        plan.reps,
+        plan.duration.as_secs_f64()
+    )
+    .map_err(|e| e.to_string())?;
+    let probe = DirectProbe::open(rt, &args.db, page)?;
+    let ceiling = ceiling::measure(&probe, &plan, progress)?;
+    write_ceiling(out, &ceiling)?;
+    let csv = args.out.join("modes-ceiling.csv");
+    std::fs::write(&csv, ceiling.csv()).map_err(|e| format!("{}: {e}", csv.display()))?;
+    writeln!(
+        out,
         "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7} {:>8} {:>10}",
         "query", "mode", "time s", "rows", "mean IOPS", "CPU %", "peak QD", "read-ahead"
-    );
+    )
+    .map_err(|e| e.to_string())?;
     for id in &args.queries {
         // Out-of-order runs first: it is the shortest, and its time sets one
         // sampling interval for all three modes (comparable curves, and enough
         // samples for a sub-second run).
-        let ooo = run_cold(&args, id, "ooo", Duration::from_millis(5))?;
+        let ooo = run_cold(args, id, "ooo", Duration::from_millis(5))?;
         let interval = Duration::from_secs_f64(ooo.secs / SAMPLES_PER_RUN)
             .clamp(Duration::from_millis(2), Duration::from_millis(500));
-        let ooo = run_cold(&args, id, "ooo", interval)?;
-        let serial = run_cold(&args, id, "serial", interval)?;
-        let stat = run_cold(&args, id, "static", interval)?;
+        let ooo = run_cold(args, id, "ooo", interval)?;
+        let serial = run_cold(args, id, "serial", interval)?;
+        let stat = run_cold(args, id, "static", interval)?;
         let times = [serial, stat, ooo];
         for (mode, m) in MODES.iter().zip(&times) {
-            println!(
+            writeln!(
+                out,
                 "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1} {:>8} {:>10}",
                 format!("{})", id.to_uppercase()),
                 mode,
@@ -250,21 +351,26 @@ pub fn run(args: Args) -> Result<(), String> {
                 m.cpu_pct,
                 m.peak_in_flight,
                 m.read_ahead
-            );
+            )
+            .map_err(|e| e.to_string())?;
         }
         let runs: Vec<(&str, &Timeline)> = MODES
             .iter()
             .zip(&times)
             .filter_map(|(mode, m)| Some((*mode, m.timeline.as_ref()?)))
             .collect();
-        write_timelines(&args.out, id, &runs)?;
+        write_timelines(&args.out, id, &runs, &ceiling)?;
         let (serial, stat, ooo) = (&times[0], &times[1], &times[2]);
-        println!(
-            "       ooo/serial {:.2}x   ooo/static {:.2}x   ooo IOPS = {:.0}% of the QD-64 ceiling",
+        writeln!(
+            out,
+            "       ooo/serial {:.2}x   ooo/static {:.2}x   ooo IOPS = {:.0}% of the QD-{} ceiling (its runs reach up to {:.0}%)",
             serial.secs / ooo.secs,
             stat.secs / ooo.secs,
-            ooo.iops / ceiling * 100.0
-        );
+            ceiling.percent(ooo.iops),
+            ceiling.at_best().depth,
+            ceiling.percent_limit()
+        )
+        .map_err(|e| e.to_string())?;
     }
     Ok(())
 }

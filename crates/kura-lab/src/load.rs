@@ -1,23 +1,22 @@
-//! `kura bench load`: bulk-load throughput at a scale factor — generate+load
-//! straight into the loader, and load from existing .tbl files — median of runs,
-//! each into a fresh database.
+//! Bulk-load throughput (no paper figure: the baseline against DuckDB's `read_csv`,
+//! `kura bench load`): generate+load straight into the loader, and load from
+//! existing .tbl files, at a scale factor — median of runs, each into a fresh database.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use kura::tpch::load::Source;
 use kura::{Database, OpenOptions};
 
-#[derive(clap::Args)]
-pub struct Args {
-    #[arg(long, default_value_t = 1.0)]
-    sf: f64,
-    /// Directory for the .tbl files and the scratch databases (default: a temp dir).
-    #[arg(long)]
-    dir: Option<PathBuf>,
+/// The study's parameters.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub sf: f64,
+    /// Directory for the .tbl files and the scratch databases (`None`: a temp dir).
+    pub dir: Option<PathBuf>,
     /// Runs of each kind; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    reps: usize,
+    pub reps: usize,
 }
 
 struct Run {
@@ -49,18 +48,21 @@ fn median(mut runs: Vec<Run>) -> Run {
     runs.swap_remove(runs.len() / 2)
 }
 
-fn report(label: &str, r: &Run) {
-    println!(
+fn report(out: &mut dyn Write, label: &str, r: &Run) -> Result<(), String> {
+    writeln!(
+        out,
         "{label:<22} {:>8.2} s  {:>8.1} MB/s  {:>12.0} rows/s  ({:.1} MB, {} rows)",
         r.secs,
         r.bytes as f64 / 1e6 / r.secs,
         r.rows as f64 / r.secs,
         r.bytes as f64 / 1e6,
         r.rows
-    );
+    )
+    .map_err(|e| e.to_string())
 }
 
-pub fn run(args: &Args) -> Result<(), String> {
+/// Runs the study, writing its report to `out`.
+pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
     let tmp;
     let dir = match &args.dir {
         Some(d) => d.clone(),
@@ -71,32 +73,36 @@ pub fn run(args: &Args) -> Result<(), String> {
     };
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let reps = args.reps.max(1);
-    println!(
+    writeln!(
+        out,
         "kura bench load: SF {}, {} runs each, median; {} cores",
         args.sf,
         reps,
         kura_storage::loader::default_threads()
-    );
+    )
+    .map_err(|e| e.to_string())?;
     let mut gen_runs = Vec::new();
     for _ in 0..reps {
         gen_runs.push(load_once(&dir, Source::Generate(args.sf))?);
     }
-    report("generate+load", &median(gen_runs));
+    report(out, "generate+load", &median(gen_runs))?;
     let tbl_dir = dir.join(format!("sf{}", args.sf));
     if !tbl_dir.join("lineitem.tbl").exists() {
         let start = Instant::now();
         kura::tpch::generate_files(args.sf, &tbl_dir, &|_, _| {}).map_err(|e| e.to_string())?;
-        println!(
+        writeln!(
+            out,
             "(.tbl files written to {} in {:.1} s)",
             tbl_dir.display(),
             start.elapsed().as_secs_f64()
-        );
+        )
+        .map_err(|e| e.to_string())?;
     }
     let mut file_runs = Vec::new();
     for _ in 0..reps {
         file_runs.push(load_once(&dir, Source::Files(&tbl_dir))?);
     }
-    report("load from .tbl", &median(file_runs));
+    report(out, "load from .tbl", &median(file_runs))?;
     if args.dir.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1,6 +1,6 @@
-//! `kura bench iops`: this disk's random-read IOPS with O_DIRECT at queue depths 1
-//! and 64, through the runtime's own io_uring read path — the microbenchmark
-//! ceiling that paper 003 compares query I/O rates against.
+//! Paper 003's I/O ceiling (§ 5, the microbenchmark its figures compare query read
+//! rates against): this disk's random-read IOPS with O_DIRECT at chosen queue depths,
+//! through the runtime's own io_uring read path (`kura bench iops`).
 
 use std::fs::File;
 use std::io::Write;
@@ -12,26 +12,16 @@ use std::time::{Duration, Instant};
 
 use kura_exec::runtime::{buffer, open_direct, read_at, spawn, BoxError, Runtime, RuntimeConfig};
 
-/// Options of `kura bench iops`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct Args {
-    /// Size of the temporary test file (e.g. 1GiB, 256MiB, 4000000000).
-    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+/// What to measure: a temporary file of `size` bytes in `dir`, read at random in
+/// blocks of `block` bytes at each queue depth for `seconds`.
+#[derive(Debug, Clone)]
+pub struct Config {
     pub size: u64,
-    /// Directory in which to create the test file (removed afterwards).
-    #[arg(long, default_value = ".")]
     pub dir: PathBuf,
-    /// Seconds of measurement per queue depth.
-    #[arg(long, default_value_t = 5.0)]
     pub seconds: f64,
-    /// Queue depths to measure, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 64])]
     pub depths: Vec<usize>,
-    /// Bytes per read (a multiple of 4096).
-    #[arg(long, default_value_t = 4096)]
     pub block: usize,
     /// Worker threads (0: one per core).
-    #[arg(long, default_value_t = 0)]
     pub workers: usize,
 }
 
@@ -45,8 +35,8 @@ pub struct IopsResult {
     pub mb_per_s: f64,
 }
 
-/// Runs the benchmark and prints one line per queue depth.
-pub fn run(args: Args) -> Result<(), String> {
+/// Runs the benchmark and writes one line per queue depth to `out`.
+pub fn run(args: &Config, out: &mut dyn Write) -> Result<Vec<IopsResult>, String> {
     if args.block == 0 || !args.block.is_multiple_of(4096) {
         return Err(format!(
             "--block must be a positive multiple of 4096, got {}",
@@ -77,14 +67,17 @@ pub fn run(args: Args) -> Result<(), String> {
     } else {
         "synchronous pread (io_uring unavailable)"
     };
-    println!(
+    let mut results = Vec::new();
+    writeln!(
+        out,
         "kura bench iops: {} file in {}, {} KiB random reads, O_DIRECT, {path_kind} on {} workers, {:.1} s per depth",
         format_size(blocks * args.block as u64),
         args.dir.display(),
         args.block / 1024,
         runtime.workers(),
         args.seconds
-    );
+    )
+    .map_err(io_err)?;
     let file = Arc::new(test_file.open_direct()?);
     for &depth in &args.depths {
         let r = measure(
@@ -95,20 +88,30 @@ pub fn run(args: Args) -> Result<(), String> {
             depth,
             Duration::from_secs_f64(args.seconds),
         )?;
-        println!(
+        writeln!(
+            out,
             "QD {:>3}: {:>10.0} IOPS  {:>9.1} MB/s  ({} reads in {:.2} s)",
             r.depth,
             r.iops,
             r.mb_per_s,
             r.reads,
             r.elapsed.as_secs_f64()
-        );
+        )
+        .map_err(io_err)?;
+        results.push(r);
     }
-    Ok(())
+    Ok(results)
+}
+
+fn io_err(e: std::io::Error) -> String {
+    format!("writing the report: {e}")
 }
 
 /// Random reads of `block` bytes over `blocks` blocks of `file` by `depth`
-/// concurrent tasks (each keeping one read in flight) for `duration`.
+/// concurrent tasks (each keeping one read in flight) for `duration`. The clock
+/// starts inside the runtime, when the first task is spawned, and only reads that
+/// complete within `duration` count — so a late start (a busy worker) or the tail
+/// of reads still in flight at the end cannot bias the rate.
 pub fn measure(
     runtime: &Runtime,
     file: &Arc<File>,
@@ -118,11 +121,10 @@ pub fn measure(
     duration: Duration,
 ) -> Result<IopsResult, String> {
     let reads = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let deadline = started + duration;
     let (file, counter) = (file.clone(), reads.clone());
     runtime
         .block_on(async move {
+            let deadline = Instant::now() + duration;
             for task in 0..depth {
                 let (file, counter) = (file.clone(), counter.clone());
                 spawn(async move {
@@ -130,7 +132,7 @@ pub fn measure(
                     let mut rng = XorShift::new(task as u64 + 1);
                     let mut buf = buffer(block);
                     let mut done = 0u64;
-                    while Instant::now() < deadline {
+                    loop {
                         let offset = rng.below(blocks) * block as u64;
                         let (result, back) = read_at(fd, offset, buf).await;
                         buf = back;
@@ -139,6 +141,9 @@ pub fn measure(
                             return Err(
                                 format!("short read of {n} bytes at offset {offset}").into()
                             );
+                        }
+                        if Instant::now() > deadline {
+                            break;
                         }
                         done += 1;
                     }
@@ -149,13 +154,12 @@ pub fn measure(
             Ok::<(), BoxError>(())
         })
         .map_err(|e| format!("read failed: {e}"))?;
-    let elapsed = started.elapsed();
     let reads = reads.load(Ordering::Relaxed);
-    let secs = elapsed.as_secs_f64();
+    let secs = duration.as_secs_f64();
     Ok(IopsResult {
         depth,
         reads,
-        elapsed,
+        elapsed: duration,
         iops: reads as f64 / secs,
         mb_per_s: reads as f64 * block as f64 / 1e6 / secs,
     })
@@ -230,35 +234,6 @@ impl XorShift {
     }
 }
 
-/// Parses sizes like `1GiB`, `512MiB`, `64KiB`, `1G`, `2GB`, `4096`.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid size '{text}': expected a number with an optional unit"))?;
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "t" | "tib" => 1 << 40,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        other => return Err(format!("invalid size unit '{other}' in '{text}'")),
-    };
-    let bytes = value * multiplier as f64;
-    if !(bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64) {
-        return Err(format!("size '{text}' is out of range"));
-    }
-    Ok(bytes as u64)
-}
-
 fn format_size(bytes: u64) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
     const MIB: f64 = (1u64 << 20) as f64;
@@ -274,32 +249,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
-        assert_eq!(parse_size("2GB"), Ok(2_000_000_000));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("1.5k"), Ok(1536));
-        assert!(parse_size("12XB").is_err());
-        assert!(parse_size("GiB").is_err());
-    }
-
-    #[test]
     fn benchmark_runs_on_a_small_file_and_cleans_up() {
         let dir = std::env::temp_dir().join(format!("kura-bench-iops-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let result = run(Args {
-            size: 4 << 20,
-            dir: dir.clone(),
-            seconds: 0.2,
-            depths: vec![1, 8],
-            block: 4096,
-            workers: 2,
-        });
+        let result = run(
+            &Config {
+                size: 4 << 20,
+                dir: dir.clone(),
+                seconds: 0.2,
+                depths: vec![1, 8],
+                block: 4096,
+                workers: 2,
+            },
+            &mut std::io::sink(),
+        );
         let leftovers = std::fs::read_dir(&dir).unwrap().count();
         let _ = std::fs::remove_dir_all(&dir);
         match result {
-            Ok(()) => {}
+            Ok(r) => assert_eq!(r.len(), 2),
             // Some CI file systems refuse O_DIRECT; that must be a clear error.
             Err(e) => assert!(e.contains("O_DIRECT"), "unexpected error: {e}"),
         }
@@ -308,7 +275,7 @@ mod tests {
 
     #[test]
     fn invalid_arguments_are_errors() {
-        let args = Args {
+        let args = Config {
             size: 1 << 20,
             dir: PathBuf::from("."),
             seconds: 1.0,
@@ -316,26 +283,37 @@ mod tests {
             block: 1000,
             workers: 1,
         };
-        assert!(run(args.clone()).unwrap_err().contains("--block"));
-        assert!(run(Args {
-            depths: vec![0],
-            block: 4096,
-            ..args.clone()
-        })
+        assert!(run(&args, &mut std::io::sink())
+            .unwrap_err()
+            .contains("--block"));
+        assert!(run(
+            &Config {
+                depths: vec![0],
+                block: 4096,
+                ..args.clone()
+            },
+            &mut std::io::sink()
+        )
         .unwrap_err()
         .contains("--depths"));
-        assert!(run(Args {
-            seconds: 0.0,
-            block: 4096,
-            ..args.clone()
-        })
+        assert!(run(
+            &Config {
+                seconds: 0.0,
+                block: 4096,
+                ..args.clone()
+            },
+            &mut std::io::sink()
+        )
         .unwrap_err()
         .contains("--seconds"));
-        assert!(run(Args {
-            block: 4096,
-            size: 100,
-            ..args
-        })
+        assert!(run(
+            &Config {
+                block: 4096,
+                size: 100,
+                ..args
+            },
+            &mut std::io::sink()
+        )
         .unwrap_err()
         .contains("--size"));
     }

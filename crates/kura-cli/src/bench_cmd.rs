@@ -1,0 +1,189 @@
+//! `kura bench load | modes | iops`: the arguments of the benchmark studies, handed
+//! to kura-lab, whose reports print to stdout.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Generate+load and load-from-.tbl throughput (MB/s, rows/s).
+    Load(LoadArgs),
+    /// The three execution modes on the selective queries, cold (paper 003).
+    Modes(ModesArgs),
+    /// This disk's random O_DIRECT read IOPS at several queue depths (io_uring).
+    Iops(IopsArgs),
+}
+
+/// Options of `kura bench load`.
+#[derive(clap::Args)]
+pub struct LoadArgs {
+    /// TPC-H scale factor.
+    #[arg(long, default_value_t = 1.0)]
+    sf: f64,
+    /// Directory for the .tbl files and the scratch databases (default: a temp dir).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Runs of each kind; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+}
+
+/// Options of `kura bench modes`: the database is the global `--db`, the buffer of each
+/// cold run the global `--buffer` (default 64 MiB, far smaller than the data).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModesArgs {
+    /// Queries to run (a to d).
+    #[arg(long, value_delimiter = ',', default_values_t = vec!["c".to_string(), "a".into(), "b".into(), "d".into()])]
+    pub queries: Vec<String>,
+    /// Directory for the timeline CSV and PNG files.
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+    /// Sequential read-ahead of out-of-order scans (`SET prefetch`): on or off.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    pub prefetch: String,
+    /// Seconds of each ceiling measurement (one queue depth, one run).
+    #[arg(long, default_value_t = 1.0)]
+    pub ceiling_seconds: f64,
+    /// Runs of the ceiling's queue-depth sweep (1, 4, 16, 64, 256); median and spread.
+    #[arg(long, default_value_t = 5)]
+    pub ceiling_reps: usize,
+    #[command(flatten)]
+    pub db: crate::DbArgs,
+}
+
+/// Options of `kura bench iops`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct IopsArgs {
+    /// Size of the temporary test file (e.g. 1GiB, 256MiB, 4000000000).
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    pub size: u64,
+    /// Directory in which to create the test file (removed afterwards).
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Seconds of measurement per queue depth.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Queue depths to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 64])]
+    pub depths: Vec<usize>,
+    /// Bytes per read (a multiple of 4096).
+    #[arg(long, default_value_t = 4096)]
+    pub block: usize,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+}
+
+impl BenchCommand {
+    pub fn db_args(&self) -> Option<&crate::DbArgs> {
+        match self {
+            BenchCommand::Modes(a) => Some(&a.db),
+            _ => None,
+        }
+    }
+}
+
+/// Buffer pool of each cold `bench modes` run unless `--buffer` says otherwise.
+const COLD_BUFFER: u64 = 64 << 20;
+
+/// Runs a benchmark; `db` and `buffer` are the global `--db` and `--buffer`.
+pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Result<(), String> {
+    let mut out = std::io::stdout();
+    match cmd {
+        BenchCommand::Load(a) => kura_lab::load::run(
+            &kura_lab::load::Config {
+                sf: a.sf,
+                dir: a.dir.clone(),
+                reps: a.reps,
+            },
+            &mut out,
+        ),
+        BenchCommand::Iops(a) => kura_lab::iops::run(
+            &kura_lab::iops::Config {
+                size: a.size,
+                dir: a.dir.clone(),
+                seconds: a.seconds,
+                depths: a.depths.clone(),
+                block: a.block,
+                workers: a.workers,
+            },
+            &mut out,
+        )
+        .map(|_| ()),
+        BenchCommand::Modes(a) => kura_lab::modes::run(
+            &kura_lab::modes::Config {
+                db: db.to_path_buf(),
+                buffer: buffer.unwrap_or(COLD_BUFFER),
+                queries: a.queries.clone(),
+                out: a.out.clone(),
+                prefetch: a.prefetch.clone(),
+                ceiling_seconds: a.ceiling_seconds,
+                ceiling_reps: a.ceiling_reps,
+            },
+            &mut out,
+            &mut ceiling_progress(),
+        ),
+    }
+}
+
+/// A bar over the ceiling's measurements (on a terminal).
+fn ceiling_progress() -> impl FnMut(usize, usize) {
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    move |done, total| {
+        let b = bar
+            .get_or_insert_with(|| crate::progress::count_bar("I/O ceiling", total as u64, "runs"));
+        if !crate::progress::on_terminal() {
+            b.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        b.set_position(done as u64);
+        if done >= total {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Parses sizes like `1GiB`, `512MiB`, `64KiB`, `1G`, `2GB`, `4096`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid size '{text}': expected a number with an optional unit"))?;
+    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        other => return Err(format!("invalid size unit '{other}' in '{text}'")),
+    };
+    let bytes = value * multiplier as f64;
+    if !(bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64) {
+        return Err(format!("size '{text}' is out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_size("2GB"), Ok(2_000_000_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1.5k"), Ok(1536));
+        assert!(parse_size("12XB").is_err());
+        assert!(parse_size("GiB").is_err());
+    }
+}

@@ -1,0 +1,11 @@
+//! kura-lab: the experiments that re-make the papers' tables and figures — one module
+//! per study, each with its workload, its measurements, its CSV and its charts. The
+//! command line only parses arguments and prints; tests and benchmarks call these
+//! modules directly.
+
+pub mod ceiling;
+pub mod iops;
+pub mod load;
+pub mod modes;
+pub mod paper004;
+pub mod plot;

@@ -1,0 +1,648 @@
+//! PNG charts for kura's commands: a line chart with several series and a grouped
+//! bar chart, drawn with plotters' bitmap backend. Text uses the DejaVu Sans font
+//! embedded from `assets/fonts` (license beside it), so charts render the same on
+//! every machine, with or without system fonts.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::{register_font, FontStyle};
+
+const FONT_BYTES: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+const FONT: &str = "sans-serif";
+const SIZE: (u32, u32) = (1000, 640);
+
+/// Distinct colours for up to 12 series (then they repeat).
+const COLOURS: [RGBColor; 12] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(255, 187, 120),
+];
+
+fn colour(i: usize) -> RGBColor {
+    COLOURS[i % COLOURS.len()]
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// A measured line: its own colour, dash pattern and marker shape, so series stay
+    /// apart in grey print and where they overlap.
+    Line,
+    /// Raw samples behind a smoothed line: thin and pale, in the colour of the
+    /// `n`-th `Line` series, no legend entry.
+    Faint(usize),
+    /// An analytic bound or reference curve: thin, dark grey, dashed, no markers.
+    Reference,
+}
+
+/// One named line: (x, y) points in x order.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub style: Style,
+}
+
+impl Series {
+    pub fn line(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            points,
+            style: Style::Line,
+        }
+    }
+
+    pub fn faint(of_line: usize, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: String::new(),
+            points,
+            style: Style::Faint(of_line),
+        }
+    }
+
+    pub fn reference(name: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series {
+            name: name.into(),
+            points,
+            style: Style::Reference,
+        }
+    }
+}
+
+/// A horizontal line across the chart (a ceiling), with an optional shaded band
+/// (its spread).
+#[derive(Clone, Debug)]
+pub struct HLine {
+    pub label: String,
+    pub y: f64,
+    pub band: Option<(f64, f64)>,
+}
+
+/// A chart's title and axis descriptions.
+#[derive(Clone, Debug)]
+pub struct Labels<'a> {
+    pub title: &'a str,
+    pub x: &'a str,
+    pub y: &'a str,
+}
+
+/// One group of bars (one bar per series) under a category label.
+#[derive(Clone, Debug)]
+pub struct BarGroup {
+    pub label: String,
+    pub values: Vec<f64>,
+}
+
+fn ensure_font() -> Result<(), String> {
+    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            register_font(FONT, FontStyle::Normal, FONT_BYTES)
+                .map_err(|_| "the embedded chart font could not be loaded".to_string())
+        })
+        .clone()
+}
+
+fn draw_err(e: impl std::fmt::Display) -> String {
+    format!("drawing chart: {e}")
+}
+
+fn canvas(path: &Path) -> Result<DrawingArea<BitMapBackend<'_>, Shift>, String> {
+    ensure_font()?;
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(draw_err)?;
+    Ok(root)
+}
+
+/// Span of `values` padded by 5 %, or `fallback` if empty or flat.
+fn padded_range(values: impl Iterator<Item = f64>, fallback: Range<f64>) -> Range<f64> {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if lo > hi {
+        return fallback;
+    }
+    if lo == hi {
+        return (lo - 0.5)..(hi + 0.5);
+    }
+    let pad = (hi - lo) * 0.05;
+    (lo - pad)..(hi + pad)
+}
+
+/// Colour of analytic reference curves: near black, over any coloured line.
+const REFERENCE: RGBColor = RGBColor(40, 40, 40);
+
+/// Dash patterns of horizontal lines: the first (the ceiling) long dashes, then dots.
+const HLINE_DASHES: [(u32, u32); 3] = [(14, 6), (2, 4), (8, 3)];
+
+/// Most markers drawn on one line: long timelines get one every few samples.
+const MAX_MARKERS: usize = 16;
+
+/// Dash patterns of reference curves, one per curve of a chart.
+const REFERENCE_DASHES: [(u32, u32); 3] = [(10, 5), (3, 4), (6, 3)];
+
+/// Dash patterns (dash, gap in pixels; `None` solid) cycled over `Line` series.
+const DASHES: [Option<(u32, u32)>; 3] = [None, Some((12, 6)), Some((3, 5))];
+
+/// Marker shapes cycled over `Line` series (an index into [`marker`]).
+const MARKERS: usize = 5;
+
+/// Draws marker `kind` at pixel (x, y): circle, square, triangle, diamond, cross.
+/// Even series are hollow and larger, odd ones filled and smaller, so a series lying
+/// exactly on another still shows.
+fn marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (x, y): (i32, i32),
+    series: usize,
+    c: RGBColor,
+) -> Result<(), String> {
+    // Later series get smaller markers: drawn on top, they leave the earlier
+    // (larger) ones showing around them where two series coincide.
+    let hollow = series.is_multiple_of(2);
+    let r: i32 = (9 - series as i32 / 2).max(3);
+    let style = if hollow {
+        c.stroke_width(2)
+    } else {
+        c.filled()
+    };
+    let res = match (series / 2 + series) % MARKERS {
+        0 => area.draw(&Circle::new((x, y), r, style)),
+        1 => area.draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], style)),
+        2 => area
+            .draw(&Polygon::new(
+                vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)],
+                style,
+            ))
+            .and_then(|_| {
+                if hollow {
+                    area.draw(&PathElement::new(
+                        vec![
+                            (x, y - r - 1),
+                            (x - r - 1, y + r),
+                            (x + r + 1, y + r),
+                            (x, y - r - 1),
+                        ],
+                        style,
+                    ))
+                } else {
+                    Ok(())
+                }
+            }),
+        3 => {
+            let pts = vec![
+                (x, y - r - 1),
+                (x + r + 1, y),
+                (x, y + r + 1),
+                (x - r - 1, y),
+            ];
+            if hollow {
+                let mut closed = pts.clone();
+                closed.push(pts[0]);
+                area.draw(&PathElement::new(closed, style))
+            } else {
+                area.draw(&Polygon::new(pts, style))
+            }
+        }
+        _ => area
+            .draw(&PathElement::new(
+                vec![(x - r, y - r), (x + r, y + r)],
+                c.stroke_width(2),
+            ))
+            .and_then(|_| {
+                area.draw(&PathElement::new(
+                    vec![(x - r, y + r), (x + r, y - r)],
+                    c.stroke_width(2),
+                ))
+            }),
+    };
+    res.map_err(draw_err)
+}
+
+/// A tick label without trailing zeros: `20`, `2.5`, `0.125`.
+fn tick(v: &f64) -> String {
+    if v.abs() >= 1e5 {
+        return format!("{v:.0}");
+    }
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+/// A y tick label: in thousands (`k`) on an axis reaching 10,000 (IOPS).
+fn y_tick(v: &f64, in_thousands: bool) -> String {
+    if in_thousands && *v != 0.0 {
+        tick(&(v / 1000.0)) + "k"
+    } else {
+        tick(v)
+    }
+}
+
+/// Writes a line chart with markers, one line per series, legend in the corner.
+/// `y_range` fixes the y axis (e.g. `0.0..1.0` for ratios); `None` fits the data.
+pub fn line_chart(
+    path: &Path,
+    labels: &Labels,
+    series: &[Series],
+    y_range: Option<Range<f64>>,
+) -> Result<(), String> {
+    line_chart_with(path, labels, series, &[], y_range)
+}
+
+/// [`line_chart`] with horizontal lines (ceilings) and their shaded spreads.
+pub fn line_chart_with(
+    path: &Path,
+    labels: &Labels,
+    series: &[Series],
+    hlines: &[HLine],
+    y_range: Option<Range<f64>>,
+) -> Result<(), String> {
+    let root = canvas(path)?;
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let x_range = padded_range(all().map(|p| p.0), 0.0..1.0);
+    let y_range = y_range.unwrap_or_else(|| {
+        let lines = hlines
+            .iter()
+            .flat_map(|h| [h.y, h.band.map_or(h.y, |b| b.1)]);
+        padded_range(all().map(|p| p.1).chain(lines), 0.0..1.0)
+    });
+    let (x0, x1) = (x_range.start, x_range.end);
+    let in_thousands = y_range.end >= 10_000.0;
+    let y_label = move |v: &f64| y_tick(v, in_thousands);
+    // The legend's entries are known up front, so the plot leaves room for it.
+    let entries = hlines.len()
+        + series
+            .iter()
+            .filter(|s| !matches!(s.style, Style::Faint(_)))
+            .count();
+    let longest = series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .chain(hlines.iter().map(|h| h.label.chars().count()))
+        .max()
+        .unwrap_or(0);
+    let legend_room = if entries > 0 {
+        legend_width(&[Entry::HLine("x".repeat(longest), (1, 1))]) + 20
+    } else {
+        0
+    };
+    // The title centred over the whole image, not just the plot left of the legend.
+    let below_title = root.titled(labels.title, (FONT, 24)).map_err(draw_err)?;
+    let mut chart = ChartBuilder::on(&below_title)
+        .margin(16)
+        .margin_right(16 + legend_room as u32)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x_range, y_range)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_desc(labels.x)
+        .y_desc(labels.y)
+        .x_labels(10)
+        .y_labels(10)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&y_label)
+        .light_line_style(WHITE.mix(0.0))
+        .label_style((FONT, 15))
+        .axis_desc_style((FONT, 18))
+        .draw()
+        .map_err(draw_err)?;
+    for (k, h) in hlines.iter().enumerate() {
+        if let Some((lo, hi)) = h.band {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, lo), (x1, hi)],
+                    BLACK.mix(0.08).filled(),
+                )))
+                .map_err(draw_err)?;
+        }
+        let style = BLACK.mix(0.75).stroke_width(2);
+        let (dash, gap) = HLINE_DASHES[k % HLINE_DASHES.len()];
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x0, h.y), (x1, h.y)],
+                dash,
+                gap,
+                style,
+            ))
+            .map_err(draw_err)?;
+    }
+    // Faint raw samples first, so the lines stay on top.
+    for s in series {
+        if let Style::Faint(of) = s.style {
+            let c = colour(of).mix(0.22);
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(1)))
+                .map_err(draw_err)?;
+        }
+    }
+    let mut legend = Vec::new();
+    for (k, h) in hlines.iter().enumerate() {
+        legend.push(Entry::HLine(
+            h.label.clone(),
+            HLINE_DASHES[k % HLINE_DASHES.len()],
+        ));
+    }
+    let (mut line, mut references) = (0, 0);
+    for s in series {
+        match s.style {
+            Style::Faint(_) => {}
+            Style::Reference => {
+                let style = REFERENCE.stroke_width(2);
+                let (dash, gap) = REFERENCE_DASHES[references % REFERENCE_DASHES.len()];
+                references += 1;
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        s.points.iter().copied(),
+                        dash,
+                        gap,
+                        style,
+                    ))
+                    .map_err(draw_err)?;
+                legend.push(Entry::Reference(s.name.clone(), (dash, gap)));
+            }
+            Style::Line => {
+                let (i, c) = (line, colour(line));
+                line += 1;
+                let style = c.stroke_width(2);
+                let points = s.points.iter().copied();
+                match DASHES[i % DASHES.len()] {
+                    None => chart.draw_series(LineSeries::new(points, style)),
+                    Some((dash, gap)) => {
+                        chart.draw_series(DashedLineSeries::new(points, dash, gap, style))
+                    }
+                }
+                .map_err(draw_err)?;
+                legend.push(Entry::Line(s.name.clone(), i));
+                // Markers drawn in pixel space, so hollow and filled shapes of
+                // overlapping series both remain visible.
+                let area = chart.plotting_area();
+                let stride = s.points.len().div_ceil(MAX_MARKERS).max(1);
+                for p in s.points.iter().step_by(stride) {
+                    marker(&root, area.map_coordinate(p), i, c)?;
+                }
+            }
+        }
+    }
+    draw_legend(&root, &legend)?;
+    root.present().map_err(draw_err)
+}
+
+/// A legend entry: a measured line (its index among lines), a reference curve, or
+/// a horizontal line.
+enum Entry {
+    Line(String, usize),
+    Reference(String, (u32, u32)),
+    HLine(String, (u32, u32)),
+}
+
+/// Pixel width of the legend box: the line sample and the longest name.
+fn legend_width(entries: &[Entry]) -> i32 {
+    56 + entries
+        .iter()
+        .map(|e| match e {
+            Entry::Line(n, _) | Entry::Reference(n, _) | Entry::HLine(n, _) => n.chars().count(),
+        })
+        .max()
+        .unwrap_or(0) as i32
+        * 9
+}
+
+/// Draws the legend box right of the plot: each entry's line sample (with its
+/// dash pattern and marker) and name.
+fn draw_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    entries: &[Entry],
+) -> Result<(), String> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let width = legend_width(entries);
+    // In the margin right of the plot, so it never hides data.
+    let (left, top, row) = (SIZE.0 as i32 - 12 - width, 16 + 40, 22);
+    let height = row * entries.len() as i32 + 10;
+    root.draw(&Rectangle::new(
+        [(left, top), (left + width, top + height)],
+        WHITE.mix(0.9).filled(),
+    ))
+    .map_err(draw_err)?;
+    root.draw(&Rectangle::new(
+        [(left, top), (left + width, top + height)],
+        BLACK.stroke_width(1),
+    ))
+    .map_err(draw_err)?;
+    for (k, e) in entries.iter().enumerate() {
+        let y = top + 5 + row / 2 + row * k as i32;
+        let (x0, x1) = (left + 8, left + 40);
+        let (name, style, dash) = match e {
+            Entry::Line(n, i) => (n, colour(*i).stroke_width(2), DASHES[i % DASHES.len()]),
+            Entry::Reference(n, dash) => (n, REFERENCE.stroke_width(2), Some(*dash)),
+            Entry::HLine(n, dash) => (n, BLACK.mix(0.75).stroke_width(2), Some(*dash)),
+        };
+        match dash {
+            None => root
+                .draw(&PathElement::new(vec![(x0, y), (x1, y)], style))
+                .map_err(draw_err)?,
+            Some((d, g)) => {
+                let (d, g) = (d.min(10) as i32, g.min(6) as i32);
+                let mut at = x0;
+                while at < x1 {
+                    root.draw(&PathElement::new(
+                        vec![(at, y), ((at + d).min(x1), y)],
+                        style,
+                    ))
+                    .map_err(draw_err)?;
+                    at += d + g;
+                }
+            }
+        }
+        if let Entry::Line(_, i) = e {
+            marker(root, ((x0 + x1) / 2, y), *i, colour(*i))?;
+        }
+        root.draw(&Text::new(
+            name.clone(),
+            (x1 + 8, y - 8),
+            (FONT, 15).into_font().color(&BLACK),
+        ))
+        .map_err(draw_err)?;
+    }
+    Ok(())
+}
+
+/// Writes a grouped bar chart: one group per category, one bar (colour) per series
+/// within it. With a single series it is a plain bar chart (a histogram). When there
+/// are many groups only every k-th label is printed so they stay legible.
+pub fn grouped_bar_chart(
+    path: &Path,
+    labels: &Labels,
+    series_names: &[String],
+    groups: &[BarGroup],
+) -> Result<(), String> {
+    if groups.iter().any(|g| g.values.len() != series_names.len()) {
+        return Err("every bar group needs one value per series".into());
+    }
+    let root = canvas(path)?;
+    let y_max = groups
+        .iter()
+        .flat_map(|g| g.values.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let y_max = if y_max > 0.0 { y_max * 1.08 } else { 1.0 };
+    let n = groups.len().max(1);
+    // Group i is centred on x = i, so the axis's own (integer) key points fall on
+    // group centres; asking for ≤ 16 of them thins the labels of long charts.
+    let mut chart = ChartBuilder::on(&root)
+        .caption(labels.title, (FONT, 26))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, 0.0..y_max)
+        .map_err(draw_err)?;
+    let label_of = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() > 1e-6 || i < 0.0 {
+            return String::new();
+        }
+        groups
+            .get(i as usize)
+            .map(|g| g.label.clone())
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n.min(16))
+        .x_label_formatter(&label_of)
+        .y_label_formatter(&|v: &f64| {
+            // Counts read better without decimals; small values keep two.
+            if v.abs() >= 100.0 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.2}")
+            }
+        })
+        .x_desc(labels.x)
+        .y_desc(labels.y)
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 18))
+        .draw()
+        .map_err(draw_err)?;
+    let width = 0.8 / series_names.len().max(1) as f64;
+    for (s, name) in series_names.iter().enumerate() {
+        let c = colour(s);
+        chart
+            .draw_series(groups.iter().enumerate().map(|(g, group)| {
+                // Bars of one group share the middle 80 % of its span.
+                let x0 = g as f64 - 0.4 + width * s as f64;
+                Rectangle::new([(x0, 0.0), (x0 + width, group.values[s])], c.filled())
+            }))
+            .map_err(draw_err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
+    }
+    if series_names.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(draw_err)?;
+    }
+    root.present().map_err(draw_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
+
+    fn temp_png(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("kura-plot-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    fn assert_png(path: &Path) {
+        let bytes = std::fs::read(path).unwrap();
+        assert!(
+            bytes.len() > 1000,
+            "{} is only {} bytes",
+            path.display(),
+            bytes.len()
+        );
+        assert_eq!(bytes[..8], PNG_SIGNATURE);
+        // IHDR width and height are the chart size.
+        let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+        let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+        assert_eq!((w, h), SIZE);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn line_chart_writes_a_png() {
+        let path = temp_png("lines.png");
+        let series = vec![
+            Series::line("lru", vec![(2.0, 0.1), (3.0, 0.15), (4.0, 0.2)]),
+            Series::line("demote", vec![(2.0, 0.3), (3.0, 0.45), (4.0, 0.6)]),
+            Series::reference("L/D", vec![(2.0, 0.2), (4.0, 0.4)]),
+            Series::faint(0, vec![(2.0, 0.12), (3.0, 0.13), (4.0, 0.22)]),
+        ];
+        let labels = Labels {
+            title: "lower hit ratio",
+            x: "lower cache (GB)",
+            y: "hit ratio",
+        };
+        line_chart(&path, &labels, &series, Some(0.0..1.0)).unwrap();
+        assert_png(&path);
+        // an empty chart still draws (axes only)
+        let path = temp_png("empty.png");
+        line_chart(&path, &labels, &[], None).unwrap();
+        assert_png(&path);
+    }
+
+    #[test]
+    fn grouped_bar_chart_writes_a_png_and_checks_shapes() {
+        let path = temp_png("bars.png");
+        let names = vec!["lru".to_string(), "arc".to_string()];
+        let groups: Vec<BarGroup> = (0..40)
+            .map(|i| BarGroup {
+                label: format!("{i} MB"),
+                values: vec![i as f64, 40.0 - i as f64],
+            })
+            .collect();
+        let labels = Labels {
+            title: "bars",
+            x: "distance",
+            y: "count",
+        };
+        grouped_bar_chart(&path, &labels, &names, &groups).unwrap();
+        assert_png(&path);
+        let bad = vec![BarGroup {
+            label: "x".into(),
+            values: vec![1.0],
+        }];
+        assert!(grouped_bar_chart(&temp_png("bad.png"), &labels, &names, &bad).is_err());
+    }
+}

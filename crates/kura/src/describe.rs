@@ -1,0 +1,91 @@
+//! `DESCRIBE name` and `SHOW TABLES`: the catalog as result rows, so any client (the
+//! shell, psql over the wire) can list relations and their columns.
+
+use kura_common::{Batch, DataType, Value, Vector};
+
+use crate::error::{KuraError, KuraResult};
+use crate::result::{QueryResult, ResultColumn};
+use crate::session::Session;
+
+const TEXT: DataType = DataType::Varchar(None);
+
+fn text_result(names: &[&str], rows: Vec<Vec<String>>) -> QueryResult {
+    let columns: Vec<ResultColumn> = names
+        .iter()
+        .map(|n| ResultColumn {
+            name: n.to_string(),
+            data_type: TEXT,
+        })
+        .collect();
+    let vectors = (0..names.len())
+        .map(|i| {
+            let values: Vec<Value> = rows.iter().map(|r| Value::Text(r[i].clone())).collect();
+            Vector::from_values(TEXT, &values).expect("text vector")
+        })
+        .collect();
+    QueryResult::rows_of(columns, vec![Batch::new(vectors)])
+}
+
+/// Result columns of `DESCRIBE`.
+pub(crate) const DESCRIBE_COLUMNS: [&str; 3] = ["column_name", "column_type", "null"];
+/// Result columns of `SHOW TABLES`.
+pub(crate) const SHOW_TABLES_COLUMNS: [&str; 2] = ["name", "type"];
+
+pub(crate) fn columns_of(names: &[&str]) -> Vec<ResultColumn> {
+    names
+        .iter()
+        .map(|n| ResultColumn {
+            name: n.to_string(),
+            data_type: TEXT,
+        })
+        .collect()
+}
+
+/// `DESCRIBE name`: a table's columns with type and nullability, or a view's.
+pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryResult> {
+    let name = kura_storage::catalog::normalize(name);
+    let catalog = session.storage().catalog();
+    if let Some(table) = catalog.table(&name) {
+        let rows = table
+            .schema()
+            .columns
+            .iter()
+            .map(|c| {
+                let null = if c.nullable { "YES" } else { "NO" };
+                vec![c.name.clone(), c.data_type.to_string(), null.to_string()]
+            })
+            .collect();
+        return Ok(text_result(&DESCRIBE_COLUMNS, rows));
+    }
+    if catalog.view(&name).is_some() {
+        // A view's column types are what its query binds to.
+        let prepared = session.prepare(&format!("SELECT * FROM \"{name}\""))?;
+        let rows = prepared
+            .columns
+            .iter()
+            .map(|c| vec![c.name.clone(), c.data_type.to_string(), "YES".to_string()])
+            .collect();
+        return Ok(text_result(&DESCRIBE_COLUMNS, rows));
+    }
+    Err(KuraError::Storage(kura_storage::StorageError::NoSuchTable(
+        name,
+    )))
+}
+
+/// `SHOW TABLES`: every table and view, by name.
+pub(crate) fn show_tables(session: &Session) -> QueryResult {
+    let catalog = session.storage().catalog();
+    let mut rows: Vec<Vec<String>> = catalog
+        .table_names()
+        .into_iter()
+        .map(|n| vec![n, "table".to_string()])
+        .chain(
+            catalog
+                .view_names()
+                .into_iter()
+                .map(|n| vec![n, "view".to_string()]),
+        )
+        .collect();
+    rows.sort();
+    text_result(&SHOW_TABLES_COLUMNS, rows)
+}
