@@ -3,7 +3,8 @@
 # PostgreSQL client, Maven; Python packages go into venvs the tests create), then
 # the Rust test suites — unit, property, sqllogictest, TPC-H checks at SF 0.01 and
 # 0.1, storage crash and corruption tests, runtime stress tests, cache simulator,
-# and the PostgreSQL-wire client tests (psql, psycopg, pgjdbc).
+# and the PostgreSQL-wire client tests (psql, psycopg, pgjdbc); then the benchmark
+# suite at SF 0.01 and the differential test against DuckDB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,5 +32,10 @@ echo "== benchmark suite, SF 0.01 (kura, DuckDB, SQLite) =="
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
 KURA_BIN="$target_dir/debug/kura" bash bench/ci.sh || status=1
+
+echo "== differential test against DuckDB, SF 0.01 (300 seeded queries, 9 settings each) =="
+python3 -m unittest discover -s tests/difftest || status=1
+tests/difftest/run --kura "$target_dir/debug/kura" --queries "${KURA_DIFFTEST_QUERIES:-300}" \
+    --seed "${KURA_DIFFTEST_SEED:-1}" --work "$target_dir/difftest-ci" || status=1
 
 exit $status

@@ -432,6 +432,10 @@ class Generator:
         else:  # text arithmetic
             text = self.column(scope, [STR]) or Lit("'abc'", STR)
             q.items.append((Bin(INT, "+", text, Lit("1", INT)), "bad"))
+        if q.order_by and way != 6:
+            # Items added above join the ORDER BY, so it still names every column.
+            named = {p for p, _, _ in q.order_by}
+            q.order_by += [(p, "ASC", "NULLS LAST") for p in range(1, len(q.items) + 1) if p not in named]
 
     def scalar_or_mark(self, scope):
         if self.chance(0.5):

@@ -1,0 +1,144 @@
+"""Unit tests of the differential tester itself (no database needed):
+python3 -m unittest discover -s tests/difftest"""
+
+import decimal
+import re
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from kuradiff import compare, slt  # noqa: E402
+from kuradiff.ast import Agg, Bin, Col, InQuery, Lit, Select, Table, size, variants  # noqa: E402
+from kuradiff.schema import BOOL, INT, catalog  # noqa: E402
+from kuradiff.shrink import shrink  # noqa: E402
+from kuradiff.sqlgen import Generator  # noqa: E402
+
+
+class GeneratorTest(unittest.TestCase):
+    def test_same_seed_same_query(self):
+        for seed in range(50):
+            self.assertEqual(Generator(seed).query().sql(), Generator(seed).query().sql())
+
+    def test_seeds_differ(self):
+        self.assertGreater(len({Generator(s).query().sql() for s in range(100)}), 95)
+
+    def test_covers_the_sql_it_promises(self):
+        text = " ".join(Generator(s).query().sql() for s in range(600))
+        for feature in ["LEFT JOIN", "RIGHT JOIN", " IN (SELECT", "EXISTS (", "BETWEEN", "LIKE",
+                        "IS NULL", "CASE WHEN", "GROUP BY", "HAVING", "ORDER BY", "LIMIT",
+                        "DISTINCT", "WITH ", "count(DISTINCT", "substring(", "extract(", "orders_n",
+                        "customer_n", ") AS d"]:
+            self.assertIn(feature, text, feature)
+
+    def test_no_integer_division_and_only_constant_divisors(self):
+        for s in range(400):
+            for node in _walk(Generator(s).query()):
+                if isinstance(node, Bin) and node.op == "/":
+                    self.assertIsInstance(node.right, Lit)
+                    self.assertNotEqual(node.left.kind, INT)
+                    self.assertNotEqual(node.right.text, "0")
+
+    def test_limit_only_under_a_total_order(self):
+        for s in range(400):
+            q = Generator(s).query()
+            if q.limit is not None:
+                self.assertTrue(q.total_order(), q.sql())
+
+    def test_joins_follow_keys(self):
+        """Every join is an equality of two key columns of the same kind of key (a derived
+        table's columns are named c0, c1, ... and carry their source's key)."""
+        labels = {c.name: c.key for cols in catalog().values() for c in cols if c.key}
+        joins = 0
+        for s in range(300):
+            for j in Generator(s).query().joins:
+                eq = j.on if j.on.op == "=" else j.on.left
+                self.assertEqual(eq.op, "=", j.sql())
+                a, b = eq.left, eq.right
+                self.assertIsInstance(a, Col)
+                self.assertIsInstance(b, Col)
+                la, lb = labels.get(a.name), labels.get(b.name)
+                if la and lb:
+                    self.assertEqual(la, lb, j.sql())
+                else:
+                    derived = [n for n in (a.name, b.name) if re.fullmatch(r"c\d+", n)]
+                    self.assertTrue(derived, j.sql())
+                joins += 1
+        self.assertGreater(joins, 100)
+
+
+class CompareTest(unittest.TestCase):
+    def test_numbers_within_tolerance(self):
+        self.assertIsNone(compare.differences([(decimal.Decimal("25.5"),)], [(25.5000000000001,)], True))
+        self.assertIsNotNone(compare.differences([(decimal.Decimal("25.5"),)], [(25.51,)], True))
+
+    def test_integers_exact(self):
+        self.assertIsNotNone(compare.differences([(10**15,)], [(10**15 + 1,)], True))
+
+    def test_null_is_not_zero_nor_empty(self):
+        self.assertIsNotNone(compare.differences([(None,)], [(0,)], True))
+        self.assertIsNotNone(compare.differences([(None,)], [("",)], True))
+
+    def test_order_only_where_asked(self):
+        a, b = [(1,), (2,)], [(2,), (1,)]
+        self.assertIsNone(compare.differences(a, b, False))
+        self.assertIsNotNone(compare.differences(a, b, True))
+
+    def test_char_padding_ignored_but_not_inner_text(self):
+        self.assertIsNone(compare.differences([("MAIL",)], [("MAIL      ",)], True))
+        self.assertIsNotNone(compare.differences([("MAIL",)], [("MAIl",)], True))
+
+    def test_row_counts(self):
+        self.assertIn("rows", compare.differences([(1,)], [(1,), (1,)], False))
+
+
+class ShrinkTest(unittest.TestCase):
+    def test_shrinks_to_the_culprit(self):
+        culprit = InQuery(BOOL, Col(INT, "t", "a"), Select([(Col(INT, "s", "b"), "v")], Table("u", "s")), True)
+        noise = [Bin(BOOL, ">", Col(INT, "t", "c"), Lit("5", INT)), Bin(BOOL, "<", Col(INT, "t", "d"), Lit("9", INT))]
+        q = Select([(Col(INT, "t", "a"), "x0"), (Agg(INT, "count", None), "x1")], Table("t", "t"),
+                   where=noise[:1] + [culprit] + noise[1:], order_by=[(1, "ASC", "NULLS LAST"), (2, "DESC", "NULLS FIRST")])
+        small = shrink(q, lambda c: "NOT IN (SELECT" in c.sql())
+        self.assertIn("NOT IN (SELECT", small.sql())
+        self.assertEqual(len(small.where), 1)
+        self.assertEqual(len(small.items), 1)
+        self.assertLess(size(small), size(q))
+
+    def test_variants_are_smaller_or_same_shape(self):
+        q = Generator(7).query()
+        self.assertTrue(any(size(v) < size(q) for v in variants(q)))
+
+
+class SltTest(unittest.TestCase):
+    def test_render(self):
+        text = slt.render(
+            "SELECT count(*) FROM orders_n", {"execution_mode": "ooo", "enable_index": "off"},
+            ["BIGINT"], [(7,)], True, ["a header"],
+        )
+        self.assertIn("CREATE TABLE orders_n AS", text)
+        self.assertIn("SET execution_mode = 'ooo'", text)
+        self.assertIn("query I\nSELECT count(*) FROM orders_n\n----\n7\n", text)
+
+    def test_unordered_rows_sorted_with_rowsort(self):
+        text = slt.render("SELECT a FROM t", {}, ["VARCHAR"], [("b",), (None,), ("",)], False, [])
+        self.assertIn("query T rowsort", text)
+        self.assertTrue(text.endswith("----\n(empty)\nNULL\nb\n"))
+
+
+def _walk(node):
+    from dataclasses import fields
+
+    yield node
+    for f in fields(node):
+        v = getattr(node, f.name)
+        items = v if isinstance(v, list) else [v]
+        for item in items:
+            parts = item if isinstance(item, tuple) else (item,)
+            for p in parts:
+                if hasattr(p, "sql") and hasattr(p, "__dataclass_fields__"):
+                    yield from _walk(p)
+
+
+if __name__ == "__main__":
+    unittest.main()
