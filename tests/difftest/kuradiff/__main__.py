@@ -16,7 +16,7 @@ from collections import Counter
 
 from . import compare, slt
 from .ast import Select
-from .engines import Crashed, DuckDB, Failed, KuraServer, copy_database, prepare_kura
+from .engines import Crashed, DuckDB, Failed, KuraServer, TimedOut, copy_database, prepare_kura
 from .known import known_difference
 from .shrink import shrink
 from .sqlgen import Generator
@@ -58,6 +58,7 @@ class Tester:
         self.kura_errors = Counter()
         self.examples = {}  # error kind -> one query that got it
         self.slow = []  # (seconds, query number, sql)
+        self.timeouts = []  # (query number, seed, settings, sql)
 
     # ---- set-up ------------------------------------------------------------------------
 
@@ -102,6 +103,8 @@ class Tester:
             return ("error", str(e))
         except Crashed as e:
             return ("crash", str(e))
+        except TimedOut as e:
+            return ("timeout", str(e))
 
     def duck_outcome(self, sql):
         try:
@@ -109,11 +112,13 @@ class Tester:
             return ["rows", types, rows]
         except Failed as e:
             return ("error", str(e))
+        except TimedOut as e:
+            return ("skip", str(e))
 
     def verdict(self, q, duck, kura):
         """None when kura agrees with DuckDB, else (class, detail)."""
-        if kura[0] == "crash":
-            return ("crash", kura[1])
+        if kura[0] in ("crash", "timeout"):
+            return (kura[0], kura[1])
         if duck[0] == "error":
             if kura[0] == "error":
                 return None
@@ -131,6 +136,8 @@ class Tester:
         sql = q.sql()
         duck = self.duck_outcome(sql)
         self.counts["queries"] += 1
+        if duck[0] == "skip":
+            return "too-large"
         if duck[0] == "error":
             self.counts["duckdb-error"] += 1
         elif len(duck[2]) > self.args.max_rows:
@@ -143,6 +150,12 @@ class Tester:
             if v is None:
                 continue
             cls, detail = v
+            if cls == "timeout":
+                # Slow, not wrong: reported with the slow queries, neither shrunk nor
+                # run under the other settings (each would wait out the limit too).
+                print(f"   query {n} (seed {seed}) timed out under {describe(server, settings, self.args.small_buffer)}: {sql}", flush=True)
+                self.timeouts.append((n, seed, describe(server, settings, self.args.small_buffer), sql))
+                return "timeout"
             if cls == "kura-error":
                 # The same planner refuses the query under every setting: count it once.
                 bucket = self.unsupported if is_unsupported(detail) else self.kura_errors
@@ -173,12 +186,16 @@ class Tester:
         self.save_regression(entry, small, server, settings)
 
     def shrink(self, q, cls, server, settings):
+        deadline = time.time() + self.args.shrink_seconds
+
         def still_fails(cand):
             if not isinstance(cand, Select):
                 return False
+            if time.time() > deadline:
+                return False
             sql = cand.sql()
             duck = self.duck_outcome(sql)
-            if cls != "answered-invalid" and duck[0] == "error":
+            if duck[0] == "skip" or (cls != "answered-invalid" and duck[0] == "error"):
                 return False
             v = self.verdict(cand, duck, self.kura_outcome(sql, server, settings))
             return v is not None and v[0] == cls
@@ -191,6 +208,8 @@ class Tester:
         os.makedirs(self.args.regressions, exist_ok=True)
         sql = q.sql()
         duck = self.duck_outcome(sql)
+        if duck[0] == "skip":
+            return
         name = f"difftest-{entry['seed']}-{entry['class']}.slt"
         path = os.path.join(self.args.regressions, name)
         header = [
@@ -244,6 +263,7 @@ class Tester:
             "kura_errors": dict(self.kura_errors.most_common()),
             "error_examples": self.examples,
             "slow": sorted(self.slow, reverse=True),
+            "timeouts": self.timeouts,
             "failures": self.failures,
         }
         with open(os.path.join(self.work, "difftest-report.json"), "w", encoding="utf-8") as f:
@@ -251,7 +271,8 @@ class Tester:
         print(f"== {a.queries} queries, {self.counts['runs']} kura runs in {seconds:.0f} s")
         print(f"   agreed: {outcomes['ok']}; wrong answers: {outcomes['wrong']}; crashes: {outcomes['crash']}; "
               f"answered where DuckDB refused: {outcomes['answered-invalid']}; "
-              f"refused by kura: {outcomes['kura-error']} (of which DuckDB also refused: 0)")
+              f"refused by kura: {outcomes['kura-error']}; timed out in kura (slow, not failed): "
+              f"{outcomes['timeout']}; skipped (answer over --max-rows, or DuckDB timed out): {outcomes['too-large']}")
         for title, counter in (("unsupported in kura", self.unsupported), ("other kura errors", self.kura_errors)):
             if counter:
                 print(f"   {title}:")
@@ -278,7 +299,8 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1, help="first seed; query n uses seed*1000003+n")
     p.add_argument("--work", default="target/difftest", help="where data, databases and logs go")
     p.add_argument("--small-buffer", default="4MB", help="kura's small buffer (default 4MB)")
-    p.add_argument("--time-limit", type=float, default=60, help="seconds per statement (default 60)")
+    p.add_argument("--time-limit", type=float, default=20,
+                   help="seconds per statement before kura counts as timed out (default 20)")
     p.add_argument("--slow", type=float, default=10, help="report queries whose runs take longer (s)")
     p.add_argument("--max-rows", type=int, default=100_000,
                    help="skip queries whose answer has more rows (default 100000)")
@@ -286,6 +308,7 @@ def main(argv=None):
                    help="write each shrunk failure as a .slt file here (e.g. tests/slt/tpch)")
     p.add_argument("--no-shrink", dest="shrink", action="store_false", help="report failures unshrunk")
     p.add_argument("--shrink-budget", type=int, default=400, help="candidates tried per shrink")
+    p.add_argument("--shrink-seconds", type=float, default=180, help="time a shrink may take")
     args = p.parse_args(argv)
     if args.queries < 1:
         p.error("--queries must be at least 1")

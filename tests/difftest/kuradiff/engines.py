@@ -19,7 +19,11 @@ class Failed(Exception):
 
 
 class Crashed(Exception):
-    """The kura server died, or stopped answering, while running the statement."""
+    """The kura server died while running the statement."""
+
+
+class TimedOut(Exception):
+    """The statement ran past the time limit (the server was killed and restarts)."""
 
 
 def tbl_path(tbl_dir, table):
@@ -51,13 +55,21 @@ class DuckDB:
             self.con.execute(sql)
 
     def run(self, sql, timeout=60):
-        timer = threading.Timer(timeout, self.con.interrupt)
+        fired = threading.Event()
+
+        def interrupt():
+            fired.set()
+            self.con.interrupt()
+
+        timer = threading.Timer(timeout, interrupt)
         timer.start()
         try:
             cur = self.con.execute(sql)
             types = [str(d[1]) for d in cur.description]
             return types, cur.fetchall()
         except self.duckdb.Error as e:
+            if fired.is_set():
+                raise TimedOut(f"DuckDB gave no answer within {timeout:g} s") from e
             raise Failed(str(e).splitlines()[0]) from e
         finally:
             timer.cancel()
@@ -143,8 +155,14 @@ class KuraServer:
 
         if not self.alive():
             self.start()
-        kill = threading.Timer(timeout, self._kill)
-        kill.start()
+        fired = threading.Event()
+
+        def kill():
+            fired.set()
+            self._kill()
+
+        killer = threading.Timer(timeout, kill)
+        killer.start()
         try:
             for name, value in settings.items():
                 self.set(name, value)
@@ -153,15 +171,21 @@ class KuraServer:
                 types = [str(d.type_code) for d in cur.description] if cur.description else []
                 return types, cur.fetchall() if cur.description else []
         except psycopg.Error as e:
-            if self.proc.poll() is not None or self.con.closed or isinstance(e, psycopg.OperationalError):
-                code = self.proc.poll()
+            if fired.is_set():
                 self.restarts += 1
                 self.stop()
-                why = "no answer within the time limit" if code == -9 else f"server gone (exit {code})"
-                raise Crashed(why) from e
+                raise TimedOut(f"no answer within {timeout:g} s") from e
+            if self.proc.poll() is not None or self.con.closed or isinstance(e, psycopg.OperationalError):
+                try:
+                    code = self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    code = None
+                self.restarts += 1
+                self.stop()
+                raise Crashed(f"server gone (exit {code})") from e
             raise Failed(str(e).splitlines()[0] if str(e) else type(e).__name__) from e
         finally:
-            kill.cancel()
+            killer.cancel()
 
     def _kill(self):
         if self.proc is not None and self.proc.poll() is None:
