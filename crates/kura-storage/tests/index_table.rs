@@ -7,7 +7,7 @@ mod harness;
 
 use std::ops::Bound;
 
-use harness::{brute_force, FileSink};
+use harness::{brute_force, rechecked, FileSink};
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_storage::index::{build_for_table, KeyRange};
 use kura_storage::{ColumnDef, Schema, Storage, StorageOptions};
@@ -104,7 +104,7 @@ fn index_over_a_stored_table() {
         ),
     ] {
         assert_eq!(
-            index.scan(bm, &range).unwrap(),
+            rechecked(&keys, &range, index.scan(bm, &range).unwrap()),
             brute_force(&keys, &range),
             "{range:?}"
         );

@@ -227,10 +227,7 @@ impl Transform for JoinProbeOp {
                 self.pairs_batch(&probe, &full)
             }
             JoinType::Semi | JoinType::Anti | JoinType::Mark => {
-                let mut matched = vec![false; n];
-                for p in &pairs {
-                    matched[p.0 as usize] = true;
-                }
+                let matched = matched_rows(&pairs, n);
                 match self.spec.join_type {
                     JoinType::Semi => with_selection(probe, rows_where(&matched, true)),
                     JoinType::Anti => with_selection(probe, rows_where(&matched, false)),
@@ -238,10 +235,7 @@ impl Transform for JoinProbeOp {
                 }
             }
             JoinType::NullAwareAnti | JoinType::NullAwareMark => {
-                let mut matched = vec![false; n];
-                for p in &pairs {
-                    matched[p.0 as usize] = true;
-                }
+                let matched = matched_rows(&pairs, n);
                 let unknown = self.unknown_rows(&probe, &keys, &matched)?;
                 if self.spec.join_type == JoinType::NullAwareAnti {
                     let keep = (0..n)
@@ -328,6 +322,15 @@ impl JoinProbeOp {
         }
         Ok(unknown)
     }
+}
+
+/// Which of `n` probe rows appear in `pairs`.
+fn matched_rows(pairs: &[(u32, u32)], n: usize) -> Vec<bool> {
+    let mut matched = vec![false; n];
+    for p in pairs {
+        matched[p.0 as usize] = true;
+    }
+    matched
 }
 
 fn rows_where(matched: &[bool], want: bool) -> Vec<u32> {
