@@ -16,7 +16,7 @@ use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec};
 use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
 use crate::ops::sort::SortSink;
-use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp};
+use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp, ReplicateOp};
 use crate::pipeline::{Pipeline, Sink};
 use crate::plan::{PlanKind, PlanNode};
 use crate::registry::{OperatorKind, OperatorRegistry};
@@ -40,6 +40,7 @@ fn kind_of(k: &PlanKind) -> OperatorKind {
         PlanKind::Sort { .. } => OperatorKind::Sort,
         PlanKind::Limit { .. } => OperatorKind::Limit,
         PlanKind::UnionAll { .. } => OperatorKind::Union,
+        PlanKind::Replicate { .. } => OperatorKind::Replicate,
     }
 }
 
@@ -203,6 +204,12 @@ impl Executor<'_> {
                 let mut p = self.compile(input)?;
                 p.transforms
                     .push((node.id, Arc::new(LimitOp::new(*offset, *limit))));
+                p
+            }
+            PlanKind::Replicate { input, count } => {
+                let mut p = self.compile(input)?;
+                p.transforms
+                    .push((node.id, Arc::new(ReplicateOp { count: *count })));
                 p
             }
             PlanKind::Join {

@@ -238,6 +238,11 @@ pub enum PlanKind {
     UnionAll {
         inputs: Vec<PlanNode>,
     },
+    /// Each input row `count` times (column `count` of the input, a BIGINT).
+    Replicate {
+        input: Box<PlanNode>,
+        count: usize,
+    },
 }
 
 impl PlanNode {
@@ -266,6 +271,7 @@ impl PlanNode {
             | PlanKind::Aggregate { input, .. }
             | PlanKind::Sort { input, .. }
             | PlanKind::Limit { input, .. }
+            | PlanKind::Replicate { input, .. }
             | PlanKind::IndexJoin { probe: input, .. } => vec![input],
             PlanKind::Join { probe, build, .. } => vec![probe, build],
             PlanKind::UnionAll { inputs } => inputs.iter().collect(),
@@ -282,6 +288,7 @@ impl PlanNode {
             | PlanKind::Aggregate { input, .. }
             | PlanKind::Sort { input, .. }
             | PlanKind::Limit { input, .. }
+            | PlanKind::Replicate { input, .. }
             | PlanKind::IndexJoin { probe: input, .. } => vec![input],
             PlanKind::Join { probe, build, .. } => vec![probe, build],
             PlanKind::UnionAll { inputs } => inputs.iter_mut().collect(),
@@ -442,6 +449,7 @@ impl PlanNode {
             }
             PlanKind::Limit { offset, limit, .. } => format!("limit {limit:?} offset {offset}"),
             PlanKind::UnionAll { inputs } => format!("{} inputs", inputs.len()),
+            PlanKind::Replicate { count, .. } => format!("rows repeated #{count} times"),
         }
     }
 

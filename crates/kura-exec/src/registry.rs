@@ -23,6 +23,7 @@ pub enum OperatorKind {
     Sort,
     Limit,
     Union,
+    Replicate,
 }
 
 /// What an operator is, for EXPLAIN and for checking plans against implementations.
@@ -127,6 +128,13 @@ impl Default for OperatorRegistry {
             usize::MAX,
             "batches of equal types",
             "their concatenation",
+        )));
+        r.register(plain(desc(
+            "replicate",
+            Replicate,
+            1,
+            "batches with a count column",
+            "each row count times",
         )));
         r.register(plain(desc(
             "hash_aggregate",

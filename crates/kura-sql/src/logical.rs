@@ -89,6 +89,8 @@ pub enum Logical {
         inputs: Vec<(Logical, Vec<ColId>)>,
         cols: Vec<ColId>,
     },
+    /// Each input row as many times as its BIGINT column `count` says.
+    Replicate { input: Box<Logical>, count: ColId },
 }
 
 impl Logical {
@@ -99,7 +101,8 @@ impl Logical {
             Logical::Values { cols, .. } | Logical::Union { cols, .. } => cols.clone(),
             Logical::Filter { input, .. }
             | Logical::Sort { input, .. }
-            | Logical::Limit { input, .. } => input.output(),
+            | Logical::Limit { input, .. }
+            | Logical::Replicate { input, .. } => input.output(),
             Logical::Project { exprs, .. } => exprs.iter().map(|e| e.1).collect(),
             Logical::Join {
                 join_type,
@@ -141,6 +144,9 @@ impl Logical {
                     .for_each(&mut add);
             }
             Logical::Sort { keys, .. } => keys.iter().for_each(|k| add(&k.expr)),
+            Logical::Replicate { count, .. } => {
+                out.insert(*count);
+            }
         }
     }
 
@@ -151,7 +157,8 @@ impl Logical {
             | Logical::Project { input, .. }
             | Logical::Aggregate { input, .. }
             | Logical::Sort { input, .. }
-            | Logical::Limit { input, .. } => vec![input],
+            | Logical::Limit { input, .. }
+            | Logical::Replicate { input, .. } => vec![input],
             Logical::Join { left, right, .. } => vec![left, right],
             Logical::Union { inputs, .. } => inputs.iter().map(|i| &i.0).collect(),
         }

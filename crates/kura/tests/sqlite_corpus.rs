@@ -58,12 +58,7 @@ impl sqllogictest::DB for CorpusConnection {
         }
         let declared = EXPECTED_TYPES.with(|t| t.borrow().clone());
         let types: Vec<DefaultColumnType> = (0..result.columns.len())
-            .map(|i| {
-                declared
-                    .get(i)
-                    .cloned()
-                    .unwrap_or(DefaultColumnType::Text)
-            })
+            .map(|i| declared.get(i).cloned().unwrap_or(DefaultColumnType::Text))
             .collect();
         let rows = result
             .rows()
@@ -304,7 +299,11 @@ fn sqlite_corpus() {
         let handles: Vec<_> = files
             .iter()
             .map(|f| {
-                let name = f.file_name().unwrap_or_default().to_string_lossy().into_owned();
+                let name = f
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
                 (name, s.spawn(|| run_file(f)))
             })
             .collect();

@@ -1,12 +1,12 @@
-//! Streaming operators: filter, projection, limit, and an in-memory batch source
-//! (VALUES, materialised breaker results).
+//! Streaming operators: filter, projection, limit, row replication, and an in-memory
+//! batch source (VALUES, materialised breaker results).
 
 use std::sync::{Arc, Mutex};
 
 use kura_common::Batch;
 
 use crate::context::ExecContext;
-use crate::error::ExecResult;
+use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, eval_predicate, PhysExpr};
 use crate::pipeline::{Emit, Source, Transform};
 
@@ -70,6 +70,34 @@ impl Transform for LimitOp {
             selection: Some(keep),
             ..batch
         }))
+    }
+}
+
+/// Repeats every row as many times as its `count` column says (none for zero, NULL
+/// or a negative count): the duplicates `INTERSECT ALL` and `EXCEPT ALL` emit.
+pub struct ReplicateOp {
+    pub count: usize,
+}
+
+impl Transform for ReplicateOp {
+    fn apply(&self, batch: Batch, _ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        let batch = compact_batch(batch);
+        let counts = batch
+            .columns
+            .get(self.count)
+            .ok_or_else(|| ExecError::Internal("replicate count column".into()))?;
+        let mut idx: Vec<u32> = Vec::with_capacity(batch.len());
+        for row in 0..batch.len() {
+            let n = match counts.get_value(row) {
+                kura_common::Value::BigInt(n) => n,
+                kura_common::Value::Integer(n) => i64::from(n),
+                _ => 0,
+            };
+            idx.extend(std::iter::repeat_n(row as u32, n.max(0) as usize));
+        }
+        Ok(Some(Batch::new(
+            batch.columns.iter().map(|c| c.take(&idx)).collect(),
+        )))
     }
 }
 

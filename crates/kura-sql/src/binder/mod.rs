@@ -5,6 +5,7 @@
 
 mod expr;
 mod query;
+mod setop;
 mod subquery;
 pub mod types;
 

@@ -195,7 +195,11 @@ impl Binder<'_> {
         Ok(bound)
     }
 
-    fn bind_set_expr(&mut self, body: &ast::SetExpr, outer: &[Scope]) -> SqlResult<BoundQuery> {
+    pub(super) fn bind_set_expr(
+        &mut self,
+        body: &ast::SetExpr,
+        outer: &[Scope],
+    ) -> SqlResult<BoundQuery> {
         match body {
             ast::SetExpr::Select(s) => self.bind_select(s, &[], None, outer),
             ast::SetExpr::Query(q) => self.bind_query(q, outer),
@@ -205,72 +209,7 @@ impl Binder<'_> {
                 op,
                 set_quantifier,
                 right,
-            } => {
-                let l = self.bind_set_expr(left, outer)?;
-                let r = self.bind_set_expr(right, outer)?;
-                if *op != ast::SetOperator::Union {
-                    return Err(SqlError::unsupported(format!("{op}"), Pos::default()));
-                }
-                if l.out.len() != r.out.len() {
-                    return Err(SqlError::mismatch(
-                        "each UNION query must have the same number of columns",
-                        Pos::default(),
-                    ));
-                }
-                let mut out = Vec::new();
-                let mut inputs = Vec::new();
-                let mut types = Vec::new();
-                for ((ln, li), (_, ri)) in l.out.iter().zip(&r.out) {
-                    let t = common_type(self.cols.ty(*li), self.cols.ty(*ri)).ok_or_else(|| {
-                        SqlError::mismatch(
-                            format!(
-                                "UNION types {} and {} cannot be matched",
-                                self.cols.ty(*li),
-                                self.cols.ty(*ri)
-                            ),
-                            Pos::default(),
-                        )
-                    })?;
-                    types.push(t);
-                    out.push((ln.clone(), self.cols.add(ln, t)));
-                }
-                for side in [l, r] {
-                    let exprs = side
-                        .out
-                        .iter()
-                        .zip(&types)
-                        .map(|((n, id), t)| {
-                            let e = coerce(col(*id, self.cols.ty(*id)), *t, Pos::default())?;
-                            Ok((e, self.cols.add(n, *t)))
-                        })
-                        .collect::<SqlResult<Vec<_>>>()?;
-                    let ids = exprs.iter().map(|e| e.1).collect();
-                    inputs.push((
-                        Logical::Project {
-                            input: Box::new(side.plan),
-                            exprs,
-                        },
-                        ids,
-                    ));
-                }
-                let cols: Vec<ColId> = out.iter().map(|o| o.1).collect();
-                let mut plan = Logical::Union {
-                    inputs,
-                    cols: cols.clone(),
-                };
-                if matches!(
-                    set_quantifier,
-                    ast::SetQuantifier::Distinct | ast::SetQuantifier::None
-                ) {
-                    let group = cols.iter().map(|&c| (col(c, self.cols.ty(c)), c)).collect();
-                    plan = Logical::Aggregate {
-                        input: Box::new(plan),
-                        group,
-                        aggs: Vec::new(),
-                    };
-                }
-                Ok(BoundQuery { plan, out })
-            }
+            } => self.bind_set_operation(left, op, set_quantifier, right, outer),
             other => Err(SqlError::unsupported(
                 format!("query form {other}"),
                 Pos::default(),

@@ -471,6 +471,8 @@ pub fn estimate(plan: &Logical) -> Estimate {
             }
             e
         }
+        // Replicated rows are at most the input's rows per group.
+        Logical::Replicate { input, .. } => estimate(input),
         Logical::Union { inputs, cols } => {
             let rows = inputs.iter().map(|(p, _)| estimate(p).rows).sum();
             let mut e = Estimate {

@@ -106,6 +106,10 @@ fn map_children(plan: Logical, f: fn(Logical) -> Logical) -> Logical {
             inputs: inputs.into_iter().map(|(p, ids)| (f(p), ids)).collect(),
             cols,
         },
+        Logical::Replicate { input, count } => Logical::Replicate {
+            input: b(input),
+            count,
+        },
         p @ (Logical::Scan { .. } | Logical::Values { .. }) => p,
     }
 }

@@ -305,6 +305,11 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
                 .collect();
             filter(Logical::Union { inputs, cols }, preds)
         }
+        // Filtering commutes with repeating rows.
+        Logical::Replicate { input, count } => Logical::Replicate {
+            input: Box::new(push(*input, preds)),
+            count,
+        },
         v @ Logical::Values { .. } => filter(v, preds),
     }
 }

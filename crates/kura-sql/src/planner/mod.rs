@@ -471,6 +471,21 @@ impl Lowering<'_> {
                 };
                 (self.node(plan, "limit", kind, out), layout)
             }
+            Logical::Replicate { input, count } => {
+                let mut need = required.clone();
+                need.insert(*count);
+                let (child, layout) = self.lower(input, &need)?;
+                let count = layout
+                    .iter()
+                    .position(|c| c == count)
+                    .ok_or_else(|| SqlError::Internal("replicate count column".into()))?;
+                let out = child.output.clone();
+                let kind = PlanKind::Replicate {
+                    input: Box::new(child),
+                    count,
+                };
+                (self.node(plan, "replicate", kind, out), layout)
+            }
             Logical::Union { inputs, cols } => {
                 let mut nodes = Vec::new();
                 for (p, ids) in inputs {
