@@ -10,7 +10,7 @@ use sqlparser::ast::{self, Spanned};
 
 use super::types::{
     arith_type, coerce, common_type, fold, is_null_literal, is_untyped_null, number_literal,
-    sql_type, DIV_SCALE,
+    sql_type, text_null, DIV_SCALE,
 };
 use super::{norm, pos_of, AggCollector, Binder, Pending, Scope};
 use crate::error::{did_you_mean, Pos, SqlError, SqlResult};
@@ -176,6 +176,13 @@ impl Binder<'_> {
                         pos(&**expr),
                     )?)))),
                     ast::UnaryOperator::Minus => {
+                        if is_untyped_null(&x) {
+                            // As PostgreSQL: `- unknown` matches several numeric operators.
+                            return Err(SqlError::mismatch(
+                                "operator is not unique: - unknown",
+                                pos(e),
+                            ));
+                        }
                         if !x.data_type().is_numeric() {
                             return Err(SqlError::mismatch(
                                 format!("operator does not exist: - {}", x.data_type()),
@@ -244,9 +251,19 @@ impl Binder<'_> {
                     .iter()
                     .map(|i| self.bind_expr(i, cx))
                     .collect::<SqlResult<Vec<_>>>()?;
-                let mut ty = x.data_type();
+                // An untyped NULL on the left takes the type of the list (PostgreSQL
+                // resolves `unknown IN (2, 3)` as integers); NULLs in the list are left
+                // out of the resolution the same way.
+                let mut ty = if is_untyped_null(&x) {
+                    items
+                        .iter()
+                        .find(|i| !is_untyped_null(i))
+                        .map_or(x.data_type(), |i| i.data_type())
+                } else {
+                    x.data_type()
+                };
                 for i in &items {
-                    if !is_null_literal(i)
+                    if !is_untyped_null(i)
                         && !matches!(i, PhysExpr::Literal { value: Value::Text(_), .. } if !ty.is_text())
                     {
                         ty = common_type(ty, i.data_type()).ok_or_else(|| {
@@ -407,6 +424,10 @@ impl Binder<'_> {
             } => {
                 let x = self.bind_expr(expr, cx)?;
                 let t = sql_type(data_type, pos(e))?;
+                if is_untyped_null(&x) && t == DataType::Varchar(None) {
+                    // `CAST(NULL AS TEXT)` is text, not the untyped NULL it would fold to.
+                    return Ok(text_null());
+                }
                 Ok(fold(coerce(x, t, pos(e))?))
             }
             E::Extract { field, expr, .. } => {
@@ -669,10 +690,8 @@ impl Binder<'_> {
         if is_null_literal(&a) || is_null_literal(&b) {
             // The result is NULL, of the type the operator gives its operands' types: a
             // NULL keeps the type a CAST gave it; an untyped NULL takes the other's.
-            let untyped =
-                |e: &PhysExpr| is_null_literal(e) && e.data_type() == DataType::Varchar(None);
-            let ta = if untyped(&a) { tb } else { ta };
-            let tb = if untyped(&b) { ta } else { tb };
+            let ta = if is_untyped_null(&a) { tb } else { ta };
+            let tb = if is_untyped_null(&b) { ta } else { tb };
             let t = match (ta, tb, op) {
                 (DataType::Date, DataType::Date, BinaryOp::Sub) => DataType::Integer,
                 (
@@ -750,10 +769,10 @@ impl Binder<'_> {
         let (a, b) = if is_text_lit(&b) && !a.data_type().is_text() {
             let t = a.data_type();
             (a, coerce(b, t, p)?)
-        } else if (is_text_lit(&a) && !b.data_type().is_text()) || is_null_literal(&a) {
+        } else if (is_text_lit(&a) && !b.data_type().is_text()) || is_untyped_null(&a) {
             let t = b.data_type();
             (coerce(a, t, p)?, b)
-        } else if is_null_literal(&b) {
+        } else if is_untyped_null(&b) {
             let t = a.data_type();
             (a, coerce(b, t, p)?)
         } else {
@@ -781,6 +800,22 @@ impl Binder<'_> {
             } else {
                 Err(SqlError::mismatch(format!("{} {what}", func.name()), p))
             }
+        };
+        // An untyped NULL argument of a numeric function resolves to double precision,
+        // the preferred type of PostgreSQL's numeric category (`abs(NULL)`).
+        let args = if matches!(func, ScalarFunc::Abs | ScalarFunc::Round) {
+            args.into_iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if i == 0 && is_untyped_null(&a) {
+                        PhysExpr::literal(Value::Null, DataType::Double)
+                    } else {
+                        a
+                    }
+                })
+                .collect()
+        } else {
+            args
         };
         let t = match func {
             ScalarFunc::Substring => {
@@ -842,7 +877,7 @@ impl Binder<'_> {
             ScalarFunc::Coalesce => {
                 let mut t: Option<DataType> = None;
                 for a in &args {
-                    if is_null_literal(a) {
+                    if is_untyped_null(a) {
                         continue;
                     }
                     t = Some(match t {
@@ -1013,10 +1048,15 @@ impl Binder<'_> {
                     return Err(SqlError::mismatch("nullif takes two arguments", p));
                 }
                 let eq = self.comparison(BinaryOp::Eq, bound[0].clone(), bound[1].clone(), p)?;
-                let t = bound[0].data_type();
+                let first = if is_untyped_null(&bound[0]) {
+                    PhysExpr::literal(Value::Null, bound[1].data_type())
+                } else {
+                    bound[0].clone()
+                };
+                let t = first.data_type();
                 return Ok(PhysExpr::Case {
                     whens: vec![(eq, PhysExpr::literal(Value::Null, t))],
-                    otherwise: Some(Box::new(bound[0].clone())),
+                    otherwise: Some(Box::new(first)),
                     data_type: t,
                 });
             }

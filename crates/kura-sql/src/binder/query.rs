@@ -240,7 +240,7 @@ impl Binder<'_> {
         for c in 0..width {
             let mut t: Option<DataType> = None;
             for r in &rows {
-                if super::types::is_null_literal(&r[c]) {
+                if super::types::is_untyped_null(&r[c]) {
                     continue;
                 }
                 let rt = r[c].data_type();

@@ -7,13 +7,13 @@
 
 use std::collections::HashSet;
 
-use kura_common::DataType;
+use kura_common::{DataType, Value};
 use kura_exec::expr::{BinaryOp, PhysExpr};
 use kura_exec::JoinType;
 use sqlparser::ast::{self, Spanned};
 
 use super::expr::ExprCtx;
-use super::types::{coerce, common_type};
+use super::types::{coerce, common_type, is_untyped_null};
 use super::{Binder, Pending, Scope};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, conjunction, conjuncts, refs_of, ColId, Logical};
@@ -125,7 +125,21 @@ impl Binder<'_> {
                 });
             }
             let c = col(out[0].1, self.cols.ty(out[0].1));
-            let t = common_type(x.data_type(), c.data_type()).ok_or_else(|| {
+            // An untyped NULL or quoted literal on the left takes the subquery's type.
+            let unknown = is_untyped_null(&x)
+                || matches!(
+                    x,
+                    PhysExpr::Literal {
+                        value: Value::Text(_),
+                        ..
+                    }
+                ) && !c.data_type().is_text();
+            let t = if unknown {
+                Some(c.data_type())
+            } else {
+                common_type(x.data_type(), c.data_type())
+            };
+            let t = t.ok_or_else(|| {
                 SqlError::mismatch(
                     format!(
                         "operator does not exist: {} = {}",

@@ -200,6 +200,15 @@ pub fn is_untyped_null(e: &PhysExpr) -> bool {
     is_null_literal(e) && e.data_type() == DataType::Varchar(None)
 }
 
+/// A NULL of type text that is not an untyped NULL: a cast of one, which [`fold`]
+/// leaves as it is.
+pub fn text_null() -> PhysExpr {
+    PhysExpr::Cast {
+        expr: Box::new(PhysExpr::literal(Value::Null, DataType::Varchar(None))),
+        to: DataType::Varchar(None),
+    }
+}
+
 /// `e` converted to type `to` (constants are converted now).
 pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
     if e.data_type() == to {
@@ -226,7 +235,7 @@ pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
 
 /// Evaluates an expression without column references now.
 pub fn fold(e: PhysExpr) -> PhysExpr {
-    if matches!(e, PhysExpr::Literal { .. }) {
+    if matches!(e, PhysExpr::Literal { .. }) || e == text_null() {
         return e;
     }
     let mut cols = Vec::new();
@@ -236,10 +245,17 @@ pub fn fold(e: PhysExpr) -> PhysExpr {
     }
     let _ctx = ExecContext::unbounded();
     match e.eval(&kura_common::Batch::with_rows(1)) {
-        Ok(v) if v.len() == 1 => PhysExpr::Literal {
-            value: v.get_value(0),
-            data_type: e.data_type(),
-        },
+        Ok(v) if v.len() == 1 => {
+            let value = v.get_value(0);
+            if value.is_null() && e.data_type() == DataType::Varchar(None) {
+                // A computed text NULL (`upper(NULL)`) is text, not an untyped NULL.
+                return text_null();
+            }
+            PhysExpr::Literal {
+                value,
+                data_type: e.data_type(),
+            }
+        }
         _ => e,
     }
 }
