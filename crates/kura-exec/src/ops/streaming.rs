@@ -123,3 +123,56 @@ impl Source for MemorySource {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kura_common::{DataType, Value, Vector};
+
+    use super::*;
+
+    #[test]
+    fn replicate_repeats_rows_by_their_count() {
+        let keys = Vector::from_values(
+            DataType::Integer,
+            &[
+                Value::Integer(1),
+                Value::Integer(2),
+                Value::Null,
+                Value::Integer(4),
+                Value::Integer(5),
+            ],
+        )
+        .unwrap();
+        let counts = Vector::from_values(
+            DataType::BigInt,
+            &[
+                Value::BigInt(2),
+                Value::BigInt(0),
+                Value::BigInt(3),
+                Value::Null,
+                Value::BigInt(-1),
+            ],
+        )
+        .unwrap();
+        let mut batch = Batch::new(vec![keys, counts]);
+        // Rows outside the selection are not repeated.
+        batch.selection = Some(vec![0, 1, 2, 3]);
+        let out = ReplicateOp { count: 1 }
+            .apply(batch, &ExecContext::unbounded())
+            .unwrap()
+            .unwrap();
+        let rows: Vec<Value> = (0..out.len())
+            .map(|i| out.columns[0].get_value(i))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                Value::Integer(1),
+                Value::Integer(1),
+                Value::Null,
+                Value::Null,
+                Value::Null
+            ]
+        );
+    }
+}
