@@ -7,6 +7,7 @@ mod expr;
 mod query;
 mod subquery;
 pub mod types;
+mod unnest;
 
 use std::collections::HashMap;
 
@@ -69,6 +70,9 @@ pub struct Pending {
     pub plan: Logical,
     pub on: Vec<kura_exec::expr::PhysExpr>,
     pub mark: Option<ColId>,
+    /// `plan` is still correlated: it is unnested against the plan it attaches to,
+    /// whose domain equalities then lead `on`.
+    pub unnest: bool,
 }
 
 /// Binds statements of one query.
