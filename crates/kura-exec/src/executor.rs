@@ -18,7 +18,7 @@ use crate::ops::scan::ScanSource;
 use crate::ops::sort::SortSink;
 use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp, ReplicateOp};
 use crate::pipeline::{Pipeline, Sink};
-use crate::plan::{PlanKind, PlanNode};
+use crate::plan::{JoinType, PlanKind, PlanNode};
 use crate::registry::{OperatorKind, OperatorRegistry};
 
 /// Runs plans with a registry of operator implementations.
@@ -219,6 +219,7 @@ impl Executor<'_> {
                 probe_keys,
                 build_keys,
                 residual,
+                null_safe,
             } => {
                 let algorithm = reg.join.clone().ok_or_else(|| {
                     ExecError::Internal(format!("{} has no join algorithm", node.operator))
@@ -229,14 +230,29 @@ impl Executor<'_> {
                     build_keys: build_keys.clone(),
                     residual: residual.clone(),
                     build_types: build.output.clone(),
+                    null_safe: null_safe.clone(),
                 });
                 let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm));
                 self.run_into(build, sink.clone(), node.id)?;
                 let table = sink.table()?;
                 let mut p = self.compile(probe)?;
-                p.transforms
-                    .push((node.id, Arc::new(JoinProbeOp { spec, table })));
-                p
+                let op = Arc::new(JoinProbeOp::new(spec, table));
+                p.transforms.push((node.id, op.clone()));
+                if *join_type != JoinType::Full {
+                    return Ok(p);
+                }
+                // The unmatched build rows are known only when every worker has probed:
+                // the joined rows are gathered, then those rows follow, once.
+                let sink = Arc::new(CollectSink::default());
+                p.run(sink.clone(), node.id, self.ctx)?;
+                let mut out = sink.take();
+                out.extend(op.unmatched_build(&probe.output));
+                for b in &out {
+                    self.ctx
+                        .memory
+                        .reserve(batch_bytes(b), "full join output")?;
+                }
+                self.materialized(out, crate::context::NO_NODE)
             }
             PlanKind::Aggregate {
                 input,

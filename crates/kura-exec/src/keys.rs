@@ -45,35 +45,45 @@ pub fn pair_key(keys: &[Vector], row: usize) -> Option<u128> {
 /// Appends the encoding of row `row` of `keys` to `out`; false if any key is NULL
 /// (and `nulls_equal` is false — SQL equality never matches NULL; GROUP BY does).
 pub fn encode_row(keys: &[Vector], row: usize, nulls_equal: bool, out: &mut Vec<u8>) -> bool {
-    for k in keys {
-        if k.is_null(row) {
-            if !nulls_equal {
-                return false;
-            }
-            out.push(0);
-            continue;
+    keys.iter().all(|k| encode_key(k, row, nulls_equal, out))
+}
+
+/// Like [`encode_row`] with a NULL rule per key: join keys from `IS NOT DISTINCT FROM`
+/// (`null_safe[i]`, missing entries false) match NULL with NULL, plain equalities never.
+pub fn encode_join_row(keys: &[Vector], row: usize, null_safe: &[bool], out: &mut Vec<u8>) -> bool {
+    keys.iter()
+        .enumerate()
+        .all(|(i, k)| encode_key(k, row, null_safe.get(i).copied().unwrap_or(false), out))
+}
+
+fn encode_key(k: &Vector, row: usize, nulls_equal: bool, out: &mut Vec<u8>) -> bool {
+    if k.is_null(row) {
+        if !nulls_equal {
+            return false;
         }
-        out.push(1);
-        match &k.data {
-            ColumnData::Bool(v) => out.push(v[row] as u8),
-            ColumnData::I32(v) => out.extend_from_slice(&v[row].to_le_bytes()),
-            ColumnData::I64(v) => out.extend_from_slice(&v[row].to_le_bytes()),
-            ColumnData::I128(v) => out.extend_from_slice(&v[row].to_le_bytes()),
-            ColumnData::F64(v) => {
-                // -0.0 and 0.0 are equal in SQL.
-                let x = if v[row] == 0.0 { 0.0 } else { v[row] };
-                out.extend_from_slice(&x.to_bits().to_le_bytes())
-            }
-            ColumnData::Str(s) => {
-                // CHAR(n) ignores trailing blanks; for VARCHAR they are part of the value.
-                let b = if matches!(k.data_type, DataType::Char(_)) {
-                    compare_trim(s.get_bytes(row))
-                } else {
-                    s.get_bytes(row)
-                };
-                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-                out.extend_from_slice(b);
-            }
+        out.push(0);
+        return true;
+    }
+    out.push(1);
+    match &k.data {
+        ColumnData::Bool(v) => out.push(v[row] as u8),
+        ColumnData::I32(v) => out.extend_from_slice(&v[row].to_le_bytes()),
+        ColumnData::I64(v) => out.extend_from_slice(&v[row].to_le_bytes()),
+        ColumnData::I128(v) => out.extend_from_slice(&v[row].to_le_bytes()),
+        ColumnData::F64(v) => {
+            // -0.0 and 0.0 are equal in SQL.
+            let x = if v[row] == 0.0 { 0.0 } else { v[row] };
+            out.extend_from_slice(&x.to_bits().to_le_bytes())
+        }
+        ColumnData::Str(s) => {
+            // CHAR(n) ignores trailing blanks; for VARCHAR they are part of the value.
+            let b = if matches!(k.data_type, DataType::Char(_)) {
+                compare_trim(s.get_bytes(row))
+            } else {
+                s.get_bytes(row)
+            };
+            out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            out.extend_from_slice(b);
         }
     }
     true

@@ -27,6 +27,9 @@ pub enum JoinType {
     Left,
     /// Like `Left`, but more than one match for a probe row is an error (scalar subqueries).
     Single,
+    /// `Left`, plus the build rows without a match, with NULL probe columns, after
+    /// every probe row has been joined.
+    Full,
     /// Probe rows with at least one match (EXISTS / IN).
     Semi,
     /// Probe rows without a match (NOT EXISTS).
@@ -47,7 +50,10 @@ pub enum JoinType {
 impl JoinType {
     /// Whether the output carries the build side's columns.
     pub fn emits_build_columns(self) -> bool {
-        matches!(self, JoinType::Inner | JoinType::Left | JoinType::Single)
+        matches!(
+            self,
+            JoinType::Inner | JoinType::Left | JoinType::Single | JoinType::Full
+        )
     }
 
     /// Whether the last key pair is an `IN` key with SQL's NULL semantics.
@@ -219,6 +225,9 @@ pub enum PlanKind {
         build_keys: Vec<PhysExpr>,
         /// Over probe columns followed by build columns.
         residual: Option<PhysExpr>,
+        /// Per key pair: NULL matches NULL (`IS NOT DISTINCT FROM`); missing
+        /// entries are false (SQL equality).
+        null_safe: Vec<bool>,
     },
     Aggregate {
         input: Box<PlanNode>,
@@ -405,12 +414,21 @@ impl PlanNode {
                 probe_keys,
                 build_keys,
                 residual,
+                null_safe,
                 ..
             } => {
                 let keys: Vec<String> = probe_keys
                     .iter()
                     .zip(build_keys)
-                    .map(|(p, b)| format!("{p} = build.{b}"))
+                    .enumerate()
+                    .map(|(i, (p, b))| {
+                        let op = if null_safe.get(i).copied().unwrap_or(false) {
+                            "IS NOT DISTINCT FROM"
+                        } else {
+                            "="
+                        };
+                        format!("{p} {op} build.{b}")
+                    })
                     .collect();
                 let mut s = format!("{join_type:?} on [{}]", keys.join(", "));
                 if let Some(r) = residual {

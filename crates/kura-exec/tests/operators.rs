@@ -40,6 +40,7 @@ fn join(op: &str, probe: PlanNode, build: PlanNode) -> PlanNode {
         probe_keys: vec![key.clone()],
         build_keys: vec![key],
         residual: None,
+        null_safe: vec![],
     };
     let mut p = PlanNode::new(op, kind, vec![DataType::Integer, DataType::Integer], 0.0);
     p.number();

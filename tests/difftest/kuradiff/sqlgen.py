@@ -256,7 +256,8 @@ class Generator:
         return q
 
     def correlation(self, inner, outer):
-        """`inner.key = outer.key` (or another comparison) linking a subquery to its row."""
+        """`inner.key = outer.key` (or another comparison, maybe with an expression of the
+        outer column) linking a subquery to its row."""
         pairs = [
             (iq, ic, oq, oc) for iq, ic in inner.cols for oq, oc in outer.cols
             if ic.key and ic.key == oc.key
@@ -268,7 +269,11 @@ class Generator:
             return None
         iq, ic, oq, oc = self.pick(pairs)
         op = "=" if self.chance(0.75) else self.pick(["<", ">=", "<>"])
-        return Bin(BOOL, op, Col(ic.kind, iq, ic.name), Col(oc.kind, oq, oc.name))
+        outer_val = Col(oc.kind, oq, oc.name)
+        if oc.kind == INT and self.chance(0.2):
+            # Correlation through an expression of the outer column, not the column itself.
+            outer_val = Bin(INT, "+", outer_val, Lit(str(self.rng.randint(-3, 3)), INT))
+        return Bin(BOOL, op, Col(ic.kind, iq, ic.name), outer_val)
 
     def scalar_select(self, outer_scope, kind, depth):
         table = self.pick(list(self.tables))

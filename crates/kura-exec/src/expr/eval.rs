@@ -123,6 +123,18 @@ impl PhysExpr {
                 let r = right.eval(batch)?;
                 match op {
                     BinaryOp::And | BinaryOp::Or => logic(*op, &l, &r),
+                    BinaryOp::NotDistinct => {
+                        let eq = compare(BinaryOp::Eq, &l, &r)?;
+                        let eq = bools(&eq)?;
+                        let vals = (0..n)
+                            .map(|i| match (l.is_null(i), r.is_null(i)) {
+                                (true, true) => true,
+                                (false, false) => eq[i],
+                                _ => false,
+                            })
+                            .collect();
+                        Ok(bool_vector(vals, None))
+                    }
                     o if o.is_comparison() => compare(*o, &l, &r),
                     BinaryOp::Concat => {
                         let mut out = Vector::new(*data_type, n);

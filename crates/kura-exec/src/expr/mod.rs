@@ -33,6 +33,8 @@ pub enum BinaryOp {
     And,
     Or,
     Concat,
+    /// `IS NOT DISTINCT FROM`: equality under which NULL equals NULL; never NULL.
+    NotDistinct,
 }
 
 impl BinaryOp {
@@ -75,6 +77,7 @@ impl BinaryOp {
             BinaryOp::And => "AND",
             BinaryOp::Or => "OR",
             BinaryOp::Concat => "||",
+            BinaryOp::NotDistinct => "IS NOT DISTINCT FROM",
         }
     }
 }

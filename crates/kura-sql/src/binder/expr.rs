@@ -202,6 +202,16 @@ impl Binder<'_> {
                     negated: matches!(e, E::IsNotNull(_)),
                 }))
             }
+            E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+                let l = self.bind_expr(a, cx)?;
+                let r = self.bind_expr(b, cx)?;
+                let same = self.comparison(BinaryOp::NotDistinct, l, r, pos(e))?;
+                Ok(if matches!(e, E::IsDistinctFrom(..)) {
+                    PhysExpr::Not(Box::new(same))
+                } else {
+                    same
+                })
+            }
             E::IsTrue(x) | E::IsFalse(x) | E::IsNotTrue(x) | E::IsNotFalse(x) => {
                 let b = self.bind_expr(x, cx)?;
                 let b = self.check_bool(b, "IS TRUE/IS FALSE", pos(&**x))?;

@@ -8,6 +8,7 @@ mod query;
 mod setop;
 mod subquery;
 pub mod types;
+mod unnest;
 
 use std::collections::HashMap;
 
@@ -70,6 +71,9 @@ pub struct Pending {
     pub plan: Logical,
     pub on: Vec<kura_exec::expr::PhysExpr>,
     pub mark: Option<ColId>,
+    /// `plan` is still correlated: it is unnested against the plan it attaches to,
+    /// whose domain equalities then lead `on`.
+    pub unnest: bool,
 }
 
 /// Binds statements of one query.

@@ -355,6 +355,7 @@ impl Binder<'_> {
                     ast::JoinOperator::Right(c) | ast::JoinOperator::RightOuter(c) => {
                         (JoinType::Left, Some(c), true)
                     }
+                    ast::JoinOperator::FullOuter(c) => (JoinType::Full, Some(c), false),
                     other => {
                         return Err(SqlError::unsupported(
                             format!("join type {other:?}")
@@ -544,7 +545,7 @@ impl Binder<'_> {
                 let e = self.bind_expr(p, &mut cx)?;
                 filters.push(self.check_bool(e, "WHERE", span_pos(p))?);
             }
-            plan = self.attach_pending(plan, std::mem::take(&mut cx.pending));
+            plan = self.attach_pending(plan, std::mem::take(&mut cx.pending))?;
             if let Some(f) = conjunction(filters) {
                 plan = Logical::Filter {
                     input: Box::new(plan),
@@ -734,7 +735,7 @@ impl Binder<'_> {
                 aggs: collector.aggs,
             };
         }
-        plan = self.attach_pending(plan, pending);
+        plan = self.attach_pending(plan, pending)?;
         if let Some(h) = having {
             plan = Logical::Filter {
                 input: Box::new(plan),
@@ -816,17 +817,27 @@ impl Binder<'_> {
         &mut self,
         mut plan: Logical,
         pending: Vec<super::Pending>,
-    ) -> Logical {
+    ) -> SqlResult<Logical> {
+        // Subqueries' outer values come from the plan before any of them attaches:
+        // the joins above keep its rows.
+        let base = plan.clone();
         for p in pending {
+            let (right, on) = if p.unnest {
+                let (right, mut on) = self.unnest_subquery(&base, p.plan, Pos::default())?;
+                on.extend(p.on);
+                (right, on)
+            } else {
+                (p.plan, p.on)
+            };
             plan = Logical::Join {
                 join_type: p.join_type,
                 left: Box::new(plan),
-                right: Box::new(p.plan),
-                on: p.on,
+                right: Box::new(right),
+                on,
                 mark: p.mark,
             };
         }
-        plan
+        Ok(plan)
     }
 }
 

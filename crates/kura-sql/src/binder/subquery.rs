@@ -78,7 +78,14 @@ impl Binder<'_> {
             None => None,
         };
         let sub = self.bind_subquery(q, scope, outer)?;
-        let (right, on) = self.decorrelate(sub.plan, &sub.out, probe, pos)?;
+        let (right, on, unnest) = self.decorrelate(sub.plan, &sub.out, probe, pos)?;
+        let (right, on) = if unnest {
+            let (right, mut dom) = self.unnest_subquery(&plan, right, pos)?;
+            dom.extend(on);
+            (right, dom)
+        } else {
+            (right, on)
+        };
         // NOT IN is null-aware whatever the correlation: the executor finds each row's set
         // (the correlation keys before the IN key, which `decorrelate` puts last).
         let join_type = match (negated, e_is_in(e)) {
@@ -104,19 +111,22 @@ impl Binder<'_> {
         out: &[(String, ColId)],
         probe: Option<PhysExpr>,
         pos: Pos,
-    ) -> SqlResult<(Logical, Vec<PhysExpr>)> {
+    ) -> SqlResult<(Logical, Vec<PhysExpr>, bool)> {
         let outer_ids = plan.free_columns();
-        let (plan, mut on) = if outer_ids.is_empty() {
-            (plan, Vec::new())
+        let pulled = if outer_ids.is_empty() {
+            Some((plan.clone(), Vec::new()))
         } else {
-            self.pull_up(plan, &outer_ids, pos)?
+            // Pulling predicates up fails on correlation it cannot turn into join
+            // conditions (a non-equality below an aggregate, an outer reference in a
+            // select list); such subqueries are unnested with their domain instead.
+            self.pull_up(plan.clone(), &outer_ids, pos)
+                .ok()
+                .filter(|(p, _)| p.free_columns().is_empty())
         };
-        if !plan.free_columns().is_empty() {
-            return Err(SqlError::unsupported(
-                "this form of correlated subquery",
-                pos,
-            ));
-        }
+        let (plan, mut on, unnest) = match pulled {
+            Some((p, on)) => (p, on, false),
+            None => (plan, Vec::new(), true),
+        };
         if let Some(x) = probe {
             if out.len() != 1 {
                 return Err(SqlError::InvalidValue {
@@ -156,7 +166,7 @@ impl Binder<'_> {
                 data_type: DataType::Boolean,
             });
         }
-        Ok((plan, on))
+        Ok((plan, on, unnest))
     }
 
     /// `(SELECT …)` as a value: a single join adding the subquery's column.
@@ -174,8 +184,9 @@ impl Binder<'_> {
             });
         }
         let id = sub.out[0].1;
-        let (plan, on) = self.decorrelate(sub.plan, &sub.out, None, pos)?;
-        let is_count = match &plan {
+        let (plan, on, unnest) = self.decorrelate(sub.plan, &sub.out, None, pos)?;
+        // Unnesting computes a COUNT over no rows as 0 itself.
+        let is_count = !unnest && match &plan {
             Logical::Project { exprs, .. } => exprs.iter().any(|(e, o)| {
                 *o == id
                     && matches!(e, PhysExpr::Column { index, .. } if self.count_ids.contains(index))
@@ -187,6 +198,7 @@ impl Binder<'_> {
             plan,
             on,
             mark: None,
+            unnest,
         });
         let ty = self.cols.ty(id);
         if is_count {
@@ -217,13 +229,14 @@ impl Binder<'_> {
         } else {
             JoinType::Mark
         };
-        let (plan, on) = self.decorrelate(sub.plan, &sub.out, probe, pos)?;
+        let (plan, on, unnest) = self.decorrelate(sub.plan, &sub.out, probe, pos)?;
         let id = self.cols.add("mark", DataType::Boolean);
         cx.pending.push(Pending {
             join_type,
             plan,
             on,
             mark: Some(id),
+            unnest,
         });
         Ok(col(id, DataType::Boolean))
     }

@@ -422,6 +422,10 @@ pub fn estimate(plan: &Logical) -> Estimate {
                     e.rows = inner.max(l.rows);
                 }
                 JoinType::Single => e.absorb(&r),
+                JoinType::Full => {
+                    e.absorb(&r);
+                    e.rows = inner.max(l.rows).max(r.rows);
+                }
                 JoinType::Mark | JoinType::NullAwareMark => {}
                 JoinType::Semi => {
                     e.rows = (l.rows * semi_fraction(&l, &r, on))

@@ -211,8 +211,10 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
         } => {
             let lids: HashSet<ColId> = left.output().into_iter().collect();
             let rids: HashSet<ColId> = right.output().into_iter().collect();
+            // Both inputs of a FULL join are preserved: no predicate moves into either.
+            let full = join_type == JoinType::Full;
             let (down, above): (Vec<_>, Vec<_>) =
-                preds.into_iter().partition(|p| covered(p, &lids));
+                preds.into_iter().partition(|p| !full && covered(p, &lids));
             let mut into_right = Vec::new();
             let mut into_left = Vec::new();
             let mut keep = Vec::new();
@@ -220,7 +222,7 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             // NULLs of the whole set, so no condition may filter the build side first.
             let null_aware = join_type.null_aware();
             for c in split_preds(on) {
-                if null_aware {
+                if null_aware || full {
                     keep.push(c);
                 } else if covered(&c, &rids) {
                     into_right.push(c);

@@ -314,6 +314,7 @@ impl Lowering<'_> {
                 let (rplan, rlayout) = self.lower(right, &rneed)?;
                 let mut probe_keys = Vec::new();
                 let mut build_keys = Vec::new();
+                let mut null_safe = Vec::new();
                 let mut residual = Vec::new();
                 // A null-aware join's last condition is its IN key, a key pair even when
                 // the probe side is a constant (`1 IN (SELECT …)`).
@@ -335,10 +336,11 @@ impl Lowering<'_> {
                             .push(remap(&coerce((**a).clone(), t, Pos::default())?, &llayout)?);
                         build_keys
                             .push(remap(&coerce((**b).clone(), t, Pos::default())?, &rlayout)?);
+                        null_safe.push(false);
                         continue;
                     }
                     if let PhysExpr::Binary {
-                        op: BinaryOp::Eq,
+                        op: op @ (BinaryOp::Eq | BinaryOp::NotDistinct),
                         left: a,
                         right: b,
                         ..
@@ -366,6 +368,7 @@ impl Lowering<'_> {
                                 &coerce((**bk).clone(), t, Pos::default())?,
                                 &rlayout,
                             )?);
+                            null_safe.push(*op == BinaryOp::NotDistinct);
                             continue;
                         }
                     }
@@ -390,6 +393,7 @@ impl Lowering<'_> {
                     probe_keys,
                     build_keys,
                     residual,
+                    null_safe,
                 };
                 let op = self.opts.join_operator.clone();
                 (self.node(plan, &op, kind, self.types(&layout)), layout)

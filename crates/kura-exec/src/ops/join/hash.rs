@@ -8,7 +8,7 @@ use kura_common::Vector;
 use super::{BuildSide, JoinAlgorithm, JoinIndex};
 use crate::context::ExecContext;
 use crate::error::ExecResult;
-use crate::keys::{encode_row, int_key, pair_int_key, pair_key, single_int_key};
+use crate::keys::{encode_join_row, int_key, pair_int_key, pair_key, single_int_key};
 use crate::ops::NO_ROW;
 
 /// Builds hash tables; probing costs one lookup per probe row.
@@ -26,13 +26,16 @@ struct HashIndex {
     table: Table,
     /// `next[row]`: the next build row with the same key.
     next: Vec<u32>,
+    /// Per key: NULL matches NULL (`IS NOT DISTINCT FROM`); such keys use the byte table.
+    null_safe: Vec<bool>,
 }
 
 impl JoinAlgorithm for HashJoin {
     fn index(&self, build: &BuildSide, ctx: &ExecContext) -> ExecResult<Box<dyn JoinIndex>> {
         let n = build.rows;
         let mut next = vec![NO_ROW; n];
-        let table = if single_int_key(&build.keys) {
+        let any_null_safe = build.null_safe.iter().any(|&x| x);
+        let table = if single_int_key(&build.keys) && !any_null_safe {
             let mut m: HashMap<i64, u32> = HashMap::with_capacity(n);
             // Insert in reverse so each chain lists rows in ascending order.
             for row in (0..n).rev() {
@@ -46,7 +49,7 @@ impl JoinAlgorithm for HashJoin {
                 }
             }
             Table::Int(m)
-        } else if pair_int_key(&build.keys) {
+        } else if pair_int_key(&build.keys) && !any_null_safe {
             let mut m: HashMap<u128, u32> = HashMap::with_capacity(n);
             for row in (0..n).rev() {
                 if row % 65536 == 0 {
@@ -67,7 +70,7 @@ impl JoinAlgorithm for HashJoin {
                     ctx.check_cancel()?;
                 }
                 buf.clear();
-                if encode_row(&build.keys, row, false, &mut buf) {
+                if encode_join_row(&build.keys, row, &build.null_safe, &mut buf) {
                     if let Some(prev) = m.insert(buf.clone().into_boxed_slice(), row as u32) {
                         next[row] = prev;
                     }
@@ -75,7 +78,11 @@ impl JoinAlgorithm for HashJoin {
             }
             Table::Bytes(m)
         };
-        Ok(Box::new(HashIndex { table, next }))
+        Ok(Box::new(HashIndex {
+            table,
+            next,
+            null_safe: build.null_safe.clone(),
+        }))
     }
 }
 
@@ -114,7 +121,7 @@ impl JoinIndex for HashIndex {
                 let mut buf = Vec::new();
                 for p in 0..rows {
                     buf.clear();
-                    if encode_row(probe_keys, p, false, &mut buf) {
+                    if encode_join_row(probe_keys, p, &self.null_safe, &mut buf) {
                         walk(p, m.get(buf.as_slice()));
                     }
                 }

@@ -7,6 +7,7 @@
 pub mod hash;
 pub mod nested_loop;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use kura_common::{Batch, ColumnData, DataType, Vector};
@@ -25,6 +26,8 @@ pub struct BuildSide {
     pub rows: usize,
     /// Some build row has a NULL in the last key (the `IN` key of null-aware joins).
     pub has_null_key: bool,
+    /// Per key: NULL matches NULL (`IS NOT DISTINCT FROM`); missing entries are false.
+    pub null_safe: Vec<bool>,
 }
 
 /// Finds the build rows whose keys equal each probe row's keys.
@@ -52,6 +55,9 @@ pub struct JoinSpec {
     pub build_keys: Vec<PhysExpr>,
     pub residual: Option<PhysExpr>,
     pub build_types: Vec<DataType>,
+    /// Per key pair: NULL matches NULL (`IS NOT DISTINCT FROM`, the domain keys of
+    /// decorrelated subqueries); missing entries are false.
+    pub null_safe: Vec<bool>,
 }
 
 /// The built side of a join, shared by the probe transform.
@@ -139,18 +145,23 @@ impl Sink for JoinBuildSink {
         let has_null_key = keys
             .last()
             .is_some_and(|k| (0..all.num_rows).any(|i| k.is_null(i)));
+        let mut null_safe = self.spec.null_safe.clone();
+        null_safe.resize(keys.len(), false);
         let mut side = BuildSide {
             rows: all.num_rows,
             columns: all.columns,
             keys,
             has_null_key,
+            null_safe,
         };
         let index = self.algorithm.index(&side, ctx)?;
         ctx.memory.reserve(index.bytes(), "hash join table")?;
         let correlation = if self.spec.join_type.null_aware() && side.keys.len() > 1 {
             let in_key = side.keys.pop();
+            let in_rule = side.null_safe.pop();
             let index = self.algorithm.index(&side, ctx)?;
             side.keys.extend(in_key);
+            side.null_safe.extend(in_rule);
             ctx.memory.reserve(index.bytes(), "hash join table")?;
             Some(index)
         } else {
@@ -169,9 +180,29 @@ impl Sink for JoinBuildSink {
 pub struct JoinProbeOp {
     pub spec: Arc<JoinSpec>,
     pub table: Arc<JoinTable>,
+    /// FULL joins: which build rows some probe row matched, shared by every worker
+    /// so that the unmatched ones are emitted exactly once, after the probe side ends.
+    build_matched: Option<Vec<AtomicBool>>,
 }
 
+/// Pairs evaluated against a residual at a time: bounds the memory of joins whose
+/// candidates are many (no equality keys).
+const PAIR_CHUNK: usize = 1 << 16;
+
 impl JoinProbeOp {
+    pub fn new(spec: Arc<JoinSpec>, table: Arc<JoinTable>) -> JoinProbeOp {
+        let build_matched = (spec.join_type == JoinType::Full).then(|| {
+            (0..table.side.rows)
+                .map(|_| AtomicBool::new(false))
+                .collect()
+        });
+        JoinProbeOp {
+            spec,
+            table,
+            build_matched,
+        }
+    }
+
     fn pairs_batch(&self, probe: &Batch, pairs: &[(u32, u32)]) -> Batch {
         let pi: Vec<u32> = pairs.iter().map(|p| p.0).collect();
         let bi: Vec<u32> = pairs.iter().map(|p| p.1).collect();
@@ -183,10 +214,118 @@ impl JoinProbeOp {
             Batch::new(cols)
         }
     }
+
+    /// The pairs that pass the residual, evaluated a bounded chunk at a time (in order).
+    fn filter_pairs(
+        &self,
+        probe: &Batch,
+        pairs: Vec<(u32, u32)>,
+        ctx: &ExecContext,
+    ) -> ExecResult<Vec<(u32, u32)>> {
+        let Some(res) = &self.spec.residual else {
+            return Ok(pairs);
+        };
+        let mut out = Vec::new();
+        for chunk in pairs.chunks(PAIR_CHUNK) {
+            ctx.check_cancel()?;
+            let keep = selection_of(&res.eval(&self.pairs_batch(probe, chunk))?)?;
+            out.extend(keep.iter().map(|&k| chunk[k as usize]));
+        }
+        Ok(out)
+    }
+
+    /// Without equality keys: the pairs of `rows` × `build` (all build rows when
+    /// `None`) that pass the residual, in probe-row order. Pairs are generated a
+    /// chunk at a time, never all at once; with `first_only` a probe row stops at
+    /// its first passing pair (EXISTS needs one), so a row that matches early costs
+    /// little.
+    fn cross_pairs(
+        &self,
+        probe: &Batch,
+        rows: &[u32],
+        build: Option<&[u32]>,
+        first_only: bool,
+        ctx: &ExecContext,
+    ) -> ExecResult<Vec<(u32, u32)>> {
+        let total = build.map_or(self.table.side.rows, |b| b.len());
+        let at = |k: usize| build.map_or(k as u32, |b| b[k]);
+        let mut out = Vec::new();
+        if total == 0 || rows.is_empty() {
+            return Ok(out);
+        }
+        let Some(res) = &self.spec.residual else {
+            for &p in rows {
+                out.extend((0..if first_only { 1 } else { total }).map(|k| (p, at(k))));
+            }
+            return Ok(out);
+        };
+        // Each round gives every active probe row the next block of build rows.
+        let mut cursor = vec![0usize; rows.len()];
+        let mut active: Vec<usize> = (0..rows.len()).collect();
+        let mut done = vec![false; rows.len()];
+        let mut chunk: Vec<(u32, u32)> = Vec::new();
+        let mut owner: Vec<usize> = Vec::new();
+        while !active.is_empty() {
+            ctx.check_cancel()?;
+            let block = (PAIR_CHUNK / active.len()).max(16).min(total);
+            chunk.clear();
+            owner.clear();
+            for &a in &active {
+                let end = (cursor[a] + block).min(total);
+                for k in cursor[a]..end {
+                    chunk.push((rows[a], at(k)));
+                    owner.push(a);
+                }
+                cursor[a] = end;
+            }
+            let keep = selection_of(&res.eval(&self.pairs_batch(probe, &chunk))?)?;
+            for &k in &keep {
+                let a = owner[k as usize];
+                if first_only {
+                    if done[a] {
+                        continue;
+                    }
+                    done[a] = true;
+                }
+                out.push(chunk[k as usize]);
+            }
+            active.retain(|&a| !done[a] && cursor[a] < total);
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Build rows no probe row matched (FULL joins), with NULL probe columns, once
+    /// every probe batch has been joined.
+    pub fn unmatched_build(&self, probe_types: &[DataType]) -> Option<Batch> {
+        let matched = self.build_matched.as_ref()?;
+        let idx: Vec<u32> = (0..matched.len() as u32)
+            .filter(|&i| !matched[i as usize].load(Ordering::Relaxed))
+            .collect();
+        if idx.is_empty() {
+            return None;
+        }
+        let mut cols: Vec<Vector> = probe_types
+            .iter()
+            .map(|t| {
+                let mut v = Vector::new(*t, idx.len());
+                for _ in &idx {
+                    v.push_null();
+                }
+                v
+            })
+            .collect();
+        cols.extend(self.table.side.columns.iter().map(|c| c.take(&idx)));
+        Some(if cols.is_empty() {
+            Batch::with_rows(idx.len())
+        } else {
+            Batch::new(cols)
+        })
+    }
 }
 
 impl Transform for JoinProbeOp {
-    fn apply(&self, batch: Batch, _ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+    fn apply(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<Option<Batch>> {
         let probe = compact_batch(batch);
         let n = probe.num_rows;
         let keys = self
@@ -195,33 +334,28 @@ impl Transform for JoinProbeOp {
             .iter()
             .map(|k| k.eval(&probe))
             .collect::<ExecResult<Vec<_>>>()?;
-        let mut pairs = Vec::new();
-        let existence_only = keys.is_empty()
-            && self.spec.residual.is_none()
-            && matches!(
-                self.spec.join_type,
-                JoinType::Semi | JoinType::Anti | JoinType::Mark
-            );
-        if existence_only {
-            // An uncorrelated EXISTS: every probe row has a match exactly when the build
-            // side has a row. Pairing each probe row with every build row would cost
-            // probe × build pairs for one bit.
-            if self.table.side.rows > 0 {
-                pairs.extend((0..n as u32).map(|i| (i, 0)));
-            }
+        let semi_like = matches!(
+            self.spec.join_type,
+            JoinType::Semi | JoinType::Anti | JoinType::Mark
+        );
+        let pairs = if keys.is_empty() {
+            // No equality keys: the residual alone decides. For an uncorrelated EXISTS
+            // (no residual either) one build row settles every probe row.
+            let all: Vec<u32> = (0..n as u32).collect();
+            self.cross_pairs(&probe, &all, None, semi_like, ctx)?
         } else {
+            let mut pairs = Vec::new();
             self.table.index.candidates(&keys, n, &mut pairs)?;
-        }
-        if let Some(res) = &self.spec.residual {
-            if !pairs.is_empty() {
-                let joined = self.pairs_batch(&probe, &pairs);
-                let keep = selection_of(&res.eval(&joined)?)?;
-                pairs = keep.iter().map(|&k| pairs[k as usize]).collect();
-            }
-        }
+            self.filter_pairs(&probe, pairs, ctx)?
+        };
         let out = match self.spec.join_type {
             JoinType::Inner => self.pairs_batch(&probe, &pairs),
-            JoinType::Left | JoinType::Single => {
+            JoinType::Left | JoinType::Single | JoinType::Full => {
+                if let Some(m) = &self.build_matched {
+                    for p in &pairs {
+                        m[p.1 as usize].store(true, Ordering::Relaxed);
+                    }
+                }
                 let single = self.spec.join_type == JoinType::Single;
                 let full = outer_pairs(&pairs, n, single)?;
                 self.pairs_batch(&probe, &full)
@@ -236,7 +370,7 @@ impl Transform for JoinProbeOp {
             }
             JoinType::NullAwareAnti | JoinType::NullAwareMark => {
                 let matched = matched_rows(&pairs, n);
-                let unknown = self.unknown_rows(&probe, &keys, &matched)?;
+                let unknown = self.unknown_rows(&probe, &keys, &matched, ctx)?;
                 if self.spec.join_type == JoinType::NullAwareAnti {
                     let keep = (0..n)
                         .filter(|&i| !matched[i] && !unknown[i])
@@ -263,6 +397,7 @@ impl JoinProbeOp {
         probe: &Batch,
         keys: &[Vector],
         matched: &[bool],
+        ctx: &ExecContext,
     ) -> ExecResult<Vec<bool>> {
         let n = probe.num_rows;
         let side = &self.table.side;
@@ -286,9 +421,9 @@ impl JoinProbeOp {
             return Ok(unknown);
         }
         // The build rows of each asked row's set: equal correlation keys, then the residual.
-        let mut pairs = Vec::new();
-        match &self.table.correlation {
+        let pairs = match &self.table.correlation {
             Some(index) => {
+                let mut pairs = Vec::new();
                 let sub: Vec<Vector> = keys[..keys.len() - 1]
                     .iter()
                     .map(|k| k.take(&ask))
@@ -297,20 +432,24 @@ impl JoinProbeOp {
                 for p in &mut pairs {
                     p.0 = ask[p.0 as usize];
                 }
+                self.filter_pairs(probe, pairs, ctx)?
             }
             None => {
-                for &i in &ask {
-                    pairs.extend((0..side.rows as u32).map(|r| (i, r)));
-                }
+                // Only the residual correlates: a row with a NULL `x` is unknown when its
+                // set has any row, one with a non-NULL `x` when its set has a NULL.
+                let build_in_key = side.keys.last().ok_or_else(|| {
+                    ExecError::Internal("null-aware join without an IN key".into())
+                })?;
+                let null_builds: Vec<u32> = (0..side.rows as u32)
+                    .filter(|&r| build_in_key.is_null(r as usize))
+                    .collect();
+                let (null_x, set_x): (Vec<u32>, Vec<u32>) =
+                    ask.iter().partition(|&&i| in_key.is_null(i as usize));
+                let mut pairs = self.cross_pairs(probe, &null_x, None, true, ctx)?;
+                pairs.extend(self.cross_pairs(probe, &set_x, Some(&null_builds), true, ctx)?);
+                pairs
             }
-        }
-        if let Some(res) = &self.spec.residual {
-            if !pairs.is_empty() {
-                let joined = self.pairs_batch(probe, &pairs);
-                let keep = selection_of(&res.eval(&joined)?)?;
-                pairs = keep.iter().map(|&k| pairs[k as usize]).collect();
-            }
-        }
+        };
         let build_in_key = side
             .keys
             .last()

@@ -6,7 +6,7 @@ use kura_common::Vector;
 use super::{BuildSide, JoinAlgorithm, JoinIndex};
 use crate::context::ExecContext;
 use crate::error::ExecResult;
-use crate::keys::encode_row;
+use crate::keys::encode_join_row;
 
 /// Pairs rows by comparing encoded keys pairwise.
 pub struct NestedLoopJoin;
@@ -14,6 +14,8 @@ pub struct NestedLoopJoin;
 struct NestedLoopIndex {
     /// Encoded key per build row, `None` for NULL keys.
     keys: Vec<Option<Vec<u8>>>,
+    /// Per key: NULL matches NULL (`IS NOT DISTINCT FROM`).
+    null_safe: Vec<bool>,
 }
 
 impl JoinAlgorithm for NestedLoopJoin {
@@ -21,10 +23,13 @@ impl JoinAlgorithm for NestedLoopJoin {
         let keys = (0..build.rows)
             .map(|r| {
                 let mut b = Vec::new();
-                encode_row(&build.keys, r, false, &mut b).then_some(b)
+                encode_join_row(&build.keys, r, &build.null_safe, &mut b).then_some(b)
             })
             .collect();
-        Ok(Box::new(NestedLoopIndex { keys }))
+        Ok(Box::new(NestedLoopIndex {
+            keys,
+            null_safe: build.null_safe.clone(),
+        }))
     }
 }
 
@@ -38,7 +43,7 @@ impl JoinIndex for NestedLoopIndex {
         let mut buf = Vec::new();
         for p in 0..rows {
             buf.clear();
-            if !encode_row(probe_keys, p, false, &mut buf) {
+            if !encode_join_row(probe_keys, p, &self.null_safe, &mut buf) {
                 continue;
             }
             for (b, k) in self.keys.iter().enumerate() {
