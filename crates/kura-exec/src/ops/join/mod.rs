@@ -185,7 +185,44 @@ impl JoinProbeOp {
     }
 }
 
+/// How many (probe row, build row) pairs a join without keys forms at once:
+/// such a join pairs every probe row with every build row, so one probe batch
+/// against a large build side would otherwise be billions of pairs in memory.
+const PAIRS_AT_ONCE: usize = 1 << 16;
+
 impl Transform for JoinProbeOp {
+    fn apply_each(
+        &self,
+        batch: Batch,
+        ctx: &ExecContext,
+        out: &mut dyn FnMut(Batch) -> ExecResult<bool>,
+    ) -> ExecResult<bool> {
+        let build_rows = self.table.side.rows.max(1);
+        let n = batch.len();
+        if !self.spec.probe_keys.is_empty() || n.saturating_mul(build_rows) <= PAIRS_AT_ONCE {
+            return match self.apply(batch, ctx)? {
+                Some(b) => out(b),
+                None => Ok(false),
+            };
+        }
+        // Every probe row's result depends on that row alone, so the batch can be
+        // joined a few rows at a time.
+        let probe = compact_batch(batch);
+        let step = (PAIRS_AT_ONCE / build_rows).max(1);
+        for start in (0..n).step_by(step) {
+            ctx.check_cancel()?;
+            let rows = (start..(start + step).min(n)).map(|r| r as u32).collect();
+            let part = with_selection(probe.clone(), rows);
+            let Some(joined) = self.apply(part, ctx)? else {
+                return Ok(false);
+            };
+            if !out(joined)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     fn apply(&self, batch: Batch, _ctx: &ExecContext) -> ExecResult<Option<Batch>> {
         let probe = compact_batch(batch);
         let n = probe.num_rows;
