@@ -286,6 +286,15 @@ fn run(cli: Cli) -> Result<(), String> {
 
 /// Runs SQL non-interactively, printing each statement's result as it finishes.
 fn run_sql(session: &mut Session, sql: &str, opts: &format::Options) -> Result<(), String> {
+    // The parsed statements may be too deep for this thread's stack to drop.
+    kura::stack::on_statement_stack(|| run_sql_on_stack(session, sql, opts))
+}
+
+fn run_sql_on_stack(
+    session: &mut Session,
+    sql: &str,
+    opts: &format::Options,
+) -> Result<(), String> {
     let statements = kura::session::parse(sql).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     for stmt in &statements {

@@ -23,6 +23,44 @@ fn validate_size(v: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// A PostgreSQL time setting: a bare integer is milliseconds; units `us`,
+/// `ms`, `s`, `min`, `h`, `d` may follow (with or without a space).
+pub fn parse_duration_ms(v: &str) -> Result<u64, String> {
+    let v = v.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = (v[..split].trim(), v[split..].trim());
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("\"{v}\" is not a duration (e.g. 1000, 500ms, 30s, 5min)"))?;
+    let per_unit = match unit {
+        "" | "ms" => 1.0,
+        "us" => 0.001,
+        "s" => 1e3,
+        "min" => 60e3,
+        "h" => 3_600e3,
+        "d" => 86_400e3,
+        other => {
+            return Err(format!(
+                "unit \"{other}\" is not one of us, ms, s, min, h, d"
+            ))
+        }
+    };
+    let ms = n * per_unit;
+    if !ms.is_finite() || ms > i32::MAX as f64 {
+        return Err(format!(
+            "{v} is outside the valid range (0 .. {} ms)",
+            i32::MAX
+        ));
+    }
+    Ok(ms.round() as u64)
+}
+
+fn validate_duration(v: &str) -> Result<(), String> {
+    parse_duration_ms(v).map(|_| ())
+}
+
 /// Every setting kura knows. Layers add theirs here so `SHOW ALL` lists them.
 pub const SETTINGS: &[SettingSpec] = &[
     SettingSpec {
@@ -45,6 +83,13 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "bound on hash tables and sorts of one query",
         choices: &[],
         validate: Some(validate_size),
+    },
+    SettingSpec {
+        name: "statement_timeout",
+        default: "0",
+        description: "cancel a statement that runs longer than this (ms, or with a unit: 30s, 5min); 0 = no limit",
+        choices: &[],
+        validate: Some(validate_duration),
     },
     SettingSpec {
         name: "enable_index",
@@ -134,6 +179,14 @@ impl Settings {
         self.value(name) == "on"
     }
 
+    /// `statement_timeout`; `None` when statements may run for any time.
+    pub fn statement_timeout(&self) -> Option<std::time::Duration> {
+        match parse_duration_ms(&self.value("statement_timeout")) {
+            Ok(0) | Err(_) => None,
+            Ok(ms) => Some(std::time::Duration::from_millis(ms)),
+        }
+    }
+
     /// `memory_limit` in bytes.
     pub fn memory_limit(&self) -> u64 {
         crate::size::parse_size(&self.value("memory_limit")).unwrap_or(u64::MAX)
@@ -157,6 +210,27 @@ mod tests {
         assert!(s.set("nope", "1").is_err());
         s.set("enable_index", "false").unwrap();
         assert!(!s.flag("enable_index"));
+        assert_eq!(s.statement_timeout(), None);
+        s.set("statement_timeout", "1500").unwrap();
+        assert_eq!(
+            s.statement_timeout(),
+            Some(std::time::Duration::from_millis(1500))
+        );
+        s.set("statement_timeout", "2 s").unwrap();
+        assert_eq!(
+            s.statement_timeout(),
+            Some(std::time::Duration::from_secs(2))
+        );
+        s.set("statement_timeout", "1min").unwrap();
+        assert_eq!(
+            s.statement_timeout(),
+            Some(std::time::Duration::from_secs(60))
+        );
+        assert!(s.set("statement_timeout", "soon").is_err());
+        assert!(s.set("statement_timeout", "5 weeks").is_err());
+        assert!(s.set("statement_timeout", "-1").is_err());
+        s.set("statement_timeout", "0").unwrap();
+        assert_eq!(s.statement_timeout(), None);
         assert!(s.set("memory_limit", "lots").is_err());
         s.set("memory_limit", "1MB").unwrap();
         assert_eq!(s.memory_limit(), 1 << 20);

@@ -16,6 +16,9 @@ pub enum ExecError {
     StringTooLong(String),
     #[error("invalid date \"{0}\"")]
     InvalidDate(String),
+    /// Date arithmetic beyond 4713 BC .. 5874897 AD.
+    #[error("date out of range")]
+    DateOutOfRange,
     #[error(
         "out of memory: {what} needs more than the memory limit ({limit} bytes); raise it with SET memory_limit"
     )]
@@ -42,7 +45,7 @@ impl ExecError {
             ExecError::DivisionByZero => "22012",
             ExecError::OutOfRange(_) => "22003",
             ExecError::InvalidText { .. } => "22P02",
-            ExecError::InvalidDate(_) => "22008",
+            ExecError::InvalidDate(_) | ExecError::DateOutOfRange => "22008",
             ExecError::StringTooLong(_) => "22001",
             ExecError::OutOfMemory { .. } => "53200",
             ExecError::Canceled => "57014",

@@ -66,7 +66,25 @@ pub trait Source: Send + Sync {
 /// A streaming operator: one batch in, one (possibly empty) batch out. `None` means
 /// no further input is needed (LIMIT reached).
 pub trait Transform: Send + Sync {
+    /// One output batch for one input batch; `None` when no more input is wanted
+    /// (a LIMIT that is satisfied).
     fn apply(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<Option<Batch>>;
+
+    /// Hands the output of one input batch to `out` in as many batches as it
+    /// likes: a transform whose output can be far larger than its input (a cross
+    /// join) emits it in pieces, so memory stays bounded and a LIMIT above it
+    /// stops the work. `out` answers false when no more is wanted; so does this.
+    fn apply_each(
+        &self,
+        batch: Batch,
+        ctx: &ExecContext,
+        out: &mut dyn FnMut(Batch) -> ExecResult<bool>,
+    ) -> ExecResult<bool> {
+        match self.apply(batch, ctx)? {
+            Some(b) => out(b),
+            None => Ok(false),
+        }
+    }
 }
 
 /// Per-worker state of a sink.
@@ -314,39 +332,44 @@ impl Run {
                 s.rows_out += batch.len() as u64;
                 s.nanos += src_ns;
             });
-            let mut batch = batch;
-            for (node, t) in &self.transforms {
-                let t0 = Instant::now();
-                let out = t.apply(batch, ctx)?;
-                let ns = t0.elapsed().as_nanos() as u64;
-                match out {
-                    Some(b) => {
-                        ctx.record(*node, |s| {
-                            s.rows_out += b.len() as u64;
-                            s.nanos += ns;
-                        });
-                        batch = b;
-                    }
-                    None => {
-                        ctx.record(*node, |s| s.nanos += ns);
-                        self.stopped.store(true, Ordering::Relaxed);
-                        started = Instant::now();
-                        return Ok(false);
-                    }
-                }
-                if batch.is_empty() {
-                    started = Instant::now();
-                    return Ok(true);
-                }
+            let more = self.push(0, batch, local)?;
+            if !more {
+                // Only a transform says "no more" (the sink takes everything).
+                self.stopped.store(true, Ordering::Relaxed);
             }
+            started = Instant::now();
+            Ok(more)
+        };
+        self.source.produce(morsel, ctx, &mut emit)
+    }
+
+    /// Pushes a batch through transforms `i..` into the sink; false when no
+    /// more input is wanted. Each transform is charged its own time, not that
+    /// of the operators it feeds.
+    fn push(&self, i: usize, batch: Batch, local: &mut LocalState) -> ExecResult<bool> {
+        let ctx = &self.ctx;
+        let Some((node, t)) = self.transforms.get(i) else {
             let t0 = Instant::now();
             self.sink.consume(local, batch, ctx)?;
             let ns = t0.elapsed().as_nanos() as u64;
             ctx.record(self.sink_node, |s| s.nanos += ns);
-            started = Instant::now();
-            Ok(true)
+            return Ok(true);
         };
-        self.source.produce(morsel, ctx, &mut emit)
+        let t0 = Instant::now();
+        let mut downstream_ns = 0u64;
+        let more = t.apply_each(batch, ctx, &mut |b: Batch| {
+            ctx.record(*node, |s| s.rows_out += b.len() as u64);
+            if b.is_empty() {
+                return Ok(true);
+            }
+            let d0 = Instant::now();
+            let more = self.push(i + 1, b, local);
+            downstream_ns += d0.elapsed().as_nanos() as u64;
+            more
+        })?;
+        let ns = (t0.elapsed().as_nanos() as u64).saturating_sub(downstream_ns);
+        ctx.record(*node, |s| s.nanos += ns);
+        Ok(more)
     }
 }
 

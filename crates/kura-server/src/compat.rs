@@ -32,7 +32,6 @@ const CLIENT_PARAMETERS: &[(&str, &str)] = &[
     ("server_version", crate::SERVER_VERSION),
     ("server_version_num", crate::SERVER_VERSION_NUM),
     ("standard_conforming_strings", "on"),
-    ("statement_timeout", "0"),
     ("timezone", "UTC"),
     ("transaction_isolation", "read committed"),
     ("transaction_read_only", "off"),

@@ -81,6 +81,14 @@ pub enum SqlError {
     DuplicateTable(String),
     #[error("there is no parameter ${0}")]
     MissingParameter(usize),
+    /// An expression nested deeper than the binder allows (PostgreSQL's
+    /// `max_stack_depth` error): refused before any pass could exhaust the stack.
+    #[error("{pos}stack depth limit exceeded: {what} nests deeper than {limit} levels")]
+    TooDeep {
+        what: String,
+        limit: usize,
+        pos: Pos,
+    },
     #[error("internal planner error: {0}")]
     Internal(String),
 }
@@ -102,6 +110,7 @@ impl SqlError {
             SqlError::Unsupported { .. } => "0A000",
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::MissingParameter(_) => "42P02",
+            SqlError::TooDeep { .. } => "54001",
             SqlError::Internal(_) => "XX000",
         }
     }

@@ -25,8 +25,16 @@ pub enum KuraError {
     /// A request that makes no sense (bad option value, wrong argument).
     #[error("{0}")]
     Invalid(String),
+    /// A statement nested too deeply to run safely (PostgreSQL's `max_stack_depth`).
+    #[error("stack depth limit exceeded: {0}")]
+    TooDeep(String),
+    /// A statement text longer than kura accepts.
+    #[error("statement too long: {0}")]
+    TooLong(String),
     #[error("canceling statement due to user request")]
     Canceled,
+    #[error("canceling statement due to statement timeout")]
+    StatementTimeout,
     /// A bug caught before it reached the user (a panic inside a query).
     #[error("internal error: {0}")]
     Internal(String),
@@ -58,7 +66,9 @@ impl KuraError {
             KuraError::Unsupported(_) => "0A000",
             KuraError::UndefinedType(_) => "42704",
             KuraError::Invalid(_) => "22023",
-            KuraError::Canceled => "57014",
+            KuraError::TooDeep(_) => "54001",
+            KuraError::TooLong(_) => "54000",
+            KuraError::Canceled | KuraError::StatementTimeout => "57014",
             KuraError::Internal(_) => "XX000",
         }
     }

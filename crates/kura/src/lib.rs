@@ -9,6 +9,7 @@ pub mod error;
 mod query;
 pub mod result;
 pub mod session;
+pub mod stack;
 pub mod tpch;
 
 pub use database::{Database, OpenOptions};

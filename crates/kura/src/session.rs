@@ -2,8 +2,9 @@
 //! statement, turn a panic inside a query into an error so the database stays open.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -15,31 +16,83 @@ use kura_storage::Storage;
 
 use crate::error::{KuraError, KuraResult};
 use crate::result::{QueryResult, ResultColumn};
+use crate::stack::{on_statement_stack, DropOnStack, MAX_STATEMENT_BYTES};
 
 /// Progress of long work: label, units done, units total.
 pub type Progress = dyn Fn(&str, u64, u64) + Send + Sync;
 
-/// Requests cancellation of the query a session is running.
-#[derive(Clone, Default)]
-pub struct CancelHandle(Arc<AtomicBool>);
+/// Requests cancellation of the query a session is running, by the user
+/// (Ctrl-C, a cancel request) or by the statement's time limit.
+#[derive(Clone)]
+pub struct CancelHandle(Arc<CancelState>);
+
+struct CancelState {
+    canceled: AtomicBool,
+    timed_out: AtomicBool,
+    /// When the running statement must stop: nanoseconds after `epoch`, 0 for never.
+    deadline: AtomicU64,
+    epoch: Instant,
+}
+
+impl Default for CancelHandle {
+    fn default() -> Self {
+        CancelHandle(Arc::new(CancelState {
+            canceled: AtomicBool::new(false),
+            timed_out: AtomicBool::new(false),
+            deadline: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }))
+    }
+}
 
 impl CancelHandle {
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Release);
+        self.0.canceled.store(true, Ordering::Release);
     }
+
+    /// True once the user cancelled the statement or its time ran out.
     pub fn is_canceled(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        if self.0.canceled.load(Ordering::Acquire) {
+            return true;
+        }
+        let deadline = self.0.deadline.load(Ordering::Relaxed);
+        if deadline != 0 && self.0.epoch.elapsed().as_nanos() as u64 >= deadline {
+            self.0.timed_out.store(true, Ordering::Release);
+            self.0.canceled.store(true, Ordering::Release);
+            return true;
+        }
+        false
     }
-    /// Fails with [`KuraError::Canceled`] once cancellation was requested.
+
+    /// Fails with [`KuraError::Canceled`] (or [`KuraError::StatementTimeout`])
+    /// once cancellation was requested.
     pub fn check(&self) -> KuraResult<()> {
         if self.is_canceled() {
-            Err(KuraError::Canceled)
+            Err(self.canceled_error())
         } else {
             Ok(())
         }
     }
-    fn reset(&self) {
-        self.0.store(false, Ordering::Release);
+
+    /// Whether the last cancellation came from the statement's time limit.
+    pub fn timed_out(&self) -> bool {
+        self.0.timed_out.load(Ordering::Acquire)
+    }
+
+    fn canceled_error(&self) -> KuraError {
+        if self.timed_out() {
+            KuraError::StatementTimeout
+        } else {
+            KuraError::Canceled
+        }
+    }
+
+    /// Starts a statement: clears an earlier cancellation and arms its time limit.
+    fn start(&self, timeout: Option<Duration>) {
+        self.0.canceled.store(false, Ordering::Release);
+        self.0.timed_out.store(false, Ordering::Release);
+        let deadline = timeout.map_or(0, |t| (self.0.epoch.elapsed() + t).as_nanos().max(1) as u64);
+        self.0.deadline.store(deadline, Ordering::Relaxed);
     }
 }
 
@@ -48,7 +101,7 @@ impl CancelHandle {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub sql: String,
-    statement: Statement,
+    statement: DropOnStack<Statement>,
     /// Types of `$1..$n`, as far as the statement determines them.
     pub param_types: Vec<DataType>,
     /// Result columns; empty for statements that return none.
@@ -99,16 +152,22 @@ impl Session {
 
     /// Runs every statement in `sql`; returns each result.
     pub fn execute_all(&mut self, sql: &str) -> KuraResult<Vec<QueryResult>> {
-        let statements = parse(sql)?;
-        let mut out = Vec::with_capacity(statements.len());
-        for stmt in &statements {
-            out.push(self.execute_statement(stmt)?);
-        }
-        Ok(out)
+        on_statement_stack(|| {
+            let statements = parse(sql)?;
+            let mut out = Vec::with_capacity(statements.len());
+            for stmt in &statements {
+                out.push(self.execute_statement(stmt)?);
+            }
+            Ok(out)
+        })
     }
 
     /// Parses and describes one statement without running it.
     pub fn prepare(&mut self, sql: &str) -> KuraResult<Prepared> {
+        on_statement_stack(|| self.prepare_on_stack(sql))
+    }
+
+    fn prepare_on_stack(&mut self, sql: &str) -> KuraResult<Prepared> {
         let mut statements = parse(sql)?;
         if statements.len() != 1 {
             return Err(KuraError::Invalid(format!(
@@ -146,7 +205,7 @@ impl Session {
         };
         Ok(Prepared {
             sql: sql.to_string(),
-            statement,
+            statement: DropOnStack::new(statement),
             param_types,
             columns,
         })
@@ -161,19 +220,33 @@ impl Session {
         if params.is_empty() || is_local(&prepared.statement) {
             return self.execute_statement(&prepared.statement);
         }
-        self.cancel.reset();
+        self.cancel.start(self.settings.statement_timeout());
         let ctx = crate::query::QueryContext {
             storage: &self.storage,
             settings: &self.settings,
             cancel: &self.cancel,
         };
-        guard(|| crate::query::run_statement_with_params(&ctx, &prepared.statement, params))
+        let r =
+            guard(|| crate::query::run_statement_with_params(&ctx, &prepared.statement, params));
+        self.finish(r)
     }
 
     /// Runs one parsed statement.
     pub fn execute_statement(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
-        self.cancel.reset();
-        guard(|| self.dispatch(stmt))
+        self.cancel.start(self.settings.statement_timeout());
+        let r = guard(|| self.dispatch(stmt));
+        self.finish(r)
+    }
+
+    /// Ends a statement: disarms its time limit, and reports a cancellation
+    /// that the time limit caused as such (57014 either way, as in PostgreSQL).
+    fn finish<T>(&self, r: KuraResult<T>) -> KuraResult<T> {
+        let timed_out = self.cancel.timed_out();
+        self.cancel.start(None);
+        match r {
+            Err(e) if e.sqlstate() == "57014" && timed_out => Err(KuraError::StatementTimeout),
+            r => r,
+        }
     }
 
     fn dispatch(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
@@ -319,9 +392,10 @@ impl Session {
     }
 }
 
-/// Runs `f`, turning a panic into an internal error so the session stays usable.
+/// Runs `f` on a statement's stack, turning a panic into an internal error so
+/// the session stays usable.
 fn guard<T>(f: impl FnOnce() -> KuraResult<T>) -> KuraResult<T> {
-    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+    match on_statement_stack(|| std::panic::catch_unwind(AssertUnwindSafe(f))) {
         Ok(r) => r,
         Err(panic) => {
             let what = panic
@@ -356,16 +430,59 @@ fn is_local(stmt: &Statement) -> bool {
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect).
+///
+/// A statement may parse into a very deep tree; run the parse and everything
+/// that holds the statements (including dropping them) inside
+/// [`on_statement_stack`].
 pub fn parse(sql: &str) -> KuraResult<Vec<Statement>> {
-    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
-        let msg = e.to_string();
-        KuraError::Syntax(
-            msg.strip_prefix("sql parser error: ")
-                .unwrap_or(&msg)
-                .to_string(),
-        )
+    if sql.len() > MAX_STATEMENT_BYTES {
+        return Err(KuraError::TooLong(format!(
+            "the statement text is {} bytes; at most {MAX_STATEMENT_BYTES} are accepted",
+            sql.len()
+        )));
+    }
+    let parse_with = |limit: usize| {
+        on_statement_stack(|| {
+            Parser::new(&PostgreSqlDialect {})
+                .with_recursion_limit(limit)
+                .try_with_sql(sql)
+                .and_then(|mut p| p.parse_statements())
+        })
+    };
+    parse_with(PARSER_RECURSION_LIMIT)
+        .map_err(|e| match e {
+            // sqlparser sometimes swallows its recursion limit (a keyword
+            // such as NOT is retried as a column name) and reports a syntax
+            // error instead. A real syntax error does not move when the limit
+            // is raised; one caused by the limit does.
+            sqlparser::parser::ParserError::ParserError(_) | sqlparser::parser::ParserError::TokenizerError(_)
+                if parse_with(2 * PARSER_RECURSION_LIMIT)
+                    .err()
+                    .is_none_or(|again| again.to_string() != e.to_string()) =>
+            {
+                sqlparser::parser::ParserError::RecursionLimitExceeded
+            }
+            e => e,
+        })
+    .map_err(|e| match e {
+        sqlparser::parser::ParserError::RecursionLimitExceeded => KuraError::TooDeep(format!(
+            "the statement nests more than {PARSER_RECURSION_LIMIT} levels of parentheses, subqueries or function calls"
+        )),
+        e => {
+            let msg = e.to_string();
+            KuraError::Syntax(
+                msg.strip_prefix("sql parser error: ")
+                    .unwrap_or(&msg)
+                    .to_string(),
+            )
+        }
     })
 }
+
+/// How deeply parentheses, subqueries and calls may nest in the SQL text
+/// (sqlparser's default is 50; PostgreSQL accepts more, and the statement stack
+/// has room for this many).
+const PARSER_RECURSION_LIMIT: usize = 500;
 
 /// Parameters PostgreSQL clients set or ask for that have no meaning in kura.
 fn client_setting_value(name: &str) -> Option<&'static str> {
@@ -379,7 +496,7 @@ fn client_setting_value(name: &str) -> Option<&'static str> {
         "intervalstyle" => "postgres",
         "search_path" => "public",
         "transaction isolation level" | "transaction_isolation" => "read committed",
-        "application_name" | "extra_float_digits" | "statement_timeout" => "",
+        "application_name" | "extra_float_digits" => "",
         _ => return None,
     })
 }

@@ -202,6 +202,11 @@ impl<'s> Shell<'s> {
     /// Runs each statement of `sql`, printing results; stops at the first error or
     /// cancellation.
     pub fn run_sql(&mut self, sql: &str) {
+        // The parsed statements may be too deep for this thread's stack to drop.
+        kura::stack::on_statement_stack(|| self.run_sql_on_stack(sql))
+    }
+
+    fn run_sql_on_stack(&mut self, sql: &str) {
         let statements = match kura::session::parse(sql) {
             Ok(s) => s,
             Err(e) => {

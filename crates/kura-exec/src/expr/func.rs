@@ -51,9 +51,9 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
             let a = arg(0)?;
             let d = ints(a)?;
             let part = |x: i32| {
-                let (y, m, dd) = date::civil_from_days(x);
+                let (_, m, dd) = date::civil_from_days(x);
                 match func {
-                    ScalarFunc::ExtractYear => y,
+                    ScalarFunc::ExtractYear => date::year_of(x),
                     ScalarFunc::ExtractMonth => m as i32,
                     _ => dd as i32,
                 }
@@ -72,11 +72,12 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                     Some(k) if !a.is_null(i) => {
                         let k = i32::try_from(k)
                             .map_err(|_| ExecError::OutOfRange("interval".into()))?;
-                        res.push(if func == ScalarFunc::AddDays {
-                            d[i] + k
+                        let moved = if func == ScalarFunc::AddDays {
+                            date::add_days(d[i], k as i64)
                         } else {
                             date::add_months(d[i], k)
-                        });
+                        };
+                        res.push(moved.ok_or(ExecError::DateOutOfRange)?);
                     }
                     _ => {
                         res.push(0);

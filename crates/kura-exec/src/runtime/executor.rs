@@ -41,6 +41,11 @@ pub struct StaticRun<T> {
     pub finished_after: Vec<Duration>,
 }
 
+/// Each worker's stack: evaluating an expression recurses over it, and the
+/// binder accepts expressions up to 2,000 levels deep (reserved, committed
+/// only as far as used).
+const WORKER_STACK: usize = 256 << 20;
+
 impl Runtime {
     /// Starts the workers. io_uring is probed once here; without it every
     /// read is a synchronous `pread` (logged once).
@@ -79,6 +84,7 @@ impl Runtime {
             let (shared, ready) = (shared.clone(), ready_tx.clone());
             let handle = std::thread::Builder::new()
                 .name(format!("kura-worker-{index}"))
+                .stack_size(WORKER_STACK)
                 .spawn(move || worker_main(shared, index, cpu, ready))
                 .map_err(|e| RuntimeError::Start(format!("worker thread: {e}")))?;
             runtime.threads.push(handle);

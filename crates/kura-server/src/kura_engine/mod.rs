@@ -89,6 +89,11 @@ fn outcome(result: QueryResult) -> Outcome {
 
 /// Whether `sql` (one statement) answers with a row set.
 fn returns_rows(sql: &str) -> bool {
+    // The parsed statements may be too deep for this thread's stack to drop.
+    kura::stack::on_statement_stack(|| returns_rows_on_stack(sql))
+}
+
+fn returns_rows_on_stack(sql: &str) -> bool {
     kura::session::parse(sql).is_ok_and(|stmts| {
         stmts.iter().any(|s| {
             matches!(

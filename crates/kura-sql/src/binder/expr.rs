@@ -53,8 +53,43 @@ fn is_text_literal(e: &PhysExpr) -> bool {
     )
 }
 
-fn pos(e: &impl Spanned) -> Pos {
-    Pos::from_span(e.span())
+/// Where an expression starts. sqlparser computes an expression's span from all
+/// of its parts, so asking it at every level of a long `a OR b OR ...` chain or
+/// for every item of an IN list would make binding quadratic; the start is
+/// found by walking down to the leftmost operand instead. The walk is bounded:
+/// an expression deeper than [`MAX_EXPR_DEPTH`] is refused anyway, and an
+/// unbounded walk at every level of it would be quadratic again.
+fn pos(e: &ast::Expr) -> Pos {
+    use ast::Expr as E;
+    let mut x = e;
+    for step in 0.. {
+        if step > MAX_EXPR_DEPTH {
+            return Pos::default();
+        }
+        x = match x {
+            E::BinaryOp { left, .. } => left,
+            E::InList { expr, .. }
+            | E::InSubquery { expr, .. }
+            | E::Between { expr, .. }
+            | E::Like { expr, .. }
+            | E::ILike { expr, .. }
+            | E::IsNull(expr)
+            | E::IsNotNull(expr)
+            | E::IsTrue(expr)
+            | E::IsFalse(expr)
+            | E::IsNotTrue(expr)
+            | E::IsNotFalse(expr)
+            | E::IsDistinctFrom(expr, _)
+            | E::IsNotDistinctFrom(expr, _) => expr,
+            _ => break,
+        };
+    }
+    let p = Pos::from_span(x.span());
+    if p.line == 0 {
+        Pos::from_span(e.span())
+    } else {
+        p
+    }
 }
 
 fn bin(op: BinaryOp, l: PhysExpr, r: PhysExpr, t: DataType) -> PhysExpr {
@@ -66,9 +101,25 @@ fn bin(op: BinaryOp, l: PhysExpr, r: PhysExpr, t: DataType) -> PhysExpr {
     })
 }
 
+/// Joins operands with an associative operator as a balanced tree (at least one).
+fn balanced(op: BinaryOp, mut xs: Vec<PhysExpr>) -> PhysExpr {
+    while xs.len() > 1 {
+        let mut next = Vec::with_capacity(xs.len().div_ceil(2));
+        let mut it = xs.into_iter();
+        while let Some(a) = it.next() {
+            next.push(match it.next() {
+                Some(b) => bin(op, a, b, DataType::Boolean),
+                None => a,
+            });
+        }
+        xs = next;
+    }
+    xs.pop().expect("a connective has operands")
+}
+
 /// An interval literal: months and days.
 fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32)> {
-    let p = pos(&*iv.value);
+    let p = pos(&iv.value);
     let text = match &*iv.value {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::SingleQuotedString(s) | ast::Value::Number(s, _) => s.clone(),
@@ -138,8 +189,29 @@ const SCALARS: &[&str] = &[
     "trim",
 ];
 
+/// The deepest expression nesting the binder accepts. Every later pass (folding,
+/// optimizer rewrites, EXPLAIN, evaluation, dropping the tree) recurses over
+/// the bound tree, so a limit here bounds the stack all of them need: the
+/// session runs each statement on a stack sized for this depth. AND/OR chains
+/// and IN lists do not count against it: they are bound flat.
+pub const MAX_EXPR_DEPTH: usize = 2000;
+
 impl Binder<'_> {
     pub fn bind_expr(&mut self, e: &ast::Expr, cx: &mut ExprCtx) -> SqlResult<PhysExpr> {
+        if self.expr_depth >= MAX_EXPR_DEPTH {
+            return Err(SqlError::TooDeep {
+                what: "the expression".into(),
+                limit: MAX_EXPR_DEPTH,
+                pos: pos(e),
+            });
+        }
+        self.expr_depth += 1;
+        let bound = self.bind_expr_node(e, cx);
+        self.expr_depth -= 1;
+        bound
+    }
+
+    fn bind_expr_node(&mut self, e: &ast::Expr, cx: &mut ExprCtx) -> SqlResult<PhysExpr> {
         use ast::Expr as E;
         match e {
             E::Identifier(id) => self.resolve(None, id, cx),
@@ -166,6 +238,10 @@ impl Binder<'_> {
                 "an interval outside date arithmetic",
                 pos(e),
             )),
+            E::BinaryOp {
+                op: op @ (ast::BinaryOperator::And | ast::BinaryOperator::Or),
+                ..
+            } => self.bind_connective(e, op, cx),
             E::BinaryOp { left, op, right } => self.bind_binary(left, op, right, cx, pos(e)),
             E::UnaryOp { op, expr } => {
                 let x = self.bind_expr(expr, cx)?;
@@ -173,7 +249,7 @@ impl Binder<'_> {
                     ast::UnaryOperator::Not => Ok(fold(PhysExpr::Not(Box::new(self.check_bool(
                         x,
                         "NOT",
-                        pos(&**expr),
+                        pos(expr),
                     )?)))),
                     ast::UnaryOperator::Minus => {
                         if is_untyped_null(&x) {
@@ -214,7 +290,7 @@ impl Binder<'_> {
             }
             E::IsTrue(x) | E::IsFalse(x) | E::IsNotTrue(x) | E::IsNotFalse(x) => {
                 let b = self.bind_expr(x, cx)?;
-                let b = self.check_bool(b, "IS TRUE/IS FALSE", pos(&**x))?;
+                let b = self.check_bool(b, "IS TRUE/IS FALSE", pos(x))?;
                 let want = matches!(e, E::IsTrue(_) | E::IsNotFalse(_));
                 let test = PhysExpr::Case {
                     whens: vec![(
@@ -303,16 +379,16 @@ impl Binder<'_> {
                         negated: *negated,
                     }));
                 }
-                let mut acc: Option<PhysExpr> = None;
+                let p = pos(e);
+                let mut eqs = Vec::with_capacity(items.len());
                 for i in items {
-                    let c = self.comparison(BinaryOp::Eq, x.clone(), i, pos(e))?;
-                    acc = Some(match acc {
-                        None => c,
-                        Some(a) => bin(BinaryOp::Or, a, c, DataType::Boolean),
-                    });
+                    eqs.push(self.comparison(BinaryOp::Eq, x.clone(), i, p)?);
                 }
-                let any =
-                    acc.unwrap_or(PhysExpr::literal(Value::Boolean(false), DataType::Boolean));
+                let any = if eqs.is_empty() {
+                    PhysExpr::literal(Value::Boolean(false), DataType::Boolean)
+                } else {
+                    balanced(BinaryOp::Or, eqs)
+                };
                 Ok(if *negated {
                     fold(PhysExpr::Not(Box::new(any)))
                 } else {
@@ -351,7 +427,7 @@ impl Binder<'_> {
                     _ => {
                         return Err(SqlError::unsupported(
                             "non-constant LIKE pattern",
-                            pos(&**pattern),
+                            pos(pattern),
                         ))
                     }
                 };
@@ -602,6 +678,40 @@ impl Binder<'_> {
             pos: pos_of(qualifier.unwrap_or(id)),
             suggestion,
         })
+    }
+
+    /// Binds a chain `a AND b AND ...` (or OR) as one: the operands are gathered
+    /// without recursion and joined as a balanced tree, so a chain of thousands
+    /// of terms is neither deep nor quadratic (AND and OR are associative in
+    /// three-valued logic, and the operands keep their order).
+    fn bind_connective(
+        &mut self,
+        e: &ast::Expr,
+        op: &ast::BinaryOperator,
+        cx: &mut ExprCtx,
+    ) -> SqlResult<PhysExpr> {
+        let (bop, clause) = match op {
+            ast::BinaryOperator::And => (BinaryOp::And, "AND"),
+            _ => (BinaryOp::Or, "OR"),
+        };
+        let mut operands = Vec::new();
+        let mut pending = vec![e];
+        while let Some(x) = pending.pop() {
+            match x {
+                ast::Expr::BinaryOp { left, op: o, right } if o == op => {
+                    pending.push(right);
+                    pending.push(left);
+                }
+                _ => operands.push(x),
+            }
+        }
+        let p = pos(e);
+        let mut bound = Vec::with_capacity(operands.len());
+        for x in operands {
+            let b = self.bind_expr(x, cx)?;
+            bound.push(self.check_bool(b, clause, p)?);
+        }
+        Ok(balanced(bop, bound))
     }
 
     fn bind_binary(

@@ -11,6 +11,7 @@ pub mod types;
 mod unnest;
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use kura_common::{DataType, Value};
 use kura_exec::AggCall;
@@ -81,8 +82,15 @@ pub struct Binder<'a> {
     pub catalog: &'a dyn CatalogProvider,
     pub cols: Columns,
     pub params: Params,
-    ctes: Vec<HashMap<String, ast::Cte>>,
+    /// The CTEs in scope, innermost last; shared, since every reference to a
+    /// CTE saves and restores this list (copying the definitions made a chain
+    /// of hundreds of CTEs take gigabytes).
+    ctes: Vec<HashMap<String, Rc<ast::Cte>>>,
+    /// How deeply queries nest (subqueries, and CTEs and views inlined).
+    query_depth: usize,
     depth: usize,
+    /// How deep the expression being bound is nested (see [`MAX_EXPR_DEPTH`]).
+    expr_depth: usize,
     /// COUNT aggregates that decorrelation turned into per-key groups: a key
     /// without rows yields no group, so the outer side must read NULL as 0.
     count_ids: std::collections::HashSet<ColId>,
@@ -190,7 +198,9 @@ impl<'a> Binder<'a> {
             cols: Columns::default(),
             params,
             ctes: Vec::new(),
+            query_depth: 0,
             depth: 0,
+            expr_depth: 0,
             count_ids: Default::default(),
         }
     }

@@ -106,6 +106,22 @@ fn at_position<T>(items: &[T], position: i64, clause: &str, e: &ast::Expr) -> Sq
 
 fn const_usize(e: &ast::Expr, what: &str) -> SqlResult<usize> {
     match e {
+        ast::Expr::Nested(x) => const_usize(x, what),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Plus,
+            expr,
+        } => const_usize(expr, what),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => match const_usize(expr, what)? {
+            0 => Ok(0),
+            usize::MAX => Ok(usize::MAX), // -NULL is NULL: no limit
+            _ => Err(SqlError::InvalidValue {
+                message: format!("{what} must not be negative"),
+                pos: span_pos(e),
+            }),
+        },
         ast::Expr::Value(v) => match &v.value {
             ast::Value::Number(n, _) => n.parse::<usize>().map_err(|_| SqlError::InvalidValue {
                 message: format!("{what} must be a non-negative integer"),
@@ -124,6 +140,10 @@ fn const_usize(e: &ast::Expr, what: &str) -> SqlResult<usize> {
     }
 }
 
+/// The deepest nesting of queries the binder accepts: each level is a
+/// recursion through binding, planning and optimizing (see `MAX_EXPR_DEPTH`).
+pub const MAX_QUERY_DEPTH: usize = 1000;
+
 impl Binder<'_> {
     pub fn bind_query(&mut self, q: &ast::Query, outer: &[Scope]) -> SqlResult<BoundQuery> {
         let pushed = if let Some(with) = &q.with {
@@ -133,14 +153,25 @@ impl Binder<'_> {
             // One level per CTE: each sees the ones before it, not itself or later ones.
             for c in &with.cte_tables {
                 let mut m = HashMap::new();
-                m.insert(norm(&c.alias.name), c.clone());
+                m.insert(norm(&c.alias.name), std::rc::Rc::new(c.clone()));
                 self.ctes.push(m);
             }
             with.cte_tables.len()
         } else {
             0
         };
-        let r = self.bind_query_body(q, outer);
+        let r = if self.query_depth >= MAX_QUERY_DEPTH {
+            Err(SqlError::TooDeep {
+                what: "the query (subqueries, CTEs and views referring to each other)".into(),
+                limit: MAX_QUERY_DEPTH,
+                pos: span_pos(q),
+            })
+        } else {
+            self.query_depth += 1;
+            let r = self.bind_query_body(q, outer);
+            self.query_depth -= 1;
+            r
+        };
         self.ctes.truncate(self.ctes.len() - pushed);
         r
     }

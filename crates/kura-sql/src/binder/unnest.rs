@@ -291,12 +291,30 @@ impl Binder<'_> {
                 for (p, mut ids) in inputs {
                     let (p, mi) = self.unnest(p, d, pos)?;
                     ids.extend(d.cols.iter().map(|c| mi[c]));
+                    // A union input must produce exactly its columns, in order;
+                    // the unnested input may carry more (a join with the domain).
+                    let exprs = ids.iter().map(|&id| (col(id, self.cols.ty(id)), id)).collect();
+                    let p = Logical::Project {
+                        input: Box::new(p),
+                        exprs,
+                    };
                     new_inputs.push((p, ids));
                 }
                 (
                     Logical::Union {
                         inputs: new_inputs,
                         cols: out_cols,
+                    },
+                    m,
+                )
+            }
+            Logical::Replicate { input, count } => {
+                // Rows repeat with the outer columns they carry.
+                let (input, m) = self.unnest(*input, d, pos)?;
+                (
+                    Logical::Replicate {
+                        input: Box::new(input),
+                        count,
                     },
                     m,
                 )
@@ -435,6 +453,13 @@ impl Binder<'_> {
                     .collect();
                 let cols = cols.into_iter().map(|c| fresh(self, ids, c)).collect();
                 Logical::Union { inputs, cols }
+            }
+            Logical::Replicate { input, count } => {
+                let input = self.renumber(*input, ids);
+                Logical::Replicate {
+                    input: Box::new(input),
+                    count: ids.get(&count).copied().unwrap_or(count),
+                }
             }
         }
     }

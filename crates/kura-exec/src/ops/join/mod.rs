@@ -325,6 +325,38 @@ impl JoinProbeOp {
 }
 
 impl Transform for JoinProbeOp {
+    fn apply_each(
+        &self,
+        batch: Batch,
+        ctx: &ExecContext,
+        out: &mut dyn FnMut(Batch) -> ExecResult<bool>,
+    ) -> ExecResult<bool> {
+        let build_rows = self.table.side.rows.max(1);
+        let n = batch.len();
+        if !self.spec.probe_keys.is_empty() || n.saturating_mul(build_rows) <= PAIR_CHUNK {
+            return match self.apply(batch, ctx)? {
+                Some(b) => out(b),
+                None => Ok(false),
+            };
+        }
+        // Every probe row's result depends on that row alone, so the batch can be
+        // joined a few rows at a time.
+        let probe = compact_batch(batch);
+        let step = (PAIR_CHUNK / build_rows).max(1);
+        for start in (0..n).step_by(step) {
+            ctx.check_cancel()?;
+            let rows = (start..(start + step).min(n)).map(|r| r as u32).collect();
+            let part = with_selection(probe.clone(), rows);
+            let Some(joined) = self.apply(part, ctx)? else {
+                return Ok(false);
+            };
+            if !out(joined)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     fn apply(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<Option<Batch>> {
         let probe = compact_batch(batch);
         let n = probe.num_rows;
