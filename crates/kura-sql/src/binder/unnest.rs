@@ -293,7 +293,10 @@ impl Binder<'_> {
                     ids.extend(d.cols.iter().map(|c| mi[c]));
                     // A union input must produce exactly its columns, in order;
                     // the unnested input may carry more (a join with the domain).
-                    let exprs = ids.iter().map(|&id| (col(id, self.cols.ty(id)), id)).collect();
+                    let exprs = ids
+                        .iter()
+                        .map(|&id| (col(id, self.cols.ty(id)), id))
+                        .collect();
                     let p = Logical::Project {
                         input: Box::new(p),
                         exprs,
