@@ -44,6 +44,10 @@ pub struct DbArgs {
     /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
     #[arg(long, value_name = "FILE", help_heading = DB_OPTIONS)]
     trace_pages: Option<PathBuf>,
+    /// If the newest header slot is damaged, open the previous commit instead of
+    /// refusing (the newest commit is lost; a warning names it).
+    #[arg(long, help_heading = DB_OPTIONS)]
+    recover_header: bool,
 }
 
 #[derive(Parser)]
@@ -69,6 +73,10 @@ struct Cli {
     /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
     #[arg(long, value_name = "FILE", help_heading = DB_OPTIONS)]
     trace_pages: Option<PathBuf>,
+    /// If the newest header slot is damaged, open the previous commit instead of
+    /// refusing (the newest commit is lost; a warning names it).
+    #[arg(long, help_heading = DB_OPTIONS)]
+    recover_header: bool,
     /// Output format for query results.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -156,6 +164,7 @@ impl Cli {
             self.buffer = d.buffer;
         }
         self.buffered_io |= d.buffered_io;
+        self.recover_header |= d.recover_header;
         if d.buffer_policy.is_some() {
             self.buffer_policy = d.buffer_policy.clone();
         }
@@ -170,6 +179,7 @@ impl Cli {
             buffered_io: self.buffered_io,
             buffer_policy: self.buffer_policy.clone(),
             page_size: None,
+            recover_header: self.recover_header,
         }
     }
 

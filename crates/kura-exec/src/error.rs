@@ -66,9 +66,10 @@ impl From<kura_storage::StorageError> for ExecError {
     fn from(e: kura_storage::StorageError) -> Self {
         use kura_storage::StorageError as S;
         match e {
-            S::Checksum { .. } | S::Corrupt { .. } | S::NotADatabase { .. } => {
-                ExecError::DataCorrupted(e.to_string())
-            }
+            S::Checksum { .. }
+            | S::Corrupt { .. }
+            | S::NotADatabase { .. }
+            | S::HeaderDamaged { .. } => ExecError::DataCorrupted(e.to_string()),
             other => ExecError::Storage(other.to_string()),
         }
     }

@@ -24,8 +24,23 @@ pub enum StorageError {
         page: u64,
         what: String,
     },
-    #[error("{path}: not a kura database ({what})")]
+    #[error("not a kura database file: {path}: {what}")]
     NotADatabase { path: PathBuf, what: String },
+    /// A kura database written in another on-disk format; files are not
+    /// converted between formats, so it is refused before anything is read.
+    #[error(
+        "{path}: kura database of format version {found}; this kura reads format version \
+         {supported} and does not convert files between format versions"
+    )]
+    FormatVersion {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    /// The header that names the committed state is damaged in a way that
+    /// opening the database could lose a commit.
+    #[error("{path}: damaged database header: {what}")]
+    HeaderDamaged { path: PathBuf, what: String },
     #[error("{path}: the database is in use by another process (or is already open in this one)")]
     InUse { path: PathBuf },
     #[error("buffer pool exhausted: all {frames} frames are pinned")]

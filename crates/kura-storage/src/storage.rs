@@ -32,6 +32,9 @@ pub struct StorageOptions {
     pub direct_io: bool,
     /// Replacement policy name (kura-cache).
     pub buffer_policy: String,
+    /// When the newest header slot is damaged, open the older commit instead
+    /// of refusing (the newest commit is given up, with a warning).
+    pub recover_header: bool,
 }
 
 impl Default for StorageOptions {
@@ -41,6 +44,7 @@ impl Default for StorageOptions {
             buffer_bytes: default_buffer_bytes(),
             direct_io: true,
             buffer_policy: "clock".to_string(),
+            recover_header: false,
         }
     }
 }
@@ -90,16 +94,28 @@ pub struct Storage {
     bm: Arc<BufferManager>,
     current: RwLock<Arc<Catalog>>,
     writer: Mutex<WriterState>,
+    /// Warnings from opening (about the header slots).
+    open_warnings: Vec<String>,
 }
 
 impl Storage {
     /// Opens (or creates) the database at `path`.
     pub fn open(path: &Path, opts: StorageOptions) -> StorageResult<Arc<Storage>> {
-        let (file, header) = DbFile::open(path, opts.page_size, opts.direct_io)?;
+        let (file, opened) =
+            DbFile::open_with(path, opts.page_size, opts.direct_io, opts.recover_header)?;
+        let header = opened.header;
         let file = Arc::new(file);
         let frames = (opts.buffer_bytes / file.page_size() as u64).max(8) as usize;
         let bm = BufferManager::new(file.clone(), frames, &opts.buffer_policy)?;
         let catalog = load_catalog(&file, &bm, &header)?;
+        // A recovered state is made the committed one only now that its catalog
+        // has loaded; a recovery that fails leaves the file as it was.
+        if let Some(repair) = opened.repair {
+            file.write_header(&repair)?;
+        }
+        for w in &opened.warnings {
+            tracing::warn!("{}: {w}", path.display());
+        }
         Ok(Arc::new(Storage {
             file,
             bm,
@@ -108,7 +124,14 @@ impl Storage {
                 header,
                 quarantine: Vec::new(),
             }),
+            open_warnings: opened.warnings,
         }))
+    }
+
+    /// What opening found worth a warning: a damaged spare header slot, an
+    /// interrupted commit, or a header recovery that gave up a commit.
+    pub fn open_warnings(&self) -> &[String] {
+        &self.open_warnings
     }
 
     pub fn path(&self) -> &Path {

@@ -1,6 +1,7 @@
 //! Damaged files: a flipped byte in any page is caught by its checksum, and the
-//! error names the file and the page; a damaged header slot falls back to the other
-//! one; a file with no valid header is "not a kura database". Nothing panics.
+//! error names the file and the page; a damaged newest header slot stops the open
+//! (never a silent fall back to the older commit) unless recovery is asked for; a
+//! file with no kura header is "not a kura database". Nothing panics.
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::sync::Arc;
 
 use common::*;
 use kura_common::{Batch, DataType, Value, Vector};
-use kura_storage::{Schema, Storage, StorageError, Table};
+use kura_storage::{Schema, Storage, StorageError, StorageOptions, Table};
 
 const FIRST: usize = 100_000;
 const SECOND: usize = 20_000;
@@ -201,7 +202,8 @@ fn random_damage_anywhere_gives_errors_not_panics() {
     let len = std::fs::metadata(&clean).unwrap().len();
     let page_size = kura_storage::DEFAULT_PAGE_SIZE as u64;
     let mut rng = Rng::new(0xBAD5EED);
-    let states = [rows(0, FIRST), all_rows()];
+    // Damage never opens the older commit silently: the last one or an error.
+    let states = [all_rows()];
     for round in 0..12 {
         let path = copy_of(&clean, &format!("random{round}.kura"));
         let mut damaged = BTreeSet::new();
@@ -220,7 +222,7 @@ fn random_damage_anywhere_gives_errors_not_panics() {
                         "round {round}: open blames undamaged page {p}: {e}"
                     ),
                     None => assert!(
-                        matches!(e, StorageError::NotADatabase { .. }),
+                        matches!(e, StorageError::HeaderDamaged { .. }),
                         "round {round}: {e:?}"
                     ),
                 }
@@ -248,43 +250,56 @@ fn random_damage_anywhere_gives_errors_not_panics() {
 }
 
 #[test]
-fn one_damaged_header_slot_falls_back_to_the_other() {
+fn a_damaged_newest_slot_is_refused_and_recovered_only_on_request() {
     let dir = tempfile::tempdir().unwrap();
     let clean = clean_db(dir.path());
-    let mut seen = Vec::new();
+    let recovering = || StorageOptions {
+        recover_header: true,
+        ..options(16, "clock")
+    };
+    let mut refused = Vec::new();
     for slot in 0..2u64 {
-        for offset in [0u64, 5, 22, 30, 4000] {
+        for offset in [0u64, 5, 14, 22, 30, 4000] {
             let path = copy_of(&clean, &format!("slot{slot}-{offset}.kura"));
             flip(&path, slot * 4096 + offset, 0x40);
-            let storage =
-                open_small(&path).unwrap_or_else(|e| panic!("slot {slot} offset {offset}: {e}"));
-            let table = storage.catalog().table("t").unwrap();
-            let n = table.row_count() as usize;
-            let expected = rows(0, n);
-            assert!(
-                n == FIRST || n == FIRST + SECOND,
-                "slot {slot}: {n} rows is no committed state"
-            );
-            assert!(
-                read_zones(&table, &path, &expected).is_empty(),
-                "no page of the older state was overwritten"
-            );
-            seen.push((slot, n));
+            match open_small(&path) {
+                Ok(storage) => {
+                    // The spare slot: the last commit opens, with a warning.
+                    let table = storage.catalog().table("t").unwrap();
+                    assert!(read_zones(&table, &path, &all_rows()).is_empty());
+                    assert_eq!(table.row_count() as usize, FIRST + SECOND);
+                    assert!(!storage.open_warnings().is_empty());
+                }
+                Err(e) => {
+                    let msg = e.to_string();
+                    assert!(matches!(e, StorageError::HeaderDamaged { .. }), "{e:?}");
+                    assert!(
+                        msg.contains(&format!("header slot {slot} (file offset {}", slot * 4096)),
+                        "{msg}"
+                    );
+                    refused.push(slot);
+                    let storage = Storage::open(&path, recovering()).unwrap();
+                    let table = storage.catalog().table("t").unwrap();
+                    assert_eq!(table.row_count() as usize, FIRST);
+                    assert!(
+                        read_zones(&table, &path, &rows(0, FIRST)).is_empty(),
+                        "no page of the older state was overwritten"
+                    );
+                    let w = storage.open_warnings().join(" ");
+                    assert!(w.contains("is lost"), "{w}");
+                }
+            }
         }
     }
-    // One slot holds the last commit, the other the one before.
-    let counts: BTreeSet<usize> = seen.iter().map(|(_, n)| *n).collect();
-    assert_eq!(counts, BTreeSet::from([FIRST, FIRST + SECOND]), "{seen:?}");
-    // A fallback state can be written to again: the damaged slot is overwritten.
+    // Exactly the newest slot's damage was refused.
+    assert_eq!(refused.len(), 6, "{refused:?}");
+    let newest = refused[0];
+    assert!(refused.iter().all(|s| *s == newest));
+    // A recovered state can be written to again, and reopens without recovery.
     let path = copy_of(&clean, "resume.kura");
-    let newest_slot = seen
-        .iter()
-        .find(|(_, n)| *n == FIRST + SECOND)
-        .map(|(s, _)| 1 - s)
-        .unwrap();
-    flip(&path, newest_slot * 4096 + 22, 0x40);
+    flip(&path, newest * 4096 + 22, 0x40);
     {
-        let storage = open_small(&path).unwrap();
+        let storage = Storage::open(&path, recovering()).unwrap();
         assert_eq!(
             storage.catalog().table("t").unwrap().row_count(),
             FIRST as u64
@@ -294,6 +309,7 @@ fn one_damaged_header_slot_falls_back_to_the_other() {
         txn.commit().unwrap();
     }
     let storage = open_small(&path).unwrap();
+    assert!(storage.open_warnings().is_empty());
     let table = storage.catalog().table("t").unwrap();
     assert!(read_zones(&table, &path, &rows(0, FIRST + 5)).is_empty());
 }
@@ -311,7 +327,9 @@ fn no_valid_header_is_not_a_kura_database() {
     std::fs::write(&tiny, [0u8; 100]).unwrap();
     let zeros = dir.path().join("zeros.kura");
     std::fs::write(&zeros, vec![0u8; 64 * 1024]).unwrap();
-    for path in [&both, &text, &tiny, &zeros] {
+    let empty = dir.path().join("empty.kura");
+    std::fs::write(&empty, []).unwrap();
+    for path in [&text, &tiny, &zeros, &empty] {
         let err = open_small(path)
             .err()
             .unwrap_or_else(|| panic!("{} opened", path.display()));
@@ -321,9 +339,16 @@ fn no_valid_header_is_not_a_kura_database() {
             path.display()
         );
         let msg = err.to_string();
-        assert!(msg.contains("not a kura database"), "{msg}");
+        assert!(msg.contains("not a kura database file"), "{msg}");
         assert!(msg.contains(&path.display().to_string()), "{msg}");
     }
+    // A kura file with both slots damaged is a damaged database, not a foreign file.
+    let err = open_small(&both).err().expect("opened");
+    assert!(matches!(err, StorageError::HeaderDamaged { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("neither header slot is intact"),
+        "{err}"
+    );
     // The damaged file was not "repaired" into an empty database by the failed open.
     assert!(open_small(&both).is_err());
 }

@@ -8,7 +8,8 @@ use kura_storage::{Storage, StorageOptions};
 use crate::error::KuraResult;
 use crate::session::Session;
 
-/// How to open a database (`--buffer`, `--buffered-io`, `--buffer-policy`).
+/// How to open a database (`--buffer`, `--buffered-io`, `--buffer-policy`,
+/// `--recover-header`).
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     /// Buffer pool bytes; `None` = a quarter of RAM.
@@ -19,6 +20,9 @@ pub struct OpenOptions {
     pub buffer_policy: Option<String>,
     /// Page size for a new database (default 16 KiB).
     pub page_size: Option<usize>,
+    /// `--recover-header`: if the newest header slot is damaged, open the
+    /// previous commit (giving up the newest, with a warning) instead of refusing.
+    pub recover_header: bool,
 }
 
 /// An open kura database; cheap to clone, shared by all sessions.
@@ -28,7 +32,8 @@ pub struct Database {
 }
 
 impl Database {
-    /// Opens the database file at `path`, creating it if needed.
+    /// Opens the database file at `path`, creating it if no file exists there
+    /// (an existing file that is not a kura database is refused).
     pub fn open(path: &Path, opts: OpenOptions) -> KuraResult<Database> {
         let defaults = StorageOptions::default();
         let storage = Storage::open(
@@ -38,9 +43,15 @@ impl Database {
                 buffer_bytes: opts.buffer_bytes.unwrap_or(defaults.buffer_bytes),
                 direct_io: !opts.buffered_io,
                 buffer_policy: opts.buffer_policy.unwrap_or(defaults.buffer_policy),
+                recover_header: opts.recover_header,
             },
         )?;
         Ok(Database { storage })
+    }
+
+    /// Warnings from opening the database (see `Storage::open_warnings`).
+    pub fn open_warnings(&self) -> &[String] {
+        self.storage.open_warnings()
     }
 
     /// A new session with default settings.

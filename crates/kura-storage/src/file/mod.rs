@@ -1,8 +1,10 @@
 //! The database file: one file holding a header (two alternating slots, so a torn
-//! header write can never lose the committed state) and fixed-size checksummed
-//! pages. Reads use O_DIRECT by default so kura's buffer pool is the only cache.
+//! header write can never lose the committed state — see `header`) and fixed-size
+//! checksummed pages. Reads use O_DIRECT by default so kura's buffer pool is the
+//! only cache.
 
 pub mod aligned;
+pub mod header;
 pub mod page;
 
 use std::fs::{File, OpenOptions};
@@ -11,61 +13,29 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{StorageError, StorageResult};
 use aligned::AlignedBuf;
+pub use header::Header;
+use header::{Refusal, SLOT_SIZE};
 
 /// Page number within the database file (page 0 holds the header slots).
 pub type PageId = u64;
 
-/// On-disk format version written to the header.
-pub const FORMAT_VERSION: u32 = 1;
+/// On-disk format version written to the header (2: per-sector header checksums).
+pub const FORMAT_VERSION: u32 = 2;
 /// Default page size (DESIGN.md: 16 KiB).
 pub const DEFAULT_PAGE_SIZE: usize = 16 * 1024;
-const MAGIC: &[u8; 8] = b"KURADB\0\x01";
-/// Each header slot is one 4 KiB block; slot 0 at offset 0, slot 1 at 4096.
-const SLOT_SIZE: usize = 4096;
 
-/// The committed root of the database, as recorded in a header slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    pub version: u32,
-    pub page_size: u32,
-    /// Incremented by every commit; the slot with the higher valid generation wins.
-    pub generation: u64,
-    /// First page of the catalog blob, 0 for an empty catalog.
-    pub catalog_root: PageId,
-    /// Pages in use by the committed state's file extent (the file may be longer
-    /// after an interrupted load; those pages are unreferenced and reused).
-    pub page_count: u64,
-}
-
-impl Header {
-    fn encode(&self) -> AlignedBuf {
-        let mut b = AlignedBuf::new(SLOT_SIZE);
-        b[4..12].copy_from_slice(MAGIC);
-        b[12..16].copy_from_slice(&self.version.to_le_bytes());
-        b[16..20].copy_from_slice(&self.page_size.to_le_bytes());
-        b[20..28].copy_from_slice(&self.generation.to_le_bytes());
-        b[28..36].copy_from_slice(&self.catalog_root.to_le_bytes());
-        b[36..44].copy_from_slice(&self.page_count.to_le_bytes());
-        let crc = crc32fast::hash(&b[4..SLOT_SIZE]);
-        b[0..4].copy_from_slice(&crc.to_le_bytes());
-        b
-    }
-
-    fn decode(b: &[u8]) -> Option<Header> {
-        let crc = u32::from_le_bytes(b[0..4].try_into().ok()?);
-        if crc != crc32fast::hash(&b[4..SLOT_SIZE]) || &b[4..12] != MAGIC {
-            return None;
-        }
-        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        Some(Header {
-            version: u32_at(12),
-            page_size: u32_at(16),
-            generation: u64_at(20),
-            catalog_root: u64_at(28),
-            page_count: u64_at(36),
-        })
-    }
+/// The committed header an open found, and what the user should be told.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    pub header: Header,
+    /// Warnings about the header (a damaged spare slot, an interrupted commit,
+    /// a recovery that gave up a commit); not logged, that is the caller's.
+    pub warnings: Vec<String>,
+    /// After a header recovery: the header to write (with
+    /// [`DbFile::write_header`]) once the opened state has loaded. It is not
+    /// written by the open itself so that a recovery whose older state turns
+    /// out unreadable leaves the file as it found it.
+    pub repair: Option<Header>,
 }
 
 /// An open database file.
@@ -77,106 +47,189 @@ pub struct DbFile {
 }
 
 impl DbFile {
-    /// Opens `path`, creating a new database with `page_size` if it does not exist.
-    /// Returns the file and the committed header.
+    /// Opens `path`, creating a new database with `page_size` if no file is
+    /// there; warnings about the header are logged. See [`DbFile::open_with`].
     pub fn open(path: &Path, page_size: usize, direct: bool) -> StorageResult<(DbFile, Header)> {
+        let (db, opened) = DbFile::open_with(path, page_size, direct, false)?;
+        for w in &opened.warnings {
+            tracing::warn!("{}: {w}", path.display());
+        }
+        Ok((db, opened.header))
+    }
+
+    /// Opens `path`, creating a new database with `page_size` only if nothing
+    /// exists at that path: an existing file that is not a kura database (empty,
+    /// too short, anything else) is refused, never overwritten. `recover_header`
+    /// lets a damaged newest header slot fall back to the older commit; the
+    /// caller then writes [`Opened::repair`].
+    pub fn open_with(
+        path: &Path,
+        page_size: usize,
+        direct: bool,
+        recover_header: bool,
+    ) -> StorageResult<(DbFile, Opened)> {
         if !page_size.is_power_of_two() || !(8192..=1 << 20).contains(&page_size) {
             return Err(StorageError::Invalid(format!(
                 "page size {page_size} is not a power of two between 8 KiB and 1 MiB"
             )));
         }
-        let exists = path.exists()
-            && std::fs::metadata(path)
-                .map(|m| m.len() > 0)
-                .unwrap_or(false);
-        let (file, direct) = open_file(path, direct)?;
-        lock_exclusive(&file, path)?;
-        if !exists {
-            let header = Header {
-                version: FORMAT_VERSION,
-                page_size: page_size as u32,
-                generation: 1,
-                catalog_root: 0,
-                page_count: 1,
-            };
-            let db = DbFile {
-                path: path.to_path_buf(),
-                file,
-                direct,
-                page_size,
-            };
-            // A fresh file: page 0 with both header slots, the same state in each.
-            let mut first = AlignedBuf::new(page_size);
-            first[..SLOT_SIZE].copy_from_slice(&header.encode());
-            db.file
-                .write_all_at(&first, 0)
-                .map_err(|e| StorageError::io(path, "write header", e))?;
-            db.sync()?;
-            return Ok((db, header));
+        if let Some(created) = DbFile::create(path, page_size, direct)? {
+            return Ok(created);
         }
+        let (file, direct) = open_file(path, direct, false)?;
+        lock_exclusive(&file, path)?;
+        let not_kura = |what: String| StorageError::NotADatabase {
+            path: path.to_path_buf(),
+            what,
+        };
         let mut slots = AlignedBuf::new(2 * SLOT_SIZE);
         let n = read_full_at(&file, &mut slots, 0)
             .map_err(|e| StorageError::io(path, "read header", e))?;
-        if n < SLOT_SIZE {
-            return Err(StorageError::NotADatabase {
-                path: path.to_path_buf(),
-                what: format!("file is only {n} bytes long"),
-            });
+        if n == 0 {
+            return Err(not_kura(
+                "the file is empty (0 bytes); a new database is created only where no file \
+                 exists (an empty file holds no data: remove it to create a database there)"
+                    .into(),
+            ));
         }
-        let a = Header::decode(&slots[..SLOT_SIZE]);
-        let b = if n >= 2 * SLOT_SIZE {
-            Header::decode(&slots[SLOT_SIZE..])
-        } else {
-            None
-        };
-        let header = match (a, b) {
-            (Some(a), Some(b)) => {
-                if a.generation >= b.generation {
-                    a
-                } else {
-                    b
-                }
-            }
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (None, None) => {
-                let what =
-                    if &slots[4..12] == MAGIC || &slots[SLOT_SIZE + 4..SLOT_SIZE + 12] == MAGIC {
-                        "both header slots fail their checksum".to_string()
-                    } else {
-                        "no kura header".to_string()
-                    };
-                return Err(StorageError::NotADatabase {
-                    path: path.to_path_buf(),
-                    what,
-                });
-            }
-        };
-        if header.version != FORMAT_VERSION {
-            return Err(StorageError::NotADatabase {
-                path: path.to_path_buf(),
-                what: format!(
-                    "format version {} (this kura reads {FORMAT_VERSION})",
-                    header.version
-                ),
-            });
+        if n < 2 * SLOT_SIZE {
+            return Err(not_kura(format!(
+                "the file is only {n} bytes long, shorter than a kura header ({} bytes)",
+                2 * SLOT_SIZE
+            )));
         }
+        let decoded = [
+            header::decode(0, &slots[..SLOT_SIZE]),
+            header::decode(1, &slots[SLOT_SIZE..]),
+        ];
+        let chosen = header::choose(decoded, recover_header).map_err(|r| match r {
+            Refusal::NotADatabase(what) => not_kura(what),
+            Refusal::Version(found) => StorageError::FormatVersion {
+                path: path.to_path_buf(),
+                found,
+                supported: FORMAT_VERSION,
+            },
+            Refusal::Damaged(what) => StorageError::HeaderDamaged {
+                path: path.to_path_buf(),
+                what,
+            },
+        })?;
+        let header = chosen.header;
         let ps = header.page_size as usize;
         if !ps.is_power_of_two() || !(8192..=1 << 20).contains(&ps) {
-            return Err(StorageError::NotADatabase {
-                path: path.to_path_buf(),
-                what: format!("invalid page size {ps} in header"),
-            });
+            return Err(not_kura(format!("invalid page size {ps} in the header")));
         }
+        let db = DbFile {
+            path: path.to_path_buf(),
+            file,
+            direct,
+            page_size: ps,
+        };
         Ok((
+            db,
+            Opened {
+                header,
+                warnings: chosen.warnings,
+                repair: chosen.repair,
+            },
+        ))
+    }
+
+    /// Creates a new database at `path` if nothing is there (`None` if something
+    /// is). Both slots describe the empty database, as commits 0 and 1, so every
+    /// slot of a kura file always holds a header.
+    ///
+    /// The file is written and synced under a temporary name beside `path` and
+    /// only then linked to `path`: a crash during creation must not leave an
+    /// empty or half-written file there, which every later open would refuse
+    /// (it cannot tell that from a damaged or foreign file). Linking, unlike
+    /// renaming, fails if `path` has appeared meanwhile, so a database another
+    /// process just created is never replaced.
+    fn create(
+        path: &Path,
+        page_size: usize,
+        direct: bool,
+    ) -> StorageResult<Option<(DbFile, Opened)>> {
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Ok(None);
+        }
+        let tmp = temp_path(path);
+        let (file, tmp_direct) = open_file(&tmp, direct, true).map_err(|e| match e {
+            // Name the database, not the temporary file, in the error.
+            StorageError::Io { op, source, .. } => StorageError::io(path, op, source),
+            e => e,
+        })?;
+        let linked = DbFile::initialize(&file, path, page_size).map(|()| {
+            match std::fs::hard_link(&tmp, path) {
+                Ok(()) => Some(true),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                // A file system without hard links: create the file in place.
+                Err(_) => Some(false),
+            }
+        });
+        let _ = std::fs::remove_file(&tmp);
+        let (file, direct) = match linked? {
+            Some(true) => (file, tmp_direct),
+            // Another process created `path` first: open that one instead.
+            None => return Ok(None),
+            Some(false) => {
+                drop(file);
+                match DbFile::create_in_place(path, page_size, direct)? {
+                    Some(created) => created,
+                    None => return Ok(None),
+                }
+            }
+        };
+        sync_parent(path);
+        Ok(Some((
             DbFile {
                 path: path.to_path_buf(),
                 file,
                 direct,
-                page_size: ps,
+                page_size,
             },
-            header,
-        ))
+            Opened {
+                header: empty_header(page_size, 1),
+                warnings: Vec::new(),
+                repair: None,
+            },
+        )))
+    }
+
+    /// Creates `path` directly (`None` if it exists by now), for file systems
+    /// without hard links; a crash before its first sync leaves a file that
+    /// later opens refuse.
+    fn create_in_place(
+        path: &Path,
+        page_size: usize,
+        direct: bool,
+    ) -> StorageResult<Option<(File, bool)>> {
+        let (file, direct) = match open_file(path, direct, true) {
+            Ok(f) => f,
+            Err(StorageError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        DbFile::initialize(&file, path, page_size)?;
+        Ok(Some((file, direct)))
+    }
+
+    /// Locks a new, empty `file` (to be named `path`) and writes and syncs page 0
+    /// of an empty database: commit 0 in slot 0, commit 1 in slot 1. A file
+    /// built under a temporary name is thus locked before it can be found at
+    /// `path`, so no other open gets in between.
+    fn initialize(file: &File, path: &Path, page_size: usize) -> StorageResult<()> {
+        lock_exclusive(file, path)?;
+        let mut first = AlignedBuf::new(page_size);
+        first[..SLOT_SIZE].copy_from_slice(&empty_header(page_size, 0).encode());
+        first[SLOT_SIZE..2 * SLOT_SIZE].copy_from_slice(&empty_header(page_size, 1).encode());
+        file.write_all_at(&first, 0)
+            .map_err(|e| StorageError::io(path, "write header", e))?;
+        file.sync_data()
+            .map_err(|e| StorageError::io(path, "fsync", e))
     }
 
     pub fn path(&self) -> &Path {
@@ -261,7 +314,7 @@ impl DbFile {
     /// Writes `header` into the slot its generation selects (alternating), then syncs.
     /// The other slot still holds the previous commit, so a torn write loses nothing.
     pub fn write_header(&self, header: &Header) -> StorageResult<()> {
-        let slot = header.generation % 2;
+        let slot = header.slot() as u64;
         self.file
             .write_all_at(&header.encode(), slot * SLOT_SIZE as u64)
             .map_err(|e| StorageError::io(&self.path, "write header", e))?;
@@ -297,9 +350,10 @@ fn lock_exclusive(file: &File, path: &Path) -> StorageResult<()> {
     Err(StorageError::io(path, "lock", err))
 }
 
-fn open_file(path: &Path, direct: bool) -> StorageResult<(File, bool)> {
+/// Opens the file read-write; `create_new` creates it and fails if it exists.
+fn open_file(path: &Path, direct: bool, create_new: bool) -> StorageResult<(File, bool)> {
     let mut opts = OpenOptions::new();
-    opts.read(true).write(true).create(true).truncate(false);
+    opts.read(true).write(true).create_new(create_new);
     if direct {
         let mut d = opts.clone();
         d.custom_flags(libc::O_DIRECT);
@@ -310,6 +364,10 @@ fn open_file(path: &Path, direct: bool) -> StorageResult<(File, bool)> {
                     "{}: the file system does not support O_DIRECT; using buffered I/O",
                     path.display()
                 );
+                // The refused O_DIRECT open may already have created the file.
+                if create_new {
+                    opts.create_new(false).create(true);
+                }
             }
             Err(e) => return Err(StorageError::io(path, "open", e)),
         }
@@ -317,6 +375,46 @@ fn open_file(path: &Path, direct: bool) -> StorageResult<(File, bool)> {
     opts.open(path)
         .map(|f| (f, false))
         .map_err(|e| StorageError::io(path, "open", e))
+}
+
+/// The header of an empty database as commit `generation`.
+fn empty_header(page_size: usize, generation: u64) -> Header {
+    Header {
+        version: FORMAT_VERSION,
+        page_size: page_size as u32,
+        generation,
+        catalog_root: 0,
+        page_count: 1,
+    }
+}
+
+/// A name beside `path` for building a new database file, unique to this
+/// process and call (hidden, and naming the database it is for, in case a
+/// crash leaves it behind).
+fn temp_path(path: &Path) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(
+        ".{name}.creating-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// Makes a new directory entry for `path` durable; a file system that cannot
+/// sync a directory still has the file, so this is best effort.
+fn sync_parent(path: &Path) {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
 }
 
 /// Reads as much of `buf` as the file holds at `off` (short only at end of file).

@@ -1,4 +1,4 @@
-//! The layout every page shares: a 16-byte header (CRC-32C of the rest, page kind,
+//! The layout every page shares: a 16-byte header (CRC-32 of the rest, page kind,
 //! the page's own number) followed by the payload. The checksum covers the kind,
 //! the number and the payload, so a page written to the wrong place is caught too.
 
