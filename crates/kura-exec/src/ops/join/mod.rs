@@ -333,7 +333,17 @@ impl Transform for JoinProbeOp {
     ) -> ExecResult<bool> {
         let build_rows = self.table.side.rows.max(1);
         let n = batch.len();
-        if !self.spec.probe_keys.is_empty() || n.saturating_mul(build_rows) <= PAIR_CHUNK {
+        // Semi, anti and mark joins emit at most one row per probe row, and their
+        // pairs are already formed a chunk at a time, stopping at a row's first
+        // match; splitting their batch would only defeat that early stop.
+        let semi_like = matches!(
+            self.spec.join_type,
+            JoinType::Semi | JoinType::Anti | JoinType::Mark
+        );
+        if semi_like
+            || !self.spec.probe_keys.is_empty()
+            || n.saturating_mul(build_rows) <= PAIR_CHUNK
+        {
             return match self.apply(batch, ctx)? {
                 Some(b) => out(b),
                 None => Ok(false),
