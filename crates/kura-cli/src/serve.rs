@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kura::{Database, OpenOptions};
+use kura::{Database, FileAccess, OpenOptions};
 use kura_server::{parse_listen, serve_until_signal, Auth, KuraEngine, ServerConfig};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -21,6 +21,13 @@ pub struct Args {
     /// Only this user name may log in (with a password).
     #[arg(long)]
     pub user: Option<String>,
+    /// Let clients' `COPY t FROM 'file'` read files below this directory (relative
+    /// names are resolved in it); without it the server reads no files for clients.
+    #[arg(long, value_name = "DIR")]
+    pub copy_dir: Option<std::path::PathBuf>,
+    /// Connections served at once; more are refused ("too many clients already").
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
     #[command(flatten)]
     pub db: crate::DbArgs,
 }
@@ -49,7 +56,15 @@ pub fn run(args: &Args, db: &Path, open: OpenOptions) -> Result<(), String> {
             "warning: serving {listen} without a password: anyone who can reach it has full access"
         );
     }
+    let file_access = match &args.copy_dir {
+        Some(dir) => {
+            FileAccess::under(dir).map_err(|e| format!("--copy-dir {}: {e}", dir.display()))?
+        }
+        None => FileAccess::Denied,
+    };
+    quiet_panics();
     let mut config = ServerConfig::new(listen);
+    config.max_connections = args.max_connections as usize;
     if let Some(password) = password {
         config.auth = Auth::Md5 {
             user: args.user.clone(),
@@ -61,7 +76,7 @@ pub fn run(args: &Args, db: &Path, open: OpenOptions) -> Result<(), String> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "kura".into());
     let database = Database::open(db, open).map_err(|e| e.to_string())?;
-    let engine = Arc::new(KuraEngine::new(database));
+    let engine = Arc::new(KuraEngine::new(database).with_file_access(file_access));
     let summary = serve_until_signal(engine.clone(), config, |addr| {
         eprintln!(
             "kura serve: listening on {addr} (database {})",
@@ -81,4 +96,32 @@ pub fn run(args: &Args, db: &Path, open: OpenOptions) -> Result<(), String> {
     // The last reference: dropping it closes the database file.
     drop(engine);
     Ok(())
+}
+
+/// A panic is caught where it happens (a statement fails with an internal error,
+/// a connection whose messages cannot be decoded is closed); the server logs
+/// it as one line, not a backtrace per malformed message from a hostile client.
+fn quiet_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        // Dependencies' sources live in the cargo registry; their crate-relative
+        // path is enough to find the line.
+        let at = info
+            .location()
+            .map(|l| {
+                let file = l.file();
+                let short = file
+                    .find("/registry/src/")
+                    .and_then(|i| file[i + 14..].find('/').map(|j| &file[i + 15 + j..]))
+                    .unwrap_or(file);
+                format!(" at {short}:{}", l.line())
+            })
+            .unwrap_or_default();
+        tracing::error!("internal error{at}: {what}");
+    }));
 }

@@ -38,6 +38,8 @@ pub struct ServerConfig {
     pub database_name: String,
     /// How long shutdown waits for cancelled queries to wind down.
     pub shutdown_grace: Duration,
+    /// Connections served at once; more are refused with 53300, as PostgreSQL does.
+    pub max_connections: usize,
 }
 
 impl ServerConfig {
@@ -47,6 +49,7 @@ impl ServerConfig {
             auth: Auth::Trust,
             database_name: "kura".into(),
             shutdown_grace: Duration::from_secs(10),
+            max_connections: 100,
         }
     }
 }
@@ -60,6 +63,9 @@ pub struct Shared<E: Engine> {
     pub(crate) pids: Arc<RandomPidSecretKeyGenerator>,
     /// Sessions alive (a session outlives its connection while its query winds down).
     pub(crate) live_sessions: Arc<AtomicUsize>,
+    /// Connections open now, and how many may be.
+    pub(crate) open_connections: AtomicUsize,
+    pub(crate) max_connections: usize,
 }
 
 /// A bound server, ready to run.
@@ -95,6 +101,8 @@ impl<E: Engine> Server<E> {
                 cancels: Arc::new(CancelRegistry::default()),
                 pids: Arc::new(RandomPidSecretKeyGenerator::default()),
                 live_sessions: Arc::new(AtomicUsize::new(0)),
+                open_connections: AtomicUsize::new(0),
+                max_connections: config.max_connections,
             }),
             grace: config.shutdown_grace,
         })
@@ -163,6 +171,16 @@ async fn serve_connection<E: Engine>(
     shared: Arc<Shared<E>>,
     stream: TcpStream,
 ) -> std::io::Result<()> {
+    /// Counts a connection while it is open.
+    struct Open<'a>(&'a AtomicUsize);
+    impl Drop for Open<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    shared.open_connections.fetch_add(1, Ordering::SeqCst);
+    let counted = shared.clone();
+    let _open = Open(&counted.open_connections);
     // A duplicate descriptor lets a running query notice the client vanish.
     let peer: Option<OwnedFd> = stream.as_fd().try_clone_to_owned().ok();
     let conn = Connection::new(shared, peer);

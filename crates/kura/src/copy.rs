@@ -1,7 +1,7 @@
 //! `COPY table FROM 'file' (DELIMITER '|', HEADER false, FORMAT csv)`: the bulk
 //! loader behind SQL. The whole file loads in one transaction — all or nothing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget};
 
@@ -12,6 +12,54 @@ use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
 use crate::result::QueryResult;
 use crate::session::Progress;
+
+/// Which files on the machine running kura a session's `COPY ... FROM 'file'`
+/// may read. The embedded database and the shell read any file their user
+/// can; a server reads none unless told a directory, because its clients are
+/// not the user it runs as (PostgreSQL asks for `pg_read_server_files`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FileAccess {
+    /// Any file the process can read.
+    #[default]
+    Any,
+    /// No file: server-side COPY is refused.
+    Denied,
+    /// Files below this directory (canonical); relative names are resolved in it.
+    Under(PathBuf),
+}
+
+impl FileAccess {
+    /// Files below `dir`, which must exist.
+    pub fn under(dir: &Path) -> std::io::Result<FileAccess> {
+        Ok(FileAccess::Under(dir.canonicalize()?))
+    }
+
+    /// The path to open for `name`, or why it may not be read.
+    pub fn resolve(&self, name: &str) -> KuraResult<PathBuf> {
+        match self {
+            FileAccess::Any => Ok(PathBuf::from(name)),
+            FileAccess::Denied => Err(KuraError::PermissionDenied(format!(
+                "COPY from a file on the server is off for clients of this server \
+                 (start `kura serve` with --copy-dir DIR to allow files below DIR): {name}"
+            ))),
+            FileAccess::Under(dir) => {
+                let joined = dir.join(name);
+                // Canonical, so neither `..` nor a symbolic link leads outside.
+                let real = joined
+                    .canonicalize()
+                    .map_err(|e| KuraError::Invalid(format!("{name}: {e}")))?;
+                if real.starts_with(dir) {
+                    Ok(real)
+                } else {
+                    Err(KuraError::PermissionDenied(format!(
+                        "{name} is not below the server's COPY directory {}",
+                        dir.display()
+                    )))
+                }
+            }
+        }
+    }
+}
 
 /// Parsed COPY options.
 pub fn text_format(
@@ -68,21 +116,21 @@ pub fn text_format(
     })
 }
 
+/// COPY ... TO is not supported: the error that says what to use instead.
+pub fn copy_to_unsupported() -> KuraError {
+    KuraError::Unsupported("COPY ... TO (export); use kura -c with --format csv".into())
+}
+
 /// Executes a COPY ... FROM statement.
 pub fn copy_from(
     storage: &Storage,
     source: &CopySource,
-    to: bool,
     target: &CopyTarget,
     options: &[CopyOption],
     legacy: &[CopyLegacyOption],
+    access: &FileAccess,
     progress: Option<&Progress>,
 ) -> KuraResult<QueryResult> {
-    if to {
-        return Err(KuraError::Unsupported(
-            "COPY ... TO (export); use kura -c with --format csv".into(),
-        ));
-    }
     let CopySource::Table {
         table_name,
         columns,
@@ -100,7 +148,8 @@ pub fn copy_from(
     };
     let fmt = text_format(filename, options, legacy)?;
     let table = object_name(table_name);
-    let rows = load_file(storage, &table, Path::new(filename), &fmt, progress)?;
+    let path = access.resolve(filename)?;
+    let rows = load_file(storage, &table, &path, &fmt, progress)?;
     Ok(QueryResult::command(format!("COPY {rows}")))
 }
 

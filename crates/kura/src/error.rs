@@ -31,6 +31,9 @@ pub enum KuraError {
     /// A statement text longer than kura accepts.
     #[error("statement too long: {0}")]
     TooLong(String),
+    /// A request this session may not make (server files over the wire).
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
     #[error("canceling statement due to user request")]
     Canceled,
     #[error("canceling statement due to statement timeout")]
@@ -69,6 +72,7 @@ impl KuraError {
             KuraError::Invalid(_) => "22023",
             KuraError::TooDeep(_) => "54001",
             KuraError::TooLong(_) => "54000",
+            KuraError::PermissionDenied(_) => "42501",
             KuraError::Canceled | KuraError::StatementTimeout => "57014",
             KuraError::Internal(_) => "XX000",
         }

@@ -12,6 +12,7 @@ pub mod session;
 pub mod stack;
 pub mod tpch;
 
+pub use copy::FileAccess;
 pub use database::{Database, OpenOptions};
 pub use error::{KuraError, KuraResult};
 pub use result::{QueryResult, ResultColumn};

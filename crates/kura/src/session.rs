@@ -114,6 +114,7 @@ pub struct Session {
     settings: Settings,
     cancel: CancelHandle,
     progress: Option<Arc<Progress>>,
+    file_access: crate::copy::FileAccess,
 }
 
 impl Session {
@@ -123,7 +124,13 @@ impl Session {
             settings: Settings::default(),
             cancel: CancelHandle::default(),
             progress: None,
+            file_access: crate::copy::FileAccess::Any,
         }
+    }
+
+    /// Which server files `COPY ... FROM 'file'` may read in this session.
+    pub fn set_file_access(&mut self, access: crate::copy::FileAccess) {
+        self.file_access = access;
     }
 
     pub fn storage(&self) -> &Arc<Storage> {
@@ -275,9 +282,9 @@ impl Session {
                 names,
                 ..
             } => crate::ddl::drop_indexes(&self.storage, *if_exists, names),
+            Statement::Copy { to: true, .. } => Err(crate::copy::copy_to_unsupported()),
             Statement::Copy {
                 source,
-                to,
                 target,
                 options,
                 legacy_options,
@@ -285,10 +292,10 @@ impl Session {
             } => crate::copy::copy_from(
                 &self.storage,
                 source,
-                *to,
                 target,
                 options,
                 legacy_options,
+                &self.file_access,
                 self.progress.as_deref(),
             ),
             Statement::Set(set) => self.set(set),

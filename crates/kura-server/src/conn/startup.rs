@@ -3,6 +3,7 @@
 //! and secret key a client later cancels with.
 
 use std::fmt::Debug;
+use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
@@ -12,7 +13,7 @@ use pgwire::api::auth::{
     DefaultServerParameterProvider, StartupHandler,
 };
 use pgwire::api::{ClientInfo, PgWireConnectionState, PidSecretKeyGenerator, METADATA_USER};
-use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
@@ -44,6 +45,16 @@ impl<E: Engine> StartupHandler for Connection<E> {
     {
         match message {
             PgWireFrontendMessage::Startup(ref startup) => {
+                // Counted at startup, so cancel requests (their own short
+                // connections) are never refused.
+                let open = self.shared.open_connections.load(Ordering::SeqCst);
+                if open > self.shared.max_connections {
+                    return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                        "FATAL".into(),
+                        "53300".into(),
+                        "sorry, too many clients already".into(),
+                    ))));
+                }
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
                 let (pid, key) = self.shared.pids.generate(client);

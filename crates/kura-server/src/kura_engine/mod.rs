@@ -7,7 +7,7 @@ mod placeholders;
 
 use std::sync::Arc;
 
-use kura::{Database, KuraError, QueryResult, Session};
+use kura::{Database, FileAccess, KuraError, QueryResult, Session};
 use kura_common::{DataType, Value};
 use sqlparser::ast::Statement;
 
@@ -16,11 +16,23 @@ use crate::engine::{Canceller, Column, Engine, EngineError, EngineSession, Outco
 /// A kura database served over the wire.
 pub struct KuraEngine {
     db: Database,
+    file_access: FileAccess,
 }
 
 impl KuraEngine {
+    /// Serves `db`; clients may not read server files with COPY until
+    /// [`KuraEngine::with_file_access`] says which.
     pub fn new(db: Database) -> Self {
-        KuraEngine { db }
+        KuraEngine {
+            db,
+            file_access: FileAccess::Denied,
+        }
+    }
+
+    /// Which server files clients' `COPY ... FROM 'file'` may read.
+    pub fn with_file_access(mut self, access: FileAccess) -> Self {
+        self.file_access = access;
+        self
     }
 }
 
@@ -28,9 +40,9 @@ impl Engine for KuraEngine {
     type Session = KuraSession;
 
     fn session(&self) -> KuraSession {
-        KuraSession {
-            session: self.db.session(),
-        }
+        let mut session = self.db.session();
+        session.set_file_access(self.file_access.clone());
+        KuraSession { session }
     }
 
     fn version(&self) -> String {

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kura::{Database, OpenOptions};
+use kura::{Database, FileAccess, OpenOptions};
 use kura_server::{Auth, KuraEngine, Server, ServerConfig, ServerSummary};
 
 pub struct TestServer {
@@ -23,6 +23,16 @@ pub struct TestServer {
 impl TestServer {
     /// A server over a fresh database; `setup` runs on a session first.
     pub fn start(auth: Auth, setup: impl FnOnce(&Database)) -> TestServer {
+        Self::start_with(auth, |_, _| FileAccess::Denied, setup)
+    }
+
+    /// A server whose configuration `configure` adjusts, given the temporary
+    /// directory; it returns which files clients may COPY from.
+    pub fn start_with(
+        auth: Auth,
+        configure: impl FnOnce(&mut ServerConfig, &std::path::Path) -> FileAccess,
+        setup: impl FnOnce(&Database),
+    ) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let opts = OpenOptions {
             buffer_bytes: Some(256 << 20),
@@ -34,6 +44,7 @@ impl TestServer {
         let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap());
         config.auth = auth;
         config.shutdown_grace = Duration::from_secs(20);
+        let access = configure(&mut config, dir.path());
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -43,9 +54,8 @@ impl TestServer {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let server = Server::bind(Arc::new(KuraEngine::new(db)), config)
-                    .await
-                    .expect("bind");
+                let engine = KuraEngine::new(db).with_file_access(access);
+                let server = Server::bind(Arc::new(engine), config).await.expect("bind");
                 addr_tx
                     .send((server.local_addr(), server.live_sessions()))
                     .unwrap();
