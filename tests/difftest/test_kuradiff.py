@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kuradiff import compare, slt  # noqa: E402
 from kuradiff.ast import Agg, Bin, Col, InQuery, Lit, Select, Table, size, variants  # noqa: E402
-from kuradiff.schema import BOOL, INT, catalog  # noqa: E402
+from kuradiff.schema import BOOL, DBL, INT, catalog  # noqa: E402
 from kuradiff.shrink import shrink  # noqa: E402
 from kuradiff.sqlgen import Generator  # noqa: E402
 
@@ -32,13 +32,16 @@ class GeneratorTest(unittest.TestCase):
                         "customer_n", ") AS d"]:
             self.assertIn(feature, text, feature)
 
-    def test_no_integer_division_and_only_constant_divisors(self):
+    def test_only_double_division_and_only_constant_divisors(self):
+        divisions = 0
         for s in range(400):
             for node in _walk(Generator(s).query()):
                 if isinstance(node, Bin) and node.op == "/":
+                    divisions += 1
                     self.assertIsInstance(node.right, Lit)
-                    self.assertNotEqual(node.left.kind, INT)
+                    self.assertEqual(node.left.kind, DBL)
                     self.assertNotEqual(node.right.text, "0")
+        self.assertGreater(divisions, 0)
 
     def test_limit_only_under_a_total_order(self):
         for s in range(400):
