@@ -12,7 +12,12 @@ use common::{answers_dir, load_tpch, TestServer};
 const TABLE: &str = "create table t (i integer, b bigint, d decimal(15,2), dt date, v varchar(20), x integer, y integer, ok boolean)";
 const ROWS: &str = "1|10000000000|12.34|1995-03-15|alpha|0|0|true\n2|-7|-0.05|2000-01-01|beta|0|0|false\n3|0|1|1970-01-01|g|0|0|true\n";
 
+/// Both tests build and run the same Maven project, whose `target/` they would
+/// otherwise overwrite under each other (surefire's booter jar vanished mid-run).
+static MAVEN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn mvn_test(port: u16, extra: &[String]) {
+    let _one_at_a_time = MAVEN.lock().unwrap_or_else(|e| e.into_inner());
     let project = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/jdbc");
     let out = Command::new("mvn")
         .current_dir(&project)
