@@ -141,3 +141,27 @@ fn statement_timeout_cancels_in_every_mode() {
         );
     });
 }
+
+#[test]
+fn a_long_literal_compares_once_per_row_not_copied_per_row() {
+    with_db(|s| {
+        s.execute("CREATE TABLE t (v VARCHAR, c CHAR(3))").unwrap();
+        let rows: Vec<String> = (0..5_000).map(|i| format!("('v{i}', 'ab')")).collect();
+        s.execute(&format!("INSERT INTO t VALUES {}", rows.join(", ")))
+            .unwrap();
+        // 1 MB: copied into every row of a batch this would be gigabytes.
+        let big = "x".repeat(1 << 20);
+        let count = |s: &mut Session, cond: &str| {
+            scalar(s, &format!("SELECT count(*) FROM t WHERE {cond}"))
+        };
+        assert_eq!(count(s, &format!("v = '{big}'")), Value::BigInt(0));
+        assert_eq!(count(s, &format!("v < '{big}'")), Value::BigInt(5_000));
+        assert_eq!(count(s, &format!("'{big}' > v")), Value::BigInt(5_000));
+        assert_eq!(count(s, &format!("'{big}' <= v")), Value::BigInt(0));
+        // CHAR compares without trailing blanks, on either side.
+        assert_eq!(count(s, "c = 'ab   '"), Value::BigInt(5_000));
+        assert_eq!(count(s, "'ab ' = c"), Value::BigInt(5_000));
+        assert_eq!(count(s, "v = 'v7'"), Value::BigInt(1));
+        assert_eq!(count(s, "'v7 ' = v"), Value::BigInt(0));
+    });
+}

@@ -31,6 +31,40 @@ fn test(op: BinaryOp, o: Ordering) -> bool {
     }
 }
 
+/// `v op c` (or `c op v` when `constant_left`) for a text vector and a text
+/// constant, without repeating the constant per row: a long literal compared
+/// with a column would otherwise be copied into every row of every batch.
+pub fn compare_text_constant(
+    op: BinaryOp,
+    v: &Vector,
+    constant: &[u8],
+    constant_type: DataType,
+    constant_left: bool,
+) -> Option<Vector> {
+    let ColumnData::Str(s) = &v.data else {
+        return None;
+    };
+    let padded =
+        matches!(v.data_type, DataType::Char(_)) || matches!(constant_type, DataType::Char(_));
+    let c = if padded {
+        trim_blanks(constant)
+    } else {
+        constant
+    };
+    let out = (0..v.len())
+        .map(|i| {
+            let x = s.get_bytes(i);
+            let o = if padded { trim_blanks(x) } else { x }.cmp(c);
+            test(op, if constant_left { o.reverse() } else { o })
+        })
+        .collect();
+    Some(Vector {
+        data_type: DataType::Boolean,
+        data: ColumnData::Bool(out),
+        validity: v.validity.clone().filter(|m| m.iter().any(|b| !*b)),
+    })
+}
+
 /// `l op r` as a BOOLEAN vector (NULL where either side is NULL).
 pub fn compare(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
     let validity = merge_validity(&l.validity, &r.validity);

@@ -5,7 +5,7 @@ use kura_common::{Batch, ColumnData, DataType, Value, Vector};
 
 use super::arith::arithmetic;
 use super::cast::cast_vector;
-use super::compare::{compare, trim_blanks};
+use super::compare::{compare, compare_text_constant, trim_blanks};
 use super::func::call;
 use super::{BinaryOp, PhysExpr};
 use crate::error::{ExecError, ExecResult};
@@ -101,6 +101,44 @@ fn logic(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
     Ok(bool_vector(vals, Some(valid)))
 }
 
+/// A comparison of an expression with a non-NULL text literal, evaluated
+/// against the literal once (see [`compare_text_constant`]).
+fn compare_with_text_literal(
+    op: BinaryOp,
+    left: &PhysExpr,
+    right: &PhysExpr,
+    batch: &Batch,
+) -> ExecResult<Option<Vector>> {
+    let (expr, text, ty, constant_left) = match (left, right) {
+        (
+            e,
+            PhysExpr::Literal {
+                value: Value::Text(t),
+                data_type,
+            },
+        ) => (e, t, *data_type, false),
+        (
+            PhysExpr::Literal {
+                value: Value::Text(t),
+                data_type,
+            },
+            e,
+        ) => (e, t, *data_type, true),
+        _ => return Ok(None),
+    };
+    if expr.data_type().physical() != kura_common::types::PhysicalType::Str {
+        return Ok(None);
+    }
+    let v = expr.eval(batch)?;
+    Ok(compare_text_constant(
+        op,
+        &v,
+        text.as_bytes(),
+        ty,
+        constant_left,
+    ))
+}
+
 impl PhysExpr {
     /// Evaluates over every physical row of `batch` (callers compact first when a
     /// selection must shield rows from errors such as division by zero).
@@ -119,6 +157,11 @@ impl PhysExpr {
                 right,
                 data_type,
             } => {
+                if op.is_comparison() {
+                    if let Some(v) = compare_with_text_literal(*op, left, right, batch)? {
+                        return Ok(v);
+                    }
+                }
                 let l = left.eval(batch)?;
                 let r = right.eval(batch)?;
                 match op {

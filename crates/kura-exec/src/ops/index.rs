@@ -297,7 +297,9 @@ impl IndexJoinSource {
     fn filter(&self, morsel: usize, piece: &mut JoinPiece) -> ExecResult<()> {
         self.search(morsel, piece)?;
         let nf = self.filter_columns();
-        if !piece.fetched.is_empty() || nf == 0 {
+        // A filter that reads no column (constant, such as a folded `10 > 42`)
+        // still applies: it keeps all rows or none.
+        if !piece.fetched.is_empty() || self.spec.inner_filter.is_none() {
             return Ok(());
         }
         let mut rows = piece.rows.take().unwrap_or_default();
