@@ -129,6 +129,13 @@ impl ClientParameters {
     }
 }
 
+impl Compat {
+    /// `BEGIN`, `COMMIT`, `ROLLBACK`: recognised here, carried out by the session.
+    pub fn is_transaction_control(&self) -> bool {
+        matches!(self, Compat::Begin | Compat::Commit | Compat::Rollback)
+    }
+}
+
 /// Recognises a statement the server answers itself.
 pub fn recognise(sql: &str) -> Option<Compat> {
     let s = strip_leading_comments(sql)

@@ -75,6 +75,26 @@ fn psql_connects_and_reports_errors_with_sqlstate() {
 }
 
 #[test]
+fn psql_rollback_discards_and_commit_keeps() {
+    let s = TestServer::trust(|db| common::exec(db, "create table t (x integer)"));
+    let script = "begin;\ninsert into t values (1);\nselect count(*) from t;\nrollback;\n\
+                  select count(*) from t;\n\
+                  begin;\ninsert into t values (2);\ncommit;\nselect count(*) from t;\n";
+    let (out, err, ok) = psql(
+        &s,
+        &["-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"],
+        Some(script),
+    );
+    assert!(ok, "{err}");
+    assert_eq!(rows(&out), [["1"], ["0"], ["1"]], "{out}");
+    // An error aborts the transaction until ROLLBACK (25P02), as in PostgreSQL.
+    let script = "begin;\nselect 1/0;\nselect 1;\n\\echo :LAST_ERROR_SQLSTATE\nrollback;\nselect count(*) from t;\n";
+    let (out, err, _) = psql(&s, &["-q", "-A", "-t"], Some(script));
+    assert!(err.contains("current transaction is aborted"), "{err}");
+    assert_eq!(rows(&out), [["25P02"], ["1"]], "{out}");
+}
+
+#[test]
 fn psql_tpch_q1_q6_match_reference_answers() {
     let s = TestServer::trust(|db| load_tpch(db, 0.01));
     for id in ["q01", "q06"] {

@@ -1,10 +1,14 @@
 //! The storage engine as one object: the database file, its buffer manager and
 //! the committed catalog, plus write transactions that commit atomically by
 //! shadow paging — new pages first, fsync, then the header switch, fsync.
+//! One write transaction at a time; it may span many statements, each of which
+//! sees the ones before it ([`WriteTxn::snapshot`]), and rolls back by being dropped.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
+use std::time::{Duration, Instant};
 
 use kura_common::Batch;
 
@@ -90,10 +94,17 @@ impl Quarantine {
 
 /// An open database.
 pub struct Storage {
+    /// This storage itself, for the transactions it hands out.
+    me: Weak<Storage>,
     file: Arc<DbFile>,
     bm: Arc<BufferManager>,
     current: RwLock<Arc<Catalog>>,
-    writer: Mutex<WriterState>,
+    /// The writer's state: `None` while a write transaction holds it.
+    writer: Mutex<Option<WriterState>>,
+    /// Signalled when a write transaction ends.
+    writer_free: Condvar,
+    /// Committed extent of the file in pages.
+    committed_pages: AtomicU64,
     /// Warnings from opening (about the header slots).
     open_warnings: Vec<String>,
 }
@@ -116,14 +127,17 @@ impl Storage {
         for w in &opened.warnings {
             tracing::warn!("{}: {w}", path.display());
         }
-        Ok(Arc::new(Storage {
+        Ok(Arc::new_cyclic(|me| Storage {
+            me: me.clone(),
             file,
             bm,
             current: RwLock::new(Arc::new(catalog)),
-            writer: Mutex::new(WriterState {
+            writer: Mutex::new(Some(WriterState {
                 header,
                 quarantine: Vec::new(),
-            }),
+            })),
+            writer_free: Condvar::new(),
+            committed_pages: AtomicU64::new(header.page_count),
             open_warnings: opened.warnings,
         }))
     }
@@ -156,16 +170,51 @@ impl Storage {
 
     /// Committed extent of the file in pages.
     pub fn page_count(&self) -> u64 {
-        self.lock_writer().header.page_count
+        self.committed_pages.load(Ordering::Acquire)
     }
 
-    fn lock_writer(&self) -> MutexGuard<'_, WriterState> {
+    fn lock_writer(&self) -> MutexGuard<'_, Option<WriterState>> {
         self.writer.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Starts the (single) write transaction; waits while another one is open.
-    pub fn begin(&self) -> StorageResult<WriteTxn<'_>> {
-        let mut w = self.lock_writer();
+    pub fn begin(&self) -> StorageResult<WriteTxn> {
+        loop {
+            if let Some(txn) = self.try_begin(Duration::from_secs(3600))? {
+                return Ok(txn);
+            }
+        }
+    }
+
+    /// Starts the write transaction if it becomes free within `wait`; `None`
+    /// when another transaction still holds it then (the caller decides
+    /// whether to wait longer, give up or report).
+    pub fn try_begin(&self, wait: Duration) -> StorageResult<Option<WriteTxn>> {
+        let deadline = Instant::now() + wait;
+        let mut slot = self.lock_writer();
+        let state = loop {
+            if let Some(state) = slot.take() {
+                break state;
+            }
+            let left = match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left,
+                _ => return Ok(None),
+            };
+            slot = self
+                .writer_free
+                .wait_timeout(slot, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        };
+        drop(slot);
+        Ok(Some(self.start(state)))
+    }
+
+    fn start(&self, mut w: WriterState) -> WriteTxn {
+        let storage = self
+            .me
+            .upgrade()
+            .expect("a live storage hands out transactions");
         let base = self.catalog();
         w.quarantine.retain(Quarantine::still_read);
         let blocked: BTreeSet<PageId> = w
@@ -212,17 +261,19 @@ impl Storage {
                 (n.clone(), (def, Some(e.tree.clone())))
             })
             .collect();
-        Ok(WriteTxn {
-            storage: self,
-            guard: w,
+        WriteTxn {
+            storage,
+            state: Some(w),
             views: base.views.clone(),
             indexes,
+            blobs: base.table_blobs.clone(),
             base,
             tables,
             io,
             freed: Vec::new(),
             dropped: Vec::new(),
-        })
+            committed: false,
+        }
     }
 }
 
@@ -244,21 +295,25 @@ struct TxnIndex {
 }
 
 /// The one open write transaction. Dropping it without `commit` discards every
-/// change (its pages are simply never referenced).
-pub struct WriteTxn<'a> {
-    storage: &'a Storage,
-    guard: MutexGuard<'a, WriterState>,
+/// change (its pages are simply never referenced) and lets the next writer in.
+pub struct WriteTxn {
+    storage: Arc<Storage>,
+    /// The writer's state, handed back when the transaction ends.
+    state: Option<WriterState>,
     base: Arc<Catalog>,
     tables: BTreeMap<String, TxnTable>,
     views: BTreeMap<String, ViewDef>,
     indexes: BTreeMap<String, (TxnIndex, Option<BTreeIndex>)>,
+    /// Pages of each table's metadata blob as of now.
+    blobs: BTreeMap<String, Vec<PageId>>,
     io: PageIo,
     freed: Vec<PageId>,
     /// Committed tables this transaction dropped (their readers may still run).
     dropped: Vec<Weak<Table>>,
+    committed: bool,
 }
 
-impl WriteTxn<'_> {
+impl WriteTxn {
     /// The catalog this transaction started from.
     pub fn base(&self) -> &Arc<Catalog> {
         &self.base
@@ -266,6 +321,14 @@ impl WriteTxn<'_> {
 
     pub fn has_table(&self, name: &str) -> bool {
         self.tables.contains_key(&normalize(name))
+    }
+
+    pub fn has_view(&self, name: &str) -> bool {
+        self.views.contains_key(&normalize(name))
+    }
+
+    pub fn has_index(&self, name: &str) -> bool {
+        self.indexes.contains_key(&normalize(name))
     }
 
     /// Schema of a table as this transaction sees it.
@@ -332,9 +395,9 @@ impl WriteTxn<'_> {
         }
         if let Some(table) = &t.committed {
             self.dropped.push(Arc::downgrade(table));
-            if let Some(blob) = self.base.table_blobs.get(&key) {
-                self.freed.extend(blob.iter().copied());
-            }
+        }
+        if let Some(blob) = self.blobs.remove(&key) {
+            self.freed.extend(blob);
         }
         Ok(())
     }
@@ -467,93 +530,126 @@ impl WriteTxn<'_> {
         self.io.pages_written()
     }
 
-    /// Makes every change durable and visible, atomically.
-    pub fn commit(mut self) -> StorageResult<()> {
-        let storage = self.storage;
-        let mut entries = Vec::new();
-        let mut tables = BTreeMap::new();
-        let mut table_blobs = BTreeMap::new();
-        let names: Vec<String> = self.tables.keys().cloned().collect();
-        for name in names {
-            let mut t = self.tables.remove(&name).unwrap();
+    /// Writes what the transaction changed so far (finished row groups, table
+    /// metadata, index builds) without committing it, and returns the catalog
+    /// as this transaction sees it — what its next statement reads.
+    pub fn snapshot(&mut self) -> StorageResult<Arc<Catalog>> {
+        self.materialize()?;
+        Ok(Arc::new(self.catalog_now(
+            self.base.generation,
+            self.base.blob_pages.clone(),
+            Vec::new(),
+        )))
+    }
+
+    /// Brings every table and index up to date on disk (not yet committed):
+    /// after it, each table has a `committed` handle and each index a tree.
+    fn materialize(&mut self) -> StorageResult<()> {
+        for (name, t) in self.tables.iter_mut() {
             if let Some(a) = t.appender.take() {
                 t.meta = Arc::new(a.finish(&mut self.io)?);
                 t.committed = None;
             }
-            let (root, table, blob) = match t.committed {
-                Some(table) => {
-                    let blob = self
-                        .base
-                        .table_blobs
-                        .get(&name)
-                        .cloned()
-                        .unwrap_or_default();
-                    (table.meta_root(), table, blob)
-                }
-                None => {
-                    if let Some(old) = self.base.table_blobs.get(&name) {
-                        self.freed.extend(old.iter().copied());
-                    }
-                    let bytes = postcard::to_stdvec(&*t.meta).map_err(|e| {
-                        StorageError::Invalid(format!("encoding table metadata: {e}"))
-                    })?;
-                    let (root, pages) = write_blob(&mut self.io, &bytes, false)?;
-                    let table = Arc::new(Table::new(
-                        name.clone(),
-                        t.schema.clone(),
-                        t.meta.clone(),
-                        root,
-                        storage.bm.clone(),
-                    ));
-                    (root, table, pages)
-                }
-            };
-            entries.push(TableEntry {
-                name: name.clone(),
-                schema: t.schema.clone(),
-                meta_root: root,
-            });
-            tables.insert(name.clone(), table);
-            table_blobs.insert(name, blob);
+            if t.committed.is_some() {
+                continue;
+            }
+            if let Some(old) = self.blobs.remove(name) {
+                self.freed.extend(old);
+            }
+            let bytes = postcard::to_stdvec(&*t.meta)
+                .map_err(|e| StorageError::Invalid(format!("encoding table metadata: {e}")))?;
+            let (root, pages) = write_blob(&mut self.io, &bytes, false)?;
+            t.committed = Some(Arc::new(Table::new(
+                name.clone(),
+                t.schema.clone(),
+                t.meta.clone(),
+                root,
+                self.storage.bm.clone(),
+            )));
+            self.blobs.insert(name.clone(), pages);
         }
         // Table pages must be on disk before index builds read them back.
         self.io.flush()?;
-        let mut index_entries = BTreeMap::new();
-        for (name, (def, tree)) in std::mem::take(&mut self.indexes) {
-            let tree = match tree {
-                Some(t) => t,
-                None => {
-                    let table = tables
-                        .get(&def.table)
-                        .ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
-                    key_columns(table, &def.columns)?;
-                    build_for_table(
-                        table,
-                        &name,
-                        &def.columns,
-                        def.unique,
-                        &mut self.io,
-                        &mut |_, _| {},
-                    )?
-                }
-            };
-            index_entries.insert(
-                name.clone(),
-                IndexEntry {
-                    name,
-                    table: def.table,
-                    columns: def.columns,
-                    unique: def.unique,
-                    tree,
-                },
-            );
+        for (name, (def, tree)) in self.indexes.iter_mut() {
+            if tree.is_some() {
+                continue;
+            }
+            let table = self
+                .tables
+                .get(&def.table)
+                .and_then(|t| t.committed.clone())
+                .ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
+            key_columns(&table, &def.columns)?;
+            *tree = Some(build_for_table(
+                &table,
+                name,
+                &def.columns,
+                def.unique,
+                &mut self.io,
+                &mut |_, _| {},
+            )?);
         }
+        self.io.flush()
+    }
+
+    /// The catalog of the materialized state.
+    fn catalog_now(
+        &self,
+        generation: u64,
+        blob_pages: Vec<PageId>,
+        free_pages: Vec<PageId>,
+    ) -> Catalog {
+        Catalog {
+            generation,
+            tables: self
+                .tables
+                .iter()
+                .map(|(n, t)| (n.clone(), t.committed.clone().expect("materialized")))
+                .collect(),
+            views: self.views.clone(),
+            indexes: self.index_entries(),
+            table_blobs: self.blobs.clone(),
+            blob_pages,
+            free_pages,
+        }
+    }
+
+    fn index_entries(&self) -> BTreeMap<String, IndexEntry> {
+        self.indexes
+            .iter()
+            .map(|(name, (def, tree))| {
+                (
+                    name.clone(),
+                    IndexEntry {
+                        name: name.clone(),
+                        table: def.table.clone(),
+                        columns: def.columns.clone(),
+                        unique: def.unique,
+                        tree: tree.clone().expect("materialized"),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Makes every change durable and visible, atomically.
+    pub fn commit(mut self) -> StorageResult<()> {
+        self.materialize()?;
+        let storage = self.storage.clone();
         self.freed.extend(self.base.blob_pages.iter().copied());
         let mut file_data = CatalogFile {
-            tables: entries,
+            tables: self
+                .tables
+                .iter()
+                .map(|(name, t)| TableEntry {
+                    name: name.clone(),
+                    schema: t.schema.clone(),
+                    meta_root: t.committed.as_ref().expect("materialized").meta_root(),
+                })
+                .collect(),
             views: self.views.values().cloned().collect(),
             free_pages: self.free_list(),
-            indexes: index_entries.values().cloned().collect(),
+            indexes: self.index_entries().into_values().collect(),
         };
         // The catalog's own pages are taken first (from free pages when there are
         // some), then the free list is recomputed without them: dropping entries
@@ -569,23 +665,19 @@ impl WriteTxn<'_> {
         let root = write_blob_into(&mut self.io, &bytes, &blob_pages)?;
         self.io.flush()?;
         storage.file.sync()?;
+        let previous = self.state.as_ref().expect("an open transaction").header;
         let header = Header {
-            generation: self.guard.header.generation + 1,
+            generation: previous.generation + 1,
             catalog_root: root,
             page_count: self.io.next_page(),
-            ..self.guard.header
+            ..previous
         };
         storage.file.write_header(&header)?;
-        self.guard.header = header;
-        let catalog = Catalog {
-            generation: header.generation,
-            tables,
-            views: std::mem::take(&mut self.views),
-            indexes: index_entries,
-            table_blobs,
-            blob_pages,
-            free_pages: file_data.free_pages,
-        };
+        self.committed = true;
+        storage
+            .committed_pages
+            .store(header.page_count, Ordering::Release);
+        let catalog = self.catalog_now(header.generation, blob_pages, file_data.free_pages);
         let old = std::mem::replace(
             &mut *storage.current.write().unwrap_or_else(|p| p.into_inner()),
             Arc::new(catalog),
@@ -595,7 +687,9 @@ impl WriteTxn<'_> {
             snapshot: Arc::downgrade(&old),
             tables: std::mem::take(&mut self.dropped),
         };
-        self.guard.quarantine.push(quarantine);
+        let state = self.state.as_mut().expect("an open transaction");
+        state.header = header;
+        state.quarantine.push(quarantine);
         Ok(())
     }
 
@@ -612,6 +706,27 @@ impl WriteTxn<'_> {
             .collect();
         free.extend(self.freed.iter().copied());
         free.into_iter().collect()
+    }
+}
+
+impl Drop for WriteTxn {
+    /// Ends the transaction (committed or not) and lets the next writer in.
+    fn drop(&mut self) {
+        let Some(state) = self.state.take() else {
+            return;
+        };
+        if !self.committed {
+            // The pages written are referenced by nothing now, and the next
+            // writer will reuse their ids: cached copies must not be read back.
+            for page in state.header.page_count..self.io.next_page() {
+                self.storage.bm.invalidate(page);
+            }
+            for &page in &self.io.reused {
+                self.storage.bm.invalidate(page);
+            }
+        }
+        *self.storage.lock_writer() = Some(state);
+        self.storage.writer_free.notify_one();
     }
 }
 

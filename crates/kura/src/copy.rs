@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget};
 
 use kura_storage::loader::{self, TextFormat};
-use kura_storage::Storage;
 
 use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
 use crate::result::QueryResult;
 use crate::session::Progress;
+use crate::txn::Tx;
 
 /// Which files on the machine running kura a session's `COPY ... FROM 'file'`
 /// may read. The embedded database and the shell read any file their user
@@ -122,8 +122,8 @@ pub fn copy_to_unsupported() -> KuraError {
 }
 
 /// Executes a COPY ... FROM statement.
-pub fn copy_from(
-    storage: &Storage,
+pub(crate) fn copy_from(
+    tx: &Tx,
     source: &CopySource,
     target: &CopyTarget,
     options: &[CopyOption],
@@ -149,13 +149,13 @@ pub fn copy_from(
     let fmt = text_format(filename, options, legacy)?;
     let table = object_name(table_name);
     let path = access.resolve(filename)?;
-    let rows = load_file(storage, &table, &path, &fmt, progress)?;
+    let rows = load_file(tx, &table, &path, &fmt, progress)?;
     Ok(QueryResult::command(format!("COPY {rows}")))
 }
 
-/// Loads one file into a table in its own transaction; returns rows loaded.
-pub fn load_file(
-    storage: &Storage,
+/// Loads one file into a table (all or nothing); returns rows loaded.
+fn load_file(
+    tx: &Tx,
     table: &str,
     path: &Path,
     fmt: &TextFormat,
@@ -164,21 +164,20 @@ pub fn load_file(
     let total = std::fs::metadata(path)
         .map_err(|e| KuraError::Invalid(format!("{}: {e}", path.display())))?
         .len();
-    let mut txn = storage.begin()?;
     let label = format!("{table} ← {}", path.display());
     let report = |done: u64| {
         if let Some(p) = progress {
             p(&label, done, total)
         }
     };
-    let rows = loader::load_file(
-        &mut txn,
-        table,
-        path,
-        fmt,
-        loader::default_threads(),
-        Some(&report),
-    )?;
-    txn.commit()?;
-    Ok(rows)
+    tx.write(|txn| {
+        Ok(loader::load_file(
+            txn,
+            table,
+            path,
+            fmt,
+            loader::default_threads(),
+            Some(&report),
+        )?)
+    })
 }

@@ -7,10 +7,11 @@ use sqlparser::ast::{
 
 use kura_common::decimal::MAX_PRECISION;
 use kura_common::DataType;
-use kura_storage::{ColumnDef, Schema, Storage, StorageError};
+use kura_storage::{ColumnDef, Schema, StorageError};
 
 use crate::error::{KuraError, KuraResult};
 use crate::result::QueryResult;
+use crate::txn::Tx;
 
 /// Maps a SQL type name to kura's type, with a clear error for what kura lacks.
 pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
@@ -78,7 +79,7 @@ pub fn object_name(name: &ObjectName) -> String {
 }
 
 /// Executes `CREATE TABLE name (columns...)` (without AS SELECT).
-pub fn create_table(storage: &Storage, ct: &ast::CreateTable) -> KuraResult<QueryResult> {
+pub(crate) fn create_table(tx: &Tx, ct: &ast::CreateTable) -> KuraResult<QueryResult> {
     let name = object_name(&ct.name);
     let mut pk_cols: Vec<String> = Vec::new();
     for c in &ct.constraints {
@@ -109,19 +110,19 @@ pub fn create_table(storage: &Storage, ct: &ast::CreateTable) -> KuraResult<Quer
             nullable,
         });
     }
-    let mut txn = storage.begin()?;
-    if ct.if_not_exists && txn.has_table(&name) {
-        return Ok(QueryResult::command("CREATE TABLE"));
-    }
-    txn.create_table(&name, Schema::new(columns))?;
-    txn.commit()?;
+    tx.write(|txn| {
+        if !(ct.if_not_exists && txn.has_table(&name)) {
+            txn.create_table(&name, Schema::new(columns))?;
+        }
+        Ok(())
+    })?;
     Ok(QueryResult::command("CREATE TABLE"))
 }
 
 /// Executes `CREATE [UNIQUE] INDEX name ON table (col, ...)`: a B+tree bulk-built
 /// from the table's rows and kept consistent by rebuilding after every append.
-pub fn create_index(
-    storage: &Storage,
+pub(crate) fn create_index(
+    tx: &Tx,
     ci: &ast::CreateIndex,
     progress: Option<&crate::session::Progress>,
 ) -> KuraResult<QueryResult> {
@@ -144,59 +145,61 @@ pub fn create_index(
         Some(n) => object_name(n),
         None => format!("{table}_{}_idx", columns.join("_")),
     };
-    let mut txn = storage.begin()?;
-    if ci.if_not_exists && txn.base().index(&name).is_some() {
-        return Ok(QueryResult::command("CREATE INDEX"));
-    }
     let label = format!("index {name}");
     let mut report = |done: u64, total: u64| {
         if let Some(p) = progress {
             p(&label, done, total)
         }
     };
-    txn.create_index(&name, &table, &columns, ci.unique, &mut report)?;
-    txn.commit()?;
+    tx.write(|txn| {
+        if !(ci.if_not_exists && txn.has_index(&name)) {
+            txn.create_index(&name, &table, &columns, ci.unique, &mut report)?;
+        }
+        Ok(())
+    })?;
     Ok(QueryResult::command("CREATE INDEX"))
 }
 
 /// Executes `DROP INDEX [IF EXISTS] a, b`.
-pub fn drop_indexes(
-    storage: &Storage,
+pub(crate) fn drop_indexes(
+    tx: &Tx,
     if_exists: bool,
     names: &[ObjectName],
 ) -> KuraResult<QueryResult> {
-    let mut txn = storage.begin()?;
-    for n in names {
-        match txn.drop_index(&object_name(n)) {
-            Err(StorageError::NoSuchIndex(_)) if if_exists => {}
-            r => r?,
+    tx.write(|txn| {
+        for n in names {
+            match txn.drop_index(&object_name(n)) {
+                Err(StorageError::NoSuchIndex(_)) if if_exists => {}
+                r => r?,
+            }
         }
-    }
-    txn.commit()?;
+        Ok(())
+    })?;
     Ok(QueryResult::command("DROP INDEX"))
 }
 
 /// Executes `DROP TABLE [IF EXISTS] a, b` atomically.
-pub fn drop_tables(
-    storage: &Storage,
+pub(crate) fn drop_tables(
+    tx: &Tx,
     object_type: ObjectType,
     if_exists: bool,
     names: &[ObjectName],
 ) -> KuraResult<QueryResult> {
-    let mut txn = storage.begin()?;
-    for n in names {
-        let name = object_name(n);
-        let r = match object_type {
-            ObjectType::Table => txn.drop_table(&name),
-            ObjectType::View => txn.drop_view(&name),
-            other => return Err(KuraError::Unsupported(format!("DROP {other}"))),
-        };
-        match r {
-            Err(StorageError::NoSuchTable(_) | StorageError::NoSuchView(_)) if if_exists => {}
-            r => r?,
+    tx.write(|txn| {
+        for n in names {
+            let name = object_name(n);
+            let r = match object_type {
+                ObjectType::Table => txn.drop_table(&name),
+                ObjectType::View => txn.drop_view(&name),
+                other => return Err(KuraError::Unsupported(format!("DROP {other}"))),
+            };
+            match r {
+                Err(StorageError::NoSuchTable(_) | StorageError::NoSuchView(_)) if if_exists => {}
+                r => r?,
+            }
         }
-    }
-    txn.commit()?;
+        Ok(())
+    })?;
     Ok(QueryResult::command(match object_type {
         ObjectType::View => "DROP VIEW",
         _ => "DROP TABLE",

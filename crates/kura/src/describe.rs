@@ -44,7 +44,7 @@ pub(crate) fn columns_of(names: &[&str]) -> Vec<ResultColumn> {
 /// `DESCRIBE name`: a table's columns with type and nullability, or a view's.
 pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryResult> {
     let name = kura_storage::catalog::normalize(name);
-    let catalog = session.storage().catalog();
+    let catalog = session.catalog();
     if let Some(table) = catalog.table(&name) {
         let rows = table
             .schema()
@@ -74,7 +74,7 @@ pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryRes
 
 /// `SHOW TABLES`: every table and view, by name.
 pub(crate) fn show_tables(session: &Session) -> QueryResult {
-    let catalog = session.storage().catalog();
+    let catalog = session.catalog();
     let mut rows: Vec<Vec<String>> = catalog
         .table_names()
         .into_iter()

@@ -34,6 +34,9 @@ pub enum KuraError {
     /// A request this session may not make (server files over the wire).
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// A statement inside a transaction that an earlier error aborted.
+    #[error("current transaction is aborted, commands ignored until end of transaction block")]
+    InFailedTransaction,
     #[error("canceling statement due to user request")]
     Canceled,
     #[error("canceling statement due to statement timeout")]
@@ -73,6 +76,7 @@ impl KuraError {
             KuraError::TooDeep(_) => "54001",
             KuraError::TooLong(_) => "54000",
             KuraError::PermissionDenied(_) => "42501",
+            KuraError::InFailedTransaction => "25P02",
             KuraError::Canceled | KuraError::StatementTimeout => "57014",
             KuraError::Internal(_) => "XX000",
         }

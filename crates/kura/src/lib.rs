@@ -11,6 +11,7 @@ pub mod result;
 pub mod session;
 pub mod stack;
 pub mod tpch;
+mod txn;
 
 pub use copy::FileAccess;
 pub use database::{Database, OpenOptions};

@@ -25,11 +25,14 @@ use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
 use crate::result::{QueryResult, ResultColumn};
 use crate::session::CancelHandle;
+use crate::txn::Tx;
 
 pub(crate) struct QueryContext<'a> {
     pub storage: &'a Arc<Storage>,
     pub settings: &'a Settings,
     pub cancel: &'a CancelHandle,
+    /// The committed database, or the session's open transaction.
+    pub tx: Tx<'a>,
 }
 
 /// A stored table as a scan source.
@@ -193,7 +196,7 @@ fn exec_error(e: ExecError) -> KuraError {
 impl QueryContext<'_> {
     fn catalog(&self) -> StorageCatalog {
         StorageCatalog {
-            catalog: self.storage.catalog(),
+            catalog: self.tx.catalog(),
         }
     }
 
@@ -338,12 +341,12 @@ fn run(
                 .iter()
                 .map(|c| c.name.value.to_lowercase())
                 .collect();
-            let mut txn = ctx.storage.begin()?;
-            if v.or_replace && ctx.storage.catalog().view(&name).is_some() {
-                txn.drop_view(&name)?;
-            }
-            txn.create_view(&name, &v.query.to_string(), columns)?;
-            txn.commit()?;
+            ctx.tx.write(|txn| {
+                if v.or_replace && txn.has_view(&name) {
+                    txn.drop_view(&name)?;
+                }
+                Ok(txn.create_view(&name, &v.query.to_string(), columns)?)
+            })?;
             Ok(QueryResult::command("CREATE VIEW"))
         }
         other => Err(KuraError::Unsupported(format!("statement: {other}"))),
@@ -416,7 +419,7 @@ fn insert(
     params: Option<Vec<Value>>,
 ) -> KuraResult<QueryResult> {
     let t =
-        ctx.storage.catalog().table(table).ok_or_else(|| {
+        ctx.tx.catalog().table(table).ok_or_else(|| {
             KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into()))
         })?;
     let schema = t.schema().clone();
@@ -451,15 +454,15 @@ fn insert(
         targets[pos].0 = Some(i);
     }
     let batches = ctx.execute(&planned, &ctx.exec_context())?;
-    let mut txn = ctx.storage.begin()?;
-    let mut rows = 0u64;
-    for b in &batches {
-        if b.is_empty() {
-            continue;
+    let rows = ctx.tx.write(|txn| {
+        let mut rows = 0u64;
+        for b in &batches {
+            if !b.is_empty() {
+                rows += txn.append(table, &conform(b, &targets)?)?;
+            }
         }
-        rows += txn.append(table, &conform(b, &targets)?)?;
-    }
-    txn.commit()?;
+        Ok(rows)
+    })?;
     Ok(QueryResult::command(format!("INSERT 0 {rows}")))
 }
 
@@ -469,7 +472,7 @@ fn create_table_as(
     q: &Query,
     if_not_exists: bool,
 ) -> KuraResult<QueryResult> {
-    if ctx.storage.catalog().table(name).is_some() && if_not_exists {
+    if ctx.tx.catalog().table(name).is_some() && if_not_exists {
         return Ok(QueryResult::command("CREATE TABLE AS"));
     }
     let planned = ctx.plan(q, None)?;
@@ -485,21 +488,21 @@ fn create_table_as(
             })
             .collect(),
     );
-    let mut txn = ctx.storage.begin()?;
-    txn.create_table(name, schema)?;
     let targets: Vec<(Option<usize>, DataType)> = planned
         .columns
         .iter()
         .enumerate()
         .map(|(i, c)| (Some(i), c.1))
         .collect();
-    let mut rows = 0u64;
-    for b in &batches {
-        if b.is_empty() {
-            continue;
+    let rows = ctx.tx.write(|txn| {
+        txn.create_table(name, schema)?;
+        let mut rows = 0u64;
+        for b in &batches {
+            if !b.is_empty() {
+                rows += txn.append(name, &conform(b, &targets)?)?;
+            }
         }
-        rows += txn.append(name, &conform(b, &targets)?)?;
-    }
-    txn.commit()?;
+        Ok(rows)
+    })?;
     Ok(QueryResult::command(format!("SELECT {rows}")))
 }

@@ -17,6 +17,7 @@ use kura_storage::Storage;
 use crate::error::{KuraError, KuraResult};
 use crate::result::{QueryResult, ResultColumn};
 use crate::stack::{on_statement_stack, DropOnStack, MAX_STATEMENT_BYTES};
+use crate::txn::{Tx, TxnState};
 
 /// Progress of long work: label, units done, units total.
 pub type Progress = dyn Fn(&str, u64, u64) + Send + Sync;
@@ -115,6 +116,8 @@ pub struct Session {
     cancel: CancelHandle,
     progress: Option<Arc<Progress>>,
     file_access: crate::copy::FileAccess,
+    /// Inside `BEGIN ... COMMIT` or not.
+    txn: std::sync::Mutex<TxnState>,
 }
 
 impl Session {
@@ -125,6 +128,7 @@ impl Session {
             cancel: CancelHandle::default(),
             progress: None,
             file_access: crate::copy::FileAccess::Any,
+            txn: std::sync::Mutex::new(TxnState::Idle),
         }
     }
 
@@ -160,7 +164,10 @@ impl Session {
     /// Runs every statement in `sql`; returns each result.
     pub fn execute_all(&mut self, sql: &str) -> KuraResult<Vec<QueryResult>> {
         on_statement_stack(|| {
-            let statements = parse(sql)?;
+            let statements = parse(sql);
+            // A statement that does not parse aborts an open transaction too.
+            crate::txn::after_statement(&mut self.lock_txn(), &statements);
+            let statements = statements?;
             let mut out = Vec::with_capacity(statements.len());
             for stmt in &statements {
                 out.push(self.execute_statement(stmt)?);
@@ -203,12 +210,7 @@ impl Session {
             };
             (Vec::new(), columns)
         } else {
-            let ctx = crate::query::QueryContext {
-                storage: &self.storage,
-                settings: &self.settings,
-                cancel: &self.cancel,
-            };
-            guard(|| crate::query::describe(&ctx, &statement))?
+            guard(|| crate::query::describe(&self.query_context(), &statement))?
         };
         Ok(Prepared {
             sql: sql.to_string(),
@@ -227,27 +229,94 @@ impl Session {
         if params.is_empty() || is_local(&prepared.statement) {
             return self.execute_statement(&prepared.statement);
         }
+        self.check_transaction(&prepared.statement)?;
         self.cancel.start(self.settings.statement_timeout());
-        let ctx = crate::query::QueryContext {
-            storage: &self.storage,
-            settings: &self.settings,
-            cancel: &self.cancel,
-        };
-        let r =
-            guard(|| crate::query::run_statement_with_params(&ctx, &prepared.statement, params));
+        let r = guard(|| {
+            crate::query::run_statement_with_params(
+                &self.query_context(),
+                &prepared.statement,
+                params,
+            )
+        });
         self.finish(r)
     }
 
     /// Runs one parsed statement.
     pub fn execute_statement(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
+        self.check_transaction(stmt)?;
         self.cancel.start(self.settings.statement_timeout());
         let r = guard(|| self.dispatch(stmt));
         self.finish(r)
     }
 
-    /// Ends a statement: disarms its time limit, and reports a cancellation
-    /// that the time limit caused as such (57014 either way, as in PostgreSQL).
+    /// Refuses statements in a transaction an error aborted (all but its end).
+    fn check_transaction(&self, stmt: &Statement) -> KuraResult<()> {
+        if matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. }) {
+            return Ok(());
+        }
+        crate::txn::check_not_failed(&self.lock_txn())
+    }
+
+    fn lock_txn(&self) -> std::sync::MutexGuard<'_, TxnState> {
+        self.txn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True between `BEGIN` and `COMMIT`/`ROLLBACK` (also when an error aborted
+    /// the transaction).
+    pub fn in_transaction(&self) -> bool {
+        !matches!(*self.lock_txn(), TxnState::Idle)
+    }
+
+    /// The catalog this session's statements read: the committed one, or the
+    /// open transaction's own.
+    pub fn catalog(&self) -> Arc<kura_storage::Catalog> {
+        self.tx().catalog()
+    }
+
+    fn tx(&self) -> Tx<'_> {
+        Tx {
+            storage: &self.storage,
+            state: &self.txn,
+            cancel: &self.cancel,
+        }
+    }
+
+    fn query_context(&self) -> crate::query::QueryContext<'_> {
+        crate::query::QueryContext {
+            storage: &self.storage,
+            settings: &self.settings,
+            cancel: &self.cancel,
+            tx: self.tx(),
+        }
+    }
+
+    /// `BEGIN`, `COMMIT`, `ROLLBACK`.
+    fn transaction_control(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
+        let state = &mut *self.txn.lock().unwrap_or_else(|p| p.into_inner());
+        let (tag, warning) = match stmt {
+            Statement::StartTransaction { .. } => ("BEGIN", crate::txn::begin(state)),
+            Statement::Commit { chain: false, .. } => crate::txn::commit(state)?,
+            Statement::Rollback {
+                chain: false,
+                savepoint: None,
+            } => ("ROLLBACK", crate::txn::rollback(state)),
+            other => {
+                return Err(KuraError::Unsupported(format!(
+                    "{other} (savepoints and chained transactions)"
+                )))
+            }
+        };
+        if let Some(w) = warning {
+            tracing::warn!("{w}");
+        }
+        Ok(QueryResult::command(tag))
+    }
+
+    /// Ends a statement: disarms its time limit, reports a cancellation that
+    /// the time limit caused as such (57014 either way, as in PostgreSQL), and
+    /// aborts an open transaction when the statement failed.
     fn finish<T>(&self, r: KuraResult<T>) -> KuraResult<T> {
+        crate::txn::after_statement(&mut self.lock_txn(), &r);
         let timed_out = self.cancel.timed_out();
         self.cancel.start(None);
         match r {
@@ -258,8 +327,13 @@ impl Session {
 
     fn dispatch(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
         match stmt {
+            Statement::StartTransaction { .. }
+            | Statement::Commit { .. }
+            | Statement::Rollback { .. }
+            | Statement::Savepoint { .. }
+            | Statement::ReleaseSavepoint { .. } => self.transaction_control(stmt),
             Statement::CreateTable(ct) if ct.query.is_none() => {
-                crate::ddl::create_table(&self.storage, ct)
+                crate::ddl::create_table(&self.tx(), ct)
             }
             Statement::Drop {
                 object_type,
@@ -271,17 +345,17 @@ impl Session {
                 sqlparser::ast::ObjectType::Table | sqlparser::ast::ObjectType::View
             ) =>
             {
-                crate::ddl::drop_tables(&self.storage, *object_type, *if_exists, names)
+                crate::ddl::drop_tables(&self.tx(), *object_type, *if_exists, names)
             }
             Statement::CreateIndex(ci) => {
-                crate::ddl::create_index(&self.storage, ci, self.progress.as_deref())
+                crate::ddl::create_index(&self.tx(), ci, self.progress.as_deref())
             }
             Statement::Drop {
                 object_type: sqlparser::ast::ObjectType::Index,
                 if_exists,
                 names,
                 ..
-            } => crate::ddl::drop_indexes(&self.storage, *if_exists, names),
+            } => crate::ddl::drop_indexes(&self.tx(), *if_exists, names),
             Statement::Copy { to: true, .. } => Err(crate::copy::copy_to_unsupported()),
             Statement::Copy {
                 source,
@@ -290,7 +364,7 @@ impl Session {
                 legacy_options,
                 ..
             } => crate::copy::copy_from(
-                &self.storage,
+                &self.tx(),
                 source,
                 target,
                 options,
@@ -304,14 +378,7 @@ impl Session {
                 crate::describe::describe(self, table_name.to_string().trim_matches('"'))
             }
             Statement::ShowTables { .. } => Ok(crate::describe::show_tables(self)),
-            other => {
-                let ctx = crate::query::QueryContext {
-                    storage: &self.storage,
-                    settings: &self.settings,
-                    cancel: &self.cancel,
-                };
-                crate::query::run_statement(&ctx, other)
-            }
+            other => crate::query::run_statement(&self.query_context(), other),
         }
     }
 
@@ -428,6 +495,11 @@ fn is_local(stmt: &Statement) -> bool {
         ),
         Statement::CreateIndex(_) => true,
         Statement::Copy { .. }
+        | Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Savepoint { .. }
+        | Statement::ReleaseSavepoint { .. }
         | Statement::Set(_)
         | Statement::ShowVariable { .. }
         | Statement::ExplainTable { .. }

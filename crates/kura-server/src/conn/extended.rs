@@ -147,11 +147,13 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
                 if let Compat::Deallocate(Some(name)) = c {
                     client.portal_store().rm_statement(name);
                 }
+                if c.is_transaction_control() {
+                    return self.transaction_control(c, tx).await.map_err(user_error);
+                }
                 let n = compat_columns(c).len();
                 let formats =
                     column_formats(Some(&portal.result_column_format), n).map_err(user_error)?;
-                self.answer_compat(c, tx, &user, formats)
-                    .map_err(user_error)
+                self.answer_compat(c, &user, formats).map_err(user_error)
             }
             ParsedStatement::Engine { prepared, shape } => {
                 if tx == TransactionStatus::Error {

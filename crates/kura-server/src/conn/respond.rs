@@ -14,7 +14,7 @@ use pgwire::messages::response::TransactionStatus;
 use super::Connection;
 use crate::codec;
 use crate::compat::{Compat, Function};
-use crate::engine::{Column, Engine, EngineError, Outcome};
+use crate::engine::{Column, Engine, EngineError, EngineSession, Outcome};
 use crate::types::{pg_type, type_modifier, type_size};
 
 /// The ErrorResponse for an engine error.
@@ -107,21 +107,43 @@ pub fn compat_columns(c: &Compat) -> Vec<Column> {
 }
 
 impl<E: Engine> Connection<E> {
+    /// `BEGIN`, `COMMIT`, `ROLLBACK`, carried out by the session (which holds
+    /// the transaction's writes). A `COMMIT` of a transaction an error aborted
+    /// rolls it back, as in PostgreSQL.
+    pub(super) async fn transaction_control(
+        &self,
+        c: &Compat,
+        tx: TransactionStatus,
+    ) -> Result<Response, EngineError> {
+        let sql = match c {
+            Compat::Begin => "BEGIN",
+            Compat::Commit if tx != TransactionStatus::Error => "COMMIT",
+            _ => "ROLLBACK",
+        };
+        let outcome = self
+            .runner
+            .run(move |s: &mut E::Session| s.execute(sql))
+            .await?;
+        Ok(match c {
+            Compat::Begin => Response::TransactionStart(Tag::new("BEGIN")),
+            _ => Response::TransactionEnd(Tag::new(&outcome.tag)),
+        })
+    }
+
     /// Answers a session statement the server handles itself.
     pub(super) fn answer_compat(
         &self,
         c: &Compat,
-        tx: TransactionStatus,
         user: &str,
         formats: Vec<FieldFormat>,
     ) -> Result<Response, EngineError> {
         Ok(match c {
-            Compat::Begin => Response::TransactionStart(Tag::new("BEGIN")),
-            Compat::Commit if tx == TransactionStatus::Error => {
-                Response::TransactionEnd(Tag::new("ROLLBACK"))
+            Compat::Begin | Compat::Commit | Compat::Rollback => {
+                return Err(EngineError::new(
+                    "XX000",
+                    "internal error: transaction control reached the server's own answers",
+                ))
             }
-            Compat::Commit => Response::TransactionEnd(Tag::new("COMMIT")),
-            Compat::Rollback => Response::TransactionEnd(Tag::new("ROLLBACK")),
             Compat::Set { name, value } => {
                 self.state()
                     .params

@@ -81,7 +81,10 @@ impl<E: Engine> Connection<E> {
             if let Compat::Deallocate(Some(name)) = &c {
                 client.portal_store().rm_statement(name);
             }
-            return self.answer_compat(&c, tx, user, vec![FieldFormat::Text]);
+            if c.is_transaction_control() {
+                return self.transaction_control(&c, tx).await;
+            }
+            return self.answer_compat(&c, user, vec![FieldFormat::Text]);
         }
         let sql = stmt.to_string();
         let outcome = self

@@ -71,6 +71,43 @@ def protocol_checks(dsn):
             conn.rollback()
             assert conn.execute("select count(*) from t").fetchone()[0] == 3
 
+    def rollback_discards_and_commit_keeps():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("create table if not exists tx_py (x integer)")
+        with psycopg.connect(dsn) as conn, psycopg.connect(dsn, autocommit=True) as other:
+            count = lambda c: c.execute("select count(*) from tx_py").fetchone()[0]
+            conn.execute("insert into tx_py values (1), (2)")
+            assert count(conn) == 2
+            assert count(other) == 0, "uncommitted rows are visible to another session"
+            conn.rollback()
+            assert count(conn) == 0, "rollback kept the rows"
+            conn.execute("insert into tx_py values (3)")
+            conn.commit()
+            assert count(other) == 1
+            # An error aborts the transaction until rollback (25P02), as in PostgreSQL.
+            conn.execute("insert into tx_py values (4)")
+            try:
+                conn.execute("select 1 / 0")
+                raise AssertionError("expected an error")
+            except psycopg.errors.DivisionByZero:
+                pass
+            try:
+                conn.execute("select 1")
+                raise AssertionError("expected 25P02")
+            except psycopg.errors.InFailedSqlTransaction:
+                pass
+            conn.rollback()
+            assert count(conn) == 1
+            # A transaction block left by an exception rolls back too.
+            try:
+                with other.transaction():
+                    other.execute("insert into tx_py values (5)")
+                    assert count(other) == 2
+                    raise KeyError("abandon")
+            except KeyError:
+                pass
+            assert count(other) == 1
+
     def types():
         with psycopg.connect(dsn, autocommit=True) as conn:
             row = conn.execute("select * from t limit 1").fetchone()
@@ -91,6 +128,7 @@ def protocol_checks(dsn):
 
     check("connect, version()", connects)
     check("transactions and SQLSTATE errors", transactions_and_errors)
+    check("rollback discards, commit keeps, errors abort", rollback_discards_and_commit_keeps)
     check("result types (int, bigint, numeric, date, varchar, bool)", types)
     check("parameterised query", parameters)
 

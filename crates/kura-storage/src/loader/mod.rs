@@ -90,7 +90,7 @@ impl<R: Read> LineChunker<R> {
 /// Loads chunks produced by `source` into `table`, parsing on `threads` threads.
 /// `source_name` names the input in error messages. Returns rows loaded.
 pub fn load_chunks(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut WriteTxn,
     table: &str,
     source_name: &str,
     source: impl FnMut() -> StorageResult<Option<Chunk>> + Send,
@@ -195,7 +195,7 @@ pub fn load_chunks(
 
 /// Loads a delimited text file into `table`.
 pub fn load_file(
-    txn: &mut WriteTxn<'_>,
+    txn: &mut WriteTxn,
     table: &str,
     path: &Path,
     fmt: &TextFormat,

@@ -97,6 +97,40 @@ class KuraJdbcTest {
         }
     }
 
+    @Test
+    void rollbackDiscardsAndCommitKeeps() throws SQLException {
+        try (Connection c = connect(); Connection other = connect();
+             Statement s = c.createStatement(); Statement o = other.createStatement()) {
+            o.execute("create table tx_jdbc (x integer)");
+            c.setAutoCommit(false);
+            s.executeUpdate("insert into tx_jdbc values (1)");
+            assertEquals(1, count(s, "tx_jdbc"));
+            assertEquals(0, count(o, "tx_jdbc"), "uncommitted rows are visible to another session");
+            c.rollback();
+            assertEquals(0, count(s, "tx_jdbc"), "rollback kept the row");
+            try (PreparedStatement ps = c.prepareStatement("insert into tx_jdbc values (?)")) {
+                ps.setInt(1, 2);
+                ps.executeUpdate();
+            }
+            c.commit();
+            assertEquals(1, count(o, "tx_jdbc"));
+            s.executeUpdate("insert into tx_jdbc values (3)");
+            SQLException e = assertThrows(SQLException.class, () -> s.executeQuery("select 1 / 0"));
+            assertEquals("22012", e.getSQLState());
+            e = assertThrows(SQLException.class, () -> s.executeQuery("select 1"));
+            assertEquals("25P02", e.getSQLState());
+            c.rollback();
+            assertEquals(1, count(s, "tx_jdbc"));
+        }
+    }
+
+    private static long count(Statement s, String table) throws SQLException {
+        try (ResultSet rs = s.executeQuery("select count(*) from " + table)) {
+            assertTrue(rs.next());
+            return rs.getLong(1);
+        }
+    }
+
     /** TPC-H Q6 at SF 0.01 with typed parameters (needs the full SQL engine). */
     @Test
     void tpchQ6WithParameters() throws Exception {
