@@ -140,6 +140,20 @@ class Not(Expr):
 
 
 @dataclass
+class IsTruth(Expr):
+    """`arg IS [NOT] TRUE|FALSE`: never NULL."""
+
+    arg: Expr = None
+    test: str = "TRUE"  # TRUE, NOT TRUE, FALSE, NOT FALSE
+
+    def sql(self):
+        return f"({self.arg.sql()} IS {self.test})"
+
+    def simpler(self):
+        return [self.arg] + super().simpler()
+
+
+@dataclass
 class Neg(Expr):
     arg: Expr = None
 

@@ -14,7 +14,7 @@ string functions on CHAR (padding), no equality on DOUBLE."""
 import random
 
 from .ast import (
-    Agg, Between, Bin, Case, Cast, Col, Derived, Exists, Func, InList, InQuery, IsNull,
+    Agg, Between, Bin, Case, Cast, Col, Derived, Exists, Func, InList, InQuery, IsNull, IsTruth,
     Join, Like, Lit, Neg, Not, ScalarQuery, Select, Table,
 )
 from .schema import BOOL, CHAR, DATE, DBL, DEC, INT, NUMERIC, STR, TEXT, catalog
@@ -182,8 +182,11 @@ class Generator:
         if depth > 0 and r < 0.12:
             return Bin(BOOL, self.pick(["AND", "OR"]), self.predicate(scope, d, outer, allow_sub),
                        self.predicate(scope, d, outer, allow_sub))
-        if depth > 0 and r < 0.16:
+        if depth > 0 and r < 0.145:
             return Not(BOOL, self.predicate(scope, d, outer, allow_sub))
+        if depth > 0 and r < 0.16:
+            test = self.pick(["TRUE", "NOT TRUE", "FALSE", "NOT FALSE"])
+            return IsTruth(BOOL, self.predicate(scope, d, outer, allow_sub), test)
         if allow_sub and depth > 0 and r < 0.26:
             return self.subquery_predicate(scope, d)
         kind = self.comparable_kind(scope)

@@ -291,14 +291,21 @@ impl Binder<'_> {
             E::IsTrue(x) | E::IsFalse(x) | E::IsNotTrue(x) | E::IsNotFalse(x) => {
                 let b = self.bind_expr(x, cx)?;
                 let b = self.check_bool(b, "IS TRUE/IS FALSE", pos(x))?;
-                let want = matches!(e, E::IsTrue(_) | E::IsNotFalse(_));
+                // `b IS TRUE` is CASE WHEN b THEN true ELSE false (NULL is not
+                // true), `b IS FALSE` the same of NOT b; the NOT forms negate
+                // those (both are never NULL).
+                let tested = if matches!(e, E::IsTrue(_) | E::IsNotTrue(_)) {
+                    b
+                } else {
+                    PhysExpr::Not(Box::new(b))
+                };
                 let test = PhysExpr::Case {
                     whens: vec![(
-                        b,
-                        PhysExpr::literal(Value::Boolean(want), DataType::Boolean),
+                        tested,
+                        PhysExpr::literal(Value::Boolean(true), DataType::Boolean),
                     )],
                     otherwise: Some(Box::new(PhysExpr::literal(
-                        Value::Boolean(!want),
+                        Value::Boolean(false),
                         DataType::Boolean,
                     ))),
                     data_type: DataType::Boolean,
