@@ -402,6 +402,37 @@ impl WriteTxn {
         Ok(())
     }
 
+    /// Empties a table, keeping its schema and its indexes (rebuilt from what
+    /// is appended next). UPDATE and DELETE rewrite a table this way.
+    pub fn truncate(&mut self, name: &str) -> StorageResult<()> {
+        let key = normalize(name);
+        let t = self
+            .tables
+            .get_mut(&key)
+            .ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
+        // An appender starts from the table's metadata and only adds pages, so
+        // its final metadata names every page the table has.
+        let meta = match t.appender.take() {
+            Some(a) => a.finish(&mut self.io)?,
+            None => (*t.meta).clone(),
+        };
+        self.freed.extend(meta.pages());
+        if let Some(table) = t.committed.take() {
+            // Readers may still scan it; its pages wait in quarantine.
+            self.dropped.push(Arc::downgrade(&table));
+        }
+        t.meta = Arc::new(TableMeta::empty(t.schema.len()));
+        let bm = self.storage.bm.clone();
+        for (def, tree) in self.indexes.values_mut() {
+            if def.table == key {
+                if let Some(old) = tree.take() {
+                    self.freed.extend(old.pages(&bm)?);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Appends a batch to a table; returns the rows appended.
     pub fn append(&mut self, name: &str, batch: &Batch) -> StorageResult<u64> {
         let key = normalize(name);

@@ -22,6 +22,9 @@ pub enum KuraError {
     /// A type name kura does not know.
     #[error("type \"{0}\" does not exist")]
     UndefinedType(String),
+    /// A column name the table does not have.
+    #[error("{0}")]
+    UndefinedColumn(String),
     /// A request that makes no sense (bad option value, wrong argument).
     #[error("{0}")]
     Invalid(String),
@@ -73,6 +76,7 @@ impl KuraError {
             KuraError::Unsupported(_) => "0A000",
             KuraError::UndefinedType(_) => "42704",
             KuraError::Invalid(_) => "22023",
+            KuraError::UndefinedColumn(_) => "42703",
             KuraError::TooDeep(_) => "54001",
             KuraError::TooLong(_) => "54000",
             KuraError::PermissionDenied(_) => "42501",

@@ -5,6 +5,7 @@ mod copy;
 pub mod database;
 pub mod ddl;
 mod describe;
+mod dml;
 pub mod error;
 mod query;
 pub mod result;

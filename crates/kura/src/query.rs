@@ -211,7 +211,7 @@ impl QueryContext<'_> {
         }
     }
 
-    fn exec_context(&self) -> ExecContext {
+    pub(crate) fn exec_context(&self) -> ExecContext {
         let cancel = self.cancel.clone();
         ExecContext::with_cancel_check(
             Arc::new(move || cancel.is_canceled()),
@@ -222,11 +222,15 @@ impl QueryContext<'_> {
         .with_settings(self.settings)
     }
 
-    fn plan(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<PlannedQuery> {
+    pub(crate) fn plan(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<PlannedQuery> {
         plan_query(&self.catalog(), q, params, &self.options()).map_err(sql_error)
     }
 
-    fn execute(&self, planned: &PlannedQuery, exec: &ExecContext) -> KuraResult<Vec<Batch>> {
+    pub(crate) fn execute(
+        &self,
+        planned: &PlannedQuery,
+        exec: &ExecContext,
+    ) -> KuraResult<Vec<Batch>> {
         let registry = OperatorRegistry::default();
         Executor {
             registry: &registry,
@@ -322,6 +326,9 @@ fn run(
             let columns: Vec<String> = ins.columns.iter().map(object_name).collect();
             insert(ctx, &table, &columns, source, params)
         }
+        Statement::Update(u) => crate::dml::update(ctx, u, params),
+        Statement::Delete(d) => crate::dml::delete(ctx, d, params),
+        Statement::Truncate(t) => crate::dml::truncate(ctx, t),
         Statement::CreateTable(ct) if ct.query.is_some() => {
             let q = ct
                 .query

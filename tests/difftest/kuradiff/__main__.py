@@ -129,7 +129,7 @@ class Tester:
             return ("kura-error", kura[1])
         if len(duck) < 4:
             duck.append(compare.prepare(duck[2], q.total_order()))
-        diff = compare.differences(duck[3], kura[2], q.total_order())
+        diff = compare.differences(duck[3], kura[2], q.total_order(), q.order_by)
         return ("wrong", diff) if diff else None
 
     def check(self, n, seed, q):

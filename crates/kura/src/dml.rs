@@ -1,0 +1,222 @@
+//! UPDATE, DELETE and TRUNCATE. A table is stored in compressed column chunks
+//! without room for change in place, so a change rewrites the table inside the
+//! write transaction: the rows as they will be are computed by a query over the
+//! table (which reads the snapshot the statement started from), the table is
+//! emptied and they are appended; its indexes are rebuilt from the result.
+//! All or nothing, like every write: a failing row (a NOT NULL column set to
+//! NULL, a value out of range) changes nothing.
+
+use sqlparser::ast::{
+    AssignmentTarget, Delete, FromTable, Statement, TableFactor, TableWithJoins, Truncate, Update,
+};
+
+use kura_common::{Batch, DataType, Value, Vector};
+use kura_exec::expr::assign_vector;
+use kura_storage::Schema;
+
+use crate::ddl::object_name;
+use crate::error::{KuraError, KuraResult};
+use crate::query::QueryContext;
+use crate::result::QueryResult;
+
+/// `UPDATE t [AS a] SET c = v, ... [WHERE cond]`.
+pub(crate) fn update(
+    ctx: &QueryContext,
+    u: &Update,
+    params: Option<Vec<Value>>,
+) -> KuraResult<QueryResult> {
+    if u.from.is_some() || u.returning.is_some() || u.limit.is_some() || !u.order_by.is_empty() {
+        return Err(KuraError::Unsupported(
+            "UPDATE with FROM, RETURNING, ORDER BY or LIMIT".into(),
+        ));
+    }
+    let (table, relation) = single_table(&u.table, "UPDATE")?;
+    let schema = schema_of(ctx, &table)?;
+    // The new value of each assigned column, by position in the table.
+    let mut assigned: Vec<Option<&sqlparser::ast::Expr>> = vec![None; schema.len()];
+    for a in &u.assignments {
+        let AssignmentTarget::ColumnName(name) = &a.target else {
+            return Err(KuraError::Unsupported(
+                "UPDATE ... SET (a, b) = (...)".into(),
+            ));
+        };
+        let column = object_name(name);
+        let pos = schema.index_of(&column).ok_or_else(|| {
+            KuraError::UndefinedColumn(format!(
+                "column \"{column}\" of relation \"{table}\" does not exist"
+            ))
+        })?;
+        if assigned[pos].replace(&a.value).is_some() {
+            return Err(KuraError::Syntax(format!(
+                "multiple assignments to same column \"{column}\""
+            )));
+        }
+    }
+    let hit = match &u.selection {
+        Some(cond) => format!("(({cond}) IS TRUE)"),
+        None => "TRUE".to_string(),
+    };
+    // Every column as it is, then each new value — computed only where the
+    // row is changed (CASE), so `SET x = 1 / y WHERE y <> 0` raises nothing
+    // — then whether the row is changed.
+    let mut items: Vec<String> = schema
+        .columns
+        .iter()
+        .map(|c| quote_ident(&c.name))
+        .collect();
+    for value in assigned.iter().flatten() {
+        items.push(format!("CASE WHEN {hit} THEN ({value}) END"));
+    }
+    items.push(hit);
+    let sql = format!("SELECT {} FROM {relation}", items.join(", "));
+    let batches = run_query(ctx, &sql, params)?;
+    let width = schema.len();
+    let mut changed = 0u64;
+    let mut rows = Vec::with_capacity(batches.len());
+    for b in batches {
+        let b = b.compact();
+        let hits = &b.columns[b.columns.len() - 1];
+        let hit_at: Vec<bool> = (0..b.len())
+            .map(|i| matches!(hits.get_value(i), Value::Boolean(true)))
+            .collect();
+        changed += hit_at.iter().filter(|h| **h).count() as u64;
+        let mut next_value = width;
+        let mut columns = Vec::with_capacity(width);
+        for (pos, c) in schema.columns.iter().enumerate() {
+            let old = &b.columns[pos];
+            if assigned[pos].is_none() {
+                columns.push(old.clone());
+                continue;
+            }
+            let new = assign_vector(&b.columns[next_value], c.data_type)?;
+            next_value += 1;
+            columns.push(merge(old, &new, &hit_at, c.data_type));
+        }
+        rows.push(Batch::new(columns));
+    }
+    rewrite(ctx, &table, &rows)?;
+    Ok(QueryResult::command(format!("UPDATE {changed}")))
+}
+
+/// `DELETE FROM t [AS a] [WHERE cond]`.
+pub(crate) fn delete(
+    ctx: &QueryContext,
+    d: &Delete,
+    params: Option<Vec<Value>>,
+) -> KuraResult<QueryResult> {
+    if d.using.is_some() || d.returning.is_some() || d.limit.is_some() || !d.order_by.is_empty() {
+        return Err(KuraError::Unsupported(
+            "DELETE with USING, RETURNING, ORDER BY or LIMIT".into(),
+        ));
+    }
+    let from = match &d.from {
+        FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
+    };
+    let [target] = from.as_slice() else {
+        return Err(KuraError::Unsupported("DELETE from several tables".into()));
+    };
+    let (table, relation) = single_table(target, "DELETE")?;
+    let before = ctx
+        .tx
+        .catalog()
+        .table(&table)
+        .map(|t| t.row_count())
+        .unwrap_or(0);
+    let Some(cond) = &d.selection else {
+        ctx.tx.write(|txn| Ok(txn.truncate(&table)?))?;
+        return Ok(QueryResult::command(format!("DELETE {before}")));
+    };
+    // The rows that stay: those for which the condition is not true.
+    let sql = format!("SELECT * FROM {relation} WHERE (({cond}) IS NOT TRUE)");
+    let kept = run_query(ctx, &sql, params)?;
+    let left: u64 = kept.iter().map(|b| b.len() as u64).sum();
+    rewrite(ctx, &table, &kept)?;
+    Ok(QueryResult::command(format!("DELETE {}", before - left)))
+}
+
+/// `TRUNCATE [TABLE] a, b`.
+pub(crate) fn truncate(ctx: &QueryContext, t: &Truncate) -> KuraResult<QueryResult> {
+    let names: Vec<String> = t.table_names.iter().map(|n| object_name(&n.name)).collect();
+    ctx.tx.write(|txn| {
+        for name in &names {
+            if !txn.has_table(name) {
+                if t.if_exists {
+                    continue;
+                }
+                return Err(kura_storage::StorageError::NoSuchTable(name.clone()).into());
+            }
+            txn.truncate(name)?;
+        }
+        Ok(())
+    })?;
+    Ok(QueryResult::command("TRUNCATE TABLE"))
+}
+
+/// The table an UPDATE or DELETE changes, and its FROM text (with alias).
+fn single_table(t: &TableWithJoins, what: &str) -> KuraResult<(String, String)> {
+    if !t.joins.is_empty() {
+        return Err(KuraError::Unsupported(format!("{what} over a join")));
+    }
+    match &t.relation {
+        TableFactor::Table { name, alias, .. } => {
+            let table = object_name(name);
+            let relation = match alias {
+                Some(a) => format!("{} AS {}", quote_ident(&table), a.name),
+                None => quote_ident(&table),
+            };
+            Ok((table, relation))
+        }
+        other => Err(KuraError::Unsupported(format!("{what} of {other}"))),
+    }
+}
+
+fn schema_of(ctx: &QueryContext, table: &str) -> KuraResult<Schema> {
+    let t =
+        ctx.tx.catalog().table(table).ok_or_else(|| {
+            KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into()))
+        })?;
+    if ctx.tx.catalog().view(table).is_some() {
+        return Err(KuraError::Unsupported(format!("changing view \"{table}\"")));
+    }
+    Ok(t.schema().clone())
+}
+
+fn run_query(ctx: &QueryContext, sql: &str, params: Option<Vec<Value>>) -> KuraResult<Vec<Batch>> {
+    let statements = crate::session::parse(sql)?;
+    let [Statement::Query(q)] = statements.as_slice() else {
+        return Err(KuraError::Internal(format!("not one query: {sql}")));
+    };
+    let planned = ctx.plan(q, params)?;
+    ctx.execute(&planned, &ctx.exec_context())
+}
+
+/// Replaces the rows of `table` by `rows` in the write transaction.
+fn rewrite(ctx: &QueryContext, table: &str, rows: &[Batch]) -> KuraResult<()> {
+    ctx.tx.write(|txn| {
+        txn.truncate(table)?;
+        for b in rows {
+            if !b.is_empty() {
+                txn.append(table, b)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// `new` where `hit`, else `old`.
+fn merge(old: &Vector, new: &Vector, hit: &[bool], data_type: DataType) -> Vector {
+    let mut out = Vector::new(data_type, old.len());
+    for (i, h) in hit.iter().enumerate() {
+        out.push_value(&if *h {
+            new.get_value(i)
+        } else {
+            old.get_value(i)
+        });
+    }
+    out
+}
+
+/// `name` as a quoted SQL identifier (catalog names are stored as written).
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
