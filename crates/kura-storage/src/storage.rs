@@ -373,7 +373,7 @@ impl WriteTxn {
 
     pub fn drop_table(&mut self, name: &str) -> StorageResult<()> {
         let key = normalize(name);
-        let t = self
+        let mut t = self
             .tables
             .remove(&key)
             .ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
@@ -386,13 +386,7 @@ impl WriteTxn {
         for name in on_table {
             self.drop_index(&name)?;
         }
-        self.freed.extend(t.meta.pages());
-        if let Some(a) = t.appender {
-            // Pages already written for this table in this transaction.
-            let meta = a.finish(&mut self.io)?;
-            self.freed
-                .extend(meta.pages().filter(|p| !t.meta.pages().any(|q| q == *p)));
-        }
+        self.freed.extend(all_pages(&mut self.io, &mut t)?);
         if let Some(table) = &t.committed {
             self.dropped.push(Arc::downgrade(table));
         }
@@ -410,21 +404,22 @@ impl WriteTxn {
             .tables
             .get_mut(&key)
             .ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
-        // An appender starts from the table's metadata and only adds pages, so
-        // its final metadata names every page the table has.
-        let meta = match t.appender.take() {
-            Some(a) => a.finish(&mut self.io)?,
-            None => (*t.meta).clone(),
-        };
-        self.freed.extend(meta.pages());
+        self.freed.extend(all_pages(&mut self.io, t)?);
+        t.appender = None;
         if let Some(table) = t.committed.take() {
             // Readers may still scan it; its pages wait in quarantine.
             self.dropped.push(Arc::downgrade(&table));
         }
         t.meta = Arc::new(TableMeta::empty(t.schema.len()));
+        self.outdate_indexes(&key)
+    }
+
+    /// Frees the trees of a table's indexes: they are rebuilt at commit (bulk
+    /// loading keeps them compact).
+    fn outdate_indexes(&mut self, table: &str) -> StorageResult<()> {
         let bm = self.storage.bm.clone();
         for (def, tree) in self.indexes.values_mut() {
-            if def.table == key {
+            if def.table == table {
                 if let Some(old) = tree.take() {
                     self.freed.extend(old.pages(&bm)?);
                 }
@@ -448,16 +443,7 @@ impl WriteTxn {
             ));
         }
         let rows = t.appender.as_mut().unwrap().append(&mut self.io, batch)?;
-        // Indexes are rebuilt from the table at commit (bulk loading keeps them
-        // compact); their current trees are freed then.
-        let bm = self.storage.bm.clone();
-        for (def, tree) in self.indexes.values_mut() {
-            if def.table == key {
-                if let Some(old) = tree.take() {
-                    self.freed.extend(old.pages(&bm)?);
-                }
-            }
-        }
+        self.outdate_indexes(&key)?;
         Ok(rows)
     }
 
@@ -738,6 +724,17 @@ impl WriteTxn {
         free.extend(self.freed.iter().copied());
         free.into_iter().collect()
     }
+}
+
+/// Every page of a table's data, including those its appender wrote in this
+/// transaction (an appender starts from the table's metadata and only adds
+/// pages, so its final metadata names them all).
+fn all_pages(io: &mut PageIo, t: &mut TxnTable) -> StorageResult<Vec<PageId>> {
+    let meta = match t.appender.take() {
+        Some(a) => a.finish(io)?,
+        None => (*t.meta).clone(),
+    };
+    Ok(meta.pages().collect())
 }
 
 impl Drop for WriteTxn {

@@ -29,7 +29,7 @@ const BASELINE: &[(&str, usize)] = &[
     ("evidence_slt_lang_dropindex.test", 0),
     ("evidence_slt_lang_droptable.test", 0),
     ("evidence_slt_lang_dropview.test", 2),
-    ("evidence_slt_lang_update.test", 3),
+    ("evidence_slt_lang_update.test", 7),
     ("select1.test", 1000),
     ("select2.test", 1000),
     ("select3.test", 3320),

@@ -162,6 +162,9 @@ impl PhysExpr {
                         return Ok(v);
                     }
                 }
+                if matches!(op, BinaryOp::And | BinaryOp::Or) && may_fail(right) {
+                    return eval_logic_short_circuit(*op, left, right, batch);
+                }
                 let l = left.eval(batch)?;
                 let r = right.eval(batch)?;
                 match op {
@@ -285,7 +288,9 @@ impl PhysExpr {
     }
 }
 
-/// Whether evaluating `e` on rows its CASE branch does not select could fail.
+/// Whether evaluating `e` on rows its CASE branch (or the left side of its
+/// AND/OR) does not select could fail: division by zero, a failing cast, an
+/// integer or decimal overflow.
 fn may_fail(e: &PhysExpr) -> bool {
     match e {
         PhysExpr::Binary {
@@ -293,8 +298,14 @@ fn may_fail(e: &PhysExpr) -> bool {
             ..
         }
         | PhysExpr::Cast { .. } => true,
+        PhysExpr::Binary {
+            op: BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul,
+            data_type,
+            ..
+        } if *data_type != DataType::Double => true,
+        PhysExpr::Negate(_) => true,
         PhysExpr::Binary { left, right, .. } => may_fail(left) || may_fail(right),
-        PhysExpr::Not(x) | PhysExpr::Negate(x) => may_fail(x),
+        PhysExpr::Not(x) => may_fail(x),
         PhysExpr::IsNull { expr, .. }
         | PhysExpr::InList { expr, .. }
         | PhysExpr::Like { expr, .. } => may_fail(expr),
@@ -302,6 +313,56 @@ fn may_fail(e: &PhysExpr) -> bool {
         PhysExpr::Case { .. } => true,
         PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,
     }
+}
+
+/// `left AND right` / `left OR right` where `right` could fail: `right` is
+/// evaluated only on the rows `left` leaves open (not FALSE for AND, not TRUE
+/// for OR), so `x <> 0 AND 10 / x > 1` raises nothing, as in PostgreSQL.
+fn eval_logic_short_circuit(
+    op: BinaryOp,
+    left: &PhysExpr,
+    right: &PhysExpr,
+    batch: &Batch,
+) -> ExecResult<Vector> {
+    let n = batch.num_rows;
+    let l = left.eval(batch)?;
+    let lb = bools(&l)?;
+    let decided = op == BinaryOp::Or;
+    let open: Vec<u32> = (0..n as u32)
+        .filter(|&i| l.is_null(i as usize) || lb[i as usize] != decided)
+        .collect();
+    let r = if open.len() == n {
+        right.eval(batch)?
+    } else {
+        // Decided rows keep the left side's answer whatever stands here.
+        let mut r = broadcast(&Value::Boolean(decided), DataType::Boolean, n)?;
+        if !open.is_empty() {
+            let values = right.eval(&take_rows(batch, &open))?;
+            scatter(&mut r, &values, &open, false);
+        }
+        r
+    };
+    logic(op, &l, &r)
+}
+
+/// The rows `rows` of `batch` as a batch of their own. A scan evaluates its
+/// filter before it reads the columns only the output needs: those stand
+/// empty in the batch and stay empty here (the expression does not read them).
+fn take_rows(batch: &Batch, rows: &[u32]) -> Batch {
+    let columns = batch
+        .columns
+        .iter()
+        .map(|c| {
+            if c.len() == batch.num_rows {
+                c.take(rows)
+            } else {
+                Vector::new(c.data_type, 0)
+            }
+        })
+        .collect();
+    let mut out = Batch::with_rows(rows.len());
+    out.columns = columns;
+    out
 }
 
 fn eval_case(
@@ -343,13 +404,7 @@ fn eval_case(
         }
         let Some(expr) = branch else { continue };
         let values = if may_fail(expr) && rows.len() < n {
-            let sub = Batch::new(batch.columns.iter().map(|c| c.take(&rows)).collect());
-            let sub = if sub.columns.is_empty() {
-                Batch::with_rows(rows.len())
-            } else {
-                sub
-            };
-            let v = cast_vector(&expr.eval(&sub)?, dt)?;
+            let v = cast_vector(&expr.eval(&take_rows(batch, &rows))?, dt)?;
             (v, false)
         } else {
             (cast_vector(&expr.eval(batch)?, dt)?, true)
