@@ -119,6 +119,10 @@ class Tester:
         """None when kura agrees with DuckDB, else (class, detail)."""
         if kura[0] in ("crash", "timeout"):
             return (kura[0], kura[1])
+        if kura[0] == "error" and kura[1].startswith("internal error"):
+            # A bug caught on its way to the user (a panic turned into SQLSTATE
+            # XX000), not a refusal: counted as a crash.
+            return ("crash", kura[1])
         if duck[0] == "error":
             if kura[0] == "error":
                 return None

@@ -40,6 +40,13 @@ fn int_arg(v: &Vector, i: usize) -> Option<i64> {
     }
 }
 
+/// Argument `i`, a constant, read from its first row (none on an empty batch).
+fn constant_int_arg(args: &[Vector], i: usize) -> Option<i64> {
+    args.get(i)
+        .filter(|v| !v.is_empty())
+        .and_then(|v| int_arg(v, 0))
+}
+
 /// Applies `func` to argument vectors of `n` rows.
 pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
     let arg = |i: usize| {
@@ -197,7 +204,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         ScalarFunc::Round => {
             let a = arg(0)?;
             if let ColumnData::F64(x) = &a.data {
-                let digits = args.get(1).and_then(|d| int_arg(d, 0)).unwrap_or(0) as i32;
+                let digits = constant_int_arg(args, 1).unwrap_or(0) as i32;
                 let m = 10f64.powi(digits);
                 let vals = x.iter().map(|v| (v * m).round() / m).collect();
                 return Ok(Vector {
@@ -209,7 +216,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
             // Decimal: the planner fixed the output scale to the requested digits
             // (0 for negative digits, which round to tens, hundreds, ... — in one step
             // from the input scale, as rounding twice could carry twice).
-            let digits = args.get(1).and_then(|d| int_arg(d, 0)).unwrap_or(0);
+            let digits = constant_int_arg(args, 1).unwrap_or(0);
             if digits >= 0 {
                 return cast_vector(a, out).or_else(|_| {
                     let mut x = to_i128(a);
