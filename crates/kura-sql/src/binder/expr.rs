@@ -175,6 +175,14 @@ fn add_interval(date: PhysExpr, (months, days): (i32, i32), negate: bool) -> Phy
 }
 
 const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max"];
+
+/// Today as days since 1970-01-01, in UTC (kura's time zone).
+fn today_utc() -> i32 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    (secs / 86_400) as i32
+}
 const SCALARS: &[&str] = &[
     "coalesce",
     "abs",
@@ -1156,6 +1164,25 @@ impl Binder<'_> {
             let id = self.cols.add(&name, ty);
             collector.aggs.push((call, id));
             return Ok(col(id, ty));
+        }
+        // Values fixed for the statement: today's date (UTC), the one schema.
+        match (name.as_str(), args.is_empty()) {
+            ("current_date", true) => {
+                return Ok(PhysExpr::literal(Value::Date(today_utc()), DataType::Date))
+            }
+            ("current_schema", true) => {
+                return Ok(PhysExpr::literal(
+                    Value::Text("public".into()),
+                    DataType::Varchar(None),
+                ))
+            }
+            ("now" | "current_timestamp" | "localtimestamp", _) => {
+                return Err(SqlError::unsupported(
+                    format!("{name}() (kura has no TIMESTAMP type yet; current_date works)"),
+                    p,
+                ))
+            }
+            _ => {}
         }
         let bound = args
             .iter()
