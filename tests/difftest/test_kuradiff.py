@@ -10,6 +10,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kuradiff import compare, slt  # noqa: E402
+from kuradiff.known import duckdb_bug  # noqa: E402
 from kuradiff.ast import Agg, Bin, Col, InQuery, Lit, Select, Table, size, variants  # noqa: E402
 from kuradiff.schema import BOOL, DBL, INT, catalog  # noqa: E402
 from kuradiff.shrink import shrink  # noqa: E402
@@ -158,6 +159,13 @@ def _walk(node):
             for p in parts:
                 if hasattr(p, "sql") and hasattr(p, "__dataclass_fields__"):
                     yield from _walk(p)
+
+
+class DuckDBBugTest(unittest.TestCase):
+    def test_internal_errors_are_duckdbs_not_refusals(self):
+        self.assertTrue(duckdb_bug('INTERNAL Error: Failed to bind column reference "c0" [2.0]'))
+        self.assertTrue(duckdb_bug("Invalid Input Error: BindBuiltinScalarFunction did not return a BoundFunctionExpression"))
+        self.assertFalse(duckdb_bug('Binder Error: Referenced column "x" not found'))
 
 
 if __name__ == "__main__":

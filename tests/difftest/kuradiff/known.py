@@ -5,14 +5,20 @@ import re
 
 # (pattern of DuckDB's error, pattern the SQL must contain, why PostgreSQL differs)
 KNOWN = [
-    (
-        r"BindBuiltinScalarFunction did not return a BoundFunctionExpression",
-        r"CAST\(NULL AS",
-        "a DuckDB 2.0 binder bug on a CASE with a typed NULL branch compared to a "
-        "constant (CASE WHEN c <> 'AIR' THEN CAST(NULL AS VARCHAR) ELSE 'abc' END = 'F'); "
-        "valid SQL that PostgreSQL answers",
-    ),
 ]
+
+# DuckDB's own failures on valid SQL (its internal errors): the query has no
+# reference answer and is skipped.
+DUCKDB_BUGS = [
+    r"^INTERNAL Error",
+    # DuckDB 2.0, a CASE with a typed NULL branch compared to a constant:
+    # CASE WHEN c <> 'AIR' THEN CAST(NULL AS VARCHAR) ELSE 'abc' END = 'F'.
+    r"BindBuiltinScalarFunction did not return a BoundFunctionExpression",
+]
+
+
+def duckdb_bug(duckdb_error):
+    return any(re.search(p, duckdb_error) for p in DUCKDB_BUGS)
 
 
 def known_difference(sql, duckdb_error):

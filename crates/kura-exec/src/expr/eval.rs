@@ -226,16 +226,25 @@ impl PhysExpr {
                 let mut valid = v.validity.clone().unwrap_or_else(|| vec![true; n]);
                 let has_null = list.iter().any(|x| x.is_null());
                 if let ColumnData::Str(s) = &v.data {
+                    // The list takes the tested value's type: trailing blanks are
+                    // insignificant for CHAR(n) only (bpchar), part of a VARCHAR.
+                    let padded = matches!(v.data_type, DataType::Char(_));
+                    fn form(b: &[u8], padded: bool) -> &[u8] {
+                        if padded {
+                            trim_blanks(b)
+                        } else {
+                            b
+                        }
+                    }
                     let items: Vec<&[u8]> = list
                         .iter()
                         .filter_map(|x| match x {
-                            Value::Text(t) => Some(trim_blanks(t.as_bytes())),
+                            Value::Text(t) => Some(form(t.as_bytes(), padded)),
                             _ => None,
                         })
                         .collect();
                     for (i, out) in vals.iter_mut().enumerate() {
-                        let b = trim_blanks(s.get_bytes(i));
-                        *out = items.contains(&b);
+                        *out = items.contains(&form(s.get_bytes(i), padded));
                     }
                 } else {
                     for (i, out) in vals.iter_mut().enumerate() {

@@ -379,6 +379,33 @@ impl Binder<'_> {
                         })?;
                     }
                 }
+                // A CHAR(n) value tested against string constants compares as
+                // CHAR (trailing blanks insignificant): the constants take its
+                // type, as PostgreSQL's unknown literals do, and it is not cast.
+                let char_against_strings = matches!(x.data_type(), DataType::Char(_))
+                    && items.iter().all(|i| {
+                        matches!(
+                            i,
+                            PhysExpr::Literal {
+                                value: Value::Text(_) | Value::Null,
+                                ..
+                            }
+                        )
+                    });
+                if char_against_strings {
+                    let vals = items
+                        .into_iter()
+                        .filter_map(|i| match i {
+                            PhysExpr::Literal { value, .. } => Some(value),
+                            _ => None,
+                        })
+                        .collect();
+                    return Ok(fold(PhysExpr::InList {
+                        expr: Box::new(x),
+                        list: vals,
+                        negated: *negated,
+                    }));
+                }
                 let all_const = items.iter().all(|i| matches!(i, PhysExpr::Literal { .. }));
                 if all_const {
                     let mut vals = Vec::new();
