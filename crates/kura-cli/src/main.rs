@@ -48,6 +48,11 @@ pub struct DbArgs {
     /// refusing (the newest commit is lost; a warning names it).
     #[arg(long, help_heading = DB_OPTIONS)]
     recover_header: bool,
+    /// Memory all running queries together may hold in hash tables, sorts and
+    /// results, e.g. 8GB (default: three fifths of RAM); each query is also bound
+    /// by its `memory_limit` setting.
+    #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
+    max_memory: Option<u64>,
 }
 
 #[derive(Parser)]
@@ -77,6 +82,11 @@ struct Cli {
     /// refusing (the newest commit is lost; a warning names it).
     #[arg(long, help_heading = DB_OPTIONS)]
     recover_header: bool,
+    /// Memory all running queries together may hold in hash tables, sorts and
+    /// results, e.g. 8GB (default: three fifths of RAM); each query is also bound
+    /// by its `memory_limit` setting.
+    #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
+    max_memory: Option<u64>,
     /// Output format for query results.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -163,6 +173,9 @@ impl Cli {
         if d.buffer.is_some() {
             self.buffer = d.buffer;
         }
+        if d.max_memory.is_some() {
+            self.max_memory = d.max_memory;
+        }
         self.buffered_io |= d.buffered_io;
         self.recover_header |= d.recover_header;
         if d.buffer_policy.is_some() {
@@ -180,6 +193,7 @@ impl Cli {
             buffer_policy: self.buffer_policy.clone(),
             page_size: None,
             recover_header: self.recover_header,
+            max_memory: self.max_memory,
         }
     }
 

@@ -8,12 +8,16 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{ExecError, ExecResult};
 
-/// Bytes that memory-hungry operators (hash tables, aggregation, sort) have reserved.
+/// Bytes that memory-hungry operators (hash tables, aggregation, sort, collected
+/// results) have reserved. A query's tracker may have a parent shared by every
+/// query of the process (the server-wide budget): a reservation counts against
+/// both, and what a query holds goes back to the parent when its tracker drops.
 #[derive(Debug)]
 pub struct MemoryTracker {
     limit: u64,
     used: AtomicU64,
     peak: AtomicU64,
+    parent: Option<Arc<MemoryTracker>>,
 }
 
 impl MemoryTracker {
@@ -22,28 +26,66 @@ impl MemoryTracker {
             limit,
             used: AtomicU64::new(0),
             peak: AtomicU64::new(0),
+            parent: None,
         }
     }
 
-    /// Reserves `bytes` for `what`, failing once the query's total passes the limit.
+    /// A query's tracker whose reservations also count against `parent`.
+    pub fn with_parent(limit: u64, parent: Arc<MemoryTracker>) -> Self {
+        MemoryTracker {
+            limit,
+            used: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+            parent: Some(parent),
+        }
+    }
+
+    /// Reserves `bytes` for `what`, failing once the query's total passes its
+    /// limit or the shared total passes the shared limit.
     pub fn reserve(&self, bytes: u64, what: &'static str) -> ExecResult<()> {
         let now = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak.fetch_max(now, Ordering::Relaxed);
+        // The parent is charged even when this query is over its own limit, so
+        // that dropping this tracker gives back exactly what it counted.
+        let shared = self.parent.as_ref().map(|p| p.add(bytes));
         if now > self.limit {
             return Err(ExecError::OutOfMemory {
                 what,
                 limit: self.limit,
             });
         }
+        if let (Some(p), Some(total)) = (&self.parent, shared) {
+            if total > p.limit {
+                return Err(ExecError::OutOfSharedMemory {
+                    what,
+                    limit: p.limit,
+                });
+            }
+        }
         Ok(())
     }
 
+    fn add(&self, bytes: u64) -> u64 {
+        let now = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+        now
+    }
+
     pub fn release(&self, bytes: u64) {
+        let mut released = 0;
         let _ = self
             .used
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                Some(u.saturating_sub(bytes))
+                released = u.min(bytes);
+                Some(u - released)
             });
+        if let Some(p) = &self.parent {
+            p.release(released);
+        }
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
     }
 
     pub fn used(&self) -> u64 {
@@ -52,6 +94,14 @@ impl MemoryTracker {
 
     pub fn peak(&self) -> u64 {
         self.peak.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for MemoryTracker {
+    fn drop(&mut self) {
+        if let Some(p) = &self.parent {
+            p.release(self.used.load(Ordering::Relaxed));
+        }
     }
 }
 
@@ -150,6 +200,13 @@ impl ExecContext {
         Self::new(Arc::new(AtomicBool::new(false)), u64::MAX)
     }
 
+    /// Counts this query's memory also against `shared` (the budget all running
+    /// queries share).
+    pub fn with_shared_memory(mut self, shared: Arc<MemoryTracker>) -> Self {
+        self.memory = Arc::new(MemoryTracker::with_parent(self.memory.limit, shared));
+        self
+    }
+
     pub fn with_io(mut self, io: Arc<dyn IoCounters>) -> Self {
         self.io = Some(io);
         self
@@ -226,6 +283,31 @@ mod tests {
         m.release(120);
         assert_eq!(m.used(), 0);
         assert_eq!(m.peak(), 120);
+    }
+
+    #[test]
+    fn queries_share_the_parent_budget_and_give_it_back() {
+        let shared = Arc::new(MemoryTracker::new(100));
+        let a = MemoryTracker::with_parent(80, shared.clone());
+        let b = MemoryTracker::with_parent(80, shared.clone());
+        assert!(a.reserve(60, "sort").is_ok());
+        // b is within its own limit but the two together are not.
+        let e = b.reserve(50, "sort").unwrap_err();
+        assert!(matches!(e, ExecError::OutOfSharedMemory { limit: 100, .. }));
+        assert_eq!(e.sqlstate(), "53200");
+        assert_eq!(shared.used(), 110);
+        drop(b);
+        assert_eq!(shared.used(), 60);
+        a.release(20);
+        assert_eq!(shared.used(), 40);
+        // Over its own limit: the query's error, not the shared one.
+        assert!(matches!(
+            a.reserve(50, "sort").unwrap_err(),
+            ExecError::OutOfMemory { limit: 80, .. }
+        ));
+        drop(a);
+        assert_eq!(shared.used(), 0);
+        assert_eq!(shared.peak(), 110);
     }
 
     #[test]

@@ -23,6 +23,10 @@ pub enum ExecError {
         "out of memory: {what} needs more than the memory limit ({limit} bytes); raise it with SET memory_limit"
     )]
     OutOfMemory { what: &'static str, limit: u64 },
+    #[error(
+        "out of memory: {what} does not fit in the memory all running queries share ({limit} bytes); retry when fewer queries run, or raise the process's limit (kura --max-memory)"
+    )]
+    OutOfSharedMemory { what: &'static str, limit: u64 },
     #[error("canceling statement due to user request")]
     Canceled,
     #[error("more than one row returned by a subquery used as an expression")]
@@ -47,7 +51,7 @@ impl ExecError {
             ExecError::InvalidText { .. } => "22P02",
             ExecError::InvalidDate(_) | ExecError::DateOutOfRange => "22008",
             ExecError::StringTooLong(_) => "22001",
-            ExecError::OutOfMemory { .. } => "53200",
+            ExecError::OutOfMemory { .. } | ExecError::OutOfSharedMemory { .. } => "53200",
             ExecError::Canceled => "57014",
             ExecError::SubqueryTooManyRows => "21000",
             ExecError::Storage(_) => "58030",

@@ -56,6 +56,13 @@ impl Default for StorageOptions {
 /// A quarter of physical memory, at least 64 MiB: room for the working set while
 /// leaving memory for hash tables and sorts.
 pub fn default_buffer_bytes() -> u64 {
+    physical_memory()
+        .map(|m| (m / 4).max(64 << 20))
+        .unwrap_or(1 << 30)
+}
+
+/// Bytes of physical memory, when the OS tells.
+pub fn physical_memory() -> Option<u64> {
     // SAFETY: sysconf has no preconditions.
     let (pages, size) = unsafe {
         (
@@ -63,11 +70,7 @@ pub fn default_buffer_bytes() -> u64 {
             libc::sysconf(libc::_SC_PAGESIZE),
         )
     };
-    if pages > 0 && size > 0 {
-        ((pages as u64 * size as u64) / 4).max(64 << 20)
-    } else {
-        1 << 30
-    }
+    (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
 }
 
 struct WriterState {

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use kura_exec::context::MemoryTracker;
 use kura_storage::{Storage, StorageOptions};
 
 use crate::error::KuraResult;
@@ -23,12 +24,26 @@ pub struct OpenOptions {
     /// `--recover-header`: if the newest header slot is damaged, open the
     /// previous commit (giving up the newest, with a warning) instead of refusing.
     pub recover_header: bool,
+    /// `--max-memory`: what all running queries together may hold in hash
+    /// tables, sorts and results; `None` = [`default_max_memory`].
+    pub max_memory: Option<u64>,
+}
+
+/// Three fifths of physical memory (at least 256 MiB): with the buffer pool's
+/// quarter, the process stays below what the machine has even when every
+/// session runs a large query at once.
+pub fn default_max_memory() -> u64 {
+    kura_storage::physical_memory()
+        .map(|m| (m / 5 * 3).max(256 << 20))
+        .unwrap_or(4 << 30)
 }
 
 /// An open kura database; cheap to clone, shared by all sessions.
 #[derive(Clone)]
 pub struct Database {
     storage: Arc<Storage>,
+    /// The memory budget every query of every session is also counted against.
+    shared_memory: Arc<MemoryTracker>,
 }
 
 impl Database {
@@ -46,7 +61,13 @@ impl Database {
                 recover_header: opts.recover_header,
             },
         )?;
-        Ok(Database { storage })
+        let shared_memory = Arc::new(MemoryTracker::new(
+            opts.max_memory.unwrap_or_else(default_max_memory),
+        ));
+        Ok(Database {
+            storage,
+            shared_memory,
+        })
     }
 
     /// Warnings from opening the database (see `Storage::open_warnings`).
@@ -56,10 +77,15 @@ impl Database {
 
     /// A new session with default settings.
     pub fn session(&self) -> Session {
-        Session::new(self.storage.clone())
+        Session::new(self.storage.clone(), self.shared_memory.clone())
     }
 
     pub fn storage(&self) -> &Arc<Storage> {
         &self.storage
+    }
+
+    /// Bytes all running queries hold now, and the most they may hold.
+    pub fn shared_memory(&self) -> (u64, u64) {
+        (self.shared_memory.used(), self.shared_memory.limit())
     }
 }

@@ -33,6 +33,8 @@ pub(crate) struct QueryContext<'a> {
     pub cancel: &'a CancelHandle,
     /// The committed database, or the session's open transaction.
     pub tx: Tx<'a>,
+    /// The budget all running queries share.
+    pub shared_memory: &'a Arc<kura_exec::context::MemoryTracker>,
 }
 
 /// A stored table as a scan source.
@@ -217,6 +219,7 @@ impl QueryContext<'_> {
             Arc::new(move || cancel.is_canceled()),
             self.settings.memory_limit(),
         )
+        .with_shared_memory(self.shared_memory.clone())
         .with_io(Arc::new(BufferIo(self.storage.buffer().clone())))
         // `SET execution_mode` picks serial, static or out-of-order execution.
         .with_settings(self.settings)

@@ -118,11 +118,17 @@ pub struct Session {
     file_access: crate::copy::FileAccess,
     /// Inside `BEGIN ... COMMIT` or not.
     txn: std::sync::Mutex<TxnState>,
+    /// The database's memory budget shared by every session's queries.
+    shared_memory: Arc<kura_exec::context::MemoryTracker>,
 }
 
 impl Session {
-    pub(crate) fn new(storage: Arc<Storage>) -> Self {
+    pub(crate) fn new(
+        storage: Arc<Storage>,
+        shared_memory: Arc<kura_exec::context::MemoryTracker>,
+    ) -> Self {
         Session {
+            shared_memory,
             storage,
             settings: Settings::default(),
             cancel: CancelHandle::default(),
@@ -287,6 +293,7 @@ impl Session {
             settings: &self.settings,
             cancel: &self.cancel,
             tx: self.tx(),
+            shared_memory: &self.shared_memory,
         }
     }
 

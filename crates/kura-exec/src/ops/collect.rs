@@ -7,6 +7,7 @@ use kura_common::Batch;
 use crate::context::ExecContext;
 use crate::error::ExecResult;
 use crate::expr::compact_batch;
+use crate::ops::join::batch_bytes;
 use crate::pipeline::{LocalState, Sink};
 
 /// Collects batches; used for query results and materialised inputs (UNION ALL).
@@ -25,9 +26,14 @@ impl Sink for CollectSink {
     fn local(&self) -> LocalState {
         Box::new(Vec::<Batch>::new())
     }
-    fn consume(&self, local: &mut LocalState, batch: Batch, _ctx: &ExecContext) -> ExecResult<()> {
+    fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        let batch = compact_batch(batch);
+        // Collected rows count against the query's memory limit like a hash table:
+        // a result (or UNION input) larger than the limit fails with 53200
+        // instead of growing the process without bound.
+        ctx.memory.reserve(batch_bytes(&batch), "result rows")?;
         if let Some(v) = local.downcast_mut::<Vec<Batch>>() {
-            v.push(compact_batch(batch));
+            v.push(batch);
         }
         Ok(())
     }

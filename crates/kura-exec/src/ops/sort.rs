@@ -1,5 +1,7 @@
 //! Sort: each worker sorts its input into a run; the runs are merged at the end
-//! (k-way merge), and a top-k limit truncates the result.
+//! (k-way merge), and a top-k limit truncates the result. Under a limit a worker
+//! keeps only its best `limit` rows as input arrives (top-N), so `ORDER BY ...
+//! LIMIT k` holds O(k) rows whatever the size of its input.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -71,6 +73,21 @@ fn cmp_rows(keys: &[SortKey], a: &[Vector], i: usize, b: &[Vector], j: usize) ->
 struct Run {
     rows: Batch,
     keys: Vec<Vector>,
+}
+
+/// A worker's buffered input and the bytes reserved for it.
+#[derive(Default)]
+struct Buffered {
+    batches: Vec<Batch>,
+    rows: usize,
+    bytes: u64,
+}
+
+/// Under a limit of `k` rows a worker's buffer is cut back to its best `k` rows
+/// once it holds this many: at least twice the limit, so each cut sorts at most
+/// three times what it keeps and the work per input row stays O(log k).
+fn top_n_threshold(limit: usize) -> usize {
+    limit.saturating_mul(2).max(kura_common::BATCH_SIZE * 4)
 }
 
 /// Sort breaker.
@@ -154,22 +171,37 @@ impl Ord for Head<'_> {
 
 impl Sink for SortSink {
     fn local(&self) -> LocalState {
-        Box::new(Vec::<Batch>::new())
+        Box::new(Buffered::default())
     }
     fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
         let batch = compact_batch(batch);
-        ctx.memory.reserve(batch_bytes(&batch), "sort")?;
-        local
-            .downcast_mut::<Vec<Batch>>()
-            .ok_or_else(|| ExecError::Internal("sort state".into()))?
-            .push(batch);
-        Ok(())
+        let buf = local
+            .downcast_mut::<Buffered>()
+            .ok_or_else(|| ExecError::Internal("sort state".into()))?;
+        let bytes = batch_bytes(&batch);
+        buf.rows += batch.len();
+        buf.bytes += bytes;
+        buf.batches.push(batch);
+        if let Some(limit) = self.limit {
+            if buf.rows >= top_n_threshold(limit) {
+                // Top-N: keep this worker's best `limit` rows; the rest can never
+                // be in the result, and dropping them is what bounds memory.
+                let run = self.sort_run(std::mem::take(&mut buf.batches))?;
+                ctx.memory.release(buf.bytes - bytes);
+                let kept = batch_bytes(&run.rows);
+                buf.rows = run.rows.len();
+                buf.bytes = kept;
+                buf.batches.push(run.rows);
+                return ctx.memory.reserve(kept, "sort");
+            }
+        }
+        ctx.memory.reserve(bytes, "sort")
     }
     fn merge(&self, local: LocalState, _ctx: &ExecContext) -> ExecResult<()> {
-        let batches = *local
-            .downcast::<Vec<Batch>>()
+        let buf = *local
+            .downcast::<Buffered>()
             .map_err(|_| ExecError::Internal("sort state".into()))?;
-        let run = self.sort_run(batches)?;
+        let run = self.sort_run(buf.batches)?;
         self.runs
             .lock()
             .unwrap_or_else(|e| e.into_inner())
