@@ -21,6 +21,11 @@ use crate::pipeline::{Pipeline, Sink};
 use crate::plan::{JoinType, PlanKind, PlanNode};
 use crate::registry::{OperatorKind, OperatorRegistry};
 
+/// Output a streamed window aims at: windows grow while they produce less.
+pub const STREAM_WINDOW_BYTES: u64 = 16 << 20;
+/// The most morsels one streamed window runs.
+const MAX_STREAM_WINDOW: usize = 4096;
+
 /// Runs plans with a registry of operator implementations.
 pub struct Executor<'a> {
     pub registry: &'a OperatorRegistry,
@@ -51,6 +56,58 @@ impl Executor<'_> {
         let sink = Arc::new(CollectSink::default());
         pipeline.run(sink.clone(), plan.id, self.ctx)?;
         Ok(sink.take())
+    }
+
+    /// Runs the plan and hands its output batches to `deliver` in order while
+    /// the query runs, a window of the last pipeline's morsels at a time, so a
+    /// large result never sits whole in memory. `deliver` answers false when no
+    /// more rows are wanted (the client went away): the query then stops.
+    ///
+    /// The window starts at one morsel per worker (the first rows come early)
+    /// and doubles while a window's output stays below half of
+    /// [`STREAM_WINDOW_BYTES`] (or of a quarter of the memory limit, if less),
+    /// so small rows run with the parallelism of a whole-result run.
+    pub fn run_streaming(
+        &self,
+        plan: &PlanNode,
+        deliver: &mut dyn FnMut(Batch) -> ExecResult<bool>,
+    ) -> ExecResult<()> {
+        let pipeline = self.compile(plan)?;
+        let morsels = pipeline.source.morsels();
+        let workers = match self.ctx.mode {
+            crate::context::ExecutionMode::Serial => 1,
+            _ => self.ctx.runtime().map(|rt| rt.workers()).unwrap_or(1),
+        };
+        let mut window = workers.max(1);
+        // A window's rows count against the query's memory limit until they
+        // are delivered, so a small limit keeps windows small.
+        let target = STREAM_WINDOW_BYTES.min(self.ctx.memory.limit() / 4);
+        let mut start = 0;
+        while start < morsels {
+            let end = (start + window).min(morsels);
+            let sink = Arc::new(CollectSink::default());
+            let stopped = pipeline.run_range(sink.clone(), plan.id, self.ctx, start..end)?;
+            let mut bytes = 0;
+            for b in sink.take() {
+                // Delivered rows are the client's: they no longer count here.
+                let size = batch_bytes(&b);
+                bytes += size;
+                self.ctx.memory.release(size);
+                if !deliver(b)? {
+                    return Ok(());
+                }
+            }
+            if stopped {
+                break;
+            }
+            start = end;
+            if bytes.saturating_mul(2) <= target {
+                window = (window * 2).min(MAX_STREAM_WINDOW);
+            } else if bytes > target {
+                window = (window / 2).max(workers);
+            }
+        }
+        Ok(())
     }
 
     fn run_into(&self, plan: &PlanNode, sink: Arc<dyn Sink>, sink_node: usize) -> ExecResult<()> {

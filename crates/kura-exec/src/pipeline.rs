@@ -126,7 +126,22 @@ struct Run {
 impl Pipeline {
     /// Runs every morsel through the transforms into `sink`, in the context's mode.
     pub fn run(&self, sink: Arc<dyn Sink>, sink_node: usize, ctx: &ExecContext) -> ExecResult<()> {
-        let morsels = self.source.morsels();
+        self.run_range(sink, sink_node, ctx, 0..self.source.morsels())
+            .map(|_| ())
+    }
+
+    /// Runs the morsels of `range` into `sink` (merged and finished as a whole);
+    /// true when a transform wants no more input (a LIMIT is satisfied), so
+    /// later morsels need not run. Streaming a result runs one window of
+    /// morsels after the other this way.
+    pub fn run_range(
+        &self,
+        sink: Arc<dyn Sink>,
+        sink_node: usize,
+        ctx: &ExecContext,
+        range: Range<usize>,
+    ) -> ExecResult<bool> {
+        let morsels = range.len();
         let run = Arc::new(Run {
             source: self.source.clone(),
             source_node: self.source_node,
@@ -143,7 +158,7 @@ impl Pipeline {
         // One morsel still runs as a task when it reads pages: its fixes are
         // then all in flight at once (an index join over a few probe keys)
         // instead of one synchronous read after the other.
-        let single_without_reads = morsels == 1 && self.source.pages_for(0).is_none();
+        let single_without_reads = morsels == 1 && self.source.pages_for(range.start).is_none();
         let mode = if morsels == 0 || single_without_reads || on_worker {
             ExecutionMode::Serial
         } else {
@@ -151,9 +166,9 @@ impl Pipeline {
         };
         let work = || -> ExecResult<()> {
             let locals = match mode {
-                ExecutionMode::Serial => vec![run.part(0..morsels)?],
-                ExecutionMode::Static => run_static(&run, morsels)?,
-                ExecutionMode::OutOfOrder => run_out_of_order(&run, morsels)?,
+                ExecutionMode::Serial => vec![run.part(range.clone())?],
+                ExecutionMode::Static => run_static(&run, range.clone())?,
+                ExecutionMode::OutOfOrder => run_out_of_order(&run, range.clone())?,
             };
             let t0 = Instant::now();
             for local in locals {
@@ -167,17 +182,20 @@ impl Pipeline {
         // counted in the runtime's caller slot (if the runtime runs) so that
         // timelines show that work too, not only the workers'.
         match runtime::started_shared_runtime() {
-            Some(rt) if !on_worker => rt.account_caller(work),
-            _ => work(),
+            Some(rt) if !on_worker => rt.account_caller(work)?,
+            _ => work()?,
         }
+        Ok(run.stopped.load(Ordering::Relaxed))
     }
 }
 
 /// Static mode: contiguous, equal parts of the morsels, one per worker.
-fn run_static(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState>> {
+fn run_static(run: &Arc<Run>, morsels: Range<usize>) -> ExecResult<Vec<LocalState>> {
     let rt = run.ctx.runtime()?;
-    let parts: Vec<_> = split_even(morsels, rt.workers())
+    let first = morsels.start;
+    let parts: Vec<_> = split_even(morsels.len(), rt.workers())
         .into_iter()
+        .map(|r| r.start + first..r.end + first)
         .map(|range| {
             let run = run.clone();
             move || run.part(range).map_err(|e| run.keep(e))
@@ -190,17 +208,18 @@ fn run_static(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState>> {
 }
 
 /// Out-of-order mode: a task per morsel; each keeps its own local state.
-fn run_out_of_order(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState>> {
+fn run_out_of_order(run: &Arc<Run>, morsels: Range<usize>) -> ExecResult<Vec<LocalState>> {
     let rt = run.ctx.runtime()?;
     if run.ctx.prefetch {
         run.read_ahead
             .store(read_ahead_distance(run.source.as_ref()), Ordering::Relaxed);
     }
+    let first = morsels.start;
     let slots: Arc<Vec<Mutex<Option<LocalState>>>> =
-        Arc::new((0..morsels).map(|_| Mutex::new(None)).collect());
+        Arc::new(morsels.clone().map(|_| Mutex::new(None)).collect());
     let (root_run, root_slots) = (run.clone(), slots.clone());
     let result = rt.block_on(async move {
-        for morsel in 0..morsels {
+        for morsel in morsels {
             let (run, slots) = (root_run.clone(), root_slots.clone());
             runtime::spawn(async move {
                 let local = run
@@ -208,7 +227,9 @@ fn run_out_of_order(run: &Arc<Run>, morsels: usize) -> ExecResult<Vec<LocalState
                     .morsel_task(morsel)
                     .await
                     .map_err(|e| run.keep(e))?;
-                *slots[morsel].lock().unwrap_or_else(|p| p.into_inner()) = local;
+                *slots[morsel - first]
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = local;
                 Ok::<(), BoxError>(())
             });
         }

@@ -1,7 +1,10 @@
 //! The boundary between the wire protocol and the database: what a connection
 //! needs from a SQL session, independent of how the engine answers it.
 
+use std::pin::Pin;
 use std::sync::Arc;
+
+use futures::Stream;
 
 use kura_common::{DataType, Value};
 
@@ -13,8 +16,22 @@ pub struct Column {
 }
 
 /// Rows of a result, produced lazily so a large result is encoded as it is sent
-/// rather than copied whole into wire messages first.
-pub type RowSource = Box<dyn Iterator<Item = Vec<Value>> + Send>;
+/// rather than copied whole into wire messages first. A streamed result's rows
+/// arrive while its query still runs, and an error may follow rows already sent.
+pub type RowSource = Pin<Box<dyn Stream<Item = Result<Vec<Value>, EngineError>> + Send>>;
+
+/// Rows already at hand, as a [`RowSource`].
+pub fn rows_of(rows: impl Iterator<Item = Vec<Value>> + Send + 'static) -> RowSource {
+    Box::pin(futures::stream::iter(rows.map(Ok)))
+}
+
+/// Receives a streamed statement's result while it runs (on the thread that
+/// runs it): the columns once, then rows.
+pub trait StreamOut: Send {
+    fn columns(&mut self, columns: Vec<Column>);
+    /// False when the client wants no more (it went away): the query stops.
+    fn rows(&mut self, rows: Vec<Vec<Value>>) -> bool;
+}
 
 /// What one executed statement produced.
 pub struct Outcome {
@@ -91,6 +108,17 @@ pub trait EngineSession: Send + 'static {
         prepared: &Self::Prepared,
         params: &[Value],
     ) -> Result<Outcome, EngineError>;
+    /// Runs one statement; if it is a query, its columns and rows go to `out`
+    /// as it runs (the outcome returned then carries no rows of its own).
+    /// Engines that cannot stream answer as [`EngineSession::execute`].
+    fn execute_streaming(
+        &mut self,
+        sql: &str,
+        out: &mut dyn StreamOut,
+    ) -> Result<Outcome, EngineError> {
+        let _ = out;
+        self.execute(sql)
+    }
     /// Result columns of a prepared statement whose shape left them open,
     /// without its parameter values.
     fn describe(&mut self, prepared: &Self::Prepared) -> Result<Vec<Column>, EngineError>;

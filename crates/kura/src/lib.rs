@@ -15,9 +15,9 @@ pub mod tpch;
 mod txn;
 
 pub use copy::FileAccess;
-pub use database::{Database, OpenOptions};
+pub use database::{default_max_memory, Database, OpenOptions};
 pub use error::{KuraError, KuraResult};
-pub use result::{QueryResult, ResultColumn};
+pub use result::{QueryResult, ResultColumn, RowSink};
 pub use session::{CancelHandle, Prepared, Progress, Session};
 
 pub use kura_common::{Batch, DataType, Value};

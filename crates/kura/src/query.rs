@@ -243,6 +243,43 @@ impl QueryContext<'_> {
         .map_err(exec_error)
     }
 
+    /// Runs a query handing its rows to `sink` as they are produced; the
+    /// result returned has the columns and the `SELECT n` tag but no rows.
+    pub(crate) fn query_streaming(
+        &self,
+        q: &Query,
+        params: Option<Vec<Value>>,
+        sink: &mut dyn crate::result::RowSink,
+    ) -> KuraResult<QueryResult> {
+        let planned = self.plan(q, params)?;
+        let columns: Vec<ResultColumn> = planned
+            .columns
+            .iter()
+            .map(|(n, t)| ResultColumn {
+                name: n.clone(),
+                data_type: *t,
+            })
+            .collect();
+        sink.columns(&columns);
+        let registry = OperatorRegistry::default();
+        let exec = self.exec_context();
+        let mut rows = 0usize;
+        Executor {
+            registry: &registry,
+            ctx: &exec,
+        }
+        .run_streaming(&planned.plan, &mut |b| {
+            rows += b.len();
+            Ok(sink.rows(b))
+        })
+        .map_err(exec_error)?;
+        Ok(QueryResult {
+            columns,
+            batches: Vec::new(),
+            tag: format!("SELECT {rows}"),
+        })
+    }
+
     fn query(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
         let planned = self.plan(q, params)?;
         let batches = self.execute(&planned, &self.exec_context())?;
@@ -303,6 +340,20 @@ pub(crate) fn describe(
             None => Ok((Vec::new(), Vec::new())),
         },
         _ => Ok((Vec::new(), Vec::new())),
+    }
+}
+
+/// Runs a statement; a query's rows go to `sink` as they are produced, any
+/// other statement answers as [`run_statement`] does.
+pub(crate) fn run_streaming(
+    ctx: &QueryContext,
+    stmt: &Statement,
+    params: Option<Vec<Value>>,
+    sink: &mut dyn crate::result::RowSink,
+) -> KuraResult<QueryResult> {
+    match stmt {
+        Statement::Query(q) => ctx.query_streaming(q, params, sink),
+        other => run(ctx, other, params),
     }
 }
 

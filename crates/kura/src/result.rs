@@ -59,3 +59,12 @@ impl QueryResult {
         !self.columns.is_empty()
     }
 }
+
+/// Receives the rows of a query as it runs (see `Session::execute_streaming`).
+pub trait RowSink {
+    /// The result's columns, once, before any rows.
+    fn columns(&mut self, columns: &[ResultColumn]);
+    /// One batch of rows, in result order; false when no more are wanted (the
+    /// query then stops).
+    fn rows(&mut self, batch: Batch) -> bool;
+}

@@ -15,7 +15,7 @@ use kura_common::{Batch, DataType, Value, Vector};
 use kura_storage::Storage;
 
 use crate::error::{KuraError, KuraResult};
-use crate::result::{QueryResult, ResultColumn};
+use crate::result::{QueryResult, ResultColumn, RowSink};
 use crate::stack::{on_statement_stack, DropOnStack, MAX_STATEMENT_BYTES};
 use crate::txn::{Tx, TxnState};
 
@@ -182,6 +182,49 @@ impl Session {
         })
     }
 
+    /// Runs every statement in `sql` like [`Session::execute`], except that the
+    /// rows of the last statement, if it is a query, go to `sink` while it runs
+    /// (the result returned then holds its columns and tag but no rows): a
+    /// large result is never held whole.
+    pub fn execute_streaming(
+        &mut self,
+        sql: &str,
+        sink: &mut dyn RowSink,
+    ) -> KuraResult<QueryResult> {
+        on_statement_stack(|| {
+            let statements = parse(sql);
+            crate::txn::after_statement(&mut self.lock_txn(), &statements);
+            let statements = statements?;
+            let Some((last, before)) = statements.split_last() else {
+                return Err(KuraError::Syntax("empty query".into()));
+            };
+            for stmt in before {
+                self.execute_statement(stmt)?;
+            }
+            self.stream_statement(last, None, sink)
+        })
+    }
+
+    /// One statement, a query streamed into `sink`; others as `execute_statement`.
+    fn stream_statement(
+        &mut self,
+        stmt: &Statement,
+        params: Option<&[Value]>,
+        sink: &mut dyn RowSink,
+    ) -> KuraResult<QueryResult> {
+        if !matches!(stmt, Statement::Query(_)) {
+            return match params {
+                Some(p) if !is_local(stmt) => self.run_with_params(stmt, p),
+                _ => self.execute_statement(stmt),
+            };
+        }
+        self.check_transaction(stmt)?;
+        self.cancel.start(self.settings.statement_timeout());
+        let params = params.map(|p| p.to_vec());
+        let r = guard(|| crate::query::run_streaming(&self.query_context(), stmt, params, sink));
+        self.finish(r)
+    }
+
     /// Parses and describes one statement without running it.
     pub fn prepare(&mut self, sql: &str) -> KuraResult<Prepared> {
         on_statement_stack(|| self.prepare_on_stack(sql))
@@ -235,15 +278,14 @@ impl Session {
         if params.is_empty() || is_local(&prepared.statement) {
             return self.execute_statement(&prepared.statement);
         }
-        self.check_transaction(&prepared.statement)?;
+        self.run_with_params(&prepared.statement, params)
+    }
+
+    fn run_with_params(&mut self, stmt: &Statement, params: &[Value]) -> KuraResult<QueryResult> {
+        self.check_transaction(stmt)?;
         self.cancel.start(self.settings.statement_timeout());
-        let r = guard(|| {
-            crate::query::run_statement_with_params(
-                &self.query_context(),
-                &prepared.statement,
-                params,
-            )
-        });
+        let r =
+            guard(|| crate::query::run_statement_with_params(&self.query_context(), stmt, params));
         self.finish(r)
     }
 

@@ -53,3 +53,90 @@ fn the_session_limit_applies_below_the_shared_one() {
     assert!(e.to_string().contains("SET memory_limit"), "{e}");
     assert_eq!(db.shared_memory().0, 0);
 }
+
+/// Collects what a streamed query delivers; wants at most `stop_after` batches.
+#[derive(Default)]
+struct Collect {
+    columns: Vec<String>,
+    batches: usize,
+    rows: Vec<Vec<Value>>,
+    stop_after: Option<usize>,
+}
+
+impl kura::RowSink for Collect {
+    fn columns(&mut self, columns: &[kura::ResultColumn]) {
+        self.columns = columns.iter().map(|c| c.name.clone()).collect();
+    }
+    fn rows(&mut self, batch: kura::Batch) -> bool {
+        self.batches += 1;
+        self.rows.extend((0..batch.len()).map(|i| batch.row(i)));
+        self.stop_after.is_none_or(|n| self.batches < n)
+    }
+}
+
+#[test]
+fn a_streamed_result_is_the_collected_one_and_needs_no_memory_for_itself() {
+    let (_dir, db) = tpch(1 << 30);
+    let sql = "SELECT l_orderkey, l_linenumber, l_comment FROM lineitem WHERE l_quantity > 10";
+    for mode in ["serial", "static", "ooo"] {
+        let mut s = db.session();
+        s.execute(&format!("SET execution_mode = '{mode}'"))
+            .unwrap();
+        let whole = s.execute(sql).unwrap();
+        // Collected, this result does not fit in 1 MB; streamed, it does.
+        s.execute("SET memory_limit = '1MB'").unwrap();
+        assert_eq!(s.execute(sql).unwrap_err().sqlstate(), "53200");
+        let mut sink = Collect::default();
+        let streamed = s.execute_streaming(sql, &mut sink).unwrap();
+        assert_eq!(sink.columns, ["l_orderkey", "l_linenumber", "l_comment"]);
+        assert_eq!(sink.rows, whole.rows(), "{mode}");
+        assert!(streamed.batches.is_empty());
+        assert_eq!(streamed.tag, format!("SELECT {}", sink.rows.len()));
+        assert!(sink.rows.len() > 40_000, "{}", sink.rows.len());
+        // Other statements answer as execute does.
+        let r = s.execute_streaming("SET memory_limit = '4GB'", &mut Collect::default());
+        assert_eq!(r.unwrap().tag, "SET");
+    }
+    assert_eq!(db.shared_memory().0, 0);
+}
+
+#[test]
+fn a_sink_that_wants_no_more_stops_the_query() {
+    let (_dir, db) = tpch(1 << 30);
+    let mut s = db.session();
+    let mut sink = Collect {
+        stop_after: Some(1),
+        ..Default::default()
+    };
+    let r = s
+        .execute_streaming("SELECT * FROM lineitem, nation", &mut sink)
+        .unwrap();
+    assert_eq!(sink.batches, 1);
+    assert_eq!(r.tag, format!("SELECT {}", sink.rows.len()));
+    // The session goes on.
+    let r = s.execute("SELECT count(*) FROM nation").unwrap();
+    assert_eq!(r.rows()[0][0], Value::BigInt(25));
+    // A streamed query that fails reports its error.
+    let e = s
+        .execute_streaming(
+            "SELECT 1 / (l_orderkey - l_orderkey) FROM lineitem",
+            &mut Collect::default(),
+        )
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "22012");
+}
+
+#[test]
+fn rows_before_an_error_are_delivered() {
+    let (_dir, db) = tpch(1 << 30);
+    let mut s = db.session();
+    let mut sink = Collect::default();
+    let e = s
+        .execute_streaming(
+            "SELECT l_orderkey, 1 / (l_orderkey - 60000) FROM lineitem",
+            &mut sink,
+        )
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "22012");
+    assert!(sink.rows.len() > 40_000, "{}", sink.rows.len());
+}

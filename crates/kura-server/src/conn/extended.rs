@@ -166,6 +166,9 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
                             .map_err(user_error)?;
                     return Ok(outcome_response(outcome, formats));
                 }
+                // Not streamed: pgwire gathers a portal's rows before sending
+                // them (to honour a row limit), and a suspended portal may wait
+                // for its next Execute while other statements run.
                 let outcome = self
                     .run_portal(portal, prepared, shape)
                     .await

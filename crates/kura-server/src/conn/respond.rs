@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use futures::stream;
+use futures::StreamExt;
 use kura_common::{DataType, Value};
 use pgwire::api::portal::Format;
 use pgwire::api::results::{FieldFormat, FieldInfo, QueryResponse, Response, Tag};
@@ -14,7 +14,7 @@ use pgwire::messages::response::TransactionStatus;
 use super::Connection;
 use crate::codec;
 use crate::compat::{Compat, Function};
-use crate::engine::{Column, Engine, EngineError, EngineSession, Outcome};
+use crate::engine::{rows_of, Column, Engine, EngineError, EngineSession, Outcome};
 use crate::types::{pg_type, type_modifier, type_size};
 
 /// The ErrorResponse for an engine error.
@@ -67,11 +67,12 @@ pub fn outcome_response(outcome: Outcome, formats: Vec<FieldFormat>) -> Response
     }
     let schema = Arc::new(fields(&outcome.columns, &formats));
     let types: Vec<DataType> = outcome.columns.iter().map(|c| c.data_type).collect();
-    let rows = outcome.rows.map(move |row| {
-        codec::data_row(&row, &types, &formats)
-            .map_err(|m| user_error(EngineError::new("XX000", m)))
+    let rows = outcome.rows.map(move |row| match row {
+        Ok(row) => codec::data_row(&row, &types, &formats)
+            .map_err(|m| user_error(EngineError::new("XX000", m))),
+        Err(e) => Err(user_error(e)),
     });
-    let mut resp = QueryResponse::new(schema, stream::iter(rows));
+    let mut resp = QueryResponse::new(schema, rows);
     // pgwire appends the number of rows it sent, so keep only the command word.
     let command = outcome.tag.split_whitespace().next().unwrap_or("SELECT");
     resp.set_command_tag(command);
@@ -85,7 +86,7 @@ fn single_text(column: &str, value: String, formats: Vec<FieldFormat>) -> Respon
             name: column.to_string(),
             data_type: DataType::Varchar(None),
         }],
-        rows: Box::new(std::iter::once(vec![Value::Text(value)])),
+        rows: rows_of(std::iter::once(vec![Value::Text(value)])),
         tag: "SELECT 1".to_string(),
     };
     outcome_response(outcome, formats)

@@ -9,7 +9,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::engine::{Canceller, EngineError, EngineSession};
+use futures::StreamExt;
+
+use crate::engine::{Canceller, Column, EngineError, EngineSession, Outcome, StreamOut};
+use kura_common::Value;
+use tokio::sync::{mpsc, oneshot};
+
+/// Batches of rows a streamed query may have ready before the client takes
+/// them: the query waits beyond this, so a slow client holds a few batches in
+/// the server, never its whole result.
+const STREAM_BATCHES: usize = 4;
 
 /// How often a running query checks whether its client is still there.
 const PEER_POLL: Duration = Duration::from_millis(50);
@@ -78,6 +87,101 @@ impl<S: EngineSession> Runner<S> {
             }
         };
         joined.unwrap_or_else(|e| Err(EngineError::new("XX000", format!("internal error: {e}"))))
+    }
+}
+
+impl<S: EngineSession> Runner<S> {
+    /// Runs `f` like [`Runner::run`], but when the statement is a query the
+    /// outcome comes back as soon as its columns are known, its rows following
+    /// while the query runs: the rows the client has not taken yet are at most
+    /// [`STREAM_BATCHES`] batches. The query's thread keeps the session until
+    /// the last row is taken or the outcome is dropped (which stops the query).
+    pub async fn run_streaming<F>(&self, f: F) -> Result<Outcome, EngineError>
+    where
+        F: FnOnce(&mut S, &mut dyn StreamOut) -> Result<Outcome, EngineError> + Send + 'static,
+    {
+        let (columns_tx, columns_rx) = oneshot::channel();
+        let (rows_tx, rows_rx) = mpsc::channel(STREAM_BATCHES);
+        let session = self.session.clone();
+        let mut job = tokio::task::spawn_blocking(move || {
+            let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+            let mut out = Channel {
+                columns: Some(columns_tx),
+                rows: rows_tx,
+            };
+            let r = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard.session, &mut out)))
+                .unwrap_or_else(|_| {
+                    Err(EngineError::new(
+                        "XX000",
+                        "internal error: the statement failed unexpectedly",
+                    ))
+                });
+            match r {
+                // Rows were sent: the error follows them on the stream.
+                Err(e) if out.columns.is_none() => {
+                    let _ = out.rows.blocking_send(Err(e.clone()));
+                    Err(e)
+                }
+                r => r,
+            }
+        });
+        let columns = tokio::select! {
+            // Dropped unsent when the statement ends without streaming.
+            c = columns_rx => c.ok(),
+            _ = peer_gone(self.peer.clone()) => {
+                (self.canceller)();
+                tracing::debug!("client disconnected mid-query; query cancelled");
+                None
+            }
+        };
+        match columns {
+            Some(columns) => Ok(Outcome {
+                columns,
+                rows: Box::pin(
+                    tokio_stream_of(rows_rx)
+                        .map(|batch: Result<Vec<Vec<Value>>, EngineError>| match batch {
+                            Ok(rows) => {
+                                futures::stream::iter(rows.into_iter().map(Ok)).left_stream()
+                            }
+                            Err(e) => futures::stream::once(async move { Err(e) }).right_stream(),
+                        })
+                        .flatten(),
+                ),
+                // pgwire counts the rows it sends and appends the count.
+                tag: "SELECT".into(),
+            }),
+            None => {
+                // A query blocked on a full channel must see it close to end.
+                drop(rows_rx);
+                (&mut job).await.unwrap_or_else(|e| {
+                    Err(EngineError::new("XX000", format!("internal error: {e}")))
+                })
+            }
+        }
+    }
+}
+
+/// A receiver as a stream (what tokio-stream's `ReceiverStream` does).
+fn tokio_stream_of<T: Send + 'static>(
+    mut rx: mpsc::Receiver<T>,
+) -> impl futures::Stream<Item = T> + Send {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// Where a streamed query's thread puts its result.
+struct Channel {
+    columns: Option<oneshot::Sender<Vec<Column>>>,
+    rows: mpsc::Sender<Result<Vec<Vec<Value>>, EngineError>>,
+}
+
+impl StreamOut for Channel {
+    fn columns(&mut self, columns: Vec<Column>) {
+        if let Some(tx) = self.columns.take() {
+            let _ = tx.send(columns);
+        }
+    }
+    fn rows(&mut self, rows: Vec<Vec<Value>>) -> bool {
+        self.rows.blocking_send(Ok(rows)).is_ok()
     }
 }
 

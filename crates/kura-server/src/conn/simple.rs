@@ -35,8 +35,14 @@ impl<E: Engine> SimpleQueryHandler for Connection<E> {
             .unwrap_or_default();
         let mut tx = client.transaction_status();
         let mut out = Vec::new();
-        for stmt in split::statements(query) {
-            let answer = self.simple_statement(client, stmt, tx, &user).await;
+        let statements = split::statements(query);
+        let count = statements.len();
+        for (i, stmt) in statements.into_iter().enumerate() {
+            // Responses are sent once every statement has run, so only the last
+            // may stream: a streamed query holds its session until its rows
+            // are taken, and the next statement would wait for it.
+            let last = i + 1 == count;
+            let answer = self.simple_statement(client, stmt, tx, &user, last).await;
             match answer {
                 Ok(resp) => {
                     tx = match &resp {
@@ -66,6 +72,7 @@ impl<E: Engine> Connection<E> {
         stmt: &str,
         tx: TransactionStatus,
         user: &str,
+        stream: bool,
     ) -> Result<Response, EngineError>
     where
         C: ClientPortalStore,
@@ -87,10 +94,15 @@ impl<E: Engine> Connection<E> {
             return self.answer_compat(&c, user, vec![FieldFormat::Text]);
         }
         let sql = stmt.to_string();
-        let outcome = self
-            .runner
-            .run(move |s: &mut E::Session| s.execute(&sql))
-            .await?;
+        let outcome = if stream {
+            self.runner
+                .run_streaming(move |s: &mut E::Session, out| s.execute_streaming(&sql, out))
+                .await?
+        } else {
+            self.runner
+                .run(move |s: &mut E::Session| s.execute(&sql))
+                .await?
+        };
         let n = outcome.columns.len();
         Ok(outcome_response(outcome, vec![FieldFormat::Text; n]))
     }

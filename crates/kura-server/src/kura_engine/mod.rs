@@ -11,7 +11,9 @@ use kura::{Database, FileAccess, KuraError, QueryResult, Session};
 use kura_common::{DataType, Value};
 use sqlparser::ast::Statement;
 
-use crate::engine::{Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape};
+use crate::engine::{
+    rows_of, Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape, StreamOut,
+};
 
 /// A kura database served over the wire.
 pub struct KuraEngine {
@@ -94,9 +96,36 @@ fn outcome(result: QueryResult) -> Outcome {
     });
     Outcome {
         columns: columns(cols),
-        rows: Box::new(rows),
+        rows: rows_of(rows),
         tag,
     }
+}
+
+/// A streamed query's batches, turned into rows on the query's thread.
+struct Rows<'a>(&'a mut dyn StreamOut);
+
+impl kura::RowSink for Rows<'_> {
+    fn columns(&mut self, cols: &[kura::ResultColumn]) {
+        self.0.columns(columns(cols.to_vec()));
+    }
+    fn rows(&mut self, batch: kura::Batch) -> bool {
+        let rows = (0..batch.len()).map(|i| batch.row(i)).collect();
+        self.0.rows(rows)
+    }
+}
+
+fn check_param_count(prepared: &KuraPrepared, params: &[Value]) -> Result<(), EngineError> {
+    if params.len() != prepared.params {
+        return Err(EngineError::new(
+            "08P01",
+            format!(
+                "bind message supplies {} parameters, but prepared statement requires {}",
+                params.len(),
+                prepared.params
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `sql` (one statement) answers with a row set.
@@ -135,6 +164,17 @@ impl EngineSession for KuraSession {
         self.session.execute(sql).map(outcome).map_err(engine_error)
     }
 
+    fn execute_streaming(
+        &mut self,
+        sql: &str,
+        out: &mut dyn StreamOut,
+    ) -> Result<Outcome, EngineError> {
+        self.session
+            .execute_streaming(sql, &mut Rows(out))
+            .map(outcome)
+            .map_err(engine_error)
+    }
+
     fn prepare(&mut self, sql: &str) -> Result<(KuraPrepared, Shape), EngineError> {
         let prepared = self.session.prepare(sql).map_err(engine_error)?;
         let params = param_shape(&prepared.param_types, placeholders::count(sql));
@@ -160,16 +200,7 @@ impl EngineSession for KuraSession {
         prepared: &KuraPrepared,
         params: &[Value],
     ) -> Result<Outcome, EngineError> {
-        if params.len() != prepared.params {
-            return Err(EngineError::new(
-                "08P01",
-                format!(
-                    "bind message supplies {} parameters, but prepared statement requires {}",
-                    params.len(),
-                    prepared.params
-                ),
-            ));
-        }
+        check_param_count(prepared, params)?;
         self.session
             .execute_prepared(&prepared.prepared, params)
             .map(outcome)

@@ -1,0 +1,141 @@
+//! Results of the simple query protocol (psql's) stream to the client while
+//! the query runs: a result larger than the session's memory limit is sent
+//! whole, an error after rows were sent still reaches the client (and aborts
+//! its transaction), and a client that goes away mid-result stops its query.
+//! (The extended protocol's rows are gathered by the protocol library before
+//! they are sent, so there a result counts against the memory limit.)
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use common::{load_tpch, TestServer};
+use futures::{pin_mut, StreamExt};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+async fn connect(conn_str: &str) -> Client {
+    let (client, conn) = tokio_postgres::connect(conn_str, NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+}
+
+fn data_rows(messages: &[SimpleQueryMessage]) -> usize {
+    messages
+        .iter()
+        .filter(|m| matches!(m, SimpleQueryMessage::Row(_)))
+        .count()
+}
+
+#[test]
+fn a_result_larger_than_the_memory_limit_streams_over_the_simple_protocol() {
+    let s = TestServer::trust(|db| load_tpch(db, 0.01));
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        c.batch_execute("SET memory_limit = '1MB'").await.unwrap();
+        let sql = "SELECT l_orderkey, l_comment FROM lineitem";
+        // Collected whole, the result does not fit: a subquery must hold it.
+        let e = c
+            .simple_query("SELECT count(*) FROM (SELECT * FROM lineitem ORDER BY l_comment) s")
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Some(&SqlState::OUT_OF_MEMORY), "{e}");
+        let rows = c.simple_query(sql).await.unwrap();
+        assert_eq!(data_rows(&rows), 60_175);
+        let e = c.query(sql, &[]).await.unwrap_err();
+        assert_eq!(e.code(), Some(&SqlState::OUT_OF_MEMORY), "{e}");
+        // Several statements in one string: the earlier ones answer whole.
+        let rows = c
+            .simple_query("SELECT 1; SELECT l_orderkey FROM lineitem")
+            .await
+            .unwrap();
+        assert_eq!(data_rows(&rows), 60_176);
+    });
+}
+
+#[test]
+fn an_error_after_rows_were_sent_reaches_the_client() {
+    let s = TestServer::trust(|db| load_tpch(db, 0.01));
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        // Only the last orders divide by zero: many rows go out before the error.
+        let bad = "SELECT l_orderkey, 1 / (l_orderkey - 60000) FROM lineitem";
+        let stream = c.simple_query_raw(bad).await.unwrap();
+        pin_mut!(stream);
+        let mut rows = 0;
+        let mut error = None;
+        while let Some(r) = stream.next().await {
+            match r {
+                Ok(SimpleQueryMessage::Row(_)) => rows += 1,
+                Ok(_) => {}
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let e = error.expect("division by zero");
+        assert_eq!(e.code(), Some(&SqlState::DIVISION_BY_ZERO), "{e}");
+        assert!(rows > 40_000, "{rows} rows before the error");
+        // The session goes on; in a transaction the error aborts it.
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM nation", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 25);
+        c.batch_execute("BEGIN").await.unwrap();
+        let e = c.simple_query(bad).await.unwrap_err();
+        assert_eq!(e.code(), Some(&SqlState::DIVISION_BY_ZERO));
+        let e = c.simple_query("SELECT 1").await.unwrap_err();
+        assert_eq!(e.code(), Some(&SqlState::IN_FAILED_SQL_TRANSACTION));
+        c.batch_execute("ROLLBACK").await.unwrap();
+        assert_eq!(data_rows(&c.simple_query("SELECT 1").await.unwrap()), 1);
+    });
+}
+
+#[test]
+fn a_client_gone_mid_result_stops_its_query() {
+    let s = TestServer::trust(|db| load_tpch(db, 0.01));
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        // 37.6 million rows, far more than the test waits for.
+        let stream = c
+            .simple_query_raw("SELECT a.l_orderkey FROM lineitem a, nation b, nation c")
+            .await
+            .unwrap();
+        pin_mut!(stream);
+        for _ in 0..1000 {
+            stream.next().await.unwrap().unwrap();
+        }
+    });
+    // The runtime and with it the connection are gone.
+    let t0 = Instant::now();
+    while s.live_sessions.load(Ordering::SeqCst) > 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the abandoned query still holds its session"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The server serves on.
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        let n: i64 = c
+            .query_one("SELECT count(*) FROM region", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 5);
+    });
+}
