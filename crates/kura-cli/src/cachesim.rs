@@ -65,13 +65,21 @@ const DEFAULT_BLOCK_SIZE_ARG: &str = "4KiB";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TraceKind {
+    /// Synthetic: every block equally likely.
     Uniform,
+    /// Synthetic: Zipf-distributed block popularity (`--alpha`).
     Zipf,
+    /// Synthetic: the blocks in order, over and over.
     Loop,
+    /// Synthetic: a sequential scan mixed with a hot set (`--hot-blocks`, `--hot-fraction`).
     Scan,
+    /// One block id per line (decimal or 0x hex), as `--trace-pages` records them.
     Text,
+    /// CSV with the id, or byte offset and size, in chosen columns (`--csv-*`).
     Csv,
+    /// MSR-Cambridge block I/O CSV (offset column 5, size column 6).
     Msr,
+    /// libCacheSim's oracleGeneral binary records.
     Oracle,
     /// kura's binary format (`kura cachesim convert`), mapped into memory.
     Binary,
@@ -160,7 +168,9 @@ pub struct RunArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
+    /// A block may be held by both levels.
     Inclusive,
+    /// A block is in one level only: the upper level's evictions move down.
     Exclusive,
 }
 

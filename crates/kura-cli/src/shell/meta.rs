@@ -28,11 +28,27 @@ Input/Output
 Formatting
   \\x [on|off|auto]              expanded display (one block per record); auto: when too wide
   \\pset format F, .mode F       table, csv, tsv, json, json-arrays, jsonl, markdown
-  \\pset null TEXT, .nullvalue   how NULL is shown
+  \\pset null TEXT, .nullvalue   how NULL is shown (default ∅ in tables; JSON keeps null)
   \\pset delimiter C             CSV field delimiter
   \\pset maxrows N               print at most N rows of a result (0: all)
   \\pset pager on|off            page results taller than the screen ($PAGER, default less)
   \\timing [on|off], .timer      show each statement's time";
+
+/// The sqlite/DuckDB dot-commands kura knows (completed, and taken even inside a
+/// statement, where no SQL line starts with one of them).
+pub const DOT_COMMANDS: &[&str] = &[
+    ".exit",
+    ".help",
+    ".indexes",
+    ".mode",
+    ".nullvalue",
+    ".output",
+    ".quit",
+    ".read",
+    ".schema",
+    ".tables",
+    ".timer",
+];
 
 /// Runs one meta-command line.
 pub fn run(shell: &mut Shell, line: &str) -> Result<Flow, String> {
@@ -120,7 +136,7 @@ fn pset(shell: &mut Shell, arg: Option<&str>) -> Result<(), String> {
     let Some(arg) = arg else {
         let o = &shell.opts;
         println!("format    {}", o.format.name());
-        println!("null      '{}'", o.null.as_deref().unwrap_or(""));
+        println!("null      '{}'", o.null_text());
         println!("delimiter '{}'", o.delimiter as char);
         println!("maxrows   {}", o.max_rows.unwrap_or(0));
         println!(
