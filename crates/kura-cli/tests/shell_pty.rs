@@ -223,11 +223,23 @@ fn include_output_file_expanded_display_and_describe() {
     s.send_line("\\o").unwrap();
     s.expect("Results go to standard output").unwrap();
     s.expect("kura>").unwrap();
+    // \d goes where results go, heading and all.
+    let described = dir.path().join("d.txt");
+    s.send_line(format!("\\o {}", described.display())).unwrap();
+    s.expect("Results go to").unwrap();
+    s.send_line("\\d t2").unwrap();
+    s.send_line("\\o").unwrap();
+    s.expect("Results go to standard output").unwrap();
+    s.expect("kura>").unwrap();
     s.send_line("\\q").unwrap();
     s.expect(Eof).unwrap();
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
         "a,q\n1,\"x\"\"y\"\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&described).unwrap(),
+        "Table \"t2\" (1 row)\ncolumn,type,nullable\na,INTEGER,\"\"\nb,VARCHAR,\"\"\n"
     );
 }
 

@@ -235,6 +235,14 @@ fn show(shell: &mut Shell, names: &[&str], rows: Vec<Vec<String>>) -> Result<(),
     shell.output().print(&r, &opts).map_err(|e| e.to_string())
 }
 
+/// One line of a meta-command's own text, where results go (`\o`).
+fn say(shell: &mut Shell, line: &str) -> Result<(), String> {
+    shell
+        .output()
+        .write_text(&format!("{line}\n"))
+        .map_err(|e| e.to_string())
+}
+
 /// `\dt`, `\di`, `\dv`, `\d`: the relations of the given kinds matching `pattern`.
 fn list(shell: &mut Shell, kinds: &[&str], pattern: Option<&str>) -> Result<(), String> {
     let catalog = shell.session().storage().catalog();
@@ -288,7 +296,9 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
         let Some(table) = catalog.table(&name) else {
             continue;
         };
-        println!("Table \"{name}\" ({} rows)", table.row_count());
+        let n = table.row_count();
+        let rows = format!("{n} row{}", if n == 1 { "" } else { "s" });
+        say(shell, &format!("Table \"{name}\" ({rows})"))?;
         let rows = table
             .schema()
             .columns
@@ -301,14 +311,15 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
         show(shell, &["column", "type", "nullable"], rows)?;
         let indexes = catalog.indexes_on(&name);
         if !indexes.is_empty() {
-            println!("Indexes:");
+            say(shell, "Indexes:")?;
             for ix in indexes {
                 let unique = if ix.unique { " UNIQUE" } else { "" };
-                println!(
+                let line = format!(
                     "    \"{}\"{unique} btree ({})",
                     ix.name,
                     ix.columns.join(", ")
                 );
+                say(shell, &line)?;
             }
         }
     }
@@ -317,7 +328,7 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
             continue;
         }
         found = true;
-        println!("View \"{name}\"");
+        say(shell, &format!("View \"{name}\""))?;
         let described = shell
             .session()
             .execute(&format!("DESCRIBE \"{name}\""))
@@ -329,7 +340,7 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
             .collect();
         show(shell, &["column", "type"], rows)?;
         if let Some(v) = catalog.view(&name) {
-            println!("View definition:\n    {}", v.sql.trim());
+            say(shell, &format!("View definition:\n    {}", v.sql.trim()))?;
         }
     }
     if !found {
