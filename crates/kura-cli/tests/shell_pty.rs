@@ -110,6 +110,7 @@ fn tab_completes_tables_and_columns_and_meta_commands_work() {
         .expect("both keywords listed");
     s.send_line("re n = 2;").unwrap();
     s.expect("(1 row)").expect("the WHERE clause as typed");
+    s.expect("kura>").unwrap();
     s.send(".ta\t").unwrap();
     s.expect(".tables").expect("dot-command completed");
     s.send_line("").unwrap();
@@ -168,8 +169,10 @@ fn a_statement_in_continuation_still_takes_backslash_q() {
     // dot-command acts as at the prompt, \q leaves.
     s.send_line("exit").unwrap();
     s.expect("inside a statement: \\q quits").unwrap();
+    s.expect("  ... ").unwrap();
     s.send_line(".tables").unwrap();
     s.expect("nums").unwrap();
+    s.expect("  ... ").unwrap();
     s.send_line("\\q").unwrap();
     s.expect(Eof).unwrap();
 }
@@ -227,7 +230,9 @@ fn include_output_file_expanded_display_and_describe() {
     let described = dir.path().join("d.txt");
     s.send_line(format!("\\o {}", described.display())).unwrap();
     s.expect("Results go to").unwrap();
+    s.expect("kura>").unwrap();
     s.send_line("\\d t2").unwrap();
+    s.expect("kura>").unwrap();
     s.send_line("\\o").unwrap();
     s.expect("Results go to standard output").unwrap();
     s.expect("kura>").unwrap();
