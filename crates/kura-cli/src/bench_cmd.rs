@@ -49,7 +49,20 @@ pub struct ModesArgs {
     #[arg(long, default_value_t = 5)]
     pub ceiling_reps: usize,
     #[command(flatten)]
-    pub db: crate::DbArgs,
+    pub db: ModesDb,
+}
+
+/// The database options `bench modes` takes: each run opens the database cold, with
+/// O_DIRECT and a buffer of its own, so the other database options do not apply.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModesDb {
+    /// Database holding the TPC-H tables, with indexes (`kura tpch load --indexes`)
+    /// [default: kura.db].
+    #[arg(long, help_heading = crate::DB_OPTIONS)]
+    pub db: Option<PathBuf>,
+    /// Buffer pool of each cold run, e.g. 64MiB [default: 64 MiB, far smaller than the data].
+    #[arg(long, value_parser = crate::parse_size_arg, help_heading = crate::DB_OPTIONS)]
+    pub buffer: Option<u64>,
 }
 
 /// Options of `kura bench iops`.
@@ -76,9 +89,13 @@ pub struct IopsArgs {
 }
 
 impl BenchCommand {
-    pub fn db_args(&self) -> Option<&crate::DbArgs> {
+    pub fn db_args(&self) -> Option<crate::DbArgs> {
         match self {
-            BenchCommand::Modes(a) => Some(&a.db),
+            BenchCommand::Modes(a) => Some(crate::DbArgs {
+                db: a.db.db.clone(),
+                buffer: a.db.buffer,
+                ..Default::default()
+            }),
             _ => None,
         }
     }

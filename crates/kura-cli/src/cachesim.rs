@@ -65,13 +65,21 @@ const DEFAULT_BLOCK_SIZE_ARG: &str = "4KiB";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TraceKind {
+    /// Synthetic: every block equally likely.
     Uniform,
+    /// Synthetic: Zipf-distributed block popularity (`--alpha`).
     Zipf,
+    /// Synthetic: the blocks in order, over and over.
     Loop,
+    /// Synthetic: a sequential scan mixed with a hot set (`--hot-blocks`, `--hot-fraction`).
     Scan,
+    /// One block id per line (decimal or 0x hex), as `--trace-pages` records them.
     Text,
+    /// CSV with the id, or byte offset and size, in chosen columns (`--csv-*`).
     Csv,
+    /// MSR-Cambridge block I/O CSV (offset column 5, size column 6).
     Msr,
+    /// libCacheSim's oracleGeneral binary records.
     Oracle,
     /// kura's binary format (`kura cachesim convert`), mapped into memory.
     Binary,
@@ -160,7 +168,9 @@ pub struct RunArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
+    /// A block may be held by both levels.
     Inclusive,
+    /// A block is in one level only: the upper level's evictions move down.
     Exclusive,
 }
 
@@ -632,12 +642,9 @@ fn run_reuse(args: ReuseArgs) -> Result<(), String> {
     }
     let bin = match &args.bin {
         Some(b) => parse_bytes(b)?.max(1),
-        None => {
-            // 50 bins over the largest possible distance (distinct blocks).
-            (trace.distinct_blocks() as u64 * trace.block_size)
-                .div_ceil(50)
-                .max(1)
-        }
+        // About 50 bins over the largest possible distance (distinct blocks), of a
+        // round width so the axis reads 0, 100 MB, 200 MB rather than 7.48 MB steps.
+        None => round_up_1_2_5((trace.distinct_blocks() as u64 * trace.block_size).div_ceil(50)),
     };
     let h = histogram(&trace, bin);
     create_dir(&args.out)?;
@@ -691,6 +698,24 @@ fn run_reuse(args: ReuseArgs) -> Result<(), String> {
         png.display()
     );
     Ok(())
+}
+
+/// The smallest 1, 2 or 5 × 10^k that is at least `n` (and at least 1).
+fn round_up_1_2_5(n: u64) -> u64 {
+    let mut decade = 1u64;
+    loop {
+        for step in [1, 2, 5] {
+            if let Some(v) = decade.checked_mul(step) {
+                if v >= n {
+                    return v;
+                }
+            }
+        }
+        match decade.checked_mul(10) {
+            Some(d) => decade = d,
+            None => return n,
+        }
+    }
 }
 
 fn reuse_csv(h: &ReuseHistogram) -> String {
@@ -1067,6 +1092,16 @@ mod tests {
         ])
         .is_ok());
         assert!(Wrapper::try_parse_from(["kura", "cachesim", "run", "--trace", "bogus"]).is_err());
+    }
+
+    #[test]
+    fn reuse_bins_are_round() {
+        assert_eq!(round_up_1_2_5(7_481_000), 10_000_000);
+        assert_eq!(round_up_1_2_5(1_500_000), 2_000_000);
+        assert_eq!(round_up_1_2_5(2_000_000), 2_000_000);
+        assert_eq!(round_up_1_2_5(4_096), 5_000);
+        assert_eq!(round_up_1_2_5(0), 1);
+        assert_eq!(round_up_1_2_5(u64::MAX), u64::MAX);
     }
 
     #[test]

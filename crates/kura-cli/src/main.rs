@@ -93,7 +93,8 @@ struct Cli {
     /// Field delimiter of `--format csv` (one character; `\t` for a tab).
     #[arg(long = "delimiter", value_name = "CHAR", value_parser = parse_delimiter)]
     out_delimiter: Option<u8>,
-    /// Text printed for NULL (default: empty in csv/tsv, null in JSON, NULL in tables).
+    /// Text printed for NULL in table, markdown, csv and tsv output (default: empty in
+    /// csv/tsv, NULL otherwise, ∅ in the shell's tables); JSON always writes null.
     #[arg(long, value_name = "TEXT")]
     null: Option<String>,
     /// Run this SQL and exit.
@@ -153,11 +154,11 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 
 impl Command {
     /// The database options given after the subcommand, if it opens a database.
-    fn db_args(&self) -> Option<&DbArgs> {
+    fn db_args(&self) -> Option<DbArgs> {
         match self {
-            Command::Load { db, .. } => Some(db),
-            Command::Tpch { cmd } => cmd.db_args(),
-            Command::Serve(a) => Some(&a.db),
+            Command::Load { db, .. } => Some(db.clone()),
+            Command::Tpch { cmd } => cmd.db_args().cloned(),
+            Command::Serve(a) => Some(a.db.clone()),
             Command::Bench { cmd } => cmd.db_args(),
             Command::Cachesim(_) => None,
         }
@@ -206,7 +207,9 @@ impl Cli {
         o
     }
 
-    fn open(&self) -> Result<(Database, Session), String> {
+    /// Opens the database (saying so when the file is new) and starts the page
+    /// traces `--trace-pages` asks for.
+    fn open_database(&self) -> Result<Database, String> {
         if !self.db.exists() {
             eprintln!(
                 "note: {} does not exist; creating a new, empty database",
@@ -223,6 +226,11 @@ impl Cli {
             bm.start_trace(kura_storage::TraceKind::Reads, std::path::Path::new(&reads))
                 .map_err(|e| e.to_string())?;
         }
+        Ok(db)
+    }
+
+    fn open(&self) -> Result<(Database, Session), String> {
+        let db = self.open_database()?;
         let mut session = db.session();
         session.set_progress(progress::for_loads());
         Ok((db, session))
@@ -239,7 +247,7 @@ fn main() -> ExitCode {
         .without_time()
         .init();
     let mut cli = Cli::parse();
-    if let Some(d) = cli.sub.as_ref().and_then(Command::db_args).cloned() {
+    if let Some(d) = cli.sub.as_ref().and_then(Command::db_args) {
         cli.apply(&d);
     }
     match run(cli) {
@@ -286,9 +294,24 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
-        Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_options()),
+        Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
-        Some(Command::Bench { cmd }) => bench_cmd::run(cmd, &cli.db, cli.buffer),
+        Some(Command::Bench { cmd }) => {
+            if matches!(cmd, bench_cmd::BenchCommand::Modes(_))
+                && (cli.buffered_io
+                    || cli.buffer_policy.is_some()
+                    || cli.trace_pages.is_some()
+                    || cli.recover_header)
+            {
+                return Err(
+                    "bench modes opens the database cold with O_DIRECT and its own buffer for \
+                     each run: --buffered-io, --buffer-policy, --trace-pages and --recover-header \
+                     do not apply"
+                        .into(),
+                );
+            }
+            bench_cmd::run(cmd, &cli.db, cli.buffer)
+        }
         None => {
             let (_db, mut session) = cli.open()?;
             let opts = cli.output_options();
@@ -334,16 +357,92 @@ mod tests {
 
     fn parsed(args: &[&str]) -> Cli {
         let mut cli = Cli::try_parse_from(args).expect("arguments parse");
-        if let Some(d) = cli.sub.as_ref().and_then(Command::db_args).cloned() {
+        if let Some(d) = cli.sub.as_ref().and_then(Command::db_args) {
             cli.apply(&d);
         }
         cli
+    }
+
+    /// Every option of every subcommand says what it does, and so does every
+    /// value of an option that lists its values with descriptions.
+    #[test]
+    fn every_option_is_described() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} --{id}"));
+                }
+                let values = arg.get_possible_values();
+                let described = values.iter().filter(|v| v.get_help().is_some()).count();
+                if described > 0 && described < values.len() {
+                    missing.push(format!("{path} --{id}: values without a description"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() {
+                    missing.push(format!("{path} {}: no description", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(
+            &<Cli as clap::CommandFactory>::command(),
+            "kura",
+            &mut missing,
+        );
+        assert!(missing.is_empty(), "undescribed: {missing:#?}");
+    }
+
+    /// A subcommand lists the database options only if it opens a database, and
+    /// `bench modes` only the two it uses.
+    #[test]
+    fn subcommands_list_only_the_options_that_apply() {
+        let root = <Cli as clap::CommandFactory>::command();
+        let longs = |path: &[&str]| -> Vec<String> {
+            let mut cmd = &root;
+            for name in path {
+                cmd = cmd.find_subcommand(name).expect("subcommand");
+            }
+            cmd.get_arguments()
+                .filter_map(|a| a.get_long().map(String::from))
+                .collect()
+        };
+        for path in [
+            &["tpch", "gen"][..],
+            &["cachesim", "run"],
+            &["bench", "iops"],
+        ] {
+            let l = longs(path);
+            assert!(!l.contains(&"db".to_string()), "{path:?}: {l:?}");
+        }
+        let modes = longs(&["bench", "modes"]);
+        assert!(modes.contains(&"db".into()) && modes.contains(&"buffer".into()));
+        for other in [
+            "buffered-io",
+            "buffer-policy",
+            "trace-pages",
+            "recover-header",
+        ] {
+            assert!(
+                !modes.contains(&other.to_string()),
+                "bench modes lists --{other}"
+            );
+        }
+        let run = longs(&["tpch", "run"]);
+        assert!(run.contains(&"trace-pages".into()) && run.contains(&"db".into()));
     }
 
     #[test]
     fn database_options_count_before_or_after_the_subcommand() {
         let cli = parsed(&["kura", "--db", "x.db", "bench", "modes"]);
         assert_eq!(cli.db, PathBuf::from("x.db"));
+        let cli = parsed(&["kura", "bench", "modes", "--db", "y.db", "--buffer", "8MiB"]);
+        assert_eq!((cli.db, cli.buffer), (PathBuf::from("y.db"), Some(8 << 20)));
         let cli = parsed(&[
             "kura", "--db", "x.db", "tpch", "run", "--db", "y.db", "--buffer", "1MiB",
         ]);

@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 
 /// A byte-progress bar for loads, or `None` when stderr is not a terminal.
 pub fn for_loads() -> Option<Arc<kura::Progress>> {
@@ -56,13 +56,28 @@ pub fn count_bar(label: &str, total: u64, unit: &str) -> ProgressBar {
     let b = ProgressBar::new(total);
     b.set_style(
         ProgressStyle::with_template(&format!(
-            "{{msg:>24}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit} {{per_sec}} ETA {{eta}}"
+            "{{msg:>24}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit} {{rate}} ETA {{eta}}"
         ))
         .unwrap_or_else(|_| ProgressStyle::default_bar())
+        // indicatif's own {per_sec} prints four decimals ("28.4955/s").
+        .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = w.write_str(&rate(s.per_sec()));
+        })
         .progress_chars("=> "),
     );
     b.set_message(label.to_string());
     b
+}
+
+/// A rate for people: `2.4M/s`, `312k/s`, `28/s`, `3.5/s`.
+fn rate(per_sec: f64) -> String {
+    match per_sec {
+        r if !r.is_finite() || r <= 0.0 => "-/s".into(),
+        r if r >= 1e6 => format!("{:.1}M/s", r / 1e6),
+        r if r >= 1e4 => format!("{:.0}k/s", r / 1e3),
+        r if r >= 10.0 => format!("{r:.0}/s"),
+        r => format!("{r:.1}/s"),
+    }
 }
 
 /// Byte progress of work split by table (generated in parallel or loaded one
@@ -116,4 +131,19 @@ pub fn spinner(label: &str) -> ProgressBar {
     b.set_message(label.to_string());
     b.enable_steady_tick(std::time::Duration::from_millis(100));
     b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate;
+
+    #[test]
+    fn rates_read_without_spurious_decimals() {
+        assert_eq!(rate(28.4955), "28/s");
+        assert_eq!(rate(3.46), "3.5/s");
+        assert_eq!(rate(2_411_962.68), "2.4M/s");
+        assert_eq!(rate(312_400.0), "312k/s");
+        assert_eq!(rate(0.0), "-/s");
+        assert_eq!(rate(f64::NAN), "-/s");
+    }
 }

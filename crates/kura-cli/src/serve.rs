@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kura::{Database, FileAccess, OpenOptions};
+use kura::{Database, FileAccess};
 use kura_server::{parse_listen, serve_until_signal, Auth, KuraEngine, ServerConfig};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -32,8 +32,8 @@ pub struct Args {
     pub db: crate::DbArgs,
 }
 
-/// Opens the database at `db` and serves it until SIGINT/SIGTERM.
-pub fn run(args: &Args, db: &Path, open: OpenOptions) -> Result<(), String> {
+/// Serves `database` (opened from `db`) until SIGINT/SIGTERM.
+pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
     let listen = parse_listen(&args.listen).map_err(|e| e.to_string())?;
     let password = match (&args.password, &args.password_file) {
         (Some(p), _) => Some(p.clone()),
@@ -75,7 +75,6 @@ pub fn run(args: &Args, db: &Path, open: OpenOptions) -> Result<(), String> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "kura".into());
-    let database = Database::open(db, open).map_err(|e| e.to_string())?;
     let engine = Arc::new(KuraEngine::new(database).with_file_access(file_access));
     let summary = serve_until_signal(engine.clone(), config, |addr| {
         eprintln!(

@@ -164,7 +164,28 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                     },
                 )?;
             }
+            let load_hint = || {
+                format!(
+                    "load TPC-H first (kura --db {} tpch load --sf {sf}) or add --load",
+                    cli.db.display()
+                )
+            };
+            // Not created empty just to fail every query on a missing table.
+            if !cli.db.exists() {
+                return Err(format!(
+                    "no database at {}: {}",
+                    cli.db.display(),
+                    load_hint()
+                ));
+            }
             let (_db, mut session) = cli.open()?;
+            if session.storage().catalog().table("lineitem").is_none() {
+                return Err(format!(
+                    "{} holds no TPC-H tables: {}",
+                    cli.db.display(),
+                    load_hint()
+                ));
+            }
             for s in settings {
                 let (name, value) = s
                     .split_once('=')
@@ -184,7 +205,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             } else {
                 None
             };
-            let ids: Vec<String> = if queries.iter().any(|q| q.eq_ignore_ascii_case("all")) {
+            let asked: Vec<String> = if queries.iter().any(|q| q.eq_ignore_ascii_case("all")) {
                 kura::tpch::run::QUERY_IDS
                     .iter()
                     .map(|s| s.to_string())
@@ -192,6 +213,13 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             } else {
                 queries.clone()
             };
+            // Resolved here (none given: the 22 TPC-H queries), since they run one at
+            // a time below and an empty list would run nothing.
+            let ids: Vec<String> = kura::tpch::run::resolve_ids(&asked)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(String::from)
+                .collect();
             let loaded = loaded_sf(&mut session);
             let sf_note = loaded.filter(|l| (l - sf).abs() > 1e-9).map(|l| {
                 format!(

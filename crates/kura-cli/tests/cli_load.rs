@@ -87,3 +87,45 @@ fn a_file_that_is_no_database_is_refused() {
         "the file was left alone"
     );
 }
+
+#[test]
+fn a_missing_database_is_announced_and_tpch_run_asks_for_a_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.kura");
+    // `tpch run` does not create an empty database just to fail every query.
+    let out = kura()
+        .arg("--db")
+        .arg(&db)
+        .args(["tpch", "run", "--queries", "6"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no database at") && err.contains("tpch load --sf 0.1"),
+        "{err}"
+    );
+    assert!(!db.exists(), "tpch run created {}", db.display());
+    // The shell and -c create it, and say so once.
+    let out = run_ok(&db, &["-c", "SELECT 1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("does not exist; creating a new, empty database"),
+        "{err}"
+    );
+    let out = run_ok(&db, &["-c", "SELECT 1"]);
+    assert!(String::from_utf8_lossy(&out.stderr).is_empty());
+    // An existing database without the TPC-H tables gets the same hint.
+    let out = kura()
+        .arg("--db")
+        .arg(&db)
+        .args(["tpch", "run", "--queries", "6"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("holds no TPC-H tables") && err.contains("--load"),
+        "{err}"
+    );
+}

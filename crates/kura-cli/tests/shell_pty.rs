@@ -55,7 +55,9 @@ fn ctrl_c_cancels_the_running_query_and_history_is_kept() {
     // cancelled (and the pipeline checks for cancellation between batches).
     s.send_line("SELECT count(*) FROM big x JOIN nums y ON x.k % 2 = y.n % 2;")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Past a second, a spinner shows the elapsed time.
+    s.expect("running (Ctrl-C cancels) 00:00:01")
+        .expect("a spinner on a query running longer than a second");
     let sent = Instant::now();
     s.send(ControlCode::EndOfText).unwrap();
     if let Err(e) = s.expect("Cancelled") {
@@ -101,11 +103,34 @@ fn tab_completes_tables_and_columns_and_meta_commands_work() {
     s.expect("l_comment").unwrap();
     s.send_line(".tables").unwrap();
     s.expect("nums").unwrap();
+    // Tab completes the common prefix and a second Tab lists the choices; it does
+    // not pick one (cycling made `whe` WHEN).
+    s.send("SELECT n FROM nums whe\t\t").unwrap();
+    s.expect(Regex("when +where"))
+        .expect("both keywords listed");
+    s.send_line("re n = 2;").unwrap();
+    s.expect("(1 row)").expect("the WHERE clause as typed");
+    s.expect("kura>").unwrap();
+    s.send(".ta\t").unwrap();
+    s.expect(".tables").expect("dot-command completed");
+    s.send_line("").unwrap();
+    s.expect("lineitem_x").unwrap();
+    s.expect("kura>").unwrap();
+    s.send_line("SELECT n, NULL AS z FROM nums WHERE n = 1;")
+        .unwrap();
+    s.expect(Regex("1 +┆ ∅"))
+        .expect("NULL shown as ∅ in a table");
     s.send_line("\\pset format csv").unwrap();
     s.expect("Output format is csv").unwrap();
-    s.send_line("SELECT n, 'a,b' AS s FROM nums WHERE n = 1;")
+    // The table's ∅ does not follow into CSV: NULL is an empty field there.
+    s.send_line("SELECT n, NULL AS z, 'a,b' AS s FROM nums WHERE n = 1;")
         .unwrap();
-    s.expect("1,\"a,b\"").unwrap();
+    s.expect("\n1,,\"a,b\"").unwrap();
+    s.expect("kura>").unwrap();
+    s.send_line("\\pset format json").unwrap();
+    s.expect("Output format is json").unwrap();
+    s.send_line("SELECT NULL AS z;").unwrap();
+    s.expect("{\"z\":null}").unwrap();
     s.expect("kura>").unwrap();
     s.send_line("exit").unwrap();
     s.expect(Eof).unwrap();
@@ -140,8 +165,31 @@ fn a_statement_in_continuation_still_takes_backslash_q() {
     s.expect("expanded display").unwrap();
     s.send_line("SELECT 1").unwrap();
     s.expect("...").unwrap();
+    // Inside a statement: exit answers with a hint and is not added to it, a
+    // dot-command acts as at the prompt, \q leaves.
+    s.send_line("exit").unwrap();
+    s.expect("inside a statement: \\q quits").unwrap();
+    s.expect("  ... ").unwrap();
+    s.send_line(".tables").unwrap();
+    s.expect("nums").unwrap();
+    s.expect("  ... ").unwrap();
     s.send_line("\\q").unwrap();
     s.expect(Eof).unwrap();
+}
+
+#[test]
+fn exit_quit_and_dot_commands_at_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path(), 3);
+    for leave in ["quit", ".exit", "exit;"] {
+        let mut s = shell(dir.path(), &db, "cat");
+        s.send_line(".schema nums").unwrap();
+        s.expect("Table \"nums\"").unwrap();
+        s.expect("kura>").unwrap();
+        s.send_line(leave).unwrap();
+        s.expect(Eof)
+            .unwrap_or_else(|e| panic!("{leave} did not leave: {e}"));
+    }
 }
 
 #[test]
@@ -178,11 +226,25 @@ fn include_output_file_expanded_display_and_describe() {
     s.send_line("\\o").unwrap();
     s.expect("Results go to standard output").unwrap();
     s.expect("kura>").unwrap();
+    // \d goes where results go, heading and all.
+    let described = dir.path().join("d.txt");
+    s.send_line(format!("\\o {}", described.display())).unwrap();
+    s.expect("Results go to").unwrap();
+    s.expect("kura>").unwrap();
+    s.send_line("\\d t2").unwrap();
+    s.expect("kura>").unwrap();
+    s.send_line("\\o").unwrap();
+    s.expect("Results go to standard output").unwrap();
+    s.expect("kura>").unwrap();
     s.send_line("\\q").unwrap();
     s.expect(Eof).unwrap();
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
         "a,q\n1,\"x\"\"y\"\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&described).unwrap(),
+        "Table \"t2\" (1 row)\ncolumn,type,nullable\na,INTEGER,\"\"\nb,VARCHAR,\"\"\n"
     );
 }
 

@@ -290,6 +290,16 @@ fn generated_and_file_loads_agree(sf: f64, counts: &[(&str, u64)], compare_all_c
         );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("the database holds"), "{err}");
+        // Without --queries: the 22 TPC-H queries, each checked.
+        let out = run_ok(
+            dir.path().join("files.kura").as_path(),
+            &["tpch", "run", "--sf", "0.01", "--check"],
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("SF 0.01, 22 queries"), "{text}");
+        for q in ["Q1 ", "Q22 "] {
+            assert!(text.contains(q), "{q} missing from:\n{text}");
+        }
     }
 }
 

@@ -286,7 +286,10 @@ pub fn run(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(), String> {
     if !args.db.exists() {
-        return Err(format!("no database at {}", args.db.display()));
+        return Err(format!(
+            "no database at {0}: load one first (kura --db {0} tpch load --sf 1 --indexes)",
+            args.db.display()
+        ));
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let rt = shared_runtime().map_err(|e| e.to_string())?;

@@ -171,10 +171,7 @@ fn marker<DB: DrawingBackend>(
     series: usize,
     c: RGBColor,
 ) -> Result<(), String> {
-    // Later series get smaller markers: drawn on top, they leave the earlier
-    // (larger) ones showing around them where two series coincide.
-    let hollow = series.is_multiple_of(2);
-    let r: i32 = (9 - series as i32 / 2).max(3);
+    let (r, hollow) = marker_radius(series);
     let style = if hollow {
         c.stroke_width(2)
     } else {
@@ -231,6 +228,19 @@ fn marker<DB: DrawingBackend>(
             }),
     };
     res.map_err(draw_err)
+}
+
+/// Radius and hollowness of series `series`'s marker. Even series are hollow rings,
+/// odd ones filled and smaller than every ring drawn before them: drawn on top where
+/// two series coincide, a filled marker sits inside the earlier ring, and a later
+/// ring goes round the earlier filled one, so both stay visible.
+fn marker_radius(series: usize) -> (i32, bool) {
+    let s = series as i32;
+    if series.is_multiple_of(2) {
+        ((10 - s / 2).max(6), true)
+    } else {
+        ((6 - s / 4).max(3), false)
+    }
 }
 
 /// A tick label without trailing zeros: `20`, `2.5`, `0.125`.
@@ -293,14 +303,14 @@ pub fn line_chart_with(
             .iter()
             .filter(|s| !matches!(s.style, Style::Faint(_)))
             .count();
-    let longest = series
+    let names: Vec<&str> = series
         .iter()
-        .map(|s| s.name.chars().count())
-        .chain(hlines.iter().map(|h| h.label.chars().count()))
-        .max()
-        .unwrap_or(0);
+        .filter(|s| !matches!(s.style, Style::Faint(_)))
+        .map(|s| s.name.as_str())
+        .chain(hlines.iter().map(|h| h.label.as_str()))
+        .collect();
     let legend_room = if entries > 0 {
-        legend_width(&[Entry::HLine("x".repeat(longest), (1, 1))]) + 20
+        legend_width(&root, &names)? + 20
     } else {
         0
     };
@@ -415,16 +425,25 @@ enum Entry {
     HLine(String, (u32, u32)),
 }
 
-/// Pixel width of the legend box: the line sample and the longest name.
-fn legend_width(entries: &[Entry]) -> i32 {
-    56 + entries
-        .iter()
-        .map(|e| match e {
-            Entry::Line(n, _) | Entry::Reference(n, _) | Entry::HLine(n, _) => n.chars().count(),
-        })
-        .max()
-        .unwrap_or(0) as i32
-        * 9
+/// The legend's text style.
+fn legend_font() -> TextStyle<'static> {
+    (FONT, 15).into_font().color(&BLACK)
+}
+
+/// Pixel width of the legend box: the line sample and the longest name as the font
+/// draws it (a guess per character left a wide empty box squeezing the plot).
+fn legend_width<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    names: &[&str],
+) -> Result<i32, String> {
+    let mut widest = 0;
+    for n in names {
+        let (w, _) = root
+            .estimate_text_size(n, &legend_font())
+            .map_err(draw_err)?;
+        widest = widest.max(w as i32);
+    }
+    Ok(56 + widest)
 }
 
 /// Draws the legend box right of the plot: each entry's line sample (with its
@@ -436,7 +455,13 @@ fn draw_legend<DB: DrawingBackend>(
     if entries.is_empty() {
         return Ok(());
     }
-    let width = legend_width(entries);
+    let names: Vec<&str> = entries
+        .iter()
+        .map(|e| match e {
+            Entry::Line(n, _) | Entry::Reference(n, _) | Entry::HLine(n, _) => n.as_str(),
+        })
+        .collect();
+    let width = legend_width(root, &names)?;
     // In the margin right of the plot, so it never hides data.
     let (left, top, row) = (SIZE.0 as i32 - 12 - width, 16 + 40, 22);
     let height = row * entries.len() as i32 + 10;
@@ -478,12 +503,8 @@ fn draw_legend<DB: DrawingBackend>(
         if let Entry::Line(_, i) = e {
             marker(root, ((x0 + x1) / 2, y), *i, colour(*i))?;
         }
-        root.draw(&Text::new(
-            name.clone(),
-            (x1 + 8, y - 8),
-            (FONT, 15).into_font().color(&BLACK),
-        ))
-        .map_err(draw_err)?;
+        root.draw(&Text::new(name.clone(), (x1 + 8, y - 8), legend_font()))
+            .map_err(draw_err)?;
     }
     Ok(())
 }
@@ -532,14 +553,11 @@ pub fn grouped_bar_chart(
         .disable_x_mesh()
         .x_labels(n.min(16))
         .x_label_formatter(&label_of)
-        .y_label_formatter(&|v: &f64| {
-            // Counts read better without decimals; small values keep two.
-            if v.abs() >= 100.0 {
-                format!("{v:.0}")
-            } else {
-                format!("{v:.2}")
-            }
-        })
+        .y_labels(10)
+        .y_label_formatter(&|v: &f64| y_tick(v, y_max >= 10_000.0))
+        // Only the labelled lines: plotters' default fine mesh ruled the chart like
+        // writing paper.
+        .light_line_style(WHITE.mix(0.0))
         .x_desc(labels.x)
         .y_desc(labels.y)
         .label_style((FONT, 14))
@@ -598,6 +616,28 @@ mod tests {
         let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
         assert_eq!((w, h), SIZE);
         std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn filled_markers_fit_inside_earlier_rings() {
+        for s in (1..24).step_by(2) {
+            let (filled, hollow) = marker_radius(s);
+            assert!(!hollow);
+            for t in (0..s).step_by(2) {
+                let (ring, hollow) = marker_radius(t);
+                assert!(hollow);
+                // A filled square's corner reaches r·√2; 2 px of ring stay clear
+                // along its sides at least, and a filled circle clears it fully.
+                assert!(
+                    filled + 2 <= ring,
+                    "series {s} (r {filled}) hides ring {t} (r {ring})"
+                );
+            }
+        }
+        assert_eq!(tick(&20.0), "20");
+        assert_eq!(tick(&2.5), "2.5");
+        assert_eq!(y_tick(&400_000.0, true), "400k");
+        assert_eq!(y_tick(&0.0, true), "0");
     }
 
     #[test]

@@ -70,9 +70,14 @@ pub struct Options {
     pub format: Format,
     /// CSV field delimiter (TSV always uses a tab).
     pub delimiter: u8,
-    /// Text shown for NULL (`None`: the format's own — empty in CSV/TSV, `null` in
-    /// JSON, `NULL` in tables and markdown).
+    /// Text shown for NULL in table, markdown, CSV and TSV output (`None`: the
+    /// format's own — empty in CSV/TSV, `table_null` in tables, `NULL` in markdown).
+    /// JSON always writes its own `null`: a text there would be a string value.
     pub null: Option<String>,
+    /// NULL in the table format when `null` is unset: `NULL`, or `∅` in the shell,
+    /// where it must not look like the text 'NULL'. A display default only, so it
+    /// never leaks into CSV or JSON after a `\pset format`.
+    pub table_null: &'static str,
     pub expanded: Expanded,
     /// Print at most this many rows and say how many were left out (`None`: all).
     pub max_rows: Option<usize>,
@@ -86,16 +91,19 @@ impl Options {
             format,
             delimiter: b',',
             null: None,
+            table_null: "NULL",
             expanded: Expanded::Off,
             max_rows: None,
             width: None,
         }
     }
 
-    fn null_text(&self) -> &str {
+    /// The text NULL is shown as in this format (JSON aside).
+    pub fn null_text(&self) -> &str {
         match (&self.null, self.format) {
             (Some(n), _) => n,
             (None, Format::Csv | Format::Tsv) => "",
+            (None, Format::Table) => self.table_null,
             (None, _) => "NULL",
         }
     }
@@ -119,7 +127,7 @@ pub fn print(out: &mut dyn Write, r: &QueryResult, opts: &Options) -> io::Result
         Format::Json | Format::JsonArrays => json_array(out, r, rows, opts)?,
         Format::Jsonl => {
             for row in rows {
-                json_object(out, r, &row, opts)?;
+                json_object(out, r, &row)?;
                 writeln!(out)?;
             }
         }
@@ -313,12 +321,9 @@ fn delimited(
 
 /// A value as JSON text: numbers as numbers (decimals exactly as stored, from their
 /// digits), booleans as booleans, dates and text as strings.
-fn json_value(v: &Value, opts: &Options) -> String {
+fn json_value(v: &Value) -> String {
     match v {
-        Value::Null => match &opts.null {
-            Some(n) => serde_json::Value::from(n.as_str()).to_string(),
-            None => "null".into(),
-        },
+        Value::Null => "null".into(),
         Value::Boolean(b) => b.to_string(),
         Value::Integer(i) => i.to_string(),
         Value::BigInt(i) => i.to_string(),
@@ -332,12 +337,7 @@ fn json_value(v: &Value, opts: &Options) -> String {
     }
 }
 
-fn json_object(
-    out: &mut dyn Write,
-    r: &QueryResult,
-    row: &[Value],
-    opts: &Options,
-) -> io::Result<()> {
+fn json_object(out: &mut dyn Write, r: &QueryResult, row: &[Value]) -> io::Result<()> {
     // Written by hand, not through a JSON map: a map would reorder keys or merge
     // duplicate column names.
     out.write_all(b"{")?;
@@ -346,7 +346,7 @@ fn json_object(
             out.write_all(b",")?;
         }
         let key = serde_json::Value::from(c.name.as_str()).to_string();
-        write!(out, "{key}:{}", json_value(v, opts))?;
+        write!(out, "{key}:{}", json_value(v))?;
     }
     out.write_all(b"}")
 }
@@ -368,10 +368,10 @@ fn json_array(
         out.write_all(if first { b"\n" } else { b",\n" })?;
         first = false;
         if opts.format == Format::JsonArrays {
-            let values: Vec<String> = row.iter().map(|v| json_value(v, opts)).collect();
+            let values: Vec<String> = row.iter().map(json_value).collect();
             write!(out, "[{}]", values.join(","))?;
         } else {
-            json_object(out, r, &row, opts)?;
+            json_object(out, r, &row)?;
         }
     }
     out.write_all(if first { b"]\n" } else { b"\n]\n" })

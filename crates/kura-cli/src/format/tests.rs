@@ -185,3 +185,23 @@ fn markdown_escapes_pipes_and_newlines() {
     );
     assert!(out.contains("| line1<br>line2 | 4 |"), "{out}");
 }
+
+#[test]
+fn the_shells_null_sign_stays_in_tables_and_json_keeps_null() {
+    // The shell's options after `\pset format csv` / `json`: its ∅ is for tables only.
+    let mut opts = crate::shell::shell_options(Options::new(Format::Table));
+    assert!(render(&awkward(), &opts).contains('∅'));
+    opts.format = Format::Csv;
+    let csv = render(&awkward(), &opts);
+    assert!(!csv.contains('∅'), "{csv}");
+    assert!(csv.contains("\"say \"\"hi\"\"\",\n"), "{csv}");
+    opts.format = Format::Json;
+    let json = render(&awkward(), &opts);
+    assert!(json.contains("\"n\":null"), "{json}");
+    assert!(!json.contains('∅'), "{json}");
+    // A NULL text set by the user is for the text formats; JSON keeps its null.
+    opts.null = Some("NULL".into());
+    assert!(render(&awkward(), &opts).contains("\"n\":null"));
+    opts.format = Format::Tsv;
+    assert!(render(&awkward(), &opts).contains("\"say \"\"hi\"\"\"\tNULL\n"));
+}

@@ -94,6 +94,16 @@ const KEYWORDS: &[&str] = &[
     "TRUE",
     "FALSE",
     "SUBSTRING",
+    "UPDATE",
+    "DELETE",
+    "TRUNCATE",
+    "BEGIN",
+    "COMMIT",
+    "ROLLBACK",
+    "EXCEPT",
+    "INTERSECT",
+    "COALESCE",
+    "NULLIF",
 ];
 
 const META: &[&str] = &[
@@ -160,6 +170,18 @@ impl Completer for SqlHelper {
         _ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
         let before = &line[..pos];
+        let lead = before.trim_start();
+        if lead.starts_with('.') && !lead.contains(char::is_whitespace) {
+            let pairs = super::meta::DOT_COMMANDS
+                .iter()
+                .filter(|d| d.starts_with(lead))
+                .map(|d| Pair {
+                    display: d.to_string(),
+                    replacement: d.to_string(),
+                })
+                .collect();
+            return Ok((pos - lead.len(), pairs));
+        }
         let start = before
             .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\\'))
             .map_or(0, |i| i + 1);

@@ -28,11 +28,27 @@ Input/Output
 Formatting
   \\x [on|off|auto]              expanded display (one block per record); auto: when too wide
   \\pset format F, .mode F       table, csv, tsv, json, json-arrays, jsonl, markdown
-  \\pset null TEXT, .nullvalue   how NULL is shown
+  \\pset null TEXT, .nullvalue   how NULL is shown (default ∅ in tables; JSON keeps null)
   \\pset delimiter C             CSV field delimiter
   \\pset maxrows N               print at most N rows of a result (0: all)
   \\pset pager on|off            page results taller than the screen ($PAGER, default less)
   \\timing [on|off], .timer      show each statement's time";
+
+/// The sqlite/DuckDB dot-commands kura knows (completed, and taken even inside a
+/// statement, where no SQL line starts with one of them).
+pub const DOT_COMMANDS: &[&str] = &[
+    ".exit",
+    ".help",
+    ".indexes",
+    ".mode",
+    ".nullvalue",
+    ".output",
+    ".quit",
+    ".read",
+    ".schema",
+    ".tables",
+    ".timer",
+];
 
 /// Runs one meta-command line.
 pub fn run(shell: &mut Shell, line: &str) -> Result<Flow, String> {
@@ -120,7 +136,7 @@ fn pset(shell: &mut Shell, arg: Option<&str>) -> Result<(), String> {
     let Some(arg) = arg else {
         let o = &shell.opts;
         println!("format    {}", o.format.name());
-        println!("null      '{}'", o.null.as_deref().unwrap_or(""));
+        println!("null      '{}'", o.null_text());
         println!("delimiter '{}'", o.delimiter as char);
         println!("maxrows   {}", o.max_rows.unwrap_or(0));
         println!(
@@ -219,6 +235,14 @@ fn show(shell: &mut Shell, names: &[&str], rows: Vec<Vec<String>>) -> Result<(),
     shell.output().print(&r, &opts).map_err(|e| e.to_string())
 }
 
+/// One line of a meta-command's own text, where results go (`\o`).
+fn say(shell: &mut Shell, line: &str) -> Result<(), String> {
+    shell
+        .output()
+        .write_text(&format!("{line}\n"))
+        .map_err(|e| e.to_string())
+}
+
 /// `\dt`, `\di`, `\dv`, `\d`: the relations of the given kinds matching `pattern`.
 fn list(shell: &mut Shell, kinds: &[&str], pattern: Option<&str>) -> Result<(), String> {
     let catalog = shell.session().storage().catalog();
@@ -272,7 +296,9 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
         let Some(table) = catalog.table(&name) else {
             continue;
         };
-        println!("Table \"{name}\" ({} rows)", table.row_count());
+        let n = table.row_count();
+        let rows = format!("{n} row{}", if n == 1 { "" } else { "s" });
+        say(shell, &format!("Table \"{name}\" ({rows})"))?;
         let rows = table
             .schema()
             .columns
@@ -285,14 +311,15 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
         show(shell, &["column", "type", "nullable"], rows)?;
         let indexes = catalog.indexes_on(&name);
         if !indexes.is_empty() {
-            println!("Indexes:");
+            say(shell, "Indexes:")?;
             for ix in indexes {
                 let unique = if ix.unique { " UNIQUE" } else { "" };
-                println!(
+                let line = format!(
                     "    \"{}\"{unique} btree ({})",
                     ix.name,
                     ix.columns.join(", ")
                 );
+                say(shell, &line)?;
             }
         }
     }
@@ -301,7 +328,7 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
             continue;
         }
         found = true;
-        println!("View \"{name}\"");
+        say(shell, &format!("View \"{name}\""))?;
         let described = shell
             .session()
             .execute(&format!("DESCRIBE \"{name}\""))
@@ -313,7 +340,7 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
             .collect();
         show(shell, &["column", "type"], rows)?;
         if let Some(v) = catalog.view(&name) {
-            println!("View definition:\n    {}", v.sql.trim());
+            say(shell, &format!("View definition:\n    {}", v.sql.trim()))?;
         }
     }
     if !found {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use rustyline::error::ReadlineError;
 use rustyline::history::FileHistory;
-use rustyline::{Config, Editor};
+use rustyline::{CompletionType, Config, Editor};
 
 use kura::{CancelHandle, Session};
 
@@ -55,6 +55,9 @@ pub fn run(session: &mut Session, opts: Options) -> Result<(), String> {
         .max_history_size(10_000)
         .map_err(|e| e.to_string())?
         .auto_add_history(false)
+        // As psql and bash: Tab completes the common prefix, a second Tab lists the
+        // choices (cycling would pick WHEN for `whe` where WHERE was meant).
+        .completion_type(CompletionType::List)
         .build();
     let mut rl: Editor<SqlHelper, FileHistory> =
         Editor::with_config(config).map_err(|e| e.to_string())?;
@@ -117,14 +120,32 @@ fn history_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".kura_history"))
 }
 
-/// A meta-command: `\x`, `.mode`, or `exit`/`quit` typed alone.
-fn is_meta(trimmed: &str) -> bool {
-    trimmed.starts_with('\\')
-        || trimmed.starts_with('.')
-        || matches!(
-            trimmed.trim_end_matches(';').to_ascii_lowercase().as_str(),
-            "exit" | "quit"
-        )
+/// How the shell takes a line.
+#[derive(Debug, PartialEq, Eq)]
+enum LineKind {
+    /// A meta-command: `\x`, `.mode`, or `exit`/`quit` typed alone at the prompt.
+    Meta,
+    /// `exit` or `quit` alone inside a statement: psql answers with a hint there, as
+    /// the word may be meant as SQL; it is not added to the statement.
+    ExitInStatement,
+    Sql,
+}
+
+/// What `trimmed` is, given whether a statement is being typed. Backslash commands
+/// and known dot-commands act even inside a statement (as `\q` does in psql).
+fn line_kind(trimmed: &str, in_statement: bool) -> LineKind {
+    let word = trimmed.trim_end_matches(';').trim().to_ascii_lowercase();
+    let first = word.split_whitespace().next().unwrap_or("");
+    if trimmed.starts_with('\\') || meta::DOT_COMMANDS.contains(&first) {
+        return LineKind::Meta;
+    }
+    match (in_statement, word.as_str()) {
+        (false, "exit" | "quit") => LineKind::Meta,
+        (true, "exit" | "quit") => LineKind::ExitInStatement,
+        // Unknown dot-commands at the prompt get meta's "unknown command" answer.
+        (false, _) if trimmed.starts_with('.') => LineKind::Meta,
+        _ => LineKind::Sql,
+    }
 }
 
 impl<'s> Shell<'s> {
@@ -163,8 +184,10 @@ impl<'s> Shell<'s> {
     /// the whole statement once its `;` is typed.
     fn completes_entry(&self, line: &str) -> Option<String> {
         let trimmed = line.trim();
-        if trimmed.starts_with('\\') || (self.buffer.is_empty() && is_meta(trimmed)) {
-            return Some(trimmed.to_string());
+        match line_kind(trimmed, !self.buffer.is_empty()) {
+            LineKind::Meta => return Some(trimmed.to_string()),
+            LineKind::ExitInStatement => return None,
+            LineKind::Sql => {}
         }
         if trimmed.ends_with(';') {
             let mut sql = self.buffer.clone();
@@ -177,15 +200,23 @@ impl<'s> Shell<'s> {
     /// Takes one input line: a meta-command, or SQL to gather until `;`.
     pub fn feed_line(&mut self, line: &str) -> Flow {
         let trimmed = line.trim();
-        // Backslash commands act even inside a statement, as in psql (`\q`, `\r`).
-        if trimmed.starts_with('\\') || (self.buffer.is_empty() && is_meta(trimmed)) {
-            return match meta::run(self, trimmed) {
-                Ok(flow) => flow,
-                Err(e) => {
-                    eprintln!("ERROR: {e}");
-                    Flow::Continue
+        match line_kind(trimmed, !self.buffer.is_empty()) {
+            LineKind::Meta => {
+                return match meta::run(self, trimmed) {
+                    Ok(flow) => flow,
+                    Err(e) => {
+                        eprintln!("ERROR: {e}");
+                        Flow::Continue
+                    }
                 }
-            };
+            }
+            LineKind::ExitInStatement => {
+                eprintln!(
+                    "(inside a statement: \\q quits, \\r or Ctrl-C clears the statement, ';' ends it)"
+                );
+                return Flow::Continue;
+            }
+            LineKind::Sql => {}
         }
         if self.buffer.is_empty() && trimmed.is_empty() {
             return Flow::Continue;
@@ -298,9 +329,7 @@ impl<'s> Shell<'s> {
 pub fn shell_options(mut opts: Options) -> Options {
     opts.expanded = Expanded::Auto;
     opts.max_rows = Some(DEFAULT_MAX_ROWS);
-    if opts.null.is_none() && opts.format == Format::Table {
-        // Visibly not a string: 'NULL' the text prints as NULL.
-        opts.null = Some("∅".into());
-    }
+    // Visibly not a string: 'NULL' the text prints as NULL.
+    opts.table_null = "∅";
     opts
 }

@@ -46,6 +46,19 @@ impl Output {
         }
     }
 
+    /// Writes `text` where results go (the `\o` file or the terminal), so a `\d`
+    /// heading lands beside the table it heads.
+    pub fn write_text(&mut self, text: &str) -> io::Result<()> {
+        match &mut self.file {
+            Some((_, f)) => f.write_all(text.as_bytes()),
+            None => {
+                let mut lock = io::stdout().lock();
+                lock.write_all(text.as_bytes())?;
+                lock.flush()
+            }
+        }
+    }
+
     /// Prints one result, through the pager when it does not fit the screen.
     pub fn print(&mut self, r: &QueryResult, opts: &Options) -> io::Result<()> {
         if let Some((_, f)) = &mut self.file {
