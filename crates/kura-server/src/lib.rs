@@ -16,10 +16,11 @@ pub mod run;
 pub mod server;
 pub mod split;
 pub mod tls;
+mod trim;
 pub mod types;
 
-pub use engine::{Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape};
 pub use auth::{Credentials, Verifier};
+pub use engine::{Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape};
 pub use error::{ServerError, ServerResult};
 pub use kura_engine::KuraEngine;
 pub use run::{parse_listen, serve_until_signal};

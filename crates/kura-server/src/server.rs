@@ -22,6 +22,7 @@ use crate::conn::{Connection, Handlers};
 use crate::engine::Engine;
 use crate::error::{ServerError, ServerResult};
 use crate::tls::Tls;
+use crate::trim::MemoryTrim;
 
 /// How clients prove who they are.
 #[derive(Debug, Clone)]
@@ -86,6 +87,7 @@ pub struct Shared<E: Engine> {
     /// connections) and with it (TLS connections), when passwords are required.
     pub(crate) scram: Option<ScramPair>,
     pub(crate) tls_required: bool,
+    pub(crate) trim: Arc<MemoryTrim>,
 }
 
 pub(crate) struct ScramPair {
@@ -162,6 +164,7 @@ impl<E: Engine> Server<E> {
                 max_connections: config.max_connections,
                 scram,
                 tls_required: config.tls_required,
+                trim: Arc::new(MemoryTrim::default()),
             }),
             grace: config.shutdown_grace,
             tls: config.tls.map(|t| t.acceptor),
@@ -186,6 +189,7 @@ impl<E: Engine> Server<E> {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> ServerSummary {
         let mut tasks = JoinSet::new();
         let mut connections = 0u64;
+        let trimmer = tokio::spawn(self.shared.trim.clone().run());
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -213,6 +217,7 @@ impl<E: Engine> Server<E> {
             }
         }
         drop(self.listener);
+        trimmer.abort();
         tracing::info!("shutting down: cancelling running queries");
         self.shared.cancels.cancel_all();
         tasks.abort_all();

@@ -140,14 +140,20 @@ fn crafted() -> Vec<(&'static str, Vec<u8>)> {
         m.extend_from_slice(&[0x12, 0x34, 0x56, 0x78, 1, 2, 3, 4]);
         m
     }));
-    v.push(("direct TLS hello without TLS", b"\x16\x03\x01\x00\x05hello".to_vec()));
+    v.push((
+        "direct TLS hello without TLS",
+        b"\x16\x03\x01\x00\x05hello".to_vec(),
+    ));
     // After a good startup: messages whose lengths lie.
     let after = |what: &'static str, msg: &[u8]| {
         let mut m = good.clone();
         m.extend_from_slice(msg);
         (what, m)
     };
-    v.push(after("query longer than sent", b"Q\x00\x00\x01\x00select 1"));
+    v.push(after(
+        "query longer than sent",
+        b"Q\x00\x00\x01\x00select 1",
+    ));
     v.push(after("query length 3", b"Q\x00\x00\x00\x03"));
     v.push(after("query length -5", b"Q\xff\xff\xff\xfbselect 1\x00"));
     v.push(after("query claims 1 GB", b"Q\x40\x00\x00\x00select"));
@@ -165,8 +171,14 @@ fn crafted() -> Vec<(&'static str, Vec<u8>)> {
         b"D\x00\x00\x00\x04S\x00\x00\x00\x04",
     ));
     v.push(after("copy data out of nowhere", b"d\x00\x00\x00\x08abcd"));
-    v.push(after("password message after login", b"p\x00\x00\x00\x08pw\x00\x00"));
-    v.push(after("backend message types", b"Z\x00\x00\x00\x05IT\x00\x00\x00\x04"));
+    v.push(after(
+        "password message after login",
+        b"p\x00\x00\x00\x08pw\x00\x00",
+    ));
+    v.push(after(
+        "backend message types",
+        b"Z\x00\x00\x00\x05IT\x00\x00\x00\x04",
+    ));
     v
 }
 
@@ -192,7 +204,10 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
         |db| common::load_tpch(db, 0.01),
     );
     let addr = s.addr;
-    eprintln!("loaded TPC-H SF 0.01 in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "loaded TPC-H SF 0.01 in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     // The well-behaved client: the same two queries, checked every time.
     let stop = Arc::new(AtomicBool::new(false));
@@ -216,7 +231,10 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
                     let n: i64 = c.query_one(count, &[]).await.unwrap().get(0);
                     assert_eq!(n, expected);
                     let names: Vec<String> = c
-                        .query("select n_name from nation where n_nationkey < 3 order by 1", &[])
+                        .query(
+                            "select n_name from nation where n_nationkey < 3 order by 1",
+                            &[],
+                        )
                         .await
                         .unwrap()
                         .iter()
@@ -264,9 +282,7 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
     // 3. Slow clients: silent ones, and ones trickling a startup packet a byte
     // every 300 ms, all closed at the authentication timeout.
     let slow_started = Instant::now();
-    let mut slow: Vec<TcpStream> = (0..40)
-        .map(|_| TcpStream::connect(addr).unwrap())
-        .collect();
+    let mut slow: Vec<TcpStream> = (0..40).map(|_| TcpStream::connect(addr).unwrap()).collect();
     let trickle = tester();
     let tricklers: Vec<_> = (0..20)
         .map(|_| {
@@ -295,7 +311,10 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
         "silent clients held for {silent_closed:?}"
     );
     for t in tricklers {
-        assert!(t.join().unwrap(), "a trickling client completed its startup");
+        assert!(
+            t.join().unwrap(),
+            "a trickling client completed its startup"
+        );
     }
     eprintln!(
         "60 slow clients closed after {:.1} s (auth timeout {:?})",
@@ -324,11 +343,14 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
         peak = peak.max(rss_kib());
         s.live_sessions.load(Ordering::SeqCst) == 1
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // The server gives freed memory back within a second.
+    std::thread::sleep(Duration::from_millis(1500));
     let rss_after = rss_kib();
 
     stop.store(true, Ordering::SeqCst);
-    let slowest = normal.join().expect("the normal client saw only right answers");
+    let slowest = normal
+        .join()
+        .expect("the normal client saw only right answers");
     let good = good_queries.load(Ordering::SeqCst);
     eprintln!(
         "{abandoned} abandoned cross joins stopped {:.1} s after the last left; \
@@ -357,7 +379,11 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
         assert_eq!(n, 25);
     });
     assert!(good > 10, "the normal client was starved: {good} rounds");
-    assert_eq!(panics.load(Ordering::SeqCst), 0, "panics while under attack");
+    assert_eq!(
+        panics.load(Ordering::SeqCst),
+        0,
+        "panics while under attack"
+    );
     assert!(
         rss_after <= rss_before + RSS_GROWTH_BOUND_KIB,
         "memory stayed up: {rss_before} KiB -> {rss_after} KiB"

@@ -107,17 +107,27 @@ fn code(e: &tokio_postgres::Error) -> Option<SqlState> {
 #[test]
 fn scram_with_psql_right_and_wrong_passwords() {
     let s = server(Auth::Scram(Arc::new(credentials())), None, false);
-    let (out, err, ok) = psql(&conninfo(&s, "alice", ""), Some("wonder land"), "select x from t");
+    let (out, err, ok) = psql(
+        &conninfo(&s, "alice", ""),
+        Some("wonder land"),
+        "select x from t",
+    );
     assert!(ok, "{err}");
     assert_eq!(out, "7");
     let (out, err, ok) = psql(&conninfo(&s, "bob", ""), Some("b0b's pw"), "select 1");
     assert!(ok, "{err}");
     assert_eq!(out, "1");
-    for (user, pw) in [("alice", "wonderland"), ("bob", "wonder land"), ("eve", "x")] {
+    for (user, pw) in [
+        ("alice", "wonderland"),
+        ("bob", "wonder land"),
+        ("eve", "x"),
+    ] {
         let (_, err, ok) = psql(&conninfo(&s, user, ""), Some(pw), "select 1");
         assert!(!ok, "{user} got in with a wrong password");
         assert!(
-            err.contains(&format!("password authentication failed for user \"{user}\"")),
+            err.contains(&format!(
+                "password authentication failed for user \"{user}\""
+            )),
             "{user}: {err}"
         );
     }
@@ -139,10 +149,11 @@ fn scram_with_tokio_postgres_gives_28p01() {
         let n: i32 = c.query_one("select x from t", &[]).await.unwrap().get(0);
         assert_eq!(n, 7);
         for (user, pw) in [("alice", "wrong"), ("mallory", "wonder land")] {
-            let e = tokio_postgres::connect(&conninfo(&s, user, &format!("password='{pw}'")), NoTls)
-                .await
-                .err()
-                .expect("refused");
+            let e =
+                tokio_postgres::connect(&conninfo(&s, user, &format!("password='{pw}'")), NoTls)
+                    .await
+                    .err()
+                    .expect("refused");
             assert_eq!(code(&e), Some(SqlState::INVALID_PASSWORD), "{user}: {e}");
         }
     });
@@ -168,7 +179,11 @@ fn tls_with_psql_and_tokio_postgres() {
         "sslmode=require channel_binding=require".to_string(),
     ];
     for extra in &extras {
-        let (out, err, ok) = psql(&conninfo(&s, "alice", extra), Some("wonder land"), "select 1");
+        let (out, err, ok) = psql(
+            &conninfo(&s, "alice", extra),
+            Some("wonder land"),
+            "select 1",
+        );
         assert!(ok, "{extra}: {err}");
         assert_eq!(out, "1", "{extra}");
     }
@@ -178,7 +193,10 @@ fn tls_with_psql_and_tokio_postgres() {
         Some("nope"),
         "select 1",
     );
-    assert!(!ok && err.contains("password authentication failed"), "{err}");
+    assert!(
+        !ok && err.contains("password authentication failed"),
+        "{err}"
+    );
     let (out, err, ok) = psql(
         &conninfo(&s, "bob", "sslmode=disable"),
         Some("b0b's pw"),
@@ -222,7 +240,10 @@ fn tls_required_refuses_plain_clients() {
             .await
             .err()
             .expect("plain refused");
-        assert_eq!(code(&e), Some(SqlState::INVALID_AUTHORIZATION_SPECIFICATION));
+        assert_eq!(
+            code(&e),
+            Some(SqlState::INVALID_AUTHORIZATION_SPECIFICATION)
+        );
     });
     let (out, err, ok) = psql(&conninfo(&s, "tester", "sslmode=require"), None, "select 1");
     assert!(ok, "{err}");

@@ -48,7 +48,12 @@ struct ConnState {
 impl<E: Engine> Connection<E> {
     pub fn new(shared: Arc<Shared<E>>, peer: Option<OwnedFd>) -> Arc<Self> {
         let session = shared.engine.session();
-        let runner = Arc::new(Runner::new(session, shared.live_sessions.clone(), peer));
+        let runner = Arc::new(Runner::new(
+            session,
+            shared.live_sessions.clone(),
+            peer,
+            shared.trim.clone(),
+        ));
         Arc::new(Connection {
             parser: Arc::new(extended::Parser::new(runner.clone())),
             runner,

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::engine::{Canceller, EngineError, EngineSession};
+use crate::trim::{MemoryTrim, LONG_STATEMENT};
 
 /// How often a running query checks whether its client is still there.
 const PEER_POLL: Duration = Duration::from_millis(50);
@@ -20,6 +21,7 @@ pub struct Runner<S: EngineSession> {
     canceller: Canceller,
     /// A duplicate of the client socket's descriptor, only ever polled.
     peer: Option<Arc<OwnedFd>>,
+    trim: Arc<MemoryTrim>,
 }
 
 /// A session that keeps a count of live sessions up to date, so shutdown can
@@ -27,22 +29,36 @@ pub struct Runner<S: EngineSession> {
 struct Counted<S> {
     session: S,
     live: Arc<AtomicUsize>,
+    trim: Arc<MemoryTrim>,
 }
 
 impl<S> Drop for Counted<S> {
     fn drop(&mut self) {
         self.live.fetch_sub(1, Ordering::SeqCst);
+        // The session's memory is freed just after this body (fields drop
+        // last); the trimmer acts on its next tick, when it is gone.
+        self.trim.request();
     }
 }
 
 impl<S: EngineSession> Runner<S> {
-    pub fn new(session: S, live: Arc<AtomicUsize>, peer: Option<OwnedFd>) -> Self {
+    pub(crate) fn new(
+        session: S,
+        live: Arc<AtomicUsize>,
+        peer: Option<OwnedFd>,
+        trim: Arc<MemoryTrim>,
+    ) -> Self {
         live.fetch_add(1, Ordering::SeqCst);
         let canceller = session.canceller();
         Runner {
-            session: Arc::new(Mutex::new(Counted { session, live })),
+            session: Arc::new(Mutex::new(Counted {
+                session,
+                live,
+                trim: trim.clone(),
+            })),
             canceller,
             peer: peer.map(Arc::new),
+            trim,
         }
     }
 
@@ -58,6 +74,7 @@ impl<S: EngineSession> Runner<S> {
         F: FnOnce(&mut S) -> Result<T, EngineError> + Send + 'static,
     {
         let session = self.session.clone();
+        let started = std::time::Instant::now();
         let mut job = tokio::task::spawn_blocking(move || {
             let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
             std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard.session))).unwrap_or_else(
@@ -77,6 +94,9 @@ impl<S: EngineSession> Runner<S> {
                 job.await
             }
         };
+        if started.elapsed() >= LONG_STATEMENT {
+            self.trim.request();
+        }
         joined.unwrap_or_else(|e| Err(EngineError::new("XX000", format!("internal error: {e}"))))
     }
 }

@@ -94,7 +94,9 @@ impl<E: Engine> StartupHandler for Connection<E> {
                     AuthState::InProgress(first) => {
                         self.state().scram = Some(mechanism);
                         client.set_state(PgWireConnectionState::AuthenticationInProgress);
-                        client.send(PgWireBackendMessage::Authentication(first)).await?;
+                        client
+                            .send(PgWireBackendMessage::Authentication(first))
+                            .await?;
                         Ok(())
                     }
                     AuthState::Ok { final_message, .. } => {
@@ -112,7 +114,9 @@ impl<E: Engine> StartupHandler for Connection<E> {
                 match mechanism.next(client, msg).await {
                     Ok(AuthState::InProgress(next)) => {
                         self.state().scram = Some(mechanism);
-                        client.send(PgWireBackendMessage::Authentication(next)).await?;
+                        client
+                            .send(PgWireBackendMessage::Authentication(next))
+                            .await?;
                         Ok(())
                     }
                     Ok(AuthState::Ok { final_message, .. }) => {
@@ -136,7 +140,9 @@ impl<E: Engine> Connection<E> {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         if let Some(last) = last {
-            client.send(PgWireBackendMessage::Authentication(last)).await?;
+            client
+                .send(PgWireBackendMessage::Authentication(last))
+                .await?;
         }
         finish_authentication(client, &parameter_provider()).await?;
         self.authenticated.store(true, Ordering::SeqCst);
