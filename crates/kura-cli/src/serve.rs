@@ -1,26 +1,48 @@
-//! `kura serve`: the PostgreSQL wire protocol on a loopback address, so psql,
-//! JDBC and psycopg connect to the database unchanged.
+//! `kura serve`: the PostgreSQL wire protocol (loopback unless told otherwise;
+//! SCRAM-SHA-256 passwords and TLS when configured), so psql, JDBC and psycopg
+//! connect to the database unchanged.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use kura::{Database, FileAccess};
-use kura_server::{parse_listen, serve_until_signal, Auth, KuraEngine, ServerConfig};
+use kura_server::{
+    parse_listen, serve_until_signal, Auth, Credentials, KuraEngine, ServerConfig, Tls,
+};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Address to listen on (loopback unless told otherwise).
     #[arg(long, default_value = "127.0.0.1:5433")]
     pub listen: String,
-    /// Require this password (md5 authentication); without it, loopback clients are trusted.
-    #[arg(long, conflicts_with = "password_file")]
-    pub password: Option<String>,
-    /// Read the required password from the first line of this file.
-    #[arg(long)]
+    /// Users and passwords, one `user:password` or `user:SCRAM-SHA-256$...`
+    /// (a PostgreSQL verifier) a line; clients log in with SCRAM-SHA-256.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["password", "user"])]
     pub password_file: Option<std::path::PathBuf>,
-    /// Only this user name may log in (with a password).
-    #[arg(long)]
+    /// Require this password (SCRAM-SHA-256). Prefer the environment variable:
+    /// a command line is visible to every local user.
+    #[arg(long, env = "KURA_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+    /// Only this user name may log in with the password (any name otherwise).
+    #[arg(long, requires = "password")]
     pub user: Option<String>,
+    /// Serve an address other than loopback without passwords (anyone who can
+    /// reach it has full access).
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+    /// PEM certificate chain for TLS (clients asking for SSL get it).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Refuse clients that do not use TLS.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_required: bool,
+    /// Seconds a client has to complete TLS and log in before it is disconnected.
+    #[arg(long, value_name = "SECS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=60))]
+    pub auth_timeout: u64,
     /// Let clients' `COPY t FROM 'file'` read files below this directory (relative
     /// names are resolved in it); without it the server reads no files for clients.
     #[arg(long, value_name = "DIR")]
@@ -35,25 +57,19 @@ pub struct Args {
 /// Serves `database` (opened from `db`) until SIGINT/SIGTERM.
 pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
     let listen = parse_listen(&args.listen).map_err(|e| e.to_string())?;
-    let password = match (&args.password, &args.password_file) {
-        (Some(p), _) => Some(p.clone()),
-        (None, Some(f)) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-            let line = text.lines().next().unwrap_or("").trim_end().to_string();
-            if line.is_empty() {
-                return Err(format!("{} holds no password", f.display()));
-            }
-            Some(line)
-        }
+    let credentials = match (&args.password_file, &args.password) {
+        (Some(f), _) => Some(Credentials::from_password_file(f)?),
+        (None, Some(p)) if p.is_empty() => return Err("the password is empty".into()),
+        (None, Some(p)) => Some(Credentials::single(args.user.as_deref(), p)),
         (None, None) => None,
     };
-    if password.is_none() && args.user.is_some() {
-        return Err("--user needs --password or --password-file".into());
-    }
-    if password.is_none() && !listen.ip().is_loopback() {
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(Tls::from_pem_files(cert, key).map_err(|e| e.to_string())?),
+        _ => None,
+    };
+    if tls.is_none() && credentials.is_some() && !listen.ip().is_loopback() {
         eprintln!(
-            "warning: serving {listen} without a password: anyone who can reach it has full access"
+            "warning: serving {listen} without TLS: passwords are not sent, but queries and results travel in clear"
         );
     }
     let file_access = match &args.copy_dir {
@@ -65,12 +81,17 @@ pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
     quiet_panics();
     let mut config = ServerConfig::new(listen);
     config.max_connections = args.max_connections as usize;
-    if let Some(password) = password {
-        config.auth = Auth::Md5 {
-            user: args.user.clone(),
-            password,
-        };
+    if let Some(credentials) = credentials {
+        config.auth = Auth::Scram(Arc::new(credentials));
+    } else if !listen.ip().is_loopback() && args.insecure_no_auth {
+        eprintln!(
+            "warning: serving {listen} without a password: anyone who can reach it has full access"
+        );
     }
+    config.allow_remote_without_password = args.insecure_no_auth;
+    config.tls_required = args.tls_required;
+    config.tls = tls;
+    config.auth_timeout = std::time::Duration::from_secs(args.auth_timeout);
     config.database_name = db
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -3,6 +3,7 @@
 //! (paper 003: the engine is reached over a protocol and JDBC). Built on the
 //! `pgwire` crate; tokio lives only in this crate.
 
+pub mod auth;
 pub mod cancel;
 pub mod codec;
 pub mod compat;
@@ -14,13 +15,17 @@ pub mod numeric;
 pub mod run;
 pub mod server;
 pub mod split;
+pub mod tls;
+mod trim;
 pub mod types;
 
+pub use auth::{Credentials, Verifier};
 pub use engine::{Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape};
 pub use error::{ServerError, ServerResult};
 pub use kura_engine::KuraEngine;
 pub use run::{parse_listen, serve_until_signal};
 pub use server::{Auth, Server, ServerConfig, ServerSummary};
+pub use tls::Tls;
 
 /// The PostgreSQL version kura's protocol and catalog answers follow; drivers
 /// read it (`server_version`) to pick their feature set.

@@ -9,25 +9,29 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use pgwire::api::auth::sasl::scram::ScramAuth;
+use pgwire::api::auth::AuthSource;
 use pgwire::api::RandomPidSecretKeyGenerator;
+use pgwire::tokio::TlsAcceptor;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
+use crate::auth::Credentials;
 use crate::cancel::CancelRegistry;
 use crate::conn::{Connection, Handlers};
 use crate::engine::Engine;
 use crate::error::{ServerError, ServerResult};
+use crate::tls::Tls;
+use crate::trim::MemoryTrim;
 
 /// How clients prove who they are.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Auth {
     /// Everyone is let in (the default, for loopback use).
     Trust,
-    /// md5 password authentication; `user` restricts the login name when set.
-    Md5 {
-        user: Option<String>,
-        password: String,
-    },
+    /// SCRAM-SHA-256 against these users' verifiers (SCRAM-SHA-256-PLUS, bound
+    /// to the certificate, for clients on TLS).
+    Scram(Arc<Credentials>),
 }
 
 #[derive(Debug, Clone)]
@@ -40,6 +44,16 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Connections served at once; more are refused with 53300, as PostgreSQL does.
     pub max_connections: usize,
+    /// Accept TLS with this certificate when clients ask for it.
+    pub tls: Option<Tls>,
+    /// Refuse clients that do not use TLS (28000).
+    pub tls_required: bool,
+    /// A connection that has not authenticated within this time is closed
+    /// (PostgreSQL's `authentication_timeout`), so silent or slow clients
+    /// cannot hold connection slots.
+    pub auth_timeout: Duration,
+    /// Let clients in without a password on an address other than loopback.
+    pub allow_remote_without_password: bool,
 }
 
 impl ServerConfig {
@@ -50,6 +64,10 @@ impl ServerConfig {
             database_name: "kura".into(),
             shutdown_grace: Duration::from_secs(10),
             max_connections: 100,
+            tls: None,
+            tls_required: false,
+            auth_timeout: Duration::from_secs(60),
+            allow_remote_without_password: false,
         }
     }
 }
@@ -57,7 +75,6 @@ impl ServerConfig {
 /// State every connection shares.
 pub struct Shared<E: Engine> {
     pub(crate) engine: Arc<E>,
-    pub(crate) auth: Auth,
     pub(crate) database_name: String,
     pub(crate) cancels: Arc<CancelRegistry>,
     pub(crate) pids: Arc<RandomPidSecretKeyGenerator>,
@@ -66,6 +83,16 @@ pub struct Shared<E: Engine> {
     /// Connections open now, and how many may be.
     pub(crate) open_connections: AtomicUsize,
     pub(crate) max_connections: usize,
+    /// The SCRAM exchanges offered: without channel binding (plain
+    /// connections) and with it (TLS connections), when passwords are required.
+    pub(crate) scram: Option<ScramPair>,
+    pub(crate) tls_required: bool,
+    pub(crate) trim: Arc<MemoryTrim>,
+}
+
+pub(crate) struct ScramPair {
+    pub(crate) plain: ScramAuth,
+    pub(crate) tls: ScramAuth,
 }
 
 /// A bound server, ready to run.
@@ -73,6 +100,8 @@ pub struct Server<E: Engine> {
     listener: TcpListener,
     shared: Arc<Shared<E>>,
     grace: Duration,
+    tls: Option<TlsAcceptor>,
+    auth_timeout: Duration,
 }
 
 /// What a finished server did, for the log.
@@ -85,6 +114,37 @@ pub struct ServerSummary {
 
 impl<E: Engine> Server<E> {
     pub async fn bind(engine: Arc<E>, config: ServerConfig) -> ServerResult<Self> {
+        if matches!(config.auth, Auth::Trust)
+            && !config.listen.ip().is_loopback()
+            && !config.allow_remote_without_password
+        {
+            return Err(ServerError::Config(format!(
+                "refusing to serve {} without passwords: anyone who can reach it would have \
+                 full access (give a password file or KURA_PASSWORD, or --insecure-no-auth)",
+                config.listen
+            )));
+        }
+        if config.tls_required && config.tls.is_none() {
+            return Err(ServerError::Config(
+                "TLS is required but no certificate and key were given".into(),
+            ));
+        }
+        let scram = match &config.auth {
+            Auth::Trust => None,
+            Auth::Scram(credentials) => {
+                let source: Arc<dyn AuthSource> = credentials.clone();
+                let plain = ScramAuth::new(source.clone());
+                let mut tls = ScramAuth::new(source);
+                if let Some(t) = &config.tls {
+                    // A certificate pgwire cannot hash for channel binding
+                    // (say Ed25519) still serves TLS, with SCRAM-SHA-256 only.
+                    if let Err(e) = tls.configure_certificate(&t.cert_pem) {
+                        tracing::warn!("no SCRAM channel binding with this certificate: {e}");
+                    }
+                }
+                Some(ScramPair { plain, tls })
+            }
+        };
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -96,15 +156,19 @@ impl<E: Engine> Server<E> {
             listener,
             shared: Arc::new(Shared {
                 engine,
-                auth: config.auth,
                 database_name: config.database_name,
                 cancels: Arc::new(CancelRegistry::default()),
                 pids: Arc::new(RandomPidSecretKeyGenerator::default()),
                 live_sessions: Arc::new(AtomicUsize::new(0)),
                 open_connections: AtomicUsize::new(0),
                 max_connections: config.max_connections,
+                scram,
+                tls_required: config.tls_required,
+                trim: Arc::new(MemoryTrim::default()),
             }),
             grace: config.shutdown_grace,
+            tls: config.tls.map(|t| t.acceptor),
+            auth_timeout: config.auth_timeout,
         })
     }
 
@@ -125,6 +189,7 @@ impl<E: Engine> Server<E> {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> ServerSummary {
         let mut tasks = JoinSet::new();
         let mut connections = 0u64;
+        let trimmer = tokio::spawn(self.shared.trim.clone().run());
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
@@ -133,8 +198,10 @@ impl<E: Engine> Server<E> {
                     Ok((stream, addr)) => {
                         connections += 1;
                         let shared = self.shared.clone();
+                        let tls = self.tls.clone();
+                        let auth_timeout = self.auth_timeout;
                         tasks.spawn(async move {
-                            if let Err(e) = serve_connection(shared, stream).await {
+                            if let Err(e) = serve_connection(shared, stream, tls, auth_timeout).await {
                                 tracing::debug!(%addr, "connection ended: {e}");
                             }
                         });
@@ -150,6 +217,7 @@ impl<E: Engine> Server<E> {
             }
         }
         drop(self.listener);
+        trimmer.abort();
         tracing::info!("shutting down: cancelling running queries");
         self.shared.cancels.cancel_all();
         tasks.abort_all();
@@ -170,6 +238,8 @@ impl<E: Engine> Server<E> {
 async fn serve_connection<E: Engine>(
     shared: Arc<Shared<E>>,
     stream: TcpStream,
+    tls: Option<TlsAcceptor>,
+    auth_timeout: Duration,
 ) -> std::io::Result<()> {
     /// Counts a connection while it is open.
     struct Open<'a>(&'a AtomicUsize);
@@ -181,8 +251,27 @@ async fn serve_connection<E: Engine>(
     shared.open_connections.fetch_add(1, Ordering::SeqCst);
     let counted = shared.clone();
     let _open = Open(&counted.open_connections);
+    let peer_addr = stream.peer_addr().ok();
     // A duplicate descriptor lets a running query notice the client vanish.
     let peer: Option<OwnedFd> = stream.as_fd().try_clone_to_owned().ok();
     let conn = Connection::new(shared, peer);
-    pgwire::tokio::process_socket(stream, None, Handlers(conn)).await
+    let authenticated = conn.authenticated();
+    // The deadline covers the TLS handshake, the startup packet and the
+    // password exchange; an authenticated session may then idle freely.
+    let deadline = async {
+        tokio::time::sleep(auth_timeout).await;
+        if authenticated.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        r = pgwire::tokio::process_socket(stream, tls, Handlers(conn)) => r,
+        _ = deadline => {
+            tracing::info!(
+                peer = ?peer_addr,
+                "closing a connection that did not authenticate within {auth_timeout:?}"
+            );
+            Ok(())
+        }
+    }
 }

@@ -242,13 +242,13 @@ fn parameters_bind_typed_values() {
 }
 
 #[test]
-fn md5_password_authentication() {
+fn scram_password_authentication() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
-    let auth = kura_server::Auth::Md5 {
-        user: Some("tester".into()),
-        password: "s3cret".into(),
-    };
+    let auth = kura_server::Auth::Scram(std::sync::Arc::new(kura_server::Credentials::single(
+        Some("tester"),
+        "s3cret",
+    )));
     let s = TestServer::start(auth, |db| setup(db, &path));
     rt().block_on(async {
         let ok = tokio_postgres::connect(&format!("{} password=s3cret", s.conn_str()), NoTls).await;

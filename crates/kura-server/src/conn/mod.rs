@@ -8,8 +8,10 @@ mod simple;
 mod startup;
 
 use std::os::fd::OwnedFd;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
+use pgwire::api::auth::mechanism::AuthMechanism;
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
@@ -28,6 +30,8 @@ pub struct Connection<E: Engine> {
     runner: Arc<Runner<E::Session>>,
     parser: Arc<extended::Parser<E::Session>>,
     state: Mutex<ConnState>,
+    /// Set once the client has logged in (the authentication deadline stops).
+    authenticated: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
@@ -35,8 +39,8 @@ struct ConnState {
     params: ClientParameters,
     /// Backend process id handed to the client (for CancelRequest).
     pid: Option<i32>,
-    /// Salt of a password challenge in progress.
-    salt: Option<[u8; 4]>,
+    /// The SCRAM exchange in progress.
+    scram: Option<Box<dyn AuthMechanism>>,
     /// A portal's result computed at Describe (portal identity, name, result).
     early: Option<(usize, String, crate::engine::Outcome)>,
 }
@@ -44,13 +48,23 @@ struct ConnState {
 impl<E: Engine> Connection<E> {
     pub fn new(shared: Arc<Shared<E>>, peer: Option<OwnedFd>) -> Arc<Self> {
         let session = shared.engine.session();
-        let runner = Arc::new(Runner::new(session, shared.live_sessions.clone(), peer));
+        let runner = Arc::new(Runner::new(
+            session,
+            shared.live_sessions.clone(),
+            peer,
+            shared.trim.clone(),
+        ));
         Arc::new(Connection {
             parser: Arc::new(extended::Parser::new(runner.clone())),
             runner,
             shared,
             state: Mutex::new(ConnState::default()),
+            authenticated: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    pub fn authenticated(&self) -> Arc<AtomicBool> {
+        self.authenticated.clone()
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, ConnState> {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use crate::engine::{Canceller, Column, EngineError, EngineSession, Outcome, StreamOut};
+use crate::trim::{MemoryTrim, LONG_STATEMENT};
 use kura_common::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -29,6 +30,7 @@ pub struct Runner<S: EngineSession> {
     canceller: Canceller,
     /// A duplicate of the client socket's descriptor, only ever polled.
     peer: Option<Arc<OwnedFd>>,
+    trim: Arc<MemoryTrim>,
 }
 
 /// A session that keeps a count of live sessions up to date, so shutdown can
@@ -36,22 +38,36 @@ pub struct Runner<S: EngineSession> {
 struct Counted<S> {
     session: S,
     live: Arc<AtomicUsize>,
+    trim: Arc<MemoryTrim>,
 }
 
 impl<S> Drop for Counted<S> {
     fn drop(&mut self) {
         self.live.fetch_sub(1, Ordering::SeqCst);
+        // The session's memory is freed just after this body (fields drop
+        // last); the trimmer acts on its next tick, when it is gone.
+        self.trim.request();
     }
 }
 
 impl<S: EngineSession> Runner<S> {
-    pub fn new(session: S, live: Arc<AtomicUsize>, peer: Option<OwnedFd>) -> Self {
+    pub(crate) fn new(
+        session: S,
+        live: Arc<AtomicUsize>,
+        peer: Option<OwnedFd>,
+        trim: Arc<MemoryTrim>,
+    ) -> Self {
         live.fetch_add(1, Ordering::SeqCst);
         let canceller = session.canceller();
         Runner {
-            session: Arc::new(Mutex::new(Counted { session, live })),
+            session: Arc::new(Mutex::new(Counted {
+                session,
+                live,
+                trim: trim.clone(),
+            })),
             canceller,
             peer: peer.map(Arc::new),
+            trim,
         }
     }
 
@@ -67,6 +83,7 @@ impl<S: EngineSession> Runner<S> {
         F: FnOnce(&mut S) -> Result<T, EngineError> + Send + 'static,
     {
         let session = self.session.clone();
+        let started = std::time::Instant::now();
         let mut job = tokio::task::spawn_blocking(move || {
             let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
             std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard.session))).unwrap_or_else(
@@ -86,6 +103,9 @@ impl<S: EngineSession> Runner<S> {
                 job.await
             }
         };
+        if started.elapsed() >= LONG_STATEMENT {
+            self.trim.request();
+        }
         joined.unwrap_or_else(|e| Err(EngineError::new("XX000", format!("internal error: {e}"))))
     }
 }
@@ -103,8 +123,12 @@ impl<S: EngineSession> Runner<S> {
         let (columns_tx, columns_rx) = oneshot::channel();
         let (rows_tx, rows_rx) = mpsc::channel(STREAM_BATCHES);
         let session = self.session.clone();
+        let trim = self.trim.clone();
         let mut job = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
             let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
+            // Streamed or not, a long statement leaves freed memory to return.
+            let _trim = TrimAfter(trim, started);
             let mut out = Channel {
                 columns: Some(columns_tx),
                 rows: rows_tx,
@@ -135,21 +159,38 @@ impl<S: EngineSession> Runner<S> {
             }
         };
         match columns {
-            Some(columns) => Ok(Outcome {
-                columns,
-                rows: Box::pin(
-                    tokio_stream_of(rows_rx)
-                        .map(|batch: Result<Vec<Vec<Value>>, EngineError>| match batch {
-                            Ok(rows) => {
-                                futures::stream::iter(rows.into_iter().map(Ok)).left_stream()
-                            }
-                            Err(e) => futures::stream::once(async move { Err(e) }).right_stream(),
-                        })
-                        .flatten(),
-                ),
-                // pgwire counts the rows it sends and appends the count.
-                tag: "SELECT".into(),
-            }),
+            Some(columns) => {
+                // The rows go out while the query runs: a client that goes
+                // away must still cancel it (the query notices a closed
+                // channel only when it next delivers rows).
+                let (peer, canceller) = (self.peer.clone(), self.canceller.clone());
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = job => {}
+                        _ = peer_gone(peer) => {
+                            canceller();
+                            tracing::debug!("client disconnected mid-result; query cancelled");
+                        }
+                    }
+                });
+                Ok(Outcome {
+                    columns,
+                    rows: Box::pin(
+                        tokio_stream_of(rows_rx)
+                            .map(|batch: Result<Vec<Vec<Value>>, EngineError>| match batch {
+                                Ok(rows) => {
+                                    futures::stream::iter(rows.into_iter().map(Ok)).left_stream()
+                                }
+                                Err(e) => {
+                                    futures::stream::once(async move { Err(e) }).right_stream()
+                                }
+                            })
+                            .flatten(),
+                    ),
+                    // pgwire counts the rows it sends and appends the count.
+                    tag: "SELECT".into(),
+                })
+            }
             None => {
                 // A query blocked on a full channel must see it close to end.
                 drop(rows_rx);
@@ -157,6 +198,17 @@ impl<S: EngineSession> Runner<S> {
                     Err(EngineError::new("XX000", format!("internal error: {e}")))
                 })
             }
+        }
+    }
+}
+
+/// Asks for a memory trim when dropped, if the statement ran long.
+struct TrimAfter(Arc<MemoryTrim>, std::time::Instant);
+
+impl Drop for TrimAfter {
+    fn drop(&mut self) {
+        if self.1.elapsed() >= LONG_STATEMENT {
+            self.0.request();
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Connection startup: protocol negotiation, trust or md5 password
-//! authentication, the parameters reported to the client, and the process id
+//! Connection startup: protocol negotiation, TLS policy, trust or
+//! SCRAM-SHA-256 password authentication, the parameters reported to the client, and the process id
 //! and secret key a client later cancels with.
 
 use std::fmt::Debug;
@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
-use pgwire::api::auth::md5pass::hash_md5_password;
+use pgwire::api::auth::mechanism::{AuthMechanismFactory, AuthState};
 use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
     DefaultServerParameterProvider, StartupHandler,
@@ -20,7 +20,6 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use super::Connection;
 use crate::compat::is_client_parameter;
 use crate::engine::Engine;
-use crate::server::Auth;
 
 /// The ParameterStatus values sent after authentication.
 fn parameter_provider() -> DefaultServerParameterProvider {
@@ -73,46 +72,57 @@ impl<E: Engine> StartupHandler for Connection<E> {
                         }
                     }
                 }
-                match &self.shared.auth {
-                    Auth::Trust => finish_authentication(client, &parameter_provider()).await,
-                    Auth::Md5 { .. } => {
-                        let salt: [u8; 4] = rand::random();
-                        self.state().salt = Some(salt);
+                if self.shared.tls_required && !client.is_secure() {
+                    tracing::info!(peer = %client.socket_addr(), "refused a client without TLS");
+                    return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                        "FATAL".into(),
+                        "28000".into(),
+                        "this server requires TLS: connect with sslmode=require".into(),
+                    ))));
+                }
+                let Some(scram) = &self.shared.scram else {
+                    return self.logged_in(client, None).await;
+                };
+                // Channel binding (SCRAM-SHA-256-PLUS) only means something on TLS.
+                let factory = if client.is_secure() {
+                    &scram.tls
+                } else {
+                    &scram.plain
+                };
+                let mut mechanism = factory.create();
+                match mechanism.begin(client).await? {
+                    AuthState::InProgress(first) => {
+                        self.state().scram = Some(mechanism);
                         client.set_state(PgWireConnectionState::AuthenticationInProgress);
                         client
-                            .send(PgWireBackendMessage::Authentication(
-                                Authentication::MD5Password(salt.to_vec()),
-                            ))
+                            .send(PgWireBackendMessage::Authentication(first))
                             .await?;
                         Ok(())
                     }
+                    AuthState::Ok { final_message, .. } => {
+                        self.logged_in(client, final_message).await
+                    }
+                    AuthState::Failed(e) => Err(self.auth_failed(client, e)),
                 }
             }
             PgWireFrontendMessage::PasswordMessageFamily(msg) => {
-                let Auth::Md5 {
-                    user: allowed_user,
-                    password,
-                } = &self.shared.auth
-                else {
-                    return Err(PgWireError::NoAuthenticationInProgress);
-                };
-                let salt = self
+                let mut mechanism = self
                     .state()
-                    .salt
+                    .scram
                     .take()
                     .ok_or(PgWireError::NoAuthenticationInProgress)?;
-                let presented = msg.into_password()?.password;
-                let user = client
-                    .metadata()
-                    .get(METADATA_USER)
-                    .cloned()
-                    .unwrap_or_default();
-                let user_ok = allowed_user.as_ref().is_none_or(|u| *u == user);
-                let expected = hash_md5_password(&user, password, &salt);
-                if user_ok && constant_time_eq(presented.as_bytes(), expected.as_bytes()) {
-                    finish_authentication(client, &parameter_provider()).await
-                } else {
-                    Err(PgWireError::InvalidPassword(user))
+                match mechanism.next(client, msg).await {
+                    Ok(AuthState::InProgress(next)) => {
+                        self.state().scram = Some(mechanism);
+                        client
+                            .send(PgWireBackendMessage::Authentication(next))
+                            .await?;
+                        Ok(())
+                    }
+                    Ok(AuthState::Ok { final_message, .. }) => {
+                        self.logged_in(client, final_message).await
+                    }
+                    Ok(AuthState::Failed(e)) | Err(e) => Err(self.auth_failed(client, e)),
                 }
             }
             _ => Ok(()),
@@ -120,7 +130,48 @@ impl<E: Engine> StartupHandler for Connection<E> {
     }
 }
 
-/// Compares without an early exit, so timing does not reveal how much matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+impl<E: Engine> Connection<E> {
+    /// Completes the startup: the last SASL message if any, AuthenticationOk,
+    /// parameters, the cancel key and ReadyForQuery.
+    async fn logged_in<C>(&self, client: &mut C, last: Option<Authentication>) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(last) = last {
+            client
+                .send(PgWireBackendMessage::Authentication(last))
+                .await?;
+        }
+        finish_authentication(client, &parameter_provider()).await?;
+        self.authenticated.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Logs a failed login in one line (never a secret) and returns the error
+    /// the client gets: 28P01 for a wrong password or unknown user.
+    fn auth_failed<C: ClientInfo>(&self, client: &C, e: PgWireError) -> PgWireError {
+        let user = client
+            .metadata()
+            .get(METADATA_USER)
+            .cloned()
+            .unwrap_or_default();
+        match e {
+            // The SCRAM exchange names no user (clients leave it to the
+            // startup packet); say which one, in PostgreSQL's words.
+            PgWireError::InvalidPassword(_) => {
+                tracing::warn!(peer = %client.socket_addr(), user, "password authentication failed");
+                PgWireError::UserError(Box::new(ErrorInfo::new(
+                    "FATAL".into(),
+                    "28P01".into(),
+                    format!("password authentication failed for user \"{user}\""),
+                )))
+            }
+            other => {
+                tracing::warn!(peer = %client.socket_addr(), user, "authentication failed: {other}");
+                other
+            }
+        }
+    }
 }
