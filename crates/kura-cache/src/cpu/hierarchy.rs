@@ -153,10 +153,7 @@ impl Hierarchy {
     /// One access to byte address `addr` by class of service `class`.
     #[inline]
     pub fn access(&mut self, addr: u64, class: usize) -> Access {
-        if class >= self.counters.len() {
-            self.counters
-                .resize(class + 1, vec![LevelCounters::default(); self.levels.len()]);
-        }
+        self.ensure_class(class);
         let counters = &mut self.counters[class];
         let mut misses = [MissClass::Unclassified; MAX_LEVELS];
         // The line of the previous access hits L1 again and changes no state — not
@@ -202,8 +199,43 @@ impl Hierarchy {
 
     /// Replays byte addresses for one class (counters as [`Self::access`]).
     pub fn replay(&mut self, addrs: &[u64], class: usize) {
+        if self.classifiers.iter().any(Option::is_some) {
+            for &addr in addrs {
+                self.access(addr, class);
+            }
+            return;
+        }
+        // Without classifiers an access is only lookups: keep the class's masks and
+        // the counts in locals for the whole batch instead of per access.
+        self.ensure_class(class);
+        let n = self.levels.len();
+        let mut masks = [self.levels[0].class_mask(class); MAX_LEVELS];
+        for (m, level) in masks.iter_mut().zip(&self.levels) {
+            *m = level.class_mask(class);
+        }
+        let mut hits = [0u64; MAX_LEVELS];
+        let mut misses = [0u64; MAX_LEVELS];
         for &addr in addrs {
-            self.access(addr, class);
+            for (i, level) in self.levels.iter_mut().enumerate() {
+                let line = level.line_of(addr);
+                if level.access_masked(line, masks[i]) == Lookup::Hit {
+                    hits[i] += 1;
+                    break;
+                }
+                misses[i] += 1;
+            }
+        }
+        for (i, c) in self.counters[class].iter_mut().enumerate().take(n) {
+            c.accesses += hits[i] + misses[i];
+            c.hits += hits[i];
+            c.misses += misses[i];
+        }
+    }
+
+    fn ensure_class(&mut self, class: usize) {
+        if class >= self.counters.len() {
+            self.counters
+                .resize(class + 1, vec![LevelCounters::default(); self.levels.len()]);
         }
     }
 
