@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::classify::{Classifier, MissClass};
 use super::geometry::{data_hierarchy, read_sysfs, Geometry};
-use super::set_assoc::{Lookup, Replacement, SetAssoc};
+use super::set_assoc::{Lookup, Replacement, SetAssoc, WayMask};
 use crate::error::CacheError;
 
 /// Levels a hierarchy may have.
@@ -64,6 +64,30 @@ impl Access {
     /// The level that hit, `None` for memory.
     pub fn hit_level(&self, levels: usize) -> Option<usize> {
         (self.served_by < levels).then_some(self.served_by)
+    }
+}
+
+/// The batch loop for `N` levels of one line size: unrolled over the levels, the
+/// line and its fingerprints computed once per access.
+#[inline(never)]
+fn replay_levels<const N: usize>(
+    levels: &mut [SetAssoc],
+    addrs: &[u64],
+    masks: &[WayMask; MAX_LEVELS],
+    hits: &mut [u64; MAX_LEVELS],
+    misses: &mut [u64; MAX_LEVELS],
+) {
+    let levels: &mut [SetAssoc; N] = levels.try_into().expect("N levels");
+    for &addr in addrs {
+        let line = levels[0].line_of(addr);
+        let fp = SetAssoc::fingerprint(line);
+        for i in 0..N {
+            if levels[i].access_hashed(line, fp, masks[i]) == Lookup::Hit {
+                hits[i] += 1;
+                break;
+            }
+            misses[i] += 1;
+        }
     }
 }
 
@@ -215,14 +239,28 @@ impl Hierarchy {
         }
         let mut hits = [0u64; MAX_LEVELS];
         let mut misses = [0u64; MAX_LEVELS];
-        for &addr in addrs {
-            for (i, level) in self.levels.iter_mut().enumerate() {
-                let line = level.line_of(addr);
-                if level.access_masked(line, masks[i]) == Lookup::Hit {
-                    hits[i] += 1;
-                    break;
+        let same_lines = self
+            .levels
+            .iter()
+            .all(|l| l.geometry().line_size == self.levels[0].geometry().line_size);
+        match (n, same_lines) {
+            (3, true) => {
+                replay_levels::<3>(&mut self.levels, addrs, &masks, &mut hits, &mut misses)
+            }
+            (2, true) => {
+                replay_levels::<2>(&mut self.levels, addrs, &masks, &mut hits, &mut misses)
+            }
+            _ => {
+                for &addr in addrs {
+                    for (i, level) in self.levels.iter_mut().enumerate() {
+                        let line = level.line_of(addr);
+                        if level.access_masked(line, masks[i]) == Lookup::Hit {
+                            hits[i] += 1;
+                            break;
+                        }
+                        misses[i] += 1;
+                    }
                 }
-                misses[i] += 1;
             }
         }
         for (i, c) in self.counters[class].iter_mut().enumerate().take(n) {

@@ -12,6 +12,8 @@
 //! tree-PLRU touch is one and-or with the way's precomputed path. Wider sets (up to
 //! 64 ways) scan their tags and keep LRU stamps.
 
+use std::ops::{Add, BitAnd, BitOr, BitXor, Mul, Not, Shl, Shr, Sub};
+
 use crate::error::CacheError;
 
 use super::geometry::Geometry;
@@ -22,10 +24,47 @@ const NARROW_WAYS: usize = 16;
 /// `0x1111…`: one in every nibble.
 const NIBBLES: u64 = 0x1111_1111_1111_1111;
 
-/// `0x0101…`: one in every byte of a fingerprint word.
-const BYTES: u128 = u128::MAX / 0xFF;
-const LOW7: u128 = BYTES * 0x7F;
-const HIGH: u128 = BYTES * 0x80;
+/// A set's fingerprint word: one byte per way, `u64` up to 8 ways, `u128` up to 16
+/// (so the common 8-way sets do half the work).
+trait FpWord:
+    Copy
+    + PartialEq
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + BitXor<Output = Self>
+    + Not<Output = Self>
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Shl<usize, Output = Self>
+    + Shr<usize, Output = Self>
+    + From<u8>
+{
+    fn widen(self) -> u128;
+    fn metas(cache: &SetAssoc) -> &[Meta<Self>];
+    fn metas_mut(cache: &mut SetAssoc) -> &mut [Meta<Self>];
+}
+
+macro_rules! fp_word {
+    ($t:ty, $field:ident) => {
+        impl FpWord for $t {
+            #[inline(always)]
+            fn widen(self) -> u128 {
+                self as u128
+            }
+            #[inline(always)]
+            fn metas(cache: &SetAssoc) -> &[Meta<Self>] {
+                &cache.$field
+            }
+            #[inline(always)]
+            fn metas_mut(cache: &mut SetAssoc) -> &mut [Meta<Self>] {
+                &mut cache.$field
+            }
+        }
+    };
+}
+fp_word!(u64, meta8);
+fp_word!(u128, meta16);
 
 /// What [`SetAssoc::last_line`] is before any lookup.
 const NO_LINE: u64 = u64::MAX;
@@ -50,36 +89,48 @@ pub enum Lookup {
 }
 
 /// A set's metadata when it has at most 16 ways.
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(align(32))]
-struct Meta {
+#[derive(Clone, Copy, Debug)]
+struct Meta<F> {
     /// Byte w: 0 if way w is empty, else 0x80 | the 7-bit fingerprint of its line.
-    fps: u128,
+    fps: F,
     /// LRU: the ways from most to least recent, one nibble each (nibble 0 = most
     /// recent; nibbles past the ways hold 0xF). Tree-PLRU: the node bits.
     order: u64,
 }
 
-/// A class of service's way mask, as bits and as the fingerprint words' high bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// At most 8 ways: `meta8`.
+    Narrow8,
+    /// 9 to 16 ways: `meta16`.
+    Narrow16,
+    /// More: `valid` and `stamps` or `plru`.
+    Wide,
+}
+
+/// A class of service's way mask (bit w = way w).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WayMask {
     bits: u64,
-    bytes: u128,
 }
 
 pub struct SetAssoc {
     geometry: Geometry,
     replacement: Replacement,
     ways: usize,
-    /// At most [`NARROW_WAYS`]: `meta` is used; else `valid` and `stamps`/`plru`.
-    narrow: bool,
+    /// How sets keep their state.
+    kind: Kind,
     line_shift: u32,
-    set_bits: u32,
+    /// Narrow LRU: where the least recent way's nibble is, and the nibbles below it.
+    last_rank_shift: u32,
+    last_rank_below: u64,
     set_mask: u64,
     /// Line address per way, set by set (`sets × ways`); meaningful where valid.
     tags: Vec<u64>,
-    /// Narrow sets: per set.
-    meta: Vec<Meta>,
+    /// Sets of at most 8 ways: per set.
+    meta8: Vec<Meta<u64>>,
+    /// Sets of 9 to 16 ways: per set.
+    meta16: Vec<Meta<u128>>,
     /// Wide sets: valid ways per set.
     valid: Vec<u64>,
     /// Wide LRU sets: last-use stamp per way; larger is more recent.
@@ -125,18 +176,37 @@ fn perm_rank(perm: u64, way: usize) -> u32 {
     zero.trailing_zeros() / 4
 }
 
-/// 0x80 in every byte of `x` that is zero (exact: no carries cross bytes).
+/// For a fingerprint word: bit w set where byte w equals `fp`, and bit w set where
+/// byte w has its high (valid) bit — one byte compare and two movemasks.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn zero_bytes(x: u128) -> u128 {
-    !(((x & LOW7) + LOW7) | x) & HIGH
+fn byte_matches(fps: u128, fp: u8) -> (u32, u32) {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set1_epi8, _mm_set_epi64x};
+    // SAFETY: the cfg above guarantees SSE2 (part of every x86_64 CPU); these
+    // intrinsics only compute on registers, they touch no memory. (LLVM does not
+    // find this form itself: written as a loop over the bytes it stays scalar.)
+    unsafe {
+        let v = _mm_set_epi64x((fps >> 64) as i64, fps as i64);
+        let eq = _mm_cmpeq_epi8(v, _mm_set1_epi8(fp as i8));
+        (_mm_movemask_epi8(eq) as u32, _mm_movemask_epi8(v) as u32)
+    }
+}
+
+/// The same elsewhere, one byte at a time.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[inline(always)]
+fn byte_matches(fps: u128, fp: u8) -> (u32, u32) {
+    let (mut eq, mut valid) = (0u32, 0u32);
+    for (w, &b) in fps.to_le_bytes().iter().enumerate() {
+        eq |= u32::from(b == fp) << w;
+        valid |= u32::from(b & 0x80 != 0) << w;
+    }
+    (eq, valid)
 }
 
 impl WayMask {
     fn new(bits: u64) -> Self {
-        let bytes = (0..NARROW_WAYS)
-            .filter(|w| bits >> w & 1 == 1)
-            .fold(0u128, |acc, w| acc | 0x80 << (8 * w));
-        Self { bits, bytes }
+        Self { bits }
     }
 }
 
@@ -150,20 +220,31 @@ impl SetAssoc {
             )));
         }
         let sets = geometry.sets as usize;
-        let narrow = ways <= NARROW_WAYS;
-        let wide_lru = !narrow && replacement == Replacement::Lru;
-        let wide_plru = !narrow && replacement == Replacement::TreePlru;
+        let kind = match ways {
+            0..=8 => Kind::Narrow8,
+            9..=NARROW_WAYS => Kind::Narrow16,
+            _ => Kind::Wide,
+        };
+        let wide = kind == Kind::Wide;
+        let wide_lru = wide && replacement == Replacement::Lru;
+        let wide_plru = wide && replacement == Replacement::TreePlru;
+        let order = match replacement {
+            Replacement::Lru => initial_perm(ways),
+            Replacement::TreePlru => 0,
+        };
         let full = WayMask::new(full_mask(ways));
         let mut cache = Self {
             replacement,
             ways,
-            narrow,
+            kind,
             line_shift: geometry.line_size.trailing_zeros(),
-            set_bits: geometry.sets.trailing_zeros(),
+            last_rank_shift: 4 * (ways.min(NARROW_WAYS) as u32 - 1),
+            last_rank_below: (1u64 << (4 * (ways.min(NARROW_WAYS) - 1))) - 1,
             set_mask: u64::from(geometry.sets) - 1,
             tags: vec![0; sets * ways],
-            meta: vec![Meta::default(); if narrow { sets } else { 0 }],
-            valid: vec![0; if narrow { 0 } else { sets }],
+            meta8: vec![Meta { fps: 0, order }; if kind == Kind::Narrow8 { sets } else { 0 }],
+            meta16: vec![Meta { fps: 0, order }; if kind == Kind::Narrow16 { sets } else { 0 }],
+            valid: vec![0; if wide { sets } else { 0 }],
             stamps: vec![0; if wide_lru { sets * ways } else { 0 }],
             plru: vec![0; if wide_plru { sets } else { 0 }],
             clock: 0,
@@ -235,28 +316,41 @@ impl SetAssoc {
         self.last_line
     }
 
-    /// The fingerprint byte of `line`: valid bit and 7 well-mixed bits of its tag
-    /// (the set index bits are the same for every line of a set).
+    /// The fingerprint byte of `line`: valid bit and the top 7 bits of a Fibonacci
+    /// hash (they depend on every bit of the line, so lines of one set, which
+    /// differ only in their tag bits, still spread over all 128 values).
+    /// The same at every level of a hierarchy, so computed once per access.
     #[inline(always)]
-    fn fingerprint(&self, line: u64) -> u128 {
-        let tag = line >> self.set_bits;
-        u128::from(0x80 | tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57)
+    pub(crate) fn fingerprint(line: u64) -> u8 {
+        0x80 | (line.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as u8
+    }
+
+    /// The way of narrow set `set` holding `line`, if any: candidates by
+    /// fingerprint, confirmed by the full tag.
+    #[inline(always)]
+    fn find_narrow(&self, set: usize, mut candidates: u32, line: u64) -> Option<usize> {
+        let base = set * self.ways;
+        while candidates != 0 {
+            let way = candidates.trailing_zeros() as usize;
+            if self.tags[base + way] == line {
+                return Some(way);
+            }
+            candidates &= candidates - 1;
+        }
+        None
     }
 
     /// The way of set `set` holding `line`, if any.
     #[inline(always)]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
         let base = set * self.ways;
-        if self.narrow {
-            let mut candidates = zero_bytes(self.meta[set].fps ^ self.fingerprint(line) * BYTES);
-            while candidates != 0 {
-                let way = candidates.trailing_zeros() as usize / 8;
-                if self.tags[base + way] == line {
-                    return Some(way);
-                }
-                candidates &= candidates - 1;
-            }
-            None
+        if self.kind == Kind::Narrow8 {
+            let (candidates, _) =
+                byte_matches(self.meta8[set].fps.widen(), Self::fingerprint(line));
+            self.find_narrow(set, candidates, line)
+        } else if self.kind == Kind::Narrow16 {
+            let (candidates, _) = byte_matches(self.meta16[set].fps, Self::fingerprint(line));
+            self.find_narrow(set, candidates, line)
         } else {
             let valid = self.valid[set];
             self.tags[base..base + self.ways]
@@ -285,60 +379,67 @@ impl SetAssoc {
     /// [`Self::access_line`] with the class's way mask already looked up.
     #[inline(always)]
     pub(crate) fn access_masked(&mut self, line: u64, mask: WayMask) -> Lookup {
+        self.access_hashed(line, Self::fingerprint(line), mask)
+    }
+
+    /// [`Self::access_masked`] with the line's [`Self::fingerprint`] computed.
+    #[inline(always)]
+    pub(crate) fn access_hashed(&mut self, line: u64, fp: u8, mask: WayMask) -> Lookup {
         if line == self.last_line {
             return Lookup::Hit;
         }
         self.last_line = line;
         let set = self.set_of_line(line);
-        if self.narrow {
-            self.access_narrow(set, line, mask)
-        } else {
-            self.access_wide(set, line, mask)
+        match self.kind {
+            Kind::Narrow8 => self.access_narrow::<u64>(set, line, fp, mask),
+            Kind::Narrow16 => self.access_narrow::<u128>(set, line, fp, mask),
+            Kind::Wide => self.access_wide(set, line, mask),
         }
     }
 
     #[inline(always)]
-    fn access_narrow(&mut self, set: usize, line: u64, mask: WayMask) -> Lookup {
-        let base = set * self.ways;
-        let fp = self.fingerprint(line);
-        let Meta { fps, order } = self.meta[set];
-        let mut candidates = zero_bytes(fps ^ fp * BYTES);
-        while candidates != 0 {
-            let way = candidates.trailing_zeros() as usize / 8;
-            if self.tags[base + way] == line {
-                self.meta[set].order = self.touched(order, way);
-                return Lookup::Hit;
-            }
-            candidates &= candidates - 1;
+    fn access_narrow<F: FpWord>(&mut self, set: usize, line: u64, fp: u8, mask: WayMask) -> Lookup {
+        let Meta { fps, order } = F::metas(self)[set];
+        let (candidates, valid) = byte_matches(fps.widen(), fp);
+        if let Some(way) = self.find_narrow(set, candidates, line) {
+            F::metas_mut(self)[set].order = self.touched(order, way);
+            return Lookup::Hit;
         }
         // The first empty way the class may fill, else the replacement's pick.
-        let empty = !fps & mask.bytes;
+        let empty = !valid & mask.bits as u32;
         let (way, order) = if empty != 0 {
-            let way = empty.trailing_zeros() as usize / 8;
+            let way = empty.trailing_zeros() as usize;
             (way, self.touched(order, way))
         } else if self.replacement == Replacement::Lru {
-            let rank = if mask.bits == self.full.bits {
-                self.ways as u32 - 1
+            if mask.bits == self.full.bits {
+                // The least recent way is the last nibble: rotate it to the front.
+                let way = (order >> self.last_rank_shift & 0xF) as usize;
+                let below = self.last_rank_below;
+                (
+                    way,
+                    order & !(below << 4 | 0xF) | (order & below) << 4 | way as u64,
+                )
             } else {
-                (0..self.ways as u32)
+                let rank = (0..self.ways as u32)
                     .rev()
                     .find(|r| mask.bits >> (order >> (4 * r) & 0xF) & 1 == 1)
-                    .expect("way masks are non-empty")
-            };
-            let way = (order >> (4 * rank) & 0xF) as usize;
-            (way, perm_to_front(order, way, rank))
+                    .expect("way masks are non-empty");
+                let way = (order >> (4 * rank) & 0xF) as usize;
+                (way, perm_to_front(order, way, rank))
+            }
         } else {
             let way = plru_victim(order, self.ways, mask.bits, self.full.bits);
             (way, self.touched(order, way))
         };
         let shift = 8 * way;
-        self.meta[set] = Meta {
-            fps: fps & !(0xFF << shift) | fp << shift,
+        let fp = F::from(fp);
+        F::metas_mut(self)[set] = Meta {
+            fps: fps & !(F::from(0xFF) << shift) | fp << shift,
             order,
         };
-        let old = std::mem::replace(&mut self.tags[base + way], line);
+        let old = std::mem::replace(&mut self.tags[set * self.ways + way], line);
         Lookup::Miss {
-            evicted: (fps >> shift & 0x80 != 0).then_some(old),
+            evicted: (valid >> way & 1 == 1).then_some(old),
         }
     }
 
@@ -414,7 +515,8 @@ impl SetAssoc {
             Replacement::Lru => initial_perm(self.ways),
             Replacement::TreePlru => 0,
         };
-        self.meta.fill(Meta { fps: 0, order });
+        self.meta8.fill(Meta { fps: 0, order });
+        self.meta16.fill(Meta { fps: 0, order });
         self.valid.fill(0);
         self.stamps.fill(0);
         self.plru.fill(0);
@@ -505,7 +607,7 @@ mod tests {
         );
         assert!(!c.holds(set0(1)) && c.holds(set0(0)));
         // the cache is only half used: set 1 is empty
-        assert_eq!(c.meta[1].fps, 0);
+        assert_eq!(c.meta8[1].fps, 0);
     }
 
     #[test]
