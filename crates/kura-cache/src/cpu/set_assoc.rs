@@ -12,8 +12,6 @@
 //! tree-PLRU touch is one and-or with the way's precomputed path. Wider sets (up to
 //! 64 ways) scan their tags and keep LRU stamps.
 
-use std::ops::{Add, BitAnd, BitOr, BitXor, Mul, Not, Shl, Shr, Sub};
-
 use crate::error::CacheError;
 
 use super::geometry::Geometry;
@@ -24,33 +22,29 @@ const NARROW_WAYS: usize = 16;
 /// `0x1111…`: one in every nibble.
 const NIBBLES: u64 = 0x1111_1111_1111_1111;
 
-/// A set's fingerprint word: one byte per way, `u64` up to 8 ways, `u128` up to 16
-/// (so the common 8-way sets do half the work).
-trait FpWord:
-    Copy
-    + PartialEq
-    + BitAnd<Output = Self>
-    + BitOr<Output = Self>
-    + BitXor<Output = Self>
-    + Not<Output = Self>
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Shl<usize, Output = Self>
-    + Shr<usize, Output = Self>
-    + From<u8>
-{
-    fn widen(self) -> u128;
+/// A set's fingerprint bytes, one per way: 8 up to 8 ways, 16 up to 16 (so the
+/// common 8-way sets use half the memory). Kept as bytes so that a fill writes one
+/// byte instead of shifting a 128-bit word.
+trait FpWord: Copy {
+    const EMPTY: Self;
+    /// The bytes as one little-endian word.
+    fn widen(&self) -> u128;
+    fn set(&mut self, way: usize, fp: u8);
     fn metas(cache: &SetAssoc) -> &[Meta<Self>];
     fn metas_mut(cache: &mut SetAssoc) -> &mut [Meta<Self>];
 }
 
 macro_rules! fp_word {
-    ($t:ty, $field:ident) => {
-        impl FpWord for $t {
+    ($n:literal, $word:ty, $field:ident) => {
+        impl FpWord for [u8; $n] {
+            const EMPTY: Self = [0; $n];
             #[inline(always)]
-            fn widen(self) -> u128 {
-                self as u128
+            fn widen(&self) -> u128 {
+                u128::from(<$word>::from_le_bytes(*self))
+            }
+            #[inline(always)]
+            fn set(&mut self, way: usize, fp: u8) {
+                self[way] = fp;
             }
             #[inline(always)]
             fn metas(cache: &SetAssoc) -> &[Meta<Self>] {
@@ -63,8 +57,8 @@ macro_rules! fp_word {
         }
     };
 }
-fp_word!(u64, meta8);
-fp_word!(u128, meta16);
+fp_word!(8, u64, meta8);
+fp_word!(16, u128, meta16);
 
 /// What [`SetAssoc::last_line`] is before any lookup.
 const NO_LINE: u64 = u64::MAX;
@@ -88,8 +82,10 @@ pub enum Lookup {
     },
 }
 
-/// A set's metadata when it has at most 16 ways.
+/// A set's metadata when it has at most 16 ways (16 or 32 bytes: whole sets per
+/// cache line).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(16))]
 struct Meta<F> {
     /// Byte w: 0 if way w is empty, else 0x80 | the 7-bit fingerprint of its line.
     fps: F,
@@ -128,9 +124,9 @@ pub struct SetAssoc {
     /// Line address per way, set by set (`sets × ways`); meaningful where valid.
     tags: Vec<u64>,
     /// Sets of at most 8 ways: per set.
-    meta8: Vec<Meta<u64>>,
+    meta8: Vec<Meta<[u8; 8]>>,
     /// Sets of 9 to 16 ways: per set.
-    meta16: Vec<Meta<u128>>,
+    meta16: Vec<Meta<[u8; 16]>>,
     /// Wide sets: valid ways per set.
     valid: Vec<u64>,
     /// Wide LRU sets: last-use stamp per way; larger is more recent.
@@ -242,8 +238,20 @@ impl SetAssoc {
             last_rank_below: (1u64 << (4 * (ways.min(NARROW_WAYS) - 1))) - 1,
             set_mask: u64::from(geometry.sets) - 1,
             tags: vec![0; sets * ways],
-            meta8: vec![Meta { fps: 0, order }; if kind == Kind::Narrow8 { sets } else { 0 }],
-            meta16: vec![Meta { fps: 0, order }; if kind == Kind::Narrow16 { sets } else { 0 }],
+            meta8: vec![
+                Meta {
+                    fps: FpWord::EMPTY,
+                    order
+                };
+                if kind == Kind::Narrow8 { sets } else { 0 }
+            ],
+            meta16: vec![
+                Meta {
+                    fps: FpWord::EMPTY,
+                    order
+                };
+                if kind == Kind::Narrow16 { sets } else { 0 }
+            ],
             valid: vec![0; if wide { sets } else { 0 }],
             stamps: vec![0; if wide_lru { sets * ways } else { 0 }],
             plru: vec![0; if wide_plru { sets } else { 0 }],
@@ -349,7 +357,8 @@ impl SetAssoc {
                 byte_matches(self.meta8[set].fps.widen(), Self::fingerprint(line));
             self.find_narrow(set, candidates, line)
         } else if self.kind == Kind::Narrow16 {
-            let (candidates, _) = byte_matches(self.meta16[set].fps, Self::fingerprint(line));
+            let (candidates, _) =
+                byte_matches(self.meta16[set].fps.widen(), Self::fingerprint(line));
             self.find_narrow(set, candidates, line)
         } else {
             let valid = self.valid[set];
@@ -391,8 +400,8 @@ impl SetAssoc {
         self.last_line = line;
         let set = self.set_of_line(line);
         match self.kind {
-            Kind::Narrow8 => self.access_narrow::<u64>(set, line, fp, mask),
-            Kind::Narrow16 => self.access_narrow::<u128>(set, line, fp, mask),
+            Kind::Narrow8 => self.access_narrow::<[u8; 8]>(set, line, fp, mask),
+            Kind::Narrow16 => self.access_narrow::<[u8; 16]>(set, line, fp, mask),
             Kind::Wide => self.access_wide(set, line, mask),
         }
     }
@@ -431,12 +440,9 @@ impl SetAssoc {
             let way = plru_victim(order, self.ways, mask.bits, self.full.bits);
             (way, self.touched(order, way))
         };
-        let shift = 8 * way;
-        let fp = F::from(fp);
-        F::metas_mut(self)[set] = Meta {
-            fps: fps & !(F::from(0xFF) << shift) | fp << shift,
-            order,
-        };
+        let meta = &mut F::metas_mut(self)[set];
+        meta.fps.set(way, fp);
+        meta.order = order;
         let old = std::mem::replace(&mut self.tags[set * self.ways + way], line);
         Lookup::Miss {
             evicted: (valid >> way & 1 == 1).then_some(old),
@@ -515,8 +521,14 @@ impl SetAssoc {
             Replacement::Lru => initial_perm(self.ways),
             Replacement::TreePlru => 0,
         };
-        self.meta8.fill(Meta { fps: 0, order });
-        self.meta16.fill(Meta { fps: 0, order });
+        self.meta8.fill(Meta {
+            fps: FpWord::EMPTY,
+            order,
+        });
+        self.meta16.fill(Meta {
+            fps: FpWord::EMPTY,
+            order,
+        });
         self.valid.fill(0);
         self.stamps.fill(0);
         self.plru.fill(0);
@@ -607,7 +619,7 @@ mod tests {
         );
         assert!(!c.holds(set0(1)) && c.holds(set0(0)));
         // the cache is only half used: set 1 is empty
-        assert_eq!(c.meta8[1].fps, 0);
+        assert_eq!(c.meta8[1].fps, [0; 8]);
     }
 
     #[test]
