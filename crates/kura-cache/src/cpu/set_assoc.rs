@@ -117,11 +117,15 @@ pub struct SetAssoc {
     /// How sets keep their state.
     kind: Kind,
     line_shift: u32,
+    set_bits: u32,
     /// Narrow LRU: where the least recent way's nibble is, and the nibbles below it.
     last_rank_shift: u32,
     last_rank_below: u64,
     set_mask: u64,
-    /// Line address per way, set by set (`sets × ways`); meaningful where valid.
+    /// Line address per way (`sets × ways`); meaningful where valid. Sets of up to
+    /// 16 ways store them way by way (way w of set s at `w × sets + s`): a sequential
+    /// stream then fills neighbouring words instead of one cache line per access;
+    /// wider sets store them set by set, for their scans.
     tags: Vec<u64>,
     /// Sets of at most 8 ways: per set.
     meta8: Vec<Meta<[u8; 8]>>,
@@ -234,6 +238,7 @@ impl SetAssoc {
             ways,
             kind,
             line_shift: geometry.line_size.trailing_zeros(),
+            set_bits: geometry.sets.trailing_zeros(),
             last_rank_shift: 4 * (ways.min(NARROW_WAYS) as u32 - 1),
             last_rank_below: (1u64 << (4 * (ways.min(NARROW_WAYS) - 1))) - 1,
             set_mask: u64::from(geometry.sets) - 1,
@@ -337,10 +342,9 @@ impl SetAssoc {
     /// fingerprint, confirmed by the full tag.
     #[inline(always)]
     fn find_narrow(&self, set: usize, mut candidates: u32, line: u64) -> Option<usize> {
-        let base = set * self.ways;
         while candidates != 0 {
             let way = candidates.trailing_zeros() as usize;
-            if self.tags[base + way] == line {
+            if self.tags[way << self.set_bits | set] == line {
                 return Some(way);
             }
             candidates &= candidates - 1;
@@ -443,7 +447,7 @@ impl SetAssoc {
         let meta = &mut F::metas_mut(self)[set];
         meta.fps.set(way, fp);
         meta.order = order;
-        let old = std::mem::replace(&mut self.tags[set * self.ways + way], line);
+        let old = std::mem::replace(&mut self.tags[way << self.set_bits | set], line);
         Lookup::Miss {
             evicted: (valid >> way & 1 == 1).then_some(old),
         }
