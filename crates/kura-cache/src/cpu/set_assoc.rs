@@ -26,39 +26,82 @@ const NIBBLES: u64 = 0x1111_1111_1111_1111;
 /// common 8-way sets use half the memory). Kept as bytes so that a fill writes one
 /// byte instead of shifting a 128-bit word.
 trait FpWord: Copy {
+    /// What a set record holds besides fingerprints and order.
+    type Tags: Copy + std::fmt::Debug;
     const EMPTY: Self;
+    const NO_TAGS: Self::Tags;
     /// The bytes as one little-endian word.
     fn widen(&self) -> u128;
     fn set(&mut self, way: usize, fp: u8);
     fn metas(cache: &SetAssoc) -> &[Meta<Self>];
     fn metas_mut(cache: &mut SetAssoc) -> &mut [Meta<Self>];
+    fn tag(cache: &SetAssoc, set: usize, way: usize) -> u64;
+    fn tag_mut(cache: &mut SetAssoc, set: usize, way: usize) -> &mut u64;
 }
 
-macro_rules! fp_word {
-    ($n:literal, $word:ty, $field:ident) => {
-        impl FpWord for [u8; $n] {
-            const EMPTY: Self = [0; $n];
-            #[inline(always)]
-            fn widen(&self) -> u128 {
-                u128::from(<$word>::from_le_bytes(*self))
-            }
-            #[inline(always)]
-            fn set(&mut self, way: usize, fp: u8) {
-                self[way] = fp;
-            }
-            #[inline(always)]
-            fn metas(cache: &SetAssoc) -> &[Meta<Self>] {
-                &cache.$field
-            }
-            #[inline(always)]
-            fn metas_mut(cache: &mut SetAssoc) -> &mut [Meta<Self>] {
-                &mut cache.$field
-            }
-        }
-    };
+/// Up to 8 ways the tags sit in the set's record (80 bytes): a random lookup's tag
+/// check then reads the cache line its fingerprint compare already brought in.
+impl FpWord for [u8; 8] {
+    type Tags = [u64; 8];
+    const EMPTY: Self = [0; 8];
+    const NO_TAGS: [u64; 8] = [0; 8];
+    #[inline(always)]
+    fn widen(&self) -> u128 {
+        u128::from(u64::from_le_bytes(*self))
+    }
+    #[inline(always)]
+    fn set(&mut self, way: usize, fp: u8) {
+        self[way] = fp;
+    }
+    #[inline(always)]
+    fn metas(cache: &SetAssoc) -> &[Meta<Self>] {
+        &cache.meta8
+    }
+    #[inline(always)]
+    fn metas_mut(cache: &mut SetAssoc) -> &mut [Meta<Self>] {
+        &mut cache.meta8
+    }
+    #[inline(always)]
+    fn tag(cache: &SetAssoc, set: usize, way: usize) -> u64 {
+        cache.meta8[set].tags[way]
+    }
+    #[inline(always)]
+    fn tag_mut(cache: &mut SetAssoc, set: usize, way: usize) -> &mut u64 {
+        &mut cache.meta8[set].tags[way]
+    }
 }
-fp_word!(8, u64, meta8);
-fp_word!(16, u128, meta16);
+
+/// 9 to 16 ways a record with tags would span three cache lines: the tags are in
+/// [`SetAssoc::tags`], way by way, so a sequential stream writes neighbouring words.
+impl FpWord for [u8; 16] {
+    type Tags = ();
+    const EMPTY: Self = [0; 16];
+    const NO_TAGS: () = ();
+    #[inline(always)]
+    fn widen(&self) -> u128 {
+        u128::from_le_bytes(*self)
+    }
+    #[inline(always)]
+    fn set(&mut self, way: usize, fp: u8) {
+        self[way] = fp;
+    }
+    #[inline(always)]
+    fn metas(cache: &SetAssoc) -> &[Meta<Self>] {
+        &cache.meta16
+    }
+    #[inline(always)]
+    fn metas_mut(cache: &mut SetAssoc) -> &mut [Meta<Self>] {
+        &mut cache.meta16
+    }
+    #[inline(always)]
+    fn tag(cache: &SetAssoc, set: usize, way: usize) -> u64 {
+        cache.tags[way << cache.set_bits | set]
+    }
+    #[inline(always)]
+    fn tag_mut(cache: &mut SetAssoc, set: usize, way: usize) -> &mut u64 {
+        &mut cache.tags[way << cache.set_bits | set]
+    }
+}
 
 /// What [`SetAssoc::last_line`] is before any lookup.
 const NO_LINE: u64 = u64::MAX;
@@ -86,12 +129,24 @@ pub enum Lookup {
 /// cache line).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(16))]
-struct Meta<F> {
+struct Meta<F: FpWord> {
     /// Byte w: 0 if way w is empty, else 0x80 | the 7-bit fingerprint of its line.
     fps: F,
     /// LRU: the ways from most to least recent, one nibble each (nibble 0 = most
     /// recent; nibbles past the ways hold 0xF). Tree-PLRU: the node bits.
     order: u64,
+    /// The line per way, where the record holds them (meaningful where valid).
+    tags: F::Tags,
+}
+
+impl<F: FpWord> Meta<F> {
+    fn empty(order: u64) -> Self {
+        Self {
+            fps: F::EMPTY,
+            order,
+            tags: F::NO_TAGS,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,21 +297,16 @@ impl SetAssoc {
             last_rank_shift: 4 * (ways.min(NARROW_WAYS) as u32 - 1),
             last_rank_below: (1u64 << (4 * (ways.min(NARROW_WAYS) - 1))) - 1,
             set_mask: u64::from(geometry.sets) - 1,
-            tags: vec![0; sets * ways],
-            meta8: vec![
-                Meta {
-                    fps: FpWord::EMPTY,
-                    order
-                };
-                if kind == Kind::Narrow8 { sets } else { 0 }
+            tags: vec![
+                0;
+                if kind == Kind::Narrow8 {
+                    0
+                } else {
+                    sets * ways
+                }
             ],
-            meta16: vec![
-                Meta {
-                    fps: FpWord::EMPTY,
-                    order
-                };
-                if kind == Kind::Narrow16 { sets } else { 0 }
-            ],
+            meta8: vec![Meta::empty(order); if kind == Kind::Narrow8 { sets } else { 0 }],
+            meta16: vec![Meta::empty(order); if kind == Kind::Narrow16 { sets } else { 0 }],
             valid: vec![0; if wide { sets } else { 0 }],
             stamps: vec![0; if wide_lru { sets * ways } else { 0 }],
             plru: vec![0; if wide_plru { sets } else { 0 }],
@@ -341,10 +391,10 @@ impl SetAssoc {
     /// The way of narrow set `set` holding `line`, if any: candidates by
     /// fingerprint, confirmed by the full tag.
     #[inline(always)]
-    fn find_narrow(&self, set: usize, mut candidates: u32, line: u64) -> Option<usize> {
+    fn find_narrow<F: FpWord>(&self, set: usize, mut candidates: u32, line: u64) -> Option<usize> {
         while candidates != 0 {
             let way = candidates.trailing_zeros() as usize;
-            if self.tags[way << self.set_bits | set] == line {
+            if F::tag(self, set, way) == line {
                 return Some(way);
             }
             candidates &= candidates - 1;
@@ -359,11 +409,11 @@ impl SetAssoc {
         if self.kind == Kind::Narrow8 {
             let (candidates, _) =
                 byte_matches(self.meta8[set].fps.widen(), Self::fingerprint(line));
-            self.find_narrow(set, candidates, line)
+            self.find_narrow::<[u8; 8]>(set, candidates, line)
         } else if self.kind == Kind::Narrow16 {
             let (candidates, _) =
                 byte_matches(self.meta16[set].fps.widen(), Self::fingerprint(line));
-            self.find_narrow(set, candidates, line)
+            self.find_narrow::<[u8; 16]>(set, candidates, line)
         } else {
             let valid = self.valid[set];
             self.tags[base..base + self.ways]
@@ -412,9 +462,9 @@ impl SetAssoc {
 
     #[inline(always)]
     fn access_narrow<F: FpWord>(&mut self, set: usize, line: u64, fp: u8, mask: WayMask) -> Lookup {
-        let Meta { fps, order } = F::metas(self)[set];
+        let Meta { fps, order, .. } = F::metas(self)[set];
         let (candidates, valid) = byte_matches(fps.widen(), fp);
-        if let Some(way) = self.find_narrow(set, candidates, line) {
+        if let Some(way) = self.find_narrow::<F>(set, candidates, line) {
             F::metas_mut(self)[set].order = self.touched(order, way);
             return Lookup::Hit;
         }
@@ -447,7 +497,7 @@ impl SetAssoc {
         let meta = &mut F::metas_mut(self)[set];
         meta.fps.set(way, fp);
         meta.order = order;
-        let old = std::mem::replace(&mut self.tags[way << self.set_bits | set], line);
+        let old = std::mem::replace(F::tag_mut(self, set, way), line);
         Lookup::Miss {
             evicted: (valid >> way & 1 == 1).then_some(old),
         }
@@ -525,14 +575,8 @@ impl SetAssoc {
             Replacement::Lru => initial_perm(self.ways),
             Replacement::TreePlru => 0,
         };
-        self.meta8.fill(Meta {
-            fps: FpWord::EMPTY,
-            order,
-        });
-        self.meta16.fill(Meta {
-            fps: FpWord::EMPTY,
-            order,
-        });
+        self.meta8.fill(Meta::empty(order));
+        self.meta16.fill(Meta::empty(order));
         self.valid.fill(0);
         self.stamps.fill(0);
         self.plru.fill(0);
