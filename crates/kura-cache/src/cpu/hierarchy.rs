@@ -78,16 +78,29 @@ fn replay_levels<const N: usize>(
     misses: &mut [u64; MAX_LEVELS],
 ) {
     let levels: &mut [SetAssoc; N] = levels.try_into().expect("N levels");
+    // How many accesses each level (or memory, at N) served: one count per access;
+    // the per-level hits and misses follow from them at the end.
+    let mut served = [0u64; MAX_LEVELS + 1];
     for &addr in addrs {
         let line = levels[0].line_of(addr);
         let fp = SetAssoc::fingerprint(line);
+        let mut by = N;
         for i in 0..N {
-            if levels[i].access_hashed(line, fp, masks[i]) == Lookup::Hit {
-                hits[i] += 1;
+            let hit = if i == 0 {
+                levels[i].access_hashed::<true>(line, fp, masks[i])
+            } else {
+                levels[i].access_hashed::<false>(line, fp, masks[i])
+            } == Lookup::Hit;
+            if hit {
+                by = i;
                 break;
             }
-            misses[i] += 1;
         }
+        served[by] += 1;
+    }
+    for i in 0..N {
+        hits[i] += served[i];
+        misses[i] += served[i + 1..=N].iter().sum::<u64>();
     }
 }
 
@@ -193,7 +206,12 @@ impl Hierarchy {
         }
         for (i, level) in self.levels.iter_mut().enumerate() {
             let line = level.line_of(addr);
-            let hit = level.access_line(line, class) == Lookup::Hit;
+            let lookup = if i == 0 {
+                level.access_line(line, class)
+            } else {
+                level.access_line_deep(line, class)
+            };
+            let hit = lookup == Lookup::Hit;
             let c = &mut counters[i];
             c.accesses += 1;
             let kind = self.classifiers[i]
@@ -254,7 +272,13 @@ impl Hierarchy {
                 for &addr in addrs {
                     for (i, level) in self.levels.iter_mut().enumerate() {
                         let line = level.line_of(addr);
-                        if level.access_masked(line, masks[i]) == Lookup::Hit {
+                        let lookup = if i == 0 {
+                            level.access_masked(line, masks[i])
+                        } else {
+                            let fp = SetAssoc::fingerprint(line);
+                            level.access_hashed::<false>(line, fp, masks[i])
+                        };
+                        if lookup == Lookup::Hit {
                             hits[i] += 1;
                             break;
                         }

@@ -428,6 +428,14 @@ impl SetAssoc {
         self.find(self.set_of_line(line), line).is_some()
     }
 
+    /// [`Self::access_line`] without the repeated-line shortcut (for the levels
+    /// below a hierarchy's first; see [`Self::access_hashed`]).
+    #[inline]
+    pub(crate) fn access_line_deep(&mut self, line: u64, class: usize) -> Lookup {
+        let mask = self.class_mask(class);
+        self.access_hashed::<false>(line, Self::fingerprint(line), mask)
+    }
+
     /// Looks `line` up for class `class`: a hit refreshes it; a miss fills it into
     /// one of the class's ways, evicting that way's line.
     #[inline]
@@ -442,16 +450,28 @@ impl SetAssoc {
     /// [`Self::access_line`] with the class's way mask already looked up.
     #[inline(always)]
     pub(crate) fn access_masked(&mut self, line: u64, mask: WayMask) -> Lookup {
-        self.access_hashed(line, Self::fingerprint(line), mask)
+        self.access_hashed::<true>(line, Self::fingerprint(line), mask)
     }
 
-    /// [`Self::access_masked`] with the line's [`Self::fingerprint`] computed.
+    /// [`Self::access_masked`] with the line's [`Self::fingerprint`] computed, and
+    /// without the repeated-line shortcut (nor its bookkeeping) when `SHORTCUT` is
+    /// false. Skipping it changes nothing (a hit on the most recent line of a set
+    /// leaves the set as it was), and below a hierarchy's first level it would
+    /// almost never apply: the line a lower level saw last was filled above it, and
+    /// while it stays there it does not come down again.
     #[inline(always)]
-    pub(crate) fn access_hashed(&mut self, line: u64, fp: u8, mask: WayMask) -> Lookup {
-        if line == self.last_line {
-            return Lookup::Hit;
+    pub(crate) fn access_hashed<const SHORTCUT: bool>(
+        &mut self,
+        line: u64,
+        fp: u8,
+        mask: WayMask,
+    ) -> Lookup {
+        if SHORTCUT {
+            if line == self.last_line {
+                return Lookup::Hit;
+            }
+            self.last_line = line;
         }
-        self.last_line = line;
         let set = self.set_of_line(line);
         match self.kind {
             Kind::Narrow8 => self.access_narrow::<[u8; 8]>(set, line, fp, mask),
