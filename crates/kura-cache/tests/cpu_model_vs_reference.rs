@@ -32,7 +32,11 @@ fn steps(lines: u64) -> impl Strategy<Value = Vec<Step>> {
 
 /// A geometry with `ways` ways (1 to 64) and 1 to 8 sets of 64-byte lines.
 fn geometry(ways: u32, set_bits: u32) -> Geometry {
-    Geometry::new(1, u64::from(ways) * 64 << set_bits, ways, 64).unwrap()
+    sized(ways, set_bits, 64)
+}
+
+fn sized(ways: u32, set_bits: u32, line: u32) -> Geometry {
+    Geometry::new(1, u64::from(ways * line) << set_bits, ways, line).unwrap()
 }
 
 /// A contiguous way mask within `ways` from two random numbers.
@@ -47,8 +51,9 @@ fn way_mask(ways: u32, a: u32, b: u32) -> u64 {
     run << lo
 }
 
-fn replacement(plru: bool, ways: u32) -> Replacement {
-    if plru && ways.is_power_of_two() {
+/// Tree-PLRU for one in four levels that can have it.
+fn replacement(plru: u8, ways: u32) -> Replacement {
+    if plru % 4 == 0 && ways.is_power_of_two() {
         Replacement::TreePlru
     } else {
         Replacement::Lru
@@ -62,7 +67,7 @@ proptest! {
     fn one_level_matches_the_reference(
         ways in prop_oneof![1..=17u32, Just(32u32), Just(64u32), Just(8u32), Just(16u32)],
         set_bits in 0..4u32,
-        plru in any::<bool>(),
+        plru in any::<u8>(),
         masks in prop::collection::vec((any::<u32>(), any::<u32>()), 2),
         seed_steps in steps(200),
     ) {
@@ -95,13 +100,18 @@ proptest! {
 
     #[test]
     fn hierarchies_match_the_reference(
-        l1 in (1..=8u32, 0..3u32, any::<bool>()),
-        l2 in (1..=16u32, 1..4u32, any::<bool>()),
-        l3 in prop_oneof![Just(None), (prop_oneof![4..=17u32, Just(32u32)], 2..4u32, any::<bool>()).prop_map(Some)],
+        l1 in (1..=8u32, 0..3u32, any::<u8>()),
+        l2 in (1..=16u32, 1..4u32, any::<u8>()),
+        l3 in prop_oneof![Just(None), (prop_oneof![4..=17u32, Just(32u32)], 2..4u32, any::<u8>()).prop_map(Some)],
         classify in (any::<bool>(), any::<bool>(), any::<bool>()),
-        mask in (0..3usize, any::<u32>(), any::<u32>()),
+        masks in prop::collection::vec((any::<u32>(), any::<u32>()), 6),
         seed_steps in steps(400),
         batch in any::<bool>(),
+        // Mostly one line size (the specialised batch loops), sometimes mixed.
+        lines in prop_oneof![
+            3 => Just([64u32; 3]),
+            1 => prop::array::uniform3(prop_oneof![Just(32u32), Just(64), Just(128)]),
+        ],
     ) {
         let mut configs = vec![(l1, classify.0), (l2, classify.1)];
         if let Some(l3) = l3 {
@@ -109,19 +119,24 @@ proptest! {
         }
         let configs: Vec<LevelConfig> = configs
             .into_iter()
-            .map(|((ways, set_bits, plru), classify)| LevelConfig {
-                geometry: geometry(ways, set_bits),
+            .zip(lines)
+            .map(|(((ways, set_bits, plru), classify), line)| LevelConfig {
+                geometry: sized(ways, set_bits, line),
                 replacement: replacement(plru, ways),
                 classify,
             })
             .collect();
         let mut fast = Hierarchy::new(configs.clone()).unwrap();
         let mut reference = ReferenceHierarchy::new(&configs).unwrap();
-        let (level, a, b) = mask;
-        let level = level % configs.len();
-        let m = way_mask(configs[level].geometry.ways, a, b);
-        fast.set_way_mask(level, 1, m).unwrap();
-        reference.set_way_mask(level, 1, m);
+        // Classes 1 and 2 get a random way mask at every level; class 0 has all ways.
+        for (level, config) in configs.iter().enumerate() {
+            for class in 1..3 {
+                let (a, b) = masks[2 * level + class - 1];
+                let m = way_mask(config.geometry.ways, a, b);
+                fast.set_way_mask(level, class, m).unwrap();
+                reference.set_way_mask(level, class, m);
+            }
+        }
         // Addresses: line × 64 plus an offset inside the line.
         let addr = |line: u64| line * 64 + line % 7 * 8;
         let mut pending: Vec<u64> = Vec::new();

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::classify::{Classifier, MissClass};
 use super::geometry::{data_hierarchy, read_sysfs, Geometry};
-use super::set_assoc::{Lookup, Replacement, SetAssoc, WayMask};
+use super::set_assoc::{Fp16, Fp8, FpWord, Lookup, Replacement, SetAssoc, WayMask};
 use crate::error::CacheError;
 
 /// Levels a hierarchy may have.
@@ -102,6 +102,88 @@ fn replay_levels<const N: usize>(
         hits[i] += served[i];
         misses[i] += served[i + 1..=N].iter().sum::<u64>();
     }
+}
+
+/// [`replay_levels`] for three levels whose kinds of set (`A`, `B`, `C`: 8 or 16
+/// fingerprint bytes, LRU) are known: no per-access dispatch at all.
+#[inline(never)]
+fn replay_typed3<A: FpWord, B: FpWord, C: FpWord>(
+    levels: &mut [SetAssoc],
+    addrs: &[u64],
+    masks: &[WayMask; MAX_LEVELS],
+) -> [u64; MAX_LEVELS + 1] {
+    let [l0, l1, l2] = levels else {
+        unreachable!("three levels")
+    };
+    let mut served = [0u64; MAX_LEVELS + 1];
+    for &addr in addrs {
+        let line = l0.line_of(addr);
+        let fp = SetAssoc::fingerprint(line);
+        let by = if l0.access_typed::<A, true>(line, fp, masks[0]) {
+            0
+        } else if l1.access_typed::<B, false>(line, fp, masks[1]) {
+            1
+        } else if l2.access_typed::<C, false>(line, fp, masks[2]) {
+            2
+        } else {
+            3
+        };
+        served[by] += 1;
+    }
+    served
+}
+
+/// [`replay_typed3`] for two levels.
+#[inline(never)]
+fn replay_typed2<A: FpWord, B: FpWord>(
+    levels: &mut [SetAssoc],
+    addrs: &[u64],
+    masks: &[WayMask; MAX_LEVELS],
+) -> [u64; MAX_LEVELS + 1] {
+    let [l0, l1] = levels else {
+        unreachable!("two levels")
+    };
+    let mut served = [0u64; MAX_LEVELS + 1];
+    for &addr in addrs {
+        let line = l0.line_of(addr);
+        let fp = SetAssoc::fingerprint(line);
+        let by = if l0.access_typed::<A, true>(line, fp, masks[0]) {
+            0
+        } else if l1.access_typed::<B, false>(line, fp, masks[1]) {
+            1
+        } else {
+            2
+        };
+        served[by] += 1;
+    }
+    served
+}
+
+/// The specialised batch loop for these levels, if there is one: two or three LRU
+/// levels of one line size with at most 16 ways.
+fn typed_replay(
+    levels: &[SetAssoc],
+) -> Option<fn(&mut [SetAssoc], &[u64], &[WayMask; MAX_LEVELS]) -> [u64; MAX_LEVELS + 1]> {
+    let line_size = levels[0].geometry().line_size;
+    if levels.iter().any(|l| l.geometry().line_size != line_size) {
+        return None;
+    }
+    let widths: Option<Vec<usize>> = levels.iter().map(SetAssoc::narrow_lru).collect();
+    Some(match widths?.as_slice() {
+        [8, 8] => replay_typed2::<Fp8, Fp8>,
+        [8, 16] => replay_typed2::<Fp8, Fp16>,
+        [16, 8] => replay_typed2::<Fp16, Fp8>,
+        [16, 16] => replay_typed2::<Fp16, Fp16>,
+        [8, 8, 8] => replay_typed3::<Fp8, Fp8, Fp8>,
+        [8, 8, 16] => replay_typed3::<Fp8, Fp8, Fp16>,
+        [8, 16, 8] => replay_typed3::<Fp8, Fp16, Fp8>,
+        [8, 16, 16] => replay_typed3::<Fp8, Fp16, Fp16>,
+        [16, 8, 8] => replay_typed3::<Fp16, Fp8, Fp8>,
+        [16, 8, 16] => replay_typed3::<Fp16, Fp8, Fp16>,
+        [16, 16, 8] => replay_typed3::<Fp16, Fp16, Fp8>,
+        [16, 16, 16] => replay_typed3::<Fp16, Fp16, Fp16>,
+        _ => return None,
+    })
 }
 
 pub struct Hierarchy {
@@ -261,28 +343,36 @@ impl Hierarchy {
             .levels
             .iter()
             .all(|l| l.geometry().line_size == self.levels[0].geometry().line_size);
-        match (n, same_lines) {
-            (3, true) => {
-                replay_levels::<3>(&mut self.levels, addrs, &masks, &mut hits, &mut misses)
+        if let Some(replay) = typed_replay(&self.levels) {
+            let served = replay(&mut self.levels, addrs, &masks);
+            for i in 0..n {
+                hits[i] += served[i];
+                misses[i] += served[i + 1..=n].iter().sum::<u64>();
             }
-            (2, true) => {
-                replay_levels::<2>(&mut self.levels, addrs, &masks, &mut hits, &mut misses)
-            }
-            _ => {
-                for &addr in addrs {
-                    for (i, level) in self.levels.iter_mut().enumerate() {
-                        let line = level.line_of(addr);
-                        let lookup = if i == 0 {
-                            level.access_masked(line, masks[i])
-                        } else {
-                            let fp = SetAssoc::fingerprint(line);
-                            level.access_hashed::<false>(line, fp, masks[i])
-                        };
-                        if lookup == Lookup::Hit {
-                            hits[i] += 1;
-                            break;
+        } else {
+            match (n, same_lines) {
+                (3, true) => {
+                    replay_levels::<3>(&mut self.levels, addrs, &masks, &mut hits, &mut misses)
+                }
+                (2, true) => {
+                    replay_levels::<2>(&mut self.levels, addrs, &masks, &mut hits, &mut misses)
+                }
+                _ => {
+                    for &addr in addrs {
+                        for (i, level) in self.levels.iter_mut().enumerate() {
+                            let line = level.line_of(addr);
+                            let lookup = if i == 0 {
+                                level.access_masked(line, masks[i])
+                            } else {
+                                let fp = SetAssoc::fingerprint(line);
+                                level.access_hashed::<false>(line, fp, masks[i])
+                            };
+                            if lookup == Lookup::Hit {
+                                hits[i] += 1;
+                                break;
+                            }
+                            misses[i] += 1;
                         }
-                        misses[i] += 1;
                     }
                 }
             }

@@ -25,7 +25,7 @@ const NIBBLES: u64 = 0x1111_1111_1111_1111;
 /// A set's fingerprint bytes, one per way: 8 up to 8 ways, 16 up to 16 (so the
 /// common 8-way sets use half the memory). Kept as bytes so that a fill writes one
 /// byte instead of shifting a 128-bit word.
-trait FpWord: Copy {
+pub(crate) trait FpWord: Copy {
     /// What a set record holds besides fingerprints and order.
     type Tags: Copy + std::fmt::Debug;
     const EMPTY: Self;
@@ -125,11 +125,16 @@ pub enum Lookup {
     },
 }
 
+/// Fingerprint bytes of sets of up to 8 ways.
+pub(crate) type Fp8 = [u8; 8];
+/// Fingerprint bytes of sets of 9 to 16 ways.
+pub(crate) type Fp16 = [u8; 16];
+
 /// A set's metadata when it has at most 16 ways (16 or 32 bytes: whole sets per
 /// cache line).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(16))]
-struct Meta<F: FpWord> {
+pub(crate) struct Meta<F: FpWord> {
     /// Byte w: 0 if way w is empty, else 0x80 | the 7-bit fingerprint of its line.
     fps: F,
     /// LRU: the ways from most to least recent, one nibble each (nibble 0 = most
@@ -428,6 +433,35 @@ impl SetAssoc {
         self.find(self.set_of_line(line), line).is_some()
     }
 
+    /// The fingerprint width of an LRU level whose sets have at most 16 ways (8 or
+    /// 16), for batch loops specialised to it with [`Self::access_typed`].
+    pub(crate) fn narrow_lru(&self) -> Option<usize> {
+        match (self.kind, self.replacement) {
+            (Kind::Narrow8, Replacement::Lru) => Some(8),
+            (Kind::Narrow16, Replacement::Lru) => Some(16),
+            _ => None,
+        }
+    }
+
+    /// [`Self::access_hashed`] for a level [`Self::narrow_lru`] said is `F`-wide
+    /// LRU: no dispatch on the kind of set or replacement. Whether it hit.
+    #[inline(always)]
+    pub(crate) fn access_typed<F: FpWord, const SHORTCUT: bool>(
+        &mut self,
+        line: u64,
+        fp: u8,
+        mask: WayMask,
+    ) -> bool {
+        if SHORTCUT {
+            if line == self.last_line {
+                return true;
+            }
+            self.last_line = line;
+        }
+        let set = self.set_of_line(line);
+        self.access_narrow::<F, true>(set, line, fp, mask) == Lookup::Hit
+    }
+
     /// [`Self::access_line`] without the repeated-line shortcut (for the levels
     /// below a hierarchy's first; see [`Self::access_hashed`]).
     #[inline]
@@ -474,26 +508,34 @@ impl SetAssoc {
         }
         let set = self.set_of_line(line);
         match self.kind {
-            Kind::Narrow8 => self.access_narrow::<[u8; 8]>(set, line, fp, mask),
-            Kind::Narrow16 => self.access_narrow::<[u8; 16]>(set, line, fp, mask),
+            Kind::Narrow8 => self.access_narrow::<Fp8, false>(set, line, fp, mask),
+            Kind::Narrow16 => self.access_narrow::<Fp16, false>(set, line, fp, mask),
             Kind::Wide => self.access_wide(set, line, mask),
         }
     }
 
+    /// The lookup in a set of up to 16 ways; `LRU` says the replacement is known to
+    /// be LRU (batch loops specialised per level skip the check).
     #[inline(always)]
-    fn access_narrow<F: FpWord>(&mut self, set: usize, line: u64, fp: u8, mask: WayMask) -> Lookup {
+    fn access_narrow<F: FpWord, const LRU: bool>(
+        &mut self,
+        set: usize,
+        line: u64,
+        fp: u8,
+        mask: WayMask,
+    ) -> Lookup {
         let Meta { fps, order, .. } = F::metas(self)[set];
         let (candidates, valid) = byte_matches(fps.widen(), fp);
         if let Some(way) = self.find_narrow::<F>(set, candidates, line) {
-            F::metas_mut(self)[set].order = self.touched(order, way);
+            F::metas_mut(self)[set].order = self.touched::<LRU>(order, way);
             return Lookup::Hit;
         }
         // The first empty way the class may fill, else the replacement's pick.
         let empty = !valid & mask.bits as u32;
         let (way, order) = if empty != 0 {
             let way = empty.trailing_zeros() as usize;
-            (way, self.touched(order, way))
-        } else if self.replacement == Replacement::Lru {
+            (way, self.touched::<LRU>(order, way))
+        } else if LRU || self.replacement == Replacement::Lru {
             if mask.bits == self.full.bits {
                 // The least recent way is the last nibble: rotate it to the front.
                 let way = (order >> self.last_rank_shift & 0xF) as usize;
@@ -512,7 +554,7 @@ impl SetAssoc {
             }
         } else {
             let way = plru_victim(order, self.ways, mask.bits, self.full.bits);
-            (way, self.touched(order, way))
+            (way, self.touched::<false>(order, way))
         };
         let meta = &mut F::metas_mut(self)[set];
         meta.fps.set(way, fp);
@@ -525,8 +567,9 @@ impl SetAssoc {
 
     /// `order` (a narrow set's) after a use of `way`.
     #[inline(always)]
-    fn touched(&self, order: u64, way: usize) -> u64 {
+    fn touched<const LRU: bool>(&self, order: u64, way: usize) -> u64 {
         match self.replacement {
+            _ if LRU => perm_to_front(order, way, perm_rank(order, way)),
             Replacement::Lru => perm_to_front(order, way, perm_rank(order, way)),
             Replacement::TreePlru => {
                 let (clear, set) = self.plru_paths[way];
@@ -581,10 +624,25 @@ impl SetAssoc {
     /// Replays byte addresses for one class; returns the number of misses.
     pub fn replay(&mut self, addrs: &[u64], class: usize) -> u64 {
         let mask = self.class_mask(class);
+        match self.narrow_lru() {
+            Some(8) => return self.replay_typed::<Fp8>(addrs, mask),
+            Some(16) => return self.replay_typed::<Fp16>(addrs, mask),
+            _ => {}
+        }
         let mut misses = 0;
         for &addr in addrs {
             let line = self.line_of(addr);
             misses += u64::from(self.access_masked(line, mask) != Lookup::Hit);
+        }
+        misses
+    }
+
+    fn replay_typed<F: FpWord>(&mut self, addrs: &[u64], mask: WayMask) -> u64 {
+        let mut misses = 0;
+        for &addr in addrs {
+            let line = self.line_of(addr);
+            let fp = Self::fingerprint(line);
+            misses += u64::from(!self.access_typed::<F, true>(line, fp, mask));
         }
         misses
     }
