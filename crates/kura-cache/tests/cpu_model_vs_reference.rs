@@ -53,7 +53,7 @@ fn way_mask(ways: u32, a: u32, b: u32) -> u64 {
 
 /// Tree-PLRU for one in four levels that can have it.
 fn replacement(plru: u8, ways: u32) -> Replacement {
-    if plru % 4 == 0 && ways.is_power_of_two() {
+    if plru.is_multiple_of(4) && ways.is_power_of_two() {
         Replacement::TreePlru
     } else {
         Replacement::Lru
@@ -170,9 +170,9 @@ proptest! {
         for class in 0..3 {
             prop_assert_eq!(fast.counters(class), reference.counters(class), "class {}", class);
         }
-        for level in 0..configs.len() {
+        for (level, config) in configs.iter().enumerate() {
             for line in 0..400 {
-                let l = line * 64 / u64::from(configs[level].geometry.line_size);
+                let l = line * 64 / u64::from(config.geometry.line_size);
                 prop_assert_eq!(fast.level(level).holds(l), reference.holds(level, l));
             }
         }

@@ -45,7 +45,7 @@ enum LineTable {
         pages: Vec<Box<[u32]>>,
         /// Pages looked up recently and their positions in `pages`, by the low bits
         /// of the page number (a small direct-mapped cache in front of `index`).
-        recent: [(u64, u32); RECENT],
+        recent: Box<[(u64, u32); RECENT]>,
     },
     Hashed(IdMap<u32>),
 }
@@ -55,7 +55,7 @@ impl LineTable {
         LineTable::Paged {
             index: id_map_with_capacity(64),
             pages: Vec::new(),
-            recent: [(u64::MAX, 0); RECENT],
+            recent: Box::new([(u64::MAX, 0); RECENT]),
         }
     }
 
@@ -89,7 +89,7 @@ impl LineTable {
                 };
                 return &mut pages[at][line as usize & (PAGE - 1)];
             }
-            self.to_hashed();
+            self.switch_to_hashing();
         }
         match self {
             LineTable::Hashed(map) => map.entry(line).or_insert(NEVER),
@@ -98,7 +98,7 @@ impl LineTable {
     }
 
     /// Moves every seen line from the pages into a hash map.
-    fn to_hashed(&mut self) {
+    fn switch_to_hashing(&mut self) {
         if let LineTable::Paged { index, pages, .. } = self {
             let mut map = id_map_with_capacity(pages.len() * 16);
             for (&page, &at) in index.iter() {

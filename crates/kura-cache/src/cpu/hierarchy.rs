@@ -159,11 +159,13 @@ fn replay_typed2<A: FpWord, B: FpWord>(
     served
 }
 
+/// A batch loop: levels, addresses, the class's way mask per level → how many
+/// accesses each level (or memory, last) served.
+type BatchLoop = fn(&mut [SetAssoc], &[u64], &[WayMask; MAX_LEVELS]) -> [u64; MAX_LEVELS + 1];
+
 /// The specialised batch loop for these levels, if there is one: two or three LRU
 /// levels of one line size with at most 16 ways.
-fn typed_replay(
-    levels: &[SetAssoc],
-) -> Option<fn(&mut [SetAssoc], &[u64], &[WayMask; MAX_LEVELS]) -> [u64; MAX_LEVELS + 1]> {
+fn typed_replay(levels: &[SetAssoc]) -> Option<BatchLoop> {
     let line_size = levels[0].geometry().line_size;
     if levels.iter().any(|l| l.geometry().line_size != line_size) {
         return None;
