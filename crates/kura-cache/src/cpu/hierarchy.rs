@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::classify::{Classifier, MissClass};
 use super::geometry::{data_hierarchy, read_sysfs, Geometry};
-use super::set_assoc::{Lookup, Replacement, SetAssoc};
+use super::set_assoc::{Fp16, Fp8, FpWord, Lookup, Replacement, SetAssoc, WayMask};
 use crate::error::CacheError;
 
 /// Levels a hierarchy may have.
@@ -65,6 +65,127 @@ impl Access {
     pub fn hit_level(&self, levels: usize) -> Option<usize> {
         (self.served_by < levels).then_some(self.served_by)
     }
+}
+
+/// The batch loop for `N` levels of one line size: unrolled over the levels, the
+/// line and its fingerprints computed once per access.
+#[inline(never)]
+fn replay_levels<const N: usize>(
+    levels: &mut [SetAssoc],
+    addrs: &[u64],
+    masks: &[WayMask; MAX_LEVELS],
+    hits: &mut [u64; MAX_LEVELS],
+    misses: &mut [u64; MAX_LEVELS],
+) {
+    let levels: &mut [SetAssoc; N] = levels.try_into().expect("N levels");
+    // How many accesses each level (or memory, at N) served: one count per access;
+    // the per-level hits and misses follow from them at the end.
+    let mut served = [0u64; MAX_LEVELS + 1];
+    for &addr in addrs {
+        let line = levels[0].line_of(addr);
+        let fp = SetAssoc::fingerprint(line);
+        let mut by = N;
+        for i in 0..N {
+            let hit = if i == 0 {
+                levels[i].access_hashed::<true>(line, fp, masks[i])
+            } else {
+                levels[i].access_hashed::<false>(line, fp, masks[i])
+            } == Lookup::Hit;
+            if hit {
+                by = i;
+                break;
+            }
+        }
+        served[by] += 1;
+    }
+    for i in 0..N {
+        hits[i] += served[i];
+        misses[i] += served[i + 1..=N].iter().sum::<u64>();
+    }
+}
+
+/// [`replay_levels`] for three levels whose kinds of set (`A`, `B`, `C`: 8 or 16
+/// fingerprint bytes, LRU) are known: no per-access dispatch at all.
+#[inline(never)]
+fn replay_typed3<A: FpWord, B: FpWord, C: FpWord>(
+    levels: &mut [SetAssoc],
+    addrs: &[u64],
+    masks: &[WayMask; MAX_LEVELS],
+) -> [u64; MAX_LEVELS + 1] {
+    let [l0, l1, l2] = levels else {
+        unreachable!("three levels")
+    };
+    let mut served = [0u64; MAX_LEVELS + 1];
+    for &addr in addrs {
+        let line = l0.line_of(addr);
+        let fp = SetAssoc::fingerprint(line);
+        let by = if l0.access_typed::<A, true>(line, fp, masks[0]) {
+            0
+        } else if l1.access_typed::<B, false>(line, fp, masks[1]) {
+            1
+        } else if l2.access_typed::<C, false>(line, fp, masks[2]) {
+            2
+        } else {
+            3
+        };
+        served[by] += 1;
+    }
+    served
+}
+
+/// [`replay_typed3`] for two levels.
+#[inline(never)]
+fn replay_typed2<A: FpWord, B: FpWord>(
+    levels: &mut [SetAssoc],
+    addrs: &[u64],
+    masks: &[WayMask; MAX_LEVELS],
+) -> [u64; MAX_LEVELS + 1] {
+    let [l0, l1] = levels else {
+        unreachable!("two levels")
+    };
+    let mut served = [0u64; MAX_LEVELS + 1];
+    for &addr in addrs {
+        let line = l0.line_of(addr);
+        let fp = SetAssoc::fingerprint(line);
+        let by = if l0.access_typed::<A, true>(line, fp, masks[0]) {
+            0
+        } else if l1.access_typed::<B, false>(line, fp, masks[1]) {
+            1
+        } else {
+            2
+        };
+        served[by] += 1;
+    }
+    served
+}
+
+/// A batch loop: levels, addresses, the class's way mask per level → how many
+/// accesses each level (or memory, last) served.
+type BatchLoop = fn(&mut [SetAssoc], &[u64], &[WayMask; MAX_LEVELS]) -> [u64; MAX_LEVELS + 1];
+
+/// The specialised batch loop for these levels, if there is one: two or three LRU
+/// levels of one line size with at most 16 ways.
+fn typed_replay(levels: &[SetAssoc]) -> Option<BatchLoop> {
+    let line_size = levels[0].geometry().line_size;
+    if levels.iter().any(|l| l.geometry().line_size != line_size) {
+        return None;
+    }
+    let widths: Option<Vec<usize>> = levels.iter().map(SetAssoc::narrow_lru).collect();
+    Some(match widths?.as_slice() {
+        [8, 8] => replay_typed2::<Fp8, Fp8>,
+        [8, 16] => replay_typed2::<Fp8, Fp16>,
+        [16, 8] => replay_typed2::<Fp16, Fp8>,
+        [16, 16] => replay_typed2::<Fp16, Fp16>,
+        [8, 8, 8] => replay_typed3::<Fp8, Fp8, Fp8>,
+        [8, 8, 16] => replay_typed3::<Fp8, Fp8, Fp16>,
+        [8, 16, 8] => replay_typed3::<Fp8, Fp16, Fp8>,
+        [8, 16, 16] => replay_typed3::<Fp8, Fp16, Fp16>,
+        [16, 8, 8] => replay_typed3::<Fp16, Fp8, Fp8>,
+        [16, 8, 16] => replay_typed3::<Fp16, Fp8, Fp16>,
+        [16, 16, 8] => replay_typed3::<Fp16, Fp16, Fp8>,
+        [16, 16, 16] => replay_typed3::<Fp16, Fp16, Fp16>,
+        _ => return None,
+    })
 }
 
 pub struct Hierarchy {
@@ -153,10 +274,7 @@ impl Hierarchy {
     /// One access to byte address `addr` by class of service `class`.
     #[inline]
     pub fn access(&mut self, addr: u64, class: usize) -> Access {
-        if class >= self.counters.len() {
-            self.counters
-                .resize(class + 1, vec![LevelCounters::default(); self.levels.len()]);
-        }
+        self.ensure_class(class);
         let counters = &mut self.counters[class];
         let mut misses = [MissClass::Unclassified; MAX_LEVELS];
         // The line of the previous access hits L1 again and changes no state — not
@@ -172,7 +290,12 @@ impl Hierarchy {
         }
         for (i, level) in self.levels.iter_mut().enumerate() {
             let line = level.line_of(addr);
-            let hit = level.access_line(line, class) == Lookup::Hit;
+            let lookup = if i == 0 {
+                level.access_line(line, class)
+            } else {
+                level.access_line_deep(line, class)
+            };
+            let hit = lookup == Lookup::Hit;
             let c = &mut counters[i];
             c.accesses += 1;
             let kind = self.classifiers[i]
@@ -202,8 +325,71 @@ impl Hierarchy {
 
     /// Replays byte addresses for one class (counters as [`Self::access`]).
     pub fn replay(&mut self, addrs: &[u64], class: usize) {
-        for &addr in addrs {
-            self.access(addr, class);
+        if self.classifiers.iter().any(Option::is_some) {
+            for &addr in addrs {
+                self.access(addr, class);
+            }
+            return;
+        }
+        // Without classifiers an access is only lookups: keep the class's masks and
+        // the counts in locals for the whole batch instead of per access.
+        self.ensure_class(class);
+        let n = self.levels.len();
+        let mut masks = [self.levels[0].class_mask(class); MAX_LEVELS];
+        for (m, level) in masks.iter_mut().zip(&self.levels) {
+            *m = level.class_mask(class);
+        }
+        let mut hits = [0u64; MAX_LEVELS];
+        let mut misses = [0u64; MAX_LEVELS];
+        let same_lines = self
+            .levels
+            .iter()
+            .all(|l| l.geometry().line_size == self.levels[0].geometry().line_size);
+        if let Some(replay) = typed_replay(&self.levels) {
+            let served = replay(&mut self.levels, addrs, &masks);
+            for i in 0..n {
+                hits[i] += served[i];
+                misses[i] += served[i + 1..=n].iter().sum::<u64>();
+            }
+        } else {
+            match (n, same_lines) {
+                (3, true) => {
+                    replay_levels::<3>(&mut self.levels, addrs, &masks, &mut hits, &mut misses)
+                }
+                (2, true) => {
+                    replay_levels::<2>(&mut self.levels, addrs, &masks, &mut hits, &mut misses)
+                }
+                _ => {
+                    for &addr in addrs {
+                        for (i, level) in self.levels.iter_mut().enumerate() {
+                            let line = level.line_of(addr);
+                            let lookup = if i == 0 {
+                                level.access_masked(line, masks[i])
+                            } else {
+                                let fp = SetAssoc::fingerprint(line);
+                                level.access_hashed::<false>(line, fp, masks[i])
+                            };
+                            if lookup == Lookup::Hit {
+                                hits[i] += 1;
+                                break;
+                            }
+                            misses[i] += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for (i, c) in self.counters[class].iter_mut().enumerate().take(n) {
+            c.accesses += hits[i] + misses[i];
+            c.hits += hits[i];
+            c.misses += misses[i];
+        }
+    }
+
+    fn ensure_class(&mut self, class: usize) {
+        if class >= self.counters.len() {
+            self.counters
+                .resize(class + 1, vec![LevelCounters::default(); self.levels.len()]);
         }
     }
 
