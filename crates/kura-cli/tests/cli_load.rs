@@ -92,7 +92,10 @@ fn a_file_that_is_no_database_is_refused() {
 fn load_null_sets_the_null_marker() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("null.kura");
-    run_ok(&db, &["-c", "CREATE TABLE t (id INTEGER, n INTEGER, s VARCHAR)"]);
+    run_ok(
+        &db,
+        &["-c", "CREATE TABLE t (id INTEGER, n INTEGER, s VARCHAR)"],
+    );
     let file = dir.path().join("t.tbl");
     std::fs::write(&file, "1|-|-\n2|5|\n3|6|\\N\n").unwrap();
     let out = run_ok(&db, &["load", "t", file.to_str().unwrap(), "--null", "-"]);
@@ -108,7 +111,10 @@ fn load_null_sets_the_null_marker() {
     );
     let text = String::from_utf8_lossy(&out.stdout);
     for row in ["1,t,t,", "2,f,f,\"\"", "3,f,f,\\N"] {
-        assert!(text.lines().any(|l| l == row), "missing {row:?} in:\n{text}");
+        assert!(
+            text.lines().any(|l| l == row),
+            "missing {row:?} in:\n{text}"
+        );
     }
     // An empty number field is an error when NULL is written otherwise.
     let bad = dir.path().join("bad.tbl");

@@ -9,8 +9,8 @@ mod common;
 
 use std::path::Path;
 
-use common::*;
 use common::Rng;
+use common::*;
 use kura_common::{Batch, DataType, Value, Vector, MAX_VALUE_BYTES};
 use kura_storage::file::header::SLOT_SIZE;
 use kura_storage::file::FORMAT_VERSION;
@@ -217,7 +217,10 @@ fn a_damaged_overflow_page_is_reported() {
         other => panic!("damage not reported: {other:?}"),
     }
     // Column 0 has no long values and still reads.
-    assert_eq!(table.read_range(0, 0, 1).unwrap().get_value(0), Value::BigInt(0));
+    assert_eq!(
+        table.read_range(0, 0, 1).unwrap().get_value(0),
+        Value::BigInt(0)
+    );
 }
 
 #[test]

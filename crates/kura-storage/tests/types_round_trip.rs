@@ -10,8 +10,8 @@ use std::path::Path;
 use common::*;
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_storage::loader::{self, TextFormat};
-use kura_storage::{Schema, Storage, StorageError, Table};
 use kura_storage::table::writer::{zone_lower_bound, zone_upper_bound, ZONE_TEXT_BYTES};
+use kura_storage::{Schema, Storage, StorageError, Table};
 
 const ROWS: usize = 150_000;
 const ROW_GROUP: u64 = 65_536;
@@ -714,12 +714,11 @@ fn a_value_longer_than_kura_stores_is_a_clear_error_and_changes_nothing() {
     // The row may be refused at append or at commit (when its row group is written).
     let err = match appended {
         Err(e) => e,
-        Ok(_) => txn
-            .commit()
-            .expect_err("a value over 16 MiB is refused"),
+        Ok(_) => txn.commit().expect_err("a value over 16 MiB is refused"),
     };
     assert!(
-        err.to_string().contains("kura stores values of at most 16777216 bytes"),
+        err.to_string()
+            .contains("kura stores values of at most 16777216 bytes"),
         "unexpected error: {err}"
     );
     assert_eq!(

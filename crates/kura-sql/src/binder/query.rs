@@ -300,10 +300,10 @@ impl Binder<'_> {
                         cols.is_empty()
                     } =>
                     {
-                        let why = e
-                            .eval(&kura_common::Batch::with_rows(1))
-                            .err()
-                            .map_or_else(|| "a value that cannot be computed".into(), |x| x.to_string());
+                        let why = e.eval(&kura_common::Batch::with_rows(1)).err().map_or_else(
+                            || "a value that cannot be computed".into(),
+                            |x| x.to_string(),
+                        );
                         return Err(SqlError::InvalidValue {
                             message: why,
                             pos: Pos::default(),

@@ -137,13 +137,11 @@ pub fn parse_chunk(
                 was_quoted && fmt.quoted,
                 fmt,
             )
-            .map_err(
-                |what| ParseError {
-                    line: this_line,
-                    column: a as u64 + 1,
-                    what: format!("column {} ({}): {what}", col.name, col.data_type),
-                },
-            )?;
+            .map_err(|what| ParseError {
+                line: this_line,
+                column: a as u64 + 1,
+                what: format!("column {} ({}): {what}", col.name, col.data_type),
+            })?;
             if !col.nullable && cols[c].is_null(cols[c].len() - 1) {
                 return Err(ParseError {
                     line: this_line,
