@@ -78,6 +78,7 @@ impl From<kura_storage::StorageError> for ExecError {
             | S::Corrupt { .. }
             | S::NotADatabase { .. }
             | S::HeaderDamaged { .. } => ExecError::DataCorrupted(e.to_string()),
+            S::TooLarge(what) => ExecError::TooLarge(what),
             other => ExecError::Storage(other.to_string()),
         }
     }

@@ -75,6 +75,9 @@ pub enum StorageError {
     },
     #[error("{0}")]
     Invalid(String),
+    /// A value or batch beyond a size limit (PostgreSQL's program_limit_exceeded).
+    #[error("{0}")]
+    TooLarge(String),
     #[error("{0}")]
     Policy(String),
 }

@@ -193,7 +193,7 @@ fn write_long(
     col: &mut super::meta::ColumnMeta,
 ) -> StorageResult<PageId> {
     if bytes.len() > MAX_VALUE_BYTES {
-        return Err(StorageError::Invalid(format!(
+        return Err(StorageError::TooLarge(format!(
             "a value of column \"{column}\" is {} bytes long; kura stores values of at most {} bytes (16 MiB)",
             bytes.len(),
             MAX_VALUE_BYTES
