@@ -40,11 +40,11 @@ const TYPES: [DataType; 9] = [
 
 /// A value of `dt` drawn from `x`.
 fn value(dt: DataType, x: u64) -> Value {
-    if x % 7 == 0 {
+    if x.is_multiple_of(7) {
         return Value::Null;
     }
     match dt {
-        DataType::Boolean => Value::Boolean(x % 2 == 0),
+        DataType::Boolean => Value::Boolean(x.is_multiple_of(2)),
         DataType::Integer => Value::Integer(x as i32),
         DataType::BigInt => Value::BigInt(x as i64),
         DataType::Double => Value::Double(x as f64 / 3.0),
@@ -297,8 +297,8 @@ fn valid_pages_round_trip_for_every_type() {
         encode::encode(&v, 0, n, &mut page);
         let mut out = Vector::new(dt, 0);
         encode::decode_into(&page, dt, 0, n, &mut out).unwrap();
-        for i in 0..n {
-            assert_eq!(out.get_value(i), vals[i], "{dt} row {i}");
+        for (i, want) in vals.iter().enumerate().take(n) {
+            assert_eq!(&out.get_value(i), want, "{dt} row {i}");
         }
     }
 }

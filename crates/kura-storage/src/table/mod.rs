@@ -195,7 +195,7 @@ impl Table {
                     format!("overflow pages hold more than the value's {len} bytes"),
                 ));
             }
-            value.extend_from_slice(&bytes);
+            value.extend_from_slice(bytes);
             next = after;
             hops_left -= 1;
         }
