@@ -121,6 +121,10 @@ enum Command {
         /// CSV quoting rules (double quotes).
         #[arg(long)]
         csv: bool,
+        /// The text that stands for NULL (as COPY's NULL option): a field equal
+        /// to it is NULL and no other is; by default `\N` or an empty field.
+        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+        null: Option<String>,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -267,6 +271,7 @@ fn run(cli: Cli) -> Result<(), String> {
             delimiter,
             header,
             csv,
+            null,
             ..
         }) => {
             let (_db, mut session) = cli.open()?;
@@ -279,6 +284,9 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             if *csv {
                 opts.push("FORMAT csv".into());
+            }
+            if let Some(n) = null {
+                opts.push(format!("NULL '{}'", n.replace('\'', "''")));
             }
             let with = if opts.is_empty() {
                 String::new()

@@ -129,3 +129,46 @@ fn a_missing_database_is_announced_and_tpch_run_asks_for_a_load() {
         "{err}"
     );
 }
+
+#[test]
+fn load_null_sets_the_null_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("null.kura");
+    run_ok(
+        &db,
+        &["-c", "CREATE TABLE t (id INTEGER, n INTEGER, s VARCHAR)"],
+    );
+    let file = dir.path().join("t.tbl");
+    std::fs::write(&file, "1|-|-\n2|5|\n3|6|\\N\n").unwrap();
+    let out = run_ok(&db, &["load", "t", file.to_str().unwrap(), "--null", "-"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("COPY 3"));
+    let out = run_ok(
+        &db,
+        &[
+            "--format",
+            "csv",
+            "-c",
+            "SELECT id, n IS NULL, s IS NULL, s FROM t ORDER BY id",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for row in ["1,t,t,", "2,f,f,\"\"", "3,f,f,\\N"] {
+        assert!(
+            text.lines().any(|l| l == row),
+            "missing {row:?} in:\n{text}"
+        );
+    }
+    // An empty number field is an error when NULL is written otherwise.
+    let bad = dir.path().join("bad.tbl");
+    std::fs::write(&bad, "4|7|a\n5||b\n").unwrap();
+    let out = kura()
+        .arg("--db")
+        .arg(&db)
+        .args(["load", "t", bad.to_str().unwrap(), "--null", "-"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let expected = format!("{}:2:3: column n (INTEGER): empty value", bad.display());
+    assert!(err.contains(&expected), "expected {expected:?} in:\n{err}");
+}

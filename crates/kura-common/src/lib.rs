@@ -15,4 +15,8 @@ pub mod vector;
 pub use error::{CommonError, CommonResult};
 pub use types::DataType;
 pub use value::Value;
+/// Longest text value kura stores or builds, in bytes (16 MiB, the longest
+/// statement text): a value longer than a page goes to overflow pages up to it.
+pub const MAX_VALUE_BYTES: usize = 16 << 20;
+
 pub use vector::{Batch, ColumnData, StrVec, Vector, BATCH_SIZE};

@@ -14,6 +14,9 @@ pub enum ExecError {
     /// Text longer than the column it is stored into.
     #[error("value too long for type {0}")]
     StringTooLong(String),
+    /// A value beyond a size limit (PostgreSQL's program_limit_exceeded).
+    #[error("{0}")]
+    TooLarge(String),
     #[error("invalid date \"{0}\"")]
     InvalidDate(String),
     /// Date arithmetic beyond 4713 BC .. 5874897 AD.
@@ -51,6 +54,7 @@ impl ExecError {
             ExecError::InvalidText { .. } => "22P02",
             ExecError::InvalidDate(_) | ExecError::DateOutOfRange => "22008",
             ExecError::StringTooLong(_) => "22001",
+            ExecError::TooLarge(_) => "54000",
             ExecError::OutOfMemory { .. } | ExecError::OutOfSharedMemory { .. } => "53200",
             ExecError::Canceled => "57014",
             ExecError::SubqueryTooManyRows => "21000",
@@ -74,6 +78,7 @@ impl From<kura_storage::StorageError> for ExecError {
             | S::Corrupt { .. }
             | S::NotADatabase { .. }
             | S::HeaderDamaged { .. } => ExecError::DataCorrupted(e.to_string()),
+            S::TooLarge(what) => ExecError::TooLarge(what),
             other => ExecError::Storage(other.to_string()),
         }
     }

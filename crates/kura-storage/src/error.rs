@@ -29,12 +29,13 @@ pub enum StorageError {
     /// A kura database written in another on-disk format; files are not
     /// converted between formats, so it is refused before anything is read.
     #[error(
-        "{path}: kura database of format version {found}; this kura reads format version \
-         {supported} and does not convert files between format versions"
+        "{path}: kura database of format version {found}; this kura reads format versions \
+         {oldest} to {supported} and does not convert older files"
     )]
     FormatVersion {
         path: PathBuf,
         found: u32,
+        oldest: u32,
         supported: u32,
     },
     /// The header that names the committed state is damaged in a way that
@@ -74,6 +75,9 @@ pub enum StorageError {
     },
     #[error("{0}")]
     Invalid(String),
+    /// A value or batch beyond a size limit (PostgreSQL's program_limit_exceeded).
+    #[error("{0}")]
+    TooLarge(String),
     #[error("{0}")]
     Policy(String),
 }

@@ -576,7 +576,9 @@ impl WriteTxn {
             if let Some(old) = self.blobs.remove(name) {
                 self.freed.extend(old);
             }
-            let bytes = postcard::to_stdvec(&*t.meta)
+            let bytes = t
+                .meta
+                .to_bytes()
                 .map_err(|e| StorageError::Invalid(format!("encoding table metadata: {e}")))?;
             let (root, pages) = write_blob(&mut self.io, &bytes, false)?;
             t.committed = Some(Arc::new(Table::new(
@@ -686,7 +688,10 @@ impl WriteTxn {
         self.io.flush()?;
         storage.file.sync()?;
         let previous = self.state.as_ref().expect("an open transaction").header;
+        // Committing writes the current format: this commit may hold pages
+        // (long values) an older build could not read.
         let header = Header {
+            version: crate::file::FORMAT_VERSION,
             generation: previous.generation + 1,
             catalog_root: root,
             page_count: self.io.next_page(),
@@ -781,7 +786,7 @@ fn load_catalog(
         })?;
     for entry in data.tables {
         let (bytes, blob) = read_blob(file, entry.meta_root)?;
-        let meta: TableMeta = postcard::from_bytes(&bytes).map_err(|e| StorageError::Corrupt {
+        let meta = TableMeta::from_bytes(&bytes).map_err(|e| StorageError::Corrupt {
             path: file.path().to_path_buf(),
             page: entry.meta_root,
             what: format!("metadata of table {} does not decode: {e}", entry.name),

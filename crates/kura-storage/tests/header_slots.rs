@@ -355,7 +355,7 @@ fn old_format_versions_are_refused_by_name() {
         let msg = e.to_string();
         assert!(
             msg.contains(&format!(
-                "kura database of format version {v}; this kura reads format version {FORMAT_VERSION}"
+                "kura database of format version {v}; this kura reads format versions 2 to {FORMAT_VERSION}"
             )),
             "{msg}"
         );

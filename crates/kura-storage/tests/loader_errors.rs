@@ -179,6 +179,7 @@ fn csv_columns_count_bytes_through_quoted_fields_and_crlf() {
         delimiter: b',',
         header: true,
         quoted: true,
+        null: None,
     };
     let path = dir.path().join("q.csv");
     // Header on line 1; the bad date sits after a quoted field holding the delimiter and a quote.

@@ -1,5 +1,5 @@
-//! `COPY table FROM 'file' (DELIMITER '|', HEADER false, FORMAT csv)`: the bulk
-//! loader behind SQL. The whole file loads in one transaction — all or nothing.
+//! `COPY table FROM 'file' (DELIMITER '|', HEADER false, FORMAT csv, NULL 'x')`:
+//! the bulk loader behind SQL. The whole file loads in one transaction — all or nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +70,7 @@ pub fn text_format(
     let mut csv = path.to_ascii_lowercase().ends_with(".csv");
     let mut delimiter: Option<u8> = None;
     let mut header = false;
+    let mut null: Option<String> = None;
     let byte = |c: char| -> KuraResult<u8> {
         u8::try_from(c as u32)
             .ok()
@@ -89,12 +90,14 @@ pub fn text_format(
             },
             CopyOption::Delimiter(c) => delimiter = Some(byte(*c)?),
             CopyOption::Header(h) => header = *h,
+            CopyOption::Null(n) => null = Some(n.clone()),
             other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
         }
     }
     for o in legacy {
         match o {
             CopyLegacyOption::Delimiter(c) => delimiter = Some(byte(*c)?),
+            CopyLegacyOption::Null(n) => null = Some(n.clone()),
             CopyLegacyOption::Csv(opts) => {
                 csv = true;
                 for c in opts {
@@ -109,10 +112,25 @@ pub fn text_format(
             other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
         }
     }
+    let delimiter = delimiter.unwrap_or(if csv { b',' } else { b'|' });
+    if let Some(n) = &null {
+        // As PostgreSQL: the marker must be readable as one whole field.
+        if n.contains(['\n', '\r']) {
+            return Err(KuraError::Invalid(
+                "COPY null representation cannot use newline or carriage return".into(),
+            ));
+        }
+        if n.as_bytes().contains(&delimiter) {
+            return Err(KuraError::Invalid(
+                "COPY delimiter must not appear in the NULL specification".into(),
+            ));
+        }
+    }
     Ok(TextFormat {
-        delimiter: delimiter.unwrap_or(if csv { b',' } else { b'|' }),
+        delimiter,
         header,
         quoted: csv,
+        null: null.map(String::into_bytes),
     })
 }
 

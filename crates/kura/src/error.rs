@@ -68,6 +68,7 @@ impl KuraError {
                 StorageError::InUse { .. } => "55006",
                 StorageError::NotADatabase { .. } | StorageError::HeaderDamaged { .. } => "XX001",
                 StorageError::FormatVersion { .. } => "0A000",
+                StorageError::TooLarge(_) => "54000",
                 StorageError::Invalid(_) | StorageError::Policy(_) => "22023",
             },
             KuraError::Sql(e) => e.sqlstate(),

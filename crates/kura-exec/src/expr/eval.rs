@@ -7,7 +7,7 @@ use super::arith::arithmetic;
 use super::cast::cast_vector;
 use super::compare::{compare, compare_text_constant, trim_blanks};
 use super::func::call;
-use super::{BinaryOp, PhysExpr};
+use super::{BinaryOp, PhysExpr, ScalarFunc};
 use crate::error::{ExecError, ExecResult};
 
 /// `n` copies of a constant.
@@ -318,6 +318,11 @@ fn may_fail(e: &PhysExpr) -> bool {
         PhysExpr::IsNull { expr, .. }
         | PhysExpr::InList { expr, .. }
         | PhysExpr::Like { expr, .. } => may_fail(expr),
+        // repeat() fails when its result would be too long.
+        PhysExpr::Func {
+            func: ScalarFunc::Repeat,
+            ..
+        } => true,
         PhysExpr::Func { args, .. } => args.iter().any(may_fail),
         PhysExpr::Case { .. } => true,
         PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,

@@ -8,6 +8,9 @@ use super::cast::cast_vector;
 use super::ScalarFunc;
 use crate::error::{ExecError, ExecResult};
 
+/// Longest result `repeat()` builds: the longest value a table stores.
+pub const MAX_REPEAT_BYTES: usize = kura_common::MAX_VALUE_BYTES;
+
 fn ints(v: &Vector) -> ExecResult<&[i32]> {
     match &v.data {
         ColumnData::I32(x) => Ok(x),
@@ -169,6 +172,40 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 data_type: out,
                 data: ColumnData::Str(o),
                 validity: s.validity.clone(),
+            })
+        }
+        ScalarFunc::Repeat => {
+            let s = arg(0)?;
+            let sv = strs(s)?;
+            let times = arg(1)?;
+            let mut o = StrVec::with_capacity(n, 0);
+            let mut validity = vec![true; n];
+            for (i, valid) in validity.iter_mut().enumerate() {
+                let count = int_arg(times, i);
+                let (false, Some(count)) = (s.is_null(i), count) else {
+                    *valid = false;
+                    o.push(b"");
+                    continue;
+                };
+                let text = sv.get(i);
+                let count = count.max(0) as u128;
+                // The result must fit one value (and the vector's 32-bit offsets).
+                let bytes = text.len() as u128 * count;
+                if bytes > MAX_REPEAT_BYTES as u128
+                    || o.data.len() as u128 + bytes > u32::MAX as u128
+                {
+                    return Err(ExecError::TooLarge(format!(
+                        "repeat() would build {bytes} bytes, more than the \
+                         {MAX_REPEAT_BYTES} a value may hold"
+                    )));
+                }
+                o.push(text.repeat(count as usize).as_bytes());
+            }
+            let validity = (!validity.iter().all(|v| *v)).then_some(validity);
+            Ok(Vector {
+                data_type: out,
+                data: ColumnData::Str(o),
+                validity,
             })
         }
         ScalarFunc::Length => {

@@ -104,6 +104,8 @@ pub enum ScalarFunc {
     AddMonths,
     /// `trim(both ' ' from s)`.
     Trim,
+    /// `repeat(s, n)`: `s` written `n` times (empty for `n <= 0`).
+    Repeat,
 }
 
 impl ScalarFunc {
@@ -122,6 +124,7 @@ impl ScalarFunc {
             ScalarFunc::AddDays => "add_days",
             ScalarFunc::AddMonths => "add_months",
             ScalarFunc::Trim => "trim",
+            ScalarFunc::Repeat => "repeat",
         }
     }
 }

@@ -195,6 +195,7 @@ const SCALARS: &[&str] = &[
     "substring",
     "nullif",
     "trim",
+    "repeat",
 ];
 
 /// The deepest expression nesting the binder accepts. Every later pass (folding,
@@ -1001,6 +1002,16 @@ impl Binder<'_> {
                 )?;
                 DataType::Integer
             }
+            ScalarFunc::Repeat => {
+                need(
+                    args.len() == 2
+                        && (args[0].data_type().is_text() || is_null_literal(&args[0]))
+                        && (matches!(args[1].data_type(), DataType::Integer | DataType::BigInt)
+                            || is_null_literal(&args[1])),
+                    "needs text and an integer",
+                )?;
+                DataType::Varchar(None)
+            }
             ScalarFunc::Abs => {
                 need(
                     args.len() == 1 && args[0].data_type().is_numeric(),
@@ -1224,6 +1235,7 @@ impl Binder<'_> {
             "length" | "char_length" => ScalarFunc::Length,
             "substr" | "substring" => ScalarFunc::Substring,
             "trim" => ScalarFunc::Trim,
+            "repeat" => ScalarFunc::Repeat,
             "nullif" => {
                 if bound.len() != 2 {
                     return Err(SqlError::mismatch("nullif takes two arguments", p));

@@ -293,6 +293,22 @@ impl Binder<'_> {
             for (e, t) in r.into_iter().zip(&types) {
                 match super::types::fold(coerce(e, *t, Pos::default())?) {
                     PhysExpr::Literal { value, .. } => vals.push(value),
+                    // A constant that did not fold failed to evaluate: say why.
+                    e if {
+                        let mut cols = Vec::new();
+                        e.columns(&mut cols);
+                        cols.is_empty()
+                    } =>
+                    {
+                        let why = e.eval(&kura_common::Batch::with_rows(1)).err().map_or_else(
+                            || "a value that cannot be computed".into(),
+                            |x| x.to_string(),
+                        );
+                        return Err(SqlError::InvalidValue {
+                            message: why,
+                            pos: Pos::default(),
+                        });
+                    }
                     _ => {
                         return Err(SqlError::unsupported(
                             "non-constant expressions in VALUES",

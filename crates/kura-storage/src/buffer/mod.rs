@@ -571,6 +571,15 @@ impl PageGuard {
     pub fn page(&self) -> PageId {
         self.page
     }
+
+    /// The kind recorded in the page header (checked by the checksum on read).
+    pub fn kind(&self) -> Option<crate::file::page::PageKind> {
+        let whole = match &self.private {
+            Some(copy) => &copy[..PAGE_HEADER],
+            None => &self.bm.frame_bytes(self.frame)[..PAGE_HEADER],
+        };
+        crate::file::page::kind(whole)
+    }
 }
 
 impl std::ops::Deref for PageGuard {

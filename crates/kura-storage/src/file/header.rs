@@ -66,7 +66,7 @@
 //! fails their checksums or shows that commit's contents.
 
 use super::aligned::AlignedBuf;
-use super::{PageId, FORMAT_VERSION};
+use super::{PageId, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 
 /// Bytes of one header slot.
 pub const SLOT_SIZE: usize = 4096;
@@ -187,7 +187,7 @@ fn decode_sector(index: usize, k: usize, s: &[u8]) -> Result<Header, Option<u32>
     let u32_at = |o: usize| u32::from_le_bytes(s[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(s[o..o + 8].try_into().unwrap());
     let version = u32_at(12);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(Some(version));
     }
     let header = Header {

@@ -19,8 +19,14 @@ use header::{Refusal, SLOT_SIZE};
 /// Page number within the database file (page 0 holds the header slots).
 pub type PageId = u64;
 
-/// On-disk format version written to the header (2: per-sector header checksums).
-pub const FORMAT_VERSION: u32 = 2;
+/// On-disk format version written to the header (2: per-sector header checksums;
+/// 3: text values longer than a page, in overflow pages).
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest format version this build reads. Format 3 only adds to format 2
+/// (a page kind, a page flag, an optional tail on table metadata), so a format-2
+/// file opens as it is; its next commit writes a format-3 header, after which
+/// a build that reads only format 2 refuses it.
+pub const OLDEST_FORMAT_VERSION: u32 = 2;
 /// Default page size (DESIGN.md: 16 KiB).
 pub const DEFAULT_PAGE_SIZE: usize = 16 * 1024;
 
@@ -107,6 +113,7 @@ impl DbFile {
             Refusal::Version(found) => StorageError::FormatVersion {
                 path: path.to_path_buf(),
                 found,
+                oldest: OLDEST_FORMAT_VERSION,
                 supported: FORMAT_VERSION,
             },
             Refusal::Damaged(what) => StorageError::HeaderDamaged {

@@ -12,6 +12,8 @@ pub enum PageKind {
     Blob = 1,
     Column = 2,
     IndexNode = 3,
+    /// The continuation of a text value too long for a column page (format 3).
+    Overflow = 4,
 }
 
 impl PageKind {
@@ -20,6 +22,7 @@ impl PageKind {
             1 => Some(PageKind::Blob),
             2 => Some(PageKind::Column),
             3 => Some(PageKind::IndexNode),
+            4 => Some(PageKind::Overflow),
             _ => None,
         }
     }

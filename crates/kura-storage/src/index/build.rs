@@ -319,6 +319,12 @@ fn separator(left: &[u8], right: &[u8]) -> Vec<u8> {
 fn show(v: &Value) -> String {
     match v {
         Value::Null => "NULL".into(),
+        // A long key is named by its start: the message must stay readable.
+        Value::Text(s) if s.chars().count() > 40 => format!(
+            "'{}...' ({} bytes)",
+            s.chars().take(32).collect::<String>().replace('\'', "''"),
+            s.len()
+        ),
         Value::Text(s) => format!("'{}'", s.replace('\'', "''")),
         other => other.to_string(),
     }

@@ -15,6 +15,10 @@ pub struct TextFormat {
     pub header: bool,
     /// Fields may be enclosed in double quotes (CSV); `""` inside is one quote.
     pub quoted: bool,
+    /// The text that stands for NULL (PostgreSQL's `NULL 'x'`): an unquoted
+    /// field equal to it is NULL and no other field is. `None`: kura's default,
+    /// `\N` or an unquoted empty field (in plain text, for non-text columns).
+    pub null: Option<Vec<u8>>,
 }
 
 impl Default for TextFormat {
@@ -23,6 +27,7 @@ impl Default for TextFormat {
             delimiter: b'|',
             header: false,
             quoted: false,
+            null: None,
         }
     }
 }
@@ -125,13 +130,18 @@ pub fn parse_chunk(
                 raw
             };
             let col = &schema.columns[c];
-            push_field(&mut cols[c], col.data_type, text, was_quoted, fmt.quoted).map_err(
-                |what| ParseError {
-                    line: this_line,
-                    column: a as u64 + 1,
-                    what: format!("column {} ({}): {what}", col.name, col.data_type),
-                },
-            )?;
+            push_field(
+                &mut cols[c],
+                col.data_type,
+                text,
+                was_quoted && fmt.quoted,
+                fmt,
+            )
+            .map_err(|what| ParseError {
+                line: this_line,
+                column: a as u64 + 1,
+                what: format!("column {} ({}): {what}", col.name, col.data_type),
+            })?;
             if !col.nullable && cols[c].is_null(cols[c].len() - 1) {
                 return Err(ParseError {
                     line: this_line,
@@ -193,22 +203,34 @@ fn push_null(v: &mut Vector) {
     v.push_null();
 }
 
-/// Appends one field's value or NULL: `\N`, or an unquoted empty field — in CSV
-/// for every type (PostgreSQL's rule; `""` is the empty string), in plain text
-/// for every type but text (where it is the empty string).
+/// Appends one field's value or NULL. With a NULL marker, an unquoted field
+/// equal to it is NULL and nothing else is. Without one: `\N`, or an unquoted
+/// empty field — in CSV for every type (PostgreSQL's rule; `""` is the empty
+/// string), in plain text for every type but text (where it is the empty string).
 fn push_field(
     v: &mut Vector,
     dt: DataType,
     text: &[u8],
     quoted: bool,
-    csv: bool,
+    fmt: &TextFormat,
 ) -> Result<(), String> {
-    if !quoted && (text == b"\\N" || (text.is_empty() && (csv || !dt.is_text()))) {
+    let is_null = !quoted
+        && match &fmt.null {
+            Some(marker) => text == marker.as_slice(),
+            None => text == b"\\N" || (text.is_empty() && (fmt.quoted || !dt.is_text())),
+        };
+    if is_null {
         push_null(v);
         return Ok(());
     }
     if text.is_empty() && !dt.is_text() {
-        return Err("empty value".into());
+        return Err(match &fmt.null {
+            Some(marker) => format!(
+                "empty value (not NULL: NULL is written {:?})",
+                String::from_utf8_lossy(marker)
+            ),
+            None => "empty value".into(),
+        });
     }
     let shown = || String::from_utf8_lossy(text).into_owned();
     let valid_before = v.validity.is_some();

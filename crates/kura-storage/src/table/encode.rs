@@ -2,13 +2,93 @@
 //! optional validity bitmap, then fixed-width little-endian values or (offsets,
 //! bytes) for text. Decoding appends a row sub-range of a page to a vector, so a
 //! single row costs one page.
+//!
+//! A text value too long for a page of its own (format 3) is a *long-value page*:
+//! one row, flag [`LONG`], the value's length, the first of its overflow pages and
+//! as many of its bytes as fit; the rest follows in a chain of overflow pages
+//! (next page, bytes used, bytes), each checksummed like every page. The flag is
+//! per page, so decoding ordinary pages pays one test per page, none per value.
 
 use kura_common::types::PhysicalType;
 use kura_common::{ColumnData, DataType, Vector};
 
+use crate::file::PageId;
+
 /// Bytes before the bitmap: row count (4), flags (1), reserved (3).
 const HEAD: usize = 8;
 const HAS_NULLS: u8 = 1;
+/// The page holds one long text value whose tail is in overflow pages.
+const LONG: u8 = 2;
+/// After [`HEAD`] on a long-value page: the value's length (8), first overflow page (8).
+const LONG_HEAD: usize = 16;
+/// Before the bytes of an overflow page: next page (8, 0 = last), bytes used (4).
+pub const OVERFLOW_LINK: usize = 12;
+
+/// Whether a column page payload is a long-value page.
+pub fn is_long(page: &[u8]) -> bool {
+    page.get(4).is_some_and(|f| f & LONG != 0)
+}
+
+/// Bytes of a long value kept on its column page.
+pub fn long_inline_bytes(payload: usize) -> usize {
+    payload - HEAD - LONG_HEAD
+}
+
+/// Overflow pages a long value of `len` bytes needs.
+pub fn overflow_pages_for(payload: usize, len: usize) -> usize {
+    len.saturating_sub(long_inline_bytes(payload))
+        .div_ceil(payload - OVERFLOW_LINK)
+}
+
+/// Writes the column page of a long value (`bytes` whole; only its head is
+/// stored here) whose tail starts at overflow page `first_overflow`.
+pub fn encode_long(bytes: &[u8], first_overflow: PageId, out: &mut [u8]) {
+    out[0..4].copy_from_slice(&1u32.to_le_bytes());
+    out[4] = LONG;
+    out[HEAD..HEAD + 8].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out[HEAD + 8..HEAD + 16].copy_from_slice(&first_overflow.to_le_bytes());
+    let inline = long_inline_bytes(out.len()).min(bytes.len());
+    out[HEAD + LONG_HEAD..HEAD + LONG_HEAD + inline].copy_from_slice(&bytes[..inline]);
+}
+
+/// Writes one overflow page: `chunk` (at most payload - 12 bytes), then `next`.
+pub fn encode_overflow(chunk: &[u8], next: PageId, out: &mut [u8]) {
+    out[0..8].copy_from_slice(&next.to_le_bytes());
+    out[8..12].copy_from_slice(&(chunk.len() as u32).to_le_bytes());
+    out[OVERFLOW_LINK..OVERFLOW_LINK + chunk.len()].copy_from_slice(chunk);
+}
+
+/// A long-value page: the value's length, its first overflow page (0 if none)
+/// and the bytes stored inline.
+pub fn decode_long(page: &[u8]) -> Result<(usize, PageId, &[u8]), String> {
+    if page.len() < HEAD + LONG_HEAD || row_count(page) != 1 {
+        return Err("long-value page does not hold exactly one row".into());
+    }
+    let len = u64::from_le_bytes(page[HEAD..HEAD + 8].try_into().unwrap());
+    let next = u64::from_le_bytes(page[HEAD + 8..HEAD + 16].try_into().unwrap());
+    let inline = long_inline_bytes(page.len());
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l <= kura_common::MAX_VALUE_BYTES && l > inline)
+        .ok_or_else(|| format!("long-value page claims a value of {len} bytes"))?;
+    if next == 0 {
+        return Err("long-value page names no overflow page".into());
+    }
+    Ok((len, next, &page[HEAD + LONG_HEAD..]))
+}
+
+/// An overflow page: the next page of the chain (0 = last) and its bytes.
+pub fn decode_overflow(page: &[u8]) -> Result<(PageId, &[u8]), String> {
+    if page.len() < OVERFLOW_LINK {
+        return Err("overflow page too short".into());
+    }
+    let next = u64::from_le_bytes(page[0..8].try_into().unwrap());
+    let used = u32::from_le_bytes(page[8..12].try_into().unwrap()) as usize;
+    let bytes = page
+        .get(OVERFLOW_LINK..OVERFLOW_LINK + used)
+        .ok_or_else(|| format!("overflow page claims {used} bytes"))?;
+    Ok((next, bytes))
+}
 
 fn bitmap_len(n: usize) -> usize {
     n.div_ceil(8)
@@ -85,9 +165,10 @@ pub fn encode(v: &Vector, start: usize, n: usize, out: &mut [u8]) {
     }
 }
 
-/// Rows recorded in a column page payload.
+/// Rows recorded in a column page payload (0 for a payload too short to say).
 pub fn row_count(page: &[u8]) -> usize {
-    u32::from_le_bytes(page[0..4].try_into().unwrap()) as usize
+    page.get(0..4)
+        .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()) as usize)
 }
 
 /// Appends rows `from..to` of the page to `out` (whose type is `dt`).
@@ -105,55 +186,136 @@ pub fn decode_into(
             "column page holds {n} rows, asked for {from}..{to}"
         ));
     }
+    if page.len() < HEAD {
+        return Err("column page too short for its header".into());
+    }
+    let flags = page[4];
+    if flags & LONG != 0 {
+        return Err("a long-value page read without its overflow pages".into());
+    }
+    // Everything that can fail is checked before `out` changes, so a damaged
+    // page leaves the vector as it was.
     let mut pos = HEAD;
+    let bitmap = if flags & HAS_NULLS != 0 {
+        let bm = page
+            .get(pos..pos + bitmap_len(n))
+            .ok_or_else(|| format!("column page too short for the NULL bitmap of {n} rows"))?;
+        pos += bitmap_len(n);
+        Some(bm)
+    } else {
+        None
+    };
+    let text = match dt.physical() {
+        PhysicalType::Str => Some(text_span(page, pos, n, from, to)?),
+        _ => None,
+    };
     let before = out.len();
-    if page[4] & HAS_NULLS != 0 {
-        let bm = &page[pos..pos + bitmap_len(n)];
+    let validity_before = out.validity.as_ref().map(Vec::len);
+    let undo_validity = |out: &mut Vector| match validity_before {
+        Some(l) => {
+            if let Some(v) = &mut out.validity {
+                v.truncate(l);
+            }
+        }
+        None => out.validity = None,
+    };
+    if let Some(bm) = bitmap {
         let validity = out.validity.get_or_insert_with(|| vec![true; before]);
         validity.extend((from..to).map(|i| bm[i / 8] & (1 << (i % 8)) != 0));
-        pos += bitmap_len(n);
     } else if let Some(validity) = &mut out.validity {
         validity.extend(std::iter::repeat_n(true, to - from));
     }
     macro_rules! get {
         ($vec:expr, $t:ty, $w:expr) => {{
-            let src = page
-                .get(pos + from * $w..pos + to * $w)
-                .ok_or_else(|| format!("column page too short for {n} values"))?;
-            $vec.extend(
-                src.chunks_exact($w)
-                    .map(|c| <$t>::from_le_bytes(c.try_into().unwrap())),
-            );
+            match page.get(pos + from * $w..pos + to * $w) {
+                Some(src) => {
+                    $vec.extend(
+                        src.chunks_exact($w)
+                            .map(|c| <$t>::from_le_bytes(c.try_into().unwrap())),
+                    );
+                    Ok(())
+                }
+                None => Err(format!("column page too short for {n} values")),
+            }
         }};
     }
-    match (&mut out.data, dt.physical()) {
-        (ColumnData::Bool(v), PhysicalType::Bool) => {
-            v.extend(page[pos + from..pos + to].iter().map(|b| *b != 0));
-        }
+    let done = match (&mut out.data, dt.physical()) {
+        (ColumnData::Bool(v), PhysicalType::Bool) => match page.get(pos + from..pos + to) {
+            Some(src) => {
+                v.extend(src.iter().map(|b| *b != 0));
+                Ok(())
+            }
+            None => Err(format!("column page too short for {n} values")),
+        },
         (ColumnData::I32(v), PhysicalType::I32) => get!(v, i32, 4),
         (ColumnData::I64(v), PhysicalType::I64) => get!(v, i64, 8),
         (ColumnData::I128(v), PhysicalType::I128) => get!(v, i128, 16),
         (ColumnData::F64(v), PhysicalType::F64) => get!(v, f64, 8),
         (ColumnData::Str(s), PhysicalType::Str) => {
-            let off = |i: usize| -> Result<usize, String> {
-                page.get(pos + 4 * i..pos + 4 * i + 4)
-                    .map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize)
-                    .ok_or_else(|| "column page offsets truncated".to_string())
-            };
-            let data_at = pos + 4 * (n + 1);
-            let (a, b) = (off(from)?, off(to)?);
-            let bytes = page
-                .get(data_at + a..data_at + b)
-                .ok_or_else(|| "column page text truncated".to_string())?;
-            let base = s.data.len() as u32;
-            s.data.extend_from_slice(bytes);
-            for i in from + 1..=to {
-                s.offsets.push(base + (off(i)? - a) as u32);
+            let (offsets_at, a, bytes) = text.expect("text span checked above");
+            if s.data.len() + bytes.len() > u32::MAX as usize {
+                Err(TOO_MUCH_TEXT.to_string())
+            } else {
+                let (data_before, offsets_before) = (s.data.len(), s.offsets.len());
+                let base = data_before as u32;
+                s.data.extend_from_slice(bytes);
+                // Offsets ascending from `a` end at `b` (checked by text_span), so
+                // every row lies inside the bytes copied; a descending one is damage.
+                let mut prev = a;
+                let mut ok = true;
+                for i in from + 1..=to {
+                    let o = offsets_at + 4 * i;
+                    let off = u32::from_le_bytes(page[o..o + 4].try_into().unwrap());
+                    ok &= off >= prev;
+                    prev = off;
+                    s.offsets.push(base.wrapping_add(off.wrapping_sub(a)));
+                }
+                if ok {
+                    Ok(())
+                } else {
+                    s.data.truncate(data_before);
+                    s.offsets.truncate(offsets_before);
+                    Err("column page text offsets descend".to_string())
+                }
             }
         }
-        _ => return Err(format!("vector of the wrong type for {dt}")),
+        _ => Err(format!("vector of the wrong type for {dt}")),
+    };
+    if done.is_err() {
+        undo_validity(out);
     }
-    Ok(())
+    done
+}
+
+/// What a vector of text can hold at most (its offsets are 32-bit).
+pub const TOO_MUCH_TEXT: &str =
+    "more than 4 GiB of text in one batch of rows (a vector's limit); read fewer rows at a time";
+
+/// Checks that the offsets of a text page lie inside it and that rows
+/// `from..to` span bytes inside it, and returns where the offsets start, the first offset, and the bytes
+/// of rows `from..to`.
+fn text_span(
+    page: &[u8],
+    pos: usize,
+    n: usize,
+    from: usize,
+    to: usize,
+) -> Result<(usize, u32, &[u8]), String> {
+    let data_at = n
+        .checked_add(1)
+        .and_then(|k| k.checked_mul(4))
+        .and_then(|k| k.checked_add(pos))
+        .filter(|&d| d <= page.len())
+        .ok_or_else(|| format!("column page too short for the offsets of {n} rows"))?;
+    let off = |i: usize| u32::from_le_bytes(page[pos + 4 * i..pos + 4 * i + 4].try_into().unwrap());
+    let (a, b) = (off(from), off(to));
+    if b < a {
+        return Err("column page text offsets descend".into());
+    }
+    let bytes = page
+        .get(data_at + a as usize..data_at + b as usize)
+        .ok_or_else(|| "column page text truncated".to_string())?;
+    Ok((pos, a, bytes))
 }
 
 #[cfg(test)]

@@ -11,11 +11,12 @@ pub mod writer;
 use std::ops::Range;
 use std::sync::Arc;
 
-use kura_common::{DataType, Vector};
+use kura_common::{ColumnData, DataType, Vector};
 
 use crate::buffer::{BufferManager, PageGuard};
 use crate::catalog::Schema;
 use crate::error::{StorageError, StorageResult};
+use crate::file::page::PageKind;
 use crate::file::PageId;
 pub use meta::{PageZone, TableMeta};
 pub use stats::ColumnStats;
@@ -122,12 +123,87 @@ impl Table {
         to: usize,
         out: &mut Vector,
     ) -> StorageResult<()> {
+        // One test per page: ordinary pages take the vectorized path below.
+        if encode::is_long(page) {
+            return self.decode_long(page, from, to, out);
+        }
         let dt = self.schema.columns[col].data_type;
-        encode::decode_into(page, dt, from, to, out).map_err(|what| StorageError::Corrupt {
+        encode::decode_into(page, dt, from, to, out).map_err(|what| self.corrupt(page.page(), what))
+    }
+
+    fn corrupt(&self, page: PageId, what: String) -> StorageError {
+        StorageError::Corrupt {
             path: self.bm.file().path().to_path_buf(),
-            page: page.page(),
+            page,
             what,
-        })
+        }
+    }
+
+    /// Appends the value of a long-value page (rows `from..to` of its one row)
+    /// to `out`, following its overflow chain.
+    fn decode_long(
+        &self,
+        page: &PageGuard,
+        from: usize,
+        to: usize,
+        out: &mut Vector,
+    ) -> StorageResult<()> {
+        if from > to || to > 1 {
+            return Err(self.corrupt(
+                page.page(),
+                format!("long-value page holds 1 row, asked for {from}..{to}"),
+            ));
+        }
+        if from == to {
+            return Ok(());
+        }
+        let (len, mut next, inline) =
+            encode::decode_long(page).map_err(|what| self.corrupt(page.page(), what))?;
+        let ColumnData::Str(s) = &mut out.data else {
+            return Err(self.corrupt(
+                page.page(),
+                format!("a long text value in a column of type {}", out.data_type),
+            ));
+        };
+        if s.data.len() + len > u32::MAX as usize {
+            return Err(StorageError::TooLarge(encode::TOO_MUCH_TEXT.into()));
+        }
+        let mut value = Vec::with_capacity(len);
+        value.extend_from_slice(&inline[..inline.len().min(len)]);
+        let payload = self.bm.file().page_size() - crate::file::page::PAGE_HEADER;
+        // A chain longer than the length needs is damage (or a loop).
+        let mut hops_left = encode::overflow_pages_for(payload, len);
+        while value.len() < len {
+            if next == 0 || hops_left == 0 {
+                return Err(self.corrupt(
+                    page.page(),
+                    format!(
+                        "the overflow chain of a {len}-byte value ends after {} bytes",
+                        value.len()
+                    ),
+                ));
+            }
+            let p = self.bm.fix(next)?;
+            if p.kind() != Some(PageKind::Overflow) {
+                return Err(self.corrupt(next, "expected an overflow page".into()));
+            }
+            let (after, bytes) =
+                encode::decode_overflow(&p).map_err(|what| self.corrupt(next, what))?;
+            if value.len() + bytes.len() > len {
+                return Err(self.corrupt(
+                    next,
+                    format!("overflow pages hold more than the value's {len} bytes"),
+                ));
+            }
+            value.extend_from_slice(bytes);
+            next = after;
+            hops_left -= 1;
+        }
+        s.push(&value);
+        if let Some(v) = &mut out.validity {
+            v.push(true);
+        }
+        Ok(())
     }
 
     /// Reads rows `first_row..first_row+len` of column `col` (synchronous fixes).

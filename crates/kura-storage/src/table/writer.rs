@@ -2,7 +2,7 @@
 //! row groups, each column of a group is cut into pages, and zone maps and column
 //! statistics are updated as pages are written.
 
-use kura_common::{Batch, ColumnData, DataType, Value, Vector};
+use kura_common::{Batch, ColumnData, DataType, Value, Vector, MAX_VALUE_BYTES};
 
 use super::encode;
 use super::meta::{PageZone, TableMeta};
@@ -10,6 +10,7 @@ use super::ROW_GROUP_ROWS;
 use crate::catalog::Schema;
 use crate::error::{StorageError, StorageResult};
 use crate::file::page::{PageKind, PAGE_HEADER};
+use crate::file::PageId;
 use crate::txn_io::PageIo;
 
 /// Accumulates appended rows and writes full row groups as they fill.
@@ -146,16 +147,20 @@ impl TableAppender {
             let mut start = 0;
             while start < rows {
                 let k = encode::rows_that_fit(&group, start, payload);
-                if k == 0 {
-                    return Err(StorageError::Invalid(format!(
-                        "a value of column \"{}\" is longer than a page can hold ({} bytes)",
-                        self.schema.columns[c].name, payload
-                    )));
-                }
-                let page = io.alloc();
-                io.write_page(page, PageKind::Column, |buf| {
-                    encode::encode(&group, start, k, buf)
-                })?;
+                let page = if k == 0 {
+                    // Only a text value can be too long for a page of its own.
+                    let ColumnData::Str(s) = &group.data else {
+                        unreachable!("fixed-width values always fit a page")
+                    };
+                    write_long(io, s.get_bytes(start), &self.schema.columns[c].name, col)?
+                } else {
+                    let page = io.alloc();
+                    io.write_page(page, PageKind::Column, |buf| {
+                        encode::encode(&group, start, k, buf)
+                    })?;
+                    page
+                };
+                let k = k.max(1);
                 let (min, max, nulls) = min_max(&group, start, start + k);
                 col.zones.push(PageZone {
                     page,
@@ -175,6 +180,105 @@ impl TableAppender {
         self.meta.row_groups.push((first_row, rows as u64));
         self.meta.row_count += rows as u64;
         Ok(())
+    }
+}
+
+/// Writes a text value too long for a column page: its column page (first
+/// bytes, length, link), then the chain of overflow pages with the rest, which
+/// `col` records so they are freed with the table. Returns the column page.
+fn write_long(
+    io: &mut PageIo,
+    bytes: &[u8],
+    column: &str,
+    col: &mut super::meta::ColumnMeta,
+) -> StorageResult<PageId> {
+    if bytes.len() > MAX_VALUE_BYTES {
+        return Err(StorageError::TooLarge(format!(
+            "a value of column \"{column}\" is {} bytes long; kura stores values of at most {} bytes (16 MiB)",
+            bytes.len(),
+            MAX_VALUE_BYTES
+        )));
+    }
+    let payload = io.page_size() - PAGE_HEADER;
+    // All pages are allocated first so each can name the next; allocated in a
+    // row at the end of the file they are written in one run.
+    let head = io.alloc();
+    let chain: Vec<PageId> = (0..encode::overflow_pages_for(payload, bytes.len()))
+        .map(|_| io.alloc())
+        .collect();
+    io.write_page(head, PageKind::Column, |buf| {
+        encode::encode_long(bytes, chain[0], buf)
+    })?;
+    let tail = &bytes[encode::long_inline_bytes(payload)..];
+    for (i, (&page, chunk)) in chain
+        .iter()
+        .zip(tail.chunks(payload - encode::OVERFLOW_LINK))
+        .enumerate()
+    {
+        let next = chain.get(i + 1).copied().unwrap_or(0);
+        io.write_page(page, PageKind::Overflow, |buf| {
+            encode::encode_overflow(chunk, next, buf)
+        })?;
+    }
+    col.overflow.extend(chain);
+    Ok(head)
+}
+
+/// Longest text kept in a zone map's bounds: a longer minimum is cut to a
+/// prefix (still no greater than every value) and a longer maximum to a prefix
+/// whose last character is raised (still greater than every value), so
+/// pruning stays correct while table metadata stays small.
+pub const ZONE_TEXT_BYTES: usize = 256;
+
+/// A lower bound of `s` no longer than [`ZONE_TEXT_BYTES`].
+pub fn zone_lower_bound(s: &str) -> String {
+    if s.len() <= ZONE_TEXT_BYTES {
+        return s.to_string();
+    }
+    s[..floor_char_boundary(s, ZONE_TEXT_BYTES)].to_string()
+}
+
+/// An upper bound of `s` no longer than [`ZONE_TEXT_BYTES`] (`s` itself when
+/// it is short, or when every character of its prefix is the largest one).
+pub fn zone_upper_bound(s: &str) -> String {
+    if s.len() <= ZONE_TEXT_BYTES {
+        return s.to_string();
+    }
+    let mut prefix: Vec<char> = s[..floor_char_boundary(s, ZONE_TEXT_BYTES - 4)]
+        .chars()
+        .collect();
+    // Raising the last character that can be raised gives a string greater than
+    // every string starting with the prefix (UTF-8 byte order is code-point
+    // order). A blank is never the raised character: CHAR comparisons ignore
+    // trailing blanks, and a bound ending in one would shrink when trimmed.
+    while let Some(c) = prefix.pop() {
+        let raised = (c as u32 + 1..=char::MAX as u32)
+            .filter_map(char::from_u32)
+            .find(|&r| r != ' ');
+        if let Some(r) = raised {
+            prefix.push(r);
+            return prefix.into_iter().collect();
+        }
+    }
+    s.to_string()
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A zone map bound: text cut by [`zone_lower_bound`] / [`zone_upper_bound`].
+fn bound(v: Value, upper: bool) -> Value {
+    match v {
+        Value::Text(s) if s.len() > ZONE_TEXT_BYTES => Value::Text(if upper {
+            zone_upper_bound(&s)
+        } else {
+            zone_lower_bound(&s)
+        }),
+        v => v,
     }
 }
 
@@ -238,5 +342,9 @@ fn min_max(v: &Vector, start: usize, end: usize) -> (Value, Value, usize) {
             (lo, hi)
         }
     };
-    (v.get_value(lo), v.get_value(hi), nulls)
+    (
+        bound(v.get_value(lo), false),
+        bound(v.get_value(hi), true),
+        nulls,
+    )
 }

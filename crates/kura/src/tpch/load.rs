@@ -80,6 +80,7 @@ pub fn load(
         delimiter: b'|',
         header: false,
         quoted: false,
+        null: None,
     };
     let mut reports = Vec::new();
     for table in TABLES {
