@@ -252,7 +252,7 @@ fn sigkill_during_update_and_delete_leaves_a_committed_state() {
         format!("DELETE FROM w WHERE id >= {W}"),
     ]
     .join("; ");
-    let script = vec![round_script.as_str(); 3].join("; ");
+    let script = [round_script.as_str(); 3].join("; ");
     let mut rng = Rng::new(0xD31E_7E00);
     let mut killed_running = 0;
     let mut full_run = Duration::ZERO;

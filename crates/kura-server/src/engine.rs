@@ -119,6 +119,16 @@ pub trait EngineSession: Send + 'static {
         let _ = out;
         self.execute(sql)
     }
+    /// [`EngineSession::execute_prepared`], streaming as `execute_streaming` does.
+    fn execute_prepared_streaming(
+        &mut self,
+        prepared: &Self::Prepared,
+        params: &[Value],
+        out: &mut dyn StreamOut,
+    ) -> Result<Outcome, EngineError> {
+        let _ = out;
+        self.execute_prepared(prepared, params)
+    }
     /// Result columns of a prepared statement whose shape left them open,
     /// without its parameter values.
     fn describe(&mut self, prepared: &Self::Prepared) -> Result<Vec<Column>, EngineError>;

@@ -1,9 +1,9 @@
-//! Results of the simple query protocol (psql's) stream to the client while
-//! the query runs: a result larger than the session's memory limit is sent
+//! Results stream to the client while the query runs, in the simple query
+//! protocol (psql's) and in the extended one (drivers') when an Execute asks
+//! for all rows: a result larger than the session's memory limit is sent
 //! whole, an error after rows were sent still reaches the client (and aborts
 //! its transaction), and a client that goes away mid-result stops its query.
-//! (The extended protocol's rows are gathered by the protocol library before
-//! they are sent, so there a result counts against the memory limit.)
+//! An Execute with a row limit (a cursor-like fetch) gathers its rows first.
 
 mod common;
 
@@ -38,10 +38,10 @@ fn data_rows(messages: &[SimpleQueryMessage]) -> usize {
 }
 
 #[test]
-fn a_result_larger_than_the_memory_limit_streams_over_the_simple_protocol() {
+fn a_result_larger_than_the_memory_limit_streams_in_both_protocols() {
     let s = TestServer::trust(|db| load_tpch(db, 0.01));
     rt().block_on(async {
-        let c = connect(&s.conn_str()).await;
+        let mut c = connect(&s.conn_str()).await;
         c.batch_execute("SET memory_limit = '1MB'").await.unwrap();
         let sql = "SELECT l_orderkey, l_comment FROM lineitem";
         // Collected whole, the result does not fit: a subquery must hold it.
@@ -52,8 +52,32 @@ fn a_result_larger_than_the_memory_limit_streams_over_the_simple_protocol() {
         assert_eq!(e.code(), Some(&SqlState::OUT_OF_MEMORY), "{e}");
         let rows = c.simple_query(sql).await.unwrap();
         assert_eq!(data_rows(&rows), 60_175);
-        let e = c.query(sql, &[]).await.unwrap_err();
-        assert_eq!(e.code(), Some(&SqlState::OUT_OF_MEMORY), "{e}");
+        let rows = c.query(sql, &[]).await.unwrap();
+        assert_eq!(rows.len(), 60_175);
+        let first: i32 = rows[0].get(0);
+        assert_eq!(first, 1);
+        // With a parameter, through a named statement, twice.
+        let stmt = c
+            .prepare("SELECT l_orderkey, l_comment FROM lineitem WHERE l_orderkey > $1")
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            assert_eq!(c.query(&stmt, &[&0i32]).await.unwrap().len(), 60_175);
+        }
+        // A portal read 1000 rows at a time gathers each part (in memory).
+        c.batch_execute("SET memory_limit = '64MB'").await.unwrap();
+        let tx = c.transaction().await.unwrap();
+        let portal = tx.bind(&stmt, &[&59_000i32]).await.unwrap();
+        let mut fetched = 0;
+        loop {
+            let part = tx.query_portal(&portal, 1000).await.unwrap();
+            if part.is_empty() {
+                break;
+            }
+            fetched += part.len();
+        }
+        tx.commit().await.unwrap();
+        assert_eq!(fetched, 1_022);
         // Several statements in one string: the earlier ones answer whole.
         let rows = c
             .simple_query("SELECT 1; SELECT l_orderkey FROM lineitem")
@@ -87,6 +111,23 @@ fn an_error_after_rows_were_sent_reaches_the_client() {
         let e = error.expect("division by zero");
         assert_eq!(e.code(), Some(&SqlState::DIVISION_BY_ZERO), "{e}");
         assert!(rows > 40_000, "{rows} rows before the error");
+        // The same through the extended protocol.
+        let stream = c.query_raw(bad, Vec::<i32>::new()).await.unwrap();
+        pin_mut!(stream);
+        let mut rows = 0;
+        let mut error = None;
+        while let Some(r) = stream.next().await {
+            match r {
+                Ok(_) => rows += 1,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let e = error.expect("division by zero");
+        assert_eq!(e.code(), Some(&SqlState::DIVISION_BY_ZERO), "{e}");
+        assert!(rows > 40_000, "{rows} rows before the error (extended)");
         // The session goes on; in a transaction the error aborts it.
         let n: i64 = c
             .query_one("SELECT count(*) FROM nation", &[])

@@ -205,6 +205,17 @@ impl Session {
         })
     }
 
+    /// [`Session::execute_prepared`] with a query's rows going to `sink`.
+    pub fn execute_prepared_streaming(
+        &mut self,
+        prepared: &Prepared,
+        params: &[Value],
+        sink: &mut dyn RowSink,
+    ) -> KuraResult<QueryResult> {
+        let params = (!params.is_empty()).then_some(params);
+        self.stream_statement(&prepared.statement, params, sink)
+    }
+
     /// One statement, a query streamed into `sink`; others as `execute_statement`.
     fn stream_statement(
         &mut self,

@@ -22,16 +22,115 @@ CREATE VIEW v AS SELECT a, b FROM t WHERE a > 0;
 ";
 
 const WORDS: &[&str] = &[
-    "SELECT", "FROM", "WHERE", "GROUP", "BY", "ORDER", "HAVING", "LIMIT", "OFFSET", "JOIN",
-    "LEFT", "FULL", "ON", "USING", "UNION", "ALL", "EXCEPT", "INTERSECT", "WITH", "AS", "CASE",
-    "WHEN", "THEN", "ELSE", "END", "IN", "EXISTS", "NOT", "AND", "OR", "IS", "NULL", "TRUE",
-    "FALSE", "BETWEEN", "LIKE", "CAST", "DISTINCT", "DESC", "ASC", "NULLS", "FIRST", "count(",
-    "sum(", "avg(", "min(", "max(", "abs(", "round(", "coalesce(", "nullif(", "substring(",
-    "length(", "upper(", "extract(", "year", "(", ")", ",", "*", "+", "-", "/", "%", "||",
-    "=", "<>", "<", ">=", ".", ";", "t", "u", "v", "a", "b", "c", "d", "e", "f", "x", "1", "0",
-    "-1", "2147483647", "9223372036854775807", "1.5", "1e308", "'x'", "''", "'1995-01-01'",
-    "DATE", "INTEGER", "DECIMAL(5,2)", "VARCHAR", "DOUBLE", "BIGINT", "INTERVAL", "'1' DAY",
-    "$1", "::", "INSERT", "INTO", "VALUES", "UPDATE", "SET", "DELETE", "EXPLAIN", "ANALYZE",
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "GROUP",
+    "BY",
+    "ORDER",
+    "HAVING",
+    "LIMIT",
+    "OFFSET",
+    "JOIN",
+    "LEFT",
+    "FULL",
+    "ON",
+    "USING",
+    "UNION",
+    "ALL",
+    "EXCEPT",
+    "INTERSECT",
+    "WITH",
+    "AS",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+    "IN",
+    "EXISTS",
+    "NOT",
+    "AND",
+    "OR",
+    "IS",
+    "NULL",
+    "TRUE",
+    "FALSE",
+    "BETWEEN",
+    "LIKE",
+    "CAST",
+    "DISTINCT",
+    "DESC",
+    "ASC",
+    "NULLS",
+    "FIRST",
+    "count(",
+    "sum(",
+    "avg(",
+    "min(",
+    "max(",
+    "abs(",
+    "round(",
+    "coalesce(",
+    "nullif(",
+    "substring(",
+    "length(",
+    "upper(",
+    "extract(",
+    "year",
+    "(",
+    ")",
+    ",",
+    "*",
+    "+",
+    "-",
+    "/",
+    "%",
+    "||",
+    "=",
+    "<>",
+    "<",
+    ">=",
+    ".",
+    ";",
+    "t",
+    "u",
+    "v",
+    "a",
+    "b",
+    "c",
+    "d",
+    "e",
+    "f",
+    "x",
+    "1",
+    "0",
+    "-1",
+    "2147483647",
+    "9223372036854775807",
+    "1.5",
+    "1e308",
+    "'x'",
+    "''",
+    "'1995-01-01'",
+    "DATE",
+    "INTEGER",
+    "DECIMAL(5,2)",
+    "VARCHAR",
+    "DOUBLE",
+    "BIGINT",
+    "INTERVAL",
+    "'1' DAY",
+    "$1",
+    "::",
+    "INSERT",
+    "INTO",
+    "VALUES",
+    "UPDATE",
+    "SET",
+    "DELETE",
+    "EXPLAIN",
+    "ANALYZE",
 ];
 
 /// Expressions over the columns of `t`, nested up to a few levels.
@@ -52,15 +151,40 @@ fn expr() -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(4, 24, 3, |inner| {
         prop_oneof![
-            (inner.clone(), prop::sample::select(&["+", "-", "*", "/", "%", "=", "<", "<>", "AND", "OR", "||"][..]), inner.clone())
+            (
+                inner.clone(),
+                prop::sample::select(
+                    &["+", "-", "*", "/", "%", "=", "<", "<>", "AND", "OR", "||"][..]
+                ),
+                inner.clone()
+            )
                 .prop_map(|(l, op, r)| format!("({l} {op} {r})")),
             inner.clone().prop_map(|x| format!("NOT ({x})")),
             inner.clone().prop_map(|x| format!("({x} IS NULL)")),
             (inner.clone(), inner.clone(), inner.clone())
                 .prop_map(|(c, t, e)| format!("CASE WHEN {c} THEN {t} ELSE {e} END")),
-            (inner.clone(), prop::sample::select(&["INTEGER", "BIGINT", "DECIMAL(6,2)", "VARCHAR", "DATE", "DOUBLE", "BOOLEAN"][..]))
+            (
+                inner.clone(),
+                prop::sample::select(
+                    &[
+                        "INTEGER",
+                        "BIGINT",
+                        "DECIMAL(6,2)",
+                        "VARCHAR",
+                        "DATE",
+                        "DOUBLE",
+                        "BOOLEAN"
+                    ][..]
+                )
+            )
                 .prop_map(|(x, ty)| format!("CAST({x} AS {ty})")),
-            (prop::sample::select(&["abs", "round", "length", "upper", "coalesce", "sum", "count", "min", "avg"][..]), inner.clone())
+            (
+                prop::sample::select(
+                    &["abs", "round", "length", "upper", "coalesce", "sum", "count", "min", "avg"]
+                        [..]
+                ),
+                inner.clone()
+            )
                 .prop_map(|(f, x)| format!("{f}({x})")),
             (inner.clone(), inner.clone()).prop_map(|(x, l)| format!("{x} IN ({l}, NULL)")),
             inner.prop_map(|x| format!("{x} IN (SELECT a FROM u WHERE u.a = t.a)")),
@@ -97,8 +221,13 @@ fn query() -> impl Strategy<Value = String> {
 
 /// `q` with one of its tokens dropped, doubled or replaced by a random word.
 fn mutated() -> impl Strategy<Value = String> {
-    (query(), any::<prop::sample::Index>(), 0u8..3, prop::sample::select(WORDS)).prop_map(
-        |(q, at, how, word)| {
+    (
+        query(),
+        any::<prop::sample::Index>(),
+        0u8..3,
+        prop::sample::select(WORDS),
+    )
+        .prop_map(|(q, at, how, word)| {
             let mut tokens: Vec<&str> = q.split(' ').collect();
             let i = at.index(tokens.len());
             match how {
@@ -109,8 +238,7 @@ fn mutated() -> impl Strategy<Value = String> {
                 _ => tokens[i] = word,
             }
             tokens.join(" ")
-        },
-    )
+        })
 }
 
 fn soup() -> impl Strategy<Value = String> {
@@ -134,14 +262,17 @@ fn database() -> (tempfile::TempDir, Database) {
 /// Runs `sql` in each mode; fails the property on an internal error.
 fn check(s: &mut Session, sql: &str) -> Result<(), TestCaseError> {
     for mode in ["serial", "ooo"] {
-        s.execute(&format!("SET execution_mode = '{mode}'")).unwrap();
+        s.execute(&format!("SET execution_mode = '{mode}'"))
+            .unwrap();
         if let Err(e) = s.execute(sql) {
             prop_assert_ne!(e.sqlstate(), "XX000", "{}: {}", sql, e);
         }
         // Whatever happened, the session answers (after leaving any
         // transaction the statement may have opened or aborted).
         let _ = s.execute("ROLLBACK");
-        let n = s.execute("SELECT count(*) FROM t").map(|r| r.rows()[0][0].clone());
+        let n = s
+            .execute("SELECT count(*) FROM t")
+            .map(|r| r.rows()[0][0].clone());
         prop_assert!(n.is_ok(), "after {}: {:?}", sql, n);
     }
     Ok(())

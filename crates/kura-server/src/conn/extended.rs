@@ -7,17 +7,21 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::Sink;
+use futures::SinkExt;
 use kura_common::Value;
-use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::ExtendedQueryHandler;
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
+use pgwire::api::query::{send_execution_response, send_query_response, ExtendedQueryHandler};
 use pgwire::api::results::{
     DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, Response,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
-use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, Type, METADATA_USER};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DEFAULT_NAME, METADATA_USER,
+};
 use pgwire::error::{PgWireError, PgWireResult};
-use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::extendedquery::Execute;
+use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::PgWireBackendMessage;
 
 use super::respond::{
@@ -120,11 +124,77 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
         self.parser.clone()
     }
 
+    /// An Execute without a row limit on a fresh portal sends the rows as the
+    /// query produces them (pgwire's own Execute gathers a portal's rows first,
+    /// so a large result would sit whole in memory and an error would discard
+    /// the rows before it); everything else goes the library's way.
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_owned();
+        let portal = match client.portal_store().get_portal(&name) {
+            Some(Entry::Value(portal)) => portal,
+            _ => return self._on_execute(client, message).await,
+        };
+        let fresh = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
+        if message.max_rows != 0
+            || !fresh
+            || !matches!(client.state(), PgWireConnectionState::ReadyForQuery)
+        {
+            return self._on_execute(client, message).await;
+        }
+        let mut transaction_status = client.transaction_status();
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        match self.do_query(client, portal.as_ref(), 0).await? {
+            Response::Query(results) => {
+                // The portal is done once its rows are sent; a second Execute
+                // of it answers with no rows, as pgwire's own would.
+                *portal.state().lock().await = PortalExecutionState::Finished;
+                send_query_response(client, results, false).await?;
+            }
+            Response::EmptyQuery => {
+                client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await?;
+            }
+            Response::Execution(tag) => send_execution_response(client, tag).await?,
+            Response::TransactionStart(tag) => {
+                send_execution_response(client, tag).await?;
+                transaction_status = transaction_status.to_in_transaction_state();
+            }
+            Response::TransactionEnd(tag) => {
+                send_execution_response(client, tag).await?;
+                transaction_status = transaction_status.to_idle_state();
+                client.portal_store().rm_portal(DEFAULT_NAME);
+            }
+            Response::Error(e) => {
+                client
+                    .send(PgWireBackendMessage::ErrorResponse((*e).into()))
+                    .await?;
+                transaction_status = transaction_status.to_error_state();
+            }
+            _ => {
+                return Err(PgWireError::ApiError(
+                    "COPY is not answered through an Execute".into(),
+                ))
+            }
+        }
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        client.set_transaction_status(transaction_status);
+        Ok(())
+    }
+
     async fn do_query<C>(
         &self,
         client: &mut C,
         portal: &Portal<Self::Statement>,
-        _max_rows: usize,
+        max_rows: usize,
     ) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -166,13 +236,15 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
                             .map_err(user_error)?;
                     return Ok(outcome_response(outcome, formats));
                 }
-                // Not streamed: pgwire gathers a portal's rows before sending
-                // them (to honour a row limit), and a suspended portal may wait
-                // for its next Execute while other statements run.
-                let outcome = self
-                    .run_portal(portal, prepared, shape)
-                    .await
-                    .map_err(user_error)?;
+                // Streamed only without a row limit: a suspended portal would
+                // keep its query (and session) waiting for the next Execute
+                // while the client may run other statements.
+                let outcome = if max_rows == 0 {
+                    self.stream_portal(portal, prepared, shape).await
+                } else {
+                    self.run_portal(portal, prepared, shape).await
+                }
+                .map_err(user_error)?;
                 let formats =
                     column_formats(Some(&portal.result_column_format), outcome.columns.len())
                         .map_err(user_error)?;
@@ -273,6 +345,22 @@ impl<E: Engine> Connection<E> {
         let prepared = prepared.clone();
         self.runner
             .run(move |s: &mut E::Session| s.execute_prepared(&prepared, &params))
+            .await
+    }
+
+    /// Executes a portal, a query's rows streaming to the client as it runs.
+    async fn stream_portal(
+        &self,
+        portal: &Portal<Stmt<E::Session>>,
+        prepared: &Arc<<E::Session as EngineSession>::Prepared>,
+        shape: &Shape,
+    ) -> Result<Outcome, EngineError> {
+        let params = bind_parameters(portal, shape)?;
+        let prepared = prepared.clone();
+        self.runner
+            .run_streaming(move |s: &mut E::Session, out| {
+                s.execute_prepared_streaming(&prepared, &params, out)
+            })
             .await
     }
 

@@ -175,6 +175,19 @@ impl EngineSession for KuraSession {
             .map_err(engine_error)
     }
 
+    fn execute_prepared_streaming(
+        &mut self,
+        prepared: &KuraPrepared,
+        params: &[Value],
+        out: &mut dyn StreamOut,
+    ) -> Result<Outcome, EngineError> {
+        check_param_count(prepared, params)?;
+        self.session
+            .execute_prepared_streaming(&prepared.prepared, params, &mut Rows(out))
+            .map(outcome)
+            .map_err(engine_error)
+    }
+
     fn prepare(&mut self, sql: &str) -> Result<(KuraPrepared, Shape), EngineError> {
         let prepared = self.session.prepare(sql).map_err(engine_error)?;
         let params = param_shape(&prepared.param_types, placeholders::count(sql));
