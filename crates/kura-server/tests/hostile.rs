@@ -188,10 +188,12 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
     let panics = Arc::new(AtomicUsize::new(0));
     {
         let panics = panics.clone();
-        let default = std::panic::take_hook();
+        // One line per panic, as the server's own hook logs them: a backtrace
+        // would load the binary's debug information, hundreds of MB that the
+        // memory bound below would then see.
         std::panic::set_hook(Box::new(move |info| {
             panics.fetch_add(1, Ordering::SeqCst);
-            default(info);
+            eprintln!("panic: {info}");
         }));
     }
     let s = TestServer::start_with(
@@ -254,10 +256,19 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
     });
     let rss_before = rss_kib();
 
-    // 1. Pure noise on fresh connections.
-    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    // 1. Pure noise on fresh connections. `KURA_HOSTILE_CASES=N` (and
+    // `KURA_HOSTILE_SEED`) run more of this and of 2b for longer fuzzing.
+    let cases_wanted: usize = std::env::var("KURA_HOSTILE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let seed: u64 = std::env::var("KURA_HOSTILE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(13);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut garbage = 0;
-    for _ in 0..300 {
+    for _ in 0..cases_wanted {
         let len = rng.gen_range(1..4096);
         let noise: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
         poke(addr, &noise);
@@ -277,7 +288,40 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
         poke(addr, &bytes);
         garbage += 1;
     }
-    eprintln!("{garbage} garbage connections ({} crafted)", cases.len());
+    assert_eq!(
+        panics.load(Ordering::SeqCst),
+        0,
+        "panics on noise and crafted packets"
+    );
+    // 2b. A good startup, then well-framed messages of every frontend type
+    // (honest lengths) with random bodies: the decoders see plausible input.
+    // pgwire 0.42's decoders still panic on some bodies whose counts run past
+    // their end; the panic ends that connection's task only (one log line in
+    // the server), so they are counted and reported, not failed on here.
+    const FRONTEND: &[u8] = b"QPBEDCSHXdcfFp";
+    let framed_from = panics.load(Ordering::SeqCst);
+    for _ in 0..cases_wanted {
+        let mut bytes = tester();
+        for _ in 0..rng.gen_range(1..6) {
+            let kind = FRONTEND[rng.gen_range(0..FRONTEND.len())];
+            let body_len = rng.gen_range(0..64);
+            let mut body: Vec<u8> = (0..body_len).map(|_| rng.gen()).collect();
+            if rng.gen_bool(0.5) {
+                // Often NUL-terminated, as strings in these messages are.
+                body.push(0);
+            }
+            bytes.push(kind);
+            bytes.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+            bytes.extend_from_slice(&body);
+        }
+        poke(addr, &bytes);
+        garbage += 1;
+    }
+    let decoder_panics = panics.load(Ordering::SeqCst) - framed_from;
+    eprintln!(
+        "{garbage} garbage connections ({} crafted, {cases_wanted} with well-framed random messages: {decoder_panics} ended by a panic in the protocol library's decoder)",
+        cases.len()
+    );
 
     // 3. Slow clients: silent ones, and ones trickling a startup packet a byte
     // every 300 ms, all closed at the authentication timeout.
@@ -380,7 +424,7 @@ fn hostile_clients_leave_the_server_serving_with_bounded_memory() {
     });
     assert!(good > 10, "the normal client was starved: {good} rounds");
     assert_eq!(
-        panics.load(Ordering::SeqCst),
+        panics.load(Ordering::SeqCst) - decoder_panics,
         0,
         "panics while under attack"
     );
