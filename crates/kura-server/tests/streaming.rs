@@ -87,6 +87,25 @@ fn a_result_larger_than_the_memory_limit_streams_in_both_protocols() {
     });
 }
 
+/// Counts the rows a stream yields before its division-by-zero error.
+async fn rows_then_error<T>(
+    stream: impl futures::Stream<Item = Result<T, tokio_postgres::Error>>,
+    is_row: impl Fn(&T) -> bool,
+) -> usize {
+    pin_mut!(stream);
+    let mut rows = 0;
+    while let Some(r) = stream.next().await {
+        match r {
+            Ok(m) => rows += usize::from(is_row(&m)),
+            Err(e) => {
+                assert_eq!(e.code(), Some(&SqlState::DIVISION_BY_ZERO), "{e}");
+                return rows;
+            }
+        }
+    }
+    panic!("no error after {rows} rows");
+}
+
 #[test]
 fn an_error_after_rows_were_sent_reaches_the_client() {
     let s = TestServer::trust(|db| load_tpch(db, 0.01));
@@ -94,39 +113,12 @@ fn an_error_after_rows_were_sent_reaches_the_client() {
         let c = connect(&s.conn_str()).await;
         // Only the last orders divide by zero: many rows go out before the error.
         let bad = "SELECT l_orderkey, 1 / (l_orderkey - 60000) FROM lineitem";
-        let stream = c.simple_query_raw(bad).await.unwrap();
-        pin_mut!(stream);
-        let mut rows = 0;
-        let mut error = None;
-        while let Some(r) = stream.next().await {
-            match r {
-                Ok(SimpleQueryMessage::Row(_)) => rows += 1,
-                Ok(_) => {}
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-        let e = error.expect("division by zero");
-        assert_eq!(e.code(), Some(&SqlState::DIVISION_BY_ZERO), "{e}");
+        let simple = c.simple_query_raw(bad).await.unwrap();
+        let rows = rows_then_error(simple, |m| matches!(m, SimpleQueryMessage::Row(_))).await;
         assert!(rows > 40_000, "{rows} rows before the error");
         // The same through the extended protocol.
-        let stream = c.query_raw(bad, Vec::<i32>::new()).await.unwrap();
-        pin_mut!(stream);
-        let mut rows = 0;
-        let mut error = None;
-        while let Some(r) = stream.next().await {
-            match r {
-                Ok(_) => rows += 1,
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-        let e = error.expect("division by zero");
-        assert_eq!(e.code(), Some(&SqlState::DIVISION_BY_ZERO), "{e}");
+        let extended = c.query_raw(bad, Vec::<i32>::new()).await.unwrap();
+        let rows = rows_then_error(extended, |_| true).await;
         assert!(rows > 40_000, "{rows} rows before the error (extended)");
         // The session goes on; in a transaction the error aborts it.
         let n: i64 = c

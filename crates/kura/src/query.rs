@@ -252,14 +252,7 @@ impl QueryContext<'_> {
         sink: &mut dyn crate::result::RowSink,
     ) -> KuraResult<QueryResult> {
         let planned = self.plan(q, params)?;
-        let columns: Vec<ResultColumn> = planned
-            .columns
-            .iter()
-            .map(|(n, t)| ResultColumn {
-                name: n.clone(),
-                data_type: *t,
-            })
-            .collect();
+        let columns = result_columns(&planned);
         sink.columns(&columns);
         let registry = OperatorRegistry::default();
         let exec = self.exec_context();
@@ -283,16 +276,19 @@ impl QueryContext<'_> {
     fn query(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
         let planned = self.plan(q, params)?;
         let batches = self.execute(&planned, &self.exec_context())?;
-        let columns = planned
-            .columns
-            .iter()
-            .map(|(n, t)| ResultColumn {
-                name: n.clone(),
-                data_type: *t,
-            })
-            .collect();
-        Ok(QueryResult::rows_of(columns, batches))
+        Ok(QueryResult::rows_of(result_columns(&planned), batches))
     }
+}
+
+fn result_columns(planned: &PlannedQuery) -> Vec<ResultColumn> {
+    planned
+        .columns
+        .iter()
+        .map(|(n, t)| ResultColumn {
+            name: n.clone(),
+            data_type: *t,
+        })
+        .collect()
 }
 
 pub(crate) fn run_statement(ctx: &QueryContext, stmt: &Statement) -> KuraResult<QueryResult> {

@@ -239,12 +239,10 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
                 // Streamed only without a row limit: a suspended portal would
                 // keep its query (and session) waiting for the next Execute
                 // while the client may run other statements.
-                let outcome = if max_rows == 0 {
-                    self.stream_portal(portal, prepared, shape).await
-                } else {
-                    self.run_portal(portal, prepared, shape).await
-                }
-                .map_err(user_error)?;
+                let outcome = self
+                    .run_portal(portal, prepared, shape, max_rows == 0)
+                    .await
+                    .map_err(user_error)?;
                 let formats =
                     column_formats(Some(&portal.result_column_format), outcome.columns.len())
                         .map_err(user_error)?;
@@ -313,7 +311,7 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
                 // The columns are known only by running: run now, keep the
                 // result for the Execute that follows.
                 let outcome = self
-                    .run_portal(portal, prepared, shape)
+                    .run_portal(portal, prepared, shape, false)
                     .await
                     .map_err(user_error)?;
                 let formats =
@@ -335,33 +333,28 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
 }
 
 impl<E: Engine> Connection<E> {
+    /// Executes a portal, its rows gathered whole (`stream` false) or, for a
+    /// query, streaming to the client as it runs.
     async fn run_portal(
         &self,
         portal: &Portal<Stmt<E::Session>>,
         prepared: &Arc<<E::Session as EngineSession>::Prepared>,
         shape: &Shape,
+        stream: bool,
     ) -> Result<Outcome, EngineError> {
         let params = bind_parameters(portal, shape)?;
         let prepared = prepared.clone();
-        self.runner
-            .run(move |s: &mut E::Session| s.execute_prepared(&prepared, &params))
-            .await
-    }
-
-    /// Executes a portal, a query's rows streaming to the client as it runs.
-    async fn stream_portal(
-        &self,
-        portal: &Portal<Stmt<E::Session>>,
-        prepared: &Arc<<E::Session as EngineSession>::Prepared>,
-        shape: &Shape,
-    ) -> Result<Outcome, EngineError> {
-        let params = bind_parameters(portal, shape)?;
-        let prepared = prepared.clone();
-        self.runner
-            .run_streaming(move |s: &mut E::Session, out| {
-                s.execute_prepared_streaming(&prepared, &params, out)
-            })
-            .await
+        if stream {
+            self.runner
+                .run_streaming(move |s: &mut E::Session, out| {
+                    s.execute_prepared_streaming(&prepared, &params, out)
+                })
+                .await
+        } else {
+            self.runner
+                .run(move |s: &mut E::Session| s.execute_prepared(&prepared, &params))
+                .await
+        }
     }
 
     /// Identity of a portal object (a rebound portal of the same name is another).
