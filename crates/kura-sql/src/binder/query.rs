@@ -10,7 +10,7 @@ use sqlparser::ast::{self, Spanned};
 
 use super::expr::ExprCtx;
 use super::types::{coerce, common_type};
-use super::{norm, AggCollector, Binder, BoundQuery, Scope, ScopeCol};
+use super::{norm, AggCollector, Binder, BoundQuery, Pending, Scope, ScopeCol};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, conjunction, refs_of, replace_subexprs, ColId, LSortKey, Logical};
 
@@ -698,8 +698,26 @@ impl Binder<'_> {
         }
 
         let collector = cx.agg.take().unwrap_or_default();
-        let pending = std::mem::take(&mut cx.pending);
+        let mut pending = std::mem::take(&mut cx.pending);
         let aggregating = !collector.aggs.is_empty() || !group_asts.is_empty() || having.is_some();
+        // A subquery inside an aggregate's argument (`count(x IN (SELECT ...))`)
+        // is evaluated per input row: its join goes below the aggregation.
+        let agg_refs: HashSet<ColId> = collector
+            .aggs
+            .iter()
+            .filter_map(|a| a.0.arg.as_ref())
+            .flat_map(refs_of)
+            .collect();
+        let (below, above): (Vec<Pending>, Vec<Pending>) = pending.drain(..).partition(|p| {
+            p.mark
+                .into_iter()
+                .chain(p.plan.output())
+                .any(|c| agg_refs.contains(&c))
+        });
+        let pending = above;
+        if !below.is_empty() {
+            plan = self.attach_pending(plan, below)?;
+        }
         let mut having = having;
         if aggregating {
             // GROUP BY expressions: positions, output names, or expressions over FROM.
@@ -746,6 +764,23 @@ impl Binder<'_> {
                 .flat_map(|s| s.cols.iter().map(|c| c.id))
                 .collect();
             valid.extend(&outer_ids);
+            // A subquery evaluated above the aggregation may read only grouped
+            // columns of this query (PostgreSQL: "subquery uses ungrouped column").
+            let own: HashSet<ColId> = scope.cols.iter().map(|c| c.id).collect();
+            for p in &pending {
+                let mut used = p.plan.free_columns();
+                p.on.iter().for_each(|e| used.extend(refs_of(e)));
+                let own_produced: HashSet<ColId> = p.plan.output().into_iter().collect();
+                if let Some(bad) = used
+                    .into_iter()
+                    .find(|c| own.contains(c) && !valid.contains(c) && !own_produced.contains(c))
+                {
+                    return Err(SqlError::NotGrouped {
+                        name: self.cols.name(bad).to_string(),
+                        pos: Pos::default(),
+                    });
+                }
+            }
             for p in &pending {
                 valid.extend(p.plan.output());
                 valid.extend(p.mark);
