@@ -264,8 +264,31 @@ async fn serve_connection<E: Engine>(
             std::future::pending::<()>().await;
         }
     };
+    // Without TLS the protocol error can be written to the socket directly if
+    // the protocol library fails on a message (a duplicate descriptor, since
+    // the library owns the stream).
+    let plain: Option<OwnedFd> = if tls.is_none() {
+        stream.as_fd().try_clone_to_owned().ok()
+    } else {
+        None
+    };
+    // pgwire 0.42 panics on some malformed messages (a count that runs past the
+    // message's end): the panic ends this connection only, and the client is
+    // told, as PostgreSQL tells it, before the connection closes.
+    let served = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+        pgwire::tokio::process_socket(stream, tls, Handlers(conn)),
+    ));
     tokio::select! {
-        r = pgwire::tokio::process_socket(stream, tls, Handlers(conn)) => r,
+        r = served => r.unwrap_or_else(|_| {
+            tracing::warn!(peer = ?peer_addr, "invalid message from the client; connection closed");
+            if let Some(fd) = plain {
+                let _ = std::io::Write::write_all(
+                    &mut std::fs::File::from(fd),
+                    &protocol_violation("invalid message format"),
+                );
+            }
+            Ok(())
+        }),
         _ = deadline => {
             tracing::info!(
                 peer = ?peer_addr,
@@ -274,4 +297,24 @@ async fn serve_connection<E: Engine>(
             Ok(())
         }
     }
+}
+
+/// A FATAL ErrorResponse with SQLSTATE 08P01 (protocol_violation), as bytes.
+fn protocol_violation(message: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (field, value) in [
+        (b'S', "FATAL"),
+        (b'V', "FATAL"),
+        (b'C', "08P01"),
+        (b'M', message),
+    ] {
+        body.push(field);
+        body.extend_from_slice(value.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut out = vec![b'E'];
+    out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
 }
