@@ -214,7 +214,7 @@ fn sigkill_during_tpch_load_leaves_whole_tables() {
 }
 
 /// Rows of the table the UPDATE/DELETE crash test rewrites.
-const W: i64 = 20_000;
+const W: i64 = 100_000;
 
 /// Reads one integer answer.
 fn int(db: &Database, sql: &str) -> i64 {
@@ -226,7 +226,7 @@ fn int(db: &Database, sql: &str) -> i64 {
 }
 
 #[test]
-fn sigkill_during_update_and_delete_leaves_a_committed_state() {
+fn sigkill_during_index_builds_update_and_delete_leaves_a_committed_state() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("dml.kura");
     let input = dir.path().join("w.tbl");
@@ -246,17 +246,19 @@ fn sigkill_during_update_and_delete_leaves_a_committed_state() {
     // in one of these committed states: even rows one ahead of odd rows or
     // level with them, and a copy of every row under id + W, or none.
     let round_script = [
+        "CREATE INDEX w_v ON w (v, id)".to_string(),
         "UPDATE w SET v = v + 1 WHERE id % 2 = 0".to_string(),
         "UPDATE w SET v = v + 1 WHERE id % 2 = 1".to_string(),
         format!("INSERT INTO w SELECT id + {W}, v FROM w"),
         format!("DELETE FROM w WHERE id >= {W}"),
+        "DROP INDEX w_v".to_string(),
     ]
     .join("; ");
     let script = [round_script.as_str(); 3].join("; ");
     let mut rng = Rng::new(0xD31E_7E00);
     let mut killed_running = 0;
     let mut full_run = Duration::ZERO;
-    let rounds = 12;
+    let rounds = 16;
     for round in 0..=rounds {
         let began = Instant::now();
         let mut child = kura()
@@ -322,6 +324,23 @@ fn sigkill_during_update_and_delete_leaves_a_committed_state() {
             &format!("SELECT count(*) FROM w a JOIN w b ON a.id + {W} = b.id WHERE a.v <> b.v"),
         );
         assert_eq!(copies_differ, 0, "round {round}");
+        // An index left by the kill answers as the table does.
+        if db.storage().catalog().index("w_v").is_some() {
+            let mut s = db.session();
+            s.execute("SET enable_seqscan = off").unwrap();
+            let by_index = s
+                .execute(&format!(
+                    "SELECT count(*) FROM w WHERE v >= 0 AND v < {}",
+                    even + 1
+                ))
+                .unwrap();
+            assert_eq!(
+                by_index.rows()[0][0],
+                kura::Value::BigInt(rows),
+                "round {round}"
+            );
+            s.execute("DROP INDEX w_v").unwrap();
+        }
         assert_eq!(db.storage().buffer().pinned_frames(), 0);
         // Level the table again so the next round's script starts as it expects.
         if rows == 2 * W {
@@ -336,7 +355,7 @@ fn sigkill_during_update_and_delete_leaves_a_committed_state() {
         }
     }
     eprintln!(
-        "{rounds} kills during UPDATE/DELETE/INSERT ({killed_running} while running; an uninterrupted run takes {:.2} s)",
+        "{rounds} kills during CREATE INDEX/UPDATE/DELETE/INSERT ({killed_running} while running; an uninterrupted run takes {:.2} s)",
         full_run.as_secs_f64()
     );
     assert!(
