@@ -86,14 +86,7 @@ impl<S: EngineSession> Runner<S> {
         let started = std::time::Instant::now();
         let mut job = tokio::task::spawn_blocking(move || {
             let mut guard = session.lock().unwrap_or_else(|p| p.into_inner());
-            std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard.session))).unwrap_or_else(
-                |_| {
-                    Err(EngineError::new(
-                        "XX000",
-                        "internal error: the statement failed unexpectedly",
-                    ))
-                },
-            )
+            contained(|| f(&mut guard.session))
         });
         let joined = tokio::select! {
             r = &mut job => r,
@@ -133,13 +126,7 @@ impl<S: EngineSession> Runner<S> {
                 columns: Some(columns_tx),
                 rows: rows_tx,
             };
-            let r = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut guard.session, &mut out)))
-                .unwrap_or_else(|_| {
-                    Err(EngineError::new(
-                        "XX000",
-                        "internal error: the statement failed unexpectedly",
-                    ))
-                });
+            let r = contained(|| f(&mut guard.session, &mut out));
             match r {
                 // Rows were sent: the error follows them on the stream.
                 Err(e) if out.columns.is_none() => {
@@ -200,6 +187,16 @@ impl<S: EngineSession> Runner<S> {
             }
         }
     }
+}
+
+/// Runs a statement; a panic inside becomes an internal error for it alone.
+fn contained<T>(f: impl FnOnce() -> Result<T, EngineError>) -> Result<T, EngineError> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(EngineError::new(
+            "XX000",
+            "internal error: the statement failed unexpectedly",
+        ))
+    })
 }
 
 /// Asks for a memory trim when dropped, if the statement ran long.
