@@ -72,6 +72,8 @@ pub enum StorageError {
         line: u64,
         column: u64,
         what: String,
+        /// PostgreSQL's SQLSTATE for it (see `loader::parse::code`).
+        code: &'static str,
     },
     #[error("{0}")]
     Invalid(String),

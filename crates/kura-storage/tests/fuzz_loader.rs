@@ -180,6 +180,7 @@ proptest! {
             header,
             quoted: csv,
             null,
+            ..TextFormat::default()
         };
         let dir = tempfile::tempdir().unwrap();
         let storage = fresh(dir.path(), "a.kura");
@@ -196,7 +197,7 @@ proptest! {
                     }
                 }
             }
-            Err(StorageError::BadInput { file, line, column, what }) => {
+            Err(StorageError::BadInput { file, line, column, what, .. }) => {
                 prop_assert_eq!(file, "input.csv");
                 prop_assert!(column >= 1 && !what.is_empty());
                 let n = lines(&data).len() as u64;

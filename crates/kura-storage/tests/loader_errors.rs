@@ -180,6 +180,7 @@ fn csv_columns_count_bytes_through_quoted_fields_and_crlf() {
         header: true,
         quoted: true,
         null: None,
+        ..TextFormat::default()
     };
     let path = dir.path().join("q.csv");
     // Header on line 1; the bad date sits after a quoted field holding the delimiter and a quote.

@@ -627,6 +627,7 @@ fn every_type_round_trips_through_the_csv_loader() {
             header: true,
             quoted: true,
             null: None,
+            ..TextFormat::default()
         };
         let rows = loader::load_file(&mut txn, "t", &csv, &fmt, 2, None).unwrap();
         assert_eq!(rows, ROWS as u64);

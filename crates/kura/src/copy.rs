@@ -1,11 +1,15 @@
-//! `COPY table FROM 'file' (DELIMITER '|', HEADER false, FORMAT csv, NULL 'x')`:
-//! the bulk loader behind SQL. The whole file loads in one transaction — all or nothing.
+//! `COPY table [(columns)] FROM 'file' | STDIN (DELIMITER '|', HEADER, FORMAT csv,
+//! NULL 'x')`: the bulk loader behind SQL. The whole input loads in one
+//! transaction — all or nothing. (`COPY ... TO` is in `copy_out`.)
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use sqlparser::ast::{CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget};
+use sqlparser::ast::{
+    CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Ident,
+};
 
-use kura_storage::loader::{self, TextFormat};
+use kura_storage::loader::{self, LineChunker, TextFormat};
 
 use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
@@ -61,85 +65,193 @@ impl FileAccess {
     }
 }
 
-/// Parsed COPY options.
+/// Where a `COPY ... FROM STDIN` reads its data (the client's, over the wire).
+pub trait CopyInput: Read + Send {
+    /// The statement is checked and its data is wanted now: `columns` fields a
+    /// line. Called once, before the first read.
+    fn start(&mut self, columns: usize);
+}
+
+/// COPY options as written, before a direction and a target give them defaults.
+#[derive(Debug, Default)]
+pub(crate) struct Options {
+    /// `FORMAT csv` (true) or `FORMAT text` (false); `None`: not said.
+    pub csv: Option<bool>,
+    pub delimiter: Option<u8>,
+    pub header: bool,
+    pub null: Option<String>,
+}
+
+impl Options {
+    /// Reads the options of a COPY statement (both syntaxes).
+    pub fn parse(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> KuraResult<Options> {
+        let mut o = Options::default();
+        let byte = |c: char| -> KuraResult<u8> {
+            u8::try_from(c as u32)
+                .ok()
+                .filter(|b| b.is_ascii() && *b != b'\n' && *b != b'\r')
+                .ok_or_else(|| {
+                    KuraError::Invalid(format!(
+                        "COPY delimiter must be a single one-byte character, got {c:?}"
+                    ))
+                })
+        };
+        // Only the default quote and escape character are supported; saying
+        // them explicitly is harmless.
+        let quote = |what: &str, c: char| -> KuraResult<()> {
+            if c == '"' {
+                Ok(())
+            } else {
+                Err(KuraError::Unsupported(format!(
+                    "COPY {what} other than '\"', got {c:?}"
+                )))
+            }
+        };
+        for opt in options {
+            match opt {
+                CopyOption::Format(f) => match f.value.to_ascii_lowercase().as_str() {
+                    "csv" => o.csv = Some(true),
+                    "text" | "tbl" => o.csv = Some(false),
+                    other => return Err(KuraError::Unsupported(format!("COPY format {other}"))),
+                },
+                CopyOption::Delimiter(c) => o.delimiter = Some(byte(*c)?),
+                CopyOption::Header(h) => o.header = *h,
+                CopyOption::Null(n) => o.null = Some(n.clone()),
+                CopyOption::Quote(c) => quote("QUOTE", *c)?,
+                CopyOption::Escape(c) => quote("ESCAPE", *c)?,
+                CopyOption::Encoding(e)
+                    if matches!(e.to_ascii_lowercase().as_str(), "utf8" | "utf-8") => {}
+                other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
+            }
+        }
+        for opt in legacy {
+            match opt {
+                CopyLegacyOption::Delimiter(c) => o.delimiter = Some(byte(*c)?),
+                CopyLegacyOption::Null(n) => o.null = Some(n.clone()),
+                CopyLegacyOption::Csv(opts) => {
+                    o.csv = Some(true);
+                    for c in opts {
+                        match c {
+                            CopyLegacyCsvOption::Header => o.header = true,
+                            CopyLegacyCsvOption::Quote(c) => quote("QUOTE", *c)?,
+                            CopyLegacyCsvOption::Escape(c) => quote("ESCAPE", *c)?,
+                            other => {
+                                return Err(KuraError::Unsupported(format!("COPY option {other}")))
+                            }
+                        }
+                    }
+                }
+                CopyLegacyOption::Binary => {
+                    return Err(KuraError::Unsupported(
+                        "COPY BINARY (use the text or CSV format)".into(),
+                    ))
+                }
+                other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
+            }
+        }
+        Ok(o)
+    }
+
+    /// The delimiter, checked against the NULL marker as PostgreSQL does.
+    fn delimiter_and_null(&self, default: u8) -> KuraResult<u8> {
+        let delimiter = self.delimiter.unwrap_or(default);
+        if let Some(n) = &self.null {
+            // As PostgreSQL: the marker must be readable as one whole field.
+            if n.contains(['\n', '\r']) {
+                return Err(KuraError::Invalid(
+                    "COPY null representation cannot use newline or carriage return".into(),
+                ));
+            }
+            if n.as_bytes().contains(&delimiter) {
+                return Err(KuraError::Invalid(
+                    "COPY delimiter must not appear in the NULL specification".into(),
+                ));
+            }
+        }
+        Ok(delimiter)
+    }
+
+    /// A file's format: CSV when said or the name ends in `.csv`, else kura's
+    /// plain delimited text (`|`, dbgen's `.tbl`), without backslash escapes.
+    pub fn file_format(&self, path: &str) -> KuraResult<TextFormat> {
+        let csv = self
+            .csv
+            .unwrap_or_else(|| path.to_ascii_lowercase().ends_with(".csv"));
+        let delimiter = self.delimiter_and_null(if csv { b',' } else { b'|' })?;
+        Ok(TextFormat {
+            delimiter,
+            header: self.header,
+            quoted: csv,
+            null: self.null.clone().map(String::into_bytes),
+            ..TextFormat::default()
+        })
+    }
+
+    /// PostgreSQL's formats, for data exchanged with a client (`STDIN`,
+    /// `STDOUT`) and for files kura writes: text (tab, `\N`, backslash
+    /// escapes) unless CSV (comma, an unquoted empty field for NULL).
+    pub fn client_format(&self) -> KuraResult<TextFormat> {
+        let csv = self.csv.unwrap_or(false);
+        let delimiter = self.delimiter_and_null(if csv { b',' } else { b'\t' })?;
+        let null = self
+            .null
+            .clone()
+            .unwrap_or_else(|| if csv { "" } else { "\\N" }.to_string());
+        Ok(TextFormat {
+            delimiter,
+            header: self.header,
+            quoted: csv,
+            null: Some(null.into_bytes()),
+            escapes: !csv,
+            columns: None,
+        })
+    }
+}
+
+/// Parsed COPY options for `COPY ... FROM 'path'`.
 pub fn text_format(
     path: &str,
     options: &[CopyOption],
     legacy: &[CopyLegacyOption],
 ) -> KuraResult<TextFormat> {
-    let mut csv = path.to_ascii_lowercase().ends_with(".csv");
-    let mut delimiter: Option<u8> = None;
-    let mut header = false;
-    let mut null: Option<String> = None;
-    let byte = |c: char| -> KuraResult<u8> {
-        u8::try_from(c as u32)
-            .ok()
-            .filter(|b| b.is_ascii() && *b != b'\n' && *b != b'\r')
-            .ok_or_else(|| {
-                KuraError::Invalid(format!(
-                    "COPY delimiter must be a single one-byte character, got {c:?}"
-                ))
-            })
-    };
-    for o in options {
-        match o {
-            CopyOption::Format(f) => match f.value.to_ascii_lowercase().as_str() {
-                "csv" => csv = true,
-                "text" | "tbl" => csv = false,
-                other => return Err(KuraError::Unsupported(format!("COPY format {other}"))),
-            },
-            CopyOption::Delimiter(c) => delimiter = Some(byte(*c)?),
-            CopyOption::Header(h) => header = *h,
-            CopyOption::Null(n) => null = Some(n.clone()),
-            other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
-        }
-    }
-    for o in legacy {
-        match o {
-            CopyLegacyOption::Delimiter(c) => delimiter = Some(byte(*c)?),
-            CopyLegacyOption::Null(n) => null = Some(n.clone()),
-            CopyLegacyOption::Csv(opts) => {
-                csv = true;
-                for c in opts {
-                    match c {
-                        CopyLegacyCsvOption::Header => header = true,
-                        other => {
-                            return Err(KuraError::Unsupported(format!("COPY option {other}")))
-                        }
-                    }
-                }
-            }
-            other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
-        }
-    }
-    let delimiter = delimiter.unwrap_or(if csv { b',' } else { b'|' });
-    if let Some(n) = &null {
-        // As PostgreSQL: the marker must be readable as one whole field.
-        if n.contains(['\n', '\r']) {
-            return Err(KuraError::Invalid(
-                "COPY null representation cannot use newline or carriage return".into(),
-            ));
-        }
-        if n.as_bytes().contains(&delimiter) {
-            return Err(KuraError::Invalid(
-                "COPY delimiter must not appear in the NULL specification".into(),
-            ));
-        }
-    }
-    Ok(TextFormat {
-        delimiter,
-        header,
-        quoted: csv,
-        null: null.map(String::into_bytes),
-    })
+    Options::parse(options, legacy)?.file_format(path)
 }
 
-/// COPY ... TO is not supported: the error that says what to use instead.
-pub fn copy_to_unsupported() -> KuraError {
-    KuraError::Unsupported("COPY ... TO (export); use kura -c with --format csv".into())
+/// Positions of a COPY's column list in `table`'s columns; `None` for no list.
+fn column_positions(
+    txn: &kura_storage::WriteTxn,
+    table: &str,
+    columns: &[Ident],
+) -> KuraResult<Option<Vec<usize>>> {
+    let schema = txn
+        .schema(table)
+        .ok_or_else(|| kura_storage::StorageError::NoSuchTable(table.to_string()))?;
+    if columns.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(columns.len());
+    for c in columns {
+        let name = if c.quote_style.is_some() {
+            c.value.clone()
+        } else {
+            c.value.to_ascii_lowercase()
+        };
+        let i = schema.index_of(&name).ok_or_else(|| {
+            KuraError::UndefinedColumn(format!(
+                "column \"{name}\" of relation \"{table}\" does not exist"
+            ))
+        })?;
+        if out.contains(&i) {
+            return Err(KuraError::Invalid(format!(
+                "column \"{name}\" specified more than once"
+            )));
+        }
+        out.push(i);
+    }
+    Ok(Some(out))
 }
 
-/// Executes a COPY ... FROM statement.
+/// Executes a COPY ... FROM 'file' statement.
 pub(crate) fn copy_from(
     tx: &Tx,
     source: &CopySource,
@@ -149,37 +261,26 @@ pub(crate) fn copy_from(
     access: &FileAccess,
     progress: Option<&Progress>,
 ) -> KuraResult<QueryResult> {
-    let CopySource::Table {
-        table_name,
-        columns,
-    } = source
-    else {
-        return Err(KuraError::Unsupported("COPY (query) FROM".into()));
+    let (table, columns) = copy_table(source)?;
+    let filename = match target {
+        CopyTarget::File { filename } => filename,
+        CopyTarget::Stdin => {
+            return Err(KuraError::Unsupported(
+                "COPY FROM STDIN reads data that a client sends with the statement \
+                 (psql's \\copy, a driver's copy API, `kura serve`); here, give a file: \
+                 COPY t FROM 'file'"
+                    .into(),
+            ))
+        }
+        _ => {
+            return Err(KuraError::Unsupported(
+                "COPY FROM PROGRAM; give a file name".into(),
+            ))
+        }
     };
-    if !columns.is_empty() {
-        return Err(KuraError::Unsupported("COPY with a column list".into()));
-    }
-    let CopyTarget::File { filename } = target else {
-        return Err(KuraError::Unsupported(
-            "COPY FROM STDIN/PROGRAM; give a file name".into(),
-        ));
-    };
-    let fmt = text_format(filename, options, legacy)?;
-    let table = object_name(table_name);
+    let mut fmt = text_format(filename, options, legacy)?;
     let path = access.resolve(filename)?;
-    let rows = load_file(tx, &table, &path, &fmt, progress)?;
-    Ok(QueryResult::command(format!("COPY {rows}")))
-}
-
-/// Loads one file into a table (all or nothing); returns rows loaded.
-fn load_file(
-    tx: &Tx,
-    table: &str,
-    path: &Path,
-    fmt: &TextFormat,
-    progress: Option<&Progress>,
-) -> KuraResult<u64> {
-    let total = std::fs::metadata(path)
+    let total = std::fs::metadata(&path)
         .map_err(|e| KuraError::Invalid(format!("{}: {e}", path.display())))?
         .len();
     let label = format!("{table} ← {}", path.display());
@@ -188,14 +289,132 @@ fn load_file(
             p(&label, done, total)
         }
     };
-    tx.write(|txn| {
+    let rows = tx.write(|txn| {
+        fmt.columns = column_positions(txn, &table, columns)?;
         Ok(loader::load_file(
             txn,
-            table,
-            path,
-            fmt,
+            &table,
+            &path,
+            &fmt,
             loader::default_threads(),
             Some(&report),
         )?)
-    })
+    })?;
+    Ok(QueryResult::command(format!("COPY {rows}")))
+}
+
+/// The table and column list a COPY ... FROM loads into.
+fn copy_table(source: &CopySource) -> KuraResult<(String, &[Ident])> {
+    match source {
+        CopySource::Table {
+            table_name,
+            columns,
+        } => Ok((object_name(table_name), columns)),
+        CopySource::Query(_) => Err(KuraError::Unsupported("COPY (query) FROM".into())),
+    }
+}
+
+/// Executes `COPY t [(columns)] FROM STDIN`, reading the data from `input`: in
+/// PostgreSQL's text or CSV format, all or nothing, errors naming `STDIN` and
+/// the line. A line `\.` alone ends the data, as in PostgreSQL.
+pub(crate) fn copy_from_input(
+    tx: &Tx,
+    source: &CopySource,
+    options: &[CopyOption],
+    legacy: &[CopyLegacyOption],
+    input: &mut dyn CopyInput,
+) -> KuraResult<QueryResult> {
+    let (table, columns) = copy_table(source)?;
+    let mut fmt = Options::parse(options, legacy)?.client_format()?;
+    let rows = tx.write(|txn| {
+        fmt.columns = column_positions(txn, &table, columns)?;
+        let fields = fmt
+            .columns
+            .as_ref()
+            .map_or_else(|| txn.schema(&table).map_or(0, |s| s.len()), Vec::len);
+        input.start(fields);
+        let mut chunker = LineChunker::new(EndMarker::new(input));
+        Ok(loader::load_chunks(
+            txn,
+            &table,
+            "STDIN",
+            move || {
+                chunker
+                    .next_chunk()
+                    .map_err(|e| kura_storage::StorageError::Invalid(e.to_string()))
+            },
+            &fmt,
+            loader::default_threads(),
+            None,
+        )?)
+    })?;
+    Ok(QueryResult::command(format!("COPY {rows}")))
+}
+
+/// A reader that ends at a line holding only `\.` (PostgreSQL's end-of-data
+/// marker, which psql sends after inline data) and drops what follows it.
+struct EndMarker<R> {
+    inner: std::io::BufReader<R>,
+    /// Whole lines read ahead, handed out from `pos`.
+    pending: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl<R: Read> EndMarker<R> {
+    fn new(inner: R) -> Self {
+        EndMarker {
+            inner: std::io::BufReader::with_capacity(64 << 10, inner),
+            pending: Vec::new(),
+            pos: 0,
+            done: false,
+        }
+    }
+}
+
+impl<R: Read> Read for EndMarker<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::BufRead;
+        if self.pos == self.pending.len() && !self.done {
+            self.pending.clear();
+            self.pos = 0;
+            // Whole lines, so the marker is always seen at a line's start.
+            while self.pending.len() < 64 << 10 {
+                let start = self.pending.len();
+                if self.inner.read_until(b'\n', &mut self.pending)? == 0 {
+                    self.done = true;
+                    break;
+                }
+                if matches!(&self.pending[start..], b"\\.\n" | b"\\.\r\n" | b"\\.") {
+                    self.pending.truncate(start);
+                    self.done = true;
+                    break;
+                }
+            }
+        }
+        let n = (self.pending.len() - self.pos).min(buf.len());
+        buf[..n].copy_from_slice(&self.pending[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn through_marker(input: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        EndMarker::new(input).read_to_end(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn end_marker_ends_the_data_only_alone_on_a_line() {
+        assert_eq!(through_marker(b"a\nb\n\\.\nc\n"), b"a\nb\n");
+        assert_eq!(through_marker(b"a\r\n\\.\r\n"), b"a\r\n");
+        assert_eq!(through_marker(b"a\n\\."), b"a\n");
+        assert_eq!(through_marker(b"a\\.\n\\.x\n"), b"a\\.\n\\.x\n");
+        assert_eq!(through_marker(b"a\nb"), b"a\nb");
+    }
 }

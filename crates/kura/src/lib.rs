@@ -2,6 +2,7 @@
 //! that `execute` SQL, loading, settings — joining the layers' errors into one.
 
 mod copy;
+mod copy_out;
 pub mod database;
 pub mod ddl;
 mod describe;
@@ -14,7 +15,8 @@ pub mod stack;
 pub mod tpch;
 mod txn;
 
-pub use copy::FileAccess;
+pub use copy::{CopyInput, FileAccess};
+pub use copy_out::CopyOutput;
 pub use database::{default_max_memory, Database, OpenOptions};
 pub use error::{KuraError, KuraResult};
 pub use result::{QueryResult, ResultColumn, RowSink};

@@ -205,6 +205,94 @@ impl Session {
         })
     }
 
+    /// Runs one `COPY t [(columns)] FROM STDIN` statement, reading its data
+    /// from `input` (a client's; see `kura serve`).
+    pub fn copy_in(
+        &mut self,
+        sql: &str,
+        input: &mut dyn crate::copy::CopyInput,
+    ) -> KuraResult<QueryResult> {
+        self.run_copy(sql, false, |s, stmt| match stmt {
+            Statement::Copy {
+                source,
+                options,
+                legacy_options,
+                ..
+            } => crate::copy::copy_from_input(&s.tx(), source, options, legacy_options, input),
+            _ => unreachable!("run_copy passes COPY statements only"),
+        })
+    }
+
+    /// Runs one `COPY t [(columns)] | (query) TO STDOUT` statement, its lines
+    /// going to `output` as the query runs.
+    pub fn copy_out(
+        &mut self,
+        sql: &str,
+        output: &mut dyn crate::copy_out::CopyOutput,
+    ) -> KuraResult<QueryResult> {
+        self.run_copy(sql, true, |s, stmt| s.copy_to(stmt, output))
+    }
+
+    /// One COPY statement of the direction `to`, run as `execute_statement`
+    /// runs statements (transaction state, time limit, contained panics).
+    fn run_copy(
+        &mut self,
+        sql: &str,
+        to: bool,
+        f: impl FnOnce(&Self, &Statement) -> KuraResult<QueryResult>,
+    ) -> KuraResult<QueryResult> {
+        on_statement_stack(|| {
+            let statements = parse(sql);
+            crate::txn::after_statement(&mut self.lock_txn(), &statements);
+            let stmt = match statements?.as_slice() {
+                [stmt @ Statement::Copy { to: t, .. }] if *t == to => stmt.clone(),
+                _ => {
+                    return Err(KuraError::Invalid(format!(
+                        "expected one COPY ... {} statement",
+                        if to { "TO" } else { "FROM" }
+                    )))
+                }
+            };
+            self.check_transaction(&stmt)?;
+            self.cancel.start(self.settings.statement_timeout());
+            let r = guard(|| f(self, &stmt));
+            self.finish(r)
+        })
+    }
+
+    /// `COPY ... TO`: the source query's rows as lines into `output`.
+    fn copy_to(
+        &self,
+        stmt: &Statement,
+        output: &mut dyn crate::copy_out::CopyOutput,
+    ) -> KuraResult<QueryResult> {
+        let Statement::Copy {
+            source,
+            options,
+            legacy_options,
+            ..
+        } = stmt
+        else {
+            return Err(KuraError::Internal("copy_to without COPY".into()));
+        };
+        let query = crate::copy_out::source_query(source)?;
+        let mut lines = crate::copy_out::Lines {
+            format: crate::copy_out::OutFormat::new(options, legacy_options)?,
+            out: output,
+            rows: 0,
+        };
+        crate::query::run_streaming(&self.query_context(), &query, None, &mut lines)?;
+        Ok(QueryResult::command(format!("COPY {}", lines.rows)))
+    }
+
+    /// `COPY ... TO 'file'`.
+    fn copy_to_file(&self, stmt: &Statement, name: &str) -> KuraResult<QueryResult> {
+        let mut file = crate::copy_out::FileOutput::create(&self.file_access, name)?;
+        let r = self.copy_to(stmt, &mut file)?;
+        file.finish(name)?;
+        Ok(r)
+    }
+
     /// [`Session::execute_prepared`] with a query's rows going to `sink`.
     pub fn execute_prepared_streaming(
         &mut self,
@@ -416,7 +504,17 @@ impl Session {
                 names,
                 ..
             } => crate::ddl::drop_indexes(&self.tx(), *if_exists, names),
-            Statement::Copy { to: true, .. } => Err(crate::copy::copy_to_unsupported()),
+            Statement::Copy {
+                to: true,
+                target: sqlparser::ast::CopyTarget::File { filename },
+                ..
+            } => self.copy_to_file(stmt, filename),
+            Statement::Copy { to: true, .. } => Err(KuraError::Unsupported(
+                "COPY ... TO STDOUT sends rows to a client (psql's \\copy, a driver's copy \
+                 API, `kura serve`); here, write a file: COPY ... TO 'file', or use \
+                 kura -c with --format csv"
+                    .into(),
+            )),
             Statement::Copy {
                 source,
                 target,

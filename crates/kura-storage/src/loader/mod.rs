@@ -98,18 +98,37 @@ pub fn load_chunks(
     threads: usize,
     progress: Option<Progress<'_>>,
 ) -> StorageResult<u64> {
-    let schema: Schema = txn
+    let table_schema: Schema = txn
         .schema(table)
         .cloned()
         .ok_or_else(|| StorageError::NoSuchTable(table.to_string()))?;
+    // The fields of a line fill the listed columns; the others are NULL.
+    let schema = match &fmt.columns {
+        None => table_schema.clone(),
+        Some(list) => Schema::new(
+            list.iter()
+                .map(|&i| {
+                    table_schema.columns.get(i).cloned().ok_or_else(|| {
+                        StorageError::Invalid(format!("no column {i} in table {table}"))
+                    })
+                })
+                .collect::<StorageResult<_>>()?,
+        ),
+    };
     let threads = threads.max(1);
     let mut source = source;
     // The first chunk fixes the line convention for the whole input, so that a
     // `.tbl` row missing its last field cannot pass for one with an empty field.
+    // PostgreSQL's text format has no such convention: a trailing delimiter
+    // there is an extra (empty) field.
     let first = source()?;
-    let trailing = first
-        .as_ref()
-        .and_then(|c| parse::trailing_delimiter(&c.data, schema.len(), fmt));
+    let trailing = if fmt.escapes {
+        Some(false)
+    } else {
+        first
+            .as_ref()
+            .and_then(|c| parse::trailing_delimiter(&c.data, schema.len(), fmt))
+    };
     let mut first = first.map(Some);
     std::thread::scope(|scope| -> StorageResult<u64> {
         let (chunk_tx, chunk_rx) = sync_channel::<(u64, Chunk)>(threads * 2);
@@ -145,6 +164,7 @@ pub fn load_chunks(
                         line: chunk.first_line + e.line,
                         column: e.column,
                         what: e.what,
+                        code: e.code,
                     });
                 if tx
                     .send((seq, chunk.first_line, chunk.data.len(), parsed))
@@ -161,10 +181,16 @@ pub fn load_chunks(
         let mut rows = 0u64;
         let mut bytes = 0u64;
         let result = (|| -> StorageResult<u64> {
-            for (seq, _line, len, parsed) in res_rx.iter() {
-                pending.insert(seq, (len, parsed));
-                while let Some((len, parsed)) = pending.remove(&next) {
+            for (seq, line, len, parsed) in res_rx.iter() {
+                pending.insert(seq, (line, len, parsed));
+                while let Some((line, len, parsed)) = pending.remove(&next) {
                     let cols = parsed?;
+                    let cols = match &fmt.columns {
+                        None => cols,
+                        Some(list) => {
+                            fill_columns(&table_schema, list, cols, source_name, line, table)?
+                        }
+                    };
                     let batch = Batch::new(cols);
                     rows += txn.append(table, &batch)?;
                     bytes += len as u64;
@@ -191,6 +217,50 @@ pub fn load_chunks(
         }
         Ok(rows)
     })
+}
+
+/// The table's columns from the parsed `listed` ones (`list[i]` is the table
+/// position of `parsed[i]`), the others all NULL; a NOT NULL column left out
+/// fails at the chunk's first line, since every row of it would be NULL.
+fn fill_columns(
+    schema: &Schema,
+    list: &[usize],
+    parsed: Vec<Vector>,
+    source_name: &str,
+    first_line: u64,
+    table: &str,
+) -> StorageResult<Vec<Vector>> {
+    let rows = parsed.first().map_or(0, Vector::len);
+    let mut parsed: Vec<Option<Vector>> = parsed.into_iter().map(Some).collect();
+    schema
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, col)| {
+            if let Some(p) = list.iter().position(|&l| l == i) {
+                return Ok(parsed[p]
+                    .take()
+                    .unwrap_or_else(|| Vector::new(col.data_type, 0)));
+            }
+            if !col.nullable && rows > 0 {
+                return Err(StorageError::BadInput {
+                    file: source_name.to_string(),
+                    line: first_line,
+                    column: 1,
+                    what: format!(
+                        "column {} of table {table} is NOT NULL and not in the column list",
+                        col.name
+                    ),
+                    code: parse::code::NOT_NULL,
+                });
+            }
+            let mut v = Vector::new(col.data_type, rows);
+            for _ in 0..rows {
+                v.push_null();
+            }
+            Ok(v)
+        })
+        .collect()
 }
 
 /// Loads a delimited text file into `table`.

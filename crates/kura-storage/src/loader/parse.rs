@@ -19,6 +19,13 @@ pub struct TextFormat {
     /// field equal to it is NULL and no other field is. `None`: kura's default,
     /// `\N` or an unquoted empty field (in plain text, for non-text columns).
     pub null: Option<Vec<u8>>,
+    /// PostgreSQL's text format: a backslash escapes the next character (`\t`,
+    /// `\n`, `\\`, octal `\123`, hex `\x41`, or the delimiter itself), and
+    /// the NULL marker is compared with the field before escapes are decoded.
+    pub escapes: bool,
+    /// Which table columns the fields of a line fill, in order (`COPY t (b, a)`);
+    /// `None`: every column, in table order. Columns left out are NULL.
+    pub columns: Option<Vec<usize>>,
 }
 
 impl Default for TextFormat {
@@ -28,6 +35,8 @@ impl Default for TextFormat {
             header: false,
             quoted: false,
             null: None,
+            escapes: false,
+            columns: None,
         }
     }
 }
@@ -39,6 +48,18 @@ pub struct ParseError {
     pub line: u64,
     pub column: u64,
     pub what: String,
+    /// PostgreSQL's SQLSTATE for it: 22P04 for a malformed line (field count,
+    /// quoting), 23502 for a NULL in a NOT NULL column, 22P02 for a bad value.
+    pub code: &'static str,
+}
+
+/// SQLSTATEs of load errors (PostgreSQL's).
+pub mod code {
+    pub const BAD_COPY_FORMAT: &str = "22P04";
+    pub const INVALID_TEXT: &str = "22P02";
+    pub const NOT_NULL: &str = "23502";
+    pub const OUT_OF_RANGE: &str = "22003";
+    pub const TOO_LONG: &str = "22001";
 }
 
 /// Whether the lines of an input end with the delimiter (dbgen's `.tbl` rows do),
@@ -90,6 +111,7 @@ pub fn parse_chunk(
             line: this_line,
             column: col as u64 + 1,
             what,
+            code: code::BAD_COPY_FORMAT,
         })?;
         // dbgen ends every row with the delimiter: one empty trailing field is not data.
         let ends_with_delimiter =
@@ -106,6 +128,7 @@ pub fn parse_chunk(
                 what: format!(
                     "expected {ncols} fields ending with the delimiter, as the first line does"
                 ),
+                code: code::BAD_COPY_FORMAT,
             });
         }
         if fields.len() != ncols {
@@ -113,11 +136,13 @@ pub fn parse_chunk(
                 line: this_line,
                 column: 1,
                 what: format!("expected {ncols} fields, found {}", fields.len()),
+                code: code::BAD_COPY_FORMAT,
             });
         }
         for (c, &(a, b, was_quoted)) in fields.iter().enumerate() {
             let raw = &line[a..b];
-            let text: &[u8] = if was_quoted && fmt.quoted {
+            // `literal`: the field's text is data, never the NULL marker.
+            let (text, literal): (&[u8], bool) = if was_quoted && fmt.quoted {
                 unquoted.clear();
                 let inner = &raw[1..raw.len() - 1];
                 let mut i = 0;
@@ -125,33 +150,98 @@ pub fn parse_chunk(
                     unquoted.push(inner[i]);
                     i += if inner[i] == b'"' { 2 } else { 1 };
                 }
-                &unquoted
+                (&unquoted, true)
+            } else if fmt.escapes && raw.contains(&b'\\') && fmt.null.as_deref() != Some(raw) {
+                unescape(raw, &mut unquoted);
+                (&unquoted, true)
             } else {
-                raw
+                (raw, false)
             };
             let col = &schema.columns[c];
-            push_field(
-                &mut cols[c],
-                col.data_type,
-                text,
-                was_quoted && fmt.quoted,
-                fmt,
-            )
-            .map_err(|what| ParseError {
-                line: this_line,
-                column: a as u64 + 1,
-                what: format!("column {} ({}): {what}", col.name, col.data_type),
+            push_field(&mut cols[c], col.data_type, text, literal, fmt).map_err(|what| {
+                ParseError {
+                    line: this_line,
+                    column: a as u64 + 1,
+                    code: value_code(&what),
+                    what: format!("column {} ({}): {what}", col.name, col.data_type),
+                }
             })?;
             if !col.nullable && cols[c].is_null(cols[c].len() - 1) {
                 return Err(ParseError {
                     line: this_line,
                     column: a as u64 + 1,
                     what: format!("column {}: NULL in a NOT NULL column", col.name),
+                    code: code::NOT_NULL,
                 });
             }
         }
     }
     Ok(cols)
+}
+
+/// The SQLSTATE of a value that did not load, from `push_field`'s message.
+fn value_code(what: &str) -> &'static str {
+    if what.contains("out of range") {
+        code::OUT_OF_RANGE
+    } else if what.contains("too long") {
+        code::TOO_LONG
+    } else {
+        code::INVALID_TEXT
+    }
+}
+
+/// Decodes PostgreSQL's text-format backslash escapes of one field into `out`.
+fn unescape(raw: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let mut i = 0;
+    while i < raw.len() {
+        let c = raw[i];
+        i += 1;
+        if c != b'\\' || i == raw.len() {
+            out.push(c);
+            continue;
+        }
+        let e = raw[i];
+        i += 1;
+        match e {
+            b'b' => out.push(8),
+            b'f' => out.push(12),
+            b'n' => out.push(b'\n'),
+            b'r' => out.push(b'\r'),
+            b't' => out.push(b'\t'),
+            b'v' => out.push(11),
+            b'0'..=b'7' => {
+                // Up to three octal digits.
+                let mut v = u32::from(e - b'0');
+                for _ in 0..2 {
+                    match raw.get(i) {
+                        Some(&d @ b'0'..=b'7') => {
+                            v = v * 8 + u32::from(d - b'0');
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                out.push(v as u8);
+            }
+            b'x' if raw.get(i).is_some_and(u8::is_ascii_hexdigit) => {
+                // Up to two hex digits.
+                let mut v = 0u32;
+                for _ in 0..2 {
+                    match raw.get(i).and_then(|d| (*d as char).to_digit(16)) {
+                        Some(d) => {
+                            v = v * 16 + d;
+                            i += 1;
+                        }
+                        None => break,
+                    }
+                }
+                out.push(v as u8);
+            }
+            // Any other character stands for itself (`\\`, an escaped delimiter).
+            other => out.push(other),
+        }
+    }
 }
 
 /// Splits a line into (start, end, quoted) field ranges.
@@ -185,7 +275,11 @@ pub(crate) fn split_fields(
                 _ => return Err((i, "unexpected character after closing quote".into())),
             }
         } else {
-            let end = memchr::memchr(d, &line[i..]).map_or(line.len(), |p| i + p);
+            let end = if fmt.escapes {
+                escaped_field_end(line, i, d)
+            } else {
+                memchr::memchr(d, &line[i..]).map_or(line.len(), |p| i + p)
+            };
             out.push((i, end, false));
             if end == line.len() {
                 return Ok(());
@@ -197,6 +291,19 @@ pub(crate) fn split_fields(
             }
         }
     }
+}
+
+/// Where a field with backslash escapes that starts at `i` ends: the first
+/// delimiter not preceded by an escaping backslash, or the line's end.
+fn escaped_field_end(line: &[u8], mut i: usize, d: u8) -> usize {
+    while i < line.len() {
+        match line[i] {
+            b'\\' => i += 2,
+            c if c == d => return i,
+            _ => i += 1,
+        }
+    }
+    line.len()
 }
 
 fn push_null(v: &mut Vector) {

@@ -81,6 +81,7 @@ pub fn load(
         header: false,
         quoted: false,
         null: None,
+        ..TextFormat::default()
     };
     let mut reports = Vec::new();
     for table in TABLES {

@@ -1,0 +1,270 @@
+//! COPY through the façade: column lists, PostgreSQL's text format with
+//! backslash escapes (`Session::copy_in`), `COPY ... TO` (a file and
+//! `Session::copy_out`), and errors that name the line and carry PostgreSQL's
+//! SQLSTATE.
+
+use std::io::Read;
+
+use kura::{CopyInput, CopyOutput, Database, OpenOptions, Session, Value};
+
+fn db() -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(&dir.path().join("t.db"), OpenOptions::default()).unwrap();
+    (dir, db)
+}
+
+fn rows(s: &mut Session, sql: &str) -> Vec<Vec<Value>> {
+    let r = s.execute(sql).unwrap();
+    r.batches
+        .iter()
+        .flat_map(|b| (0..b.len()).map(move |i| b.row(i)))
+        .collect()
+}
+
+/// Client data given whole.
+struct Input {
+    data: std::io::Cursor<Vec<u8>>,
+    columns: Option<usize>,
+}
+
+impl Input {
+    fn new(data: &str) -> Self {
+        Input {
+            data: std::io::Cursor::new(data.as_bytes().to_vec()),
+            columns: None,
+        }
+    }
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        assert!(self.columns.is_some(), "read before start");
+        self.data.read(buf)
+    }
+}
+
+impl CopyInput for Input {
+    fn start(&mut self, columns: usize) {
+        self.columns = Some(columns);
+    }
+}
+
+#[derive(Default)]
+struct Output {
+    columns: Option<usize>,
+    text: Vec<u8>,
+}
+
+impl CopyOutput for Output {
+    fn start(&mut self, columns: usize) {
+        self.columns = Some(columns);
+    }
+    fn lines(&mut self, lines: Vec<Vec<u8>>) -> bool {
+        for l in lines {
+            assert!(l.ends_with(b"\n"));
+            self.text.extend(l);
+        }
+        true
+    }
+}
+
+#[test]
+fn copy_in_reads_postgresql_text_format() {
+    let (_d, db) = db();
+    let mut s = db.session();
+    s.execute("create table t (i integer, v varchar(20), d date)")
+        .unwrap();
+    let mut input = Input::new("1\ta\\tb\\\\c\\nd\t1995-03-15\n2\t\\N\t\\N\n3\t\t2000-01-01\n4\tx\\x41\\101\\|\t\\N\n\\.\nignored\n");
+    let r = s.copy_in("copy t from stdin", &mut input).unwrap();
+    assert_eq!(r.tag, "COPY 4");
+    assert_eq!(input.columns, Some(3));
+    let got = rows(&mut s, "select i, v, d is null from t order by i");
+    assert_eq!(got[0][1], Value::Text("a\tb\\c\nd".into()));
+    assert_eq!(got[1][1], Value::Null);
+    assert_eq!(
+        got[2][1],
+        Value::Text(String::new()),
+        "empty is not NULL in text"
+    );
+    assert_eq!(got[3][1], Value::Text("xAA|".into()));
+    assert_eq!(got[3][2], Value::Boolean(true));
+}
+
+#[test]
+fn column_lists_fill_the_rest_with_null_or_fail_on_not_null() {
+    let (dir, db) = db();
+    let mut s = db.session();
+    s.execute("create table t (a integer, b varchar, c integer not null)")
+        .unwrap();
+    let mut input = Input::new("x,7\n\"y,z\",8\n");
+    let r = s
+        .copy_in("copy t (b, c) from stdin (format csv)", &mut input)
+        .unwrap();
+    assert_eq!(r.tag, "COPY 2");
+    assert_eq!(input.columns, Some(2));
+    let got = rows(&mut s, "select a, b, c from t order by c");
+    assert_eq!(
+        got,
+        vec![
+            vec![Value::Null, Value::Text("x".into()), Value::Integer(7)],
+            vec![Value::Null, Value::Text("y,z".into()), Value::Integer(8)],
+        ]
+    );
+    // A file COPY takes a column list too.
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "9,p\n").unwrap();
+    s.execute(&format!("copy t (c, b) from '{}'", file.display()))
+        .unwrap();
+    assert_eq!(
+        rows(&mut s, "select count(*) from t where c = 9")[0][0],
+        Value::BigInt(1)
+    );
+    // Leaving out a NOT NULL column fails, naming it; nothing is loaded.
+    let e = s
+        .copy_in("copy t (a, b) from stdin", &mut Input::new("1\tq\n"))
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "23502", "{e}");
+    assert!(e.to_string().contains("column c"), "{e}");
+    let e = s
+        .copy_in("copy t (a, nope) from stdin", &mut Input::new(""))
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "42703", "{e}");
+    assert_eq!(
+        rows(&mut s, "select count(*) from t")[0][0],
+        Value::BigInt(3)
+    );
+}
+
+#[test]
+fn errors_name_stdin_line_and_column_and_load_nothing() {
+    let (_d, db) = db();
+    let mut s = db.session();
+    s.execute("create table t (i integer, v varchar(3))")
+        .unwrap();
+    let data = "1\ta\n2\tb\n3x\tc\n4\td\n";
+    let e = s
+        .copy_in("copy t from stdin", &mut Input::new(data))
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "22P02", "{e}");
+    assert!(e.to_string().starts_with("STDIN:3:1:"), "{e}");
+    let e = s
+        .copy_in("copy t from stdin", &mut Input::new("1\ta\n2\tb\tc\n"))
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "22P04", "{e}");
+    assert!(e.to_string().starts_with("STDIN:2:"), "{e}");
+    let e = s
+        .copy_in("copy t from stdin", &mut Input::new("1\tabcd\n"))
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "22001", "{e}");
+    assert_eq!(
+        rows(&mut s, "select count(*) from t")[0][0],
+        Value::BigInt(0)
+    );
+}
+
+#[test]
+fn copy_out_and_back_gives_the_same_table() {
+    let (dir, db) = db();
+    let mut s = db.session();
+    s.execute(
+        "create table t (i integer, v varchar, d decimal(12,2), dt date, b boolean, f double)",
+    )
+    .unwrap();
+    s.execute(
+        "insert into t values (1, 'tab\there', 1.50, '1995-03-15', true, 0.1), \
+         (2, null, -0.05, null, false, null), (3, '', 12345678.9, '2000-02-29', null, 1e20), \
+         (4, 'back\\slash, \"quoted\"\nnewline', 0, '1970-01-01', true, -2.5)",
+    )
+    .unwrap();
+    for (opts, name) in [("", "text"), (" (format csv, header)", "csv")] {
+        let mut out = Output::default();
+        let r = s
+            .copy_out(&format!("copy t to stdout{opts}"), &mut out)
+            .unwrap();
+        assert_eq!(r.tag, "COPY 4");
+        assert_eq!(out.columns, Some(6));
+        let text = String::from_utf8(out.text.clone()).unwrap();
+        if name == "text" {
+            assert!(
+                text.starts_with("1\ttab\\there\t1.50\t1995-03-15\tt\t0.1\n"),
+                "{text}"
+            );
+            assert!(text.contains("2\t\\N\t-0.05\t\\N\tf\t\\N\n"), "{text}");
+        } else {
+            assert!(text.starts_with("i,v,d,dt,b,f\n"), "{text}");
+        }
+        s.execute(&format!("create table u_{name} (i integer, v varchar, d decimal(12,2), dt date, b boolean, f double)")).unwrap();
+        // CSV lines hold one row each only without newlines in values.
+        let data = if name == "csv" {
+            text.lines()
+                .filter(|l| !l.starts_with("4,") && !l.starts_with("newline"))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        } else {
+            text
+        };
+        s.copy_in(
+            &format!("copy u_{name} from stdin{opts}"),
+            &mut Input::new(&data),
+        )
+        .unwrap();
+        let filter = if name == "csv" { " where i < 4" } else { "" };
+        assert_eq!(
+            rows(&mut s, &format!("select * from u_{name} order by i")),
+            rows(&mut s, &format!("select * from t{filter} order by i")),
+            "{name}"
+        );
+    }
+    // COPY (query) TO a file, and back.
+    let file = dir.path().join("out.csv");
+    let r = s
+        .execute(&format!(
+            "copy (select i, d from t where i < 4 order by i) to '{}' (format csv)",
+            file.display()
+        ))
+        .unwrap();
+    assert_eq!(r.tag, "COPY 3");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "1,1.50\n2,-0.05\n3,12345678.90\n"
+    );
+    // A server's clients may not write server files.
+    let mut denied = db.session();
+    denied.set_file_access(kura::FileAccess::Denied);
+    let e = denied
+        .execute(&format!("copy t to '{}'", file.display()))
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "42501", "{e}");
+    // The shell has no client to read from or write to.
+    let e = s.execute("copy t from stdin").unwrap_err();
+    assert!(e.to_string().contains("give a file"), "{e}");
+    let e = s.execute("copy t to stdout").unwrap_err();
+    assert!(e.to_string().contains("TO 'file'"), "{e}");
+}
+
+#[test]
+fn copy_in_inside_a_transaction_rolls_back() {
+    let (_d, db) = db();
+    let mut s = db.session();
+    s.execute("create table t (i integer)").unwrap();
+    s.execute("begin").unwrap();
+    s.copy_in("copy t from stdin", &mut Input::new("1\n2\n"))
+        .unwrap();
+    assert_eq!(
+        rows(&mut s, "select count(*) from t")[0][0],
+        Value::BigInt(2)
+    );
+    s.execute("rollback").unwrap();
+    assert_eq!(
+        rows(&mut s, "select count(*) from t")[0][0],
+        Value::BigInt(0)
+    );
+    s.execute("begin").unwrap();
+    s.copy_in("copy t from stdin", &mut Input::new("3\n"))
+        .unwrap();
+    s.execute("commit").unwrap();
+    assert_eq!(
+        rows(&mut s, "select count(*) from t")[0][0],
+        Value::BigInt(1)
+    );
+}
