@@ -8,6 +8,10 @@ use futures::Stream;
 
 use kura_common::{DataType, Value};
 
+/// Where `COPY ... FROM STDIN` reads the client's data, and where `COPY ... TO
+/// STDOUT` puts its lines: kura's own interfaces, taken as they are.
+pub use kura::{CopyInput, CopyOutput};
+
 /// A result column: its name and SQL type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Column {
@@ -128,6 +132,21 @@ pub trait EngineSession: Send + 'static {
     ) -> Result<Outcome, EngineError> {
         let _ = out;
         self.execute_prepared(prepared, params)
+    }
+    /// Runs one `COPY ... FROM STDIN`, reading the client's data from `input`
+    /// (told the column count once the statement is checked).
+    fn copy_in(&mut self, sql: &str, input: &mut dyn CopyInput) -> Result<Outcome, EngineError> {
+        let _ = (sql, input);
+        Err(EngineError::new(
+            "0A000",
+            "COPY FROM STDIN is not supported",
+        ))
+    }
+    /// Runs one `COPY ... TO STDOUT`, its lines (one a row) going to `output`
+    /// as the query runs.
+    fn copy_out(&mut self, sql: &str, output: &mut dyn CopyOutput) -> Result<Outcome, EngineError> {
+        let _ = (sql, output);
+        Err(EngineError::new("0A000", "COPY TO STDOUT is not supported"))
     }
     /// Result columns of a prepared statement whose shape left them open,
     /// without its parameter values.

@@ -1,6 +1,7 @@
 //! One client connection: its session, its client parameters, and the pgwire
 //! handlers (startup, simple query, extended query) that serve it.
 
+mod copy;
 mod extended;
 mod respond;
 mod runner;
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use pgwire::api::auth::mechanism::AuthMechanism;
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::cancel::CancelHandler;
+use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::PgWireServerHandlers;
 
@@ -32,6 +34,8 @@ pub struct Connection<E: Engine> {
     state: Mutex<ConnState>,
     /// Set once the client has logged in (the authentication deadline stops).
     authenticated: Arc<AtomicBool>,
+    /// The `COPY ... FROM STDIN` whose data the client is sending.
+    copy_in: Mutex<Option<copy::CopyInJob>>,
 }
 
 #[derive(Default)]
@@ -60,6 +64,7 @@ impl<E: Engine> Connection<E> {
             shared,
             state: Mutex::new(ConnState::default()),
             authenticated: Arc::new(AtomicBool::new(false)),
+            copy_in: Mutex::new(None),
         })
     }
 
@@ -96,6 +101,10 @@ where
     }
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.0.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
         self.0.clone()
     }
 

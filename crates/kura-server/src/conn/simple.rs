@@ -14,7 +14,7 @@ use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::PgWireBackendMessage;
 
 use super::respond::{error_info, in_failed_transaction, outcome_response};
-use super::Connection;
+use super::{copy, Connection};
 use crate::compat::{self, Compat};
 use crate::engine::{Engine, EngineError, EngineSession};
 use crate::split;
@@ -37,6 +37,11 @@ impl<E: Engine> SimpleQueryHandler for Connection<E> {
         let mut out = Vec::new();
         let statements = split::statements(query);
         let count = statements.len();
+        // A COPY the client left unfinished ends (unloaded) before anything else runs.
+        self.abandon_copy_in().await;
+        if let Some(resp) = self.copy_with_client(client, &statements, tx).await? {
+            return Ok(resp);
+        }
         for (i, stmt) in statements.into_iter().enumerate() {
             // Responses are sent once every statement has run, so only the last
             // may stream: a streamed query holds its session until its rows
@@ -66,6 +71,49 @@ impl<E: Engine> SimpleQueryHandler for Connection<E> {
 }
 
 impl<E: Engine> Connection<E> {
+    /// A query string that is a COPY with the client (`FROM STDIN`, `TO
+    /// STDOUT`): its answer, else `None`. Such a COPY must be the only
+    /// statement of its string (what psql and the drivers send), since its
+    /// data flows between this answer and the next query.
+    async fn copy_with_client<C>(
+        &self,
+        client: &mut C,
+        statements: &[&str],
+        tx: TransactionStatus,
+    ) -> PgWireResult<Option<Vec<Response>>>
+    where
+        C: Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let found = statements
+            .iter()
+            .find_map(|s| copy::direction(s).map(|d| (*s, d)));
+        let Some((stmt, direction)) = found else {
+            return Ok(None);
+        };
+        let error = |e: EngineError| Ok(Some(vec![Response::Error(Box::new(error_info(e)))]));
+        if statements.len() != 1 {
+            return error(EngineError::new(
+                "0A000",
+                "COPY FROM STDIN and COPY TO STDOUT must be sent as a query string of their own",
+            ));
+        }
+        if tx == TransactionStatus::Error {
+            return error(in_failed_transaction());
+        }
+        match direction {
+            copy::Direction::In => match self.start_copy_in(stmt).await {
+                Ok(resp) => Ok(Some(vec![resp])),
+                Err(e) => error(e),
+            },
+            copy::Direction::Out => match self.copy_out(client, stmt).await? {
+                None => Ok(Some(Vec::new())),
+                Some(e) => error(e),
+            },
+        }
+    }
+
     async fn simple_statement<C>(
         &self,
         client: &mut C,

@@ -220,6 +220,28 @@ impl EngineSession for KuraSession {
             .map_err(engine_error)
     }
 
+    fn copy_in(
+        &mut self,
+        sql: &str,
+        input: &mut dyn crate::engine::CopyInput,
+    ) -> Result<Outcome, EngineError> {
+        self.session
+            .copy_in(sql, input)
+            .map(outcome)
+            .map_err(engine_error)
+    }
+
+    fn copy_out(
+        &mut self,
+        sql: &str,
+        output: &mut dyn crate::engine::CopyOutput,
+    ) -> Result<Outcome, EngineError> {
+        self.session
+            .copy_out(sql, output)
+            .map(outcome)
+            .map_err(engine_error)
+    }
+
     fn describe(&mut self, prepared: &KuraPrepared) -> Result<Vec<Column>, EngineError> {
         if !prepared.columns_open {
             return Ok(columns(prepared.prepared.columns.clone()));
