@@ -61,7 +61,7 @@ impl KuraError {
                 StorageError::TableExists(_) | StorageError::RelationExists(_) => "42P07",
                 StorageError::NotNull { .. } => "23502",
                 StorageError::TypeMismatch { .. } => "42804",
-                StorageError::BadInput { code, .. } => *code,
+                StorageError::BadInput { code, .. } => code,
                 StorageError::Checksum { .. } | StorageError::Corrupt { .. } => "XX001",
                 StorageError::BufferExhausted { .. } => "53200",
                 StorageError::Io { .. } => "58030",
