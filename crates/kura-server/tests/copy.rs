@@ -223,3 +223,111 @@ fn psycopg_copy_both_ways_errors_copyfail_transactions_and_a_big_load() {
     assert!(out.contains(&format!("big load: {ROWS} rows")), "{out}");
     assert!(grew < 400 << 20, "memory grew by {} MiB", grew >> 20);
 }
+
+/// A raw protocol connection, for what drivers never do.
+struct Raw(std::net::TcpStream);
+
+impl Raw {
+    fn connect(s: &TestServer) -> Raw {
+        let sock = std::net::TcpStream::connect(s.addr).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut raw = Raw(sock);
+        let mut body = 196608i32.to_be_bytes().to_vec();
+        for p in ["user", "tester", "database", "kura"] {
+            body.extend_from_slice(p.as_bytes());
+            body.push(0);
+        }
+        body.push(0);
+        let mut msg = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+        msg.extend_from_slice(&body);
+        raw.send(&msg);
+        raw.until_ready();
+        raw
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.0.write_all(bytes).unwrap();
+    }
+
+    fn message(&mut self, kind: u8, body: &[u8]) {
+        let mut m = vec![kind];
+        m.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+        m.extend_from_slice(body);
+        self.send(&m);
+    }
+
+    fn query(&mut self, sql: &str) {
+        let mut body = sql.as_bytes().to_vec();
+        body.push(0);
+        self.message(b'Q', &body);
+    }
+
+    /// The next message: its type and body.
+    fn read(&mut self) -> (u8, Vec<u8>) {
+        use std::io::Read;
+        let mut head = [0u8; 5];
+        self.0.read_exact(&mut head).expect("a message (no hang)");
+        let len = i32::from_be_bytes(head[1..5].try_into().unwrap()) as usize;
+        let mut body = vec![0; len - 4];
+        self.0.read_exact(&mut body).unwrap();
+        (head[0], body)
+    }
+
+    /// Message types up to and including `kind`.
+    fn until(&mut self, kind: u8) -> Vec<(u8, Vec<u8>)> {
+        let mut seen = Vec::new();
+        loop {
+            let m = self.read();
+            let done = m.0 == kind;
+            seen.push(m);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    fn until_ready(&mut self) -> Vec<(u8, Vec<u8>)> {
+        self.until(b'Z')
+    }
+}
+
+#[test]
+fn a_copy_the_client_leaves_or_drops_loads_nothing_and_frees_the_session() {
+    let s = TestServer::trust(|db| common::exec(db, "create table t (i integer)"));
+    let dir = tempfile::tempdir().unwrap();
+    // A query in the middle of the data ends the COPY with an error; the
+    // session then answers the next query (it is not held by the COPY).
+    let mut c = Raw::connect(&s);
+    c.query("COPY t FROM STDIN");
+    assert_eq!(c.until(b'G').last().unwrap().0, b'G');
+    c.message(b'd', b"1\n2\n");
+    c.query("select count(*) from t");
+    let answer = c.until_ready();
+    assert!(
+        answer.iter().any(|m| m.0 == b'E'),
+        "an error answers the stray query"
+    );
+    // The extended protocol, which does not pass where the simple one ends
+    // an unfinished COPY before running anything.
+    c.message(b'P', b"\0select count(*) from t\0\0\0");
+    c.message(b'B', b"\0\0\0\0\0\0\0\0");
+    c.message(b'E', b"\0\0\0\0\0");
+    c.message(b'S', b"");
+    let answer = c.until_ready();
+    assert!(answer.iter().all(|m| m.0 != b'E'), "{answer:?}");
+    let row = answer.iter().find(|m| m.0 == b'D').expect("a row");
+    assert!(row.1.ends_with(b"0"), "nothing was loaded: {:?}", row.1);
+    // A client that goes away mid-COPY: nothing is committed, and the write
+    // transaction it held is given back (another COPY completes).
+    let mut c = Raw::connect(&s);
+    c.query("COPY t FROM STDIN");
+    c.until(b'G');
+    c.message(b'd', b"7\n8\n");
+    drop(c);
+    std::fs::write(dir.path().join("one.csv"), "5\n").unwrap();
+    let (out, err, ok) = psql(&s, dir.path(), &["-c", "\\copy t FROM 'one.csv' csv"]);
+    assert!(ok && out.trim() == "COPY 1", "{out}{err}");
+    assert_eq!(query(&s, dir.path(), "select i from t"), "5");
+}

@@ -266,9 +266,9 @@ pub(crate) fn copy_from(
         CopyTarget::File { filename } => filename,
         CopyTarget::Stdin => {
             return Err(KuraError::Unsupported(
-                "COPY FROM STDIN reads data that a client sends with the statement \
-                 (psql's \\copy, a driver's copy API, `kura serve`); here, give a file: \
-                 COPY t FROM 'file'"
+                "COPY FROM STDIN reads the data a client of `kura serve` sends after the \
+                 statement, sent as a simple query (psql's \\copy, psycopg's cursor.copy()); \
+                 otherwise give a file: COPY t FROM 'file'"
                     .into(),
             ))
         }

@@ -510,9 +510,9 @@ impl Session {
                 ..
             } => self.copy_to_file(stmt, filename),
             Statement::Copy { to: true, .. } => Err(KuraError::Unsupported(
-                "COPY ... TO STDOUT sends rows to a client (psql's \\copy, a driver's copy \
-                 API, `kura serve`); here, write a file: COPY ... TO 'file', or use \
-                 kura -c with --format csv"
+                "COPY ... TO STDOUT sends rows to a client of `kura serve` that sent it as a \
+                 simple query (psql's \\copy, psycopg's cursor.copy()); otherwise write a \
+                 file: COPY ... TO 'file', or use kura -c with --format csv"
                     .into(),
             )),
             Statement::Copy {

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::{Sink, SinkExt};
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::results::{CopyResponse, Response, Tag};
-use pgwire::api::ClientInfo;
+use pgwire::api::{ClientInfo, ErrorHandler};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult, SEVERITY_ERROR};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail, CopyOutResponse};
 use pgwire::messages::response::CommandComplete;
@@ -369,6 +369,19 @@ where
             "57014".to_owned(),
             format!("COPY from stdin failed: {}", fail.message),
         )))
+    }
+}
+
+/// Any error while a `COPY ... FROM STDIN` is in progress ends it, unloaded
+/// (the client sent something other than copy data, say): the loader sees its
+/// data stop without CopyDone and rolls back, freeing the session for the
+/// next statement.
+impl<E: Engine> ErrorHandler for Connection<E> {
+    fn on_error<C>(&self, _client: &C, _error: &mut PgWireError)
+    where
+        C: ClientInfo,
+    {
+        drop(self.copy_job().take());
     }
 }
 

@@ -17,7 +17,7 @@ use pgwire::api::auth::StartupHandler;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::PgWireServerHandlers;
+use pgwire::api::{ErrorHandler, PgWireServerHandlers};
 
 use crate::cancel::CancelByKey;
 use crate::compat::ClientParameters;
@@ -105,6 +105,10 @@ where
     }
 
     fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.0.clone()
+    }
+
+    fn error_handler(&self) -> Arc<impl ErrorHandler> {
         self.0.clone()
     }
 
