@@ -126,6 +126,29 @@ fn psql_copy_errors_name_the_line_and_load_nothing() {
     assert!(!ok);
     assert!(err.contains("22P02") && err.contains("STDIN:3:1"), "{err}");
     assert_eq!(query(&s, dir, "select count(*) from t"), "0");
+    // Errors found before any data: the table, the columns.
+    let (_, err, ok) = psql(&s, dir, &["-c", "\\copy nope FROM 'bad.csv' csv"]);
+    assert!(!ok && err.contains("nope"), "{err}");
+    let (_, err, ok) = psql(&s, dir, &["-c", "\\copy t (i, w) FROM 'bad.csv' csv"]);
+    assert!(!ok && err.contains("\"w\""), "{err}");
+    // An error after rows went out reaches the client, and the session goes on.
+    let rows: String = (0..30_000).map(|i| format!("{i},r\n")).collect();
+    std::fs::write(dir.join("many.csv"), rows).unwrap();
+    let script = "\\copy t FROM 'many.csv' csv\n\
+                  \\copy (select 10 / (i - 25000) from t) TO 'div.txt'\n\
+                  select count(*) from t;\n";
+    std::fs::write(dir.join("div.sql"), script).unwrap();
+    let (out, err, _) = psql(&s, dir, &["-A", "-t", "-f", "div.sql"]);
+    assert!(err.contains("division by zero"), "{err}");
+    assert!(
+        out.contains("COPY 30000") && out.trim_end().ends_with("30000"),
+        "{out}"
+    );
+    let written = std::fs::read_to_string(dir.join("div.txt")).unwrap();
+    assert!(
+        written.lines().count() < 30_000,
+        "the COPY stopped at the error"
+    );
     // Not a client COPY: the server reads no file for its clients.
     let (_, err, ok) = psql(&s, dir, &["-c", "copy t to '/tmp/x'"]);
     assert!(!ok && err.contains("TO STDOUT"), "{err}");
