@@ -333,7 +333,7 @@ pub(crate) fn copy_from_input(
             .as_ref()
             .map_or_else(|| txn.schema(&table).map_or(0, |s| s.len()), Vec::len);
         input.start(fields);
-        let mut chunker = LineChunker::new(EndMarker::new(input));
+        let mut chunker = LineChunker::new(EndMarker::new(input)).quoted(fmt.quoted);
         Ok(loader::load_chunks(
             txn,
             &table,

@@ -181,16 +181,9 @@ def checks(dsn, big_rows):
             with conn.cursor() as cur:
                 with cur.copy(f"COPY t TO STDOUT{fmt}") as cp:
                     data = b"".join(bytes(d) for d in cp)
-                if fmt:
-                    # The loader reads a CSV line at a time: values with a
-                    # newline travel in the text format.
-                    data = b"".join(
-                        l for l in data.splitlines(keepends=True) if not l.startswith((b"5,", b'line "'))
-                    )
                 with cur.copy(f"COPY r FROM STDIN{fmt}") as cp:
                     cp.write(data)
-            want = [r for r in ROWS if not (fmt and r[0] == 5)]
-            assert all_rows(conn, "r") == want, (fmt, all_rows(conn, "r"))
+            assert all_rows(conn, "r") == ROWS, (fmt, all_rows(conn, "r"))
 
     def big():
         fresh(conn, "big")

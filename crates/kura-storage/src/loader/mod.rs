@@ -30,13 +30,21 @@ pub struct Chunk {
 /// Progress callback: bytes consumed so far.
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 
-/// Cuts a byte stream into chunks of whole lines, numbering lines as it goes.
+/// How long one CSV record with quoted line breaks may grow while the chunker
+/// looks for its end; past it (an unbalanced quote, most likely) chunks are
+/// cut at a line end again and the parser reports the unterminated field.
+const MAX_RECORD_BYTES: usize = 256 << 20;
+
+/// Cuts a byte stream into chunks of whole lines (whole records: with quotes,
+/// a line break inside a quoted field does not end one), numbering lines as
+/// it goes.
 pub struct LineChunker<R: Read> {
     reader: R,
     carry: Vec<u8>,
     next_line: u64,
     eof: bool,
     chunk_bytes: usize,
+    quoted: bool,
 }
 
 impl<R: Read> LineChunker<R> {
@@ -47,7 +55,15 @@ impl<R: Read> LineChunker<R> {
             next_line: 1,
             eof: false,
             chunk_bytes: CHUNK_BYTES,
+            quoted: false,
         }
+    }
+
+    /// Whether fields may be quoted (CSV), so that chunks end only where a
+    /// record does.
+    pub fn quoted(mut self, quoted: bool) -> Self {
+        self.quoted = quoted;
+        self
     }
 
     /// The next chunk, `None` at the end of input.
@@ -67,7 +83,12 @@ impl<R: Read> LineChunker<R> {
         }
         if !self.eof {
             // Keep the partial last line for the next chunk.
-            match memchr::memrchr(b'\n', &buf) {
+            let cut = if self.quoted && self.chunk_bytes <= MAX_RECORD_BYTES {
+                parse::last_record_end(&buf)
+            } else {
+                memchr::memrchr(b'\n', &buf)
+            };
+            match cut {
                 Some(p) => self.carry = buf.split_off(p + 1),
                 None => {
                     // One line longer than a chunk: keep reading into it.
@@ -273,7 +294,7 @@ pub fn load_file(
     progress: Option<Progress<'_>>,
 ) -> StorageResult<u64> {
     let file = std::fs::File::open(path).map_err(|e| StorageError::io(path, "open", e))?;
-    let mut chunker = LineChunker::new(file);
+    let mut chunker = LineChunker::new(file).quoted(fmt.quoted);
     let name = path.display().to_string();
     load_chunks(
         txn,

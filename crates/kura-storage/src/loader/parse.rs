@@ -96,14 +96,20 @@ pub fn parse_chunk(
     let mut unquoted: Vec<u8> = Vec::new();
     let mut start = 0;
     while start < chunk.len() {
-        let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |p| start + p);
+        // A record: a line, or in CSV lines joined by breaks inside quotes.
+        let (end, breaks) = if fmt.quoted {
+            record_end(chunk, start)
+        } else {
+            let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |p| start + p);
+            (end, 0)
+        };
         let mut line = &chunk[start..end];
         if line.last() == Some(&b'\r') {
             line = &line[..line.len() - 1];
         }
         let this_line = line_no;
         start = end + 1;
-        line_no += 1;
+        line_no += 1 + breaks;
         if (skip_first && this_line == 0) || line.is_empty() {
             continue;
         }
@@ -177,6 +183,40 @@ pub fn parse_chunk(
         }
     }
     Ok(cols)
+}
+
+/// Where the CSV record starting at `start` ends (its `\n` outside quotes, or
+/// the chunk's end) and how many line breaks inside quotes it holds.
+fn record_end(chunk: &[u8], start: usize) -> (usize, u64) {
+    let mut in_quotes = false;
+    let mut breaks = 0;
+    for p in memchr::memchr2_iter(b'"', b'\n', &chunk[start..]) {
+        let p = start + p;
+        if chunk[p] == b'"' {
+            // `""` inside quotes toggles twice: the state stays right.
+            in_quotes = !in_quotes;
+        } else if in_quotes {
+            breaks += 1;
+        } else {
+            return (p, breaks);
+        }
+    }
+    (chunk.len(), breaks)
+}
+
+/// The position of the last `\n` of `buf` that ends a CSV record (outside
+/// quotes), `buf` starting at a record's start.
+pub(crate) fn last_record_end(buf: &[u8]) -> Option<usize> {
+    let mut in_quotes = false;
+    let mut last = None;
+    for p in memchr::memchr2_iter(b'"', b'\n', buf) {
+        if buf[p] == b'"' {
+            in_quotes = !in_quotes;
+        } else if !in_quotes {
+            last = Some(p);
+        }
+    }
+    last
 }
 
 /// The SQLSTATE of a value that did not load, from `push_field`'s message.
