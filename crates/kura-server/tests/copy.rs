@@ -150,7 +150,7 @@ fn psql_copy_errors_name_the_line_and_load_nothing() {
         "the COPY stopped at the error"
     );
     // Not a client COPY: the server reads no file for its clients.
-    let (_, err, ok) = psql(&s, dir, &["-c", "copy t to '/tmp/x'"]);
+    let (_, err, ok) = psql(&s, dir, &["-c", "copy t to 'x.txt'"]);
     assert!(!ok && err.contains("TO STDOUT"), "{err}");
     let (_, err, ok) = psql(&s, dir, &["-c", "select 1; copy t to stdout"]);
     assert!(!ok && err.contains("of their own"), "{err}");
