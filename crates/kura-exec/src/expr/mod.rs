@@ -7,6 +7,7 @@ mod compare;
 mod eval;
 mod func;
 pub mod like;
+pub mod pg;
 
 pub use cast::{assign_vector, cast_value, cast_vector};
 pub use eval::{eval_predicate, selection_of};
@@ -106,6 +107,18 @@ pub enum ScalarFunc {
     Trim,
     /// `repeat(s, n)`: `s` written `n` times (empty for `n <= 0`).
     Repeat,
+    /// `s ~ pattern` (see [`pg`]).
+    RegexMatch,
+    /// `s ~* pattern`, ignoring case.
+    RegexIMatch,
+    /// `format_type(type_oid, typmod)`.
+    FormatType,
+    /// `'name'::regtype`: a type's OID from its name.
+    RegtypeIn,
+    /// `replace(s, from, to)`.
+    Replace,
+    /// `quote_ident(s)`.
+    QuoteIdent,
 }
 
 impl ScalarFunc {
@@ -125,6 +138,12 @@ impl ScalarFunc {
             ScalarFunc::AddMonths => "add_months",
             ScalarFunc::Trim => "trim",
             ScalarFunc::Repeat => "repeat",
+            ScalarFunc::RegexMatch => "regex_match",
+            ScalarFunc::RegexIMatch => "regex_imatch",
+            ScalarFunc::FormatType => "format_type",
+            ScalarFunc::RegtypeIn => "regtype_in",
+            ScalarFunc::Replace => "replace",
+            ScalarFunc::QuoteIdent => "quote_ident",
         }
     }
 }
