@@ -212,6 +212,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         | ScalarFunc::RegexIMatch
         | ScalarFunc::FormatType
         | ScalarFunc::RegtypeIn
+        | ScalarFunc::ToRegtype
         | ScalarFunc::Replace
         | ScalarFunc::QuoteIdent => super::pg::call(func, args, out, n),
         ScalarFunc::Length => {

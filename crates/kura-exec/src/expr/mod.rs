@@ -115,6 +115,8 @@ pub enum ScalarFunc {
     FormatType,
     /// `'name'::regtype`: a type's OID from its name.
     RegtypeIn,
+    /// `to_regtype('name')`: as `RegtypeIn`, NULL for an unknown name.
+    ToRegtype,
     /// `replace(s, from, to)`.
     Replace,
     /// `quote_ident(s)`.
@@ -142,6 +144,7 @@ impl ScalarFunc {
             ScalarFunc::RegexIMatch => "regex_imatch",
             ScalarFunc::FormatType => "format_type",
             ScalarFunc::RegtypeIn => "regtype_in",
+            ScalarFunc::ToRegtype => "to_regtype",
             ScalarFunc::Replace => "replace",
             ScalarFunc::QuoteIdent => "quote_ident",
         }

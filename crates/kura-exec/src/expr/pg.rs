@@ -231,6 +231,10 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 },
                 _ => Value::Null,
             },
+            ScalarFunc::ToRegtype => match value(args, 0, r, func)? {
+                Value::Text(s) => regtype_in(&s).map_or(Value::Null, Value::Integer),
+                _ => Value::Null,
+            },
             ScalarFunc::Replace => match (
                 value(args, 0, r, func)?,
                 value(args, 1, r, func)?,

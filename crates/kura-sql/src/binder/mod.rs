@@ -99,6 +99,8 @@ pub struct Binder<'a> {
     system: Option<Rc<crate::system::Snapshot>>,
     /// Set while typing views for that snapshot (see `system::view_columns`).
     building_system: bool,
+    /// Columns read from the system catalogs' array columns, NULL in every row.
+    null_arrays: std::collections::HashSet<ColId>,
 }
 
 /// Lower-cases unquoted identifiers (PostgreSQL folding).
@@ -209,6 +211,7 @@ impl<'a> Binder<'a> {
             count_ids: Default::default(),
             system: None,
             building_system: false,
+            null_arrays: Default::default(),
         }
     }
 
@@ -222,7 +225,9 @@ impl<'a> Binder<'a> {
         let qualifier = alias.map_or(rel.clone(), |a| norm(&a.name));
         if Self::names_system_schema(name) {
             if let Some(table) = self.system_relation(name, false) {
-                return self.scan_scope(table, &qualifier, alias);
+                let (plan, scope) = self.scan_scope(table, &qualifier, alias)?;
+                self.note_null_arrays(&plan, &scope);
+                return Ok((plan, scope));
             }
         }
         let cte = self.ctes.iter().rev().find_map(|m| m.get(&rel)).cloned();
@@ -285,7 +290,9 @@ impl<'a> Binder<'a> {
                 suggestion,
             });
         };
-        self.scan_scope(table, &qualifier, alias)
+        let (plan, scope) = self.scan_scope(table, &qualifier, alias)?;
+        self.note_null_arrays(&plan, &scope);
+        Ok((plan, scope))
     }
 
     /// The scan of a table and the scope it makes visible.

@@ -223,6 +223,47 @@ impl Binder<'_> {
         snap.relation(schema, rel)
     }
 
+    /// Remembers which columns of a system relation's scan are its array
+    /// columns (NULL in every row), for `CASE WHEN array IS NOT NULL ...`.
+    pub(super) fn note_null_arrays(
+        &mut self,
+        plan: &crate::logical::Logical,
+        scope: &super::Scope,
+    ) {
+        let crate::logical::Logical::Scan { table, .. } = plan else {
+            return;
+        };
+        let Some((schema, name)) = table.name().split_once('.') else {
+            return;
+        };
+        let Some(rel) = crate::system::SYSTEM_RELATIONS
+            .iter()
+            .find(|r| r.schema == schema && r.name == name)
+        else {
+            return;
+        };
+        for i in rel.array_columns() {
+            if let Some(c) = scope.cols.get(i) {
+                self.null_arrays.insert(c.id);
+            }
+        }
+    }
+
+    /// Whether `e` is `array IS NOT NULL` for a catalog array column: false in
+    /// every row, since kura's catalogs hold no arrays.
+    fn is_never_true(&mut self, e: &ast::Expr, cx: &mut ExprCtx) -> bool {
+        let ast::Expr::IsNotNull(x) = e else {
+            return false;
+        };
+        if !matches!(
+            x.as_ref(),
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+        ) {
+            return false;
+        }
+        matches!(self.bind_expr(x, cx), Ok(PhysExpr::Column { index, .. }) if self.null_arrays.contains(&index))
+    }
+
     /// Whether `name` is qualified by a system schema.
     pub(super) fn names_system_schema(name: &ast::ObjectName) -> bool {
         let n = name.0.len();
@@ -321,6 +362,41 @@ impl Binder<'_> {
                 expr, data_type, ..
             } => self.bind_system_cast(expr, data_type, cx, p),
             E::Function(f) => self.bind_system_function(f, cx, p),
+            // A branch on a catalog array being present never fires: it is left
+            // out, and with it what it would compute from the array (psql's
+            // `\d` reads publication column lists with array functions kura
+            // does not have).
+            E::Case {
+                operand: None,
+                conditions,
+                else_result,
+                case_token,
+                end_token,
+            } if !self.null_arrays.is_empty() => {
+                let mut kept = Vec::new();
+                for w in conditions {
+                    if !self.is_never_true(&w.condition, cx) {
+                        kept.push(w.clone());
+                    }
+                }
+                if kept.len() == conditions.len() {
+                    return Ok(None);
+                }
+                if kept.is_empty() {
+                    return match else_result {
+                        Some(x) => self.bind_expr(x, cx).map(Some),
+                        None => Ok(Some(super::types::text_null())),
+                    };
+                }
+                let rewritten = E::Case {
+                    operand: None,
+                    conditions: kept,
+                    else_result: else_result.clone(),
+                    case_token: case_token.clone(),
+                    end_token: end_token.clone(),
+                };
+                self.bind_expr(&rewritten, cx).map(Some)
+            }
             // `x = ANY(array column)`: the catalogs' array columns are always NULL
             // in kura, so the comparison is NULL, as PostgreSQL's is for a NULL
             // array; a non-NULL text there fails the cast instead of matching.
@@ -479,15 +555,16 @@ impl Binder<'_> {
         p: Pos,
     ) -> SqlResult<Option<PhysExpr>> {
         let name = match data_type {
-            ast::DataType::Regclass => "regclass".to_string(),
-            ast::DataType::Custom(n, mods) if mods.is_empty() => match catalog_name(n) {
-                Some(n) => n,
-                None => return Ok(None),
-            },
-            _ => return Ok(None),
+            ast::DataType::Regclass => Some("regclass".to_string()),
+            ast::DataType::Custom(n, mods) if mods.is_empty() => catalog_name(n),
+            _ => None,
         };
+        let to_text = matches!(
+            data_type,
+            ast::DataType::Text | ast::DataType::Varchar(None)
+        ) || name.as_deref().and_then(plain_type) == Some(TEXT);
         // `x::regtype::text`, `x::regclass::text`: the name of what the OID stands for.
-        if plain_type(&name) == Some(TEXT) {
+        if to_text {
             if let ast::Expr::Cast {
                 expr: inner,
                 data_type: inner_type,
@@ -507,6 +584,9 @@ impl Binder<'_> {
                 }
             }
         }
+        let Some(name) = name else {
+            return Ok(None);
+        };
         match name.as_str() {
             "regclass" | "regtype" | "regnamespace" | "regproc" | "regprocedure" | "regrole"
             | "oid" => Ok(Some(self.bind_oid_cast(expr, &name, cx, p)?)),
@@ -650,6 +730,7 @@ impl Binder<'_> {
         let known = matches!(
             name.as_str(),
             "pg_table_is_visible"
+                | "pg_relation_is_publishable"
                 | "pg_type_is_visible"
                 | "pg_function_is_visible"
                 | "format_type"
@@ -674,6 +755,7 @@ impl Binder<'_> {
                 | "current_schemas"
                 | "replace"
                 | "quote_ident"
+                | "to_regtype"
         ) || (name.starts_with("has_") && name.ends_with("_privilege"));
         if !known {
             return Ok(None);
@@ -702,7 +784,10 @@ impl Binder<'_> {
             coerce(a, DataType::Integer, p)
         };
         Ok(Some(match name.as_str() {
-            "pg_table_is_visible" | "pg_type_is_visible" | "pg_function_is_visible" => {
+            "pg_table_is_visible"
+            | "pg_type_is_visible"
+            | "pg_function_is_visible"
+            | "pg_relation_is_publishable" => {
                 arity(1..=1)?;
                 true_unless_null(args[0].clone())
             }
@@ -869,6 +954,14 @@ impl Binder<'_> {
                     args,
                     data_type: TEXT,
                 })
+            }
+            "to_regtype" => {
+                arity(1..=1)?;
+                PhysExpr::Func {
+                    func: ScalarFunc::ToRegtype,
+                    args: vec![coerce(args[0].clone(), TEXT, p)?],
+                    data_type: DataType::Integer,
+                }
             }
             "quote_ident" => {
                 arity(1..=1)?;

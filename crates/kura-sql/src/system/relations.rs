@@ -11,8 +11,8 @@ use super::*;
 
 /// A system relation: where it lives, its OID and its columns, written
 /// `name:type` with type `o` (oid, as an integer), `i` (int2/int4), `l` (int8),
-/// `t` (name, text, "char", and the arrays kura has none of), `b` (bool) or
-/// `f` (float4/float8).
+/// `t` (name, text, "char"), `b` (bool), `f` (float4/float8) or `a` (an array:
+/// kura has no arrays, so these are text columns that are NULL in every row).
 pub struct SystemRelation {
     pub schema: &'static str,
     pub name: &'static str,
@@ -48,7 +48,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "pg_namespace",
         2615,
         "r",
-        "oid:o nspname:t nspowner:o nspacl:t",
+        "oid:o nspname:t nspowner:o nspacl:a",
     ),
     rel(
         PG,
@@ -60,7 +60,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
          reltoastrelid:o relhasindex:b relisshared:b relpersistence:t relkind:t \
          relnatts:i relchecks:i relhasrules:b relhastriggers:b relhassubclass:b \
          relrowsecurity:b relforcerowsecurity:b relispopulated:b relreplident:t \
-         relispartition:b relrewrite:o relacl:t reloptions:t relpartbound:t",
+         relispartition:b relrewrite:o relacl:a reloptions:a relpartbound:t",
     ),
     rel(
         PG,
@@ -70,8 +70,8 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "attrelid:o attname:t atttypid:o attstattarget:i attlen:i attnum:i attndims:i \
          attcacheoff:i atttypmod:i attbyval:b attalign:t attstorage:t attcompression:t \
          attnotnull:b atthasdef:b atthasmissing:b attidentity:t attgenerated:t \
-         attisdropped:b attislocal:b attinhcount:i attcollation:o attacl:t \
-         attoptions:t attfdwoptions:t attmissingval:t",
+         attisdropped:b attislocal:b attinhcount:i attcollation:o attacl:a \
+         attoptions:a attfdwoptions:a attmissingval:t",
     ),
     rel(
         PG,
@@ -83,7 +83,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
          typsubscript:t typelem:o typarray:o typinput:t typoutput:t typreceive:t \
          typsend:t typmodin:t typmodout:t typanalyze:t typalign:t typstorage:t \
          typnotnull:b typbasetype:o typtypmod:i typndims:i typcollation:o \
-         typdefaultbin:t typdefault:t typacl:t",
+         typdefaultbin:t typdefault:t typacl:a",
     ),
     rel(
         PG,
@@ -93,7 +93,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "indexrelid:o indrelid:o indnatts:i indnkeyatts:i indisunique:b \
          indnullsnotdistinct:b indisprimary:b indisexclusion:b indimmediate:b \
          indisclustered:b indisvalid:b indcheckxmin:b indisready:b indislive:b \
-         indisreplident:b indkey:t indcollation:t indclass:t indoption:t \
+         indisreplident:b indkey:t indcollation:a indclass:a indoption:a \
          indexprs:t indpred:t",
     ),
     rel(
@@ -103,7 +103,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "r",
         "oid:o datname:t datdba:o encoding:i datlocprovider:t datistemplate:b \
          datallowconn:b datconnlimit:i dattablespace:o datcollate:t datctype:t \
-         daticulocale:t daticurules:t datcollversion:t datacl:t",
+         daticulocale:t daticurules:t datcollversion:t datacl:a",
     ),
     rel(
         PG,
@@ -112,7 +112,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "v",
         "rolname:t rolsuper:b rolinherit:b rolcreaterole:b rolcreatedb:b \
          rolcanlogin:b rolreplication:b rolconnlimit:i rolpassword:t \
-         rolvaliduntil:t rolbypassrls:b rolconfig:t oid:o",
+         rolvaliduntil:t rolbypassrls:b rolconfig:a oid:o",
     ),
     rel(
         PG,
@@ -120,7 +120,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         12002,
         "v",
         "usename:t usesysid:o usecreatedb:b usesuper:b userepl:b usebypassrls:b \
-         passwd:t valuntil:t useconfig:t",
+         passwd:t valuntil:t useconfig:a",
     ),
     rel(
         PG,
@@ -130,9 +130,9 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "oid:o proname:t pronamespace:o proowner:o prolang:o procost:f prorows:f \
          provariadic:o prosupport:t prokind:t prosecdef:b proleakproof:b \
          proisstrict:b proretset:b provolatile:t proparallel:t pronargs:i \
-         pronargdefaults:i prorettype:o proargtypes:t proallargtypes:t \
-         proargmodes:t proargnames:t proargdefaults:t protrftypes:t prosrc:t \
-         probin:t prosqlbody:t proconfig:t proacl:t",
+         pronargdefaults:i prorettype:o proargtypes:t proallargtypes:a \
+         proargmodes:a proargnames:a proargdefaults:t protrftypes:a prosrc:t \
+         probin:t prosqlbody:t proconfig:a proacl:a",
     ),
     rel(
         PG,
@@ -140,7 +140,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         12003,
         "v",
         "name:t setting:t unit:t category:t short_desc:t extra_desc:t context:t \
-         vartype:t source:t min_val:t max_val:t enumvals:t boot_val:t reset_val:t \
+         vartype:t source:t min_val:t max_val:t enumvals:a boot_val:t reset_val:t \
          sourcefile:t sourceline:i pending_restart:b",
     ),
     rel(
@@ -180,8 +180,8 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "oid:o conname:t connamespace:o contype:t condeferrable:b condeferred:b \
          convalidated:b conrelid:o contypid:o conindid:o conparentid:o confrelid:o \
          confupdtype:t confdeltype:t confmatchtype:t conislocal:b coninhcount:i \
-         connoinherit:b conkey:t confkey:t conpfeqop:t conppeqop:t conffeqop:t \
-         confdelsetcols:t conexclop:t conbin:t",
+         connoinherit:b conkey:a confkey:a conpfeqop:a conppeqop:a conffeqop:a \
+         confdelsetcols:a conexclop:a conbin:t",
     ),
     rel(
         PG,
@@ -226,14 +226,14 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         3079,
         "r",
         "oid:o extname:t extowner:o extnamespace:o extrelocatable:b extversion:t \
-         extconfig:t extcondition:t",
+         extconfig:a extcondition:a",
     ),
     rel(
         PG,
         "pg_tablespace",
         1213,
         "r",
-        "oid:o spcname:t spcowner:o spcacl:t spcoptions:t",
+        "oid:o spcname:t spcowner:o spcacl:a spcoptions:a",
     ),
     rel(
         PG,
@@ -257,7 +257,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "pg_policy",
         3256,
         "r",
-        "oid:o polname:t polrelid:o polcmd:t polpermissive:b polroles:t polqual:t \
+        "oid:o polname:t polrelid:o polcmd:t polpermissive:b polroles:a polqual:t \
          polwithcheck:t",
     ),
     rel(
@@ -266,7 +266,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         3381,
         "r",
         "oid:o stxrelid:o stxname:t stxnamespace:o stxowner:o stxstattarget:i \
-         stxkeys:t stxkind:t stxexprs:t",
+         stxkeys:a stxkind:a stxexprs:t",
     ),
     rel(
         PG,
@@ -281,7 +281,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "pg_publication_rel",
         6106,
         "r",
-        "oid:o prpubid:o prrelid:o prqual:t prattrs:t",
+        "oid:o prpubid:o prrelid:o prqual:t prattrs:a",
     ),
     rel(
         PG,
@@ -295,8 +295,8 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "pg_partitioned_table",
         3350,
         "r",
-        "partrelid:o partstrat:t partnatts:i partdefid:o partattrs:t partclass:t \
-         partcollation:t partexprs:t",
+        "partrelid:o partstrat:t partnatts:i partdefid:o partattrs:a partclass:a \
+         partcollation:a partexprs:t",
     ),
     rel(
         PG,
@@ -311,7 +311,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "pg_foreign_table",
         3118,
         "r",
-        "ftrelid:o ftserver:o ftoptions:t",
+        "ftrelid:o ftserver:o ftoptions:a",
     ),
     rel(
         PG,
@@ -367,6 +367,16 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
 ];
 
 impl SystemRelation {
+    /// Positions of its array columns (always NULL).
+    pub fn array_columns(&self) -> Vec<usize> {
+        self.columns
+            .split_whitespace()
+            .enumerate()
+            .filter(|(_, c)| c.ends_with(":a"))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// Its columns with kura types.
     pub fn source_columns(&self) -> Vec<SourceColumn> {
         self.columns
