@@ -932,7 +932,7 @@ impl Binder<'_> {
             "version" => {
                 arity(0..=0)?;
                 text(format!(
-                    "PostgreSQL 16.6 (kura {}) on {}",
+                    "PostgreSQL 16.6 (kura {}) on {}-linux",
                     env!("CARGO_PKG_VERSION"),
                     std::env::consts::ARCH
                 ))

@@ -129,10 +129,14 @@ fn assign_oids(keys: &[String]) -> Vec<i32> {
     oids
 }
 
+/// A user relation given to [`Snapshot::new`]: name, kind, columns, view
+/// definition, row count.
+pub type RelationInput = (String, RelKind, Vec<SourceColumn>, Option<String>, u64);
+
 /// Input to [`Snapshot::new`]: the user's relations and indexes, named.
 pub struct SnapshotInput {
     /// (name, kind, columns, view definition, row count).
-    pub relations: Vec<(String, RelKind, Vec<SourceColumn>, Option<String>, u64)>,
+    pub relations: Vec<RelationInput>,
     /// (name, table, key column positions, unique).
     pub indexes: Vec<(String, String, Vec<usize>, bool)>,
     pub settings: Vec<SysSetting>,
