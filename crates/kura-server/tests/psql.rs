@@ -137,6 +137,13 @@ fn psql_describe_commands_list_the_catalog() {
         !out.contains("big_orders") && !out.contains("li_ok"),
         "{out}"
     );
+    // \dt+ adds sizes (pg_table_size, pg_size_pretty): an empty table has none.
+    let out = run("\\dt+");
+    let orders = out
+        .lines()
+        .find(|l| l.contains(" orders "))
+        .unwrap_or_default();
+    assert!(orders.contains("| 0 bytes"), "{out}");
     let out = run("\\di");
     assert!(out.contains("li_ok") && out.contains("li_u"), "{out}");
     assert!(out.contains("| lineitem"), "the index's table: {out}");

@@ -213,6 +213,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         | ScalarFunc::FormatType
         | ScalarFunc::RegtypeIn
         | ScalarFunc::ToRegtype
+        | ScalarFunc::SizePretty
         | ScalarFunc::Replace
         | ScalarFunc::QuoteIdent => super::pg::call(func, args, out, n),
         ScalarFunc::Length => {

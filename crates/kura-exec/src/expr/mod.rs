@@ -117,6 +117,8 @@ pub enum ScalarFunc {
     RegtypeIn,
     /// `to_regtype('name')`: as `RegtypeIn`, NULL for an unknown name.
     ToRegtype,
+    /// `pg_size_pretty(bytes)`.
+    SizePretty,
     /// `replace(s, from, to)`.
     Replace,
     /// `quote_ident(s)`.
@@ -145,6 +147,7 @@ impl ScalarFunc {
             ScalarFunc::FormatType => "format_type",
             ScalarFunc::RegtypeIn => "regtype_in",
             ScalarFunc::ToRegtype => "to_regtype",
+            ScalarFunc::SizePretty => "pg_size_pretty",
             ScalarFunc::Replace => "replace",
             ScalarFunc::QuoteIdent => "quote_ident",
         }

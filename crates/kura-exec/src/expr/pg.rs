@@ -167,6 +167,26 @@ pub fn quote_ident(s: &str) -> String {
     }
 }
 
+/// `pg_size_pretty`: bytes below 10 kB, then the largest unit that keeps the
+/// number below 10240, rounded half away from zero (PostgreSQL's rule).
+pub fn size_pretty(bytes: i64) -> String {
+    const LIMIT: i64 = 10 * 1024;
+    const LIMIT2: i64 = LIMIT * 2 - 1;
+    if bytes.abs() < LIMIT {
+        return format!("{bytes} bytes");
+    }
+    let half_rounded = |x: i64| (x + if x < 0 { -1 } else { 1 }) / 2;
+    // One extra bit is kept for the rounding.
+    let mut size = bytes >> 9;
+    for unit in ["kB", "MB", "GB", "TB"] {
+        if size.abs() < LIMIT2 {
+            return format!("{} {unit}", half_rounded(size));
+        }
+        size >>= 10;
+    }
+    format!("{} PB", half_rounded(size))
+}
+
 /// A function's argument `i` at row `r` as a value.
 fn value(args: &[Vector], i: usize, r: usize, func: ScalarFunc) -> ExecResult<Value> {
     let v = args
@@ -235,6 +255,10 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 Value::Text(s) => regtype_in(&s).map_or(Value::Null, Value::Integer),
                 _ => Value::Null,
             },
+            ScalarFunc::SizePretty => match int_of(&value(args, 0, r, func)?) {
+                Some(n) => Value::Text(size_pretty(n)),
+                None => Value::Null,
+            },
             ScalarFunc::Replace => match (
                 value(args, 0, r, func)?,
                 value(args, 1, r, func)?,
@@ -290,6 +314,14 @@ mod tests {
         assert_eq!(format_type(23, None).unwrap(), "integer");
         assert_eq!(format_type(1007, None).unwrap(), "integer[]");
         assert!(format_type(99999, None).is_none());
+    }
+
+    #[test]
+    fn size_pretty_rounds_as_postgresql() {
+        assert_eq!(size_pretty(8192), "8192 bytes");
+        assert_eq!(size_pretty(10240), "10 kB");
+        assert_eq!(size_pretty(1_572_864), "1536 kB");
+        assert_eq!(size_pretty(10_485_760 * 2), "20 MB");
     }
 
     #[test]

@@ -756,6 +756,10 @@ impl Binder<'_> {
                 | "replace"
                 | "quote_ident"
                 | "to_regtype"
+                | "pg_size_pretty"
+                | "pg_table_size"
+                | "pg_relation_size"
+                | "pg_total_relation_size"
         ) || (name.starts_with("has_") && name.ends_with("_privilege"));
         if !known {
             return Ok(None);
@@ -954,6 +958,38 @@ impl Binder<'_> {
                     args,
                     data_type: TEXT,
                 })
+            }
+            "pg_size_pretty" => {
+                arity(1..=1)?;
+                let a = args[0].clone();
+                if !matches!(a.data_type(), DataType::Integer | DataType::BigInt)
+                    && !is_null_literal(&a)
+                {
+                    return Err(SqlError::mismatch("pg_size_pretty needs an integer", p));
+                }
+                fold(PhysExpr::Func {
+                    func: ScalarFunc::SizePretty,
+                    args: vec![coerce(a, DataType::BigInt, p)?],
+                    data_type: TEXT,
+                })
+            }
+            "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" => {
+                // A table's pages: the column pages its zones occupy. Indexes and
+                // views have no size kura reports (NULL).
+                arity(1..=2)?;
+                let snap = self.snapshot();
+                let sizes = snap
+                    .relations
+                    .iter()
+                    .filter(|r| r.kind == RelKind::Table)
+                    .filter_map(|r| {
+                        let t = self.catalog.table(&r.name)?;
+                        let page = t.buffer_manager().map_or(0, |b| b.page_size()) as i64;
+                        let pages: usize = (0..t.columns().len()).map(|c| t.zones(c).len()).sum();
+                        Some((Value::Integer(r.oid), Value::BigInt(pages as i64 * page)))
+                    })
+                    .collect();
+                lookup(oid_arg(0)?, sizes, DataType::BigInt)
             }
             "to_regtype" => {
                 arity(1..=1)?;
