@@ -41,6 +41,12 @@ pub enum ExecError {
     DataCorrupted(String),
     #[error("unknown operator implementation {name:?} (registered: {known})")]
     UnknownOperator { name: String, known: String },
+    /// A pattern of `~` that is no regular expression.
+    #[error("invalid regular expression: {0}")]
+    InvalidRegex(String),
+    /// A name cast to `regtype` / `regclass` that names nothing.
+    #[error("{0}")]
+    UndefinedObject(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -61,6 +67,8 @@ impl ExecError {
             ExecError::Storage(_) => "58030",
             ExecError::DataCorrupted(_) => "XX001",
             ExecError::UnknownOperator { .. } => "42704",
+            ExecError::InvalidRegex(_) => "2201B",
+            ExecError::UndefinedObject(_) => "42704",
             ExecError::Internal(_) => "XX000",
         }
     }

@@ -59,3 +59,23 @@ fn pgjdbc_tpch_q6_with_parameters() {
         ],
     );
 }
+
+/// DatabaseMetaData over the system catalogs (`CatalogJdbcTest`).
+#[test]
+fn pgjdbc_database_metadata() {
+    let s = TestServer::trust(|db| {
+        common::exec(
+            db,
+            "create table lineitem (l_orderkey integer not null, l_comment varchar(44));\
+             create index li_ok on lineitem (l_orderkey);\
+             create view v1 as select l_orderkey from lineitem",
+        );
+    });
+    mvn_test(
+        s.addr.port(),
+        &[
+            "-Dkura.catalog=true".into(),
+            "-Dtest=CatalogJdbcTest".into(),
+        ],
+    );
+}

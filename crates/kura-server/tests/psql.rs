@@ -109,3 +109,83 @@ fn psql_tpch_q1_q6_match_reference_answers() {
         compare_answer(&answer, &rows(&out)).unwrap_or_else(|e| panic!("{id}: {e}\n{out}"));
     }
 }
+
+/// psql's describe commands run their catalog queries (pg_class, pg_attribute,
+/// pg_index ... with format_type, pg_get_indexdef, `~` patterns) through the
+/// ordinary binder and list the database's objects.
+#[test]
+fn psql_describe_commands_list_the_catalog() {
+    let s = TestServer::trust(|db| {
+        common::exec(
+            db,
+            "create table lineitem (l_orderkey integer not null, l_quantity decimal(12,2), \
+             l_comment varchar(44), l_shipdate date);\
+             create index li_ok on lineitem (l_orderkey);\
+             create unique index li_u on lineitem (l_orderkey, l_comment);\
+             create table orders (o_orderkey bigint);\
+             create view big_orders as select o_orderkey from orders",
+        )
+    });
+    let run = |cmd: &str| {
+        let (out, err, ok) = psql(&s, &["-v", "ON_ERROR_STOP=1", "-c", cmd], None);
+        assert!(ok && err.is_empty(), "{cmd}: {err}");
+        out
+    };
+    let out = run("\\dt");
+    assert!(out.contains("lineitem") && out.contains("orders"), "{out}");
+    assert!(
+        !out.contains("big_orders") && !out.contains("li_ok"),
+        "{out}"
+    );
+    // \dt+ adds sizes (pg_table_size, pg_size_pretty): an empty table has none.
+    let out = run("\\dt+");
+    let orders = out
+        .lines()
+        .find(|l| l.contains(" orders "))
+        .unwrap_or_default();
+    assert!(orders.contains("| 0 bytes"), "{out}");
+    let out = run("\\di");
+    assert!(out.contains("li_ok") && out.contains("li_u"), "{out}");
+    assert!(out.contains("| lineitem"), "the index's table: {out}");
+    let out = run("\\dv");
+    assert!(
+        out.contains("big_orders") && !out.contains("lineitem"),
+        "{out}"
+    );
+    let out = run("\\d");
+    for name in ["lineitem", "orders", "big_orders"] {
+        assert!(out.contains(name), "{name}: {out}");
+    }
+    let out = run("\\l");
+    assert!(out.contains("kura") && out.contains("UTF8"), "{out}");
+    let out = run("\\dn");
+    assert!(out.contains("public"), "{out}");
+    let out = run("\\d lineitem");
+    assert!(out.contains("Table \"public.lineitem\""), "{out}");
+    for line in [
+        "l_orderkey | integer ",
+        "l_quantity | numeric(12,2) ",
+        "l_comment  | character varying(44) ",
+        "l_shipdate | date ",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    let orderkey = out.lines().find(|l| l.contains("l_orderkey |")).unwrap();
+    assert!(orderkey.contains("not null"), "{orderkey}");
+    assert!(out.contains("\"li_ok\" btree (l_orderkey)"), "{out}");
+    assert!(
+        out.contains("\"li_u\" UNIQUE, btree (l_orderkey, l_comment)"),
+        "{out}"
+    );
+    let out = run("\\d big_orders");
+    assert!(
+        out.contains("View \"public.big_orders\"") && out.contains("o_orderkey | bigint"),
+        "{out}"
+    );
+    // A name that matches nothing is psql's own message, not an error from kura.
+    let (_, err, _) = psql(&s, &["-c", "\\d nosuch"], None);
+    assert!(
+        err.contains("Did not find any relation named \"nosuch\""),
+        "{err}"
+    );
+}

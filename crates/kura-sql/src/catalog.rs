@@ -18,6 +18,10 @@ pub trait CatalogProvider {
     fn view(&self, name: &str) -> Option<ViewDefinition>;
     /// Every table and view name (for "did you mean" hints).
     fn relation_names(&self) -> Vec<String>;
+    /// The settings `pg_catalog.pg_settings` lists.
+    fn settings(&self) -> Vec<crate::system::SysSetting> {
+        Vec::new()
+    }
 }
 
 /// An in-memory catalog (tests, tools).

@@ -12,6 +12,7 @@ pub mod error;
 pub mod logical;
 pub mod optimizer;
 pub mod planner;
+pub mod system;
 
 pub use catalog::{CatalogProvider, MemoryCatalog, ViewDefinition};
 pub use error::{SqlError, SqlResult};

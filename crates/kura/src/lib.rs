@@ -12,6 +12,7 @@ mod query;
 pub mod result;
 pub mod session;
 pub mod stack;
+mod system_catalog;
 pub mod tpch;
 mod txn;
 

@@ -122,11 +122,12 @@ impl TableSource for StorageTable {
 }
 
 /// The committed catalog as the planner sees it.
-struct StorageCatalog {
+struct StorageCatalog<'a> {
     catalog: Arc<Catalog>,
+    settings: &'a Settings,
 }
 
-impl CatalogProvider for StorageCatalog {
+impl CatalogProvider for StorageCatalog<'_> {
     fn table(&self, name: &str) -> Option<Arc<dyn TableSource>> {
         let table = self.catalog.table(name)?;
         let columns = table
@@ -175,6 +176,9 @@ impl CatalogProvider for StorageCatalog {
         n.extend(self.catalog.view_names());
         n
     }
+    fn settings(&self) -> Vec<kura_sql::system::SysSetting> {
+        crate::system_catalog::settings(self.settings)
+    }
 }
 
 /// Buffer-manager counters for EXPLAIN ANALYZE.
@@ -196,9 +200,10 @@ fn exec_error(e: ExecError) -> KuraError {
 }
 
 impl QueryContext<'_> {
-    fn catalog(&self) -> StorageCatalog {
+    fn catalog(&self) -> StorageCatalog<'_> {
         StorageCatalog {
             catalog: self.tx.catalog(),
+            settings: self.settings,
         }
     }
 

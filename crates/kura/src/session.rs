@@ -722,7 +722,7 @@ pub fn parse(sql: &str) -> KuraResult<Vec<Statement>> {
 const PARSER_RECURSION_LIMIT: usize = 500;
 
 /// Parameters PostgreSQL clients set or ask for that have no meaning in kura.
-fn client_setting_value(name: &str) -> Option<&'static str> {
+pub(crate) fn client_setting_value(name: &str) -> Option<&'static str> {
     Some(match name {
         "server_version" => "16.6",
         "server_encoding" | "client_encoding" => "UTF8",

@@ -318,9 +318,14 @@ fn may_fail(e: &PhysExpr) -> bool {
         PhysExpr::IsNull { expr, .. }
         | PhysExpr::InList { expr, .. }
         | PhysExpr::Like { expr, .. } => may_fail(expr),
-        // repeat() fails when its result would be too long.
+        // repeat() fails when its result would be too long, a regular
+        // expression when its pattern does not parse, regtype on an unknown name.
         PhysExpr::Func {
-            func: ScalarFunc::Repeat,
+            func:
+                ScalarFunc::Repeat
+                | ScalarFunc::RegexMatch
+                | ScalarFunc::RegexIMatch
+                | ScalarFunc::RegtypeIn,
             ..
         } => true,
         PhysExpr::Func { args, .. } => args.iter().any(may_fail),

@@ -208,6 +208,14 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 validity,
             })
         }
+        ScalarFunc::RegexMatch
+        | ScalarFunc::RegexIMatch
+        | ScalarFunc::FormatType
+        | ScalarFunc::RegtypeIn
+        | ScalarFunc::ToRegtype
+        | ScalarFunc::SizePretty
+        | ScalarFunc::Replace
+        | ScalarFunc::QuoteIdent => super::pg::call(func, args, out, n),
         ScalarFunc::Length => {
             let s = arg(0)?;
             let sv = strs(s)?;

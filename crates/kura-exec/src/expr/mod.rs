@@ -7,6 +7,7 @@ mod compare;
 mod eval;
 mod func;
 pub mod like;
+pub mod pg;
 
 pub use cast::{assign_vector, cast_value, cast_vector};
 pub use eval::{eval_predicate, selection_of};
@@ -106,6 +107,22 @@ pub enum ScalarFunc {
     Trim,
     /// `repeat(s, n)`: `s` written `n` times (empty for `n <= 0`).
     Repeat,
+    /// `s ~ pattern` (see [`pg`]).
+    RegexMatch,
+    /// `s ~* pattern`, ignoring case.
+    RegexIMatch,
+    /// `format_type(type_oid, typmod)`.
+    FormatType,
+    /// `'name'::regtype`: a type's OID from its name.
+    RegtypeIn,
+    /// `to_regtype('name')`: as `RegtypeIn`, NULL for an unknown name.
+    ToRegtype,
+    /// `pg_size_pretty(bytes)`.
+    SizePretty,
+    /// `replace(s, from, to)`.
+    Replace,
+    /// `quote_ident(s)`.
+    QuoteIdent,
 }
 
 impl ScalarFunc {
@@ -125,6 +142,14 @@ impl ScalarFunc {
             ScalarFunc::AddMonths => "add_months",
             ScalarFunc::Trim => "trim",
             ScalarFunc::Repeat => "repeat",
+            ScalarFunc::RegexMatch => "regex_match",
+            ScalarFunc::RegexIMatch => "regex_imatch",
+            ScalarFunc::FormatType => "format_type",
+            ScalarFunc::RegtypeIn => "regtype_in",
+            ScalarFunc::ToRegtype => "to_regtype",
+            ScalarFunc::SizePretty => "pg_size_pretty",
+            ScalarFunc::Replace => "replace",
+            ScalarFunc::QuoteIdent => "quote_ident",
         }
     }
 }

@@ -126,7 +126,33 @@ def protocol_checks(dsn):
             ).fetchall()
             assert rows == [("beta",)], rows
 
+    def type_info():
+        from psycopg.types import TypeInfo
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            info = TypeInfo.fetch(conn, "int4")
+            assert info is not None, "int4 not found"
+            assert (info.name, info.oid, info.array_oid) == ("int4", 23, 1007), info
+            info = TypeInfo.fetch(conn, "numeric")
+            assert (info.name, info.oid) == ("numeric", 1700), info
+            assert TypeInfo.fetch(conn, "no_such_type") is None
+
+    def catalog_queries():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "select column_name, data_type from information_schema.columns"
+                " where table_name = %s order by ordinal_position limit 3",
+                ("t",),
+            ).fetchall()
+            assert rows == [("i", "integer"), ("b", "bigint"), ("d", "numeric")], rows
+            rows = conn.execute(
+                "select tablename from pg_catalog.pg_tables where schemaname = 'public'"
+            ).fetchall()
+            assert rows == [("t",)], rows
+
     check("connect, version()", connects)
+    check("TypeInfo.fetch (pg_type, ::regtype)", type_info)
+    check("information_schema.columns, pg_tables", catalog_queries)
     check("transactions and SQLSTATE errors", transactions_and_errors)
     check("rollback discards, commit keeps, errors abort", rollback_discards_and_commit_keeps)
     check("result types (int, bigint, numeric, date, varchar, bool)", types)

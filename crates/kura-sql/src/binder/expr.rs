@@ -222,6 +222,10 @@ impl Binder<'_> {
 
     fn bind_expr_node(&mut self, e: &ast::Expr, cx: &mut ExprCtx) -> SqlResult<PhysExpr> {
         use ast::Expr as E;
+        // PostgreSQL's catalog forms (regular expressions, ::regclass, catalog functions).
+        if let Some(bound) = self.bind_system_expr(e, cx, pos(e))? {
+            return Ok(bound);
+        }
         match e {
             E::Identifier(id) => self.resolve(None, id, cx),
             E::CompoundIdentifier(ids) => match ids.as_slice() {

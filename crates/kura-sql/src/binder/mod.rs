@@ -7,6 +7,7 @@ mod expr;
 mod query;
 mod setop;
 mod subquery;
+mod system;
 pub mod types;
 mod unnest;
 
@@ -94,6 +95,12 @@ pub struct Binder<'a> {
     /// COUNT aggregates that decorrelation turned into per-key groups: a key
     /// without rows yields no group, so the outer side must read NULL as 0.
     count_ids: std::collections::HashSet<ColId>,
+    /// The catalog as the system relations show it, taken when first needed.
+    system: Option<Rc<crate::system::Snapshot>>,
+    /// Set while typing views for that snapshot (see `system::view_columns`).
+    building_system: bool,
+    /// Columns read from the system catalogs' array columns, NULL in every row.
+    null_arrays: std::collections::HashSet<ColId>,
 }
 
 /// Lower-cases unquoted identifiers (PostgreSQL folding).
@@ -202,6 +209,9 @@ impl<'a> Binder<'a> {
             depth: 0,
             expr_depth: 0,
             count_ids: Default::default(),
+            system: None,
+            building_system: false,
+            null_arrays: Default::default(),
         }
     }
 
@@ -213,6 +223,13 @@ impl<'a> Binder<'a> {
     ) -> SqlResult<(Logical, Scope)> {
         let (rel, pos) = object_name(name)?;
         let qualifier = alias.map_or(rel.clone(), |a| norm(&a.name));
+        if Self::names_system_schema(name) {
+            if let Some(table) = self.system_relation(name, false) {
+                let (plan, scope) = self.scan_scope(table, &qualifier, alias)?;
+                self.note_null_arrays(&plan, &scope);
+                return Ok((plan, scope));
+            }
+        }
         let cte = self.ctes.iter().rev().find_map(|m| m.get(&rel)).cloned();
         if let Some(cte) = cte {
             // Inlined per reference so each use gets its own column ids.
@@ -251,7 +268,11 @@ impl<'a> Binder<'a> {
             self.depth -= 1;
             return self.derived_scope(bound?, &qualifier, &view.columns, alias);
         }
-        let Some(table) = self.catalog.table(&rel) else {
+        let table = self
+            .catalog
+            .table(&rel)
+            .or_else(|| self.system_relation(name, true));
+        let Some(table) = table else {
             if let Some(word) = reserved_word(name) {
                 // The parser reads `SELECT FROM WHERE` as a table named "where";
                 // PostgreSQL rejects the reserved word as a syntax error.
@@ -269,6 +290,18 @@ impl<'a> Binder<'a> {
                 suggestion,
             });
         };
+        let (plan, scope) = self.scan_scope(table, &qualifier, alias)?;
+        self.note_null_arrays(&plan, &scope);
+        Ok((plan, scope))
+    }
+
+    /// The scan of a table and the scope it makes visible.
+    fn scan_scope(
+        &mut self,
+        table: std::sync::Arc<dyn kura_exec::TableSource>,
+        qualifier: &str,
+        alias: Option<&ast::TableAlias>,
+    ) -> SqlResult<(Logical, Scope)> {
         let renames: Vec<String> = alias.map_or(Vec::new(), |a| {
             a.columns.iter().map(|c| norm(&c.name)).collect()
         });
@@ -282,7 +315,7 @@ impl<'a> Binder<'a> {
             let id = self.cols.add(&name, c.data_type);
             cols.push((i, id));
             scope.cols.push(ScopeCol {
-                qualifier: Some(qualifier.clone()),
+                qualifier: Some(qualifier.to_string()),
                 name,
                 id,
                 ty: c.data_type,

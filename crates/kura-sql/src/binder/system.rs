@@ -1,0 +1,1013 @@
+//! Binding what clients' catalog queries use beyond ordinary SQL: the system
+//! relations (`pg_catalog.pg_class` ...), the catalog functions (`format_type`,
+//! `pg_get_indexdef`, `pg_table_is_visible` ...), `::regclass` / `::regtype`
+//! casts, `~` regular expressions with `OPERATOR(pg_catalog.~)`, and
+//! `COLLATE pg_catalog.default`. Functions that need the catalog's contents
+//! become CASE expressions over the [`Snapshot`] taken for the statement.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kura_common::{DataType, Value};
+use kura_exec::expr::{PhysExpr, ScalarFunc};
+use kura_exec::{SourceColumn, TableSource};
+use sqlparser::ast;
+
+use super::expr::ExprCtx;
+use super::types::{coerce, fold, is_null_literal};
+use super::{norm, Binder, Params};
+use crate::error::{Pos, SqlError, SqlResult};
+use crate::system::{RelKind, Snapshot, SnapshotInput, DATABASE, OWNER, OWNER_OID};
+
+const TEXT: DataType = DataType::Varchar(None);
+
+/// Schemas whose relations are the system catalogs.
+const SYSTEM_SCHEMAS: &[&str] = &["pg_catalog", "information_schema"];
+
+fn text(s: impl Into<String>) -> PhysExpr {
+    PhysExpr::literal(Value::Text(s.into()), TEXT)
+}
+
+fn typed_null(t: DataType) -> PhysExpr {
+    PhysExpr::Cast {
+        expr: Box::new(PhysExpr::literal(Value::Null, t)),
+        to: t,
+    }
+}
+
+/// `CASE WHEN key = k1 THEN v1 ... END`: a lookup in a table known when binding.
+fn lookup(key: PhysExpr, pairs: Vec<(Value, Value)>, t: DataType) -> PhysExpr {
+    let kt = key.data_type();
+    let whens: Vec<(PhysExpr, PhysExpr)> = pairs
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                PhysExpr::Binary {
+                    op: kura_exec::expr::BinaryOp::Eq,
+                    left: Box::new(key.clone()),
+                    right: Box::new(PhysExpr::literal(k, kt)),
+                    data_type: DataType::Boolean,
+                },
+                PhysExpr::literal(v, t),
+            )
+        })
+        .collect();
+    if whens.is_empty() {
+        return typed_null(t);
+    }
+    fold(PhysExpr::Case {
+        whens,
+        otherwise: None,
+        data_type: t,
+    })
+}
+
+/// `x IS NOT NULL`: true for every object (there is one schema on the path,
+/// one role with every privilege), NULL for a NULL argument as in PostgreSQL.
+fn true_unless_null(x: PhysExpr) -> PhysExpr {
+    PhysExpr::Case {
+        whens: vec![(
+            PhysExpr::IsNull {
+                expr: Box::new(x),
+                negated: false,
+            },
+            PhysExpr::literal(Value::Null, DataType::Boolean),
+        )],
+        otherwise: Some(Box::new(PhysExpr::literal(
+            Value::Boolean(true),
+            DataType::Boolean,
+        ))),
+        data_type: DataType::Boolean,
+    }
+}
+
+/// The unqualified name of a function or type, if it is unqualified or in
+/// `pg_catalog`.
+fn catalog_name(name: &ast::ObjectName) -> Option<String> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(id) => Some(norm(id)),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    match parts.as_slice() {
+        [n] => Some(n.clone()),
+        [s, n] if s == "pg_catalog" => Some(n.clone()),
+        _ => None,
+    }
+}
+
+/// A type named by `::name` that kura stores as one of its own.
+fn plain_type(name: &str) -> Option<DataType> {
+    Some(match name {
+        "int2" | "int4" | "int" | "integer" | "smallint" => DataType::Integer,
+        "int8" | "bigint" => DataType::BigInt,
+        "float4" | "float8" | "real" => DataType::Double,
+        "bool" | "boolean" => DataType::Boolean,
+        "text" | "name" | "varchar" | "bpchar" | "char" => TEXT,
+        "date" => DataType::Date,
+        _ => return None,
+    })
+}
+
+/// The text element of an array kura can only know when binding: the
+/// schemas `current_schemas(implicit)` lists.
+fn current_schemas(implicit: bool) -> Vec<&'static str> {
+    if implicit {
+        vec!["pg_catalog", "public"]
+    } else {
+        vec!["public"]
+    }
+}
+
+impl Binder<'_> {
+    /// The catalog snapshot for this statement, taken on first use.
+    pub(super) fn snapshot(&mut self) -> Rc<Snapshot> {
+        if let Some(s) = &self.system {
+            return s.clone();
+        }
+        let mut relations = Vec::new();
+        let mut indexes = Vec::new();
+        let mut names = self.catalog.relation_names();
+        names.sort();
+        for name in names {
+            if let Some(t) = self.catalog.table(&name) {
+                for ix in t.indexes() {
+                    indexes.push((ix.name.clone(), name.clone(), ix.columns.clone(), ix.unique));
+                }
+                relations.push((
+                    name,
+                    RelKind::Table,
+                    t.columns().to_vec(),
+                    None,
+                    t.row_count(),
+                ));
+            } else if let Some(v) = self.catalog.view(&name) {
+                let columns = self.view_columns(&name, &v.columns);
+                relations.push((name, RelKind::View, columns, Some(v.sql), 0));
+            }
+        }
+        let snap = Rc::new(Snapshot::new(SnapshotInput {
+            relations,
+            indexes,
+            settings: self.catalog.settings(),
+        }));
+        self.system = Some(snap.clone());
+        snap
+    }
+
+    /// A view's columns with the types its query binds to. A view over the
+    /// system catalogs is typed text while the snapshot it reads is being
+    /// taken (its types would need that very snapshot).
+    fn view_columns(&self, name: &str, declared: &[String]) -> Vec<SourceColumn> {
+        let text_columns = || {
+            declared
+                .iter()
+                .map(|n| SourceColumn {
+                    name: n.clone(),
+                    data_type: TEXT,
+                    nullable: true,
+                })
+                .collect()
+        };
+        if self.building_system {
+            return text_columns();
+        }
+        let mut b = Binder::new(self.catalog, Params::default());
+        b.building_system = true;
+        let id = ast::Ident::with_quote('"', name);
+        let obj = ast::ObjectName(vec![ast::ObjectNamePart::Identifier(id)]);
+        match b.bind_relation(&obj, None) {
+            Ok((_, scope)) => scope
+                .cols
+                .iter()
+                .map(|c| SourceColumn {
+                    name: c.name.clone(),
+                    data_type: c.ty,
+                    nullable: true,
+                })
+                .collect(),
+            Err(_) => text_columns(),
+        }
+    }
+
+    /// The system relation a FROM name refers to: `pg_catalog.x` and
+    /// `information_schema.x` always, a bare `x` only when `bare` (no user
+    /// relation or CTE of that name shadows it).
+    pub(super) fn system_relation(
+        &mut self,
+        name: &ast::ObjectName,
+        bare: bool,
+    ) -> Option<Arc<dyn TableSource>> {
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|p| match p {
+                ast::ObjectNamePart::Identifier(id) => Some(norm(id)),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let (schema, rel) = match parts.as_slice() {
+            [rel] if bare => (None, rel),
+            [.., schema, rel] if SYSTEM_SCHEMAS.contains(&schema.as_str()) => {
+                (Some(schema.as_str()), rel)
+            }
+            _ => return None,
+        };
+        crate::system::SYSTEM_RELATIONS
+            .iter()
+            .find(|r| r.name == rel && r.schema == schema.unwrap_or("pg_catalog"))?;
+        let snap = self.snapshot();
+        snap.relation(schema, rel)
+    }
+
+    /// Remembers which columns of a system relation's scan are its array
+    /// columns (NULL in every row), for `CASE WHEN array IS NOT NULL ...`.
+    pub(super) fn note_null_arrays(
+        &mut self,
+        plan: &crate::logical::Logical,
+        scope: &super::Scope,
+    ) {
+        let crate::logical::Logical::Scan { table, .. } = plan else {
+            return;
+        };
+        let Some((schema, name)) = table.name().split_once('.') else {
+            return;
+        };
+        let Some(rel) = crate::system::SYSTEM_RELATIONS
+            .iter()
+            .find(|r| r.schema == schema && r.name == name)
+        else {
+            return;
+        };
+        for i in rel.array_columns() {
+            if let Some(c) = scope.cols.get(i) {
+                self.null_arrays.insert(c.id);
+            }
+        }
+    }
+
+    /// Whether `e` is `array IS NOT NULL` for a catalog array column: false in
+    /// every row, since kura's catalogs hold no arrays.
+    fn is_never_true(&mut self, e: &ast::Expr, cx: &mut ExprCtx) -> bool {
+        let ast::Expr::IsNotNull(x) = e else {
+            return false;
+        };
+        if !matches!(
+            x.as_ref(),
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+        ) {
+            return false;
+        }
+        matches!(self.bind_expr(x, cx), Ok(PhysExpr::Column { index, .. }) if self.null_arrays.contains(&index))
+    }
+
+    /// Whether `name` is qualified by a system schema.
+    pub(super) fn names_system_schema(name: &ast::ObjectName) -> bool {
+        let n = name.0.len();
+        n >= 2
+            && matches!(&name.0[n - 2], ast::ObjectNamePart::Identifier(id)
+                if SYSTEM_SCHEMAS.contains(&norm(id).as_str()))
+    }
+
+    /// Binds `e` if it is one of the PostgreSQL catalog forms this module knows;
+    /// `None` leaves it to the ordinary binder.
+    pub(super) fn bind_system_expr(
+        &mut self,
+        e: &ast::Expr,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<Option<PhysExpr>> {
+        use ast::BinaryOperator as B;
+        use ast::Expr as E;
+        match e {
+            E::Collate { expr, collation } => {
+                // kura compares text bytewise, which is what the C collation and
+                // PostgreSQL's "default" in a C-locale database do.
+                match catalog_name(collation).as_deref() {
+                    Some("default" | "c" | "posix" | "C" | "POSIX") => {
+                        Ok(Some(self.bind_expr(expr, cx)?))
+                    }
+                    _ => Err(SqlError::unsupported(format!("collation {collation}"), p)),
+                }
+            }
+            E::BinaryOp { left, op, right } => {
+                let (func, negated) = match op {
+                    B::PGRegexMatch => (ScalarFunc::RegexMatch, false),
+                    B::PGRegexIMatch => (ScalarFunc::RegexIMatch, false),
+                    B::PGRegexNotMatch => (ScalarFunc::RegexMatch, true),
+                    B::PGRegexNotIMatch => (ScalarFunc::RegexIMatch, true),
+                    B::PGCustomBinaryOperator(parts) => {
+                        let (schema, name) = match parts.as_slice() {
+                            [n] => (None, n.as_str()),
+                            [s, n] => (Some(s.as_str()), n.as_str()),
+                            _ => return Ok(None),
+                        };
+                        if schema.is_some_and(|s| s != "pg_catalog") {
+                            return Err(SqlError::unsupported(format!("operator {op}"), p));
+                        }
+                        let op = match name {
+                            "~" => B::PGRegexMatch,
+                            "~*" => B::PGRegexIMatch,
+                            "!~" => B::PGRegexNotMatch,
+                            "!~*" => B::PGRegexNotIMatch,
+                            "=" => B::Eq,
+                            "<>" | "!=" => B::NotEq,
+                            "<" => B::Lt,
+                            "<=" => B::LtEq,
+                            ">" => B::Gt,
+                            ">=" => B::GtEq,
+                            "||" => B::StringConcat,
+                            "+" => B::Plus,
+                            "-" => B::Minus,
+                            "*" => B::Multiply,
+                            "/" => B::Divide,
+                            _ => return Err(SqlError::unsupported(format!("operator {name}"), p)),
+                        };
+                        let rewritten = E::BinaryOp {
+                            left: left.clone(),
+                            op,
+                            right: right.clone(),
+                        };
+                        return self.bind_expr(&rewritten, cx).map(Some);
+                    }
+                    _ => return Ok(None),
+                };
+                let l = self.bind_expr(left, cx)?;
+                let r = self.bind_expr(right, cx)?;
+                let text_arg = |x: PhysExpr| -> SqlResult<PhysExpr> {
+                    if x.data_type().is_text() || is_null_literal(&x) {
+                        coerce(x, TEXT, p)
+                    } else {
+                        Err(SqlError::mismatch(
+                            format!("operator does not exist: {} {op} text", x.data_type()),
+                            p,
+                        ))
+                    }
+                };
+                let call = PhysExpr::Func {
+                    func,
+                    args: vec![text_arg(l)?, text_arg(r)?],
+                    data_type: DataType::Boolean,
+                };
+                Ok(Some(if negated {
+                    PhysExpr::Not(Box::new(call))
+                } else {
+                    call
+                }))
+            }
+            E::Cast {
+                expr, data_type, ..
+            } => self.bind_system_cast(expr, data_type, cx, p),
+            E::Function(f) => self.bind_system_function(f, cx, p),
+            // A branch on a catalog array being present never fires: it is left
+            // out, and with it what it would compute from the array (psql's
+            // `\d` reads publication column lists with array functions kura
+            // does not have).
+            E::Case {
+                operand: None,
+                conditions,
+                else_result,
+                case_token,
+                end_token,
+            } if !self.null_arrays.is_empty() => {
+                let mut kept = Vec::new();
+                for w in conditions {
+                    if !self.is_never_true(&w.condition, cx) {
+                        kept.push(w.clone());
+                    }
+                }
+                if kept.len() == conditions.len() {
+                    return Ok(None);
+                }
+                if kept.is_empty() {
+                    return match else_result {
+                        Some(x) => self.bind_expr(x, cx).map(Some),
+                        None => Ok(Some(super::types::text_null())),
+                    };
+                }
+                let rewritten = E::Case {
+                    operand: None,
+                    conditions: kept,
+                    else_result: else_result.clone(),
+                    case_token: case_token.clone(),
+                    end_token: end_token.clone(),
+                };
+                self.bind_expr(&rewritten, cx).map(Some)
+            }
+            // `x = ANY(array column)`: the catalogs' array columns are always NULL
+            // in kura, so the comparison is NULL, as PostgreSQL's is for a NULL
+            // array; a non-NULL text there fails the cast instead of matching.
+            E::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } if !matches!(right.as_ref(), E::Subquery(_)) => {
+                let l = self.bind_expr(left, cx)?;
+                let r = self.bind_expr(right, cx)?;
+                if !r.data_type().is_text() {
+                    return Err(SqlError::unsupported("ANY over an array", p));
+                }
+                let l = if is_null_literal(&l) || l.data_type().is_text() {
+                    coerce(l, TEXT, p)?
+                } else {
+                    l
+                };
+                let r = if l.data_type().is_text() {
+                    r
+                } else {
+                    PhysExpr::Cast {
+                        expr: Box::new(r),
+                        to: l.data_type(),
+                    }
+                };
+                let op = match compare_op {
+                    B::Eq => kura_exec::expr::BinaryOp::Eq,
+                    B::NotEq => kura_exec::expr::BinaryOp::NotEq,
+                    _ => return Err(SqlError::unsupported(format!("{compare_op} ANY"), p)),
+                };
+                Ok(Some(PhysExpr::Binary {
+                    op,
+                    left: Box::new(l),
+                    right: Box::new(r),
+                    data_type: DataType::Boolean,
+                }))
+            }
+            E::CompoundFieldAccess { root, access_chain } => {
+                // `(current_schemas(true))[1]`: the one array kura knows.
+                let mut root = root.as_ref();
+                while let E::Nested(x) = root {
+                    root = x;
+                }
+                let E::Function(f) = root else {
+                    return Ok(None);
+                };
+                if catalog_name(&f.name).as_deref() != Some("current_schemas") {
+                    return Ok(None);
+                }
+                let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
+                    access_chain.as_slice()
+                else {
+                    return Err(SqlError::unsupported("array slices", p));
+                };
+                let schemas = self.current_schemas_arg(f, cx, p)?;
+                let i = self.bind_expr(index, cx)?;
+                let pairs = schemas
+                    .iter()
+                    .enumerate()
+                    .map(|(k, s)| (Value::Integer(k as i32 + 1), Value::Text(s.to_string())))
+                    .collect();
+                let i = coerce(i, DataType::Integer, p)?;
+                Ok(Some(lookup(i, pairs, TEXT)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `array_to_string(ARRAY(subquery), sep)` for a subquery of at most one
+    /// row: its value as text ('' for no row or a NULL, as PostgreSQL gives);
+    /// more rows fail with "more than one row returned by a subquery", since
+    /// kura has no arrays to join them in.
+    fn array_of_subquery_to_string(
+        &mut self,
+        f: &ast::Function,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<Option<PhysExpr>> {
+        let ast::FunctionArguments::List(l) = &f.args else {
+            return Ok(None);
+        };
+        let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Function(inner)))) =
+            l.args.first()
+        else {
+            return Ok(None);
+        };
+        let ast::FunctionArguments::Subquery(q) = &inner.args else {
+            return Ok(None);
+        };
+        if catalog_name(&inner.name).as_deref() != Some("array") {
+            return Ok(None);
+        }
+        let value = self.scalar_subquery(q, cx, p)?;
+        let value = coerce(value, TEXT, p)?;
+        Ok(Some(PhysExpr::Func {
+            func: ScalarFunc::Coalesce,
+            args: vec![value, text("")],
+            data_type: TEXT,
+        }))
+    }
+
+    /// The schemas `current_schemas(b)` lists, `b` a constant.
+    fn current_schemas_arg(
+        &mut self,
+        f: &ast::Function,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<Vec<&'static str>> {
+        let args = self.function_args(f, cx, p)?;
+        match args.as_slice() {
+            [PhysExpr::Literal {
+                value: Value::Boolean(b),
+                ..
+            }] => Ok(current_schemas(*b)),
+            _ => Err(SqlError::unsupported(
+                "current_schemas() of anything but a constant",
+                p,
+            )),
+        }
+    }
+
+    fn function_args(
+        &mut self,
+        f: &ast::Function,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<Vec<PhysExpr>> {
+        match &f.args {
+            ast::FunctionArguments::None => Ok(Vec::new()),
+            ast::FunctionArguments::List(l) => l
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                        self.bind_expr(e, cx)
+                    }
+                    _ => Err(SqlError::unsupported(
+                        format!("argument form in {}", f.name),
+                        p,
+                    )),
+                })
+                .collect(),
+            ast::FunctionArguments::Subquery(_) => {
+                Err(SqlError::unsupported("subquery as function argument", p))
+            }
+        }
+    }
+
+    fn bind_system_cast(
+        &mut self,
+        expr: &ast::Expr,
+        data_type: &ast::DataType,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<Option<PhysExpr>> {
+        let name = match data_type {
+            ast::DataType::Regclass => Some("regclass".to_string()),
+            ast::DataType::Custom(n, mods) if mods.is_empty() => catalog_name(n),
+            _ => None,
+        };
+        let to_text = matches!(
+            data_type,
+            ast::DataType::Text | ast::DataType::Varchar(None)
+        ) || name.as_deref().and_then(plain_type) == Some(TEXT);
+        // `x::regtype::text`, `x::regclass::text`: the name of what the OID stands for.
+        if to_text {
+            if let ast::Expr::Cast {
+                expr: inner,
+                data_type: inner_type,
+                ..
+            } = expr
+            {
+                let inner_name = match inner_type {
+                    ast::DataType::Regclass => Some("regclass".to_string()),
+                    ast::DataType::Custom(n, _) => catalog_name(n),
+                    _ => None,
+                };
+                if let Some(kind @ ("regtype" | "regclass" | "regnamespace")) =
+                    inner_name.as_deref()
+                {
+                    let oid = self.bind_oid_cast(inner, kind, cx, p)?;
+                    return Ok(Some(self.oid_name(oid, kind)));
+                }
+            }
+        }
+        let Some(name) = name else {
+            return Ok(None);
+        };
+        match name.as_str() {
+            "regclass" | "regtype" | "regnamespace" | "regproc" | "regprocedure" | "regrole"
+            | "oid" => Ok(Some(self.bind_oid_cast(expr, &name, cx, p)?)),
+            other => match plain_type(other) {
+                Some(t) => {
+                    let x = self.bind_expr(expr, cx)?;
+                    Ok(Some(fold(coerce(x, t, p)?)))
+                }
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// `x::regclass` (and the other OID types): an OID, from a name when `x` is text.
+    fn bind_oid_cast(
+        &mut self,
+        expr: &ast::Expr,
+        kind: &str,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        let x = self.bind_expr(expr, cx)?;
+        if !x.data_type().is_text() || kind == "oid" {
+            return coerce(x, DataType::Integer, p);
+        }
+        let constant = match &x {
+            PhysExpr::Literal {
+                value: Value::Text(s),
+                ..
+            } if !s.starts_with('\u{0}') => Some(s.clone()),
+            _ => None,
+        };
+        // A number written as text is an OID already ('16384'::regclass).
+        if let Some(n) = constant
+            .as_deref()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+        {
+            return Ok(PhysExpr::literal(Value::Integer(n), DataType::Integer));
+        }
+        match kind {
+            "regtype" => Ok(fold(PhysExpr::Func {
+                func: ScalarFunc::RegtypeIn,
+                args: vec![x],
+                data_type: DataType::Integer,
+            })),
+            "regclass" => {
+                let snap = self.snapshot();
+                if let Some(name) = constant {
+                    return match snap.relation_oid(&name) {
+                        Some(oid) => Ok(PhysExpr::literal(Value::Integer(oid), DataType::Integer)),
+                        None => Err(SqlError::UnknownTable {
+                            name,
+                            pos: p,
+                            suggestion: None,
+                        }),
+                    };
+                }
+                let pairs = snap
+                    .relations
+                    .iter()
+                    .map(|r| (r.name.clone(), r.oid))
+                    .chain(snap.indexes.iter().map(|i| (i.name.clone(), i.oid)))
+                    .chain(
+                        crate::system::SYSTEM_RELATIONS
+                            .iter()
+                            .map(|r| (r.name.to_string(), r.oid)),
+                    )
+                    .map(|(n, o)| (Value::Text(n), Value::Integer(o)))
+                    .collect();
+                Ok(lookup(x, pairs, DataType::Integer))
+            }
+            "regnamespace" => {
+                let pairs = [
+                    ("pg_catalog", crate::system::PG_CATALOG_OID),
+                    ("public", crate::system::PUBLIC_OID),
+                    ("information_schema", crate::system::INFORMATION_SCHEMA_OID),
+                ]
+                .into_iter()
+                .map(|(n, o)| (Value::Text(n.into()), Value::Integer(o)))
+                .collect();
+                Ok(lookup(x, pairs, DataType::Integer))
+            }
+            "regrole" => Ok(lookup(
+                x,
+                vec![(Value::Text(OWNER.into()), Value::Integer(OWNER_OID))],
+                DataType::Integer,
+            )),
+            _ => Err(SqlError::unsupported(format!("text cast to {kind}"), p)),
+        }
+    }
+
+    /// The name an OID of `kind` (regtype, regclass) stands for.
+    fn oid_name(&mut self, oid: PhysExpr, kind: &str) -> PhysExpr {
+        if kind == "regtype" {
+            return fold(PhysExpr::Func {
+                func: ScalarFunc::FormatType,
+                args: vec![oid],
+                data_type: TEXT,
+            });
+        }
+        if kind == "regnamespace" {
+            let pairs = [
+                ("pg_catalog", crate::system::PG_CATALOG_OID),
+                ("public", crate::system::PUBLIC_OID),
+                ("information_schema", crate::system::INFORMATION_SCHEMA_OID),
+            ]
+            .into_iter()
+            .map(|(n, o)| (Value::Integer(o), Value::Text(n.into())))
+            .collect();
+            return lookup(oid, pairs, TEXT);
+        }
+        let snap = self.snapshot();
+        let pairs = snap
+            .relations
+            .iter()
+            .map(|r| (r.oid, r.name.clone()))
+            .chain(snap.indexes.iter().map(|i| (i.oid, i.name.clone())))
+            .chain(
+                crate::system::SYSTEM_RELATIONS
+                    .iter()
+                    .map(|r| (r.oid, r.name.to_string())),
+            )
+            .map(|(o, n)| (Value::Integer(o), Value::Text(n)))
+            .collect();
+        lookup(oid, pairs, TEXT)
+    }
+
+    /// The catalog functions; `None` for any other function.
+    fn bind_system_function(
+        &mut self,
+        f: &ast::Function,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<Option<PhysExpr>> {
+        let Some(name) = catalog_name(&f.name) else {
+            return Ok(None);
+        };
+        if f.over.is_some() {
+            return Ok(None);
+        }
+        let known = matches!(
+            name.as_str(),
+            "pg_table_is_visible"
+                | "pg_relation_is_publishable"
+                | "pg_type_is_visible"
+                | "pg_function_is_visible"
+                | "format_type"
+                | "pg_get_userbyid"
+                | "pg_get_indexdef"
+                | "pg_get_viewdef"
+                | "pg_get_expr"
+                | "pg_get_constraintdef"
+                | "pg_get_partkeydef"
+                | "pg_get_statisticsobjdef_columns"
+                | "obj_description"
+                | "col_description"
+                | "shobj_description"
+                | "pg_encoding_to_char"
+                | "array_to_string"
+                | "current_database"
+                | "current_user"
+                | "session_user"
+                | "user"
+                | "current_role"
+                | "version"
+                | "current_schemas"
+                | "replace"
+                | "quote_ident"
+                | "to_regtype"
+                | "pg_size_pretty"
+                | "pg_table_size"
+                | "pg_relation_size"
+                | "pg_total_relation_size"
+        ) || (name.starts_with("has_") && name.ends_with("_privilege"));
+        if !known {
+            return Ok(None);
+        }
+        if name == "array_to_string" {
+            if let Some(bound) = self.array_of_subquery_to_string(f, cx, p)? {
+                return Ok(Some(bound));
+            }
+        }
+        let args = self.function_args(f, cx, p)?;
+        let arity = |n: std::ops::RangeInclusive<usize>| {
+            if n.contains(&args.len()) {
+                Ok(())
+            } else {
+                Err(SqlError::mismatch(
+                    format!("function {name} does not take {} arguments", args.len()),
+                    p,
+                ))
+            }
+        };
+        let oid_arg = |i: usize| -> SqlResult<PhysExpr> {
+            let a = args[i].clone();
+            if a.data_type() == DataType::BigInt {
+                return Ok(a);
+            }
+            coerce(a, DataType::Integer, p)
+        };
+        Ok(Some(match name.as_str() {
+            "pg_table_is_visible"
+            | "pg_type_is_visible"
+            | "pg_function_is_visible"
+            | "pg_relation_is_publishable" => {
+                arity(1..=1)?;
+                true_unless_null(args[0].clone())
+            }
+            n if n.starts_with("has_") => {
+                // kura has no privileges: whoever is connected may do everything.
+                arity(1..=4)?;
+                PhysExpr::literal(Value::Boolean(true), DataType::Boolean)
+            }
+            "format_type" => {
+                arity(2..=2)?;
+                PhysExpr::Func {
+                    func: ScalarFunc::FormatType,
+                    args: vec![oid_arg(0)?, coerce(args[1].clone(), DataType::Integer, p)?],
+                    data_type: TEXT,
+                }
+            }
+            "pg_get_userbyid" => {
+                arity(1..=1)?;
+                lookup(
+                    oid_arg(0)?,
+                    vec![(Value::Integer(OWNER_OID), Value::Text(OWNER.into()))],
+                    TEXT,
+                )
+            }
+            "pg_get_indexdef" => {
+                arity(1..=3)?;
+                let snap = self.snapshot();
+                let oid = oid_arg(0)?;
+                let column = match args.get(1) {
+                    None => None,
+                    Some(c) => Some(coerce(c.clone(), DataType::Integer, p)?),
+                };
+                let whole = lookup(
+                    oid.clone(),
+                    snap.indexes
+                        .iter()
+                        .map(|i| (Value::Integer(i.oid), Value::Text(i.definition())))
+                        .collect(),
+                    TEXT,
+                );
+                match column {
+                    None => whole,
+                    // Column k > 0: that key column's name; 0: the whole definition.
+                    Some(k) => {
+                        let mut whens = vec![(
+                            PhysExpr::Binary {
+                                op: kura_exec::expr::BinaryOp::Eq,
+                                left: Box::new(k.clone()),
+                                right: Box::new(PhysExpr::literal(
+                                    Value::Integer(0),
+                                    DataType::Integer,
+                                )),
+                                data_type: DataType::Boolean,
+                            },
+                            whole,
+                        )];
+                        let width = snap.indexes.iter().map(|i| i.columns.len()).max();
+                        for pos in 1..=width.unwrap_or(0) {
+                            let names = snap
+                                .indexes
+                                .iter()
+                                .filter_map(|i| {
+                                    let n = i.column_names.get(pos - 1)?;
+                                    Some((
+                                        Value::Integer(i.oid),
+                                        Value::Text(crate::system::quote_ident(n)),
+                                    ))
+                                })
+                                .collect();
+                            whens.push((
+                                PhysExpr::Binary {
+                                    op: kura_exec::expr::BinaryOp::Eq,
+                                    left: Box::new(k.clone()),
+                                    right: Box::new(PhysExpr::literal(
+                                        Value::Integer(pos as i32),
+                                        DataType::Integer,
+                                    )),
+                                    data_type: DataType::Boolean,
+                                },
+                                lookup(oid.clone(), names, TEXT),
+                            ));
+                        }
+                        PhysExpr::Case {
+                            whens,
+                            otherwise: None,
+                            data_type: TEXT,
+                        }
+                    }
+                }
+            }
+            "pg_get_viewdef" => {
+                arity(1..=2)?;
+                let snap = self.snapshot();
+                lookup(
+                    oid_arg(0)?,
+                    snap.relations
+                        .iter()
+                        .filter_map(|r| {
+                            Some((Value::Integer(r.oid), Value::Text(r.definition.clone()?)))
+                        })
+                        .collect(),
+                    TEXT,
+                )
+            }
+            // kura has no column defaults, index predicates, constraints, partition
+            // keys, extended statistics or comments: these describe nothing.
+            "pg_get_expr"
+            | "pg_get_constraintdef"
+            | "pg_get_partkeydef"
+            | "pg_get_statisticsobjdef_columns"
+            | "obj_description"
+            | "col_description"
+            | "shobj_description" => {
+                arity(1..=3)?;
+                typed_null(TEXT)
+            }
+            "pg_encoding_to_char" => {
+                arity(1..=1)?;
+                lookup(
+                    coerce(args[0].clone(), DataType::Integer, p)?,
+                    vec![(Value::Integer(6), Value::Text("UTF8".into()))],
+                    TEXT,
+                )
+            }
+            "array_to_string" => {
+                // The array columns of the catalogs (ACLs, options) are always
+                // NULL in kura: no array value ever reaches this.
+                arity(2..=3)?;
+                if !is_null_literal(&args[0]) && args[0].data_type() != TEXT {
+                    return Err(SqlError::unsupported("arrays", p));
+                }
+                coerce(args[0].clone(), TEXT, p)?
+            }
+            "current_database" => {
+                arity(0..=0)?;
+                text(DATABASE)
+            }
+            "current_user" | "session_user" | "user" | "current_role" => {
+                arity(0..=0)?;
+                text(OWNER)
+            }
+            "version" => {
+                arity(0..=0)?;
+                text(format!(
+                    "PostgreSQL 16.6 (kura {}) on {}-linux",
+                    env!("CARGO_PKG_VERSION"),
+                    std::env::consts::ARCH
+                ))
+            }
+            "current_schemas" => {
+                return Err(SqlError::unsupported(
+                    "arrays (current_schemas() works subscripted: current_schemas(true)[1])",
+                    p,
+                ))
+            }
+            "replace" => {
+                arity(3..=3)?;
+                let args = args
+                    .into_iter()
+                    .map(|a| coerce(a, TEXT, p))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                fold(PhysExpr::Func {
+                    func: ScalarFunc::Replace,
+                    args,
+                    data_type: TEXT,
+                })
+            }
+            "pg_size_pretty" => {
+                arity(1..=1)?;
+                let a = args[0].clone();
+                if !matches!(a.data_type(), DataType::Integer | DataType::BigInt)
+                    && !is_null_literal(&a)
+                {
+                    return Err(SqlError::mismatch("pg_size_pretty needs an integer", p));
+                }
+                fold(PhysExpr::Func {
+                    func: ScalarFunc::SizePretty,
+                    args: vec![coerce(a, DataType::BigInt, p)?],
+                    data_type: TEXT,
+                })
+            }
+            "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" => {
+                // A table's pages: the column pages its zones occupy. Indexes and
+                // views have no size kura reports (NULL).
+                arity(1..=2)?;
+                let snap = self.snapshot();
+                let sizes = snap
+                    .relations
+                    .iter()
+                    .filter(|r| r.kind == RelKind::Table)
+                    .filter_map(|r| {
+                        let t = self.catalog.table(&r.name)?;
+                        let page = t.buffer_manager().map_or(0, |b| b.page_size()) as i64;
+                        let pages: usize = (0..t.columns().len()).map(|c| t.zones(c).len()).sum();
+                        Some((Value::Integer(r.oid), Value::BigInt(pages as i64 * page)))
+                    })
+                    .collect();
+                lookup(oid_arg(0)?, sizes, DataType::BigInt)
+            }
+            "to_regtype" => {
+                arity(1..=1)?;
+                PhysExpr::Func {
+                    func: ScalarFunc::ToRegtype,
+                    args: vec![coerce(args[0].clone(), TEXT, p)?],
+                    data_type: DataType::Integer,
+                }
+            }
+            "quote_ident" => {
+                arity(1..=1)?;
+                fold(PhysExpr::Func {
+                    func: ScalarFunc::QuoteIdent,
+                    args: vec![coerce(args[0].clone(), TEXT, p)?],
+                    data_type: TEXT,
+                })
+            }
+            _ => return Ok(None),
+        }))
+    }
+}

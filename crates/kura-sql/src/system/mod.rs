@@ -1,0 +1,268 @@
+//! PostgreSQL's system catalogs (`pg_catalog.pg_class`, `information_schema.columns`
+//! ...) as virtual relations over kura's own catalog, so that psql's `\d`, JDBC's
+//! `DatabaseMetaData` and psycopg's `TypeInfo` can browse a kura database. The rows
+//! are computed from a [`Snapshot`] only when a query names a system relation or
+//! calls a catalog function.
+
+mod relations;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use kura_exec::{SourceColumn, TableSource};
+
+pub use relations::{system_relation, SYSTEM_RELATIONS};
+
+/// OID of namespace `pg_catalog` (PostgreSQL's).
+pub const PG_CATALOG_OID: i32 = 11;
+/// OID of namespace `public` (PostgreSQL's).
+pub const PUBLIC_OID: i32 = 2200;
+/// OID of namespace `information_schema` (PostgreSQL assigns it at initdb, above 12000).
+pub const INFORMATION_SCHEMA_OID: i32 = 13_000;
+/// OID of the one role, the owner of everything (PostgreSQL's bootstrap superuser).
+pub const OWNER_OID: i32 = 10;
+/// The owner's name: kura has no roles of its own.
+pub const OWNER: &str = "kura";
+/// The database's name as the catalogs report it.
+pub const DATABASE: &str = "kura";
+/// OID of the database.
+pub const DATABASE_OID: i32 = 5;
+/// First OID PostgreSQL gives user objects; built-in OIDs (types ...) lie below.
+pub const FIRST_USER_OID: i32 = 16_384;
+/// Access method OIDs: heap (tables) and btree (indexes).
+pub const HEAP_AM: i32 = 2;
+pub const BTREE_AM: i32 = 403;
+
+/// What a user relation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelKind {
+    Table,
+    View,
+}
+
+/// A user table or view with its OID.
+#[derive(Debug, Clone)]
+pub struct SysRelation {
+    pub oid: i32,
+    pub name: String,
+    pub kind: RelKind,
+    pub columns: Vec<SourceColumn>,
+    /// A view's defining query.
+    pub definition: Option<String>,
+    pub row_count: u64,
+}
+
+/// An index with its OID and the table's.
+#[derive(Debug, Clone)]
+pub struct SysIndex {
+    pub oid: i32,
+    pub name: String,
+    pub table_oid: i32,
+    pub table: String,
+    /// Key columns as positions in the table (0-based).
+    pub columns: Vec<usize>,
+    pub column_names: Vec<String>,
+    pub unique: bool,
+}
+
+impl SysIndex {
+    /// `pg_get_indexdef`: the statement that creates the index.
+    pub fn definition(&self) -> String {
+        format!(
+            "CREATE {}INDEX {} ON public.{} USING btree ({})",
+            if self.unique { "UNIQUE " } else { "" },
+            quote_ident(&self.name),
+            quote_ident(&self.table),
+            self.column_names
+                .iter()
+                .map(|c| quote_ident(c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// A setting as `pg_settings` shows it.
+#[derive(Debug, Clone)]
+pub struct SysSetting {
+    pub name: String,
+    pub setting: String,
+    pub description: String,
+    /// `kura` for kura's own settings, `client` for the PostgreSQL parameters.
+    pub category: String,
+}
+
+/// Everything the system catalogs show, with OIDs assigned.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub relations: Vec<SysRelation>,
+    pub indexes: Vec<SysIndex>,
+    pub settings: Vec<SysSetting>,
+}
+
+pub use kura_exec::expr::pg::quote_ident;
+
+/// FNV-1a: a fixed hash (std's is seeded per process; OIDs must not change
+/// between connections).
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// Assigns OIDs: a hash of kind and name into the user range, so an object keeps
+/// its OID across statements and connections (tables have no numeric ids kura
+/// could report); a collision moves the later name (in name order) up by one.
+fn assign_oids(keys: &[String]) -> Vec<i32> {
+    const SPAN: u64 = (i32::MAX - FIRST_USER_OID) as u64;
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+    let mut used = HashSet::new();
+    let mut oids = vec![0; keys.len()];
+    for i in order {
+        let mut oid = FIRST_USER_OID as u64 + fnv(&keys[i]) % SPAN;
+        while !used.insert(oid) {
+            oid = FIRST_USER_OID as u64 + (oid + 1 - FIRST_USER_OID as u64) % SPAN;
+        }
+        oids[i] = oid as i32;
+    }
+    oids
+}
+
+/// A user relation given to [`Snapshot::new`]: name, kind, columns, view
+/// definition, row count.
+pub type RelationInput = (String, RelKind, Vec<SourceColumn>, Option<String>, u64);
+
+/// Input to [`Snapshot::new`]: the user's relations and indexes, named.
+pub struct SnapshotInput {
+    /// (name, kind, columns, view definition, row count).
+    pub relations: Vec<RelationInput>,
+    /// (name, table, key column positions, unique).
+    pub indexes: Vec<(String, String, Vec<usize>, bool)>,
+    pub settings: Vec<SysSetting>,
+}
+
+impl Snapshot {
+    pub fn new(input: SnapshotInput) -> Snapshot {
+        let keys: Vec<String> = input
+            .relations
+            .iter()
+            .map(|r| format!("rel:{}", r.0))
+            .chain(input.indexes.iter().map(|i| format!("index:{}", i.0)))
+            .collect();
+        let oids = assign_oids(&keys);
+        let relations: Vec<SysRelation> = input
+            .relations
+            .into_iter()
+            .zip(&oids)
+            .map(
+                |((name, kind, columns, definition, row_count), oid)| SysRelation {
+                    oid: *oid,
+                    name,
+                    kind,
+                    columns,
+                    definition,
+                    row_count,
+                },
+            )
+            .collect();
+        let by_name: BTreeMap<&str, &SysRelation> =
+            relations.iter().map(|r| (r.name.as_str(), r)).collect();
+        let indexes = input
+            .indexes
+            .into_iter()
+            .zip(&oids[relations.len()..])
+            .filter_map(|((name, table, columns, unique), oid)| {
+                let t = by_name.get(table.as_str())?;
+                let column_names = columns
+                    .iter()
+                    .map(|c| t.columns.get(*c).map(|c| c.name.clone()))
+                    .collect::<Option<Vec<_>>>()?;
+                Some(SysIndex {
+                    oid: *oid,
+                    name,
+                    table_oid: t.oid,
+                    table,
+                    columns,
+                    column_names,
+                    unique,
+                })
+            })
+            .collect();
+        Snapshot {
+            relations,
+            indexes,
+            settings: input.settings,
+        }
+    }
+
+    /// The OID of a relation (user or system) by name, as `'name'::regclass` reads it.
+    pub fn relation_oid(&self, name: &str) -> Option<i32> {
+        let name = name.trim();
+        let (schema, rel) = match name.split_once('.') {
+            Some((s, r)) => (Some(s.trim_matches('"')), r),
+            None => (None, name),
+        };
+        let rel = if rel.starts_with('"') {
+            rel.trim_matches('"').to_string()
+        } else {
+            rel.to_lowercase()
+        };
+        if schema.is_none_or(|s| s == "public") {
+            if let Some(r) = self.relations.iter().find(|r| r.name == rel) {
+                return Some(r.oid);
+            }
+            if let Some(i) = self.indexes.iter().find(|i| i.name == rel) {
+                return Some(i.oid);
+            }
+        }
+        SYSTEM_RELATIONS
+            .iter()
+            .find(|s| s.name == rel && schema.is_none_or(|x| x == s.schema))
+            .map(|s| s.oid)
+    }
+
+    /// The name of a relation by OID, as `oid::regclass::text` prints it.
+    pub fn relation_name(&self, oid: i32) -> Option<String> {
+        self.relations
+            .iter()
+            .find(|r| r.oid == oid)
+            .map(|r| r.name.clone())
+            .or_else(|| {
+                self.indexes
+                    .iter()
+                    .find(|i| i.oid == oid)
+                    .map(|i| i.name.clone())
+            })
+            .or_else(|| {
+                SYSTEM_RELATIONS
+                    .iter()
+                    .find(|s| s.oid == oid)
+                    .map(|s| s.name.to_string())
+            })
+    }
+
+    /// The system relation `schema.name` (schema `pg_catalog` when not given).
+    pub fn relation(&self, schema: Option<&str>, name: &str) -> Option<Arc<dyn TableSource>> {
+        system_relation(self, schema.unwrap_or("pg_catalog"), name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oids_are_stable_distinct_and_in_the_user_range() {
+        let keys: Vec<String> = (0..2000).map(|i| format!("rel:t{i}")).collect();
+        let a = assign_oids(&keys);
+        let b = assign_oids(&keys);
+        assert_eq!(a, b);
+        assert_eq!(a.iter().collect::<HashSet<_>>().len(), keys.len());
+        assert!(a.iter().all(|o| *o >= FIRST_USER_OID));
+        // One more object leaves the others' OIDs as they were.
+        let mut more = keys.clone();
+        more.push("rel:zzz".into());
+        assert_eq!(&assign_oids(&more)[..keys.len()], &a[..]);
+    }
+}

@@ -1,0 +1,42 @@
+//! What kura's session adds to the system catalogs beyond its tables: the
+//! settings `pg_catalog.pg_settings` lists (kura's own and the PostgreSQL client
+//! parameters it answers).
+
+use kura_common::settings::{Settings, SETTINGS};
+use kura_sql::system::SysSetting;
+
+/// PostgreSQL parameters clients read from `pg_settings`, with the values kura
+/// reports for them.
+const CLIENT_PARAMETERS: &[&str] = &[
+    "application_name",
+    "client_encoding",
+    "datestyle",
+    "extra_float_digits",
+    "integer_datetimes",
+    "intervalstyle",
+    "search_path",
+    "server_encoding",
+    "server_version",
+    "standard_conforming_strings",
+    "timezone",
+    "transaction_isolation",
+];
+
+/// kura's settings with their current values, then the client parameters.
+pub(crate) fn settings(settings: &Settings) -> Vec<SysSetting> {
+    let own = SETTINGS.iter().map(|spec| SysSetting {
+        name: spec.name.to_string(),
+        setting: settings.value(spec.name),
+        description: spec.description.to_string(),
+        category: "kura".to_string(),
+    });
+    let client = CLIENT_PARAMETERS.iter().filter_map(|name| {
+        Some(SysSetting {
+            name: name.to_string(),
+            setting: crate::session::client_setting_value(name)?.to_string(),
+            description: "PostgreSQL client parameter".to_string(),
+            category: "client".to_string(),
+        })
+    });
+    own.chain(client).collect()
+}
