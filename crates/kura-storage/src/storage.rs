@@ -130,7 +130,7 @@ impl Storage {
         for w in &opened.warnings {
             tracing::warn!("{}: {w}", path.display());
         }
-        Ok(Arc::new_cyclic(|me| Storage {
+        let storage = Arc::new_cyclic(|me| Storage {
             me: me.clone(),
             file,
             bm,
@@ -142,7 +142,41 @@ impl Storage {
             writer_free: Condvar::new(),
             committed_pages: AtomicU64::new(header.page_count),
             open_warnings: opened.warnings,
-        }))
+        });
+        storage.refresh_objects();
+        Ok(storage)
+    }
+
+    /// Tells the buffer pool which table column or index each page belongs to
+    /// (the access-density policy ranks objects). A map that cannot be built
+    /// (a damaged index node) only costs the policy its objects: a warning.
+    fn refresh_objects(&self) {
+        match crate::resident::object_map(&self.file, &self.catalog()) {
+            Ok(map) => self.bm.set_objects(Arc::new(map)),
+            Err(e) => tracing::warn!("buffer objects not mapped: {e}"),
+        }
+    }
+
+    /// Holds the pages of the named indexes in the buffer pool (`all`, `none`,
+    /// or `idx1,idx2`; see [`crate::resident::parse_resident`]), interior nodes
+    /// first, replacing the previous resident set; returns the pages held. A set
+    /// too large for the pool is refused before anything changes. Applies to the
+    /// indexes committed now; a dropped index's pages leave with it.
+    pub fn set_resident_indexes(&self, spec: &str) -> StorageResult<usize> {
+        let catalog = self.catalog();
+        let names = crate::resident::parse_resident(spec, &catalog)?;
+        let pages = crate::resident::resident_pages(&self.file, &catalog, &names)?;
+        let frames = self.bm.capacity();
+        let reserve = crate::buffer::frames_reserved_for_queries(frames);
+        if pages.len() > frames - reserve {
+            return Err(StorageError::ResidentTooLarge {
+                pages: pages.len() as u64,
+                frames,
+                reserve,
+            });
+        }
+        self.bm.release_resident();
+        self.bm.make_resident(&pages)
     }
 
     /// What opening found worth a warning: a damaged spare header slot, an
@@ -715,6 +749,7 @@ impl WriteTxn {
         let state = self.state.as_mut().expect("an open transaction");
         state.header = header;
         state.quarantine.push(quarantine);
+        storage.refresh_objects();
         Ok(())
     }
 
