@@ -51,6 +51,13 @@ pub trait Source: Send + Sync {
         let _ = morsel;
         None
     }
+    /// Whether [`Source::pages_for`] is cheap and names pages read in order (a
+    /// table scan's column runs, an index range's leaves): serial and static
+    /// mode read such sources ahead. An index join's pages need index searches
+    /// to be known, and are random anyway.
+    fn sequential(&self) -> bool {
+        false
+    }
     /// Further pages of `morsel`, known only once the pages of the rounds before
     /// are resident (an index search: first the leaves, then the rows the leaves
     /// name). Called for round 1, 2, ... after [`Source::pages_for`]'s pages are
@@ -287,7 +294,7 @@ impl Run {
     /// synchronously when `prefetch` is on.
     fn part(&self, morsels: Range<usize>) -> ExecResult<LocalState> {
         let mut local = self.sink.local();
-        let window = if self.ctx.prefetch {
+        let window = if self.ctx.prefetch && self.source.sequential() {
             self.ctx.prefetch_window
         } else {
             0
