@@ -110,6 +110,8 @@ pub struct Storage {
     committed_pages: AtomicU64,
     /// Warnings from opening (about the header slots).
     open_warnings: Vec<String>,
+    /// The indexes held resident in the pool (`SET resident_indexes`).
+    resident: Mutex<Vec<String>>,
 }
 
 impl Storage {
@@ -142,6 +144,7 @@ impl Storage {
             writer_free: Condvar::new(),
             committed_pages: AtomicU64::new(header.page_count),
             open_warnings: opened.warnings,
+            resident: Mutex::new(Vec::new()),
         });
         storage.refresh_objects();
         Ok(storage)
@@ -176,7 +179,30 @@ impl Storage {
             });
         }
         self.bm.release_resident();
-        self.bm.make_resident(&pages)
+        let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        held.clear();
+        let n = self.bm.make_resident(&pages)?;
+        *held = names;
+        Ok(n)
+    }
+
+    /// After a commit: a dropped resident index leaves the resident set (its
+    /// frames are released; the other indexes stay held).
+    fn refresh_resident(&self) {
+        let catalog = self.catalog();
+        let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        if held.iter().all(|n| catalog.index(n).is_some()) {
+            return;
+        }
+        held.retain(|n| catalog.index(n).is_some());
+        self.bm.release_resident();
+        let pinned = crate::resident::resident_pages(&self.file, &catalog, &held)
+            .and_then(|pages| self.bm.make_resident(&pages));
+        if let Err(e) = pinned {
+            tracing::warn!("resident indexes released: {e}");
+            held.clear();
+            self.bm.release_resident();
+        }
     }
 
     /// What opening found worth a warning: a damaged spare header slot, an
@@ -750,6 +776,7 @@ impl WriteTxn {
         state.header = header;
         state.quarantine.push(quarantine);
         storage.refresh_objects();
+        storage.refresh_resident();
         Ok(())
     }
 

@@ -59,10 +59,10 @@ struct Inner {
 /// Most pages one synchronous read-ahead request reads (1 MiB of 16 KiB pages).
 pub const MAX_READ_PAGES: usize = 64;
 
-/// Frames that resident pages must always leave to queries: a quarter of the
+/// Frames that resident pages must always leave to queries: an eighth of the
 /// pool, and at least 64, so scans, index searches and read-ahead keep room.
 pub fn frames_reserved_for_queries(frames: usize) -> usize {
-    (frames / 4).max(64).min(frames)
+    (frames / 8).max(64).min(frames)
 }
 
 /// The pool of page frames in front of the database file.
