@@ -414,10 +414,21 @@ pub fn run(
     write_csv(&csv, &points)?;
     print_table(out, &points)?;
     print_ratios(out, &points, &shapes, &cfg.policies)?;
+    let base = cfg.policies.first().map_or("lru", String::as_str);
     for shape in &shapes {
+        // As the paper's figures: the baseline with prefetch on and off (and
+        // with its indexes resident) ...
         let png = cfg.out.join(format!("memsweep-{}.png", shape.name));
-        chart(&png, shape, &points)?;
+        chart(&png, shape, &points, "", &|p| p.policy == base)?;
         writeln!(out, "chart: {}", png.display()).map_err(w)?;
+        // ... and the replacement policies, prefetch on.
+        if cfg.policies.len() > 1 {
+            let png = cfg.out.join(format!("memsweep-{}-policies.png", shape.name));
+            chart(&png, shape, &points, ", by policy", &|p| {
+                p.prefetch && !p.resident
+            })?;
+            writeln!(out, "chart: {}", png.display()).map_err(w)?;
+        }
     }
     writeln!(out, "csv: {}", csv.display()).map_err(w)?;
     Ok(points)
@@ -596,9 +607,16 @@ fn print_ratios(
     Ok(())
 }
 
-/// One chart per shape: total time against buffer size (log axis), one line per
-/// variant (prefetch on/off of the baseline, resident, other policies).
-fn chart(path: &Path, shape: &Shape, points: &[Point]) -> Result<(), String> {
+/// A chart of one shape: total time against buffer size (log axis), one line
+/// per variant among the points `keep` accepts.
+fn chart(
+    path: &Path,
+    shape: &Shape,
+    points: &[Point],
+    subtitle: &str,
+    keep: &dyn Fn(&Point) -> bool,
+) -> Result<(), String> {
+    let points: Vec<&Point> = points.iter().filter(|p| keep(p)).collect();
     let mut labels: Vec<String> = Vec::new();
     for p in points.iter().filter(|p| p.shape == shape.name) {
         let l = variant_label(p);
@@ -619,7 +637,7 @@ fn chart(path: &Path, shape: &Shape, points: &[Point]) -> Result<(), String> {
         })
         .filter(|s| !s.points.is_empty())
         .collect();
-    let title = format!("{} — {}", shape.name, shape.title);
+    let title = format!("{} — {}{subtitle}", shape.name, shape.title);
     line_chart_log2_x(
         path,
         &Labels {
