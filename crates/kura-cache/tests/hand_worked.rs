@@ -290,6 +290,12 @@ fn density_ages_counts_so_a_formerly_hot_object_loses_its_place() {
             late_hits += 1;
         }
     }
-    assert_eq!(late_hits, 200, "the table's 4 pages should all be resident by now");
-    assert!((0..4).all(|id| !p.contains(id)), "index pages still resident");
+    assert_eq!(
+        late_hits, 200,
+        "the table's 4 pages should all be resident by now"
+    );
+    assert!(
+        (0..4).all(|id| !p.contains(id)),
+        "index pages still resident"
+    );
 }

@@ -190,10 +190,9 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
 
 fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
     let sf = a.sf.unwrap_or(if a.quick { 0.1 } else { 1.0 });
-    let db = a
-        .db
-        .clone()
-        .unwrap_or_else(|| a.out.join(format!("memsweep-sf{sf}.db")));
+    let db =
+        a.db.clone()
+            .unwrap_or_else(|| a.out.join(format!("memsweep-sf{sf}.db")));
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let mut cfg = kura_lab::memsweep::Config::quick(db, a.out.clone());
     cfg.sf = sf;

@@ -160,13 +160,12 @@ impl ExecutionMode {
     }
 }
 
-/// Everything an operator may consult while running. Cloning is cheap and the
-/// clones share the cancel flag, memory budget and statistics: a parallel
-/// pipeline hands one clone to each of its tasks.
-
 /// Pages a serial or static scan reads ahead by default (1 MiB of 16 KiB pages).
 pub const DEFAULT_PREFETCH_WINDOW: usize = 64;
 
+/// Everything an operator may consult while running. Cloning is cheap and the
+/// clones share the cancel flag, memory budget and statistics: a parallel
+/// pipeline hands one clone to each of its tasks.
 #[derive(Clone)]
 pub struct ExecContext {
     cancel: CancelCheck,

@@ -75,7 +75,12 @@ pub const SHAPES: [Shape; 3] = [
               JOIN orders o ON o.o_orderkey = l.l_orderkey \
               JOIN customer c ON c.c_custkey = o.o_custkey \
               WHERE p.p_name LIKE 'goldenrod%' GROUP BY c.c_mktsegment",
-        indexes: &["part_name", "lineitem_part_supp", "orders_pk", "customer_pk"],
+        indexes: &[
+            "part_name",
+            "lineitem_part_supp",
+            "orders_pk",
+            "customer_pk",
+        ],
     },
 ];
 
@@ -423,7 +428,9 @@ pub fn run(
         writeln!(out, "chart: {}", png.display()).map_err(w)?;
         // ... and the replacement policies, prefetch on.
         if cfg.policies.len() > 1 {
-            let png = cfg.out.join(format!("memsweep-{}-policies.png", shape.name));
+            let png = cfg
+                .out
+                .join(format!("memsweep-{}-policies.png", shape.name));
             chart(&png, shape, &points, ", by policy", &|p| {
                 p.prefetch && !p.resident
             })?;
@@ -484,7 +491,15 @@ fn print_table(out: &mut dyn Write, points: &[Point]) -> Result<(), String> {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::ASCII_MARKDOWN);
     t.set_header([
-        "shape", "MiB", "variant", "total s", "CPU s", "hit %", "fixes", "read", "prefetched",
+        "shape",
+        "MiB",
+        "variant",
+        "total s",
+        "CPU s",
+        "hit %",
+        "fixes",
+        "read",
+        "prefetched",
     ]);
     for p in points {
         if let Some(e) = &p.error {

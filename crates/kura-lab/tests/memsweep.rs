@@ -34,7 +34,10 @@ fn a_tiny_sweep_writes_the_csv_with_every_column() {
         let fixes: u64 = r[col("fixes")].parse().unwrap();
         let hit: f64 = r[col("hit_ratio")].parse().unwrap();
         let total: f64 = r[col("total_s")].parse().unwrap();
-        assert!(fixes > 0 && (0.0..=1.0).contains(&hit) && total > 0.0, "{r:?}");
+        assert!(
+            fixes > 0 && (0.0..=1.0).contains(&hit) && total > 0.0,
+            "{r:?}"
+        );
         if &r[col("prefetch")] == "off" {
             assert_eq!(r[col("prefetched")].to_string(), "0", "{r:?}");
         }
@@ -44,14 +47,23 @@ fn a_tiny_sweep_writes_the_csv_with_every_column() {
         .iter()
         .find(|p| p.shape == "scan" && p.buffer == 1 << 20 && p.prefetch && p.policy == "lru")
         .unwrap();
-    assert!(scan_small_on.pages_read > 0 && scan_small_on.prefetched > 0, "{scan_small_on:?}");
+    assert!(
+        scan_small_on.pages_read > 0 && scan_small_on.prefetched > 0,
+        "{scan_small_on:?}"
+    );
     // 1 MiB is 64 frames, all of which must stay free for queries.
     assert!(points
         .iter()
         .filter(|p| p.resident && p.buffer == 1 << 20)
-        .all(|p| p.error.as_deref().is_some_and(|e| e.contains("must stay free"))));
+        .all(|p| p
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("must stay free"))));
     for shape in ["scan", "join3", "join4"] {
-        assert!(dir.path().join(format!("out/memsweep-{shape}.png")).exists());
+        assert!(dir
+            .path()
+            .join(format!("out/memsweep-{shape}.png"))
+            .exists());
     }
     assert!(report.contains("improvement ratio"), "{report}");
 }

@@ -44,7 +44,10 @@ pub fn index_pages(file: &DbFile, tree: &BTreeIndex) -> StorageResult<(Vec<PageI
                 return Err(StorageError::Corrupt {
                     path: file.path().to_path_buf(),
                     page,
-                    what: format!("index leaf at depth {depth} of a tree of height {}", tree.height),
+                    what: format!(
+                        "index leaf at depth {depth} of a tree of height {}",
+                        tree.height
+                    ),
                 });
             }
             next.extend((0..node.count()).map(|i| node.child(i)));

@@ -15,7 +15,9 @@ const ROWS: usize = 120_000;
 fn build(dir: &Path) -> PathBuf {
     let path = dir.join("resident.kura");
     let storage = open(&path);
-    let k: Vec<Value> = (0..ROWS as i64).map(|i| Value::BigInt(i * 7 % 1_000_003)).collect();
+    let k: Vec<Value> = (0..ROWS as i64)
+        .map(|i| Value::BigInt(i * 7 % 1_000_003))
+        .collect();
     let s: Vec<Value> = (0..ROWS)
         .map(|i| Value::Text(format!("row {i} {}", "x".repeat(i % 40))))
         .collect();
@@ -56,7 +58,11 @@ fn resident_index_pages_survive_scans_and_are_released() {
     // 320 frames: the table's columns alone are larger, so a scan evicts.
     let storage = Storage::open(&path, options(320, "lru")).unwrap();
     let pages = index_pages(&storage);
-    assert!(pages.len() > 10 && pages.len() < 200, "{} index pages", pages.len());
+    assert!(
+        pages.len() > 10 && pages.len() < 200,
+        "{} index pages",
+        pages.len()
+    );
     let held = storage.set_resident_indexes("t_k").unwrap();
     assert_eq!(held, pages.len());
     assert_eq!(storage.buffer().resident_frames(), pages.len());
@@ -70,14 +76,20 @@ fn resident_index_pages_survive_scans_and_are_released() {
     // More pages than the frames left to queries: without the pins, the scans
     // would have evicted the index.
     let free = 320 - held as u64;
-    assert!(scan.pages_read > free, "the scans must overflow the pool: {scan:?}");
+    assert!(
+        scan.pages_read > free,
+        "the scans must overflow the pool: {scan:?}"
+    );
     // Every index page is still there: fixing them all reads nothing.
     let before = storage.buffer().stats();
     for &p in &pages {
         drop(storage.buffer().fix(p).unwrap());
     }
     let after = storage.buffer().stats().since(&before);
-    assert_eq!(after.pages_read, 0, "resident pages were evicted: {after:?}");
+    assert_eq!(
+        after.pages_read, 0,
+        "resident pages were evicted: {after:?}"
+    );
     assert_eq!(after.hits, pages.len() as u64);
     // Released: they are evictable again, and nothing stays pinned.
     storage.set_resident_indexes("none").unwrap();
@@ -101,10 +113,20 @@ fn a_resident_set_too_large_for_the_pool_is_refused_and_changes_nothing() {
     let storage = Storage::open(&path, options(80, "clock")).unwrap();
     let err = storage.set_resident_indexes("all").unwrap_err();
     assert!(
-        matches!(err, StorageError::ResidentTooLarge { frames: 80, reserve: 64, .. }),
+        matches!(
+            err,
+            StorageError::ResidentTooLarge {
+                frames: 80,
+                reserve: 64,
+                ..
+            }
+        ),
         "{err}"
     );
-    assert!(err.to_string().contains("must stay free for queries"), "{err}");
+    assert!(
+        err.to_string().contains("must stay free for queries"),
+        "{err}"
+    );
     assert_eq!(storage.buffer().resident_frames(), 0);
     assert_eq!(storage.buffer().pinned_frames(), 0);
     // Queries still run over the whole pool.
@@ -112,7 +134,10 @@ fn a_resident_set_too_large_for_the_pool_is_refused_and_changes_nothing() {
     read_column(&table, 0, &mut Rng::new(1));
     // Unknown names are refused by name.
     let err = storage.set_resident_indexes("t_k, nope").unwrap_err();
-    assert!(matches!(err, StorageError::NoSuchIndex(ref n) if n == "nope"), "{err}");
+    assert!(
+        matches!(err, StorageError::NoSuchIndex(ref n) if n == "nope"),
+        "{err}"
+    );
 }
 
 #[test]

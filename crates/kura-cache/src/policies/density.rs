@@ -39,7 +39,11 @@ impl ObjectMap {
 
     /// Adds an object made of `blocks`; returns its number. A block named twice
     /// stays with its first object.
-    pub fn add(&mut self, name: impl Into<String>, blocks: impl IntoIterator<Item = BlockId>) -> u32 {
+    pub fn add(
+        &mut self,
+        name: impl Into<String>,
+        blocks: impl IntoIterator<Item = BlockId>,
+    ) -> u32 {
         let obj = self.sizes.len() as u32;
         let mut size = 0;
         for b in blocks {

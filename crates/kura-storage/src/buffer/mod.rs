@@ -432,7 +432,8 @@ impl BufferManager {
         }
         let mut read = 0;
         let mut run: Vec<ReadTicket> = Vec::new();
-        let mut scratch = AlignedBuf::new(self.page_size * MAX_READ_PAGES.min(tickets.len().max(1)));
+        let mut scratch =
+            AlignedBuf::new(self.page_size * MAX_READ_PAGES.min(tickets.len().max(1)));
         for t in tickets {
             let extends = run
                 .last()
