@@ -29,7 +29,7 @@ pub struct MemsweepArgs {
     /// data size; with --quick the smallest, a middle one and the largest].
     #[arg(long, value_delimiter = ',', value_parser = crate::parse_size_arg)]
     pub buffers: Vec<u64>,
-    /// A few minutes' run: SF 0.1, three buffer sizes, one measured run per point.
+    /// A few minutes' run: SF 0.1 and three buffer sizes.
     #[arg(long)]
     pub quick: bool,
     /// Replacement policies to compare; the first is the baseline of the prefetch
@@ -42,8 +42,7 @@ pub struct MemsweepArgs {
     /// Execution mode of every run.
     #[arg(long, default_value = "serial", value_parser = ["serial", "static", "ooo"])]
     pub mode: String,
-    /// Measured warm runs per point, after one warm-up run; the median is kept
-    /// [default: 3, or 1 with --quick].
+    /// Measured warm runs per point, after one warm-up run; the median is kept.
     #[arg(long)]
     pub reps: Option<usize>,
     /// Leave out the resident-index runs.
@@ -199,7 +198,7 @@ fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), St
     cfg.policies = a.policies.clone();
     cfg.shapes = a.shapes.clone();
     cfg.mode = a.mode.clone();
-    cfg.reps = a.reps.unwrap_or(if a.quick { 1 } else { 3 });
+    cfg.reps = a.reps.unwrap_or(3);
     cfg.resident = !a.no_resident;
     cfg.buffers = a.buffers.clone();
     if a.quick && cfg.buffers.is_empty() {

@@ -109,7 +109,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// `--quick`: SF 0.1, three buffer sizes, one measured run per point.
+    /// `--quick`: SF 0.1, three buffer sizes (set by the caller from the data
+    /// size, see [`quick_buffers`]), median of three warm runs per point.
     pub fn quick(db: PathBuf, out: PathBuf) -> Config {
         Config {
             sf: 0.1,
@@ -118,7 +119,7 @@ impl Config {
             policies: default_policies(),
             shapes: Vec::new(),
             mode: "serial".into(),
-            reps: 1,
+            reps: 3,
             resident: true,
             out,
         }

@@ -11,6 +11,7 @@ fn a_tiny_sweep_writes_the_csv_with_every_column() {
     cfg.sf = 0.01;
     cfg.buffers = vec![1 << 20, 16 << 20];
     cfg.policies = vec!["lru".into(), "density".into()];
+    cfg.reps = 1;
     let mut report = Vec::new();
     let mut calls = 0;
     let points = memsweep::run(&cfg, &mut report, &mut |_, _| calls += 1).unwrap();
