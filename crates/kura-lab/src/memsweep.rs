@@ -19,7 +19,7 @@
 //! * `join4` — PART ⋈ LINEITEM ⋈ ORDERS ⋈ CUSTOMER for the parts named `g%` (5 of
 //!   the 92 colours, ≈ 5 % of PART) through `part_name`, `lineitem_part_supp`,
 //!   `orders_pk` and `customer_pk`: large random I/O growing with the scale factor
-//!   (at SF 0.1: 31,000 line items, orders and customers, ≈ 7,400 fixes spread over
+//!   (at SF 0.1: 31,000 line items, orders and customers, 8,414 fixes spread over
 //!   the whole of LINEITEM, ORDERS and CUSTOMER and their indexes).
 //!
 //! The `fixes` column of the CSV is the pages each run touched (counted by the
