@@ -17,6 +17,7 @@ pub mod two_level;
 mod util;
 
 pub use error::CacheError;
+pub use policies::ObjectMap;
 pub use policy::{serve, BlockId, Outcome, Policy};
 pub use sim::{Level, SimConfig, SimResult};
 pub use trace::Trace;
@@ -26,6 +27,7 @@ pub use util::rng::SplitMix64;
 /// Every policy [`make_policy`] knows, in the order they are usually listed.
 pub const POLICY_NAMES: &[&str] = &[
     "lru", "mru", "fifo", "rand", "lfu", "fix", "clock", "2q", "mq", "arc", "sieve", "s3fifo",
+    "density",
 ];
 
 /// Seed RAND uses when none is given, so two runs evict the same blocks.
@@ -65,6 +67,7 @@ pub fn make_policy_seeded(
         "arc" => Box::new(Arc::new(capacity)),
         "sieve" => Box::new(Sieve::new(capacity)),
         "s3fifo" | "s3-fifo" => Box::new(S3Fifo::new(capacity)),
+        "density" => Box::new(Density::new(capacity)),
         _ => {
             return Err(CacheError::UnknownPolicy {
                 name: name.to_string(),

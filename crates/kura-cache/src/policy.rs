@@ -73,6 +73,12 @@ pub trait Policy: Send {
     fn admits(&self) -> bool {
         true
     }
+
+    /// Tells the policy which object (table column, index) each block belongs
+    /// to. Only the access-density policy uses it; the others ignore it.
+    fn set_objects(&mut self, objects: std::sync::Arc<crate::policies::ObjectMap>) {
+        let _ = objects;
+    }
 }
 
 /// What serving one request through a single cache did.

@@ -222,3 +222,80 @@ fn names_are_case_insensitive_and_unknown_names_list_the_valid_ones() {
     assert!(kura_cache::make_buffer_policy("clock", 4).is_ok());
     assert!(make_policy("lru", 0).is_err());
 }
+
+/// Density with an object map: a small index (blocks 0..4) and a large table
+/// (blocks 1000..1400).
+fn density_with_objects(capacity: usize) -> Box<dyn kura_cache::Policy> {
+    let mut map = kura_cache::ObjectMap::new();
+    map.add("index", 0..4);
+    map.add("table", 1000..1400);
+    let mut p = make_policy("density", capacity).unwrap();
+    p.set_objects(std::sync::Arc::new(map));
+    p
+}
+
+#[test]
+fn density_keeps_a_small_hot_object_through_a_scan_of_a_large_one() {
+    let mut density = density_with_objects(8);
+    let mut lru = make_policy("lru", 8).unwrap();
+    let mut index_hits = [0, 0];
+    // Probe the 4 index pages, then scan 8 table pages; repeated: per byte, the
+    // index is accessed far more often than the table.
+    for round in 0..20u64 {
+        for (i, p) in [density.as_mut(), lru.as_mut()].into_iter().enumerate() {
+            for id in 0..4 {
+                if serve(p, id).is_hit() {
+                    index_hits[i] += 1;
+                }
+            }
+            for id in 0..8 {
+                serve(p, 1000 + (round * 8 + id) % 400);
+            }
+        }
+    }
+    // LRU loses the index to every scan; density keeps it after the first round.
+    assert_eq!(index_hits[1], 0, "lru");
+    assert_eq!(index_hits[0], 19 * 4, "density");
+}
+
+#[test]
+fn density_evicts_the_least_recent_page_of_the_sparsest_object() {
+    // Without a map, objects are extents of 64 ids: 0..64 and 64..128.
+    // cache 3: 0 1 fill (extent 0: 2 accesses), 64 fills (extent 1: 1 access);
+    // 65: extent 1 has density 1/64 < 2/64 → evicts its only page 64;
+    // 0 hits; 66: extent 1 (2/64) vs extent 0 (3/64) → evicts 65.
+    // 2: both extents at 3/64; extent 0 was used longer ago (the hit on 0 came
+    // before 66), so it gives its least recent page: 1 (0 was hit since).
+    assert_eq!(
+        run("density", 3, &[0, 1, 64, 65, 0, 66, 2]),
+        expect("- - - 64 H 65 1")
+    );
+}
+
+#[test]
+fn density_ages_counts_so_a_formerly_hot_object_loses_its_place() {
+    let mut p = density_with_objects(4);
+    // The index is hot for a long time...
+    for _ in 0..50 {
+        for id in 0..4 {
+            serve(p.as_mut(), id);
+        }
+    }
+    // ...then only the table is read. Without aging its 200 accesses would keep
+    // the index resident forever; with halving per `capacity` requests the table
+    // pages win the frames within a few hundred requests.
+    let mut late_hits = 0;
+    for i in 0..400u64 {
+        if serve(p.as_mut(), 1000 + i % 4).is_hit() && i >= 200 {
+            late_hits += 1;
+        }
+    }
+    assert_eq!(
+        late_hits, 200,
+        "the table's 4 pages should all be resident by now"
+    );
+    assert!(
+        (0..4).all(|id| !p.contains(id)),
+        "index pages still resident"
+    );
+}

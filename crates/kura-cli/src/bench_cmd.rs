@@ -1,4 +1,4 @@
-//! `kura bench load | modes | iops`: the arguments of the benchmark studies, handed
+//! `kura bench load | modes | iops | memsweep`: the arguments of the benchmark studies, handed
 //! to kura-lab, whose reports print to stdout.
 
 use std::path::PathBuf;
@@ -13,6 +13,48 @@ pub enum BenchCommand {
     Modes(ModesArgs),
     /// This disk's random O_DIRECT read IOPS at several queue depths (io_uring).
     Iops(IopsArgs),
+    /// Query time against buffer size, with and without prefetch, resident indexes
+    /// and several replacement policies (paper 001).
+    Memsweep(MemsweepArgs),
+}
+
+/// Options of `kura bench memsweep`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MemsweepArgs {
+    /// TPC-H scale factor of the database built when --db does not exist
+    /// [default: 1, or 0.1 with --quick].
+    #[arg(long)]
+    pub sf: Option<f64>,
+    /// Buffer sizes, e.g. 16MiB,32MiB,64MiB [default: doubling from 16 MiB up to the
+    /// data size; with --quick the smallest, a middle one and the largest].
+    #[arg(long, value_delimiter = ',', value_parser = crate::parse_size_arg)]
+    pub buffers: Vec<u64>,
+    /// A few minutes' run: SF 0.1 and three buffer sizes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Replacement policies to compare; the first is the baseline of the prefetch
+    /// on/off and resident-index lines.
+    #[arg(long, value_delimiter = ',', default_values_t = kura_lab::memsweep::default_policies())]
+    pub policies: Vec<String>,
+    /// Shapes to run: scan, join3, join4 [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub shapes: Vec<String>,
+    /// Execution mode of every run.
+    #[arg(long, default_value = "serial", value_parser = ["serial", "static", "ooo"])]
+    pub mode: String,
+    /// Measured warm runs per point, after one warm-up run; the median is kept.
+    #[arg(long)]
+    pub reps: Option<usize>,
+    /// Leave out the resident-index runs.
+    #[arg(long)]
+    pub no_resident: bool,
+    /// Directory for memsweep.csv and the charts.
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+    /// Database with the TPC-H tables and paper 003's indexes, built at --sf when
+    /// missing [default: OUT/memsweep-sf<SF>.db].
+    #[arg(long, help_heading = crate::DB_OPTIONS)]
+    pub db: Option<PathBuf>,
 }
 
 /// Options of `kura bench load`.
@@ -128,6 +170,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut out,
         )
         .map(|_| ()),
+        BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
         BenchCommand::Modes(a) => kura_lab::modes::run(
             &kura_lab::modes::Config {
                 db: db.to_path_buf(),
@@ -142,6 +185,39 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut ceiling_progress(),
         ),
     }
+}
+
+fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+    let sf = a.sf.unwrap_or(if a.quick { 0.1 } else { 1.0 });
+    let db =
+        a.db.clone()
+            .unwrap_or_else(|| a.out.join(format!("memsweep-sf{sf}.db")));
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let mut cfg = kura_lab::memsweep::Config::quick(db, a.out.clone());
+    cfg.sf = sf;
+    cfg.policies = a.policies.clone();
+    cfg.shapes = a.shapes.clone();
+    cfg.mode = a.mode.clone();
+    cfg.reps = a.reps.unwrap_or(3);
+    cfg.resident = !a.no_resident;
+    cfg.buffers = a.buffers.clone();
+    if a.quick && cfg.buffers.is_empty() {
+        let data = kura_lab::memsweep::ensure_database(&cfg, out)?;
+        cfg.buffers = kura_lab::memsweep::quick_buffers(data);
+    }
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    kura_lab::memsweep::run(&cfg, out, &mut |done, total| {
+        let b = bar
+            .get_or_insert_with(|| crate::progress::count_bar("memsweep", total as u64, "points"));
+        if !crate::progress::on_terminal() {
+            b.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        b.set_position(done as u64);
+        if done >= total {
+            b.finish_and_clear();
+        }
+    })
+    .map(|_| ())
 }
 
 /// A bar over the ceiling's measurements (on a terminal).

@@ -57,6 +57,15 @@ pub fn parse_duration_ms(v: &str) -> Result<u64, String> {
     Ok(ms.round() as u64)
 }
 
+fn validate_window(v: &str) -> Result<(), String> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(()),
+        _ => Err(format!(
+            "prefetch_window must be a number of pages from 1 to 65536, got \"{v}\""
+        )),
+    }
+}
+
 fn validate_duration(v: &str) -> Result<(), String> {
     parse_duration_ms(v).map(|_| ())
 }
@@ -109,9 +118,23 @@ pub const SETTINGS: &[SettingSpec] = &[
     SettingSpec {
         name: "prefetch",
         default: "on",
-        description:
-            "sequential read-ahead of out-of-order scans (serial and static read synchronously)",
+        description: "sequential read-ahead of scans, in every execution mode",
         choices: &["on", "off"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "prefetch_window",
+        default: "64",
+        description: "pages a serial or static scan reads ahead of itself (prefetch = on)",
+        choices: &[],
+        validate: Some(validate_window),
+    },
+    SettingSpec {
+        name: "resident_indexes",
+        default: "none",
+        description:
+            "indexes whose pages the buffer pool holds (all | none | idx1,idx2); database-wide",
+        choices: &[],
         validate: None,
     },
     SettingSpec {

@@ -160,6 +160,9 @@ impl ExecutionMode {
     }
 }
 
+/// Pages a serial or static scan reads ahead by default (1 MiB of 16 KiB pages).
+pub const DEFAULT_PREFETCH_WINDOW: usize = 64;
+
 /// Everything an operator may consult while running. Cloning is cheap and the
 /// clones share the cancel flag, memory budget and statistics: a parallel
 /// pipeline hands one clone to each of its tasks.
@@ -173,6 +176,9 @@ pub struct ExecContext {
     /// Sequential read-ahead for scans (the session setting `prefetch`): in `ooo`
     /// mode a scan task also starts the reads of a later morsel without waiting.
     pub prefetch: bool,
+    /// Pages a serial or static scan reads ahead of the morsel it runs
+    /// (`prefetch_window`), with synchronous, coalesced reads.
+    pub prefetch_window: usize,
 }
 
 impl ExecContext {
@@ -192,6 +198,7 @@ impl ExecContext {
             io: None,
             mode: ExecutionMode::default(),
             prefetch: true,
+            prefetch_window: DEFAULT_PREFETCH_WINDOW,
         }
     }
 
@@ -217,6 +224,11 @@ impl ExecContext {
         self
     }
 
+    pub fn with_prefetch_window(mut self, pages: usize) -> Self {
+        self.prefetch_window = pages;
+        self
+    }
+
     pub fn with_prefetch(mut self, prefetch: bool) -> Self {
         self.prefetch = prefetch;
         self
@@ -228,6 +240,11 @@ impl ExecContext {
             self.mode = mode;
         }
         self.prefetch = settings.value("prefetch") != "off";
+        self.prefetch_window = settings
+            .value("prefetch_window")
+            .trim()
+            .parse()
+            .unwrap_or(DEFAULT_PREFETCH_WINDOW);
         self
     }
 

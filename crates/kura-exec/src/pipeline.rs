@@ -12,9 +12,12 @@
 //! reads of a morsel further ahead (sequential read-ahead) without waiting for them,
 //! so the disk keeps work queued beyond what the tasks holding pins ask for; the
 //! buffer manager shares each such read with the fix that later needs the page.
-//! Serial and static mode do not read ahead: they are the synchronous baselines of
-//! paper 003 (one `pread` per miss on the running thread), and read-ahead through
-//! the runtime's rings would make them a variant of out-of-order execution.
+//! Serial and static mode read ahead synchronously, as paper 001's DBMS did: before
+//! a morsel whose pages were not read ahead, the running thread reads that
+//! morsel's pages and those of the following morsels up to `prefetch_window` pages,
+//! each run of consecutive pages with one large `pread`, and then decodes them
+//! from the pool. No runtime ring is involved, so they stay the synchronous
+//! baselines of paper 003 — with fewer, larger reads.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -47,6 +50,13 @@ pub trait Source: Send + Sync {
     fn pages_for(&self, morsel: usize) -> Option<(Arc<BufferManager>, Vec<PageId>)> {
         let _ = morsel;
         None
+    }
+    /// Whether [`Source::pages_for`] is cheap and names pages read in order (a
+    /// table scan's column runs, an index range's leaves): serial and static
+    /// mode read such sources ahead. An index join's pages need index searches
+    /// to be known, and are random anyway.
+    fn sequential(&self) -> bool {
+        false
     }
     /// Further pages of `morsel`, known only once the pages of the rounds before
     /// are resident (an index search: first the leaves, then the rows the leaves
@@ -280,16 +290,59 @@ impl Run {
         }
     }
 
-    /// Runs `morsels` one after the other into one local state.
+    /// Runs `morsels` one after the other into one local state, reading ahead
+    /// synchronously when `prefetch` is on.
     fn part(&self, morsels: Range<usize>) -> ExecResult<LocalState> {
         let mut local = self.sink.local();
-        for morsel in morsels {
+        let window = if self.ctx.prefetch && self.source.sequential() {
+            self.ctx.prefetch_window
+        } else {
+            0
+        };
+        // Morsels before this one have had their pages read ahead.
+        let mut ahead_until = morsels.start;
+        for morsel in morsels.clone() {
             if self.stopped.load(Ordering::Relaxed) {
                 break;
+            }
+            if window > 0 && morsel >= ahead_until {
+                ahead_until = self.read_ahead_sync(morsel, morsels.end, window);
             }
             self.morsel(morsel, &mut local)?;
         }
         Ok(local)
+    }
+
+    /// Reads the pages of `from` and of the morsels after it (before `end`), up to
+    /// `window` pages beyond `from`'s own, with coalesced synchronous reads;
+    /// returns the first morsel not covered. The window is capped at an eighth of
+    /// the frames queries may use, so read-ahead does not evict its own pages
+    /// before they are decoded.
+    fn read_ahead_sync(&self, from: usize, end: usize, window: usize) -> usize {
+        let mut pages = Vec::new();
+        let mut pool = None;
+        let mut next = from;
+        let mut own = 0;
+        while next < end {
+            let Some((bm, more)) = self.source.pages_for(next) else {
+                break;
+            };
+            let window = window.min((bm.available_frames() / 8).max(1));
+            if next > from && pages.len() + more.len() > own + window {
+                break;
+            }
+            pages.extend(more);
+            if next == from {
+                own = pages.len();
+            }
+            pool = Some(bm);
+            next += 1;
+        }
+        if let Some(bm) = pool {
+            // Counted by the buffer manager as prefetch reads.
+            bm.prefetch_sync(&pages);
+        }
+        next.max(from + 1)
     }
 
     /// One morsel as a task: fixes its pages asynchronously (all at once, so its
@@ -449,7 +502,7 @@ static READING_AHEAD: AtomicUsize = AtomicUsize::new(0);
 /// takes the frames real fixes need nor evicts what it read before it is used;
 /// pages past the bound are not read ahead (their own task reads them).
 fn read_ahead(bm: Arc<BufferManager>, mut pages: Vec<PageId>) {
-    let limit = (bm.capacity() / 8).max(1);
+    let limit = (bm.available_frames() / 8).max(1);
     let mut n = 0;
     let claimed = READING_AHEAD.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
         n = pages.len().min(limit.saturating_sub(now));
@@ -502,7 +555,8 @@ type PrefetchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Frames out-of-order scans may keep pinned ahead of decoding in `bm`.
 fn pin_limit(bm: &BufferManager) -> usize {
-    (bm.capacity() / 2).max(1)
+    // Resident index pages are pinned for good: only the other frames count.
+    (bm.available_frames() / 2).max(1)
 }
 
 /// Pages pinned by out-of-order scans ahead of decoding, across the process.

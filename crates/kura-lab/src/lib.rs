@@ -6,6 +6,7 @@
 pub mod ceiling;
 pub mod iops;
 pub mod load;
+pub mod memsweep;
 pub mod modes;
 pub mod paper004;
 pub mod plot;

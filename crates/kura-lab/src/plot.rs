@@ -277,6 +277,40 @@ pub fn line_chart(
     line_chart_with(path, labels, series, &[], y_range)
 }
 
+/// [`line_chart_with`] over a base-2 logarithmic x axis (x values must be
+/// positive; ticks name the powers of two), as paper 001's time-against-memory
+/// figures.
+pub fn line_chart_log2_x(
+    path: &Path,
+    labels: &Labels,
+    series: &[Series],
+    y_range: Option<Range<f64>>,
+) -> Result<(), String> {
+    let logged: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            name: s.name.clone(),
+            points: s
+                .points
+                .iter()
+                .filter(|p| p.0 > 0.0)
+                .map(|&(x, y)| (x.log2(), y))
+                .collect(),
+            style: s.style,
+        })
+        .collect();
+    draw_lines(path, labels, &logged, &[], y_range, true)
+}
+
+/// An x tick on a log2 axis: the power of two, for whole exponents only.
+fn pow2_tick(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-6 {
+        tick(&2f64.powf(v.round()))
+    } else {
+        String::new()
+    }
+}
+
 /// [`line_chart`] with horizontal lines (ceilings) and their shaded spreads.
 pub fn line_chart_with(
     path: &Path,
@@ -284,6 +318,17 @@ pub fn line_chart_with(
     series: &[Series],
     hlines: &[HLine],
     y_range: Option<Range<f64>>,
+) -> Result<(), String> {
+    draw_lines(path, labels, series, hlines, y_range, false)
+}
+
+fn draw_lines(
+    path: &Path,
+    labels: &Labels,
+    series: &[Series],
+    hlines: &[HLine],
+    y_range: Option<Range<f64>>,
+    log2_x: bool,
 ) -> Result<(), String> {
     let root = canvas(path)?;
     let all = || series.iter().flat_map(|s| s.points.iter());
@@ -327,9 +372,14 @@ pub fn line_chart_with(
         .configure_mesh()
         .x_desc(labels.x)
         .y_desc(labels.y)
-        .x_labels(10)
+        .x_labels(if log2_x {
+            // One candidate tick per power of two, so every whole exponent is labelled.
+            ((x1 - x0).ceil() as usize + 1).max(2)
+        } else {
+            10
+        })
         .y_labels(10)
-        .x_label_formatter(&tick)
+        .x_label_formatter(if log2_x { &pow2_tick } else { &tick })
         .y_label_formatter(&y_label)
         .light_line_style(WHITE.mix(0.0))
         .label_style((FONT, 15))

@@ -46,6 +46,16 @@ pub enum StorageError {
     InUse { path: PathBuf },
     #[error("buffer pool exhausted: all {frames} frames are pinned")]
     BufferExhausted { frames: usize },
+    /// Resident indexes that would crowd queries out of the buffer pool.
+    #[error(
+        "resident indexes need {pages} pages, but the buffer pool has {frames} frames and \
+         {reserve} must stay free for queries; use a larger --buffer or fewer resident indexes"
+    )]
+    ResidentTooLarge {
+        pages: u64,
+        frames: usize,
+        reserve: usize,
+    },
     #[error("table \"{0}\" does not exist")]
     NoSuchTable(String),
     #[error("table \"{0}\" already exists")]

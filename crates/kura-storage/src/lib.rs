@@ -10,6 +10,7 @@ pub mod error;
 pub mod file;
 pub mod index;
 pub mod loader;
+pub mod resident;
 pub mod storage;
 pub mod table;
 mod txn_io;

@@ -110,6 +110,8 @@ pub struct Storage {
     committed_pages: AtomicU64,
     /// Warnings from opening (about the header slots).
     open_warnings: Vec<String>,
+    /// The indexes held resident in the pool (`SET resident_indexes`).
+    resident: Mutex<Vec<String>>,
 }
 
 impl Storage {
@@ -130,7 +132,7 @@ impl Storage {
         for w in &opened.warnings {
             tracing::warn!("{}: {w}", path.display());
         }
-        Ok(Arc::new_cyclic(|me| Storage {
+        let storage = Arc::new_cyclic(|me| Storage {
             me: me.clone(),
             file,
             bm,
@@ -142,7 +144,65 @@ impl Storage {
             writer_free: Condvar::new(),
             committed_pages: AtomicU64::new(header.page_count),
             open_warnings: opened.warnings,
-        }))
+            resident: Mutex::new(Vec::new()),
+        });
+        storage.refresh_objects();
+        Ok(storage)
+    }
+
+    /// Tells the buffer pool which table column or index each page belongs to
+    /// (the access-density policy ranks objects). A map that cannot be built
+    /// (a damaged index node) only costs the policy its objects: a warning.
+    fn refresh_objects(&self) {
+        match crate::resident::object_map(&self.file, &self.catalog()) {
+            Ok(map) => self.bm.set_objects(Arc::new(map)),
+            Err(e) => tracing::warn!("buffer objects not mapped: {e}"),
+        }
+    }
+
+    /// Holds the pages of the named indexes in the buffer pool (`all`, `none`,
+    /// or `idx1,idx2`; see [`crate::resident::parse_resident`]), interior nodes
+    /// first, replacing the previous resident set; returns the pages held. A set
+    /// too large for the pool is refused before anything changes. Applies to the
+    /// indexes committed now; a dropped index's pages leave with it.
+    pub fn set_resident_indexes(&self, spec: &str) -> StorageResult<usize> {
+        let catalog = self.catalog();
+        let names = crate::resident::parse_resident(spec, &catalog)?;
+        let pages = crate::resident::resident_pages(&self.file, &catalog, &names)?;
+        let frames = self.bm.capacity();
+        let reserve = crate::buffer::frames_reserved_for_queries(frames);
+        if pages.len() > frames - reserve {
+            return Err(StorageError::ResidentTooLarge {
+                pages: pages.len() as u64,
+                frames,
+                reserve,
+            });
+        }
+        self.bm.release_resident();
+        let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        held.clear();
+        let n = self.bm.make_resident(&pages)?;
+        *held = names;
+        Ok(n)
+    }
+
+    /// After a commit: a dropped resident index leaves the resident set (its
+    /// frames are released; the other indexes stay held).
+    fn refresh_resident(&self) {
+        let catalog = self.catalog();
+        let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        if held.iter().all(|n| catalog.index(n).is_some()) {
+            return;
+        }
+        held.retain(|n| catalog.index(n).is_some());
+        self.bm.release_resident();
+        let pinned = crate::resident::resident_pages(&self.file, &catalog, &held)
+            .and_then(|pages| self.bm.make_resident(&pages));
+        if let Err(e) = pinned {
+            tracing::warn!("resident indexes released: {e}");
+            held.clear();
+            self.bm.release_resident();
+        }
     }
 
     /// What opening found worth a warning: a damaged spare header slot, an
@@ -715,6 +775,8 @@ impl WriteTxn {
         let state = self.state.as_mut().expect("an open transaction");
         state.header = header;
         state.quarantine.push(quarantine);
+        storage.refresh_objects();
+        storage.refresh_resident();
         Ok(())
     }
 

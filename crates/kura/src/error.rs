@@ -63,7 +63,9 @@ impl KuraError {
                 StorageError::TypeMismatch { .. } => "42804",
                 StorageError::BadInput { code, .. } => code,
                 StorageError::Checksum { .. } | StorageError::Corrupt { .. } => "XX001",
-                StorageError::BufferExhausted { .. } => "53200",
+                StorageError::BufferExhausted { .. } | StorageError::ResidentTooLarge { .. } => {
+                    "53200"
+                }
                 StorageError::Io { .. } => "58030",
                 StorageError::InUse { .. } => "55006",
                 StorageError::NotADatabase { .. } | StorageError::HeaderDamaged { .. } => "XX001",

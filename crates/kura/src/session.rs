@@ -569,6 +569,10 @@ impl Session {
             // Settings PostgreSQL drivers send at connect time; accepted, no effect.
             return Ok(());
         }
+        if name.eq_ignore_ascii_case("resident_indexes") {
+            // Applied first: a set the pool cannot hold leaves the setting as it was.
+            self.storage.set_resident_indexes(value)?;
+        }
         self.settings.set(name, value).map_err(KuraError::Invalid)?;
         if name.eq_ignore_ascii_case("buffer_policy") {
             self.storage.buffer().set_policy(value)?;

@@ -157,6 +157,16 @@ fn index_plans_give_identical_results_in_the_three_modes() {
 /// Runs `sql` in ooo mode on a freshly opened (cold) database with `SET prefetch`;
 /// returns the rows and the buffer's read-ahead count.
 fn cold_scan(path: &std::path::Path, sql: &str, prefetch: &str) -> (Vec<Vec<Value>>, u64) {
+    cold_scan_in(path, sql, prefetch, "ooo")
+}
+
+/// [`cold_scan`] in `mode`.
+fn cold_scan_in(
+    path: &std::path::Path,
+    sql: &str,
+    prefetch: &str,
+    mode: &str,
+) -> (Vec<Vec<Value>>, u64) {
     let opts = OpenOptions {
         buffer_bytes: Some(2 << 20),
         buffered_io: true,
@@ -164,7 +174,9 @@ fn cold_scan(path: &std::path::Path, sql: &str, prefetch: &str) -> (Vec<Vec<Valu
     };
     let db = Database::open(path, opts).expect("reopen the database");
     let mut session = db.session();
-    session.execute("SET execution_mode = 'ooo'").unwrap();
+    session
+        .execute(&format!("SET execution_mode = '{mode}'"))
+        .unwrap();
     session
         .execute(&format!("SET prefetch = {prefetch}"))
         .unwrap();
@@ -223,6 +235,24 @@ fn prefetch_reads_scans_ahead_and_keeps_results() {
 }
 
 #[test]
+fn serial_and_static_mode_read_ahead_synchronously_and_keep_results() {
+    with_loaded_file("sync-prefetch", |path| {
+        for mode in ["serial", "static"] {
+            for sql in [
+                "SELECT count(*), sum(l_quantity), sum(l_extendedprice), min(l_shipdate) FROM lineitem",
+                query_text("6").unwrap(),
+            ] {
+                let (on, ahead_on) = cold_scan_in(path, sql, "on", mode);
+                let (off, ahead_off) = cold_scan_in(path, sql, "off", mode);
+                assert_eq!(ahead_off, 0, "{mode}: {sql}: read ahead with prefetch off");
+                assert!(ahead_on > 0, "{mode}: {sql}: a cold scan was not read ahead");
+                assert_same(sql, &format!("{mode} with prefetch off"), &on, &off);
+            }
+        }
+    });
+}
+
+#[test]
 fn runtime_counts_the_synchronous_reads_of_serial_and_static_mode() {
     with_loaded_file("sync-reads", |path| {
         let rt = shared_runtime().expect("runtime");
@@ -237,6 +267,9 @@ fn runtime_counts_the_synchronous_reads_of_serial_and_static_mode() {
             session
                 .execute(&format!("SET execution_mode = '{mode}'"))
                 .unwrap();
+            // Without read-ahead every page read is one request; read-ahead
+            // reads runs of pages with one request each.
+            session.execute("SET prefetch = off").unwrap();
             let (reads0, io0) = (db.storage().buffer().stats().pages_read, rt.stats().total());
             session.execute(query_text("1").unwrap()).unwrap();
             let reads = db.storage().buffer().stats().pages_read - reads0;

@@ -2,6 +2,7 @@
 
 pub mod arc;
 pub mod clock;
+pub mod density;
 pub mod fix;
 pub mod lfu;
 pub mod mq;
@@ -13,6 +14,7 @@ pub mod two_q;
 
 pub use arc::Arc;
 pub use clock::Clock;
+pub use density::{Density, ObjectMap};
 pub use fix::Fix;
 pub use lfu::Lfu;
 pub use mq::Mq;

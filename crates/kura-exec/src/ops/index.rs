@@ -116,6 +116,10 @@ impl Source for IndexScanSource {
         self.pieces.len()
     }
 
+    fn sequential(&self) -> bool {
+        true
+    }
+
     fn pages_for(&self, morsel: usize) -> Option<(Arc<BufferManager>, Vec<PageId>)> {
         let piece = self.pieces.get(morsel)?;
         Some((self.index.bm.clone(), piece.leaves.clone()))

@@ -167,6 +167,10 @@ impl Source for ScanSource {
         self.morsels.len()
     }
 
+    fn sequential(&self) -> bool {
+        true
+    }
+
     fn pages_for(&self, morsel: usize) -> Option<(Arc<BufferManager>, Vec<PageId>)> {
         let bm = self.table.buffer_manager()?;
         let ranges = self.morsels.get(morsel)?;

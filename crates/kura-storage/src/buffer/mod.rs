@@ -17,11 +17,11 @@ mod waiters;
 pub use observer::{set_sync_read_observer, SyncRead};
 pub use stats::BufferStats;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use hashbrown::HashMap;
-use kura_cache::Policy;
+use kura_cache::{ObjectMap, Policy};
 
 use crate::error::{StorageError, StorageResult};
 use crate::file::aligned::AlignedBuf;
@@ -41,12 +41,28 @@ struct Frame {
     pin: AtomicU32,
     state: AtomicU8,
     page: AtomicU64,
+    /// Held resident ([`BufferManager::make_resident`]): one extra pin, and the
+    /// page is out of the policy's view so evictions never scan past it.
+    resident: AtomicBool,
 }
 
 struct Inner {
     table: HashMap<PageId, u32>,
     free: Vec<u32>,
     policy: Box<dyn Policy>,
+    /// Which object each page belongs to (for the access-density policy).
+    objects: Arc<ObjectMap>,
+    /// Frames held resident, in the order they were made so.
+    resident: Vec<u32>,
+}
+
+/// Most pages one synchronous read-ahead request reads (1 MiB of 16 KiB pages).
+pub const MAX_READ_PAGES: usize = 64;
+
+/// Frames that resident pages must always leave to queries: an eighth of the
+/// pool, and at least 64, so scans, index searches and read-ahead keep room.
+pub fn frames_reserved_for_queries(frames: usize) -> usize {
+    (frames / 8).max(64).min(frames)
 }
 
 /// The pool of page frames in front of the database file.
@@ -129,6 +145,7 @@ impl BufferManager {
                 pin: AtomicU32::new(0),
                 state: AtomicU8::new(FREE),
                 page: AtomicU64::new(u64::MAX),
+                resident: AtomicBool::new(false),
             })
             .collect();
         Ok(Arc::new(BufferManager {
@@ -140,6 +157,8 @@ impl BufferManager {
                 table: HashMap::with_capacity(frames),
                 free: (0..frames as u32).rev().collect(),
                 policy,
+                objects: Arc::new(ObjectMap::new()),
+                resident: Vec::new(),
             }),
             loaded: Condvar::new(),
             waiters: waiters::Waiters::default(),
@@ -171,11 +190,102 @@ impl BufferManager {
         let mut policy = kura_cache::make_buffer_policy(name, self.frames.len())
             .map_err(|e| StorageError::Policy(e.to_string()))?;
         let mut inner = self.lock();
-        for &page in inner.table.keys() {
-            policy.insert(page);
+        policy.set_objects(inner.objects.clone());
+        for (&page, &f) in inner.table.iter() {
+            if !self.frames[f as usize].resident.load(Ordering::Acquire) {
+                policy.insert(page);
+            }
         }
         inner.policy = policy;
         Ok(())
+    }
+
+    /// Tells the replacement policy which object each page belongs to (kept
+    /// across [`BufferManager::set_policy`]).
+    pub fn set_objects(&self, objects: Arc<ObjectMap>) {
+        let mut inner = self.lock();
+        inner.policy.set_objects(objects.clone());
+        inner.objects = objects;
+    }
+
+    /// Frames held resident right now.
+    pub fn resident_frames(&self) -> usize {
+        self.lock().resident.len()
+    }
+
+    /// Frames queries may use: all but those held resident.
+    pub fn available_frames(&self) -> usize {
+        self.frames.len() - self.lock().resident.len()
+    }
+
+    /// Holds `pages` in the pool until [`BufferManager::release_resident`]:
+    /// each is fixed (read if needed, in the order given) and keeps one pin, so
+    /// no policy can evict it. Pages already resident stay so. Refused, before
+    /// anything is read, when the resident pages would leave fewer than
+    /// [`frames_reserved_for_queries`] frames. Returns the frames now resident.
+    pub fn make_resident(self: &Arc<Self>, pages: &[PageId]) -> StorageResult<usize> {
+        let frames = self.frames.len();
+        let reserve = frames_reserved_for_queries(frames);
+        let already: std::collections::HashSet<PageId> = {
+            let inner = self.lock();
+            inner
+                .resident
+                .iter()
+                .map(|&f| self.frames[f as usize].page.load(Ordering::Acquire))
+                .collect()
+        };
+        let mut wanted: Vec<PageId> = Vec::with_capacity(pages.len());
+        let mut seen = std::collections::HashSet::new();
+        for &p in pages {
+            if !already.contains(&p) && seen.insert(p) {
+                wanted.push(p);
+            }
+        }
+        let total = already.len() + wanted.len();
+        if total > frames - reserve {
+            return Err(StorageError::ResidentTooLarge {
+                pages: total as u64,
+                frames,
+                reserve,
+            });
+        }
+        for page in wanted {
+            let guard = self.fix(page)?;
+            if guard.private.is_some() {
+                // A private copy holds no frame; nothing to keep.
+                continue;
+            }
+            let mut inner = self.lock();
+            let frame = &self.frames[guard.frame as usize];
+            if frame.state.load(Ordering::Acquire) == READY
+                && !frame.resident.swap(true, Ordering::AcqRel)
+            {
+                frame.pin.fetch_add(1, Ordering::AcqRel);
+                inner.policy.remove(page);
+                inner.resident.push(guard.frame);
+            }
+            drop(inner);
+            drop(guard);
+        }
+        Ok(self.resident_frames())
+    }
+
+    /// Lets every resident page be evicted again (they stay cached until then).
+    pub fn release_resident(&self) {
+        let mut inner = self.lock();
+        let frames = std::mem::take(&mut inner.resident);
+        for f in frames {
+            let frame = &self.frames[f as usize];
+            if !frame.resident.swap(false, Ordering::AcqRel) {
+                continue;
+            }
+            if frame.state.load(Ordering::Acquire) == READY {
+                let page = frame.page.load(Ordering::Acquire);
+                // Room is guaranteed: resident frames were outside the policy.
+                inner.policy.insert(page);
+            }
+            self.unpin_locked(&mut inner, f);
+        }
     }
 
     pub fn stats(&self) -> BufferStats {
@@ -209,7 +319,9 @@ impl BufferManager {
             frame.pin.fetch_add(1, Ordering::AcqRel);
             return Ok(match frame.state.load(Ordering::Acquire) {
                 READY => {
-                    inner.policy.access(page);
+                    if !frame.resident.load(Ordering::Relaxed) {
+                        inner.policy.access(page);
+                    }
                     self.counters.hits.fetch_add(1, Ordering::Relaxed);
                     FixAttempt::Hit(PageGuard {
                         bm: self.clone(),
@@ -301,6 +413,64 @@ impl BufferManager {
             page,
             done: false,
         })
+    }
+
+    /// Synchronous read-ahead (serial and static scans): reserves frames for
+    /// those of `pages` not resident (as [`BufferManager::try_prefetch`]), then
+    /// reads each run of consecutive page ids with one `pread` of up to
+    /// [`MAX_READ_PAGES`] pages and completes them. Returns the pages read. A
+    /// failed read only drops its pages (the fix that needs one reports the error).
+    pub fn prefetch_sync(self: &Arc<Self>, pages: &[PageId]) -> usize {
+        let mut sorted: Vec<PageId> = pages.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut tickets: Vec<ReadTicket> = Vec::new();
+        for page in sorted {
+            if let Some(t) = self.try_prefetch(page) {
+                tickets.push(t);
+            }
+        }
+        let mut read = 0;
+        let mut run: Vec<ReadTicket> = Vec::new();
+        let mut scratch =
+            AlignedBuf::new(self.page_size * MAX_READ_PAGES.min(tickets.len().max(1)));
+        for t in tickets {
+            let extends = run
+                .last()
+                .is_some_and(|l| l.page + 1 == t.page && run.len() < MAX_READ_PAGES);
+            if !extends && !run.is_empty() {
+                read += self.read_run(std::mem::take(&mut run), &mut scratch);
+            }
+            run.push(t);
+        }
+        if !run.is_empty() {
+            read += self.read_run(run, &mut scratch);
+        }
+        read
+    }
+
+    /// Reads a run of consecutive reserved pages with one request.
+    fn read_run(&self, run: Vec<ReadTicket>, scratch: &mut AlignedBuf) -> usize {
+        let ps = self.page_size;
+        let bytes = run.len() * ps;
+        observer::note(SyncRead::Submitted);
+        let r = self.file.read_pages_raw(run[0].page, &mut scratch[..bytes]);
+        observer::note(SyncRead::Completed);
+        let mut read = 0;
+        for (i, mut t) in run.into_iter().enumerate() {
+            let outcome = match &r {
+                Ok(()) => {
+                    t.buffer().copy_from_slice(&scratch[i * ps..(i + 1) * ps]);
+                    Ok(())
+                }
+                Err(e) => Err(StorageError::Invalid(format!("read-ahead failed: {e}"))),
+            };
+            // The guard is dropped at once: the page stays resident, unpinned.
+            if self.complete(t, outcome).is_ok() {
+                read += 1;
+            }
+        }
+        read
     }
 
     /// Synchronous fix: a miss is read with `pread` on the calling thread.
@@ -399,6 +569,11 @@ impl BufferManager {
         if let Some(f) = inner.table.remove(&page) {
             inner.policy.remove(page);
             let frame = &self.frames[f as usize];
+            if frame.resident.swap(false, Ordering::AcqRel) {
+                // Its resident pin goes with it (the index was dropped).
+                inner.resident.retain(|&r| r != f);
+                frame.pin.fetch_sub(1, Ordering::AcqRel);
+            }
             if frame.pin.load(Ordering::Acquire) == 0 {
                 frame.state.store(FREE, Ordering::Release);
                 inner.free.push(f);

@@ -276,6 +276,23 @@ impl DbFile {
         Ok(())
     }
 
+    /// Reads the consecutive pages `first, first+1, ...` into `buf` (a multiple
+    /// of the page size, aligned) with one positioned read, without verifying
+    /// them: sequential read-ahead's large request.
+    pub fn read_pages_raw(&self, first: PageId, buf: &mut [u8]) -> StorageResult<()> {
+        let off = first * self.page_size as u64;
+        let n = read_full_at(&self.file, buf, off)
+            .map_err(|e| StorageError::io(&self.path, "read pages", e))?;
+        if n < buf.len() {
+            return Err(StorageError::Corrupt {
+                path: self.path.clone(),
+                page: first + (n / self.page_size) as u64,
+                what: "page lies beyond the end of the file".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Verifies a page just read: checksum, then that it is the page asked for.
     pub fn verify_page(&self, page: PageId, buf: &[u8]) -> StorageResult<()> {
         if let Err((expected, found)) = page::verify(&buf[..self.page_size]) {

@@ -1,0 +1,70 @@
+//! A tiny `kura bench memsweep` (SF 0.01, two buffer sizes): the CSV has the
+//! study's columns and one row per point, the counters are consistent, prefetch
+//! reads ahead only when on, and the too-small pool refuses the resident set.
+
+use kura_lab::memsweep::{self, Config, CSV_COLUMNS};
+
+#[test]
+fn a_tiny_sweep_writes_the_csv_with_every_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config::quick(dir.path().join("sweep.db"), dir.path().join("out"));
+    cfg.sf = 0.01;
+    cfg.buffers = vec![1 << 20, 16 << 20];
+    cfg.policies = vec!["lru".into(), "density".into()];
+    cfg.reps = 1;
+    let mut report = Vec::new();
+    let mut calls = 0;
+    let points = memsweep::run(&cfg, &mut report, &mut |_, _| calls += 1).unwrap();
+    let report = String::from_utf8(report).unwrap();
+    // Per shape and buffer: lru on/off, density; the index shapes add resident.
+    assert_eq!(points.len(), 3 * 2 * 3 + 2 * 2, "{report}");
+    assert_eq!(calls, points.len());
+
+    let mut csv = csv::Reader::from_path(dir.path().join("out/memsweep.csv")).unwrap();
+    let header: Vec<String> = csv.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(header, CSV_COLUMNS);
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), points.len());
+    let col = |name: &str| CSV_COLUMNS.iter().position(|c| *c == name).unwrap();
+    for r in &rows {
+        assert_eq!(r.len(), CSV_COLUMNS.len(), "{r:?}");
+        if !r[col("error")].is_empty() {
+            assert_eq!(r[col("resident")].to_string(), "yes", "{r:?}");
+            continue;
+        }
+        let fixes: u64 = r[col("fixes")].parse().unwrap();
+        let hit: f64 = r[col("hit_ratio")].parse().unwrap();
+        let total: f64 = r[col("total_s")].parse().unwrap();
+        assert!(
+            fixes > 0 && (0.0..=1.0).contains(&hit) && total > 0.0,
+            "{r:?}"
+        );
+        if &r[col("prefetch")] == "off" {
+            assert_eq!(r[col("prefetched")].to_string(), "0", "{r:?}");
+        }
+    }
+    // The scan over a 1 MiB pool misses, and with prefetch on reads ahead.
+    let scan_small_on = points
+        .iter()
+        .find(|p| p.shape == "scan" && p.buffer == 1 << 20 && p.prefetch && p.policy == "lru")
+        .unwrap();
+    assert!(
+        scan_small_on.pages_read > 0 && scan_small_on.prefetched > 0,
+        "{scan_small_on:?}"
+    );
+    // 1 MiB is 64 frames, all of which must stay free for queries.
+    assert!(points
+        .iter()
+        .filter(|p| p.resident && p.buffer == 1 << 20)
+        .all(|p| p
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("must stay free"))));
+    for shape in ["scan", "join3", "join4"] {
+        assert!(dir
+            .path()
+            .join(format!("out/memsweep-{shape}.png"))
+            .exists());
+    }
+    assert!(report.contains("improvement ratio"), "{report}");
+}

@@ -1,0 +1,129 @@
+//! Memory objects for the buffer pool (paper 001's conclusions): the map of which
+//! table column or index each page belongs to (for the access-density policy), and
+//! resident indexes — an index's pages, interior nodes first, held in the pool so
+//! no replacement policy can evict them (`SET resident_indexes`).
+
+use std::collections::BTreeSet;
+
+use kura_cache::ObjectMap;
+
+use crate::catalog::Catalog;
+use crate::error::{StorageError, StorageResult};
+use crate::file::aligned::AlignedBuf;
+use crate::file::page::PAGE_HEADER;
+use crate::file::{DbFile, PageId};
+use crate::index::node::Node;
+use crate::index::BTreeIndex;
+
+/// An index's pages: interior nodes level by level from the root, then the
+/// leaves in key order. Interior nodes are read straight from the file (not
+/// through the buffer pool, so listing pages does not disturb what is cached);
+/// leaves are named by their parents and not read.
+pub fn index_pages(file: &DbFile, tree: &BTreeIndex) -> StorageResult<(Vec<PageId>, Vec<PageId>)> {
+    if tree.height <= 1 {
+        return Ok((Vec::new(), vec![tree.root]));
+    }
+    let mut buf = AlignedBuf::new(file.page_size());
+    let mut interior = Vec::new();
+    let mut level = vec![tree.root];
+    let mut leaves = Vec::new();
+    // Bounded by the height the catalog records, so a damaged child pointer can
+    // not make the walk loop.
+    for depth in 0..tree.height - 1 {
+        let mut next = Vec::new();
+        for &page in &level {
+            file.read_page(page, &mut buf)?;
+            let node = Node::parse(&buf[PAGE_HEADER..file.page_size()]).map_err(|what| {
+                StorageError::Corrupt {
+                    path: file.path().to_path_buf(),
+                    page,
+                    what,
+                }
+            })?;
+            if node.is_leaf() {
+                return Err(StorageError::Corrupt {
+                    path: file.path().to_path_buf(),
+                    page,
+                    what: format!(
+                        "index leaf at depth {depth} of a tree of height {}",
+                        tree.height
+                    ),
+                });
+            }
+            next.extend((0..node.count()).map(|i| node.child(i)));
+            interior.push(page);
+        }
+        level = next;
+        if depth + 2 == tree.height {
+            leaves = std::mem::take(&mut level);
+        }
+    }
+    Ok((interior, leaves))
+}
+
+/// One object per table column (its data and overflow pages) and per index.
+pub fn object_map(file: &DbFile, catalog: &Catalog) -> StorageResult<ObjectMap> {
+    let mut map = ObjectMap::new();
+    for name in catalog.table_names() {
+        let Some(table) = catalog.table(&name) else {
+            continue;
+        };
+        for (col, meta) in table.schema().columns.iter().zip(&table.meta().columns) {
+            let pages = meta
+                .zones
+                .iter()
+                .map(|z| z.page)
+                .chain(meta.overflow.iter().copied());
+            map.add(format!("{name}.{}", col.name), pages);
+        }
+    }
+    for name in catalog.index_names() {
+        let Some(entry) = catalog.index(&name) else {
+            continue;
+        };
+        let (interior, leaves) = index_pages(file, &entry.tree)?;
+        map.add(name, interior.into_iter().chain(leaves));
+    }
+    Ok(map)
+}
+
+/// The indexes a `resident_indexes` value names: `all`, `none` (or empty), or
+/// a comma-separated list of index names, each of which must exist.
+pub fn parse_resident(spec: &str, catalog: &Catalog) -> StorageResult<Vec<String>> {
+    let spec = spec.trim();
+    if spec.is_empty() || spec.eq_ignore_ascii_case("none") {
+        return Ok(Vec::new());
+    }
+    if spec.eq_ignore_ascii_case("all") {
+        return Ok(catalog.index_names());
+    }
+    let mut names = BTreeSet::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let entry = catalog
+            .index(part)
+            .ok_or_else(|| StorageError::NoSuchIndex(part.to_string()))?;
+        names.insert(entry.name.clone());
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// The pages to hold for `indexes`: every index's interior nodes first (they
+/// serve every search), then the leaves.
+pub fn resident_pages(
+    file: &DbFile,
+    catalog: &Catalog,
+    indexes: &[String],
+) -> StorageResult<Vec<PageId>> {
+    let mut interior = Vec::new();
+    let mut leaves = Vec::new();
+    for name in indexes {
+        let entry = catalog
+            .index(name)
+            .ok_or_else(|| StorageError::NoSuchIndex(name.clone()))?;
+        let (i, l) = index_pages(file, &entry.tree)?;
+        interior.extend(i);
+        leaves.extend(l);
+    }
+    interior.extend(leaves);
+    Ok(interior)
+}
