@@ -171,12 +171,16 @@ impl Options {
         Ok(delimiter)
     }
 
-    /// A file's format: CSV when said or the name ends in `.csv`, else kura's
-    /// plain delimited text (`|`, dbgen's `.tbl`), without backslash escapes.
+    /// A file's format: CSV when said or the name ends in `.csv`; dbgen's plain
+    /// `|`-delimited text without backslash escapes for a `.tbl` file; otherwise
+    /// PostgreSQL's text format, so that what `COPY ... TO 'file'` writes reads
+    /// back unchanged.
     pub fn file_format(&self, path: &str) -> KuraResult<TextFormat> {
-        let csv = self
-            .csv
-            .unwrap_or_else(|| path.to_ascii_lowercase().ends_with(".csv"));
+        let lower = path.to_ascii_lowercase();
+        let csv = self.csv.unwrap_or_else(|| lower.ends_with(".csv"));
+        if !csv && !lower.ends_with(".tbl") {
+            return self.client_format();
+        }
         let delimiter = self.delimiter_and_null(if csv { b',' } else { b'|' })?;
         Ok(TextFormat {
             delimiter,

@@ -225,6 +225,21 @@ fn copy_out_and_back_gives_the_same_table() {
         std::fs::read_to_string(&file).unwrap(),
         "1,1.50\n2,-0.05\n3,12345678.90\n"
     );
+    // A file in PostgreSQL's text format (any name but .csv and dbgen's .tbl)
+    // reads back as it was written: tabs, backslashes, line breaks and NULLs.
+    let text_file = dir.path().join("t.txt");
+    s.execute(&format!("copy t to '{}'", text_file.display()))
+        .unwrap();
+    s.execute("create table u_file (i integer, v varchar, d decimal(12,2), dt date, b boolean, f double)")
+        .unwrap();
+    let r = s
+        .execute(&format!("copy u_file from '{}'", text_file.display()))
+        .unwrap();
+    assert_eq!(r.tag, "COPY 4");
+    assert_eq!(
+        rows(&mut s, "select * from u_file order by i"),
+        rows(&mut s, "select * from t order by i")
+    );
     // A server's clients may not write server files.
     let mut denied = db.session();
     denied.set_file_access(kura::FileAccess::Denied);
