@@ -18,6 +18,11 @@ pub trait CatalogProvider {
     fn view(&self, name: &str) -> Option<ViewDefinition>;
     /// Every table and view name (for "did you mean" hints).
     fn relation_names(&self) -> Vec<String>;
+    /// The session a statement runs in (`version()`, `now()` ...); `None` where
+    /// there is none (tools, tests): those functions then fail.
+    fn session(&self) -> Option<&crate::SessionInfo> {
+        None
+    }
 }
 
 /// An in-memory catalog (tests, tools).

@@ -12,7 +12,9 @@ pub mod error;
 pub mod logical;
 pub mod optimizer;
 pub mod planner;
+pub mod session;
 
 pub use catalog::{CatalogProvider, MemoryCatalog, ViewDefinition};
 pub use error::{SqlError, SqlResult};
 pub use planner::{describe_query, plan_query, PlannedQuery, PlannerOptions};
+pub use session::SessionInfo;

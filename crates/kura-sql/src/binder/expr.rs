@@ -941,6 +941,12 @@ impl Binder<'_> {
         } else {
             (a, b)
         };
+        // A date meets a timestamp at its midnight.
+        let (a, b) = match (a.data_type(), b.data_type()) {
+            (DataType::Date, DataType::Timestamp) => (coerce(a, DataType::Timestamp, p)?, b),
+            (DataType::Timestamp, DataType::Date) => (a, coerce(b, DataType::Timestamp, p)?),
+            _ => (a, b),
+        };
         let (ta, tb) = (a.data_type(), b.data_type());
         if common_type(ta, tb).is_none() {
             return Err(SqlError::mismatch(
@@ -1369,6 +1375,7 @@ fn param_literal(v: Value, _n: usize) -> PhysExpr {
             scale: *s,
         },
         Value::Date(_) => DataType::Date,
+        Value::Timestamp(_) => DataType::Timestamp,
     };
     PhysExpr::literal(v, t)
 }
