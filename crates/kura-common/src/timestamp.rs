@@ -197,7 +197,12 @@ mod tests {
         ] {
             assert_eq!(format_timestamp(parse_timestamp(input).unwrap()), out);
         }
-        for bad in ["2024-02-30 00:00", "2024-01-02 25:00", "x", "2024-01-02 03:61"] {
+        for bad in [
+            "2024-02-30 00:00",
+            "2024-01-02 25:00",
+            "x",
+            "2024-01-02 03:61",
+        ] {
             assert!(parse_timestamp(bad).is_err(), "{bad}");
         }
     }

@@ -233,8 +233,12 @@ mod tests {
         );
         assert_eq!(text(&Value::Timestamp(t)).unwrap(), "2000-01-01 00:00:01.5");
         assert_eq!(
-            decode_param(Some(b"2000-01-01 00:00:01.5"), Some(&DataType::Timestamp), false)
-                .unwrap(),
+            decode_param(
+                Some(b"2000-01-01 00:00:01.5"),
+                Some(&DataType::Timestamp),
+                false
+            )
+            .unwrap(),
             Value::Timestamp(t)
         );
         assert!(decode_param(Some(b"2000-13-01"), Some(&DataType::Timestamp), false).is_err());

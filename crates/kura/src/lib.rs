@@ -2,11 +2,14 @@
 //! that `execute` SQL, loading, settings — joining the layers' errors into one.
 
 mod copy;
+mod cursor;
 pub mod database;
 pub mod ddl;
 mod describe;
 mod dml;
 pub mod error;
+pub mod identity;
+mod prepared;
 mod query;
 pub mod result;
 pub mod session;

@@ -35,6 +35,8 @@ pub(crate) struct QueryContext<'a> {
     pub tx: Tx<'a>,
     /// The budget all running queries share.
     pub shared_memory: &'a Arc<kura_exec::context::MemoryTracker>,
+    /// What `version()`, `now()` ... read.
+    pub info: Arc<kura_sql::SessionInfo>,
 }
 
 /// A stored table as a scan source.
@@ -124,6 +126,7 @@ impl TableSource for StorageTable {
 /// The committed catalog as the planner sees it.
 struct StorageCatalog {
     catalog: Arc<Catalog>,
+    info: Arc<kura_sql::SessionInfo>,
 }
 
 impl CatalogProvider for StorageCatalog {
@@ -175,6 +178,9 @@ impl CatalogProvider for StorageCatalog {
         n.extend(self.catalog.view_names());
         n
     }
+    fn session(&self) -> Option<&kura_sql::SessionInfo> {
+        Some(&self.info)
+    }
 }
 
 /// Buffer-manager counters for EXPLAIN ANALYZE.
@@ -199,6 +205,7 @@ impl QueryContext<'_> {
     fn catalog(&self) -> StorageCatalog {
         StorageCatalog {
             catalog: self.tx.catalog(),
+            info: self.info.clone(),
         }
     }
 
@@ -278,6 +285,15 @@ impl QueryContext<'_> {
         let batches = self.execute(&planned, &self.exec_context())?;
         Ok(QueryResult::rows_of(result_columns(&planned), batches))
     }
+}
+
+/// Runs a query and collects its rows (a cursor's, `EXECUTE`'s arguments).
+pub(crate) fn collect(
+    ctx: &QueryContext,
+    q: &Query,
+    params: Option<Vec<Value>>,
+) -> KuraResult<QueryResult> {
+    ctx.query(q, params)
 }
 
 fn result_columns(planned: &PlannedQuery) -> Vec<ResultColumn> {

@@ -37,9 +37,7 @@ impl MinMaxAcc {
             | DataType::BigInt
             | DataType::Decimal { .. }
             | DataType::Date
-            | DataType::Timestamp => {
-                Slots::Int(Vec::new())
-            }
+            | DataType::Timestamp => Slots::Int(Vec::new()),
             DataType::Double => Slots::Float(Vec::new()),
             _ => Slots::Other(Vec::new()),
         };

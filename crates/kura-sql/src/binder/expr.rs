@@ -553,6 +553,13 @@ impl Binder<'_> {
             } => {
                 let x = self.bind_expr(expr, cx)?;
                 let t = sql_type(data_type, pos(e))?;
+                if let Some(n) = param_marker(&x) {
+                    // `$1::int` while describing: the cast gives the parameter its type.
+                    if let Some(slot) = self.params.types.get_mut(n - 1) {
+                        slot.get_or_insert(t);
+                    }
+                    return Ok(PhysExpr::literal(Value::Null, t));
+                }
                 if is_untyped_null(&x) && t == DataType::Varchar(None) {
                     // `CAST(NULL AS TEXT)` is text, not the untyped NULL it would fold to.
                     return Ok(text_null());
@@ -561,6 +568,18 @@ impl Binder<'_> {
             }
             E::Extract { field, expr, .. } => {
                 let x = self.bind_expr(expr, cx)?;
+                // The calendar fields of a timestamp are its date's.
+                let x = if x.data_type() == DataType::Timestamp
+                    && matches!(
+                        field,
+                        ast::DateTimeField::Year
+                            | ast::DateTimeField::Month
+                            | ast::DateTimeField::Day
+                    ) {
+                    coerce(x, DataType::Date, pos(e))?
+                } else {
+                    x
+                };
                 if x.data_type() != DataType::Date {
                     return Err(SqlError::mismatch(
                         format!("extract needs a date, not {}", x.data_type()),
@@ -1214,24 +1233,15 @@ impl Binder<'_> {
             ("current_date", true) => {
                 return Ok(PhysExpr::literal(Value::Date(today_utc()), DataType::Date))
             }
-            ("current_schema", true) => {
-                return Ok(PhysExpr::literal(
-                    Value::Text("public".into()),
-                    DataType::Varchar(None),
-                ))
-            }
-            ("now" | "current_timestamp" | "localtimestamp", _) => {
-                return Err(SqlError::unsupported(
-                    format!("{name}() (kura has no TIMESTAMP type yet; current_date works)"),
-                    p,
-                ))
-            }
             _ => {}
         }
         let bound = args
             .iter()
             .map(|a| self.bind_expr(a, cx))
             .collect::<SqlResult<Vec<_>>>()?;
+        if let Some(value) = self.session_function(&name, &bound, p)? {
+            return Ok(value);
+        }
         let func = match name.as_str() {
             "coalesce" => ScalarFunc::Coalesce,
             "abs" => ScalarFunc::Abs,
@@ -1260,7 +1270,14 @@ impl Binder<'_> {
                 });
             }
             _ => {
-                let suggestion = did_you_mean(&name, AGGREGATES.iter().chain(SCALARS).copied());
+                let suggestion = did_you_mean(
+                    &name,
+                    AGGREGATES
+                        .iter()
+                        .chain(SCALARS)
+                        .chain(super::session_fn::SESSION_FUNCTIONS)
+                        .copied(),
+                );
                 return Err(SqlError::UnknownFunction {
                     name,
                     pos: p,
