@@ -1015,6 +1015,14 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Columns of open cursor `name` (the wire protocol describes a cursor
+    /// as a portal of that name).
+    pub fn cursor_columns(&self, name: &str) -> Option<Vec<ResultColumn>> {
+        self.cursors.get(name).ok().map(|c| c.columns.clone())
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         // Held cursors give their memory back to the shared budget.
