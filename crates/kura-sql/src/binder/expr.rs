@@ -223,7 +223,20 @@ impl Binder<'_> {
     fn bind_expr_node(&mut self, e: &ast::Expr, cx: &mut ExprCtx) -> SqlResult<PhysExpr> {
         use ast::Expr as E;
         match e {
-            E::Identifier(id) => self.resolve(None, id, cx),
+            E::Identifier(id) => match self.resolve(None, id, cx) {
+                // `current_schema` written without parentheses, as SQL allows,
+                // where no column of that name is in scope.
+                Err(SqlError::UnknownColumn { .. })
+                    if id.quote_style.is_none()
+                        && id.value.eq_ignore_ascii_case("current_schema") =>
+                {
+                    Ok(PhysExpr::literal(
+                        Value::Text("public".into()),
+                        DataType::Varchar(None),
+                    ))
+                }
+                r => r,
+            },
             E::CompoundIdentifier(ids) => match ids.as_slice() {
                 [q, c] => self.resolve(Some(q), c, cx),
                 [_, q, c] => self.resolve(Some(q), c, cx),
