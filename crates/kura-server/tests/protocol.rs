@@ -321,7 +321,10 @@ fn casts_type_parameters_the_client_leaves_open() {
         assert_eq!(row.get::<_, i32>(0), 42);
         assert_eq!(row.get::<_, std::time::SystemTime>(1), when);
         assert!(row.get::<_, bool>(2));
-        let stmt = c.prepare("select i from t where b = $1::bigint").await.unwrap();
+        let stmt = c
+            .prepare("select i from t where b = $1::bigint")
+            .await
+            .unwrap();
         assert_eq!(stmt.params(), &[Type::INT8]);
         let row = c.query_one(&stmt, &[&-7i64]).await.unwrap();
         assert_eq!(row.get::<_, i32>(0), 2);

@@ -401,10 +401,9 @@ impl Session {
     /// `BEGIN`, `COMMIT`, `ROLLBACK`.
     fn transaction_control(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
         match stmt {
-            Statement::StartTransaction { .. } => {
-                if self.txn_start.is_none() {
-                    self.txn_start = Some(kura_common::timestamp::now_utc());
-                }
+            // A nested BEGIN (a warning) keeps the first one's time.
+            Statement::StartTransaction { .. } if self.txn_start.is_none() => {
+                self.txn_start = Some(kura_common::timestamp::now_utc());
             }
             Statement::Commit { chain: false, .. } => {
                 self.txn_start = None;

@@ -164,7 +164,10 @@ fn an_open_cursor_holds_its_rows_against_the_shared_budget_until_closed() {
     let held = db.shared_memory().0;
     assert!(held > 0);
     assert_eq!(s.execute("FETCH ALL FROM h").unwrap().row_count(), 60_175);
-    assert_eq!(s.execute("FETCH NEXT FROM d").unwrap_err().sqlstate(), "34000");
+    assert_eq!(
+        s.execute("FETCH NEXT FROM d").unwrap_err().sqlstate(),
+        "34000"
+    );
     drop(s);
     assert_eq!(db.shared_memory().0, 0);
     // A cursor larger than the budget is refused (53200) and holds nothing.

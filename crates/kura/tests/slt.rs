@@ -70,9 +70,7 @@ fn column_type(data_type: DataType) -> DefaultColumnType {
         | DataType::Date
         | DataType::Timestamp
         | DataType::Varchar(_)
-        | DataType::Char(_) => {
-            DefaultColumnType::Text
-        }
+        | DataType::Char(_) => DefaultColumnType::Text,
     }
 }
 

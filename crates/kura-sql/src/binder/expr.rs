@@ -1241,12 +1241,12 @@ impl Binder<'_> {
             collector.aggs.push((call, id));
             return Ok(col(id, ty));
         }
-        // Values fixed for the statement: today's date (UTC), the one schema.
-        match (name.as_str(), args.is_empty()) {
-            ("current_date", true) => {
-                return Ok(PhysExpr::literal(Value::Date(today_utc()), DataType::Date))
-            }
-            _ => {}
+        // Today's date (UTC): the transaction's, as `now()` is, in a session.
+        if name == "current_date" && args.is_empty() {
+            let today = self.catalog.session().map_or_else(today_utc, |s| {
+                kura_common::timestamp::to_date(s.transaction_start)
+            });
+            return Ok(PhysExpr::literal(Value::Date(today), DataType::Date));
         }
         let bound = args
             .iter()
