@@ -106,6 +106,13 @@ pub enum ScalarFunc {
     Trim,
     /// `repeat(s, n)`: `s` written `n` times (empty for `n <= 0`).
     Repeat,
+    /// `extract(hour|minute FROM timestamp)`, an integer.
+    ExtractHour,
+    ExtractMinute,
+    /// `extract(second FROM timestamp)` with its fraction, `DECIMAL(8,6)`.
+    ExtractSecond,
+    /// `date_trunc(unit, timestamp)` with a constant unit.
+    DateTrunc,
 }
 
 impl ScalarFunc {
@@ -125,6 +132,10 @@ impl ScalarFunc {
             ScalarFunc::AddMonths => "add_months",
             ScalarFunc::Trim => "trim",
             ScalarFunc::Repeat => "repeat",
+            ScalarFunc::ExtractHour => "extract_hour",
+            ScalarFunc::ExtractMinute => "extract_minute",
+            ScalarFunc::ExtractSecond => "extract_second",
+            ScalarFunc::DateTrunc => "date_trunc",
         }
     }
 }

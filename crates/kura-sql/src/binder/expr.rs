@@ -196,6 +196,7 @@ const SCALARS: &[&str] = &[
     "nullif",
     "trim",
     "repeat",
+    "date_trunc",
 ];
 
 /// The deepest expression nesting the binder accepts. Every later pass (folding,
@@ -593,6 +594,32 @@ impl Binder<'_> {
                 } else {
                     x
                 };
+                if x.data_type() == DataType::Timestamp {
+                    let (func, data_type) = match field {
+                        ast::DateTimeField::Hour => (ScalarFunc::ExtractHour, DataType::Integer),
+                        ast::DateTimeField::Minute => {
+                            (ScalarFunc::ExtractMinute, DataType::Integer)
+                        }
+                        ast::DateTimeField::Second => (
+                            ScalarFunc::ExtractSecond,
+                            DataType::Decimal {
+                                precision: 8,
+                                scale: 6,
+                            },
+                        ),
+                        other => {
+                            return Err(SqlError::unsupported(
+                                format!("extract({other}) of a timestamp"),
+                                pos(e),
+                            ))
+                        }
+                    };
+                    return Ok(fold(PhysExpr::Func {
+                        func,
+                        args: vec![x],
+                        data_type,
+                    }));
+                }
                 if x.data_type() != DataType::Date {
                     return Err(SqlError::mismatch(
                         format!("extract needs a date, not {}", x.data_type()),
@@ -1265,6 +1292,50 @@ impl Binder<'_> {
             "substr" | "substring" => ScalarFunc::Substring,
             "trim" => ScalarFunc::Trim,
             "repeat" => ScalarFunc::Repeat,
+            "date_trunc" => {
+                // A date is truncated as the timestamp of its midnight, as in PostgreSQL.
+                let [unit, x] = bound.as_slice() else {
+                    return Err(SqlError::mismatch(
+                        "date_trunc takes a unit and a timestamp",
+                        p,
+                    ));
+                };
+                let x = match x.data_type() {
+                    DataType::Timestamp => x.clone(),
+                    DataType::Date => coerce(x.clone(), DataType::Timestamp, p)?,
+                    _ if is_text_literal(x) || is_untyped_null(x) => {
+                        coerce(x.clone(), DataType::Timestamp, p)?
+                    }
+                    t => {
+                        return Err(SqlError::mismatch(
+                            format!("function date_trunc(text, {t}) does not exist"),
+                            p,
+                        ))
+                    }
+                };
+                if let PhysExpr::Literal {
+                    value: Value::Text(u),
+                    ..
+                } = unit
+                {
+                    if kura_common::timestamp::trunc(u, 0).is_none() {
+                        return Err(SqlError::InvalidValue {
+                            message: format!("unit \"{u}\" not recognized for type timestamp"),
+                            pos: p,
+                        });
+                    }
+                } else {
+                    return Err(SqlError::unsupported(
+                        "date_trunc with a non-constant unit",
+                        p,
+                    ));
+                }
+                return Ok(fold(PhysExpr::Func {
+                    func: ScalarFunc::DateTrunc,
+                    args: vec![unit.clone(), x],
+                    data_type: DataType::Timestamp,
+                }));
+            }
             "nullif" => {
                 if bound.len() != 2 {
                     return Err(SqlError::mismatch("nullif takes two arguments", p));
