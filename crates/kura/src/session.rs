@@ -637,7 +637,8 @@ fn is_local(stmt: &Statement) -> bool {
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect); a `MOVE` is read as
-/// the `FETCH` it moves like, marked so (sqlparser does not know MOVE).
+/// the `FETCH` it moves like, marked so (sqlparser does not know MOVE), and a
+/// `FETCH`/`MOVE` without a direction as `NEXT`.
 ///
 /// A statement may parse into a very deep tree; run the parse and everything
 /// that holds the statements (including dropping them) inside
@@ -771,38 +772,74 @@ const MOVE_MARK: &str = "\u{0}move";
 /// that start with the word MOVE are parsed as FETCH and marked.
 fn parse_moves(sql: &str) -> KuraResult<Vec<Statement>> {
     use sqlparser::tokenizer::{Token, Tokenizer};
-    if !sql.to_ascii_lowercase().contains("move") {
+    let lower = sql.to_ascii_lowercase();
+    if !lower.contains("move") && !lower.contains("fetch") {
         return parse_sql(sql);
     }
     let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
         return parse_sql(sql);
     };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let mut moves = Vec::new();
+    let mut rewritten = false;
     let mut statement = 0;
     let mut at_start = true;
-    let mut text = String::with_capacity(sql.len());
+    // Just after a statement's FETCH or MOVE, before its next token.
+    let mut after_fetch = false;
+    let mut after_forward = false;
+    let mut text = String::with_capacity(sql.len() + 16);
     for t in &tokens {
+        if matches!(t, Token::Whitespace(_)) {
+            text.push_str(&t.to_string());
+            continue;
+        }
+        if after_fetch {
+            after_fetch = false;
+            // PostgreSQL's `FETCH [FROM|IN] name` means NEXT; sqlparser wants
+            // the direction written.
+            const DIRECTIONS: &[&str] = &[
+                "next", "prior", "first", "last", "absolute", "relative", "all", "forward",
+                "backward",
+            ];
+            if word(t, "from") || word(t, "in") {
+                text.push_str("NEXT ");
+                rewritten = true;
+            } else if matches!(t, Token::Word(_)) && !DIRECTIONS.iter().any(|d| word(t, d)) {
+                text.push_str("NEXT FROM ");
+                rewritten = true;
+            }
+            after_forward = word(t, "forward") || word(t, "backward");
+        } else if after_forward {
+            after_forward = false;
+            // `FORWARD FROM name` is FORWARD 1.
+            if word(t, "from") || word(t, "in") {
+                text.push_str("1 ");
+                rewritten = true;
+            }
+        }
         match t {
-            Token::Whitespace(_) => {}
             Token::SemiColon => {
                 if !at_start {
                     statement += 1;
                 }
                 at_start = true;
             }
-            Token::Word(w)
-                if at_start && w.quote_style.is_none() && w.value.eq_ignore_ascii_case("move") =>
-            {
+            _ if at_start && word(t, "move") => {
                 moves.push(statement);
                 at_start = false;
+                after_fetch = true;
                 text.push_str("FETCH");
                 continue;
+            }
+            _ if at_start && word(t, "fetch") => {
+                at_start = false;
+                after_fetch = true;
             }
             _ => at_start = false,
         }
         text.push_str(&t.to_string());
     }
-    if moves.is_empty() {
+    if moves.is_empty() && !rewritten {
         return parse_sql(sql);
     }
     let mut statements = parse_sql(&text)?;
