@@ -95,6 +95,42 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 .collect();
             from_i128(vals, a.validity.clone(), out)
         }
+        ScalarFunc::AddInterval => {
+            use kura_common::timestamp::{from_date, in_range, time_of_day, to_date};
+            let a = arg(0)?;
+            let ColumnData::I64(t) = &a.data else {
+                return Err(ExecError::Internal(format!(
+                    "add_interval needs a timestamp, got {}",
+                    a.data_type
+                )));
+            };
+            let months = constant_int_arg(args, 1).unwrap_or(0) as i32;
+            let micros = constant_int_arg(args, 2).unwrap_or(0);
+            let out_of_range = || ExecError::OutOfRange("timestamp out of range".into());
+            let vals = t
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    if a.is_null(i) {
+                        return Ok(0);
+                    }
+                    let day = if months == 0 {
+                        to_date(x)
+                    } else {
+                        date::add_months(to_date(x), months).ok_or_else(out_of_range)?
+                    };
+                    (from_date(day) + time_of_day(x))
+                        .checked_add(micros)
+                        .filter(|v| in_range(*v))
+                        .ok_or_else(out_of_range)
+                })
+                .collect::<ExecResult<Vec<i64>>>()?;
+            Ok(Vector {
+                data_type: out,
+                data: ColumnData::I64(vals),
+                validity: a.validity.clone(),
+            })
+        }
         ScalarFunc::DateTrunc => {
             let unit = arg(0)?;
             let a = arg(1)?;

@@ -113,6 +113,8 @@ pub enum ScalarFunc {
     ExtractSecond,
     /// `date_trunc(unit, timestamp)` with a constant unit.
     DateTrunc,
+    /// `timestamp + months + microseconds` (an interval's parts, constants).
+    AddInterval,
 }
 
 impl ScalarFunc {
@@ -136,6 +138,7 @@ impl ScalarFunc {
             ScalarFunc::ExtractMinute => "extract_minute",
             ScalarFunc::ExtractSecond => "extract_second",
             ScalarFunc::DateTrunc => "date_trunc",
+            ScalarFunc::AddInterval => "add_interval",
         }
     }
 }

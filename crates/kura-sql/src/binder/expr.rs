@@ -117,8 +117,8 @@ fn balanced(op: BinaryOp, mut xs: Vec<PhysExpr>) -> PhysExpr {
     xs.pop().expect("a connective has operands")
 }
 
-/// An interval literal: months and days.
-fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32)> {
+/// An interval literal: months, days and microseconds (the clock units).
+fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
     let p = pos(&iv.value);
     let text = match &*iv.value {
         ast::Expr::Value(v) => match &v.value {
@@ -139,16 +139,40 @@ fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32)> {
         (None, None) => "second".into(),
         _ => return Err(bad()),
     };
+    let clock = |unit_micros: i64| (0, 0, n as i64 * unit_micros);
     Ok(match unit.trim_end_matches('s') {
-        "year" => (n.checked_mul(12).ok_or_else(bad)?, 0),
-        "month" | "mon" => (n, 0),
-        "week" => (0, n.checked_mul(7).ok_or_else(bad)?),
-        "day" => (0, n),
+        "year" => (n.checked_mul(12).ok_or_else(bad)?, 0, 0),
+        "month" | "mon" => (n, 0, 0),
+        "week" => (0, n.checked_mul(7).ok_or_else(bad)?, 0),
+        "day" => (0, n, 0),
+        "hour" => clock(3_600_000_000),
+        "minute" | "min" => clock(60_000_000),
+        "second" | "sec" => clock(1_000_000),
         _ => return Err(SqlError::unsupported(format!("interval unit {unit}"), p)),
     })
 }
 
-fn add_interval(date: PhysExpr, (months, days): (i32, i32), negate: bool) -> PhysExpr {
+/// `timestamp ± interval`: months first (day clamped as for dates), then days
+/// and the clock part.
+fn add_timestamp_interval(
+    ts: PhysExpr,
+    (months, days, micros): (i32, i32, i64),
+    negate: bool,
+) -> PhysExpr {
+    let sign = if negate { -1 } else { 1 };
+    let shift = (days as i64 * kura_common::timestamp::MICROS_PER_DAY + micros) * sign;
+    fold(PhysExpr::Func {
+        func: ScalarFunc::AddInterval,
+        args: vec![
+            ts,
+            PhysExpr::literal(Value::Integer(sign as i32 * months), DataType::Integer),
+            PhysExpr::literal(Value::BigInt(shift), DataType::BigInt),
+        ],
+        data_type: DataType::Timestamp,
+    })
+}
+
+fn add_interval(date: PhysExpr, (months, days, _): (i32, i32, i64), negate: bool) -> PhysExpr {
     let sign = if negate { -1 } else { 1 };
     let mut e = date;
     if months != 0 {
@@ -816,6 +840,31 @@ impl Binder<'_> {
         Ok(balanced(bop, bound))
     }
 
+    /// `d ± interval` for a date (a date again, as kura always gave; with
+    /// hours, minutes or seconds a timestamp, as in PostgreSQL) or a timestamp.
+    fn plus_interval(
+        &mut self,
+        d: PhysExpr,
+        iv: (i32, i32, i64),
+        negate: bool,
+        op: &ast::BinaryOperator,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        match d.data_type() {
+            DataType::Date if iv.2 == 0 => Ok(add_interval(d, iv, negate)),
+            DataType::Date => Ok(add_timestamp_interval(
+                coerce(d, DataType::Timestamp, p)?,
+                iv,
+                negate,
+            )),
+            DataType::Timestamp => Ok(add_timestamp_interval(d, iv, negate)),
+            t => Err(SqlError::mismatch(
+                format!("operator does not exist: {t} {op} interval"),
+                p,
+            )),
+        }
+    }
+
     fn bind_binary(
         &mut self,
         l: &ast::Expr,
@@ -840,17 +889,12 @@ impl Binder<'_> {
                 } else {
                     d
                 };
-                if d.data_type() != DataType::Date {
-                    return Err(SqlError::mismatch(
-                        format!("operator does not exist: {} {op} interval", d.data_type()),
-                        p,
-                    ));
-                }
-                return Ok(add_interval(d, interval(iv)?, matches!(op, B::Minus)));
+                let negate = matches!(op, B::Minus);
+                return self.plus_interval(d, interval(iv)?, negate, op, p);
             }
             if let (ast::Expr::Interval(iv), B::Plus) = (l, op) {
                 let d = self.bind_expr(r, cx)?;
-                return Ok(add_interval(d, interval(iv)?, false));
+                return self.plus_interval(d, interval(iv)?, false, op, p);
             }
         }
         let a = self.bind_expr(l, cx)?;
