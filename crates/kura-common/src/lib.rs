@@ -8,6 +8,7 @@ pub mod decimal;
 pub mod error;
 pub mod settings;
 pub mod size;
+pub mod timestamp;
 pub mod types;
 pub mod value;
 pub mod vector;

@@ -27,6 +27,10 @@ pub enum DataType {
     Varchar(Option<u32>),
     /// Fixed-length text, blank-padded semantics (trailing blanks are insignificant).
     Char(u32),
+    /// Date and time of day without time zone: microseconds since
+    /// 1970-01-01 00:00:00, in the 64-bit integer column form. Last, because
+    /// the catalog file stores a type by its position in this list.
+    Timestamp,
 }
 
 /// The in-memory representation of a type's values in a [`crate::Vector`].
@@ -45,7 +49,7 @@ impl DataType {
         match self {
             DataType::Boolean => PhysicalType::Bool,
             DataType::Integer | DataType::Date => PhysicalType::I32,
-            DataType::BigInt => PhysicalType::I64,
+            DataType::BigInt | DataType::Timestamp => PhysicalType::I64,
             DataType::Double => PhysicalType::F64,
             DataType::Decimal { precision, .. } if *precision <= MAX_I64_PRECISION => {
                 PhysicalType::I64
@@ -96,6 +100,7 @@ impl fmt::Display for DataType {
             DataType::Double => write!(f, "DOUBLE"),
             DataType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
             DataType::Date => write!(f, "DATE"),
+            DataType::Timestamp => write!(f, "TIMESTAMP"),
             DataType::Varchar(None) => write!(f, "VARCHAR"),
             DataType::Varchar(Some(n)) => write!(f, "VARCHAR({n})"),
             DataType::Char(n) => write!(f, "CHAR({n})"),

@@ -20,6 +20,8 @@ pub enum Value {
     /// Days since 1970-01-01.
     Date(i32),
     Text(String),
+    /// Microseconds since 1970-01-01 00:00:00 (TIMESTAMP).
+    Timestamp(i64),
 }
 
 impl Value {
@@ -35,6 +37,7 @@ impl Value {
             Value::Double(v) => Some(*v),
             Value::Decimal(v, s) => Some(*v as f64 / 10f64.powi(*s as i32)),
             Value::Date(d) => Some(*d as f64),
+            Value::Timestamp(t) => Some(*t as f64),
             _ => None,
         }
     }
@@ -51,6 +54,9 @@ impl Value {
             (Boolean(a), Boolean(b)) => a.cmp(b),
             (Integer(a), Integer(b)) => a.cmp(b),
             (Date(a), Date(b)) => a.cmp(b),
+            (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (Date(a), Timestamp(b)) => crate::timestamp::from_date(*a).cmp(b),
+            (Timestamp(a), Date(b)) => a.cmp(&crate::timestamp::from_date(*b)),
             (Text(a), Text(b)) => a.trim_end_matches(' ').cmp(b.trim_end_matches(' ')),
             (Decimal(a, sa), Decimal(b, sb)) => {
                 let s = (*sa).max(*sb);
@@ -107,6 +113,7 @@ impl fmt::Display for Value {
             Value::Double(v) => write!(f, "{}", format_double(*v)),
             Value::Decimal(v, s) => write!(f, "{}", format_decimal(*v, *s)),
             Value::Date(d) => write!(f, "{}", format_date(*d)),
+            Value::Timestamp(t) => write!(f, "{}", crate::timestamp::format_timestamp(*t)),
             Value::Text(s) => write!(f, "{s}"),
         }
     }

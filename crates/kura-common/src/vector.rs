@@ -178,7 +178,7 @@ impl Vector {
                 v.push(*x as i64);
                 true
             }
-            (ColumnData::I64(v), Value::BigInt(x)) if scale == 0 => {
+            (ColumnData::I64(v), Value::BigInt(x) | Value::Timestamp(x)) if scale == 0 => {
                 v.push(*x);
                 true
             }
@@ -228,6 +228,7 @@ impl Vector {
             (ColumnData::I64(v), DataType::Decimal { scale, .. }) => {
                 Value::Decimal(v[i] as i128, scale)
             }
+            (ColumnData::I64(v), DataType::Timestamp) => Value::Timestamp(v[i]),
             (ColumnData::I64(v), _) => Value::BigInt(v[i]),
             (ColumnData::I128(v), DataType::Decimal { scale, .. }) => Value::Decimal(v[i], scale),
             (ColumnData::I128(v), _) => Value::Decimal(v[i], 0),

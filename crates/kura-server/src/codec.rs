@@ -12,6 +12,8 @@ use crate::numeric;
 
 /// Days from 1970-01-01 (kura's epoch) to 2000-01-01 (PostgreSQL's).
 const PG_EPOCH_DAYS: i32 = 10_957;
+/// The same distance in microseconds (binary timestamps count from 2000-01-01).
+const PG_EPOCH_MICROS: i64 = PG_EPOCH_DAYS as i64 * kura_common::timestamp::MICROS_PER_DAY;
 
 /// PostgreSQL's text form of a value (`None` for NULL).
 pub fn text(value: &Value) -> Option<String> {
@@ -44,6 +46,7 @@ pub fn binary(value: &Value, dt: &DataType, out: &mut Vec<u8>) -> Result<(), Str
         (Value::Integer(v), DataType::Decimal { .. }) => numeric::encode(i128::from(*v), 0, out),
         (Value::BigInt(v), DataType::Decimal { .. }) => numeric::encode(i128::from(*v), 0, out),
         (Value::Date(d), _) => out.extend_from_slice(&(d - PG_EPOCH_DAYS).to_be_bytes()),
+        (Value::Timestamp(t), _) => out.extend_from_slice(&(t - PG_EPOCH_MICROS).to_be_bytes()),
         (Value::Text(s), _) => out.extend_from_slice(s.as_bytes()),
         (v, dt) => return Err(format!("cannot send {v:?} as {dt} in binary")),
     }
@@ -143,6 +146,12 @@ fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
             Value::Decimal(v, scale)
         }
         Some(DataType::Date) => Value::Date(parse_date(date_part(t)).map_err(|_| bad("date"))?),
+        Some(DataType::Timestamp) => Value::Timestamp(
+            kura_common::timestamp::parse_timestamp(t)
+                .ok()
+                .filter(|v| kura_common::timestamp::in_range(*v))
+                .ok_or_else(|| bad("timestamp"))?,
+        ),
     })
 }
 
@@ -188,6 +197,13 @@ fn decode_binary(b: &[u8], dt: Option<&DataType>) -> Result<Value, String> {
                     .ok_or_else(|| "date out of range".to_string())?,
             )
         }
+        Some(DataType::Timestamp) => {
+            let t = i64::from_be_bytes(fixed(8, "timestamp")?.try_into().unwrap());
+            Value::Timestamp(
+                t.checked_add(PG_EPOCH_MICROS)
+                    .ok_or_else(|| "timestamp out of range".to_string())?,
+            )
+        }
     })
 }
 
@@ -203,6 +219,29 @@ mod tests {
         assert_eq!(text(&Value::Double(f64::INFINITY)).unwrap(), "Infinity");
         assert_eq!(text(&Value::Double(0.25)).unwrap(), "0.25");
         assert_eq!(text(&Value::Null), None);
+    }
+
+    #[test]
+    fn timestamps_on_the_wire() {
+        let t = kura_common::timestamp::parse_timestamp("2000-01-01 00:00:01.5").unwrap();
+        let mut out = Vec::new();
+        binary(&Value::Timestamp(t), &DataType::Timestamp, &mut out).unwrap();
+        assert_eq!(out, 1_500_000i64.to_be_bytes());
+        assert_eq!(
+            decode_param(Some(&out), Some(&DataType::Timestamp), true).unwrap(),
+            Value::Timestamp(t)
+        );
+        assert_eq!(text(&Value::Timestamp(t)).unwrap(), "2000-01-01 00:00:01.5");
+        assert_eq!(
+            decode_param(
+                Some(b"2000-01-01 00:00:01.5"),
+                Some(&DataType::Timestamp),
+                false
+            )
+            .unwrap(),
+            Value::Timestamp(t)
+        );
+        assert!(decode_param(Some(b"2000-13-01"), Some(&DataType::Timestamp), false).is_err());
     }
 
     #[test]

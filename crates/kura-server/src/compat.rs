@@ -1,8 +1,8 @@
 //! PostgreSQL session statements the server answers itself so drivers connect
 //! unchanged: transaction control (kura statements commit on their own), the
-//! client-side run-time parameters (`SET extra_float_digits`, `SHOW DateStyle` ...)
-//! and the functions drivers and tools query at connect (`version()`,
-//! `current_schema()` ...). Everything else goes to the engine.
+//! client-side run-time parameters (`SET extra_float_digits`, `SHOW DateStyle` ...,
+//! `SELECT current_setting('DateStyle')`). Everything else goes to the engine,
+//! `version()`, `current_database()`, `current_user` ... included.
 
 use std::collections::BTreeMap;
 
@@ -78,11 +78,9 @@ pub enum Compat {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Function {
-    Version,
-    CurrentSchema,
-    CurrentDatabase,
-    CurrentUser,
-    BackendPid,
+    /// `current_setting(name)` of a client parameter, which the connection
+    /// keeps (the engine answers the other session functions, anywhere in a
+    /// statement).
     CurrentSetting(String),
 }
 
@@ -184,7 +182,11 @@ pub fn recognise(sql: &str) -> Option<Compat> {
             }
             match rest {
                 [w] if w.eq_ignore_ascii_case("all") => Some(Compat::Deallocate(None)),
-                [name] => Some(Compat::Deallocate(Some(name.trim_matches('"').to_string()))),
+                // Folded as PostgreSQL folds a name: quoted kept, else lower case.
+                [name] if name.starts_with('"') => {
+                    Some(Compat::Deallocate(Some(name.trim_matches('"').to_string())))
+                }
+                [name] => Some(Compat::Deallocate(Some(name.to_ascii_lowercase()))),
                 _ => None,
             }
         }
@@ -253,32 +255,18 @@ fn recognise_set(words: &[&str]) -> Option<Compat> {
     Some(Compat::Set { name, value })
 }
 
-/// `SELECT f()` for the functions drivers call; `rest` follows `select`, lower case.
+/// `SELECT current_setting('name')` of a client parameter; `rest` follows
+/// `select`, lower case.
 fn recognise_function(rest: &str) -> Option<Compat> {
     let squashed: String = rest.chars().filter(|c| !c.is_whitespace()).collect();
     let squashed = squashed.strip_prefix("pg_catalog.").unwrap_or(&squashed);
-    let f = |column: &str, call| {
-        Some(Compat::Function {
-            column: column.to_string(),
-            call,
-        })
-    };
-    match squashed {
-        "version()" => f("version", Function::Version),
-        "current_schema()" | "current_schema" => f("current_schema", Function::CurrentSchema),
-        "current_database()" => f("current_database", Function::CurrentDatabase),
-        "current_user" | "session_user" | "user" => f(squashed, Function::CurrentUser),
-        "pg_backend_pid()" => f("pg_backend_pid", Function::BackendPid),
-        _ => {
-            let arg = squashed
-                .strip_prefix("current_setting('")?
-                .strip_suffix("')")?;
-            is_client_parameter(arg).then(|| Compat::Function {
-                column: "current_setting".into(),
-                call: Function::CurrentSetting(arg.to_string()),
-            })
-        }
-    }
+    let arg = squashed
+        .strip_prefix("current_setting('")?
+        .strip_suffix("')")?;
+    is_client_parameter(arg).then(|| Compat::Function {
+        column: "current_setting".into(),
+        call: Function::CurrentSetting(arg.to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -348,20 +336,9 @@ mod tests {
 
     #[test]
     fn functions() {
-        assert!(matches!(
-            recognise("select version()"),
-            Some(Compat::Function {
-                call: Function::Version,
-                ..
-            })
-        ));
-        assert!(matches!(
-            recognise("SELECT pg_catalog.version( )"),
-            Some(Compat::Function {
-                call: Function::Version,
-                ..
-            })
-        ));
+        // The engine answers these, inside any expression too.
+        assert_eq!(recognise("select version()"), None);
+        assert_eq!(recognise("SELECT current_user"), None);
         assert!(matches!(
             recognise("select current_setting('server_version_num')"),
             Some(Compat::Function {

@@ -153,4 +153,24 @@ pub trait EngineSession: Send + 'static {
     fn describe(&mut self, prepared: &Self::Prepared) -> Result<Vec<Column>, EngineError>;
     /// A handle that cancels whatever this session is running at the time.
     fn canceller(&self) -> Canceller;
+    /// Who the client is, for `current_user`, `current_database()`,
+    /// `pg_backend_pid()` and `version()` in its statements.
+    fn set_identity(&mut self, identity: Identity) {
+        let _ = identity;
+    }
+    /// Result columns of the open cursor `name` (a Describe of a portal
+    /// that `DECLARE` opened), `None` if there is no such cursor.
+    fn cursor_columns(&mut self, name: &str) -> Option<Vec<Column>> {
+        let _ = name;
+        None
+    }
+}
+
+/// A client connection's identity as its statements see it.
+#[derive(Debug, Clone, Default)]
+pub struct Identity {
+    pub user: String,
+    pub database: String,
+    pub pid: i32,
+    pub version: String,
 }

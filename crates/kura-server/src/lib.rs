@@ -29,5 +29,5 @@ pub use tls::Tls;
 
 /// The PostgreSQL version kura's protocol and catalog answers follow; drivers
 /// read it (`server_version`) to pick their feature set.
-pub const SERVER_VERSION: &str = "16.6";
-pub const SERVER_VERSION_NUM: &str = "160006";
+pub const SERVER_VERSION: &str = kura::identity::PG_VERSION;
+pub const SERVER_VERSION_NUM: &str = kura::identity::PG_VERSION_NUM;

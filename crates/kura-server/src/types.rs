@@ -1,5 +1,5 @@
 //! SQL types on the wire: kura's `DataType` as PostgreSQL type OIDs and type
-//! modifiers (numeric 1700, int4 23, int8 20, float8 701, date 1082, varchar 1043,
+//! modifiers (numeric 1700, int4 23, int8 20, float8 701, date 1082, timestamp 1114, varchar 1043,
 //! bpchar 1042, bool 16).
 
 use kura_common::DataType;
@@ -14,6 +14,7 @@ pub fn pg_type(dt: &DataType) -> Type {
         DataType::Double => Type::FLOAT8,
         DataType::Decimal { .. } => Type::NUMERIC,
         DataType::Date => Type::DATE,
+        DataType::Timestamp => Type::TIMESTAMP,
         DataType::Varchar(_) => Type::VARCHAR,
         DataType::Char(_) => Type::BPCHAR,
     }
@@ -38,7 +39,7 @@ pub fn type_size(dt: &DataType) -> i16 {
     match dt {
         DataType::Boolean => 1,
         DataType::Integer | DataType::Date => 4,
-        DataType::BigInt | DataType::Double => 8,
+        DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
         _ => -1,
     }
 }
@@ -55,6 +56,8 @@ pub fn from_pg_type(t: &Type) -> Option<DataType> {
             scale: 0,
         },
         Type::DATE => DataType::Date,
+        // A client's timestamptz is taken as a timestamp in UTC (kura has no zones).
+        Type::TIMESTAMP | Type::TIMESTAMPTZ => DataType::Timestamp,
         Type::VARCHAR | Type::TEXT | Type::NAME => DataType::Varchar(None),
         Type::BPCHAR => DataType::Char(1),
         _ => return None,

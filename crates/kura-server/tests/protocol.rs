@@ -294,3 +294,85 @@ fn graceful_shutdown_closes_every_session() {
         );
     });
 }
+
+#[test]
+fn casts_type_parameters_the_client_leaves_open() {
+    let s = server();
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        // tokio-postgres sends no parameter types: the casts fix them.
+        let stmt = c
+            .prepare("select $1::int + 1, $2::date, cast($3 as numeric(10,2)), $4::timestamp")
+            .await
+            .unwrap();
+        assert_eq!(
+            stmt.params(),
+            &[Type::INT4, Type::DATE, Type::NUMERIC, Type::TIMESTAMP]
+        );
+        assert_eq!(stmt.columns()[3].type_(), &Type::TIMESTAMP);
+        let when = std::time::UNIX_EPOCH + std::time::Duration::from_micros(1_704_164_645_123_456);
+        let row = c
+            .query_one(
+                "select $1::int + 1, $2::timestamp, $2::timestamp::date = '2024-01-02'",
+                &[&41i32, &when],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, i32>(0), 42);
+        assert_eq!(row.get::<_, std::time::SystemTime>(1), when);
+        assert!(row.get::<_, bool>(2));
+        let stmt = c
+            .prepare("select i from t where b = $1::bigint")
+            .await
+            .unwrap();
+        assert_eq!(stmt.params(), &[Type::INT8]);
+        let row = c.query_one(&stmt, &[&-7i64]).await.unwrap();
+        assert_eq!(row.get::<_, i32>(0), 2);
+    });
+}
+
+#[test]
+fn sql_prepared_statements_and_cursors() {
+    let s = server();
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        c.batch_execute("PREPARE q (int) AS SELECT v FROM t WHERE i = $1")
+            .await
+            .unwrap();
+        let row = c.query_one("EXECUTE q (3)", &[]).await.unwrap();
+        assert_eq!(row.get::<_, String>(0), "gamma");
+        let e = c.batch_execute("PREPARE q AS SELECT 1").await.unwrap_err();
+        assert_eq!(e.code().unwrap().code(), "42P05");
+        let e = c.batch_execute("EXECUTE q (1, 2)").await.unwrap_err();
+        assert_eq!(e.code().unwrap().code(), "42601");
+        c.batch_execute("DEALLOCATE q").await.unwrap();
+        let e = c.batch_execute("EXECUTE q (1)").await.unwrap_err();
+        assert_eq!(e.code().unwrap().code(), "26000");
+        // Session functions inside expressions, answered by the engine.
+        let row = c
+            .query_one(
+                "select current_database() || 'x', version() like 'PostgreSQL%', current_user = session_user",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert!(row.get::<_, String>(0).ends_with('x'));
+        assert!(row.get::<_, bool>(1) && row.get::<_, bool>(2));
+        // Cursors live in a transaction block.
+        let e = c
+            .batch_execute("DECLARE k CURSOR FOR SELECT i FROM t")
+            .await
+            .unwrap_err();
+        assert_eq!(e.code().unwrap().code(), "25P01");
+        c.batch_execute("BEGIN; DECLARE k CURSOR FOR SELECT i FROM t ORDER BY i")
+            .await
+            .unwrap();
+        let rows = c.query("FETCH FORWARD 2 FROM k", &[]).await.unwrap();
+        assert_eq!(rows.len(), 2);
+        let rows = c.query("FETCH ALL FROM k", &[]).await.unwrap();
+        assert_eq!(rows.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>(), [3]);
+        c.batch_execute("COMMIT").await.unwrap();
+        let e = c.query("FETCH NEXT FROM k", &[]).await.unwrap_err();
+        assert_eq!(e.code().unwrap().code(), "34000");
+    });
+}

@@ -22,6 +22,11 @@ pub trait CatalogProvider {
     fn settings(&self) -> Vec<crate::system::SysSetting> {
         Vec::new()
     }
+    /// The session a statement runs in (`version()`, `now()` ...); `None` where
+    /// there is none (tools, tests): those functions then fail.
+    fn session(&self) -> Option<&crate::SessionInfo> {
+        None
+    }
 }
 
 /// An in-memory catalog (tests, tools).

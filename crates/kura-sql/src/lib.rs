@@ -12,8 +12,10 @@ pub mod error;
 pub mod logical;
 pub mod optimizer;
 pub mod planner;
+pub mod session;
 pub mod system;
 
 pub use catalog::{CatalogProvider, MemoryCatalog, ViewDefinition};
 pub use error::{SqlError, SqlResult};
 pub use planner::{describe_query, plan_query, PlannedQuery, PlannerOptions};
+pub use session::SessionInfo;

@@ -55,6 +55,13 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
             }
         }
         T::Date => DataType::Date,
+        // `timestamptz` is a timestamp in UTC: kura keeps no time zones.
+        T::Timestamp(..) => DataType::Timestamp,
+        T::Custom(name, mods)
+            if mods.is_empty() && name.to_string().eq_ignore_ascii_case("timestamptz") =>
+        {
+            DataType::Timestamp
+        }
         T::Varchar(l) | T::CharacterVarying(l) => DataType::Varchar(char_len(l)?),
         T::Text | T::String(None) => DataType::Varchar(None),
         T::Char(l) | T::Character(l) => DataType::Char(char_len(l)?.unwrap_or(1)),

@@ -44,6 +44,13 @@ pub enum KuraError {
     Canceled,
     #[error("canceling statement due to statement timeout")]
     StatementTimeout,
+    /// An error PostgreSQL reports with its own code (unknown prepared
+    /// statement 26000, unknown cursor 34000, no transaction block 25P01 ...).
+    #[error("{message}")]
+    State {
+        sqlstate: &'static str,
+        message: String,
+    },
     /// A bug caught before it reached the user (a panic inside a query).
     #[error("internal error: {0}")]
     Internal(String),
@@ -85,6 +92,7 @@ impl KuraError {
             KuraError::PermissionDenied(_) => "42501",
             KuraError::InFailedTransaction => "25P02",
             KuraError::Canceled | KuraError::StatementTimeout => "57014",
+            KuraError::State { sqlstate, .. } => sqlstate,
             KuraError::Internal(_) => "XX000",
         }
     }

@@ -3,11 +3,14 @@
 
 mod copy;
 mod copy_out;
+mod cursor;
 pub mod database;
 pub mod ddl;
 mod describe;
 mod dml;
 pub mod error;
+pub mod identity;
+mod prepared;
 mod query;
 pub mod result;
 pub mod session;

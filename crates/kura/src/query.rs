@@ -35,6 +35,8 @@ pub(crate) struct QueryContext<'a> {
     pub tx: Tx<'a>,
     /// The budget all running queries share.
     pub shared_memory: &'a Arc<kura_exec::context::MemoryTracker>,
+    /// What `version()`, `now()` ... read.
+    pub info: Arc<kura_sql::SessionInfo>,
 }
 
 /// A stored table as a scan source.
@@ -125,6 +127,7 @@ impl TableSource for StorageTable {
 struct StorageCatalog<'a> {
     catalog: Arc<Catalog>,
     settings: &'a Settings,
+    info: Arc<kura_sql::SessionInfo>,
 }
 
 impl CatalogProvider for StorageCatalog<'_> {
@@ -179,6 +182,9 @@ impl CatalogProvider for StorageCatalog<'_> {
     fn settings(&self) -> Vec<kura_sql::system::SysSetting> {
         crate::system_catalog::settings(self.settings)
     }
+    fn session(&self) -> Option<&kura_sql::SessionInfo> {
+        Some(&self.info)
+    }
 }
 
 /// Buffer-manager counters for EXPLAIN ANALYZE.
@@ -204,6 +210,7 @@ impl QueryContext<'_> {
         StorageCatalog {
             catalog: self.tx.catalog(),
             settings: self.settings,
+            info: self.info.clone(),
         }
     }
 
@@ -283,6 +290,15 @@ impl QueryContext<'_> {
         let batches = self.execute(&planned, &self.exec_context())?;
         Ok(QueryResult::rows_of(result_columns(&planned), batches))
     }
+}
+
+/// Runs a query and collects its rows (a cursor's, `EXECUTE`'s arguments).
+pub(crate) fn collect(
+    ctx: &QueryContext,
+    q: &Query,
+    params: Option<Vec<Value>>,
+) -> KuraResult<QueryResult> {
+    ctx.query(q, params)
 }
 
 fn result_columns(planned: &PlannedQuery) -> Vec<ResultColumn> {

@@ -120,6 +120,14 @@ pub struct Session {
     txn: std::sync::Mutex<TxnState>,
     /// The database's memory budget shared by every session's queries.
     shared_memory: Arc<kura_exec::context::MemoryTracker>,
+    /// Who and where the session is (`current_user`, `version()` ...).
+    identity: crate::identity::Identity,
+    /// When the open transaction began (`now()`), microseconds since 1970.
+    txn_start: Option<i64>,
+    /// `PREPARE`d statements by name.
+    pub(crate) prepared: crate::prepared::PreparedStatements,
+    /// Open cursors by name.
+    pub(crate) cursors: crate::cursor::Cursors,
 }
 
 impl Session {
@@ -135,7 +143,17 @@ impl Session {
             progress: None,
             file_access: crate::copy::FileAccess::Any,
             txn: std::sync::Mutex::new(TxnState::Idle),
+            identity: crate::identity::Identity::default(),
+            txn_start: None,
+            prepared: Default::default(),
+            cursors: Default::default(),
         }
+    }
+
+    /// Sets who and where the session is, as `current_user`, `current_database()`,
+    /// `pg_backend_pid()` and `version()` report it (the server's values).
+    pub fn set_identity(&mut self, identity: crate::identity::Identity) {
+        self.identity = identity;
     }
 
     /// Which server files `COPY ... FROM 'file'` may read in this session.
@@ -313,6 +331,7 @@ impl Session {
     ) -> KuraResult<QueryResult> {
         if !matches!(stmt, Statement::Query(_)) {
             return match params {
+                Some(p) if is_session_statement(stmt) => self.run_session_statement(stmt, p),
                 Some(p) if !is_local(stmt) => self.run_with_params(stmt, p),
                 _ => self.execute_statement(stmt),
             };
@@ -338,7 +357,14 @@ impl Session {
             )));
         }
         let statement = statements.pop().unwrap();
-        let (param_types, columns) = if is_local(&statement) {
+        self.prepare_parsed(sql.to_string(), statement)
+    }
+
+    /// Describes one parsed statement without running it.
+    fn prepare_parsed(&mut self, sql: String, statement: Statement) -> KuraResult<Prepared> {
+        let (param_types, columns) = if is_session_statement(&statement) {
+            self.describe_session_statement(&statement)?
+        } else if is_local(&statement) {
             let columns = match &statement {
                 Statement::ExplainTable { .. } => {
                     crate::describe::columns_of(&crate::describe::DESCRIBE_COLUMNS)
@@ -361,7 +387,7 @@ impl Session {
             guard(|| crate::query::describe(&self.query_context(), &statement))?
         };
         Ok(Prepared {
-            sql: sql.to_string(),
+            sql,
             statement: DropOnStack::new(statement),
             param_types,
             columns,
@@ -374,6 +400,9 @@ impl Session {
         prepared: &Prepared,
         params: &[Value],
     ) -> KuraResult<QueryResult> {
+        if is_session_statement(&prepared.statement) && !params.is_empty() {
+            return self.run_session_statement(&prepared.statement, params);
+        }
         if params.is_empty() || is_local(&prepared.statement) {
             return self.execute_statement(&prepared.statement);
         }
@@ -428,18 +457,56 @@ impl Session {
         }
     }
 
-    fn query_context(&self) -> crate::query::QueryContext<'_> {
+    pub(crate) fn query_context(&self) -> crate::query::QueryContext<'_> {
+        let statement_start = kura_common::timestamp::now_utc();
+        let mut settings: Vec<(String, String)> = SETTINGS
+            .iter()
+            .map(|s| (s.name.to_string(), self.settings.value(s.name)))
+            .collect();
+        settings.extend(
+            CLIENT_SETTINGS
+                .iter()
+                .filter_map(|n| Some((n.to_string(), client_setting_value(n)?.to_string()))),
+        );
         crate::query::QueryContext {
             storage: &self.storage,
             settings: &self.settings,
             cancel: &self.cancel,
             tx: self.tx(),
             shared_memory: &self.shared_memory,
+            info: Arc::new(kura_sql::SessionInfo {
+                version: self.identity.version.clone(),
+                database: self.identity.database.clone(),
+                user: self.identity.user.clone(),
+                backend_pid: self.identity.backend_pid,
+                transaction_start: self.txn_start.unwrap_or(statement_start),
+                statement_start,
+                settings,
+            }),
         }
     }
 
     /// `BEGIN`, `COMMIT`, `ROLLBACK`.
     fn transaction_control(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
+        match stmt {
+            // A nested BEGIN (a warning) keeps the first one's time.
+            Statement::StartTransaction { .. } if self.txn_start.is_none() => {
+                self.txn_start = Some(kura_common::timestamp::now_utc());
+            }
+            Statement::Commit { chain: false, .. } => {
+                self.txn_start = None;
+                let failed = matches!(*self.lock_txn(), TxnState::Failed);
+                self.cursors.end_transaction(!failed, &self.shared_memory);
+            }
+            Statement::Rollback {
+                chain: false,
+                savepoint: None,
+            } => {
+                self.txn_start = None;
+                self.cursors.end_transaction(false, &self.shared_memory);
+            }
+            _ => {}
+        }
         let state = &mut *self.txn.lock().unwrap_or_else(|p| p.into_inner());
         let (tag, warning) = match stmt {
             Statement::StartTransaction { .. } => ("BEGIN", crate::txn::begin(state)),
@@ -536,6 +603,7 @@ impl Session {
                 crate::describe::describe(self, table_name.to_string().trim_matches('"'))
             }
             Statement::ShowTables { .. } => Ok(crate::describe::show_tables(self)),
+            s if is_session_statement(s) => self.session_statement(s, None),
             other => crate::query::run_statement(&self.query_context(), other),
         }
     }
@@ -666,16 +734,22 @@ fn is_local(stmt: &Statement) -> bool {
         | Statement::ShowVariable { .. }
         | Statement::ExplainTable { .. }
         | Statement::ShowTables { .. } => true,
-        _ => false,
+        s => is_session_statement(s),
     }
 }
 
-/// Parses SQL text into statements (PostgreSQL dialect).
+/// Parses SQL text into statements (PostgreSQL dialect); a `MOVE` is read as
+/// the `FETCH` it moves like, marked so (sqlparser does not know MOVE), and a
+/// `FETCH`/`MOVE` without a direction as `NEXT`.
 ///
 /// A statement may parse into a very deep tree; run the parse and everything
 /// that holds the statements (including dropping them) inside
 /// [`on_statement_stack`].
 pub fn parse(sql: &str) -> KuraResult<Vec<Statement>> {
+    parse_moves(sql)
+}
+
+fn parse_sql(sql: &str) -> KuraResult<Vec<Statement>> {
     if sql.len() > MAX_STATEMENT_BYTES {
         return Err(KuraError::TooLong(format!(
             "the statement text is {} bytes; at most {MAX_STATEMENT_BYTES} are accepted",
@@ -725,10 +799,27 @@ pub fn parse(sql: &str) -> KuraResult<Vec<Statement>> {
 /// has room for this many).
 const PARSER_RECURSION_LIMIT: usize = 500;
 
+/// The client parameters `current_setting(name)` reports.
+const CLIENT_SETTINGS: &[&str] = &[
+    "server_version",
+    "server_version_num",
+    "server_encoding",
+    "client_encoding",
+    "datestyle",
+    "timezone",
+    "standard_conforming_strings",
+    "integer_datetimes",
+    "intervalstyle",
+    "search_path",
+    "transaction_isolation",
+    "application_name",
+];
+
 /// Parameters PostgreSQL clients set or ask for that have no meaning in kura.
 pub(crate) fn client_setting_value(name: &str) -> Option<&'static str> {
     Some(match name {
-        "server_version" => "16.6",
+        "server_version" => crate::identity::PG_VERSION,
+        "server_version_num" => crate::identity::PG_VERSION_NUM,
         "server_encoding" | "client_encoding" => "UTF8",
         "datestyle" => "ISO, MDY",
         "timezone" | "time zone" => "UTC",
@@ -744,4 +835,335 @@ pub(crate) fn client_setting_value(name: &str) -> Option<&'static str> {
 
 fn is_client_setting(name: &str) -> bool {
     client_setting_value(name).is_some()
+}
+
+/// `PREPARE`, `EXECUTE`, `DEALLOCATE` and the cursor statements: run by the
+/// session on its own state (see `prepared` and `cursor`).
+fn is_session_statement(stmt: &Statement) -> bool {
+    matches!(
+        stmt,
+        Statement::Prepare { .. }
+            | Statement::Execute {
+                name: Some(_),
+                immediate: false,
+                ..
+            }
+            | Statement::Deallocate { .. }
+            | Statement::Declare { .. }
+            | Statement::Fetch { .. }
+            | Statement::Close { .. }
+    )
+}
+
+/// The statement name `EXECUTE` names, folded as PostgreSQL folds it.
+fn execute_name(n: &sqlparser::ast::ObjectName) -> String {
+    match n.0.as_slice() {
+        [part] => part
+            .as_ident()
+            .map(crate::prepared::name_of)
+            .unwrap_or_else(|| part.to_string()),
+        _ => n.to_string(),
+    }
+}
+
+/// Marks a `FETCH` that stands for `MOVE` (which sqlparser does not know):
+/// `FETCH ... INTO` is not PostgreSQL, so its target is free to carry the mark.
+const MOVE_MARK: &str = "\u{0}move";
+
+/// [`parse`], reading `MOVE ...` as the `FETCH` it moves like: statements
+/// that start with the word MOVE are parsed as FETCH and marked.
+fn parse_moves(sql: &str) -> KuraResult<Vec<Statement>> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let lower = sql.to_ascii_lowercase();
+    if !lower.contains("move") && !lower.contains("fetch") {
+        return parse_sql(sql);
+    }
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return parse_sql(sql);
+    };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut moves = Vec::new();
+    let mut rewritten = false;
+    let mut statement = 0;
+    let mut at_start = true;
+    // Just after a statement's FETCH or MOVE, before its next token.
+    let mut after_fetch = false;
+    let mut after_forward = false;
+    let mut text = String::with_capacity(sql.len() + 16);
+    for t in &tokens {
+        if matches!(t, Token::Whitespace(_)) {
+            text.push_str(&t.to_string());
+            continue;
+        }
+        if after_fetch {
+            after_fetch = false;
+            // PostgreSQL's `FETCH [FROM|IN] name` means NEXT; sqlparser wants
+            // the direction written.
+            const DIRECTIONS: &[&str] = &[
+                "next", "prior", "first", "last", "absolute", "relative", "all", "forward",
+                "backward",
+            ];
+            if word(t, "from") || word(t, "in") {
+                text.push_str("NEXT ");
+                rewritten = true;
+            } else if matches!(t, Token::Word(_)) && !DIRECTIONS.iter().any(|d| word(t, d)) {
+                text.push_str("NEXT FROM ");
+                rewritten = true;
+            }
+            after_forward = word(t, "forward") || word(t, "backward");
+        } else if after_forward {
+            after_forward = false;
+            // `FORWARD FROM name` is FORWARD 1.
+            if word(t, "from") || word(t, "in") {
+                text.push_str("1 ");
+                rewritten = true;
+            }
+        }
+        match t {
+            Token::SemiColon => {
+                if !at_start {
+                    statement += 1;
+                }
+                at_start = true;
+            }
+            _ if at_start && word(t, "move") => {
+                moves.push(statement);
+                at_start = false;
+                after_fetch = true;
+                text.push_str("FETCH");
+                continue;
+            }
+            _ if at_start && word(t, "fetch") => {
+                at_start = false;
+                after_fetch = true;
+            }
+            _ => at_start = false,
+        }
+        text.push_str(&t.to_string());
+    }
+    if moves.is_empty() && !rewritten {
+        return parse_sql(sql);
+    }
+    let mut statements = parse_sql(&text)?;
+    for i in moves {
+        if let Some(Statement::Fetch { into, .. }) = statements.get_mut(i) {
+            *into = Some(sqlparser::ast::ObjectName::from(vec![
+                sqlparser::ast::Ident::new(MOVE_MARK),
+            ]));
+        }
+    }
+    Ok(statements)
+}
+
+impl Session {
+    /// A session statement with parameter values (extended protocol).
+    fn run_session_statement(
+        &mut self,
+        stmt: &Statement,
+        params: &[Value],
+    ) -> KuraResult<QueryResult> {
+        self.check_transaction(stmt)?;
+        self.cancel.start(self.settings.statement_timeout());
+        let r = guard(|| self.session_statement(stmt, Some(params)));
+        self.finish(r)
+    }
+
+    /// Parameter types and result columns of a session statement.
+    fn describe_session_statement(
+        &mut self,
+        stmt: &Statement,
+    ) -> KuraResult<(Vec<DataType>, Vec<ResultColumn>)> {
+        Ok(match stmt {
+            Statement::Execute { name: Some(n), .. } => {
+                let p = self.prepared.get(&execute_name(n))?;
+                (Vec::new(), p.prepared.columns.clone())
+            }
+            Statement::Fetch { name, into, .. } if into.is_none() => {
+                let c = self.cursors.get(&crate::prepared::name_of(name))?;
+                (Vec::new(), c.columns.clone())
+            }
+            Statement::Declare { stmts } => {
+                match stmts.first().and_then(|d| d.for_query.as_ref()) {
+                    Some(q) => {
+                        let query = Statement::Query(q.clone());
+                        let (types, _) =
+                            guard(|| crate::query::describe(&self.query_context(), &query))?;
+                        (types, Vec::new())
+                    }
+                    None => (Vec::new(), Vec::new()),
+                }
+            }
+            _ => (Vec::new(), Vec::new()),
+        })
+    }
+
+    /// Runs `PREPARE`, `EXECUTE`, `DEALLOCATE`, `DECLARE`, `FETCH`/`MOVE`, `CLOSE`.
+    fn session_statement(
+        &mut self,
+        stmt: &Statement,
+        params: Option<&[Value]>,
+    ) -> KuraResult<QueryResult> {
+        use crate::prepared::{name_of, SqlPrepared};
+        match stmt {
+            Statement::Prepare {
+                name,
+                data_types,
+                statement,
+            } => {
+                let name = name_of(name);
+                // Checked first: a duplicate is refused before any work.
+                if self.prepared.get(&name).is_ok() {
+                    return Err(KuraError::State {
+                        sqlstate: "42P05",
+                        message: format!("prepared statement \"{name}\" already exists"),
+                    });
+                }
+                let declared = data_types
+                    .iter()
+                    .map(|t| kura_sql::binder::types::sql_type(t, Default::default()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let inner = (**statement).clone();
+                let count = crate::prepared::placeholder_count(&inner);
+                let prepared = self.prepare_parsed(inner.to_string(), inner)?;
+                let types =
+                    crate::prepared::parameter_types(&declared, &prepared.param_types, count);
+                self.prepared.add(name, SqlPrepared { prepared, types })?;
+                Ok(QueryResult::command("PREPARE"))
+            }
+            Statement::Execute {
+                name: Some(n),
+                parameters,
+                ..
+            } => {
+                let name = execute_name(n);
+                let p = self.prepared.get(&name)?.clone();
+                let args = self.evaluate_arguments(parameters, params)?;
+                let values = crate::prepared::bind_arguments(&name, &p, args)?;
+                let stmt = &p.prepared.statement;
+                if is_session_statement(stmt) {
+                    return self.session_statement(stmt, Some(&values));
+                }
+                if values.is_empty() || is_local(stmt) {
+                    return self.dispatch(stmt);
+                }
+                crate::query::run_statement_with_params(&self.query_context(), stmt, &values)
+            }
+            Statement::Deallocate { name, .. } => {
+                if name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all") {
+                    self.prepared.remove(None)?;
+                    return Ok(QueryResult::command("DEALLOCATE ALL"));
+                }
+                self.prepared.remove(Some(&name_of(name)))?;
+                Ok(QueryResult::command("DEALLOCATE"))
+            }
+            Statement::Declare { stmts } => {
+                let [d] = stmts.as_slice() else {
+                    return Err(KuraError::Unsupported("DECLARE of several names".into()));
+                };
+                let (Some(q), [cursor]) = (&d.for_query, d.names.as_slice()) else {
+                    return Err(KuraError::Unsupported(format!("DECLARE {d}")));
+                };
+                if d.scroll == Some(true) {
+                    return Err(KuraError::Unsupported(
+                        "SCROLL cursors (kura's cursors scan forward only)".into(),
+                    ));
+                }
+                let hold = d.hold == Some(true);
+                let in_txn = self.in_transaction();
+                if !hold && !in_txn {
+                    return Err(KuraError::State {
+                        sqlstate: "25P01",
+                        message: "DECLARE CURSOR can only be used in transaction blocks".into(),
+                    });
+                }
+                let name = name_of(cursor);
+                if self.cursors.get(&name).is_ok() {
+                    return Err(KuraError::State {
+                        sqlstate: "42P03",
+                        message: format!("cursor \"{name}\" already exists"),
+                    });
+                }
+                let result =
+                    crate::query::collect(&self.query_context(), q, params.map(|p| p.to_vec()))?;
+                let shared = self.shared_memory.clone();
+                self.cursors.declare(
+                    &name,
+                    result.columns,
+                    result.batches,
+                    hold,
+                    in_txn,
+                    &shared,
+                )?;
+                Ok(QueryResult::command("DECLARE CURSOR"))
+            }
+            Statement::Fetch {
+                name,
+                direction,
+                into,
+                ..
+            } => {
+                let move_only = into
+                    .as_ref()
+                    .is_some_and(|i| i.to_string().contains(MOVE_MARK));
+                if into.is_some() && !move_only {
+                    return Err(KuraError::Unsupported("FETCH ... INTO".into()));
+                }
+                self.cursors.fetch(&name_of(name), direction, move_only)
+            }
+            Statement::Close { cursor } => {
+                let shared = self.shared_memory.clone();
+                match cursor {
+                    sqlparser::ast::CloseCursor::All => {
+                        self.cursors.close(None, &shared)?;
+                        Ok(QueryResult::command("CLOSE CURSOR ALL"))
+                    }
+                    sqlparser::ast::CloseCursor::Specific { name } => {
+                        self.cursors.close(Some(&name_of(name)), &shared)?;
+                        Ok(QueryResult::command("CLOSE CURSOR"))
+                    }
+                }
+            }
+            other => Err(KuraError::Unsupported(format!("statement: {other}"))),
+        }
+    }
+
+    /// `EXECUTE`'s argument expressions as values (constant expressions,
+    /// evaluated as a one-row query; `$n` inside them take `params`).
+    fn evaluate_arguments(
+        &mut self,
+        args: &[sqlparser::ast::Expr],
+        params: Option<&[Value]>,
+    ) -> KuraResult<Vec<Value>> {
+        if args.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = args
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut parsed = parse(&format!("SELECT {list}"))?;
+        let Some(Statement::Query(q)) = parsed.pop() else {
+            return Err(KuraError::Internal("EXECUTE arguments".into()));
+        };
+        let r = crate::query::collect(&self.query_context(), &q, params.map(|p| p.to_vec()))?;
+        r.rows()
+            .pop()
+            .ok_or_else(|| KuraError::Internal("EXECUTE arguments gave no row".into()))
+    }
+}
+
+impl Session {
+    /// Columns of open cursor `name` (the wire protocol describes a cursor
+    /// as a portal of that name).
+    pub fn cursor_columns(&self, name: &str) -> Option<Vec<ResultColumn>> {
+        self.cursors.get(name).ok().map(|c| c.columns.clone())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Held cursors give their memory back to the shared budget.
+        self.cursors.release_all(&self.shared_memory);
+    }
 }

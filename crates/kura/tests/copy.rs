@@ -230,8 +230,10 @@ fn copy_out_and_back_gives_the_same_table() {
     let text_file = dir.path().join("t.txt");
     s.execute(&format!("copy t to '{}'", text_file.display()))
         .unwrap();
-    s.execute("create table u_file (i integer, v varchar, d decimal(12,2), dt date, b boolean, f double)")
-        .unwrap();
+    s.execute(
+        "create table u_file (i integer, v varchar, d decimal(12,2), dt date, b boolean, f double)",
+    )
+    .unwrap();
     let r = s
         .execute(&format!("copy u_file from '{}'", text_file.display()))
         .unwrap();

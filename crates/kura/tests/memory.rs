@@ -140,3 +140,43 @@ fn rows_before_an_error_are_delivered() {
     assert_eq!(e.sqlstate(), "22012");
     assert!(sink.rows.len() > 40_000, "{}", sink.rows.len());
 }
+
+#[test]
+fn an_open_cursor_holds_its_rows_against_the_shared_budget_until_closed() {
+    let (_dir, db) = tpch(64 << 20);
+    let mut s = db.session();
+    s.execute("BEGIN").unwrap();
+    s.execute("DECLARE c CURSOR FOR SELECT l_orderkey, l_comment FROM lineitem")
+        .unwrap();
+    let held = db.shared_memory().0;
+    assert!(held > 1 << 20, "a materialized cursor holds {held} bytes");
+    let r = s.execute("FETCH FORWARD 10 FROM c").unwrap();
+    assert_eq!((r.row_count(), r.tag.as_str()), (10, "FETCH 10"));
+    s.execute("CLOSE c").unwrap();
+    assert_eq!(db.shared_memory().0, 0);
+    // A WITH HOLD cursor survives COMMIT and gives its memory back when the
+    // session ends; one without is closed by COMMIT.
+    s.execute("DECLARE h CURSOR WITH HOLD FOR SELECT l_comment FROM lineitem")
+        .unwrap();
+    s.execute("DECLARE d CURSOR FOR SELECT l_comment FROM lineitem")
+        .unwrap();
+    s.execute("COMMIT").unwrap();
+    let held = db.shared_memory().0;
+    assert!(held > 0);
+    assert_eq!(s.execute("FETCH ALL FROM h").unwrap().row_count(), 60_175);
+    assert_eq!(
+        s.execute("FETCH NEXT FROM d").unwrap_err().sqlstate(),
+        "34000"
+    );
+    drop(s);
+    assert_eq!(db.shared_memory().0, 0);
+    // A cursor larger than the budget is refused (53200) and holds nothing.
+    let (_dir2, small) = tpch(2 << 20);
+    let mut s = small.session();
+    s.execute("BEGIN").unwrap();
+    let e = s
+        .execute("DECLARE big CURSOR FOR SELECT * FROM lineitem")
+        .unwrap_err();
+    assert_eq!(e.sqlstate(), "53200", "{e}");
+    assert_eq!(small.shared_memory().0, 0);
+}

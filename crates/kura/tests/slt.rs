@@ -66,9 +66,11 @@ fn column_type(data_type: DataType) -> DefaultColumnType {
     match data_type {
         DataType::Integer | DataType::BigInt => DefaultColumnType::Integer,
         DataType::Double | DataType::Decimal { .. } => DefaultColumnType::FloatingPoint,
-        DataType::Boolean | DataType::Date | DataType::Varchar(_) | DataType::Char(_) => {
-            DefaultColumnType::Text
-        }
+        DataType::Boolean
+        | DataType::Date
+        | DataType::Timestamp
+        | DataType::Varchar(_)
+        | DataType::Char(_) => DefaultColumnType::Text,
     }
 }
 

@@ -45,7 +45,7 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
                 }
                 V::Boolean(b) => *b as i128,
                 V::Text(s) => s.trim().parse::<i128>().map_err(|_| invalid(to, s))?,
-                V::Date(_) => return Err(invalid(to, &v.to_string())),
+                V::Date(_) | V::Timestamp(_) => return Err(invalid(to, &v.to_string())),
                 V::Null => unreachable!(),
             };
             if to == DataType::Integer {
@@ -81,9 +81,20 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
         }
         DataType::Date => match v {
             V::Date(d) => V::Date(*d),
+            V::Timestamp(t) => V::Date(kura_common::timestamp::to_date(*t)),
             V::Text(s) => V::Date(
                 date::parse_date_bytes(s.as_bytes())
                     .ok_or_else(|| ExecError::InvalidDate(s.clone()))?,
+            ),
+            _ => return Err(invalid(to, &v.to_string())),
+        },
+        DataType::Timestamp => match v {
+            V::Timestamp(t) => V::Timestamp(*t),
+            V::Date(d) => V::Timestamp(kura_common::timestamp::from_date(*d)),
+            V::Text(s) => V::Timestamp(
+                kura_common::timestamp::parse_timestamp_bytes(s.as_bytes())
+                    .filter(|t| kura_common::timestamp::in_range(*t))
+                    .ok_or_else(|| invalid(to, s))?,
             ),
             _ => return Err(invalid(to, &v.to_string())),
         },

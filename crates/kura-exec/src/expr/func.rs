@@ -71,6 +71,96 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
             let vals: Vec<i128> = d.iter().map(|&x| part(x) as i128).collect();
             from_i128(vals, a.validity.clone(), out)
         }
+        ScalarFunc::ExtractHour | ScalarFunc::ExtractMinute | ScalarFunc::ExtractSecond => {
+            use kura_common::timestamp::{time_of_day, MICROS_PER_SECOND};
+            let a = arg(0)?;
+            let ColumnData::I64(t) = &a.data else {
+                return Err(ExecError::Internal(format!(
+                    "{} needs a timestamp, got {}",
+                    func.name(),
+                    a.data_type
+                )));
+            };
+            let vals: Vec<i128> = t
+                .iter()
+                .map(|&x| {
+                    let tod = time_of_day(x);
+                    (match func {
+                        ScalarFunc::ExtractHour => tod / (3600 * MICROS_PER_SECOND),
+                        ScalarFunc::ExtractMinute => tod / (60 * MICROS_PER_SECOND) % 60,
+                        // Seconds with six decimals: microseconds within the minute.
+                        _ => tod % (60 * MICROS_PER_SECOND),
+                    }) as i128
+                })
+                .collect();
+            from_i128(vals, a.validity.clone(), out)
+        }
+        ScalarFunc::AddInterval => {
+            use kura_common::timestamp::{from_date, in_range, time_of_day, to_date};
+            let a = arg(0)?;
+            let ColumnData::I64(t) = &a.data else {
+                return Err(ExecError::Internal(format!(
+                    "add_interval needs a timestamp, got {}",
+                    a.data_type
+                )));
+            };
+            let months = constant_int_arg(args, 1).unwrap_or(0) as i32;
+            let micros = constant_int_arg(args, 2).unwrap_or(0);
+            let out_of_range = || ExecError::OutOfRange("timestamp out of range".into());
+            let vals = t
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| {
+                    if a.is_null(i) {
+                        return Ok(0);
+                    }
+                    let day = if months == 0 {
+                        to_date(x)
+                    } else {
+                        date::add_months(to_date(x), months).ok_or_else(out_of_range)?
+                    };
+                    (from_date(day) + time_of_day(x))
+                        .checked_add(micros)
+                        .filter(|v| in_range(*v))
+                        .ok_or_else(out_of_range)
+                })
+                .collect::<ExecResult<Vec<i64>>>()?;
+            Ok(Vector {
+                data_type: out,
+                data: ColumnData::I64(vals),
+                validity: a.validity.clone(),
+            })
+        }
+        ScalarFunc::DateTrunc => {
+            let unit = arg(0)?;
+            let a = arg(1)?;
+            let ColumnData::I64(t) = &a.data else {
+                return Err(ExecError::Internal(format!(
+                    "date_trunc needs a timestamp, got {}",
+                    a.data_type
+                )));
+            };
+            if unit.is_empty() || unit.is_null(0) {
+                let mut v = Vector::new(out, n);
+                (0..n).for_each(|_| v.push_null());
+                return Ok(v);
+            }
+            let u = strs(unit)?.get(0).to_string();
+            let vals = t
+                .iter()
+                .map(|&x| {
+                    kura_common::timestamp::trunc(&u, x).ok_or_else(|| ExecError::InvalidText {
+                        ty: "date_trunc unit".into(),
+                        text: u.clone(),
+                    })
+                })
+                .collect::<ExecResult<Vec<i64>>>()?;
+            Ok(Vector {
+                data_type: out,
+                data: ColumnData::I64(vals),
+                validity: a.validity.clone(),
+            })
+        }
         ScalarFunc::AddDays | ScalarFunc::AddMonths => {
             let a = arg(0)?;
             let b = arg(1)?;

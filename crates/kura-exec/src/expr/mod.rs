@@ -123,6 +123,15 @@ pub enum ScalarFunc {
     Replace,
     /// `quote_ident(s)`.
     QuoteIdent,
+    /// `extract(hour|minute FROM timestamp)`, an integer.
+    ExtractHour,
+    ExtractMinute,
+    /// `extract(second FROM timestamp)` with its fraction, `DECIMAL(8,6)`.
+    ExtractSecond,
+    /// `date_trunc(unit, timestamp)` with a constant unit.
+    DateTrunc,
+    /// `timestamp + months + microseconds` (an interval's parts, constants).
+    AddInterval,
 }
 
 impl ScalarFunc {
@@ -150,6 +159,11 @@ impl ScalarFunc {
             ScalarFunc::SizePretty => "pg_size_pretty",
             ScalarFunc::Replace => "replace",
             ScalarFunc::QuoteIdent => "quote_ident",
+            ScalarFunc::ExtractHour => "extract_hour",
+            ScalarFunc::ExtractMinute => "extract_minute",
+            ScalarFunc::ExtractSecond => "extract_second",
+            ScalarFunc::DateTrunc => "date_trunc",
+            ScalarFunc::AddInterval => "add_interval",
         }
     }
 }

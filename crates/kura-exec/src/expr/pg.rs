@@ -107,6 +107,7 @@ pub fn pg_type_of(t: DataType) -> (i32, i32) {
             (1700, (((precision as i32) << 16) | scale as i32) + 4)
         }
         DataType::Date => (1082, -1),
+        DataType::Timestamp => (1114, -1),
         DataType::Varchar(n) => (
             1043,
             n.map_or(-1, |n| n.min(i32::MAX as u32 - 4) as i32 + 4),

@@ -33,9 +33,11 @@ pub struct MinMaxAcc {
 impl MinMaxAcc {
     pub fn new(min: bool, arg_type: DataType) -> MinMaxAcc {
         let slots = match arg_type {
-            DataType::Integer | DataType::BigInt | DataType::Decimal { .. } | DataType::Date => {
-                Slots::Int(Vec::new())
-            }
+            DataType::Integer
+            | DataType::BigInt
+            | DataType::Decimal { .. }
+            | DataType::Date
+            | DataType::Timestamp => Slots::Int(Vec::new()),
             DataType::Double => Slots::Float(Vec::new()),
             _ => Slots::Other(Vec::new()),
         };

@@ -10,17 +10,17 @@ use futures::Sink;
 use futures::SinkExt;
 use kura_common::Value;
 use pgwire::api::portal::{Format, Portal, PortalExecutionState};
-use pgwire::api::query::{send_execution_response, send_query_response, ExtendedQueryHandler};
+use pgwire::api::query::{
+    send_describe_response, send_execution_response, send_query_response, ExtendedQueryHandler,
+};
 use pgwire::api::results::{
     DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, Response,
 };
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::{Entry, PortalStore};
-use pgwire::api::{
-    ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DEFAULT_NAME, METADATA_USER,
-};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, Type, DEFAULT_NAME};
 use pgwire::error::{PgWireError, PgWireResult};
-use pgwire::messages::extendedquery::Execute;
+use pgwire::messages::extendedquery::{Describe, Execute, TARGET_TYPE_BYTE_PORTAL};
 use pgwire::messages::response::{EmptyQueryResponse, TransactionStatus};
 use pgwire::messages::PgWireBackendMessage;
 
@@ -190,6 +190,35 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
         Ok(())
     }
 
+    /// A Describe of a portal the connection does not hold may name a cursor
+    /// that SQL `DECLARE` opened (psycopg's named cursors describe theirs so):
+    /// the session answers with its columns.
+    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_owned();
+        if message.target_type == TARGET_TYPE_BYTE_PORTAL
+            && client.portal_store().get_portal(&name).is_none()
+        {
+            let columns = self
+                .runner
+                .run(move |s: &mut E::Session| Ok(s.cursor_columns(&name)))
+                .await
+                .ok()
+                .flatten();
+            if let Some(columns) = columns {
+                let formats = vec![FieldFormat::Text; columns.len()];
+                let response = DescribePortalResponse::new(fields(&columns, &formats));
+                return send_describe_response(client, &response).await;
+            }
+        }
+        self._on_describe(client, message).await
+    }
+
     async fn do_query<C>(
         &self,
         client: &mut C,
@@ -203,19 +232,23 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
         let tx = client.transaction_status();
-        let user = client
-            .metadata()
-            .get(METADATA_USER)
-            .cloned()
-            .unwrap_or_default();
         match portal.statement.statement.as_ref() {
             ParsedStatement::Compat(c) => {
                 if tx == TransactionStatus::Error && !matches!(c, Compat::Commit | Compat::Rollback)
                 {
                     return Err(user_error(in_failed_transaction()));
                 }
-                if let Compat::Deallocate(Some(name)) = c {
-                    client.portal_store().rm_statement(name);
+                if let Compat::Deallocate(name) = c {
+                    let protocol = name
+                        .as_deref()
+                        .is_some_and(|n| client.portal_store().get_statement(n).is_some());
+                    if let Some(n) = name.as_deref().filter(|_| protocol) {
+                        client.portal_store().rm_statement(n);
+                    }
+                    return self
+                        .deallocate(name.as_deref(), protocol)
+                        .await
+                        .map_err(user_error);
                 }
                 if c.is_transaction_control() {
                     return self.transaction_control(c, tx).await.map_err(user_error);
@@ -223,7 +256,7 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
                 let n = compat_columns(c).len();
                 let formats =
                     column_formats(Some(&portal.result_column_format), n).map_err(user_error)?;
-                self.answer_compat(c, &user, formats).map_err(user_error)
+                self.answer_compat(c, formats).map_err(user_error)
             }
             ParsedStatement::Engine { prepared, shape } => {
                 if tx == TransactionStatus::Error {

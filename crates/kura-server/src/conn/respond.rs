@@ -131,11 +131,32 @@ impl<E: Engine> Connection<E> {
         })
     }
 
+    /// `DEALLOCATE name | ALL`: a statement the extended protocol prepared
+    /// (`protocol`, already removed from the connection's store) or one that
+    /// SQL `PREPARE` made in the session, which answers for those.
+    pub(super) async fn deallocate(
+        &self,
+        name: Option<&str>,
+        protocol: bool,
+    ) -> Result<Response, EngineError> {
+        if protocol {
+            return Ok(Response::Execution(Tag::new("DEALLOCATE")));
+        }
+        let sql = match name {
+            Some(n) => format!("DEALLOCATE \"{}\"", n.replace('"', "\"\"")),
+            None => "DEALLOCATE ALL".to_string(),
+        };
+        let outcome = self
+            .runner
+            .run(move |s: &mut E::Session| s.execute(&sql))
+            .await?;
+        Ok(Response::Execution(Tag::new(&outcome.tag)))
+    }
+
     /// Answers a session statement the server handles itself.
     pub(super) fn answer_compat(
         &self,
         c: &Compat,
-        user: &str,
         formats: Vec<FieldFormat>,
     ) -> Result<Response, EngineError> {
         Ok(match c {
@@ -163,11 +184,6 @@ impl<E: Engine> Connection<E> {
             }
             Compat::Function { column, call } => {
                 let v = match call {
-                    Function::Version => self.shared.engine.version(),
-                    Function::CurrentSchema => "public".to_string(),
-                    Function::CurrentDatabase => self.shared.database_name.clone(),
-                    Function::CurrentUser => user.to_string(),
-                    Function::BackendPid => self.state().pid.unwrap_or(0).to_string(),
                     Function::CurrentSetting(n) => self.state().params.get(n).unwrap_or_default(),
                 };
                 single_text(column, v, formats)

@@ -8,7 +8,7 @@ use futures::Sink;
 use pgwire::api::query::SimpleQueryHandler;
 use pgwire::api::results::{FieldFormat, Response};
 use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, METADATA_USER};
+use pgwire::api::{ClientInfo, ClientPortalStore};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::response::TransactionStatus;
 use pgwire::messages::PgWireBackendMessage;
@@ -28,11 +28,6 @@ impl<E: Engine> SimpleQueryHandler for Connection<E> {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let user = client
-            .metadata()
-            .get(METADATA_USER)
-            .cloned()
-            .unwrap_or_default();
         let mut tx = client.transaction_status();
         let mut out = Vec::new();
         let statements = split::statements(query);
@@ -47,7 +42,7 @@ impl<E: Engine> SimpleQueryHandler for Connection<E> {
             // may stream: a streamed query holds its session until its rows
             // are taken, and the next statement would wait for it.
             let last = i + 1 == count;
-            let answer = self.simple_statement(client, stmt, tx, &user, last).await;
+            let answer = self.simple_statement(client, stmt, tx, last).await;
             match answer {
                 Ok(resp) => {
                     tx = match &resp {
@@ -119,7 +114,6 @@ impl<E: Engine> Connection<E> {
         client: &mut C,
         stmt: &str,
         tx: TransactionStatus,
-        user: &str,
         stream: bool,
     ) -> Result<Response, EngineError>
     where
@@ -133,13 +127,19 @@ impl<E: Engine> Connection<E> {
             return Err(in_failed_transaction());
         }
         if let Some(c) = recognised {
-            if let Compat::Deallocate(Some(name)) = &c {
-                client.portal_store().rm_statement(name);
+            if let Compat::Deallocate(name) = &c {
+                let protocol = name
+                    .as_deref()
+                    .is_some_and(|n| client.portal_store().get_statement(n).is_some());
+                if let Some(n) = name.as_deref().filter(|_| protocol) {
+                    client.portal_store().rm_statement(n);
+                }
+                return self.deallocate(name.as_deref(), protocol).await;
             }
             if c.is_transaction_control() {
                 return self.transaction_control(&c, tx).await;
             }
-            return self.answer_compat(&c, user, vec![FieldFormat::Text]);
+            return self.answer_compat(&c, vec![FieldFormat::Text]);
         }
         let sql = stmt.to_string();
         let outcome = if stream {

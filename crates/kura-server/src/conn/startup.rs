@@ -19,7 +19,7 @@ use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
 use super::Connection;
 use crate::compat::is_client_parameter;
-use crate::engine::Engine;
+use crate::engine::{Engine, EngineSession};
 
 /// The ParameterStatus values sent after authentication.
 fn parameter_provider() -> DefaultServerParameterProvider {
@@ -61,6 +61,19 @@ impl<E: Engine> StartupHandler for Connection<E> {
                 self.shared
                     .cancels
                     .register(pid, key.to_bytes(), self.runner.canceller());
+                let identity = crate::engine::Identity {
+                    user: startup.parameters.get("user").cloned().unwrap_or_default(),
+                    database: self.shared.database_name.clone(),
+                    pid,
+                    version: self.shared.engine.version(),
+                };
+                let _ = self
+                    .runner
+                    .run(move |s: &mut E::Session| {
+                        s.set_identity(identity);
+                        Ok(())
+                    })
+                    .await;
                 {
                     let mut st = self.state();
                     st.pid = Some(pid);

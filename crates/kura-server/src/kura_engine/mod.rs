@@ -12,7 +12,8 @@ use kura_common::{DataType, Value};
 use sqlparser::ast::Statement;
 
 use crate::engine::{
-    rows_of, Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape, StreamOut,
+    rows_of, Canceller, Column, Engine, EngineError, EngineSession, Identity, Outcome, Shape,
+    StreamOut,
 };
 
 /// A kura database served over the wire.
@@ -48,12 +49,7 @@ impl Engine for KuraEngine {
     }
 
     fn version(&self) -> String {
-        format!(
-            "PostgreSQL {} (kura {}) on {}-linux",
-            crate::SERVER_VERSION,
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::ARCH
-        )
+        kura::identity::version_text()
     }
 }
 
@@ -255,5 +251,18 @@ impl EngineSession for KuraSession {
     fn canceller(&self) -> Canceller {
         let handle = self.session.cancel_handle();
         Arc::new(move || handle.cancel())
+    }
+
+    fn set_identity(&mut self, identity: Identity) {
+        self.session.set_identity(kura::identity::Identity {
+            user: identity.user,
+            database: identity.database,
+            backend_pid: identity.pid,
+            version: identity.version,
+        });
+    }
+
+    fn cursor_columns(&mut self, name: &str) -> Option<Vec<Column>> {
+        self.session.cursor_columns(name).map(columns)
     }
 }

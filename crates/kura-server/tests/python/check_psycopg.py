@@ -153,6 +153,79 @@ def protocol_checks(dsn):
     check("connect, version()", connects)
     check("TypeInfo.fetch (pg_type, ::regtype)", type_info)
     check("information_schema.columns, pg_tables", catalog_queries)
+    def named_cursors():
+        # A server-side cursor: DECLARE (parameters bound by the server), a
+        # Describe of the cursor's portal, FETCH FORWARD n, CLOSE.
+        with psycopg.connect(dsn) as conn:
+            with conn.cursor(name="c1") as cur:
+                cur.itersize = 2
+                cur.execute("select i, v from t where i >= %s order by i", (1,))
+                assert [d.name for d in cur.description] == ["i", "v"], cur.description
+                assert cur.fetchone() == (1, "alpha")
+                assert cur.fetchmany(1) == [(2, "beta")]
+                assert cur.fetchall() == [(3, "g")]
+            with conn.cursor(name="c2") as cur:
+                cur.itersize = 2
+                cur.execute("select i from t order by i")
+                assert [r[0] for r in cur] == [1, 2, 3]
+            conn.commit()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            # Outside a transaction block only WITH HOLD cursors may be declared.
+            try:
+                conn.execute("declare c3 cursor for select 1")
+                raise AssertionError("expected 25P01")
+            except psycopg.errors.NoActiveSqlTransaction:
+                pass
+            with conn.cursor(name="c4", withhold=True) as cur:
+                cur.execute("select count(*) from t")
+                assert cur.fetchone() == (3,)
+
+    def casts_on_parameters():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            # Parameters sent untyped (as text), typed by their casts.
+            cur = conn.cursor()
+            row = cur.execute(
+                "select %s::int + 1, %s::date, cast(%s as numeric(10,2))",
+                ("41", "2024-01-02", "3.14159"),
+            ).fetchone()
+            assert row == (42, datetime.date(2024, 1, 2), decimal.Decimal("3.14")), row
+            n = cur.execute("select count(*) from t where b = %s::bigint", ("-7",)).fetchone()
+            assert n == (1,), n
+
+    def timestamps_and_session_functions():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            ts = datetime.datetime(2024, 1, 2, 3, 4, 5, 123000)
+            conn.execute("create table if not exists ts_py (t timestamp)")
+            conn.execute("insert into ts_py values (%s)", (ts,))
+            got = conn.execute("select t, t::date from ts_py").fetchone()
+            assert got == (ts, datetime.date(2024, 1, 2)), got
+            # Binary results too.
+            got = conn.cursor(binary=True).execute("select t from ts_py").fetchone()
+            assert got == (ts,), got
+            now, db, like = conn.execute(
+                "select now(), current_database() || '!', version() like 'PostgreSQL%'"
+            ).fetchone()
+            assert isinstance(now, datetime.datetime) and db.endswith("!") and like, (now, db)
+            with psycopg.connect(dsn) as tx:
+                a = tx.execute("select now()").fetchone()[0]
+                b = tx.execute("select now()").fetchone()[0]
+                assert a == b, "now() moved within a transaction"
+
+    def prepare_execute():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("prepare p1 (int) as select v from t where i = $1")
+            assert conn.execute("execute p1 (2)").fetchone() == ("beta",)
+            conn.execute("deallocate p1")
+            try:
+                conn.execute("execute p1 (2)")
+                raise AssertionError("expected 26000")
+            except psycopg.errors.InvalidSqlStatementName:
+                pass
+
+    check("named cursors (DECLARE/FETCH/CLOSE)", named_cursors)
+    check("casts on parameters", casts_on_parameters)
+    check("timestamps, now(), session functions", timestamps_and_session_functions)
+    check("PREPARE/EXECUTE/DEALLOCATE", prepare_execute)
     check("transactions and SQLSTATE errors", transactions_and_errors)
     check("rollback discards, commit keeps, errors abort", rollback_discards_and_commit_keeps)
     check("result types (int, bigint, numeric, date, varchar, bool)", types)

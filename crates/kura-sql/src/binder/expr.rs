@@ -117,8 +117,8 @@ fn balanced(op: BinaryOp, mut xs: Vec<PhysExpr>) -> PhysExpr {
     xs.pop().expect("a connective has operands")
 }
 
-/// An interval literal: months and days.
-fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32)> {
+/// An interval literal: months, days and microseconds (the clock units).
+fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
     let p = pos(&iv.value);
     let text = match &*iv.value {
         ast::Expr::Value(v) => match &v.value {
@@ -139,16 +139,40 @@ fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32)> {
         (None, None) => "second".into(),
         _ => return Err(bad()),
     };
+    let clock = |unit_micros: i64| (0, 0, n as i64 * unit_micros);
     Ok(match unit.trim_end_matches('s') {
-        "year" => (n.checked_mul(12).ok_or_else(bad)?, 0),
-        "month" | "mon" => (n, 0),
-        "week" => (0, n.checked_mul(7).ok_or_else(bad)?),
-        "day" => (0, n),
+        "year" => (n.checked_mul(12).ok_or_else(bad)?, 0, 0),
+        "month" | "mon" => (n, 0, 0),
+        "week" => (0, n.checked_mul(7).ok_or_else(bad)?, 0),
+        "day" => (0, n, 0),
+        "hour" => clock(3_600_000_000),
+        "minute" | "min" => clock(60_000_000),
+        "second" | "sec" => clock(1_000_000),
         _ => return Err(SqlError::unsupported(format!("interval unit {unit}"), p)),
     })
 }
 
-fn add_interval(date: PhysExpr, (months, days): (i32, i32), negate: bool) -> PhysExpr {
+/// `timestamp ± interval`: months first (day clamped as for dates), then days
+/// and the clock part.
+fn add_timestamp_interval(
+    ts: PhysExpr,
+    (months, days, micros): (i32, i32, i64),
+    negate: bool,
+) -> PhysExpr {
+    let sign = if negate { -1 } else { 1 };
+    let shift = (days as i64 * kura_common::timestamp::MICROS_PER_DAY + micros) * sign;
+    fold(PhysExpr::Func {
+        func: ScalarFunc::AddInterval,
+        args: vec![
+            ts,
+            PhysExpr::literal(Value::Integer(sign as i32 * months), DataType::Integer),
+            PhysExpr::literal(Value::BigInt(shift), DataType::BigInt),
+        ],
+        data_type: DataType::Timestamp,
+    })
+}
+
+fn add_interval(date: PhysExpr, (months, days, _): (i32, i32, i64), negate: bool) -> PhysExpr {
     let sign = if negate { -1 } else { 1 };
     let mut e = date;
     if months != 0 {
@@ -196,6 +220,7 @@ const SCALARS: &[&str] = &[
     "nullif",
     "trim",
     "repeat",
+    "date_trunc",
 ];
 
 /// The deepest expression nesting the binder accepts. Every later pass (folding,
@@ -227,7 +252,20 @@ impl Binder<'_> {
             return Ok(bound);
         }
         match e {
-            E::Identifier(id) => self.resolve(None, id, cx),
+            E::Identifier(id) => match self.resolve(None, id, cx) {
+                // `current_schema` written without parentheses, as SQL allows,
+                // where no column of that name is in scope.
+                Err(SqlError::UnknownColumn { .. })
+                    if id.quote_style.is_none()
+                        && id.value.eq_ignore_ascii_case("current_schema") =>
+                {
+                    Ok(PhysExpr::literal(
+                        Value::Text("public".into()),
+                        DataType::Varchar(None),
+                    ))
+                }
+                r => r,
+            },
             E::CompoundIdentifier(ids) => match ids.as_slice() {
                 [q, c] => self.resolve(Some(q), c, cx),
                 [_, q, c] => self.resolve(Some(q), c, cx),
@@ -557,6 +595,13 @@ impl Binder<'_> {
             } => {
                 let x = self.bind_expr(expr, cx)?;
                 let t = sql_type(data_type, pos(e))?;
+                if let Some(n) = param_marker(&x) {
+                    // `$1::int` while describing: the cast gives the parameter its type.
+                    if let Some(slot) = self.params.types.get_mut(n - 1) {
+                        slot.get_or_insert(t);
+                    }
+                    return Ok(PhysExpr::literal(Value::Null, t));
+                }
                 if is_untyped_null(&x) && t == DataType::Varchar(None) {
                     // `CAST(NULL AS TEXT)` is text, not the untyped NULL it would fold to.
                     return Ok(text_null());
@@ -565,6 +610,44 @@ impl Binder<'_> {
             }
             E::Extract { field, expr, .. } => {
                 let x = self.bind_expr(expr, cx)?;
+                // The calendar fields of a timestamp are its date's.
+                let x = if x.data_type() == DataType::Timestamp
+                    && matches!(
+                        field,
+                        ast::DateTimeField::Year
+                            | ast::DateTimeField::Month
+                            | ast::DateTimeField::Day
+                    ) {
+                    coerce(x, DataType::Date, pos(e))?
+                } else {
+                    x
+                };
+                if x.data_type() == DataType::Timestamp {
+                    let (func, data_type) = match field {
+                        ast::DateTimeField::Hour => (ScalarFunc::ExtractHour, DataType::Integer),
+                        ast::DateTimeField::Minute => {
+                            (ScalarFunc::ExtractMinute, DataType::Integer)
+                        }
+                        ast::DateTimeField::Second => (
+                            ScalarFunc::ExtractSecond,
+                            DataType::Decimal {
+                                precision: 8,
+                                scale: 6,
+                            },
+                        ),
+                        other => {
+                            return Err(SqlError::unsupported(
+                                format!("extract({other}) of a timestamp"),
+                                pos(e),
+                            ))
+                        }
+                    };
+                    return Ok(fold(PhysExpr::Func {
+                        func,
+                        args: vec![x],
+                        data_type,
+                    }));
+                }
                 if x.data_type() != DataType::Date {
                     return Err(SqlError::mismatch(
                         format!("extract needs a date, not {}", x.data_type()),
@@ -761,6 +844,31 @@ impl Binder<'_> {
         Ok(balanced(bop, bound))
     }
 
+    /// `d ± interval` for a date (a date again, as kura always gave; with
+    /// hours, minutes or seconds a timestamp, as in PostgreSQL) or a timestamp.
+    fn plus_interval(
+        &mut self,
+        d: PhysExpr,
+        iv: (i32, i32, i64),
+        negate: bool,
+        op: &ast::BinaryOperator,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        match d.data_type() {
+            DataType::Date if iv.2 == 0 => Ok(add_interval(d, iv, negate)),
+            DataType::Date => Ok(add_timestamp_interval(
+                coerce(d, DataType::Timestamp, p)?,
+                iv,
+                negate,
+            )),
+            DataType::Timestamp => Ok(add_timestamp_interval(d, iv, negate)),
+            t => Err(SqlError::mismatch(
+                format!("operator does not exist: {t} {op} interval"),
+                p,
+            )),
+        }
+    }
+
     fn bind_binary(
         &mut self,
         l: &ast::Expr,
@@ -785,17 +893,12 @@ impl Binder<'_> {
                 } else {
                     d
                 };
-                if d.data_type() != DataType::Date {
-                    return Err(SqlError::mismatch(
-                        format!("operator does not exist: {} {op} interval", d.data_type()),
-                        p,
-                    ));
-                }
-                return Ok(add_interval(d, interval(iv)?, matches!(op, B::Minus)));
+                let negate = matches!(op, B::Minus);
+                return self.plus_interval(d, interval(iv)?, negate, op, p);
             }
             if let (ast::Expr::Interval(iv), B::Plus) = (l, op) {
                 let d = self.bind_expr(r, cx)?;
-                return Ok(add_interval(d, interval(iv)?, false));
+                return self.plus_interval(d, interval(iv)?, false, op, p);
             }
         }
         let a = self.bind_expr(l, cx)?;
@@ -944,6 +1047,12 @@ impl Binder<'_> {
             (a, coerce(b, t, p)?)
         } else {
             (a, b)
+        };
+        // A date meets a timestamp at its midnight.
+        let (a, b) = match (a.data_type(), b.data_type()) {
+            (DataType::Date, DataType::Timestamp) => (coerce(a, DataType::Timestamp, p)?, b),
+            (DataType::Timestamp, DataType::Date) => (a, coerce(b, DataType::Timestamp, p)?),
+            _ => (a, b),
         };
         let (ta, tb) = (a.data_type(), b.data_type());
         if common_type(ta, tb).is_none() {
@@ -1207,29 +1316,20 @@ impl Binder<'_> {
             collector.aggs.push((call, id));
             return Ok(col(id, ty));
         }
-        // Values fixed for the statement: today's date (UTC), the one schema.
-        match (name.as_str(), args.is_empty()) {
-            ("current_date", true) => {
-                return Ok(PhysExpr::literal(Value::Date(today_utc()), DataType::Date))
-            }
-            ("current_schema", true) => {
-                return Ok(PhysExpr::literal(
-                    Value::Text("public".into()),
-                    DataType::Varchar(None),
-                ))
-            }
-            ("now" | "current_timestamp" | "localtimestamp", _) => {
-                return Err(SqlError::unsupported(
-                    format!("{name}() (kura has no TIMESTAMP type yet; current_date works)"),
-                    p,
-                ))
-            }
-            _ => {}
+        // Today's date (UTC): the transaction's, as `now()` is, in a session.
+        if name == "current_date" && args.is_empty() {
+            let today = self.catalog.session().map_or_else(today_utc, |s| {
+                kura_common::timestamp::to_date(s.transaction_start)
+            });
+            return Ok(PhysExpr::literal(Value::Date(today), DataType::Date));
         }
         let bound = args
             .iter()
             .map(|a| self.bind_expr(a, cx))
             .collect::<SqlResult<Vec<_>>>()?;
+        if let Some(value) = self.session_function(&name, &bound, p)? {
+            return Ok(value);
+        }
         let func = match name.as_str() {
             "coalesce" => ScalarFunc::Coalesce,
             "abs" => ScalarFunc::Abs,
@@ -1240,6 +1340,50 @@ impl Binder<'_> {
             "substr" | "substring" => ScalarFunc::Substring,
             "trim" => ScalarFunc::Trim,
             "repeat" => ScalarFunc::Repeat,
+            "date_trunc" => {
+                // A date is truncated as the timestamp of its midnight, as in PostgreSQL.
+                let [unit, x] = bound.as_slice() else {
+                    return Err(SqlError::mismatch(
+                        "date_trunc takes a unit and a timestamp",
+                        p,
+                    ));
+                };
+                let x = match x.data_type() {
+                    DataType::Timestamp => x.clone(),
+                    DataType::Date => coerce(x.clone(), DataType::Timestamp, p)?,
+                    _ if is_text_literal(x) || is_untyped_null(x) => {
+                        coerce(x.clone(), DataType::Timestamp, p)?
+                    }
+                    t => {
+                        return Err(SqlError::mismatch(
+                            format!("function date_trunc(text, {t}) does not exist"),
+                            p,
+                        ))
+                    }
+                };
+                if let PhysExpr::Literal {
+                    value: Value::Text(u),
+                    ..
+                } = unit
+                {
+                    if kura_common::timestamp::trunc(u, 0).is_none() {
+                        return Err(SqlError::InvalidValue {
+                            message: format!("unit \"{u}\" not recognized for type timestamp"),
+                            pos: p,
+                        });
+                    }
+                } else {
+                    return Err(SqlError::unsupported(
+                        "date_trunc with a non-constant unit",
+                        p,
+                    ));
+                }
+                return Ok(fold(PhysExpr::Func {
+                    func: ScalarFunc::DateTrunc,
+                    args: vec![unit.clone(), x],
+                    data_type: DataType::Timestamp,
+                }));
+            }
             "nullif" => {
                 if bound.len() != 2 {
                     return Err(SqlError::mismatch("nullif takes two arguments", p));
@@ -1258,7 +1402,14 @@ impl Binder<'_> {
                 });
             }
             _ => {
-                let suggestion = did_you_mean(&name, AGGREGATES.iter().chain(SCALARS).copied());
+                let suggestion = did_you_mean(
+                    &name,
+                    AGGREGATES
+                        .iter()
+                        .chain(SCALARS)
+                        .chain(super::session_fn::SESSION_FUNCTIONS)
+                        .copied(),
+                );
                 return Err(SqlError::UnknownFunction {
                     name,
                     pos: p,
@@ -1373,6 +1524,7 @@ fn param_literal(v: Value, _n: usize) -> PhysExpr {
             scale: *s,
         },
         Value::Date(_) => DataType::Date,
+        Value::Timestamp(_) => DataType::Timestamp,
     };
     PhysExpr::literal(v, t)
 }

@@ -5,6 +5,7 @@
 
 mod expr;
 mod query;
+mod session_fn;
 mod setop;
 mod subquery;
 mod system;

@@ -17,7 +17,7 @@ use super::expr::ExprCtx;
 use super::types::{coerce, fold, is_null_literal};
 use super::{norm, Binder, Params};
 use crate::error::{Pos, SqlError, SqlResult};
-use crate::system::{RelKind, Snapshot, SnapshotInput, DATABASE, OWNER, OWNER_OID};
+use crate::system::{RelKind, Snapshot, SnapshotInput, OWNER, OWNER_OID};
 
 const TEXT: DataType = DataType::Varchar(None);
 
@@ -746,13 +746,6 @@ impl Binder<'_> {
                 | "shobj_description"
                 | "pg_encoding_to_char"
                 | "array_to_string"
-                | "current_database"
-                | "current_user"
-                | "session_user"
-                | "user"
-                | "current_role"
-                | "version"
-                | "current_schemas"
                 | "replace"
                 | "quote_ident"
                 | "to_regtype"
@@ -924,28 +917,6 @@ impl Binder<'_> {
                     return Err(SqlError::unsupported("arrays", p));
                 }
                 coerce(args[0].clone(), TEXT, p)?
-            }
-            "current_database" => {
-                arity(0..=0)?;
-                text(DATABASE)
-            }
-            "current_user" | "session_user" | "user" | "current_role" => {
-                arity(0..=0)?;
-                text(OWNER)
-            }
-            "version" => {
-                arity(0..=0)?;
-                text(format!(
-                    "PostgreSQL 16.6 (kura {}) on {}-linux",
-                    env!("CARGO_PKG_VERSION"),
-                    std::env::consts::ARCH
-                ))
-            }
-            "current_schemas" => {
-                return Err(SqlError::unsupported(
-                    "arrays (current_schemas() works subscripted: current_schemas(true)[1])",
-                    p,
-                ))
             }
             "replace" => {
                 arity(3..=3)?;

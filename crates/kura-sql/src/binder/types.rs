@@ -52,6 +52,16 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         }
         A::Decimal(i) | A::Numeric(i) | A::Dec(i) => num(i)?,
         A::Date => DataType::Date,
+        // kura keeps no time zones: `timestamptz` is taken as a timestamp in
+        // UTC, the zone every session runs in (see README, "SQL").
+        A::Timestamp(..) | A::TimestampNtz(_) | A::Datetime(_) => DataType::Timestamp,
+        A::Custom(name, mods)
+            if mods.is_empty()
+                && name.0.len() == 1
+                && name.to_string().eq_ignore_ascii_case("timestamptz") =>
+        {
+            DataType::Timestamp
+        }
         A::Boolean | A::Bool => DataType::Boolean,
         A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
             DataType::Varchar(len(l))
@@ -174,6 +184,12 @@ pub fn common_type(a: DataType, b: DataType) -> Option<DataType> {
         }
         let s = s1.max(s2) as u32;
         return Some(decimal((p1 - s1).max(p2 - s2) as u32 + s, s));
+    }
+    if matches!(
+        (a, b),
+        (DataType::Date, DataType::Timestamp) | (DataType::Timestamp, DataType::Date)
+    ) {
+        return Some(DataType::Timestamp);
     }
     if a.is_text() && b.is_text() {
         return Some(match (a, b) {

@@ -137,7 +137,7 @@ impl IntDomain {
                 max: i32::MAX as i128,
                 width: 4,
             }),
-            DataType::BigInt => Some(IntDomain {
+            DataType::BigInt | DataType::Timestamp => Some(IntDomain {
                 min: i64::MIN as i128,
                 max: i64::MAX as i128,
                 width: 8,
@@ -252,6 +252,8 @@ pub fn column_key(t: DataType, v: &Value) -> StorageResult<ColumnKey> {
         return match (t, v) {
             (DataType::Date, Value::Date(d)) => Ok(dom.key(*d as i128, *d as i128)),
             (DataType::Date, _) | (_, Value::Date(_)) => Err(mismatch(t, v)),
+            (DataType::Timestamp, Value::Timestamp(x)) => Ok(dom.key(*x as i128, *x as i128)),
+            (DataType::Timestamp, _) | (_, Value::Timestamp(_)) => Err(mismatch(t, v)),
             (_, Value::Integer(x)) => {
                 let x = mul_pow10(*x as i128, s as u32);
                 Ok(dom.key(x, x))
@@ -366,6 +368,9 @@ pub fn decode_key(types: &[DataType], mut b: &[u8]) -> Option<Vec<Value>> {
                 }
             }
             DataType::BigInt => Value::BigInt(
+                (u64::from_be_bytes(take(&mut b, 8)?.try_into().ok()?) ^ (1 << 63)) as i64,
+            ),
+            DataType::Timestamp => Value::Timestamp(
                 (u64::from_be_bytes(take(&mut b, 8)?.try_into().ok()?) ^ (1 << 63)) as i64,
             ),
             DataType::Decimal { scale, .. } if wide_decimal(t) => {

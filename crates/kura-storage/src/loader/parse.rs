@@ -394,6 +394,12 @@ fn push_field(
                 })?;
             out.push(x as i32);
         }
+        (ColumnData::I64(out), DataType::Timestamp) => {
+            out.push(
+                kura_common::timestamp::parse_timestamp_bytes(text)
+                    .ok_or_else(|| format!("invalid timestamp {:?}", shown()))?,
+            );
+        }
         (ColumnData::I64(out), DataType::BigInt) => {
             out.push(parse_int(text).ok_or_else(|| format!("invalid integer {:?}", shown()))?);
         }

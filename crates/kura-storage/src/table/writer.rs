@@ -71,7 +71,9 @@ impl TableAppender {
                         a == b
                     }
                     (a, b) => {
-                        a.is_text() == b.is_text() && (a == DataType::Date) == (b == DataType::Date)
+                        a.is_text() == b.is_text()
+                            && (a == DataType::Date) == (b == DataType::Date)
+                            && (a == DataType::Timestamp) == (b == DataType::Timestamp)
                     }
                 };
             if !compatible {

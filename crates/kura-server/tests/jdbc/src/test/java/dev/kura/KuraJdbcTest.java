@@ -72,6 +72,35 @@ class KuraJdbcTest {
     }
 
     @Test
+    void castsOnParametersAndTimestamps() throws SQLException {
+        try (Connection c = connect();
+             PreparedStatement ps = c.prepareStatement(
+                 "select ?::int + 1, cast(? as numeric(10,2)), ?::timestamp, ?::timestamp::date")) {
+            ps.setString(1, "41");
+            ps.setString(2, "3.14159");
+            Timestamp ts = Timestamp.valueOf("2024-01-02 03:04:05.123");
+            ps.setTimestamp(3, ts);
+            ps.setTimestamp(4, ts);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertEquals(Types.TIMESTAMP, rs.getMetaData().getColumnType(3));
+                assertTrue(rs.next());
+                assertEquals(42, rs.getInt(1));
+                assertEquals(new BigDecimal("3.14"), rs.getBigDecimal(2));
+                assertEquals(ts, rs.getTimestamp(3));
+                assertEquals(Date.valueOf("2024-01-02"), rs.getDate(4));
+            }
+        }
+        try (Connection c = connect();
+             PreparedStatement ps = c.prepareStatement("select i from t where b = ?::bigint")) {
+            ps.setString(1, "-7");
+            try (ResultSet rs = ps.executeQuery()) {
+                assertTrue(rs.next());
+                assertEquals(2, rs.getInt(1));
+            }
+        }
+    }
+
+    @Test
     void errorsCarrySqlStateAndTheConnectionSurvives() throws SQLException {
         try (Connection c = connect(); Statement s = c.createStatement()) {
             SQLException e = assertThrows(SQLException.class, () -> s.executeQuery("select * from no_such_table"));
