@@ -206,12 +206,18 @@ fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), St
         cfg.buffers = kura_lab::memsweep::quick_buffers(data);
     }
     let mut bar: Option<indicatif::ProgressBar> = None;
+    let started = std::time::Instant::now();
     kura_lab::memsweep::run(&cfg, out, &mut |done, total| {
+        if !crate::progress::on_terminal() {
+            // A long sweep run into a log still says how far it is.
+            eprintln!(
+                "memsweep: {done}/{total} points, {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            return;
+        }
         let b = bar
             .get_or_insert_with(|| crate::progress::count_bar("memsweep", total as u64, "points"));
-        if !crate::progress::on_terminal() {
-            b.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-        }
         b.set_position(done as u64);
         if done >= total {
             b.finish_and_clear();
