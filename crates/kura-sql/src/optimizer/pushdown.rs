@@ -312,6 +312,22 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             input: Box::new(push(*input, preds)),
             count,
         },
+        // A filter below a window would change the partitions it sees (PostgreSQL
+        // pushes only predicates on partition keys; kura keeps them all above).
+        Logical::Window {
+            input,
+            partition,
+            order,
+            funcs,
+        } => filter(
+            Logical::Window {
+                input: Box::new(push(*input, Vec::new())),
+                partition,
+                order,
+                funcs,
+            },
+            preds,
+        ),
         v @ Logical::Values { .. } => filter(v, preds),
     }
 }
