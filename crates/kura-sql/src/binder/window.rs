@@ -254,7 +254,9 @@ impl Binder<'_> {
     /// One window node per distinct window over `plan`, in the order the windows
     /// first appear.
     pub(super) fn plan_windows(&mut self, mut plan: Logical, w: WindowCollector) -> Logical {
-        let mut windows: Vec<(Vec<PhysExpr>, Vec<LSortKey>, Vec<(WindowFunc, ColId)>)> = Vec::new();
+        // (partition keys, order keys, the functions over them)
+        type Window = (Vec<PhysExpr>, Vec<LSortKey>, Vec<(WindowFunc, ColId)>);
+        let mut windows: Vec<Window> = Vec::new();
         for c in w.calls {
             match windows
                 .iter_mut()
