@@ -93,15 +93,26 @@ pub enum WindowFunc {
     RowNumber,
     Rank,
     DenseRank,
-    /// An aggregate (never DISTINCT) over PostgreSQL's default frame: the whole
-    /// partition without ORDER BY, else the rows up to the current row's last peer.
-    Aggregate(AggCall),
+    /// An aggregate (never DISTINCT) over the frame.
+    Aggregate(AggCall, WindowFrame),
+}
+
+/// The rows an aggregate window function sees, all starting at the partition's
+/// first row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFrame {
+    /// The whole partition (no ORDER BY, or `... AND UNBOUNDED FOLLOWING`).
+    Partition,
+    /// Up to the current row's last peer (PostgreSQL's default with ORDER BY).
+    Peers,
+    /// Up to the current row (`ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`).
+    Rows,
 }
 
 impl WindowFunc {
     pub fn data_type(&self) -> DataType {
         match self {
-            WindowFunc::Aggregate(a) => a.data_type,
+            WindowFunc::Aggregate(a, _) => a.data_type,
             _ => DataType::BigInt,
         }
     }
@@ -113,9 +124,9 @@ impl std::fmt::Display for WindowFunc {
             WindowFunc::RowNumber => write!(f, "row_number()"),
             WindowFunc::Rank => write!(f, "rank()"),
             WindowFunc::DenseRank => write!(f, "dense_rank()"),
-            WindowFunc::Aggregate(a) => {
+            WindowFunc::Aggregate(a, frame) => {
                 let arg = a.arg.as_ref().map_or("*".to_string(), |e| e.to_string());
-                write!(f, "{:?}({arg})", a.func)
+                write!(f, "{:?}({arg}) {frame:?}", a.func)
             }
         }
     }

@@ -170,7 +170,7 @@ impl Logical {
                 funcs
                     .iter()
                     .filter_map(|f| match &f.0 {
-                        WindowFunc::Aggregate(a) => a.arg.as_ref(),
+                        WindowFunc::Aggregate(a, _) => a.arg.as_ref(),
                         _ => None,
                     })
                     .for_each(&mut add);

@@ -15,7 +15,7 @@ use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, PhysExpr};
 use crate::pipeline::{LocalState, Sink};
-use crate::plan::{SortKey, WindowFunc};
+use crate::plan::{SortKey, WindowFrame, WindowFunc};
 
 /// A worker's buffered input.
 #[derive(Default)]
@@ -33,9 +33,10 @@ pub struct WindowSink {
     result: Mutex<Vec<Batch>>,
 }
 
-/// Where each sorted row stands: its peer group (rows equal on partition and order
-/// keys) and whether it starts a partition or a peer group.
+/// Where each sorted row stands: its partition, its peer group (rows equal on
+/// partition and order keys) and whether it starts a partition or a peer group.
 struct Layout {
+    partition: Vec<u32>,
     peer: Vec<u32>,
     partition_start: Vec<bool>,
     peer_start: Vec<bool>,
@@ -79,11 +80,12 @@ impl WindowSink {
     fn layout(&self, keys: &[SortKey], vals: &[Vector], rows: usize) -> Layout {
         let np = self.partition_by.len();
         let mut l = Layout {
+            partition: Vec::with_capacity(rows),
             peer: Vec::with_capacity(rows),
             partition_start: Vec::with_capacity(rows),
             peer_start: Vec::with_capacity(rows),
         };
-        let mut group = 0u32;
+        let (mut group, mut part) = (0u32, 0u32);
         for i in 0..rows {
             let (new_partition, new_peer) = if i == 0 {
                 (true, true)
@@ -99,6 +101,10 @@ impl WindowSink {
             if i > 0 && new_peer {
                 group += 1;
             }
+            if i > 0 && new_partition {
+                part += 1;
+            }
+            l.partition.push(part);
             l.peer.push(group);
             l.partition_start.push(new_partition);
             l.peer_start.push(new_peer);
@@ -136,26 +142,38 @@ impl WindowSink {
             WindowFunc::RowNumber => ranks(|n, _, _| n),
             WindowFunc::Rank => ranks(|_, r, _| r),
             WindowFunc::DenseRank => ranks(|_, _, d| d),
-            WindowFunc::Aggregate(call) => {
+            WindowFunc::Aggregate(call, frame) => {
                 if call.distinct {
                     return Err(ExecError::Internal("DISTINCT window aggregate".into()));
                 }
-                let groups = l.peer.last().map_or(0, |g| *g as usize + 1);
+                // Rows sharing a frame share a group: the partition, the peer group,
+                // or (ROWS) the row itself.
+                let row_ids: Vec<u32>;
+                let (group, starts): (&[u32], Option<&[bool]>) = match frame {
+                    WindowFrame::Partition => (&l.partition, None),
+                    WindowFrame::Peers => (&l.peer, Some(&l.peer_start)),
+                    WindowFrame::Rows => {
+                        row_ids = (0..rows as u32).collect();
+                        (&row_ids, Some(&[]))
+                    }
+                };
+                let groups = group.last().map_or(0, |g| *g as usize + 1);
                 let mut acc = new_acc(call);
                 acc.grow(groups);
                 let arg = call.arg.as_ref().map(|a| a.eval(sorted)).transpose()?;
-                acc.update(&l.peer, arg.as_ref())?;
-                if !self.order_by.is_empty() {
-                    // Running frame: a peer group sees every earlier peer group of
-                    // its partition, so each carries the running state forward.
+                acc.update(group, arg.as_ref())?;
+                if let Some(starts) = starts {
+                    // Running frames: a group sees every earlier group of its
+                    // partition, so each carries the running state forward.
                     for i in 1..rows {
-                        if l.peer_start[i] && !l.partition_start[i] {
-                            let g = l.peer[i] as usize;
+                        let new_group = starts.get(i).copied().unwrap_or(true);
+                        if new_group && !l.partition_start[i] {
+                            let g = group[i] as usize;
                             acc.carry(g - 1, g)?;
                         }
                     }
                 }
-                acc.finish(call, groups)?.take(&l.peer)
+                acc.finish(call, groups)?.take(group)
             }
         })
     }

@@ -355,9 +355,9 @@ impl Binder<'_> {
                 let funcs = funcs
                     .into_iter()
                     .map(|(f, id)| match f {
-                        kura_exec::WindowFunc::Aggregate(mut a) => {
+                        kura_exec::WindowFunc::Aggregate(mut a, frame) => {
                             a.arg = a.arg.as_ref().map(|x| subst(x, &m));
-                            (kura_exec::WindowFunc::Aggregate(a), id)
+                            (kura_exec::WindowFunc::Aggregate(a, frame), id)
                         }
                         f => (f, id),
                     })
@@ -530,9 +530,9 @@ impl Binder<'_> {
                     .into_iter()
                     .map(|(f, id)| {
                         let f = match f {
-                            kura_exec::WindowFunc::Aggregate(mut a) => {
+                            kura_exec::WindowFunc::Aggregate(mut a, frame) => {
                                 a.arg = a.arg.as_ref().map(|x| subst(x, ids));
-                                kura_exec::WindowFunc::Aggregate(a)
+                                kura_exec::WindowFunc::Aggregate(a, frame)
                             }
                             f => f,
                         };

@@ -3,7 +3,7 @@
 //! as one window node per distinct window, between the grouping and the projection.
 
 use kura_exec::expr::PhysExpr;
-use kura_exec::WindowFunc;
+use kura_exec::{WindowFrame, WindowFunc};
 use sqlparser::ast;
 
 use super::expr::{aggregate_call, ExprCtx, AGGREGATES};
@@ -48,7 +48,7 @@ impl WindowCollector {
             for k in &mut c.order {
                 k.expr = f(&k.expr)?;
             }
-            if let WindowFunc::Aggregate(a) = &mut c.func {
+            if let WindowFunc::Aggregate(a, _) = &mut c.func {
                 if let Some(x) = &a.arg {
                     a.arg = Some(f(x)?);
                 }
@@ -56,6 +56,49 @@ impl WindowCollector {
         }
         Ok(())
     }
+}
+
+/// The frame of an aggregate over `spec`: PostgreSQL's default, or one of the
+/// frames that start at the partition's first row; any other is refused.
+fn frame(spec: &ast::WindowSpec, p: Pos) -> SqlResult<WindowFrame> {
+    use ast::WindowFrameBound as B;
+    let ordered = !spec.order_by.is_empty();
+    let Some(f) = &spec.window_frame else {
+        return Ok(if ordered {
+            WindowFrame::Peers
+        } else {
+            WindowFrame::Partition
+        });
+    };
+    let text = match &f.end_bound {
+        Some(e) => format!("{} BETWEEN {} AND {e}", f.units, f.start_bound),
+        None => format!("{} {}", f.units, f.start_bound),
+    };
+    let refuse = || {
+        SqlError::unsupported(
+            format!(
+                "window frame {text} (frames from UNBOUNDED PRECEDING to CURRENT ROW or \
+                 UNBOUNDED FOLLOWING are)"
+            ),
+            p,
+        )
+    };
+    if !matches!(f.start_bound, B::Preceding(None)) {
+        return Err(refuse());
+    }
+    let rows = match f.units {
+        ast::WindowFrameUnits::Rows => true,
+        ast::WindowFrameUnits::Range => false,
+        ast::WindowFrameUnits::Groups => return Err(refuse()),
+    };
+    Ok(match &f.end_bound {
+        None | Some(B::CurrentRow) if rows => WindowFrame::Rows,
+        // Without ORDER BY every row is a peer of every other.
+        None | Some(B::CurrentRow) if ordered => WindowFrame::Peers,
+        None | Some(B::CurrentRow) => WindowFrame::Partition,
+        Some(B::Following(None)) => WindowFrame::Partition,
+        Some(_) => return Err(refuse()),
+    })
 }
 
 fn windowing(message: impl Into<String>, pos: Pos) -> SqlError {
@@ -103,12 +146,7 @@ impl Binder<'_> {
         if spec.window_name.is_some() {
             return Err(SqlError::unsupported("named windows (WINDOW ... AS)", p));
         }
-        if spec.window_frame.is_some() {
-            return Err(SqlError::unsupported(
-                "explicit window frames (ROWS/RANGE/GROUPS ...); the default frame is",
-                p,
-            ));
-        }
+        let frame = frame(spec, p)?;
         if f.filter.is_some() {
             return Err(SqlError::unsupported("FILTER in a window function call", p));
         }
@@ -163,7 +201,7 @@ impl Binder<'_> {
         if let Some(w) = cx.win.as_mut() {
             w.nested = true;
         }
-        let bound = self.bind_window_parts(name, &args, star, spec, cx, p);
+        let bound = self.bind_window_parts(name, &args, star, spec, frame, cx, p);
         if let Some(w) = cx.win.as_mut() {
             w.nested = false;
         }
@@ -196,6 +234,7 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         star: bool,
         spec: &ast::WindowSpec,
+        frame: WindowFrame,
         cx: &mut ExprCtx,
         p: Pos,
     ) -> SqlResult<(WindowFunc, Vec<PhysExpr>, Vec<LSortKey>)> {
@@ -222,7 +261,7 @@ impl Binder<'_> {
                     }
                     Some(self.bind_expr(args[0], cx)?)
                 };
-                WindowFunc::Aggregate(aggregate_call(n, arg, false, p)?)
+                WindowFunc::Aggregate(aggregate_call(n, arg, false, p)?, frame)
             }
             "lag" | "lead" | "ntile" | "first_value" | "last_value" | "nth_value"
             | "percent_rank" | "cume_dist" => {

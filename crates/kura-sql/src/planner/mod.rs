@@ -519,10 +519,10 @@ impl Lowering<'_> {
                     .iter()
                     .map(|(f, _)| {
                         Ok(match f {
-                            WindowFunc::Aggregate(a) => {
+                            WindowFunc::Aggregate(a, frame) => {
                                 let mut a = a.clone();
                                 a.arg = a.arg.as_ref().map(|x| remap(x, &layout)).transpose()?;
-                                WindowFunc::Aggregate(a)
+                                WindowFunc::Aggregate(a, *frame)
                             }
                             f => f.clone(),
                         })
