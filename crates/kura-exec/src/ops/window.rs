@@ -165,11 +165,10 @@ impl WindowSink {
                 if let Some(starts) = starts {
                     // Running frames: a group sees every earlier group of its
                     // partition, so each carries the running state forward.
-                    for i in 1..rows {
+                    for (i, &g) in group.iter().enumerate().skip(1) {
                         let new_group = starts.get(i).copied().unwrap_or(true);
                         if new_group && !l.partition_start[i] {
-                            let g = group[i] as usize;
-                            acc.carry(g - 1, g)?;
+                            acc.carry(g as usize - 1, g as usize)?;
                         }
                     }
                 }

@@ -146,7 +146,6 @@ impl Binder<'_> {
         if spec.window_name.is_some() {
             return Err(SqlError::unsupported("named windows (WINDOW ... AS)", p));
         }
-        let frame = frame(spec, p)?;
         if f.filter.is_some() {
             return Err(SqlError::unsupported("FILTER in a window function call", p));
         }
@@ -201,7 +200,7 @@ impl Binder<'_> {
         if let Some(w) = cx.win.as_mut() {
             w.nested = true;
         }
-        let bound = self.bind_window_parts(name, &args, star, spec, frame, cx, p);
+        let bound = self.bind_window_parts(name, &args, star, spec, cx, p);
         if let Some(w) = cx.win.as_mut() {
             w.nested = false;
         }
@@ -234,7 +233,6 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         star: bool,
         spec: &ast::WindowSpec,
-        frame: WindowFrame,
         cx: &mut ExprCtx,
         p: Pos,
     ) -> SqlResult<(WindowFunc, Vec<PhysExpr>, Vec<LSortKey>)> {
@@ -261,7 +259,7 @@ impl Binder<'_> {
                     }
                     Some(self.bind_expr(args[0], cx)?)
                 };
-                WindowFunc::Aggregate(aggregate_call(n, arg, false, p)?, frame)
+                WindowFunc::Aggregate(aggregate_call(n, arg, false, p)?, frame(spec, p)?)
             }
             "lag" | "lead" | "ntile" | "first_value" | "last_value" | "nth_value"
             | "percent_rank" | "cume_dist" => {
