@@ -17,6 +17,7 @@ use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
 use crate::ops::sort::SortSink;
 use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp, ReplicateOp};
+use crate::ops::window::WindowSink;
 use crate::pipeline::{Pipeline, Sink};
 use crate::plan::{JoinType, PlanKind, PlanNode};
 use crate::registry::{OperatorKind, OperatorRegistry};
@@ -46,6 +47,7 @@ fn kind_of(k: &PlanKind) -> OperatorKind {
         PlanKind::Limit { .. } => OperatorKind::Limit,
         PlanKind::UnionAll { .. } => OperatorKind::Union,
         PlanKind::Replicate { .. } => OperatorKind::Replicate,
+        PlanKind::Window { .. } => OperatorKind::Window,
     }
 }
 
@@ -324,6 +326,23 @@ impl Executor<'_> {
             }
             PlanKind::Sort { input, keys, limit } => {
                 let sink = Arc::new(SortSink::new(keys.clone(), input.output.clone(), *limit));
+                self.run_into(input, sink.clone(), node.id)?;
+                let out = sink.take();
+                self.record_rows(node.id, &out);
+                self.materialized(out, crate::context::NO_NODE)
+            }
+            PlanKind::Window {
+                input,
+                partition_by,
+                order_by,
+                functions,
+            } => {
+                let sink = Arc::new(WindowSink::new(
+                    partition_by.clone(),
+                    order_by.clone(),
+                    functions.clone(),
+                    input.output.clone(),
+                ));
                 self.run_into(input, sink.clone(), node.id)?;
                 let out = sink.take();
                 self.record_rows(node.id, &out);

@@ -23,6 +23,8 @@ pub use context::{ExecContext, IoCounters, OperatorStats};
 pub use error::{ExecError, ExecResult};
 pub use executor::Executor;
 pub use index_source::IndexSource;
-pub use plan::{AggCall, AggFunc, JoinType, PlanKind, PlanNode, SortKey, ZonePredicate};
+pub use plan::{
+    AggCall, AggFunc, JoinType, PlanKind, PlanNode, SortKey, WindowFrame, WindowFunc, ZonePredicate,
+};
 pub use registry::OperatorRegistry;
 pub use source::{ColumnStatistics, MemTable, SourceColumn, TableSource, Zone};

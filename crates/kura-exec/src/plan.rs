@@ -87,6 +87,51 @@ pub struct AggCall {
     pub data_type: DataType,
 }
 
+/// A window function: a ranking function or an aggregate over the window frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WindowFunc {
+    RowNumber,
+    Rank,
+    DenseRank,
+    /// An aggregate (never DISTINCT) over the frame.
+    Aggregate(AggCall, WindowFrame),
+}
+
+/// The rows an aggregate window function sees, all starting at the partition's
+/// first row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowFrame {
+    /// The whole partition (no ORDER BY, or `... AND UNBOUNDED FOLLOWING`).
+    Partition,
+    /// Up to the current row's last peer (PostgreSQL's default with ORDER BY).
+    Peers,
+    /// Up to the current row (`ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`).
+    Rows,
+}
+
+impl WindowFunc {
+    pub fn data_type(&self) -> DataType {
+        match self {
+            WindowFunc::Aggregate(a, _) => a.data_type,
+            _ => DataType::BigInt,
+        }
+    }
+}
+
+impl std::fmt::Display for WindowFunc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WindowFunc::RowNumber => write!(f, "row_number()"),
+            WindowFunc::Rank => write!(f, "rank()"),
+            WindowFunc::DenseRank => write!(f, "dense_rank()"),
+            WindowFunc::Aggregate(a, frame) => {
+                let arg = a.arg.as_ref().map_or("*".to_string(), |e| e.to_string());
+                write!(f, "{:?}({arg}) {frame:?}", a.func)
+            }
+        }
+    }
+}
+
 /// One ORDER BY key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortKey {
@@ -252,6 +297,14 @@ pub enum PlanKind {
         input: Box<PlanNode>,
         count: usize,
     },
+    /// The input's columns followed by one column per window function, all over
+    /// the same window (`PARTITION BY partition_by ORDER BY order_by`).
+    Window {
+        input: Box<PlanNode>,
+        partition_by: Vec<PhysExpr>,
+        order_by: Vec<SortKey>,
+        functions: Vec<WindowFunc>,
+    },
 }
 
 impl PlanNode {
@@ -281,6 +334,7 @@ impl PlanNode {
             | PlanKind::Sort { input, .. }
             | PlanKind::Limit { input, .. }
             | PlanKind::Replicate { input, .. }
+            | PlanKind::Window { input, .. }
             | PlanKind::IndexJoin { probe: input, .. } => vec![input],
             PlanKind::Join { probe, build, .. } => vec![probe, build],
             PlanKind::UnionAll { inputs } => inputs.iter().collect(),
@@ -298,6 +352,7 @@ impl PlanNode {
             | PlanKind::Sort { input, .. }
             | PlanKind::Limit { input, .. }
             | PlanKind::Replicate { input, .. }
+            | PlanKind::Window { input, .. }
             | PlanKind::IndexJoin { probe: input, .. } => vec![input],
             PlanKind::Join { probe, build, .. } => vec![probe, build],
             PlanKind::UnionAll { inputs } => inputs.iter_mut().collect(),
@@ -468,6 +523,25 @@ impl PlanNode {
             PlanKind::Limit { offset, limit, .. } => format!("limit {limit:?} offset {offset}"),
             PlanKind::UnionAll { inputs } => format!("{} inputs", inputs.len()),
             PlanKind::Replicate { count, .. } => format!("rows repeated #{count} times"),
+            PlanKind::Window {
+                partition_by,
+                order_by,
+                functions,
+                ..
+            } => {
+                let f: Vec<String> = functions.iter().map(|f| f.to_string()).collect();
+                let p: Vec<String> = partition_by.iter().map(|e| e.to_string()).collect();
+                let o: Vec<String> = order_by
+                    .iter()
+                    .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
+                    .collect();
+                format!(
+                    "[{}] partition by [{}] order by [{}]",
+                    f.join(", "),
+                    p.join(", "),
+                    o.join(", ")
+                )
+            }
         }
     }
 

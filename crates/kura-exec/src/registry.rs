@@ -24,6 +24,7 @@ pub enum OperatorKind {
     Limit,
     Union,
     Replicate,
+    Window,
 }
 
 /// What an operator is, for EXPLAIN and for checking plans against implementations.
@@ -149,6 +150,13 @@ impl Default for OperatorRegistry {
             1,
             "batches",
             "sorted batches (runs merged)",
+        )));
+        r.register(plain(desc(
+            "window",
+            Window,
+            1,
+            "batches",
+            "the rows sorted by partition and order keys, with window function columns",
         )));
         r.register(RegisteredOperator {
             descriptor: desc(

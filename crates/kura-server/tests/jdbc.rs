@@ -66,7 +66,8 @@ fn pgjdbc_database_metadata() {
     let s = TestServer::trust(|db| {
         common::exec(
             db,
-            "create table lineitem (l_orderkey integer not null, l_comment varchar(44));\
+            "create table lineitem (l_orderkey integer not null, l_comment varchar(44), \
+             l_extendedprice decimal(15,2), l_shipdate date);\
              create index li_ok on lineitem (l_orderkey);\
              create view v1 as select l_orderkey from lineitem",
         );

@@ -71,6 +71,9 @@ pub enum SqlError {
     /// An aggregate where none may be (42803, like a grouping error).
     #[error("{pos}{message}")]
     Grouping { message: String, pos: Pos },
+    /// A window function where none may be (42P20, windowing error).
+    #[error("{pos}{message}")]
+    Windowing { message: String, pos: Pos },
     #[error("{pos}invalid date \"{text}\"")]
     InvalidDate { text: String, pos: Pos },
     #[error("{pos}{message}")]
@@ -105,6 +108,7 @@ impl SqlError {
             SqlError::UnknownType { .. } => "42704",
             SqlError::TypeMismatch { .. } => "42804",
             SqlError::NotGrouped { .. } | SqlError::Grouping { .. } => "42803",
+            SqlError::Windowing { .. } => "42P20",
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
             SqlError::Unsupported { .. } => "0A000",

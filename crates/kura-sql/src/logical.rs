@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use kura_common::{DataType, Value};
 use kura_exec::expr::{BinaryOp, PhysExpr};
-use kura_exec::{AggCall, JoinType, TableSource};
+use kura_exec::{AggCall, JoinType, TableSource, WindowFunc};
 
 /// A column id, unique within one statement.
 pub type ColId = usize;
@@ -91,6 +91,13 @@ pub enum Logical {
     },
     /// Each input row as many times as its BIGINT column `count` says.
     Replicate { input: Box<Logical>, count: ColId },
+    /// The input's columns plus one per window function, all over one window.
+    Window {
+        input: Box<Logical>,
+        partition: Vec<PhysExpr>,
+        order: Vec<LSortKey>,
+        funcs: Vec<(WindowFunc, ColId)>,
+    },
 }
 
 impl Logical {
@@ -125,6 +132,11 @@ impl Logical {
                 .map(|g| g.1)
                 .chain(aggs.iter().map(|a| a.1))
                 .collect(),
+            Logical::Window { input, funcs, .. } => {
+                let mut o = input.output();
+                o.extend(funcs.iter().map(|f| f.1));
+                o
+            }
         }
     }
 
@@ -147,6 +159,22 @@ impl Logical {
             Logical::Replicate { count, .. } => {
                 out.insert(*count);
             }
+            Logical::Window {
+                partition,
+                order,
+                funcs,
+                ..
+            } => {
+                partition.iter().for_each(&mut add);
+                order.iter().for_each(|k| add(&k.expr));
+                funcs
+                    .iter()
+                    .filter_map(|f| match &f.0 {
+                        WindowFunc::Aggregate(a, _) => a.arg.as_ref(),
+                        _ => None,
+                    })
+                    .for_each(&mut add);
+            }
         }
     }
 
@@ -158,7 +186,8 @@ impl Logical {
             | Logical::Aggregate { input, .. }
             | Logical::Sort { input, .. }
             | Logical::Limit { input, .. }
-            | Logical::Replicate { input, .. } => vec![input],
+            | Logical::Replicate { input, .. }
+            | Logical::Window { input, .. } => vec![input],
             Logical::Join { left, right, .. } => vec![left, right],
             Logical::Union { inputs, .. } => inputs.iter().map(|i| &i.0).collect(),
         }

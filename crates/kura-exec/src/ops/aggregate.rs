@@ -26,7 +26,7 @@ fn scale(dt: DataType) -> u8 {
 }
 
 /// Accumulators of one aggregate, one slot per group.
-enum Acc {
+pub(crate) enum Acc {
     Count(Vec<i64>),
     SumInt {
         sums: Vec<i128>,
@@ -56,7 +56,7 @@ enum Acc {
     },
 }
 
-fn new_acc(call: &AggCall) -> Acc {
+pub(crate) fn new_acc(call: &AggCall) -> Acc {
     let arg_float = call
         .arg
         .as_ref()
@@ -93,7 +93,7 @@ fn new_acc(call: &AggCall) -> Acc {
 }
 
 impl Acc {
-    fn grow(&mut self, groups: usize) {
+    pub(crate) fn grow(&mut self, groups: usize) {
         match self {
             Acc::Count(c) => c.resize(groups, 0),
             Acc::SumInt { sums, seen } => {
@@ -121,7 +121,7 @@ impl Acc {
     }
 
     /// Folds rows of `arg` (None for count(*)) into groups `g`.
-    fn update(&mut self, g: &[u32], arg: Option<&Vector>) -> ExecResult<()> {
+    pub(crate) fn update(&mut self, g: &[u32], arg: Option<&Vector>) -> ExecResult<()> {
         let valid = |i: usize| arg.is_none_or(|a| !a.is_null(i));
         match self {
             Acc::Count(c) => {
@@ -226,6 +226,41 @@ impl Acc {
         Ok(())
     }
 
+    /// Folds group `from` into group `to` of the same accumulator: running window
+    /// aggregates carry each peer group's state into the next one.
+    pub(crate) fn carry(&mut self, from: usize, to: usize) -> ExecResult<()> {
+        match self {
+            Acc::Count(c) => c[to] += c[from],
+            Acc::SumInt { sums, seen } => {
+                sums[to] = sums[to]
+                    .checked_add(sums[from])
+                    .ok_or_else(|| ExecError::OutOfRange("sum overflows".into()))?;
+                seen[to] |= seen[from];
+            }
+            Acc::SumFloat { sums, seen } => {
+                sums[to] += sums[from];
+                seen[to] |= seen[from];
+            }
+            Acc::AvgInt { sums, counts } => {
+                sums[to] = sums[to]
+                    .checked_add(sums[from])
+                    .ok_or_else(|| ExecError::OutOfRange("avg overflows".into()))?;
+                counts[to] += counts[from];
+            }
+            Acc::AvgFloat { sums, counts } => {
+                sums[to] += sums[from];
+                counts[to] += counts[from];
+            }
+            Acc::MinMax(m) => m.carry(from, to),
+            Acc::Distinct { .. } => {
+                return Err(ExecError::Internal(
+                    "DISTINCT in a running aggregate".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
     /// Folds group `from` of `other` into group `to` of `self`.
     fn merge_group(&mut self, to: usize, other: &Acc, from: usize) {
         match (self, other) {
@@ -272,7 +307,7 @@ impl Acc {
     }
 
     /// The final value of every group, as a vector of `call.data_type`.
-    fn finish(&self, call: &AggCall, groups: usize) -> ExecResult<Vector> {
+    pub(crate) fn finish(&self, call: &AggCall, groups: usize) -> ExecResult<Vector> {
         let out = call.data_type;
         let in_scale = call.arg.as_ref().map_or(0, |a| scale(a.data_type()));
         let mut v = Vector::new(out, groups);

@@ -156,6 +156,27 @@ impl MinMaxAcc {
         }
     }
 
+    /// Folds group `from` into group `to` of this accumulator.
+    pub fn carry(&mut self, from: usize, to: usize) {
+        if !self.seen[from] {
+            return;
+        }
+        let o = match &self.slots {
+            Slots::Int(a) => a[from].cmp(&a[to]),
+            Slots::Float(a) => a[from].total_cmp(&a[to]),
+            Slots::Other(a) => a[from].total_cmp(&a[to]),
+        };
+        if self.seen[to] && !self.wins(o) {
+            return;
+        }
+        self.seen[to] = true;
+        match &mut self.slots {
+            Slots::Int(a) => a[to] = a[from],
+            Slots::Float(a) => a[to] = a[from],
+            Slots::Other(a) => a[to] = a[from].clone(),
+        }
+    }
+
     /// The extreme of every group (NULL where a group saw no value), as type `out`.
     pub fn finish(&self, groups: usize, out: DataType) -> ExecResult<Vector> {
         let validity = Some(self.seen[..groups].to_vec());

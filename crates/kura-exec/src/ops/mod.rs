@@ -10,6 +10,7 @@ pub mod minmax;
 pub mod scan;
 pub mod sort;
 pub mod streaming;
+pub mod window;
 
 use kura_common::{Batch, DataType, Value, Vector};
 

@@ -43,7 +43,13 @@ pub fn cmp_values(a: &Vector, i: usize, b: &Vector, j: usize) -> Ordering {
     }
 }
 
-fn cmp_rows(keys: &[SortKey], a: &[Vector], i: usize, b: &[Vector], j: usize) -> Ordering {
+pub(crate) fn cmp_rows(
+    keys: &[SortKey],
+    a: &[Vector],
+    i: usize,
+    b: &[Vector],
+    j: usize,
+) -> Ordering {
     for (k, key) in keys.iter().enumerate() {
         let (an, bn) = (a[k].is_null(i), b[k].is_null(j));
         let o = if an || bn {

@@ -26,7 +26,9 @@ pub struct ExprCtx<'s> {
     /// The clause being bound (`WHERE`, `GROUP BY`, ...), named by errors about what
     /// the clause cannot hold.
     pub clause: Option<&'static str>,
-    in_aggregate: bool,
+    pub(super) in_aggregate: bool,
+    /// Set where window functions may appear (a SELECT's list and ORDER BY).
+    pub win: Option<super::window::WindowCollector>,
 }
 
 impl<'s> ExprCtx<'s> {
@@ -38,6 +40,7 @@ impl<'s> ExprCtx<'s> {
             pending: Vec::new(),
             clause: None,
             in_aggregate: false,
+            win: None,
         }
     }
 }
@@ -198,7 +201,7 @@ fn add_interval(date: PhysExpr, (months, days, _): (i32, i32, i64), negate: bool
     e
 }
 
-const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max"];
+pub(super) const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max"];
 
 /// Today as days since 1970-01-01, in UTC (kura's time zone).
 fn today_utc() -> i32 {
@@ -1206,7 +1209,7 @@ impl Binder<'_> {
             _ => return Err(SqlError::Syntax(format!("bad function name {}", f.name))),
         };
         if f.over.is_some() {
-            return Err(SqlError::unsupported("window functions", p));
+            return self.bind_window_call(f, &name, cx, p);
         }
         // Clauses this binder does not apply are refused, never ignored: an ignored
         // ORDER BY or IGNORE NULLS would silently change the answer.
@@ -1437,7 +1440,12 @@ impl Binder<'_> {
 }
 
 /// The aggregate call for `name(arg)` with its result type.
-fn aggregate_call(name: &str, arg: Option<PhysExpr>, distinct: bool, p: Pos) -> SqlResult<AggCall> {
+pub(super) fn aggregate_call(
+    name: &str,
+    arg: Option<PhysExpr>,
+    distinct: bool,
+    p: Pos,
+) -> SqlResult<AggCall> {
     let at = arg.as_ref().map(|a| a.data_type());
     let (func, data_type) = match (name, at) {
         ("count", None) => (AggFunc::CountStar, DataType::BigInt),

@@ -11,6 +11,7 @@ mod subquery;
 mod system;
 pub mod types;
 mod unnest;
+mod window;
 
 use std::collections::HashMap;
 use std::rc::Rc;

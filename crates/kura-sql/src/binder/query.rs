@@ -604,6 +604,7 @@ impl Binder<'_> {
         // Select list, HAVING and ORDER BY are bound collecting aggregates.
         let mut cx = ExprCtx::new(&scope, outer);
         cx.agg = Some(AggCollector::default());
+        cx.win = Some(Default::default());
         let mut items: Vec<(String, PhysExpr, Pos)> = Vec::new();
         for item in &s.projection {
             match item {
@@ -664,8 +665,10 @@ impl Binder<'_> {
         };
         let having = match &s.having {
             Some(h) => {
-                let e = self.bind_expr(h, &mut cx)?;
-                Some(self.check_bool(e, "HAVING", span_pos(h))?)
+                let (win, clause) = (cx.win.take(), cx.clause.replace("HAVING"));
+                let e = self.bind_expr(h, &mut cx);
+                (cx.win, cx.clause) = (win, clause);
+                Some(self.check_bool(e?, "HAVING", span_pos(h))?)
             }
             None => None,
         };
@@ -698,6 +701,7 @@ impl Binder<'_> {
         }
 
         let collector = cx.agg.take().unwrap_or_default();
+        let mut windows = cx.win.take().unwrap_or_default();
         let mut pending = std::mem::take(&mut cx.pending);
         let aggregating = !collector.aggs.is_empty() || !group_asts.is_empty() || having.is_some();
         // A subquery inside an aggregate's argument (`count(x IN (SELECT ...))`)
@@ -722,6 +726,7 @@ impl Binder<'_> {
         if aggregating {
             // GROUP BY expressions: positions, output names, or expressions over FROM.
             let mut gcx = ExprCtx::new(&scope, outer);
+            gcx.clause = Some("GROUP BY");
             let mut group: Vec<(PhysExpr, ColId)> = Vec::new();
             for g in &group_asts {
                 let e = match g {
@@ -759,6 +764,7 @@ impl Binder<'_> {
             }
             let mut valid: HashSet<ColId> = group.iter().map(|g| g.1).collect();
             valid.extend(collector.aggs.iter().map(|a| a.1));
+            valid.extend(windows.ids());
             let outer_ids: HashSet<ColId> = outer
                 .iter()
                 .flat_map(|s| s.cols.iter().map(|c| c.id))
@@ -811,6 +817,7 @@ impl Binder<'_> {
                     *e = fix(self, e, Pos::default())?;
                 }
             }
+            windows.map_exprs(&mut |e| fix(self, e, Pos::default()))?;
             plan = Logical::Aggregate {
                 input: Box::new(plan),
                 group,
@@ -824,6 +831,7 @@ impl Binder<'_> {
                 predicate: h,
             };
         }
+        plan = self.plan_windows(plan, windows);
 
         // Projection (with hidden ORDER BY columns), DISTINCT, ORDER BY.
         let mut exprs: Vec<(PhysExpr, ColId)> = Vec::new();
@@ -923,7 +931,7 @@ impl Binder<'_> {
     }
 }
 
-fn sort_key(expr: PhysExpr, o: &ast::OrderByOptions) -> LSortKey {
+pub(super) fn sort_key(expr: PhysExpr, o: &ast::OrderByOptions) -> LSortKey {
     let descending = o
         .sort
         .as_ref()

@@ -325,6 +325,53 @@ impl Binder<'_> {
             Logical::Sort { .. } | Logical::Limit { .. } => {
                 return Err(unsupported("LIMIT with a non-equality correlation"))
             }
+            Logical::Window {
+                input,
+                partition,
+                order,
+                funcs,
+            } => {
+                // Each outer value sees its own rows: the domain columns lead the
+                // partition.
+                let (input, m) = self.unnest(*input, d, pos)?;
+                let mut lead = d
+                    .cols
+                    .iter()
+                    .map(|c| {
+                        m.get(c)
+                            .map(|&id| col(id, self.cols.ty(id)))
+                            .ok_or_else(|| SqlError::Internal("window domain column".into()))
+                    })
+                    .collect::<SqlResult<Vec<_>>>()?;
+                lead.extend(partition.iter().map(|e| subst(e, &m)));
+                let partition = lead;
+                let order = order
+                    .into_iter()
+                    .map(|k| LSortKey {
+                        expr: subst(&k.expr, &m),
+                        ..k
+                    })
+                    .collect();
+                let funcs = funcs
+                    .into_iter()
+                    .map(|(f, id)| match f {
+                        kura_exec::WindowFunc::Aggregate(mut a, frame) => {
+                            a.arg = a.arg.as_ref().map(|x| subst(x, &m));
+                            (kura_exec::WindowFunc::Aggregate(a, frame), id)
+                        }
+                        f => (f, id),
+                    })
+                    .collect();
+                (
+                    Logical::Window {
+                        input: Box::new(input),
+                        partition,
+                        order,
+                        funcs,
+                    },
+                    m,
+                )
+            }
             Logical::Scan { .. } | Logical::Values { .. } => {
                 return Err(unsupported("this outer reference"))
             }
@@ -462,6 +509,41 @@ impl Binder<'_> {
                 Logical::Replicate {
                     input: Box::new(input),
                     count: ids.get(&count).copied().unwrap_or(count),
+                }
+            }
+            Logical::Window {
+                input,
+                partition,
+                order,
+                funcs,
+            } => {
+                let input = self.renumber(*input, ids);
+                let partition = partition.iter().map(|e| subst(e, ids)).collect();
+                let order = order
+                    .into_iter()
+                    .map(|k| LSortKey {
+                        expr: subst(&k.expr, ids),
+                        ..k
+                    })
+                    .collect();
+                let funcs = funcs
+                    .into_iter()
+                    .map(|(f, id)| {
+                        let f = match f {
+                            kura_exec::WindowFunc::Aggregate(mut a, frame) => {
+                                a.arg = a.arg.as_ref().map(|x| subst(x, ids));
+                                kura_exec::WindowFunc::Aggregate(a, frame)
+                            }
+                            f => f,
+                        };
+                        (f, fresh(self, ids, id))
+                    })
+                    .collect();
+                Logical::Window {
+                    input: Box::new(input),
+                    partition,
+                    order,
+                    funcs,
                 }
             }
         }

@@ -477,6 +477,8 @@ pub fn estimate(plan: &Logical) -> Estimate {
         }
         // Replicated rows are at most the input's rows per group.
         Logical::Replicate { input, .. } => estimate(input),
+        // A window keeps its input's rows and adds columns.
+        Logical::Window { input, .. } => estimate(input),
         Logical::Union { inputs, cols } => {
             let rows = inputs.iter().map(|(p, _)| estimate(p).rows).sum();
             let mut e = Estimate {

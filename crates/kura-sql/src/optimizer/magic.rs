@@ -110,6 +110,17 @@ fn map_children(plan: Logical, f: fn(Logical) -> Logical) -> Logical {
             input: b(input),
             count,
         },
+        Logical::Window {
+            input,
+            partition,
+            order,
+            funcs,
+        } => Logical::Window {
+            input: b(input),
+            partition,
+            order,
+            funcs,
+        },
         p @ (Logical::Scan { .. } | Logical::Values { .. }) => p,
     }
 }

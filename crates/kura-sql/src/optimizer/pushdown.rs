@@ -312,6 +312,34 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             input: Box::new(push(*input, preds)),
             count,
         },
+        // A predicate on partition key columns only keeps or drops whole
+        // partitions, so it may run below the window (as in PostgreSQL); any other
+        // would change the rows a partition holds.
+        Logical::Window {
+            input,
+            partition,
+            order,
+            funcs,
+        } => {
+            let keys: HashSet<ColId> = partition
+                .iter()
+                .filter_map(|e| match e {
+                    PhysExpr::Column { index, .. } => Some(*index),
+                    _ => None,
+                })
+                .collect();
+            let (down, above): (Vec<_>, Vec<_>) =
+                preds.into_iter().partition(|p| covered(p, &keys));
+            filter(
+                Logical::Window {
+                    input: Box::new(push(*input, down)),
+                    partition,
+                    order,
+                    funcs,
+                },
+                above,
+            )
+        }
         v @ Logical::Values { .. } => filter(v, preds),
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use kura_common::{DataType, Value};
 use kura_exec::expr::{BinaryOp, PhysExpr};
-use kura_exec::{PlanKind, PlanNode, SortKey, ZonePredicate};
+use kura_exec::{PlanKind, PlanNode, SortKey, WindowFunc, ZonePredicate};
 use sqlparser::ast;
 
 use crate::binder::types::{coerce, common_type};
@@ -489,6 +489,54 @@ impl Lowering<'_> {
                     count,
                 };
                 (self.node(plan, "replicate", kind, out), layout)
+            }
+            Logical::Window {
+                input,
+                partition,
+                order,
+                funcs,
+            } => {
+                let mut need = required.clone();
+                plan.referenced(&mut need);
+                let own: HashSet<ColId> = funcs.iter().map(|f| f.1).collect();
+                need.retain(|c| !own.contains(c));
+                let (child, layout) = self.lower(input, &need)?;
+                let partition_by = partition
+                    .iter()
+                    .map(|e| remap(e, &layout))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let order_by = order
+                    .iter()
+                    .map(|k| {
+                        Ok(SortKey {
+                            expr: remap(&k.expr, &layout)?,
+                            descending: k.descending,
+                            nulls_first: k.nulls_first,
+                        })
+                    })
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let functions = funcs
+                    .iter()
+                    .map(|(f, _)| {
+                        Ok(match f {
+                            WindowFunc::Aggregate(a, frame) => {
+                                let mut a = a.clone();
+                                a.arg = a.arg.as_ref().map(|x| remap(x, &layout)).transpose()?;
+                                WindowFunc::Aggregate(a, *frame)
+                            }
+                            f => f.clone(),
+                        })
+                    })
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let mut out = layout.clone();
+                out.extend(funcs.iter().map(|f| f.1));
+                let kind = PlanKind::Window {
+                    input: Box::new(child),
+                    partition_by,
+                    order_by,
+                    functions,
+                };
+                (self.node(plan, "window", kind, self.types(&out)), out)
             }
             Logical::Union { inputs, cols } => {
                 let mut nodes = Vec::new();

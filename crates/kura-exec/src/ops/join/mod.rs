@@ -95,7 +95,7 @@ impl JoinBuildSink {
     }
 }
 
-fn vector_bytes(v: &Vector) -> u64 {
+pub(crate) fn vector_bytes(v: &Vector) -> u64 {
     let data = match &v.data {
         ColumnData::Bool(x) => x.len(),
         ColumnData::I32(x) => x.len() * 4,

@@ -12,9 +12,10 @@ import org.junit.jupiter.api.Test;
 /**
  * pgjdbc's DatabaseMetaData over kura's system catalogs. Runs with
  * -Dkura.catalog=true on a database holding table `lineitem` (l_orderkey
- * integer not null, l_comment varchar(44)), index `li_ok` and view `v1`.
- * (getColumns and getIndexInfo are not here: pgjdbc's queries for them use a
- * window function and set-returning functions over arrays that kura lacks.)
+ * integer not null, l_comment varchar(44), l_extendedprice decimal(15,2),
+ * l_shipdate date), index `li_ok` and view `v1`.
+ * (getIndexInfo is not here: pgjdbc's query for it uses set-returning functions
+ * over arrays that kura lacks.)
  */
 class CatalogJdbcTest {
     @BeforeEach
@@ -47,6 +48,56 @@ class CatalogJdbcTest {
             assertEquals("public", rs.getString("TABLE_SCHEM"));
             assertEquals("TABLE", rs.getString("TABLE_TYPE"));
             assertFalse(rs.next());
+        }
+    }
+
+    @Test
+    void getColumnsDescribesEveryColumnInOrder() throws SQLException {
+        try (Connection c = connect()) {
+            DatabaseMetaData md = c.getMetaData();
+            ResultSet rs = md.getColumns(null, "public", "lineitem", "%");
+            String[] names = {"l_orderkey", "l_comment", "l_extendedprice", "l_shipdate"};
+            int[] types = {Types.INTEGER, Types.VARCHAR, Types.NUMERIC, Types.DATE};
+            String[] typeNames = {"int4", "varchar", "numeric", "date"};
+            for (int i = 0; i < names.length; i++) {
+                assertTrue(rs.next(), "row for " + names[i]);
+                assertEquals("lineitem", rs.getString("TABLE_NAME"));
+                assertEquals(names[i], rs.getString("COLUMN_NAME"));
+                assertEquals(types[i], rs.getInt("DATA_TYPE"), names[i]);
+                assertEquals(typeNames[i], rs.getString("TYPE_NAME"), names[i]);
+                assertEquals(i + 1, rs.getInt("ORDINAL_POSITION"), names[i]);
+                assertEquals(i == 0 ? "NO" : "YES", rs.getString("IS_NULLABLE"), names[i]);
+                assertEquals(
+                        i == 0 ? DatabaseMetaData.columnNoNulls : DatabaseMetaData.columnNullable,
+                        rs.getInt("NULLABLE"),
+                        names[i]);
+            }
+            assertFalse(rs.next());
+            rs.close();
+            // Sizes: varchar(44) and decimal(15,2).
+            rs = md.getColumns(null, "public", "lineitem", "l_comment");
+            assertTrue(rs.next());
+            assertEquals(44, rs.getInt("COLUMN_SIZE"));
+            assertFalse(rs.next());
+            rs.close();
+            rs = md.getColumns(null, "public", "lineitem", "l_extendedprice");
+            assertTrue(rs.next());
+            assertEquals(15, rs.getInt("COLUMN_SIZE"));
+            assertEquals(2, rs.getInt("DECIMAL_DIGITS"));
+            assertFalse(rs.next());
+            rs.close();
+            // A view's columns, and every table of a pattern with positions per table.
+            assertEquals(List.of("l_orderkey"), column(md.getColumns(null, "public", "v1", "%"), "COLUMN_NAME"));
+            List<String> all = new ArrayList<>();
+            rs = md.getColumns(null, "public", "%", "%");
+            while (rs.next()) {
+                all.add(rs.getString("TABLE_NAME") + "." + rs.getString("COLUMN_NAME") + ":" + rs.getInt("ORDINAL_POSITION"));
+            }
+            rs.close();
+            assertEquals(
+                    List.of("lineitem.l_orderkey:1", "lineitem.l_comment:2", "lineitem.l_extendedprice:3",
+                            "lineitem.l_shipdate:4", "v1.l_orderkey:1"),
+                    all);
         }
     }
 

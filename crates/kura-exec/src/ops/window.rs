@@ -1,0 +1,242 @@
+//! Window functions: a blocking operator that gathers its input, sorts it by
+//! partition and order keys, and appends one column per window function
+//! (`row_number`, `rank`, `dense_rank`, aggregates over PostgreSQL's default frame).
+
+use std::cmp::Ordering;
+use std::sync::Mutex;
+
+use kura_common::{Batch, ColumnData, DataType, Vector};
+
+use super::aggregate::new_acc;
+use super::join::{batch_bytes, vector_bytes};
+use super::sort::cmp_rows;
+use super::{concat, split};
+use crate::context::ExecContext;
+use crate::error::{ExecError, ExecResult};
+use crate::expr::{compact_batch, PhysExpr};
+use crate::pipeline::{LocalState, Sink};
+use crate::plan::{SortKey, WindowFrame, WindowFunc};
+
+/// A worker's buffered input.
+#[derive(Default)]
+struct Buffered {
+    batches: Vec<Batch>,
+}
+
+/// Window breaker: every function of one node shares its window.
+pub struct WindowSink {
+    partition_by: Vec<PhysExpr>,
+    order_by: Vec<SortKey>,
+    functions: Vec<WindowFunc>,
+    types: Vec<DataType>,
+    input: Mutex<Vec<Batch>>,
+    result: Mutex<Vec<Batch>>,
+}
+
+/// Where each sorted row stands: its partition, its peer group (rows equal on
+/// partition and order keys) and whether it starts a partition or a peer group.
+struct Layout {
+    partition: Vec<u32>,
+    peer: Vec<u32>,
+    partition_start: Vec<bool>,
+    peer_start: Vec<bool>,
+}
+
+impl WindowSink {
+    pub fn new(
+        partition_by: Vec<PhysExpr>,
+        order_by: Vec<SortKey>,
+        functions: Vec<WindowFunc>,
+        types: Vec<DataType>,
+    ) -> WindowSink {
+        WindowSink {
+            partition_by,
+            order_by,
+            functions,
+            types,
+            input: Mutex::new(Vec::new()),
+            result: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn take(&self) -> Vec<Batch> {
+        std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Partition keys (in any fixed order: only their equality matters) then the
+    /// window's ORDER BY keys.
+    fn sort_keys(&self) -> Vec<SortKey> {
+        self.partition_by
+            .iter()
+            .map(|e| SortKey {
+                expr: e.clone(),
+                descending: false,
+                nulls_first: false,
+            })
+            .chain(self.order_by.iter().cloned())
+            .collect()
+    }
+
+    fn layout(&self, keys: &[SortKey], vals: &[Vector], rows: usize) -> Layout {
+        let np = self.partition_by.len();
+        let mut l = Layout {
+            partition: Vec::with_capacity(rows),
+            peer: Vec::with_capacity(rows),
+            partition_start: Vec::with_capacity(rows),
+            peer_start: Vec::with_capacity(rows),
+        };
+        let (mut group, mut part) = (0u32, 0u32);
+        for i in 0..rows {
+            let (new_partition, new_peer) = if i == 0 {
+                (true, true)
+            } else {
+                let p = cmp_rows(&keys[..np], &vals[..np], i - 1, &vals[..np], i);
+                // NULLs compare equal here, so they form one partition and are peers,
+                // as in PostgreSQL.
+                let np_ = p != Ordering::Equal;
+                let o = np_
+                    || cmp_rows(&keys[np..], &vals[np..], i - 1, &vals[np..], i) != Ordering::Equal;
+                (np_, o)
+            };
+            if i > 0 && new_peer {
+                group += 1;
+            }
+            if i > 0 && new_partition {
+                part += 1;
+            }
+            l.partition.push(part);
+            l.peer.push(group);
+            l.partition_start.push(new_partition);
+            l.peer_start.push(new_peer);
+        }
+        l
+    }
+
+    /// The column of one function over the sorted rows.
+    fn compute(&self, f: &WindowFunc, sorted: &Batch, l: &Layout) -> ExecResult<Vector> {
+        let rows = l.peer.len();
+        // Row number, rank and dense rank within the partition, for the ranking
+        // functions; `pick` chooses which one the function returns.
+        let ranks = |pick: fn(i64, i64, i64) -> i64| {
+            let (mut number, mut rank, mut dense) = (0i64, 0i64, 0i64);
+            let out: Vec<i64> = (0..rows)
+                .map(|i| {
+                    if l.partition_start[i] {
+                        (number, rank, dense) = (0, 0, 0);
+                    }
+                    number += 1;
+                    if l.peer_start[i] {
+                        rank = number;
+                        dense += 1;
+                    }
+                    pick(number, rank, dense)
+                })
+                .collect();
+            Vector {
+                data_type: DataType::BigInt,
+                data: ColumnData::I64(out),
+                validity: None,
+            }
+        };
+        Ok(match f {
+            WindowFunc::RowNumber => ranks(|n, _, _| n),
+            WindowFunc::Rank => ranks(|_, r, _| r),
+            WindowFunc::DenseRank => ranks(|_, _, d| d),
+            WindowFunc::Aggregate(call, frame) => {
+                if call.distinct {
+                    return Err(ExecError::Internal("DISTINCT window aggregate".into()));
+                }
+                // Rows sharing a frame share a group: the partition, the peer group,
+                // or (ROWS) the row itself.
+                let row_ids: Vec<u32>;
+                let (group, starts): (&[u32], Option<&[bool]>) = match frame {
+                    WindowFrame::Partition => (&l.partition, None),
+                    WindowFrame::Peers => (&l.peer, Some(&l.peer_start)),
+                    WindowFrame::Rows => {
+                        row_ids = (0..rows as u32).collect();
+                        (&row_ids, Some(&[]))
+                    }
+                };
+                let groups = group.last().map_or(0, |g| *g as usize + 1);
+                let mut acc = new_acc(call);
+                acc.grow(groups);
+                let arg = call.arg.as_ref().map(|a| a.eval(sorted)).transpose()?;
+                acc.update(group, arg.as_ref())?;
+                if let Some(starts) = starts {
+                    // Running frames: a group sees every earlier group of its
+                    // partition, so each carries the running state forward.
+                    for (i, &g) in group.iter().enumerate().skip(1) {
+                        let new_group = starts.get(i).copied().unwrap_or(true);
+                        if new_group && !l.partition_start[i] {
+                            acc.carry(g as usize - 1, g as usize)?;
+                        }
+                    }
+                }
+                acc.finish(call, groups)?.take(group)
+            }
+        })
+    }
+}
+
+impl Sink for WindowSink {
+    fn local(&self) -> LocalState {
+        Box::new(Buffered::default())
+    }
+    fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        let batch = compact_batch(batch);
+        let buf = local
+            .downcast_mut::<Buffered>()
+            .ok_or_else(|| ExecError::Internal("window state".into()))?;
+        ctx.memory.reserve(batch_bytes(&batch), "window")?;
+        buf.batches.push(batch);
+        Ok(())
+    }
+    fn merge(&self, local: LocalState, _ctx: &ExecContext) -> ExecResult<()> {
+        let buf = *local
+            .downcast::<Buffered>()
+            .map_err(|_| ExecError::Internal("window state".into()))?;
+        self.input
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(buf.batches);
+        Ok(())
+    }
+    fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
+        let batches = std::mem::take(&mut *self.input.lock().unwrap_or_else(|e| e.into_inner()));
+        let all = concat(&self.types, batches);
+        let rows = all.num_rows;
+        let keys = self.sort_keys();
+        let vals = keys
+            .iter()
+            .map(|k| k.expr.eval(&all))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let mut idx: Vec<u32> = (0..rows as u32).collect();
+        idx.sort_by(|&x, &y| cmp_rows(&keys, &vals, x as usize, &vals, y as usize));
+        ctx.check_cancel()?;
+        let vals: Vec<Vector> = vals.iter().map(|v| v.take(&idx)).collect();
+        let sorted = if all.columns.is_empty() {
+            Batch::with_rows(rows)
+        } else {
+            Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
+        };
+        drop(all);
+        let layout = self.layout(&keys, &vals, rows);
+        let mut computed = Vec::with_capacity(self.functions.len());
+        for f in &self.functions {
+            ctx.check_cancel()?;
+            let v = self.compute(f, &sorted, &layout)?;
+            ctx.memory.reserve(vector_bytes(&v), "window")?;
+            computed.push(v);
+        }
+        let mut columns = sorted.columns;
+        columns.extend(computed);
+        let out = if columns.is_empty() {
+            Batch::with_rows(rows)
+        } else {
+            Batch::new(columns)
+        };
+        *self.result.lock().unwrap_or_else(|e| e.into_inner()) =
+            if rows == 0 { Vec::new() } else { split(out) };
+        Ok(())
+    }
+}

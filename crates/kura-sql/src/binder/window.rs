@@ -1,0 +1,316 @@
+//! Binding of window functions (`f(...) OVER (PARTITION BY ... ORDER BY ...)`):
+//! calls are collected while a SELECT's list and ORDER BY are bound, then planned
+//! as one window node per distinct window, between the grouping and the projection.
+
+use kura_exec::expr::PhysExpr;
+use kura_exec::{WindowFrame, WindowFunc};
+use sqlparser::ast;
+
+use super::expr::{aggregate_call, ExprCtx, AGGREGATES};
+use super::query::sort_key;
+use super::Binder;
+use crate::error::{Pos, SqlError, SqlResult};
+use crate::logical::{col, ColId, LSortKey, Logical};
+
+/// One window function call: what it computes and over which window.
+#[derive(Clone, PartialEq)]
+pub struct WindowCall {
+    pub func: WindowFunc,
+    pub partition: Vec<PhysExpr>,
+    pub order: Vec<LSortKey>,
+    pub id: ColId,
+}
+
+/// The window calls of one SELECT.
+#[derive(Default)]
+pub struct WindowCollector {
+    pub calls: Vec<WindowCall>,
+    /// Set while a call's arguments and window are bound: a window function there
+    /// is nested, which SQL forbids.
+    nested: bool,
+}
+
+impl WindowCollector {
+    pub fn ids(&self) -> impl Iterator<Item = ColId> + '_ {
+        self.calls.iter().map(|c| c.id)
+    }
+
+    /// Rewrites every expression of every call (grouping replaces grouped
+    /// expressions by the aggregate's output columns).
+    pub fn map_exprs(
+        &mut self,
+        f: &mut dyn FnMut(&PhysExpr) -> SqlResult<PhysExpr>,
+    ) -> SqlResult<()> {
+        for c in &mut self.calls {
+            for p in &mut c.partition {
+                *p = f(p)?;
+            }
+            for k in &mut c.order {
+                k.expr = f(&k.expr)?;
+            }
+            if let WindowFunc::Aggregate(a, _) = &mut c.func {
+                if let Some(x) = &a.arg {
+                    a.arg = Some(f(x)?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The frame of an aggregate over `spec`: PostgreSQL's default, or one of the
+/// frames that start at the partition's first row; any other is refused.
+fn frame(spec: &ast::WindowSpec, p: Pos) -> SqlResult<WindowFrame> {
+    use ast::WindowFrameBound as B;
+    let ordered = !spec.order_by.is_empty();
+    let Some(f) = &spec.window_frame else {
+        return Ok(if ordered {
+            WindowFrame::Peers
+        } else {
+            WindowFrame::Partition
+        });
+    };
+    let text = match &f.end_bound {
+        Some(e) => format!("{} BETWEEN {} AND {e}", f.units, f.start_bound),
+        None => format!("{} {}", f.units, f.start_bound),
+    };
+    let refuse = || {
+        SqlError::unsupported(
+            format!(
+                "window frame {text} (frames from UNBOUNDED PRECEDING to CURRENT ROW or \
+                 UNBOUNDED FOLLOWING are)"
+            ),
+            p,
+        )
+    };
+    if !matches!(f.start_bound, B::Preceding(None)) {
+        return Err(refuse());
+    }
+    let rows = match f.units {
+        ast::WindowFrameUnits::Rows => true,
+        ast::WindowFrameUnits::Range => false,
+        ast::WindowFrameUnits::Groups => return Err(refuse()),
+    };
+    Ok(match &f.end_bound {
+        None | Some(B::CurrentRow) if rows => WindowFrame::Rows,
+        // Without ORDER BY every row is a peer of every other.
+        None | Some(B::CurrentRow) if ordered => WindowFrame::Peers,
+        None | Some(B::CurrentRow) => WindowFrame::Partition,
+        Some(B::Following(None)) => WindowFrame::Partition,
+        Some(_) => return Err(refuse()),
+    })
+}
+
+fn windowing(message: impl Into<String>, pos: Pos) -> SqlError {
+    SqlError::Windowing {
+        message: message.into(),
+        pos,
+    }
+}
+
+impl Binder<'_> {
+    /// Binds `name(...) OVER (...)`: records the call and returns its result column.
+    pub(super) fn bind_window_call(
+        &mut self,
+        f: &ast::Function,
+        name: &str,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        match &cx.win {
+            None => {
+                let place = cx.clause.map_or("here".to_string(), |c| format!("in {c}"));
+                return Err(windowing(
+                    format!("window functions are not allowed {place}"),
+                    p,
+                ));
+            }
+            Some(w) if w.nested => {
+                return Err(windowing("window function calls cannot be nested", p))
+            }
+            Some(_) => {}
+        }
+        if cx.in_aggregate {
+            return Err(SqlError::Grouping {
+                message: "aggregate function calls cannot contain window function calls".into(),
+                pos: p,
+            });
+        }
+        let spec = match &f.over {
+            Some(ast::WindowType::WindowSpec(s)) => s,
+            Some(ast::WindowType::NamedWindow(_)) => {
+                return Err(SqlError::unsupported("named windows (OVER name)", p))
+            }
+            None => return Err(SqlError::Internal("window call without OVER".into())),
+        };
+        if spec.window_name.is_some() {
+            return Err(SqlError::unsupported("named windows (WINDOW ... AS)", p));
+        }
+        if f.filter.is_some() {
+            return Err(SqlError::unsupported("FILTER in a window function call", p));
+        }
+        if !f.within_group.is_empty() || f.null_treatment.is_some() {
+            return Err(SqlError::unsupported(
+                format!("this form of {name} as a window function"),
+                p,
+            ));
+        }
+        let (args, star, distinct) = match &f.args {
+            ast::FunctionArguments::None => (Vec::new(), false, false),
+            ast::FunctionArguments::List(l) => {
+                if !l.clauses.is_empty() {
+                    return Err(SqlError::unsupported(
+                        format!("clauses in the arguments of {name}"),
+                        p,
+                    ));
+                }
+                let distinct = matches!(
+                    l.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                );
+                let mut args = Vec::new();
+                let mut star = false;
+                for a in &l.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => args.push(e),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        _ => {
+                            return Err(SqlError::unsupported(
+                                format!("argument form in {name}"),
+                                p,
+                            ))
+                        }
+                    }
+                }
+                (args, star, distinct)
+            }
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(SqlError::unsupported("subquery as function argument", p))
+            }
+        };
+        if distinct {
+            // PostgreSQL's own answer (0A000).
+            return Err(SqlError::unsupported(
+                "DISTINCT in a window function (as in PostgreSQL)",
+                p,
+            ));
+        }
+        // Arguments and window are bound with nesting marked; aggregates in them
+        // are collected as usual (`rank() OVER (ORDER BY sum(x))`).
+        if let Some(w) = cx.win.as_mut() {
+            w.nested = true;
+        }
+        let bound = self.bind_window_parts(name, &args, star, spec, cx, p);
+        if let Some(w) = cx.win.as_mut() {
+            w.nested = false;
+        }
+        let (func, partition, order) = bound?;
+        let ty = func.data_type();
+        let w = cx
+            .win
+            .as_mut()
+            .ok_or_else(|| SqlError::Internal("window collector".into()))?;
+        if let Some(c) = w
+            .calls
+            .iter()
+            .find(|c| c.func == func && c.partition == partition && c.order == order)
+        {
+            return Ok(col(c.id, ty));
+        }
+        let id = self.cols.add(name, ty);
+        w.calls.push(WindowCall {
+            func,
+            partition,
+            order,
+            id,
+        });
+        Ok(col(id, ty))
+    }
+
+    fn bind_window_parts(
+        &mut self,
+        name: &str,
+        args: &[&ast::Expr],
+        star: bool,
+        spec: &ast::WindowSpec,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<(WindowFunc, Vec<PhysExpr>, Vec<LSortKey>)> {
+        let func = match name {
+            "row_number" | "rank" | "dense_rank" => {
+                if !args.is_empty() || star {
+                    return Err(SqlError::mismatch(
+                        format!("function {name} takes no arguments"),
+                        p,
+                    ));
+                }
+                match name {
+                    "row_number" => WindowFunc::RowNumber,
+                    "rank" => WindowFunc::Rank,
+                    _ => WindowFunc::DenseRank,
+                }
+            }
+            n if AGGREGATES.contains(&n) => {
+                let arg = if star {
+                    None
+                } else {
+                    if args.len() != 1 {
+                        return Err(SqlError::mismatch(format!("{n} takes one argument"), p));
+                    }
+                    Some(self.bind_expr(args[0], cx)?)
+                };
+                WindowFunc::Aggregate(aggregate_call(n, arg, false, p)?, frame(spec, p)?)
+            }
+            "lag" | "lead" | "ntile" | "first_value" | "last_value" | "nth_value"
+            | "percent_rank" | "cume_dist" => {
+                return Err(SqlError::unsupported(
+                    format!("window function {name} (row_number, rank, dense_rank and count/sum/avg/min/max are)"),
+                    p,
+                ))
+            }
+            n => {
+                return Err(SqlError::mismatch(
+                    format!("OVER specified, but {n} is not a window function nor an aggregate function"),
+                    p,
+                ))
+            }
+        };
+        let partition = spec
+            .partition_by
+            .iter()
+            .map(|e| self.bind_expr(e, cx))
+            .collect::<SqlResult<Vec<_>>>()?;
+        let mut order = Vec::new();
+        for o in &spec.order_by {
+            let e = self.bind_expr(&o.expr, cx)?;
+            order.push(sort_key(e, &o.options));
+        }
+        Ok((func, partition, order))
+    }
+
+    /// One window node per distinct window over `plan`, in the order the windows
+    /// first appear.
+    pub(super) fn plan_windows(&mut self, mut plan: Logical, w: WindowCollector) -> Logical {
+        // (partition keys, order keys, the functions over them)
+        type Window = (Vec<PhysExpr>, Vec<LSortKey>, Vec<(WindowFunc, ColId)>);
+        let mut windows: Vec<Window> = Vec::new();
+        for c in w.calls {
+            match windows
+                .iter_mut()
+                .find(|(p, o, _)| *p == c.partition && *o == c.order)
+            {
+                Some(found) => found.2.push((c.func, c.id)),
+                None => windows.push((c.partition, c.order, vec![(c.func, c.id)])),
+            }
+        }
+        for (partition, order, funcs) in windows {
+            plan = Logical::Window {
+                input: Box::new(plan),
+                partition,
+                order,
+                funcs,
+            };
+        }
+        plan
+    }
+}
