@@ -133,7 +133,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         name: "resident_indexes",
         default: "none",
         description:
-            "indexes whose pages the buffer pool holds (all | none | idx1,idx2); database-wide",
+            "indexes whose pages the buffer pool holds (all | none | idx1,idx2; interior:... for interior nodes only); database-wide",
         choices: &[],
         validate: None,
     },

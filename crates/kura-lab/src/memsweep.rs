@@ -103,7 +103,7 @@ pub struct Config {
     pub mode: String,
     /// Measured warm runs per point (after one warm-up run); the median is kept.
     pub reps: usize,
-    /// Also run each index shape with its indexes resident.
+    /// Also run each index shape with its indexes resident (whole, and interior nodes only).
     pub resident: bool,
     /// Directory for `memsweep.csv` and the charts.
     pub out: PathBuf,
@@ -143,6 +143,8 @@ pub struct Point {
     pub policy: String,
     pub prefetch: bool,
     pub resident: bool,
+    /// With `resident`: only the indexes' interior nodes were held.
+    pub interior: bool,
     pub total_s: f64,
     pub cpu_s: f64,
     pub hit_ratio: f64,
@@ -247,6 +249,7 @@ struct Variant<'a> {
     policy: &'a str,
     prefetch: bool,
     resident: bool,
+    interior: bool,
 }
 
 fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
@@ -256,6 +259,7 @@ fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
         policy: v.policy.to_string(),
         prefetch: v.prefetch,
         resident: v.resident,
+        interior: v.interior,
         total_s: f64::NAN,
         cpu_s: f64::NAN,
         hit_ratio: f64::NAN,
@@ -286,6 +290,11 @@ fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
     }
     if v.resident {
         let list = v.shape.indexes.join(",");
+        let list = if v.interior {
+            format!("interior:{list}")
+        } else {
+            list
+        };
         if let Err(e) = session.execute(&format!("SET resident_indexes = '{list}'")) {
             // The pool cannot hold them and leave room for queries: a point
             // without measurement, with the reason.
@@ -341,16 +350,20 @@ fn plan<'a>(cfg: &'a Config, shapes: &'a [Shape], buffers: &[u64]) -> Vec<Varian
                     policy: base,
                     prefetch,
                     resident: false,
+                    interior: false,
                 });
             }
             if cfg.resident && !shape.indexes.is_empty() {
-                plan.push(Variant {
-                    shape,
-                    buffer,
-                    policy: base,
-                    prefetch: true,
-                    resident: true,
-                });
+                for interior in [false, true] {
+                    plan.push(Variant {
+                        shape,
+                        buffer,
+                        policy: base,
+                        prefetch: true,
+                        resident: true,
+                        interior,
+                    });
+                }
             }
             for policy in cfg.policies.iter().skip(1) {
                 plan.push(Variant {
@@ -359,6 +372,7 @@ fn plan<'a>(cfg: &'a Config, shapes: &'a [Shape], buffers: &[u64]) -> Vec<Varian
                     policy,
                     prefetch: true,
                     resident: false,
+                    interior: false,
                 });
             }
         }
@@ -446,7 +460,11 @@ pub fn run(
 fn variant_label(p: &Point) -> String {
     let mut s = p.policy.clone();
     if p.resident {
-        s.push_str(" +resident");
+        s.push_str(if p.interior {
+            " +interior resident"
+        } else {
+            " +resident"
+        });
     }
     s.push_str(if p.prefetch {
         " prefetch on"
@@ -474,7 +492,12 @@ pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), String> {
             format!("{:.2}", mib(p.buffer)),
             p.policy.clone(),
             if p.prefetch { "on" } else { "off" }.to_string(),
-            if p.resident { "yes" } else { "no" }.to_string(),
+            match (p.resident, p.interior) {
+                (false, _) => "no",
+                (true, false) => "all",
+                (true, true) => "interior",
+            }
+            .to_string(),
             num(p.total_s),
             num(p.cpu_s),
             num(p.hit_ratio),
@@ -590,12 +613,12 @@ fn print_ratios(
     ) {
         writeln!(
             out,
-            "at the smallest buffer ({:.0} MiB), time against {base} (prefetch on):",
+            "at the smallest buffer ({:.0} MiB), speed-up over {base} (prefetch on; {base}'s time / the variant's):",
             mib(smallest)
         )
         .map_err(w)?;
         for shape in shapes {
-            let at = |policy: &str, resident: bool| {
+            let at = |policy: &str, resident: Option<bool>| {
                 points
                     .iter()
                     .find(|p| {
@@ -603,20 +626,24 @@ fn print_ratios(
                             && p.buffer == smallest
                             && p.policy == policy
                             && p.prefetch
-                            && p.resident == resident
+                            && p.resident == resident.is_some()
+                            && resident.is_none_or(|i| p.interior == i)
                             && p.error.is_none()
                     })
                     .map(|p| p.total_s)
             };
-            let Some(b) = at(base, false) else { continue };
+            let Some(b) = at(base, None) else { continue };
             let mut line = format!("  {:<6} {base} {b:.3} s", shape.name);
             for p in policies.iter().skip(1) {
-                if let Some(t) = at(p, false) {
+                if let Some(t) = at(p, None) {
                     line.push_str(&format!(", {p} {:.2}x", b / t));
                 }
             }
-            if let Some(t) = at(base, true) {
+            if let Some(t) = at(base, Some(false)) {
                 line.push_str(&format!(", {base}+resident {:.2}x", b / t));
+            }
+            if let Some(t) = at(base, Some(true)) {
+                line.push_str(&format!(", {base}+interior resident {:.2}x", b / t));
             }
             writeln!(out, "{line}").map_err(w)?;
         }

@@ -87,15 +87,35 @@ pub fn object_map(file: &DbFile, catalog: &Catalog) -> StorageResult<ObjectMap> 
     Ok(map)
 }
 
+/// What a `resident_indexes` value asks the pool to hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResidentSpec {
+    /// The indexes, by their catalog names.
+    pub indexes: Vec<String>,
+    /// Only their interior nodes (`interior:` prefix): every search then costs at
+    /// most one read, the leaf, for a small fraction of the index's pages.
+    pub interior_only: bool,
+}
+
 /// The indexes a `resident_indexes` value names: `all`, `none` (or empty), or
-/// a comma-separated list of index names, each of which must exist.
-pub fn parse_resident(spec: &str, catalog: &Catalog) -> StorageResult<Vec<String>> {
+/// a comma-separated list of index names, each of which must exist; prefixed
+/// `interior:` (`interior:all`, `interior:idx1,idx2`) for their interior nodes only.
+pub fn parse_resident(spec: &str, catalog: &Catalog) -> StorageResult<ResidentSpec> {
     let spec = spec.trim();
+    let (interior_only, spec) = match spec.split_once(':') {
+        Some((prefix, rest)) if prefix.trim().eq_ignore_ascii_case("interior") => {
+            (true, rest.trim())
+        }
+        _ => (false, spec),
+    };
     if spec.is_empty() || spec.eq_ignore_ascii_case("none") {
-        return Ok(Vec::new());
+        return Ok(ResidentSpec::default());
     }
     if spec.eq_ignore_ascii_case("all") {
-        return Ok(catalog.index_names());
+        return Ok(ResidentSpec {
+            indexes: catalog.index_names(),
+            interior_only,
+        });
     }
     let mut names = BTreeSet::new();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -104,19 +124,22 @@ pub fn parse_resident(spec: &str, catalog: &Catalog) -> StorageResult<Vec<String
             .ok_or_else(|| StorageError::NoSuchIndex(part.to_string()))?;
         names.insert(entry.name.clone());
     }
-    Ok(names.into_iter().collect())
+    Ok(ResidentSpec {
+        indexes: names.into_iter().collect(),
+        interior_only,
+    })
 }
 
-/// The pages to hold for `indexes`: every index's interior nodes first (they
-/// serve every search), then the leaves.
+/// The pages to hold for `spec`: every index's interior nodes first (they
+/// serve every search), then the leaves unless only interior nodes are asked for.
 pub fn resident_pages(
     file: &DbFile,
     catalog: &Catalog,
-    indexes: &[String],
+    spec: &ResidentSpec,
 ) -> StorageResult<Vec<PageId>> {
     let mut interior = Vec::new();
     let mut leaves = Vec::new();
-    for name in indexes {
+    for name in &spec.indexes {
         let entry = catalog
             .index(name)
             .ok_or_else(|| StorageError::NoSuchIndex(name.clone()))?;
@@ -124,6 +147,8 @@ pub fn resident_pages(
         interior.extend(i);
         leaves.extend(l);
     }
-    interior.extend(leaves);
+    if !spec.interior_only {
+        interior.extend(leaves);
+    }
     Ok(interior)
 }

@@ -111,7 +111,7 @@ pub struct Storage {
     /// Warnings from opening (about the header slots).
     open_warnings: Vec<String>,
     /// The indexes held resident in the pool (`SET resident_indexes`).
-    resident: Mutex<Vec<String>>,
+    resident: Mutex<crate::resident::ResidentSpec>,
 }
 
 impl Storage {
@@ -144,7 +144,7 @@ impl Storage {
             writer_free: Condvar::new(),
             committed_pages: AtomicU64::new(header.page_count),
             open_warnings: opened.warnings,
-            resident: Mutex::new(Vec::new()),
+            resident: Mutex::new(Default::default()),
         });
         storage.refresh_objects();
         Ok(storage)
@@ -161,14 +161,14 @@ impl Storage {
     }
 
     /// Holds the pages of the named indexes in the buffer pool (`all`, `none`,
-    /// or `idx1,idx2`; see [`crate::resident::parse_resident`]), interior nodes
-    /// first, replacing the previous resident set; returns the pages held. A set
+    /// or `idx1,idx2`, `interior:` before any of them for interior nodes only;
+    /// see [`crate::resident::parse_resident`]), interior nodes first, replacing the previous resident set; returns the pages held. A set
     /// too large for the pool is refused before anything changes. Applies to the
     /// indexes committed now; a dropped index's pages leave with it.
     pub fn set_resident_indexes(&self, spec: &str) -> StorageResult<usize> {
         let catalog = self.catalog();
-        let names = crate::resident::parse_resident(spec, &catalog)?;
-        let pages = crate::resident::resident_pages(&self.file, &catalog, &names)?;
+        let spec = crate::resident::parse_resident(spec, &catalog)?;
+        let pages = crate::resident::resident_pages(&self.file, &catalog, &spec)?;
         let frames = self.bm.capacity();
         let reserve = crate::buffer::frames_reserved_for_queries(frames);
         if pages.len() > frames - reserve {
@@ -180,9 +180,9 @@ impl Storage {
         }
         self.bm.release_resident();
         let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
-        held.clear();
+        *held = Default::default();
         let n = self.bm.make_resident(&pages)?;
-        *held = names;
+        *held = spec;
         Ok(n)
     }
 
@@ -191,16 +191,16 @@ impl Storage {
     fn refresh_resident(&self) {
         let catalog = self.catalog();
         let mut held = self.resident.lock().unwrap_or_else(|p| p.into_inner());
-        if held.iter().all(|n| catalog.index(n).is_some()) {
+        if held.indexes.iter().all(|n| catalog.index(n).is_some()) {
             return;
         }
-        held.retain(|n| catalog.index(n).is_some());
+        held.indexes.retain(|n| catalog.index(n).is_some());
         self.bm.release_resident();
         let pinned = crate::resident::resident_pages(&self.file, &catalog, &held)
             .and_then(|pages| self.bm.make_resident(&pages));
         if let Err(e) = pinned {
             tracing::warn!("resident indexes released: {e}");
-            held.clear();
+            *held = Default::default();
             self.bm.release_resident();
         }
     }

@@ -43,10 +43,18 @@ fn build(dir: &Path) -> PathBuf {
 
 /// Pages of index `t_k`, interior first, as the resident set lists them.
 fn index_pages(storage: &Storage) -> Vec<u64> {
+    pages_of(storage, false)
+}
+
+/// Pages of index `t_k` held for `resident_indexes`, or only its interior nodes.
+fn pages_of(storage: &Storage, interior_only: bool) -> Vec<u64> {
     kura_storage::resident::resident_pages(
         storage.buffer().file(),
         &storage.catalog(),
-        &["t_k".to_string()],
+        &kura_storage::resident::ResidentSpec {
+            indexes: vec!["t_k".to_string()],
+            interior_only,
+        },
     )
     .unwrap()
 }
@@ -132,6 +140,26 @@ fn a_resident_set_too_large_for_the_pool_is_refused_and_changes_nothing() {
     // Queries still run over the whole pool.
     let table = storage.catalog().table("t").unwrap();
     read_column(&table, 0, &mut Rng::new(1));
+    // Its interior nodes alone fit, and stay while scans evict everything else.
+    let interior = pages_of(&storage, true);
+    let all = index_pages(&storage);
+    assert!(!interior.is_empty() && interior.len() < all.len() / 10);
+    assert_eq!(
+        interior[..],
+        all[..interior.len()],
+        "interior nodes come first"
+    );
+    assert_eq!(
+        storage.set_resident_indexes("interior:all").unwrap(),
+        interior.len()
+    );
+    read_column(&table, 1, &mut Rng::new(2));
+    let before = storage.buffer().stats();
+    for &p in &interior {
+        drop(storage.buffer().fix(p).unwrap());
+    }
+    assert_eq!(storage.buffer().stats().since(&before).pages_read, 0);
+    storage.set_resident_indexes("none").unwrap();
     // Unknown names are refused by name.
     let err = storage.set_resident_indexes("t_k, nope").unwrap_err();
     assert!(
