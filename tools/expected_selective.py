@@ -7,7 +7,8 @@ trailing `|`) into an in-memory DuckDB database with the TPC-H column types, run
 SQL text kura itself embeds (crates/kura/src/tpch/queries/{a,b,c,d}.sql), and writes
 one answer file per query in the format of the TPC-H reference answers: a header line,
 `|`-separated fields, no quoting, dates as YYYY-MM-DD, decimals at full precision,
-NULL as `NULL`.
+NULL as `NULL`. The variants `va`, `vc`, `vd` (the paper's selectivity at the data's
+scale factor, told by the supplier count) are written beside them.
 
 To prove the pipeline (data, types, loading, output format) is right, `--verify DIR`
 also runs kura's 22 TPC-H query texts on the same data and compares them with the
@@ -117,6 +118,25 @@ SCHEMA = {
 }
 
 SELECTIVE = ["a", "b", "c", "d"]
+# Variants of (A), (C), (D) at the paper's selectivity; their parameter follows the
+# scale factor (the same rule as kura's `tpch::run::variant_parameter`).
+VARIANTS = ["va", "vc", "vd"]
+
+
+def customer_prefix(customers):
+    """A `Customer#` prefix picking 10^r customers (r rounded from log10, at least one)."""
+    free = min(max(round(math.log10(customers)), 0), 8)
+    return "Customer#" + "0" * (8 - free) + "1"
+
+
+def variant_parameter(name, sf):
+    if name == "va":
+        return str(max(round(8000 * sf / 100), 1))
+    if name == "vc":
+        return customer_prefix(10000 * sf / 100)
+    if name == "vd":
+        return customer_prefix(1000 * sf / 100)
+    raise ValueError(name)
 TPCH = ["q%02d" % n for n in range(1, 23)]
 
 
@@ -228,6 +248,7 @@ def main():
     load(con, args.tbl_dir)
     print(f"loaded {args.tbl_dir} in {time.time() - started:.1f} s")
 
+    sf = con.execute("SELECT count(*) FROM supplier").fetchone()[0] / 10000
     failed = False
     if args.verify:
         for q in TPCH:
@@ -245,6 +266,12 @@ def main():
             columns, rows = run(con, query_text(q))
             write_answer(os.path.join(args.out, q + ".csv"), columns, rows)
             print(f"{q}: {len(rows)} rows -> {os.path.join(args.out, q + '.csv')}")
+        for q in VARIANTS:
+            sql = query_text(q).replace(":1", variant_parameter(q, sf))
+            columns, rows = run(con, sql)
+            write_answer(os.path.join(args.out, q + ".csv"), columns, rows)
+            print(f"{q} (SF {sf:g}, parameter {variant_parameter(q, sf)}): {len(rows)} rows "
+                  f"-> {os.path.join(args.out, q + '.csv')}")
 
     sys.exit(1 if failed else 0)
 

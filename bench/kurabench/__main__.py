@@ -29,7 +29,7 @@ def parse_args(argv):
         help="comma-separated, from: " + ", ".join(SYSTEMS) + " (kura-scan: kura's database, loaded once, "
         "queried with SET enable_index = off)",
     )
-    p.add_argument("--queries", default="all", help="all | tpch | selective | ids like 1,6,q13,a (default all)")
+    p.add_argument("--queries", default="all", help="all | tpch | selective | variants | ids like 1,6,q13,a,vc (default all)")
     p.add_argument("--reps", type=int, default=3, help="measured runs per query and mode; the median is reported")
     p.add_argument("--modes", default="warm,cold", help="warm, cold or both (default warm,cold)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds one run may take (default 600)")
@@ -173,11 +173,13 @@ def main(argv=None):
         for label, subset, figure in (
             ("TPC-H", queries.TPCH, "figure 5"),
             ("selective (A)-(D)", queries.SELECTIVE, "figure 4"),
+            ("variants at the paper's selectivity", queries.VARIANTS, "figure 4"),
         ):
             ids = [q for q in run.query_ids if q in subset]
             if not ids:
                 continue
-            file_name = f"{stem}-{'tpch' if subset is queries.TPCH else 'selective'}-{mode}.png"
+            kind = {id(queries.TPCH): "tpch", id(queries.SELECTIVE): "selective"}.get(id(subset), "variants")
+            file_name = f"{stem}-{kind}-{mode}.png"
             # Normalised to kura as in the paper; to the first system of a run without kura.
             base = "kura" if "kura" in run.systems else next(iter(run.systems))
             title = f"{label}, SF {args.sf:g}, {mode}, {base} = 1 (as paper 003 {figure})"

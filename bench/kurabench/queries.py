@@ -5,6 +5,7 @@ where a system lacks some syntax (SQLite: dates and intervals)."""
 import calendar
 import datetime
 import decimal
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -13,6 +14,9 @@ from . import paths
 
 TPCH = [f"Q{n}" for n in range(1, 23)]
 SELECTIVE = ["A", "B", "C", "D"]
+# (A), (C), (D) with parameters that select, at the data's scale factor, the fraction of
+# rows the paper's texts select at SF 100 (kura's `tpch::run::variant_parameter`).
+VARIANTS = ["vA", "vC", "vD"]
 ALL = TPCH + SELECTIVE
 
 
@@ -23,11 +27,28 @@ class Query:
 
     @property
     def is_selective(self):
-        return self.id in SELECTIVE
+        return self.id in SELECTIVE or self.id in VARIANTS
 
     def file_stem(self):
         """Name of the query's .sql file and of its answer file: q01, ..., a."""
         return f"q{int(self.id[1:]):02d}" if self.id.startswith("Q") else self.id.lower()
+
+
+def customer_prefix(customers):
+    """A `Customer#` name prefix picking 10^r customers (r rounded from log10, at least one)."""
+    free = min(max(round(math.log10(customers)), 0), 8)
+    return "Customer#" + "0" * (8 - free) + "1"
+
+
+def variant_parameter(query_id, sf):
+    """The substitution parameter of a variant at scale factor `sf`."""
+    if query_id == "vA":
+        return str(max(round(8000 * sf / 100), 1))
+    if query_id == "vC":
+        return customer_prefix(10000 * sf / 100)
+    if query_id == "vD":
+        return customer_prefix(1000 * sf / 100)
+    raise ValueError(f"{query_id} is not a variant")
 
 
 def resolve(spec):
@@ -41,14 +62,20 @@ def resolve(spec):
             ids += TPCH
         elif lower == "selective":
             ids += SELECTIVE
+        elif lower == "variants":
+            ids += VARIANTS
         else:
             bare = lower[1:] if lower.startswith("q") else lower
             if bare.isdigit() and 1 <= int(bare) <= 22:
                 ids.append(f"Q{int(bare)}")
             elif bare in ("a", "b", "c", "d"):
                 ids.append(bare.upper())
+            elif lower in ("va", "vc", "vd"):
+                ids.append("v" + lower[1].upper())
             else:
-                raise ValueError(f"unknown query {part!r} (expected 1-22, a-d, tpch, selective or all)")
+                raise ValueError(
+                    f"unknown query {part!r} (expected 1-22, a-d, va, vc, vd, tpch, selective, variants or all)"
+                )
     return list(dict.fromkeys(ids))
 
 
@@ -61,10 +88,16 @@ def split_statements(sql):
     return tuple(s.strip() for s in strip_comment_lines(sql).split(";") if s.strip())
 
 
-def load(query_id, query_dir=paths.QUERY_DIR):
+def load(query_id, query_dir=paths.QUERY_DIR, sf=None):
+    """A query's statements; a variant's parameter is substituted for scale factor `sf`."""
     stem = Query(query_id, ()).file_stem()
     with open(os.path.join(query_dir, stem + ".sql"), encoding="utf-8") as f:
-        return Query(query_id, split_statements(f.read()))
+        text = f.read()
+    if query_id in VARIANTS:
+        if sf is None:
+            raise ValueError(f"{query_id}: a variant needs the scale factor")
+        text = text.replace(":1", variant_parameter(query_id, sf))
+    return Query(query_id, split_statements(text))
 
 
 def is_select(statement):

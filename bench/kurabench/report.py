@@ -69,6 +69,7 @@ def times_section(run, mode, charts):
     for label, subset in (
         ("geo. mean TPC-H", queries.TPCH),
         ("geo. mean (A)-(D)", queries.SELECTIVE),
+        ("geo. mean vA, vC, vD", queries.VARIANTS),
         ("geo. mean all", None),
     ):
         ids = [q for q in run.query_ids if subset is None or q in subset]

@@ -297,7 +297,7 @@ def failures(run, must_pass):
 def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True):
     tables = schema.read_schema()
     indexes = schema.read_indexes() if with_indexes else []
-    query_list = [queries.load(q) for q in run.query_ids]
+    query_list = [queries.load(q, sf=run.sf) for q in run.query_ids]
     run.expected_counts = {t: tbl.line_count(tbl.path(tbl_dir, t)) for t in tables}
     for system in systems:
         try:

@@ -17,8 +17,30 @@ class ResolveTest(unittest.TestCase):
         self.assertEqual(queries.resolve("1, q06,Q22,a,D"), ["Q1", "Q6", "Q22", "A", "D"])
         self.assertEqual(len(queries.resolve("all")), 26)
         self.assertEqual(queries.resolve("selective"), ["A", "B", "C", "D"])
+        self.assertEqual(queries.resolve("variants,VC"), ["vA", "vC", "vD"])
         with self.assertRaises(ValueError):
             queries.resolve("q23")
+        with self.assertRaises(ValueError):
+            queries.resolve("vb")
+
+
+class VariantTest(unittest.TestCase):
+    def test_parameters_follow_the_scale_factor_as_kuras_do(self):
+        # The same figures as kura's own test (tpch::run): the paper's texts at SF 100.
+        self.assertEqual(queries.variant_parameter("vA", 100), "8000")
+        self.assertEqual(queries.variant_parameter("vC", 100), "Customer#00001")
+        self.assertEqual(queries.variant_parameter("vD", 100), "Customer#000001")
+        self.assertEqual(queries.variant_parameter("vA", 1), "80")
+        self.assertEqual(queries.variant_parameter("vC", 1), "Customer#0000001")
+        self.assertEqual(queries.variant_parameter("vD", 10), "Customer#0000001")
+        self.assertEqual(queries.variant_parameter("vD", 0.01), "Customer#000000001")
+
+    def test_loaded_text_carries_the_parameter(self):
+        q = queries.load("vC", sf=1)
+        self.assertIn("like 'Customer#0000001%'", q.statements[0])
+        self.assertTrue(queries.Query("vC", ()).is_selective)
+        with self.assertRaises(ValueError):
+            queries.load("vC")
 
 
 class LoadTest(unittest.TestCase):

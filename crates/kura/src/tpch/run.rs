@@ -30,6 +30,11 @@ pub const TPCH_IDS: [&str; 22] = [
 /// The selective query ids of paper 003.
 pub const SELECTIVE_IDS: [&str; 4] = ["a", "b", "c", "d"];
 
+/// Variants of (A), (C) and (D) whose parameters select, at the data's scale factor,
+/// the fraction of rows the paper's texts select at SF 100 (see [`variant_text`]).
+/// (B) needs none: its name prefix picks the same fraction of parts at every scale.
+pub const VARIANT_IDS: [&str; 3] = ["va", "vc", "vd"];
+
 /// Environment variable naming the reference answers directory (the one holding
 /// `sf0.01/`, `sf0.1/`, ... or directly the `qNN.csv` files of one scale factor).
 pub const ANSWERS_ENV: &str = "KURA_TPCH_ANSWERS";
@@ -43,7 +48,64 @@ pub fn canonical_id(id: &str) -> Option<&'static str> {
     } else {
         id
     };
-    QUERY_IDS.iter().copied().find(|known| *known == id)
+    QUERY_IDS
+        .iter()
+        .chain(VARIANT_IDS.iter())
+        .copied()
+        .find(|known| *known == id)
+}
+
+/// Whether a (canonical) id names a selectivity-preserving variant.
+pub fn is_variant(id: &str) -> bool {
+    VARIANT_IDS.contains(&id)
+}
+
+/// The number of customers of the paper's SF 100 prefixes scaled to `sf`, as a name
+/// prefix: customer names are `Customer#` and nine digits, so a prefix of zeros and a
+/// `1` that leaves `r` digits free picks keys 10^r … 2·10^r − 1, i.e. 10^r customers
+/// (`r` rounded from log10 of the wanted count, at least one customer).
+fn customer_prefix(customers: f64) -> String {
+    let free = customers.log10().round().clamp(0.0, 8.0) as usize;
+    format!("Customer#{}1", "0".repeat(8 - free))
+}
+
+/// The substitution parameter of a variant at scale factor `sf`.
+pub fn variant_parameter(id: &str, sf: f64) -> Option<String> {
+    Some(match canonical_id(id)? {
+        // The paper's 8,000 part keys of SF 100's 20 M parts.
+        "va" => ((8_000.0 * sf / 100.0).round() as u64).max(1).to_string(),
+        // 'Customer#00001%': 10,000 of SF 100's 15 M customers.
+        "vc" => customer_prefix(10_000.0 * sf / 100.0),
+        // 'Customer#000001%': 1,000 of them.
+        "vd" => customer_prefix(1_000.0 * sf / 100.0),
+        _ => return None,
+    })
+}
+
+/// The SQL text of a variant at scale factor `sf`, its parameter substituted.
+pub fn variant_text(id: &str, sf: f64) -> Option<String> {
+    let template = match canonical_id(id)? {
+        "va" => include_str!("queries/va.sql"),
+        "vc" => include_str!("queries/vc.sql"),
+        "vd" => include_str!("queries/vd.sql"),
+        _ => return None,
+    };
+    Some(template.replace(":1", &variant_parameter(id, sf)?))
+}
+
+/// The SQL text of any query id at scale factor `sf` (the variants depend on it).
+pub fn query_text_at(id: &str, sf: f64) -> Option<std::borrow::Cow<'static, str>> {
+    match query_text(id) {
+        Some(text) => Some(std::borrow::Cow::Borrowed(text)),
+        None => variant_text(id, sf).map(std::borrow::Cow::Owned),
+    }
+}
+
+/// The scale factor of the TPC-H data a session sees: 10,000 suppliers per unit.
+pub fn loaded_scale_factor(session: &mut Session) -> Option<f64> {
+    let r = session.execute("SELECT count(*) FROM supplier").ok()?;
+    let n = r.rows().first()?.first()?.as_f64()?;
+    (n > 0.0).then_some(n / 10_000.0)
 }
 
 /// The SQL text of a query by id (any spelling [`canonical_id`] accepts).
@@ -79,16 +141,18 @@ pub fn query_text(id: &str) -> Option<&'static str> {
     })
 }
 
-/// A display label: `Q1` … `Q22`, `A` … `D`.
+/// A display label: `Q1` … `Q22`, `A` … `D`, and `vA`, `vC`, `vD` for the variants.
 pub fn query_label(id: &str) -> String {
     match canonical_id(id) {
         Some(c) if c.chars().all(|ch| ch.is_ascii_digit()) => format!("Q{c}"),
+        Some(c) if is_variant(c) => format!("v{}", c[1..].to_ascii_uppercase()),
         Some(c) => c.to_ascii_uppercase(),
         None => id.to_string(),
     }
 }
 
-/// File name of a query's answer in an answers directory: `q01.csv` … `q22.csv`, `a.csv` … `d.csv`.
+/// File name of a query's answer in an answers directory: `q01.csv` … `q22.csv`,
+/// `a.csv` … `d.csv`, `va.csv` ….
 pub fn answer_file_name(id: &str) -> Option<String> {
     let c = canonical_id(id)?;
     Some(match c.parse::<u32>() {
@@ -147,6 +211,15 @@ pub fn embedded_selective_answer(sf_dir: &str, id: &str) -> Option<&'static str>
         ("sf1", "b") => include_str!("../../../../tests/data/selective/sf1/b.csv"),
         ("sf1", "c") => include_str!("../../../../tests/data/selective/sf1/c.csv"),
         ("sf1", "d") => include_str!("../../../../tests/data/selective/sf1/d.csv"),
+        ("sf0.01", "va") => include_str!("../../../../tests/data/selective/sf0.01/va.csv"),
+        ("sf0.01", "vc") => include_str!("../../../../tests/data/selective/sf0.01/vc.csv"),
+        ("sf0.01", "vd") => include_str!("../../../../tests/data/selective/sf0.01/vd.csv"),
+        ("sf0.1", "va") => include_str!("../../../../tests/data/selective/sf0.1/va.csv"),
+        ("sf0.1", "vc") => include_str!("../../../../tests/data/selective/sf0.1/vc.csv"),
+        ("sf0.1", "vd") => include_str!("../../../../tests/data/selective/sf0.1/vd.csv"),
+        ("sf1", "va") => include_str!("../../../../tests/data/selective/sf1/va.csv"),
+        ("sf1", "vc") => include_str!("../../../../tests/data/selective/sf1/vc.csv"),
+        ("sf1", "vd") => include_str!("../../../../tests/data/selective/sf1/vd.csv"),
         _ => return None,
     })
 }
@@ -231,7 +304,7 @@ pub fn resolve_ids(ids: &[String]) -> KuraResult<Vec<&'static str>> {
         .map(|id| {
             canonical_id(id).ok_or_else(|| {
                 KuraError::Invalid(format!(
-                    "unknown query \"{id}\" (expected 1 to 22 for TPC-H, or a to d for the selective queries)"
+                    "unknown query \"{id}\" (expected 1 to 22 for TPC-H, a to d for the selective queries, or va, vc, vd for their variants at the paper's selectivity)"
                 ))
             })
         })
@@ -293,7 +366,28 @@ pub fn run_query(
     expected: Option<&Answer>,
     reps: usize,
 ) -> QueryRun {
-    let sql = query_text(id).expect("ids are canonical");
+    let sql = match query_text(id) {
+        Some(text) => std::borrow::Cow::Borrowed(text),
+        None => {
+            let text = loaded_scale_factor(session).and_then(|sf| variant_text(id, sf));
+            match text {
+                Some(text) => std::borrow::Cow::Owned(text),
+                None => {
+                    return QueryRun {
+                        id,
+                        times: Vec::new(),
+                        median: Duration::ZERO,
+                        rows: 0,
+                        status: CheckStatus::Failed(
+                            "the variant's parameter follows the scale factor, and no TPC-H supplier table was found to tell it"
+                                .into(),
+                        ),
+                    }
+                }
+            }
+        }
+    };
+    let sql: &str = &sql;
     let mut times = Vec::new();
     let mut last: Option<QueryResult> = None;
     for _ in 0..reps.max(1) {
@@ -408,9 +502,45 @@ mod tests {
     }
 
     #[test]
+    fn variants_select_the_papers_fraction_at_every_scale_factor() {
+        // At SF 100 the variants are the paper's own texts.
+        assert_eq!(variant_parameter("va", 100.0).unwrap(), "8000");
+        assert_eq!(variant_parameter("vc", 100.0).unwrap(), "Customer#00001");
+        assert_eq!(variant_parameter("vd", 100.0).unwrap(), "Customer#000001");
+        assert_eq!(variant_parameter("va", 1.0).unwrap(), "80");
+        assert_eq!(variant_parameter("vc", 1.0).unwrap(), "Customer#0000001");
+        assert_eq!(variant_parameter("vd", 1.0).unwrap(), "Customer#00000001");
+        assert_eq!(variant_parameter("va", 10.0).unwrap(), "800");
+        assert_eq!(variant_parameter("vc", 10.0).unwrap(), "Customer#000001");
+        assert_eq!(variant_parameter("vd", 10.0).unwrap(), "Customer#0000001");
+        // Never fewer than one key or customer.
+        assert_eq!(variant_parameter("va", 0.01).unwrap(), "1");
+        assert_eq!(variant_parameter("vd", 0.01).unwrap(), "Customer#000000001");
+        for sf in [0.01, 1.0, 10.0, 100.0] {
+            for id in VARIANT_IDS {
+                let text = variant_text(id, sf).unwrap();
+                assert!(!text.contains(":1"), "{id} at SF {sf}");
+                assert!(text.contains(&variant_parameter(id, sf).unwrap()));
+            }
+            // The prefix leaves as many free digits as the customer count has zeros.
+            let prefix = variant_parameter("vc", sf).unwrap();
+            assert_eq!(
+                prefix.len(),
+                "Customer#".len() + 9 - (100.0 * sf).log10() as usize
+            );
+        }
+        assert_eq!(canonical_id("VC"), Some("vc"));
+        assert_eq!(query_label("vc"), "vC");
+        assert!(query_text("va").is_none(), "a variant has no fixed text");
+        assert!(query_text_at("va", 1.0)
+            .unwrap()
+            .contains("between 1 and 80"));
+    }
+
+    #[test]
     fn selective_answers_are_embedded_for_the_small_scale_factors() {
         for sf in ["sf0.01", "sf0.1", "sf1"] {
-            for id in SELECTIVE_IDS {
+            for id in SELECTIVE_IDS.iter().chain(VARIANT_IDS.iter()) {
                 let text = embedded_selective_answer(sf, id).unwrap();
                 let answer = crate::tpch::check::Answer::parse(text).unwrap();
                 assert!(!answer.columns.is_empty());
