@@ -75,7 +75,7 @@ pub struct LoadArgs {
 /// cold run the global `--buffer` (default 64 MiB, far smaller than the data).
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModesArgs {
-    /// Queries to run (a to d).
+    /// Queries to run (a to d, or the variants va, vc, vd at the paper's selectivity).
     #[arg(long, value_delimiter = ',', default_values_t = vec!["c".to_string(), "a".into(), "b".into(), "d".into()])]
     pub queries: Vec<String>,
     /// Directory for the timeline CSV and PNG files.
