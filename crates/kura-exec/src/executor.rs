@@ -8,6 +8,7 @@ use kura_common::{Batch, DataType};
 
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
+use crate::next_reads;
 use crate::ops::aggregate::AggregateSink;
 use crate::ops::collect::CollectSink;
 use crate::ops::index::{IndexJoinSource, IndexJoinSpec, IndexScanSource};
@@ -292,7 +293,14 @@ impl Executor<'_> {
                     null_safe: null_safe.clone(),
                 });
                 let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm));
-                self.run_into(build, sink.clone(), node.id)?;
+                // The probe side's first reads overlap the merge of the build
+                // side's parts into one hash table.
+                self.compile(build)?.run_around_merge(
+                    sink.clone(),
+                    node.id,
+                    self.ctx,
+                    &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
+                )?;
                 let table = sink.table()?;
                 let mut p = self.compile(probe)?;
                 let op = Arc::new(JoinProbeOp::new(spec, table));

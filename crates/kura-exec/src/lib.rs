@@ -12,6 +12,7 @@ pub mod executor;
 pub mod expr;
 pub mod index_source;
 pub mod keys;
+pub mod next_reads;
 pub mod ops;
 pub mod pipeline;
 pub mod plan;

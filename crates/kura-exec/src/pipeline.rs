@@ -133,11 +133,34 @@ struct Run {
     read_ahead: AtomicUsize,
 }
 
+/// Runs a pipeline's merge (the argument) and may do other work beside it.
+pub type AroundMerge<'a> = dyn Fn(&mut dyn FnMut() -> ExecResult<()>) -> ExecResult<()> + 'a;
+
 impl Pipeline {
     /// Runs every morsel through the transforms into `sink`, in the context's mode.
     pub fn run(&self, sink: Arc<dyn Sink>, sink_node: usize, ctx: &ExecContext) -> ExecResult<()> {
         self.run_range(sink, sink_node, ctx, 0..self.source.morsels())
             .map(|_| ())
+    }
+
+    /// [`Pipeline::run`], with the merge of the workers' results (and the sink's
+    /// finish) run inside `around_merge`, which may start other work beside it —
+    /// the executor reads the next pipeline's first pages there.
+    pub fn run_around_merge(
+        &self,
+        sink: Arc<dyn Sink>,
+        sink_node: usize,
+        ctx: &ExecContext,
+        around_merge: &AroundMerge,
+    ) -> ExecResult<()> {
+        self.run_range_around(
+            sink,
+            sink_node,
+            ctx,
+            0..self.source.morsels(),
+            Some(around_merge),
+        )
+        .map(|_| ())
     }
 
     /// Runs the morsels of `range` into `sink` (merged and finished as a whole);
@@ -150,6 +173,17 @@ impl Pipeline {
         sink_node: usize,
         ctx: &ExecContext,
         range: Range<usize>,
+    ) -> ExecResult<bool> {
+        self.run_range_around(sink, sink_node, ctx, range, None)
+    }
+
+    fn run_range_around(
+        &self,
+        sink: Arc<dyn Sink>,
+        sink_node: usize,
+        ctx: &ExecContext,
+        range: Range<usize>,
+        around_merge: Option<&AroundMerge>,
     ) -> ExecResult<bool> {
         let morsels = range.len();
         let run = Arc::new(Run {
@@ -181,10 +215,17 @@ impl Pipeline {
                 ExecutionMode::OutOfOrder => run_out_of_order(&run, range.clone())?,
             };
             let t0 = Instant::now();
-            for local in locals {
-                sink.merge(local, ctx)?;
+            let mut locals = Some(locals);
+            let mut merge = || -> ExecResult<()> {
+                for local in locals.take().unwrap_or_default() {
+                    sink.merge(local, ctx)?;
+                }
+                sink.finish(ctx)
+            };
+            match around_merge {
+                Some(around) => around(&mut merge)?,
+                None => merge()?,
             }
-            sink.finish(ctx)?;
             ctx.record(sink_node, |s| s.nanos += t0.elapsed().as_nanos() as u64);
             Ok(())
         };

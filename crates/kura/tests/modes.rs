@@ -237,6 +237,36 @@ fn prefetch_reads_scans_ahead_and_keeps_results() {
 }
 
 #[test]
+fn the_probe_sides_first_pages_are_read_while_the_build_side_merges() {
+    with_loaded_file("next-pipeline", |path| {
+        let sql = "SELECT o_orderpriority, count(*), sum(l_quantity) FROM orders JOIN lineitem \
+                   ON o_orderkey = l_orderkey WHERE o_orderdate < DATE '1993-06-01' \
+                   GROUP BY o_orderpriority ORDER BY o_orderpriority";
+        let (reference, _) = cold_scan_in(path, sql, "off", "serial");
+        for mode in ["static", "ooo"] {
+            let before = kura_exec::next_reads::pages_read();
+            let (rows, _) = cold_scan_in(path, sql, "on", mode);
+            assert_same(sql, mode, &reference, &rows);
+            assert!(
+                kura_exec::next_reads::pages_read() > before,
+                "{mode}: no page of the probe side was read during the build's merge"
+            );
+        }
+        // Serial mode stays the one-thread baseline; prefetch off reads nothing ahead.
+        for (mode, prefetch) in [("serial", "on"), ("ooo", "off")] {
+            let before = kura_exec::next_reads::pages_read();
+            let (rows, _) = cold_scan_in(path, sql, prefetch, mode);
+            assert_same(sql, mode, &reference, &rows);
+            assert_eq!(
+                kura_exec::next_reads::pages_read(),
+                before,
+                "{mode}, prefetch {prefetch}"
+            );
+        }
+    });
+}
+
+#[test]
 fn serial_and_static_mode_read_ahead_synchronously_and_keep_results() {
     with_loaded_file("sync-prefetch", |path| {
         for mode in ["serial", "static"] {
