@@ -220,7 +220,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 .into_iter()
                 .map(String::from)
                 .collect();
-            let loaded = loaded_sf(&mut session);
+            let loaded = kura::tpch::run::loaded_scale_factor(&mut session);
             let sf_note = loaded.filter(|l| (l - sf).abs() > 1e-9).map(|l| {
                 format!(
                     "note: the database holds TPC-H SF {l} (supplier rows / 10,000), not SF {sf}; \
@@ -329,13 +329,6 @@ fn tbl_file_bytes(dir: &std::path::Path) -> u64 {
         .filter_map(|(t, _)| std::fs::metadata(dir.join(format!("{t}.tbl"))).ok())
         .map(|m| m.len())
         .sum()
-}
-
-/// The scale factor of the loaded data: TPC-H has 10,000 suppliers per unit of SF.
-fn loaded_sf(session: &mut kura::Session) -> Option<f64> {
-    let r = session.execute("SELECT count(*) FROM supplier").ok()?;
-    let n = r.rows().first()?.first()?.as_f64()?;
-    (n > 0.0).then_some(n / 10_000.0)
 }
 
 /// Prints rows, bytes and throughput per table and in total.

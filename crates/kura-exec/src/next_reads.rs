@@ -90,45 +90,32 @@ pub fn while_reading_next<T>(
     })
 }
 
-/// Reads the source's pages morsel by morsel, in coalesced requests, until `done`
-/// is set or the read-ahead budget is spent; returns the pages read.
+/// Reads the source's first pages in coalesced requests, up to the read-ahead
+/// budget, until `done` is set; returns the pages read. The first request is always
+/// made (the next pipeline needs those pages first anyway), so even a short merge
+/// starts the reads.
 fn read_first_pages(source: &dyn Source, done: &AtomicBool) -> usize {
-    let mut read = 0;
-    let mut planned = 0;
-    let mut pending = Vec::new();
+    let Some((bm, _)) = source.pages_for(0) else {
+        return 0;
+    };
+    let budget = (bm.available_frames() / 8).max(1);
+    let mut pages = Vec::new();
     for morsel in 0..source.morsels() {
-        let Some((bm, pages)) = source.pages_for(morsel) else {
-            return read;
-        };
-        let budget = (bm.available_frames() / 8).max(1);
-        for page in pages {
-            if planned >= budget {
-                break;
-            }
-            planned += 1;
-            pending.push(page);
-            if pending.len() == PAGES_PER_REQUEST {
-                // The first request is always made (the next pipeline needs those
-                // pages first anyway), so even a short merge starts the reads.
-                if planned > PAGES_PER_REQUEST && done.load(Ordering::Acquire) {
-                    return read;
-                }
-                read += bm.prefetch_sync(&std::mem::take(&mut pending));
-            }
+        if pages.len() >= budget {
+            break;
         }
-        if planned >= budget {
-            if !pending.is_empty()
-                && (planned <= PAGES_PER_REQUEST || !done.load(Ordering::Acquire))
-            {
-                read += bm.prefetch_sync(&pending);
-            }
-            return read;
+        match source.pages_for(morsel) {
+            Some((_, more)) => pages.extend(more),
+            None => break,
         }
     }
-    if !pending.is_empty() && (planned <= PAGES_PER_REQUEST || !done.load(Ordering::Acquire)) {
-        if let Some((bm, _)) = source.pages_for(0) {
-            read += bm.prefetch_sync(&pending);
+    pages.truncate(budget);
+    let mut read = 0;
+    for (i, request) in pages.chunks(PAGES_PER_REQUEST).enumerate() {
+        if i > 0 && done.load(Ordering::Acquire) {
+            break;
         }
+        read += bm.prefetch_sync(request);
     }
     read
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use kura::tpch::run::{loaded_scale_factor, query_text, variant_text};
+use kura::tpch::run::session_query_text;
 use kura::{Database, OpenOptions};
 use kura_exec::runtime::{page_fix_stats, shared_runtime, take_max_in_flight, Timeline};
 
@@ -71,14 +71,7 @@ fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<M
     };
     let db = Database::open(db_path, opts).map_err(|e| e.to_string())?;
     let mut session = db.session();
-    let sql = match query_text(id) {
-        Some(text) => text.to_string(),
-        // A variant's parameter follows the data's scale factor; counting the
-        // suppliers reads a few pages before the measured run starts.
-        None => loaded_scale_factor(&mut session)
-            .and_then(|sf| variant_text(id, sf))
-            .ok_or_else(|| format!("unknown query {id}, or no TPC-H data to scale it to"))?,
-    };
+    let sql = session_query_text(&mut session, id).map_err(|e| e.to_string())?;
     let sql: &str = &sql;
     session
         .execute(&format!("SET execution_mode = '{mode}'"))

@@ -4,6 +4,7 @@
 //! the selective queries (A)–(D) of paper 003; they live as plain `.sql` files under
 //! `queries/` so a user can also run them from the shell.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -94,11 +95,31 @@ pub fn variant_text(id: &str, sf: f64) -> Option<String> {
 }
 
 /// The SQL text of any query id at scale factor `sf` (the variants depend on it).
-pub fn query_text_at(id: &str, sf: f64) -> Option<std::borrow::Cow<'static, str>> {
+pub fn query_text_at(id: &str, sf: f64) -> Option<Cow<'static, str>> {
     match query_text(id) {
-        Some(text) => Some(std::borrow::Cow::Borrowed(text)),
-        None => variant_text(id, sf).map(std::borrow::Cow::Owned),
+        Some(text) => Some(Cow::Borrowed(text)),
+        None => variant_text(id, sf).map(Cow::Owned),
     }
+}
+
+/// The SQL text of a query for the data `session` sees: a variant's parameter follows
+/// the loaded scale factor (counting the suppliers reads a few pages).
+pub fn session_query_text(session: &mut Session, id: &str) -> KuraResult<Cow<'static, str>> {
+    if let Some(text) = query_text(id) {
+        return Ok(Cow::Borrowed(text));
+    }
+    if canonical_id(id).is_none() {
+        return Err(KuraError::Invalid(format!("unknown query \"{id}\"")));
+    }
+    loaded_scale_factor(session)
+        .and_then(|sf| variant_text(id, sf))
+        .map(Cow::Owned)
+        .ok_or_else(|| {
+            KuraError::Invalid(
+                "the variant's parameter follows the scale factor, and no TPC-H supplier table was found to tell it"
+                    .into(),
+            )
+        })
 }
 
 /// The scale factor of the TPC-H data a session sees: 10,000 suppliers per unit.
@@ -366,24 +387,15 @@ pub fn run_query(
     expected: Option<&Answer>,
     reps: usize,
 ) -> QueryRun {
-    let sql = match query_text(id) {
-        Some(text) => std::borrow::Cow::Borrowed(text),
-        None => {
-            let text = loaded_scale_factor(session).and_then(|sf| variant_text(id, sf));
-            match text {
-                Some(text) => std::borrow::Cow::Owned(text),
-                None => {
-                    return QueryRun {
-                        id,
-                        times: Vec::new(),
-                        median: Duration::ZERO,
-                        rows: 0,
-                        status: CheckStatus::Failed(
-                            "the variant's parameter follows the scale factor, and no TPC-H supplier table was found to tell it"
-                                .into(),
-                        ),
-                    }
-                }
+    let sql = match session_query_text(session, id) {
+        Ok(text) => text,
+        Err(e) => {
+            return QueryRun {
+                id,
+                times: Vec::new(),
+                median: Duration::ZERO,
+                rows: 0,
+                status: CheckStatus::Failed(e.to_string()),
             }
         }
     };
