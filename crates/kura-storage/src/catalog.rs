@@ -72,6 +72,19 @@ pub struct IndexEntry {
     pub columns: Vec<String>,
     pub unique: bool,
     pub tree: BTreeIndex,
+    /// Included (non-key) columns of a covering index, as named in the schema.
+    /// Stored in [`CatalogFile::covering`], not here, so that the serialized
+    /// form of an entry is what older builds wrote.
+    #[serde(skip)]
+    pub include: Vec<String>,
+}
+
+/// The included columns of one covering index (format 4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CoveringEntry {
+    pub index: String,
+    pub columns: Vec<String>,
+    pub types: Vec<kura_common::DataType>,
 }
 
 /// The catalog blob's contents.
@@ -81,8 +94,64 @@ pub(crate) struct CatalogFile {
     pub views: Vec<ViewDef>,
     /// Pages below the committed extent that nothing references.
     pub free_pages: Vec<PageId>,
-    /// Last, so a catalog written before indexes existed is its prefix.
+    /// After the tables, so a catalog written before indexes existed is its prefix.
     pub indexes: Vec<IndexEntry>,
+    /// Last, so a catalog written before covering indexes existed (format ≤ 3)
+    /// is its prefix.
+    pub covering: Vec<CoveringEntry>,
+}
+
+/// The catalog blob as written before covering indexes existed (read for
+/// compatibility).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CatalogFileV2 {
+    pub tables: Vec<TableEntry>,
+    pub views: Vec<ViewDef>,
+    pub free_pages: Vec<PageId>,
+    pub indexes: Vec<IndexEntry>,
+}
+
+impl From<CatalogFileV2> for CatalogFile {
+    fn from(v: CatalogFileV2) -> Self {
+        CatalogFile {
+            tables: v.tables,
+            views: v.views,
+            free_pages: v.free_pages,
+            indexes: v.indexes,
+            covering: Vec::new(),
+        }
+    }
+}
+
+impl CatalogFile {
+    /// Decodes a catalog blob of any format this build reads (the newest form
+    /// first, then the older ones it extends), with the included columns put
+    /// back into their index entries.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<CatalogFile, postcard::Error> {
+        let mut data: CatalogFile = postcard::from_bytes(bytes)
+            .or_else(|_| postcard::from_bytes::<CatalogFileV2>(bytes).map(CatalogFile::from))
+            .or_else(|_| postcard::from_bytes::<CatalogFileV1>(bytes).map(CatalogFile::from))?;
+        for c in &data.covering {
+            if let Some(ix) = data.indexes.iter_mut().find(|i| i.name == c.index) {
+                ix.include = c.columns.clone();
+                ix.tree.include_types = c.types.clone();
+            }
+        }
+        Ok(data)
+    }
+
+    /// The covering part of `indexes`, as stored.
+    pub(crate) fn covering_of(indexes: &[IndexEntry]) -> Vec<CoveringEntry> {
+        indexes
+            .iter()
+            .filter(|i| !i.include.is_empty())
+            .map(|i| CoveringEntry {
+                index: i.name.clone(),
+                columns: i.include.clone(),
+                types: i.tree.include_types.clone(),
+            })
+            .collect()
+    }
 }
 
 /// The catalog blob as written before indexes existed (read for compatibility).
@@ -100,6 +169,7 @@ impl From<CatalogFileV1> for CatalogFile {
             views: v.views,
             free_pages: v.free_pages,
             indexes: Vec::new(),
+            covering: Vec::new(),
         }
     }
 }

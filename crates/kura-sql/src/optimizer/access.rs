@@ -27,6 +27,9 @@ pub const ROW_FETCH: f64 = 0.2;
 pub const PROBE: f64 = 0.5;
 /// Reading a page at a random position instead of in sequence.
 pub const RANDOM_PAGE: f64 = 1.0;
+/// Decoding one index entry's stored columns in an index-only read (walk the
+/// entry's bytes, push a few values): a small fraction of a row fetch.
+pub const ENTRY_DECODE: f64 = 0.03;
 /// Inserting one row into a hash table.
 pub const HASH_BUILD_ROW: f64 = 0.002;
 /// Probing a hash table with one row.
@@ -307,6 +310,19 @@ pub fn fetch_cost(table: &dyn TableSource, columns: &[usize], rows: f64, probes:
         .map(|&c| touched_pages(table.page_count(c) as f64, rows))
         .sum();
     probes * PROBE + pages * RANDOM_PAGE + rows * columns.len().max(1) as f64 * ROW_FETCH
+}
+
+/// Cost of an index-only read of `rows` entries found by `probes` searches
+/// (equality probes or ranges, at least one): the leaves holding them, read at
+/// random positions, and each entry decoded. No table page is read.
+pub fn index_only_cost(index: &IndexSource, rows: f64, probes: f64) -> f64 {
+    let probes = probes.max(1.0);
+    let leaves = index.leaf_count();
+    // Each search starts in a leaf (neighbouring keys share theirs); the matches
+    // then fill leaves one after the other.
+    let start_leaves = touched_pages(leaves, probes);
+    let pages = (start_leaves + rows / index.entries_per_leaf().max(1.0)).min(leaves);
+    probes * PROBE + pages * RANDOM_PAGE + rows * ENTRY_DECODE
 }
 
 /// Whether a probe value of type `from` can look up keys of type `key` (after a

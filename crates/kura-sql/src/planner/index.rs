@@ -16,8 +16,8 @@ use crate::binder::types::coerce;
 use crate::error::{Pos, SqlResult};
 use crate::logical::{col, conjunction, map_columns, refs, refs_of, ColId, Logical};
 use crate::optimizer::access::{
-    best_index_range, fetch_cost, is_full, probe_type_fits, scan_cost, zone_fraction,
-    HASH_BUILD_ROW, HASH_PROBE_ROW,
+    best_index_range, fetch_cost, index_only_cost, is_full, probe_type_fits, scan_cost,
+    zone_fraction, HASH_BUILD_ROW, HASH_PROBE_ROW,
 };
 use crate::optimizer::estimate::estimate;
 
@@ -219,9 +219,6 @@ impl Lowering<'_> {
         let Some((index, ranges, rows)) = best_index_range(table.as_ref(), cols, filters) else {
             return Ok(None);
         };
-        if ranges.iter().any(is_full) {
-            return Ok(None);
-        }
         let mut need = required.clone();
         filters.iter().for_each(|f| refs(f, &mut need));
         let read: Vec<(usize, ColId)> = cols
@@ -232,8 +229,22 @@ impl Lowering<'_> {
         let columns: Vec<usize> = read.iter().map(|r| r.0).collect();
         let fraction = zone_fraction(table.as_ref(), cols, filters);
         let full = scan_cost(table.as_ref(), &columns, fraction);
-        let by_index = fetch_cost(table.as_ref(), &columns, rows, ranges.len() as f64);
-        if by_index >= full && self.opts.enable_seqscan {
+        // Reading the rows from the index entries alone (when they store every
+        // column needed) competes with fetching them from the table.
+        let only = index.index_only_layout(&columns).is_some();
+        let fetch = if ranges.iter().any(is_full) {
+            f64::INFINITY
+        } else {
+            fetch_cost(table.as_ref(), &columns, rows, ranges.len() as f64)
+        };
+        let from_index = if only {
+            index_only_cost(&index, rows, ranges.len() as f64)
+        } else {
+            f64::INFINITY
+        };
+        let index_only = from_index < fetch;
+        let by_index = fetch.min(from_index);
+        if by_index == f64::INFINITY || (by_index >= full && self.opts.enable_seqscan) {
             return Ok(None);
         }
         let layout: Vec<ColId> = read.iter().map(|r| r.1).collect();
@@ -246,6 +257,7 @@ impl Lowering<'_> {
             ranges,
             columns,
             filter,
+            index_only,
         };
         Ok(Some((
             self.node(plan, "index_scan", kind, self.types(&layout)),
@@ -293,8 +305,17 @@ impl Lowering<'_> {
         }
         let mut needed = required.clone();
         on.iter().for_each(|p| refs(p, &mut needed));
-        // The cheapest orientation: (cost, outer side, inner scan, its `on`, probe).
-        let mut best: Option<(f64, &Logical, InnerScan, Vec<PhysExpr>, JoinProbe)> = None;
+        // The cheapest orientation: (cost, outer side, inner scan, its `on`, probe,
+        // index-only).
+        type Choice<'a> = (
+            f64,
+            &'a Logical,
+            InnerScan<'a>,
+            Vec<PhysExpr>,
+            JoinProbe,
+            bool,
+        );
+        let mut best: Option<Choice> = None;
         for (outer, inner, outer_rows) in orientations {
             let Some(scan) = inner_scan(inner, &needed) else {
                 continue;
@@ -320,13 +341,19 @@ impl Lowering<'_> {
             let fraction = zone_fraction(table, scan.cols, scan.filters);
             let hash = scan_cost(table, &columns, fraction) + hash_extra;
             let matches = outer_rows * rows_per_key(table, &probe);
-            let cost = fetch_cost(table, &columns, matches, outer_rows);
+            let fetch = fetch_cost(table, &columns, matches, outer_rows);
+            // The matches' columns straight from the index entries, when stored there.
+            let only = match probe.index.index_only_layout(&columns) {
+                Some(_) => index_only_cost(&probe.index, matches, outer_rows),
+                None => f64::INFINITY,
+            };
+            let cost = fetch.min(only);
             let cheaper = cost < hash || !self.opts.enable_seqscan;
             if cheaper && best.as_ref().is_none_or(|b| cost < b.0) {
-                best = Some((cost, outer, scan, on, probe));
+                best = Some((cost, outer, scan, on, probe, only < fetch));
             }
         }
-        let Some((_, outer, scan, on, probe)) = best else {
+        let Some((_, outer, scan, on, probe, index_only)) = best else {
             return Ok(None);
         };
         let (table, cols, filters) = (scan.table, scan.cols, scan.filters);
@@ -390,15 +417,19 @@ impl Lowering<'_> {
             layout.extend(ilayout.iter().map(|c| *back.get(c).unwrap_or(c)));
         }
         let output: Vec<DataType> = self.types(&layout);
+        let columns: Vec<usize> = inner_read.iter().map(|c| c.0).collect();
+        // Costed on the same column set; checked again on the final order.
+        let index_only = index_only && probe.index.index_only_layout(&columns).is_some();
         let kind = PlanKind::IndexJoin {
             join_type: *join_type,
             probe: Box::new(oplan),
             table: table.clone(),
             index: probe.index,
             probe_keys,
-            columns: inner_read.iter().map(|c| c.0).collect(),
+            columns,
             inner_filter,
             residual,
+            index_only,
         };
         Ok(Some((
             self.node(plan, "index_nested_loop_join", kind, output),
