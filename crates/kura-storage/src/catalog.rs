@@ -84,7 +84,7 @@ pub struct IndexEntry {
 pub(crate) struct CoveringEntry {
     pub index: String,
     pub columns: Vec<String>,
-    pub types: Vec<kura_common::DataType>,
+    pub types: Vec<DataType>,
 }
 
 /// The catalog blob's contents.
@@ -244,5 +244,69 @@ impl Catalog {
     /// Free pages recorded in this snapshot.
     pub fn free_page_count(&self) -> usize {
         self.free_pages.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str) -> IndexEntry {
+        IndexEntry {
+            name: name.into(),
+            table: "t".into(),
+            columns: vec!["k".into()],
+            unique: false,
+            tree: BTreeIndex {
+                root: 7,
+                height: 1,
+                leaf_count: 1,
+                entries: 3,
+                key_types: vec![DataType::Integer],
+                include_types: Vec::new(),
+                unique: false,
+                first_leaf: 7,
+            },
+            include: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_catalog_from_before_covering_indexes_still_decodes() {
+        let old = CatalogFileV2 {
+            indexes: vec![entry("t_k")],
+            free_pages: vec![3, 4],
+            ..CatalogFileV2::default()
+        };
+        let bytes = postcard::to_stdvec(&old).unwrap();
+        let back = CatalogFile::decode(&bytes).unwrap();
+        assert_eq!(back.indexes, old.indexes);
+        assert_eq!(back.free_pages, vec![3, 4]);
+        assert!(back.covering.is_empty());
+    }
+
+    #[test]
+    fn included_columns_round_trip_through_the_trailing_field() {
+        let mut cover = entry("t_k_cover");
+        cover.include = vec!["v".into(), "d".into()];
+        cover.tree.include_types = vec![
+            DataType::Varchar(None),
+            DataType::Decimal {
+                precision: 12,
+                scale: 2,
+            },
+        ];
+        let indexes = vec![entry("t_k"), cover.clone()];
+        let file = CatalogFile {
+            covering: CatalogFile::covering_of(&indexes),
+            indexes,
+            ..CatalogFile::default()
+        };
+        assert_eq!(file.covering.len(), 1);
+        let bytes = postcard::to_stdvec(&file).unwrap();
+        let back = CatalogFile::decode(&bytes).unwrap();
+        assert_eq!(back.indexes[0], entry("t_k"));
+        assert_eq!(back.indexes[1], cover);
+        assert_eq!(back.indexes[1].tree.include_types.len(), 2);
     }
 }

@@ -205,22 +205,22 @@ pub fn ranges_rows(index: &IndexSource, ranges: &[KeyRange]) -> Option<f64> {
     ranges.iter().map(|r| index.estimate(r)).sum()
 }
 
-/// The index that answers the scan's conditions with the fewest rows: the index,
-/// its ranges and their estimated rows.
-pub fn best_index_range(
+/// Every index that answers some of the scan's conditions: the index, its
+/// ranges and their estimated rows.
+pub fn index_range_candidates(
     table: &dyn TableSource,
     cols: &[(usize, ColId)],
     filters: &[PhysExpr],
-) -> Option<(Arc<IndexSource>, Vec<KeyRange>, f64)> {
+) -> Vec<(Arc<IndexSource>, Vec<KeyRange>, f64)> {
     let indexes = table.indexes();
     if indexes.is_empty() || filters.is_empty() {
-        return None;
+        return Vec::new();
     }
     let conds = column_conditions(table, cols, filters);
     if conds.is_empty() {
-        return None;
+        return Vec::new();
     }
-    let mut best: Option<(Arc<IndexSource>, Vec<KeyRange>, f64)> = None;
+    let mut out = Vec::new();
     for ix in indexes {
         let Some((ranges, _)) = index_ranges(&ix, &conds) else {
             continue;
@@ -228,8 +228,22 @@ pub fn best_index_range(
         let Some(rows) = ranges_rows(&ix, &ranges) else {
             continue;
         };
-        if best.as_ref().is_none_or(|b| rows < b.2) {
-            best = Some((ix, ranges, rows));
+        out.push((ix, ranges, rows));
+    }
+    out
+}
+
+/// The index that answers the scan's conditions with the fewest rows: the index,
+/// its ranges and their estimated rows.
+pub fn best_index_range(
+    table: &dyn TableSource,
+    cols: &[(usize, ColId)],
+    filters: &[PhysExpr],
+) -> Option<(Arc<IndexSource>, Vec<KeyRange>, f64)> {
+    let mut best: Option<(Arc<IndexSource>, Vec<KeyRange>, f64)> = None;
+    for c in index_range_candidates(table, cols, filters) {
+        if best.as_ref().is_none_or(|b| c.2 < b.2) {
+            best = Some(c);
         }
     }
     best

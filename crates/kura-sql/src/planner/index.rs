@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use kura_common::DataType;
 use kura_exec::expr::{BinaryOp, PhysExpr};
+use kura_exec::plan::KeyRange;
 use kura_exec::{IndexSource, JoinType, PlanKind, PlanNode, TableSource};
 
 use super::{remap, Lowering};
@@ -16,7 +17,7 @@ use crate::binder::types::coerce;
 use crate::error::{Pos, SqlResult};
 use crate::logical::{col, conjunction, map_columns, refs, refs_of, ColId, Logical};
 use crate::optimizer::access::{
-    best_index_range, fetch_cost, index_only_cost, is_full, probe_type_fits, scan_cost,
+    fetch_cost, index_only_cost, index_range_candidates, is_full, probe_type_fits, scan_cost,
     zone_fraction, HASH_BUILD_ROW, HASH_PROBE_ROW,
 };
 use crate::optimizer::estimate::estimate;
@@ -55,6 +56,7 @@ fn join_probe(
     cols: &[(usize, ColId)],
     outer_ids: &HashSet<ColId>,
     on: &[PhysExpr],
+    columns: &[usize],
 ) -> SqlResult<Option<JoinProbe>> {
     // (table column, outer expression, conjunct position) of each usable equality.
     let mut eqs: Vec<(usize, &PhysExpr, usize)> = Vec::new();
@@ -104,6 +106,9 @@ fn join_probe(
         if keys.is_empty() {
             continue;
         }
+        // Among equally good probes, one whose entries store every inner column
+        // the join needs (index-only) saves the row fetches.
+        let covers = |ix: &IndexSource| ix.index_only_layout(columns).is_some();
         let better = match &best {
             None => true,
             Some(b) => {
@@ -112,6 +117,10 @@ fn join_probe(
                         && index.unique
                         && !b.index.unique
                         && keys.len() == index.columns.len())
+                    || (keys.len() == b.keys.len()
+                        && index.unique == b.index.unique
+                        && covers(&index)
+                        && !covers(&b.index))
             }
         };
         if better {
@@ -216,9 +225,10 @@ impl Lowering<'_> {
         if !self.opts.enable_index {
             return Ok(None);
         }
-        let Some((index, ranges, rows)) = best_index_range(table.as_ref(), cols, filters) else {
+        let candidates = index_range_candidates(table.as_ref(), cols, filters);
+        if candidates.is_empty() {
             return Ok(None);
-        };
+        }
         let mut need = required.clone();
         filters.iter().for_each(|f| refs(f, &mut need));
         let read: Vec<(usize, ColId)> = cols
@@ -229,22 +239,29 @@ impl Lowering<'_> {
         let columns: Vec<usize> = read.iter().map(|r| r.0).collect();
         let fraction = zone_fraction(table.as_ref(), cols, filters);
         let full = scan_cost(table.as_ref(), &columns, fraction);
-        // Reading the rows from the index entries alone (when they store every
-        // column needed) competes with fetching them from the table.
-        let only = index.index_only_layout(&columns).is_some();
-        let fetch = if ranges.iter().any(is_full) {
-            f64::INFINITY
-        } else {
-            fetch_cost(table.as_ref(), &columns, rows, ranges.len() as f64)
+        // The cheapest index plan: per index, fetching the rows from the table or
+        // (when its entries store every column needed) reading them from the
+        // index alone. (cost, index, ranges, index-only)
+        let mut best: Option<(f64, Arc<IndexSource>, Vec<KeyRange>, bool)> = None;
+        for (index, ranges, rows) in candidates {
+            let fetch = if ranges.iter().any(is_full) {
+                f64::INFINITY
+            } else {
+                fetch_cost(table.as_ref(), &columns, rows, ranges.len() as f64)
+            };
+            let from_index = match index.index_only_layout(&columns) {
+                Some(_) => index_only_cost(&index, rows, ranges.len() as f64),
+                None => f64::INFINITY,
+            };
+            let cost = fetch.min(from_index);
+            if cost < f64::INFINITY && best.as_ref().is_none_or(|b| cost < b.0) {
+                best = Some((cost, index, ranges, from_index < fetch));
+            }
+        }
+        let Some((by_index, index, ranges, index_only)) = best else {
+            return Ok(None);
         };
-        let from_index = if only {
-            index_only_cost(&index, rows, ranges.len() as f64)
-        } else {
-            f64::INFINITY
-        };
-        let index_only = from_index < fetch;
-        let by_index = fetch.min(from_index);
-        if by_index == f64::INFINITY || (by_index >= full && self.opts.enable_seqscan) {
+        if by_index >= full && self.opts.enable_seqscan {
             return Ok(None);
         }
         let layout: Vec<ColId> = read.iter().map(|r| r.1).collect();
@@ -323,9 +340,6 @@ impl Lowering<'_> {
             let table = scan.table.as_ref();
             let on: Vec<PhysExpr> = on.iter().map(|p| renamed(p, &scan.rename)).collect();
             let outer_ids: HashSet<ColId> = outer.output().into_iter().collect();
-            let Some(probe) = join_probe(table, scan.cols, &outer_ids, &on)? else {
-                continue;
-            };
             // Columns the inner side must deliver, either way.
             let mut need: HashSet<ColId> = needed
                 .iter()
@@ -338,6 +352,9 @@ impl Lowering<'_> {
                 .filter(|(_, id)| need.contains(id))
                 .map(|c| c.0)
                 .collect();
+            let Some(probe) = join_probe(table, scan.cols, &outer_ids, &on, &columns)? else {
+                continue;
+            };
             let fraction = zone_fraction(table, scan.cols, scan.filters);
             let hash = scan_cost(table, &columns, fraction) + hash_extra;
             let matches = outer_rows * rows_per_key(table, &probe);

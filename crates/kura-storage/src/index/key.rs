@@ -701,6 +701,44 @@ mod tests {
     }
 
     #[test]
+    fn entries_decode_into_vectors_and_included_text_keeps_its_blanks() {
+        let key_types = [DataType::Varchar(None), DataType::Integer];
+        let inc = DataType::Varchar(None);
+        let dec = DataType::Decimal {
+            precision: 12,
+            scale: 2,
+        };
+        let mut e = encode_values(&key_types, &[Value::Text("ab  ".into()), Value::Null]).unwrap();
+        let klen = e.len();
+        let text = Vector::from_values(inc, &[Value::Text("ab  ".into())]).unwrap();
+        let num = Vector::from_values(dec, &[Value::Decimal(-225, 2)]).unwrap();
+        encode_vector_value_exact(&mut e, &text, 0);
+        encode_vector_value_exact(&mut e, &num, 0);
+        e.extend_from_slice(&42u64.to_be_bytes());
+        assert_eq!(key_len(&key_types, &e), Some(klen));
+        assert_eq!(entry_row_id(&e), 42);
+        let types = [key_types[0], key_types[1], inc, dec];
+        // Output 0 ← stored column 3, output 1 ← 2, output 2 ← 1; column 0 skipped.
+        let mut outs = vec![
+            Vector::new(dec, 0),
+            Vector::new(inc, 0),
+            Vector::new(DataType::Integer, 0),
+        ];
+        decode_entry_into(&types, &[None, Some(2), Some(1), Some(0)], &e, &mut outs).unwrap();
+        assert_eq!(outs[0].get_value(0), Value::Decimal(-225, 2));
+        assert_eq!(outs[1].get_value(0), Value::Text("ab  ".into()));
+        assert!(outs[2].is_null(0));
+        // The key's text lost its blanks: that is why text keys are not decoded.
+        assert!(!key_decodes_exactly(key_types[0]) && key_decodes_exactly(dec));
+        let mut k = vec![Vector::new(inc, 0)];
+        decode_entry_into(&types, &[Some(0)], &e, &mut k).unwrap();
+        assert_eq!(k[0].get_value(0), Value::Text("ab".into()));
+        // A vector of the wrong type is refused, not filled with garbage.
+        let mut wrong = vec![Vector::new(DataType::Integer, 0)];
+        assert!(decode_entry_into(&types, &[None, None, None, Some(0)], &e, &mut wrong).is_none());
+    }
+
+    #[test]
     fn successor() {
         assert_eq!(prefix_successor(&[1, 2, 0xFF]), Some(vec![1, 3]));
         assert_eq!(prefix_successor(&[0xFF, 0xFF]), None);
