@@ -148,12 +148,15 @@ fn assign_oids(keys: &[String]) -> Vec<i32> {
 /// definition, row count.
 pub type RelationInput = (String, RelKind, Vec<SourceColumn>, Option<String>, u64);
 
+/// An index as [`SnapshotInput`] names it: (name, table, key column positions,
+/// unique, included column positions).
+pub type IndexInput = (String, String, Vec<usize>, bool, Vec<usize>);
+
 /// Input to [`Snapshot::new`]: the user's relations and indexes, named.
 pub struct SnapshotInput {
     /// (name, kind, columns, view definition, row count).
     pub relations: Vec<RelationInput>,
-    /// (name, table, key column positions, unique, included column positions).
-    pub indexes: Vec<(String, String, Vec<usize>, bool, Vec<usize>)>,
+    pub indexes: Vec<IndexInput>,
     pub settings: Vec<SysSetting>,
 }
 
