@@ -351,6 +351,15 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// ` INCLUDE (a, b)` for a covering index's included columns, as psql shows them.
+fn include_clause(include: &[String]) -> String {
+    if include.is_empty() {
+        String::new()
+    } else {
+        format!(" INCLUDE ({})", include.join(", "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::matches;
@@ -363,14 +372,5 @@ mod tests {
         assert!(matches("*", "x"));
         assert!(!matches("line", "lineitem"));
         assert!(!matches("?", ""));
-    }
-}
-
-/// ` INCLUDE (a, b)` for a covering index's included columns, as psql shows them.
-fn include_clause(include: &[String]) -> String {
-    if include.is_empty() {
-        String::new()
-    } else {
-        format!(" INCLUDE ({})", include.join(", "))
     }
 }
