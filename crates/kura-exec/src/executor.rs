@@ -176,6 +176,7 @@ impl Executor<'_> {
                 ranges,
                 columns,
                 filter,
+                index_only,
             } => Pipeline {
                 source: Arc::new(IndexScanSource::new(
                     table.clone(),
@@ -183,6 +184,7 @@ impl Executor<'_> {
                     ranges,
                     columns.clone(),
                     filter.clone(),
+                    *index_only,
                     node.id,
                 )?),
                 source_node: node.id,
@@ -197,6 +199,7 @@ impl Executor<'_> {
                 columns,
                 inner_filter,
                 residual,
+                index_only,
             } => {
                 let filter_columns = inner_filter.as_ref().map_or(0, |f| {
                     let mut used = Vec::new();
@@ -212,6 +215,7 @@ impl Executor<'_> {
                     inner_filter: inner_filter.clone(),
                     filter_columns,
                     residual: residual.clone(),
+                    index_only: *index_only,
                     node: node.id,
                 };
                 // The probe side is materialised (the optimizer picks this join

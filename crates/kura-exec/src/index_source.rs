@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
+use kura_common::Vector;
 use kura_common::{DataType, Value};
+use kura_storage::index::key::key_decodes_exactly;
+use kura_storage::index::scan::EntryDecode;
 use kura_storage::index::{BTreeIndex, KeyRange, LeafRange, DEFAULT_LEAVES_PER_PIECE};
 use kura_storage::{BufferManager, PageId};
 
@@ -20,6 +23,8 @@ pub struct IndexSource {
     pub name: String,
     /// Table column of each key column, in key order.
     pub columns: Vec<usize>,
+    /// Table column of each included column of a covering index, in stored order.
+    pub include: Vec<usize>,
     pub unique: bool,
     pub tree: BTreeIndex,
     pub bm: Arc<BufferManager>,
@@ -32,6 +37,7 @@ impl fmt::Debug for IndexSource {
         f.debug_struct("IndexSource")
             .field("name", &self.name)
             .field("columns", &self.columns)
+            .field("include", &self.include)
             .field("unique", &self.unique)
             .finish()
     }
@@ -48,6 +54,7 @@ impl IndexSource {
         IndexSource {
             name: name.to_string(),
             columns,
+            include: Vec::new(),
             unique,
             tree,
             bm,
@@ -55,12 +62,52 @@ impl IndexSource {
         }
     }
 
+    /// A covering index: `include` are the table columns of its included
+    /// columns, in the order its entries store them.
+    pub fn with_include(mut self, include: Vec<usize>) -> IndexSource {
+        self.include = include;
+        self
+    }
+
     pub fn key_types(&self) -> &[DataType] {
         &self.tree.key_types
     }
 
+    /// Where an index-only read finds each of the table columns `columns` in
+    /// the entries: `wanted[i]` is the output position of stored column `i`
+    /// (key columns, then included ones). `None` when a column is not stored,
+    /// or stored only as a key column whose encoding loses part of the value
+    /// (text: trailing blanks), so the table must be read.
+    pub fn index_only_layout(&self, columns: &[usize]) -> Option<Vec<Option<usize>>> {
+        let nk = self.columns.len();
+        let mut wanted = vec![None; nk + self.include.len()];
+        for (out, &c) in columns.iter().enumerate() {
+            let key = self
+                .columns
+                .iter()
+                .enumerate()
+                .position(|(k, &kc)| kc == c && key_decodes_exactly(self.tree.key_types[k]));
+            let pos = match key {
+                Some(k) => k,
+                None => nk + self.include.iter().position(|&ic| ic == c)?,
+            };
+            // A column asked for twice is decoded into its first position only.
+            if wanted[pos].is_none() {
+                wanted[pos] = Some(out);
+            } else {
+                return None;
+            }
+        }
+        Some(wanted)
+    }
+
+    /// Leaves of the tree.
+    pub fn leaf_count(&self) -> f64 {
+        self.tree.leaf_count.max(1) as f64
+    }
+
     /// Entries per leaf, on average.
-    fn entries_per_leaf(&self) -> f64 {
+    pub fn entries_per_leaf(&self) -> f64 {
         self.tree.entries as f64 / self.tree.leaf_count.max(1) as f64
     }
 
@@ -76,6 +123,32 @@ impl IndexSource {
     pub fn scan_piece(&self, piece: &LeafRange) -> ExecResult<Vec<u64>> {
         self.tree
             .scan_piece(&self.bm, piece)
+            .map_err(ExecError::from)
+    }
+
+    /// Row ids of one piece in key order, and the stored columns `wanted` names
+    /// decoded into `outs` (an index-only read).
+    pub fn scan_piece_into(
+        &self,
+        piece: &LeafRange,
+        wanted: &[Option<usize>],
+        outs: &mut [Vector],
+    ) -> ExecResult<Vec<u64>> {
+        self.tree
+            .scan_piece_into(&self.bm, piece, Some(EntryDecode { wanted, outs }))
+            .map_err(ExecError::from)
+    }
+
+    /// Batched probes that also decode each matching entry (an index-only
+    /// join): `(probe index, row id, entry position in outs)`.
+    pub fn lookup_many_into(
+        &self,
+        keys: &[Vec<Value>],
+        wanted: &[Option<usize>],
+        outs: &mut [Vector],
+    ) -> ExecResult<Vec<(usize, u64, u32)>> {
+        self.tree
+            .lookup_many_into(&self.bm, keys, Some(EntryDecode { wanted, outs }))
             .map_err(ExecError::from)
     }
 

@@ -233,6 +233,9 @@ pub enum PlanKind {
         /// Filter over the output columns (the whole predicate: the index range is
         /// a superset of its matches).
         filter: Option<PhysExpr>,
+        /// The columns are decoded from the index entries (key and included
+        /// columns): no table page is read.
+        index_only: bool,
     },
     /// Index nested-loop join: each batch of probe rows looks its keys up in an
     /// index of the inner table and fetches the matching rows.
@@ -249,6 +252,9 @@ pub enum PlanKind {
         inner_filter: Option<PhysExpr>,
         /// Over probe columns followed by fetched inner columns.
         residual: Option<PhysExpr>,
+        /// The inner columns are decoded from the index entries: no table page
+        /// is read.
+        index_only: bool,
     },
     /// Constant rows.
     Values {
@@ -408,6 +414,7 @@ impl PlanNode {
                 ranges,
                 columns,
                 filter,
+                index_only,
             } => {
                 let cols = column_names(table.as_ref(), columns);
                 let r: Vec<String> = ranges
@@ -415,10 +422,11 @@ impl PlanNode {
                     .map(|r| describe_range(table.as_ref(), index, r))
                     .collect();
                 let mut s = format!(
-                    "{} [{}] using {} where {}",
+                    "{} [{}] using {}{} where {}",
                     table.name(),
                     cols,
                     index.name,
+                    if *index_only { " index-only" } else { "" },
                     r.join(" OR ")
                 );
                 if let Some(f) = filter {
@@ -434,6 +442,7 @@ impl PlanNode {
                 columns,
                 inner_filter,
                 residual,
+                index_only,
                 ..
             } => {
                 let cols = column_names(table.as_ref(), columns);
@@ -443,10 +452,11 @@ impl PlanNode {
                     .map(|(p, &c)| format!("{p} = {}", table.columns()[c].name))
                     .collect();
                 let mut s = format!(
-                    "{join_type:?} {} [{}] using {} on [{}]",
+                    "{join_type:?} {} [{}] using {}{} on [{}]",
                     table.name(),
                     cols,
                     index.name,
+                    if *index_only { " index-only" } else { "" },
                     keys.join(", ")
                 );
                 if let Some(f) = inner_filter {

@@ -72,6 +72,19 @@ pub struct IndexEntry {
     pub columns: Vec<String>,
     pub unique: bool,
     pub tree: BTreeIndex,
+    /// Included (non-key) columns of a covering index, as named in the schema.
+    /// Stored in [`CatalogFile::covering`], not here, so that the serialized
+    /// form of an entry is what older builds wrote.
+    #[serde(skip)]
+    pub include: Vec<String>,
+}
+
+/// The included columns of one covering index (format 4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CoveringEntry {
+    pub index: String,
+    pub columns: Vec<String>,
+    pub types: Vec<DataType>,
 }
 
 /// The catalog blob's contents.
@@ -81,8 +94,64 @@ pub(crate) struct CatalogFile {
     pub views: Vec<ViewDef>,
     /// Pages below the committed extent that nothing references.
     pub free_pages: Vec<PageId>,
-    /// Last, so a catalog written before indexes existed is its prefix.
+    /// After the tables, so a catalog written before indexes existed is its prefix.
     pub indexes: Vec<IndexEntry>,
+    /// Last, so a catalog written before covering indexes existed (format ≤ 3)
+    /// is its prefix.
+    pub covering: Vec<CoveringEntry>,
+}
+
+/// The catalog blob as written before covering indexes existed (read for
+/// compatibility).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CatalogFileV2 {
+    pub tables: Vec<TableEntry>,
+    pub views: Vec<ViewDef>,
+    pub free_pages: Vec<PageId>,
+    pub indexes: Vec<IndexEntry>,
+}
+
+impl From<CatalogFileV2> for CatalogFile {
+    fn from(v: CatalogFileV2) -> Self {
+        CatalogFile {
+            tables: v.tables,
+            views: v.views,
+            free_pages: v.free_pages,
+            indexes: v.indexes,
+            covering: Vec::new(),
+        }
+    }
+}
+
+impl CatalogFile {
+    /// Decodes a catalog blob of any format this build reads (the newest form
+    /// first, then the older ones it extends), with the included columns put
+    /// back into their index entries.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<CatalogFile, postcard::Error> {
+        let mut data: CatalogFile = postcard::from_bytes(bytes)
+            .or_else(|_| postcard::from_bytes::<CatalogFileV2>(bytes).map(CatalogFile::from))
+            .or_else(|_| postcard::from_bytes::<CatalogFileV1>(bytes).map(CatalogFile::from))?;
+        for c in &data.covering {
+            if let Some(ix) = data.indexes.iter_mut().find(|i| i.name == c.index) {
+                ix.include = c.columns.clone();
+                ix.tree.include_types = c.types.clone();
+            }
+        }
+        Ok(data)
+    }
+
+    /// The covering part of `indexes`, as stored.
+    pub(crate) fn covering_of(indexes: &[IndexEntry]) -> Vec<CoveringEntry> {
+        indexes
+            .iter()
+            .filter(|i| !i.include.is_empty())
+            .map(|i| CoveringEntry {
+                index: i.name.clone(),
+                columns: i.include.clone(),
+                types: i.tree.include_types.clone(),
+            })
+            .collect()
+    }
 }
 
 /// The catalog blob as written before indexes existed (read for compatibility).
@@ -100,6 +169,7 @@ impl From<CatalogFileV1> for CatalogFile {
             views: v.views,
             free_pages: v.free_pages,
             indexes: Vec::new(),
+            covering: Vec::new(),
         }
     }
 }
@@ -174,5 +244,69 @@ impl Catalog {
     /// Free pages recorded in this snapshot.
     pub fn free_page_count(&self) -> usize {
         self.free_pages.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str) -> IndexEntry {
+        IndexEntry {
+            name: name.into(),
+            table: "t".into(),
+            columns: vec!["k".into()],
+            unique: false,
+            tree: BTreeIndex {
+                root: 7,
+                height: 1,
+                leaf_count: 1,
+                entries: 3,
+                key_types: vec![DataType::Integer],
+                include_types: Vec::new(),
+                unique: false,
+                first_leaf: 7,
+            },
+            include: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_catalog_from_before_covering_indexes_still_decodes() {
+        let old = CatalogFileV2 {
+            indexes: vec![entry("t_k")],
+            free_pages: vec![3, 4],
+            ..CatalogFileV2::default()
+        };
+        let bytes = postcard::to_stdvec(&old).unwrap();
+        let back = CatalogFile::decode(&bytes).unwrap();
+        assert_eq!(back.indexes, old.indexes);
+        assert_eq!(back.free_pages, vec![3, 4]);
+        assert!(back.covering.is_empty());
+    }
+
+    #[test]
+    fn included_columns_round_trip_through_the_trailing_field() {
+        let mut cover = entry("t_k_cover");
+        cover.include = vec!["v".into(), "d".into()];
+        cover.tree.include_types = vec![
+            DataType::Varchar(None),
+            DataType::Decimal {
+                precision: 12,
+                scale: 2,
+            },
+        ];
+        let indexes = vec![entry("t_k"), cover.clone()];
+        let file = CatalogFile {
+            covering: CatalogFile::covering_of(&indexes),
+            indexes,
+            ..CatalogFile::default()
+        };
+        assert_eq!(file.covering.len(), 1);
+        let bytes = postcard::to_stdvec(&file).unwrap();
+        let back = CatalogFile::decode(&bytes).unwrap();
+        assert_eq!(back.indexes[0], entry("t_k"));
+        assert_eq!(back.indexes[1], cover);
+        assert_eq!(back.indexes[1].tree.include_types.len(), 2);
     }
 }

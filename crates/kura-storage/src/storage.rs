@@ -14,12 +14,14 @@ use kura_common::Batch;
 
 use crate::blob::{read_blob, write_blob, write_blob_into};
 use crate::buffer::BufferManager;
-use crate::catalog::{
-    normalize, Catalog, CatalogFile, CatalogFileV1, IndexEntry, Schema, TableEntry, ViewDef,
-};
+use crate::catalog::{normalize, Catalog, CatalogFile, IndexEntry, Schema, TableEntry, ViewDef};
 use crate::error::{StorageError, StorageResult};
 use crate::file::{DbFile, Header, PageId, DEFAULT_PAGE_SIZE};
-use crate::index::{build_for_table, from_table::key_columns, BTreeIndex};
+use crate::index::{
+    build_covering_for_table,
+    from_table::{include_columns, key_columns},
+    BTreeIndex,
+};
 use crate::table::meta::TableMeta;
 use crate::table::writer::TableAppender;
 use crate::table::Table;
@@ -319,6 +321,7 @@ impl Storage {
                 let def = TxnIndex {
                     table: e.table.clone(),
                     columns: e.columns.clone(),
+                    include: e.include.clone(),
                     unique: e.unique,
                 };
                 (n.clone(), (def, Some(e.tree.clone())))
@@ -354,6 +357,8 @@ struct TxnTable {
 struct TxnIndex {
     table: String,
     columns: Vec<String>,
+    /// Included columns of a covering index (empty for a plain one).
+    include: Vec<String>,
     unique: bool,
 }
 
@@ -522,6 +527,22 @@ impl WriteTxn {
         unique: bool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> StorageResult<()> {
+        self.create_covering_index(name, table, columns, &[], unique, progress)
+    }
+
+    /// [`Self::create_index`] for a covering index: its entries also store the
+    /// columns `include` (`CREATE INDEX ... INCLUDE (...)`), so plans that need
+    /// only key and included columns read no table page. Uniqueness is checked
+    /// on the key columns alone.
+    pub fn create_covering_index(
+        &mut self,
+        name: &str,
+        table: &str,
+        columns: &[String],
+        include: &[String],
+        unique: bool,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> StorageResult<()> {
         let key = normalize(name);
         if self.indexes.contains_key(&key)
             || self.tables.contains_key(&key)
@@ -537,13 +558,15 @@ impl WriteTxn {
         let def = TxnIndex {
             table: tkey,
             columns: columns.to_vec(),
+            include: include.to_vec(),
             unique,
         };
         let tree = match (&t.committed, &t.appender) {
-            (Some(committed), None) => Some(build_for_table(
+            (Some(committed), None) => Some(build_covering_for_table(
                 committed,
                 &key,
                 columns,
+                include,
                 unique,
                 &mut self.io,
                 progress,
@@ -556,6 +579,21 @@ impl WriteTxn {
                             def.table
                         )));
                     }
+                }
+                let mut seen = Vec::new();
+                for c in include {
+                    let Some(i) = t.schema.index_of(c) else {
+                        return Err(StorageError::Invalid(format!(
+                            "included column \"{c}\" does not exist in table \"{}\"",
+                            def.table
+                        )));
+                    };
+                    if seen.contains(&i) {
+                        return Err(StorageError::Invalid(format!(
+                            "column \"{c}\" is included twice"
+                        )));
+                    }
+                    seen.push(i);
                 }
                 None
             }
@@ -662,10 +700,12 @@ impl WriteTxn {
                 .and_then(|t| t.committed.clone())
                 .ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
             key_columns(&table, &def.columns)?;
-            *tree = Some(build_for_table(
+            include_columns(&table, &def.include)?;
+            *tree = Some(build_covering_for_table(
                 &table,
                 name,
                 &def.columns,
+                &def.include,
                 def.unique,
                 &mut self.io,
                 &mut |_, _| {},
@@ -708,6 +748,7 @@ impl WriteTxn {
                         columns: def.columns.clone(),
                         unique: def.unique,
                         tree: tree.clone().expect("materialized"),
+                        include: def.include.clone(),
                     },
                 )
             })
@@ -732,7 +773,9 @@ impl WriteTxn {
             views: self.views.values().cloned().collect(),
             free_pages: self.free_list(),
             indexes: self.index_entries().into_values().collect(),
+            covering: Vec::new(),
         };
+        file_data.covering = CatalogFile::covering_of(&file_data.indexes);
         // The catalog's own pages are taken first (from free pages when there are
         // some), then the free list is recomputed without them: dropping entries
         // only shrinks the encoding, so the pages taken always suffice.
@@ -838,14 +881,13 @@ fn load_catalog(
         return Ok(catalog);
     }
     let (bytes, pages) = read_blob(file, header.catalog_root)?;
-    // A catalog written before indexes existed lacks the last field.
-    let data: CatalogFile = postcard::from_bytes(&bytes)
-        .or_else(|_| postcard::from_bytes::<CatalogFileV1>(&bytes).map(CatalogFile::from))
-        .map_err(|e| StorageError::Corrupt {
-            path: file.path().to_path_buf(),
-            page: header.catalog_root,
-            what: format!("catalog does not decode: {e}"),
-        })?;
+    // A catalog written before indexes (or covering indexes) existed lacks the
+    // last fields.
+    let data = CatalogFile::decode(&bytes).map_err(|e| StorageError::Corrupt {
+        path: file.path().to_path_buf(),
+        page: header.catalog_root,
+        what: format!("catalog does not decode: {e}"),
+    })?;
     for entry in data.tables {
         let (bytes, blob) = read_blob(file, entry.meta_root)?;
         let meta = TableMeta::from_bytes(&bytes).map_err(|e| StorageError::Corrupt {

@@ -126,16 +126,23 @@ pub(crate) fn create_table(tx: &Tx, ct: &ast::CreateTable) -> KuraResult<QueryRe
     Ok(QueryResult::command("CREATE TABLE"))
 }
 
-/// Executes `CREATE [UNIQUE] INDEX name ON table (col, ...)`: a B+tree bulk-built
-/// from the table's rows and kept consistent by rebuilding after every append.
+/// Executes `CREATE [UNIQUE] INDEX name ON table (col, ...) [INCLUDE (col, ...)]`:
+/// a B+tree bulk-built from the table's rows and kept consistent by rebuilding
+/// after every append; included columns make it a covering index.
 pub(crate) fn create_index(
     tx: &Tx,
     ci: &ast::CreateIndex,
     progress: Option<&crate::session::Progress>,
 ) -> KuraResult<QueryResult> {
-    if ci.predicate.is_some() || !ci.include.is_empty() {
-        return Err(KuraError::Unsupported("partial or covering indexes".into()));
+    if ci.predicate.is_some() {
+        return Err(KuraError::Unsupported("partial indexes".into()));
     }
+    // Included columns are stored in the entries after the key, never searched.
+    let include: Vec<String> = ci
+        .include
+        .iter()
+        .map(|id| id.value.to_ascii_lowercase())
+        .collect();
     let table = object_name(&ci.table_name);
     let mut columns = Vec::new();
     for c in &ci.columns {
@@ -160,7 +167,7 @@ pub(crate) fn create_index(
     };
     tx.write(|txn| {
         if !(ci.if_not_exists && txn.has_index(&name)) {
-            txn.create_index(&name, &table, &columns, ci.unique, &mut report)?;
+            txn.create_covering_index(&name, &table, &columns, &include, ci.unique, &mut report)?;
         }
         Ok(())
     })?;

@@ -153,13 +153,21 @@ impl CatalogProvider for StorageCatalog<'_> {
                     .iter()
                     .map(|c| table.schema().index_of(c))
                     .collect::<Option<Vec<usize>>>()?;
-                Some(Arc::new(IndexSource::new(
-                    &ix.name,
-                    cols,
-                    ix.unique,
-                    ix.tree.clone(),
-                    table.buffer().clone(),
-                )))
+                let include = ix
+                    .include
+                    .iter()
+                    .map(|c| table.schema().index_of(c))
+                    .collect::<Option<Vec<usize>>>()?;
+                Some(Arc::new(
+                    IndexSource::new(
+                        &ix.name,
+                        cols,
+                        ix.unique,
+                        ix.tree.clone(),
+                        table.buffer().clone(),
+                    )
+                    .with_include(include),
+                ))
             })
             .collect();
         Some(Arc::new(StorageTable {

@@ -267,10 +267,11 @@ fn list(shell: &mut Shell, kinds: &[&str], pattern: Option<&str>) -> Result<(), 
         for name in catalog.index_names() {
             if let Some(ix) = catalog.index(&name).filter(|_| matches(pattern, &name)) {
                 let what = format!(
-                    "{}{} ({})",
+                    "{}{} ({}){}",
                     if ix.unique { "unique on " } else { "on " },
                     ix.table,
-                    ix.columns.join(", ")
+                    ix.columns.join(", "),
+                    include_clause(&ix.include)
                 );
                 rows.push(vec![name, "index".into(), String::new(), what]);
             }
@@ -315,9 +316,10 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
             for ix in indexes {
                 let unique = if ix.unique { " UNIQUE" } else { "" };
                 let line = format!(
-                    "    \"{}\"{unique} btree ({})",
+                    "    \"{}\"{unique} btree ({}){}",
                     ix.name,
-                    ix.columns.join(", ")
+                    ix.columns.join(", "),
+                    include_clause(&ix.include)
                 );
                 say(shell, &line)?;
             }
@@ -347,6 +349,15 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
         return Err(format!("Did not find any relation named \"{pattern}\"."));
     }
     Ok(())
+}
+
+/// ` INCLUDE (a, b)` for a covering index's included columns, as psql shows them.
+fn include_clause(include: &[String]) -> String {
+    if include.is_empty() {
+        String::new()
+    } else {
+        format!(" INCLUDE ({})", include.join(", "))
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,10 @@
 //!   other columns of the rows that pass them.
 //!
 //! In the serial and static modes the same pieces run with synchronous fixes.
+//!
+//! Index-only variants of both (the columns needed are all stored in the index
+//! entries, as key or included columns) decode the columns from the leaves they
+//! already fixed in round 0 and have no further rounds: no table page is read.
 
 use std::sync::{Arc, Mutex};
 
@@ -61,16 +65,49 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Where an index-only read puts each stored column of an entry (see
+/// `IndexSource::index_only_layout`), or an error when the plan asked for an
+/// index-only read the index cannot serve.
+fn index_only_layout(
+    index: &IndexSource,
+    columns: &[usize],
+    index_only: bool,
+) -> ExecResult<Option<Vec<Option<usize>>>> {
+    if !index_only {
+        return Ok(None);
+    }
+    index.index_only_layout(columns).map(Some).ok_or_else(|| {
+        ExecError::Internal(format!(
+            "index {} does not store every column the plan reads from it",
+            index.name
+        ))
+    })
+}
+
+/// Empty vectors of the table columns `columns`.
+fn empty_columns(table: &dyn TableSource, columns: &[usize], rows: usize) -> Vec<Vector> {
+    columns
+        .iter()
+        .map(|&c| Vector::new(table.columns()[c].data_type, rows))
+        .collect()
+}
+
+/// Rows of a piece: row ids, and the columns when they were decoded from the
+/// index entries.
+type Found = (Vec<u64>, Option<Vec<Vector>>);
+
 /// Reads the rows an index range finds.
 pub struct IndexScanSource {
     table: Arc<dyn TableSource>,
     index: Arc<IndexSource>,
     columns: Vec<usize>,
     filter: Option<PhysExpr>,
+    /// Set for an index-only scan: where each stored column goes.
+    layout: Option<Vec<Option<usize>>>,
     node: usize,
     pieces: Vec<LeafRange>,
     /// Row ids of each piece once its leaves were read (round 1), for `produce`.
-    found: Vec<Mutex<Option<Vec<u64>>>>,
+    found: Vec<Mutex<Option<Found>>>,
 }
 
 impl IndexScanSource {
@@ -81,8 +118,10 @@ impl IndexScanSource {
         ranges: &[KeyRange],
         columns: Vec<usize>,
         filter: Option<PhysExpr>,
+        index_only: bool,
         node: usize,
     ) -> ExecResult<IndexScanSource> {
+        let layout = index_only_layout(&index, &columns, index_only)?;
         let mut pieces = Vec::new();
         for r in ranges {
             pieces.extend(index.pieces(r)?);
@@ -93,6 +132,7 @@ impl IndexScanSource {
             index,
             columns,
             filter,
+            layout,
             node,
             pieces,
             found,
@@ -100,14 +140,25 @@ impl IndexScanSource {
     }
 
     /// Row ids of a piece in row order (fetching then walks each column's pages
-    /// once), from round 1 when it ran.
-    fn rows(&self, morsel: usize) -> ExecResult<Vec<u64>> {
+    /// once), from round 1 when it ran; an index-only scan also decodes the
+    /// columns (and keeps row order too, so both plans give rows alike).
+    fn rows(&self, morsel: usize) -> ExecResult<Found> {
         if let Some(r) = lock(&self.found[morsel]).take() {
             return Ok(r);
         }
-        let mut rows = self.index.scan_piece(&self.pieces[morsel])?;
-        rows.sort_unstable();
-        Ok(rows)
+        let piece = &self.pieces[morsel];
+        let Some(layout) = &self.layout else {
+            let mut rows = self.index.scan_piece(piece)?;
+            rows.sort_unstable();
+            return Ok((rows, None));
+        };
+        let mut cols = empty_columns(self.table.as_ref(), &self.columns, 0);
+        let rows = self.index.scan_piece_into(piece, layout, &mut cols)?;
+        let mut order: Vec<u32> = (0..rows.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| rows[i as usize]);
+        let sorted = order.iter().map(|&i| rows[i as usize]).collect();
+        let cols = cols.iter().map(|c| c.take(&order)).collect();
+        Ok((sorted, Some(cols)))
     }
 }
 
@@ -130,11 +181,11 @@ impl Source for IndexScanSource {
         morsel: usize,
         round: usize,
     ) -> ExecResult<Option<(Arc<BufferManager>, Vec<PageId>)>> {
-        if round != 1 || morsel >= self.pieces.len() {
+        if round != 1 || morsel >= self.pieces.len() || self.layout.is_some() {
             return Ok(None);
         }
         let rows = self.rows(morsel)?;
-        let pages = data_pages(self.table.as_ref(), &self.columns, &rows);
+        let pages = data_pages(self.table.as_ref(), &self.columns, &rows.0);
         *lock(&self.found[morsel]) = Some(rows);
         Ok(pages)
     }
@@ -144,19 +195,24 @@ impl Source for IndexScanSource {
             return Ok(());
         }
         let io0 = ctx.io_counters();
-        let rows = self.rows(morsel)?;
+        let (rows, decoded) = self.rows(morsel)?;
         let io1 = ctx.io_counters();
         ctx.record(self.node, |s| {
             s.pages_fixed += io1.0 - io0.0;
             s.pages_read += io1.1 - io0.1;
         });
-        for chunk in rows.chunks(BATCH_SIZE) {
+        for (k, chunk) in rows.chunks(BATCH_SIZE).enumerate() {
             ctx.check_cancel()?;
             let io0 = ctx.io_counters();
-            let batch = batch_of(
-                fetch(self.table.as_ref(), &self.columns, chunk)?,
-                chunk.len(),
-            );
+            let cols = match &decoded {
+                Some(cols) => {
+                    let start = (k * BATCH_SIZE) as u32;
+                    let idx: Vec<u32> = (start..start + chunk.len() as u32).collect();
+                    cols.iter().map(|c| c.take(&idx)).collect()
+                }
+                None => fetch(self.table.as_ref(), &self.columns, chunk)?,
+            };
+            let batch = batch_of(cols, chunk.len());
             let io1 = ctx.io_counters();
             ctx.record(self.node, |s| {
                 s.pages_fixed += io1.0 - io0.0;
@@ -189,6 +245,8 @@ pub struct IndexJoinSpec {
     pub filter_columns: usize,
     /// Over probe columns followed by the fetched inner columns.
     pub residual: Option<PhysExpr>,
+    /// The inner columns come from the index entries (no table page is read).
+    pub index_only: bool,
     pub node: usize,
 }
 
@@ -202,11 +260,15 @@ struct JoinPiece {
     /// the columns fetched for them so far.
     rows: Option<Vec<u64>>,
     fetched: Vec<Vector>,
+    /// The inner predicates were applied to `rows`.
+    filtered: bool,
 }
 
 /// An index nested-loop join over its materialised probe input.
 pub struct IndexJoinSource {
     spec: IndexJoinSpec,
+    /// Set for an index-only join: where each stored column goes.
+    layout: Option<Vec<Option<usize>>>,
     inner_types: Vec<DataType>,
     probe: Vec<Batch>,
     pieces: Vec<Mutex<JoinPiece>>,
@@ -247,7 +309,9 @@ impl IndexJoinSource {
             .iter()
             .map(|_| Mutex::new(JoinPiece::default()))
             .collect();
+        let layout = index_only_layout(&spec.index, &spec.columns, spec.index_only)?;
         Ok(IndexJoinSource {
+            layout,
             spec,
             inner_types,
             probe,
@@ -285,15 +349,31 @@ impl IndexJoinSource {
         if piece.found.is_some() {
             return Ok(());
         }
-        let found = self
-            .spec
-            .index
-            .lookup_many(piece.keys.as_deref().unwrap_or_default())?;
-        let mut rows: Vec<u64> = found.iter().map(|p| p.1).collect();
-        rows.sort_unstable();
-        rows.dedup();
-        piece.found = Some(found);
-        piece.rows = Some(rows);
+        let keys = piece.keys.as_deref().unwrap_or_default();
+        let Some(layout) = &self.layout else {
+            let found = self.spec.index.lookup_many(keys)?;
+            let mut rows: Vec<u64> = found.iter().map(|p| p.1).collect();
+            rows.sort_unstable();
+            rows.dedup();
+            piece.found = Some(found);
+            piece.rows = Some(rows);
+            return Ok(());
+        };
+        // Index-only: each matching entry is decoded once; the distinct rows
+        // (ascending) take their columns from their first entry.
+        let mut cols: Vec<Vector> = self
+            .inner_types
+            .iter()
+            .map(|&t| Vector::new(t, 0))
+            .collect();
+        let found = self.spec.index.lookup_many_into(keys, layout, &mut cols)?;
+        let mut by_row: Vec<(u64, u32)> = found.iter().map(|&(_, r, e)| (r, e)).collect();
+        by_row.sort_unstable();
+        by_row.dedup_by_key(|p| p.0);
+        let take: Vec<u32> = by_row.iter().map(|p| p.1).collect();
+        piece.fetched = cols.iter().map(|c| c.take(&take)).collect();
+        piece.rows = Some(by_row.into_iter().map(|p| p.0).collect());
+        piece.found = Some(found.into_iter().map(|(p, r, _)| (p, r)).collect());
         Ok(())
     }
 
@@ -301,23 +381,28 @@ impl IndexJoinSource {
     fn filter(&self, morsel: usize, piece: &mut JoinPiece) -> ExecResult<()> {
         self.search(morsel, piece)?;
         let nf = self.filter_columns();
-        // A filter that reads no column (constant, such as a folded `10 > 42`)
-        // still applies: it keeps all rows or none.
-        if !piece.fetched.is_empty() || self.spec.inner_filter.is_none() {
+        if piece.filtered {
             return Ok(());
         }
+        piece.filtered = true;
+        // A filter that reads no column (constant, such as a folded `10 > 42`)
+        // still applies: it keeps all rows or none.
+        let Some(f) = &self.spec.inner_filter else {
+            return Ok(());
+        };
         let mut rows = piece.rows.take().unwrap_or_default();
         let spec = &self.spec;
-        let mut first = fetch(spec.table.as_ref(), &spec.columns[..nf], &rows)?;
-        if let Some(f) = &spec.inner_filter {
-            let keep = selection_of(&f.eval(&batch_of(first.clone(), rows.len()))?)?;
-            if keep.len() < rows.len() {
-                rows = keep.iter().map(|&k| rows[k as usize]).collect();
-                first = first.iter().map(|c| c.take(&keep)).collect();
-            }
+        // Index-only: every column was decoded with the search already.
+        if self.layout.is_none() {
+            piece.fetched = fetch(spec.table.as_ref(), &spec.columns[..nf], &rows)?;
+        }
+        let first = batch_of(piece.fetched[..nf].to_vec(), rows.len());
+        let keep = selection_of(&f.eval(&first)?)?;
+        if keep.len() < rows.len() {
+            rows = keep.iter().map(|&k| rows[k as usize]).collect();
+            piece.fetched = piece.fetched.iter().map(|c| c.take(&keep)).collect();
         }
         piece.rows = Some(rows);
-        piece.fetched = first;
         Ok(())
     }
 
@@ -418,6 +503,9 @@ impl Source for IndexJoinSource {
         let Some(slot) = self.pieces.get(morsel) else {
             return Ok(None);
         };
+        if self.layout.is_some() {
+            return Ok(None);
+        }
         let mut piece = lock(slot);
         let table = self.spec.table.as_ref();
         let nf = self.filter_columns();

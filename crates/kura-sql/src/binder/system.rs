@@ -135,7 +135,13 @@ impl Binder<'_> {
         for name in names {
             if let Some(t) = self.catalog.table(&name) {
                 for ix in t.indexes() {
-                    indexes.push((ix.name.clone(), name.clone(), ix.columns.clone(), ix.unique));
+                    indexes.push((
+                        ix.name.clone(),
+                        name.clone(),
+                        ix.columns.clone(),
+                        ix.unique,
+                        ix.include.clone(),
+                    ));
                 }
                 relations.push((
                     name,

@@ -27,6 +27,9 @@ pub const ROW_FETCH: f64 = 0.2;
 pub const PROBE: f64 = 0.5;
 /// Reading a page at a random position instead of in sequence.
 pub const RANDOM_PAGE: f64 = 1.0;
+/// Decoding one index entry's stored columns in an index-only read (walk the
+/// entry's bytes, push a few values): a small fraction of a row fetch.
+pub const ENTRY_DECODE: f64 = 0.03;
 /// Inserting one row into a hash table.
 pub const HASH_BUILD_ROW: f64 = 0.002;
 /// Probing a hash table with one row.
@@ -202,22 +205,22 @@ pub fn ranges_rows(index: &IndexSource, ranges: &[KeyRange]) -> Option<f64> {
     ranges.iter().map(|r| index.estimate(r)).sum()
 }
 
-/// The index that answers the scan's conditions with the fewest rows: the index,
-/// its ranges and their estimated rows.
-pub fn best_index_range(
+/// Every index that answers some of the scan's conditions: the index, its
+/// ranges and their estimated rows.
+pub fn index_range_candidates(
     table: &dyn TableSource,
     cols: &[(usize, ColId)],
     filters: &[PhysExpr],
-) -> Option<(Arc<IndexSource>, Vec<KeyRange>, f64)> {
+) -> Vec<(Arc<IndexSource>, Vec<KeyRange>, f64)> {
     let indexes = table.indexes();
     if indexes.is_empty() || filters.is_empty() {
-        return None;
+        return Vec::new();
     }
     let conds = column_conditions(table, cols, filters);
     if conds.is_empty() {
-        return None;
+        return Vec::new();
     }
-    let mut best: Option<(Arc<IndexSource>, Vec<KeyRange>, f64)> = None;
+    let mut out = Vec::new();
     for ix in indexes {
         let Some((ranges, _)) = index_ranges(&ix, &conds) else {
             continue;
@@ -225,8 +228,22 @@ pub fn best_index_range(
         let Some(rows) = ranges_rows(&ix, &ranges) else {
             continue;
         };
-        if best.as_ref().is_none_or(|b| rows < b.2) {
-            best = Some((ix, ranges, rows));
+        out.push((ix, ranges, rows));
+    }
+    out
+}
+
+/// The index that answers the scan's conditions with the fewest rows: the index,
+/// its ranges and their estimated rows.
+pub fn best_index_range(
+    table: &dyn TableSource,
+    cols: &[(usize, ColId)],
+    filters: &[PhysExpr],
+) -> Option<(Arc<IndexSource>, Vec<KeyRange>, f64)> {
+    let mut best: Option<(Arc<IndexSource>, Vec<KeyRange>, f64)> = None;
+    for c in index_range_candidates(table, cols, filters) {
+        if best.as_ref().is_none_or(|b| c.2 < b.2) {
+            best = Some(c);
         }
     }
     best
@@ -307,6 +324,19 @@ pub fn fetch_cost(table: &dyn TableSource, columns: &[usize], rows: f64, probes:
         .map(|&c| touched_pages(table.page_count(c) as f64, rows))
         .sum();
     probes * PROBE + pages * RANDOM_PAGE + rows * columns.len().max(1) as f64 * ROW_FETCH
+}
+
+/// Cost of an index-only read of `rows` entries found by `probes` searches
+/// (equality probes or ranges, at least one): the leaves holding them, read at
+/// random positions, and each entry decoded. No table page is read.
+pub fn index_only_cost(index: &IndexSource, rows: f64, probes: f64) -> f64 {
+    let probes = probes.max(1.0);
+    let leaves = index.leaf_count();
+    // Each search starts in a leaf (neighbouring keys share theirs); the matches
+    // then fill leaves one after the other.
+    let start_leaves = touched_pages(leaves, probes);
+    let pages = (start_leaves + rows / index.entries_per_leaf().max(1.0)).min(leaves);
+    probes * PROBE + pages * RANDOM_PAGE + rows * ENTRY_DECODE
 }
 
 /// Whether a probe value of type `from` can look up keys of type `key` (after a

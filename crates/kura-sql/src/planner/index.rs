@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use kura_common::DataType;
 use kura_exec::expr::{BinaryOp, PhysExpr};
+use kura_exec::plan::KeyRange;
 use kura_exec::{IndexSource, JoinType, PlanKind, PlanNode, TableSource};
 
 use super::{remap, Lowering};
@@ -16,8 +17,8 @@ use crate::binder::types::coerce;
 use crate::error::{Pos, SqlResult};
 use crate::logical::{col, conjunction, map_columns, refs, refs_of, ColId, Logical};
 use crate::optimizer::access::{
-    best_index_range, fetch_cost, is_full, probe_type_fits, scan_cost, zone_fraction,
-    HASH_BUILD_ROW, HASH_PROBE_ROW,
+    fetch_cost, index_only_cost, index_range_candidates, is_full, probe_type_fits, scan_cost,
+    zone_fraction, HASH_BUILD_ROW, HASH_PROBE_ROW,
 };
 use crate::optimizer::estimate::estimate;
 
@@ -55,6 +56,7 @@ fn join_probe(
     cols: &[(usize, ColId)],
     outer_ids: &HashSet<ColId>,
     on: &[PhysExpr],
+    columns: &[usize],
 ) -> SqlResult<Option<JoinProbe>> {
     // (table column, outer expression, conjunct position) of each usable equality.
     let mut eqs: Vec<(usize, &PhysExpr, usize)> = Vec::new();
@@ -104,6 +106,9 @@ fn join_probe(
         if keys.is_empty() {
             continue;
         }
+        // Among equally good probes, one whose entries store every inner column
+        // the join needs (index-only) saves the row fetches.
+        let covers = |ix: &IndexSource| ix.index_only_layout(columns).is_some();
         let better = match &best {
             None => true,
             Some(b) => {
@@ -112,6 +117,10 @@ fn join_probe(
                         && index.unique
                         && !b.index.unique
                         && keys.len() == index.columns.len())
+                    || (keys.len() == b.keys.len()
+                        && index.unique == b.index.unique
+                        && covers(&index)
+                        && !covers(&b.index))
             }
         };
         if better {
@@ -216,10 +225,8 @@ impl Lowering<'_> {
         if !self.opts.enable_index {
             return Ok(None);
         }
-        let Some((index, ranges, rows)) = best_index_range(table.as_ref(), cols, filters) else {
-            return Ok(None);
-        };
-        if ranges.iter().any(is_full) {
+        let candidates = index_range_candidates(table.as_ref(), cols, filters);
+        if candidates.is_empty() {
             return Ok(None);
         }
         let mut need = required.clone();
@@ -232,7 +239,28 @@ impl Lowering<'_> {
         let columns: Vec<usize> = read.iter().map(|r| r.0).collect();
         let fraction = zone_fraction(table.as_ref(), cols, filters);
         let full = scan_cost(table.as_ref(), &columns, fraction);
-        let by_index = fetch_cost(table.as_ref(), &columns, rows, ranges.len() as f64);
+        // The cheapest index plan: per index, fetching the rows from the table or
+        // (when its entries store every column needed) reading them from the
+        // index alone. (cost, index, ranges, index-only)
+        let mut best: Option<(f64, Arc<IndexSource>, Vec<KeyRange>, bool)> = None;
+        for (index, ranges, rows) in candidates {
+            let fetch = if ranges.iter().any(is_full) {
+                f64::INFINITY
+            } else {
+                fetch_cost(table.as_ref(), &columns, rows, ranges.len() as f64)
+            };
+            let from_index = match index.index_only_layout(&columns) {
+                Some(_) => index_only_cost(&index, rows, ranges.len() as f64),
+                None => f64::INFINITY,
+            };
+            let cost = fetch.min(from_index);
+            if cost < f64::INFINITY && best.as_ref().is_none_or(|b| cost < b.0) {
+                best = Some((cost, index, ranges, from_index < fetch));
+            }
+        }
+        let Some((by_index, index, ranges, index_only)) = best else {
+            return Ok(None);
+        };
         if by_index >= full && self.opts.enable_seqscan {
             return Ok(None);
         }
@@ -246,6 +274,7 @@ impl Lowering<'_> {
             ranges,
             columns,
             filter,
+            index_only,
         };
         Ok(Some((
             self.node(plan, "index_scan", kind, self.types(&layout)),
@@ -293,8 +322,17 @@ impl Lowering<'_> {
         }
         let mut needed = required.clone();
         on.iter().for_each(|p| refs(p, &mut needed));
-        // The cheapest orientation: (cost, outer side, inner scan, its `on`, probe).
-        let mut best: Option<(f64, &Logical, InnerScan, Vec<PhysExpr>, JoinProbe)> = None;
+        // The cheapest orientation: (cost, outer side, inner scan, its `on`, probe,
+        // index-only).
+        type Choice<'a> = (
+            f64,
+            &'a Logical,
+            InnerScan<'a>,
+            Vec<PhysExpr>,
+            JoinProbe,
+            bool,
+        );
+        let mut best: Option<Choice> = None;
         for (outer, inner, outer_rows) in orientations {
             let Some(scan) = inner_scan(inner, &needed) else {
                 continue;
@@ -302,9 +340,6 @@ impl Lowering<'_> {
             let table = scan.table.as_ref();
             let on: Vec<PhysExpr> = on.iter().map(|p| renamed(p, &scan.rename)).collect();
             let outer_ids: HashSet<ColId> = outer.output().into_iter().collect();
-            let Some(probe) = join_probe(table, scan.cols, &outer_ids, &on)? else {
-                continue;
-            };
             // Columns the inner side must deliver, either way.
             let mut need: HashSet<ColId> = needed
                 .iter()
@@ -317,16 +352,25 @@ impl Lowering<'_> {
                 .filter(|(_, id)| need.contains(id))
                 .map(|c| c.0)
                 .collect();
+            let Some(probe) = join_probe(table, scan.cols, &outer_ids, &on, &columns)? else {
+                continue;
+            };
             let fraction = zone_fraction(table, scan.cols, scan.filters);
             let hash = scan_cost(table, &columns, fraction) + hash_extra;
             let matches = outer_rows * rows_per_key(table, &probe);
-            let cost = fetch_cost(table, &columns, matches, outer_rows);
+            let fetch = fetch_cost(table, &columns, matches, outer_rows);
+            // The matches' columns straight from the index entries, when stored there.
+            let only = match probe.index.index_only_layout(&columns) {
+                Some(_) => index_only_cost(&probe.index, matches, outer_rows),
+                None => f64::INFINITY,
+            };
+            let cost = fetch.min(only);
             let cheaper = cost < hash || !self.opts.enable_seqscan;
             if cheaper && best.as_ref().is_none_or(|b| cost < b.0) {
-                best = Some((cost, outer, scan, on, probe));
+                best = Some((cost, outer, scan, on, probe, only < fetch));
             }
         }
-        let Some((_, outer, scan, on, probe)) = best else {
+        let Some((_, outer, scan, on, probe, index_only)) = best else {
             return Ok(None);
         };
         let (table, cols, filters) = (scan.table, scan.cols, scan.filters);
@@ -390,15 +434,19 @@ impl Lowering<'_> {
             layout.extend(ilayout.iter().map(|c| *back.get(c).unwrap_or(c)));
         }
         let output: Vec<DataType> = self.types(&layout);
+        let columns: Vec<usize> = inner_read.iter().map(|c| c.0).collect();
+        // Costed on the same column set; checked again on the final order.
+        let index_only = index_only && probe.index.index_only_layout(&columns).is_some();
         let kind = PlanKind::IndexJoin {
             join_type: *join_type,
             probe: Box::new(oplan),
             table: table.clone(),
             index: probe.index,
             probe_keys,
-            columns: inner_read.iter().map(|c| c.0).collect(),
+            columns,
             inner_filter,
             residual,
+            index_only,
         };
         Ok(Some((
             self.node(plan, "index_nested_loop_join", kind, output),

@@ -62,14 +62,29 @@ pub struct SysIndex {
     /// Key columns as positions in the table (0-based).
     pub columns: Vec<usize>,
     pub column_names: Vec<String>,
+    /// Included (non-key) columns of a covering index, as positions and names.
+    pub include: Vec<usize>,
+    pub include_names: Vec<String>,
     pub unique: bool,
 }
 
 impl SysIndex {
     /// `pg_get_indexdef`: the statement that creates the index.
     pub fn definition(&self) -> String {
+        let include = if self.include_names.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " INCLUDE ({})",
+                self.include_names
+                    .iter()
+                    .map(|c| quote_ident(c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         format!(
-            "CREATE {}INDEX {} ON public.{} USING btree ({})",
+            "CREATE {}INDEX {} ON public.{} USING btree ({}){include}",
             if self.unique { "UNIQUE " } else { "" },
             quote_ident(&self.name),
             quote_ident(&self.table),
@@ -133,12 +148,15 @@ fn assign_oids(keys: &[String]) -> Vec<i32> {
 /// definition, row count.
 pub type RelationInput = (String, RelKind, Vec<SourceColumn>, Option<String>, u64);
 
+/// An index as [`SnapshotInput`] names it: (name, table, key column positions,
+/// unique, included column positions).
+pub type IndexInput = (String, String, Vec<usize>, bool, Vec<usize>);
+
 /// Input to [`Snapshot::new`]: the user's relations and indexes, named.
 pub struct SnapshotInput {
     /// (name, kind, columns, view definition, row count).
     pub relations: Vec<RelationInput>,
-    /// (name, table, key column positions, unique).
-    pub indexes: Vec<(String, String, Vec<usize>, bool)>,
+    pub indexes: Vec<IndexInput>,
     pub settings: Vec<SysSetting>,
 }
 
@@ -172,12 +190,15 @@ impl Snapshot {
             .indexes
             .into_iter()
             .zip(&oids[relations.len()..])
-            .filter_map(|((name, table, columns, unique), oid)| {
+            .filter_map(|((name, table, columns, unique, include), oid)| {
                 let t = by_name.get(table.as_str())?;
-                let column_names = columns
-                    .iter()
-                    .map(|c| t.columns.get(*c).map(|c| c.name.clone()))
-                    .collect::<Option<Vec<_>>>()?;
+                let names = |cols: &[usize]| {
+                    cols.iter()
+                        .map(|c| t.columns.get(*c).map(|c| c.name.clone()))
+                        .collect::<Option<Vec<_>>>()
+                };
+                let column_names = names(&columns)?;
+                let include_names = names(&include)?;
                 Some(SysIndex {
                     oid: *oid,
                     name,
@@ -185,6 +206,8 @@ impl Snapshot {
                     table,
                     columns,
                     column_names,
+                    include,
+                    include_names,
                     unique,
                 })
             })

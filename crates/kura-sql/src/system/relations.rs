@@ -449,7 +449,7 @@ fn all_columns(snap: &Snapshot) -> Vec<ColumnRow<'_>> {
         let Some(t) = snap.relations.iter().find(|r| r.oid == ix.table_oid) else {
             continue;
         };
-        for (i, c) in ix.columns.iter().enumerate() {
+        for (i, c) in ix.columns.iter().chain(&ix.include).enumerate() {
             if let Some(col) = t.columns.get(*c) {
                 out.push(ColumnRow {
                     rel_oid: ix.oid,
@@ -726,13 +726,17 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
             .indexes
             .iter()
             .map(|ix| {
-                let key: Vec<String> = ix.columns.iter().map(|c| (c + 1).to_string()).collect();
-                let n = Value::Integer(ix.columns.len() as i32);
+                let key: Vec<String> = ix
+                    .columns
+                    .iter()
+                    .chain(&ix.include)
+                    .map(|c| (c + 1).to_string())
+                    .collect();
                 vec![
                     o(ix.oid),
                     o(ix.table_oid),
-                    n.clone(),
-                    n,
+                    Value::Integer((ix.columns.len() + ix.include.len()) as i32),
+                    Value::Integer(ix.columns.len() as i32),
                     b(ix.unique),
                     b(false),
                     b(false),
@@ -1133,7 +1137,7 @@ mod tests {
                     0,
                 ),
             ],
-            indexes: vec![("t_a".into(), "t".into(), vec![0], true)],
+            indexes: vec![("t_a".into(), "t".into(), vec![0], true, vec![1])],
             settings: vec![],
         })
     }
@@ -1168,7 +1172,7 @@ mod tests {
         let snap = sample();
         assert_eq!(
             snap.indexes[0].definition(),
-            "CREATE UNIQUE INDEX t_a ON public.t USING btree (a)"
+            "CREATE UNIQUE INDEX t_a ON public.t USING btree (a) INCLUDE (b)"
         );
         assert_eq!(snap.relation_oid("t"), Some(snap.relations[0].oid));
         assert_eq!(snap.relation_oid("pg_catalog.pg_class"), Some(1259));

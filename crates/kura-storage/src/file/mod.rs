@@ -20,12 +20,15 @@ use header::{Refusal, SLOT_SIZE};
 pub type PageId = u64;
 
 /// On-disk format version written to the header (2: per-sector header checksums;
-/// 3: text values longer than a page, in overflow pages).
-pub const FORMAT_VERSION: u32 = 3;
-/// The oldest format version this build reads. Format 3 only adds to format 2
-/// (a page kind, a page flag, an optional tail on table metadata), so a format-2
-/// file opens as it is; its next commit writes a format-3 header, after which
-/// a build that reads only format 2 refuses it.
+/// 3: text values longer than a page, in overflow pages; 4: covering indexes,
+/// whose entries store included columns between key and row id, named in a new
+/// last field of the catalog).
+pub const FORMAT_VERSION: u32 = 4;
+/// The oldest format version this build reads. Formats 3 and 4 only add to
+/// format 2 (a page kind, a page flag, an optional tail on table metadata, a
+/// trailing catalog field), so an older file opens as it is; its next commit
+/// writes the current header, after which an older build refuses it (a build
+/// that did not know included columns would rebuild such an index without them).
 pub const OLDEST_FORMAT_VERSION: u32 = 2;
 /// Default page size (DESIGN.md: 16 KiB).
 pub const DEFAULT_PAGE_SIZE: usize = 16 * 1024;

@@ -16,6 +16,8 @@ use crate::file::PageId;
 /// Collects entries for one index and writes the tree.
 pub struct IndexBuilder {
     key_types: Vec<DataType>,
+    /// Types of the included (non-key) columns of a covering index.
+    include_types: Vec<DataType>,
     unique: bool,
     name: String,
     columns: Vec<String>,
@@ -47,12 +49,24 @@ impl IndexBuilder {
         let columns = (1..=key_types.len()).map(|i| format!("#{i}")).collect();
         Ok(IndexBuilder {
             key_types,
+            include_types: Vec::new(),
             unique,
             name: "index".into(),
             columns,
             arena: Vec::new(),
             spans: Vec::new(),
         })
+    }
+
+    /// Makes this a covering index: every entry also stores columns of
+    /// `include_types` after its key (read back by index-only plans, never
+    /// searched, and not part of the key that uniqueness is checked on).
+    pub fn with_include(mut self, include_types: Vec<DataType>) -> StorageResult<Self> {
+        for &t in &include_types {
+            key::check_key_type(t)?;
+        }
+        self.include_types = include_types;
+        Ok(self)
     }
 
     /// Names used in error messages (the index and its key columns).
@@ -78,27 +92,49 @@ impl IndexBuilder {
         self.spans.push((start, (self.arena.len() - start) as u32));
     }
 
-    /// Adds one entry given as values (NULL allowed).
+    /// Adds one entry given as values (NULL allowed): the key columns, then the
+    /// included columns if any.
     pub fn push(&mut self, key: &[Value], row_id: u64) -> StorageResult<()> {
-        let bytes = key::encode_values(&self.key_types, key)?;
+        let nk = self.key_types.len();
+        if key.len() != nk + self.include_types.len() {
+            return Err(StorageError::Invalid(format!(
+                "index entry has {} columns, got {} values",
+                nk + self.include_types.len(),
+                key.len()
+            )));
+        }
+        let bytes = key::encode_values(&self.key_types, &key[..nk])?;
         let start = self.arena.len();
         self.arena.extend_from_slice(&bytes);
+        for (t, v) in self.include_types.iter().zip(&key[nk..]) {
+            let mut one = Vector::new(*t, 1);
+            if !one.push_value(v) {
+                return Err(StorageError::Invalid(format!(
+                    "value {v} does not fit included column type {t}"
+                )));
+            }
+            key::encode_vector_value_exact(&mut self.arena, &one, 0);
+        }
         self.close_entry(start, row_id);
         Ok(())
     }
 
-    /// Adds every row of `columns` (the key columns, equally long, in key order);
-    /// row `i` gets row id `first_row_id + i`.
+    /// Adds every row of `columns` (the key columns in key order, then the
+    /// included columns; equally long); row `i` gets row id `first_row_id + i`.
     pub fn push_columns(&mut self, columns: &[&Vector], first_row_id: u64) -> StorageResult<()> {
-        if columns.len() != self.key_types.len() {
+        let nk = self.key_types.len();
+        if columns.len() != nk + self.include_types.len() {
             return Err(StorageError::Invalid(format!(
-                "index key has {} columns, got {}",
-                self.key_types.len(),
+                "index entry has {} columns, got {}",
+                nk + self.include_types.len(),
                 columns.len()
             )));
         }
         let rows = columns[0].len();
-        for (c, t) in columns.iter().zip(&self.key_types) {
+        for (c, t) in columns
+            .iter()
+            .zip(self.key_types.iter().chain(&self.include_types))
+        {
             if c.len() != rows || c.data_type.physical() != t.physical() {
                 return Err(StorageError::Invalid(format!(
                     "index key column of type {t} got a vector of type {} with {} rows (expected {rows})",
@@ -109,8 +145,11 @@ impl IndexBuilder {
         }
         for i in 0..rows {
             let start = self.arena.len();
-            for c in columns {
+            for c in &columns[..nk] {
                 key::encode_vector_value(&mut self.arena, c, i);
+            }
+            for c in &columns[nk..] {
+                key::encode_vector_value_exact(&mut self.arena, c, i);
             }
             self.close_entry(start, first_row_id + i as u64);
         }
@@ -185,6 +224,7 @@ impl IndexBuilder {
             leaf_count,
             entries: self.spans.len() as u64,
             key_types: self.key_types,
+            include_types: self.include_types,
             unique: self.unique,
             first_leaf,
         })
@@ -195,7 +235,8 @@ impl IndexBuilder {
     fn check_unique(&self) -> StorageResult<()> {
         for i in 1..self.spans.len() {
             let (a, b) = (self.entry(i - 1), self.entry(i));
-            let (ka, kb) = (&a[..a.len() - ROW_ID_BYTES], &b[..b.len() - ROW_ID_BYTES]);
+            // Only the key columns count: included columns may differ.
+            let (ka, kb) = (&a[..self.key_bytes(a)], &b[..self.key_bytes(b)]);
             if ka == kb {
                 let values = key::decode_key(&self.key_types, ka).unwrap_or_default();
                 if values.iter().any(|v| v.is_null()) {
@@ -210,6 +251,12 @@ impl IndexBuilder {
             }
         }
         Ok(())
+    }
+
+    /// Bytes of the key columns at the start of `entry` (entries this builder
+    /// encoded always decode; the fallback only guards against a bug).
+    fn key_bytes(&self, entry: &[u8]) -> usize {
+        key::key_len(&self.key_types, entry).unwrap_or(entry.len() - ROW_ID_BYTES)
     }
 
     fn describe(&self, entry: &[u8]) -> String {

@@ -13,8 +13,14 @@
 //!   `0x00` escaped as `0x00 0xFF`, terminated by `0x00 0x00` — so a column's bytes
 //!   are prefix-free and the next column can follow.
 //!
-//! An index entry is the key followed by the row id (8 bytes big-endian), which makes
-//! every entry distinct and lets equal keys sit in row order.
+//! An index entry is the key, then the included columns of a covering index
+//! (`CREATE INDEX ... INCLUDE (...)`), then the row id (8 bytes big-endian), which
+//! makes every entry distinct and lets equal keys sit in row order. Included columns
+//! use the same encoding except that text keeps its trailing blanks: they are never
+//! searched, only read back, so their decoding must give the stored value exactly.
+//!
+//! Decoding is exact for every key column type except text (whose trailing blanks
+//! the key drops, see [`key_decodes_exactly`]); index-only plans rely on that.
 
 use std::cmp::Ordering;
 
@@ -107,6 +113,149 @@ pub fn encode_vector_value(out: &mut Vec<u8>, v: &Vector, i: usize) {
         ColumnData::F64(x) => put_f64(out, x[i]),
         ColumnData::Str(x) => put_text(out, x.get_bytes(i)),
     }
+}
+
+/// Appends the lossless encoding of row `i` of `v` for an included column: as
+/// [`encode_vector_value`], but text keeps its trailing blanks.
+pub fn encode_vector_value_exact(out: &mut Vec<u8>, v: &Vector, i: usize) {
+    match &v.data {
+        ColumnData::Str(x) if !v.is_null(i) => {
+            out.push(VALUE_MARK);
+            put_text_body(out, x.get_bytes(i));
+            out.extend_from_slice(&[0, 0]);
+        }
+        _ => encode_vector_value(out, v, i),
+    }
+}
+
+/// Whether a key column of type `t` decodes to exactly the value that was
+/// indexed. Text does not: its key drops trailing blanks, which VARCHAR values
+/// keep (and which `length()` or `||` would show).
+pub fn key_decodes_exactly(t: DataType) -> bool {
+    !t.is_text()
+}
+
+/// Decodes one column at the start of `b` into `out` (or only skips it when
+/// `out` is `None`), advancing `b`; `None` if the bytes do not follow the
+/// encoding.
+fn decode_column(t: DataType, b: &mut &[u8], out: Option<&mut Vector>) -> Option<()> {
+    let (&mark, rest) = b.split_first()?;
+    *b = rest;
+    if mark == NULL_MARK {
+        if let Some(v) = out {
+            v.push_null();
+        }
+        return Some(());
+    }
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (h, r) = (b.get(..n)?, b.get(n..)?);
+        *b = r;
+        Some(h)
+    }
+    let fixed = match t {
+        DataType::Boolean => 1,
+        DataType::Integer | DataType::Date => 4,
+        DataType::Decimal { .. } if wide_decimal(t) => 16,
+        DataType::BigInt | DataType::Timestamp | DataType::Decimal { .. } | DataType::Double => 8,
+        DataType::Varchar(_) | DataType::Char(_) => 0,
+    };
+    let Some(v) = out else {
+        if fixed > 0 {
+            take(b, fixed)?;
+        } else {
+            // Text: up to the unescaped terminator `0x00 0x00`.
+            loop {
+                let (&c, rest) = b.split_first()?;
+                *b = rest;
+                if c == 0 {
+                    let (&n, rest) = b.split_first()?;
+                    *b = rest;
+                    match n {
+                        0 => break,
+                        0xFF => {}
+                        _ => return None,
+                    }
+                }
+            }
+        }
+        return Some(());
+    };
+    if v.data_type.physical() != t.physical() {
+        return None;
+    }
+    match &mut v.data {
+        ColumnData::Bool(x) => x.push(take(b, 1)?[0] != 0),
+        ColumnData::I32(x) => {
+            x.push((u32::from_be_bytes(take(b, 4)?.try_into().ok()?) ^ (1 << 31)) as i32)
+        }
+        ColumnData::I64(x) => {
+            x.push((u64::from_be_bytes(take(b, 8)?.try_into().ok()?) ^ (1 << 63)) as i64)
+        }
+        ColumnData::I128(x) => {
+            let h = take(b, 16)?;
+            x.push(get_i128(h))
+        }
+        ColumnData::F64(x) => {
+            let k = u64::from_be_bytes(take(b, 8)?.try_into().ok()?);
+            let bits = if k >> 63 == 1 { k & !(1 << 63) } else { !k };
+            x.push(f64::from_bits(bits))
+        }
+        ColumnData::Str(x) => {
+            let mut s = Vec::new();
+            loop {
+                let (&c, rest) = b.split_first()?;
+                *b = rest;
+                if c == 0 {
+                    let (&n, rest) = b.split_first()?;
+                    *b = rest;
+                    match n {
+                        0 => break,
+                        0xFF => s.push(0),
+                        _ => return None,
+                    }
+                } else {
+                    s.push(c);
+                }
+            }
+            std::str::from_utf8(&s).ok()?;
+            x.push(&s)
+        }
+    }
+    if let Some(valid) = &mut v.validity {
+        valid.push(true);
+    }
+    Some(())
+}
+
+/// Decodes the stored columns of an entry (key columns, then included columns,
+/// of `types`) into vectors: stored column `i` goes to `outs[wanted[i]]` when
+/// `wanted[i]` is set and is skipped otherwise. Each output vector's type must
+/// be its column's. `None` if the bytes do not follow the encoding.
+pub fn decode_entry_into(
+    types: &[DataType],
+    wanted: &[Option<usize>],
+    mut b: &[u8],
+    outs: &mut [Vector],
+) -> Option<()> {
+    let last = wanted.iter().rposition(|w| w.is_some())?;
+    for (i, &t) in types.iter().enumerate().take(last + 1) {
+        let out = match wanted.get(i).copied().flatten() {
+            Some(o) => Some(outs.get_mut(o)?),
+            None => None,
+        };
+        decode_column(t, &mut b, out)?;
+    }
+    Some(())
+}
+
+/// Bytes of the key columns (of `types`) at the start of an entry, which may go
+/// on with included columns and the row id.
+pub fn key_len(types: &[DataType], entry: &[u8]) -> Option<usize> {
+    let mut b = entry;
+    for &t in types {
+        decode_column(t, &mut b, None)?;
+    }
+    Some(entry.len() - b.len())
 }
 
 /// A value converted into a key column's domain. Values the column cannot hold
@@ -549,6 +698,44 @@ mod tests {
         let k = encode_values(&types, &vals).unwrap();
         let back = decode_key(&types, &k).unwrap();
         assert_eq!(format!("{back:?}"), format!("{vals:?}"));
+    }
+
+    #[test]
+    fn entries_decode_into_vectors_and_included_text_keeps_its_blanks() {
+        let key_types = [DataType::Varchar(None), DataType::Integer];
+        let inc = DataType::Varchar(None);
+        let dec = DataType::Decimal {
+            precision: 12,
+            scale: 2,
+        };
+        let mut e = encode_values(&key_types, &[Value::Text("ab  ".into()), Value::Null]).unwrap();
+        let klen = e.len();
+        let text = Vector::from_values(inc, &[Value::Text("ab  ".into())]).unwrap();
+        let num = Vector::from_values(dec, &[Value::Decimal(-225, 2)]).unwrap();
+        encode_vector_value_exact(&mut e, &text, 0);
+        encode_vector_value_exact(&mut e, &num, 0);
+        e.extend_from_slice(&42u64.to_be_bytes());
+        assert_eq!(key_len(&key_types, &e), Some(klen));
+        assert_eq!(entry_row_id(&e), 42);
+        let types = [key_types[0], key_types[1], inc, dec];
+        // Output 0 ← stored column 3, output 1 ← 2, output 2 ← 1; column 0 skipped.
+        let mut outs = vec![
+            Vector::new(dec, 0),
+            Vector::new(inc, 0),
+            Vector::new(DataType::Integer, 0),
+        ];
+        decode_entry_into(&types, &[None, Some(2), Some(1), Some(0)], &e, &mut outs).unwrap();
+        assert_eq!(outs[0].get_value(0), Value::Decimal(-225, 2));
+        assert_eq!(outs[1].get_value(0), Value::Text("ab  ".into()));
+        assert!(outs[2].is_null(0));
+        // The key's text lost its blanks: that is why text keys are not decoded.
+        assert!(!key_decodes_exactly(key_types[0]) && key_decodes_exactly(dec));
+        let mut k = vec![Vector::new(inc, 0)];
+        decode_entry_into(&types, &[Some(0)], &e, &mut k).unwrap();
+        assert_eq!(k[0].get_value(0), Value::Text("ab".into()));
+        // A vector of the wrong type is refused, not filled with garbage.
+        let mut wrong = vec![Vector::new(DataType::Integer, 0)];
+        assert!(decode_entry_into(&types, &[None, None, None, Some(0)], &e, &mut wrong).is_none());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use kura_common::DataType;
 use crate::file::PageId;
 
 pub use build::{max_entry_bytes, IndexBuilder};
-pub use from_table::build_for_table;
+pub use from_table::{build_covering_for_table, build_for_table};
 pub use range::{EncodedRange, KeyRange, LastColumn};
 pub use scan::{LeafRange, DEFAULT_LEAVES_PER_PIECE};
 pub use sink::{PageSink, INDEX_NODE_PAGE_KIND};
@@ -39,8 +39,23 @@ pub struct BTreeIndex {
     /// Entries (indexed rows, NULL keys included).
     pub entries: u64,
     pub key_types: Vec<DataType>,
+    /// Types of the included columns of a covering index, stored in every entry
+    /// after the key. Kept out of this struct's serialized form (the catalog
+    /// records them separately, after everything older builds wrote, so older
+    /// catalogs still decode); filled in when the catalog is loaded.
+    #[serde(skip)]
+    pub include_types: Vec<DataType>,
     /// Built with duplicate-key checking.
     pub unique: bool,
     /// Leftmost leaf (start of a full scan in key order).
     pub first_leaf: PageId,
+}
+
+impl BTreeIndex {
+    /// Types of every column an entry stores: key columns, then included ones.
+    pub fn stored_types(&self) -> Vec<DataType> {
+        let mut t = self.key_types.clone();
+        t.extend_from_slice(&self.include_types);
+        t
+    }
 }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use kura_common::Value;
+use kura_common::{Value, Vector};
 
 use super::key;
 use super::node::Node;
@@ -58,6 +58,29 @@ pub fn scan_leaf(leaf: &Node<'_>, range: &EncodedRange, out: &mut Vec<u64>) -> b
         .map_or(leaf.count(), |hi| leaf.lower_bound(hi));
     out.extend((start..end.max(start)).map(|i| leaf.row_id(i)));
     end == leaf.count()
+}
+
+/// What an index-only read decodes from each entry it finds: stored column `i`
+/// (key columns, then included ones) goes to output vector `wanted[i]`.
+pub struct EntryDecode<'a> {
+    pub wanted: &'a [Option<usize>],
+    pub outs: &'a mut [Vector],
+}
+
+impl EntryDecode<'_> {
+    fn push(
+        &mut self,
+        bm: &BufferManager,
+        page: PageId,
+        types: &[kura_common::DataType],
+        entry: &[u8],
+    ) -> StorageResult<()> {
+        if self.wanted.iter().all(|w| w.is_none()) {
+            return Ok(());
+        }
+        key::decode_entry_into(types, self.wanted, entry, self.outs)
+            .ok_or_else(|| corrupt(bm, page, "index entry does not decode".into()))
+    }
 }
 
 /// Children of an inner node whose subtrees may hold entries of `range`.
@@ -178,6 +201,18 @@ impl BTreeIndex {
         bm: &Arc<BufferManager>,
         piece: &LeafRange,
     ) -> StorageResult<Vec<u64>> {
+        self.scan_piece_into(bm, piece, None)
+    }
+
+    /// [`Self::scan_piece`] that also decodes the entries' stored columns
+    /// (an index-only read: no table page is touched).
+    pub fn scan_piece_into(
+        &self,
+        bm: &Arc<BufferManager>,
+        piece: &LeafRange,
+        mut decode: Option<EntryDecode<'_>>,
+    ) -> StorageResult<Vec<u64>> {
+        let types = self.stored_types();
         let mut out = Vec::new();
         for &leaf in &piece.leaves {
             let g = self.fix(bm, leaf)?;
@@ -185,7 +220,20 @@ impl BTreeIndex {
             if !n.is_leaf() {
                 return Err(corrupt(bm, leaf, "index leaf expected".into()));
             }
+            let before = out.len();
             scan_leaf(&n, &piece.range, &mut out);
+            if let Some(d) = decode.as_mut() {
+                if out.len() > before {
+                    let range = &piece.range;
+                    let start = range.lo.as_deref().map_or(0, |lo| n.lower_bound(lo));
+                    let mut e = n.prefix().to_vec();
+                    for i in start..start + (out.len() - before) {
+                        e.truncate(n.prefix().len());
+                        e.extend_from_slice(n.suffix(i));
+                        d.push(bm, leaf, &types, &e)?;
+                    }
+                }
+            }
         }
         Ok(out)
     }
@@ -266,6 +314,24 @@ impl BTreeIndex {
         bm: &Arc<BufferManager>,
         keys: &[Vec<Value>],
     ) -> StorageResult<Vec<(usize, u64)>> {
+        Ok(self
+            .lookup_many_into(bm, keys, None)?
+            .into_iter()
+            .map(|(p, r, _)| (p, r))
+            .collect())
+    }
+
+    /// [`Self::lookup_many`] that also decodes each matching entry's stored
+    /// columns once (an index-only probe): the triples are `(probe index, row
+    /// id, position of the entry in the decoded vectors)`.
+    pub fn lookup_many_into(
+        &self,
+        bm: &Arc<BufferManager>,
+        keys: &[Vec<Value>],
+        mut decode: Option<EntryDecode<'_>>,
+    ) -> StorageResult<Vec<(usize, u64, u32)>> {
+        let types = self.stored_types();
+        let mut decoded = 0u32;
         let probes = self.encode_probes(keys)?;
         let mut out = Vec::new();
         let mut current: Option<(PageId, PageGuard)> = None;
@@ -303,7 +369,11 @@ impl BTreeIndex {
                 let mut k = pos.take().unwrap_or_else(|| n.lower_bound(probe));
                 // Matches are few for join keys: walk them instead of searching the end.
                 while k < n.count() && n.entry_starts_with(k, probe) {
-                    rows.push(n.row_id(k));
+                    if let Some(d) = decode.as_mut() {
+                        d.push(bm, page, &types, &n.entry(k))?;
+                    }
+                    rows.push((n.row_id(k), decoded));
+                    decoded += 1;
                     k += 1;
                 }
                 match n.next_leaf() {
@@ -314,13 +384,13 @@ impl BTreeIndex {
             // Equal probes (duplicate outer keys) share the one search.
             let mut j = i;
             while j < probes.len() && probes[j].0 == probes[i].0 {
-                out.extend(rows.iter().map(|&r| (probes[j].1, r)));
+                out.extend(rows.iter().map(|&(r, e)| (probes[j].1, r, e)));
                 j += 1;
             }
             i = j;
         }
         // Stable: within one probe, matches stay in key order.
-        out.sort_by_key(|&(p, _)| p);
+        out.sort_by_key(|&(p, _, _)| p);
         Ok(out)
     }
 
