@@ -63,6 +63,23 @@ impl Config {
 pub struct HitPoint {
     pub ns_per_fix: f64,
     pub fixes_per_sec: f64,
+    /// CPU nanoseconds per fix (each thread's own CPU clock): unlike wall time,
+    /// not inflated when other processes share the cores.
+    pub cpu_ns_per_fix: f64,
+}
+
+/// CPU time of the calling thread, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the call only writes it.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A row of the hit table.
@@ -162,14 +179,16 @@ pub fn hit_run(
     let start = Arc::new(Barrier::new(threads));
     let total = Arc::new(AtomicU64::new(0));
     let ns_sum = Arc::new(AtomicU64::new(0));
+    let cpu_sum = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(std::sync::Mutex::new(None::<String>));
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (bm, start, total, ns_sum, failed) = (
+            let (bm, start, total, ns_sum, cpu_sum, failed) = (
                 bm.clone(),
                 start.clone(),
                 total.clone(),
                 ns_sum.clone(),
+                cpu_sum.clone(),
                 failed.clone(),
             );
             s.spawn(move || {
@@ -178,6 +197,7 @@ pub fn hit_run(
                 let mut sink = 0u64;
                 start.wait();
                 let began = Instant::now();
+                let cpu0 = thread_cpu_ns();
                 let mut done = 0u64;
                 'outer: loop {
                     // Check the clock every 4,096 fixes: reading it costs as much as a fix.
@@ -203,6 +223,7 @@ pub fn hit_run(
                     }
                 }
                 let ns = began.elapsed().as_nanos() as u64;
+                cpu_sum.fetch_add(thread_cpu_ns().saturating_sub(cpu0), Ordering::Relaxed);
                 std::hint::black_box(sink);
                 total.fetch_add(done, Ordering::Relaxed);
                 ns_sum.fetch_add(ns, Ordering::Relaxed);
@@ -220,6 +241,7 @@ pub fn hit_run(
     Ok(HitPoint {
         ns_per_fix,
         fixes_per_sec: total / secs,
+        cpu_ns_per_fix: cpu_sum.load(Ordering::Relaxed) as f64 / total,
     })
 }
 
@@ -312,8 +334,21 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
     .map_err(e)?;
     writeln!(
         out,
-        "{:<8} {:<10} {:>7} {:>12} {:>14} {:>9}",
-        "policy", "pattern", "threads", "ns per fix", "fixes/s", "scaling"
+        "(ns per fix: wall time per fix on each thread; CPU ns/fix: the thread's CPU time per fix; \
+         CPU scaling = threads x CPU ns/fix of 1 thread / CPU ns/fix)"
+    )
+    .map_err(e)?;
+    writeln!(
+        out,
+        "{:<8} {:<10} {:>7} {:>12} {:>14} {:>9} {:>12} {:>12}",
+        "policy",
+        "pattern",
+        "threads",
+        "ns per fix",
+        "fixes/s",
+        "scaling",
+        "CPU ns/fix",
+        "CPU scaling"
     )
     .map_err(e)?;
     for policy in &cfg.policies {
@@ -323,10 +358,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
             drop(bm.fix(scratch.first + p).map_err(|e| e.to_string())?);
         }
         for (pattern, random) in [("sequential", false), ("random", true)] {
-            let mut one = f64::NAN;
+            let (mut one, mut one_cpu) = (f64::NAN, f64::NAN);
             for threads in [1usize, 2] {
                 let mut ns = Vec::new();
                 let mut rate = Vec::new();
+                let mut cpu = Vec::new();
                 for _ in 0..cfg.reps.max(1) {
                     let p = hit_run(
                         &bm,
@@ -338,23 +374,30 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
                     )?;
                     ns.push(p.ns_per_fix);
                     rate.push(p.fixes_per_sec);
+                    cpu.push(p.cpu_ns_per_fix);
                 }
                 let point = HitPoint {
                     ns_per_fix: median(ns),
                     fixes_per_sec: median(rate),
+                    cpu_ns_per_fix: median(cpu),
                 };
                 if threads == 1 {
                     one = point.fixes_per_sec;
+                    one_cpu = point.cpu_ns_per_fix;
                 }
                 writeln!(
                     out,
-                    "{:<8} {:<10} {:>7} {:>12.1} {:>14.0} {:>8.2}x",
+                    "{:<8} {:<10} {:>7} {:>12.1} {:>14.0} {:>8.2}x {:>12.1} {:>11.2}x",
                     policy,
                     pattern,
                     threads,
                     point.ns_per_fix,
                     point.fixes_per_sec,
-                    point.fixes_per_sec / one
+                    point.fixes_per_sec / one,
+                    point.cpu_ns_per_fix,
+                    // What the threads would do together if each kept its CPU cost
+                    // per fix and had a core of its own.
+                    threads as f64 * one_cpu / point.cpu_ns_per_fix
                 )
                 .map_err(e)?;
                 report.hits.push(HitRow {

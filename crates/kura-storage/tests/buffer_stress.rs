@@ -146,3 +146,35 @@ fn concurrent_fixes_invalidations_and_resident_pages_keep_the_pool_consistent() 
         stress(policy);
     }
 }
+
+/// With one thread, hits reported off the hit path (CLOCK-like policies once per
+/// eviction round, the others in batches) leave the policy exactly where serving
+/// every request in order leaves it: the pool misses exactly where `kura
+/// cachesim`'s policy code misses on the same page stream.
+#[test]
+fn one_thread_misses_exactly_where_the_simulated_policy_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, first) = file(dir.path());
+    for &policy in kura_cache::POLICY_NAMES.iter().filter(|&&p| p != "fix") {
+        let frames = 48;
+        let bm = BufferManager::new(file.clone(), frames, policy).unwrap();
+        let mut sim = kura_cache::make_policy(policy, frames).unwrap();
+        let mut rng = Rng(4242);
+        for step in 0..30_000u64 {
+            let page = first
+                + if step % 3 == 0 {
+                    rng.below(PAGES)
+                } else {
+                    rng.below(64)
+                };
+            let before = bm.stats().misses;
+            let g = bm.fix(page).unwrap();
+            check(&g, page);
+            drop(g);
+            let missed = bm.stats().misses > before;
+            let simulated = !kura_cache::serve(sim.as_mut(), page).is_hit();
+            assert_eq!(missed, simulated, "{policy}: request {step} (page {page})");
+        }
+        bm.check_consistency().unwrap();
+    }
+}

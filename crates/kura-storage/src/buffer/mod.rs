@@ -75,9 +75,9 @@ struct Frame {
     /// Held resident ([`BufferManager::make_resident`]): one extra pin, and the
     /// page is out of the policy's view so evictions never scan past it.
     resident: AtomicBool,
-    /// A hit on this page waits in a slot's log for the policy (CLOCK-like
-    /// policies need one report per eviction round, not one per hit).
-    logged: AtomicBool,
+    /// The eviction round in which a hit on this page was last reported to the
+    /// policy (CLOCK-like policies need one report per round, not one per hit).
+    logged: AtomicU64,
 }
 
 struct Inner {
@@ -158,6 +158,9 @@ struct Core {
     loaded: Condvar,
     /// What the current policy makes of a hit ([`HitKind`] as a number).
     hit_kind: AtomicU8,
+    /// The eviction round: advanced whenever the policy may clear what it knows
+    /// of earlier hits (an eviction, a new policy). Starts at 1; 0 is "never".
+    round: AtomicU64,
     slots: Box<[Slot]>,
     /// Wakers of tasks awaiting an in-flight read ([`InFlight::register_waker`]).
     waiters: waiters::Waiters,
@@ -235,6 +238,7 @@ impl Core {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    #[inline]
     fn frame_bytes(&self, f: u32) -> &[u8] {
         let start = f as usize * self.page_size;
         &self.arena[start..start + self.page_size]
@@ -311,7 +315,7 @@ impl Core {
     fn assign(&self, inner: &mut Inner, f: u32, page: PageId) {
         let frame = &self.frames[f as usize];
         frame.page.store(page, Ordering::Release);
-        frame.logged.store(false, Ordering::Relaxed);
+        frame.logged.store(0, Ordering::Relaxed);
         let old = frame.state.load(Ordering::Acquire);
         // A plain store is safe: a free or latched frame refuses every pin.
         frame
@@ -377,8 +381,9 @@ impl Core {
         match self.hit_kind() {
             0 => {}
             1 => {
-                if !frame.logged.load(Ordering::Relaxed) {
-                    frame.logged.store(true, Ordering::Relaxed);
+                let round = self.round.load(Ordering::Relaxed);
+                if frame.logged.load(Ordering::Relaxed) != round {
+                    frame.logged.store(round, Ordering::Relaxed);
                     self.log_hit(slot, page);
                 }
             }
@@ -402,11 +407,6 @@ impl Core {
             // The page may have gone since (invalidated, evicted after its pin
             // went): `touch` then changes nothing.
             inner.policy.touch(page);
-            if let Some(f) = self.table.get(page) {
-                self.frames[f as usize]
-                    .logged
-                    .store(false, Ordering::Relaxed);
-            }
         }
     }
 
@@ -430,6 +430,8 @@ impl Core {
         }
         let mut latched: Vec<(PageId, u32)> = Vec::new();
         let table = &self.table;
+        // The policy may now clear reference bits: later hits are reported anew.
+        self.round.fetch_add(1, Ordering::Relaxed);
         let victim = inner
             .policy
             .evict_for(incoming, &mut |p| match table.get(p) {
@@ -528,7 +530,7 @@ impl BufferManager {
                 state: AtomicU64::new(0),
                 page: AtomicU64::new(u64::MAX),
                 resident: AtomicBool::new(false),
-                logged: AtomicBool::new(false),
+                logged: AtomicU64::new(0),
             })
             .collect();
         let core = Arc::new(Core {
@@ -538,6 +540,7 @@ impl BufferManager {
             frames: frame_vec.into_boxed_slice(),
             table: PageTable::new(),
             hit_kind: AtomicU8::new(hit_kind_code(policy.hit_kind())),
+            round: AtomicU64::new(1),
             inner: Mutex::new(Inner {
                 free: (0..frames as u32).rev().collect(),
                 policy,
@@ -589,8 +592,8 @@ impl BufferManager {
             slot.log().clear();
         }
         policy.set_objects(inner.objects.clone());
+        core.round.fetch_add(1, Ordering::Relaxed);
         for (f, frame) in core.frames.iter().enumerate() {
-            frame.logged.store(false, Ordering::Relaxed);
             let st = frame.state.load(Ordering::Acquire);
             let page = frame.page.load(Ordering::Acquire);
             let listed =
