@@ -176,7 +176,7 @@ mod tests {
             let mut rng = SplitMix64::new(7);
             for step in 0..50_000 {
                 // Hot and cold ids, so both hits and evictions are frequent.
-                let id = if rng.next_u64() % 3 == 0 {
+                let id = if rng.next_u64().is_multiple_of(3) {
                     rng.next_u64() % 40
                 } else {
                     rng.next_u64() % 400
