@@ -18,7 +18,7 @@ mod util;
 
 pub use error::CacheError;
 pub use policies::ObjectMap;
-pub use policy::{serve, BlockId, Outcome, Policy};
+pub use policy::{serve, BlockId, HitKind, Outcome, Policy};
 pub use sim::{Level, SimConfig, SimResult};
 pub use trace::Trace;
 pub use two_level::{Mode, Served, TwoLevel, TwoLevelStats};

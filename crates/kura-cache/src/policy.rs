@@ -4,6 +4,20 @@
 /// Identifier of a cached block (a page number, a 4 KiB block of a trace).
 pub type BlockId = u64;
 
+/// What a hit means to a policy, so that a concurrent cache (the buffer pool) can
+/// keep its bookkeeping off the hit path where that changes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HitKind {
+    /// A hit changes nothing (FIFO, RAND): it need not be reported at all.
+    Ignored,
+    /// A hit sets a flag that only eviction clears (CLOCK, SIEVE): any number of
+    /// hits between two evictions is the same as one, so reporting one per
+    /// block and eviction round, in any order, gives the same evictions.
+    Idempotent,
+    /// Every hit and its order count (LRU, MRU, LFU, 2Q, MQ, ARC, S3-FIFO, density).
+    Ordered,
+}
+
 /// A replacement policy over block ids. The policy only tracks *which* ids are
 /// resident and in what order they should go; the caller owns the data.
 ///
@@ -74,6 +88,12 @@ pub trait Policy: Send {
         true
     }
 
+    /// What a hit means to this policy (see [`HitKind`]); the safe default is
+    /// that every hit counts, in order.
+    fn hit_kind(&self) -> HitKind {
+        HitKind::Ordered
+    }
+
     /// Tells the policy which object (table column, index) each block belongs
     /// to. Only the access-density policy uses it; the others ignore it.
     fn set_objects(&mut self, objects: std::sync::Arc<crate::policies::ObjectMap>) {
@@ -131,5 +151,51 @@ pub fn serve(policy: &mut dyn Policy, id: BlockId) -> Outcome {
     Outcome::Miss {
         victim,
         cached: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::rng::SplitMix64;
+
+    /// What [`HitKind`] promises a concurrent cache: for `Ignored` policies hits
+    /// may be dropped, for `Idempotent` ones repeated hits between two misses may
+    /// be collapsed and reported late in any order — the hits and victims stay
+    /// those of serving every request in order.
+    #[test]
+    fn hit_kinds_keep_the_victims_of_in_order_service() {
+        for &name in crate::POLICY_NAMES {
+            let mut exact = crate::make_policy(name, 64).unwrap();
+            let kind = exact.hit_kind();
+            if kind == HitKind::Ordered || name == "fix" {
+                continue;
+            }
+            let mut lazy = crate::make_policy(name, 64).unwrap();
+            let mut pending: Vec<BlockId> = Vec::new();
+            let mut rng = SplitMix64::new(7);
+            for step in 0..50_000 {
+                // Hot and cold ids, so both hits and evictions are frequent.
+                let id = if rng.next_u64().is_multiple_of(3) {
+                    rng.next_u64() % 40
+                } else {
+                    rng.next_u64() % 400
+                };
+                let want = serve(exact.as_mut(), id);
+                let got = if lazy.contains(id) {
+                    if kind == HitKind::Idempotent && !pending.contains(&id) {
+                        pending.push(id);
+                    }
+                    Outcome::Hit
+                } else {
+                    // Reported late, newest first, each once.
+                    for p in pending.drain(..).rev() {
+                        lazy.touch(p);
+                    }
+                    serve(lazy.as_mut(), id)
+                };
+                assert_eq!(got, want, "{name}: request {step} (block {id})");
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! `kura bench load | modes | iops | memsweep`: the arguments of the benchmark studies, handed
+//! `kura bench load | modes | iops | memsweep | fix`: the arguments of the benchmark studies, handed
 //! to kura-lab, whose reports print to stdout.
 
 use std::path::PathBuf;
@@ -16,6 +16,39 @@ pub enum BenchCommand {
     /// Query time against buffer size, with and without prefetch, resident indexes
     /// and several replacement policies (paper 001).
     Memsweep(MemsweepArgs),
+    /// Nanoseconds per buffer hit (1 and 2 threads, sequential and random pages),
+    /// misses per second through io_uring, and the warm index fetches of (B) and (C).
+    Fix(FixArgs),
+}
+
+/// Options of `kura bench fix`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FixArgs {
+    /// Directory for the scratch page file (removed afterwards).
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Pages (16 KiB) of the scratch file, all resident during the hit runs.
+    #[arg(long, default_value_t = 1024)]
+    pub pages: u64,
+    /// Replacement policies to measure the hit path with.
+    #[arg(long, value_delimiter = ',', default_values_t = vec!["clock".to_string(), "lru".into()])]
+    pub policies: Vec<String>,
+    /// Seconds of each hit measurement.
+    #[arg(long, default_value_t = 0.3)]
+    pub seconds: f64,
+    /// Runs of each hit measurement and of each query; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Seconds of the miss-rate measurement.
+    #[arg(long, default_value_t = 1.0)]
+    pub miss_seconds: f64,
+    /// Asynchronous fixes in flight during the miss-rate measurement.
+    #[arg(long, default_value_t = 64)]
+    pub depth: usize,
+    /// A TPC-H database with indexes (`kura tpch load --indexes`) for the warm
+    /// (B) and (C) runs; without it they are left out.
+    #[arg(long)]
+    pub tpch: Option<PathBuf>,
 }
 
 /// Options of `kura bench memsweep`.
@@ -171,6 +204,21 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
         )
         .map(|_| ()),
         BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
+        BenchCommand::Fix(a) => kura_lab::fix::run(
+            &kura_lab::fix::Config {
+                dir: a.dir.clone(),
+                pages: a.pages,
+                policies: a.policies.clone(),
+                seconds: a.seconds,
+                reps: a.reps,
+                miss_seconds: a.miss_seconds,
+                depth: a.depth,
+                db: a.tpch.clone(),
+                query_reps: a.reps,
+            },
+            &mut out,
+        )
+        .map(|_| ()),
         BenchCommand::Modes(a) => kura_lab::modes::run(
             &kura_lab::modes::Config {
                 db: db.to_path_buf(),

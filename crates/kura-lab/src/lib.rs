@@ -4,6 +4,7 @@
 //! modules directly.
 
 pub mod ceiling;
+pub mod fix;
 pub mod iops;
 pub mod load;
 pub mod memsweep;

@@ -45,6 +45,10 @@ impl Policy for Clock {
         "clock"
     }
 
+    fn hit_kind(&self) -> crate::HitKind {
+        crate::HitKind::Idempotent
+    }
+
     fn capacity(&self) -> usize {
         self.capacity
     }

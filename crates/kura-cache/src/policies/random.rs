@@ -41,6 +41,10 @@ impl Policy for Random {
         "rand"
     }
 
+    fn hit_kind(&self) -> crate::HitKind {
+        crate::HitKind::Ignored
+    }
+
     fn capacity(&self) -> usize {
         self.capacity
     }

@@ -57,6 +57,14 @@ impl Policy for Recency {
         }
     }
 
+    fn hit_kind(&self) -> crate::HitKind {
+        // FIFO ignores hits; LRU and MRU reorder on every one.
+        match self.kind {
+            RecencyKind::Fifo => crate::HitKind::Ignored,
+            _ => crate::HitKind::Ordered,
+        }
+    }
+
     fn capacity(&self) -> usize {
         self.capacity
     }

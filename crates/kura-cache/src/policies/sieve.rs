@@ -41,6 +41,10 @@ impl Policy for Sieve {
         "sieve"
     }
 
+    fn hit_kind(&self) -> crate::HitKind {
+        crate::HitKind::Idempotent
+    }
+
     fn capacity(&self) -> usize {
         self.capacity
     }

@@ -11,43 +11,76 @@
 
 mod observer;
 mod stats;
+mod table;
 mod trace;
 mod waiters;
 
 pub use observer::{set_sync_read_observer, SyncRead};
 pub use stats::BufferStats;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use hashbrown::HashMap;
-use kura_cache::{ObjectMap, Policy};
+use kura_cache::{HitKind, ObjectMap, Policy};
 
 use crate::error::{StorageError, StorageResult};
 use crate::file::aligned::AlignedBuf;
 use crate::file::page::PAGE_HEADER;
 use crate::file::{DbFile, PageId};
 use stats::Counters;
+use table::PageTable;
 pub use trace::TraceKind;
 
-const FREE: u8 = 0;
-const LOADING: u8 = 1;
-const READY: u8 = 2;
+// A frame's state word: pin count (bits 0..32), kind (32..35), exclusive latch
+// (bit 35) and a version (40..64) that changes whenever the frame is given to
+// another page. A reader pins with one compare-and-swap, refused while the frame
+// is latched or holds no page; the pool latches a frame (only with no pins, under
+// its lock) before giving it away, so a pinned frame never changes page.
+const PIN_MASK: u64 = 0xffff_ffff;
+const KIND_SHIFT: u32 = 32;
+const KIND_MASK: u64 = 0b111 << KIND_SHIFT;
+const LATCH: u64 = 1 << 35;
+const VERSION_SHIFT: u32 = 40;
+
+const FREE: u64 = 0;
+const LOADING: u64 = 1;
+const READY: u64 = 2;
 /// The read failed or the page was invalidated while pinned: the frame leaves the
 /// page table and returns to the free list when its last pin goes.
-const DETACHED: u8 = 3;
+const DETACHED: u64 = 3;
 
+#[inline]
+fn pins(state: u64) -> u64 {
+    state & PIN_MASK
+}
+
+#[inline]
+fn kind(state: u64) -> u64 {
+    (state & KIND_MASK) >> KIND_SHIFT
+}
+
+/// The state word of a frame just given to a page: `kind`, `pins`, unlatched, the
+/// next version.
+fn fresh_state(old: u64, kind: u64, pins: u64) -> u64 {
+    let version = (old >> VERSION_SHIFT).wrapping_add(1) << VERSION_SHIFT;
+    version | (kind << KIND_SHIFT) | pins
+}
+
+/// One frame's bookkeeping, a cache line of its own so that threads pinning
+/// neighbouring frames do not share a line.
+#[repr(align(64))]
 struct Frame {
-    pin: AtomicU32,
-    state: AtomicU8,
+    state: AtomicU64,
     page: AtomicU64,
     /// Held resident ([`BufferManager::make_resident`]): one extra pin, and the
     /// page is out of the policy's view so evictions never scan past it.
     resident: AtomicBool,
+    /// The eviction round in which a hit on this page was last reported to the
+    /// policy (CLOCK-like policies need one report per round, not one per hit).
+    logged: AtomicU64,
 }
 
 struct Inner {
-    table: HashMap<PageId, u32>,
     free: Vec<u32>,
     policy: Box<dyn Policy>,
     /// Which object each page belongs to (for the access-density policy).
@@ -65,18 +98,82 @@ pub fn frames_reserved_for_queries(frames: usize) -> usize {
     (frames / 8).max(64).min(frames)
 }
 
+/// Thread slots: each thread counts its fixes and logs its hits in one slot, so
+/// hits on different threads write no shared cache line.
+const SLOTS: usize = 32;
+/// Hits a slot logs before it hands them to the policy.
+const LOG_BATCH: usize = 64;
+
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static SLOT: usize = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+}
+
+#[inline]
+fn slot_index() -> usize {
+    SLOT.with(|s| *s)
+}
+
+/// Per-thread-slot state of the hit path (two cache lines: no false sharing,
+/// also with the adjacent-line prefetcher).
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot {
+    fixes: AtomicU64,
+    /// Hits not yet reported to the policy, oldest first.
+    log: Mutex<Vec<PageId>>,
+}
+
+impl Slot {
+    fn log(&self) -> MutexGuard<'_, Vec<PageId>> {
+        // Only pushes and takes happen under this lock: a poisoned log is intact.
+        self.log.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What every guard, ticket and waiter holds: a counted reference to the pool
+/// through its thread slot's own handle, so that pinning a page does not bump a
+/// reference count every thread shares.
+#[repr(align(128))]
+struct Handle {
+    core: Arc<Core>,
+}
+
 /// The pool of page frames in front of the database file.
 pub struct BufferManager {
+    core: Arc<Core>,
+    handles: Box<[Arc<Handle>]>,
+}
+
+struct Core {
     file: Arc<DbFile>,
     page_size: usize,
     arena: AlignedBuf,
     frames: Box<[Frame]>,
+    table: PageTable,
+    /// The free list, the policy and the resident set; every change of the page
+    /// table and every latch happen under it. Hits never take it.
     inner: Mutex<Inner>,
     loaded: Condvar,
+    /// What the current policy makes of a hit ([`HitKind`] as a number).
+    hit_kind: AtomicU8,
+    /// The eviction round: advanced whenever the policy may clear what it knows
+    /// of earlier hits (an eviction, a new policy). Starts at 1; 0 is "never".
+    round: AtomicU64,
+    slots: Box<[Slot]>,
     /// Wakers of tasks awaiting an in-flight read ([`InFlight::register_waker`]).
     waiters: waiters::Waiters,
     counters: Counters,
     trace: trace::Tracer,
+}
+
+fn hit_kind_code(kind: HitKind) -> u8 {
+    match kind {
+        HitKind::Ignored => 0,
+        HitKind::Idempotent => 1,
+        HitKind::Ordered => 2,
+    }
 }
 
 /// Outcome of a non-blocking fix.
@@ -92,7 +189,7 @@ pub enum FixAttempt {
 
 /// A reserved frame awaiting the contents of `page`.
 pub struct ReadTicket {
-    bm: Arc<BufferManager>,
+    h: Arc<Handle>,
     frame: u32,
     page: PageId,
     done: bool,
@@ -100,15 +197,17 @@ pub struct ReadTicket {
 
 /// A pinned frame whose page another fix is still reading.
 pub struct InFlight {
-    bm: Arc<BufferManager>,
+    h: Arc<Handle>,
     frame: u32,
     page: PageId,
+    /// Whether dropping this still owes an unpin (not once the pin passed on).
+    pinned: bool,
 }
 
 /// A pinned, readable page. Unpins on drop. Dereferences to the page payload
 /// (the bytes after the page header).
 pub struct PageGuard {
-    bm: Arc<BufferManager>,
+    h: Arc<Handle>,
     frame: u32,
     page: PageId,
     /// A private copy of the page, read by a thread that must not wait for
@@ -132,6 +231,292 @@ fn blocking_waits_forbidden() -> bool {
     NO_BLOCKING_WAITS.with(|c| c.get())
 }
 
+impl Core {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock leaves the maps consistent (no partial
+        // updates span a panic point), so a poisoned lock is safe to reuse.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[inline]
+    fn frame_bytes(&self, f: u32) -> &[u8] {
+        let start = f as usize * self.page_size;
+        &self.arena[start..start + self.page_size]
+    }
+
+    /// Frame memory for the one party allowed to write it (the ticket holder).
+    #[allow(clippy::mut_from_ref)]
+    fn frame_bytes_mut(&self, f: u32) -> &mut [u8] {
+        let start = f as usize * self.page_size;
+        assert!(start + self.page_size <= self.arena.len());
+        // SAFETY: in bounds (checked above); only the holder of the frame's
+        // ReadTicket writes a LOADING frame, and nobody reads it before `complete`
+        // publishes READY (readers who pin a LOADING frame get an `InFlight`,
+        // which gives access only once the state is READY).
+        unsafe { std::slice::from_raw_parts_mut(self.arena.as_ptr().add(start), self.page_size) }
+    }
+
+    /// Pins frame `f` if it holds `page` and is ready or being read; the kind it
+    /// had. `None` when the frame is latched, free, detached or holds another
+    /// page (a stale look-up): the caller takes the slow path.
+    #[inline]
+    fn try_pin(&self, f: u32, page: PageId) -> Option<u64> {
+        let frame = &self.frames[f as usize];
+        let mut st = frame.state.load(Ordering::Acquire);
+        let k = loop {
+            let k = kind(st);
+            if st & LATCH != 0 || !(k == READY || k == LOADING) {
+                return None;
+            }
+            match frame
+                .state
+                .compare_exchange_weak(st, st + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break k,
+                Err(now) => st = now,
+            }
+        };
+        // Pinned: the frame cannot change page any more, so this check is final.
+        if frame.page.load(Ordering::Acquire) != page {
+            self.unpin(f);
+            return None;
+        }
+        Some(k)
+    }
+
+    /// Latches an unpinned ready frame for eviction (under the lock).
+    fn try_latch(&self, f: u32) -> bool {
+        let frame = &self.frames[f as usize];
+        let st = frame.state.load(Ordering::Acquire);
+        st & LATCH == 0
+            && pins(st) == 0
+            && kind(st) == READY
+            && frame
+                .state
+                .compare_exchange(st, st | LATCH, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+
+    /// Changes a frame's kind, keeping its pins (which readers may be changing).
+    fn set_kind(&self, f: u32, from: Option<u64>, to: u64) -> bool {
+        self.frames[f as usize]
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |st| {
+                if from.is_some_and(|k| kind(st) != k) {
+                    return None;
+                }
+                Some((st & !KIND_MASK) | (to << KIND_SHIFT))
+            })
+            .is_ok()
+    }
+
+    /// Gives frame `f` (free, or latched by an eviction: nobody can pin it) to
+    /// `page`, pinned once and loading, and lists it (under the lock).
+    fn assign(&self, inner: &mut Inner, f: u32, page: PageId) {
+        let frame = &self.frames[f as usize];
+        frame.page.store(page, Ordering::Release);
+        frame.logged.store(0, Ordering::Relaxed);
+        let old = frame.state.load(Ordering::Acquire);
+        // A plain store is safe: a free or latched frame refuses every pin.
+        frame
+            .state
+            .store(fresh_state(old, LOADING, 1), Ordering::Release);
+        self.table.set(page, f);
+        inner.policy.insert(page);
+    }
+
+    /// Unpins frame `f`; the last pin of a detached frame returns it to the free list.
+    #[inline]
+    fn unpin(&self, f: u32) {
+        let frame = &self.frames[f as usize];
+        let old = frame.state.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(pins(old) > 0, "unpin of an unpinned frame");
+        if pins(old) == 1 && kind(old) == DETACHED {
+            let mut inner = self.lock();
+            self.free_if_detached(&mut inner, f);
+        }
+    }
+
+    fn unpin_locked(&self, inner: &mut Inner, f: u32) {
+        let old = self.frames[f as usize].state.fetch_sub(1, Ordering::AcqRel);
+        if pins(old) == 1 && kind(old) == DETACHED {
+            self.free_if_detached(inner, f);
+        }
+    }
+
+    /// Returns a detached frame without pins to the free list (under the lock;
+    /// exactly once, as the kind changes to FREE here).
+    fn free_if_detached(&self, inner: &mut Inner, f: u32) {
+        let frame = &self.frames[f as usize];
+        let st = frame.state.load(Ordering::Acquire);
+        if pins(st) == 0
+            && kind(st) == DETACHED
+            && frame
+                .state
+                .compare_exchange(
+                    st,
+                    fresh_state(st, FREE, 0),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+        {
+            inner.free.push(f);
+        }
+    }
+
+    fn hit_kind(&self) -> u8 {
+        self.hit_kind.load(Ordering::Relaxed)
+    }
+
+    /// Reports a hit to the policy, off the hit path: CLOCK-like policies once per
+    /// page and eviction round (the frame's `logged` flag), FIFO and RAND never,
+    /// the others every time — in the thread slot's log, handed over in batches.
+    #[inline]
+    fn note_hit(&self, slot: usize, f: u32, page: PageId) {
+        let frame = &self.frames[f as usize];
+        if frame.resident.load(Ordering::Relaxed) {
+            return;
+        }
+        match self.hit_kind() {
+            0 => {}
+            1 => {
+                let round = self.round.load(Ordering::Relaxed);
+                if frame.logged.load(Ordering::Relaxed) != round {
+                    frame.logged.store(round, Ordering::Relaxed);
+                    self.log_hit(slot, page);
+                }
+            }
+            _ => self.log_hit(slot, page),
+        }
+    }
+
+    fn log_hit(&self, slot: usize, page: PageId) {
+        let mut log = self.slots[slot].log();
+        log.push(page);
+        if log.len() >= LOG_BATCH {
+            let batch = std::mem::take(&mut *log);
+            drop(log);
+            let mut inner = self.lock();
+            self.apply_hits(&mut inner, batch);
+        }
+    }
+
+    fn apply_hits(&self, inner: &mut Inner, batch: Vec<PageId>) {
+        for page in batch {
+            // The page may have gone since (invalidated, evicted after its pin
+            // went): `touch` then changes nothing.
+            inner.policy.touch(page);
+        }
+    }
+
+    /// Hands every logged hit to the policy (under the lock), before it chooses a
+    /// victim or changes otherwise: with one thread the policy then sees exactly
+    /// the request stream, in order, as `kura cachesim` does.
+    fn drain_hits(&self, inner: &mut Inner) {
+        for slot in self.slots.iter() {
+            let batch = std::mem::take(&mut *slot.log());
+            if !batch.is_empty() {
+                self.apply_hits(inner, batch);
+            }
+        }
+    }
+
+    /// A frame for a page about to be read: a free one, or an unpinned victim
+    /// of the policy, latched and unlisted. `None` when every frame is pinned.
+    fn take_frame(&self, inner: &mut Inner, incoming: PageId) -> Option<u32> {
+        if let Some(f) = inner.free.pop() {
+            return Some(f);
+        }
+        let mut latched: Vec<(PageId, u32)> = Vec::new();
+        let table = &self.table;
+        // The policy may now clear reference bits: later hits are reported anew.
+        self.round.fetch_add(1, Ordering::Relaxed);
+        let victim = inner
+            .policy
+            .evict_for(incoming, &mut |p| match table.get(p) {
+                Some(f) if self.try_latch(f) => {
+                    latched.push((p, f));
+                    true
+                }
+                _ => false,
+            });
+        let mut taken = None;
+        for (p, f) in latched {
+            if Some(p) == victim && taken.is_none() {
+                taken = Some(f);
+            } else {
+                // Latched but not chosen (a policy that looked on): let it go.
+                self.frames[f as usize]
+                    .state
+                    .fetch_and(!LATCH, Ordering::AcqRel);
+            }
+        }
+        let f = taken?;
+        table.remove(victim?);
+        Some(f)
+    }
+
+    /// Finishes a miss: `read` is the outcome of reading the page into the
+    /// ticket's buffer. Verifies the checksum and wakes the waiters.
+    fn complete(
+        &self,
+        mut ticket: ReadTicket,
+        read: StorageResult<()>,
+    ) -> StorageResult<PageGuard> {
+        ticket.done = true;
+        let core = self;
+        let result = read.and_then(|_| {
+            core.file
+                .verify_page(ticket.page, core.frame_bytes(ticket.frame))
+        });
+        match result {
+            Ok(()) => {
+                core.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+                core.counters
+                    .bytes_read
+                    .fetch_add(core.page_size as u64, Ordering::Relaxed);
+                core.trace.read(ticket.page);
+                {
+                    let _inner = core.lock();
+                    // Invalidated meanwhile: it stays detached (the caller still
+                    // reads what it asked for; the frame frees with its last pin).
+                    core.set_kind(ticket.frame, Some(LOADING), READY);
+                    core.loaded.notify_all();
+                }
+                core.waiters.wake(ticket.frame);
+                Ok(PageGuard {
+                    h: ticket.h.clone(),
+                    frame: ticket.frame,
+                    page: ticket.page,
+                    private: None,
+                })
+            }
+            Err(e) => {
+                let mut inner = core.lock();
+                core.drain_hits(&mut inner);
+                if core.table.get(ticket.page) == Some(ticket.frame) {
+                    core.table.remove(ticket.page);
+                    inner.policy.remove(ticket.page);
+                }
+                core.set_kind(ticket.frame, None, DETACHED);
+                core.unpin_locked(&mut inner, ticket.frame);
+                core.loaded.notify_all();
+                drop(inner);
+                core.waiters.wake(ticket.frame);
+                Err(e)
+            }
+        }
+    }
+
+    fn resident_count(&self) -> usize {
+        self.frames
+            .iter()
+            .filter(|fr| matches!(kind(fr.state.load(Ordering::Acquire)), READY | LOADING))
+            .count()
+    }
+}
+
 impl BufferManager {
     /// A pool of `frames` frames over `file` using the named replacement policy.
     pub fn new(file: Arc<DbFile>, frames: usize, policy: &str) -> StorageResult<Arc<Self>> {
@@ -142,60 +527,83 @@ impl BufferManager {
         let arena = AlignedBuf::new(frames * page_size);
         let frame_vec: Vec<Frame> = (0..frames)
             .map(|_| Frame {
-                pin: AtomicU32::new(0),
-                state: AtomicU8::new(FREE),
+                state: AtomicU64::new(0),
                 page: AtomicU64::new(u64::MAX),
                 resident: AtomicBool::new(false),
+                logged: AtomicU64::new(0),
             })
             .collect();
-        Ok(Arc::new(BufferManager {
+        let core = Arc::new(Core {
             file,
             page_size,
             arena,
             frames: frame_vec.into_boxed_slice(),
+            table: PageTable::new(),
+            hit_kind: AtomicU8::new(hit_kind_code(policy.hit_kind())),
+            round: AtomicU64::new(1),
             inner: Mutex::new(Inner {
-                table: HashMap::with_capacity(frames),
                 free: (0..frames as u32).rev().collect(),
                 policy,
                 objects: Arc::new(ObjectMap::new()),
                 resident: Vec::new(),
             }),
             loaded: Condvar::new(),
+            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
             waiters: waiters::Waiters::default(),
             counters: Counters::default(),
             trace: trace::Tracer::default(),
-        }))
+        });
+        let handles = (0..SLOTS)
+            .map(|_| Arc::new(Handle { core: core.clone() }))
+            .collect();
+        Ok(Arc::new(BufferManager { core, handles }))
+    }
+
+    fn handle(&self, slot: usize) -> Arc<Handle> {
+        self.handles[slot].clone()
     }
 
     pub fn file(&self) -> &Arc<DbFile> {
-        &self.file
+        &self.core.file
     }
 
     pub fn page_size(&self) -> usize {
-        self.page_size
+        self.core.page_size
     }
 
     /// Number of frames.
     pub fn capacity(&self) -> usize {
-        self.frames.len()
+        self.core.frames.len()
     }
 
     /// Name of the replacement policy in use.
     pub fn policy_name(&self) -> &'static str {
-        self.lock().policy.name()
+        self.core.lock().policy.name()
     }
 
     /// Replaces the policy; resident pages are handed to the new one.
     pub fn set_policy(&self, name: &str) -> StorageResult<()> {
-        let mut policy = kura_cache::make_buffer_policy(name, self.frames.len())
+        let core = &*self.core;
+        let mut policy = kura_cache::make_buffer_policy(name, core.frames.len())
             .map_err(|e| StorageError::Policy(e.to_string()))?;
-        let mut inner = self.lock();
+        let mut inner = core.lock();
+        // Hits logged for the old policy mean nothing to the new one.
+        for slot in core.slots.iter() {
+            slot.log().clear();
+        }
         policy.set_objects(inner.objects.clone());
-        for (&page, &f) in inner.table.iter() {
-            if !self.frames[f as usize].resident.load(Ordering::Acquire) {
+        core.round.fetch_add(1, Ordering::Relaxed);
+        for (f, frame) in core.frames.iter().enumerate() {
+            let st = frame.state.load(Ordering::Acquire);
+            let page = frame.page.load(Ordering::Acquire);
+            let listed =
+                matches!(kind(st), READY | LOADING) && core.table.get(page) == Some(f as u32);
+            if listed && !frame.resident.load(Ordering::Acquire) {
                 policy.insert(page);
             }
         }
+        core.hit_kind
+            .store(hit_kind_code(policy.hit_kind()), Ordering::Relaxed);
         inner.policy = policy;
         Ok(())
     }
@@ -203,19 +611,19 @@ impl BufferManager {
     /// Tells the replacement policy which object each page belongs to (kept
     /// across [`BufferManager::set_policy`]).
     pub fn set_objects(&self, objects: Arc<ObjectMap>) {
-        let mut inner = self.lock();
+        let mut inner = self.core.lock();
         inner.policy.set_objects(objects.clone());
         inner.objects = objects;
     }
 
     /// Frames held resident right now.
     pub fn resident_frames(&self) -> usize {
-        self.lock().resident.len()
+        self.core.lock().resident.len()
     }
 
     /// Frames queries may use: all but those held resident.
     pub fn available_frames(&self) -> usize {
-        self.frames.len() - self.lock().resident.len()
+        self.core.frames.len() - self.core.lock().resident.len()
     }
 
     /// Holds `pages` in the pool until [`BufferManager::release_resident`]:
@@ -224,14 +632,15 @@ impl BufferManager {
     /// anything is read, when the resident pages would leave fewer than
     /// [`frames_reserved_for_queries`] frames. Returns the frames now resident.
     pub fn make_resident(self: &Arc<Self>, pages: &[PageId]) -> StorageResult<usize> {
-        let frames = self.frames.len();
+        let core = &*self.core;
+        let frames = core.frames.len();
         let reserve = frames_reserved_for_queries(frames);
         let already: std::collections::HashSet<PageId> = {
-            let inner = self.lock();
+            let inner = core.lock();
             inner
                 .resident
                 .iter()
-                .map(|&f| self.frames[f as usize].page.load(Ordering::Acquire))
+                .map(|&f| core.frames[f as usize].page.load(Ordering::Acquire))
                 .collect()
         };
         let mut wanted: Vec<PageId> = Vec::with_capacity(pages.len());
@@ -255,12 +664,14 @@ impl BufferManager {
                 // A private copy holds no frame; nothing to keep.
                 continue;
             }
-            let mut inner = self.lock();
-            let frame = &self.frames[guard.frame as usize];
-            if frame.state.load(Ordering::Acquire) == READY
+            let mut inner = core.lock();
+            core.drain_hits(&mut inner);
+            let frame = &core.frames[guard.frame as usize];
+            if kind(frame.state.load(Ordering::Acquire)) == READY
                 && !frame.resident.swap(true, Ordering::AcqRel)
             {
-                frame.pin.fetch_add(1, Ordering::AcqRel);
+                // The guard's pin keeps the frame from being latched meanwhile.
+                frame.state.fetch_add(1, Ordering::AcqRel);
                 inner.policy.remove(page);
                 inner.resident.push(guard.frame);
             }
@@ -272,104 +683,108 @@ impl BufferManager {
 
     /// Lets every resident page be evicted again (they stay cached until then).
     pub fn release_resident(&self) {
-        let mut inner = self.lock();
+        let core = &*self.core;
+        let mut inner = core.lock();
+        core.drain_hits(&mut inner);
         let frames = std::mem::take(&mut inner.resident);
         for f in frames {
-            let frame = &self.frames[f as usize];
+            let frame = &core.frames[f as usize];
             if !frame.resident.swap(false, Ordering::AcqRel) {
                 continue;
             }
-            if frame.state.load(Ordering::Acquire) == READY {
+            if kind(frame.state.load(Ordering::Acquire)) == READY {
                 let page = frame.page.load(Ordering::Acquire);
                 // Room is guaranteed: resident frames were outside the policy.
                 inner.policy.insert(page);
             }
-            self.unpin_locked(&mut inner, f);
+            core.unpin_locked(&mut inner, f);
         }
     }
 
     pub fn stats(&self) -> BufferStats {
-        self.counters.snapshot()
+        let slots = &self.core.slots;
+        self.core
+            .counters
+            .snapshot(|| slots.iter().map(|s| s.fixes.load(Ordering::Relaxed)).sum())
     }
 
     /// Records the page ids asked for (`TraceKind::Requests`) or read from disk
     /// (`TraceKind::Reads`) into a text file, one id per line (`kura cachesim` input).
     pub fn start_trace(&self, kind: TraceKind, path: &std::path::Path) -> StorageResult<()> {
-        self.trace.start(kind, path)
+        self.core.trace.start(kind, path)
     }
 
     /// Stops tracing and flushes the trace files.
     pub fn stop_trace(&self) -> StorageResult<()> {
-        self.trace.stop()
+        self.core.trace.stop()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding this lock leaves the maps consistent (no partial
-        // updates span a panic point), so a poisoned lock is safe to reuse.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Non-blocking fix (see the module doc).
+    /// Non-blocking fix (see the module doc). A hit takes no lock: a look-up in
+    /// the page table, one compare-and-swap on the frame's state word, and at most
+    /// a store to the frame and a push to this thread's log for the policy.
+    #[inline]
     pub fn try_fix(self: &Arc<Self>, page: PageId) -> StorageResult<FixAttempt> {
-        self.counters.fixes.fetch_add(1, Ordering::Relaxed);
-        self.trace.request(page);
-        let mut inner = self.lock();
-        if let Some(&f) = inner.table.get(&page) {
-            let frame = &self.frames[f as usize];
-            frame.pin.fetch_add(1, Ordering::AcqRel);
-            return Ok(match frame.state.load(Ordering::Acquire) {
-                READY => {
-                    if !frame.resident.load(Ordering::Relaxed) {
-                        inner.policy.access(page);
-                    }
-                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    FixAttempt::Hit(PageGuard {
-                        bm: self.clone(),
-                        frame: f,
-                        page,
-                        private: None,
-                    })
-                }
-                _ => {
-                    // Loading: the page will be served by someone else's read.
-                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    FixAttempt::InFlight(InFlight {
-                        bm: self.clone(),
-                        frame: f,
-                        page,
-                    })
-                }
-            });
-        }
-        self.counters.misses.fetch_add(1, Ordering::Relaxed);
-        let f = match inner.free.pop() {
-            Some(f) => f,
-            None => {
-                let Inner { table, policy, .. } = &mut *inner;
-                let frames = &self.frames;
-                let victim = policy.evict_for(page, &mut |p| {
-                    table
-                        .get(&p)
-                        .is_some_and(|&f| frames[f as usize].pin.load(Ordering::Acquire) == 0)
-                });
-                match victim {
-                    Some(v) => table.remove(&v).expect("policy and page table agree"),
-                    None => {
-                        return Err(StorageError::BufferExhausted {
-                            frames: self.frames.len(),
-                        })
-                    }
-                }
+        let slot = slot_index();
+        let core = &*self.core;
+        core.slots[slot].fixes.fetch_add(1, Ordering::Relaxed);
+        core.trace.request(page);
+        if let Some(f) = core.table.get(page) {
+            if let Some(k) = core.try_pin(f, page) {
+                return Ok(self.pinned(slot, f, page, k));
             }
+        }
+        self.fix_slow(slot, page)
+    }
+
+    /// A pinned frame of `page` as a fix's answer.
+    #[inline]
+    fn pinned(&self, slot: usize, f: u32, page: PageId, k: u64) -> FixAttempt {
+        if k == READY {
+            self.core.note_hit(slot, f, page);
+            FixAttempt::Hit(PageGuard {
+                h: self.handle(slot),
+                frame: f,
+                page,
+                private: None,
+            })
+        } else {
+            // Loading: the page will be served by someone else's read.
+            FixAttempt::InFlight(InFlight {
+                h: self.handle(slot),
+                frame: f,
+                page,
+                pinned: true,
+            })
+        }
+    }
+
+    /// The fix of a page the lock-free look-up did not pin: under the lock the
+    /// page table is exact, so the page is either pinned now or missing.
+    fn fix_slow(self: &Arc<Self>, slot: usize, page: PageId) -> StorageResult<FixAttempt> {
+        let core = &*self.core;
+        let mut inner = core.lock();
+        if let Some(f) = core.table.get(page) {
+            // Listed under the lock: ready or loading, unlatched, holding `page`.
+            return match core.try_pin(f, page) {
+                Some(k) => {
+                    drop(inner);
+                    Ok(self.pinned(slot, f, page, k))
+                }
+                None => Err(StorageError::Invalid(format!(
+                    "buffer pool: page {page} is listed in frame {f}, which does not hold it"
+                ))),
+            };
+        }
+        core.counters.misses.fetch_add(1, Ordering::Relaxed);
+        core.drain_hits(&mut inner);
+        let Some(f) = core.take_frame(&mut inner, page) else {
+            return Err(StorageError::BufferExhausted {
+                frames: core.frames.len(),
+            });
         };
-        let frame = &self.frames[f as usize];
-        frame.pin.store(1, Ordering::Release);
-        frame.state.store(LOADING, Ordering::Release);
-        frame.page.store(page, Ordering::Release);
-        inner.table.insert(page, f);
-        inner.policy.insert(page);
+        core.assign(&mut inner, f, page);
         Ok(FixAttempt::Miss(ReadTicket {
-            bm: self.clone(),
+            h: self.handle(slot),
             frame: f,
             page,
             done: false,
@@ -383,32 +798,20 @@ impl BufferManager {
     /// the ticket; dropping the resulting guard leaves the page resident, unpinned.
     /// Not counted as a fix, so hit ratios still describe what queries asked for.
     pub fn try_prefetch(self: &Arc<Self>, page: PageId) -> Option<ReadTicket> {
-        let mut inner = self.lock();
-        if inner.table.contains_key(&page) {
+        let core = &*self.core;
+        if core.table.get(page).is_some() {
             return None;
         }
-        let f = match inner.free.pop() {
-            Some(f) => f,
-            None => {
-                let Inner { table, policy, .. } = &mut *inner;
-                let frames = &self.frames;
-                let victim = policy.evict_for(page, &mut |p| {
-                    table
-                        .get(&p)
-                        .is_some_and(|&f| frames[f as usize].pin.load(Ordering::Acquire) == 0)
-                })?;
-                table.remove(&victim)?
-            }
-        };
-        self.counters.prefetch_reads.fetch_add(1, Ordering::Relaxed);
-        let frame = &self.frames[f as usize];
-        frame.pin.store(1, Ordering::Release);
-        frame.state.store(LOADING, Ordering::Release);
-        frame.page.store(page, Ordering::Release);
-        inner.table.insert(page, f);
-        inner.policy.insert(page);
+        let mut inner = core.lock();
+        if core.table.get(page).is_some() {
+            return None;
+        }
+        core.drain_hits(&mut inner);
+        let f = core.take_frame(&mut inner, page)?;
+        core.counters.prefetch_reads.fetch_add(1, Ordering::Relaxed);
+        core.assign(&mut inner, f, page);
         Some(ReadTicket {
-            bm: self.clone(),
+            h: self.handle(slot_index()),
             frame: f,
             page,
             done: false,
@@ -433,7 +836,7 @@ impl BufferManager {
         let mut read = 0;
         let mut run: Vec<ReadTicket> = Vec::new();
         let mut scratch =
-            AlignedBuf::new(self.page_size * MAX_READ_PAGES.min(tickets.len().max(1)));
+            AlignedBuf::new(self.core.page_size * MAX_READ_PAGES.min(tickets.len().max(1)));
         for t in tickets {
             let extends = run
                 .last()
@@ -451,10 +854,13 @@ impl BufferManager {
 
     /// Reads a run of consecutive reserved pages with one request.
     fn read_run(&self, run: Vec<ReadTicket>, scratch: &mut AlignedBuf) -> usize {
-        let ps = self.page_size;
+        let ps = self.core.page_size;
         let bytes = run.len() * ps;
         observer::note(SyncRead::Submitted);
-        let r = self.file.read_pages_raw(run[0].page, &mut scratch[..bytes]);
+        let r = self
+            .core
+            .file
+            .read_pages_raw(run[0].page, &mut scratch[..bytes]);
         observer::note(SyncRead::Completed);
         let mut read = 0;
         for (i, mut t) in run.into_iter().enumerate() {
@@ -480,7 +886,7 @@ impl BufferManager {
                 FixAttempt::Hit(g) => return Ok(g),
                 FixAttempt::Miss(mut t) => {
                     observer::note(SyncRead::Submitted);
-                    let r = self.file.read_page_raw(page, t.buffer());
+                    let r = self.core.file.read_page_raw(page, t.buffer());
                     observer::note(SyncRead::Completed);
                     return self.complete(t, r);
                 }
@@ -501,15 +907,16 @@ impl BufferManager {
     /// Reads `page` into a buffer of its own (checked like any page), for a
     /// thread that may not wait for the read already under way.
     fn read_private(self: &Arc<Self>, page: PageId) -> StorageResult<PageGuard> {
+        let core = &*self.core;
         // Aligned: the file may be open with O_DIRECT.
-        let mut buf = crate::file::aligned::AlignedBuf::new(self.page_size);
+        let mut buf = crate::file::aligned::AlignedBuf::new(core.page_size);
         observer::note(SyncRead::Submitted);
-        let r = self.file.read_page_raw(page, &mut buf);
+        let r = core.file.read_page_raw(page, &mut buf);
         observer::note(SyncRead::Completed);
         r?;
-        self.file.verify_page(page, &buf[..self.page_size])?;
+        core.file.verify_page(page, &buf[..core.page_size])?;
         Ok(PageGuard {
-            bm: self.clone(),
+            h: self.handle(slot_index()),
             frame: u32::MAX,
             page,
             private: Some(buf),
@@ -520,129 +927,81 @@ impl BufferManager {
     /// ticket's buffer. Verifies the checksum and wakes the waiters.
     pub fn complete(
         &self,
-        mut ticket: ReadTicket,
+        ticket: ReadTicket,
         read: StorageResult<()>,
     ) -> StorageResult<PageGuard> {
-        ticket.done = true;
-        let frame = &self.frames[ticket.frame as usize];
-        let result = read.and_then(|_| {
-            self.file
-                .verify_page(ticket.page, self.frame_bytes(ticket.frame))
-        });
-        match result {
-            Ok(()) => {
-                self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .bytes_read
-                    .fetch_add(self.page_size as u64, Ordering::Relaxed);
-                self.trace.read(ticket.page);
-                {
-                    let _inner = self.lock();
-                    frame.state.store(READY, Ordering::Release);
-                    self.loaded.notify_all();
-                }
-                self.waiters.wake(ticket.frame);
-                Ok(PageGuard {
-                    bm: ticket.bm.clone(),
-                    frame: ticket.frame,
-                    page: ticket.page,
-                    private: None,
-                })
-            }
-            Err(e) => {
-                let mut inner = self.lock();
-                inner.table.remove(&ticket.page);
-                inner.policy.remove(ticket.page);
-                frame.state.store(DETACHED, Ordering::Release);
-                self.unpin_locked(&mut inner, ticket.frame);
-                self.loaded.notify_all();
-                drop(inner);
-                self.waiters.wake(ticket.frame);
-                Err(e)
-            }
-        }
+        self.core.complete(ticket, read)
     }
 
     /// Drops a cached copy of `page` (its id is about to hold new contents).
     pub fn invalidate(&self, page: PageId) {
-        let mut inner = self.lock();
-        if let Some(f) = inner.table.remove(&page) {
-            inner.policy.remove(page);
-            let frame = &self.frames[f as usize];
-            if frame.resident.swap(false, Ordering::AcqRel) {
-                // Its resident pin goes with it (the index was dropped).
-                inner.resident.retain(|&r| r != f);
-                frame.pin.fetch_sub(1, Ordering::AcqRel);
-            }
-            if frame.pin.load(Ordering::Acquire) == 0 {
-                frame.state.store(FREE, Ordering::Release);
-                inner.free.push(f);
-            } else {
-                frame.state.store(DETACHED, Ordering::Release);
+        let core = &*self.core;
+        let mut inner = core.lock();
+        core.drain_hits(&mut inner);
+        let Some(f) = core.table.remove(page) else {
+            return;
+        };
+        inner.policy.remove(page);
+        let frame = &core.frames[f as usize];
+        if frame.resident.swap(false, Ordering::AcqRel) {
+            // Its resident pin goes with it (the index was dropped).
+            inner.resident.retain(|&r| r != f);
+            frame.state.fetch_sub(1, Ordering::AcqRel);
+        }
+        // Unpinned: straight back to the free list (the CAS fails if a reader
+        // pinned it meanwhile). Pinned: detached, freed by its last unpin.
+        loop {
+            let st = frame.state.load(Ordering::Acquire);
+            if pins(st) == 0 {
+                if frame
+                    .state
+                    .compare_exchange(
+                        st,
+                        fresh_state(st, FREE, 0),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                    .is_ok()
+                {
+                    inner.free.push(f);
+                    return;
+                }
+            } else if frame
+                .state
+                .compare_exchange(
+                    st,
+                    (st & !KIND_MASK) | (DETACHED << KIND_SHIFT),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                return;
             }
         }
     }
 
     /// Counts pages written to the file by the storage layer.
     pub(crate) fn note_written(&self, pages: u64) {
-        self.counters
-            .pages_written
-            .fetch_add(pages, Ordering::Relaxed);
-        self.counters
-            .bytes_written
-            .fetch_add(pages * self.page_size as u64, Ordering::Relaxed);
-    }
-
-    fn frame_bytes(&self, f: u32) -> &[u8] {
-        let start = f as usize * self.page_size;
-        &self.arena[start..start + self.page_size]
-    }
-
-    /// Frame memory for the one party allowed to write it (the ticket holder).
-    #[allow(clippy::mut_from_ref)]
-    fn frame_bytes_mut(&self, f: u32) -> &mut [u8] {
-        let start = f as usize * self.page_size;
-        // SAFETY: only the holder of the frame's ReadTicket writes a LOADING frame
-        // and nobody reads it before `complete` publishes READY under the lock.
-        unsafe { std::slice::from_raw_parts_mut(self.arena.as_ptr().add(start), self.page_size) }
-    }
-
-    fn unpin(&self, f: u32) {
-        let frame = &self.frames[f as usize];
-        if frame.pin.fetch_sub(1, Ordering::AcqRel) == 1
-            && frame.state.load(Ordering::Acquire) == DETACHED
-        {
-            let mut inner = self.lock();
-            if frame.pin.load(Ordering::Acquire) == 0
-                && frame.state.load(Ordering::Acquire) == DETACHED
-            {
-                frame.state.store(FREE, Ordering::Release);
-                inner.free.push(f);
-            }
-        }
-    }
-
-    fn unpin_locked(&self, inner: &mut Inner, f: u32) {
-        let frame = &self.frames[f as usize];
-        if frame.pin.fetch_sub(1, Ordering::AcqRel) == 1
-            && frame.state.load(Ordering::Acquire) == DETACHED
-        {
-            frame.state.store(FREE, Ordering::Release);
-            inner.free.push(f);
-        }
+        let c = &self.core.counters;
+        c.pages_written.fetch_add(pages, Ordering::Relaxed);
+        c.bytes_written
+            .fetch_add(pages * self.core.page_size as u64, Ordering::Relaxed);
     }
 
     /// Pinned frames right now (tests: every guard dropped means zero).
     pub fn pinned_frames(&self) -> usize {
-        self.frames
+        self.core
+            .frames
             .iter()
-            .filter(|f| f.pin.load(Ordering::Acquire) > 0)
+            .filter(|f| pins(f.state.load(Ordering::Acquire)) > 0)
             .count()
     }
 
     /// Pages resident right now.
     pub fn resident_pages(&self) -> usize {
-        self.lock().table.len()
+        let _inner = self.core.lock();
+        self.core.resident_count()
     }
 }
 
@@ -652,7 +1011,7 @@ impl ReadTicket {
     }
     /// The frame's whole page buffer (aligned, page-sized) to read into.
     pub fn buffer(&mut self) -> &mut [u8] {
-        self.bm.frame_bytes_mut(self.frame)
+        self.h.core.frame_bytes_mut(self.frame)
     }
 }
 
@@ -660,14 +1019,16 @@ impl Drop for ReadTicket {
     fn drop(&mut self) {
         if !self.done {
             // Abandoned (e.g. a cancelled task): release the frame as a failed read.
-            let bm = self.bm.clone();
             let t = ReadTicket {
-                bm: bm.clone(),
+                h: self.h.clone(),
                 frame: self.frame,
                 page: self.page,
                 done: true,
             };
-            let _ = bm.complete(t, Err(StorageError::Invalid("page read abandoned".into())));
+            let _ = self
+                .h
+                .core
+                .complete(t, Err(StorageError::Invalid("page read abandoned".into())));
         }
     }
 }
@@ -679,10 +1040,11 @@ impl InFlight {
 
     /// Whether the read finished (either way); `wait` then returns at once.
     pub fn is_done(&self) -> bool {
-        self.bm.frames[self.frame as usize]
-            .state
-            .load(Ordering::Acquire)
-            != LOADING
+        kind(
+            self.h.core.frames[self.frame as usize]
+                .state
+                .load(Ordering::Acquire),
+        ) != LOADING
     }
 
     /// Asks for `waker` to be woken when the other read completes; returns whether
@@ -693,7 +1055,7 @@ impl InFlight {
         if self.is_done() {
             return true;
         }
-        self.bm.waiters.register(self.frame, waker);
+        self.h.core.waiters.register(self.frame, waker);
         // `complete` publishes the state before waking: re-checking after
         // registering means a completion in between is never missed.
         self.is_done()
@@ -701,30 +1063,29 @@ impl InFlight {
 
     /// Blocks until the other read completes: the pinned page, or `None` if that
     /// read failed (the caller retries the fix).
-    pub fn wait(self) -> Option<PageGuard> {
-        let bm = self.bm.clone();
-        let frame = &bm.frames[self.frame as usize];
-        let mut inner = bm.lock();
-        while frame.state.load(Ordering::Acquire) == LOADING {
-            inner = bm.loaded.wait(inner).unwrap_or_else(|p| p.into_inner());
+    pub fn wait(mut self) -> Option<PageGuard> {
+        let h = self.h.clone();
+        let core = &*h.core;
+        let frame = &core.frames[self.frame as usize];
+        let mut inner = core.lock();
+        while kind(frame.state.load(Ordering::Acquire)) == LOADING {
+            inner = core.loaded.wait(inner).unwrap_or_else(|p| p.into_inner());
         }
-        let ok = frame.state.load(Ordering::Acquire) == READY;
-        let (f, page) = (self.frame, self.page);
-        // The pin passes to the guard (or is released below), so `self` must not
-        // unpin on drop; its `Arc` is released normally.
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again after the Arc is moved out.
-        drop(unsafe { std::ptr::read(&this.bm) });
+        // Not ready: the read failed, or the page was invalidated while it was
+        // read; either way the caller fixes it afresh.
+        let ok = kind(frame.state.load(Ordering::Acquire)) == READY;
+        // The pin passes to the guard (or is released here), not on drop.
+        self.pinned = false;
         if ok {
             drop(inner);
             Some(PageGuard {
-                bm: bm.clone(),
-                frame: f,
-                page,
+                h: h.clone(),
+                frame: self.frame,
+                page: self.page,
                 private: None,
             })
         } else {
-            bm.unpin_locked(&mut inner, f);
+            core.unpin_locked(&mut inner, self.frame);
             None
         }
     }
@@ -732,7 +1093,9 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.bm.unpin(self.frame);
+        if self.pinned {
+            self.h.core.unpin(self.frame);
+        }
     }
 }
 
@@ -751,7 +1114,7 @@ impl PageGuard {
     pub fn kind(&self) -> Option<crate::file::page::PageKind> {
         let whole = match &self.private {
             Some(copy) => &copy[..PAGE_HEADER],
-            None => &self.bm.frame_bytes(self.frame)[..PAGE_HEADER],
+            None => &self.h.core.frame_bytes(self.frame)[..PAGE_HEADER],
         };
         crate::file::page::kind(whole)
     }
@@ -759,18 +1122,78 @@ impl PageGuard {
 
 impl std::ops::Deref for PageGuard {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         match &self.private {
-            Some(copy) => &copy[PAGE_HEADER..self.bm.page_size],
-            None => &self.bm.frame_bytes(self.frame)[PAGE_HEADER..],
+            Some(copy) => &copy[PAGE_HEADER..self.h.core.page_size],
+            None => &self.h.core.frame_bytes(self.frame)[PAGE_HEADER..],
         }
     }
 }
 
 impl Drop for PageGuard {
+    #[inline]
     fn drop(&mut self) {
         if self.private.is_none() {
-            self.bm.unpin(self.frame);
+            self.h.core.unpin(self.frame);
         }
+    }
+}
+
+impl BufferManager {
+    /// Checks the pool's bookkeeping (tests and stress runs, with no fix in
+    /// progress): every frame is free and on the free list once, or holds a
+    /// page listed in the page table (and, unless resident, in the policy), or
+    /// is detached and still pinned; no frame is latched.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let core = &*self.core;
+        let mut inner = core.lock();
+        core.drain_hits(&mut inner);
+        let mut on_free = vec![false; core.frames.len()];
+        for &f in &inner.free {
+            if std::mem::replace(&mut on_free[f as usize], true) {
+                return Err(format!("frame {f} is on the free list twice"));
+            }
+        }
+        let mut in_policy = 0;
+        for (f, frame) in core.frames.iter().enumerate() {
+            let st = frame.state.load(Ordering::Acquire);
+            let page = frame.page.load(Ordering::Acquire);
+            if st & LATCH != 0 {
+                return Err(format!("frame {f} is latched"));
+            }
+            let resident = frame.resident.load(Ordering::Acquire);
+            match kind(st) {
+                FREE if !on_free[f] => return Err(format!("free frame {f} is lost")),
+                FREE => {}
+                _ if on_free[f] => return Err(format!("frame {f} is in use and on the free list")),
+                READY | LOADING => {
+                    if core.table.get(page) != Some(f as u32) {
+                        return Err(format!("frame {f} holds page {page}, not listed there"));
+                    }
+                    if resident != inner.resident.contains(&(f as u32)) {
+                        return Err(format!("frame {f}: resident flag and list disagree"));
+                    }
+                    if !resident {
+                        if !inner.policy.contains(page) {
+                            return Err(format!("page {page} (frame {f}) is not in the policy"));
+                        }
+                        in_policy += 1;
+                    }
+                }
+                _ => {
+                    if pins(st) == 0 {
+                        return Err(format!("detached frame {f} has no pin and is lost"));
+                    }
+                }
+            }
+        }
+        if inner.policy.len() != in_policy {
+            return Err(format!(
+                "the policy holds {} pages, the frames {in_policy}",
+                inner.policy.len()
+            ));
+        }
+        Ok(())
     }
 }

@@ -2,10 +2,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The counters of the slow paths. Fixes are counted per thread slot (the hit
+/// path touches no shared line), and hits are fixes less misses.
 #[derive(Default)]
 pub(super) struct Counters {
-    pub fixes: AtomicU64,
-    pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub pages_read: AtomicU64,
     pub pages_written: AtomicU64,
@@ -31,12 +31,16 @@ pub struct BufferStats {
 }
 
 impl Counters {
-    pub fn snapshot(&self) -> BufferStats {
+    /// `fixes` sums the per-slot fix counters; read after the misses, so every
+    /// miss counted has its fix counted too and hits never go negative.
+    pub fn snapshot(&self, fixes: impl FnOnce() -> u64) -> BufferStats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let misses = l(&self.misses);
+        let fixes = fixes();
         BufferStats {
-            fixes: l(&self.fixes),
-            hits: l(&self.hits),
-            misses: l(&self.misses),
+            fixes,
+            hits: fixes.saturating_sub(misses),
+            misses,
             pages_read: l(&self.pages_read),
             pages_written: l(&self.pages_written),
             bytes_read: l(&self.bytes_read),
