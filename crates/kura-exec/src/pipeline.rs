@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use kura_common::Batch;
+use kura_common::{probe, Batch};
 use kura_storage::{BufferManager, PageGuard, PageId, StorageResult};
 
 use crate::context::{ExecContext, ExecutionMode};
@@ -181,6 +181,7 @@ impl Pipeline {
                 ExecutionMode::OutOfOrder => run_out_of_order(&run, range.clone())?,
             };
             let t0 = Instant::now();
+            let _mark = probe::enter(sink_node, sink_node);
             for local in locals {
                 sink.merge(local, ctx)?;
             }
@@ -414,6 +415,7 @@ impl Run {
             started = Instant::now();
             Ok(more)
         };
+        let _mark = probe::enter(self.source_node, self.sink_node);
         self.source.produce(morsel, ctx, &mut emit)
     }
 
@@ -424,6 +426,7 @@ impl Run {
         let ctx = &self.ctx;
         let Some((node, t)) = self.transforms.get(i) else {
             let t0 = Instant::now();
+            let _mark = probe::enter(self.sink_node, self.sink_node);
             self.sink.consume(local, batch, ctx)?;
             let ns = t0.elapsed().as_nanos() as u64;
             ctx.record(self.sink_node, |s| s.nanos += ns);
@@ -431,6 +434,7 @@ impl Run {
         };
         let t0 = Instant::now();
         let mut downstream_ns = 0u64;
+        let _mark = probe::enter(*node, self.sink_node);
         let more = t.apply_each(batch, ctx, &mut |b: Batch| {
             ctx.record(*node, |s| s.rows_out += b.len() as u64);
             if b.is_empty() {
