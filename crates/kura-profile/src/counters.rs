@@ -153,33 +153,46 @@ impl GroupReader for PerfGroup {
     }
 }
 
+/// Opens a group of `events` on thread `tid` (0: the calling thread); with
+/// `inherit`, threads it creates later count into it.
+pub(crate) fn open_perf_group(
+    events: &[Event],
+    tid: u32,
+    inherit: bool,
+) -> Result<Box<dyn GroupReader>, ProfileError> {
+    let (first, rest) = events
+        .split_first()
+        .ok_or_else(|| ProfileError::Invalid("an empty counter group".into()))?;
+    let mut opts = Opts::default();
+    opts.stat_format.siblings = true;
+    if inherit {
+        opts.inherit = Some(perf_event_open::config::Inherit::NewChild);
+    }
+    let leader = with_perf_event!(*first, None::<u32>, |ev| Counter::new(
+        ev,
+        (Proc(tid), Cpu::ALL),
+        &opts
+    ))
+    .map_err(|e| open_error(*first, e))?;
+    let mut group = CounterGroup::from(leader);
+    for e in rest {
+        let mut sibling = perf_event_open::config::sibling::Opts::default();
+        // The kernel wants every member of an inherited group inherited too.
+        if inherit {
+            sibling.inherit = Some(perf_event_open::config::Inherit::NewChild);
+        }
+        with_perf_event!(*e, None::<u32>, |ev| group.add(ev, &sibling))
+            .map_err(|err| open_error(*e, err))?;
+    }
+    group
+        .enable()
+        .map_err(|e| ProfileError::io("enabling a counter group", e))?;
+    Ok(Box::new(PerfGroup { group }))
+}
+
 impl CounterSource for PerfSource {
     fn open_group(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
-        let (first, rest) = events
-            .split_first()
-            .ok_or_else(|| ProfileError::Invalid("an empty counter group".into()))?;
-        let mut opts = Opts::default();
-        opts.stat_format.siblings = true;
-        opts.exclude.kernel = false;
-        // Counting starts at once: the group lives as long as the thread's profile.
-        opts.enable = true;
-        let leader = with_perf_event!(*first, None::<u32>, |ev| Counter::new(
-            ev,
-            (Proc::CURRENT, Cpu::ALL),
-            &opts
-        ))
-        .map_err(|e| open_error(*first, e))?;
-        let mut group = CounterGroup::from(leader);
-        for e in rest {
-            let mut sibling = perf_event_open::config::sibling::Opts::default();
-            sibling.exclude.kernel = false;
-            with_perf_event!(*e, None::<u32>, |ev| group.add(ev, &sibling))
-                .map_err(|err| open_error(*e, err))?;
-        }
-        group
-            .enable()
-            .map_err(|e| ProfileError::io("enabling a counter group", e))?;
-        Ok(Box::new(PerfGroup { group }))
+        open_perf_group(events, 0, false)
     }
 }
 

@@ -4,13 +4,21 @@
 //! hardware performance counters, a simulated path that replays a recorded
 //! memory-access stream through kura-cache's CPU-cache model.
 
+pub mod analyze;
+pub mod api;
 pub mod attribution;
 pub mod counters;
+pub mod diff;
 pub mod error;
 pub mod events;
+pub mod overhead;
 pub mod records;
+pub mod report;
+pub mod run;
 pub mod sampling;
 pub mod symbolize;
 
+pub use api::{Profiler, Reading};
 pub use error::ProfileError;
 pub use events::{Event, Pmu};
+pub use report::Profile;
