@@ -33,6 +33,11 @@ pub fn strip_hash(name: &str) -> &str {
     }
 }
 
+/// A function of kura's own crates (also a trait method of one of its types).
+pub fn is_kura(name: &str) -> bool {
+    name.trim_start_matches('<').starts_with("kura")
+}
+
 /// The path relative to the workspace when the file is one of kura's crates
 /// (`crates/kura-exec/src/...`), else the file name: no machine's paths in reports.
 fn short_path(path: &std::path::Path) -> String {
@@ -99,8 +104,19 @@ impl Symbolize for ProcessSymbolizer {
                             .find(|c| c.to_path().to_string_lossy().contains("crates/kura"))
                             .or(places.first())
                             .copied();
+                        // Generic std code (iterators, Vec building) runs kura's
+                        // closures inlined into it: the innermost kura function
+                        // in the inline chain says whose work it is.
+                        let function = sym
+                            .inlined
+                            .iter()
+                            .rev()
+                            .map(|f| f.name.as_ref())
+                            .chain(std::iter::once(sym.name.as_ref()))
+                            .find(|n| is_kura(n))
+                            .unwrap_or(&sym.name);
                         Frame {
-                            function: strip_hash(&sym.name).to_string(),
+                            function: strip_hash(function).to_string(),
                             line: code.and_then(|c| {
                                 c.line.map(|l| format!("{}:{l}", short_path(&c.to_path())))
                             }),
