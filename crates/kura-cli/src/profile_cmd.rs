@@ -174,8 +174,10 @@ pub fn run(
         let periods = [base / 10, base / 4, base, base * 4];
         let periods: Vec<u64> = periods.into_iter().filter(|p| *p > 0).collect();
         let mut all = || -> Result<(), String> {
-            for (name, sql) in &queries {
-                execute(&mut session, sql).map_err(|e| format!("{name}: {e}"))?;
+            for _ in 0..args.repeat.max(1) {
+                for (name, sql) in &queries {
+                    execute(&mut session, sql).map_err(|e| format!("{name}: {e}"))?;
+                }
             }
             Ok(())
         };

@@ -23,8 +23,13 @@ struct ThreadGroup {
     last: Vec<u64>,
 }
 
+/// A thread's transition log, shared with the observer that reads it: each
+/// thread appends to its own (uncontended) log rather than to one for all.
+type Log = Arc<Mutex<Vec<(u64, Mark)>>>;
+
 thread_local! {
     static GROUP: RefCell<Option<ThreadGroup>> = const { RefCell::new(None) };
+    static LOG: RefCell<Option<(u64, Log)>> = const { RefCell::new(None) };
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock perf samples are stamped with
@@ -86,6 +91,8 @@ pub struct OperatorObserver {
     counting: Option<(Arc<dyn CounterSource>, Vec<Event>)>,
     log_transitions: bool,
     data: Mutex<OperatorData>,
+    /// Every thread's log, by thread id.
+    logs: Mutex<HashMap<u32, Log>>,
 }
 
 impl OperatorObserver {
@@ -100,13 +107,42 @@ impl OperatorObserver {
             counting,
             log_transitions,
             data: Mutex::new(OperatorData::default()),
+            logs: Mutex::new(HashMap::new()),
         }
     }
 
     /// Hands over what was gathered since the last take and starts afresh (one
     /// take per query).
     pub fn take(&self) -> OperatorData {
-        std::mem::take(&mut *self.data.lock().unwrap_or_else(|p| p.into_inner()))
+        let mut d = std::mem::take(&mut *self.data.lock().unwrap_or_else(|p| p.into_inner()));
+        for (tid, log) in self.logs.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let entries = std::mem::take(&mut *log.lock().unwrap_or_else(|p| p.into_inner()));
+            if !entries.is_empty() {
+                d.transitions.insert(*tid, entries);
+            }
+        }
+        d
+    }
+
+    /// Appends to the calling thread's log (registering it on first use).
+    fn log(&self, to: Mark) {
+        let now = monotonic_ns();
+        LOG.with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|(id, _)| *id != self.id) {
+                let log = Log::default();
+                self.logs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(gettid(), log.clone());
+                *l = Some((self.id, log));
+            }
+            if let Some((_, log)) = l.as_ref() {
+                log.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((now, to));
+            }
+        });
     }
 
     fn note_error(&self, e: String) {
@@ -170,9 +206,7 @@ impl Observer for OperatorObserver {
     fn switch(&self, from: Mark, to: Mark) {
         self.charge(from);
         if self.log_transitions {
-            let (tid, now) = (gettid(), monotonic_ns());
-            let mut d = self.data.lock().unwrap_or_else(|p| p.into_inner());
-            d.transitions.entry(tid).or_default().push((now, to));
+            self.log(to);
         }
     }
 

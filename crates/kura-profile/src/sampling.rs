@@ -21,6 +21,9 @@ use crate::events::{Event, Pmu};
 use crate::records::{parse_ibs_op, Sample};
 use crate::ProfileError;
 
+/// How often the drain thread empties the ring buffers and looks for new threads.
+const DRAIN_EVERY: Duration = Duration::from_millis(20);
+
 /// What to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SampleConfig {
@@ -176,7 +179,7 @@ fn open_on(
         Err(e) => return Err(open_error(cfg.event, e)),
     };
     // 2^6 pages (256 KiB) per thread: ~1,000 samples with call chains,
-    // drained every 5 ms.
+    // drained every 20 ms.
     let sampler = counter
         .sampler(6)
         .map_err(|e| ProfileError::io("mapping a sample ring buffer", e))?;
@@ -189,7 +192,7 @@ fn open_on(
 impl LiveSampler {
     /// Opens a sampler on every thread of the process and starts them. The
     /// kernel does not let a per-thread sampler with a ring buffer be inherited,
-    /// so the drain thread looks for new threads every 5 ms and samples them too.
+    /// so the drain thread looks for new threads every 20 ms and samples them too.
     pub fn start(cfg: SampleConfig, pmu: &Pmu) -> Result<LiveSampler, ProfileError> {
         let opts = opts(&cfg, pmu);
         let mut samplers = HashMap::new();
@@ -223,7 +226,10 @@ impl LiveSampler {
                     if last {
                         break;
                     }
-                    std::thread::sleep(Duration::from_millis(5));
+                    // Woken early by stop(); otherwise every 20 ms, well before
+                    // a ring buffer fills (~10,000 samples/s fill one in ~100 ms),
+                    // and seldom enough not to compete with the workload.
+                    std::thread::park_timeout(DRAIN_EVERY);
                     for tid in own_threads()? {
                         if tid != me && !samplers.contains_key(&tid) {
                             if let Some(s) = open_on(tid, &cfg, &pmu, &opts)? {
@@ -252,9 +258,12 @@ impl LiveSampler {
     fn finish(&mut self) -> Result<Drained, ProfileError> {
         self.stop.store(true, Ordering::Release);
         match self.drain.take() {
-            Some(h) => h.join().map_err(|_| {
-                ProfileError::Unavailable("the sample drain thread panicked".into())
-            })?,
+            Some(h) => {
+                h.thread().unpark();
+                h.join().map_err(|_| {
+                    ProfileError::Unavailable("the sample drain thread panicked".into())
+                })?
+            }
             None => Ok(Drained::default()),
         }
     }
