@@ -13,7 +13,7 @@ use crate::symbolize::Symbolize;
 
 fn sorted<K: Clone>(map: HashMap<K, u64>) -> Vec<(K, u64)> {
     let mut v: Vec<_> = map.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.sort_by_key(|e| std::cmp::Reverse(e.1));
     v
 }
 

@@ -264,7 +264,7 @@ mod tests {
         // The log names the operator at any time between transitions.
         let (&tid, log) = d.transitions.iter().next().unwrap();
         assert_eq!(log.len(), 4);
-        assert_eq!(d.mark_at(tid, log[1].0 + 0), Mark::new(2, 5));
+        assert_eq!(d.mark_at(tid, log[1].0), Mark::new(2, 5));
         assert_eq!(d.mark_at(tid, log[0].0.saturating_sub(1)), Mark::IDLE);
         assert_eq!(d.mark_at(tid, log[3].0 + 1_000_000), Mark::IDLE);
         assert_eq!(d.mark_at(tid + 1, log[1].0), Mark::IDLE);

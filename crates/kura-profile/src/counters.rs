@@ -153,6 +153,19 @@ impl GroupReader for PerfGroup {
     }
 }
 
+/// Whether counts may include kernel mode (the paper measures both): for root,
+/// or where `kernel.perf_event_paranoid` is below 2; otherwise the kernel
+/// refuses such events and kura counts user mode only.
+pub(crate) fn kernel_allowed() -> bool {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let level = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .unwrap_or(2);
+    root || level < 2
+}
+
 /// Opens a group of `events` on thread `tid` (0: the calling thread); with
 /// `inherit`, threads it creates later count into it.
 pub(crate) fn open_perf_group(
@@ -165,6 +178,7 @@ pub(crate) fn open_perf_group(
         .ok_or_else(|| ProfileError::Invalid("an empty counter group".into()))?;
     let mut opts = Opts::default();
     opts.stat_format.siblings = true;
+    opts.exclude.kernel = !kernel_allowed();
     if inherit {
         opts.inherit = Some(perf_event_open::config::Inherit::NewChild);
     }
@@ -177,6 +191,7 @@ pub(crate) fn open_perf_group(
     let mut group = CounterGroup::from(leader);
     for e in rest {
         let mut sibling = perf_event_open::config::sibling::Opts::default();
+        sibling.exclude.kernel = opts.exclude.kernel;
         // The kernel wants every member of an inherited group inherited too.
         if inherit {
             sibling.inherit = Some(perf_event_open::config::Inherit::NewChild);

@@ -66,8 +66,10 @@ pub fn own_threads() -> Result<Vec<u32>, ProfileError> {
 }
 
 fn opts(cfg: &SampleConfig, pmu: &Pmu) -> Opts {
-    let mut o = Opts::default();
-    o.sample_on = SampleOn::Count(cfg.period);
+    let mut o = Opts {
+        sample_on: SampleOn::Count(cfg.period),
+        ..Opts::default()
+    };
     o.exclude.kernel = true;
     o.exclude.hv = true;
     o.timer = Some(Clock::Monotonic);
