@@ -64,6 +64,11 @@ impl Profiler {
         Ok(total)
     }
 
+    /// The events counted, in the order of [`GroupReader`](crate::counters::GroupReader) reads.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
     /// The counts since start, without stopping.
     pub fn read(&mut self) -> Result<Reading, ProfileError> {
         let now = self.sum()?;

@@ -23,6 +23,19 @@ pub trait GroupReader {
 /// Opens counter groups. `open_group` runs on the thread to be counted.
 pub trait CounterSource: Send + Sync {
     fn open_group(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError>;
+    /// Counters of the whole process (every thread, and threads started later).
+    fn open_process(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError>;
+}
+
+impl GroupReader for crate::api::Profiler {
+    fn read(&mut self) -> Result<Vec<u64>, ProfileError> {
+        let r = crate::api::Profiler::read(self)?;
+        Ok(self
+            .events()
+            .iter()
+            .map(|e| r.counts.get(*e).unwrap_or(0))
+            .collect())
+    }
 }
 
 /// The kernel's counters, through the perf-event-open crate.
@@ -209,6 +222,10 @@ impl CounterSource for PerfSource {
     fn open_group(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
         open_perf_group(events, 0, false)
     }
+
+    fn open_process(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
+        Ok(Box::new(crate::api::Profiler::start(events)?))
+    }
 }
 
 /// A source that hands out recorded counter values: each group it opens returns
@@ -248,6 +265,10 @@ impl GroupReader for FakeGroup {
 }
 
 impl CounterSource for FakeSource {
+    fn open_process(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
+        self.open_group(events)
+    }
+
     fn open_group(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
         if let Some(msg) = &self.fail {
             return Err(ProfileError::Unavailable(msg.clone()));

@@ -10,7 +10,6 @@ use std::time::Instant;
 use kura_common::probe::{self, Mark};
 
 use crate::analyze;
-use crate::api::Profiler;
 use crate::attribution::{monotonic_ns, OperatorData, OperatorObserver};
 use crate::counters::{CounterSource, Counts};
 use crate::events::{Event, Pmu};
@@ -63,12 +62,19 @@ pub fn profile(steps: &mut [Step<'_>], opts: &Options) -> Result<Profile, Profil
     let mut windows: Vec<(u64, u64, OperatorData)> = Vec::new();
     for step in steps.iter_mut() {
         observer.take();
-        let totals = Profiler::start(&group)?;
+        let mut process = opts.source.open_process(&group)?;
+        let before = process.read()?;
         let (t0, clock) = (monotonic_ns(), Instant::now());
         (step.run)().map_err(|e| ProfileError::Invalid(format!("{}: {e}", step.name)))?;
         let wall_ms = clock.elapsed().as_secs_f64() * 1e3;
         let t1 = monotonic_ns();
-        let totals = totals.stop()?.counts;
+        let after = process.read()?;
+        let delta: Vec<u64> = after
+            .iter()
+            .zip(&before)
+            .map(|(a, b)| a.saturating_sub(*b))
+            .collect();
+        let totals = Counts::from_values(&group, &delta);
         let data = observer.take();
         if let Some(e) = &data.error {
             return Err(ProfileError::Unavailable(e.clone()));
