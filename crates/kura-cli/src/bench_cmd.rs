@@ -123,6 +123,9 @@ pub struct ModesArgs {
     /// Runs of the ceiling's queue-depth sweep (1, 4, 16, 64, 256); median and spread.
     #[arg(long, default_value_t = 5)]
     pub ceiling_reps: usize,
+    /// Print performance counters of every run (kura profile's counter group).
+    #[arg(long)]
+    pub counters: bool,
     #[command(flatten)]
     pub db: ModesDb,
 }
@@ -228,6 +231,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 prefetch: a.prefetch.clone(),
                 ceiling_seconds: a.ceiling_seconds,
                 ceiling_reps: a.ceiling_reps,
+                counters: a.counters,
             },
             &mut out,
             &mut ceiling_progress(),

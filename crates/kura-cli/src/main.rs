@@ -4,6 +4,7 @@
 mod bench_cmd;
 mod cachesim;
 mod format;
+mod profile_cmd;
 mod progress;
 mod serve;
 mod shell;
@@ -142,6 +143,9 @@ enum Command {
         #[command(subcommand)]
         cmd: bench_cmd::BenchCommand,
     },
+    /// Profile queries with performance counters or samples (paper 002): per
+    /// operator, function and source line; --diff compares two saved profiles.
+    Profile(Box<profile_cmd::ProfileArgs>),
 }
 
 fn parse_delimiter(s: &str) -> Result<u8, String> {
@@ -165,6 +169,7 @@ impl Command {
             Command::Serve(a) => Some(a.db.clone()),
             Command::Bench { cmd } => cmd.db_args(),
             Command::Cachesim(_) => None,
+            Command::Profile(a) => Some(a.db.clone()),
         }
     }
 }
@@ -302,6 +307,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
+        Some(Command::Profile(args)) => profile_cmd::run(args, || cli.open()),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
         Some(Command::Bench { cmd }) => {

@@ -52,9 +52,21 @@ fn kind_of(k: &PlanKind) -> OperatorKind {
     }
 }
 
+/// Tells a listening profiler what each plan node of the query is (its EXPLAIN
+/// line), so its per-operator figures carry names; nothing when none listens.
+fn name_operators(plan: &PlanNode) {
+    if kura_common::probe::enabled() {
+        kura_common::probe::name(plan.id, &plan.label());
+        for child in plan.children() {
+            name_operators(child);
+        }
+    }
+}
+
 impl Executor<'_> {
     /// Runs the plan to completion and returns its output batches.
     pub fn run(&self, plan: &PlanNode) -> ExecResult<Vec<Batch>> {
+        name_operators(plan);
         let pipeline = self.compile(plan)?;
         let sink = Arc::new(CollectSink::default());
         pipeline.run(sink.clone(), plan.id, self.ctx)?;
@@ -75,6 +87,7 @@ impl Executor<'_> {
         plan: &PlanNode,
         deliver: &mut dyn FnMut(Batch) -> ExecResult<bool>,
     ) -> ExecResult<()> {
+        name_operators(plan);
         let pipeline = self.compile(plan)?;
         let morsels = pipeline.source.morsels();
         let workers = match self.ctx.mode {

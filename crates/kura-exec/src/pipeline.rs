@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use kura_common::Batch;
+use kura_common::{probe, Batch};
 use kura_storage::{BufferManager, PageGuard, PageId, StorageResult};
 
 use crate::context::{ExecContext, ExecutionMode};
@@ -215,6 +215,7 @@ impl Pipeline {
                 ExecutionMode::OutOfOrder => run_out_of_order(&run, range.clone())?,
             };
             let t0 = Instant::now();
+            let _mark = probe::enter(sink_node, sink_node);
             let mut locals = Some(locals);
             let mut merge = || -> ExecResult<()> {
                 for local in locals.take().unwrap_or_default() {
@@ -455,6 +456,7 @@ impl Run {
             started = Instant::now();
             Ok(more)
         };
+        let _mark = probe::enter(self.source_node, self.sink_node);
         self.source.produce(morsel, ctx, &mut emit)
     }
 
@@ -465,6 +467,7 @@ impl Run {
         let ctx = &self.ctx;
         let Some((node, t)) = self.transforms.get(i) else {
             let t0 = Instant::now();
+            let _mark = probe::enter(self.sink_node, self.sink_node);
             self.sink.consume(local, batch, ctx)?;
             let ns = t0.elapsed().as_nanos() as u64;
             ctx.record(self.sink_node, |s| s.nanos += ns);
@@ -472,6 +475,7 @@ impl Run {
         };
         let t0 = Instant::now();
         let mut downstream_ns = 0u64;
+        let _mark = probe::enter(*node, self.sink_node);
         let more = t.apply_each(batch, ctx, &mut |b: Batch| {
             ctx.record(*node, |s| s.rows_out += b.len() as u64);
             if b.is_empty() {

@@ -555,6 +555,16 @@ impl PlanNode {
         }
     }
 
+    /// One line naming the node: its operator and what it works on (EXPLAIN's
+    /// text without the estimate), at most 80 characters.
+    pub fn label(&self) -> String {
+        let text = format!("{}: {}", self.operator, self.describe());
+        match text.char_indices().nth(80) {
+            Some((cut, _)) => format!("{}…", &text[..cut]),
+            None => text,
+        }
+    }
+
     /// Indented text form for EXPLAIN; with `stats`, the measured counters per node.
     pub fn explain(&self, stats: Option<&[OperatorStats]>) -> Vec<String> {
         let mut out = Vec::new();

@@ -33,6 +33,10 @@ pub struct Config {
     pub ceiling_seconds: f64,
     /// Repetitions of the ceiling sweep (median and spread reported).
     pub ceiling_reps: usize,
+    /// Count performance events around each run (kura-profile's `Profiler`) and
+    /// print them under its row: hardware events where the CPU has a PMU, the
+    /// kernel's software events (CPU time, page faults, context switches) where not.
+    pub counters: bool,
 }
 
 const MODES: [&str; 3] = ["serial", "static", "ooo"];
@@ -48,6 +52,8 @@ struct Measured {
     /// Pages read ahead by out-of-order scans.
     read_ahead: u64,
     timeline: Option<Timeline>,
+    /// The counters of the run, as one line (with `counters`).
+    counters: Option<String>,
 }
 
 /// CPU seconds this process has used (user + system), from /proc.
@@ -85,11 +91,21 @@ fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<M
     take_max_in_flight();
     let ahead0 = page_fix_stats().prefetches;
     rt.start_timeline_every(interval);
+    let profiler = match args.counters {
+        true => Some(kura_profile::Profiler::start_default().map_err(|e| e.to_string())?),
+        false => None,
+    };
     let started = Instant::now();
     let result = session
         .execute(sql)
         .map_err(|e| format!("query {id} in {mode} mode: {e}"));
     let secs = started.elapsed().as_secs_f64();
+    let counters = match profiler {
+        Some(p) => Some(kura_profile::report::counts_line(
+            &p.stop().map_err(|e| e.to_string())?.counts,
+        )),
+        None => None,
+    };
     let timeline = rt.stop_timeline();
     let peak_in_flight = take_max_in_flight();
     let read_ahead = page_fix_stats().prefetches - ahead0;
@@ -107,6 +123,7 @@ fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<M
         peak_in_flight,
         read_ahead,
         timeline,
+        counters,
     })
 }
 
@@ -357,6 +374,9 @@ pub fn run(
                 m.read_ahead
             )
             .map_err(|e| e.to_string())?;
+            if let Some(c) = &m.counters {
+                writeln!(out, "       counters: {c}").map_err(|e| e.to_string())?;
+            }
         }
         let runs: Vec<(&str, &Timeline)> = MODES
             .iter()

@@ -1,0 +1,124 @@
+//! `Profiler::start / read / stop` around a region of Rust code: one counter group
+//! per thread of the process (threads created later inherit it), summed.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::counters::{open_perf_group, Counts, GroupReader};
+use crate::events::{Event, Pmu};
+use crate::sampling::own_threads;
+use crate::ProfileError;
+
+/// Counters of the whole process since [`Profiler::start`].
+pub struct Profiler {
+    events: Vec<Event>,
+    groups: Vec<Box<dyn GroupReader>>,
+    base: Vec<u64>,
+    started: Instant,
+}
+
+/// What a profiler read: counts and the wall time they cover.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reading {
+    pub counts: Counts,
+    pub elapsed: Duration,
+}
+
+impl Profiler {
+    /// Starts counting `events` on every thread of this process.
+    pub fn start(events: &[Event]) -> Result<Profiler, ProfileError> {
+        let mut groups = Vec::new();
+        for tid in own_threads()? {
+            match open_perf_group(events, tid, true) {
+                Ok(g) => groups.push(g),
+                // The thread ended between listing and opening.
+                Err(ProfileError::Unavailable(m)) if m.contains("No such process") => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut p = Profiler {
+            events: events.to_vec(),
+            groups,
+            base: vec![0; events.len()],
+            started: Instant::now(),
+        };
+        p.base = p.sum()?;
+        p.started = Instant::now();
+        Ok(p)
+    }
+
+    /// Starts counting the group this machine offers (hardware events where
+    /// there is a PMU, else the software ones).
+    pub fn start_default() -> Result<Profiler, ProfileError> {
+        Profiler::start(&Pmu::this_machine().counting_group())
+    }
+
+    fn sum(&mut self) -> Result<Vec<u64>, ProfileError> {
+        let mut total = vec![0u64; self.events.len()];
+        for g in &mut self.groups {
+            for (t, v) in total.iter_mut().zip(g.read()?) {
+                *t += v;
+            }
+        }
+        Ok(total)
+    }
+
+    /// The events counted, in the order of [`GroupReader`](crate::counters::GroupReader) reads.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The counts since start, without stopping.
+    pub fn read(&mut self) -> Result<Reading, ProfileError> {
+        let now = self.sum()?;
+        let delta: Vec<u64> = now
+            .iter()
+            .zip(&self.base)
+            .map(|(n, b)| n.saturating_sub(*b))
+            .collect();
+        Ok(Reading {
+            counts: Counts::from_values(&self.events, &delta),
+            elapsed: self.started.elapsed(),
+        })
+    }
+
+    /// The counts since start; closes the counters.
+    pub fn stop(mut self) -> Result<Reading, ProfileError> {
+        self.read()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_cpu_time_of_threads_started_inside_the_region() {
+        let mut p = Profiler::start(&Event::SOFTWARE_GROUP).expect("software counters");
+        // Spins for 60 ms of its own CPU time (the machine may be shared).
+        let spin = || {
+            let cpu_ns = || {
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                // SAFETY: clock_gettime writes the timespec it is given.
+                unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+                ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+            };
+            let mut x = 0u64;
+            while cpu_ns() < 60_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        };
+        let first = p.read().unwrap();
+        std::thread::spawn(spin).join().unwrap();
+        let r = p.stop().unwrap();
+        let cpu = r.counts.get(Event::TaskClock).unwrap();
+        let before = first.counts.get(Event::TaskClock).unwrap();
+        // The spawned thread's 60 ms are counted through inheritance.
+        assert!(cpu >= before + 59_000_000, "{before} → {cpu} ns");
+        assert!(r.elapsed >= Duration::from_millis(60));
+    }
+}
