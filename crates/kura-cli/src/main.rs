@@ -8,6 +8,7 @@ mod progress;
 mod serve;
 mod shell;
 mod tpch_cmd;
+mod trace_cmd;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -142,6 +143,12 @@ enum Command {
         #[command(subcommand)]
         cmd: bench_cmd::BenchCommand,
     },
+    /// Memory-access traces: the simulated cache profile (Valgrind lackey + cache model).
+    #[command(hide = true)]
+    Trace {
+        #[command(subcommand)]
+        cmd: trace_cmd::TraceCommand,
+    },
 }
 
 fn parse_delimiter(s: &str) -> Result<u8, String> {
@@ -165,6 +172,7 @@ impl Command {
             Command::Serve(a) => Some(a.db.clone()),
             Command::Bench { cmd } => cmd.db_args(),
             Command::Cachesim(_) => None,
+            Command::Trace { cmd } => cmd.db_args().cloned(),
         }
     }
 }
@@ -302,6 +310,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
+        Some(Command::Trace { cmd }) => trace_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
         Some(Command::Bench { cmd }) => {

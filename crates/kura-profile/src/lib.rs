@@ -7,3 +7,4 @@
 pub mod error;
 
 pub use error::ProfileError;
+pub mod simulated;

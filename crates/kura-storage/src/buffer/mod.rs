@@ -368,6 +368,7 @@ impl BufferManager {
         frame.page.store(page, Ordering::Release);
         inner.table.insert(page, f);
         inner.policy.insert(page);
+        self.register_frame(f, page);
         Ok(FixAttempt::Miss(ReadTicket {
             bm: self.clone(),
             frame: f,
@@ -407,6 +408,7 @@ impl BufferManager {
         frame.page.store(page, Ordering::Release);
         inner.table.insert(page, f);
         inner.policy.insert(page);
+        self.register_frame(f, page);
         Some(ReadTicket {
             bm: self.clone(),
             frame: f,
@@ -434,6 +436,12 @@ impl BufferManager {
         let mut run: Vec<ReadTicket> = Vec::new();
         let mut scratch =
             AlignedBuf::new(self.page_size * MAX_READ_PAGES.min(tickets.len().max(1)));
+        kura_common::memobj::register_slice(&scratch, || {
+            kura_common::memobj::Object::new(
+                kura_common::memobj::ObjectKind::ReadBuffer,
+                "read-ahead scratch buffer",
+            )
+        });
         for t in tickets {
             let extends = run
                 .last()
@@ -446,6 +454,7 @@ impl BufferManager {
         if !run.is_empty() {
             read += self.read_run(run, &mut scratch);
         }
+        kura_common::memobj::unregister_slice(&scratch);
         read
     }
 
@@ -591,6 +600,17 @@ impl BufferManager {
         self.counters
             .bytes_written
             .fetch_add(pages * self.page_size as u64, Ordering::Relaxed);
+    }
+
+    /// Tells the memory-object registry (paper 002's profiler) that frame `f` now
+    /// holds `page`, as soon as the frame is reserved — before the page is read or
+    /// copied in, so that copy's misses are the page's too. The page's table,
+    /// column or index is named when the log is taken.
+    fn register_frame(&self, f: u32, page: PageId) {
+        let start = f as usize * self.page_size;
+        kura_common::memobj::register(self.arena.as_ptr() as usize + start, self.page_size, || {
+            kura_common::memobj::Object::frame(f, page, None)
+        });
     }
 
     fn frame_bytes(&self, f: u32) -> &[u8] {
