@@ -78,9 +78,35 @@ fn trace_pipe() -> Result<(OwnedFd, OwnedFd), ProfileError> {
     }
     // SAFETY: pipe(2) returned two fresh descriptors that nothing else owns.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe { libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: fcntl on descriptors we own. A larger pipe lets the writer run on
+    // while the reader sleeps (see `Batching`); the kernel may refuse, harmlessly.
+    unsafe {
+        libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(fds[0], libc::F_SETPIPE_SZ, PIPE_BYTES as libc::c_int);
+    }
     Ok((read, write))
+}
+
+/// The trace pipe's capacity asked for.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// Reads the trace in large pieces: Valgrind writes its log a few hundred bytes
+/// at a time, and a reader that wakes for each piece spends more time in the
+/// kernel than the tracing itself. After a short read it lets the pipe fill for
+/// a millisecond first.
+struct Batching {
+    file: File,
+    last: usize,
+}
+
+impl Read for Batching {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.last < (64 << 10).min(buf.len()) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.last = self.file.read(buf)?;
+        Ok(self.last)
+    }
 }
 
 /// Runs the program under lackey and calls `sink` with each batch of accesses of
@@ -148,7 +174,13 @@ pub fn record(
 
     let mut parser = Parser::new(0);
     let mut known = false;
-    let mut reader = BufReader::with_capacity(1 << 20, File::from(read_end));
+    let mut reader = BufReader::with_capacity(
+        PIPE_BYTES,
+        Batching {
+            file: File::from(read_end),
+            last: 0,
+        },
+    );
     let mut line = Vec::with_capacity(64);
     let mut batch = Vec::with_capacity(opts.batch.max(1));
     loop {
