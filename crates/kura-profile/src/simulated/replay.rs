@@ -233,3 +233,84 @@ fn frame_name(o: &kura_common::memobj::Object) -> String {
         None => name,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kura_common::memobj::{Event, Object};
+
+    /// A sysfs cache tree: L1d 1 KiB 2-way, L2 4 KiB 4-way, 64-byte lines.
+    fn geometry() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, (level, kind, size, ways)) in [(1, "Data", "1K", 2), (2, "Unified", "4K", 4)]
+            .iter()
+            .enumerate()
+        {
+            let d = dir.path().join(format!("index{i}"));
+            std::fs::create_dir(&d).unwrap();
+            for (f, v) in [
+                ("level", level.to_string()),
+                ("type", kind.to_string()),
+                ("size", size.to_string()),
+                ("ways_of_associativity", ways.to_string()),
+                ("coherency_line_size", "64".into()),
+            ] {
+                std::fs::write(d.join(f), v).unwrap();
+            }
+        }
+        dir
+    }
+
+    fn access(addr: u64, epoch: u32) -> TraceAccess {
+        TraceAccess {
+            ip: 0x1000,
+            addr,
+            size: 8,
+            is_write: false,
+            class: 0,
+            epoch,
+        }
+    }
+
+    #[test]
+    fn misses_go_to_the_object_mapped_at_their_moment() {
+        let g = geometry();
+        let mut r = Replay::new(g.path()).unwrap();
+        assert_eq!(r.levels(), 2);
+        // 128 lines (8 KiB, twice the L2) read twice: first touches are
+        // compulsory, the second pass misses again for lack of capacity.
+        let first: Vec<TraceAccess> = (0..128).map(|i| access(0x10000 + i * 64, 1)).collect();
+        let second: Vec<TraceAccess> = (0..128).map(|i| access(0x10000 + i * 64, 2)).collect();
+        r.feed(&first);
+        r.feed(&second);
+        // an access spanning two lines touches both
+        r.feed(&[TraceAccess {
+            size: 16,
+            ..access(0x90000 + 56, 2)
+        }]);
+        assert_eq!(r.accesses, 258);
+        let l2 = r.hierarchy().counters(0)[1];
+        assert_eq!((l2.compulsory, l2.capacity), (130, 128));
+        // Event 0 maps the range to frame A; event 1 remaps it to frame B.
+        let frame = |page| Event::Map {
+            start: 0x10000,
+            len: 128 * 64,
+            object: Object::frame(0, page, None),
+        };
+        let mut events = vec![frame(7), frame(8)];
+        kura_common::memobj::name_pages(&mut events, |p| {
+            Some((format!("t.c{p}"), Some("column".into())))
+        });
+        let dump = Dump {
+            events,
+            ..Dump::default()
+        };
+        let objects = resolve_objects(&r.misses, &dump);
+        assert_eq!(objects.len(), 258);
+        let on = |name: &str| objects.iter().filter(|o| o.0 == name).count();
+        assert_eq!(on("t.c7 (column pages)"), 128, "{:?}", &objects[..2]);
+        assert_eq!(on("t.c8 (column pages)"), 128);
+        assert!(objects[256].0.starts_with("unregistered"));
+        assert!(r.line_misses.values().all(|&c| c <= 2));
+    }
+}

@@ -118,7 +118,12 @@ mod tests {
 
     #[inline(never)]
     fn a_function_to_find(x: u64) -> u64 {
-        std::hint::black_box(x).wrapping_mul(3)
+        // Nothing inlined from elsewhere: its first instruction is its own line.
+        if x > 5 {
+            x - 1
+        } else {
+            x + 4
+        }
     }
 
     #[test]
@@ -126,7 +131,7 @@ mod tests {
         let maps =
             super::super::child::parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
         let ip = a_function_to_find as usize as u64;
-        assert_eq!(a_function_to_find(2), 6);
+        assert_eq!(a_function_to_find(std::hint::black_box(2)), 6);
         let locs = symbolize(&[ip, 1], &maps);
         let loc = &locs[&ip];
         assert!(
