@@ -130,7 +130,7 @@ mod tests {
     fn this_test_binary_names_its_own_function() {
         let maps =
             super::super::child::parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap());
-        let ip = a_function_to_find as usize as u64;
+        let ip = a_function_to_find as fn(u64) -> u64 as usize as u64;
         assert_eq!(a_function_to_find(std::hint::black_box(2)), 6);
         let locs = symbolize(&[ip, 1], &maps);
         let loc = &locs[&ip];
