@@ -291,7 +291,15 @@ impl Executor<'_> {
                     build_types: build.output.clone(),
                     null_safe: null_safe.clone(),
                 });
-                let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm));
+                // Named only while profiling: no cost otherwise.
+                let label = kura_common::memobj::enabled().then(|| {
+                    build_keys
+                        .iter()
+                        .map(|k| crate::plan::describe_over(build, k))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                });
+                let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm).with_label(label));
                 self.run_into(build, sink.clone(), node.id)?;
                 let table = sink.table()?;
                 let mut p = self.compile(probe)?;
@@ -318,7 +326,16 @@ impl Executor<'_> {
                 group_by,
                 aggregates,
             } => {
-                let sink = Arc::new(AggregateSink::new(group_by.clone(), aggregates.clone()));
+                let label = kura_common::memobj::enabled().then(|| {
+                    group_by
+                        .iter()
+                        .map(|k| crate::plan::describe_over(input, k))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                });
+                let sink = Arc::new(
+                    AggregateSink::new(group_by.clone(), aggregates.clone()).with_label(label),
+                );
                 self.run_into(input, sink.clone(), node.id)?;
                 let out = sink.take();
                 self.record_rows(node.id, &out);

@@ -562,6 +562,8 @@ pub struct AggregateSink {
     key_types: Vec<DataType>,
     shared: Mutex<Option<AggState>>,
     result: Mutex<Vec<Batch>>,
+    /// How profiles name the grouping keys (e.g. `lineitem.l_returnflag`).
+    label: Option<String>,
 }
 
 impl AggregateSink {
@@ -573,13 +575,23 @@ impl AggregateSink {
             key_types,
             shared: Mutex::new(None),
             result: Mutex::new(Vec::new()),
+            label: None,
         }
+    }
+
+    /// Names the grouping keys for memory profiles.
+    pub fn with_label(mut self, keys: Option<String>) -> Self {
+        self.label = keys;
+        self
     }
 
     /// How the memory-object registry names this operator.
     fn operator(&self) -> String {
-        let keys: Vec<String> = self.group_by.iter().map(|k| k.to_string()).collect();
-        format!("hash aggregation on {}", keys.join(", "))
+        let keys = self.label.clone().unwrap_or_else(|| {
+            let keys: Vec<String> = self.group_by.iter().map(|k| k.to_string()).collect();
+            keys.join(", ")
+        });
+        format!("hash aggregation on {keys}")
     }
 
     pub fn take(&self) -> Vec<Batch> {

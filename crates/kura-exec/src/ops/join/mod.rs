@@ -88,12 +88,15 @@ impl JoinTable {
     }
 
     /// Names the table's memory in the memory-object registry (profiling only).
-    fn register(&self, spec: &JoinSpec) {
+    fn register(&self, spec: &JoinSpec, label: Option<&str>) {
         if !kura_common::memobj::enabled() {
             return;
         }
-        let keys: Vec<String> = spec.build_keys.iter().map(|k| k.to_string()).collect();
-        let operator = format!("hash join build on {}", keys.join(", "));
+        let keys = label.map(str::to_string).unwrap_or_else(|| {
+            let keys: Vec<String> = spec.build_keys.iter().map(|k| k.to_string()).collect();
+            keys.join(", ")
+        });
+        let operator = format!("hash join build on {keys}");
         for (start, len, what) in self.regions() {
             kura_common::memobj::register(start, len, || {
                 kura_common::memobj::Object::new(kura_common::memobj::ObjectKind::HashTable, what)
@@ -132,6 +135,8 @@ pub(crate) fn vector_region(v: &Vector) -> Option<(usize, usize)> {
 
 /// Collects the build input (breaker of the build pipeline).
 pub struct JoinBuildSink {
+    /// How profiles name this join's memory (its build keys).
+    label: Option<String>,
     spec: Arc<JoinSpec>,
     algorithm: Arc<dyn JoinAlgorithm>,
     parts: Mutex<Vec<Batch>>,
@@ -141,11 +146,18 @@ pub struct JoinBuildSink {
 impl JoinBuildSink {
     pub fn new(spec: Arc<JoinSpec>, algorithm: Arc<dyn JoinAlgorithm>) -> JoinBuildSink {
         JoinBuildSink {
+            label: None,
             spec,
             algorithm,
             parts: Mutex::new(Vec::new()),
             table: OnceLock::new(),
         }
+    }
+
+    /// Names the build keys for memory profiles (e.g. `orders.o_orderkey`).
+    pub fn with_label(mut self, keys: Option<String>) -> Self {
+        self.label = keys;
+        self
     }
 
     pub fn table(&self) -> ExecResult<Arc<JoinTable>> {
@@ -233,7 +245,7 @@ impl Sink for JoinBuildSink {
             index,
             correlation,
         };
-        table.register(&self.spec);
+        table.register(&self.spec, self.label.as_deref());
         let _ = self.table.set(Arc::new(table));
         Ok(())
     }
