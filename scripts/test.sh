@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every kura test on a fresh machine: installs what the tests need (the
-# PostgreSQL client, Maven; Python packages go into venvs the tests create), then
+# PostgreSQL client, Maven, Valgrind; Python packages go into venvs the tests create), then
 # the Rust test suites — unit, property, sqllogictest, TPC-H checks at SF 0.01 and
 # 0.1, storage crash and corruption tests, runtime stress tests, cache simulator,
 # and the PostgreSQL-wire client tests (psql, psycopg, pgjdbc); then the benchmark
@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v psql >/dev/null 2>&1 || need_apt+=(postgresql-client)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+# The simulated memory profile's test traces TPC-H Q6 under Valgrind's lackey.
+command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]} =="

@@ -9,6 +9,7 @@ mod progress;
 mod serve;
 mod shell;
 mod tpch_cmd;
+mod trace_cmd;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -146,6 +147,12 @@ enum Command {
     /// Profile queries with performance counters or samples (paper 002): per
     /// operator, function and source line; --diff compares two saved profiles.
     Profile(Box<profile_cmd::ProfileArgs>),
+    /// Memory-access traces: the simulated cache profile (Valgrind lackey + cache model).
+    #[command(hide = true)]
+    Trace {
+        #[command(subcommand)]
+        cmd: trace_cmd::TraceCommand,
+    },
 }
 
 fn parse_delimiter(s: &str) -> Result<u8, String> {
@@ -170,6 +177,7 @@ impl Command {
             Command::Bench { cmd } => cmd.db_args(),
             Command::Cachesim(_) => None,
             Command::Profile(a) => Some(a.db.clone()),
+            Command::Trace { cmd } => cmd.db_args().cloned(),
         }
     }
 }
@@ -308,6 +316,7 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
         Some(Command::Profile(args)) => profile_cmd::run(args, || cli.open()),
+        Some(Command::Trace { cmd }) => trace_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
         Some(Command::Bench { cmd }) => {

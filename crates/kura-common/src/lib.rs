@@ -7,6 +7,7 @@ pub mod date;
 pub mod decimal;
 pub mod error;
 pub mod probe;
+pub mod memobj;
 pub mod settings;
 pub mod size;
 pub mod timestamp;

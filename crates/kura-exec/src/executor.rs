@@ -309,7 +309,15 @@ impl Executor<'_> {
                     build_types: build.output.clone(),
                     null_safe: null_safe.clone(),
                 });
-                let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm));
+                // Named only while profiling: no cost otherwise.
+                let label = kura_common::memobj::enabled().then(|| {
+                    build_keys
+                        .iter()
+                        .map(|k| crate::plan::describe_over(build, k))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                });
+                let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm).with_label(label));
                 // The probe side's first reads overlap the merge of the build
                 // side's parts into one hash table.
                 self.compile(build)?.run_around_merge(
@@ -343,7 +351,16 @@ impl Executor<'_> {
                 group_by,
                 aggregates,
             } => {
-                let sink = Arc::new(AggregateSink::new(group_by.clone(), aggregates.clone()));
+                let label = kura_common::memobj::enabled().then(|| {
+                    group_by
+                        .iter()
+                        .map(|k| crate::plan::describe_over(input, k))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                });
+                let sink = Arc::new(
+                    AggregateSink::new(group_by.clone(), aggregates.clone()).with_label(label),
+                );
                 self.run_into(input, sink.clone(), node.id)?;
                 let out = sink.take();
                 self.record_rows(node.id, &out);

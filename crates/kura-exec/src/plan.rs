@@ -602,3 +602,42 @@ impl PlanNode {
         }
     }
 }
+
+/// The table column that output column `col` of `node` passes on unchanged, as
+/// `table.column`, where the plan shows it (scans, filters, column projections,
+/// joins, limits, sorts); for naming memory objects in profiles.
+pub fn source_column_name(node: &PlanNode, col: usize) -> Option<String> {
+    match &node.kind {
+        PlanKind::Scan { table, columns, .. } | PlanKind::IndexScan { table, columns, .. } => {
+            let c = table.columns().get(*columns.get(col)?)?;
+            Some(format!("{}.{}", table.name(), c.name))
+        }
+        PlanKind::Filter { input, .. }
+        | PlanKind::Sort { input, .. }
+        | PlanKind::Limit { input, .. } => source_column_name(input, col),
+        PlanKind::Project { input, exprs } => match exprs.get(col)? {
+            PhysExpr::Column { index, .. } => source_column_name(input, *index),
+            _ => None,
+        },
+        PlanKind::Join { probe, build, .. } => {
+            let n = probe.output.len();
+            if col < n {
+                source_column_name(probe, col)
+            } else {
+                source_column_name(build, col - n)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `expr` over the output of `input`, with plain column references named by
+/// [`source_column_name`] where possible (`#3` otherwise).
+pub fn describe_over(input: &PlanNode, expr: &PhysExpr) -> String {
+    match expr {
+        PhysExpr::Column { index, .. } => {
+            source_column_name(input, *index).unwrap_or_else(|| expr.to_string())
+        }
+        _ => expr.to_string(),
+    }
+}

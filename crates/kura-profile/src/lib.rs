@@ -22,3 +22,4 @@ pub use api::{Profiler, Reading};
 pub use error::ProfileError;
 pub use events::{Event, Pmu};
 pub use report::Profile;
+pub mod simulated;

@@ -428,6 +428,9 @@ struct AggState {
     accs: Vec<Acc>,
     groups: usize,
     bytes: u64,
+    /// The group tables' capacities and ranges last named in the memory-object
+    /// registry (profiling only).
+    registered: ((usize, usize), Vec<(usize, usize)>),
 }
 
 impl AggState {
@@ -440,7 +443,32 @@ impl AggState {
             accs: calls.iter().map(new_acc).collect(),
             groups: 0,
             bytes: 0,
+            registered: ((0, 0), Vec::new()),
         }
+    }
+
+    /// Names the group tables in the memory-object registry after they grew
+    /// (profiling only; growth is geometric, so this walks the tables rarely).
+    fn register(&mut self, operator: impl Fn() -> String) {
+        use kura_common::memobj;
+        let capacities = (self.int_map.capacity(), self.map.capacity());
+        if !memobj::enabled() || capacities == self.registered.0 {
+            return;
+        }
+        let now: Vec<(usize, usize)> = super::join::hash::map_span(&self.int_map)
+            .into_iter()
+            .chain(super::join::hash::map_span(&self.map))
+            .collect();
+        for &(start, len) in &self.registered.1 {
+            memobj::unregister(start, len);
+        }
+        for &(start, len) in &now {
+            memobj::register(start, len, || {
+                memobj::Object::new(memobj::ObjectKind::AggregateTable, "group table")
+                    .with_operator(operator())
+            });
+        }
+        self.registered = (capacities, now);
     }
 
     /// Group number of each row, creating groups as needed.
@@ -518,6 +546,15 @@ impl AggState {
     }
 }
 
+impl Drop for AggState {
+    fn drop(&mut self) {
+        // Freed memory must not keep the table's name for whatever reuses it.
+        for &(start, len) in &self.registered.1 {
+            kura_common::memobj::unregister(start, len);
+        }
+    }
+}
+
 /// Hash aggregation breaker.
 pub struct AggregateSink {
     group_by: Vec<PhysExpr>,
@@ -525,6 +562,8 @@ pub struct AggregateSink {
     key_types: Vec<DataType>,
     shared: Mutex<Option<AggState>>,
     result: Mutex<Vec<Batch>>,
+    /// How profiles name the grouping keys (e.g. `lineitem.l_returnflag`).
+    label: Option<String>,
 }
 
 impl AggregateSink {
@@ -536,7 +575,23 @@ impl AggregateSink {
             key_types,
             shared: Mutex::new(None),
             result: Mutex::new(Vec::new()),
+            label: None,
         }
+    }
+
+    /// Names the grouping keys for memory profiles.
+    pub fn with_label(mut self, keys: Option<String>) -> Self {
+        self.label = keys;
+        self
+    }
+
+    /// How the memory-object registry names this operator.
+    fn operator(&self) -> String {
+        let keys = self.label.clone().unwrap_or_else(|| {
+            let keys: Vec<String> = self.group_by.iter().map(|k| k.to_string()).collect();
+            keys.join(", ")
+        });
+        format!("hash aggregation on {keys}")
     }
 
     pub fn take(&self) -> Vec<Batch> {
@@ -561,6 +616,7 @@ impl Sink for AggregateSink {
             .map(|e| e.eval(&batch))
             .collect::<ExecResult<Vec<_>>>()?;
         let ids = st.group_ids(&keys, n, ctx)?;
+        st.register(|| self.operator());
         for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
             let arg = call.arg.as_ref().map(|a| a.eval(&batch)).transpose()?;
             acc.update(&ids, arg.as_ref())?;
@@ -577,6 +633,7 @@ impl Sink for AggregateSink {
             None => *shared = Some(local),
             Some(global) => {
                 let ids = global.group_ids(&local.keys, local.groups, ctx)?;
+                global.register(|| self.operator());
                 for (a, b) in global.accs.iter_mut().zip(&local.accs) {
                     for (from, &to) in ids.iter().enumerate() {
                         a.merge_group(to as usize, b, from);
@@ -596,7 +653,7 @@ impl Sink for AggregateSink {
             // An aggregate without GROUP BY returns one row even over no input.
             st.add_groups(1);
         }
-        let mut cols = st.keys;
+        let mut cols = std::mem::take(&mut st.keys);
         for (acc, call) in st.accs.iter().zip(&self.calls) {
             cols.push(acc.finish(call, st.groups)?);
         }

@@ -323,6 +323,18 @@ impl Core {
             .store(fresh_state(old, LOADING, 1), Ordering::Release);
         self.table.set(page, f);
         inner.policy.insert(page);
+        self.register_frame(f, page);
+    }
+
+    /// Tells the memory-object registry (paper 002's profiler) that frame `f` now
+    /// holds `page`, as soon as the frame is reserved — before the page is read or
+    /// copied in, so that copy's misses are the page's too. The page's table,
+    /// column or index is named when the log is taken.
+    fn register_frame(&self, f: u32, page: PageId) {
+        let start = f as usize * self.page_size;
+        kura_common::memobj::register(self.arena.as_ptr() as usize + start, self.page_size, || {
+            kura_common::memobj::Object::frame(f, page, None)
+        });
     }
 
     /// Unpins frame `f`; the last pin of a detached frame returns it to the free list.
@@ -837,6 +849,12 @@ impl BufferManager {
         let mut run: Vec<ReadTicket> = Vec::new();
         let mut scratch =
             AlignedBuf::new(self.core.page_size * MAX_READ_PAGES.min(tickets.len().max(1)));
+        kura_common::memobj::register_slice(&scratch, || {
+            kura_common::memobj::Object::new(
+                kura_common::memobj::ObjectKind::ReadBuffer,
+                "read-ahead scratch buffer",
+            )
+        });
         for t in tickets {
             let extends = run
                 .last()
@@ -849,6 +867,7 @@ impl BufferManager {
         if !run.is_empty() {
             read += self.read_run(run, &mut scratch);
         }
+        kura_common::memobj::unregister_slice(&scratch);
         read
     }
 

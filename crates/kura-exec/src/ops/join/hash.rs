@@ -130,6 +130,24 @@ impl JoinIndex for HashIndex {
         Ok(())
     }
 
+    fn regions(&self) -> Vec<(usize, usize, &'static str)> {
+        let table = match &self.table {
+            Table::Int(m) => map_span(m),
+            Table::Pair(m) => map_span(m),
+            Table::Bytes(m) => map_span(m),
+        };
+        let next = (
+            self.next.as_ptr() as usize,
+            std::mem::size_of_val(self.next.as_slice()),
+            "chain array",
+        );
+        table
+            .map(|(s, l)| (s, l, "hash table"))
+            .into_iter()
+            .chain((next.1 > 0).then_some(next))
+            .collect()
+    }
+
     fn bytes(&self) -> u64 {
         let entries = match &self.table {
             Table::Int(m) => m.capacity() * 16,
@@ -138,4 +156,24 @@ impl JoinIndex for HashIndex {
         };
         (entries + self.next.len() * 4) as u64
     }
+}
+
+/// The memory of a hashbrown map, approximately: hashbrown does not expose its
+/// allocation, so this spans its lowest to its highest entry, plus the control
+/// bytes that follow the entries (one per bucket and a group's width).
+pub(crate) fn map_span<K, V>(m: &HashMap<K, V>) -> Option<(usize, usize)> {
+    let (mut lo, mut hi) = (usize::MAX, 0usize);
+    for (k, v) in m {
+        let k = k as *const K as usize;
+        let v = v as *const V as usize;
+        lo = lo.min(k).min(v);
+        hi = hi
+            .max(k + std::mem::size_of::<K>())
+            .max(v + std::mem::size_of::<V>());
+    }
+    if lo >= hi {
+        return None;
+    }
+    let buckets = (m.capacity() * 8 / 7 + 1).next_power_of_two();
+    Some((lo, hi - lo + buckets + 16))
 }

@@ -41,6 +41,11 @@ pub trait JoinIndex: Send + Sync {
     ) -> ExecResult<()>;
     /// Bytes held, for the memory budget.
     fn bytes(&self) -> u64;
+    /// The memory it holds, as `(start, length, what)` ranges, for the
+    /// memory-object registry (only asked while profiling is on).
+    fn regions(&self) -> Vec<(usize, usize, &'static str)> {
+        Vec::new()
+    }
 }
 
 /// A join implementation: how to index the build side.
@@ -69,8 +74,69 @@ pub struct JoinTable {
     pub correlation: Option<Box<dyn JoinIndex>>,
 }
 
+impl JoinTable {
+    /// Every range this table holds: the index's, then the gathered build columns.
+    fn regions(&self) -> Vec<(usize, usize, &'static str)> {
+        let mut all = self.index.regions();
+        if let Some(c) = &self.correlation {
+            all.extend(c.regions());
+        }
+        for v in &self.side.columns {
+            all.extend(vector_region(v).map(|(s, l)| (s, l, "build rows")));
+        }
+        all
+    }
+
+    /// Names the table's memory in the memory-object registry (profiling only).
+    fn register(&self, spec: &JoinSpec, label: Option<&str>) {
+        if !kura_common::memobj::enabled() {
+            return;
+        }
+        let keys = label.map(str::to_string).unwrap_or_else(|| {
+            let keys: Vec<String> = spec.build_keys.iter().map(|k| k.to_string()).collect();
+            keys.join(", ")
+        });
+        let operator = format!("hash join build on {keys}");
+        for (start, len, what) in self.regions() {
+            kura_common::memobj::register(start, len, || {
+                kura_common::memobj::Object::new(kura_common::memobj::ObjectKind::HashTable, what)
+                    .with_operator(operator.clone())
+            });
+        }
+    }
+}
+
+impl Drop for JoinTable {
+    fn drop(&mut self) {
+        // Freed memory must not keep the table's name for whatever reuses it.
+        if kura_common::memobj::enabled() {
+            for (start, len, _) in self.regions() {
+                kura_common::memobj::unregister(start, len);
+            }
+        }
+    }
+}
+
+/// The data range of a vector (its values; strings: their bytes).
+pub(crate) fn vector_region(v: &Vector) -> Option<(usize, usize)> {
+    fn of<T>(x: &[T]) -> (usize, usize) {
+        (x.as_ptr() as usize, std::mem::size_of_val(x))
+    }
+    let r = match &v.data {
+        ColumnData::Bool(x) => of(x),
+        ColumnData::I32(x) => of(x),
+        ColumnData::I64(x) => of(x),
+        ColumnData::F64(x) => of(x),
+        ColumnData::I128(x) => of(x),
+        ColumnData::Str(s) => of(&s.data),
+    };
+    (r.1 > 0).then_some(r)
+}
+
 /// Collects the build input (breaker of the build pipeline).
 pub struct JoinBuildSink {
+    /// How profiles name this join's memory (its build keys).
+    label: Option<String>,
     spec: Arc<JoinSpec>,
     algorithm: Arc<dyn JoinAlgorithm>,
     parts: Mutex<Vec<Batch>>,
@@ -80,11 +146,18 @@ pub struct JoinBuildSink {
 impl JoinBuildSink {
     pub fn new(spec: Arc<JoinSpec>, algorithm: Arc<dyn JoinAlgorithm>) -> JoinBuildSink {
         JoinBuildSink {
+            label: None,
             spec,
             algorithm,
             parts: Mutex::new(Vec::new()),
             table: OnceLock::new(),
         }
+    }
+
+    /// Names the build keys for memory profiles (e.g. `orders.o_orderkey`).
+    pub fn with_label(mut self, keys: Option<String>) -> Self {
+        self.label = keys;
+        self
     }
 
     pub fn table(&self) -> ExecResult<Arc<JoinTable>> {
@@ -167,11 +240,13 @@ impl Sink for JoinBuildSink {
         } else {
             None
         };
-        let _ = self.table.set(Arc::new(JoinTable {
+        let table = JoinTable {
             side,
             index,
             correlation,
-        }));
+        };
+        table.register(&self.spec, self.label.as_deref());
+        let _ = self.table.set(Arc::new(table));
         Ok(())
     }
 }
