@@ -1,4 +1,4 @@
-//! `kura bench load | modes | iops | memsweep`: the arguments of the benchmark studies, handed
+//! `kura bench load | modes | iops | memsweep | llc`: the arguments of the benchmark studies, handed
 //! to kura-lab, whose reports print to stdout.
 
 use std::path::PathBuf;
@@ -16,6 +16,24 @@ pub enum BenchCommand {
     /// Query time against buffer size, with and without prefetch, resident indexes
     /// and several replacement policies (paper 001).
     Memsweep(MemsweepArgs),
+    /// Paper 000's tables 4-5 and 9-11: a cache-sensitive query interleaved with a
+    /// scan larger than the LLC, an index join, TPC-H Q14/Q18 after a sweep; LLC
+    /// partitioning off and on (simulated where CAT is absent) and the software policy.
+    Llc(LlcArgs),
+}
+
+/// Options of `kura bench llc`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LlcArgs {
+    /// A few minutes' run: 10 runs per pattern and a big table of 1.5x the LLC.
+    #[arg(long)]
+    pub quick: bool,
+    /// Runs of each query per pattern [default: 100, or 10 with --quick].
+    #[arg(long)]
+    pub reps: Option<usize>,
+    /// Directory for llc.csv, the charts and the scratch database.
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
 }
 
 /// Options of `kura bench memsweep`.
@@ -171,6 +189,13 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
         )
         .map(|_| ()),
         BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
+        BenchCommand::Llc(a) => {
+            let mut cfg = kura_lab::llc::Config::new(a.out.clone(), a.quick);
+            if let Some(r) = a.reps {
+                cfg.reps = r;
+            }
+            kura_lab::llc::run(&cfg, &mut out).map(|_| ())
+        }
         BenchCommand::Modes(a) => kura_lab::modes::run(
             &kura_lab::modes::Config {
                 db: db.to_path_buf(),

@@ -5,6 +5,7 @@
 
 pub mod ceiling;
 pub mod iops;
+pub mod llc;
 pub mod load;
 pub mod memsweep;
 pub mod modes;

@@ -194,6 +194,21 @@ impl Llc {
         Ok(())
     }
 
+    /// Removes the resctrl groups crashed kura processes left behind (opening
+    /// resctrl does it); the names removed. Nothing to do without resctrl.
+    pub fn remove_stale_groups(&self) -> KuraResult<Vec<String>> {
+        if let Detection::Absent(_) = self.detection() {
+            return Ok(Vec::new());
+        }
+        let slot = self.partition.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_some() {
+            // This process holds the lock and cleaned up when it opened.
+            return Ok(Vec::new());
+        }
+        let rdt = Resctrl::open(&self.root).map_err(rdt_error)?;
+        Ok(rdt.stale_removed().to_vec())
+    }
+
     /// The cache-class part of a query's context, from the session's settings.
     pub fn classes(self: &Arc<Self>, settings: &Settings) -> CacheClasses {
         let scan_policy = ScanPolicy::parse(&settings.value("llc_scan_policy")).unwrap_or_default();
