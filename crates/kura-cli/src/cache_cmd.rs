@@ -16,6 +16,7 @@ pub enum CacheCommand {
     /// CAT, protect it for as long as this command runs (use `SET llc_protect` in
     /// the shell or under `kura serve` to keep it).
     Protect {
+        /// The object: `index:NAME` or `column:TABLE.COLUMN`.
         object: String,
         /// Seconds to hold the protection before releasing it.
         #[arg(long, default_value_t = 0.0)]

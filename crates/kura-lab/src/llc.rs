@@ -353,8 +353,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
     writeln!(
         out,
         "tables 4-5: A {} MB, B {} MB, {} runs each",
-        sizes.a_rows * 8 >> 20,
-        sizes.b_rows * 8 >> 20,
+        (sizes.a_rows * 8) >> 20,
+        (sizes.b_rows * 8) >> 20,
         reps
     )
     .map_err(err)?;
