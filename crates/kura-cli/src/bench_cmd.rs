@@ -1,4 +1,4 @@
-//! `kura bench load | modes | iops | memsweep | fix`: the arguments of the benchmark studies, handed
+//! `kura bench load | modes | iops | memsweep | fix | llc`: the arguments of the benchmark studies, handed
 //! to kura-lab, whose reports print to stdout.
 
 use std::path::PathBuf;
@@ -19,6 +19,24 @@ pub enum BenchCommand {
     /// Nanoseconds per buffer hit (1 and 2 threads, sequential and random pages),
     /// misses per second through io_uring, and the warm index fetches of (B) and (C).
     Fix(FixArgs),
+    /// Paper 000's tables 4-5 and 9-11: a cache-sensitive query interleaved with a
+    /// scan larger than the LLC, an index join, TPC-H Q14/Q18 after a sweep; LLC
+    /// partitioning off and on (simulated where CAT is absent) and the software policy.
+    Llc(LlcArgs),
+}
+
+/// Options of `kura bench llc`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LlcArgs {
+    /// A few minutes' run: 10 runs per pattern and a big table of 1.5x the LLC.
+    #[arg(long)]
+    pub quick: bool,
+    /// Runs of each query per pattern [default: 100, or 10 with --quick].
+    #[arg(long)]
+    pub reps: Option<usize>,
+    /// Directory for llc.csv, the charts and the scratch database.
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
 }
 
 /// Options of `kura bench fix`.
@@ -222,6 +240,13 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut out,
         )
         .map(|_| ()),
+        BenchCommand::Llc(a) => {
+            let mut cfg = kura_lab::llc::Config::new(a.out.clone(), a.quick);
+            if let Some(r) = a.reps {
+                cfg.reps = r;
+            }
+            kura_lab::llc::run(&cfg, &mut out).map(|_| ())
+        }
         BenchCommand::Modes(a) => kura_lab::modes::run(
             &kura_lab::modes::Config {
                 db: db.to_path_buf(),

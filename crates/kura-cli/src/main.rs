@@ -2,6 +2,7 @@
 //! TPC-H generation/loading, and benchmarks — all through the `kura` façade.
 
 mod bench_cmd;
+mod cache_cmd;
 mod cachesim;
 mod format;
 mod profile_cmd;
@@ -139,6 +140,11 @@ enum Command {
     Serve(serve::Args),
     /// Cache simulator: replacement policies, two-level caches, reuse distance (paper 004).
     Cachesim(Box<cachesim::CachesimArgs>),
+    /// LLC partitioning by memory object (paper 000): status, protect, release.
+    Cache {
+        #[command(subcommand)]
+        cmd: cache_cmd::CacheCommand,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -178,6 +184,7 @@ impl Command {
             Command::Cachesim(_) => None,
             Command::Profile(a) => Some(a.db.clone()),
             Command::Trace { cmd } => cmd.db_args().cloned(),
+            Command::Cache { cmd } => cmd.db_args(),
         }
     }
 }
@@ -212,6 +219,7 @@ impl Cli {
             page_size: None,
             recover_header: self.recover_header,
             max_memory: self.max_memory,
+            ..OpenOptions::default()
         }
     }
 
@@ -319,6 +327,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Trace { cmd }) => trace_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
+        Some(Command::Cache { cmd }) => cache_cmd::run(cmd, || cli.open().map(|(db, _)| db)),
         Some(Command::Bench { cmd }) => {
             if matches!(cmd, bench_cmd::BenchCommand::Modes(_))
                 && (cli.buffered_io

@@ -6,8 +6,8 @@
 pub mod date;
 pub mod decimal;
 pub mod error;
-pub mod probe;
 pub mod memobj;
+pub mod probe;
 pub mod settings;
 pub mod size;
 pub mod timestamp;

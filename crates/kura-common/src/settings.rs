@@ -138,6 +138,27 @@ pub const SETTINGS: &[SettingSpec] = &[
         validate: None,
     },
     SettingSpec {
+        name: "llc_protect",
+        default: "none",
+        description: "paper 000: warm an object into the LLC and protect it with CAT (index:NAME | column:TABLE.COLUMN | none); database-wide",
+        choices: &[],
+        validate: None,
+    },
+    SettingSpec {
+        name: "llc_classes",
+        default: "off",
+        description: "on: each pipeline runs in a cache-sensitive or streaming resctrl group chosen from its footprint (needs CAT)",
+        choices: &["on", "off"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "llc_scan_policy",
+        default: "normal",
+        description: "flush: a streaming pipeline (more than the LLC) flushes its pages from the CPU caches after each morsel",
+        choices: &["normal", "flush"],
+        validate: None,
+    },
+    SettingSpec {
         name: "buffer_policy",
         default: "clock",
         description: "buffer replacement policy (kura-cache)",

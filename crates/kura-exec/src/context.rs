@@ -179,6 +179,8 @@ pub struct ExecContext {
     /// Pages a serial or static scan reads ahead of the morsel it runs
     /// (`prefetch_window`), with synchronous, coalesced reads.
     pub prefetch_window: usize,
+    /// Per-pipeline LLC classes and the software scan policy (off by default).
+    pub cache: crate::cache_class::CacheClasses,
 }
 
 impl ExecContext {
@@ -199,6 +201,7 @@ impl ExecContext {
             mode: ExecutionMode::default(),
             prefetch: true,
             prefetch_window: DEFAULT_PREFETCH_WINDOW,
+            cache: Default::default(),
         }
     }
 
@@ -226,6 +229,12 @@ impl ExecContext {
 
     pub fn with_prefetch_window(mut self, pages: usize) -> Self {
         self.prefetch_window = pages;
+        self
+    }
+
+    /// Per-pipeline LLC classes and the software scan policy.
+    pub fn with_cache_classes(mut self, cache: crate::cache_class::CacheClasses) -> Self {
+        self.cache = cache;
         self
     }
 

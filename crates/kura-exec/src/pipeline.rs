@@ -32,6 +32,7 @@ use std::time::Instant;
 use kura_common::{probe, Batch};
 use kura_storage::{BufferManager, PageGuard, PageId, StorageResult};
 
+use crate::cache_class::{classify, flush_lines, CacheClass, Footprint, ScanPolicy};
 use crate::context::{ExecContext, ExecutionMode};
 use crate::error::{ExecError, ExecResult};
 use crate::runtime::{self, BoxError, RuntimeError};
@@ -71,6 +72,11 @@ pub trait Source: Send + Sync {
         let _ = (morsel, round);
         Ok(None)
     }
+    /// Bytes of a structure every morsel probes again (an index's nodes): what a
+    /// cache-sensitive pipeline would keep in the LLC.
+    fn reused_bytes(&self) -> u64 {
+        0
+    }
 }
 
 /// A streaming operator: one batch in, one (possibly empty) batch out. `None` means
@@ -94,6 +100,11 @@ pub trait Transform: Send + Sync {
             Some(b) => out(b),
             None => Ok(false),
         }
+    }
+
+    /// Bytes of a structure every batch probes (a join's hash table).
+    fn reused_bytes(&self) -> u64 {
+        0
     }
 }
 
@@ -131,12 +142,41 @@ struct Run {
     error: Mutex<Option<ExecError>>,
     /// How many morsels ahead a scan task reads ahead (0: no read-ahead).
     read_ahead: AtomicUsize,
+    /// The pipeline's cache class, when classes or the scan policy are on.
+    class: Option<CacheClass>,
 }
 
 /// Runs a pipeline's merge (the argument) and may do other work beside it.
 pub type AroundMerge<'a> = dyn Fn(&mut dyn FnMut() -> ExecResult<()>) -> ExecResult<()> + 'a;
 
 impl Pipeline {
+    /// What the pipeline will touch: the pages its source reads in order (when
+    /// it names them cheaply) and the structures it probes.
+    pub fn footprint(&self) -> Footprint {
+        let mut streamed = 0u64;
+        if self.source.sequential() {
+            for m in 0..self.source.morsels() {
+                if let Some((bm, pages)) = self.source.pages_for(m) {
+                    streamed += (pages.len() * bm.page_size()) as u64;
+                }
+            }
+        }
+        let reused = self.source.reused_bytes()
+            + self
+                .transforms
+                .iter()
+                .map(|(_, t)| t.reused_bytes())
+                .sum::<u64>();
+        Footprint { streamed, reused }
+    }
+
+    /// The pipeline's class, if the context asks for classes.
+    pub fn cache_class(&self, ctx: &ExecContext) -> Option<CacheClass> {
+        ctx.cache
+            .active()
+            .then(|| classify(self.footprint(), ctx.cache.llc_bytes))
+    }
+
     /// Runs every morsel through the transforms into `sink`, in the context's mode.
     pub fn run(&self, sink: Arc<dyn Sink>, sink_node: usize, ctx: &ExecContext) -> ExecResult<()> {
         self.run_range(sink, sink_node, ctx, 0..self.source.morsels())
@@ -186,6 +226,10 @@ impl Pipeline {
         around_merge: Option<&AroundMerge>,
     ) -> ExecResult<bool> {
         let morsels = range.len();
+        let class = self.cache_class(ctx);
+        if let Some(class) = class {
+            ctx.cache.count(class);
+        }
         let run = Arc::new(Run {
             source: self.source.clone(),
             source_node: self.source_node,
@@ -196,6 +240,7 @@ impl Pipeline {
             stopped: AtomicBool::new(false),
             error: Mutex::new(None),
             read_ahead: AtomicUsize::new(0),
+            class,
         });
         // Inside a runtime task (a nested query) the runtime cannot be re-entered.
         let on_worker = runtime::current_worker().is_some();
@@ -351,8 +396,39 @@ impl Run {
                 ahead_until = self.read_ahead_sync(morsel, morsels.end, window);
             }
             self.morsel(morsel, &mut local)?;
+            if self.flushes() {
+                self.flush_morsel(morsel);
+            }
         }
         Ok(local)
+    }
+
+    /// The software policy where CAT is absent: a streaming pipeline's pages leave
+    /// the caches as soon as their morsel is decoded.
+    fn flushes(&self) -> bool {
+        self.class == Some(CacheClass::Streaming) && self.ctx.cache.scan_policy == ScanPolicy::Flush
+    }
+
+    fn count_flushed(&self, bytes: usize) {
+        self.ctx
+            .cache
+            .counters
+            .flushed_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Flushes the pages of a morsel just run on this thread (they are still
+    /// resident: fixing them again is a hit).
+    fn flush_morsel(&self, morsel: usize) {
+        let Some((bm, pages)) = self.source.pages_for(morsel) else {
+            return;
+        };
+        for page in pages {
+            if let Ok(g) = bm.fix(page) {
+                flush_lines(&g);
+                self.count_flushed(g.len());
+            }
+        }
     }
 
     /// Reads the pages of `from` and of the morsels after it (before `end`), up to
@@ -433,6 +509,14 @@ impl Run {
         }
         let mut local = self.sink.local();
         self.morsel(morsel, &mut local)?;
+        if self.flushes() {
+            for (_, guards) in &pinned {
+                for g in guards {
+                    flush_lines(g);
+                    self.count_flushed(g.len());
+                }
+            }
+        }
         drop(pinned);
         Ok(Some(local))
     }
@@ -440,6 +524,9 @@ impl Run {
     /// Runs one morsel's batches through the transforms into `local`.
     fn morsel(&self, morsel: usize, local: &mut LocalState) -> ExecResult<()> {
         let ctx = &self.ctx;
+        if let Some(class) = self.class {
+            ctx.cache.enter(class);
+        }
         let mut started = Instant::now();
         let mut emit = |batch: Batch| -> ExecResult<bool> {
             ctx.check_cancel()?;

@@ -33,3 +33,17 @@ pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> RdtError {
         RdtError::Io { path, source }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_permission_says_what_is_needed() {
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let text = io("/sys/fs/resctrl/kura-1-scan", denied).to_string();
+        assert!(text.contains("need root"), "{text}");
+        let other = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert!(matches!(io("/x", other), RdtError::Io { .. }));
+    }
+}

@@ -24,11 +24,31 @@ impl Group {
     }
 }
 
+/// How a control file is written, as the shell's `>` and `>>` would: `schemata` is
+/// replaced, a thread id is appended to `tasks`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteMode {
+    Replace,
+    Append,
+}
+
 /// Writes `text` to a resctrl control file in one `write`; if the kernel refuses it,
 /// the reason is in `info/last_cmd_status`.
-pub(crate) fn write_control(root: &Path, path: &Path, text: &str) -> Result<(), RdtError> {
-    let result = fs::OpenOptions::new()
-        .append(true)
+pub(crate) fn write_control(
+    root: &Path,
+    path: &Path,
+    text: &str,
+    mode: WriteMode,
+) -> Result<(), RdtError> {
+    let mut options = fs::OpenOptions::new();
+    // O_CREAT as the shell uses it: the kernel's files already exist, so it only
+    // matters to a tree laid out by hand.
+    options.create(true);
+    match mode {
+        WriteMode::Replace => options.write(true).truncate(true),
+        WriteMode::Append => options.append(true),
+    };
+    let result = options
         .open(path)
         .and_then(|mut f| f.write_all(text.as_bytes()));
     match result {

@@ -7,9 +7,13 @@ pub mod error;
 pub mod group;
 pub mod info;
 pub mod lock;
+pub mod partition;
 pub mod resctrl;
 
 pub use error::RdtError;
 pub use group::Group;
 pub use info::{validate_mask, L3Info};
+pub use partition::{
+    current_tid, measure_switch, process_threads, protect_masks, Class, Partition, ProtectMasks,
+};
 pub use resctrl::{detect, Detection, Resctrl, DEFAULT_ROOT, GROUP_PREFIX};

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{io, RdtError};
-use crate::group::{remove_dir, write_control, Group};
+use crate::group::{remove_dir, write_control, Group, WriteMode};
 use crate::info::{validate_mask, L3Info};
 use crate::lock::RootLock;
 
@@ -196,6 +196,7 @@ impl Resctrl {
             &self.root,
             &group.path.join("schemata"),
             &format!("L3:{line}\n"),
+            WriteMode::Replace,
         )
     }
 
@@ -227,12 +228,22 @@ impl Resctrl {
 
     /// Moves thread `tid` into `group`.
     pub fn add_task(&self, group: &Group, tid: u32) -> Result<(), RdtError> {
-        write_control(&self.root, &group.path.join("tasks"), &format!("{tid}\n"))
+        write_control(
+            &self.root,
+            &group.path.join("tasks"),
+            &format!("{tid}\n"),
+            WriteMode::Append,
+        )
     }
 
     /// Moves thread `tid` back to the default group.
     pub fn remove_task(&self, tid: u32) -> Result<(), RdtError> {
-        write_control(&self.root, &self.root.join("tasks"), &format!("{tid}\n"))
+        write_control(
+            &self.root,
+            &self.root.join("tasks"),
+            &format!("{tid}\n"),
+            WriteMode::Append,
+        )
     }
 
     /// Thread ids in `group`.

@@ -192,3 +192,75 @@ fn the_root_lock_serialises_handles() {
     drop(first);
     assert!(Resctrl::open_with_timeout(dir.path(), Duration::from_millis(50)).is_ok());
 }
+
+#[test]
+fn a_partition_warms_protects_releases_and_leaves_nothing_behind() {
+    use kura_rdt::{measure_switch, Class, Partition};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fake_resctrl(root);
+    let default_schemata = fs::read_to_string(root.join("schemata")).unwrap();
+    let sensitive_path;
+    {
+        let rdt = Resctrl::open(root).unwrap();
+        // the kernel would create the control files; here the write creates them
+        let mut p = Partition::new(rdt, 2).unwrap();
+        sensitive_path = p.group(Class::Sensitive).path().to_path_buf();
+        let read = |c: Class| p.resctrl().read_schemata(p.group(c)).unwrap();
+        assert_eq!(read(Class::Sensitive), vec![(0, 0x7ff), (1, 0x7ff)]);
+        assert_eq!(read(Class::Streaming), vec![(0, 0x3), (1, 0x3)]);
+
+        // warm a 3 MiB object in an 11 MiB LLC: it gets the top 3 ways
+        let masks = p.begin_warm(777, 3 << 20, 11 << 20).unwrap();
+        assert_eq!((masks.protected, masks.others), (0x700, 0x0ff));
+        let protect = root.join(format!("kura-{}-protect", std::process::id()));
+        assert_eq!(fs::read_to_string(protect.join("tasks")).unwrap(), "777\n");
+        p.protect(&[777, 778]).unwrap();
+        let read = |c: Class| p.resctrl().read_schemata(p.group(c)).unwrap();
+        assert_eq!(read(Class::Sensitive), vec![(0, 0x0ff), (1, 0x0ff)]);
+        assert_eq!(read(Class::Streaming), vec![(0, 0x3), (1, 0x3)]);
+        assert_eq!(
+            fs::read_to_string(sensitive_path.join("tasks")).unwrap(),
+            "777\n778\n"
+        );
+        // an object too big to protect is refused before anything is written
+        assert!(p.begin_warm(777, 10 << 20, 11 << 20).is_err());
+
+        p.release().unwrap();
+        assert!(!protect.exists() && p.protected().is_none());
+        let read = |c: Class| p.resctrl().read_schemata(p.group(c)).unwrap();
+        assert_eq!(read(Class::Sensitive), vec![(0, 0x7ff), (1, 0x7ff)]);
+        // protect without warming first is an error, not a panic
+        assert!(p.protect(&[1]).is_err());
+
+        let per_write = measure_switch(&p, 10).unwrap();
+        assert!(per_write.as_nanos() > 0);
+        let tasks = fs::read_to_string(p.group(Class::Streaming).path().join("tasks")).unwrap();
+        assert_eq!(tasks.lines().count(), 10);
+    }
+    assert!(!sensitive_path.exists(), "groups are removed on drop");
+    let left: Vec<_> = fs::read_dir(root)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("kura-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(
+        fs::read_to_string(root.join("schemata")).unwrap(),
+        default_schemata,
+        "the default group's schemata is never changed"
+    );
+}
+
+#[test]
+fn a_refused_task_move_reports_last_cmd_status() {
+    let dir = tempfile::tempdir().unwrap();
+    fake_resctrl(dir.path());
+    let mut rdt = Resctrl::open(dir.path()).unwrap();
+    let g = rdt.create_group("streaming").unwrap();
+    fs::create_dir(g.path().join("tasks")).unwrap();
+    fs::write(dir.path().join("info/last_cmd_status"), "No task 4242\n").unwrap();
+    let err = rdt.add_task(&g, 4242).unwrap_err().to_string();
+    assert!(err.contains("No task 4242"), "{err}");
+}

@@ -162,6 +162,54 @@ impl Storage {
         }
     }
 
+    /// The pages of a named memory object, for warming it into the CPU cache
+    /// (paper 000): `index:NAME` is every interior and leaf node of the index
+    /// (not the rows it points to), `column:TABLE.COLUMN` the column's data and
+    /// overflow pages.
+    pub fn object_pages(&self, object: &str) -> StorageResult<Vec<PageId>> {
+        let catalog = self.catalog();
+        let bad = || {
+            StorageError::Invalid(format!(
+                "\"{object}\" names no object: use index:NAME or column:TABLE.COLUMN"
+            ))
+        };
+        let (kind, name) = object.split_once(':').ok_or_else(bad)?;
+        let name = name.trim();
+        match kind.trim().to_ascii_lowercase().as_str() {
+            "index" => {
+                let entry = catalog
+                    .index(name)
+                    .ok_or_else(|| StorageError::NoSuchIndex(name.to_string()))?;
+                let (interior, leaves) = crate::resident::index_pages(&self.file, &entry.tree)?;
+                Ok(interior.into_iter().chain(leaves).collect())
+            }
+            "column" => {
+                let (table_name, column) = name.split_once('.').ok_or_else(bad)?;
+                let table = catalog
+                    .table(table_name)
+                    .ok_or_else(|| StorageError::NoSuchTable(table_name.to_string()))?;
+                let at = table
+                    .schema()
+                    .columns
+                    .iter()
+                    .position(|c| c.name.eq_ignore_ascii_case(column))
+                    .ok_or_else(|| {
+                        StorageError::Invalid(format!(
+                            "column \"{column}\" of table \"{table_name}\" does not exist"
+                        ))
+                    })?;
+                let meta = &table.meta().columns[at];
+                Ok(meta
+                    .zones
+                    .iter()
+                    .map(|z| z.page)
+                    .chain(meta.overflow.iter().copied())
+                    .collect())
+            }
+            _ => Err(bad()),
+        }
+    }
+
     /// Holds the pages of the named indexes in the buffer pool (`all`, `none`,
     /// or `idx1,idx2`, `interior:` before any of them for interior nodes only;
     /// see [`crate::resident::parse_resident`]), interior nodes first, replacing the previous resident set; returns the pages held. A set

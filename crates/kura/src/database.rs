@@ -27,6 +27,11 @@ pub struct OpenOptions {
     /// `--max-memory`: what all running queries together may hold in hash
     /// tables, sorts and results; `None` = [`default_max_memory`].
     pub max_memory: Option<u64>,
+    /// Where resctrl is mounted (default `/sys/fs/resctrl`); tests point it at a
+    /// tree laid out in a temporary directory.
+    pub resctrl_root: Option<std::path::PathBuf>,
+    /// The LLC size pipelines are classified against; `None` = this machine's (sysfs).
+    pub llc_bytes: Option<u64>,
 }
 
 /// Three fifths of physical memory (at least 256 MiB): with the buffer pool's
@@ -44,6 +49,8 @@ pub struct Database {
     storage: Arc<Storage>,
     /// The memory budget every query of every session is also counted against.
     shared_memory: Arc<MemoryTracker>,
+    /// LLC partitioning by memory object (paper 000).
+    llc: Arc<crate::llc::Llc>,
 }
 
 impl Database {
@@ -64,9 +71,16 @@ impl Database {
         let shared_memory = Arc::new(MemoryTracker::new(
             opts.max_memory.unwrap_or_else(default_max_memory),
         ));
+        let root = opts
+            .resctrl_root
+            .unwrap_or_else(|| kura_rdt::DEFAULT_ROOT.into());
         Ok(Database {
             storage,
             shared_memory,
+            llc: Arc::new(match opts.llc_bytes {
+                Some(bytes) => crate::llc::Llc::with_llc_bytes(&root, bytes),
+                None => crate::llc::Llc::new(&root),
+            }),
         })
     }
 
@@ -77,7 +91,16 @@ impl Database {
 
     /// A new session with default settings.
     pub fn session(&self) -> Session {
-        Session::new(self.storage.clone(), self.shared_memory.clone())
+        Session::new(
+            self.storage.clone(),
+            self.shared_memory.clone(),
+            self.llc.clone(),
+        )
+    }
+
+    /// The database's LLC control (`kura cache`, `SET llc_protect`).
+    pub fn llc(&self) -> &Arc<crate::llc::Llc> {
+        &self.llc
     }
 
     pub fn storage(&self) -> &Arc<Storage> {

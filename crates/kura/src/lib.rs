@@ -10,6 +10,7 @@ mod describe;
 mod dml;
 pub mod error;
 pub mod identity;
+pub mod llc;
 mod prepared;
 mod query;
 pub mod result;

@@ -35,6 +35,8 @@ pub(crate) struct QueryContext<'a> {
     pub tx: Tx<'a>,
     /// The budget all running queries share.
     pub shared_memory: &'a Arc<kura_exec::context::MemoryTracker>,
+    /// LLC classes and the software scan policy (paper 000).
+    pub llc: &'a Arc<crate::llc::Llc>,
     /// What `version()`, `now()` ... read.
     pub info: Arc<kura_sql::SessionInfo>,
 }
@@ -243,6 +245,7 @@ impl QueryContext<'_> {
         .with_io(Arc::new(BufferIo(self.storage.buffer().clone())))
         // `SET execution_mode` picks serial, static or out-of-order execution.
         .with_settings(self.settings)
+        .with_cache_classes(self.llc.classes(self.settings))
     }
 
     pub(crate) fn plan(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<PlannedQuery> {

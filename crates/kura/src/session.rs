@@ -128,14 +128,18 @@ pub struct Session {
     pub(crate) prepared: crate::prepared::PreparedStatements,
     /// Open cursors by name.
     pub(crate) cursors: crate::cursor::Cursors,
+    /// The database's LLC control, shared by every session.
+    llc: Arc<crate::llc::Llc>,
 }
 
 impl Session {
     pub(crate) fn new(
         storage: Arc<Storage>,
         shared_memory: Arc<kura_exec::context::MemoryTracker>,
+        llc: Arc<crate::llc::Llc>,
     ) -> Self {
         Session {
+            llc,
             shared_memory,
             storage,
             settings: Settings::default(),
@@ -163,6 +167,11 @@ impl Session {
 
     pub fn storage(&self) -> &Arc<Storage> {
         &self.storage
+    }
+
+    /// The database's LLC control.
+    pub fn llc(&self) -> &Arc<crate::llc::Llc> {
+        &self.llc
     }
 
     pub fn settings(&self) -> &Settings {
@@ -474,6 +483,7 @@ impl Session {
             cancel: &self.cancel,
             tx: self.tx(),
             shared_memory: &self.shared_memory,
+            llc: &self.llc,
             info: Arc::new(kura_sql::SessionInfo {
                 version: self.identity.version.clone(),
                 database: self.identity.database.clone(),
@@ -636,6 +646,16 @@ impl Session {
         if Settings::spec(name).is_none() && is_client_setting(name) {
             // Settings PostgreSQL drivers send at connect time; accepted, no effect.
             return Ok(());
+        }
+        if name.eq_ignore_ascii_case("llc_protect") {
+            // Database-wide, like resident_indexes: applied first, so a failed
+            // warm leaves the setting as it was.
+            let v = value.trim();
+            if v.is_empty() || v.eq_ignore_ascii_case("none") {
+                self.llc.release()?;
+            } else {
+                self.llc.protect(&self.storage, v)?;
+            }
         }
         if name.eq_ignore_ascii_case("resident_indexes") {
             // Applied first: a set the pool cannot hold leaves the setting as it was.

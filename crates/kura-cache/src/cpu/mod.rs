@@ -6,11 +6,13 @@
 pub mod classify;
 pub mod geometry;
 pub mod hierarchy;
+pub mod partition;
 pub mod reference;
 pub mod set_assoc;
 
 pub use classify::MissClass;
 pub use geometry::{read_sysfs, CacheKind, Geometry, SYSFS_CACHE_DIR};
 pub use hierarchy::{Access, Hierarchy, LevelConfig, LevelCounters};
+pub use partition::{ClassMisses, Mark, PartitionSim};
 pub use reference::{ReferenceHierarchy, ReferenceSetAssoc};
 pub use set_assoc::{Lookup, Replacement, SetAssoc};

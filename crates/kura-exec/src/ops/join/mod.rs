@@ -400,6 +400,18 @@ impl JoinProbeOp {
 }
 
 impl Transform for JoinProbeOp {
+    /// The hash index and the build rows a match reads.
+    fn reused_bytes(&self) -> u64 {
+        let t = &self.table;
+        let rows: u64 = t
+            .side
+            .columns
+            .iter()
+            .map(|c| (t.side.rows * c.data_type.fixed_width().unwrap_or(16)) as u64)
+            .sum();
+        t.index.bytes() + t.correlation.as_ref().map_or(0, |c| c.bytes()) + rows
+    }
+
     fn apply_each(
         &self,
         batch: Batch,
