@@ -323,7 +323,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
-        Some(Command::Profile(args)) => profile_cmd::run(args, || cli.open()),
+        Some(Command::Profile(args)) => profile_cmd::run(args, &cli.db, || cli.open()),
         Some(Command::Trace { cmd }) => trace_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),

@@ -1,8 +1,11 @@
-//! `kura profile`: counts (or samples) queries with kura-profile and prints or
-//! saves the profile; `--diff` compares two saved profiles, `--overhead` measures
-//! the profiler's own cost.
+//! `kura profile` (paper 002): counts (or samples) queries with kura-profile and
+//! prints or saves the profile; where the machine has no hardware PMU it samples
+//! cpu-clock, adds the simulated cache (the queries traced under Valgrind and
+//! replayed through kura-cache's model) and the overhead table. `--diff` compares
+//! two saved profiles, `--overhead` measures the profiler's own cost alone.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kura::{Database, Session};
@@ -42,15 +45,30 @@ pub struct ProfileArgs {
     /// Compare two saved profiles (before, after) per function, operator and object.
     #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
     diff: Option<Vec<PathBuf>>,
-    /// Measure the profiler's overhead: no profiling, counting, sampling at several periods.
+    /// Count events per query, operator and pipeline (the default with a hardware PMU).
+    #[arg(long, conflicts_with = "sample")]
+    count: bool,
+    /// Measure the profiler's overhead alone: no profiling, counting, sampling at several periods.
     #[arg(long)]
     overhead: bool,
+    /// Add the simulated cache: the queries traced under Valgrind's lackey in a
+    /// child kura and replayed through a model of this machine's caches (the
+    /// default where there is no hardware PMU).
+    #[arg(long, overrides_with = "no_simulate")]
+    simulate: bool,
+    /// Leave the simulated cache out.
+    #[arg(long)]
+    no_simulate: bool,
+    /// The Valgrind executable for the simulated cache.
+    #[arg(long, value_name = "PATH", default_value = "valgrind")]
+    valgrind: PathBuf,
     /// Runs per mode for --overhead (the median is reported).
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    /// Run each query N times inside the profile (short queries give few samples).
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    repeat: usize,
+    /// Run each query N times inside the profile [default: enough times for
+    /// about 300 ms of work, so that short queries give enough samples].
+    #[arg(long, value_name = "N")]
+    repeat: Option<usize>,
     /// Rows per table.
     #[arg(long, default_value_t = 15)]
     top: usize,
@@ -114,9 +132,36 @@ fn source_root() -> Option<PathBuf> {
     built.join("crates/kura-exec").is_dir().then_some(built)
 }
 
+/// What a profile run does besides its counting or sampling, decided from the
+/// flags and the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Plan {
+    /// Sample with the machine's default event though no `--sample` was given.
+    default_sampling: bool,
+    /// Append the overhead table.
+    overhead_table: bool,
+    simulate: bool,
+}
+
+impl Plan {
+    /// With a PMU the default is counting alone. Without one the counters have
+    /// nothing to say about caches, so the default is what works here: cpu-clock
+    /// samples, the overhead table, and the simulated cache.
+    fn new(args: &ProfileArgs, pmu: &Pmu) -> Plan {
+        let no_mode = args.sample.is_none() && !args.count;
+        let default_no_pmu = !pmu.hardware && no_mode;
+        Plan {
+            default_sampling: default_no_pmu,
+            overhead_table: default_no_pmu,
+            simulate: args.simulate || (default_no_pmu && !args.no_simulate),
+        }
+    }
+}
+
 /// Runs `kura profile`.
 pub fn run(
     args: &ProfileArgs,
+    db_path: &Path,
     open: impl FnOnce() -> Result<(Database, Session), String>,
 ) -> Result<(), String> {
     if let Some(files) = &args.diff {
@@ -129,7 +174,13 @@ pub fn run(
     let root = unsafe { libc::geteuid() } == 0;
     check_perf_allowed(std::path::Path::new("/proc/sys"), root).map_err(|e| e.to_string())?;
     let pmu = Pmu::this_machine();
-    let sample = match &args.sample {
+    let plan = Plan::new(args, &pmu);
+    let sample_name = match &args.sample {
+        Some(name) => Some(name.as_str()),
+        None if plan.default_sampling && !args.overhead => Some("default"),
+        None => None,
+    };
+    let sample = match sample_name {
         Some(name) => {
             let event = if name == "default" {
                 pmu.default_sample_event()
@@ -139,7 +190,7 @@ pub fn run(
             let period = args.period.unwrap_or_else(|| default_period(event));
             Some(SampleConfig::new(event, period, &pmu).map_err(|e| e.to_string())?)
         }
-        None if args.period.is_some() && !args.overhead => {
+        None if args.period.is_some() && !args.overhead && !plan.default_sampling => {
             return Err("--period applies to --sample (or --overhead)".into())
         }
         None => None,
@@ -148,8 +199,9 @@ pub fn run(
         return Err("the sampling period must be at least 1 (0 would never sample)".into());
     }
     let queries = workload(args)?;
+    let simulate = plan.simulate && simulation_possible(args, &plan)?;
     // The database stays open while its session runs queries.
-    let (_db, mut session) = open()?;
+    let (db, mut session) = open()?;
     for s in &args.settings {
         let (name, value) = s
             .split_once('=')
@@ -166,50 +218,44 @@ pub fn run(
     for (name, sql) in &queries {
         execute(&mut session, sql).map_err(|e| format!("{name}: {e}"))?;
     }
-    if args.overhead {
-        let event = sample
-            .map(|s| s.event)
-            .unwrap_or(pmu.default_sample_event());
-        let base = args.period.unwrap_or_else(|| default_period(event));
-        let periods = [base / 10, base / 4, base, base * 4];
-        let periods: Vec<u64> = periods.into_iter().filter(|p| *p > 0).collect();
-        let mut all = || -> Result<(), String> {
-            for _ in 0..args.repeat.max(1) {
-                for (name, sql) in &queries {
-                    execute(&mut session, sql).map_err(|e| format!("{name}: {e}"))?;
-                }
+    let repeat = match args.repeat {
+        Some(n) => n.max(1),
+        None => {
+            let t0 = std::time::Instant::now();
+            for (name, sql) in &queries {
+                execute(&mut session, sql).map_err(|e| format!("{name}: {e}"))?;
             }
-            Ok(())
-        };
-        let (rows, chosen) = overhead::measure(&mut all, &pmu, event, &periods, args.runs)
-            .map_err(|e| e.to_string())?;
+            let n = repeats_for(t0.elapsed());
+            if n > 1 {
+                eprintln!(
+                    "note: each query runs {n} times inside the profile (--repeat N to choose)"
+                );
+            }
+            n
+        }
+    };
+    let overhead_event = sample
+        .map(|s| s.event)
+        .unwrap_or(pmu.default_sample_event());
+    if args.overhead {
+        let (rows, chosen) =
+            measure_overhead(&mut session, &queries, args, repeat, &pmu, overhead_event)?;
         let profile = Profile {
             version: kura_profile::report::FORMAT_VERSION,
             mode: "overhead".into(),
-            events: vec![event],
+            events: vec![overhead_event],
             note: pmu.note(),
             overhead: Some(rows),
             ..Default::default()
         };
         print!("{}", profile.render(args.top));
-        match chosen {
-            Some(p) => println!(
-                "finest period within {} %: {p}{}",
-                overhead::BUDGET_PCT,
-                if event.is_time() { " ns" } else { "" }
-            ),
-            None => println!(
-                "no measured period stayed within {} %",
-                overhead::BUDGET_PCT
-            ),
-        }
+        print_chosen(chosen, overhead_event);
         if let Some(path) = &args.json {
             profile.save(path).map_err(|e| e.to_string())?;
         }
         return Ok(());
     }
     let session = std::cell::RefCell::new(session);
-    let repeat = args.repeat.max(1);
     let mut steps: Vec<Step> = queries
         .iter()
         .map(|(name, sql)| {
@@ -232,16 +278,188 @@ pub fn run(
         top: args.top,
         source_root: source_root(),
     };
-    let profile = run::profile(&mut steps, &opts).map_err(|e| e.to_string())?;
+    let mut profile = run::profile(&mut steps, &opts).map_err(|e| e.to_string())?;
+    drop(steps);
+    let mut session = session.into_inner();
+    let mut chosen = None;
+    if plan.overhead_table {
+        let (rows, c) =
+            measure_overhead(&mut session, &queries, args, repeat, &pmu, overhead_event)?;
+        profile.overhead = Some(rows);
+        chosen = Some(c);
+    }
     let mut text = profile.render(args.top);
     // The note went to stderr already.
     if let Some(n) = &profile.note {
         text = text.replacen(&format!("note: {n}\n"), "", 1);
     }
     print!("{text}");
+    if let Some(c) = chosen {
+        print_chosen(c, overhead_event);
+    }
+    if simulate {
+        // The traced child opens the database itself: this process lets it go.
+        drop(session);
+        drop(db);
+        let sim = simulated_profile(args, db_path, &queries)?;
+        println!("\n{}", sim.render());
+        profile.simulated = Some(sim.section());
+    }
     if let Some(path) = &args.json {
         profile.save(path).map_err(|e| e.to_string())?;
         eprintln!("profile saved to {}", path.display());
     }
     Ok(())
+}
+
+/// The overhead table: the workload (each query `--repeat` times) alone, counted,
+/// and sampled at a tenth, a quarter, one and four times the period.
+fn measure_overhead(
+    session: &mut Session,
+    queries: &[(String, String)],
+    args: &ProfileArgs,
+    repeat: usize,
+    pmu: &Pmu,
+    event: Event,
+) -> Result<(Vec<kura_profile::report::OverheadRow>, Option<u64>), String> {
+    let base = args.period.unwrap_or_else(|| default_period(event));
+    let periods = [base / 10, base / 4, base, base * 4];
+    let periods: Vec<u64> = periods.into_iter().filter(|p| *p > 0).collect();
+    let mut all = || -> Result<(), String> {
+        for _ in 0..repeat {
+            for (name, sql) in queries {
+                execute(session, sql).map_err(|e| format!("{name}: {e}"))?;
+            }
+        }
+        Ok(())
+    };
+    overhead::measure(&mut all, pmu, event, &periods, args.runs).map_err(|e| e.to_string())
+}
+
+/// Runs of the workload that take about [`PROFILED_WORK`] when one takes `once`
+/// (at most 1,000).
+fn repeats_for(once: std::time::Duration) -> usize {
+    let once = once.as_secs_f64().max(1e-6);
+    ((PROFILED_WORK.as_secs_f64() / once).ceil() as usize).clamp(1, 1000)
+}
+
+/// How long the profiled workload runs when `--repeat` is not given: at the
+/// default 1 ms cpu-clock period, a few hundred samples.
+const PROFILED_WORK: std::time::Duration = std::time::Duration::from_millis(300);
+
+fn print_chosen(chosen: Option<u64>, event: Event) {
+    match chosen {
+        Some(p) => println!(
+            "finest period within {} %: {p}{}",
+            overhead::BUDGET_PCT,
+            if event.is_time() { " ns" } else { "" }
+        ),
+        None => println!(
+            "no measured period stayed within {} %",
+            overhead::BUDGET_PCT
+        ),
+    }
+}
+
+/// Whether the simulated cache can run. Asked for with `--simulate`, a missing
+/// Valgrind is an error; as the no-PMU default, one line says it is left out.
+fn simulation_possible(args: &ProfileArgs, plan: &Plan) -> Result<bool, String> {
+    let present = std::process::Command::new(&args.valgrind)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if present {
+        return Ok(true);
+    }
+    let why = format!(
+        "{} not found: the simulated cache needs Valgrind (apt-get install valgrind)",
+        args.valgrind.display()
+    );
+    if args.simulate {
+        return Err(why);
+    }
+    debug_assert!(plan.simulate);
+    eprintln!("note: {why}; profiling without it");
+    Ok(false)
+}
+
+/// The simulated cache profile of the queries, each one access class, traced in a
+/// child kura (serial mode, cold buffer pool) under Valgrind's lackey.
+fn simulated_profile(
+    args: &ProfileArgs,
+    db_path: &Path,
+    queries: &[(String, String)],
+) -> Result<kura_profile::simulated::SimulatedProfile, String> {
+    let program =
+        std::env::current_exe().map_err(|e| format!("finding the kura executable: {e}"))?;
+    let mut opts = kura_profile::simulated::ProfileOptions::new(
+        db_path.to_path_buf(),
+        queries.iter().map(|(_, sql)| sql.clone()).collect(),
+        program,
+        crate::trace_cmd::CHILD_COMMAND
+            .iter()
+            .map(OsString::from)
+            .collect(),
+    );
+    opts.top = args.top;
+    opts.valgrind = args.valgrind.clone();
+    eprintln!(
+        "note: tracing the queries under valgrind lackey for the simulated cache \
+         (slow: about a minute for TPC-H Q6 at SF 0.01; --no-simulate leaves it out)"
+    );
+    kura_profile::simulated::profile(&opts).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pmu(hardware: bool) -> Pmu {
+        Pmu {
+            hardware,
+            ibs_op: None,
+        }
+    }
+
+    #[test]
+    fn without_pmu_the_default_samples_measures_overhead_and_simulates() {
+        let args = ProfileArgs::default();
+        let plan = Plan::new(&args, &pmu(false));
+        assert_eq!(
+            plan,
+            Plan {
+                default_sampling: true,
+                overhead_table: true,
+                simulate: true
+            }
+        );
+        // With a PMU the default is counting alone.
+        let plan = Plan::new(&args, &pmu(true));
+        assert!(!plan.default_sampling && !plan.overhead_table && !plan.simulate);
+        // A named mode is only that mode, unless the simulation is asked for.
+        let count = ProfileArgs {
+            count: true,
+            ..Default::default()
+        };
+        assert!(!Plan::new(&count, &pmu(false)).simulate);
+        let no_sim = ProfileArgs {
+            no_simulate: true,
+            ..Default::default()
+        };
+        assert!(!Plan::new(&no_sim, &pmu(false)).simulate);
+        let sim = ProfileArgs {
+            sample: Some("default".into()),
+            simulate: true,
+            ..Default::default()
+        };
+        assert!(Plan::new(&sim, &pmu(true)).simulate);
+    }
+
+    #[test]
+    fn short_workloads_repeat_to_about_300_ms() {
+        use std::time::Duration;
+        assert_eq!(repeats_for(Duration::from_millis(2)), 150);
+        assert_eq!(repeats_for(Duration::from_secs(2)), 1);
+        assert_eq!(repeats_for(Duration::ZERO), 1000);
+    }
 }

@@ -13,7 +13,7 @@ use kura_profile::simulated::{self, child};
 use crate::Cli;
 
 /// The words that select the child mode (the protocol's arguments follow).
-const CHILD_COMMAND: [&str; 2] = ["trace", "child"];
+pub(crate) const CHILD_COMMAND: [&str; 2] = ["trace", "child"];
 
 #[derive(Subcommand)]
 pub enum TraceCommand {

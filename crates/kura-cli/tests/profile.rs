@@ -1,7 +1,8 @@
 //! `kura profile` end to end on this machine (the software path where there is no
 //! PMU): TPC-H Q6 at SF 0.01 counted per operator, sampled with cpu-clock (kura's
 //! own functions and operators named), saved as JSON and diffed; bad input gives
-//! one-line errors.
+//! one-line errors. The default profile with the simulated cache is tested in
+//! `trace_profile.rs`.
 
 mod common;
 
@@ -30,7 +31,7 @@ fn profiles_tpch_q6_counting_sampling_json_and_diff() {
     run_ok(&db, &["tpch", "load", "--sf", "0.01"]);
 
     // Counting: per query and per operator, the scan of lineitem among them.
-    let out = run_ok(&db, &["profile", "--query", "tpch:6"]);
+    let out = run_ok(&db, &["profile", "--query", "tpch:6", "--count"]);
     let text = stdout(&out);
     assert!(text.contains("== tpch:Q6"), "{text}");
     assert!(

@@ -72,8 +72,16 @@ fn weight(c: &Counts) -> (f64, &'static str) {
     }
 }
 
+/// Last-level misses by name.
 fn named(v: &[NamedCount]) -> BTreeMap<String, f64> {
     v.iter().map(|c| (c.name.clone(), c.count as f64)).collect()
+}
+
+/// First-level misses by name.
+fn named_first(v: &[NamedCount]) -> BTreeMap<String, f64> {
+    v.iter()
+        .map(|c| (c.name.clone(), c.first_level as f64))
+        .collect()
 }
 
 /// Every comparison the two profiles allow.
@@ -139,18 +147,31 @@ pub fn diff(a: &Profile, b: &Profile) -> Vec<DiffTable> {
         ));
     }
     if let (Some(sa), Some(sb)) = (&a.simulated, &b.simulated) {
-        out.push(compare(
-            "simulated misses per function",
-            "simulated misses",
-            named(&sa.functions),
-            named(&sb.functions),
-        ));
-        out.push(compare(
-            "simulated misses per data object",
-            "simulated misses",
-            named(&sa.objects),
-            named(&sb.objects),
-        ));
+        if !sa.levels.is_empty() || !sb.levels.is_empty() {
+            out.push(compare(
+                "simulated misses per cache level",
+                "simulated misses",
+                named(&sa.levels),
+                named(&sb.levels),
+            ));
+        }
+        for (what, ra, rb) in [
+            ("function", &sa.functions, &sb.functions),
+            ("data object", &sa.objects, &sb.objects),
+        ] {
+            out.push(compare(
+                &format!("simulated last-level misses per {what}"),
+                "simulated misses",
+                named(ra),
+                named(rb),
+            ));
+            out.push(compare(
+                &format!("simulated L1d misses per {what}"),
+                "simulated misses",
+                named_first(ra),
+                named_first(rb),
+            ));
+        }
     }
     out
 }
@@ -223,6 +244,7 @@ mod tests {
             objects: vec![NamedCount {
                 name: "lineitem.l_extendedprice pages".into(),
                 count: n,
+                first_level: 2 * n,
             }],
             ..Default::default()
         };

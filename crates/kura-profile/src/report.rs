@@ -112,11 +112,14 @@ pub struct OverheadRow {
     pub samples: Option<u64>,
 }
 
-/// A named count of the simulated section.
+/// A named count of the simulated section: last-level misses, and first-level
+/// (L1d) misses where the row has them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NamedCount {
     pub name: String,
     pub count: u64,
+    #[serde(default)]
+    pub first_level: u64,
 }
 
 /// What the simulated cache found (filled by `kura_profile::simulated`).
@@ -130,6 +133,9 @@ pub struct SimulatedSection {
     pub operator_objects: Vec<NamedCount>,
     /// compulsory, capacity, conflict.
     pub miss_classes: Vec<NamedCount>,
+    /// Total misses per cache level, L1d first.
+    #[serde(default)]
+    pub levels: Vec<NamedCount>,
 }
 
 impl Profile {
@@ -462,6 +468,7 @@ mod tests {
                 objects: vec![NamedCount {
                     name: "hash table of join #3".into(),
                     count: 42,
+                    first_level: 50,
                 }],
                 ..Default::default()
             }),

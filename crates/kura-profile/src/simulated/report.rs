@@ -301,6 +301,67 @@ impl SimulatedProfile {
         }
     }
 
+    /// The summary a [`crate::Profile`] keeps (and `--diff` compares): misses per
+    /// level, function, data object, (function, object) pair and 3C class of the
+    /// last level.
+    pub fn section(&self) -> crate::report::SimulatedSection {
+        use crate::report::NamedCount;
+        let counted = |name: String, m: &LevelMisses| NamedCount {
+            name,
+            count: m.last().copied().unwrap_or(0),
+            first_level: m.first().copied().unwrap_or(0),
+        };
+        let last = self.levels.last();
+        crate::report::SimulatedSection {
+            cache: self
+                .levels
+                .iter()
+                .map(|l| format!("{} {}", l.name, l.geometry))
+                .collect::<Vec<_>>()
+                .join(", "),
+            functions: self
+                .functions
+                .iter()
+                .map(|f| counted(f.function.clone(), &f.misses))
+                .collect(),
+            objects: self
+                .objects
+                .iter()
+                .map(|o| counted(o.object.clone(), &o.misses))
+                .collect(),
+            operator_objects: self
+                .pairs
+                .iter()
+                .map(|p| counted(format!("{} / {}", p.function, p.object), &p.misses))
+                .collect(),
+            miss_classes: last
+                .map(|l| {
+                    [
+                        ("compulsory", l.compulsory),
+                        ("capacity", l.capacity),
+                        ("conflict", l.conflict),
+                    ]
+                    .into_iter()
+                    .map(|(n, c)| NamedCount {
+                        name: format!("{} {n}", l.name),
+                        count: c,
+                        first_level: 0,
+                    })
+                    .collect()
+                })
+                .unwrap_or_default(),
+            levels: self
+                .levels
+                .iter()
+                .map(|l| NamedCount {
+                    name: l.name.clone(),
+                    count: l.misses,
+                    first_level: 0,
+                })
+                .collect(),
+        }
+    }
+
     /// Misses of the object whose description contains `needle`, per level.
     pub fn object_misses(&self, needle: &str) -> Option<&LevelMisses> {
         self.objects

@@ -847,47 +847,35 @@ impl BufferManager {
         }
         let mut read = 0;
         let mut run: Vec<ReadTicket> = Vec::new();
-        let mut scratch =
-            AlignedBuf::new(self.core.page_size * MAX_READ_PAGES.min(tickets.len().max(1)));
-        kura_common::memobj::register_slice(&scratch, || {
-            kura_common::memobj::Object::new(
-                kura_common::memobj::ObjectKind::ReadBuffer,
-                "read-ahead scratch buffer",
-            )
-        });
         for t in tickets {
             let extends = run
                 .last()
                 .is_some_and(|l| l.page + 1 == t.page && run.len() < MAX_READ_PAGES);
             if !extends && !run.is_empty() {
-                read += self.read_run(std::mem::take(&mut run), &mut scratch);
+                read += self.read_run(std::mem::take(&mut run));
             }
             run.push(t);
         }
         if !run.is_empty() {
-            read += self.read_run(run, &mut scratch);
+            read += self.read_run(run);
         }
-        kura_common::memobj::unregister_slice(&scratch);
         read
     }
 
-    /// Reads a run of consecutive reserved pages with one request.
-    fn read_run(&self, run: Vec<ReadTicket>, scratch: &mut AlignedBuf) -> usize {
-        let ps = self.core.page_size;
-        let bytes = run.len() * ps;
+    /// Reads a run of consecutive reserved pages with one request, straight into
+    /// their frames.
+    fn read_run(&self, mut run: Vec<ReadTicket>) -> usize {
         observer::note(SyncRead::Submitted);
-        let r = self
-            .core
-            .file
-            .read_pages_raw(run[0].page, &mut scratch[..bytes]);
+        let first = run[0].page;
+        let r = {
+            let mut bufs: Vec<&mut [u8]> = run.iter_mut().map(|t| t.buffer()).collect();
+            self.core.file.read_pages_into(first, &mut bufs)
+        };
         observer::note(SyncRead::Completed);
         let mut read = 0;
-        for (i, mut t) in run.into_iter().enumerate() {
+        for t in run {
             let outcome = match &r {
-                Ok(()) => {
-                    t.buffer().copy_from_slice(&scratch[i * ps..(i + 1) * ps]);
-                    Ok(())
-                }
+                Ok(()) => Ok(()),
                 Err(e) => Err(StorageError::Invalid(format!("read-ahead failed: {e}"))),
             };
             // The guard is dropped at once: the page stays resident, unpinned.

@@ -296,6 +296,26 @@ impl DbFile {
         Ok(())
     }
 
+    /// Reads the consecutive pages `first, first+1, ...` straight into `bufs`
+    /// (one aligned page buffer each, e.g. buffer frames) with one vectored
+    /// positioned read, without verifying them. Unlike [`Self::read_pages_raw`]
+    /// no staging buffer is zeroed and copied: the memory profiler found that
+    /// staging copy to cost about half of a scan's cache misses.
+    pub fn read_pages_into(&self, first: PageId, bufs: &mut [&mut [u8]]) -> StorageResult<()> {
+        let off = first * self.page_size as u64;
+        let n = read_vectored_full_at(&self.file, bufs, off)
+            .map_err(|e| StorageError::io(&self.path, "read pages", e))?;
+        let want: usize = bufs.iter().map(|b| b.len()).sum();
+        if n < want {
+            return Err(StorageError::Corrupt {
+                path: self.path.clone(),
+                page: first + (n / self.page_size) as u64,
+                what: "page lies beyond the end of the file".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Verifies a page just read: checksum, then that it is the page asked for.
     pub fn verify_page(&self, page: PageId, buf: &[u8]) -> StorageResult<()> {
         if let Err((expected, found)) = page::verify(&buf[..self.page_size]) {
@@ -445,6 +465,51 @@ fn sync_parent(path: &Path) {
 }
 
 /// Reads as much of `buf` as the file holds at `off` (short only at end of file).
+/// `preadv` until every buffer is full or the file ends; returns the bytes read.
+fn read_vectored_full_at(file: &File, bufs: &mut [&mut [u8]], off: u64) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let total: usize = bufs.iter().map(|b| b.len()).sum();
+    let mut done = 0;
+    while done < total {
+        // The buffers not yet full, the first one from where the last read stopped.
+        let mut skip = done;
+        let mut iov: Vec<libc::iovec> = Vec::with_capacity(bufs.len());
+        for b in bufs.iter_mut() {
+            if skip >= b.len() {
+                skip -= b.len();
+                continue;
+            }
+            iov.push(libc::iovec {
+                // SAFETY: `skip < b.len()`, so the pointer stays inside `b`.
+                iov_base: unsafe { b.as_mut_ptr().add(skip) }.cast(),
+                iov_len: b.len() - skip,
+            });
+            skip = 0;
+        }
+        iov.truncate(1024); // IOV_MAX
+                            // SAFETY: every iovec points into a live, exclusively borrowed buffer.
+        let n = unsafe {
+            libc::preadv(
+                file.as_raw_fd(),
+                iov.as_ptr(),
+                iov.len() as libc::c_int,
+                (off + done as u64) as libc::off_t,
+            )
+        };
+        match n {
+            0 => break,
+            n if n > 0 => done += n as usize,
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
 fn read_full_at(file: &File, buf: &mut [u8], off: u64) -> std::io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
