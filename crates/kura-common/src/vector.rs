@@ -89,6 +89,22 @@ impl ColumnData {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The memory the values occupy, as (address, bytes) spans: what the memory
+    /// profiler's registry names (`memobj`).
+    pub fn spans(&self) -> Vec<(usize, usize)> {
+        fn span<T>(v: &[T]) -> (usize, usize) {
+            (v.as_ptr() as usize, std::mem::size_of_val(v))
+        }
+        match self {
+            ColumnData::Bool(v) => vec![span(v)],
+            ColumnData::I32(v) => vec![span(v)],
+            ColumnData::I64(v) => vec![span(v)],
+            ColumnData::I128(v) => vec![span(v)],
+            ColumnData::F64(v) => vec![span(v)],
+            ColumnData::Str(v) => vec![span(&v.offsets), span(&v.data)],
+        }
+    }
 }
 
 /// One column of a batch: typed values plus validity (`None` = no NULLs).

@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::Instant;
@@ -474,7 +474,7 @@ impl Run {
         let ahead = self.read_ahead.load(Ordering::Relaxed);
         if ahead > 0 && morsel + ahead < self.source.morsels() {
             if let Some((bm, pages)) = self.source.pages_for(morsel + ahead) {
-                read_ahead(bm, pages);
+                read_ahead(bm, pages, self.clone());
             }
         }
         let mut pinned = Vec::new();
@@ -492,13 +492,17 @@ impl Run {
                     let claim = PinBudget::take_available(&bm, pages.len());
                     let rest = pages.split_off(claim.pages);
                     if !rest.is_empty() {
-                        read_ahead(bm.clone(), rest);
+                        read_ahead(bm.clone(), rest, self.clone());
                     }
                     claim
                 };
-                let guards = fix_all(&bm, &pages).await.map_err(ExecError::from)?;
-                self.ctx
-                    .record(self.source_node, |s| s.pages_fixed += guards.len() as u64);
+                let (guards, read) = fix_all(&bm, &pages).await.map_err(ExecError::from)?;
+                // Reads happen here, before the morsel runs, so EXPLAIN ANALYZE
+                // counts them here: `produce` sees the pages already resident.
+                self.ctx.record(self.source_node, |s| {
+                    s.pages_fixed += guards.len() as u64;
+                    s.pages_read += read;
+                });
                 pinned.push((claim, guards));
             }
             round += 1;
@@ -583,12 +587,20 @@ type FixFuture = Pin<Box<dyn Future<Output = StorageResult<PageGuard>> + Send>>;
 
 /// Fixes every page concurrently from one task: all misses are submitted before
 /// the task suspends, and it resumes as their reads complete.
-async fn fix_all(bm: &Arc<BufferManager>, pages: &[PageId]) -> StorageResult<Vec<PageGuard>> {
+async fn fix_all(
+    bm: &Arc<BufferManager>,
+    pages: &[PageId],
+) -> StorageResult<(Vec<PageGuard>, u64)> {
+    let read = Arc::new(AtomicU64::new(0));
     let mut pending: Vec<Option<FixFuture>> = pages
         .iter()
         .map(|&page| {
-            let bm = bm.clone();
-            Some(Box::pin(async move { runtime::fix_async(&bm, page).await }) as FixFuture)
+            let (bm, read) = (bm.clone(), read.clone());
+            Some(Box::pin(async move {
+                let (guard, was_read) = runtime::fix_async_reading(&bm, page).await?;
+                read.fetch_add(u64::from(was_read), Ordering::Relaxed);
+                Ok(guard)
+            }) as FixFuture)
         })
         .collect();
     let mut guards: Vec<Option<PageGuard>> = (0..pages.len()).map(|_| None).collect();
@@ -613,7 +625,10 @@ async fn fix_all(bm: &Arc<BufferManager>, pages: &[PageId]) -> StorageResult<Vec
         }
     })
     .await?;
-    Ok(guards.into_iter().flatten().collect())
+    Ok((
+        guards.into_iter().flatten().collect(),
+        read.load(Ordering::Relaxed),
+    ))
 }
 
 /// How many morsels ahead of itself a scan task reads ahead: past the morsels
@@ -633,7 +648,8 @@ static READING_AHEAD: AtomicUsize = AtomicUsize::new(0);
 /// pages read ahead are bounded (an eighth of the buffer), so read-ahead neither
 /// takes the frames real fixes need nor evicts what it read before it is used;
 /// pages past the bound are not read ahead (their own task reads them).
-fn read_ahead(bm: Arc<BufferManager>, mut pages: Vec<PageId>) {
+/// The reads it issues count as the pipeline source's reads in EXPLAIN ANALYZE.
+fn read_ahead(bm: Arc<BufferManager>, mut pages: Vec<PageId>, run: Arc<Run>) {
     let limit = (bm.available_frames() / 8).max(1);
     let mut n = 0;
     let claimed = READING_AHEAD.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
@@ -655,9 +671,11 @@ fn read_ahead(bm: Arc<BufferManager>, mut pages: Vec<PageId>) {
         let mut pending: Vec<Option<PrefetchFuture>> = pages
             .into_iter()
             .map(|page| {
-                let bm = bm.clone();
+                let (bm, run) = (bm.clone(), run.clone());
                 Some(Box::pin(async move {
-                    runtime::prefetch_async(&bm, page).await;
+                    if runtime::prefetch_async(&bm, page).await {
+                        run.ctx.record(run.source_node, |s| s.pages_read += 1);
+                    }
                 }) as PrefetchFuture)
             })
             .collect();

@@ -25,6 +25,11 @@ pub struct Reading {
     pub elapsed: Duration,
 }
 
+/// Whether thread `tid` of this process still exists.
+fn thread_alive(tid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+}
+
 impl Profiler {
     /// Starts counting `events` on every thread of this process.
     pub fn start(events: &[Event]) -> Result<Profiler, ProfileError> {
@@ -32,7 +37,9 @@ impl Profiler {
         for tid in own_threads()? {
             match open_perf_group(events, tid, true) {
                 Ok(g) => groups.push(g),
-                // The thread ended between listing and opening.
+                // The thread ended between listing and opening (whatever the
+                // error the kernel gave for it): nothing to count there.
+                Err(_) if !thread_alive(tid) => {}
                 Err(ProfileError::Unavailable(m)) if m.contains("No such process") => {}
                 Err(e) => return Err(e),
             }

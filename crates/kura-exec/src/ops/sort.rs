@@ -7,6 +7,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
+use kura_common::memobj;
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
 use super::{concat, join::batch_bytes, split};
@@ -128,6 +129,7 @@ impl SortSink {
             .map(|k| k.expr.eval(&all))
             .collect::<ExecResult<Vec<_>>>()?;
         let mut idx: Vec<u32> = (0..all.num_rows as u32).collect();
+        let named = name_sort_buffers(&all, &keys, &idx);
         idx.sort_by(|&x, &y| cmp_rows(&self.keys, &keys, x as usize, &keys, y as usize));
         if let Some(l) = self.limit {
             idx.truncate(l);
@@ -138,8 +140,40 @@ impl SortSink {
             Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
         };
         let keys = keys.iter().map(|k| k.take(&idx)).collect();
+        for (start, len) in named {
+            memobj::unregister(start, len);
+        }
         Ok(Run { rows, keys })
     }
+}
+
+/// Names a run's memory for the memory profiler while it is sorted: the
+/// gathered input rows, the evaluated keys and the permutation. Returns the
+/// spans to release afterwards (none when profiling is off).
+fn name_sort_buffers(all: &Batch, keys: &[Vector], idx: &[u32]) -> Vec<(usize, usize)> {
+    if !memobj::enabled() {
+        return Vec::new();
+    }
+    let mut named = Vec::new();
+    let mut name = |spans: Vec<(usize, usize)>, what: &'static str| {
+        for (start, len) in spans {
+            memobj::register(start, len, || {
+                memobj::Object::new(memobj::ObjectKind::SortBuffer, what)
+            });
+            named.push((start, len));
+        }
+    };
+    for c in &all.columns {
+        name(c.data.spans(), "sort buffer: input rows");
+    }
+    for k in keys {
+        name(k.data.spans(), "sort buffer: keys");
+    }
+    name(
+        vec![(idx.as_ptr() as usize, std::mem::size_of_val(idx))],
+        "sort buffer: permutation",
+    );
+    named
 }
 
 struct Head<'a> {

@@ -70,7 +70,8 @@ pub use io::buf::{AlignedBuf, IO_ALIGN};
 pub use io::open_direct;
 pub use io::read::{read_at, read_at_blocking, read_exact_at, ReadAt};
 pub use page_fix::{
-    fix_async, page_fix_stats, prefetch_async, reads_in_flight, take_max_in_flight, PageFixStats,
+    fix_async, fix_async_reading, page_fix_stats, prefetch_async, reads_in_flight,
+    take_max_in_flight, PageFixStats,
 };
 pub use pool::BufferPool;
 pub use stats::{RuntimeStats, WorkerStats};

@@ -96,15 +96,24 @@ pub(crate) fn count_sync_read(phase: SyncRead) {
 
 /// Fixes `page` without blocking the worker: see the module doc.
 pub async fn fix_async(bm: &Arc<BufferManager>, page: PageId) -> StorageResult<PageGuard> {
+    Ok(fix_async_reading(bm, page).await?.0)
+}
+
+/// [`fix_async`], also saying whether this fix read the page itself (a miss),
+/// rather than finding it resident or waiting for another task's read.
+pub async fn fix_async_reading(
+    bm: &Arc<BufferManager>,
+    page: PageId,
+) -> StorageResult<(PageGuard, bool)> {
     loop {
         match bm.try_fix(page)? {
-            FixAttempt::Hit(guard) => return Ok(guard),
-            FixAttempt::Miss(ticket) => return read_ticket(bm, ticket).await,
+            FixAttempt::Hit(guard) => return Ok((guard, false)),
+            FixAttempt::Miss(ticket) => return Ok((read_ticket(bm, ticket).await?, true)),
             FixAttempt::InFlight(waiting) => {
                 SHARED_WAITS.fetch_add(1, Ordering::Relaxed);
                 let waiting = until_done(waiting).await;
                 if let Some(guard) = waiting.wait() {
-                    return Ok(guard);
+                    return Ok((guard, false));
                 }
                 // The other read failed: try the page ourselves (and report its error).
             }

@@ -89,6 +89,13 @@ impl BufferPool {
                 alloc_raw(cap)
             }
         };
+        // Named for the memory profiler while a task holds it.
+        kura_common::memobj::register(ptr.as_ptr() as usize, cap, || {
+            kura_common::memobj::Object::new(
+                kura_common::memobj::ObjectKind::ReadBuffer,
+                "worker I/O buffer pool",
+            )
+        });
         AlignedBuf::from_pool(ptr, len, cap, self.shared.clone())
     }
 
@@ -108,6 +115,7 @@ impl BufferPool {
 
 impl PoolShared {
     pub(crate) fn give_back(&self, ptr: NonNull<u8>, cap: usize) {
+        kura_common::memobj::unregister(ptr.as_ptr() as usize, cap);
         let (class, class_cap) = class_of(cap);
         if class < CLASSES
             && class_cap == cap
