@@ -114,6 +114,16 @@ fn source_root() -> Option<PathBuf> {
     built.join("crates/kura-exec").is_dir().then_some(built)
 }
 
+/// Names buffer pages by their column or index, from the catalog at the end of the run.
+fn page_names(db: &Database) -> run::PageNamer {
+    let storage = db.storage().clone();
+    Box::new(move || {
+        let name = kura_storage::resident::page_namer(storage.buffer().file(), &storage.catalog())
+            .map_err(|e| e.to_string())?;
+        Ok(Box::new(name))
+    })
+}
+
 /// Runs `kura profile`.
 pub fn run(
     args: &ProfileArgs,
@@ -149,7 +159,7 @@ pub fn run(
     }
     let queries = workload(args)?;
     // The database stays open while its session runs queries.
-    let (_db, mut session) = open()?;
+    let (db, mut session) = open()?;
     for s in &args.settings {
         let (name, value) = s
             .split_once('=')
@@ -160,6 +170,11 @@ pub fn run(
     }
     if let Some(note) = pmu.note() {
         eprintln!("note: {note}");
+    }
+    // Load samples are named by memory object: the registry is on from the
+    // warm-up run on, so the pages it brings into the pool are named too.
+    if !args.overhead && sample.is_some_and(|s| s.event == Event::MemLoads) {
+        kura_common::memobj::enable(true);
     }
     // One untimed run first: buffer pool, runtime threads and plan caches warm,
     // and a query that fails says so before any profiling starts.
@@ -231,6 +246,7 @@ pub fn run(
         source: Arc::new(PerfSource),
         top: args.top,
         source_root: source_root(),
+        page_names: Some(page_names(&db)),
     };
     let profile = run::profile(&mut steps, &opts).map_err(|e| e.to_string())?;
     let mut text = profile.render(args.top);
