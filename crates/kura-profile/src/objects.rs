@@ -4,12 +4,14 @@
 //! moment (a frame reused for another page, freed hash-table memory); then
 //! loads, L1 and LLC misses and mean latency per object and per (operator, object).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use kura_common::memobj::{self, ObjectKind, TimedEvent, TimedReplay};
+use kura_common::probe::Mark;
 use serde::{Deserialize, Serialize};
 
+use crate::attribution::OperatorData;
 use crate::records::Sample;
 use crate::report::DataObjectRow;
 use crate::simulated::child::{parse_maps, Mapping};
@@ -74,6 +76,70 @@ impl ObjectLog {
         } else {
             process_region(&self.maps, &self.exe, addr)
         }
+    }
+}
+
+/// A run recorded for attributing its samples later (offline, or in tests on
+/// machines without precise load sampling): the registry's log and what each
+/// thread's operators were, by time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecordedRun {
+    pub registry: ObjectLog,
+    /// Operator labels by plan node.
+    pub names: BTreeMap<u32, String>,
+    /// Per thread: (CLOCK_MONOTONIC ns, node, pipeline) at each operator switch.
+    pub transitions: BTreeMap<u32, Vec<(u64, u32, u32)>>,
+}
+
+impl RecordedRun {
+    /// The recorded operator data of `data`'s run with `log`.
+    pub fn new(registry: ObjectLog, data: &OperatorData) -> RecordedRun {
+        RecordedRun {
+            registry,
+            names: data.names.clone(),
+            transitions: data
+                .transitions
+                .iter()
+                .map(|(tid, log)| {
+                    let log = log.iter().map(|(t, m)| (*t, m.node, m.pipeline)).collect();
+                    (*tid, log)
+                })
+                .collect(),
+        }
+    }
+
+    /// The operators as the attribution reads them.
+    pub fn operators(&self) -> OperatorData {
+        OperatorData {
+            names: self.names.clone(),
+            transitions: self
+                .transitions
+                .iter()
+                .map(|(tid, log)| {
+                    let log = log
+                        .iter()
+                        .map(|&(t, n, p)| (t, Mark::new(n as usize, p as usize)))
+                        .collect();
+                    (*tid, log)
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<RecordedRun, ProfileError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ProfileError::io(format!("reading {}", path.display()), e))?;
+        serde_json::from_str(&text).map_err(|e| {
+            ProfileError::Invalid(format!("{} is not a recorded run: {e}", path.display()))
+        })
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        let text = serde_json::to_string(self)
+            .map_err(|e| ProfileError::Invalid(format!("cannot encode the run: {e}")))?;
+        std::fs::write(path, text)
+            .map_err(|e| ProfileError::io(format!("writing {}", path.display()), e))
     }
 }
 
