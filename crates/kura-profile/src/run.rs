@@ -291,3 +291,48 @@ fn count_rows(data: &OperatorData) -> (Vec<OperatorRow>, Vec<OperatorRow>) {
     };
     (rows(ops, false), rows(pipes, true))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kura_common::memobj::{Object, ObjectKind};
+
+    /// The registry is on for the run and off after it; a log the caller began
+    /// (a warm-up's registrations) is kept, one left from before is dropped,
+    /// and taking it names buffer pages. (The only unit test of this crate that
+    /// turns the process-wide registry on.)
+    #[test]
+    fn the_registry_runs_with_the_profile_and_keeps_a_warm_up_log() {
+        let mine = |log: &ObjectLog, start: u64| {
+            log.events
+                .iter()
+                .filter(|t| matches!(&t.event, memobj::Event::Map { start: s, .. } if *s == start))
+                .count()
+        };
+        memobj::enable(true);
+        memobj::register(0x1000, 64, || Object::frame(0, 7, None));
+        memobj::enable(false);
+        // Left from before and the registry is off: dropped at the start.
+        let on = RegistryOn::start();
+        assert!(memobj::enabled());
+        memobj::register(0x2000, 64, || {
+            Object::new(ObjectKind::HashTable, "chain array").with_operator("hash join build on k")
+        });
+        drop(on);
+        assert!(!memobj::enabled());
+        let log = ObjectLog::take(None);
+        assert_eq!((mine(&log, 0x1000), mine(&log, 0x2000)), (0, 1));
+        // Turned on by the caller before a warm-up: kept, and pages named.
+        memobj::enable(true);
+        memobj::register(0x3000, 64, || Object::frame(0, 7, None));
+        let on = RegistryOn::start();
+        drop(on);
+        let name: &dyn Fn(u64) -> PageName =
+            &|p| (p == 7).then(|| ("lineitem.l_tax".to_string(), Some("column".to_string())));
+        let log = ObjectLog::take(Some(name));
+        assert_eq!(mine(&log, 0x3000), 1);
+        assert!(log.events.iter().any(|t| matches!(&t.event,
+            memobj::Event::Map { object, .. } if object.name == "lineitem.l_tax")));
+        assert!(!log.maps.is_empty(), "this process's map is read");
+    }
+}
