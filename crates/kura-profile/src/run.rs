@@ -155,8 +155,8 @@ pub fn profile(steps: &mut [Step<'_>], opts: &Options) -> Result<Profile, Profil
         let mut sym = ProcessSymbolizer::default();
         if !drained.monotonic {
             // Times on the kernel's own clock say nothing about queries,
-            // operators or registry events: only the whole-run tables.
-            eprintln!("note: {CLOCK_REFUSED}");
+            // operators or registry events: only the whole-run tables (the
+            // report prints the note).
             profile.objects_note = Some(CLOCK_REFUSED.into());
             fill_sample_tables(&mut profile, &drained.samples, cfg, &mut sym, opts);
             return Ok(profile);
