@@ -158,6 +158,16 @@ impl Plan {
     }
 }
 
+/// Names buffer pages by their column or index, from the catalog at the end of the run.
+fn page_names(db: &Database) -> run::PageNamer {
+    let storage = db.storage().clone();
+    Box::new(move || {
+        let name = kura_storage::resident::page_namer(storage.buffer().file(), &storage.catalog())
+            .map_err(|e| e.to_string())?;
+        Ok(Box::new(name))
+    })
+}
+
 /// Runs `kura profile`.
 pub fn run(
     args: &ProfileArgs,
@@ -212,6 +222,11 @@ pub fn run(
     }
     if let Some(note) = pmu.note() {
         eprintln!("note: {note}");
+    }
+    // Load samples are named by memory object: the registry is on from the
+    // warm-up run on, so the pages it brings into the pool are named too.
+    if !args.overhead && sample.is_some_and(|s| s.event == Event::MemLoads) {
+        kura_common::memobj::enable(true);
     }
     // One untimed run first: buffer pool, runtime threads and plan caches warm,
     // and a query that fails says so before any profiling starts.
@@ -277,9 +292,12 @@ pub fn run(
         source: Arc::new(PerfSource),
         top: args.top,
         source_root: source_root(),
+        page_names: Some(page_names(&db)),
     };
     let mut profile = run::profile(&mut steps, &opts).map_err(|e| e.to_string())?;
+    // Both hold the database (the session, the page namer's storage).
     drop(steps);
+    drop(opts);
     let mut session = session.into_inner();
     let mut chosen = None;
     if plan.overhead_table {

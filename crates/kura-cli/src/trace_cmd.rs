@@ -189,17 +189,7 @@ fn run_child(cli: &Cli, args: &ChildArgs) -> Result<(), String> {
     })?;
     // Buffer pages are named by the column or index they belong to.
     let storage = db.storage();
-    let catalog = storage.catalog();
-    let objects = kura_storage::resident::object_map(storage.buffer().file(), &catalog)
+    let name_page = kura_storage::resident::page_namer(storage.buffer().file(), &storage.catalog())
         .map_err(|e| e.to_string())?;
-    child::write_dump(&args.dump, |page| {
-        let name = objects.object_of(page).and_then(|o| objects.name(o))?;
-        let kind = if catalog.index(name).is_some() {
-            "index"
-        } else {
-            "column"
-        };
-        Some((name.to_string(), Some(kind.to_string())))
-    })
-    .map_err(|e| e.to_string())
+    child::write_dump(&args.dump, name_page).map_err(|e| e.to_string())
 }

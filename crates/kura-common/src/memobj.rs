@@ -14,6 +14,11 @@
 //! entry and a trace replayer knows exactly which registrations came before each
 //! access. The same page carries the start and end of the profiled region and the
 //! switches between access classes (which query or pipeline is running).
+//!
+//! Every event also carries its CLOCK_MONOTONIC time ([`TimedEvent`], read under
+//! the same lock, so times never decrease along the log): hardware samples are
+//! stamped with that clock, and [`TimedReplay`] maps a sample's data address to
+//! the object that owned it at the sample's time.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -192,12 +197,35 @@ pub enum Event {
     },
 }
 
-static LOG: Mutex<Vec<Event>> = Mutex::new(Vec::new());
+/// An event and when it happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimedEvent {
+    /// CLOCK_MONOTONIC nanoseconds ([`monotonic_ns`]).
+    pub time: u64,
+    pub event: Event,
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock the profiler asks the kernel to
+/// stamp samples with, so registry times and sample times compare.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+static LOG: Mutex<Vec<TimedEvent>> = Mutex::new(Vec::new());
 
 fn push(event: Event) {
     // A poisoned log is still a consistent list of events.
     let mut log = LOG.lock().unwrap_or_else(|p| p.into_inner());
-    log.push(event);
+    // Read under the lock: log order is time order. Only reached while
+    // profiling is on, so the clock costs nothing otherwise.
+    let time = monotonic_ns();
+    log.push(TimedEvent { time, event });
     // Under the lock: the trace sees the event stores in log order.
     mark(MARK_EVENT);
 }
@@ -242,14 +270,22 @@ pub fn unregister_slice<T>(slice: &[T]) {
     unregister(slice.as_ptr() as usize, std::mem::size_of_val(slice))
 }
 
-/// Takes the events logged so far (the log restarts empty).
+/// Takes the events logged so far, without their times (the log restarts empty).
 pub fn take_log() -> Vec<Event> {
+    take_timed_log().into_iter().map(|t| t.event).collect()
+}
+
+/// Takes the events logged so far with their times (the log restarts empty).
+pub fn take_timed_log() -> Vec<TimedEvent> {
     std::mem::take(&mut *LOG.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// Fills in the names of buffer-frame objects from their page ids: `name_of`
 /// gives the table column or index, and the kind of page if it knows it.
-pub fn name_pages(events: &mut [Event], name_of: impl Fn(u64) -> Option<(String, Option<String>)>) {
+pub fn name_pages<'a>(
+    events: impl IntoIterator<Item = &'a mut Event>,
+    name_of: impl Fn(u64) -> Option<(String, Option<String>)>,
+) {
     for e in events {
         if let Event::Map { object, .. } = e {
             if let (ObjectKind::BufferFrame, Some(page)) = (object.kind, object.page) {
@@ -307,6 +343,11 @@ impl ObjectMap {
         self.ranges.is_empty()
     }
 
+    /// Forgets every live range (objects stay interned, numbers stay valid).
+    pub fn clear_ranges(&mut self) {
+        self.ranges.clear();
+    }
+
     /// Removes `[start, end)` from every live range (trimming those it overlaps).
     fn clear(&mut self, start: u64, end: u64) {
         // A range starting before `start` may reach into it.
@@ -345,6 +386,47 @@ impl ObjectMap {
     pub fn lookup(&self, addr: u64) -> Option<u32> {
         let (_, &(end, id)) = self.ranges.range(..=addr).next_back()?;
         (addr < end).then_some(id)
+    }
+}
+
+/// A timed log replayed against lookups in time order: a lookup at time `t`
+/// sees every event at or before `t` and none after, so an address that two
+/// objects held one after the other maps to the one that held it then.
+pub struct TimedReplay<'a> {
+    log: &'a [TimedEvent],
+    /// Events applied so far (a prefix of the log).
+    applied: usize,
+    map: ObjectMap,
+}
+
+impl<'a> TimedReplay<'a> {
+    /// `log` in the order it was taken (times never decrease along it).
+    pub fn new(log: &'a [TimedEvent]) -> Self {
+        TimedReplay {
+            log,
+            applied: 0,
+            map: ObjectMap::new(),
+        }
+    }
+
+    /// The object that held `addr` at `time`. Lookups should come in time
+    /// order (each applies only the events since the last); an earlier time
+    /// replays the log from its start.
+    pub fn lookup(&mut self, time: u64, addr: u64) -> Option<u32> {
+        if self.applied > 0 && self.log[self.applied - 1].time > time {
+            self.map.clear_ranges();
+            self.applied = 0;
+        }
+        while let Some(e) = self.log.get(self.applied).filter(|e| e.time <= time) {
+            self.map.apply(&e.event);
+            self.applied += 1;
+        }
+        self.map.lookup(addr)
+    }
+
+    /// The objects seen so far, by number.
+    pub fn map(&self) -> &ObjectMap {
+        &self.map
     }
 }
 
@@ -425,19 +507,35 @@ mod tests {
         assert!(take_log().iter().all(|e| !matches!(e,
             Event::Map { start, .. } if *start == data.as_ptr() as u64)));
         enable(true);
+        let before = monotonic_ns();
         register_slice(&data, || obj("rows"));
         register(8192, 4096, || Object::frame(3, 42, None));
         unregister_slice(&data);
+        let after = monotonic_ns();
+        // The same events again, to take with their times.
+        register_slice(&data, || obj("rows"));
+        unregister_slice(&data);
         enable(false);
-        let mut log: Vec<Event> = take_log()
+        let mine = |e: &Event| match e {
+            Event::Map { start, .. } | Event::Unmap { start, .. } => {
+                *start == data.as_ptr() as u64 || *start == 8192
+            }
+        };
+        let mut log: Vec<Event> = take_log().into_iter().filter(|e| mine(e)).collect();
+        assert_eq!(log.len(), 5);
+        log.truncate(3);
+        assert!(take_timed_log().is_empty(), "take_log emptied the log");
+        enable(true);
+        register_slice(&data, || obj("rows"));
+        unregister_slice(&data);
+        enable(false);
+        let timed: Vec<TimedEvent> = take_timed_log()
             .into_iter()
-            .filter(|e| match e {
-                Event::Map { start, .. } | Event::Unmap { start, .. } => {
-                    *start == data.as_ptr() as u64 || *start == 8192
-                }
-            })
+            .filter(|t| mine(&t.event))
             .collect();
-        assert_eq!(log.len(), 3);
+        assert_eq!(timed.len(), 2);
+        assert!(after >= before && timed[0].time > after);
+        assert!(timed[1].time >= timed[0].time, "log order is time order");
         assert!(matches!(&log[0], Event::Map { len: 128, object, .. } if object.name == "rows"));
         name_pages(&mut log, |p| {
             (p == 42).then(|| ("lineitem.l_tax".to_string(), Some("column".to_string())))
@@ -451,6 +549,75 @@ mod tests {
         let json = serde_json::to_string(&log).unwrap();
         let back: Vec<Event> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, log);
+    }
+
+    fn at(time: u64, event: Event) -> TimedEvent {
+        TimedEvent { time, event }
+    }
+
+    fn map(start: u64, len: u64, object: Object) -> Event {
+        Event::Map { start, len, object }
+    }
+
+    /// One address held by a hash table, then by nobody, then by a buffer frame
+    /// holding page 7, then by the same frame holding page 9: each lookup gets
+    /// the owner at its time, whatever the lookups before it.
+    #[test]
+    fn timed_replay_maps_a_reused_address_by_time() {
+        let log = vec![
+            at(100, map(0x1000, 0x1000, obj("chain array"))),
+            at(
+                200,
+                Event::Unmap {
+                    start: 0x1000,
+                    len: 0x1000,
+                },
+            ),
+            at(300, map(0x1000, 0x1000, Object::frame(0, 7, None))),
+            at(300, map(0x9000, 0x10, obj("other"))),
+            at(400, map(0x1000, 0x1000, Object::frame(0, 9, None))),
+        ];
+        let mut r = TimedReplay::new(&log);
+        let name = |r: &TimedReplay, id: Option<u32>| {
+            id.map(|i| {
+                let o = r.map().object(i);
+                o.page
+                    .map(|p| format!("page {p}"))
+                    .unwrap_or(o.name.clone())
+            })
+        };
+        let addr = 0x1800;
+        let mut got = Vec::new();
+        for t in [50, 100, 199, 200, 299, 300, 399, 400, 10_000] {
+            let id = r.lookup(t, addr);
+            got.push(name(&r, id));
+        }
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(
+            got,
+            [
+                None,
+                s("chain array"),
+                s("chain array"),
+                None,
+                None,
+                s("page 7"),
+                s("page 7"),
+                s("page 9"),
+                s("page 9")
+            ]
+        );
+        // Going back in time replays from the start; numbers stay the same.
+        let late = r.lookup(500, addr);
+        let back = r.lookup(150, addr);
+        assert_eq!(name(&r, back), s("chain array"));
+        assert_eq!(r.lookup(450, addr), late);
+        assert_eq!(
+            r.lookup(450, 0x9008)
+                .map(|i| r.map().object(i).name.clone()),
+            s("other")
+        );
+        assert_eq!(r.lookup(450, 0x2000), None, "past the end of the frame");
     }
 
     #[test]

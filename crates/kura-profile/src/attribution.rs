@@ -33,16 +33,9 @@ thread_local! {
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock perf samples are stamped with
-/// (the sampler asks for it), so log entries and samples compare.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// (the sampler asks for it) and the memory-object registry's clock, so log
+/// entries, registry events and samples compare.
+pub use kura_common::memobj::monotonic_ns;
 
 fn gettid() -> u32 {
     // SAFETY: gettid has no arguments and cannot fail.

@@ -1,5 +1,6 @@
 //! Before/after: two saved profiles compared per function, per operator, per miss
-//! site and, when both have them, per simulated data object (paper 002's tables
+//! site, per sampled data object and (operator, object), and, when both have
+//! them, per simulated data object (paper 002's tables
 //! 7–8: what a change did to the misses).
 
 use std::collections::BTreeMap;
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::Counts;
 use crate::events::Event;
-use crate::report::{NamedCount, Profile};
+use crate::report::{DataObjectRow, NamedCount, Profile};
 
 /// One name's value in each profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,6 +147,33 @@ pub fn diff(a: &Profile, b: &Profile) -> Vec<DiffTable> {
             sites(b),
         ));
     }
+    let objects = |rows: &[DataObjectRow]| -> BTreeMap<String, f64> {
+        let mut m = BTreeMap::new();
+        for r in rows {
+            let name = match &r.operator {
+                Some(op) => format!("{op} / {}", r.object),
+                None => r.object.clone(),
+            };
+            *m.entry(name).or_insert(0.0) += r.l1_misses as f64;
+        }
+        m
+    };
+    if !a.objects.is_empty() || !b.objects.is_empty() {
+        out.push(compare(
+            "L1 misses per data object",
+            "sampled misses",
+            objects(&a.objects),
+            objects(&b.objects),
+        ));
+    }
+    if !a.operator_objects.is_empty() || !b.operator_objects.is_empty() {
+        out.push(compare(
+            "L1 misses per (operator, data object)",
+            "sampled misses",
+            objects(&a.operator_objects),
+            objects(&b.operator_objects),
+        ));
+    }
     if let (Some(sa), Some(sb)) = (&a.simulated, &b.simulated) {
         if !sa.levels.is_empty() || !sb.levels.is_empty() {
             out.push(compare(
@@ -253,5 +281,39 @@ mod tests {
         let d = diff(&a, &b);
         let o = d.iter().find(|t| t.title.contains("object")).unwrap();
         assert_eq!(o.rows[0].change_pct(), Some(-75.0));
+    }
+
+    #[test]
+    fn sampled_objects_are_compared_by_l1_misses() {
+        let row = |object: &str, op: Option<&str>, l1: u64| DataObjectRow {
+            object: object.into(),
+            kind: "buffer page".into(),
+            operator: op.map(str::to_string),
+            loads: l1 * 2,
+            l1_misses: l1,
+            ..Default::default()
+        };
+        let mut a = with_functions(&[]);
+        let mut b = with_functions(&[]);
+        a.objects = vec![row("lineitem.l_extendedprice (column pages)", None, 40)];
+        b.objects = vec![
+            row("lineitem.l_extendedprice (column pages)", None, 10),
+            row("chain array (hash join build on o_orderkey)", None, 5),
+        ];
+        b.operator_objects = vec![row("chain array", Some("#4 probe"), 5)];
+        let d = diff(&a, &b);
+        let o = d
+            .iter()
+            .find(|t| t.title == "L1 misses per data object")
+            .unwrap();
+        assert_eq!(o.rows[0].name, "lineitem.l_extendedprice (column pages)");
+        assert_eq!(o.rows[0].change_pct(), Some(-75.0));
+        assert_eq!((o.rows[1].before, o.rows[1].after), (0.0, 5.0));
+        let p = d
+            .iter()
+            .find(|t| t.title == "L1 misses per (operator, data object)")
+            .unwrap();
+        assert_eq!(p.rows[0].name, "#4 probe / chain array");
+        assert!(render(&d, 10).contains("L1 misses per data object"));
     }
 }

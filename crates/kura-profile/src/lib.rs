@@ -11,6 +11,7 @@ pub mod counters;
 pub mod diff;
 pub mod error;
 pub mod events;
+pub mod objects;
 pub mod overhead;
 pub mod records;
 pub mod report;

@@ -35,6 +35,16 @@ pub struct Profile {
     pub miss_sites: Vec<MissSite>,
     pub samples: u64,
     pub lost_samples: u64,
+    /// Precise load samples: loads and misses per data object (the registry's
+    /// named memory: buffer pages by column or index, hash tables by operator).
+    #[serde(default)]
+    pub objects: Vec<DataObjectRow>,
+    /// The same per (operator that ran, object).
+    #[serde(default)]
+    pub operator_objects: Vec<DataObjectRow>,
+    /// Why samples could not be attributed to objects, if they could not.
+    #[serde(default)]
+    pub objects_note: Option<String>,
     pub overhead: Option<Vec<OverheadRow>>,
     /// The simulated cache's section, where the machine has no PMU: misses per
     /// function, per data object, per (operator, object) and miss classes.
@@ -96,6 +106,22 @@ pub struct MissSite {
     pub function: String,
     /// The line with the most L1 misses.
     pub line: Option<String>,
+    pub loads: u64,
+    pub l1_misses: u64,
+    pub llc_misses: u64,
+    pub mean_latency: Option<f64>,
+}
+
+/// Load samples whose data address lay in one memory object (for the
+/// per-(operator, object) table: that the operator made).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataObjectRow {
+    /// `lineitem.l_extendedprice (column pages)`, `chain array (hash join build on o_orderkey)`.
+    pub object: String,
+    /// `buffer page`, `hash table`, ... (`kura_common::memobj::ObjectKind::label`).
+    pub kind: String,
+    /// The plan operator the sampling thread ran (per-(operator, object) rows).
+    pub operator: Option<String>,
     pub loads: u64,
     pub l1_misses: u64,
     pub llc_misses: u64,
@@ -211,6 +237,23 @@ impl Profile {
                 out,
                 "top miss sites:\n{}",
                 miss_table(&self.miss_sites, top)
+            );
+        }
+        if let Some(n) = &self.objects_note {
+            let _ = writeln!(out, "note: {n}");
+        }
+        if !self.objects.is_empty() {
+            let _ = writeln!(
+                out,
+                "loads per data object:\n{}",
+                object_table(&self.objects, false, top)
+            );
+        }
+        if !self.operator_objects.is_empty() {
+            let _ = writeln!(
+                out,
+                "loads per (operator, data object):\n{}",
+                object_table(&self.operator_objects, true, top)
             );
         }
         if let Some(sim) = &self.simulated {
@@ -406,6 +449,36 @@ fn miss_table(rows: &[MissSite], top: usize) -> Table {
     t
 }
 
+fn object_table(rows: &[DataObjectRow], with_operator: bool, top: usize) -> Table {
+    let mut header = vec![
+        "object",
+        "kind",
+        "loads",
+        "L1 misses",
+        "LLC misses",
+        "mean latency",
+    ];
+    if with_operator {
+        header.insert(0, "operator");
+    }
+    let mut t = table(&header);
+    for r in rows.iter().take(top) {
+        let mut row = vec![
+            Cell::new(&r.object),
+            Cell::new(&r.kind),
+            num(r.loads),
+            num(r.l1_misses),
+            num(r.llc_misses),
+            fnum(r.mean_latency, 0),
+        ];
+        if with_operator {
+            row.insert(0, Cell::new(r.operator.as_deref().unwrap_or("")));
+        }
+        t.add_row(row);
+    }
+    t
+}
+
 fn overhead_table(rows: &[OverheadRow]) -> Table {
     let mut t = table(&["mode", "runs", "median ms", "overhead %", "samples"]);
     for r in rows {
@@ -456,6 +529,43 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a kura profile"));
+    }
+
+    /// Profiles saved before the object tables existed still load.
+    #[test]
+    fn object_tables_print_and_old_profiles_load() {
+        let mut p = Profile {
+            version: FORMAT_VERSION,
+            mode: "sampling".into(),
+            events: vec![Event::MemLoads],
+            ..Default::default()
+        };
+        let mut json: serde_json::Value = serde_json::to_value(&p).unwrap();
+        for k in ["objects", "operator_objects", "objects_note"] {
+            json.as_object_mut().unwrap().remove(k).unwrap();
+        }
+        let old: Profile = serde_json::from_value(json).unwrap();
+        assert_eq!(old, p);
+        let row = DataObjectRow {
+            object: "lineitem.l_extendedprice (column pages)".into(),
+            kind: "buffer page".into(),
+            operator: None,
+            loads: 7,
+            l1_misses: 5,
+            llc_misses: 2,
+            mean_latency: Some(120.0),
+        };
+        p.objects = vec![row.clone()];
+        p.operator_objects = vec![DataObjectRow {
+            operator: Some("#3 Aggregate".into()),
+            ..row
+        }];
+        let text = p.render(10);
+        assert!(text.contains("loads per data object"), "{text}");
+        assert!(text.contains("lineitem.l_extendedprice (column pages)"));
+        assert!(
+            text.contains("loads per (operator, data object)") && text.contains("#3 Aggregate")
+        );
     }
 
     #[test]

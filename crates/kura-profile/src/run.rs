@@ -7,15 +7,17 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use kura_common::memobj;
 use kura_common::probe::{self, Mark};
 
 use crate::analyze;
 use crate::attribution::{monotonic_ns, OperatorData, OperatorObserver};
 use crate::counters::{CounterSource, Counts};
 use crate::events::{Event, Pmu};
+use crate::objects::{object_tables, ObjectLog, PageName};
 use crate::records::Sample;
 use crate::report::{OperatorRow, Profile, QueryProfile, FORMAT_VERSION};
-use crate::sampling::{LiveSampler, SampleConfig};
+use crate::sampling::{LiveSampler, SampleConfig, CLOCK_REFUSED};
 use crate::symbolize::{ProcessSymbolizer, Symbolize};
 use crate::ProfileError;
 
@@ -36,6 +38,36 @@ pub struct Options {
     pub top: usize,
     /// The workspace, to print the text of hot source lines.
     pub source_root: Option<PathBuf>,
+    /// Load sampling: builds, at the end of the run, what names buffer pages
+    /// (their column or index; the caller knows the database). Without it
+    /// pages are named by number.
+    pub page_names: Option<PageNamer>,
+}
+
+/// Builds a page namer (see [`Options::page_names`]).
+pub type PageNamer = Box<dyn Fn() -> Result<Box<dyn Fn(u64) -> PageName>, String>>;
+
+/// Keeps the memory-object registry on while a load-sampling profile runs,
+/// and turns it off however the run ends.
+struct RegistryOn;
+
+impl RegistryOn {
+    /// A caller that turned the registry on already (to see the registrations
+    /// of a warm-up run: pages it brought into the pool stay there) keeps its
+    /// log; otherwise what an earlier run left is dropped.
+    fn start() -> RegistryOn {
+        if !memobj::enabled() {
+            memobj::take_timed_log();
+            memobj::enable(true);
+        }
+        RegistryOn
+    }
+}
+
+impl Drop for RegistryOn {
+    fn drop(&mut self) {
+        memobj::enable(false);
+    }
 }
 
 /// Keeps the observer installed while the workload runs.
@@ -54,6 +86,11 @@ pub fn profile(steps: &mut [Step<'_>], opts: &Options) -> Result<Profile, Profil
         !counting,
     ));
     let installed = install(observer.clone())?;
+    // Only precise load samples carry data addresses worth naming.
+    let registry = opts
+        .sample
+        .is_some_and(|c| c.event == Event::MemLoads)
+        .then(RegistryOn::start);
     let sampler = match opts.sample {
         Some(cfg) => Some(LiveSampler::start(cfg, &opts.pmu)?),
         None => None,
@@ -91,6 +128,15 @@ pub fn profile(steps: &mut [Step<'_>], opts: &Options) -> Result<Profile, Profil
         windows.push((t0, t1, data));
     }
     drop(installed);
+    let object_log = registry.map(|r| {
+        drop(r);
+        let namer = opts.page_names.as_ref().map(|build| build());
+        let log = match &namer {
+            Some(Ok(name)) => ObjectLog::take(Some(name.as_ref())),
+            _ => ObjectLog::take(None),
+        };
+        (log, namer.and_then(|n| n.err()))
+    });
     let mut profile = Profile {
         version: FORMAT_VERSION,
         mode: if counting { "counting" } else { "sampling" }.into(),
@@ -107,6 +153,14 @@ pub fn profile(steps: &mut [Step<'_>], opts: &Options) -> Result<Profile, Profil
         let drained = sampler.stop()?;
         profile.lost_samples = drained.lost;
         let mut sym = ProcessSymbolizer::default();
+        if !drained.monotonic {
+            // Times on the kernel's own clock say nothing about queries,
+            // operators or registry events: only the whole-run tables (the
+            // report prints the note).
+            profile.objects_note = Some(CLOCK_REFUSED.into());
+            fill_sample_tables(&mut profile, &drained.samples, cfg, &mut sym, opts);
+            return Ok(profile);
+        }
         let in_steps: Vec<Sample> = drained
             .samples
             .into_iter()
@@ -121,8 +175,63 @@ pub fn profile(steps: &mut [Step<'_>], opts: &Options) -> Result<Profile, Profil
             (q.operators, q.pipelines) = analyze::operator_rows(&mine, data, &mut sym);
         }
         fill_sample_tables(&mut profile, &in_steps, cfg, &mut sym, opts);
+        if let Some((log, naming_error)) = object_log {
+            let names: Vec<String> = profile.queries.iter().map(|q| q.name.clone()).collect();
+            fill_object_tables(&mut profile, &in_steps, &log, &windows_of(&windows, &names));
+            if let Some(e) = naming_error {
+                profile.objects_note = Some(format!("buffer pages are not named: {e}"));
+            }
+        }
     }
     Ok(profile)
+}
+
+/// A query's time window, its name and what its operators did.
+pub struct Window<'a> {
+    pub start: u64,
+    pub end: u64,
+    pub query: &'a str,
+    pub operators: &'a OperatorData,
+}
+
+fn windows_of<'a>(windows: &'a [(u64, u64, OperatorData)], names: &'a [String]) -> Vec<Window<'a>> {
+    windows
+        .iter()
+        .zip(names)
+        .map(|((start, end, operators), query)| Window {
+            start: *start,
+            end: *end,
+            query,
+            operators,
+        })
+        .collect()
+}
+
+/// The per-object tables of load samples: each sample's data address named by
+/// the registry `log` at its time, its operator by the query window it fell in
+/// (prefixed by the query's name when there are several).
+pub fn fill_object_tables(
+    profile: &mut Profile,
+    samples: &[Sample],
+    log: &ObjectLog,
+    windows: &[Window<'_>],
+) {
+    let several = windows.len() > 1;
+    let refs: Vec<&Sample> = samples.iter().collect();
+    (profile.objects, profile.operator_objects) = object_tables(&refs, log, &mut |s| match windows
+        .iter()
+        .find(|w| s.time >= w.start && s.time <= w.end)
+    {
+        Some(w) => {
+            let label = w.operators.label(w.operators.mark_at(s.tid, s.time).node);
+            if several {
+                format!("{}: {label}", w.query)
+            } else {
+                label
+            }
+        }
+        None => "(outside queries)".into(),
+    });
 }
 
 /// Functions, lines and miss sites of the samples.
@@ -181,4 +290,49 @@ fn count_rows(data: &OperatorData) -> (Vec<OperatorRow>, Vec<OperatorRow>) {
         v
     };
     (rows(ops, false), rows(pipes, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kura_common::memobj::{Object, ObjectKind};
+
+    /// The registry is on for the run and off after it; a log the caller began
+    /// (a warm-up's registrations) is kept, one left from before is dropped,
+    /// and taking it names buffer pages. (The only unit test of this crate that
+    /// turns the process-wide registry on.)
+    #[test]
+    fn the_registry_runs_with_the_profile_and_keeps_a_warm_up_log() {
+        let mine = |log: &ObjectLog, start: u64| {
+            log.events
+                .iter()
+                .filter(|t| matches!(&t.event, memobj::Event::Map { start: s, .. } if *s == start))
+                .count()
+        };
+        memobj::enable(true);
+        memobj::register(0x1000, 64, || Object::frame(0, 7, None));
+        memobj::enable(false);
+        // Left from before and the registry is off: dropped at the start.
+        let on = RegistryOn::start();
+        assert!(memobj::enabled());
+        memobj::register(0x2000, 64, || {
+            Object::new(ObjectKind::HashTable, "chain array").with_operator("hash join build on k")
+        });
+        drop(on);
+        assert!(!memobj::enabled());
+        let log = ObjectLog::take(None);
+        assert_eq!((mine(&log, 0x1000), mine(&log, 0x2000)), (0, 1));
+        // Turned on by the caller before a warm-up: kept, and pages named.
+        memobj::enable(true);
+        memobj::register(0x3000, 64, || Object::frame(0, 7, None));
+        let on = RegistryOn::start();
+        drop(on);
+        let name: &dyn Fn(u64) -> PageName =
+            &|p| (p == 7).then(|| ("lineitem.l_tax".to_string(), Some("column".to_string())));
+        let log = ObjectLog::take(Some(name));
+        assert_eq!(mine(&log, 0x3000), 1);
+        assert!(log.events.iter().any(|t| matches!(&t.event,
+            memobj::Event::Map { object, .. } if object.name == "lineitem.l_tax")));
+        assert!(!log.maps.is_empty(), "this process's map is read");
+    }
 }

@@ -160,6 +160,42 @@ pub struct Drained {
     pub samples: Vec<Sample>,
     /// Samples the kernel dropped because a ring buffer was full.
     pub lost: u64,
+    /// Sample times are CLOCK_MONOTONIC (the kernel took the clock option).
+    pub monotonic: bool,
+}
+
+/// The one line a profile prints when sample times are not on CLOCK_MONOTONIC.
+pub const CLOCK_REFUSED: &str =
+    "the kernel refused CLOCK_MONOTONIC sample times (perf use_clockid): \
+     samples are not attributed to queries, operators or data objects";
+
+/// Opens with `opts`; if that fails in a way a kernel without `use_clockid`
+/// (before Linux 4.1) or without this clock answers (EINVAL, E2BIG), tries again
+/// without asking for the clock, and on success drops the clock from `opts` for
+/// every later open and returns `true` (sample times are then the kernel's own
+/// clock, which nothing else here can compare with).
+fn open_clock_or_not<T>(
+    opts: &mut Opts,
+    mut open: impl FnMut(&Opts) -> std::io::Result<T>,
+) -> (std::io::Result<T>, bool) {
+    match open(opts) {
+        Err(e)
+            if opts.timer.is_some()
+                && matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::E2BIG)) =>
+        {
+            let mut plain = opts.clone();
+            plain.timer = None;
+            match open(&plain) {
+                Ok(t) => {
+                    *opts = plain;
+                    (Ok(t), true)
+                }
+                // Not the clock: report the first error.
+                Err(_) => (Err(e), false),
+            }
+        }
+        r => (r, false),
+    }
 }
 
 /// Opens and enables a sampler on thread `tid`; `None` if the thread is gone.
@@ -174,6 +210,14 @@ fn open_on(
         (Proc(tid), Cpu::ALL),
         opts
     ));
+    enable_sampler(opened, cfg)
+}
+
+/// Maps and enables an opened counter's ring buffer; `None` if its thread is gone.
+fn enable_sampler(
+    opened: std::io::Result<Counter>,
+    cfg: &SampleConfig,
+) -> Result<Option<(Counter, Sampler)>, ProfileError> {
     let counter = match opened {
         Ok(c) => c,
         // The thread ended between listing and opening.
@@ -196,10 +240,25 @@ impl LiveSampler {
     /// kernel does not let a per-thread sampler with a ring buffer be inherited,
     /// so the drain thread looks for new threads every 20 ms and samples them too.
     pub fn start(cfg: SampleConfig, pmu: &Pmu) -> Result<LiveSampler, ProfileError> {
-        let opts = opts(&cfg, pmu);
+        let mut opts = opts(&cfg, pmu);
         let mut samplers = HashMap::new();
+        let mut clock_refused = false;
         for tid in own_threads()? {
-            if let Some(s) = open_on(tid, &cfg, pmu, &opts)? {
+            // The first open settles whether the kernel takes the clock option.
+            let opened = if samplers.is_empty() && !clock_refused {
+                let (r, refused) = open_clock_or_not(&mut opts, |o| {
+                    with_perf_event!(cfg.event, pmu.ibs_op, |ev| Counter::new(
+                        ev,
+                        (Proc(tid), Cpu::ALL),
+                        o
+                    ))
+                });
+                clock_refused = refused;
+                enable_sampler(r, &cfg)?
+            } else {
+                open_on(tid, &cfg, pmu, &opts)?
+            };
+            if let Some(s) = opened {
                 samplers.insert(tid, s);
             }
         }
@@ -212,7 +271,10 @@ impl LiveSampler {
             .spawn(move || {
                 // SAFETY: gettid has no arguments and cannot fail.
                 let me = unsafe { libc::gettid() } as u32;
-                let mut out = Drained::default();
+                let mut out = Drained {
+                    monotonic: !clock_refused,
+                    ..Drained::default()
+                };
                 loop {
                     let last = flag.load(Ordering::Acquire);
                     for (_, s) in samplers.values() {
@@ -293,6 +355,54 @@ mod tests {
         assert!(SampleConfig::new(Event::CpuClock, 1000, &none).is_ok());
     }
 
+    /// A kernel that refuses the clock option (EINVAL while it is set) is asked
+    /// again without it, and every later open goes without it; other failures
+    /// stay failures.
+    #[test]
+    fn a_refused_clock_falls_back_once_and_is_reported() {
+        let einval = || std::io::Error::from_raw_os_error(libc::EINVAL);
+        let mut o = opts(
+            &SampleConfig {
+                event: Event::CpuClock,
+                period: 1000,
+            },
+            &Pmu::this_machine(),
+        );
+        assert!(o.timer.is_some());
+        let mut tries = Vec::new();
+        let (r, refused) = open_clock_or_not(&mut o, |o| {
+            tries.push(o.timer.is_some());
+            if o.timer.is_some() {
+                Err(einval())
+            } else {
+                Ok(7)
+            }
+        });
+        assert_eq!((r.unwrap(), refused, tries), (7, true, vec![true, false]));
+        assert!(o.timer.is_none(), "later opens go without the clock");
+        // A kernel that takes the clock: one try, nothing refused.
+        let mut o2 = opts(
+            &SampleConfig {
+                event: Event::CpuClock,
+                period: 1000,
+            },
+            &Pmu::this_machine(),
+        );
+        let (r, refused) = open_clock_or_not(&mut o2, |_| Ok(1));
+        assert_eq!((r.unwrap(), refused), (1, false));
+        assert!(o2.timer.is_some());
+        // EINVAL with and without the clock: not the clock's fault.
+        let (r, refused) = open_clock_or_not(&mut o2, |_| Err::<u8, _>(einval()));
+        assert!(r.is_err() && !refused && o2.timer.is_some());
+        // Permission errors are not retried.
+        let mut n = 0;
+        let (r, _) = open_clock_or_not(&mut o2, |_| {
+            n += 1;
+            Err::<u8, _>(std::io::Error::from_raw_os_error(libc::EACCES))
+        });
+        assert!(r.is_err() && n == 1);
+    }
+
     /// cpu-clock sampling works in virtual machines: a spinning thread started
     /// after the sampler is sampled too, with times on the monotonic clock.
     #[test]
@@ -311,6 +421,7 @@ mod tests {
         });
         let tid = worker.join().unwrap();
         let got = s.stop().unwrap();
+        assert!(got.monotonic, "this kernel takes CLOCK_MONOTONIC");
         let t1 = crate::attribution::monotonic_ns();
         let mine: Vec<_> = got.samples.iter().filter(|s| s.tid == tid).collect();
         assert!(mine.len() > 50, "{} samples of the busy thread", mine.len());

@@ -27,6 +27,7 @@ fn recorded_hardware_counts_give_per_operator_ipc_and_mpki() {
         source: Arc::new(FakeSource::new(rows)),
         top: 10,
         source_root: None,
+        page_names: None,
     };
     let mut steps = vec![Step {
         name: "q".into(),

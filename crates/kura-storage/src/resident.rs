@@ -87,6 +87,25 @@ pub fn object_map(file: &DbFile, catalog: &Catalog) -> StorageResult<ObjectMap> 
     Ok(map)
 }
 
+/// Names buffer pages for the memory-object registry (paper 002's profiler):
+/// a page's table column or index, and whether it is a column or an index page.
+pub fn page_namer(
+    file: &DbFile,
+    catalog: &Catalog,
+) -> StorageResult<impl Fn(u64) -> Option<(String, Option<String>)>> {
+    let objects = object_map(file, catalog)?;
+    let indexes: BTreeSet<String> = catalog.index_names().into_iter().collect();
+    Ok(move |page: u64| {
+        let name = objects.object_of(page).and_then(|o| objects.name(o))?;
+        let kind = if indexes.contains(name) {
+            "index"
+        } else {
+            "column"
+        };
+        Some((name.to_string(), Some(kind.to_string())))
+    })
+}
+
 /// What a `resident_indexes` value asks the pool to hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResidentSpec {

@@ -222,7 +222,7 @@ pub(crate) fn resolve_objects(
 
 /// A buffer page as its column or index and kind, without the page number:
 /// every page of a column is one object of the report.
-fn frame_name(o: &kura_common::memobj::Object) -> String {
+pub(crate) fn frame_name(o: &kura_common::memobj::Object) -> String {
     let name = if o.name.is_empty() {
         "pages of no table (catalog, free space)".to_string()
     } else {
