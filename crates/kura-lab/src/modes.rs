@@ -39,7 +39,46 @@ pub struct Config {
     pub counters: bool,
 }
 
-const MODES: [&str; 3] = ["serial", "static", "ooo"];
+/// The execution modes, in the order of the paper's figures.
+pub const MODES: [&str; 3] = ["serial", "static", "ooo"];
+
+/// What one cold run measured (one row of the printed table).
+#[derive(Debug, Clone)]
+pub struct ModeRun {
+    /// Query id as given (c, a, b, d, va, vc, vd).
+    pub query: String,
+    pub mode: String,
+    pub secs: f64,
+    pub rows: usize,
+    /// Mean page reads per second over the run.
+    pub iops: f64,
+    /// Mean CPU busy % (100 = one core).
+    pub cpu_pct: f64,
+    pub peak_in_flight: u64,
+    pub read_ahead: u64,
+}
+
+/// Everything the study measured: the disk's ceiling and every run, for reports
+/// built on top of it (paper 003's figure set).
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub ceiling: Ceiling,
+    pub runs: Vec<ModeRun>,
+    /// Worker threads of the out-of-order runtime.
+    pub workers: usize,
+    pub io_uring: bool,
+    /// Bytes per page (the unit of every read).
+    pub page: usize,
+}
+
+impl Report {
+    /// The run of `query` in `mode`, if measured.
+    pub fn run_of(&self, query: &str, mode: &str) -> Option<&ModeRun> {
+        self.runs
+            .iter()
+            .find(|r| r.query == query && r.mode == mode)
+    }
+}
 
 /// One cold run of one query in one mode.
 struct Measured {
@@ -225,6 +264,17 @@ fn write_timelines(
         y: ceiling.iops(),
         band: Some((lo, hi)),
     }];
+    // The paper's speed-up limit is the QD-64 / QD-1 ratio: QD 64 gets its own line
+    // when the best median lies at another depth.
+    if ceiling.at_best().depth != 64 {
+        if let Some(qd64) = ceiling.sweep.iter().find(|d| d.depth == 64) {
+            hlines.push(HLine {
+                label: format!("QD 64 median {:.0}", qd64.median()),
+                y: qd64.median(),
+                band: None,
+            });
+        }
+    }
     if let Some(qd1) = ceiling.sweep.iter().find(|d| d.depth == 1) {
         hlines.push(HLine {
             label: format!("QD 1 median {:.0}", qd1.median()),
@@ -297,12 +347,12 @@ fn write_ceiling(out: &mut dyn Write, c: &Ceiling) -> Result<(), String> {
 }
 
 /// Runs the benchmark and writes one table row per query and mode to `out`;
-/// `progress(done, total)` follows the ceiling measurements.
+/// `progress(done, total)` follows the ceiling measurements. Returns what it measured.
 pub fn run(
     args: &Config,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<(), String> {
+) -> Result<Report, String> {
     if !args.db.exists() {
         return Err(format!(
             "no database at {0}: load one first (kura --db {0} tpch load --sf 1 --indexes)",
@@ -349,6 +399,7 @@ pub fn run(
         "query", "mode", "time s", "rows", "mean IOPS", "CPU %", "peak QD", "read-ahead"
     )
     .map_err(|e| e.to_string())?;
+    let mut measured = Vec::new();
     for id in &args.queries {
         // Out-of-order runs first: it is the shortest, and its time sets one
         // sampling interval for all three modes (comparable curves, and enough
@@ -377,6 +428,16 @@ pub fn run(
             if let Some(c) = &m.counters {
                 writeln!(out, "       counters: {c}").map_err(|e| e.to_string())?;
             }
+            measured.push(ModeRun {
+                query: id.clone(),
+                mode: mode.to_string(),
+                secs: m.secs,
+                rows: m.rows,
+                iops: m.iops,
+                cpu_pct: m.cpu_pct,
+                peak_in_flight: m.peak_in_flight,
+                read_ahead: m.read_ahead,
+            });
         }
         let runs: Vec<(&str, &Timeline)> = MODES
             .iter()
@@ -396,5 +457,11 @@ pub fn run(
         )
         .map_err(|e| e.to_string())?;
     }
-    Ok(())
+    Ok(Report {
+        ceiling,
+        runs: measured,
+        workers: rt.workers(),
+        io_uring: rt.uses_io_uring(),
+        page,
+    })
 }
