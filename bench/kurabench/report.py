@@ -289,7 +289,7 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
         f.write("\n".join(lines))
     write_json(run, os.path.join(out_dir, stem + ".json"), machine_info, failures_found)
     write_csv(run, os.path.join(out_dir, stem + ".csv"))
-    write_settings_csv(run, os.path.join(out_dir, stem + "-settings.csv"), machine_info)
+    write_settings_csv(run, os.path.join(out_dir, stem + "-settings.csv"), machine_info, cache_note)
     return path
 
 
@@ -310,7 +310,7 @@ def write_csv(run, path):
                 w.writerow([name, mode, qid, o.status, "yes" if o.wrong else "no", median, len(o.times), times])
 
 
-def write_settings_csv(run, path, machine_info):
+def write_settings_csv(run, path, machine_info, cache_note=""):
     """The machine and each system's version, load outcome and settings as (scope, key, value)
     rows, so a reader of the CSV can state what was measured."""
     with open(path, "w", encoding="utf-8", newline="") as f:
@@ -320,6 +320,7 @@ def write_settings_csv(run, path, machine_info):
             w.writerow(["machine", k, v])
         w.writerow(["run", "sf", f"{run.sf:g}"])
         w.writerow(["run", "reps", run.reps])
+        w.writerow(["run", "OS page cache before cold runs", cache_note])
         for name, sr in run.systems.items():
             w.writerow([name, "version", sr.version])
             w.writerow([name, "load_error", sr.load_error])

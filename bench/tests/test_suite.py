@@ -157,7 +157,7 @@ class SharedDatabaseTest(unittest.TestCase):
         run.systems["duckdb"].outcomes[("warm", "A")] = suite.Outcome("error", error="boom")
         run.systems["duckdb"].settings = {"threads": "2"}
         with tempfile.TemporaryDirectory() as out:
-            report.write(run, out, "t", {"CPU": "x86"}, "", "cmd", [], {})
+            report.write(run, out, "t", {"CPU": "x86"}, "dropped", "cmd", [], {})
             with open(os.path.join(out, "t.csv"), encoding="utf-8", newline="") as f:
                 rows = list(csv.reader(f))
             with open(os.path.join(out, "t-settings.csv"), encoding="utf-8", newline="") as f:
@@ -167,6 +167,7 @@ class SharedDatabaseTest(unittest.TestCase):
         self.assertIn(["duckdb", "warm", "A", "error", "no", "", "0", ""], rows)
         self.assertIn(["machine", "CPU", "x86"], settings)
         self.assertIn(["duckdb", "threads", "2"], settings)
+        self.assertIn(["run", "OS page cache before cold runs", "dropped"], settings)
 
     def test_kura_scan_without_a_loaded_kura_fails_clearly(self):
         run = suite.Run(123.0, ["A"], ["warm"], 1, 60.0)

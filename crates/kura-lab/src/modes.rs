@@ -80,6 +80,14 @@ impl Report {
     }
 }
 
+/// A query's name as the paper and the reports write it: C, vC.
+pub fn label(id: &str) -> String {
+    match id.strip_prefix('v') {
+        Some(rest) => format!("v{}", rest.to_uppercase()),
+        None => id.to_uppercase(),
+    }
+}
+
 /// One cold run of one query in one mode.
 struct Measured {
     secs: f64,
@@ -200,6 +208,17 @@ fn write_timelines(
             .write_csv(&path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
+    // A sub-second run is drawn in milliseconds: seconds ticks would need more
+    // decimals than the axis prints and repeat one label.
+    let longest = runs
+        .iter()
+        .filter_map(|(_, t)| t.samples.last().map(|s| s.at.as_secs_f64()))
+        .fold(0.0f64, f64::max);
+    let (x_scale, x_desc) = if longest < 2.0 {
+        (1e3, "milliseconds")
+    } else {
+        (1.0, "seconds")
+    };
     let series = |f: &dyn Fn(&kura_exec::runtime::TimelineSample) -> f64| {
         runs.iter()
             .map(|(mode, t)| {
@@ -207,7 +226,7 @@ fn write_timelines(
                     mode.to_string(),
                     t.samples
                         .iter()
-                        .map(|s| (s.at.as_secs_f64(), f(s)))
+                        .map(|s| (s.at.as_secs_f64() * x_scale, f(s)))
                         .collect(),
                 )
             })
@@ -221,7 +240,7 @@ fn write_timelines(
             .fold(0.0f64, f64::max);
         0.0..(top * 1.08).max(1.0)
     };
-    let upper = id.to_uppercase();
+    let upper = label(id);
     // Raw samples zig-zag (a 2 ms sample holds 0 or 100 reads): drawn faint behind a
     // centred moving average over a stated window.
     let raw = series(&|s| s.iops);
@@ -293,7 +312,7 @@ fn write_timelines(
         &out.join(format!("modes-{id}-iops.png")),
         &Labels {
             title: &format!("TPC-H query ({upper}), cold: reads per second by execution mode"),
-            x: "seconds",
+            x: x_desc,
             y: "page reads per second",
         },
         &iops,
@@ -306,7 +325,7 @@ fn write_timelines(
         &out.join(format!("modes-{id}-cpu.png")),
         &Labels {
             title: &format!("TPC-H query ({upper}), cold: CPU busy % by execution mode"),
-            x: "seconds",
+            x: x_desc,
             y: "CPU busy % (100 = one core)",
         },
         &cpu,
@@ -415,7 +434,7 @@ pub fn run(
             writeln!(
                 out,
                 "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1} {:>8} {:>10}",
-                format!("{})", id.to_uppercase()),
+                format!("{})", label(id)),
                 mode,
                 m.secs,
                 m.rows,

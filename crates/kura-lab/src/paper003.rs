@@ -38,6 +38,9 @@ pub const CSV_COLUMNS: [&str; 9] = [
     "rows",
 ];
 
+/// Shortest run whose mean CPU % the Markdown table shows.
+const CPU_MIN_SECS: f64 = 0.1;
+
 /// How the peers' figures are made.
 #[derive(Debug, Clone)]
 pub enum Peers {
@@ -189,7 +192,11 @@ pub fn run(
         out,
         &format!(
             "== figures 2-3: ({}) in serial, static and out-of-order mode, cold, {} MiB buffer",
-            cfg.timeline_queries.join(", ").to_uppercase(),
+            cfg.timeline_queries
+                .iter()
+                .map(|q| modes::label(q))
+                .collect::<Vec<_>>()
+                .join(", "),
             cfg.buffer >> 20
         ),
     )?;
@@ -543,7 +550,7 @@ fn summary_csv(runs: &[ModeRun], peers: &[PeerRow]) -> String {
         let _ = writeln!(
             s,
             "2-3,{},{},kura,{:.6},ok,{:.0},{:.1},{}",
-            r.query.to_uppercase(),
+            modes::label(&r.query),
             r.mode,
             r.secs,
             r.iops,
@@ -708,6 +715,9 @@ fn markdown(
             cfg.reps.max(1)
         );
     }
+    if let Some(note) = settings.get(&("run".into(), "OS page cache before cold runs".into())) {
+        let _ = writeln!(s, "- OS page cache before cold runs: {note}");
+    }
     for n in notes {
         let _ = writeln!(s, "- **{n}**");
     }
@@ -737,19 +747,28 @@ fn markdown(
         let serial = m.run_of(q, "serial").map(|r| r.secs);
         for mode in MODES {
             let Some(r) = m.run_of(q, mode) else { continue };
+            // /proc counts CPU time in 10 ms ticks: a shorter run's share is noise.
+            let cpu = if r.secs >= CPU_MIN_SECS {
+                format!("{:.1}", r.cpu_pct)
+            } else {
+                "–".into()
+            };
             let _ = writeln!(
                 s,
-                "| ({}) | {mode} | {:.3} | {} | {:.0} | {:.1} | {} | {} |",
-                q.to_uppercase(),
+                "| ({}) | {mode} | {:.3} | {} | {:.0} | {cpu} | {} | {} |",
+                modes::label(q),
                 r.secs,
                 r.rows,
                 r.iops,
-                r.cpu_pct,
                 fmt_opt(qd64.map(|c| r.iops / c * 100.0), 1),
                 fmt_opt(serial.map(|t| t / r.secs), 2)
             );
         }
     }
+    let _ = writeln!(
+        s,
+        "\nCPU % (100 = one core) is left out (–) for runs under {CPU_MIN_SECS} s: the kernel counts CPU time in 10 ms ticks."
+    );
     if let (Some(q1), Some(q64)) = (qd1, qd64) {
         let _ = writeln!(
             s,
@@ -761,7 +780,7 @@ fn markdown(
                 let _ = writeln!(
                     s,
                     "({}) ooo/serial {:.2}× = {:.0} % of that limit.",
-                    q.to_uppercase(),
+                    modes::label(q),
                     se.secs / o.secs,
                     se.secs / o.secs / (q64 / q1) * 100.0
                 );

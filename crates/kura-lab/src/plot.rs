@@ -640,29 +640,31 @@ pub fn grouped_bar_chart(
     root.present().map_err(draw_err)
 }
 
-/// The powers of ten spanning `values` (positive, finite), one decade of room above
-/// for the legend; `None` when no value can be drawn on a log axis.
+/// The y range of a log axis over `values` (positive, finite): from the power of ten
+/// at or below the smallest (bars rise from there) to 4× the largest, room for the
+/// legend; `None` when no value can be drawn on a log axis.
 fn decades(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (lo, hi) = values
         .filter(|v| v.is_finite() && *v > 0.0)
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(v), hi.max(v))
         });
-    (lo <= hi).then(|| {
-        (
-            10f64.powf(lo.log10().floor()),
-            10f64.powf(hi.log10().floor() + 1.0) * 10.0,
-        )
-    })
+    // Just under the power of ten, so the axis labels it despite rounding in powf.
+    (lo <= hi).then(|| (10f64.powf(lo.log10().floor()) * 0.999, hi * 4.0))
 }
 
-/// A tick of a log axis: the value in plain notation, without trailing zeros.
+/// A tick of a log axis: the value in plain notation to three significant digits,
+/// without trailing zeros (0.001, 0.02, 5, 300).
 fn log_tick(v: &f64) -> String {
-    if *v >= 1.0 {
-        format!("{v:.0}")
-    } else {
-        let s = format!("{v:.6}");
+    if !(v.is_finite() && *v > 0.0) {
+        return String::new();
+    }
+    let digits = (2 - v.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
     }
 }
 
@@ -829,10 +831,13 @@ mod tests {
 
     #[test]
     fn log_bar_chart_spans_whole_decades_and_skips_missing_values() {
-        assert_eq!(decades([0.003, 2.5].into_iter()), Some((0.001, 100.0)));
+        let (lo, hi) = decades([0.003, 2.5].into_iter()).unwrap();
+        assert!((lo - 0.000999).abs() < 1e-12 && hi == 10.0, "{lo} {hi}");
         assert_eq!(decades([f64::NAN, 0.0].into_iter()), None);
         assert_eq!(log_tick(&0.01), "0.01");
         assert_eq!(log_tick(&100.0), "100");
+        assert_eq!(log_tick(&0.000_999_999_9), "0.001");
+        assert_eq!(log_tick(&2.5), "2.5");
         let path = temp_png("log-bars.png");
         let names = vec!["kura".to_string(), "postgres".to_string()];
         let groups = vec![

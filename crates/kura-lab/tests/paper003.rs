@@ -57,7 +57,7 @@ fn the_kura_only_path_writes_figures_2_and_3_with_csv_and_markdown() {
         let expected = expected_rows(q);
         for mode in MODES {
             let r = r.next().unwrap();
-            let id = q.to_uppercase();
+            let id = kura_lab::modes::label(q);
             assert_eq!(
                 (&r[0], &r[1], &r[2], &r[3]),
                 ("2-3", id.as_str(), mode, "kura")
@@ -81,7 +81,7 @@ fn the_kura_only_path_writes_figures_2_and_3_with_csv_and_markdown() {
     );
     for mode in MODES {
         assert!(md.contains(&format!("| (C) | {mode} |")), "{md}");
-        assert!(md.contains(&format!("| (VC) | {mode} |")), "{md}");
+        assert!(md.contains(&format!("| (vC) | {mode} |")), "{md}");
     }
     assert!(md.contains("![fig3-c-iops.png](fig3-c-iops.png)"), "{md}");
     assert!(summary.files.iter().all(|f| f.exists()));
