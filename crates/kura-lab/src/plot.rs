@@ -641,16 +641,23 @@ pub fn grouped_bar_chart(
 }
 
 /// The y range of a log axis over `values` (positive, finite): from the power of ten
-/// at or below the smallest (bars rise from there) to 4× the largest, room for the
-/// legend; `None` when no value can be drawn on a log axis.
+/// at or below the smallest (bars rise from there) to 4× the largest (room for the
+/// legend) or the power of ten above it, whichever is higher, so every bar lies
+/// between two labelled decades; `None` when no value can be drawn on a log axis.
 fn decades(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (lo, hi) = values
         .filter(|v| v.is_finite() && *v > 0.0)
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(v), hi.max(v))
         });
-    // Just under the power of ten, so the axis labels it despite rounding in powf.
-    (lo <= hi).then(|| (10f64.powf(lo.log10().floor()) * 0.999, hi * 4.0))
+    // Just outside the powers of ten, so the axis labels them despite rounding in powf.
+    (lo <= hi).then(|| {
+        let decade_above = 10f64.powf(hi.log10().floor() + 1.0) * 1.001;
+        (
+            10f64.powf(lo.log10().floor()) * 0.999,
+            (hi * 4.0).max(decade_above),
+        )
+    })
 }
 
 /// A tick of a log axis: the value in plain notation to three significant digits,
@@ -707,6 +714,9 @@ pub fn grouped_bar_chart_log_y(
         .disable_x_mesh()
         .x_labels(n.min(24))
         .x_label_formatter(&label_of)
+        // Few labels: plotters then names only the decades; more would name every
+        // 2..9 multiple as well, crowding a narrow range.
+        .y_labels(6)
         .y_label_formatter(&log_tick)
         .light_line_style(WHITE.mix(0.0))
         .x_desc(labels.x)
@@ -832,7 +842,15 @@ mod tests {
     #[test]
     fn log_bar_chart_spans_whole_decades_and_skips_missing_values() {
         let (lo, hi) = decades([0.003, 2.5].into_iter()).unwrap();
-        assert!((lo - 0.000999).abs() < 1e-12 && hi == 10.0, "{lo} {hi}");
+        assert!(
+            (lo - 0.000999).abs() < 1e-12 && (hi - 10.01).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        let (lo, hi) = decades([0.02, 0.21].into_iter()).unwrap();
+        assert!(
+            (lo - 0.00999).abs() < 1e-12 && (hi - 1.001).abs() < 1e-9,
+            "{lo} {hi}"
+        );
         assert_eq!(decades([f64::NAN, 0.0].into_iter()), None);
         assert_eq!(log_tick(&0.01), "0.01");
         assert_eq!(log_tick(&100.0), "100");
