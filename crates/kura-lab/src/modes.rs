@@ -244,21 +244,24 @@ fn write_timelines(
     // Raw samples zig-zag (a 2 ms sample holds 0 or 100 reads): drawn faint behind a
     // centred moving average over a stated window.
     let raw = series(&|s| s.iops);
-    let interval = runs
-        .iter()
-        .find_map(|(_, t)| t.samples.get(1).map(|s| s.at.as_secs_f64()))
-        .unwrap_or(0.0)
-        - runs
-            .iter()
-            .find_map(|(_, t)| t.samples.first().map(|s| s.at.as_secs_f64()))
-            .unwrap_or(0.0);
-    let window_ms = (interval * SMOOTHING as f64 * 1e3).round();
+    // The sampling interval, read off one run's first two samples (a run too short
+    // for two samples has no average to describe).
+    let interval = runs.iter().find_map(|(_, t)| {
+        Some(t.samples.get(1)?.at.as_secs_f64() - t.samples.first()?.at.as_secs_f64())
+    });
+    let average = match interval {
+        Some(i) => format!(
+            " (moving average, {} ms)",
+            (i * SMOOTHING as f64 * 1e3).round()
+        ),
+        None => String::new(),
+    };
     let smoothed = |raw: &[Series]| -> Vec<Series> {
         let mut out: Vec<Series> = raw
             .iter()
             .map(|s| {
                 Series::line(
-                    format!("{} (moving average, {window_ms} ms)", s.name),
+                    format!("{}{average}", s.name),
                     moving_average(&s.points, SMOOTHING),
                 )
             })

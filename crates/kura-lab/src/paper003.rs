@@ -228,7 +228,7 @@ pub fn run(
     let peers = match &cfg.peers {
         Peers::Skip(reason) => {
             notes.push(format!(
-                "PostgreSQL and DuckDB not run ({reason}): figures 4 and 5 show kura only where measured"
+                "PostgreSQL and DuckDB not run ({reason}): figures 4 and 5 are left out"
             ));
             Vec::new()
         }
@@ -365,7 +365,7 @@ fn run_suite(
     let mut notes = Vec::new();
     let csv = find_suite_csv(&results, cfg.sf).ok_or_else(|| {
         format!(
-            "bench/run exited with {status} and wrote no CSV; see {}",
+            "bench/run failed ({status}) and wrote no CSV; see {}",
             log_path.display()
         )
     })?;
