@@ -1,7 +1,8 @@
-"""The Markdown report of a run (and its raw numbers as JSON): per-query times, ratios
-kura/peer with their geometric means, loading and index builds, the machine, the
+"""The Markdown report of a run (and its raw numbers as JSON and CSV): per-query times,
+ratios kura/peer with their geometric means, loading and index builds, the machine, the
 systems' versions and settings, the cross-check and every failure."""
 
+import csv
 import datetime
 import json
 import math
@@ -287,7 +288,44 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
     write_json(run, os.path.join(out_dir, stem + ".json"), machine_info, failures_found)
+    write_csv(run, os.path.join(out_dir, stem + ".csv"))
+    write_settings_csv(run, os.path.join(out_dir, stem + "-settings.csv"), machine_info, cache_note)
     return path
+
+
+# Columns of the per-query CSV, read by other tools (`kura bench paper003`).
+CSV_COLUMNS = ["system", "mode", "query", "status", "wrong", "median_s", "runs", "times_s"]
+
+
+def write_csv(run, path):
+    """One row per system, mode and query: status, whether the answer was wrong, the median
+    and every measured time (space-separated), in seconds."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for name, sr in run.systems.items():
+            for (mode, qid), o in sr.outcomes.items():
+                median = "" if o.median is None else f"{o.median:.6f}"
+                times = " ".join(f"{t:.6f}" for t in o.times)
+                w.writerow([name, mode, qid, o.status, "yes" if o.wrong else "no", median, len(o.times), times])
+
+
+def write_settings_csv(run, path, machine_info, cache_note=""):
+    """The machine and each system's version, load outcome and settings as (scope, key, value)
+    rows, so a reader of the CSV can state what was measured."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["scope", "key", "value"])
+        for k, v in machine_info.items():
+            w.writerow(["machine", k, v])
+        w.writerow(["run", "sf", f"{run.sf:g}"])
+        w.writerow(["run", "reps", run.reps])
+        w.writerow(["run", "OS page cache before cold runs", cache_note])
+        for name, sr in run.systems.items():
+            w.writerow([name, "version", sr.version])
+            w.writerow([name, "load_error", sr.load_error])
+            for k, v in sr.settings.items():
+                w.writerow([name, k, v])
 
 
 def write_json(run, path, machine_info, failures_found):

@@ -1,6 +1,7 @@
 """The run's bookkeeping: ratios and geometric means, what fails a run, the cross-check
 of results between systems, and the parsers of kura's output and of .tbl files."""
 
+import csv
 import os
 import sys
 import tempfile
@@ -149,6 +150,24 @@ class SharedDatabaseTest(unittest.TestCase):
                 text = f.read()
         self.assertIn("| kura-scan | kura's database |", text)
         self.assertIn("| A | 1.0000 | 4.0000 | 0.25 |", text)
+
+    def test_the_csv_holds_every_outcome_and_the_settings(self):
+        run = make_run()
+        run.systems["kura"].outcomes[("warm", "A")] = ok(2.0, [("1",)])
+        run.systems["duckdb"].outcomes[("warm", "A")] = suite.Outcome("error", error="boom")
+        run.systems["duckdb"].settings = {"threads": "2"}
+        with tempfile.TemporaryDirectory() as out:
+            report.write(run, out, "t", {"CPU": "x86"}, "dropped", "cmd", [], {})
+            with open(os.path.join(out, "t.csv"), encoding="utf-8", newline="") as f:
+                rows = list(csv.reader(f))
+            with open(os.path.join(out, "t-settings.csv"), encoding="utf-8", newline="") as f:
+                settings = list(csv.reader(f))
+        self.assertEqual(rows[0], report.CSV_COLUMNS)
+        self.assertIn(["kura", "warm", "A", "ok", "no", "2.000000", "1", "2.000000"], rows)
+        self.assertIn(["duckdb", "warm", "A", "error", "no", "", "0", ""], rows)
+        self.assertIn(["machine", "CPU", "x86"], settings)
+        self.assertIn(["duckdb", "threads", "2"], settings)
+        self.assertIn(["run", "OS page cache before cold runs", "dropped"], settings)
 
     def test_kura_scan_without_a_loaded_kura_fails_clearly(self):
         run = suite.Run(123.0, ["A"], ["warm"], 1, 60.0)

@@ -1,5 +1,5 @@
-//! `kura bench load | modes | iops | memsweep | fix | llc`: the arguments of the benchmark studies, handed
-//! to kura-lab, whose reports print to stdout.
+//! `kura bench load | modes | iops | memsweep | fix | llc | paper003`: the arguments of the
+//! benchmark studies, handed to kura-lab, whose reports print to stdout.
 
 use std::path::PathBuf;
 
@@ -23,6 +23,48 @@ pub enum BenchCommand {
     /// scan larger than the LLC, an index join, TPC-H Q14/Q18 after a sweep; LLC
     /// partitioning off and on (simulated where CAT is absent) and the software policy.
     Llc(LlcArgs),
+    /// Paper 003's figures 2-5 in one run: (C) in the three modes over time (CPU %,
+    /// IOPS, the disk's ceiling), (A)-(D) and the variants against PostgreSQL and DuckDB
+    /// cold and warm, TPC-H Q1-Q10 and Q19 against PostgreSQL; charts, CSV, Markdown.
+    Paper003(Paper003Args),
+}
+
+/// Options of `kura bench paper003`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Paper003Args {
+    /// TPC-H scale factor [default: 1, or 0.01 with --quick].
+    #[arg(long)]
+    pub sf: Option<f64>,
+    /// Directory for paper003.md, paper003.csv, the charts and the suite's report.
+    #[arg(long, default_value = "paper003")]
+    pub out: PathBuf,
+    /// Measured runs per query and mode in the peers' suite [default: 3, or 1 with --quick].
+    #[arg(long)]
+    pub reps: Option<usize>,
+    /// A few minutes' run: SF 0.01, one repetition, a short ceiling sweep.
+    #[arg(long)]
+    pub quick: bool,
+    /// Queries of the timeline figures 2-3 (c, a, b, d, va, vc, vd): (C) as the paper
+    /// gives it and vC, (C) at the paper's selectivity at this scale factor.
+    #[arg(long, value_delimiter = ',', default_values_t = vec!["c".to_string(), "vc".into()])]
+    pub timeline_queries: Vec<String>,
+    /// Leave PostgreSQL and DuckDB out: figures 2-3 only.
+    #[arg(long)]
+    pub no_peers: bool,
+    /// The benchmark suite's script [default: bench/run of the repository around the
+    /// current directory or this binary].
+    #[arg(long)]
+    pub bench_run: Option<PathBuf>,
+    /// Seconds one suite run may take [default: 600, or 120 with --quick].
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Database with the TPC-H tables and paper 003's indexes for figures 2-3
+    /// [default: built at --sf in OUT and removed afterwards].
+    #[arg(long, help_heading = crate::DB_OPTIONS)]
+    pub db: Option<PathBuf>,
+    /// kura's buffer in every cold run, and PostgreSQL's cold shared_buffers [default: 64 MiB].
+    #[arg(long, value_parser = crate::parse_size_arg, help_heading = crate::DB_OPTIONS)]
+    pub buffer: Option<u64>,
 }
 
 /// Options of `kura bench llc`.
@@ -247,6 +289,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             }
             kura_lab::llc::run(&cfg, &mut out).map(|_| ())
         }
+        BenchCommand::Paper003(a) => run_paper003(a, &mut out),
         BenchCommand::Modes(a) => kura_lab::modes::run(
             &kura_lab::modes::Config {
                 db: db.to_path_buf(),
@@ -260,8 +303,59 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             },
             &mut out,
             &mut ceiling_progress(),
-        ),
+        )
+        .map(|_| ()),
     }
+}
+
+/// `bench/run` of the repository holding `start` or one of its ancestors.
+fn find_bench_run(start: &std::path::Path) -> Option<PathBuf> {
+    start.ancestors().find_map(|dir| {
+        let script = dir.join("bench").join("run");
+        (script.is_file() && dir.join("bench").join("kurabench").is_dir()).then_some(script)
+    })
+}
+
+fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> Result<(), String> {
+    use kura_lab::paper003::{Config, Peers};
+    let exe = std::env::current_exe().map_err(|e| format!("locating this kura binary: {e}"))?;
+    let peers = if a.no_peers {
+        Peers::Skip("--no-peers".into())
+    } else {
+        let script = a.bench_run.clone().or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .and_then(|d| find_bench_run(&d))
+                .or_else(|| find_bench_run(&exe))
+        });
+        match script {
+            // The suite queries this very binary, so it builds nothing of its own.
+            Some(script) => Peers::Suite { script, kura: exe },
+            None => Peers::Skip(
+                "bench/run not found: run from the repository or give --bench-run".into(),
+            ),
+        }
+    };
+    let mut cfg = if a.quick {
+        Config::quick(a.out.clone(), peers)
+    } else {
+        Config::new(1.0, a.out.clone(), peers)
+    };
+    if let Some(sf) = a.sf {
+        cfg.sf = sf;
+    }
+    if let Some(r) = a.reps {
+        cfg.reps = r.max(1);
+    }
+    if let Some(t) = a.timeout {
+        cfg.timeout = t;
+    }
+    if let Some(b) = a.buffer {
+        cfg.buffer = b;
+    }
+    cfg.db = a.db.clone();
+    cfg.timeline_queries = a.timeline_queries.clone();
+    kura_lab::paper003::run(&cfg, out, &mut ceiling_progress()).map(|_| ())
 }
 
 fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), String> {

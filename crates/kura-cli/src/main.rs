@@ -329,14 +329,16 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
         Some(Command::Cache { cmd }) => cache_cmd::run(cmd, || cli.open().map(|(db, _)| db)),
         Some(Command::Bench { cmd }) => {
-            if matches!(cmd, bench_cmd::BenchCommand::Modes(_))
-                && (cli.buffered_io
-                    || cli.buffer_policy.is_some()
-                    || cli.trace_pages.is_some()
-                    || cli.recover_header)
+            if matches!(
+                cmd,
+                bench_cmd::BenchCommand::Modes(_) | bench_cmd::BenchCommand::Paper003(_)
+            ) && (cli.buffered_io
+                || cli.buffer_policy.is_some()
+                || cli.trace_pages.is_some()
+                || cli.recover_header)
             {
                 return Err(
-                    "bench modes opens the database cold with O_DIRECT and its own buffer for \
+                    "bench modes and paper003 open the database cold with O_DIRECT and its own buffer for \
                      each run: --buffered-io, --buffer-policy, --trace-pages and --recover-header \
                      do not apply"
                         .into(),

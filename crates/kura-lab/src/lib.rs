@@ -10,5 +10,6 @@ pub mod llc;
 pub mod load;
 pub mod memsweep;
 pub mod modes;
+pub mod paper003;
 pub mod paper004;
 pub mod plot;

@@ -39,7 +39,54 @@ pub struct Config {
     pub counters: bool,
 }
 
-const MODES: [&str; 3] = ["serial", "static", "ooo"];
+/// The execution modes, in the order of the paper's figures.
+pub const MODES: [&str; 3] = ["serial", "static", "ooo"];
+
+/// What one cold run measured (one row of the printed table).
+#[derive(Debug, Clone)]
+pub struct ModeRun {
+    /// Query id as given (c, a, b, d, va, vc, vd).
+    pub query: String,
+    pub mode: String,
+    pub secs: f64,
+    pub rows: usize,
+    /// Mean page reads per second over the run.
+    pub iops: f64,
+    /// Mean CPU busy % (100 = one core).
+    pub cpu_pct: f64,
+    pub peak_in_flight: u64,
+    pub read_ahead: u64,
+}
+
+/// Everything the study measured: the disk's ceiling and every run, for reports
+/// built on top of it (paper 003's figure set).
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub ceiling: Ceiling,
+    pub runs: Vec<ModeRun>,
+    /// Worker threads of the out-of-order runtime.
+    pub workers: usize,
+    pub io_uring: bool,
+    /// Bytes per page (the unit of every read).
+    pub page: usize,
+}
+
+impl Report {
+    /// The run of `query` in `mode`, if measured.
+    pub fn run_of(&self, query: &str, mode: &str) -> Option<&ModeRun> {
+        self.runs
+            .iter()
+            .find(|r| r.query == query && r.mode == mode)
+    }
+}
+
+/// A query's name as the paper and the reports write it: C, vC.
+pub fn label(id: &str) -> String {
+    match id.strip_prefix('v') {
+        Some(rest) => format!("v{}", rest.to_uppercase()),
+        None => id.to_uppercase(),
+    }
+}
 
 /// One cold run of one query in one mode.
 struct Measured {
@@ -161,6 +208,17 @@ fn write_timelines(
             .write_csv(&path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
+    // A sub-second run is drawn in milliseconds: seconds ticks would need more
+    // decimals than the axis prints and repeat one label.
+    let longest = runs
+        .iter()
+        .filter_map(|(_, t)| t.samples.last().map(|s| s.at.as_secs_f64()))
+        .fold(0.0f64, f64::max);
+    let (x_scale, x_desc) = if longest < 2.0 {
+        (1e3, "milliseconds")
+    } else {
+        (1.0, "seconds")
+    };
     let series = |f: &dyn Fn(&kura_exec::runtime::TimelineSample) -> f64| {
         runs.iter()
             .map(|(mode, t)| {
@@ -168,7 +226,7 @@ fn write_timelines(
                     mode.to_string(),
                     t.samples
                         .iter()
-                        .map(|s| (s.at.as_secs_f64(), f(s)))
+                        .map(|s| (s.at.as_secs_f64() * x_scale, f(s)))
                         .collect(),
                 )
             })
@@ -182,25 +240,28 @@ fn write_timelines(
             .fold(0.0f64, f64::max);
         0.0..(top * 1.08).max(1.0)
     };
-    let upper = id.to_uppercase();
+    let upper = label(id);
     // Raw samples zig-zag (a 2 ms sample holds 0 or 100 reads): drawn faint behind a
     // centred moving average over a stated window.
     let raw = series(&|s| s.iops);
-    let interval = runs
-        .iter()
-        .find_map(|(_, t)| t.samples.get(1).map(|s| s.at.as_secs_f64()))
-        .unwrap_or(0.0)
-        - runs
-            .iter()
-            .find_map(|(_, t)| t.samples.first().map(|s| s.at.as_secs_f64()))
-            .unwrap_or(0.0);
-    let window_ms = (interval * SMOOTHING as f64 * 1e3).round();
+    // The sampling interval, read off one run's first two samples (a run too short
+    // for two samples has no average to describe).
+    let interval = runs.iter().find_map(|(_, t)| {
+        Some(t.samples.get(1)?.at.as_secs_f64() - t.samples.first()?.at.as_secs_f64())
+    });
+    let average = match interval {
+        Some(i) => format!(
+            " (moving average, {} ms)",
+            (i * SMOOTHING as f64 * 1e3).round()
+        ),
+        None => String::new(),
+    };
     let smoothed = |raw: &[Series]| -> Vec<Series> {
         let mut out: Vec<Series> = raw
             .iter()
             .map(|s| {
                 Series::line(
-                    format!("{} (moving average, {window_ms} ms)", s.name),
+                    format!("{}{average}", s.name),
                     moving_average(&s.points, SMOOTHING),
                 )
             })
@@ -225,6 +286,17 @@ fn write_timelines(
         y: ceiling.iops(),
         band: Some((lo, hi)),
     }];
+    // The paper's speed-up limit is the QD-64 / QD-1 ratio: QD 64 gets its own line
+    // when the best median lies at another depth.
+    if ceiling.at_best().depth != 64 {
+        if let Some(qd64) = ceiling.sweep.iter().find(|d| d.depth == 64) {
+            hlines.push(HLine {
+                label: format!("QD 64 median {:.0}", qd64.median()),
+                y: qd64.median(),
+                band: None,
+            });
+        }
+    }
     if let Some(qd1) = ceiling.sweep.iter().find(|d| d.depth == 1) {
         hlines.push(HLine {
             label: format!("QD 1 median {:.0}", qd1.median()),
@@ -243,7 +315,7 @@ fn write_timelines(
         &out.join(format!("modes-{id}-iops.png")),
         &Labels {
             title: &format!("TPC-H query ({upper}), cold: reads per second by execution mode"),
-            x: "seconds",
+            x: x_desc,
             y: "page reads per second",
         },
         &iops,
@@ -256,7 +328,7 @@ fn write_timelines(
         &out.join(format!("modes-{id}-cpu.png")),
         &Labels {
             title: &format!("TPC-H query ({upper}), cold: CPU busy % by execution mode"),
-            x: "seconds",
+            x: x_desc,
             y: "CPU busy % (100 = one core)",
         },
         &cpu,
@@ -297,12 +369,12 @@ fn write_ceiling(out: &mut dyn Write, c: &Ceiling) -> Result<(), String> {
 }
 
 /// Runs the benchmark and writes one table row per query and mode to `out`;
-/// `progress(done, total)` follows the ceiling measurements.
+/// `progress(done, total)` follows the ceiling measurements. Returns what it measured.
 pub fn run(
     args: &Config,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<(), String> {
+) -> Result<Report, String> {
     if !args.db.exists() {
         return Err(format!(
             "no database at {0}: load one first (kura --db {0} tpch load --sf 1 --indexes)",
@@ -349,6 +421,7 @@ pub fn run(
         "query", "mode", "time s", "rows", "mean IOPS", "CPU %", "peak QD", "read-ahead"
     )
     .map_err(|e| e.to_string())?;
+    let mut measured = Vec::new();
     for id in &args.queries {
         // Out-of-order runs first: it is the shortest, and its time sets one
         // sampling interval for all three modes (comparable curves, and enough
@@ -364,7 +437,7 @@ pub fn run(
             writeln!(
                 out,
                 "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1} {:>8} {:>10}",
-                format!("{})", id.to_uppercase()),
+                format!("{})", label(id)),
                 mode,
                 m.secs,
                 m.rows,
@@ -377,6 +450,16 @@ pub fn run(
             if let Some(c) = &m.counters {
                 writeln!(out, "       counters: {c}").map_err(|e| e.to_string())?;
             }
+            measured.push(ModeRun {
+                query: id.clone(),
+                mode: mode.to_string(),
+                secs: m.secs,
+                rows: m.rows,
+                iops: m.iops,
+                cpu_pct: m.cpu_pct,
+                peak_in_flight: m.peak_in_flight,
+                read_ahead: m.read_ahead,
+            });
         }
         let runs: Vec<(&str, &Timeline)> = MODES
             .iter()
@@ -396,5 +479,11 @@ pub fn run(
         )
         .map_err(|e| e.to_string())?;
     }
-    Ok(())
+    Ok(Report {
+        ceiling,
+        runs: measured,
+        workers: rt.workers(),
+        io_uring: rt.uses_io_uring(),
+        page,
+    })
 }

@@ -640,6 +640,133 @@ pub fn grouped_bar_chart(
     root.present().map_err(draw_err)
 }
 
+/// The y range of a log axis over `values` (positive, finite): from the power of ten
+/// at or below the smallest (bars rise from there) to 4× the largest (room for the
+/// legend) or the power of ten above it, whichever is higher, so every bar lies
+/// between two labelled decades; `None` when no value can be drawn on a log axis.
+fn decades(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    // Just outside the powers of ten, so the axis labels them despite rounding in powf.
+    (lo <= hi).then(|| {
+        let decade_above = 10f64.powf(hi.log10().floor() + 1.0) * 1.001;
+        (
+            10f64.powf(lo.log10().floor()) * 0.999,
+            (hi * 4.0).max(decade_above),
+        )
+    })
+}
+
+/// A tick of a log axis: the value in plain notation to three significant digits,
+/// without trailing zeros (0.001, 0.02, 5, 300).
+fn log_tick(v: &f64) -> String {
+    if !(v.is_finite() && *v > 0.0) {
+        return String::new();
+    }
+    let digits = (2 - v.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Writes a grouped bar chart over a logarithmic y axis (times that span decades, as
+/// paper 003's figures 4 and 5): one group per category, one bar per series. A value
+/// that is missing, zero or not finite (the system did not run the query) leaves a gap
+/// with an "n/a" mark, so an absent bar is not mistaken for a short one.
+pub fn grouped_bar_chart_log_y(
+    path: &Path,
+    labels: &Labels,
+    series_names: &[String],
+    groups: &[BarGroup],
+) -> Result<(), String> {
+    if groups.iter().any(|g| g.values.len() != series_names.len()) {
+        return Err("every bar group needs one value per series".into());
+    }
+    let root = canvas(path)?;
+    let (lo, hi) =
+        decades(groups.iter().flat_map(|g| g.values.iter().copied())).unwrap_or((0.1, 10.0));
+    let n = groups.len().max(1);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(labels.title, (FONT, 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, (lo..hi).log_scale())
+        .map_err(draw_err)?;
+    let label_of = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() > 1e-6 || i < 0.0 {
+            return String::new();
+        }
+        groups
+            .get(i as usize)
+            .map(|g| g.label.clone())
+            .unwrap_or_default()
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n.min(24))
+        .x_label_formatter(&label_of)
+        // Few labels: plotters then names only the decades; more would name every
+        // 2..9 multiple as well, crowding a narrow range.
+        .y_labels(6)
+        .y_label_formatter(&log_tick)
+        .light_line_style(WHITE.mix(0.0))
+        .x_desc(labels.x)
+        .y_desc(labels.y)
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 18))
+        .draw()
+        .map_err(draw_err)?;
+    let width = 0.8 / series_names.len().max(1) as f64;
+    let drawable = |v: f64| v.is_finite() && v > 0.0;
+    for (s, name) in series_names.iter().enumerate() {
+        let c = colour(s);
+        let x0 = |g: usize| g as f64 - 0.4 + width * s as f64;
+        chart
+            .draw_series(
+                groups
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, group)| drawable(group.values[s]))
+                    .map(|(g, group)| {
+                        // Bars rise from the axis floor: on a log axis there is no zero.
+                        Rectangle::new([(x0(g), lo), (x0(g) + width, group.values[s])], c.filled())
+                    }),
+            )
+            .map_err(draw_err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
+        chart
+            .draw_series(
+                groups
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, group)| !drawable(group.values[s]))
+                    .map(|(g, _)| {
+                        Text::new("n/a", (x0(g), lo * 1.15), (FONT, 11).into_font().color(&c))
+                    }),
+            )
+            .map_err(draw_err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font((FONT, 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(draw_err)?;
+    root.present().map_err(draw_err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -710,6 +837,65 @@ mod tests {
         let path = temp_png("empty.png");
         line_chart(&path, &labels, &[], None).unwrap();
         assert_png(&path);
+    }
+
+    #[test]
+    fn log_bar_chart_spans_whole_decades_and_skips_missing_values() {
+        let (lo, hi) = decades([0.003, 2.5].into_iter()).unwrap();
+        assert!(
+            (lo - 0.000999).abs() < 1e-12 && (hi - 10.01).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        let (lo, hi) = decades([0.02, 0.21].into_iter()).unwrap();
+        assert!(
+            (lo - 0.00999).abs() < 1e-12 && (hi - 1.001).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        assert_eq!(decades([f64::NAN, 0.0].into_iter()), None);
+        assert_eq!(log_tick(&0.01), "0.01");
+        assert_eq!(log_tick(&100.0), "100");
+        assert_eq!(log_tick(&0.000_999_999_9), "0.001");
+        assert_eq!(log_tick(&2.5), "2.5");
+        let path = temp_png("log-bars.png");
+        let names = vec!["kura".to_string(), "postgres".to_string()];
+        let groups = vec![
+            BarGroup {
+                label: "A".into(),
+                values: vec![0.002, 1.5],
+            },
+            BarGroup {
+                label: "B".into(),
+                values: vec![0.02, f64::NAN],
+            },
+        ];
+        let labels = Labels {
+            title: "times",
+            x: "query",
+            y: "seconds",
+        };
+        grouped_bar_chart_log_y(&path, &labels, &names, &groups).unwrap();
+        assert_png(&path);
+        // Nothing drawable still gives axes, not an error.
+        let path = temp_png("log-empty.png");
+        let empty = vec![BarGroup {
+            label: "A".into(),
+            values: vec![f64::NAN, 0.0],
+        }];
+        grouped_bar_chart_log_y(&path, &labels, &names, &empty).unwrap();
+        assert_png(&path);
+        assert!(grouped_bar_chart_log_y(
+            &temp_png("bad.png"),
+            &labels,
+            &names,
+            &groups[..1]
+                .iter()
+                .map(|g| BarGroup {
+                    label: g.label.clone(),
+                    values: vec![1.0],
+                })
+                .collect::<Vec<_>>()
+        )
+        .is_err());
     }
 
     #[test]
