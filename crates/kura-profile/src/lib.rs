@@ -11,6 +11,7 @@ pub mod counters;
 pub mod diff;
 pub mod error;
 pub mod events;
+pub mod missclass;
 pub mod objects;
 pub mod overhead;
 pub mod records;
@@ -23,4 +24,5 @@ pub use api::{Profiler, Reading};
 pub use error::ProfileError;
 pub use events::{Event, Pmu};
 pub use report::Profile;
+
 pub mod simulated;

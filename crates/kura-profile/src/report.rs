@@ -45,6 +45,10 @@ pub struct Profile {
     /// Why samples could not be attributed to objects, if they could not.
     #[serde(default)]
     pub objects_note: Option<String>,
+    /// Precise load samples: their misses by class per level, estimated from
+    /// the sampled addresses and this machine's cache geometry.
+    #[serde(default)]
+    pub miss_classes: Vec<crate::missclass::SampledMissClasses>,
     pub overhead: Option<Vec<OverheadRow>>,
     /// The simulated cache's section, where the machine has no PMU: misses per
     /// function, per data object, per (operator, object) and miss classes.
@@ -239,6 +243,13 @@ impl Profile {
                 miss_table(&self.miss_sites, top)
             );
         }
+        if !self.miss_classes.is_empty() {
+            let _ = writeln!(
+                out,
+                "miss classes (estimated from sampled addresses):\n{}",
+                miss_class_table(&self.miss_classes, top)
+            );
+        }
         if let Some(n) = &self.objects_note {
             let _ = writeln!(out, "note: {n}");
         }
@@ -287,6 +298,36 @@ impl SimulatedSection {
         }
         out
     }
+}
+
+/// One row per level: sampled misses, first touches, repeats, misses in hot
+/// sets, and the hottest sets.
+fn miss_class_table(rows: &[crate::missclass::SampledMissClasses], top: usize) -> Table {
+    let mut t = table(&[
+        "level",
+        "sampled misses",
+        "first touches (compulsory)",
+        "repeats (capacity)",
+        "in hot sets (conflict)",
+        "hottest sets (misses, × mean)",
+    ]);
+    for r in rows {
+        let sets: Vec<String> = r
+            .hot_sets
+            .iter()
+            .take(top.min(5))
+            .map(|h| format!("{} ({}, {:.0}×)", h.set, h.misses, h.over_mean))
+            .collect();
+        t.add_row(vec![
+            Cell::new(format!("{} ({})", r.level, r.geometry)),
+            num(r.misses),
+            num(r.first_touches),
+            num(r.repeats),
+            num(r.in_hot_sets),
+            Cell::new(sets.join(", ")),
+        ]);
+    }
+    t
 }
 
 fn table(header: &[&str]) -> Table {

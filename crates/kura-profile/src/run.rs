@@ -253,6 +253,24 @@ pub fn fill_sample_tables(
         opts.top,
     );
     profile.miss_sites = analyze::miss_sites(samples, sym);
+    // Classes need the addresses of load samples and this machine's geometry.
+    if samples
+        .iter()
+        .any(|s| s.addr.is_some() && s.level.is_some())
+    {
+        let root = std::path::Path::new(kura_cache::cpu::SYSFS_CACHE_DIR);
+        match kura_cache::cpu::read_sysfs(root) {
+            Ok(caches) => {
+                let levels = kura_cache::cpu::geometry::data_hierarchy(&caches);
+                profile.miss_classes = crate::missclass::classify(samples, &levels, opts.top);
+            }
+            Err(e) => {
+                profile.objects_note.get_or_insert(format!(
+                    "no miss classes: the cache geometry is unreadable ({e})"
+                ));
+            }
+        }
+    }
 }
 
 /// Operator and pipeline rows from counts per mark, most CPU first.

@@ -5,7 +5,9 @@
 //! memory objects of a real run (q3_run.json: TPC-H Q3's registry log and
 //! operator switches) are attributed to kura's named objects by time.
 
+use kura_cache::cpu::Geometry;
 use kura_profile::analyze::miss_sites;
+use kura_profile::missclass::classify;
 use kura_profile::objects::RecordedRun;
 use kura_profile::records::{parse_ibs_op, parse_stream, sample_type as st, Sample};
 use kura_profile::report::{DataObjectRow, Profile};
@@ -73,6 +75,32 @@ fn pebs_load_latency_records_parse_and_rank_miss_sites() {
         probe.line.as_deref(),
         Some("crates/kura-exec/src/ops/join/hash.rs:120")
     );
+
+    // Miss classes from the sampled addresses, on a given geometry: five L1d
+    // misses, two of them LLC misses; each is a first touch or a repeat.
+    let l1 = Geometry::new(1, 32 << 10, 8, 64).unwrap();
+    let llc = Geometry::new(3, 32 << 20, 16, 64).unwrap();
+    let classes = classify(&samples, &[l1, llc], 5);
+    let by: Vec<(&str, u64)> = classes
+        .iter()
+        .map(|c| (c.level.as_str(), c.misses))
+        .collect();
+    assert_eq!(by, [("L1d", 5), ("LLC", 2)]);
+    for c in &classes {
+        assert_eq!(c.first_touches + c.repeats, c.misses, "{c:?}");
+        let distinct: std::collections::HashSet<u64> = samples
+            .iter()
+            .filter(|s| {
+                if c.level == "L1d" {
+                    s.l1_miss()
+                } else {
+                    s.llc_miss()
+                }
+            })
+            .map(|s| s.addr.unwrap() / 64)
+            .collect();
+        assert_eq!(c.first_touches, distinct.len() as u64, "{c:?}");
+    }
 }
 
 #[test]
