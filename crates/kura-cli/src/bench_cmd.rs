@@ -79,6 +79,22 @@ pub struct LlcArgs {
     /// Directory for llc.csv, the charts and the scratch database.
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
+    /// Tables 4-5 from a recorded access stream instead: A and B run in a child
+    /// kura under Valgrind's lackey, replayed with CAT semantics (llc_recorded.csv).
+    #[arg(long)]
+    pub recorded: bool,
+    /// With --recorded: the cache geometry (a sysfs `cpu0/cache` directory) the
+    /// tables are sized from and replayed through [default: this machine's].
+    #[arg(long, value_name = "DIR", requires = "recorded")]
+    pub geometry: Option<PathBuf>,
+    /// With --recorded: the Valgrind executable.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "valgrind",
+        requires = "recorded"
+    )]
+    pub valgrind: PathBuf,
 }
 
 /// Options of `kura bench fix`.
@@ -282,6 +298,24 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut out,
         )
         .map(|_| ()),
+        BenchCommand::Llc(a) if a.recorded => {
+            let cfg = kura_lab::llc_recorded::RecordedConfig {
+                out: a.out.clone(),
+                program: std::env::current_exe()
+                    .map_err(|e| format!("finding the kura executable: {e}"))?,
+                child_command: crate::trace_cmd::CHILD_COMMAND
+                    .iter()
+                    .map(std::ffi::OsString::from)
+                    .collect(),
+                valgrind: a.valgrind.clone(),
+                geometry_root: a
+                    .geometry
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(kura_cache::cpu::SYSFS_CACHE_DIR)),
+                reps: a.reps.unwrap_or(3),
+            };
+            kura_lab::llc_recorded::run(&cfg, &mut out).map(|_| ())
+        }
         BenchCommand::Llc(a) => {
             let mut cfg = kura_lab::llc::Config::new(a.out.clone(), a.quick);
             if let Some(r) = a.reps {

@@ -7,6 +7,7 @@ pub mod ceiling;
 pub mod fix;
 pub mod iops;
 pub mod llc;
+pub mod llc_recorded;
 pub mod load;
 pub mod memsweep;
 pub mod modes;

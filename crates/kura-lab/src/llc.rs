@@ -100,21 +100,21 @@ fn machine_levels() -> Result<Vec<LevelConfig>, String> {
     Ok(levels)
 }
 
-fn err(e: impl std::fmt::Display) -> String {
+pub(crate) fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
 /// Sizes of the workload from the LLC: table A's column fits (half the LLC), table
 /// B's does not (twice it, 1.5× with --quick); the index holds about 0.4 LLC.
-struct Sizes {
-    a_rows: u64,
-    b_rows: u64,
+pub(crate) struct Sizes {
+    pub(crate) a_rows: u64,
+    pub(crate) b_rows: u64,
     index_keys: u64,
     probe_keys: u64,
 }
 
 impl Sizes {
-    fn of(llc: u64, quick: bool) -> Sizes {
+    pub(crate) fn of(llc: u64, quick: bool) -> Sizes {
         let rows = |bytes: u64| (bytes / 8).max(1024);
         Sizes {
             a_rows: rows(llc / 2),
@@ -125,7 +125,7 @@ impl Sizes {
     }
 }
 
-fn create_filled(
+pub(crate) fn create_filled(
     db: &Database,
     s: &mut Session,
     name: &str,
@@ -220,8 +220,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-const QUERY_A: &str = "SELECT sum(val) FROM table_a";
-const QUERY_B: &str = "SELECT sum(val) FROM table_b";
+pub(crate) const QUERY_A: &str = "SELECT sum(val) FROM table_a";
+pub(crate) const QUERY_B: &str = "SELECT sum(val) FROM table_b";
 const JOIN: &str = "SELECT count(*) FROM tbl_b JOIN tbl_a ON tbl_b.val = tbl_a.k";
 
 /// The byte addresses of every line of an object's pages, in page order. A
@@ -307,7 +307,7 @@ fn ratios(sim: &PartitionSim, mark: &kura_cache::cpu::Mark, class: usize) -> (f6
 /// Warm-and-protect masks on the model: the sensitive object (class 0) gets the
 /// top ways it needs (at least one more than its size, for set imbalance), the
 /// streaming work (class 1) every other way.
-fn protect(levels: &[LevelConfig], object_bytes: u64) -> Result<PartitionSim, String> {
+pub(crate) fn protect(levels: &[LevelConfig], object_bytes: u64) -> Result<PartitionSim, String> {
     let llc = levels.last().expect("levels").geometry.clone();
     let ways = llc.ways;
     let way_bytes = llc.size / u64::from(ways);

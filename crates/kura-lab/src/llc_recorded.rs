@@ -1,0 +1,337 @@
+//! Paper 000's tables 4–5 from a recorded memory-access stream: the cache-sensitive
+//! query (A, a column of half the LLC) and the scan larger than the LLC (B) run in
+//! a child kura under Valgrind's lackey — the recorder of `kura profile`'s
+//! simulated mode — each query its own access class. The stream is replayed
+//! through a set-associative model of the caches with CAT semantics (fills only
+//! into a class's ways, hits in any way), partitioning off and on. As in the
+//! paper, what is protected is the *object*: accesses to the buffer frames that
+//! hold A's column (known from the memory-object registry at each access) fill
+//! the protected ways, every other access the rest. Unlike the derived stream of
+//! [`crate::llc`], every access of the engine counts: code paths, vectors, the
+//! aggregate's state, not only the column's pages.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use kura::{Database, OpenOptions};
+use kura_cache::cpu::{
+    geometry::data_hierarchy, read_sysfs, LevelConfig, LevelCounters, PartitionSim,
+};
+use kura_common::memobj::{Event, ObjectKind, ObjectMap};
+use kura_profile::simulated::{child_args, record, ProfileOptions, RecordOptions};
+
+use crate::llc::{create_filled, err, Sizes, QUERY_A, QUERY_B};
+
+/// The protected object: A's column.
+const PROTECTED: &str = "table_a.val";
+/// Classes of the replay: accesses to the protected object (protected ways),
+/// A's other accesses, B's accesses (both in the other ways).
+const OBJECT: usize = 0;
+const A_OTHER: usize = 1;
+const B_ALL: usize = 2;
+
+/// One recorded access, reduced to what the replay needs: consecutive accesses
+/// to the same line by the same query are one (a scan reads each line 8 times).
+#[derive(Clone, Copy)]
+struct Touch {
+    line: u64,
+    query: u16,
+    epoch: u32,
+}
+
+/// What to record and replay.
+#[derive(Debug, Clone)]
+pub struct RecordedConfig {
+    /// Directory for the scratch database and `llc_recorded.csv`.
+    pub out: PathBuf,
+    /// The kura executable to trace, and the words selecting its child mode.
+    pub program: PathBuf,
+    pub child_command: Vec<OsString>,
+    pub valgrind: PathBuf,
+    /// A `.../cpu0/cache` directory: the geometry tables are sized from and
+    /// replayed through (this machine's by default; a smaller one makes the
+    /// traced runs short).
+    pub geometry_root: PathBuf,
+    /// Runs of each query per pattern, after one warm-up of each.
+    pub reps: usize,
+}
+
+/// The replayed LLC counters of one query in one pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRow {
+    /// `interleaved` (B, A, B, A, ...) or `blocks` (A, A, ..., B, B, ...).
+    pub pattern: &'static str,
+    /// `A` (the sensitive query), `A: its column` (the part of A's accesses to
+    /// the protected column's frames) or `B` (the scan).
+    pub query: &'static str,
+    pub off: LevelCounters,
+    pub on: LevelCounters,
+}
+
+/// The order of queries of a pattern: one warm-up of each, then `reps` of each.
+fn sequence(interleaved: bool, reps: usize) -> Vec<usize> {
+    let mut seq = vec![0, 1];
+    if interleaved {
+        for _ in 0..reps {
+            seq.extend([1, 0]);
+        }
+    } else {
+        seq.extend(std::iter::repeat_n(0, reps));
+        seq.extend(std::iter::repeat_n(1, reps));
+    }
+    seq
+}
+
+/// Records both patterns and replays them; writes `llc_recorded.csv`.
+pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>, String> {
+    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+    let caches = read_sysfs(&cfg.geometry_root).map_err(err)?;
+    let levels: Vec<LevelConfig> = data_hierarchy(&caches)
+        .into_iter()
+        .take(4)
+        .map(LevelConfig::lru)
+        .collect();
+    let Some(llc) = levels.last().map(|l| l.geometry.clone()) else {
+        return Err(format!(
+            "{} describes no data caches: nothing to replay",
+            cfg.geometry_root.display()
+        ));
+    };
+    let sizes = Sizes::of(llc.size, true);
+    let db_path = cfg.out.join("llc-recorded.db");
+    build_database(&db_path, &sizes)?;
+    writeln!(
+        out,
+        "recorded stream (valgrind lackey), replayed through {}: A {} KiB, B {} KiB, {} runs each",
+        llc.describe(),
+        sizes.a_rows * 8 / 1024,
+        sizes.b_rows * 8 / 1024,
+        cfg.reps
+    )
+    .map_err(err)?;
+    let mut rows = Vec::new();
+    for (pattern, interleaved) in [("interleaved", true), ("blocks", false)] {
+        let seq = sequence(interleaved, cfg.reps.max(1));
+        let sql: Vec<String> = seq
+            .iter()
+            .map(|&q| [QUERY_A, QUERY_B][q].to_string())
+            .collect();
+        let dump = cfg
+            .out
+            .join(format!("llc-recorded-{}.json", std::process::id()));
+        let opts = ProfileOptions::new(
+            db_path.clone(),
+            sql,
+            cfg.program.clone(),
+            cfg.child_command.clone(),
+        );
+        let rec = RecordOptions {
+            valgrind: cfg.valgrind.clone(),
+            program: cfg.program.clone(),
+            args: child_args(&opts, &dump),
+            dump: dump.clone(),
+            batch: 1 << 16,
+        };
+        // Which object an address is depends on the registry's events before the
+        // access, and the log arrives with the dump at the end: keep the touches.
+        let mut touches: Vec<Touch> = Vec::new();
+        let line_size = u64::from(llc.line_size);
+        let recorded = record(&rec, |batch| {
+            for a in batch {
+                let t = Touch {
+                    line: a.addr / line_size,
+                    query: a.class,
+                    epoch: a.epoch,
+                };
+                match touches.last() {
+                    Some(l) if l.line == t.line && l.query == t.query => {}
+                    _ => touches.push(t),
+                }
+            }
+        });
+        let _ = std::fs::remove_file(&dump);
+        let recorded = recorded.map_err(err)?;
+        let mut sim = partitioned(&levels, sizes.a_rows * 8)?;
+        let (mark, sim) = replay(&touches, &recorded.dump.events, &seq, line_size, &mut sim)?;
+        let counted = |classes: &[usize]| {
+            let mut off = LevelCounters::default();
+            let mut on = LevelCounters::default();
+            for &c in classes {
+                let m = sim.since(&mark, c);
+                add(&mut off, &m.off);
+                add(&mut on, &m.on);
+            }
+            (off, on)
+        };
+        for (name, classes) in [
+            ("A", &[OBJECT, A_OTHER][..]),
+            ("A: its column", &[OBJECT][..]),
+            ("B", &[B_ALL][..]),
+        ] {
+            let (off, on) = counted(classes);
+            rows.push(RecordedRow {
+                pattern,
+                query: name,
+                off,
+                on,
+            });
+        }
+    }
+    let _ = std::fs::remove_file(&db_path);
+    print(&rows, out)?;
+    write_csv(&cfg.out.join("llc_recorded.csv"), &rows)?;
+    Ok(rows)
+}
+
+fn add(into: &mut LevelCounters, c: &LevelCounters) {
+    into.accesses += c.accesses;
+    into.hits += c.hits;
+    into.misses += c.misses;
+    into.compulsory += c.compulsory;
+    into.capacity += c.capacity;
+    into.conflict += c.conflict;
+}
+
+/// The model with paper 000's masks: the protected object gets the top ways it
+/// needs plus one (set imbalance), everything else the remaining ways.
+fn partitioned(levels: &[LevelConfig], object_bytes: u64) -> Result<PartitionSim, String> {
+    let llc = &levels.last().ok_or("no cache levels")?.geometry;
+    let ways = llc.ways;
+    if ways < 2 {
+        return Err(format!("a {ways}-way LLC cannot be partitioned"));
+    }
+    let way_bytes = llc.size / u64::from(ways);
+    let needed = ((object_bytes.div_ceil(way_bytes)) as u32 + 1).clamp(1, ways - 1);
+    let all = (1u64 << ways) - 1;
+    let others = (1u64 << (ways - needed)) - 1;
+    PartitionSim::new(
+        levels.to_vec(),
+        &[(OBJECT, all & !others), (A_OTHER, others), (B_ALL, others)],
+    )
+    .map_err(err)
+}
+
+/// Replays the touches in order, each in its class: the registry events up to
+/// its epoch say whether its line is in a frame of the protected object. The
+/// warm-ups (the first two queries) are replayed, not counted: the mark is
+/// taken when the third query starts.
+fn replay<'a>(
+    touches: &[Touch],
+    events: &[Event],
+    seq: &[usize],
+    line_size: u64,
+    sim: &'a mut PartitionSim,
+) -> Result<(kura_cache::cpu::Mark, &'a PartitionSim), String> {
+    let mut map = ObjectMap::new();
+    let mut applied = 0usize;
+    let mut mark = None;
+    let mut batch: Vec<(u64, usize)> = Vec::with_capacity(1 << 16);
+    for t in touches {
+        let q = usize::from(t.query);
+        if q >= 2 && mark.is_none() {
+            sim.feed(&batch);
+            batch.clear();
+            mark = Some(sim.mark());
+        }
+        let epoch = (t.epoch as usize).min(events.len());
+        if epoch > applied {
+            // Frames change owners only at these events: flush what came before.
+            sim.feed(&batch);
+            batch.clear();
+            for e in &events[applied..epoch] {
+                map.apply(e);
+            }
+            applied = epoch;
+        }
+        let addr = t.line * line_size;
+        let protected = map.lookup(addr).is_some_and(|id| {
+            let o = map.object(id);
+            o.kind == ObjectKind::BufferFrame && o.name == PROTECTED
+        });
+        let class = match seq.get(q).copied().unwrap_or(1) {
+            0 if protected => OBJECT,
+            0 => A_OTHER,
+            _ if protected => OBJECT,
+            _ => B_ALL,
+        };
+        batch.push((addr, class));
+    }
+    sim.feed(&batch);
+    let mark = mark.ok_or("the traced run ended before its measured queries")?;
+    Ok((mark, sim))
+}
+
+/// Tables A and B only (the recorded runs need nothing else).
+fn build_database(path: &Path, sizes: &Sizes) -> Result<(), String> {
+    let _ = std::fs::remove_file(path);
+    let db = Database::open(path, OpenOptions::default()).map_err(err)?;
+    let mut s = db.session();
+    create_filled(&db, &mut s, "table_a", sizes.a_rows, |i| (i % 1000) as i64)?;
+    create_filled(&db, &mut s, "table_b", sizes.b_rows, |i| (i % 1000) as i64)?;
+    Ok(())
+}
+
+fn ratio(c: &LevelCounters) -> f64 {
+    c.misses as f64 / c.accesses.max(1) as f64
+}
+
+fn print(rows: &[RecordedRow], out: &mut dyn Write) -> Result<(), String> {
+    writeln!(
+        out,
+        "{:<12} {:<14} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "pattern", "query", "LLC accesses", "misses off", "misses on", "ratio off", "ratio on"
+    )
+    .map_err(err)?;
+    for r in rows {
+        writeln!(
+            out,
+            "{:<12} {:<14} {:>12} {:>12} {:>12} {:>9.1}% {:>9.1}%",
+            r.pattern,
+            r.query,
+            r.off.accesses,
+            r.off.misses,
+            r.on.misses,
+            100.0 * ratio(&r.off),
+            100.0 * ratio(&r.on)
+        )
+        .map_err(err)?;
+    }
+    Ok(())
+}
+
+fn write_csv(path: &Path, rows: &[RecordedRow]) -> Result<(), String> {
+    let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    w.write_record([
+        "pattern",
+        "query",
+        "llc_accesses_off",
+        "llc_misses_off",
+        "llc_accesses_on",
+        "llc_misses_on",
+    ])
+    .map_err(err)?;
+    for r in rows {
+        w.write_record([
+            r.pattern.to_string(),
+            r.query.to_string(),
+            r.off.accesses.to_string(),
+            r.off.misses.to_string(),
+            r.on.accesses.to_string(),
+            r.on.misses.to_string(),
+        ])
+        .map_err(err)?;
+    }
+    w.flush().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_warm_up_then_interleave_or_block() {
+        assert_eq!(sequence(true, 2), [0, 1, 1, 0, 1, 0]);
+        assert_eq!(sequence(false, 2), [0, 1, 0, 0, 1, 1]);
+    }
+}
