@@ -35,8 +35,8 @@ pub struct ProfileArgs {
     /// hardware PMU); e.g. --sample cpu-clock, --sample mem-loads.
     #[arg(long, value_name = "EVENT", num_args = 0..=1, default_missing_value = "default")]
     sample: Option<String>,
-    /// Events between samples (nanoseconds for cpu-clock; default 1000000, which
-    /// keeps the overhead under 3 %).
+    /// Events between samples (nanoseconds for cpu-clock; default 4000000, which
+    /// keeps the overhead within 3 %).
     #[arg(long, value_name = "N")]
     period: Option<u64>,
     /// Save the profile as JSON to FILE.
@@ -66,7 +66,7 @@ pub struct ProfileArgs {
     #[arg(long, default_value_t = 5)]
     runs: usize,
     /// Run each query N times inside the profile [default: enough times for
-    /// about 300 ms of work, so that short queries give enough samples].
+    /// about 600 ms of work, so that short queries give enough samples].
     #[arg(long, value_name = "N")]
     repeat: Option<usize>,
     /// Rows per table.
@@ -362,8 +362,8 @@ fn repeats_for(once: std::time::Duration) -> usize {
 }
 
 /// How long the profiled workload runs when `--repeat` is not given: at the
-/// default 1 ms cpu-clock period, a few hundred samples.
-const PROFILED_WORK: std::time::Duration = std::time::Duration::from_millis(300);
+/// default 4 ms cpu-clock period, a few hundred samples on two cores.
+const PROFILED_WORK: std::time::Duration = std::time::Duration::from_millis(600);
 
 fn print_chosen(chosen: Option<u64>, event: Event) {
     match chosen {
@@ -474,9 +474,9 @@ mod tests {
     }
 
     #[test]
-    fn short_workloads_repeat_to_about_300_ms() {
+    fn short_workloads_repeat_to_about_600_ms() {
         use std::time::Duration;
-        assert_eq!(repeats_for(Duration::from_millis(2)), 150);
+        assert_eq!(repeats_for(Duration::from_millis(2)), 300);
         assert_eq!(repeats_for(Duration::from_secs(2)), 1);
         assert_eq!(repeats_for(Duration::ZERO), 1000);
     }

@@ -140,6 +140,14 @@ pub struct OverheadRow {
     pub median_ms: f64,
     pub overhead_pct: f64,
     pub samples: Option<u64>,
+    /// Median CPU time of the process (all threads, user and system) per run.
+    #[serde(default)]
+    pub median_cpu_ms: f64,
+    /// Its overhead over no profiling: on a shared machine less disturbed by
+    /// other processes than wall time, and it includes the kernel's work for
+    /// the samples, which is charged to the sampled threads.
+    #[serde(default)]
+    pub cpu_overhead_pct: f64,
 }
 
 /// A named count of the simulated section: last-level misses, and first-level
@@ -521,13 +529,23 @@ fn object_table(rows: &[DataObjectRow], with_operator: bool, top: usize) -> Tabl
 }
 
 fn overhead_table(rows: &[OverheadRow]) -> Table {
-    let mut t = table(&["mode", "runs", "median ms", "overhead %", "samples"]);
+    let mut t = table(&[
+        "mode",
+        "runs",
+        "median ms",
+        "overhead %",
+        "median CPU ms",
+        "CPU overhead %",
+        "samples",
+    ]);
     for r in rows {
         t.add_row(vec![
             Cell::new(&r.mode),
             num(r.runs as u64),
             fnum(Some(r.median_ms), 1),
             fnum(Some(r.overhead_pct), 1),
+            fnum(Some(r.median_cpu_ms), 1),
+            fnum(Some(r.cpu_overhead_pct), 1),
             Cell::new(r.samples.map(|s| s.to_string()).unwrap_or_default()),
         ]);
     }
