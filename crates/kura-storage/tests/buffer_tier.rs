@@ -220,3 +220,35 @@ fn byte_sized_tier_stays_within_its_size_and_invalidate_drops_images() {
     assert_eq!((s.tier_hits, s.tier_misses, s.tier_pages), (0, 0, 0));
     assert_eq!(s.pages_read, s.misses);
 }
+
+#[test]
+fn concurrent_fixes_through_a_tier_return_the_pages_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path());
+    let storage = Storage::open(&path, options(4096, "lru")).unwrap();
+    let pages = table_pages(&storage, dir.path());
+    let file = storage.buffer().file().clone();
+    let reference = BufferManager::new(file.clone(), 4096, "lru").unwrap();
+    for mode in [Mode::Exclusive, Mode::Inclusive] {
+        let bm = BufferManager::new(file.clone(), POOL, "clock").unwrap();
+        bm.set_tier(Some(TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode)))
+            .unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (bm, reference, pages) = (&bm, &reference, &pages);
+                s.spawn(move || {
+                    let mut rng = Rng::new(100 + t);
+                    for _ in 0..1500 {
+                        let p = pages[rng.below(pages.len() as u64) as usize];
+                        let got = bm.fix(p).unwrap();
+                        assert_eq!(&*got, &*reference.fix(p).unwrap(), "{mode:?}: page {p}");
+                    }
+                });
+            }
+        });
+        let s = bm.stats();
+        assert!(s.tier_hits > 0, "{mode:?}: {s:?}");
+        assert_eq!(bm.pinned_frames(), 0);
+        bm.check_consistency().unwrap();
+    }
+}

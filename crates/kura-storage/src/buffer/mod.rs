@@ -526,9 +526,17 @@ impl Core {
                 };
                 core.waiters.wake(ticket.frame);
                 // Inclusive: a page read from disk goes into both levels. The
-                // ticket's pin keeps the frame's bytes in place meanwhile.
+                // ticket's pin keeps the frame's bytes in place while they are
+                // compressed (outside the lock); the image goes in under the
+                // lock only if the page is still listed, so an invalidation in
+                // between (which drops the tier's image under the same lock)
+                // cannot leave an old image behind.
                 if let Some(t) = tier {
-                    t.put(ticket.page, core.frame_bytes(ticket.frame));
+                    let image = tier::compress(core.frame_bytes(ticket.frame));
+                    let _inner = core.lock();
+                    if core.table.get(ticket.page) == Some(ticket.frame) {
+                        t.insert(ticket.page, image);
+                    }
                 }
                 Ok(PageGuard {
                     h: ticket.h.clone(),

@@ -188,7 +188,11 @@ impl Tier {
     /// Compresses `bytes` (a whole clean page) into the tier: a pool victim in
     /// exclusive mode, a page just read from disk in inclusive mode.
     pub fn put(&self, page: PageId, bytes: &[u8]) {
-        let image = lz4_flex::block::compress(bytes).into_boxed_slice();
+        self.insert(page, compress(bytes));
+    }
+
+    /// Puts an image made by [`compress`] into the tier, evicting as needed.
+    pub fn insert(&self, page: PageId, image: Box<[u8]>) {
         let len = image.len() as u64;
         if let TierCapacity::Bytes(cap) = self.config.capacity {
             if len > cap {
@@ -264,6 +268,11 @@ impl Tier {
     fn stats(&self) -> TierStats {
         self.counters.snapshot()
     }
+}
+
+/// Compresses a whole page into a tier image.
+pub(super) fn compress(bytes: &[u8]) -> Box<[u8]> {
+    lz4_flex::block::compress(bytes).into_boxed_slice()
 }
 
 /// Decompresses a page image into `dst` (a whole frame); false if the image
