@@ -1,4 +1,4 @@
-//! `kura bench load | modes | iops | memsweep | fix | llc | paper003`: the arguments of the
+//! `kura bench load | modes | iops | memsweep | fix | llc | paper003 | twotier`: the arguments of the
 //! benchmark studies, handed to kura-lab, whose reports print to stdout.
 
 use std::path::PathBuf;
@@ -27,6 +27,32 @@ pub enum BenchCommand {
     /// IOPS, the disk's ceiling), (A)-(D) and the variants against PostgreSQL and DuckDB
     /// cold and warm, TPC-H Q1-Q10 and Q19 against PostgreSQL; charts, CSV, Markdown.
     Paper003(Paper003Args),
+    /// A TPC-H database over a pool alone and over a pool with a compressed second
+    /// tier, inclusive and exclusive (paper 004): hit ratio per level, disk reads, time.
+    Twotier(TwotierArgs),
+}
+
+/// Options of `kura bench twotier` (the pool size is `--buffer`, default 4 MiB).
+#[derive(clap::Args, Debug, Clone)]
+pub struct TwotierArgs {
+    /// Second-tier size (compressed bytes), e.g. 8MiB.
+    #[arg(long, default_value = "8MiB", value_parser = crate::parse_size_arg)]
+    pub tier2: u64,
+    /// Replacement policy of the tier.
+    #[arg(long, default_value = "lru")]
+    pub tier2_policy: String,
+    /// Queries, e.g. 1,3,6,a,b,c,d.
+    #[arg(long, value_delimiter = ',', default_values_t = ["1", "3", "6", "10", "14", "a", "b", "c", "d"].map(String::from))]
+    pub queries: Vec<String>,
+    /// Runs of the whole query list in each configuration.
+    #[arg(long, default_value_t = 2)]
+    pub passes: usize,
+    /// Read through the OS page cache instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered_io: bool,
+    /// Directory for twotier.csv and twotier_reads.png.
+    #[arg(long, default_value = "twotier")]
+    pub out: PathBuf,
 }
 
 /// Options of `kura bench paper003`.
@@ -283,6 +309,20 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
         )
         .map(|_| ()),
         BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
+        BenchCommand::Twotier(a) => kura_lab::twotier::run(
+            &kura_lab::twotier::Config {
+                db: db.to_path_buf(),
+                buffer: buffer.unwrap_or(4 << 20),
+                tier2: a.tier2,
+                tier_policy: a.tier2_policy.clone(),
+                queries: a.queries.clone(),
+                passes: a.passes,
+                buffered_io: a.buffered_io,
+                out: a.out.clone(),
+            },
+            &mut out,
+        )
+        .map(|_| ()),
         BenchCommand::Fix(a) => kura_lab::fix::run(
             &kura_lab::fix::Config {
                 dir: a.dir.clone(),

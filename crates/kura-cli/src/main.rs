@@ -56,6 +56,59 @@ pub struct DbArgs {
     /// by its `memory_limit` setting.
     #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
     max_memory: Option<u64>,
+    #[command(flatten)]
+    tier2: TierArgs,
+}
+
+/// The second buffer tier below the pool (compressed pages in DRAM).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TierArgs {
+    /// A second buffer tier of lz4-compressed pages in DRAM, e.g. 256MB, below the
+    /// pool (default: none).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
+    tier2: Option<u64>,
+    /// The second tier sized in pages instead of bytes (for comparisons with
+    /// `kura cachesim`, whose levels count blocks).
+    #[arg(long, value_name = "N", conflicts_with = "tier2", help_heading = DB_OPTIONS)]
+    tier2_pages: Option<usize>,
+    /// exclusive (default; pool victims go down, a tier hit moves the page up —
+    /// paper 004) or inclusive (pages read from disk go into both levels).
+    #[arg(long, value_name = "MODE", value_parser = kura_storage::buffer::parse_tier_mode, help_heading = DB_OPTIONS)]
+    tier2_mode: Option<kura_cache::Mode>,
+    /// Replacement policy of the second tier (default lru).
+    #[arg(long, value_name = "POLICY", help_heading = DB_OPTIONS)]
+    tier2_policy: Option<String>,
+}
+
+impl TierArgs {
+    fn merge(&mut self, d: &TierArgs) {
+        if d.tier2.is_some() || d.tier2_pages.is_some() {
+            self.tier2 = d.tier2;
+            self.tier2_pages = d.tier2_pages;
+        }
+        if d.tier2_mode.is_some() {
+            self.tier2_mode = d.tier2_mode;
+        }
+        if d.tier2_policy.is_some() {
+            self.tier2_policy = d.tier2_policy.clone();
+        }
+    }
+
+    fn config(&self) -> Option<kura_storage::TierConfig> {
+        let capacity = match (self.tier2, self.tier2_pages) {
+            (Some(b), _) => kura_storage::TierCapacity::Bytes(b),
+            (None, Some(n)) => kura_storage::TierCapacity::Pages(n),
+            (None, None) => return None,
+        };
+        let mut c = kura_storage::TierConfig::new(
+            capacity,
+            self.tier2_mode.unwrap_or(kura_cache::Mode::Exclusive),
+        );
+        if let Some(p) = &self.tier2_policy {
+            c.policy = p.clone();
+        }
+        Some(c)
+    }
 }
 
 #[derive(Parser)]
@@ -90,6 +143,8 @@ struct Cli {
     /// by its `memory_limit` setting.
     #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
     max_memory: Option<u64>,
+    #[command(flatten)]
+    tier2: TierArgs,
     /// Output format for query results.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -209,6 +264,7 @@ impl Cli {
         if d.trace_pages.is_some() {
             self.trace_pages = d.trace_pages.clone();
         }
+        self.tier2.merge(&d.tier2);
     }
 
     fn open_options(&self) -> OpenOptions {
@@ -219,6 +275,7 @@ impl Cli {
             page_size: None,
             recover_header: self.recover_header,
             max_memory: self.max_memory,
+            tier2: self.tier2.config(),
             ..OpenOptions::default()
         }
     }
@@ -335,12 +392,13 @@ fn run(cli: Cli) -> Result<(), String> {
             ) && (cli.buffered_io
                 || cli.buffer_policy.is_some()
                 || cli.trace_pages.is_some()
+                || cli.tier2.config().is_some()
                 || cli.recover_header)
             {
                 return Err(
                     "bench modes and paper003 open the database cold with O_DIRECT and its own buffer for \
-                     each run: --buffered-io, --buffer-policy, --trace-pages and --recover-header \
-                     do not apply"
+                     each run: --buffered-io, --buffer-policy, --trace-pages, --tier2 and \
+                     --recover-header do not apply"
                         .into(),
                 );
             }

@@ -57,6 +57,14 @@ pub fn parse_duration_ms(v: &str) -> Result<u64, String> {
     Ok(ms.round() as u64)
 }
 
+/// `off`, or a size such as `64MB` (the second buffer tier's).
+fn validate_tier2(v: &str) -> Result<(), String> {
+    if v.trim().eq_ignore_ascii_case("off") {
+        return Ok(());
+    }
+    validate_size(v)
+}
+
 fn validate_window(v: &str) -> Result<(), String> {
     match v.trim().parse::<u64>() {
         Ok(n) if (1..=65_536).contains(&n) => Ok(()),
@@ -162,6 +170,27 @@ pub const SETTINGS: &[SettingSpec] = &[
         name: "buffer_policy",
         default: "clock",
         description: "buffer replacement policy (kura-cache)",
+        choices: &[],
+        validate: None,
+    },
+    SettingSpec {
+        name: "tier2",
+        default: "off",
+        description: "second buffer tier below the pool: compressed pages in DRAM of this many bytes (e.g. 256MB), or off; database-wide",
+        choices: &[],
+        validate: Some(validate_tier2),
+    },
+    SettingSpec {
+        name: "tier2_mode",
+        default: "exclusive",
+        description: "second tier: exclusive (pool victims are demoted into it, a hit moves the page up; paper 004) or inclusive (pages read from disk go into both)",
+        choices: &["exclusive", "inclusive"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "tier2_policy",
+        default: "lru",
+        description: "replacement policy of the second tier (kura-cache)",
         choices: &[],
         validate: None,
     },

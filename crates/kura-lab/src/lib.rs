@@ -14,3 +14,4 @@ pub mod modes;
 pub mod paper003;
 pub mod paper004;
 pub mod plot;
+pub mod twotier;

@@ -41,6 +41,9 @@ pub struct StorageOptions {
     /// When the newest header slot is damaged, open the older commit instead
     /// of refusing (the newest commit is given up, with a warning).
     pub recover_header: bool,
+    /// A second buffer tier below the pool (compressed pages in DRAM); `None`
+    /// (the default) = none.
+    pub tier2: Option<crate::buffer::TierConfig>,
 }
 
 impl Default for StorageOptions {
@@ -51,6 +54,7 @@ impl Default for StorageOptions {
             direct_io: true,
             buffer_policy: "clock".to_string(),
             recover_header: false,
+            tier2: None,
         }
     }
 }
@@ -125,6 +129,9 @@ impl Storage {
         let file = Arc::new(file);
         let frames = (opts.buffer_bytes / file.page_size() as u64).max(8) as usize;
         let bm = BufferManager::new(file.clone(), frames, &opts.buffer_policy)?;
+        if opts.tier2.is_some() {
+            bm.set_tier(opts.tier2.clone())?;
+        }
         let catalog = load_catalog(&file, &bm, &header)?;
         // A recovered state is made the committed one only now that its catalog
         // has loaded; a recovery that fails leaves the file as it was.

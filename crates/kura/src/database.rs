@@ -10,7 +10,7 @@ use crate::error::KuraResult;
 use crate::session::Session;
 
 /// How to open a database (`--buffer`, `--buffered-io`, `--buffer-policy`,
-/// `--recover-header`).
+/// `--recover-header`, `--tier2`, `--tier2-mode`, `--tier2-policy`).
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
     /// Buffer pool bytes; `None` = a quarter of RAM.
@@ -32,6 +32,9 @@ pub struct OpenOptions {
     pub resctrl_root: Option<std::path::PathBuf>,
     /// The LLC size pipelines are classified against; `None` = this machine's (sysfs).
     pub llc_bytes: Option<u64>,
+    /// `--tier2`: a second buffer tier of compressed pages below the pool;
+    /// `None` = none (the default).
+    pub tier2: Option<kura_storage::TierConfig>,
 }
 
 /// Three fifths of physical memory (at least 256 MiB): with the buffer pool's
@@ -66,6 +69,7 @@ impl Database {
                 direct_io: !opts.buffered_io,
                 buffer_policy: opts.buffer_policy.unwrap_or(defaults.buffer_policy),
                 recover_header: opts.recover_header,
+                tier2: opts.tier2,
             },
         )?;
         let shared_memory = Arc::new(MemoryTracker::new(

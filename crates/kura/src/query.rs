@@ -456,6 +456,8 @@ fn explain(
     let planned = ctx.plan(q, params)?;
     let lines = if analyze {
         let exec = ctx.exec_context();
+        let bm = ctx.storage.buffer();
+        let io0 = bm.stats();
         let t0 = Instant::now();
         let batches = ctx.execute(&planned, &exec)?;
         let elapsed = t0.elapsed();
@@ -466,6 +468,22 @@ fn explain(
             elapsed.as_secs_f64() * 1e3,
             exec.memory.peak()
         ));
+        // Only with a second tier, so plans without one read as before.
+        if bm.tier_config().is_some() {
+            let d = bm.stats().since(&io0);
+            lines.push(format!(
+                "Buffer: {} fixes, {} pool hits, {} tier hits, {} tier misses, {} disk reads, \
+                 {} demotions; tier holds {} pages in {} bytes",
+                d.fixes,
+                d.hits,
+                d.tier_hits,
+                d.tier_misses,
+                d.pages_read,
+                d.tier_demotions,
+                d.tier_pages,
+                d.tier_bytes
+            ));
+        }
         lines
     } else {
         planned.plan.explain(None)

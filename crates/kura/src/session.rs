@@ -661,11 +661,64 @@ impl Session {
             // Applied first: a set the pool cannot hold leaves the setting as it was.
             self.storage.set_resident_indexes(value)?;
         }
+        let before = self.settings.clone();
         self.settings.set(name, value).map_err(KuraError::Invalid)?;
         if name.eq_ignore_ascii_case("buffer_policy") {
             self.storage.buffer().set_policy(value)?;
         }
+        if ["tier2", "tier2_mode", "tier2_policy"]
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n))
+        {
+            if let Err(e) = self.apply_tier2(name) {
+                self.settings = before;
+                return Err(e);
+            }
+        }
         Ok(())
+    }
+
+    /// Applies `SET tier2*` to the database's pool. The tier is database-wide:
+    /// `SET tier2` gives it a size (keeping the mode and policy of the tier in
+    /// place, if any); `SET tier2_mode`/`tier2_policy` rebuild the tier in place
+    /// (a rebuilt tier starts empty) or, with none, only wait for `SET tier2`.
+    fn apply_tier2(&mut self, name: &str) -> KuraResult<()> {
+        use kura_storage::{TierCapacity, TierConfig};
+        let bm = self.storage.buffer();
+        let mode = || {
+            kura_storage::buffer::parse_tier_mode(&self.settings.value("tier2_mode"))
+                .map_err(KuraError::Invalid)
+        };
+        let config = match (name.to_ascii_lowercase().as_str(), bm.tier_config()) {
+            ("tier2", current) => {
+                let size = self.settings.value("tier2");
+                if size == "off" {
+                    return Ok(bm.set_tier(None)?);
+                }
+                let bytes = kura_common::size::parse_size(&size)
+                    .map_err(|e| KuraError::Invalid(format!("tier2: {e}")))?;
+                let mut c = match current {
+                    Some(c) => c,
+                    None => TierConfig {
+                        capacity: TierCapacity::Bytes(bytes),
+                        mode: mode()?,
+                        policy: self.settings.value("tier2_policy"),
+                    },
+                };
+                c.capacity = TierCapacity::Bytes(bytes);
+                c
+            }
+            (_, None) => return Ok(()),
+            ("tier2_mode", Some(mut c)) => {
+                c.mode = mode()?;
+                c
+            }
+            (_, Some(mut c)) => {
+                c.policy = self.settings.value("tier2_policy");
+                c
+            }
+        };
+        Ok(bm.set_tier(Some(config))?)
     }
 
     /// `SHOW name` / `SHOW ALL`.

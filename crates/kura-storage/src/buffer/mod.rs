@@ -12,11 +12,13 @@
 mod observer;
 mod stats;
 mod table;
+mod tier;
 mod trace;
 mod waiters;
 
 pub use observer::{set_sync_read_observer, SyncRead};
 pub use stats::BufferStats;
+pub use tier::{parse_tier_mode, TierCapacity, TierConfig, TierStats};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -87,6 +89,8 @@ struct Inner {
     objects: Arc<ObjectMap>,
     /// Frames held resident, in the order they were made so.
     resident: Vec<u32>,
+    /// The second tier below the pool, if any (`None`: no extra work anywhere).
+    tier: Option<Arc<tier::Tier>>,
 }
 
 /// Most pages one synchronous read-ahead request reads (1 MiB of 16 KiB pages).
@@ -165,6 +169,7 @@ struct Core {
     /// Wakers of tasks awaiting an in-flight read ([`InFlight::register_waker`]).
     waiters: waiters::Waiters,
     counters: Counters,
+    tier_counters: Arc<tier::TierCounters>,
     trace: trace::Tracer,
 }
 
@@ -465,16 +470,33 @@ impl Core {
             }
         }
         let f = taken?;
-        table.remove(victim?);
+        let victim = victim?;
+        table.remove(victim);
+        // Exclusive tier: the victim (clean, still in its latched frame) moves
+        // down before the frame is overwritten — compressed under the lock,
+        // which a miss holds anyway.
+        if let Some(t) = &inner.tier {
+            if t.mode() == kura_cache::Mode::Exclusive {
+                t.put(victim, self.frame_bytes(f));
+            }
+        }
         Some(f)
     }
 
     /// Finishes a miss: `read` is the outcome of reading the page into the
     /// ticket's buffer. Verifies the checksum and wakes the waiters.
-    fn complete(
+    fn complete(&self, ticket: ReadTicket, read: StorageResult<()>) -> StorageResult<PageGuard> {
+        self.complete_from(ticket, read, false)
+    }
+
+    /// [`Core::complete`] for a page read from disk (`from_tier` false: counted
+    /// as a read, traced, and put into an inclusive tier) or decompressed from
+    /// the second tier (none of those).
+    fn complete_from(
         &self,
         mut ticket: ReadTicket,
         read: StorageResult<()>,
+        from_tier: bool,
     ) -> StorageResult<PageGuard> {
         ticket.done = true;
         let core = self;
@@ -484,19 +506,38 @@ impl Core {
         });
         match result {
             Ok(()) => {
-                core.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-                core.counters
-                    .bytes_read
-                    .fetch_add(core.page_size as u64, Ordering::Relaxed);
-                core.trace.read(ticket.page);
-                {
-                    let _inner = core.lock();
+                if !from_tier {
+                    core.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+                    core.counters
+                        .bytes_read
+                        .fetch_add(core.page_size as u64, Ordering::Relaxed);
+                    core.trace.read(ticket.page);
+                }
+                let tier = {
+                    let inner = core.lock();
                     // Invalidated meanwhile: it stays detached (the caller still
                     // reads what it asked for; the frame frees with its last pin).
-                    core.set_kind(ticket.frame, Some(LOADING), READY);
+                    let listed = core.set_kind(ticket.frame, Some(LOADING), READY);
                     core.loaded.notify_all();
-                }
+                    inner
+                        .tier
+                        .clone()
+                        .filter(|t| listed && !from_tier && t.mode() == kura_cache::Mode::Inclusive)
+                };
                 core.waiters.wake(ticket.frame);
+                // Inclusive: a page read from disk goes into both levels. The
+                // ticket's pin keeps the frame's bytes in place while they are
+                // compressed (outside the lock); the image goes in under the
+                // lock only if the page is still listed, so an invalidation in
+                // between (which drops the tier's image under the same lock)
+                // cannot leave an old image behind.
+                if let Some(t) = tier {
+                    let image = tier::compress(core.frame_bytes(ticket.frame));
+                    let _inner = core.lock();
+                    if core.table.get(ticket.page) == Some(ticket.frame) {
+                        t.insert(ticket.page, image);
+                    }
+                }
                 Ok(PageGuard {
                     h: ticket.h.clone(),
                     frame: ticket.frame,
@@ -558,11 +599,13 @@ impl BufferManager {
                 policy,
                 objects: Arc::new(ObjectMap::new()),
                 resident: Vec::new(),
+                tier: None,
             }),
             loaded: Condvar::new(),
             slots: (0..SLOTS).map(|_| Slot::default()).collect(),
             waiters: waiters::Waiters::default(),
             counters: Counters::default(),
+            tier_counters: Arc::default(),
             trace: trace::Tracer::default(),
         });
         let handles = (0..SLOTS)
@@ -715,9 +758,30 @@ impl BufferManager {
 
     pub fn stats(&self) -> BufferStats {
         let slots = &self.core.slots;
-        self.core
-            .counters
-            .snapshot(|| slots.iter().map(|s| s.fixes.load(Ordering::Relaxed)).sum())
+        self.core.counters.snapshot(
+            || slots.iter().map(|s| s.fixes.load(Ordering::Relaxed)).sum(),
+            self.core.tier_counters.snapshot(),
+        )
+    }
+
+    /// Puts a second tier below the pool (`None` removes it). A new tier starts
+    /// empty; the tier counters in [`BufferStats`] keep counting across changes.
+    pub fn set_tier(&self, config: Option<TierConfig>) -> StorageResult<()> {
+        let core = &*self.core;
+        let tier = match config {
+            Some(c) => Some(Arc::new(tier::Tier::new(c, core.tier_counters.clone())?)),
+            None => None,
+        };
+        let mut inner = core.lock();
+        // Cleared before the new tier is seen, so its first image counts.
+        core.tier_counters.clear_levels();
+        inner.tier = tier;
+        Ok(())
+    }
+
+    /// The second tier's configuration, if one is on.
+    pub fn tier_config(&self) -> Option<TierConfig> {
+        self.core.lock().tier.as_ref().map(|t| t.config().clone())
     }
 
     /// Records the page ids asked for (`TraceKind::Requests`) or read from disk
@@ -788,6 +852,9 @@ impl BufferManager {
             };
         }
         core.counters.misses.fetch_add(1, Ordering::Relaxed);
+        // The tier is asked before the pool evicts (the simulator's order: an
+        // exclusive tier's hit leaves it before the pool's victim comes down).
+        let image = inner.tier.as_ref().and_then(|t| t.take(page));
         core.drain_hits(&mut inner);
         let Some(f) = core.take_frame(&mut inner, page) else {
             return Err(StorageError::BufferExhausted {
@@ -795,12 +862,28 @@ impl BufferManager {
             });
         };
         core.assign(&mut inner, f, page);
-        Ok(FixAttempt::Miss(ReadTicket {
+        let ticket = ReadTicket {
             h: self.handle(slot),
             frame: f,
             page,
             done: false,
-        }))
+        };
+        drop(inner);
+        match image {
+            Some(image) => self.fill_from_tier(ticket, &image),
+            None => Ok(FixAttempt::Miss(ticket)),
+        }
+    }
+
+    /// Serves a reserved frame from a tier image without I/O; an image that
+    /// does not decompress leaves the ticket to be read from disk.
+    fn fill_from_tier(&self, mut ticket: ReadTicket, image: &[u8]) -> StorageResult<FixAttempt> {
+        if !tier::decompress_into(image, ticket.buffer()) {
+            return Ok(FixAttempt::Miss(ticket));
+        }
+        self.core
+            .complete_from(ticket, Ok(()), true)
+            .map(FixAttempt::Hit)
     }
 
     /// Read-ahead: reserves a frame for `page` when it is neither resident nor being
@@ -818,16 +901,34 @@ impl BufferManager {
         if core.table.get(page).is_some() {
             return None;
         }
+        let image = inner.tier.as_ref().and_then(|t| t.take(page));
         core.drain_hits(&mut inner);
         let f = core.take_frame(&mut inner, page)?;
-        core.counters.prefetch_reads.fetch_add(1, Ordering::Relaxed);
         core.assign(&mut inner, f, page);
-        Some(ReadTicket {
+        let ticket = ReadTicket {
             h: self.handle(slot_index()),
             frame: f,
             page,
             done: false,
-        })
+        };
+        drop(inner);
+        if let Some(image) = image {
+            // Served from the tier: nothing left to read (the guard is dropped,
+            // the page stays resident, unpinned).
+            match self.fill_from_tier(ticket, &image) {
+                Ok(FixAttempt::Miss(t)) => return self.count_prefetch(t),
+                _ => return None,
+            }
+        }
+        self.count_prefetch(ticket)
+    }
+
+    fn count_prefetch(&self, ticket: ReadTicket) -> Option<ReadTicket> {
+        self.core
+            .counters
+            .prefetch_reads
+            .fetch_add(1, Ordering::Relaxed);
+        Some(ticket)
     }
 
     /// Synchronous read-ahead (serial and static scans): reserves frames for
@@ -944,6 +1045,9 @@ impl BufferManager {
     pub fn invalidate(&self, page: PageId) {
         let core = &*self.core;
         let mut inner = core.lock();
+        if let Some(t) = &inner.tier {
+            t.remove(page);
+        }
         core.drain_hits(&mut inner);
         let Some(f) = core.table.remove(page) else {
             return;

@@ -1,6 +1,9 @@
-//! Buffer manager counters: fixes, hits, misses, pages and bytes read and written.
+//! Buffer manager counters: fixes, hits, misses, pages and bytes read and
+//! written, and the second tier's hits, misses, demotions and bytes held.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::tier::TierStats;
 
 /// The counters of the slow paths. Fixes are counted per thread slot (the hit
 /// path touches no shared line), and hits are fixes less misses.
@@ -28,12 +31,24 @@ pub struct BufferStats {
     /// Misses taken by read-ahead ([`super::BufferManager::try_prefetch`]); their
     /// reads are part of `pages_read` once complete.
     pub prefetch_reads: u64,
+    /// Pool misses served by the second tier (no disk read).
+    pub tier_hits: u64,
+    /// Pool misses the second tier did not hold (`misses` = tier hits + tier
+    /// misses while a tier is on).
+    pub tier_misses: u64,
+    /// Pool victims compressed into the tier (exclusive mode).
+    pub tier_demotions: u64,
+    /// Pages read from disk also put into the tier (inclusive mode).
+    pub tier_inserts: u64,
+    /// Compressed bytes and pages the tier holds now (levels, not counts).
+    pub tier_bytes: u64,
+    pub tier_pages: u64,
 }
 
 impl Counters {
     /// `fixes` sums the per-slot fix counters; read after the misses, so every
     /// miss counted has its fix counted too and hits never go negative.
-    pub fn snapshot(&self, fixes: impl FnOnce() -> u64) -> BufferStats {
+    pub fn snapshot(&self, fixes: impl FnOnce() -> u64, tier: TierStats) -> BufferStats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let misses = l(&self.misses);
         let fixes = fixes();
@@ -46,6 +61,12 @@ impl Counters {
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),
             prefetch_reads: l(&self.prefetch_reads),
+            tier_hits: tier.hits,
+            tier_misses: tier.misses,
+            tier_demotions: tier.demotions,
+            tier_inserts: tier.inserts,
+            tier_bytes: tier.bytes,
+            tier_pages: tier.pages,
         }
     }
 }
@@ -62,6 +83,12 @@ impl BufferStats {
             bytes_read: self.bytes_read - earlier.bytes_read,
             bytes_written: self.bytes_written - earlier.bytes_written,
             prefetch_reads: self.prefetch_reads - earlier.prefetch_reads,
+            tier_hits: self.tier_hits - earlier.tier_hits,
+            tier_misses: self.tier_misses - earlier.tier_misses,
+            tier_demotions: self.tier_demotions - earlier.tier_demotions,
+            tier_inserts: self.tier_inserts - earlier.tier_inserts,
+            tier_bytes: self.tier_bytes,
+            tier_pages: self.tier_pages,
         }
     }
 

@@ -1,0 +1,50 @@
+//! `kura bench twotier` on TPC-H SF 0.01: every configuration runs every query in
+//! every pass, a tier in either mode reads fewer pages from disk than the pool
+//! alone, and the CSV and the chart are written.
+
+use kura::tpch::load::Source;
+use kura::{Database, OpenOptions};
+use kura_lab::twotier::{run, Config};
+
+#[test]
+fn twotier_reads_less_from_disk_with_a_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tpch.kura");
+    {
+        let d = Database::open(&db, OpenOptions::default()).unwrap();
+        let mut s = d.session();
+        kura::tpch::load(&mut s, Source::Generate(0.01), &|_, _| {}).unwrap();
+    }
+    let cfg = Config {
+        db,
+        buffer: 1 << 20,
+        tier2: 2 << 20,
+        tier_policy: "lru".into(),
+        queries: vec!["1".into(), "6".into()],
+        passes: 2,
+        buffered_io: true,
+        out: dir.path().join("out"),
+    };
+    let mut text = Vec::new();
+    let points = run(&cfg, &mut text).unwrap();
+    assert_eq!(points.len(), 3 * 2 * 2);
+    let reads = |c: &str| -> u64 {
+        points
+            .iter()
+            .filter(|p| p.config == c)
+            .map(|p| p.stats.pages_read)
+            .sum()
+    };
+    let alone = reads("pool only");
+    assert!(alone > 0);
+    for c in ["inclusive", "exclusive"] {
+        assert!(reads(c) < alone, "{c}: {} vs pool only {alone}", reads(c));
+    }
+    assert!(points
+        .iter()
+        .filter(|p| p.config == "pool only")
+        .all(|p| p.stats.tier_hits == 0));
+    assert!(cfg.out.join("twotier.csv").is_file());
+    assert!(cfg.out.join("twotier_reads.png").is_file());
+    assert!(String::from_utf8(text).unwrap().contains("exclusive"));
+}

@@ -1,0 +1,357 @@
+//! The second buffer tier: lz4-compressed page images in DRAM below the pool,
+//! sized on its own (bytes, or pages for the simulator check), with its own
+//! kura-cache policy, inclusive or exclusive (paper 004's demote).
+//!
+//! The pool keeps only clean pages (every write goes to the file and
+//! invalidates the cached copy), so a page image in the tier is always the
+//! page as it is on disk, and a tier hit may stand in for a disk read.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use kura_cache::{Mode, Policy};
+
+use crate::error::{StorageError, StorageResult};
+use crate::file::PageId;
+
+/// How large the tier may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TierCapacity {
+    /// Compressed bytes held (what memory it costs).
+    Bytes(u64),
+    /// Pages held, whatever they compress to: the simulator's level-2 blocks,
+    /// so that `kura cachesim` and the engine can be compared exactly.
+    Pages(usize),
+}
+
+/// The configuration of a second tier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierConfig {
+    pub capacity: TierCapacity,
+    pub mode: Mode,
+    /// kura-cache policy name of the tier (default `lru`).
+    pub policy: String,
+}
+
+impl TierConfig {
+    pub fn new(capacity: TierCapacity, mode: Mode) -> TierConfig {
+        TierConfig {
+            capacity,
+            mode,
+            policy: "lru".to_string(),
+        }
+    }
+}
+
+/// Parses `inclusive` or `exclusive`.
+pub fn parse_tier_mode(s: &str) -> Result<Mode, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "inclusive" => Ok(Mode::Inclusive),
+        "exclusive" => Ok(Mode::Exclusive),
+        other => Err(format!(
+            "tier2 mode must be inclusive or exclusive, not '{other}'"
+        )),
+    }
+}
+
+/// A byte-sized tier tracks at most one page per this many bytes: the policy
+/// needs a block capacity, and lz4 rarely packs a page into fewer bytes.
+const MIN_IMAGE_BYTES: u64 = 256;
+
+struct Images {
+    policy: Box<dyn Policy>,
+    images: HashMap<PageId, Box<[u8]>>,
+    bytes: u64,
+}
+
+/// The tier's counters (all monotonic except `bytes`/`pages`, which are levels).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TierStats {
+    /// Pool misses served from the tier.
+    pub hits: u64,
+    /// Pool misses the tier did not hold (then read from disk).
+    pub misses: u64,
+    /// Pool victims compressed into the tier (exclusive mode).
+    pub demotions: u64,
+    /// Pages read from disk put into the tier (inclusive mode).
+    pub inserts: u64,
+    /// Compressed bytes and pages held now.
+    pub bytes: u64,
+    pub pages: u64,
+}
+
+/// The tier's counters, kept by the pool across tier changes (`SET tier2`):
+/// hits, misses, demotions and inserts only grow; bytes and pages are what the
+/// current tier holds.
+#[derive(Default)]
+pub(super) struct TierCounters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    demotions: AtomicU64,
+    inserts: AtomicU64,
+    bytes: AtomicU64,
+    pages: AtomicU64,
+}
+
+impl TierCounters {
+    /// A tier was replaced: the new one holds nothing yet.
+    pub fn clear_levels(&self) {
+        self.bytes.store(0, Ordering::Relaxed);
+        self.pages.store(0, Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self) -> TierStats {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        TierStats {
+            hits: l(&self.hits),
+            misses: l(&self.misses),
+            demotions: l(&self.demotions),
+            inserts: l(&self.inserts),
+            bytes: l(&self.bytes),
+            pages: l(&self.pages),
+        }
+    }
+}
+
+pub(super) struct Tier {
+    config: TierConfig,
+    inner: Mutex<Images>,
+    counters: Arc<TierCounters>,
+}
+
+impl Tier {
+    pub fn new(config: TierConfig, counters: Arc<TierCounters>) -> StorageResult<Tier> {
+        let blocks = match config.capacity {
+            TierCapacity::Pages(n) => n,
+            TierCapacity::Bytes(b) => {
+                (b / MIN_IMAGE_BYTES).clamp(1, kura_cache::MAX_CAPACITY as u64) as usize
+            }
+        };
+        let policy = kura_cache::make_policy(&config.policy, blocks)
+            .map_err(|e| StorageError::Policy(format!("tier2: {e}")))?;
+        Ok(Tier {
+            config,
+            inner: Mutex::new(Images {
+                policy,
+                images: HashMap::new(),
+                bytes: 0,
+            }),
+            counters,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Images> {
+        // Every change keeps map, policy and byte count in step before any
+        // point that could panic, so a poisoned lock is still consistent.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn config(&self) -> &TierConfig {
+        &self.config
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.config.mode
+    }
+
+    /// Looks `page` up on a pool miss. Exclusive: a hit leaves the tier (the
+    /// page moves up); inclusive: it stays, and the hit is told to the policy.
+    /// Same order of policy calls as [`kura_cache::TwoLevel::request`].
+    pub fn take(&self, page: PageId) -> Option<Box<[u8]>> {
+        let mut t = self.lock();
+        if !t.policy.contains(page) {
+            drop(t);
+            self.counters.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let image = match self.config.mode {
+            Mode::Exclusive => {
+                t.policy.remove(page);
+                let image = t.images.remove(&page);
+                if let Some(i) = &image {
+                    t.bytes -= i.len() as u64;
+                }
+                self.publish(&t);
+                image
+            }
+            Mode::Inclusive => {
+                t.policy.access(page);
+                t.images.get(&page).cloned()
+            }
+        };
+        drop(t);
+        self.counters.hits.fetch_add(1, Ordering::Relaxed);
+        image
+    }
+
+    /// Compresses `bytes` (a whole clean page) into the tier: a pool victim in
+    /// exclusive mode, a page just read from disk in inclusive mode.
+    pub fn put(&self, page: PageId, bytes: &[u8]) {
+        self.insert(page, compress(bytes));
+    }
+
+    /// Puts an image made by [`compress`] into the tier, evicting as needed.
+    pub fn insert(&self, page: PageId, image: Box<[u8]>) {
+        let len = image.len() as u64;
+        if let TierCapacity::Bytes(cap) = self.config.capacity {
+            if len > cap {
+                return;
+            }
+        }
+        let mut t = self.lock();
+        if t.policy.contains(page) {
+            // Already held (a race between two readers): refresh the image.
+            t.policy.access(page);
+            if let Some(old) = t.images.insert(page, image) {
+                t.bytes = t.bytes - old.len() as u64 + len;
+            }
+            self.publish(&t);
+            return;
+        }
+        if !t.policy.admits() {
+            return;
+        }
+        loop {
+            let full = t.policy.len() >= t.policy.capacity()
+                || matches!(self.config.capacity, TierCapacity::Bytes(cap) if t.bytes + len > cap);
+            if !full {
+                break;
+            }
+            match t.policy.evict_for(page, &mut |_| true) {
+                Some(victim) => {
+                    if let Some(old) = t.images.remove(&victim) {
+                        t.bytes -= old.len() as u64;
+                    }
+                }
+                None => {
+                    self.publish(&t);
+                    return;
+                }
+            }
+        }
+        match self.config.mode {
+            Mode::Exclusive => {
+                t.policy.insert_protected(page);
+                self.counters.demotions.fetch_add(1, Ordering::Relaxed);
+            }
+            Mode::Inclusive => {
+                t.policy.insert(page);
+                self.counters.inserts.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        t.bytes += len;
+        t.images.insert(page, image);
+        self.publish(&t);
+    }
+
+    /// Drops the image of `page` (its id is about to hold new contents).
+    pub fn remove(&self, page: PageId) {
+        let mut t = self.lock();
+        if t.policy.remove(page) {
+            if let Some(old) = t.images.remove(&page) {
+                t.bytes -= old.len() as u64;
+            }
+            self.publish(&t);
+        }
+    }
+
+    /// Publishes what is held now (under the tier lock, after every change).
+    fn publish(&self, t: &Images) {
+        self.counters.bytes.store(t.bytes, Ordering::Relaxed);
+        self.counters
+            .pages
+            .store(t.images.len() as u64, Ordering::Relaxed);
+    }
+
+    #[cfg(test)]
+    fn stats(&self) -> TierStats {
+        self.counters.snapshot()
+    }
+}
+
+/// Compresses a whole page into a tier image.
+pub(super) fn compress(bytes: &[u8]) -> Box<[u8]> {
+    lz4_flex::block::compress(bytes).into_boxed_slice()
+}
+
+/// Decompresses a page image into `dst` (a whole frame); false if the image
+/// does not decompress to exactly a page (then the page is read from disk).
+pub(super) fn decompress_into(image: &[u8], dst: &mut [u8]) -> bool {
+    matches!(lz4_flex::block::decompress_into(image, dst), Ok(n) if n == dst.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(seed: u8, len: usize) -> Vec<u8> {
+        // Half patterned, half zero: compressible but not trivially.
+        (0..len)
+            .map(|i| {
+                if i < len / 2 {
+                    (i as u8).wrapping_mul(seed)
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_trip_and_exclusive_move_up() {
+        let t = Tier::new(
+            TierConfig::new(TierCapacity::Pages(2), Mode::Exclusive),
+            Default::default(),
+        )
+        .unwrap();
+        let p = page(7, 4096);
+        t.put(1, &p);
+        let s = t.stats();
+        assert_eq!((s.demotions, s.pages), (1, 1));
+        assert!(s.bytes > 0 && s.bytes < 4096, "compressed: {}", s.bytes);
+        let image = t.take(1).expect("held");
+        let mut out = vec![0u8; 4096];
+        assert!(decompress_into(&image, &mut out));
+        assert_eq!(out, p);
+        // Exclusive: the hit left the tier.
+        assert!(t.take(1).is_none());
+        let s = t.stats();
+        assert_eq!((s.hits, s.misses, s.pages, s.bytes), (1, 1, 0, 0));
+    }
+
+    #[test]
+    fn inclusive_keeps_hits_and_lru_evicts_oldest() {
+        let t = Tier::new(
+            TierConfig::new(TierCapacity::Pages(2), Mode::Inclusive),
+            Default::default(),
+        )
+        .unwrap();
+        for id in [1, 2] {
+            t.put(id, &page(id as u8, 1024));
+        }
+        assert!(t.take(1).is_some()); // 1 is now the most recent
+        t.put(3, &page(3, 1024)); // evicts 2
+        assert!(t.take(2).is_none());
+        assert!(t.take(1).is_some() && t.take(3).is_some());
+        assert_eq!(t.stats().pages, 2);
+    }
+
+    #[test]
+    fn byte_capacity_bounds_what_is_held() {
+        let probe = lz4_flex::block::compress(&page(5, 4096)).len() as u64;
+        let t = Tier::new(
+            TierConfig::new(TierCapacity::Bytes(probe * 3), Mode::Exclusive),
+            Default::default(),
+        )
+        .unwrap();
+        for id in 0..10 {
+            t.put(id, &page(5, 4096));
+            assert!(t.stats().bytes <= probe * 3);
+        }
+        assert_eq!(t.stats().pages, 3);
+        t.remove(9);
+        assert_eq!(t.stats().pages, 2);
+        assert!(!decompress_into(b"garbage", &mut [0u8; 64]));
+    }
+}
