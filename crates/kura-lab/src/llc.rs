@@ -308,13 +308,26 @@ fn ratios(sim: &PartitionSim, mark: &kura_cache::cpu::Mark, class: usize) -> (f6
 /// top ways it needs (at least one more than its size, for set imbalance), the
 /// streaming work (class 1) every other way.
 pub(crate) fn protect(levels: &[LevelConfig], object_bytes: u64) -> Result<PartitionSim, String> {
-    let llc = levels.last().expect("levels").geometry.clone();
+    let (protected, others) = protect_masks(levels, object_bytes)?;
+    PartitionSim::new(levels.to_vec(), &[(0, protected), (1, others)]).map_err(err)
+}
+
+/// The LLC way masks of warm-and-protect: (the object's top ways — as many as it
+/// needs plus one, for set imbalance — and every other way).
+pub(crate) fn protect_masks(
+    levels: &[LevelConfig],
+    object_bytes: u64,
+) -> Result<(u64, u64), String> {
+    let llc = &levels.last().ok_or("no cache levels")?.geometry;
     let ways = llc.ways;
+    if ways < 2 {
+        return Err(format!("a {ways}-way LLC cannot be partitioned"));
+    }
     let way_bytes = llc.size / u64::from(ways);
     let needed = ((object_bytes.div_ceil(way_bytes)) as u32 + 1).clamp(1, ways - 1);
     let all = (1u64 << ways) - 1;
     let others = (1u64 << (ways - needed)) - 1;
-    PartitionSim::new(levels.to_vec(), &[(0, all & !others), (1, others)]).map_err(err)
+    Ok((all & !others, others))
 }
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {

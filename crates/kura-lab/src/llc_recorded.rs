@@ -21,7 +21,7 @@ use kura_cache::cpu::{
 use kura_common::memobj::{Event, ObjectKind, ObjectMap};
 use kura_profile::simulated::{child_args, record, ProfileOptions, RecordOptions};
 
-use crate::llc::{create_filled, err, Sizes, QUERY_A, QUERY_B};
+use crate::llc::{create_filled, err, protect_masks, Sizes, QUERY_A, QUERY_B};
 
 /// The protected object: A's column.
 const PROTECTED: &str = "table_a.val";
@@ -193,21 +193,13 @@ fn add(into: &mut LevelCounters, c: &LevelCounters) {
     into.conflict += c.conflict;
 }
 
-/// The model with paper 000's masks: the protected object gets the top ways it
-/// needs plus one (set imbalance), everything else the remaining ways.
+/// The model with paper 000's masks: the protected object in its ways,
+/// everything else (A's other accesses, B's) in the rest.
 fn partitioned(levels: &[LevelConfig], object_bytes: u64) -> Result<PartitionSim, String> {
-    let llc = &levels.last().ok_or("no cache levels")?.geometry;
-    let ways = llc.ways;
-    if ways < 2 {
-        return Err(format!("a {ways}-way LLC cannot be partitioned"));
-    }
-    let way_bytes = llc.size / u64::from(ways);
-    let needed = ((object_bytes.div_ceil(way_bytes)) as u32 + 1).clamp(1, ways - 1);
-    let all = (1u64 << ways) - 1;
-    let others = (1u64 << (ways - needed)) - 1;
+    let (protected, others) = protect_masks(levels, object_bytes)?;
     PartitionSim::new(
         levels.to_vec(),
-        &[(OBJECT, all & !others), (A_OTHER, others), (B_ALL, others)],
+        &[(OBJECT, protected), (A_OTHER, others), (B_ALL, others)],
     )
     .map_err(err)
 }

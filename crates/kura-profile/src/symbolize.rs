@@ -53,6 +53,37 @@ fn short_path(path: &std::path::Path) -> String {
         .unwrap_or_else(|| text.into_owned())
 }
 
+/// Whose work a symbolized address is: the innermost function of kura's own
+/// crates in the inline chain (generic std code — iterators, Vec building — runs
+/// kura's closures inlined into it), else the symbol itself; and the innermost
+/// source location in kura's code (an inlined std helper's line says little),
+/// else the innermost one.
+pub fn kura_frame<'a>(
+    sym: &'a blazesym::symbolize::Sym<'a>,
+) -> (&'a str, Option<&'a blazesym::symbolize::CodeInfo<'a>>) {
+    let mut places: Vec<_> = sym
+        .inlined
+        .iter()
+        .rev()
+        .filter_map(|f| f.code_info.as_ref())
+        .collect();
+    places.extend(sym.code_info.as_deref());
+    let code = places
+        .iter()
+        .find(|c| c.to_path().to_string_lossy().contains("crates/kura"))
+        .or(places.first())
+        .copied();
+    let function = sym
+        .inlined
+        .iter()
+        .rev()
+        .map(|f| f.name.as_ref())
+        .chain(std::iter::once(sym.name.as_ref()))
+        .find(|n| is_kura(n))
+        .unwrap_or(&sym.name);
+    (function, code)
+}
+
 /// blazesym over the calling process, with a cache (samples repeat addresses).
 pub struct ProcessSymbolizer {
     symbolizer: Symbolizer,
@@ -90,31 +121,7 @@ impl Symbolize for ProcessSymbolizer {
             for (i, ip) in missing.iter().enumerate() {
                 let frame = match syms.get(i).and_then(|s| s.as_sym()) {
                     Some(sym) => {
-                        // The innermost location in kura's own code (an inlined
-                        // std helper's line says little), else the innermost.
-                        let mut places: Vec<_> = sym
-                            .inlined
-                            .iter()
-                            .rev()
-                            .filter_map(|f| f.code_info.as_ref())
-                            .collect();
-                        places.extend(sym.code_info.as_deref());
-                        let code = places
-                            .iter()
-                            .find(|c| c.to_path().to_string_lossy().contains("crates/kura"))
-                            .or(places.first())
-                            .copied();
-                        // Generic std code (iterators, Vec building) runs kura's
-                        // closures inlined into it: the innermost kura function
-                        // in the inline chain says whose work it is.
-                        let function = sym
-                            .inlined
-                            .iter()
-                            .rev()
-                            .map(|f| f.name.as_ref())
-                            .chain(std::iter::once(sym.name.as_ref()))
-                            .find(|n| is_kura(n))
-                            .unwrap_or(&sym.name);
+                        let (function, code) = kura_frame(sym);
                         Frame {
                             function: strip_hash(function).to_string(),
                             line: code.and_then(|c| {

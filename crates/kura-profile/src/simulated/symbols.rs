@@ -87,30 +87,8 @@ pub fn symbolize(ips: &[u64], maps: &[Mapping]) -> HashMap<u64, Location> {
             let loc = match results.get(i) {
                 Some(Symbolized::Sym(sym)) => {
                     let innermost = sym.inlined.last();
-                    // As in sampled profiles: the innermost location in kura's own
-                    // code, and the innermost kura function of the inline chain
-                    // (std's iterators and Vec building run kura's closures inlined
-                    // into them), else the innermost of each.
-                    let mut places: Vec<_> = sym
-                        .inlined
-                        .iter()
-                        .rev()
-                        .filter_map(|f| f.code_info.as_ref())
-                        .collect();
-                    places.extend(sym.code_info.as_deref());
-                    let code = places
-                        .iter()
-                        .find(|c| c.to_path().to_string_lossy().contains("crates/kura"))
-                        .or(places.first())
-                        .copied();
-                    let function = sym
-                        .inlined
-                        .iter()
-                        .rev()
-                        .map(|f| f.name.as_ref())
-                        .chain(std::iter::once(sym.name.as_ref()))
-                        .find(|n| crate::symbolize::is_kura(n))
-                        .unwrap_or(&sym.name);
+                    // As in sampled profiles: kura's innermost function and line.
+                    let (function, code) = crate::symbolize::kura_frame(sym);
                     Location {
                         function: tidy(function),
                         module: module.clone(),
