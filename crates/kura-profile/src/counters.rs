@@ -155,11 +155,21 @@ struct PerfGroup {
 
 impl GroupReader for PerfGroup {
     fn read(&mut self) -> Result<Vec<u64>, ProfileError> {
-        let stat = self
-            .group
-            .leader()
-            .stat()
-            .map_err(|e| ProfileError::io("reading a counter group", e))?;
+        // An inherited group is refused with ECHILD while an exited thread's
+        // copy of it is still being torn down (the kernel will not sum groups
+        // of different shapes); a joined thread can be in that state for a
+        // moment, so the read is retried briefly.
+        let mut attempts = 0;
+        let stat = loop {
+            match self.group.leader().stat() {
+                Ok(stat) => break stat,
+                Err(e) if e.raw_os_error() == Some(libc::ECHILD) && attempts < 200 => {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_micros(250));
+                }
+                Err(e) => return Err(ProfileError::io("reading a counter group", e)),
+            }
+        };
         let mut out = vec![stat.count];
         out.extend(stat.siblings.iter().map(|s| s.count));
         Ok(out)
