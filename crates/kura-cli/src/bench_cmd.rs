@@ -35,9 +35,13 @@ pub enum BenchCommand {
 /// Options of `kura bench twotier` (the pool size is `--buffer`, default 4 MiB).
 #[derive(clap::Args, Debug, Clone)]
 pub struct TwotierArgs {
-    /// Second-tier size (compressed bytes), e.g. 8MiB.
+    /// Second-tier size (compressed bytes, or bytes of page cache), e.g. 8MiB.
     #[arg(long, default_value = "8MiB", value_parser = crate::parse_size_arg)]
     pub tier2: u64,
+    /// compressed (lz4 page images in kura's memory) or page_cache (the OS page
+    /// cache of the database file; needs O_DIRECT, so not with --buffered-io).
+    #[arg(long, default_value = "compressed", value_parser = kura_storage::buffer::parse_tier_kind)]
+    pub kind: kura_storage::TierKind,
     /// Replacement policy of the tier.
     #[arg(long, default_value = "lru")]
     pub tier2_policy: String,
@@ -314,6 +318,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 db: db.to_path_buf(),
                 buffer: buffer.unwrap_or(4 << 20),
                 tier2: a.tier2,
+                kind: a.kind,
                 tier_policy: a.tier2_policy.clone(),
                 queries: a.queries.clone(),
                 passes: a.passes,

@@ -60,11 +60,12 @@ pub struct DbArgs {
     tier2: TierArgs,
 }
 
-/// The second buffer tier below the pool (compressed pages in DRAM).
+/// The second buffer tier below the pool (compressed pages in DRAM, or the OS
+/// page cache).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct TierArgs {
-    /// A second buffer tier of lz4-compressed pages in DRAM, e.g. 256MB, below the
-    /// pool (default: none).
+    /// A second buffer tier below the pool, e.g. 256MB (default: none); its kind
+    /// is --tier2-kind.
     #[arg(long, value_name = "SIZE", value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
     tier2: Option<u64>,
     /// The second tier sized in pages instead of bytes (for comparisons with
@@ -78,6 +79,10 @@ pub struct TierArgs {
     /// Replacement policy of the second tier (default lru).
     #[arg(long, value_name = "POLICY", help_heading = DB_OPTIONS)]
     tier2_policy: Option<String>,
+    /// compressed (default; lz4 page images in kura's memory) or page_cache (the
+    /// OS page cache of the database file, bounded to the tier's size by kura).
+    #[arg(long, value_name = "KIND", value_parser = kura_storage::buffer::parse_tier_kind, help_heading = DB_OPTIONS)]
+    tier2_kind: Option<kura_storage::TierKind>,
 }
 
 impl TierArgs {
@@ -91,6 +96,9 @@ impl TierArgs {
         }
         if d.tier2_policy.is_some() {
             self.tier2_policy = d.tier2_policy.clone();
+        }
+        if d.tier2_kind.is_some() {
+            self.tier2_kind = d.tier2_kind;
         }
     }
 
@@ -106,6 +114,9 @@ impl TierArgs {
         );
         if let Some(p) = &self.tier2_policy {
             c.policy = p.clone();
+        }
+        if let Some(k) = self.tier2_kind {
+            c.kind = k;
         }
         Some(c)
     }

@@ -176,7 +176,7 @@ pub const SETTINGS: &[SettingSpec] = &[
     SettingSpec {
         name: "tier2",
         default: "off",
-        description: "second buffer tier below the pool: compressed pages in DRAM of this many bytes (e.g. 256MB), or off; database-wide",
+        description: "second buffer tier below the pool, of this many bytes (e.g. 256MB), or off; database-wide (kind: tier2_kind)",
         choices: &[],
         validate: Some(validate_tier2),
     },
@@ -185,6 +185,13 @@ pub const SETTINGS: &[SettingSpec] = &[
         default: "exclusive",
         description: "second tier: exclusive (pool victims are demoted into it, a hit moves the page up; paper 004) or inclusive (pages read from disk go into both)",
         choices: &["exclusive", "inclusive"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "tier2_kind",
+        default: "compressed",
+        description: "second tier: compressed (lz4 page images in kura's memory) or page_cache (the OS page cache of the database file, bounded by kura)",
+        choices: &["compressed", "page_cache"],
         validate: None,
     },
     SettingSpec {

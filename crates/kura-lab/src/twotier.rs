@@ -1,6 +1,6 @@
 //! `kura bench twotier` (issue 17, paper 004 inside the engine): queries over a
-//! pool alone, and over the same pool with a compressed second tier, inclusive
-//! and exclusive — pool and tier hit ratios, disk reads and time per query and
+//! pool alone, and over the same pool with a second tier (compressed pages or
+//! the OS page cache), inclusive and exclusive — pool and tier hit ratios, disk reads and time per query and
 //! configuration; a table, a CSV and a chart of disk reads.
 
 use std::io::Write;
@@ -11,7 +11,7 @@ use comfy_table::Table;
 use kura::tpch::run::run_queries;
 use kura::{Database, OpenOptions};
 use kura_cache::Mode;
-use kura_storage::{BufferStats, TierCapacity, TierConfig};
+use kura_storage::{BufferStats, TierCapacity, TierConfig, TierKind};
 
 use crate::plot::{grouped_bar_chart, BarGroup, Labels};
 
@@ -22,8 +22,10 @@ pub struct Config {
     pub db: PathBuf,
     /// Pool bytes.
     pub buffer: u64,
-    /// Second-tier bytes (compressed).
+    /// Second-tier bytes (compressed, or of the page cache).
     pub tier2: u64,
+    /// Compressed pages in kura's memory, or the OS page cache.
+    pub kind: TierKind,
     /// The tier's replacement policy.
     pub tier_policy: String,
     /// Query ids (`1`…`22`, `a`…`d`).
@@ -76,6 +78,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
             capacity: TierCapacity::Bytes(cfg.tier2),
             mode: m,
             policy: cfg.tier_policy.clone(),
+            kind: cfg.kind,
         });
         let db = Database::open(
             &cfg.db,
@@ -124,6 +127,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
         "disk reads",
         "demotions",
         "tier bytes held",
+        "lost",
         "seconds",
     ]);
     for (name, s, secs) in &totals {
@@ -135,16 +139,18 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
             s.pages_read.to_string(),
             s.tier_demotions.to_string(),
             s.tier_bytes.to_string(),
+            s.tier_lost.to_string(),
             format!("{secs:.3}"),
         ]);
     }
     let w = |e: std::io::Error| e.to_string();
     writeln!(
         out,
-        "kura bench twotier: {} — pool {} bytes, tier {} bytes ({}), queries {}, {} passes",
+        "kura bench twotier: {} — pool {} bytes, tier {} bytes ({}, {}), queries {}, {} passes",
         cfg.db.display(),
         cfg.buffer,
         cfg.tier2,
+        cfg.kind.name(),
         cfg.tier_policy,
         cfg.queries.join(","),
         cfg.passes.max(1)

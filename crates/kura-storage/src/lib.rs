@@ -17,7 +17,8 @@ mod txn_io;
 
 pub use buffer::{
     forbid_blocking_waits, set_sync_read_observer, BufferManager, BufferStats, FixAttempt,
-    InFlight, PageGuard, ReadTicket, SyncRead, TierCapacity, TierConfig, TierStats, TraceKind,
+    InFlight, PageGuard, ReadTicket, SyncRead, TierCapacity, TierConfig, TierKind, TierStats,
+    TraceKind,
 };
 pub use catalog::{Catalog, ColumnDef, IndexEntry, Schema, ViewDef};
 pub use error::{StorageError, StorageResult};

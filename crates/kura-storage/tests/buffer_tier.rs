@@ -3,6 +3,8 @@
 //! the same hits per level, demotions and disk reads (LRU at both levels,
 //! inclusive and exclusive); pages served from the tier are the pages on disk;
 //! a byte-sized tier stays within its size; and no tier leaves the counters at 0.
+//! The same for the OS page-cache tier, whose pages the kernel holds: the
+//! kernel keeps no more of the file than the tier lists.
 
 mod common;
 
@@ -13,7 +15,9 @@ use common::*;
 use kura_cache::sim::{simulate, simulate_reference};
 use kura_cache::{Level, Mode, SimConfig};
 use kura_common::{Batch, DataType, Value, Vector};
-use kura_storage::{BufferManager, PageId, Schema, Storage, TierCapacity, TierConfig, TraceKind};
+use kura_storage::{
+    BufferManager, PageId, Schema, Storage, TierCapacity, TierConfig, TierKind, TraceKind,
+};
 
 const ROWS: usize = 60_000;
 const POOL: usize = 16;
@@ -80,7 +84,7 @@ fn workload(pages: &[PageId]) -> Vec<PageId> {
     out
 }
 
-fn agreement(mode: Mode) {
+fn agreement(mode: Mode, kind: TierKind) {
     let dir = tempfile::tempdir().unwrap();
     let path = build(dir.path());
     let storage = Storage::open(&path, options(4096, "lru")).unwrap();
@@ -94,8 +98,10 @@ fn agreement(mode: Mode) {
 
     // A fresh, empty pool over the same file, as the simulator starts empty.
     let bm = BufferManager::new(storage.buffer().file().clone(), POOL, "lru").unwrap();
-    bm.set_tier(Some(TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode)))
-        .unwrap();
+    bm.set_tier(Some(
+        TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode).with_kind(kind),
+    ))
+    .unwrap();
     let trace = dir.path().join("engine.trace");
     bm.start_trace(TraceKind::Requests, &trace).unwrap();
     for &p in &requests {
@@ -107,6 +113,9 @@ fn agreement(mode: Mode) {
     bm.stop_trace().unwrap();
     let engine = bm.stats();
     bm.check_consistency().unwrap();
+    // The kernel dropped none of the page-cache tier's pages on its own (then
+    // the engine would read from disk where the simulator hits).
+    assert_eq!(engine.tier_lost, 0, "{kind:?} {mode:?}");
 
     let recorded = kura_cache::trace::text::read(&trace, 1).unwrap().requests;
     assert_eq!(recorded, requests, "the trace is the requests made");
@@ -153,12 +162,99 @@ fn agreement(mode: Mode) {
 
 #[test]
 fn engine_and_simulator_agree_exclusive() {
-    agreement(Mode::Exclusive);
+    agreement(Mode::Exclusive, TierKind::Compressed);
 }
 
 #[test]
 fn engine_and_simulator_agree_inclusive() {
-    agreement(Mode::Inclusive);
+    agreement(Mode::Inclusive, TierKind::Compressed);
+}
+
+#[test]
+fn engine_and_simulator_agree_exclusive_page_cache() {
+    agreement(Mode::Exclusive, TierKind::PageCache);
+}
+
+#[test]
+fn engine_and_simulator_agree_inclusive_page_cache() {
+    agreement(Mode::Inclusive, TierKind::PageCache);
+}
+
+/// How many of the file's pages the kernel holds in its page cache (any part
+/// of them), by `mincore` over a shared mapping.
+fn kernel_cached_pages(path: &Path, page_size: usize) -> usize {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: a read-only shared mapping of a file we keep open, unmapped below.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(addr, libc::MAP_FAILED);
+    let os_page = 4096;
+    let mut vec = vec![0u8; len.div_ceil(os_page)];
+    // SAFETY: `vec` has one byte per OS page of the mapping.
+    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    // SAFETY: the mapping made above.
+    unsafe { libc::munmap(addr, len) };
+    assert_eq!(rc, 0);
+    vec.chunks(page_size / os_page)
+        .filter(|c| c.iter().any(|b| b & 1 == 1))
+        .count()
+}
+
+#[test]
+fn the_kernel_holds_only_what_the_page_cache_tier_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path());
+    let storage = Storage::open(&path, options(4096, "lru")).unwrap();
+    let pages = table_pages(&storage, dir.path());
+    let requests = workload(&pages);
+    let file = storage.buffer().file().clone();
+    let page_size = file.page_size();
+    for mode in [Mode::Inclusive, Mode::Exclusive] {
+        let bm = BufferManager::new(file.clone(), POOL, "lru").unwrap();
+        bm.set_tier(Some(
+            TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode)
+                .with_kind(TierKind::PageCache),
+        ))
+        .unwrap();
+        for &p in &requests {
+            bm.fix(p).unwrap();
+        }
+        let s = bm.stats();
+        assert!(s.tier_hits > 0 && s.tier_pages as usize == TIER_PAGES, "{mode:?}: {s:?}");
+        // Demoted pages are written back by now, so the kernel may drop them.
+        file.sync().unwrap();
+        let held = kernel_cached_pages(&path, page_size);
+        match mode {
+            // Every page read went through the cache; the tier's victims left it.
+            Mode::Inclusive => assert!(held <= TIER_PAGES, "{mode:?}: kernel holds {held}"),
+            // A page moved up while its demotion was still being written back
+            // cannot be dropped at once; none is held twice otherwise.
+            Mode::Exclusive => assert!(held <= TIER_PAGES + POOL, "{mode:?}: kernel holds {held}"),
+        }
+        assert!(held > 0, "{mode:?}: the tier's pages are in the kernel's cache");
+        // Invalidation drops the kernel's copy too.
+        for &p in &pages {
+            bm.invalidate(p);
+        }
+        assert_eq!(bm.stats().tier_pages, 0);
+        if mode == Mode::Inclusive {
+            let held = kernel_cached_pages(&path, page_size);
+            assert_eq!(held, 0, "{mode:?}: kernel holds {held} after invalidation");
+        }
+        bm.check_consistency().unwrap();
+        // Removing the tier leaves nothing of it behind either.
+        bm.set_tier(None).unwrap();
+    }
 }
 
 #[test]
@@ -229,10 +325,17 @@ fn concurrent_fixes_through_a_tier_return_the_pages_on_disk() {
     let pages = table_pages(&storage, dir.path());
     let file = storage.buffer().file().clone();
     let reference = BufferManager::new(file.clone(), 4096, "lru").unwrap();
-    for mode in [Mode::Exclusive, Mode::Inclusive] {
+    for (mode, kind) in [
+        (Mode::Exclusive, TierKind::Compressed),
+        (Mode::Inclusive, TierKind::Compressed),
+        (Mode::Exclusive, TierKind::PageCache),
+        (Mode::Inclusive, TierKind::PageCache),
+    ] {
         let bm = BufferManager::new(file.clone(), POOL, "clock").unwrap();
-        bm.set_tier(Some(TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode)))
-            .unwrap();
+        bm.set_tier(Some(
+            TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode).with_kind(kind),
+        ))
+        .unwrap();
         std::thread::scope(|s| {
             for t in 0..4u64 {
                 let (bm, reference, pages) = (&bm, &reference, &pages);
@@ -241,14 +344,33 @@ fn concurrent_fixes_through_a_tier_return_the_pages_on_disk() {
                     for _ in 0..1500 {
                         let p = pages[rng.below(pages.len() as u64) as usize];
                         let got = bm.fix(p).unwrap();
-                        assert_eq!(&*got, &*reference.fix(p).unwrap(), "{mode:?}: page {p}");
+                        assert_eq!(&*got, &*reference.fix(p).unwrap(), "{kind:?} {mode:?}: page {p}");
                     }
                 });
             }
         });
         let s = bm.stats();
-        assert!(s.tier_hits > 0, "{mode:?}: {s:?}");
+        assert!(s.tier_hits > 0, "{kind:?} {mode:?}: {s:?}");
         assert_eq!(bm.pinned_frames(), 0);
         bm.check_consistency().unwrap();
     }
+}
+
+#[test]
+fn a_page_cache_tier_is_refused_over_buffered_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path());
+    let mut opts = options(64, "lru");
+    opts.direct_io = false;
+    let storage = Storage::open(&path, opts).unwrap();
+    let err = storage
+        .buffer()
+        .set_tier(Some(
+            TierConfig::new(TierCapacity::Pages(8), Mode::Exclusive)
+                .with_kind(TierKind::PageCache),
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("O_DIRECT"), "{err}");
+    assert!(storage.buffer().tier_config().is_none());
 }

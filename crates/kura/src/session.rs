@@ -666,7 +666,7 @@ impl Session {
         if name.eq_ignore_ascii_case("buffer_policy") {
             self.storage.buffer().set_policy(value)?;
         }
-        if ["tier2", "tier2_mode", "tier2_policy"]
+        if ["tier2", "tier2_mode", "tier2_policy", "tier2_kind"]
             .iter()
             .any(|n| name.eq_ignore_ascii_case(n))
         {
@@ -679,14 +679,19 @@ impl Session {
     }
 
     /// Applies `SET tier2*` to the database's pool. The tier is database-wide:
-    /// `SET tier2` gives it a size (keeping the mode and policy of the tier in
-    /// place, if any); `SET tier2_mode`/`tier2_policy` rebuild the tier in place
+    /// `SET tier2` gives it a size (keeping the mode, policy and kind of the
+    /// tier in place, if any); `SET tier2_mode`/`tier2_policy`/`tier2_kind`
+    /// rebuild the tier in place
     /// (a rebuilt tier starts empty) or, with none, only wait for `SET tier2`.
     fn apply_tier2(&mut self, name: &str) -> KuraResult<()> {
         use kura_storage::{TierCapacity, TierConfig};
         let bm = self.storage.buffer();
         let mode = || {
             kura_storage::buffer::parse_tier_mode(&self.settings.value("tier2_mode"))
+                .map_err(KuraError::Invalid)
+        };
+        let kind = || {
+            kura_storage::buffer::parse_tier_kind(&self.settings.value("tier2_kind"))
                 .map_err(KuraError::Invalid)
         };
         let config = match (name.to_ascii_lowercase().as_str(), bm.tier_config()) {
@@ -703,6 +708,7 @@ impl Session {
                         capacity: TierCapacity::Bytes(bytes),
                         mode: mode()?,
                         policy: self.settings.value("tier2_policy"),
+                        kind: kind()?,
                     },
                 };
                 c.capacity = TierCapacity::Bytes(bytes);
@@ -711,6 +717,10 @@ impl Session {
             (_, None) => return Ok(()),
             ("tier2_mode", Some(mut c)) => {
                 c.mode = mode()?;
+                c
+            }
+            ("tier2_kind", Some(mut c)) => {
+                c.kind = kind()?;
                 c
             }
             (_, Some(mut c)) => {

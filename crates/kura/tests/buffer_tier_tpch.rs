@@ -1,8 +1,9 @@
 //! A second buffer tier cannot change an answer: TPC-H SF 0.01 with paper 003's
 //! indexes, every query and (A)–(D), in the three execution modes over a 3 MiB
 //! pool with a compressed tier below it, exclusive (set at open) and inclusive
-//! (`SET tier2_mode`), each answer checked against the reference answers; the
-//! tier serves misses, no frame stays pinned and the pool stays consistent.
+//! (`SET tier2_mode`), then a tier of OS page cache (`SET tier2_kind`) in both
+//! modes, each answer checked against the reference answers; the tier serves
+//! misses, no frame stays pinned and the pool stays consistent.
 
 use kura::tpch::load::Source;
 use kura::tpch::run::{answers_dir, run_queries, CheckStatus, QUERY_IDS};
@@ -26,7 +27,8 @@ fn a_tiny_pool_over_a_tier_gives_the_reference_answers_in_both_modes() {
         &path,
         OpenOptions {
             buffer_bytes: Some(3 << 20),
-            buffered_io: true,
+            // O_DIRECT: the page-cache tier is the only cache of the file then.
+            buffered_io: false,
             tier2: Some(TierConfig::new(
                 TierCapacity::Bytes(2 << 20),
                 kura_cache::Mode::Exclusive,
@@ -40,24 +42,39 @@ fn a_tiny_pool_over_a_tier_gives_the_reference_answers_in_both_modes() {
     session.execute("SET enable_index = on").unwrap();
     let ids: Vec<String> = QUERY_IDS.iter().map(|s| s.to_string()).collect();
     let mut failures = Vec::new();
-    for tier_mode in ["exclusive", "inclusive"] {
-        if tier_mode == "inclusive" {
-            session.execute("SET tier2_mode = 'inclusive'").unwrap();
-        }
+    for (kind, tier_mode) in [
+        ("compressed", "exclusive"),
+        ("compressed", "inclusive"),
+        ("page_cache", "inclusive"),
+        ("page_cache", "exclusive"),
+    ] {
+        session
+            .execute(&format!("SET tier2_mode = '{tier_mode}'"))
+            .unwrap();
+        session
+            .execute(&format!("SET tier2_kind = '{kind}'"))
+            .unwrap();
         let config = bm.tier_config().expect("a tier is on");
         assert_eq!(config.mode.name(), tier_mode);
+        assert_eq!(config.kind.name(), kind);
         assert_eq!(config.capacity, TierCapacity::Bytes(2 << 20));
-        for mode in ["serial", "static", "ooo"] {
+        // The page-cache tier in the synchronous and the io_uring read paths.
+        let modes: &[&str] = if kind == "compressed" {
+            &["serial", "static", "ooo"]
+        } else {
+            &["serial", "ooo"]
+        };
+        for &mode in modes {
             session
                 .execute(&format!("SET execution_mode = '{mode}'"))
                 .unwrap();
             let before = bm.stats();
             let runs = run_queries(&mut session, &ids, Some(&answers), 1)
-                .unwrap_or_else(|e| panic!("{tier_mode} {mode}: {e}"));
+                .unwrap_or_else(|e| panic!("{kind} {tier_mode} {mode}: {e}"));
             for run in &runs {
                 if run.status != CheckStatus::Passed {
                     failures.push(format!(
-                        "{tier_mode} {mode} {}: {}",
+                        "{kind} {tier_mode} {mode} {}: {}",
                         run.label(),
                         run.status
                     ));
@@ -66,16 +83,16 @@ fn a_tiny_pool_over_a_tier_gives_the_reference_answers_in_both_modes() {
             let d = bm.stats().since(&before);
             assert!(
                 d.tier_hits > 0,
-                "{tier_mode} {mode}: the tier served nothing: {d:?}"
+                "{kind} {tier_mode} {mode}: the tier served nothing: {d:?}"
             );
-            assert!(d.tier_bytes <= 2 << 20, "{tier_mode} {mode}: {d:?}");
+            assert!(d.tier_bytes <= 2 << 20, "{kind} {tier_mode} {mode}: {d:?}");
             assert_eq!(
                 bm.pinned_frames(),
                 0,
-                "{tier_mode} {mode}: frames left pinned"
+                "{kind} {tier_mode} {mode}: frames left pinned"
             );
             bm.check_consistency()
-                .unwrap_or_else(|e| panic!("{tier_mode} {mode}: {e}"));
+                .unwrap_or_else(|e| panic!("{kind} {tier_mode} {mode}: {e}"));
         }
     }
     // Off again: the pool alone, still the same answers.

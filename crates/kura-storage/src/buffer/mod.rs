@@ -18,7 +18,7 @@ mod waiters;
 
 pub use observer::{set_sync_read_observer, SyncRead};
 pub use stats::BufferStats;
-pub use tier::{parse_tier_mode, TierCapacity, TierConfig, TierStats};
+pub use tier::{parse_tier_kind, parse_tier_mode, TierCapacity, TierConfig, TierKind, TierStats};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -532,10 +532,18 @@ impl Core {
                 // between (which drops the tier's image under the same lock)
                 // cannot leave an old image behind.
                 if let Some(t) = tier {
-                    let image = tier::compress(core.frame_bytes(ticket.frame));
-                    let _inner = core.lock();
-                    if core.table.get(ticket.page) == Some(ticket.frame) {
-                        t.insert(ticket.page, image);
+                    if t.page_cache().is_some() {
+                        // Read through the page cache: the kernel holds it.
+                        let _inner = core.lock();
+                        if core.table.get(ticket.page) == Some(ticket.frame) {
+                            t.note_read(ticket.page);
+                        }
+                    } else {
+                        let image = tier::compress(core.frame_bytes(ticket.frame));
+                        let _inner = core.lock();
+                        if core.table.get(ticket.page) == Some(ticket.frame) {
+                            t.insert(ticket.page, image);
+                        }
                     }
                 }
                 Ok(PageGuard {
@@ -769,13 +777,26 @@ impl BufferManager {
     pub fn set_tier(&self, config: Option<TierConfig>) -> StorageResult<()> {
         let core = &*self.core;
         let tier = match config {
-            Some(c) => Some(Arc::new(tier::Tier::new(c, core.tier_counters.clone())?)),
+            Some(c) => Some(Arc::new(tier::Tier::new(
+                c,
+                core.tier_counters.clone(),
+                &core.file,
+            )?)),
             None => None,
         };
         let mut inner = core.lock();
         // Cleared before the new tier is seen, so its first image counts.
         core.tier_counters.clear_levels();
-        inner.tier = tier;
+        core.file
+            .set_reads_through_page_cache(tier.as_ref().is_some_and(|t| t.reads_through_page_cache()));
+        let new_in_cache = tier.as_ref().is_some_and(|t| t.page_cache().is_some());
+        let old = std::mem::replace(&mut inner.tier, tier);
+        if new_in_cache || old.is_some_and(|t| t.page_cache().is_some()) {
+            // A tier starts empty: pages of the file the kernel holds from
+            // before (or from the old tier) would stay there untracked, beyond
+            // the tier's size.
+            core.file.drop_from_page_cache(0, 0);
+        }
         Ok(())
     }
 
@@ -854,7 +875,10 @@ impl BufferManager {
         core.counters.misses.fetch_add(1, Ordering::Relaxed);
         // The tier is asked before the pool evicts (the simulator's order: an
         // exclusive tier's hit leaves it before the pool's victim comes down).
-        let image = inner.tier.as_ref().and_then(|t| t.take(page));
+        let image = inner
+            .tier
+            .as_ref()
+            .and_then(|t| t.take(page).map(|hit| (t.clone(), hit)));
         core.drain_hits(&mut inner);
         let Some(f) = core.take_frame(&mut inner, page) else {
             return Err(StorageError::BufferExhausted {
@@ -870,15 +894,36 @@ impl BufferManager {
         };
         drop(inner);
         match image {
-            Some(image) => self.fill_from_tier(ticket, &image),
+            Some((t, hit)) => self.fill_from_tier(ticket, &t, hit),
             None => Ok(FixAttempt::Miss(ticket)),
         }
     }
 
-    /// Serves a reserved frame from a tier image without I/O; an image that
-    /// does not decompress leaves the ticket to be read from disk.
-    fn fill_from_tier(&self, mut ticket: ReadTicket, image: &[u8]) -> StorageResult<FixAttempt> {
-        if !tier::decompress_into(image, ticket.buffer()) {
+    /// Serves a reserved frame from the tier without disk I/O: decompresses an
+    /// image, or reads the page from the kernel's cache if it still holds it.
+    /// Otherwise the ticket is left to be read from disk.
+    fn fill_from_tier(
+        &self,
+        mut ticket: ReadTicket,
+        tier: &tier::Tier,
+        hit: tier::TierHit,
+    ) -> StorageResult<FixAttempt> {
+        let served = match hit {
+            tier::TierHit::Image(image) => tier::decompress_into(&image, ticket.buffer()),
+            tier::TierHit::PageCache => {
+                let page = ticket.page;
+                let file = &self.core.file;
+                let cached = matches!(file.read_page_if_cached(page, ticket.buffer()), Ok(true));
+                if !cached {
+                    tier.lost();
+                } else if tier.mode() == kura_cache::Mode::Exclusive {
+                    // Moved up: the kernel's copy would hold the page twice.
+                    file.drop_from_page_cache(page, 1);
+                }
+                cached
+            }
+        };
+        if !served {
             return Ok(FixAttempt::Miss(ticket));
         }
         self.core
@@ -901,7 +946,10 @@ impl BufferManager {
         if core.table.get(page).is_some() {
             return None;
         }
-        let image = inner.tier.as_ref().and_then(|t| t.take(page));
+        let image = inner
+            .tier
+            .as_ref()
+            .and_then(|t| t.take(page).map(|hit| (t.clone(), hit)));
         core.drain_hits(&mut inner);
         let f = core.take_frame(&mut inner, page)?;
         core.assign(&mut inner, f, page);
@@ -912,10 +960,10 @@ impl BufferManager {
             done: false,
         };
         drop(inner);
-        if let Some(image) = image {
+        if let Some((t, hit)) = image {
             // Served from the tier: nothing left to read (the guard is dropped,
             // the page stays resident, unpinned).
-            match self.fill_from_tier(ticket, &image) {
+            match self.fill_from_tier(ticket, &t, hit) {
                 Ok(FixAttempt::Miss(t)) => return self.count_prefetch(t),
                 _ => return None,
             }

@@ -43,6 +43,9 @@ pub struct BufferStats {
     /// Compressed bytes and pages the tier holds now (levels, not counts).
     pub tier_bytes: u64,
     pub tier_pages: u64,
+    /// Page-cache tier hits the kernel had dropped on its own (read from disk;
+    /// counted in `tier_misses`).
+    pub tier_lost: u64,
 }
 
 impl Counters {
@@ -67,6 +70,7 @@ impl Counters {
             tier_inserts: tier.inserts,
             tier_bytes: tier.bytes,
             tier_pages: tier.pages,
+            tier_lost: tier.lost,
         }
     }
 }
@@ -89,6 +93,7 @@ impl BufferStats {
             tier_inserts: self.tier_inserts - earlier.tier_inserts,
             tier_bytes: self.tier_bytes,
             tier_pages: self.tier_pages,
+            tier_lost: self.tier_lost - earlier.tier_lost,
         }
     }
 

@@ -1,10 +1,20 @@
-//! The second buffer tier: lz4-compressed page images in DRAM below the pool,
-//! sized on its own (bytes, or pages for the simulator check), with its own
-//! kura-cache policy, inclusive or exclusive (paper 004's demote).
+//! The second buffer tier below the pool, sized on its own (bytes, or pages
+//! for the simulator check), with its own kura-cache policy, inclusive or
+//! exclusive (paper 004's demote): lz4-compressed page images in DRAM, or the
+//! OS page cache (pages kura tracks in the kernel's cache of the file).
 //!
 //! The pool keeps only clean pages (every write goes to the file and
 //! invalidates the cached copy), so a page image in the tier is always the
 //! page as it is on disk, and a tier hit may stand in for a disk read.
+//!
+//! The page-cache tier: inclusive, the pool reads through the page cache, so a
+//! page read from disk stays in both levels; exclusive, the pool reads with
+//! O_DIRECT, a hit is dropped from the kernel's cache once it is in the pool
+//! (`POSIX_FADV_DONTNEED`), and a pool victim is demoted by a buffered write of
+//! its (unchanged) bytes. The tier's own victims are dropped the same way, so
+//! the kernel holds no more of the file than the tier's size. A hit is served
+//! only if the kernel still has the page (RWF_NOWAIT); one it dropped on its
+//! own is counted as lost and read from disk.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use kura_cache::{Mode, Policy};
 
 use crate::error::{StorageError, StorageResult};
-use crate::file::PageId;
+use crate::file::{DbFile, PageId};
 
 /// How large the tier may grow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +35,36 @@ pub enum TierCapacity {
     Pages(usize),
 }
 
+/// Where the second tier keeps its pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TierKind {
+    /// lz4-compressed page images in kura's memory.
+    #[default]
+    Compressed,
+    /// The OS page cache of the database file (buffered reads and writes).
+    PageCache,
+}
+
+impl TierKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TierKind::Compressed => "compressed",
+            TierKind::PageCache => "page_cache",
+        }
+    }
+}
+
+/// Parses `compressed` (also `lz4`) or `page_cache` (also `os`).
+pub fn parse_tier_kind(s: &str) -> Result<TierKind, String> {
+    match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+        "compressed" | "lz4" => Ok(TierKind::Compressed),
+        "page_cache" | "os" => Ok(TierKind::PageCache),
+        other => Err(format!(
+            "tier2 kind must be compressed or page_cache, not '{other}'"
+        )),
+    }
+}
+
 /// The configuration of a second tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TierConfig {
@@ -32,6 +72,7 @@ pub struct TierConfig {
     pub mode: Mode,
     /// kura-cache policy name of the tier (default `lru`).
     pub policy: String,
+    pub kind: TierKind,
 }
 
 impl TierConfig {
@@ -40,7 +81,13 @@ impl TierConfig {
             capacity,
             mode,
             policy: "lru".to_string(),
+            kind: TierKind::Compressed,
         }
+    }
+
+    pub fn with_kind(mut self, kind: TierKind) -> TierConfig {
+        self.kind = kind;
+        self
     }
 }
 
@@ -79,6 +126,9 @@ pub struct TierStats {
     /// Compressed bytes and pages held now.
     pub bytes: u64,
     pub pages: u64,
+    /// Page-cache tier hits the kernel had already dropped on its own (then
+    /// read from disk, and counted as misses, not hits).
+    pub lost: u64,
 }
 
 /// The tier's counters, kept by the pool across tier changes (`SET tier2`):
@@ -92,6 +142,7 @@ pub(super) struct TierCounters {
     inserts: AtomicU64,
     bytes: AtomicU64,
     pages: AtomicU64,
+    lost: AtomicU64,
 }
 
 impl TierCounters {
@@ -110,22 +161,53 @@ impl TierCounters {
             inserts: l(&self.inserts),
             bytes: l(&self.bytes),
             pages: l(&self.pages),
+            lost: l(&self.lost),
         }
     }
+}
+
+/// What a tier hit gives the pool.
+pub(super) enum TierHit {
+    /// A compressed image to decompress into the frame.
+    Image(Box<[u8]>),
+    /// The page is in the OS page cache: read it with
+    /// [`DbFile::read_page_if_cached`].
+    PageCache,
 }
 
 pub(super) struct Tier {
     config: TierConfig,
     inner: Mutex<Images>,
     counters: Arc<TierCounters>,
+    /// The file whose page cache is the tier (page-cache kind only).
+    cache: Option<Arc<DbFile>>,
+    page_size: usize,
 }
 
 impl Tier {
-    pub fn new(config: TierConfig, counters: Arc<TierCounters>) -> StorageResult<Tier> {
-        let blocks = match config.capacity {
-            TierCapacity::Pages(n) => n,
-            TierCapacity::Bytes(b) => {
+    /// A tier of `config`'s kind; a page-cache tier opens the file's buffered
+    /// descriptor (and the caller sets where the pool's reads go, see
+    /// [`Tier::reads_through_page_cache`]).
+    pub fn new(
+        config: TierConfig,
+        counters: Arc<TierCounters>,
+        file: &Arc<DbFile>,
+    ) -> StorageResult<Tier> {
+        let page_size = file.page_size();
+        let blocks = match (config.kind, config.capacity) {
+            (_, TierCapacity::Pages(n)) => n,
+            (TierKind::Compressed, TierCapacity::Bytes(b)) => {
                 (b / MIN_IMAGE_BYTES).clamp(1, kura_cache::MAX_CAPACITY as u64) as usize
+            }
+            (TierKind::PageCache, TierCapacity::Bytes(b)) => {
+                (b / page_size as u64).clamp(1, kura_cache::MAX_CAPACITY as u64) as usize
+            }
+        };
+        let cache = match config.kind {
+            TierKind::Compressed => None,
+            TierKind::PageCache => {
+                file.open_page_cache()?;
+                Some(file.clone())
             }
         };
         let policy = kura_cache::make_policy(&config.policy, blocks)
@@ -138,7 +220,44 @@ impl Tier {
                 bytes: 0,
             }),
             counters,
+            cache,
+            page_size,
         })
+    }
+
+    /// Whether the pool's disk reads should pass through the page cache: an
+    /// inclusive page-cache tier keeps what is read from disk in both levels.
+    pub fn reads_through_page_cache(&self) -> bool {
+        self.cache.is_some() && self.config.mode == Mode::Inclusive
+    }
+
+    /// The file of a page-cache tier.
+    pub fn page_cache(&self) -> Option<&Arc<DbFile>> {
+        self.cache.as_ref()
+    }
+
+    /// A page-cache hit the kernel no longer held: it was read from disk.
+    pub fn lost(&self) {
+        self.counters.hits.fetch_sub(1, Ordering::Relaxed);
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        self.counters.lost.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Bytes one held page costs: its image, or a whole page in the kernel.
+    fn held_len(&self, t: &Images, page: PageId) -> u64 {
+        match &self.cache {
+            None => t.images.get(&page).map_or(0, |i| i.len() as u64),
+            Some(_) => self.page_size as u64,
+        }
+    }
+
+    /// Forgets a page the policy let go of: its image, or the kernel's copy.
+    fn release(&self, t: &mut Images, page: PageId) {
+        t.bytes -= self.held_len(t, page);
+        t.images.remove(&page);
+        if let Some(f) = &self.cache {
+            f.drop_from_page_cache(page, 1);
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Images> {
@@ -158,20 +277,20 @@ impl Tier {
     /// Looks `page` up on a pool miss. Exclusive: a hit leaves the tier (the
     /// page moves up); inclusive: it stays, and the hit is told to the policy.
     /// Same order of policy calls as [`kura_cache::TwoLevel::request`].
-    pub fn take(&self, page: PageId) -> Option<Box<[u8]>> {
+    /// A page-cache hit leaves the kernel's copy where it is: the pool drops
+    /// it (exclusive) once the page is read into its frame.
+    pub fn take(&self, page: PageId) -> Option<TierHit> {
         let mut t = self.lock();
         if !t.policy.contains(page) {
             drop(t);
             self.counters.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        let image = match self.config.mode {
+        let hit = match self.config.mode {
             Mode::Exclusive => {
                 t.policy.remove(page);
+                t.bytes -= self.held_len(&t, page);
                 let image = t.images.remove(&page);
-                if let Some(i) = &image {
-                    t.bytes -= i.len() as u64;
-                }
                 self.publish(&t);
                 image
             }
@@ -182,35 +301,71 @@ impl Tier {
         };
         drop(t);
         self.counters.hits.fetch_add(1, Ordering::Relaxed);
-        image
+        match (&self.cache, hit) {
+            (Some(_), _) => Some(TierHit::PageCache),
+            (None, Some(image)) => Some(TierHit::Image(image)),
+            (None, None) => None,
+        }
     }
 
-    /// Compresses `bytes` (a whole clean page) into the tier: a pool victim in
-    /// exclusive mode, a page just read from disk in inclusive mode.
+    /// Demotes a pool victim (a whole clean page) into the tier: compressed,
+    /// or written into the page cache. A page cache gets only bytes that verify
+    /// as the page: the kernel will write them back to the file.
     pub fn put(&self, page: PageId, bytes: &[u8]) {
-        self.insert(page, compress(bytes));
+        match &self.cache {
+            None => self.insert(page, compress(bytes)),
+            Some(f) => {
+                if f.verify_page(page, bytes).is_err() {
+                    return;
+                }
+                if self.admit(page, self.page_size as u64, None) {
+                    if let Err(e) = f.write_page_to_cache(page, bytes) {
+                        tracing::warn!("page-cache tier: {e}");
+                        self.remove(page);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Notes that `page` was just read from disk through the page cache
+    /// (inclusive page-cache tier): the kernel holds it now.
+    pub fn note_read(&self, page: PageId) {
+        if !self.admit(page, self.page_size as u64, None) {
+            if let Some(f) = &self.cache {
+                f.drop_from_page_cache(page, 1);
+            }
+        }
     }
 
     /// Puts an image made by [`compress`] into the tier, evicting as needed.
     pub fn insert(&self, page: PageId, image: Box<[u8]>) {
         let len = image.len() as u64;
+        self.admit(page, len, Some(image));
+    }
+
+    /// Lists `page` (of `len` bytes, with its image if compressed) in the
+    /// tier, evicting as needed. False if it is not held afterwards.
+    fn admit(&self, page: PageId, len: u64, image: Option<Box<[u8]>>) -> bool {
         if let TierCapacity::Bytes(cap) = self.config.capacity {
             if len > cap {
-                return;
+                return false;
             }
         }
         let mut t = self.lock();
         if t.policy.contains(page) {
             // Already held (a race between two readers): refresh the image.
             t.policy.access(page);
-            if let Some(old) = t.images.insert(page, image) {
-                t.bytes = t.bytes - old.len() as u64 + len;
+            if let Some(image) = image {
+                if let Some(old) = t.images.insert(page, image) {
+                    t.bytes = t.bytes - old.len() as u64 + len;
+                }
             }
             self.publish(&t);
-            return;
+            return true;
         }
         if !t.policy.admits() {
-            return;
+            return false;
         }
         loop {
             let full = t.policy.len() >= t.policy.capacity()
@@ -219,14 +374,10 @@ impl Tier {
                 break;
             }
             match t.policy.evict_for(page, &mut |_| true) {
-                Some(victim) => {
-                    if let Some(old) = t.images.remove(&victim) {
-                        t.bytes -= old.len() as u64;
-                    }
-                }
+                Some(victim) => self.release(&mut t, victim),
                 None => {
                     self.publish(&t);
-                    return;
+                    return false;
                 }
             }
         }
@@ -241,17 +392,18 @@ impl Tier {
             }
         }
         t.bytes += len;
-        t.images.insert(page, image);
+        if let Some(image) = image {
+            t.images.insert(page, image);
+        }
         self.publish(&t);
+        true
     }
 
     /// Drops the image of `page` (its id is about to hold new contents).
     pub fn remove(&self, page: PageId) {
         let mut t = self.lock();
         if t.policy.remove(page) {
-            if let Some(old) = t.images.remove(&page) {
-                t.bytes -= old.len() as u64;
-            }
+            self.release(&mut t, page);
             self.publish(&t);
         }
     }
@@ -261,7 +413,7 @@ impl Tier {
         self.counters.bytes.store(t.bytes, Ordering::Relaxed);
         self.counters
             .pages
-            .store(t.images.len() as u64, Ordering::Relaxed);
+            .store(t.policy.len() as u64, Ordering::Relaxed);
     }
 
     #[cfg(test)]
@@ -285,6 +437,17 @@ pub(super) fn decompress_into(image: &[u8], dst: &mut [u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// A tier of `config` over a fresh database file (compressed tiers never
+    /// touch it).
+    fn tier(config: TierConfig) -> (Tier, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, _) = DbFile::open(&dir.path().join("t.kura"), 16384, true).unwrap();
+        (
+            Tier::new(config, Default::default(), &Arc::new(file)).unwrap(),
+            dir,
+        )
+    }
+
     fn page(seed: u8, len: usize) -> Vec<u8> {
         // Half patterned, half zero: compressible but not trivially.
         (0..len)
@@ -300,17 +463,15 @@ mod tests {
 
     #[test]
     fn round_trip_and_exclusive_move_up() {
-        let t = Tier::new(
-            TierConfig::new(TierCapacity::Pages(2), Mode::Exclusive),
-            Default::default(),
-        )
-        .unwrap();
+        let (t, _dir) = tier(TierConfig::new(TierCapacity::Pages(2), Mode::Exclusive));
         let p = page(7, 4096);
         t.put(1, &p);
         let s = t.stats();
         assert_eq!((s.demotions, s.pages), (1, 1));
         assert!(s.bytes > 0 && s.bytes < 4096, "compressed: {}", s.bytes);
-        let image = t.take(1).expect("held");
+        let Some(TierHit::Image(image)) = t.take(1) else {
+            panic!("held")
+        };
         let mut out = vec![0u8; 4096];
         assert!(decompress_into(&image, &mut out));
         assert_eq!(out, p);
@@ -322,11 +483,7 @@ mod tests {
 
     #[test]
     fn inclusive_keeps_hits_and_lru_evicts_oldest() {
-        let t = Tier::new(
-            TierConfig::new(TierCapacity::Pages(2), Mode::Inclusive),
-            Default::default(),
-        )
-        .unwrap();
+        let (t, _dir) = tier(TierConfig::new(TierCapacity::Pages(2), Mode::Inclusive));
         for id in [1, 2] {
             t.put(id, &page(id as u8, 1024));
         }
@@ -340,11 +497,7 @@ mod tests {
     #[test]
     fn byte_capacity_bounds_what_is_held() {
         let probe = lz4_flex::block::compress(&page(5, 4096)).len() as u64;
-        let t = Tier::new(
-            TierConfig::new(TierCapacity::Bytes(probe * 3), Mode::Exclusive),
-            Default::default(),
-        )
-        .unwrap();
+        let (t, _dir) = tier(TierConfig::new(TierCapacity::Bytes(probe * 3), Mode::Exclusive));
         for id in 0..10 {
             t.put(id, &page(5, 4096));
             assert!(t.stats().bytes <= probe * 3);

@@ -6,10 +6,13 @@
 pub mod aligned;
 pub mod header;
 pub mod page;
+mod page_cache;
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use crate::error::{StorageError, StorageResult};
 use aligned::AlignedBuf;
@@ -53,6 +56,11 @@ pub struct DbFile {
     file: File,
     direct: bool,
     page_size: usize,
+    /// A buffered descriptor for the page-cache tier, opened on first use.
+    cached: OnceLock<page_cache::CachedFile>,
+    /// Whether the pool's reads go through the page cache (an inclusive
+    /// page-cache tier: a page read from disk stays in both levels).
+    through_cache: AtomicBool,
 }
 
 impl DbFile {
@@ -133,6 +141,8 @@ impl DbFile {
             path: path.to_path_buf(),
             file,
             direct,
+            cached: OnceLock::new(),
+            through_cache: AtomicBool::new(false),
             page_size: ps,
         };
         Ok((
@@ -196,6 +206,8 @@ impl DbFile {
                 path: path.to_path_buf(),
                 file,
                 direct,
+                cached: OnceLock::new(),
+                through_cache: AtomicBool::new(false),
                 page_size,
             },
             Opened {
@@ -255,16 +267,79 @@ impl DbFile {
         self.direct
     }
 
-    /// The raw descriptor, for asynchronous reads submitted elsewhere (io_uring).
+    /// The raw descriptor for page reads submitted elsewhere (io_uring): the
+    /// buffered one while an inclusive page-cache tier is on.
     pub fn raw_fd(&self) -> i32 {
         use std::os::fd::AsRawFd;
-        self.file.as_raw_fd()
+        self.reader().as_raw_fd()
+    }
+
+    /// The descriptor page reads use.
+    fn reader(&self) -> &File {
+        if self.through_cache.load(Ordering::Acquire) {
+            if let Some(c) = self.cached.get() {
+                return c.file();
+            }
+        }
+        &self.file
+    }
+
+    /// Opens the buffered descriptor of the page-cache tier. Refused where the
+    /// pool itself reads through the page cache (no O_DIRECT): the tier would
+    /// hold the same pages as the kernel does anyway.
+    pub fn open_page_cache(&self) -> StorageResult<()> {
+        if !self.direct {
+            return Err(StorageError::Invalid(format!(
+                "{}: a page-cache tier needs O_DIRECT reads for the pool, and this file is read through the page cache already",
+                self.path.display()
+            )));
+        }
+        if self.cached.get().is_none() {
+            let c = page_cache::CachedFile::open(&self.path)?;
+            let _ = self.cached.set(c);
+        }
+        Ok(())
+    }
+
+    /// Sends the pool's page reads through the page cache (`true`, after
+    /// [`Self::open_page_cache`]) or straight to the disk again.
+    pub fn set_reads_through_page_cache(&self, on: bool) {
+        self.through_cache
+            .store(on && self.cached.get().is_some(), Ordering::Release);
+    }
+
+    /// Reads `page` from the page cache only if the kernel holds it there:
+    /// `Ok(false)` when it would have to come from the disk.
+    pub fn read_page_if_cached(&self, page: PageId, buf: &mut [u8]) -> StorageResult<bool> {
+        let Some(c) = self.cached.get() else {
+            return Ok(false);
+        };
+        c.read_if_cached(page * self.page_size as u64, &mut buf[..self.page_size])
+            .map_err(|e| StorageError::io(&self.path, "read page from the page cache", e))
+    }
+
+    /// Demotes a clean page image into the page cache (a buffered write of the
+    /// bytes the file already holds).
+    pub fn write_page_to_cache(&self, page: PageId, bytes: &[u8]) -> StorageResult<()> {
+        let Some(c) = self.cached.get() else {
+            return Ok(());
+        };
+        c.write(page * self.page_size as u64, &bytes[..self.page_size])
+            .map_err(|e| StorageError::io(&self.path, "demote page into the page cache", e))
+    }
+
+    /// Asks the kernel to drop `pages` pages from `first` from its cache (0:
+    /// to the end of the file).
+    pub fn drop_from_page_cache(&self, first: PageId, pages: u64) {
+        if let Some(c) = self.cached.get() {
+            c.drop_pages(first, pages, self.page_size);
+        }
     }
 
     /// Reads page `page` into `buf` (page-sized, aligned) without verifying it.
     pub fn read_page_raw(&self, page: PageId, buf: &mut [u8]) -> StorageResult<()> {
         let off = page * self.page_size as u64;
-        let n = read_full_at(&self.file, &mut buf[..self.page_size], off)
+        let n = read_full_at(self.reader(), &mut buf[..self.page_size], off)
             .map_err(|e| StorageError::io(&self.path, "read page", e))?;
         if n < self.page_size {
             return Err(StorageError::Corrupt {
@@ -284,7 +359,7 @@ impl DbFile {
     /// them: sequential read-ahead's large request.
     pub fn read_pages_raw(&self, first: PageId, buf: &mut [u8]) -> StorageResult<()> {
         let off = first * self.page_size as u64;
-        let n = read_full_at(&self.file, buf, off)
+        let n = read_full_at(self.reader(), buf, off)
             .map_err(|e| StorageError::io(&self.path, "read pages", e))?;
         if n < buf.len() {
             return Err(StorageError::Corrupt {
@@ -303,7 +378,7 @@ impl DbFile {
     /// staging copy to cost about half of a scan's cache misses.
     pub fn read_pages_into(&self, first: PageId, bufs: &mut [&mut [u8]]) -> StorageResult<()> {
         let off = first * self.page_size as u64;
-        let n = read_vectored_full_at(&self.file, bufs, off)
+        let n = read_vectored_full_at(self.reader(), bufs, off)
             .map_err(|e| StorageError::io(&self.path, "read pages", e))?;
         let want: usize = bufs.iter().map(|b| b.len()).sum();
         if n < want {
