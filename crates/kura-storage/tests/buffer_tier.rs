@@ -374,3 +374,32 @@ fn a_page_cache_tier_is_refused_over_buffered_reads() {
     assert!(err.contains("O_DIRECT"), "{err}");
     assert!(storage.buffer().tier_config().is_none());
 }
+
+#[test]
+fn fixes_count_exactly_with_more_threads_than_owned_slots() {
+    // Threads with a slot of their own count with a plain load and store;
+    // those beyond the owned slots share one counted with read-modify-writes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path());
+    let storage = Storage::open(&path, options(4096, "clock")).unwrap();
+    let pages = table_pages(&storage, dir.path());
+    let bm = BufferManager::new(storage.buffer().file().clone(), 4096, "clock").unwrap();
+    let before = bm.stats().fixes;
+    let (threads, per_thread) = (48u64, 2_000u64);
+    let start = std::sync::Barrier::new(threads as usize);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (bm, pages, start) = (&bm, &pages, &start);
+            s.spawn(move || {
+                start.wait();
+                let mut rng = Rng::new(t + 1);
+                for _ in 0..per_thread {
+                    drop(bm.fix(pages[rng.below(pages.len() as u64) as usize]).unwrap());
+                }
+            });
+        }
+    });
+    let s = bm.stats();
+    assert_eq!(s.fixes - before, threads * per_thread, "{s:?}");
+    assert_eq!(s.hits + s.misses, s.fixes);
+}

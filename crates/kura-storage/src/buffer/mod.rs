@@ -103,20 +103,60 @@ pub fn frames_reserved_for_queries(frames: usize) -> usize {
 }
 
 /// Thread slots: each thread counts its fixes and logs its hits in one slot, so
-/// hits on different threads write no shared cache line.
-const SLOTS: usize = 32;
+/// hits on different threads write no shared cache line. Slots `0..OWNED` are
+/// leased to one live thread each; threads beyond that share the last slot.
+const SLOTS: usize = 33;
+const OWNED: usize = SLOTS - 1;
+const SHARED_SLOT: usize = OWNED;
 /// Hits a slot logs before it hands them to the policy.
 const LOG_BATCH: usize = 64;
 
-static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+/// Owned slots no live thread holds.
+static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Owned slots never leased yet (then taken from `FREE_SLOTS`).
+static NEVER_LEASED: AtomicUsize = AtomicUsize::new(0);
+
+/// A thread's slot, returned to the free slots when the thread exits.
+struct SlotLease {
+    index: usize,
+}
+
+impl SlotLease {
+    fn take() -> SlotLease {
+        let mut free = FREE_SLOTS.lock().unwrap_or_else(|p| p.into_inner());
+        let index = free.pop().unwrap_or_else(|| {
+            let n = NEVER_LEASED.fetch_add(1, Ordering::Relaxed);
+            if n < OWNED {
+                n
+            } else {
+                NEVER_LEASED.store(OWNED, Ordering::Relaxed);
+                SHARED_SLOT
+            }
+        });
+        SlotLease { index }
+    }
+}
+
+impl Drop for SlotLease {
+    fn drop(&mut self) {
+        if self.index != SHARED_SLOT {
+            FREE_SLOTS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(self.index);
+        }
+    }
+}
 
 thread_local! {
-    static SLOT: usize = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+    static SLOT: SlotLease = SlotLease::take();
 }
 
 #[inline]
 fn slot_index() -> usize {
-    SLOT.with(|s| *s)
+    // A thread past its slot's destruction (a guard dropped by a TLS
+    // destructor) counts in the shared slot.
+    SLOT.try_with(|s| s.index).unwrap_or(SHARED_SLOT)
 }
 
 /// Per-thread-slot state of the hit path (two cache lines: no false sharing,
@@ -823,7 +863,14 @@ impl BufferManager {
     pub fn try_fix(self: &Arc<Self>, page: PageId) -> StorageResult<FixAttempt> {
         let slot = slot_index();
         let core = &*self.core;
-        core.slots[slot].fixes.fetch_add(1, Ordering::Relaxed);
+        let fixes = &core.slots[slot].fixes;
+        if slot == SHARED_SLOT {
+            fixes.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // This thread is the slot's only writer: a plain load and store
+            // count exactly, without a locked read-modify-write on every fix.
+            fixes.store(fixes.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
         core.trace.request(page);
         if let Some(f) = core.table.get(page) {
             if let Some(k) = core.try_pin(f, page) {
