@@ -214,10 +214,14 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
         })
         .collect();
     let chart = cfg.out.join("twotier_reads.png");
+    let title = format!(
+        "Disk reads per query: pool only, inclusive and exclusive {} tier",
+        cfg.kind.name().replace('_', " ")
+    );
     grouped_bar_chart(
         &chart,
         &Labels {
-            title: "Disk reads per query: pool only, inclusive and exclusive tier",
+            title: &title,
             x: "query",
             y: "pages read from disk",
         },
