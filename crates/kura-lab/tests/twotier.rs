@@ -58,6 +58,9 @@ fn twotier_reads_less_from_disk_with_a_tier(kind: kura_storage::TierKind) {
     assert!(cfg.out.join("twotier.csv").is_file());
     assert!(cfg.out.join("twotier_reads.png").is_file());
     let text = String::from_utf8(text).unwrap();
-    assert!(text.contains("exclusive") && text.contains(kind.name()), "{text}");
+    assert!(
+        text.contains("exclusive") && text.contains(kind.name()),
+        "{text}"
+    );
     println!("{text}");
 }

@@ -222,15 +222,17 @@ fn the_kernel_holds_only_what_the_page_cache_tier_lists() {
     for mode in [Mode::Inclusive, Mode::Exclusive] {
         let bm = BufferManager::new(file.clone(), POOL, "lru").unwrap();
         bm.set_tier(Some(
-            TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode)
-                .with_kind(TierKind::PageCache),
+            TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode).with_kind(TierKind::PageCache),
         ))
         .unwrap();
         for &p in &requests {
             bm.fix(p).unwrap();
         }
         let s = bm.stats();
-        assert!(s.tier_hits > 0 && s.tier_pages as usize == TIER_PAGES, "{mode:?}: {s:?}");
+        assert!(
+            s.tier_hits > 0 && s.tier_pages as usize == TIER_PAGES,
+            "{mode:?}: {s:?}"
+        );
         // Demoted pages are written back by now, so the kernel may drop them.
         file.sync().unwrap();
         let held = kernel_cached_pages(&path, page_size);
@@ -241,7 +243,10 @@ fn the_kernel_holds_only_what_the_page_cache_tier_lists() {
             // cannot be dropped at once; none is held twice otherwise.
             Mode::Exclusive => assert!(held <= TIER_PAGES + POOL, "{mode:?}: kernel holds {held}"),
         }
-        assert!(held > 0, "{mode:?}: the tier's pages are in the kernel's cache");
+        assert!(
+            held > 0,
+            "{mode:?}: the tier's pages are in the kernel's cache"
+        );
         // Invalidation drops the kernel's copy too.
         for &p in &pages {
             bm.invalidate(p);
@@ -344,7 +349,11 @@ fn concurrent_fixes_through_a_tier_return_the_pages_on_disk() {
                     for _ in 0..1500 {
                         let p = pages[rng.below(pages.len() as u64) as usize];
                         let got = bm.fix(p).unwrap();
-                        assert_eq!(&*got, &*reference.fix(p).unwrap(), "{kind:?} {mode:?}: page {p}");
+                        assert_eq!(
+                            &*got,
+                            &*reference.fix(p).unwrap(),
+                            "{kind:?} {mode:?}: page {p}"
+                        );
                     }
                 });
             }
@@ -366,8 +375,7 @@ fn a_page_cache_tier_is_refused_over_buffered_reads() {
     let err = storage
         .buffer()
         .set_tier(Some(
-            TierConfig::new(TierCapacity::Pages(8), Mode::Exclusive)
-                .with_kind(TierKind::PageCache),
+            TierConfig::new(TierCapacity::Pages(8), Mode::Exclusive).with_kind(TierKind::PageCache),
         ))
         .unwrap_err()
         .to_string();
@@ -394,7 +402,10 @@ fn fixes_count_exactly_with_more_threads_than_owned_slots() {
                 start.wait();
                 let mut rng = Rng::new(t + 1);
                 for _ in 0..per_thread {
-                    drop(bm.fix(pages[rng.below(pages.len() as u64) as usize]).unwrap());
+                    drop(
+                        bm.fix(pages[rng.below(pages.len() as u64) as usize])
+                            .unwrap(),
+                    );
                 }
             });
         }
@@ -402,4 +413,47 @@ fn fixes_count_exactly_with_more_threads_than_owned_slots() {
     let s = bm.stats();
     assert_eq!(s.fixes - before, threads * per_thread, "{s:?}");
     assert_eq!(s.hits + s.misses, s.fixes);
+}
+
+#[test]
+fn every_tier_policy_of_either_kind_serves_the_pages_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path());
+    let storage = Storage::open(&path, options(4096, "lru")).unwrap();
+    let pages = table_pages(&storage, dir.path());
+    let requests = workload(&pages);
+    let file = storage.buffer().file().clone();
+    let reference = BufferManager::new(file.clone(), 4096, "lru").unwrap();
+    let mut failures = Vec::new();
+    for &policy in kura_cache::POLICY_NAMES {
+        for kind in [TierKind::Compressed, TierKind::PageCache] {
+            for mode in [Mode::Exclusive, Mode::Inclusive] {
+                let bm = BufferManager::new(file.clone(), POOL, "clock").unwrap();
+                let mut config =
+                    TierConfig::new(TierCapacity::Pages(TIER_PAGES), mode).with_kind(kind);
+                config.policy = policy.to_string();
+                bm.set_tier(Some(config)).unwrap();
+                for &p in &requests {
+                    if *bm.fix(p).unwrap() != *reference.fix(p).unwrap() {
+                        failures.push(format!("{policy} {kind:?} {mode:?}: page {p}"));
+                    }
+                }
+                let s = bm.stats();
+                // A policy may refuse to hold pages ("fix" admits none), never
+                // more than the tier's size.
+                assert!(
+                    s.tier_pages as usize <= TIER_PAGES,
+                    "{policy} {kind:?} {mode:?}: {s:?}"
+                );
+                assert_eq!(
+                    s.pages_read + s.tier_hits,
+                    s.misses,
+                    "{policy} {kind:?} {mode:?}"
+                );
+                bm.check_consistency()
+                    .unwrap_or_else(|e| panic!("{policy} {kind:?} {mode:?}: {e}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -827,8 +827,9 @@ impl BufferManager {
         let mut inner = core.lock();
         // Cleared before the new tier is seen, so its first image counts.
         core.tier_counters.clear_levels();
-        core.file
-            .set_reads_through_page_cache(tier.as_ref().is_some_and(|t| t.reads_through_page_cache()));
+        core.file.set_reads_through_page_cache(
+            tier.as_ref().is_some_and(|t| t.reads_through_page_cache()),
+        );
         let new_in_cache = tier.as_ref().is_some_and(|t| t.page_cache().is_some());
         let old = std::mem::replace(&mut inner.tier, tier);
         if new_in_cache || old.is_some_and(|t| t.page_cache().is_some()) {

@@ -497,7 +497,10 @@ mod tests {
     #[test]
     fn byte_capacity_bounds_what_is_held() {
         let probe = lz4_flex::block::compress(&page(5, 4096)).len() as u64;
-        let (t, _dir) = tier(TierConfig::new(TierCapacity::Bytes(probe * 3), Mode::Exclusive));
+        let (t, _dir) = tier(TierConfig::new(
+            TierCapacity::Bytes(probe * 3),
+            Mode::Exclusive,
+        ));
         for id in 0..10 {
             t.put(id, &page(5, 4096));
             assert!(t.stats().bytes <= probe * 3);
