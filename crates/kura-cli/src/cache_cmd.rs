@@ -72,6 +72,14 @@ pub fn run(
             }
         }
         CacheCommand::Protect { object, hold, .. } => {
+            if object
+                .get(..kura::llc::HASH_JOIN_PREFIX.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(kura::llc::HASH_JOIN_PREFIX))
+            {
+                return Err(format!(
+                    "{object}: a hash join's table exists only while its query runs; use SET llc_protect = '{object}' in the session that runs it"
+                ));
+            }
             let p = llc
                 .protect(db.storage(), object)
                 .map_err(|e| e.to_string())?;

@@ -148,7 +148,7 @@ pub const SETTINGS: &[SettingSpec] = &[
     SettingSpec {
         name: "llc_protect",
         default: "none",
-        description: "paper 000: warm an object into the LLC and protect it with CAT (index:NAME | column:TABLE.COLUMN | none); database-wide",
+        description: "paper 000: warm an object into the LLC and protect it with CAT (index:NAME | column:TABLE.COLUMN | hash_join:KEY for the hash table of each running join on KEY | none); database-wide",
         choices: &[],
         validate: None,
     },

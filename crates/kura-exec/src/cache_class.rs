@@ -79,8 +79,25 @@ impl ScanPolicy {
     }
 }
 
+/// Warm-and-protect of a running join's hash table (paper 000's method applied
+/// to an object that exists only while a query runs): told when a join's table
+/// is built, it may warm the table into the LLC and protect it.
+pub trait HashTableHook: Send + Sync {
+    /// `keys` names the build keys (e.g. `orders.o_orderkey`), `bytes` is the
+    /// table's memory and `warm` reads every cache line of it once (returning
+    /// the lines read). The returned guard lives as long as the table: dropping
+    /// it ends the protection.
+    fn built(
+        &self,
+        keys: &str,
+        bytes: u64,
+        warm: &dyn Fn() -> u64,
+    ) -> Option<Box<dyn std::any::Any + Send + Sync>>;
+}
+
 /// The cache-class side of an [`crate::ExecContext`]: the LLC size to classify
-/// against, the switch (if classes are on) and the software policy.
+/// against, the switch (if classes are on), the software policy and the hook
+/// that protects a join's hash table.
 #[derive(Clone, Default)]
 pub struct CacheClasses {
     pub llc_bytes: u64,
@@ -88,6 +105,8 @@ pub struct CacheClasses {
     pub scan_policy: ScanPolicy,
     /// Counters shared by every clone.
     pub counters: Arc<ClassCounters>,
+    /// Set while `llc_protect` names a hash join's keys.
+    pub hash_tables: Option<Arc<dyn HashTableHook>>,
 }
 
 /// What classification did in one query (or over a database's lifetime).
@@ -101,6 +120,8 @@ pub struct ClassCounters {
     pub switch_errors: AtomicU64,
     /// Bytes of pages flushed by [`ScanPolicy::Flush`].
     pub flushed_bytes: AtomicU64,
+    /// Hash tables of running joins warmed (and, with CAT, protected).
+    pub protected_tables: AtomicU64,
 }
 
 impl CacheClasses {

@@ -309,8 +309,10 @@ impl Executor<'_> {
                     build_types: build.output.clone(),
                     null_safe: null_safe.clone(),
                 });
-                // Named only while profiling: no cost otherwise.
-                let label = kura_common::memobj::enabled().then(|| {
+                // Named only while profiling or protecting a join's table in
+                // the LLC: no cost otherwise.
+                let named = kura_common::memobj::enabled() || self.ctx.cache.hash_tables.is_some();
+                let label = named.then(|| {
                     build_keys
                         .iter()
                         .map(|k| crate::plan::describe_over(build, k))

@@ -191,3 +191,71 @@ fn without_resctrl_objects_are_warmed_and_scans_can_flush() {
     );
     assert!(s.execute("SET llc_scan_policy = 'nta'").is_err());
 }
+
+#[test]
+fn a_running_joins_hash_table_is_warmed_protected_and_released() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("resctrl");
+    fake_resctrl(&root);
+    let pid = std::process::id();
+    {
+        let db = open(&dir.path().join("llc.kura"), &root);
+        load(&db);
+        let mut s = db.session();
+        // A hash join (no index plans) building on small.k, probed by big.
+        s.execute("SET enable_index = off").unwrap();
+        let join = "SELECT count(*), sum(small.v) FROM big JOIN small ON big.k = small.k";
+        let expected = s.execute(join).unwrap().rows();
+        assert!(db.llc().status().last_hash_table.is_none());
+
+        assert!(s.execute("SET llc_protect = 'hash_join:'").is_err());
+        s.execute("SET llc_protect = 'hash_join:k'").unwrap();
+        let status = db.llc().status();
+        assert_eq!(status.armed.as_deref(), Some("k"));
+        assert!(status.protected.is_none(), "nothing built yet");
+        let rows = s.execute(join).unwrap().rows();
+        assert_eq!(format!("{rows:?}"), format!("{expected:?}"));
+        let status = db.llc().status();
+        let p = status
+            .last_hash_table
+            .expect("the join's table was protected");
+        assert!(p.object.ends_with("on small.k"), "{p:?}");
+        assert!(p.bytes > 0 && p.lines >= p.bytes / 64, "{p:?}");
+        assert!(p.masks.is_some(), "CAT masks: {p:?}");
+        // The query ended: its table is gone, and so is the protection.
+        assert!(status.protected.is_none(), "{:?}", status.protected);
+        let group = |n: &str| root.join(format!("kura-{pid}-{n}"));
+        assert!(!group("protect").exists());
+        assert_eq!(
+            fs::read_to_string(group("sensitive").join("schemata")).unwrap(),
+            "L3:0=ffff\n"
+        );
+        let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(n(&db.llc().counters.protected_tables), 1);
+
+        // A join on another key is left alone.
+        s.execute("SELECT count(*) FROM big b1 JOIN small s1 ON b1.v = s1.v")
+            .unwrap();
+        assert_eq!(n(&db.llc().counters.protected_tables), 1);
+
+        s.execute("SET llc_protect = none").unwrap();
+        assert!(db.llc().status().armed.is_none());
+        s.execute(join).unwrap();
+        assert_eq!(n(&db.llc().counters.protected_tables), 1);
+    }
+    assert!(kura_groups(&root).is_empty(), "{:?}", kura_groups(&root));
+}
+
+#[test]
+fn without_resctrl_a_joins_hash_table_is_warmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir.path().join("llc.kura"), &dir.path().join("no-resctrl"));
+    load(&db);
+    let mut s = db.session();
+    s.execute("SET enable_index = off").unwrap();
+    s.execute("SET llc_protect = 'hash_join:small.k'").unwrap();
+    s.execute("SELECT count(*) FROM big JOIN small ON big.k = small.k")
+        .unwrap();
+    let p = db.llc().status().last_hash_table.expect("warmed");
+    assert!(p.masks.is_none() && p.lines > 0, "{p:?}");
+}

@@ -72,9 +72,38 @@ pub struct JoinTable {
     /// Null-aware joins with correlation keys: an index on those keys alone (all but
     /// the `IN` key), to find the set of build rows a probe row's `IN` compares with.
     pub correlation: Option<Box<dyn JoinIndex>>,
+    /// Warm-and-protect of this table in the LLC, while it lives (`llc_protect
+    /// = 'hash_join:...'`); dropped with the table.
+    protection: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl JoinTable {
+    /// Reads one byte of every cache line the table holds; the lines read.
+    fn touch_lines(&self) -> u64 {
+        let mut lines = 0u64;
+        let mut sum = 0u8;
+        for (start, len, _) in self.regions() {
+            let mut at = start;
+            while at < start + len {
+                // SAFETY: every region is memory of a live slice this table
+                // owns (its index and build columns), and `at` lies inside it.
+                sum = sum.wrapping_add(unsafe { std::ptr::read_volatile(at as *const u8) });
+                lines += 1;
+                at = (at | 63) + 1;
+            }
+        }
+        std::hint::black_box(sum);
+        lines
+    }
+
+    /// The label of the build keys (as the memory profiler names the table).
+    fn keys_label(spec: &JoinSpec, label: Option<&str>) -> String {
+        label.map(str::to_string).unwrap_or_else(|| {
+            let keys: Vec<String> = spec.build_keys.iter().map(|k| k.to_string()).collect();
+            keys.join(", ")
+        })
+    }
+
     /// Every range this table holds: the index's, then the gathered build columns.
     fn regions(&self) -> Vec<(usize, usize, &'static str)> {
         let mut all = self.index.regions();
@@ -92,10 +121,7 @@ impl JoinTable {
         if !kura_common::memobj::enabled() {
             return;
         }
-        let keys = label.map(str::to_string).unwrap_or_else(|| {
-            let keys: Vec<String> = spec.build_keys.iter().map(|k| k.to_string()).collect();
-            keys.join(", ")
-        });
+        let keys = Self::keys_label(spec, label);
         let operator = format!("hash join build on {keys}");
         for (start, len, what) in self.regions() {
             kura_common::memobj::register(start, len, || {
@@ -240,12 +266,18 @@ impl Sink for JoinBuildSink {
         } else {
             None
         };
-        let table = JoinTable {
+        let mut table = JoinTable {
             side,
             index,
             correlation,
+            protection: None,
         };
         table.register(&self.spec, self.label.as_deref());
+        if let Some(hook) = &ctx.cache.hash_tables {
+            let keys = JoinTable::keys_label(&self.spec, self.label.as_deref());
+            let bytes: u64 = table.regions().iter().map(|&(_, len, _)| len as u64).sum();
+            table.protection = hook.built(&keys, bytes, &|| table.touch_lines());
+        }
         let _ = self.table.set(Arc::new(table));
         Ok(())
     }
