@@ -109,10 +109,14 @@ pub struct LlcArgs {
     /// Directory for llc.csv, the charts and the scratch database.
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
-    /// Tables 4-5 from a recorded access stream instead: A and B run in a child
-    /// kura under Valgrind's lackey, replayed with CAT semantics (llc_recorded.csv).
+    /// Tables 4-5 and 9-11 from a recorded access stream instead: each
+    /// sensitive query and B run in a child kura under Valgrind's lackey,
+    /// replayed with CAT semantics (llc_recorded.csv).
     #[arg(long)]
     pub recorded: bool,
+    /// With --recorded: which of the paper's tables to make (4-5, 9, 10, 11).
+    #[arg(long, value_delimiter = ',', default_values_t = kura_lab::llc_recorded::TABLES.map(String::from), requires = "recorded")]
+    pub tables: Vec<String>,
     /// With --recorded: the cache geometry (a sysfs `cpu0/cache` directory) the
     /// tables are sized from and replayed through [default: this machine's].
     #[arg(long, value_name = "DIR", requires = "recorded")]
@@ -358,6 +362,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                     .clone()
                     .unwrap_or_else(|| PathBuf::from(kura_cache::cpu::SYSFS_CACHE_DIR)),
                 reps: a.reps.unwrap_or(3),
+                tables: a.tables.clone(),
             };
             kura_lab::llc_recorded::run(&cfg, &mut out).map(|_| ())
         }

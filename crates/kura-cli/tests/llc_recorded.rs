@@ -1,7 +1,8 @@
 //! `kura bench llc --recorded` end to end on a small cache geometry (a sysfs
-//! layout in a temporary directory): tables A and B run under Valgrind's lackey,
-//! the recorded stream is replayed with CAT semantics, and protecting A's column
-//! keeps its lines in the LLC. Needs Valgrind (CI installs it).
+//! layout in a temporary directory), tables 4-5 and 9: A, the index join and B
+//! run under Valgrind's lackey, the recorded stream is replayed with CAT
+//! semantics, and protecting A's column or the join's index keeps its lines in
+//! the LLC. Needs Valgrind (CI installs it).
 
 use std::process::Command;
 
@@ -44,7 +45,16 @@ fn protecting_the_column_keeps_it_in_the_simulated_llc() {
     cache(&geo, 3, 3, "Unified", "64K", 8);
     let out_dir = dir.path().join("out");
     let out = Command::new(env!("CARGO_BIN_EXE_kura"))
-        .args(["bench", "llc", "--recorded", "--reps", "2", "--geometry"])
+        .args([
+            "bench",
+            "llc",
+            "--recorded",
+            "--tables",
+            "4-5,9",
+            "--reps",
+            "2",
+        ])
+        .arg("--geometry")
         .arg(&geo)
         .arg("--out")
         .arg(&out_dir)
@@ -63,21 +73,25 @@ fn protecting_the_column_keeps_it_in_the_simulated_llc() {
         .skip(1)
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect();
-    assert_eq!(rows.len(), 6, "{csv}");
+    assert_eq!(rows.len(), 9, "{csv}");
     let num = |r: &Vec<String>, i: usize| -> u64 { r[i].parse().unwrap() };
-    for pattern in ["interleaved", "blocks"] {
+    for (table, pattern, object) in [
+        ("4-5", "interleaved", "A: its column"),
+        ("4-5", "blocks", "A: its column"),
+        ("9", "alternated with B", "index join: its index"),
+    ] {
         let col = rows
             .iter()
-            .find(|r| r[0] == pattern && r[1] == "A: its column")
-            .unwrap_or_else(|| panic!("no column row for {pattern}: {csv}"));
-        // Off, B's scan and A's own other memory push the column out between
-        // runs; on, its lines stay in the protected ways.
-        let (misses_off, misses_on) = (num(col, 3), num(col, 5));
-        assert!(num(col, 2) > 0, "{csv}");
-        assert!(misses_on < misses_off, "{pattern}: {csv}");
+            .find(|r| r[0] == table && r[1] == pattern && r[2] == object)
+            .unwrap_or_else(|| panic!("no {object} row for {pattern}: {csv}"));
+        // Off, B's scan and the query's own other memory push the object out
+        // between runs; on, its lines stay in the protected ways.
+        let (misses_off, misses_on) = (num(col, 4), num(col, 6));
+        assert!(num(col, 3) > 0, "{csv}");
+        assert!(misses_on < misses_off, "{table} {pattern}: {csv}");
         // The same accesses were replayed both ways.
-        for r in rows.iter().filter(|r| r[0] == pattern) {
-            assert!(num(r, 2) > 0 && num(r, 4) > 0, "{csv}");
+        for r in rows.iter().filter(|r| r[0] == table && r[1] == pattern) {
+            assert!(num(r, 3) > 0 && num(r, 5) > 0, "{csv}");
         }
     }
     // The scratch database is removed.

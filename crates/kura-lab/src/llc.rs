@@ -109,8 +109,8 @@ pub(crate) fn err(e: impl std::fmt::Display) -> String {
 pub(crate) struct Sizes {
     pub(crate) a_rows: u64,
     pub(crate) b_rows: u64,
-    index_keys: u64,
-    probe_keys: u64,
+    pub(crate) index_keys: u64,
+    pub(crate) probe_keys: u64,
 }
 
 impl Sizes {
@@ -152,7 +152,7 @@ pub(crate) fn create_filled(
 }
 
 /// A deterministic pseudo-random sequence (xorshift), for probe keys.
-fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
     move || {
         x ^= x << 13;
         x ^= x >> 7;
@@ -222,7 +222,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 pub(crate) const QUERY_A: &str = "SELECT sum(val) FROM table_a";
 pub(crate) const QUERY_B: &str = "SELECT sum(val) FROM table_b";
-const JOIN: &str = "SELECT count(*) FROM tbl_b JOIN tbl_a ON tbl_b.val = tbl_a.k";
+pub(crate) const JOIN: &str = "SELECT count(*) FROM tbl_b JOIN tbl_a ON tbl_b.val = tbl_a.k";
 
 /// The byte addresses of every line of an object's pages, in page order. A
 /// page's address stands for its buffer frame (frames are contiguous, so lines

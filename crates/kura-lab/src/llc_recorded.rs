@@ -1,14 +1,17 @@
-//! Paper 000's tables 4–5 from a recorded memory-access stream: the cache-sensitive
-//! query (A, a column of half the LLC) and the scan larger than the LLC (B) run in
-//! a child kura under Valgrind's lackey — the recorder of `kura profile`'s
-//! simulated mode — each query its own access class. The stream is replayed
-//! through a set-associative model of the caches with CAT semantics (fills only
-//! into a class's ways, hits in any way), partitioning off and on. As in the
-//! paper, what is protected is the *object*: accesses to the buffer frames that
-//! hold A's column (known from the memory-object registry at each access) fill
-//! the protected ways, every other access the rest. Unlike the derived stream of
-//! [`crate::llc`], every access of the engine counts: code paths, vectors, the
-//! aggregate's state, not only the column's pages.
+//! Paper 000's tables 4–5 and 9–11 from a recorded memory-access stream: a
+//! cache-sensitive query — A (a column of half the LLC; tables 4–5), an index
+//! join into an index of about 0.4 LLC (table 9), TPC-H SF 0.01 Q14 and Q18
+//! (tables 10–11) — and the scan larger than the LLC (B) run in a child kura
+//! under Valgrind's lackey — the recorder of `kura profile`'s simulated mode —
+//! each query its own access class. The stream is replayed through a
+//! set-associative model of the caches with CAT semantics (fills only into a
+//! class's ways, hits in any way), partitioning off and on. As in the paper,
+//! what is protected is the *object*: accesses to the buffer frames that hold
+//! it (A's column, the index's nodes, the query's columns; known from the
+//! memory-object registry at each access) fill the protected ways, every other
+//! access the rest. Unlike the derived stream of [`crate::llc`], every access
+//! of the engine counts: code paths, vectors, the aggregate's state, not only
+//! the object's pages.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -21,10 +24,8 @@ use kura_cache::cpu::{
 use kura_common::memobj::{Event, ObjectKind, ObjectMap};
 use kura_profile::simulated::{child_args, record, ProfileOptions, RecordOptions};
 
-use crate::llc::{create_filled, err, protect_masks, Sizes, QUERY_A, QUERY_B};
+use crate::llc::{create_filled, err, protect_masks, xorshift, Sizes, JOIN, QUERY_A, QUERY_B};
 
-/// The protected object: A's column.
-const PROTECTED: &str = "table_a.val";
 /// Classes of the replay: accesses to the protected object (protected ways),
 /// A's other accesses, B's accesses (both in the other ways).
 const OBJECT: usize = 0;
@@ -55,15 +56,113 @@ pub struct RecordedConfig {
     pub geometry_root: PathBuf,
     /// Runs of each query per pattern, after one warm-up of each.
     pub reps: usize,
+    /// The paper's tables to make: `4-5`, `9`, `10`, `11` (all by default).
+    pub tables: Vec<String>,
+}
+
+/// Every table `--recorded` can make.
+pub const TABLES: [&str; 4] = ["4-5", "9", "10", "11"];
+
+/// One of the paper's experiments: a sensitive query, the object it protects,
+/// the patterns it runs in with B.
+struct Study {
+    table: &'static str,
+    /// The sensitive query's statements (settings it needs first).
+    sql: String,
+    /// B's statements in this study.
+    b_sql: String,
+    /// The query's name in the rows, and the name of its object's row.
+    name: &'static str,
+    object_row: &'static str,
+    /// `llc_protect`-style object specs; their frames are named by the part
+    /// after the colon.
+    protected: Vec<&'static str>,
+    patterns: &'static [(&'static str, bool)],
+}
+
+fn studies(tables: &[String]) -> Result<Vec<Study>, String> {
+    let tpch = |id: &str| {
+        kura::tpch::run::query_text(id)
+            .map(str::to_string)
+            .ok_or_else(|| format!("TPC-H Q{id}: no query text"))
+    };
+    let mut out = Vec::new();
+    for t in tables {
+        out.push(match t.as_str() {
+            "4-5" => Study {
+                table: "4-5",
+                sql: QUERY_A.into(),
+                b_sql: QUERY_B.into(),
+                name: "A",
+                object_row: "A: its column",
+                protected: vec!["column:table_a.val"],
+                patterns: &[("interleaved", true), ("blocks", false)],
+            },
+            "9" => Study {
+                table: "9",
+                // The paper's plan: an index nested-loop join into tbl_a's index.
+                sql: format!("SET enable_seqscan = off; {JOIN}"),
+                b_sql: format!("SET enable_seqscan = on; {QUERY_B}"),
+                name: "index join",
+                object_row: "index join: its index",
+                protected: vec!["index:tbl_a_k"],
+                patterns: &[("alternated with B", true)],
+            },
+            "10" => Study {
+                table: "10",
+                sql: tpch("14")?,
+                b_sql: QUERY_B.into(),
+                name: "Q14",
+                object_row: "Q14: its columns",
+                protected: vec![
+                    "column:lineitem.l_partkey",
+                    "column:lineitem.l_extendedprice",
+                    "column:lineitem.l_discount",
+                    "column:lineitem.l_shipdate",
+                    "column:part.p_partkey",
+                    "column:part.p_type",
+                ],
+                patterns: &[("after a sweep", true)],
+            },
+            "11" => Study {
+                table: "11",
+                sql: tpch("18")?,
+                b_sql: QUERY_B.into(),
+                name: "Q18",
+                object_row: "Q18: its columns",
+                protected: vec![
+                    "column:lineitem.l_orderkey",
+                    "column:lineitem.l_quantity",
+                    "column:orders.o_orderkey",
+                    "column:orders.o_custkey",
+                    "column:orders.o_orderdate",
+                    "column:orders.o_totalprice",
+                    "column:customer.c_custkey",
+                    "column:customer.c_name",
+                ],
+                patterns: &[("after a sweep", true)],
+            },
+            other => {
+                return Err(format!(
+                    "no table {other} in the recorded study (tables: {})",
+                    TABLES.join(", ")
+                ))
+            }
+        });
+    }
+    Ok(out)
 }
 
 /// The replayed LLC counters of one query in one pattern.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRow {
-    /// `interleaved` (B, A, B, A, ...) or `blocks` (A, A, ..., B, B, ...).
+    /// The paper's table: `4-5`, `9`, `10` or `11`.
+    pub table: &'static str,
+    /// `interleaved` (B, A, B, A, ...), `blocks` (A, A, ..., B, B, ...), or the
+    /// interleaved patterns of tables 9–11 by their names.
     pub pattern: &'static str,
-    /// `A` (the sensitive query), `A: its column` (the part of A's accesses to
-    /// the protected column's frames) or `B` (the scan).
+    /// The sensitive query (`A`, `index join`, `Q14`, `Q18`), the part of its
+    /// accesses to the protected object's frames (`A: its column`, ...), or `B`.
     pub query: &'static str,
     pub off: LevelCounters,
     pub on: LevelCounters,
@@ -99,83 +198,110 @@ pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>
         ));
     };
     let sizes = Sizes::of(llc.size, true);
+    let studies = studies(&cfg.tables)?;
     let db_path = cfg.out.join("llc-recorded.db");
-    build_database(&db_path, &sizes)?;
+    let object_bytes = build_database(&db_path, &sizes, &studies)?;
     writeln!(
         out,
-        "recorded stream (valgrind lackey), replayed through {}: A {} KiB, B {} KiB, {} runs each",
+        "recorded stream (valgrind lackey), replayed through {}: A {} KiB, B {} KiB, index join {} probes into {} keys, {} runs each",
         llc.describe(),
         sizes.a_rows * 8 / 1024,
         sizes.b_rows * 8 / 1024,
+        sizes.probe_keys,
+        sizes.index_keys,
         cfg.reps
     )
     .map_err(err)?;
     let mut rows = Vec::new();
-    for (pattern, interleaved) in [("interleaved", true), ("blocks", false)] {
-        let seq = sequence(interleaved, cfg.reps.max(1));
-        let sql: Vec<String> = seq
+    for (study, bytes) in studies.iter().zip(object_bytes) {
+        let names: Vec<&str> = study
+            .protected
             .iter()
-            .map(|&q| [QUERY_A, QUERY_B][q].to_string())
+            .map(|p| p.split_once(':').map_or(*p, |(_, n)| n))
             .collect();
-        let dump = cfg
-            .out
-            .join(format!("llc-recorded-{}.json", std::process::id()));
-        let opts = ProfileOptions::new(
-            db_path.clone(),
-            sql,
-            cfg.program.clone(),
-            cfg.child_command.clone(),
-        );
-        let rec = RecordOptions {
-            valgrind: cfg.valgrind.clone(),
-            program: cfg.program.clone(),
-            args: child_args(&opts, &dump),
-            dump: dump.clone(),
-            batch: 1 << 16,
-        };
-        // Which object an address is depends on the registry's events before the
-        // access, and the log arrives with the dump at the end: keep the touches.
-        let mut touches: Vec<Touch> = Vec::new();
-        let line_size = u64::from(llc.line_size);
-        let recorded = record(&rec, |batch| {
-            for a in batch {
-                let t = Touch {
-                    line: a.addr / line_size,
-                    query: a.class,
-                    epoch: a.epoch,
-                };
-                match touches.last() {
-                    Some(l) if l.line == t.line && l.query == t.query => {}
-                    _ => touches.push(t),
+        writeln!(
+            out,
+            "table {}: {} protects {} ({} KiB)",
+            study.table,
+            study.name,
+            names.join(", "),
+            bytes / 1024
+        )
+        .map_err(err)?;
+        for &(pattern, interleaved) in study.patterns {
+            let seq = sequence(interleaved, cfg.reps.max(1));
+            let sql: Vec<String> = seq
+                .iter()
+                .map(|&q| [&study.sql, &study.b_sql][q].clone())
+                .collect();
+            let dump = cfg
+                .out
+                .join(format!("llc-recorded-{}.json", std::process::id()));
+            let opts = ProfileOptions::new(
+                db_path.clone(),
+                sql,
+                cfg.program.clone(),
+                cfg.child_command.clone(),
+            );
+            let rec = RecordOptions {
+                valgrind: cfg.valgrind.clone(),
+                program: cfg.program.clone(),
+                args: child_args(&opts, &dump),
+                dump: dump.clone(),
+                batch: 1 << 16,
+            };
+            // Which object an address is depends on the registry's events before the
+            // access, and the log arrives with the dump at the end: keep the touches.
+            let mut touches: Vec<Touch> = Vec::new();
+            let line_size = u64::from(llc.line_size);
+            let recorded = record(&rec, |batch| {
+                for a in batch {
+                    let t = Touch {
+                        line: a.addr / line_size,
+                        query: a.class,
+                        epoch: a.epoch,
+                    };
+                    match touches.last() {
+                        Some(l) if l.line == t.line && l.query == t.query => {}
+                        _ => touches.push(t),
+                    }
                 }
-            }
-        });
-        let _ = std::fs::remove_file(&dump);
-        let recorded = recorded.map_err(err)?;
-        let mut sim = partitioned(&levels, sizes.a_rows * 8)?;
-        let (mark, sim) = replay(&touches, &recorded.dump.events, &seq, line_size, &mut sim)?;
-        let counted = |classes: &[usize]| {
-            let mut off = LevelCounters::default();
-            let mut on = LevelCounters::default();
-            for &c in classes {
-                let m = sim.since(&mark, c);
-                add(&mut off, &m.off);
-                add(&mut on, &m.on);
-            }
-            (off, on)
-        };
-        for (name, classes) in [
-            ("A", &[OBJECT, A_OTHER][..]),
-            ("A: its column", &[OBJECT][..]),
-            ("B", &[B_ALL][..]),
-        ] {
-            let (off, on) = counted(classes);
-            rows.push(RecordedRow {
-                pattern,
-                query: name,
-                off,
-                on,
             });
+            let _ = std::fs::remove_file(&dump);
+            let recorded = recorded.map_err(err)?;
+            let mut sim = partitioned(&levels, bytes)?;
+            let (mark, sim) = replay(
+                &touches,
+                &recorded.dump.events,
+                &seq,
+                &names,
+                line_size,
+                &mut sim,
+            )?;
+            let counted = |classes: &[usize]| {
+                let mut off = LevelCounters::default();
+                let mut on = LevelCounters::default();
+                for &c in classes {
+                    let m = sim.since(&mark, c);
+                    add(&mut off, &m.off);
+                    add(&mut on, &m.on);
+                }
+                (off, on)
+            };
+            for (name, classes) in [
+                (study.name, &[OBJECT, A_OTHER][..]),
+                (study.object_row, &[OBJECT][..]),
+                ("B", &[B_ALL][..]),
+            ] {
+                let (off, on) = counted(classes);
+                rows.push(RecordedRow {
+                    table: study.table,
+                    pattern,
+                    query: name,
+                    off,
+                    on,
+                });
+            }
         }
     }
     let _ = std::fs::remove_file(&db_path);
@@ -194,7 +320,8 @@ fn add(into: &mut LevelCounters, c: &LevelCounters) {
 }
 
 /// The model with paper 000's masks: the protected object in its ways,
-/// everything else (A's other accesses, B's) in the rest.
+/// everything else (A's other accesses, B's) in the rest. An object larger
+/// than the LLC gets all ways but one.
 fn partitioned(levels: &[LevelConfig], object_bytes: u64) -> Result<PartitionSim, String> {
     let (protected, others) = protect_masks(levels, object_bytes)?;
     PartitionSim::new(
@@ -212,6 +339,7 @@ fn replay<'a>(
     touches: &[Touch],
     events: &[Event],
     seq: &[usize],
+    protected_names: &[&str],
     line_size: u64,
     sim: &'a mut PartitionSim,
 ) -> Result<(kura_cache::cpu::Mark, &'a PartitionSim), String> {
@@ -239,7 +367,7 @@ fn replay<'a>(
         let addr = t.line * line_size;
         let protected = map.lookup(addr).is_some_and(|id| {
             let o = map.object(id);
-            o.kind == ObjectKind::BufferFrame && o.name == PROTECTED
+            o.kind == ObjectKind::BufferFrame && protected_names.contains(&o.name.as_str())
         });
         let class = match seq.get(q).copied().unwrap_or(1) {
             0 if protected => OBJECT,
@@ -254,14 +382,45 @@ fn replay<'a>(
     Ok((mark, sim))
 }
 
-/// Tables A and B only (the recorded runs need nothing else).
-fn build_database(path: &Path, sizes: &Sizes) -> Result<(), String> {
+/// Tables A and B, and what the studies need besides (the index join's tables,
+/// TPC-H SF 0.01); returns the bytes of each study's protected object, at most
+/// what leaves the LLC's smallest way to everything else.
+fn build_database(path: &Path, sizes: &Sizes, studies: &[Study]) -> Result<Vec<u64>, String> {
     let _ = std::fs::remove_file(path);
     let db = Database::open(path, OpenOptions::default()).map_err(err)?;
     let mut s = db.session();
     create_filled(&db, &mut s, "table_a", sizes.a_rows, |i| (i % 1000) as i64)?;
     create_filled(&db, &mut s, "table_b", sizes.b_rows, |i| (i % 1000) as i64)?;
-    Ok(())
+    if studies.iter().any(|st| st.table == "9") {
+        create_filled(&db, &mut s, "tbl_a", sizes.index_keys, |i| i as i64)?;
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let keys: Vec<u64> = (0..sizes.probe_keys)
+            .map(|_| next() % sizes.index_keys)
+            .collect();
+        create_filled(&db, &mut s, "tbl_b", sizes.probe_keys, |i| {
+            keys[i as usize] as i64
+        })?;
+        s.execute("CREATE INDEX tbl_a_k ON tbl_a (k)")
+            .map_err(err)?;
+    }
+    if studies
+        .iter()
+        .any(|st| st.table == "10" || st.table == "11")
+    {
+        kura::tpch::load(&mut s, kura::tpch::load::Source::Generate(0.01), &|_, _| {})
+            .map_err(err)?;
+    }
+    let page = db.storage().page_size() as u64;
+    studies
+        .iter()
+        .map(|st| {
+            let mut pages = 0u64;
+            for object in &st.protected {
+                pages += db.storage().object_pages(object).map_err(err)?.len() as u64;
+            }
+            Ok(pages * page)
+        })
+        .collect()
 }
 
 fn ratio(c: &LevelCounters) -> f64 {
@@ -271,14 +430,22 @@ fn ratio(c: &LevelCounters) -> f64 {
 fn print(rows: &[RecordedRow], out: &mut dyn Write) -> Result<(), String> {
     writeln!(
         out,
-        "{:<12} {:<14} {:>12} {:>12} {:>12} {:>10} {:>10}",
-        "pattern", "query", "LLC accesses", "misses off", "misses on", "ratio off", "ratio on"
+        "{:<6} {:<18} {:<22} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "table",
+        "pattern",
+        "query",
+        "LLC accesses",
+        "misses off",
+        "misses on",
+        "ratio off",
+        "ratio on"
     )
     .map_err(err)?;
     for r in rows {
         writeln!(
             out,
-            "{:<12} {:<14} {:>12} {:>12} {:>12} {:>9.1}% {:>9.1}%",
+            "{:<6} {:<18} {:<22} {:>12} {:>12} {:>12} {:>9.1}% {:>9.1}%",
+            r.table,
             r.pattern,
             r.query,
             r.off.accesses,
@@ -295,6 +462,7 @@ fn print(rows: &[RecordedRow], out: &mut dyn Write) -> Result<(), String> {
 fn write_csv(path: &Path, rows: &[RecordedRow]) -> Result<(), String> {
     let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
     w.write_record([
+        "table",
         "pattern",
         "query",
         "llc_accesses_off",
@@ -305,6 +473,7 @@ fn write_csv(path: &Path, rows: &[RecordedRow]) -> Result<(), String> {
     .map_err(err)?;
     for r in rows {
         w.write_record([
+            r.table.to_string(),
             r.pattern.to_string(),
             r.query.to_string(),
             r.off.accesses.to_string(),
