@@ -89,6 +89,8 @@ struct Inner {
     objects: Arc<ObjectMap>,
     /// Frames held resident, in the order they were made so.
     resident: Vec<u32>,
+    /// Frames detached while pinned, freed once their pins are gone.
+    detached: Vec<u32>,
     /// The second tier below the pool, if any (`None`: no extra work anywhere).
     tier: Option<Arc<tier::Tier>>,
 }
@@ -193,8 +195,10 @@ pub struct BufferManager {
 struct Core {
     file: Arc<DbFile>,
     page_size: usize,
-    arena: AlignedBuf,
-    frames: Box<[Frame]>,
+    /// Frame memory and bookkeeping: freed with the pool only if no frame is
+    /// pinned then (a [`PageGuard`] points into both without a reference count).
+    arena: std::mem::ManuallyDrop<AlignedBuf>,
+    frames: std::mem::ManuallyDrop<Box<[Frame]>>,
     table: PageTable,
     /// The free list, the policy and the resident set; every change of the page
     /// table and every latch happen under it. Hits never take it.
@@ -251,14 +255,31 @@ pub struct InFlight {
 
 /// A pinned, readable page. Unpins on drop. Dereferences to the page payload
 /// (the bytes after the page header).
+///
+/// It holds no reference count on the pool: its pin keeps the frame's memory
+/// in place (the pool's memory is not freed while a frame is pinned, see
+/// `Core`'s `Drop`), and dropping it is one atomic decrement of the frame's
+/// state word — the hit path's cost is two atomic operations on the frame.
 pub struct PageGuard {
-    h: Arc<Handle>,
+    /// The pinned frame's state word (unused for a private copy).
+    state: *const AtomicU64,
+    /// The page's bytes, header included: the frame's, or the private copy's.
+    bytes: *const u8,
+    len: usize,
     frame: u32,
     page: PageId,
     /// A private copy of the page, read by a thread that must not wait for
     /// another party's read (see [`forbid_blocking_waits`]); no frame is pinned.
     private: Option<crate::file::aligned::AlignedBuf>,
 }
+
+// SAFETY: the pointers are to a frame this guard has pinned (its bytes are not
+// written while pinned, and the memory stays allocated while any frame is
+// pinned) or to the guard's own heap copy; only reads and one atomic decrement
+// go through them, from whichever thread holds or drops the guard.
+unsafe impl Send for PageGuard {}
+// SAFETY: as for Send: shared access only reads the page bytes.
+unsafe impl Sync for PageGuard {}
 
 thread_local! {
     static NO_BLOCKING_WAITS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -287,6 +308,38 @@ impl Core {
     fn frame_bytes(&self, f: u32) -> &[u8] {
         let start = f as usize * self.page_size;
         &self.arena[start..start + self.page_size]
+    }
+
+    /// The guard of frame `f`, which holds `page` and carries a pin the guard
+    /// now owns.
+    #[inline]
+    fn guard(&self, f: u32, page: PageId) -> PageGuard {
+        PageGuard {
+            state: &self.frames[f as usize].state,
+            bytes: self.frame_bytes(f).as_ptr(),
+            len: self.page_size,
+            frame: f,
+            page,
+            private: None,
+        }
+    }
+
+    /// Frees the detached frames whose last pin is gone (a guard's drop only
+    /// decrements the pin; the frame returns to the free list here).
+    fn reclaim_detached(&self, inner: &mut Inner) {
+        if inner.detached.is_empty() {
+            return;
+        }
+        for f in std::mem::take(&mut inner.detached) {
+            let st = self.frames[f as usize].state.load(Ordering::Acquire);
+            if kind(st) != DETACHED {
+                continue; // freed meanwhile by a ticket's or waiter's unpin
+            }
+            self.free_if_detached(inner, f);
+            if kind(self.frames[f as usize].state.load(Ordering::Acquire)) == DETACHED {
+                inner.detached.push(f);
+            }
+        }
     }
 
     /// Frame memory for the one party allowed to write it (the ticket holder).
@@ -485,6 +538,10 @@ impl Core {
         if let Some(f) = inner.free.pop() {
             return Some(f);
         }
+        self.reclaim_detached(inner);
+        if let Some(f) = inner.free.pop() {
+            return Some(f);
+        }
         let mut latched: Vec<(PageId, u32)> = Vec::new();
         let table = &self.table;
         // The policy may now clear reference bits: later hits are reported anew.
@@ -586,12 +643,7 @@ impl Core {
                         }
                     }
                 }
-                Ok(PageGuard {
-                    h: ticket.h.clone(),
-                    frame: ticket.frame,
-                    page: ticket.page,
-                    private: None,
-                })
+                Ok(core.guard(ticket.frame, ticket.page))
             }
             Err(e) => {
                 let mut inner = core.lock();
@@ -602,6 +654,15 @@ impl Core {
                 }
                 core.set_kind(ticket.frame, None, DETACHED);
                 core.unpin_locked(&mut inner, ticket.frame);
+                if kind(
+                    core.frames[ticket.frame as usize]
+                        .state
+                        .load(Ordering::Acquire),
+                ) == DETACHED
+                {
+                    // Still pinned by waiters: freed by a later reclaim.
+                    inner.detached.push(ticket.frame);
+                }
                 core.loaded.notify_all();
                 drop(inner);
                 core.waiters.wake(ticket.frame);
@@ -637,8 +698,8 @@ impl BufferManager {
         let core = Arc::new(Core {
             file,
             page_size,
-            arena,
-            frames: frame_vec.into_boxed_slice(),
+            arena: std::mem::ManuallyDrop::new(arena),
+            frames: std::mem::ManuallyDrop::new(frame_vec.into_boxed_slice()),
             table: PageTable::new(),
             hit_kind: AtomicU8::new(hit_kind_code(policy.hit_kind())),
             round: AtomicU64::new(1),
@@ -647,6 +708,7 @@ impl BufferManager {
                 policy,
                 objects: Arc::new(ObjectMap::new()),
                 resident: Vec::new(),
+                detached: Vec::new(),
                 tier: None,
             }),
             loaded: Condvar::new(),
@@ -886,12 +948,7 @@ impl BufferManager {
     fn pinned(&self, slot: usize, f: u32, page: PageId, k: u64) -> FixAttempt {
         if k == READY {
             self.core.note_hit(slot, f, page);
-            FixAttempt::Hit(PageGuard {
-                h: self.handle(slot),
-                frame: f,
-                page,
-                private: None,
-            })
+            FixAttempt::Hit(self.core.guard(f, page))
         } else {
             // Loading: the page will be served by someone else's read.
             FixAttempt::InFlight(InFlight {
@@ -1120,7 +1177,9 @@ impl BufferManager {
         r?;
         core.file.verify_page(page, &buf[..core.page_size])?;
         Ok(PageGuard {
-            h: self.handle(slot_index()),
+            state: std::ptr::null(),
+            bytes: buf.as_ptr(),
+            len: core.page_size,
             frame: u32::MAX,
             page,
             private: Some(buf),
@@ -1183,6 +1242,7 @@ impl BufferManager {
                 )
                 .is_ok()
             {
+                inner.detached.push(f);
                 return;
             }
         }
@@ -1285,12 +1345,7 @@ impl InFlight {
         self.pinned = false;
         if ok {
             drop(inner);
-            Some(PageGuard {
-                h: h.clone(),
-                frame: self.frame,
-                page: self.page,
-                private: None,
-            })
+            Some(core.guard(self.frame, self.page))
         } else {
             core.unpin_locked(&mut inner, self.frame);
             None
@@ -1319,11 +1374,15 @@ impl PageGuard {
 
     /// The kind recorded in the page header (checked by the checksum on read).
     pub fn kind(&self) -> Option<crate::file::page::PageKind> {
-        let whole = match &self.private {
-            Some(copy) => &copy[..PAGE_HEADER],
-            None => &self.h.core.frame_bytes(self.frame)[..PAGE_HEADER],
-        };
-        crate::file::page::kind(whole)
+        crate::file::page::kind(&self.whole()[..PAGE_HEADER])
+    }
+
+    /// The whole page, header included.
+    #[inline]
+    fn whole(&self) -> &[u8] {
+        // SAFETY: `bytes` points to `len` bytes that stay allocated and
+        // unwritten while this guard lives (see the type's safety comment).
+        unsafe { std::slice::from_raw_parts(self.bytes, self.len) }
     }
 }
 
@@ -1331,9 +1390,32 @@ impl std::ops::Deref for PageGuard {
     type Target = [u8];
     #[inline]
     fn deref(&self) -> &[u8] {
-        match &self.private {
-            Some(copy) => &copy[PAGE_HEADER..self.h.core.page_size],
-            None => &self.h.core.frame_bytes(self.frame)[PAGE_HEADER..],
+        &self.whole()[PAGE_HEADER..]
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        // Resident frames carry one pin of the pool's own; any other pin is a
+        // guard still alive (it outlived every handle of the pool): then the
+        // frame memory is left allocated for it rather than freed under it.
+        let guarded = self.frames.iter().any(|f| {
+            let own = u64::from(f.resident.load(Ordering::Acquire));
+            pins(f.state.load(Ordering::Acquire)) > own
+        });
+        if guarded {
+            tracing::warn!(
+                "buffer pool dropped while pages are still pinned: its {} bytes of frames stay allocated",
+                self.arena.len()
+            );
+            return;
+        }
+        // SAFETY: nothing is pinned, so no guard points into these any more
+        // (a guard's last access is the decrement just observed), and they are
+        // dropped exactly once, here.
+        unsafe {
+            std::mem::ManuallyDrop::drop(&mut self.arena);
+            std::mem::ManuallyDrop::drop(&mut self.frames);
         }
     }
 }
@@ -1342,7 +1424,9 @@ impl Drop for PageGuard {
     #[inline]
     fn drop(&mut self) {
         if self.private.is_none() {
-            self.h.core.unpin(self.frame);
+            // SAFETY: the frame's state word stays allocated while it is
+            // pinned, and this guard's pin is released only here.
+            unsafe { &*self.state }.fetch_sub(1, Ordering::Release);
         }
     }
 }
@@ -1356,6 +1440,7 @@ impl BufferManager {
         let core = &*self.core;
         let mut inner = core.lock();
         core.drain_hits(&mut inner);
+        core.reclaim_detached(&mut inner);
         let mut on_free = vec![false; core.frames.len()];
         for &f in &inner.free {
             if std::mem::replace(&mut on_free[f as usize], true) {
