@@ -210,6 +210,10 @@ pub struct PlanNode {
     pub output: Vec<DataType>,
     /// The planner's row estimate (EXPLAIN).
     pub estimated_rows: f64,
+    /// Set on a materializing node whose result another node of the same plan
+    /// computes identically (see [`crate::shared`]): the executor runs the
+    /// first one it reaches and hands its result to the others.
+    pub shared: Option<usize>,
 }
 
 /// What a node does, with its inputs.
@@ -326,6 +330,7 @@ impl PlanNode {
             kind,
             output,
             estimated_rows,
+            shared: None,
         }
     }
 
@@ -347,7 +352,7 @@ impl PlanNode {
         }
     }
 
-    fn children_mut(&mut self) -> Vec<&mut PlanNode> {
+    pub(crate) fn children_mut(&mut self) -> Vec<&mut PlanNode> {
         match &mut self.kind {
             PlanKind::Scan { .. } | PlanKind::IndexScan { .. } | PlanKind::Values { .. } => {
                 vec![]
@@ -574,10 +579,12 @@ impl PlanNode {
 
     fn explain_into(&self, depth: usize, stats: Option<&[OperatorStats]>, out: &mut Vec<String>) {
         let mut line = format!(
-            "{}{}: {} (est. rows {:.0})",
+            "{}{}: {}{} (est. rows {:.0})",
             "  ".repeat(depth),
             self.operator,
             self.describe(),
+            self.shared
+                .map_or(String::new(), |k| format!(" shared result #{k}")),
             self.estimated_rows
         );
         if let Some(st) = stats {
