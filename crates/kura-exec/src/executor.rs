@@ -14,6 +14,7 @@ use crate::ops::aggregate::AggregateSink;
 use crate::ops::collect::CollectSink;
 use crate::ops::index::{IndexJoinSource, IndexJoinSpec, IndexScanSource};
 use crate::ops::join::batch_bytes;
+use crate::ops::join::filter::KeyFilter;
 use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec};
 use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
@@ -29,9 +30,15 @@ pub const STREAM_WINDOW_BYTES: u64 = 16 << 20;
 /// The most morsels one streamed window runs.
 const MAX_STREAM_WINDOW: usize = 4096;
 
-/// Results of shared subplans (see [`crate::shared`]) computed so far in one run
-/// of a plan, by shared-result number.
-type SharedResults = Mutex<HashMap<usize, Arc<Vec<Batch>>>>;
+/// What one run of a plan hands between its nodes while compiling: results of
+/// shared subplans (see [`crate::shared`]) computed so far, by shared-result
+/// number, and filters from built join tables waiting for the scan they are for
+/// (see [`crate::ops::join::filter`]), by the scan's node id.
+#[derive(Default)]
+struct SharedResults {
+    results: Mutex<HashMap<usize, Arc<Vec<Batch>>>>,
+    key_filters: Mutex<HashMap<usize, Vec<Arc<KeyFilter>>>>,
+}
 
 /// Runs plans with a registry of operator implementations.
 pub struct Executor<'a> {
@@ -164,6 +171,7 @@ impl Executor<'_> {
     ) -> ExecResult<Pipeline> {
         let done = node.shared.and_then(|k| {
             shared
+                .results
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get(&k)
@@ -177,6 +185,7 @@ impl Executor<'_> {
         self.record_rows(node.id, &out);
         if let Some(k) = node.shared {
             shared
+                .results
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(k, out.clone());
@@ -214,13 +223,20 @@ impl Executor<'_> {
                 zone_predicates,
                 filter,
             } => {
+                let key_filters = shared
+                    .key_filters
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&node.id)
+                    .unwrap_or_default();
                 let scan = ScanSource::new(
                     table.clone(),
                     columns.clone(),
                     zone_predicates,
                     filter.clone(),
                     node.id,
-                );
+                )
+                .with_key_filters(key_filters);
                 let skipped = scan.skipped_rows();
                 self.ctx.record(node.id, |s| s.skipped_rows += skipped);
                 Pipeline {
@@ -373,6 +389,24 @@ impl Executor<'_> {
                     &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
                 )?;
                 let table = sink.table()?;
+                if let Some((scan, columns)) = crate::ops::join::filter::target(
+                    *join_type,
+                    probe,
+                    probe_keys,
+                    null_safe,
+                    table.side.rows,
+                ) {
+                    shared
+                        .key_filters
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .entry(scan)
+                        .or_default()
+                        .push(Arc::new(KeyFilter {
+                            table: table.clone(),
+                            columns,
+                        }));
+                }
                 let mut p = self.compile(probe, shared)?;
                 let op = Arc::new(JoinProbeOp::new(spec, table));
                 p.transforms.push((node.id, op.clone()));

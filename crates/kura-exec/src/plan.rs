@@ -591,13 +591,18 @@ impl PlanNode {
             let s = st.get(self.id).cloned().unwrap_or_default();
             let _ = write!(
                 line,
-                " [rows {} time {:.3} ms pages fixed {} read {}{}]",
+                " [rows {} time {:.3} ms pages fixed {} read {}{}{}]",
                 s.rows_out,
                 s.nanos as f64 / 1e6,
                 s.pages_fixed,
                 s.pages_read,
                 if s.skipped_rows > 0 {
                     format!(" rows skipped by zone maps {}", s.skipped_rows)
+                } else {
+                    String::new()
+                },
+                if s.join_filtered_rows > 0 {
+                    format!(" rows dropped by join filter {}", s.join_filtered_rows)
                 } else {
                     String::new()
                 }
