@@ -223,12 +223,15 @@ impl Executor<'_> {
                 zone_predicates,
                 filter,
             } => {
-                let key_filters = shared
+                let mut key_filters = shared
                     .key_filters
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&node.id)
                     .unwrap_or_default();
+                // The smallest build side first: it likely drops the most rows,
+                // and its look-ups are the cheapest.
+                key_filters.sort_by_key(|f| f.table.side.rows);
                 let scan = ScanSource::new(
                     table.clone(),
                     columns.clone(),
@@ -389,23 +392,18 @@ impl Executor<'_> {
                     &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
                 )?;
                 let table = sink.table()?;
-                if let Some((scan, columns)) = crate::ops::join::filter::target(
+                if let Some((scan, columns, work)) = crate::ops::join::filter::target(
                     *join_type,
                     probe,
                     probe_keys,
                     null_safe,
                     table.side.rows,
                 ) {
-                    shared
-                        .key_filters
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .entry(scan)
-                        .or_default()
-                        .push(Arc::new(KeyFilter {
-                            table: table.clone(),
-                            columns,
-                        }));
+                    let mut pending = shared.key_filters.lock().unwrap_or_else(|e| e.into_inner());
+                    let filters = pending.entry(scan).or_default();
+                    if work || !filters.is_empty() {
+                        filters.push(Arc::new(KeyFilter::new(table.clone(), columns)));
+                    }
                 }
                 let mut p = self.compile(probe, shared)?;
                 let op = Arc::new(JoinProbeOp::new(spec, table));
