@@ -113,6 +113,9 @@ pub struct OperatorStats {
     pub pages_fixed: u64,
     pub pages_read: u64,
     pub skipped_rows: u64,
+    /// Scanned rows dropped because a join above had no match for their key
+    /// (join-filter pushdown).
+    pub join_filtered_rows: u64,
 }
 
 /// Page counters of the buffer manager, read before and after a unit of work to

@@ -2,7 +2,8 @@
 //! aggregation, sort, union input, result) ends a pipeline whose output feeds the
 //! next as a source or as a probe table.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use kura_common::{Batch, DataType};
 
@@ -13,6 +14,7 @@ use crate::ops::aggregate::AggregateSink;
 use crate::ops::collect::CollectSink;
 use crate::ops::index::{IndexJoinSource, IndexJoinSpec, IndexScanSource};
 use crate::ops::join::batch_bytes;
+use crate::ops::join::filter::KeyFilter;
 use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec};
 use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
@@ -27,6 +29,16 @@ use crate::registry::{OperatorKind, OperatorRegistry};
 pub const STREAM_WINDOW_BYTES: u64 = 16 << 20;
 /// The most morsels one streamed window runs.
 const MAX_STREAM_WINDOW: usize = 4096;
+
+/// What one run of a plan hands between its nodes while compiling: results of
+/// shared subplans (see [`crate::shared`]) computed so far, by shared-result
+/// number, and filters from built join tables waiting for the scan they are for
+/// (see [`crate::ops::join::filter`]), by the scan's node id.
+#[derive(Default)]
+struct SharedResults {
+    results: Mutex<HashMap<usize, Arc<Vec<Batch>>>>,
+    key_filters: Mutex<HashMap<usize, Vec<Arc<KeyFilter>>>>,
+}
 
 /// Runs plans with a registry of operator implementations.
 pub struct Executor<'a> {
@@ -67,7 +79,7 @@ impl Executor<'_> {
     /// Runs the plan to completion and returns its output batches.
     pub fn run(&self, plan: &PlanNode) -> ExecResult<Vec<Batch>> {
         name_operators(plan);
-        let pipeline = self.compile(plan)?;
+        let pipeline = self.compile(plan, &SharedResults::default())?;
         let sink = Arc::new(CollectSink::default());
         pipeline.run(sink.clone(), plan.id, self.ctx)?;
         Ok(sink.take())
@@ -88,7 +100,7 @@ impl Executor<'_> {
         deliver: &mut dyn FnMut(Batch) -> ExecResult<bool>,
     ) -> ExecResult<()> {
         name_operators(plan);
-        let pipeline = self.compile(plan)?;
+        let pipeline = self.compile(plan, &SharedResults::default())?;
         let morsels = pipeline.source.morsels();
         let workers = match self.ctx.mode {
             crate::context::ExecutionMode::Serial => 1,
@@ -126,21 +138,64 @@ impl Executor<'_> {
         Ok(())
     }
 
-    fn run_into(&self, plan: &PlanNode, sink: Arc<dyn Sink>, sink_node: usize) -> ExecResult<()> {
-        self.compile(plan)?.run(sink, sink_node, self.ctx)
+    fn run_into(
+        &self,
+        plan: &PlanNode,
+        sink: Arc<dyn Sink>,
+        sink_node: usize,
+        shared: &SharedResults,
+    ) -> ExecResult<()> {
+        self.compile(plan, shared)?.run(sink, sink_node, self.ctx)
     }
 
     fn materialized(&self, batches: Vec<Batch>, node: usize) -> Pipeline {
+        self.materialized_shared(Arc::new(batches), node)
+    }
+
+    fn materialized_shared(&self, batches: Arc<Vec<Batch>>, node: usize) -> Pipeline {
         Pipeline {
-            source: Arc::new(MemorySource::new(batches)),
+            source: Arc::new(MemorySource::shared(batches)),
             source_node: node,
             transforms: Vec::new(),
         }
     }
 
+    /// The pipeline of a materializing node: its result from `shared` when an
+    /// identical node has already run, else computed by `compute` (and kept
+    /// there when the node is shared).
+    fn materializing(
+        &self,
+        node: &PlanNode,
+        shared: &SharedResults,
+        compute: impl FnOnce() -> ExecResult<Vec<Batch>>,
+    ) -> ExecResult<Pipeline> {
+        let done = node.shared.and_then(|k| {
+            shared
+                .results
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&k)
+                .cloned()
+        });
+        if let Some(done) = done {
+            self.record_rows(node.id, &done);
+            return Ok(self.materialized_shared(done, crate::context::NO_NODE));
+        }
+        let out = Arc::new(compute()?);
+        self.record_rows(node.id, &out);
+        if let Some(k) = node.shared {
+            shared
+                .results
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(k, out.clone());
+        }
+        Ok(self.materialized_shared(out, crate::context::NO_NODE))
+    }
+
     /// Builds the pipeline that produces `node`'s output, running every pipeline
     /// below a breaker first.
-    fn compile(&self, node: &PlanNode) -> ExecResult<Pipeline> {
+    fn compile(&self, node: &PlanNode, shared: &SharedResults) -> ExecResult<Pipeline> {
         let reg = self
             .registry
             .get(&node.operator)
@@ -168,13 +223,23 @@ impl Executor<'_> {
                 zone_predicates,
                 filter,
             } => {
+                let mut key_filters = shared
+                    .key_filters
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&node.id)
+                    .unwrap_or_default();
+                // The smallest build side first: it likely drops the most rows,
+                // and its look-ups are the cheapest.
+                key_filters.sort_by_key(|f| f.table.side.rows);
                 let scan = ScanSource::new(
                     table.clone(),
                     columns.clone(),
                     zone_predicates,
                     filter.clone(),
                     node.id,
-                );
+                )
+                .with_key_filters(key_filters);
                 let skipped = scan.skipped_rows();
                 self.ctx.record(node.id, |s| s.skipped_rows += skipped);
                 Pipeline {
@@ -234,7 +299,7 @@ impl Executor<'_> {
                 // The probe side is materialised (the optimizer picks this join
                 // for small outer inputs); each of its batches becomes a piece.
                 let sink = Arc::new(CollectSink::default());
-                self.run_into(probe, sink.clone(), node.id)?;
+                self.run_into(probe, sink.clone(), node.id, shared)?;
                 let mut batches = Vec::new();
                 for b in sink.take() {
                     self.ctx
@@ -254,7 +319,7 @@ impl Executor<'_> {
                 self.materialized(vec![batch], node.id)
             }
             PlanKind::Filter { input, predicate } => {
-                let mut p = self.compile(input)?;
+                let mut p = self.compile(input, shared)?;
                 p.transforms.push((
                     node.id,
                     Arc::new(FilterOp {
@@ -264,7 +329,7 @@ impl Executor<'_> {
                 p
             }
             PlanKind::Project { input, exprs } => {
-                let mut p = self.compile(input)?;
+                let mut p = self.compile(input, shared)?;
                 p.transforms.push((
                     node.id,
                     Arc::new(ProjectOp {
@@ -278,13 +343,13 @@ impl Executor<'_> {
                 offset,
                 limit,
             } => {
-                let mut p = self.compile(input)?;
+                let mut p = self.compile(input, shared)?;
                 p.transforms
                     .push((node.id, Arc::new(LimitOp::new(*offset, *limit))));
                 p
             }
             PlanKind::Replicate { input, count } => {
-                let mut p = self.compile(input)?;
+                let mut p = self.compile(input, shared)?;
                 p.transforms
                     .push((node.id, Arc::new(ReplicateOp { count: *count })));
                 p
@@ -322,14 +387,27 @@ impl Executor<'_> {
                 let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm).with_label(label));
                 // The probe side's first reads overlap the merge of the build
                 // side's parts into one hash table.
-                self.compile(build)?.run_around_merge(
+                self.compile(build, shared)?.run_around_merge(
                     sink.clone(),
                     node.id,
                     self.ctx,
                     &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
                 )?;
                 let table = sink.table()?;
-                let mut p = self.compile(probe)?;
+                if let Some((scan, columns, work)) = crate::ops::join::filter::target(
+                    *join_type,
+                    probe,
+                    probe_keys,
+                    null_safe,
+                    table.side.rows,
+                ) {
+                    let mut pending = shared.key_filters.lock().unwrap_or_else(|e| e.into_inner());
+                    let filters = pending.entry(scan).or_default();
+                    if work || !filters.is_empty() {
+                        filters.push(Arc::new(KeyFilter::new(table.clone(), columns)));
+                    }
+                }
+                let mut p = self.compile(probe, shared)?;
                 let op = Arc::new(JoinProbeOp::new(spec, table));
                 p.transforms.push((node.id, op.clone()));
                 if *join_type != JoinType::Full {
@@ -360,48 +438,43 @@ impl Executor<'_> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 });
-                let sink = Arc::new(
-                    AggregateSink::new(group_by.clone(), aggregates.clone()).with_label(label),
-                );
-                self.run_into(input, sink.clone(), node.id)?;
-                let out = sink.take();
-                self.record_rows(node.id, &out);
-                self.materialized(out, crate::context::NO_NODE)
+                self.materializing(node, shared, || {
+                    let sink = Arc::new(
+                        AggregateSink::new(group_by.clone(), aggregates.clone()).with_label(label),
+                    );
+                    self.run_into(input, sink.clone(), node.id, shared)?;
+                    Ok(sink.take())
+                })?
             }
-            PlanKind::Sort { input, keys, limit } => {
+            PlanKind::Sort { input, keys, limit } => self.materializing(node, shared, || {
                 let sink = Arc::new(SortSink::new(keys.clone(), input.output.clone(), *limit));
-                self.run_into(input, sink.clone(), node.id)?;
-                let out = sink.take();
-                self.record_rows(node.id, &out);
-                self.materialized(out, crate::context::NO_NODE)
-            }
+                self.run_into(input, sink.clone(), node.id, shared)?;
+                Ok(sink.take())
+            })?,
             PlanKind::Window {
                 input,
                 partition_by,
                 order_by,
                 functions,
-            } => {
+            } => self.materializing(node, shared, || {
                 let sink = Arc::new(WindowSink::new(
                     partition_by.clone(),
                     order_by.clone(),
                     functions.clone(),
                     input.output.clone(),
                 ));
-                self.run_into(input, sink.clone(), node.id)?;
-                let out = sink.take();
-                self.record_rows(node.id, &out);
-                self.materialized(out, crate::context::NO_NODE)
-            }
-            PlanKind::UnionAll { inputs } => {
+                self.run_into(input, sink.clone(), node.id, shared)?;
+                Ok(sink.take())
+            })?,
+            PlanKind::UnionAll { inputs } => self.materializing(node, shared, || {
                 let mut all = Vec::new();
                 for i in inputs {
                     let sink = Arc::new(CollectSink::default());
-                    self.run_into(i, sink.clone(), node.id)?;
+                    self.run_into(i, sink.clone(), node.id, shared)?;
                     all.extend(sink.take());
                 }
-                self.record_rows(node.id, &all);
-                self.materialized(all, crate::context::NO_NODE)
-            }
+                Ok(all)
+            })?,
         })
     }
 

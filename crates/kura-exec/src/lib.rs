@@ -19,6 +19,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod registry;
 pub mod runtime;
+pub mod shared;
 pub mod source;
 
 pub use context::{ExecContext, IoCounters, OperatorStats};

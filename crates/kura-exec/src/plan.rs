@@ -210,6 +210,10 @@ pub struct PlanNode {
     pub output: Vec<DataType>,
     /// The planner's row estimate (EXPLAIN).
     pub estimated_rows: f64,
+    /// Set on a materializing node whose result another node of the same plan
+    /// computes identically (see [`crate::shared`]): the executor runs the
+    /// first one it reaches and hands its result to the others.
+    pub shared: Option<usize>,
 }
 
 /// What a node does, with its inputs.
@@ -326,6 +330,7 @@ impl PlanNode {
             kind,
             output,
             estimated_rows,
+            shared: None,
         }
     }
 
@@ -347,7 +352,7 @@ impl PlanNode {
         }
     }
 
-    fn children_mut(&mut self) -> Vec<&mut PlanNode> {
+    pub(crate) fn children_mut(&mut self) -> Vec<&mut PlanNode> {
         match &mut self.kind {
             PlanKind::Scan { .. } | PlanKind::IndexScan { .. } | PlanKind::Values { .. } => {
                 vec![]
@@ -574,23 +579,30 @@ impl PlanNode {
 
     fn explain_into(&self, depth: usize, stats: Option<&[OperatorStats]>, out: &mut Vec<String>) {
         let mut line = format!(
-            "{}{}: {} (est. rows {:.0})",
+            "{}{}: {}{} (est. rows {:.0})",
             "  ".repeat(depth),
             self.operator,
             self.describe(),
+            self.shared
+                .map_or(String::new(), |k| format!(" shared result #{k}")),
             self.estimated_rows
         );
         if let Some(st) = stats {
             let s = st.get(self.id).cloned().unwrap_or_default();
             let _ = write!(
                 line,
-                " [rows {} time {:.3} ms pages fixed {} read {}{}]",
+                " [rows {} time {:.3} ms pages fixed {} read {}{}{}]",
                 s.rows_out,
                 s.nanos as f64 / 1e6,
                 s.pages_fixed,
                 s.pages_read,
                 if s.skipped_rows > 0 {
                     format!(" rows skipped by zone maps {}", s.skipped_rows)
+                } else {
+                    String::new()
+                },
+                if s.join_filtered_rows > 0 {
+                    format!(" rows dropped by join filter {}", s.join_filtered_rows)
                 } else {
                     String::new()
                 }

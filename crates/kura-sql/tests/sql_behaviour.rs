@@ -353,3 +353,51 @@ fn unknown_types_are_named() {
     let e = error("select cast(id as frobtype) from a");
     assert!(e.contains("type \"frobtype\" does not exist"), "{e}");
 }
+
+/// The shared-result numbers of a query's plan, in plan order.
+fn shared_marks(sql: &str) -> Vec<usize> {
+    use sqlparser::ast::Statement;
+    use sqlparser::dialect::PostgreSqlDialect;
+    use sqlparser::parser::Parser;
+    let c = catalog();
+    let Statement::Query(q) = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+        .unwrap()
+        .remove(0)
+    else {
+        panic!("{sql} is not a query");
+    };
+    let planned = kura_sql::plan_query(&c, &q, None, &Default::default()).unwrap();
+    fn walk(n: &kura_exec::PlanNode, out: &mut Vec<usize>) {
+        out.extend(n.shared);
+        n.children().into_iter().for_each(|c| walk(c, out));
+    }
+    let mut out = Vec::new();
+    walk(&planned.plan, &mut out);
+    out
+}
+
+#[test]
+fn a_subplan_used_twice_is_marked_to_run_once() {
+    // A CTE used in FROM and in a scalar subquery (TPC-H Q15's shape).
+    let q = "WITH s AS (SELECT id, sum(amount) AS total FROM a GROUP BY id) \
+             SELECT id, total FROM s WHERE total = (SELECT max(total) FROM s)";
+    assert_eq!(shared_marks(q), vec![1, 1]);
+    assert_eq!(rows(q), vec![vec!["2", "2.55"]]);
+    // Used once: nothing to share.
+    assert!(
+        shared_marks("WITH s AS (SELECT id, count(*) FROM a GROUP BY id) SELECT * FROM s")
+            .is_empty()
+    );
+    // Two uses whose filters differ (one pushed below the aggregation) compute
+    // different rows and stay apart.
+    assert!(shared_marks(
+        "WITH s AS (SELECT id, count(*) AS n FROM a GROUP BY id) \
+         SELECT * FROM s x, s y WHERE x.id = y.id AND x.id = 1"
+    )
+    .is_empty());
+    // Constants that compare equal but print differently are different plans.
+    let q = "SELECT x.l, y.l FROM (SELECT max(length(name || 'x')) AS l FROM a) x, \
+             (SELECT max(length(name || 'x  ')) AS l FROM a) y";
+    assert!(shared_marks(q).is_empty());
+    assert_eq!(rows(q), vec![vec!["8", "10"]]);
+}

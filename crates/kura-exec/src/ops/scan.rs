@@ -14,6 +14,7 @@ use kura_storage::{BufferManager, PageId};
 use crate::context::ExecContext;
 use crate::error::ExecResult;
 use crate::expr::{eval_predicate, BinaryOp, PhysExpr};
+use crate::ops::join::filter::KeyFilter;
 use crate::pipeline::{Emit, Source};
 use crate::plan::ZonePredicate;
 use crate::source::{TableSource, Zone};
@@ -81,6 +82,9 @@ pub struct ScanSource {
     pub table: Arc<dyn TableSource>,
     pub columns: Vec<usize>,
     pub filter: Option<PhysExpr>,
+    /// Filters from built join tables above (join-filter pushdown), applied
+    /// before `filter`.
+    pub key_filters: Vec<Arc<KeyFilter>>,
     pub node: usize,
     /// Row ranges that may hold matches (all rows when there is no zone predicate).
     candidates: Vec<Range<u64>>,
@@ -150,10 +154,17 @@ impl ScanSource {
             table,
             columns,
             filter,
+            key_filters: Vec::new(),
             node,
             candidates,
             morsels,
         }
+    }
+
+    /// The scan with rows whose keys a built join table lacks dropped first.
+    pub fn with_key_filters(mut self, filters: Vec<Arc<KeyFilter>>) -> ScanSource {
+        self.key_filters = filters;
+        self
     }
 
     /// Rows the zone maps let the scan skip.
@@ -209,9 +220,18 @@ impl Source for ScanSource {
                     Batch::new(cols)
                 };
                 let io1 = ctx.io_counters();
+                let mut batch = batch;
+                if !self.key_filters.is_empty() {
+                    let before = batch.len();
+                    for k in &self.key_filters {
+                        batch = k.apply(batch)?;
+                    }
+                    let dropped = (before - batch.len()) as u64;
+                    ctx.record(self.node, |s| s.join_filtered_rows += dropped);
+                }
                 let batch = match &self.filter {
-                    Some(f) => eval_predicate(f, batch)?,
-                    None => batch,
+                    Some(f) if !batch.is_empty() => eval_predicate(f, batch)?,
+                    _ => batch,
                 };
                 ctx.record(self.node, |s| {
                     s.pages_fixed += io1.0 - io0.0;

@@ -112,6 +112,11 @@ impl MemorySource {
             batches: Arc::new(batches),
         }
     }
+
+    /// Over batches another holder keeps too (a shared subplan's result).
+    pub fn shared(batches: Arc<Vec<Batch>>) -> MemorySource {
+        MemorySource { batches }
+    }
 }
 
 impl Source for MemorySource {

@@ -103,6 +103,10 @@ pub struct Binder<'a> {
     building_system: bool,
     /// Columns read from the system catalogs' array columns, NULL in every row.
     null_arrays: std::collections::HashSet<ColId>,
+    /// Every table the statement names, looked up once: all its references
+    /// then share one source, which is how the planner recognises equal
+    /// subplans (a view or CTE used twice) to compute them once.
+    tables: HashMap<String, std::sync::Arc<dyn kura_exec::TableSource>>,
 }
 
 /// Lower-cases unquoted identifiers (PostgreSQL folding).
@@ -214,7 +218,18 @@ impl<'a> Binder<'a> {
             system: None,
             building_system: false,
             null_arrays: Default::default(),
+            tables: HashMap::new(),
         }
+    }
+
+    /// The catalog's table `name`, the same source for every reference.
+    fn table(&mut self, name: &str) -> Option<std::sync::Arc<dyn kura_exec::TableSource>> {
+        if let Some(t) = self.tables.get(name) {
+            return Some(t.clone());
+        }
+        let t = self.catalog.table(name)?;
+        self.tables.insert(name.to_string(), t.clone());
+        Some(t)
     }
 
     /// Binds a relation name used in FROM: a CTE, a view or a table.
@@ -271,7 +286,6 @@ impl<'a> Binder<'a> {
             return self.derived_scope(bound?, &qualifier, &view.columns, alias);
         }
         let table = self
-            .catalog
             .table(&rel)
             .or_else(|| self.system_relation(name, true));
         let Some(table) = table else {

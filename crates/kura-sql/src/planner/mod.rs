@@ -88,6 +88,8 @@ pub fn plan_query(
             rows,
         );
     }
+    // A view or CTE referenced twice was inlined twice: its equal subplans run once.
+    kura_exec::shared::mark_shared(&mut plan);
     plan.number();
     let columns = bound
         .out

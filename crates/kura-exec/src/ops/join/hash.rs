@@ -130,6 +130,43 @@ impl JoinIndex for HashIndex {
         Ok(())
     }
 
+    fn matching_rows(
+        &self,
+        probe_keys: &[Vector],
+        rows: usize,
+        out: &mut Vec<u32>,
+    ) -> ExecResult<()> {
+        // As in `candidates`: keys of another shape than the table's match nothing.
+        match &self.table {
+            Table::Int(m) => {
+                if single_int_key(probe_keys) {
+                    out.extend((0..rows as u32).filter(|&p| {
+                        int_key(&probe_keys[0], p as usize).is_some_and(|k| m.contains_key(&k))
+                    }));
+                }
+            }
+            Table::Pair(m) => {
+                if pair_int_key(probe_keys) {
+                    out.extend((0..rows as u32).filter(|&p| {
+                        pair_key(probe_keys, p as usize).is_some_and(|k| m.contains_key(&k))
+                    }));
+                }
+            }
+            Table::Bytes(m) => {
+                let mut buf = Vec::new();
+                for p in 0..rows {
+                    buf.clear();
+                    if encode_join_row(probe_keys, p, &self.null_safe, &mut buf)
+                        && m.contains_key(buf.as_slice())
+                    {
+                        out.push(p as u32);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn regions(&self) -> Vec<(usize, usize, &'static str)> {
         let table = match &self.table {
             Table::Int(m) => map_span(m),

@@ -4,6 +4,7 @@
 //! the probe transform (find candidate pairs, apply the residual, shape the output
 //! for the join type); they differ only in how candidate pairs are found.
 
+pub mod filter;
 pub mod hash;
 pub mod nested_loop;
 
@@ -39,6 +40,20 @@ pub trait JoinIndex: Send + Sync {
         rows: usize,
         out: &mut Vec<(u32, u32)>,
     ) -> ExecResult<()>;
+    /// Appends the probe rows (ascending) with at least one build row of equal,
+    /// non-NULL keys.
+    fn matching_rows(
+        &self,
+        probe_keys: &[Vector],
+        rows: usize,
+        out: &mut Vec<u32>,
+    ) -> ExecResult<()> {
+        let mut pairs = Vec::new();
+        self.candidates(probe_keys, rows, &mut pairs)?;
+        out.extend(pairs.into_iter().map(|p| p.0));
+        out.dedup();
+        Ok(())
+    }
     /// Bytes held, for the memory budget.
     fn bytes(&self) -> u64;
     /// The memory it holds, as `(start, length, what)` ranges, for the

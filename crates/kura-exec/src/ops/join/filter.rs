@@ -1,0 +1,432 @@
+//! Join-filter pushdown: a small built join table filters the scan at the
+//! bottom of the join's probe side, so rows whose key it does not hold are
+//! dropped as they are read — before the scan's own predicates (TPC-H Q19:
+//! 485 parts prune lineitem before its string comparisons) and before they
+//! travel through the joins in between.
+//!
+//! A filter that keeps most of the rows it has seen (the build side holds
+//! nearly every key) switches itself off: then the join drops the rest as
+//! cheaply, and the look-up per scanned row would be lost work.
+//!
+//! Only for inner and semi joins on plain keys (a probe row without a match
+//! leaves no trace in their output), and only through operators that pass the
+//! scan's rows on unchanged or drop them (filters, column projections, the
+//! probe side of other joins): never through a limit, an aggregation or a
+//! materialized (possibly shared) result, whose rows would change.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use kura_common::{Batch, Vector};
+
+use super::JoinTable;
+use crate::error::ExecResult;
+use crate::expr::PhysExpr;
+use crate::plan::{JoinType, PlanKind, PlanNode};
+
+/// Build sides up to this many rows filter their probe scan: their hash table
+/// stays in the cache, so the extra look-up per scanned row is cheap.
+pub const MAX_FILTER_BUILD_ROWS: usize = 1 << 16;
+
+/// Rows a filter looks at before it judges whether it pays.
+const TRIAL_ROWS: u64 = 1 << 16;
+
+/// A filter keeping more than this fraction of its trial rows stops: the join
+/// would drop the few others as cheaply, and every row costs a look-up.
+const MAX_KEPT_FRACTION: f64 = 0.8;
+
+/// Keeps the scan rows whose join keys have a match in `table`.
+pub struct KeyFilter {
+    pub table: Arc<JoinTable>,
+    /// Positions of the key columns in the scan's output, one per join key.
+    pub columns: Vec<usize>,
+    seen: AtomicU64,
+    kept: AtomicU64,
+    off: AtomicBool,
+}
+
+impl KeyFilter {
+    pub fn new(table: Arc<JoinTable>, columns: Vec<usize>) -> KeyFilter {
+        KeyFilter {
+            table,
+            columns,
+            seen: AtomicU64::new(0),
+            kept: AtomicU64::new(0),
+            off: AtomicBool::new(false),
+        }
+    }
+
+    /// The batch with only its matching rows selected (all its rows once the
+    /// filter has found that it keeps nearly all).
+    pub fn apply(&self, batch: Batch) -> ExecResult<Batch> {
+        if self.off.load(Ordering::Relaxed) {
+            return Ok(batch);
+        }
+        let before = batch.len() as u64;
+        let out = self.select(batch)?;
+        let seen = self.seen.fetch_add(before, Ordering::Relaxed) + before;
+        let kept = self.kept.fetch_add(out.len() as u64, Ordering::Relaxed) + out.len() as u64;
+        if seen >= TRIAL_ROWS && kept as f64 > MAX_KEPT_FRACTION * seen as f64 {
+            self.off.store(true, Ordering::Relaxed);
+        }
+        Ok(out)
+    }
+
+    fn select(&self, batch: Batch) -> ExecResult<Batch> {
+        // One key (the usual case) is looked up in place; several are gathered.
+        let gathered: Vec<Vector>;
+        let keys: &[Vector] = match self.columns[..] {
+            [c] => std::slice::from_ref(&batch.columns[c]),
+            _ => {
+                gathered = self
+                    .columns
+                    .iter()
+                    .map(|&c| batch.columns[c].clone())
+                    .collect();
+                &gathered
+            }
+        };
+        let mut rows = Vec::new();
+        self.table
+            .index
+            .matching_rows(keys, batch.num_rows, &mut rows)?;
+        let selection = match &batch.selection {
+            // Both ascending: keep the live rows that match.
+            Some(live) => {
+                let mut out = Vec::with_capacity(live.len().min(rows.len()));
+                let mut j = 0;
+                for &r in live {
+                    while j < rows.len() && rows[j] < r {
+                        j += 1;
+                    }
+                    if j < rows.len() && rows[j] == r {
+                        out.push(r);
+                    }
+                }
+                Some(out)
+            }
+            None if rows.len() == batch.num_rows => None,
+            None => Some(rows),
+        };
+        Ok(Batch { selection, ..batch })
+    }
+}
+
+/// The scan node (its id) that output column `col` of `node` is read by, the
+/// column's position in that scan's output, and whether rows do work on the
+/// way up (the scan's own filter, other filters or joins), if the rows reach
+/// `node` from the scan only dropped, repeated or widened.
+fn trace(node: &PlanNode, col: usize) -> Option<(usize, usize, bool)> {
+    match &node.kind {
+        PlanKind::Scan { filter, .. } => Some((node.id, col, filter.is_some())),
+        PlanKind::Filter { input, .. } => trace(input, col).map(|(id, c, _)| (id, c, true)),
+        PlanKind::Project { input, exprs } => match exprs.get(col)? {
+            PhysExpr::Column { index, .. } => trace(input, *index),
+            _ => None,
+        },
+        PlanKind::Join {
+            join_type:
+                JoinType::Inner | JoinType::Left | JoinType::Semi | JoinType::Anti | JoinType::Mark,
+            probe,
+            ..
+        } if col < probe.output.len() => trace(probe, col).map(|(id, c, _)| (id, c, true)),
+        _ => None,
+    }
+}
+
+/// Where a join's built table may filter its probe side: the scan's node id,
+/// the key columns' positions in its output, and whether the scan's rows do
+/// work before they reach the join (a filter, other joins). Without such work
+/// the filter only pays when the scan has other filters too (the smallest
+/// table then filters first): alone, it would look up the rows the join drops
+/// as cheaply.
+pub fn target(
+    join_type: JoinType,
+    probe: &PlanNode,
+    probe_keys: &[PhysExpr],
+    null_safe: &[bool],
+    build_rows: usize,
+) -> Option<(usize, Vec<usize>, bool)> {
+    if !matches!(join_type, JoinType::Inner | JoinType::Semi)
+        || null_safe.iter().any(|&n| n)
+        || build_rows > MAX_FILTER_BUILD_ROWS
+        || probe_keys.is_empty()
+    {
+        return None;
+    }
+    let mut scan = None;
+    let mut columns = Vec::new();
+    let mut work = false;
+    for k in probe_keys {
+        let PhysExpr::Column { index, .. } = k else {
+            return None;
+        };
+        let (id, c, w) = trace(probe, *index)?;
+        if scan.is_some_and(|s| s != id) {
+            return None;
+        }
+        scan = Some(id);
+        columns.push(c);
+        work |= w;
+    }
+    Some((scan?, columns, work))
+}
+
+#[cfg(test)]
+mod tests {
+    use kura_common::{DataType, Value};
+
+    use super::*;
+    use crate::source::{MemTable, SourceColumn};
+
+    fn scan() -> PlanNode {
+        let v = Vector::from_values(DataType::Integer, &[Value::Integer(1)]).unwrap();
+        let t = MemTable::new(
+            "t",
+            vec![
+                SourceColumn {
+                    name: "a".into(),
+                    data_type: DataType::Integer,
+                    nullable: true,
+                },
+                SourceColumn {
+                    name: "b".into(),
+                    data_type: DataType::Integer,
+                    nullable: true,
+                },
+            ],
+            vec![v.clone(), v],
+        )
+        .into_arc();
+        PlanNode::new(
+            "table_scan",
+            PlanKind::Scan {
+                table: t,
+                columns: vec![0, 1],
+                zone_predicates: vec![],
+                filter: None,
+            },
+            vec![DataType::Integer; 2],
+            1.0,
+        )
+    }
+
+    fn col(index: usize) -> PhysExpr {
+        PhysExpr::Column {
+            index,
+            data_type: DataType::Integer,
+        }
+    }
+
+    fn join(join_type: JoinType, probe: PlanNode, build: PlanNode) -> PlanNode {
+        let output = probe.output.iter().chain(&build.output).copied().collect();
+        PlanNode::new(
+            "hash_join",
+            PlanKind::Join {
+                join_type,
+                probe: Box::new(probe),
+                build: Box::new(build),
+                probe_keys: vec![col(0)],
+                build_keys: vec![col(0)],
+                residual: None,
+                null_safe: vec![false],
+            },
+            output,
+            1.0,
+        )
+    }
+
+    /// A filter over `input` (work the scan's rows do before the join).
+    fn filtered(input: PlanNode) -> PlanNode {
+        let output = input.output.clone();
+        PlanNode::new(
+            "filter",
+            PlanKind::Filter {
+                input: Box::new(input),
+                predicate: col(0),
+            },
+            output,
+            1.0,
+        )
+    }
+
+    fn numbered(mut p: PlanNode) -> PlanNode {
+        p.number();
+        p
+    }
+
+    #[test]
+    fn finds_the_scan_through_filters_projections_and_probe_sides() {
+        // project [b, a] over filter over a left join whose probe is the scan.
+        let inner = join(JoinType::Left, scan(), scan());
+        let filtered = PlanNode::new(
+            "filter",
+            PlanKind::Filter {
+                input: Box::new(inner),
+                predicate: col(1),
+            },
+            vec![DataType::Integer; 4],
+            1.0,
+        );
+        let p = numbered(PlanNode::new(
+            "project",
+            PlanKind::Project {
+                input: Box::new(filtered),
+                exprs: vec![col(1), col(0)],
+            },
+            vec![DataType::Integer; 2],
+            1.0,
+        ));
+        // Output 0 is the scan's column 1; the scan is node 3 (project,
+        // filter, join, scan in pre-order).
+        assert_eq!(
+            target(JoinType::Inner, &p, &[col(0)], &[false], 10),
+            Some((3, vec![1], true))
+        );
+        assert_eq!(
+            target(JoinType::Semi, &p, &[col(1)], &[false], 10),
+            Some((3, vec![0], true))
+        );
+    }
+
+    fn int_batch(values: &[Option<i32>]) -> Batch {
+        let vals: Vec<Value> = values
+            .iter()
+            .map(|v| v.map_or(Value::Null, Value::Integer))
+            .collect();
+        Batch::new(vec![Vector::from_values(DataType::Integer, &vals).unwrap()])
+    }
+
+    fn key_filter(keys: &[i32]) -> KeyFilter {
+        use crate::ops::join::hash::HashJoin;
+        use crate::ops::join::{BuildSide, JoinAlgorithm};
+        let b = int_batch(&keys.iter().map(|&k| Some(k)).collect::<Vec<_>>());
+        let side = BuildSide {
+            columns: b.columns.clone(),
+            keys: b.columns,
+            rows: keys.len(),
+            has_null_key: false,
+            null_safe: vec![false],
+        };
+        let index = HashJoin
+            .index(&side, &crate::context::ExecContext::unbounded())
+            .unwrap();
+        KeyFilter::new(
+            Arc::new(JoinTable {
+                side,
+                index,
+                correlation: None,
+            }),
+            vec![0],
+        )
+    }
+
+    fn live(b: &Batch) -> Vec<u32> {
+        b.selection
+            .clone()
+            .unwrap_or_else(|| (0..b.num_rows as u32).collect())
+    }
+
+    #[test]
+    fn keeps_rows_with_a_match_and_drops_null_keys() {
+        let f = key_filter(&[2, 4]);
+        let out = f
+            .apply(int_batch(&[Some(1), Some(2), None, Some(4), Some(2)]))
+            .unwrap();
+        assert_eq!(live(&out), vec![1, 3, 4]);
+        // A batch with a selection keeps only its live rows that match.
+        let mut b = int_batch(&[Some(2), Some(2), Some(3), Some(4)]);
+        b.selection = Some(vec![1, 2]);
+        assert_eq!(live(&f.apply(b).unwrap()), vec![1]);
+    }
+
+    #[test]
+    fn switches_off_when_it_keeps_nearly_every_row() {
+        let rows = TRIAL_ROWS as usize + 1;
+        // Selective: after the trial it still filters.
+        let f = key_filter(&[7]);
+        let mut values = vec![Some(1); rows];
+        values[0] = Some(7);
+        assert_eq!(live(&f.apply(int_batch(&values)).unwrap()), vec![0]);
+        assert_eq!(
+            live(&f.apply(int_batch(&[Some(1), Some(7)])).unwrap()),
+            vec![1]
+        );
+        // Keeping everything: after the trial rows pass unfiltered (the join drops
+        // them, so answers stay the same).
+        let f = key_filter(&[1]);
+        assert_eq!(
+            f.apply(int_batch(&vec![Some(1); rows])).unwrap().len(),
+            rows
+        );
+        assert_eq!(
+            live(&f.apply(int_batch(&[Some(2), Some(1)])).unwrap()),
+            vec![0, 1]
+        );
+    }
+
+    #[test]
+    fn says_whether_rows_do_work_before_the_join() {
+        // Straight from an unfiltered scan.
+        assert_eq!(
+            target(JoinType::Inner, &numbered(scan()), &[col(0)], &[false], 10),
+            Some((0, vec![0], false))
+        );
+        // Before a filter: the scan is node 1, below the filter.
+        assert_eq!(
+            target(
+                JoinType::Inner,
+                &numbered(filtered(scan())),
+                &[col(0)],
+                &[false],
+                10
+            ),
+            Some((1, vec![0], true))
+        );
+    }
+
+    #[test]
+    fn refuses_what_would_change_rows() {
+        let s = numbered(filtered(scan()));
+        // Join types that keep unmatched probe rows, NULL-safe keys, large builds.
+        for jt in [
+            JoinType::Left,
+            JoinType::Anti,
+            JoinType::Single,
+            JoinType::Mark,
+        ] {
+            assert_eq!(target(jt, &s, &[col(0)], &[false], 10), None);
+        }
+        assert_eq!(target(JoinType::Inner, &s, &[col(0)], &[true], 10), None);
+        assert_eq!(
+            target(
+                JoinType::Inner,
+                &s,
+                &[col(0)],
+                &[false],
+                MAX_FILTER_BUILD_ROWS + 1
+            ),
+            None
+        );
+        // Not through a limit (other rows would pass it) nor the build side of a
+        // join, nor from a computed key.
+        let limited = numbered(PlanNode::new(
+            "limit",
+            PlanKind::Limit {
+                input: Box::new(filtered(scan())),
+                offset: 0,
+                limit: Some(1),
+            },
+            vec![DataType::Integer; 2],
+            1.0,
+        ));
+        assert_eq!(
+            target(JoinType::Inner, &limited, &[col(0)], &[false], 10),
+            None
+        );
+        let j = numbered(join(JoinType::Inner, filtered(scan()), scan()));
+        assert_eq!(target(JoinType::Inner, &j, &[col(2)], &[false], 10), None);
+        let computed = PhysExpr::Negate(Box::new(col(0)));
+        assert_eq!(target(JoinType::Inner, &s, &[computed], &[false], 10), None);
+    }
+}
