@@ -316,6 +316,7 @@ mod tests {
                 side,
                 index,
                 correlation: None,
+                protection: None,
             }),
             vec![0],
         )
