@@ -241,17 +241,19 @@ impl Llc {
 
     /// Ends protection: all ways to everyone again.
     pub fn release(&self) -> KuraResult<()> {
-        let had_partition = self
-            .partition
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some();
-        if had_partition {
+        self.release_ways()?;
+        *lock(&self.armed) = None;
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Gives the protected ways back (if a partition was ever made) and forgets
+    /// what was protected.
+    fn release_ways(&self) -> KuraResult<()> {
+        if lock(&self.partition).is_some() {
             self.with_partition(|p| p.release())?;
         }
         *self.protected() = None;
-        *lock(&self.armed) = None;
-        self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -370,13 +372,10 @@ impl Drop for HashProtection {
         if llc.generation.load(Ordering::Acquire) != self.generation {
             return;
         }
-        let had_partition = lock(&llc.partition).is_some();
-        if had_partition {
-            if let Err(e) = llc.with_partition(|p| p.release()) {
-                tracing::warn!("llc_protect: ending a hash table's protection: {e}");
-            }
+        if let Err(e) = llc.release_ways() {
+            tracing::warn!("llc_protect: ending a hash table's protection: {e}");
+            *llc.protected() = None;
         }
-        *llc.protected() = None;
     }
 }
 

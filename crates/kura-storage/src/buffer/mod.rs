@@ -178,9 +178,9 @@ impl Slot {
     }
 }
 
-/// What every guard, ticket and waiter holds: a counted reference to the pool
-/// through its thread slot's own handle, so that pinning a page does not bump a
-/// reference count every thread shares.
+/// What every ticket and waiter holds (page guards hold only their pin): a
+/// counted reference to the pool through its thread slot's own handle, so that
+/// a miss does not bump a reference count every thread shares.
 #[repr(align(128))]
 struct Handle {
     core: Arc<Core>,
@@ -330,13 +330,10 @@ impl Core {
         if inner.detached.is_empty() {
             return;
         }
+        // An entry no longer detached was freed meanwhile by a ticket's or
+        // waiter's unpin: it is dropped from the list.
         for f in std::mem::take(&mut inner.detached) {
-            let st = self.frames[f as usize].state.load(Ordering::Acquire);
-            if kind(st) != DETACHED {
-                continue; // freed meanwhile by a ticket's or waiter's unpin
-            }
-            self.free_if_detached(inner, f);
-            if kind(self.frames[f as usize].state.load(Ordering::Acquire)) == DETACHED {
+            if self.free_if_detached(inner, f) {
                 inner.detached.push(f);
             }
         }
@@ -456,9 +453,13 @@ impl Core {
 
     /// Returns a detached frame without pins to the free list (under the lock;
     /// exactly once, as the kind changes to FREE here).
-    fn free_if_detached(&self, inner: &mut Inner, f: u32) {
+    /// Whether the frame is still detached afterwards (pinned).
+    fn free_if_detached(&self, inner: &mut Inner, f: u32) -> bool {
         let frame = &self.frames[f as usize];
         let st = frame.state.load(Ordering::Acquire);
+        if kind(st) != DETACHED {
+            return false;
+        }
         if pins(st) == 0
             && kind(st) == DETACHED
             && frame
@@ -472,7 +473,11 @@ impl Core {
                 .is_ok()
         {
             inner.free.push(f);
+            return false;
         }
+        // Pinned (or a pin changed under the check, which only a guard's
+        // release can do): still detached.
+        kind(frame.state.load(Ordering::Acquire)) == DETACHED
     }
 
     fn hit_kind(&self) -> u8 {
@@ -629,17 +634,17 @@ impl Core {
                 // between (which drops the tier's image under the same lock)
                 // cannot leave an old image behind.
                 if let Some(t) = tier {
-                    if t.page_cache().is_some() {
-                        // Read through the page cache: the kernel holds it.
-                        let _inner = core.lock();
-                        if core.table.get(ticket.page) == Some(ticket.frame) {
-                            t.note_read(ticket.page);
-                        }
-                    } else {
-                        let image = tier::compress(core.frame_bytes(ticket.frame));
-                        let _inner = core.lock();
-                        if core.table.get(ticket.page) == Some(ticket.frame) {
-                            t.insert(ticket.page, image);
+                    // A page-cache tier holds it already: the read went
+                    // through the kernel's cache.
+                    let image = t
+                        .page_cache()
+                        .is_none()
+                        .then(|| tier::compress(core.frame_bytes(ticket.frame)));
+                    let _inner = core.lock();
+                    if core.table.get(ticket.page) == Some(ticket.frame) {
+                        match image {
+                            Some(image) => t.insert(ticket.page, image),
+                            None => t.note_read(ticket.page),
                         }
                     }
                 }
