@@ -106,9 +106,12 @@ fn run_once(
     }
 }
 
-/// Runs the workload `runs` times in each mode (modes interleaved, so that drift
-/// of a shared machine hits them alike) after one untimed warm-up run. Returns
-/// the table and the finest period within [`BUDGET_PCT`].
+/// Runs the workload `runs` times in each mode after one untimed warm-up run.
+/// Each profiled run is paired with a run without profiling right beside it
+/// (the pair's order alternating), and a mode's overhead is the median of its
+/// pairs' ratios: a shared machine drifts by more than the 3 % budget within
+/// seconds, and a pair sees the same drift. Returns the table and the finest
+/// period within [`BUDGET_PCT`] of CPU time.
 pub fn measure(
     workload: &mut dyn FnMut() -> Result<(), String>,
     pmu: &Pmu,
@@ -122,54 +125,78 @@ pub fn measure(
         ));
     }
     let runs = runs.max(1);
-    let mut modes = vec![Mode::Off, Mode::Counting];
+    let mut modes = vec![Mode::Counting];
     modes.extend(periods.iter().map(|p| Mode::Sampling(*p)));
     run_once(Mode::Off, event, pmu, workload)?;
-    let mut times = vec![Vec::new(); modes.len()];
-    let mut cpu = vec![Vec::new(); modes.len()];
+    let mut off: Vec<(f64, f64)> = Vec::new();
+    let mut pairs = vec![Vec::new(); modes.len()];
     let mut samples = vec![Vec::new(); modes.len()];
-    for _ in 0..runs {
+    for run in 0..runs {
         for (i, m) in modes.iter().enumerate() {
-            let ((ms, cpu_ms), n) = run_once(*m, event, pmu, workload)?;
-            times[i].push(ms);
-            cpu[i].push(cpu_ms);
+            let profiled_first = (run + i) % 2 == 1;
+            let mut base = None;
+            if !profiled_first {
+                base = Some(run_once(Mode::Off, event, pmu, workload)?.0);
+            }
+            let (times, n) = run_once(*m, event, pmu, workload)?;
+            let base = match base {
+                Some(b) => b,
+                None => run_once(Mode::Off, event, pmu, workload)?.0,
+            };
+            off.push(base);
+            pairs[i].push((times, base));
             samples[i].extend(n.map(|n| n as f64));
         }
     }
-    let base = median(&mut times[0].clone());
-    let cpu_base = median(&mut cpu[0].clone());
-    let over = |v: f64, base: f64| {
+    let mut rows = vec![row(Mode::Off.name(event), off.len(), &off, None, &[])];
+    let mut chosen = None;
+    for (i, m) in modes.iter().enumerate() {
+        let profiled: Vec<(f64, f64)> = pairs[i].iter().map(|p| p.0).collect();
+        let r = row(m.name(event), runs, &profiled, Some(&pairs[i]), &samples[i]);
+        if let Mode::Sampling(p) = m {
+            // The finest period (most samples) within budget, judged on CPU
+            // time: wall time on a shared machine moves by more than the budget.
+            if r.cpu_overhead_pct <= BUDGET_PCT && chosen.is_none_or(|c| *p < c) {
+                chosen = Some(*p);
+            }
+        }
+        rows.push(r);
+    }
+    Ok((rows, chosen))
+}
+
+/// One row of the table: median wall and CPU times of `times` ((wall, CPU) of
+/// each run), and the median overhead of the (profiled, unprofiled) pairs.
+fn row(
+    mode: String,
+    runs: usize,
+    times: &[(f64, f64)],
+    pairs: Option<&[((f64, f64), (f64, f64))]>,
+    samples: &[f64],
+) -> OverheadRow {
+    let ratio = |v: f64, base: f64| {
         if base > 0.0 {
             (v / base - 1.0) * 100.0
         } else {
             0.0
         }
     };
-    let mut rows = Vec::new();
-    let mut chosen = None;
-    for (i, m) in modes.iter().enumerate() {
-        let med = median(&mut times[i]);
-        let pct = over(med, base);
-        let cpu_med = median(&mut cpu[i]);
-        let cpu_pct = over(cpu_med, cpu_base);
-        if let Mode::Sampling(p) = m {
-            // The finest period (most samples) within budget, judged on CPU
-            // time: wall time on a shared machine moves by more than the budget.
-            if cpu_pct <= BUDGET_PCT && chosen.is_none_or(|c| *p < c) {
-                chosen = Some(*p);
-            }
-        }
-        rows.push(OverheadRow {
-            mode: m.name(event),
-            runs,
-            median_ms: med,
-            overhead_pct: pct,
-            samples: (!samples[i].is_empty()).then(|| median(&mut samples[i]) as u64),
-            median_cpu_ms: cpu_med,
-            cpu_overhead_pct: cpu_pct,
-        });
+    let (wall_pct, cpu_pct) = match pairs {
+        Some(p) => (
+            median(&mut p.iter().map(|(m, b)| ratio(m.0, b.0)).collect::<Vec<_>>()),
+            median(&mut p.iter().map(|(m, b)| ratio(m.1, b.1)).collect::<Vec<_>>()),
+        ),
+        None => (0.0, 0.0),
+    };
+    OverheadRow {
+        mode,
+        runs,
+        median_ms: median(&mut times.iter().map(|t| t.0).collect::<Vec<_>>()),
+        overhead_pct: wall_pct,
+        samples: (!samples.is_empty()).then(|| median(&mut samples.to_vec()) as u64),
+        median_cpu_ms: median(&mut times.iter().map(|t| t.1).collect::<Vec<_>>()),
+        cpu_overhead_pct: cpu_pct,
     }
-    Ok((rows, chosen))
 }
 
 #[cfg(test)]
@@ -181,5 +208,25 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(&mut []), 0.0);
+    }
+
+    /// A machine slowing down during the measurement moves both runs of a
+    /// pair: the pairs still say 2 %, where comparing each mode's median with
+    /// the unprofiled median would say 50 % (the profiled runs fell late).
+    #[test]
+    fn overhead_is_the_median_of_paired_ratios() {
+        let pairs = [
+            ((102.0, 51.0), (100.0, 50.0)),
+            ((204.0, 102.0), (200.0, 100.0)),
+            ((306.0, 153.0), (300.0, 150.0)),
+        ];
+        let profiled: Vec<(f64, f64)> = pairs.iter().map(|p| p.0).collect();
+        let r = row("m".into(), 3, &profiled, Some(&pairs), &[7.0, 9.0, 8.0]);
+        assert!((r.overhead_pct - 2.0).abs() < 1e-9, "{}", r.overhead_pct);
+        assert!((r.cpu_overhead_pct - 2.0).abs() < 1e-9);
+        assert_eq!(r.median_ms, 204.0);
+        assert_eq!(r.samples, Some(8));
+        let base = row("off".into(), 3, &[(1.0, 1.0)], None, &[]);
+        assert_eq!((base.overhead_pct, base.samples), (0.0, None));
     }
 }
