@@ -165,13 +165,16 @@ pub fn measure(
     Ok((rows, chosen))
 }
 
+/// Wall and CPU time of one run, ms.
+type Times = (f64, f64);
+
 /// One row of the table: median wall and CPU times of `times` ((wall, CPU) of
 /// each run), and the median overhead of the (profiled, unprofiled) pairs.
 fn row(
     mode: String,
     runs: usize,
     times: &[(f64, f64)],
-    pairs: Option<&[((f64, f64), (f64, f64))]>,
+    pairs: Option<&[(Times, Times)]>,
     samples: &[f64],
 ) -> OverheadRow {
     let ratio = |v: f64, base: f64| {
