@@ -13,6 +13,7 @@ pub mod executor;
 pub mod expr;
 pub mod index_source;
 pub mod keys;
+pub mod keys_packed;
 pub mod next_reads;
 pub mod ops;
 pub mod pipeline;

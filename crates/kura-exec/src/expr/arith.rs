@@ -5,6 +5,9 @@ use kura_common::decimal::pow10;
 use kura_common::{ColumnData, DataType, Vector};
 
 use super::BinaryOp;
+
+#[path = "arith_narrow.rs"]
+mod narrow;
 use crate::error::{ExecError, ExecResult};
 
 /// Decimal scale of a type (0 for integers and dates).
@@ -143,6 +146,9 @@ pub fn arithmetic(op: BinaryOp, l: &Vector, r: &Vector, out: DataType) -> ExecRe
             data: ColumnData::F64(res),
             validity,
         });
+    }
+    if let Some(v) = narrow::arithmetic(op, l, r, out, &validity) {
+        return Ok(v);
     }
     let (sa, sb, so) = (scale_of(l.data_type), scale_of(r.data_type), scale_of(out));
     let mut a = to_i128(l);

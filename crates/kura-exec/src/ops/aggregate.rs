@@ -14,6 +14,7 @@ use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, PhysExpr};
 use crate::keys::{encode_row, int_key, single_int_key};
+use crate::keys_packed::PackedLayout;
 use crate::ops::minmax::MinMaxAcc;
 use crate::pipeline::{LocalState, Sink};
 use crate::plan::{AggCall, AggFunc};
@@ -424,6 +425,9 @@ struct AggState {
     int_map: HashMap<i64, u32>,
     /// The group of the NULL key in `int_map`'s case.
     null_group: Option<u32>,
+    /// Groups of a few small keys packed into 16 bytes (`None` once a key did
+    /// not fit: `map` holds every group from then on).
+    packed: Option<(PackedLayout, HashMap<u128, u32>)>,
     keys: Vec<Vector>,
     accs: Vec<Acc>,
     groups: usize,
@@ -439,6 +443,7 @@ impl AggState {
             map: HashMap::new(),
             int_map: HashMap::new(),
             null_group: None,
+            packed: PackedLayout::new(key_types).map(|l| (l, HashMap::new())),
             keys: key_types.iter().map(|t| Vector::new(*t, 0)).collect(),
             accs: calls.iter().map(new_acc).collect(),
             groups: 0,
@@ -451,13 +456,22 @@ impl AggState {
     /// (profiling only; growth is geometric, so this walks the tables rarely).
     fn register(&mut self, operator: impl Fn() -> String) {
         use kura_common::memobj;
-        let capacities = (self.int_map.capacity(), self.map.capacity());
+        let packed_capacity = self.packed.as_ref().map_or(0, |p| p.1.capacity());
+        let capacities = (
+            self.int_map.capacity() + packed_capacity,
+            self.map.capacity(),
+        );
         if !memobj::enabled() || capacities == self.registered.0 {
             return;
         }
         let now: Vec<(usize, usize)> = super::join::hash::map_span(&self.int_map)
             .into_iter()
             .chain(super::join::hash::map_span(&self.map))
+            .chain(
+                self.packed
+                    .iter()
+                    .flat_map(|p| super::join::hash::map_span(&p.1)),
+            )
             .collect();
         for &(start, len) in &self.registered.1 {
             memobj::unregister(start, len);
@@ -510,7 +524,23 @@ impl AggState {
                 ids.push(id);
             }
         }
-        for row in 0..if int { 0 } else { n } {
+        let packed = if int { None } else { self.pack(keys, n) };
+        if let Some((packed_keys, map)) = packed.as_ref().zip(self.packed.as_mut()) {
+            for (row, k) in packed_keys.iter().enumerate() {
+                let next = (before + new_rows.len()) as u32;
+                let id = match map.1.entry(*k) {
+                    Entry::Occupied(e) => *e.get(),
+                    Entry::Vacant(e) => {
+                        e.insert(next);
+                        self.bytes += 32;
+                        new_rows.push(row as u32);
+                        next
+                    }
+                };
+                ids.push(id);
+            }
+        }
+        for row in 0..if int || packed.is_some() { 0 } else { n } {
             buf.clear();
             encode_row(keys, row, true, &mut buf);
             let id = match self.map.get(buf.as_slice()) {
@@ -537,6 +567,24 @@ impl AggState {
             )?;
         }
         Ok(ids)
+    }
+
+    /// The batch's keys packed, or `None` (for good, after moving the packed
+    /// groups into the byte-string map) when the keys are not packable.
+    fn pack(&mut self, keys: &[Vector], n: usize) -> Option<Vec<u128>> {
+        let (layout, _) = self.packed.as_ref()?;
+        if let Some(p) = layout.pack(keys, n) {
+            return Some(p);
+        }
+        self.packed = None;
+        let mut buf = Vec::new();
+        for g in 0..self.groups {
+            buf.clear();
+            encode_row(&self.keys, g, true, &mut buf);
+            self.bytes += buf.len() as u64 + 16;
+            self.map.insert(buf.clone().into_boxed_slice(), g as u32);
+        }
+        None
     }
 
     fn add_groups(&mut self, n: usize) {

@@ -1,0 +1,199 @@
+//! Group keys packed into one `u128`: for GROUP BY on a few small columns (flags,
+//! statuses, modes, short codes, dates), a row's key is built column by column into
+//! 16 bytes and hashed as one integer, instead of being encoded into a byte string
+//! that is hashed and compared byte by byte (TPC-H Q1, Q4, Q12, Q22; issue 20).
+//!
+//! The layout is fixed for an aggregation from its key types, so equal keys pack
+//! equally in every batch and every worker. Each column gets a tag byte (0 = NULL)
+//! and a fixed number of value bytes; text gets the bytes left over, its tag being
+//! its length + 1. A string longer than its share makes the batch unpackable, and
+//! the aggregation falls back to byte strings for good.
+
+use kura_common::types::PhysicalType;
+use kura_common::{ColumnData, DataType, Vector};
+
+use crate::expr::compare_trim;
+
+/// Bytes of a packed key.
+const WIDTH: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Slot {
+    Bool,
+    I32,
+    I64,
+    /// Text of at most this many bytes (after CHAR's trailing blanks are trimmed).
+    Text(usize),
+}
+
+impl Slot {
+    fn bytes(self) -> usize {
+        1 + match self {
+            Slot::Bool => 1,
+            Slot::I32 => 4,
+            Slot::I64 => 8,
+            Slot::Text(n) => n,
+        }
+    }
+}
+
+/// Where each key column goes in the 16 bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackedLayout {
+    slots: Vec<(Slot, usize)>,
+}
+
+impl PackedLayout {
+    /// The layout for keys of these types, or `None` when they cannot fit 16 bytes
+    /// (wide decimals, doubles, too many columns) or are a single integer (which
+    /// has its own map).
+    pub fn new(types: &[DataType]) -> Option<PackedLayout> {
+        if types.len() < 2 && types.iter().all(|t| t.physical() != PhysicalType::Str) {
+            return None;
+        }
+        let mut kinds = Vec::with_capacity(types.len());
+        for t in types {
+            kinds.push(match t.physical() {
+                PhysicalType::Bool => Some(Slot::Bool),
+                PhysicalType::I32 => Some(Slot::I32),
+                PhysicalType::I64 if *t != DataType::Double => Some(Slot::I64),
+                PhysicalType::Str => None,
+                _ => return None,
+            });
+        }
+        let fixed: usize = kinds.iter().flatten().map(|s| s.bytes()).sum();
+        let texts = kinds.iter().filter(|k| k.is_none()).count();
+        let left = WIDTH.checked_sub(fixed)?;
+        let share = if texts == 0 { 0 } else { left / texts };
+        if texts > 0 && share < 2 {
+            return None;
+        }
+        let mut at = 0;
+        let mut slots = Vec::with_capacity(kinds.len());
+        for k in kinds {
+            let slot = k.unwrap_or_else(|| Slot::Text(share - 1));
+            slots.push((slot, at));
+            at += slot.bytes();
+        }
+        Some(PackedLayout { slots })
+    }
+
+    /// The packed key of each of the first `n` rows, or `None` if a text value is
+    /// longer than its share (or a column's data is not what the types promised).
+    pub fn pack(&self, keys: &[Vector], n: usize) -> Option<Vec<u128>> {
+        let mut rows = vec![[0u8; WIDTH]; n];
+        for ((slot, at), k) in self.slots.iter().zip(keys) {
+            let at = *at;
+            match (&k.data, *slot) {
+                (ColumnData::Bool(v), Slot::Bool) => {
+                    for (r, x) in rows.iter_mut().zip(v) {
+                        r[at] = 1;
+                        r[at + 1] = *x as u8;
+                    }
+                }
+                (ColumnData::I32(v), Slot::I32) => {
+                    for (r, x) in rows.iter_mut().zip(v) {
+                        r[at] = 1;
+                        r[at + 1..at + 5].copy_from_slice(&x.to_le_bytes());
+                    }
+                }
+                (ColumnData::I64(v), Slot::I64) => {
+                    for (r, x) in rows.iter_mut().zip(v) {
+                        r[at] = 1;
+                        r[at + 1..at + 9].copy_from_slice(&x.to_le_bytes());
+                    }
+                }
+                (ColumnData::Str(s), Slot::Text(cap)) => {
+                    let char_type = matches!(k.data_type, DataType::Char(_));
+                    for (i, r) in rows.iter_mut().enumerate() {
+                        let b = s.get_bytes(i);
+                        // CHAR(n) ignores trailing blanks, as the byte encoding does.
+                        let b = if char_type { compare_trim(b) } else { b };
+                        if b.len() > cap {
+                            return None;
+                        }
+                        r[at] = b.len() as u8 + 1;
+                        r[at + 1..at + 1 + b.len()].copy_from_slice(b);
+                    }
+                }
+                _ => return None,
+            }
+            if let Some(valid) = &k.validity {
+                for (r, ok) in rows.iter_mut().zip(valid) {
+                    if !ok {
+                        r[at..at + slot.bytes()].fill(0);
+                    }
+                }
+            }
+        }
+        Some(rows.into_iter().map(u128::from_le_bytes).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kura_common::Value;
+
+    fn text(dt: DataType, vals: &[Option<&str>]) -> Vector {
+        let vals: Vec<Value> = vals
+            .iter()
+            .map(|v| v.map_or(Value::Null, |s| Value::Text(s.into())))
+            .collect();
+        Vector::from_values(dt, &vals).unwrap()
+    }
+
+    #[test]
+    fn layouts() {
+        // Q1: two CHAR(1) flags; up to 7 bytes each.
+        let l = PackedLayout::new(&[DataType::Char(1), DataType::Char(1)]).unwrap();
+        assert_eq!(l.slots, vec![(Slot::Text(7), 0), (Slot::Text(7), 8)]);
+        // One text column gets all 16 bytes.
+        let l = PackedLayout::new(&[DataType::Varchar(Some(15))]).unwrap();
+        assert_eq!(l.slots, vec![(Slot::Text(15), 0)]);
+        // A single integer has its own map; two fit; a wide decimal or double does not.
+        assert!(PackedLayout::new(&[DataType::Integer]).is_none());
+        assert!(PackedLayout::new(&[DataType::Integer, DataType::BigInt]).is_some());
+        assert!(PackedLayout::new(&[DataType::Double, DataType::Integer]).is_none());
+        let wide = DataType::Decimal {
+            precision: 30,
+            scale: 2,
+        };
+        assert!(PackedLayout::new(&[wide, DataType::Integer]).is_none());
+        assert!(PackedLayout::new(&[DataType::BigInt, DataType::BigInt]).is_none());
+    }
+
+    #[test]
+    fn equal_keys_pack_equally_and_distinct_keys_differently() {
+        let types = [DataType::Char(3), DataType::Varchar(Some(5))];
+        let l = PackedLayout::new(&types).unwrap();
+        let a = text(
+            types[0],
+            &[Some("A"), Some("A  "), None, Some(""), Some("A")],
+        );
+        let b = text(
+            types[1],
+            &[Some("x"), Some("x"), Some("x"), Some("x"), Some("x ")],
+        );
+        let p = l.pack(&[a, b], 5).unwrap();
+        // CHAR ignores trailing blanks; VARCHAR keeps them.
+        assert_eq!(p[0], p[1]);
+        assert_ne!(p[0], p[4]);
+        // NULL differs from the empty string.
+        assert_ne!(p[2], p[3]);
+        // Too long for its share: not packable.
+        let long = text(types[0], &[Some("ABCDEFGHIJ")]);
+        let b = text(types[1], &[Some("x")]);
+        assert!(l.pack(&[long, b], 1).is_none());
+    }
+
+    #[test]
+    fn null_integers_pack_apart_from_zero() {
+        let types = [DataType::Integer, DataType::Date];
+        let l = PackedLayout::new(&types).unwrap();
+        let a = Vector::from_values(types[0], &[Value::Integer(0), Value::Null]).unwrap();
+        let b = Vector::from_values(types[1], &[Value::Null, Value::Null]).unwrap();
+        let p = l.pack(&[a, b], 2).unwrap();
+        assert_ne!(p[0], p[1]);
+    }
+}
