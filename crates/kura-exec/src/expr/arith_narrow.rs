@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn tpch_q1_expressions_take_the_narrow_path() {
-        let price = vector(dec(15, 2), &[9_003_00, 5_000_00, 104_949_50]);
+        let price = vector(dec(15, 2), &[900_300, 500_000, 10_494_950]);
         let disc = vector(dec(15, 2), &[4, 10, 0]);
         let one = vector(DataType::Integer, &[1, 1, 1]);
         let one_minus = arithmetic(BinaryOp::Sub, &one, &disc, dec(16, 2), &None).unwrap();
@@ -221,7 +221,7 @@ mod tests {
         let disc_price = arithmetic(BinaryOp::Mul, &price, &one_minus, dec(31, 4), &None).unwrap();
         assert_eq!(
             disc_price.data,
-            ColumnData::I128(vec![864_288_00, 450_000_00, 1_049_495_000])
+            ColumnData::I128(vec![86_428_800, 45_000_000, 1_049_495_000])
         );
     }
 
