@@ -64,7 +64,7 @@ impl PackedLayout {
         let fixed: usize = kinds.iter().flatten().map(|s| s.bytes()).sum();
         let texts = kinds.iter().filter(|k| k.is_none()).count();
         let left = WIDTH.checked_sub(fixed)?;
-        let share = if texts == 0 { 0 } else { left / texts };
+        let share = left.checked_div(texts).unwrap_or(0);
         if texts > 0 && share < 2 {
             return None;
         }
