@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use kura_common::{ColumnData, DataType, Vector};
+use kura_common::{ColumnData, DataType, Value, Vector};
 
 use super::arith::{merge_validity, rescale_all, scale_of, to_f64, to_i128};
 use super::BinaryOp;
@@ -58,6 +58,88 @@ pub fn compare_text_constant(
             test(op, if constant_left { o.reverse() } else { o })
         })
         .collect();
+    Some(Vector {
+        data_type: DataType::Boolean,
+        data: ColumnData::Bool(out),
+        validity: v.validity.clone().filter(|m| m.iter().any(|b| !*b)),
+    })
+}
+
+/// `v op c` (or `c op v` when `constant_left`) for an integer, decimal, date or
+/// timestamp vector in 32 or 64 bits and a non-NULL constant of a comparable type,
+/// compared in the vector's own width with one loop per operator: no copy of the
+/// constant per row, no widening to 128 bits. `None` when the constant has more
+/// decimal places than the vector (or does not fit 64 bits at its scale): the
+/// general path decides those.
+pub fn compare_constant(
+    op: BinaryOp,
+    v: &Vector,
+    constant: &Value,
+    constant_type: DataType,
+    constant_left: bool,
+) -> Option<Vector> {
+    let numeric = |t: DataType| {
+        matches!(
+            t,
+            DataType::Integer | DataType::BigInt | DataType::Decimal { .. }
+        )
+    };
+    let comparable = (numeric(v.data_type) && numeric(constant_type))
+        || (v.data_type == DataType::Date && constant_type == DataType::Date)
+        || (v.data_type == DataType::Timestamp && constant_type == DataType::Timestamp);
+    if !comparable {
+        return None;
+    }
+    let (c, t) = match *constant {
+        Value::Integer(x) => (x as i128, 0),
+        Value::BigInt(x) | Value::Timestamp(x) => (x as i128, 0),
+        Value::Date(x) => (x as i128, 0),
+        Value::Decimal(x, scale) => (x, scale),
+        _ => return None,
+    };
+    let s = scale_of(v.data_type);
+    if t > s {
+        return None;
+    }
+    let c = i64::try_from(c.checked_mul(kura_common::decimal::pow10((s - t) as u32))?).ok()?;
+    // c op v is v op' c with the order reversed.
+    let op = if constant_left {
+        match op {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::LtEq => BinaryOp::GtEq,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::GtEq => BinaryOp::LtEq,
+            o => o,
+        }
+    } else {
+        op
+    };
+    macro_rules! by_op {
+        ($x:expr, $c:expr) => {{
+            let (x, c) = ($x, $c);
+            match op {
+                BinaryOp::Eq => x.iter().map(|&a| a == c).collect(),
+                BinaryOp::NotEq => x.iter().map(|&a| a != c).collect(),
+                BinaryOp::Lt => x.iter().map(|&a| a < c).collect(),
+                BinaryOp::LtEq => x.iter().map(|&a| a <= c).collect(),
+                BinaryOp::Gt => x.iter().map(|&a| a > c).collect(),
+                BinaryOp::GtEq => x.iter().map(|&a| a >= c).collect(),
+                _ => return None,
+            }
+        }};
+    }
+    let out: Vec<bool> = match &v.data {
+        ColumnData::I64(x) => by_op!(x, c),
+        ColumnData::I32(x) => match i32::try_from(c) {
+            Ok(c) => by_op!(x, c),
+            // Beyond every 32-bit value: compare in 64 bits (rare).
+            Err(_) => {
+                let wide: Vec<i64> = x.iter().map(|&a| a as i64).collect();
+                by_op!(&wide, c)
+            }
+        },
+        _ => return None,
+    };
     Some(Vector {
         data_type: DataType::Boolean,
         data: ColumnData::Bool(out),
@@ -126,4 +208,115 @@ pub fn compare(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
         data: ColumnData::Bool(out),
         validity,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::eval::broadcast;
+    use proptest::prelude::*;
+
+    const OPS: [BinaryOp; 6] = [
+        BinaryOp::Eq,
+        BinaryOp::NotEq,
+        BinaryOp::Lt,
+        BinaryOp::LtEq,
+        BinaryOp::Gt,
+        BinaryOp::GtEq,
+    ];
+
+    fn dec(scale: u8) -> DataType {
+        DataType::Decimal {
+            precision: 15,
+            scale,
+        }
+    }
+
+    /// The constant path against the general one (the constant copied per row).
+    fn check(v: &Vector, c: &Value, ct: DataType) {
+        for op in OPS {
+            for left in [false, true] {
+                let Some(fast) = compare_constant(op, v, c, ct, left) else {
+                    continue;
+                };
+                let b = broadcast(c, ct, v.len()).unwrap();
+                let slow = if left {
+                    compare(op, &b, v).unwrap()
+                } else {
+                    compare(op, v, &b).unwrap()
+                };
+                for i in 0..v.len() {
+                    assert_eq!(fast.is_null(i), slow.is_null(i), "{op:?} {left} row {i}");
+                    if !fast.is_null(i) {
+                        assert_eq!(fast.get_value(i), slow.get_value(i), "{op:?} {left} {c}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn decimal_column_with_integer_and_decimal_constants() {
+        let qty = Vector::from_values(
+            dec(2),
+            &[
+                Value::Decimal(2300, 2),
+                Value::Decimal(2400, 2),
+                Value::Null,
+            ],
+        )
+        .unwrap();
+        let lt = compare_constant(
+            BinaryOp::Lt,
+            &qty,
+            &Value::Integer(24),
+            DataType::Integer,
+            false,
+        )
+        .unwrap();
+        assert_eq!(lt.get_value(0), Value::Boolean(true));
+        assert_eq!(lt.get_value(1), Value::Boolean(false));
+        assert!(lt.is_null(2));
+        check(&qty, &Value::Integer(24), DataType::Integer);
+        check(&qty, &Value::Decimal(5, 2), dec(2));
+        // More decimal places than the column: the general path decides.
+        assert!(
+            compare_constant(BinaryOp::Lt, &qty, &Value::Decimal(23001, 3), dec(3), false)
+                .is_none()
+        );
+        // Dates compare with dates only.
+        assert!(
+            compare_constant(BinaryOp::Lt, &qty, &Value::Date(5), DataType::Date, false).is_none()
+        );
+    }
+
+    #[test]
+    fn integer_column_with_a_constant_beyond_32_bits() {
+        let v = Vector::from_values(
+            DataType::Integer,
+            &[Value::Integer(i32::MAX), Value::Integer(-5)],
+        )
+        .unwrap();
+        check(&v, &Value::BigInt(i32::MAX as i64 + 1), DataType::BigInt);
+        check(&v, &Value::BigInt(i32::MIN as i64 - 1), DataType::BigInt);
+    }
+
+    proptest! {
+        #[test]
+        fn constant_path_equals_general_path(
+            vals in proptest::collection::vec(proptest::option::of(-100_000i64..100_000), 1..50),
+            c in -100_000i64..100_000, vs in 0u8..4, cs in 0u8..4, date in any::<bool>(),
+        ) {
+            if date {
+                let v: Vec<Value> = vals.iter().map(|x| x.map_or(Value::Null, |x| Value::Date(x as i32))).collect();
+                let v = Vector::from_values(DataType::Date, &v).unwrap();
+                check(&v, &Value::Date(c as i32), DataType::Date);
+            } else {
+                let v: Vec<Value> = vals.iter().map(|x| x.map_or(Value::Null, |x| Value::Decimal(x as i128, vs))).collect();
+                let v = Vector::from_values(dec(vs), &v).unwrap();
+                check(&v, &Value::Decimal(c as i128, cs), dec(cs));
+                check(&v, &Value::BigInt(c), DataType::BigInt);
+            }
+        }
+    }
 }

@@ -5,7 +5,7 @@ use kura_common::{Batch, ColumnData, DataType, Value, Vector};
 
 use super::arith::arithmetic;
 use super::cast::cast_vector;
-use super::compare::{compare, compare_text_constant, trim_blanks};
+use super::compare::{compare, compare_constant, compare_text_constant, trim_blanks};
 use super::func::call;
 use super::{BinaryOp, PhysExpr, ScalarFunc};
 use crate::error::{ExecError, ExecResult};
@@ -101,42 +101,47 @@ fn logic(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
     Ok(bool_vector(vals, Some(valid)))
 }
 
-/// A comparison of an expression with a non-NULL text literal, evaluated
-/// against the literal once (see [`compare_text_constant`]).
-fn compare_with_text_literal(
+/// A comparison of an expression with a non-NULL literal, evaluated against the
+/// literal once (see [`compare_text_constant`] and [`compare_constant`]).
+fn compare_with_literal(
     op: BinaryOp,
     left: &PhysExpr,
     right: &PhysExpr,
     batch: &Batch,
 ) -> ExecResult<Option<Vector>> {
-    let (expr, text, ty, constant_left) = match (left, right) {
-        (
-            e,
-            PhysExpr::Literal {
-                value: Value::Text(t),
-                data_type,
-            },
-        ) => (e, t, *data_type, false),
-        (
-            PhysExpr::Literal {
-                value: Value::Text(t),
-                data_type,
-            },
-            e,
-        ) => (e, t, *data_type, true),
+    let (expr, value, ty, constant_left) = match (left, right) {
+        (PhysExpr::Literal { .. }, PhysExpr::Literal { .. }) => return Ok(None),
+        (e, PhysExpr::Literal { value, data_type }) => (e, value, *data_type, false),
+        (PhysExpr::Literal { value, data_type }, e) => (e, value, *data_type, true),
         _ => return Ok(None),
     };
-    if expr.data_type().physical() != kura_common::types::PhysicalType::Str {
-        return Ok(None);
+    use kura_common::types::PhysicalType;
+    match (value, expr.data_type().physical()) {
+        (Value::Text(text), PhysicalType::Str) => {
+            let v = expr.eval(batch)?;
+            Ok(compare_text_constant(
+                op,
+                &v,
+                text.as_bytes(),
+                ty,
+                constant_left,
+            ))
+        }
+        (Value::Null | Value::Text(_), _) => Ok(None),
+        (_, PhysicalType::I32 | PhysicalType::I64) => {
+            let v = expr.eval(batch)?;
+            match compare_constant(op, &v, value, ty, constant_left) {
+                Some(out) => Ok(Some(out)),
+                // The general path, on the vector already evaluated.
+                None => {
+                    let c = broadcast(value, ty, v.len())?;
+                    let (l, r) = if constant_left { (&c, &v) } else { (&v, &c) };
+                    compare(op, l, r).map(Some)
+                }
+            }
+        }
+        _ => Ok(None),
     }
-    let v = expr.eval(batch)?;
-    Ok(compare_text_constant(
-        op,
-        &v,
-        text.as_bytes(),
-        ty,
-        constant_left,
-    ))
 }
 
 impl PhysExpr {
@@ -158,7 +163,7 @@ impl PhysExpr {
                 data_type,
             } => {
                 if op.is_comparison() {
-                    if let Some(v) = compare_with_text_literal(*op, left, right, batch)? {
+                    if let Some(v) = compare_with_literal(*op, left, right, batch)? {
                         return Ok(v);
                     }
                 }
