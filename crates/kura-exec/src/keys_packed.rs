@@ -12,8 +12,6 @@
 use kura_common::types::PhysicalType;
 use kura_common::{ColumnData, DataType, Vector};
 
-use crate::expr::compare_trim;
-
 /// Bytes of a packed key.
 const WIDTH: usize = 16;
 
@@ -105,15 +103,23 @@ impl PackedLayout {
                 }
                 (ColumnData::Str(s), Slot::Text(cap)) => {
                     let char_type = matches!(k.data_type, DataType::Char(_));
-                    for (i, r) in rows.iter_mut().enumerate() {
-                        let b = s.get_bytes(i);
+                    if s.offsets.len() < rows.len() + 1 {
+                        return None;
+                    }
+                    for (r, w) in rows.iter_mut().zip(s.offsets.windows(2)) {
+                        let (from, mut to) = (w[0] as usize, w[1] as usize);
                         // CHAR(n) ignores trailing blanks, as the byte encoding does.
-                        let b = if char_type { compare_trim(b) } else { b };
-                        if b.len() > cap {
+                        if char_type {
+                            while to > from && s.data[to - 1] == b' ' {
+                                to -= 1;
+                            }
+                        }
+                        let len = to - from;
+                        if len > cap {
                             return None;
                         }
-                        r[at] = b.len() as u8 + 1;
-                        r[at + 1..at + 1 + b.len()].copy_from_slice(b);
+                        r[at] = len as u8 + 1;
+                        r[at + 1..at + 1 + len].copy_from_slice(&s.data[from..to]);
                     }
                 }
                 _ => return None,

@@ -93,6 +93,32 @@ pub(crate) fn new_acc(call: &AggCall) -> Acc {
     }
 }
 
+/// Adds row `i` of `a` to `sums[g[i]]` for every row when `a` has no NULLs and
+/// integer data (one tight loop, an overflow flag instead of a branch per row):
+/// `Some(false)` if a sum overflowed, `None` when the caller's general loop must
+/// run.
+fn add_dense(sums: &mut [i128], g: &[u32], a: &Vector) -> Option<bool> {
+    fn add_all<T: Copy + Into<i128>>(sums: &mut [i128], g: &[u32], x: &[T]) -> bool {
+        let mut overflow = false;
+        for (&gi, &v) in g.iter().zip(x) {
+            let s = &mut sums[gi as usize];
+            let (r, o) = s.overflowing_add(v.into());
+            *s = r;
+            overflow |= o;
+        }
+        !overflow
+    }
+    if a.validity.is_some() || a.len() < g.len() {
+        return None;
+    }
+    match &a.data {
+        ColumnData::I32(x) => Some(add_all(sums, g, x)),
+        ColumnData::I64(x) => Some(add_all(sums, g, x)),
+        ColumnData::I128(x) => Some(add_all(sums, g, x)),
+        _ => None,
+    }
+}
+
 impl Acc {
     pub(crate) fn grow(&mut self, groups: usize) {
         match self {
@@ -134,6 +160,13 @@ impl Acc {
             }
             Acc::SumInt { sums, seen } => {
                 let a = arg.ok_or_else(|| ExecError::Internal("sum without argument".into()))?;
+                if let Some(added) = add_dense(sums, g, a) {
+                    if !added {
+                        return Err(ExecError::OutOfRange("sum overflows".into()));
+                    }
+                    g.iter().for_each(|&gi| seen[gi as usize] = true);
+                    return Ok(());
+                }
                 let add = |sums: &mut Vec<i128>,
                            seen: &mut Vec<bool>,
                            i: usize,
@@ -173,10 +206,19 @@ impl Acc {
             }
             Acc::AvgInt { sums, counts } => {
                 let a = arg.ok_or_else(|| ExecError::Internal("avg without argument".into()))?;
+                let overflow = || ExecError::OutOfRange("avg overflows".into());
+                if let Some(added) = add_dense(sums, g, a) {
+                    if !added {
+                        return Err(overflow());
+                    }
+                    g.iter().for_each(|&gi| counts[gi as usize] += 1);
+                    return Ok(());
+                }
                 let x = crate::expr::ints_of(a);
                 for i in 0..g.len() {
                     if valid(i) {
-                        sums[g[i] as usize] += x[i];
+                        let s = &mut sums[g[i] as usize];
+                        *s = s.checked_add(x[i]).ok_or_else(overflow)?;
                         counts[g[i] as usize] += 1;
                     }
                 }
