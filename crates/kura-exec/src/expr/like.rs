@@ -93,7 +93,8 @@ fn memfind(h: &[u8], n: &[u8]) -> Option<usize> {
     if n.len() > h.len() {
         return None;
     }
-    h.windows(n.len()).position(|w| w == n)
+    // SIMD substring search; a memcmp per position cost Q13 a quarter of its time.
+    memchr::memmem::find(h, n)
 }
 
 fn pieces_match(s: &[u8], parts: &[Vec<u8>], anchored_start: bool, anchored_end: bool) -> bool {
