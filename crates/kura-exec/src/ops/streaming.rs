@@ -28,9 +28,46 @@ pub struct ProjectOp {
 
 impl Transform for ProjectOp {
     fn apply(&self, batch: Batch, _ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        let batch = match pick_columns(&self.exprs, batch) {
+            Ok(picked) => return Ok(Some(picked)),
+            Err(batch) => batch,
+        };
         let batch = compact_batch(batch);
         super::project(&self.exprs, &batch).map(Some)
     }
+}
+
+/// A projection of plain column references (such as one dropping the columns a
+/// scan read only for its filter): the columns are moved out of the batch, not
+/// copied, and the selection stays, so that only the kept columns are ever
+/// compacted. The batch comes back untouched when an expression is more than a
+/// column.
+fn pick_columns(exprs: &[PhysExpr], mut batch: Batch) -> Result<Batch, Batch> {
+    let mut idx = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        match e {
+            PhysExpr::Column { index, .. } if *index < batch.columns.len() => idx.push(*index),
+            _ => return Err(batch),
+        }
+    }
+    if idx.is_empty() {
+        return Err(batch);
+    }
+    let mut columns = Vec::with_capacity(idx.len());
+    for (k, &i) in idx.iter().enumerate() {
+        let used_again = idx[k + 1..].contains(&i);
+        columns.push(if used_again {
+            batch.columns[i].clone()
+        } else {
+            let dt = batch.columns[i].data_type;
+            std::mem::replace(&mut batch.columns[i], kura_common::Vector::new(dt, 0))
+        });
+    }
+    Ok(Batch {
+        columns,
+        selection: batch.selection,
+        num_rows: batch.num_rows,
+    })
 }
 
 /// OFFSET / LIMIT over the stream; stops the pipeline once the limit is reached.

@@ -201,6 +201,39 @@ impl Lowering<'_> {
         layout.iter().map(|c| self.cols.ty(*c)).collect()
     }
 
+    /// Columns a scan read only to evaluate its filter are dropped right after
+    /// it (a projection that moves the kept columns, see kura-exec's ProjectOp),
+    /// so that joins and aggregations above never copy them: TPC-H Q13's
+    /// `o_comment` would otherwise ride into the join's build table.
+    fn drop_filter_only_columns(
+        &self,
+        plan: &Logical,
+        scan: PlanNode,
+        layout: Vec<ColId>,
+        required: &HashSet<ColId>,
+    ) -> (PlanNode, Vec<ColId>) {
+        let kept: Vec<usize> = (0..layout.len())
+            .filter(|&i| required.contains(&layout[i]))
+            .collect();
+        if kept.is_empty() || kept.len() == layout.len() {
+            return (scan, layout);
+        }
+        let exprs: Vec<PhysExpr> = kept
+            .iter()
+            .map(|&i| PhysExpr::Column {
+                index: i,
+                data_type: scan.output[i],
+            })
+            .collect();
+        let output = exprs.iter().map(|e| e.data_type()).collect();
+        let kind = PlanKind::Project {
+            input: Box::new(scan),
+            exprs,
+        };
+        let layout = kept.iter().map(|&i| layout[i]).collect();
+        (self.node(plan, "project", kind, output), layout)
+    }
+
     pub(crate) fn lower(
         &self,
         plan: &Logical,
@@ -236,10 +269,8 @@ impl Lowering<'_> {
                     zone_predicates,
                     filter,
                 };
-                (
-                    self.node(plan, "table_scan", kind, self.types(&layout)),
-                    layout,
-                )
+                let scan = self.node(plan, "table_scan", kind, self.types(&layout));
+                self.drop_filter_only_columns(plan, scan, layout, required)
             }
             Logical::Values { rows, cols } => (
                 self.node(
