@@ -9,6 +9,7 @@ use kura_common::{Batch, DataType};
 
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
+use crate::expr::conjuncts::cheap_first;
 use crate::next_reads;
 use crate::ops::aggregate::AggregateSink;
 use crate::ops::collect::CollectSink;
@@ -236,7 +237,7 @@ impl Executor<'_> {
                     table.clone(),
                     columns.clone(),
                     zone_predicates,
-                    filter.clone(),
+                    filter.as_ref().map(cheap_first),
                     node.id,
                 )
                 .with_key_filters(key_filters);
@@ -323,7 +324,7 @@ impl Executor<'_> {
                 p.transforms.push((
                     node.id,
                     Arc::new(FilterOp {
-                        predicate: predicate.clone(),
+                        predicate: cheap_first(predicate),
                     }),
                 ));
                 p

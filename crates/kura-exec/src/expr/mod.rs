@@ -4,6 +4,7 @@
 mod arith;
 mod cast;
 mod compare;
+pub mod conjuncts;
 mod eval;
 mod func;
 pub mod like;
