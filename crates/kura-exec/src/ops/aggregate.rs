@@ -541,16 +541,27 @@ impl AggState {
         let before = self.groups;
         let int = single_int_key(keys);
         if int {
+            // The key of the row before and its group: tables are often stored
+            // in key order (lineitem by l_orderkey), so runs of one key skip the
+            // hash table.
+            let mut last: Option<(i64, u32)> = None;
             for row in 0..n {
                 let next = (before + new_rows.len()) as u32;
                 let (id, added) = match int_key(&keys[0], row) {
-                    Some(k) => match self.int_map.entry(k) {
-                        Entry::Occupied(e) => (*e.get(), false),
-                        Entry::Vacant(e) => {
-                            e.insert(next);
-                            (next, true)
-                        }
-                    },
+                    Some(k) if last.is_some_and(|(lk, _)| lk == k) => {
+                        (last.map_or(0, |(_, id)| id), false)
+                    }
+                    Some(k) => {
+                        let found = match self.int_map.entry(k) {
+                            Entry::Occupied(e) => (*e.get(), false),
+                            Entry::Vacant(e) => {
+                                e.insert(next);
+                                (next, true)
+                            }
+                        };
+                        last = Some((k, found.0));
+                        found
+                    }
                     None => match self.null_group {
                         Some(g) => (g, false),
                         None => {
