@@ -1,7 +1,7 @@
 //! Group keys packed into one `u128`: for GROUP BY on a few small columns (flags,
 //! statuses, modes, short codes, dates), a row's key is built column by column into
 //! 16 bytes and hashed as one integer, instead of being encoded into a byte string
-//! that is hashed and compared byte by byte (TPC-H Q1, Q4, Q12, Q22; issue 20).
+//! that is hashed and compared byte by byte (TPC-H Q1, Q4, Q12, Q22).
 //!
 //! The layout is fixed for an aggregation from its key types, so equal keys pack
 //! equally in every batch and every worker. Each column gets a tag byte (0 = NULL)

@@ -4,10 +4,8 @@
 use kura_common::decimal::pow10;
 use kura_common::{ColumnData, DataType, Vector};
 
+use super::arith_narrow;
 use super::BinaryOp;
-
-#[path = "arith_narrow.rs"]
-mod narrow;
 use crate::error::{ExecError, ExecResult};
 
 /// Decimal scale of a type (0 for integers and dates).
@@ -147,9 +145,22 @@ pub fn arithmetic(op: BinaryOp, l: &Vector, r: &Vector, out: DataType) -> ExecRe
             validity,
         });
     }
-    if let Some(v) = narrow::arithmetic(op, l, r, out, &validity) {
+    if let Some(v) = arith_narrow::arithmetic(op, l, r, out, &validity) {
         return Ok(v);
     }
+    wide(op, l, r, out, validity)
+}
+
+/// `l op r` for integer and decimal `op` in exact 128-bit arithmetic, the path
+/// every value takes when the 64-bit one cannot answer.
+pub(super) fn wide(
+    op: BinaryOp,
+    l: &Vector,
+    r: &Vector,
+    out: DataType,
+    validity: Option<Vec<bool>>,
+) -> ExecResult<Vector> {
+    let valid = |i: usize| validity.as_ref().is_none_or(|v| v[i]);
     let (sa, sb, so) = (scale_of(l.data_type), scale_of(r.data_type), scale_of(out));
     let mut a = to_i128(l);
     let mut b = to_i128(r);

@@ -1,6 +1,7 @@
 //! The 64-bit path of decimal and integer arithmetic: `+`, `-` and `*` on values that
 //! fit 64 bits are computed with one machine instruction per row and an overflow
-//! flag, instead of widening both operands to 128 bits (issue: integer decimals).
+//! flag, instead of widening both operands to 128 bits (decimals as scaled 64-bit
+//! integers, 128 bits only where needed).
 //! Any overflow, in any row, hands the whole vector back to the exact 128-bit path,
 //! which gives the same answer or the same error: this path only ever skips work.
 
@@ -10,7 +11,7 @@ use kura_common::decimal::pow10;
 use kura_common::types::PhysicalType;
 use kura_common::{ColumnData, DataType, Vector};
 
-use super::scale_of;
+use super::arith::scale_of;
 use crate::expr::BinaryOp;
 
 /// `l op r` in 64-bit arithmetic, or `None` when the 128-bit path must decide
@@ -180,35 +181,9 @@ mod tests {
         }
     }
 
-    /// The 128-bit path alone (the 64-bit one switched off by an operand type it
-    /// does not take), for comparison.
+    /// The exact 128-bit path on its own, for comparison.
     fn wide(op: BinaryOp, l: &Vector, r: &Vector, out: DataType) -> Result<Vector, String> {
-        let (sa, sb, so) = (scale_of(l.data_type), scale_of(r.data_type), scale_of(out));
-        let mut a = super::super::to_i128(l);
-        let mut b = super::super::to_i128(r);
-        let res: Vec<i128> = match op {
-            BinaryOp::Mul => {
-                let mut v = Vec::new();
-                for i in 0..a.len() {
-                    v.push(a[i].checked_mul(b[i]).ok_or("overflow")?);
-                }
-                super::super::rescale_all(&mut v, sa + sb, so).map_err(|e| e.to_string())?;
-                v
-            }
-            _ => {
-                let s = sa.max(sb);
-                super::super::rescale_all(&mut a, sa, s).map_err(|e| e.to_string())?;
-                super::super::rescale_all(&mut b, sb, s).map_err(|e| e.to_string())?;
-                let mut v: Vec<i128> = a
-                    .iter()
-                    .zip(&b)
-                    .map(|(x, y)| if op == BinaryOp::Sub { x - y } else { x + y })
-                    .collect();
-                super::super::rescale_all(&mut v, s, so).map_err(|e| e.to_string())?;
-                v
-            }
-        };
-        super::super::from_i128(res, None, out).map_err(|e| e.to_string())
+        crate::expr::arith::wide(op, l, r, out, None).map_err(|e| e.to_string())
     }
 
     #[test]

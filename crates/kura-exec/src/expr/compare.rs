@@ -102,18 +102,7 @@ pub fn compare_constant(
         return None;
     }
     let c = i64::try_from(c.checked_mul(kura_common::decimal::pow10((s - t) as u32))?).ok()?;
-    // c op v is v op' c with the order reversed.
-    let op = if constant_left {
-        match op {
-            BinaryOp::Lt => BinaryOp::Gt,
-            BinaryOp::LtEq => BinaryOp::GtEq,
-            BinaryOp::Gt => BinaryOp::Lt,
-            BinaryOp::GtEq => BinaryOp::LtEq,
-            o => o,
-        }
-    } else {
-        op
-    };
+    let op = if constant_left { op.flip() } else { op };
     macro_rules! by_op {
         ($x:expr, $c:expr) => {{
             let (x, c) = ($x, $c);

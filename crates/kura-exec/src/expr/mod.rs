@@ -2,6 +2,7 @@
 //! whole vector at a time (DESIGN.md "vectorized").
 
 mod arith;
+mod arith_narrow;
 mod cast;
 mod compare;
 pub mod conjuncts;

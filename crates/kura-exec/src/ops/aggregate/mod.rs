@@ -1,0 +1,363 @@
+//! Hash aggregation: group keys map to group numbers, each aggregate keeps a typed
+//! accumulator array indexed by group. Each worker aggregates into local state that
+//! is merged into the shared table at the end.
+
+use std::sync::Mutex;
+
+use hashbrown::hash_map::Entry;
+use hashbrown::HashMap;
+
+use kura_common::{Batch, DataType, Vector, BATCH_SIZE};
+
+use crate::context::ExecContext;
+use crate::error::{ExecError, ExecResult};
+use crate::expr::{compact_batch, PhysExpr};
+use crate::keys::{encode_row, int_key, single_int_key};
+use crate::keys_packed::PackedLayout;
+use crate::pipeline::{LocalState, Sink};
+use crate::plan::AggCall;
+
+mod acc;
+
+pub(crate) use acc::{new_acc, Acc};
+
+/// Local (per-worker) or shared aggregation state.
+struct AggState {
+    map: HashMap<Box<[u8]>, u32>,
+    /// Groups of a single integer key (order keys, part keys: up to millions of
+    /// groups), without encoding each row's key as an allocated byte string.
+    int_map: HashMap<i64, u32>,
+    /// The group of the NULL key in `int_map`'s case.
+    null_group: Option<u32>,
+    /// Groups of a few small keys packed into 16 bytes (`None` once a key did
+    /// not fit: `map` holds every group from then on).
+    packed: Option<(PackedLayout, HashMap<u128, u32>)>,
+    keys: Vec<Vector>,
+    accs: Vec<Acc>,
+    groups: usize,
+    bytes: u64,
+    /// The group tables' capacities and ranges last named in the memory-object
+    /// registry (profiling only).
+    registered: ((usize, usize), Vec<(usize, usize)>),
+}
+
+impl AggState {
+    fn new(key_types: &[DataType], calls: &[AggCall]) -> AggState {
+        AggState {
+            map: HashMap::new(),
+            int_map: HashMap::new(),
+            null_group: None,
+            packed: PackedLayout::new(key_types).map(|l| (l, HashMap::new())),
+            keys: key_types.iter().map(|t| Vector::new(*t, 0)).collect(),
+            accs: calls.iter().map(new_acc).collect(),
+            groups: 0,
+            bytes: 0,
+            registered: ((0, 0), Vec::new()),
+        }
+    }
+
+    /// Names the group tables in the memory-object registry after they grew
+    /// (profiling only; growth is geometric, so this walks the tables rarely).
+    fn register(&mut self, operator: impl Fn() -> String) {
+        use kura_common::memobj;
+        let packed_capacity = self.packed.as_ref().map_or(0, |p| p.1.capacity());
+        let capacities = (
+            self.int_map.capacity() + packed_capacity,
+            self.map.capacity(),
+        );
+        if !memobj::enabled() || capacities == self.registered.0 {
+            return;
+        }
+        let now: Vec<(usize, usize)> = super::join::hash::map_span(&self.int_map)
+            .into_iter()
+            .chain(super::join::hash::map_span(&self.map))
+            .chain(
+                self.packed
+                    .iter()
+                    .flat_map(|p| super::join::hash::map_span(&p.1)),
+            )
+            .collect();
+        for &(start, len) in &self.registered.1 {
+            memobj::unregister(start, len);
+        }
+        for &(start, len) in &now {
+            memobj::register(start, len, || {
+                memobj::Object::new(memobj::ObjectKind::AggregateTable, "group table")
+                    .with_operator(operator())
+            });
+        }
+        self.registered = (capacities, now);
+    }
+
+    /// Group number of each row, creating groups as needed.
+    fn group_ids(&mut self, keys: &[Vector], n: usize, ctx: &ExecContext) -> ExecResult<Vec<u32>> {
+        if keys.is_empty() {
+            if self.groups == 0 {
+                self.add_groups(1);
+            }
+            return Ok(vec![0; n]);
+        }
+        let mut ids = Vec::with_capacity(n);
+        // Rows that made a new group, in group order.
+        let mut new_rows = Vec::new();
+        if single_int_key(keys) {
+            self.int_group_ids(&keys[0], n, &mut ids, &mut new_rows);
+        } else if let Some(packed) = self.pack(keys, n) {
+            self.packed_group_ids(&packed, &mut ids, &mut new_rows);
+        } else {
+            self.byte_group_ids(keys, n, &mut ids, &mut new_rows);
+        }
+        if !new_rows.is_empty() {
+            for (k, v) in self.keys.iter_mut().zip(keys) {
+                k.append(&v.take(&new_rows));
+            }
+            let added = new_rows.len();
+            self.add_groups(added);
+            ctx.memory.reserve(
+                added as u64 * (48 + 16 * self.accs.len() as u64),
+                "hash aggregation",
+            )?;
+        }
+        Ok(ids)
+    }
+
+    /// One integer key: `int_map`, and `null_group` for NULL.
+    fn int_group_ids(
+        &mut self,
+        key: &Vector,
+        n: usize,
+        ids: &mut Vec<u32>,
+        new_rows: &mut Vec<u32>,
+    ) {
+        let before = self.groups;
+        // The key of the row before and its group: tables are often stored in
+        // key order (lineitem by l_orderkey), so runs of one key skip the table.
+        let mut last: Option<(i64, u32)> = None;
+        for row in 0..n {
+            let next = (before + new_rows.len()) as u32;
+            let (id, added) = match int_key(key, row) {
+                Some(k) => match last {
+                    Some((lk, id)) if lk == k => (id, false),
+                    _ => {
+                        let found = match self.int_map.entry(k) {
+                            Entry::Occupied(e) => (*e.get(), false),
+                            Entry::Vacant(e) => (*e.insert(next), true),
+                        };
+                        last = Some((k, found.0));
+                        found
+                    }
+                },
+                None => match self.null_group {
+                    Some(g) => (g, false),
+                    None => (*self.null_group.insert(next), true),
+                },
+            };
+            if added {
+                self.bytes += 24;
+                new_rows.push(row as u32);
+            }
+            ids.push(id);
+        }
+    }
+
+    /// Keys packed into 16 bytes: the packed map.
+    fn packed_group_ids(&mut self, packed: &[u128], ids: &mut Vec<u32>, new_rows: &mut Vec<u32>) {
+        let before = self.groups;
+        let Some((_, map)) = self.packed.as_mut() else {
+            return;
+        };
+        for (row, k) in packed.iter().enumerate() {
+            let next = (before + new_rows.len()) as u32;
+            let id = match map.entry(*k) {
+                Entry::Occupied(e) => *e.get(),
+                Entry::Vacant(e) => {
+                    self.bytes += 32;
+                    new_rows.push(row as u32);
+                    *e.insert(next)
+                }
+            };
+            ids.push(id);
+        }
+    }
+
+    /// Any other keys: encoded as byte strings.
+    fn byte_group_ids(
+        &mut self,
+        keys: &[Vector],
+        n: usize,
+        ids: &mut Vec<u32>,
+        new_rows: &mut Vec<u32>,
+    ) {
+        let before = self.groups;
+        let mut buf = Vec::new();
+        for row in 0..n {
+            buf.clear();
+            encode_row(keys, row, true, &mut buf);
+            let id = match self.map.get(buf.as_slice()) {
+                Some(&g) => g,
+                None => {
+                    let g = (before + new_rows.len()) as u32;
+                    self.insert_bytes(&buf, g);
+                    new_rows.push(row as u32);
+                    g
+                }
+            };
+            ids.push(id);
+        }
+    }
+
+    /// Adds group `g` with encoded key `key` to the byte-string map.
+    fn insert_bytes(&mut self, key: &[u8], g: u32) {
+        self.bytes += key.len() as u64 + 48;
+        self.map.insert(key.into(), g);
+    }
+
+    /// The batch's keys packed, or `None` (for good, after moving the packed
+    /// groups into the byte-string map) when the keys are not packable.
+    fn pack(&mut self, keys: &[Vector], n: usize) -> Option<Vec<u128>> {
+        let (layout, _) = self.packed.as_ref()?;
+        if let Some(p) = layout.pack(keys, n) {
+            return Some(p);
+        }
+        self.packed = None;
+        let mut buf = Vec::new();
+        for g in 0..self.groups {
+            buf.clear();
+            encode_row(&self.keys, g, true, &mut buf);
+            self.insert_bytes(&buf, g as u32);
+        }
+        None
+    }
+
+    fn add_groups(&mut self, n: usize) {
+        self.groups += n;
+        let g = self.groups;
+        self.accs.iter_mut().for_each(|a| a.grow(g));
+    }
+}
+
+impl Drop for AggState {
+    fn drop(&mut self) {
+        // Freed memory must not keep the table's name for whatever reuses it.
+        for &(start, len) in &self.registered.1 {
+            kura_common::memobj::unregister(start, len);
+        }
+    }
+}
+
+/// Hash aggregation breaker.
+pub struct AggregateSink {
+    group_by: Vec<PhysExpr>,
+    calls: Vec<AggCall>,
+    key_types: Vec<DataType>,
+    shared: Mutex<Option<AggState>>,
+    result: Mutex<Vec<Batch>>,
+    /// How profiles name the grouping keys (e.g. `lineitem.l_returnflag`).
+    label: Option<String>,
+}
+
+impl AggregateSink {
+    pub fn new(group_by: Vec<PhysExpr>, calls: Vec<AggCall>) -> AggregateSink {
+        let key_types = group_by.iter().map(|e| e.data_type()).collect();
+        AggregateSink {
+            group_by,
+            calls,
+            key_types,
+            shared: Mutex::new(None),
+            result: Mutex::new(Vec::new()),
+            label: None,
+        }
+    }
+
+    /// Names the grouping keys for memory profiles.
+    pub fn with_label(mut self, keys: Option<String>) -> Self {
+        self.label = keys;
+        self
+    }
+
+    /// How the memory-object registry names this operator.
+    fn operator(&self) -> String {
+        let keys = self.label.clone().unwrap_or_else(|| {
+            let keys: Vec<String> = self.group_by.iter().map(|k| k.to_string()).collect();
+            keys.join(", ")
+        });
+        format!("hash aggregation on {keys}")
+    }
+
+    pub fn take(&self) -> Vec<Batch> {
+        std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Sink for AggregateSink {
+    fn local(&self) -> LocalState {
+        Box::new(AggState::new(&self.key_types, &self.calls))
+    }
+
+    fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        let st = local
+            .downcast_mut::<AggState>()
+            .ok_or_else(|| ExecError::Internal("aggregate state".into()))?;
+        let batch = compact_batch(batch);
+        let n = batch.num_rows;
+        let keys = self
+            .group_by
+            .iter()
+            .map(|e| e.eval(&batch))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let ids = st.group_ids(&keys, n, ctx)?;
+        st.register(|| self.operator());
+        for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
+            let arg = call.arg.as_ref().map(|a| a.eval(&batch)).transpose()?;
+            acc.update(&ids, arg.as_ref())?;
+        }
+        Ok(())
+    }
+
+    fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
+        let local = *local
+            .downcast::<AggState>()
+            .map_err(|_| ExecError::Internal("aggregate state".into()))?;
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        match shared.as_mut() {
+            None => *shared = Some(local),
+            Some(global) => {
+                let ids = global.group_ids(&local.keys, local.groups, ctx)?;
+                global.register(|| self.operator());
+                for (a, b) in global.accs.iter_mut().zip(&local.accs) {
+                    for (from, &to) in ids.iter().enumerate() {
+                        a.merge_group(to as usize, b, from);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&self, _ctx: &ExecContext) -> ExecResult<()> {
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = shared
+            .take()
+            .unwrap_or_else(|| AggState::new(&self.key_types, &self.calls));
+        if self.group_by.is_empty() && st.groups == 0 {
+            // An aggregate without GROUP BY returns one row even over no input.
+            st.add_groups(1);
+        }
+        let mut cols = std::mem::take(&mut st.keys);
+        for (acc, call) in st.accs.iter().zip(&self.calls) {
+            cols.push(acc.finish(call, st.groups)?);
+        }
+        let all = if cols.is_empty() {
+            Batch::with_rows(st.groups)
+        } else {
+            Batch::new(cols)
+        };
+        let mut out = self.result.lock().unwrap_or_else(|e| e.into_inner());
+        *out = if st.groups <= BATCH_SIZE {
+            vec![all]
+        } else {
+            super::split(all)
+        };
+        Ok(())
+    }
+}
