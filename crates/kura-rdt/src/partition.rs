@@ -175,6 +175,23 @@ impl Partition {
 
 /// The thread ids of this process (`/proc/self/task`).
 pub fn process_threads() -> Result<Vec<u32>, RdtError> {
+    // Listing /proc/self/task is not atomic: a thread that exits during the
+    // listing shifts the ones after it, and one of them can be skipped (a test
+    // once missed its own thread while the harness's other threads ended).
+    // Two listings in a row that agree make that unlikely.
+    let mut tids = list_threads()?;
+    for _ in 0..8 {
+        let again = list_threads()?;
+        if again == tids {
+            break;
+        }
+        tids = again;
+    }
+    Ok(tids)
+}
+
+/// One listing of /proc/self/task, sorted.
+fn list_threads() -> Result<Vec<u32>, RdtError> {
     let dir = Path::new("/proc/self/task");
     let mut tids: Vec<u32> = fs::read_dir(dir)
         .map_err(|e| io(dir, e))?
