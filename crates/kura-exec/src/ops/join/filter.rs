@@ -17,11 +17,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use kura_common::{Batch, Vector};
+use kura_common::{Batch, ColumnData, Vector};
 
 use super::JoinTable;
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
+use crate::keys::{int_key, single_int_key};
 use crate::plan::{JoinType, PlanKind, PlanNode};
 
 /// Build sides up to this many rows filter their probe scan: their hash table
@@ -35,11 +36,19 @@ const TRIAL_ROWS: u64 = 1 << 16;
 /// would drop the few others as cheaply, and every row costs a look-up.
 const MAX_KEPT_FRACTION: f64 = 0.8;
 
+/// A one-integer key whose build values span at most this many values is
+/// tested against a bitmap of that span (at most 256 KiB, an L2's worth) instead
+/// of the hash table: a shift and a mask per scanned row, no hashing.
+const MAX_BITMAP_SPAN: u64 = 1 << 21;
+
 /// Keeps the scan rows whose join keys have a match in `table`.
 pub struct KeyFilter {
     pub table: Arc<JoinTable>,
     /// Positions of the key columns in the scan's output, one per join key.
     pub columns: Vec<usize>,
+    /// The build keys as a bitmap over their span, when there is one key and the
+    /// span is small (dimension keys: suppliers of a nation, parts of a brand).
+    bits: Option<KeyBits>,
     seen: AtomicU64,
     kept: AtomicU64,
     off: AtomicBool,
@@ -47,9 +56,14 @@ pub struct KeyFilter {
 
 impl KeyFilter {
     pub fn new(table: Arc<JoinTable>, columns: Vec<usize>) -> KeyFilter {
+        let side = &table.side;
+        let bits = (single_int_key(&side.keys) && !side.null_safe.iter().any(|&n| n))
+            .then(|| KeyBits::new(&side.keys[0], side.rows))
+            .flatten();
         KeyFilter {
             table,
             columns,
+            bits,
             seen: AtomicU64::new(0),
             kept: AtomicU64::new(0),
             off: AtomicBool::new(false),
@@ -73,6 +87,11 @@ impl KeyFilter {
     }
 
     fn select(&self, batch: Batch) -> ExecResult<Batch> {
+        if let (Some(bits), [c]) = (&self.bits, &self.columns[..]) {
+            if let Some(selection) = bits.select(&batch.columns[*c], &batch) {
+                return Ok(Batch { selection, ..batch });
+            }
+        }
         // One key (the usual case) is looked up in place; several are gathered.
         let gathered: Vec<Vector>;
         let keys: &[Vector] = match self.columns[..] {
@@ -109,6 +128,78 @@ impl KeyFilter {
             None => Some(rows),
         };
         Ok(Batch { selection, ..batch })
+    }
+}
+
+/// The set of a one-integer build key as a bitmap over `[min, min + span)`.
+struct KeyBits {
+    min: i64,
+    span: u64,
+    words: Vec<u64>,
+}
+
+impl KeyBits {
+    /// The bitmap of `key`'s non-NULL values, if they span few enough values.
+    fn new(key: &Vector, rows: usize) -> Option<KeyBits> {
+        let values = (0..rows).filter_map(|r| int_key(key, r));
+        let (min, max) = values.clone().fold(None, |mm: Option<(i64, i64)>, v| {
+            Some(mm.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+        })?;
+        let span = (max as i128 - min as i128 + 1) as u128;
+        if span > MAX_BITMAP_SPAN as u128 {
+            return None;
+        }
+        let span = span as u64;
+        let mut words = vec![0u64; span.div_ceil(64) as usize];
+        for v in values {
+            let o = (v - min) as u64;
+            words[(o >> 6) as usize] |= 1 << (o & 63);
+        }
+        Some(KeyBits { min, span, words })
+    }
+
+    #[inline]
+    fn contains(&self, v: i64) -> bool {
+        let o = v.wrapping_sub(self.min) as u64;
+        o < self.span && self.words[(o >> 6) as usize] >> (o & 63) & 1 != 0
+    }
+
+    /// The batch's new selection: its live rows whose key is in the set (NULL
+    /// never is); `None` when the probe column is not an integer column.
+    fn select(&self, probe: &Vector, batch: &Batch) -> Option<Option<Vec<u32>>> {
+        let hit = |r: usize| -> bool {
+            if probe.is_null(r) {
+                return false;
+            }
+            match &probe.data {
+                ColumnData::I32(v) => self.contains(v[r] as i64),
+                ColumnData::I64(v) => self.contains(v[r]),
+                _ => unreachable!("checked below"),
+            }
+        };
+        if !matches!(probe.data, ColumnData::I32(_) | ColumnData::I64(_)) {
+            return None;
+        }
+        let kept: Vec<u32> = match (&batch.selection, &probe.data, &probe.validity) {
+            // The common case, one tight loop per width without NULL checks.
+            (None, ColumnData::I32(v), None) => (0..batch.num_rows as u32)
+                .filter(|&r| self.contains(v[r as usize] as i64))
+                .collect(),
+            (None, ColumnData::I64(v), None) => (0..batch.num_rows as u32)
+                .filter(|&r| self.contains(v[r as usize]))
+                .collect(),
+            (None, _, _) => (0..batch.num_rows as u32)
+                .filter(|&r| hit(r as usize))
+                .collect(),
+            (Some(live), _, _) => live.iter().copied().filter(|&r| hit(r as usize)).collect(),
+        };
+        Some(
+            if batch.selection.is_none() && kept.len() == batch.num_rows {
+                None
+            } else {
+                Some(kept)
+            },
+        )
     }
 }
 
@@ -339,6 +430,47 @@ mod tests {
         let mut b = int_batch(&[Some(2), Some(2), Some(3), Some(4)]);
         b.selection = Some(vec![1, 2]);
         assert_eq!(live(&f.apply(b).unwrap()), vec![1]);
+    }
+
+    #[test]
+    fn bitmap_and_hash_table_keep_the_same_rows() {
+        // A narrow span gets a bitmap; a wide one (1 and 2^30) the hash table.
+        let narrow = key_filter(&[3, 5, 64, 65, 1000, -7]);
+        assert!(narrow.bits.is_some());
+        let wide = key_filter(&[3, 5, 64, 65, 1000, -7, 1 << 30]);
+        assert!(wide.bits.is_none());
+        let probe: Vec<Option<i32>> = (-10..1100)
+            .map(|v| (v % 17 != 0).then_some(v))
+            .chain([Some(i32::MIN), Some(i32::MAX), Some(1 << 30)])
+            .collect();
+        let expect: Vec<u32> = probe
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_some_and(|v| [3, 5, 64, 65, 1000, -7].contains(&v)))
+            .map(|(i, _)| i as u32)
+            .collect();
+        assert_eq!(live(&narrow.select(int_batch(&probe)).unwrap()), expect);
+        let mut with_wide = expect.clone();
+        with_wide.push(probe.len() as u32 - 1);
+        assert_eq!(live(&wide.select(int_batch(&probe)).unwrap()), with_wide);
+        // Through a selection, and on 64-bit probe keys.
+        let mut b = int_batch(&probe);
+        b.selection = Some(vec![0, 13, 14, 75, 1010]);
+        assert_eq!(live(&narrow.select(b).unwrap()), vec![13, 75, 1010]);
+        let big = Vector::from_values(
+            DataType::BigInt,
+            &[
+                Value::BigInt(64),
+                Value::BigInt(i64::MIN),
+                Value::Null,
+                Value::BigInt(-7),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            live(&narrow.select(Batch::new(vec![big])).unwrap()),
+            vec![0, 3]
+        );
     }
 
     #[test]
