@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # CI test of the benchmark suite (a few minutes on 2 cores):
-#  1. unit tests of the cross-check and the SQLite translation;
+#  1. unit tests of the cross-check, the SQLite translation and the peak RSS measurement;
 #  2. the cross-check must fail a run whose reference answer is wrong;
 #  3. the suite end to end at SF 0.01 with kura, kura-scan (kura's database with
 #     enable_index = off), DuckDB and SQLite, warm and cold: report and charts produced,
 #     every result cross-checked with no disagreement, every system's row counts equal
-#     to the .tbl files', kura/kura-scan ratios reported.
+#     to the .tbl files', kura/kura-scan ratios reported, and a peak RSS for every query
+#     kura and DuckDB answered, warm and cold, with the kura/duckdb geometric mean.
 # Set KURA_BIN to use an existing kura binary instead of a release build.
 set -euo pipefail
 BENCH="$(cd "$(dirname "$0")" && pwd)"
@@ -66,4 +67,22 @@ for system in kura kura-scan; do
 done
 grep -q "| kura-scan | kura's database |" "$report" || fail "kura-scan did not use kura's database"
 grep -q "| kura/kura-scan |" "$report" || fail "the report has no kura/kura-scan ratios"
+for mode in warm cold; do
+    grep -q "^## Peak memory (RSS), $mode" "$report" || fail "the report has no peak RSS table ($mode)"
+    grep -Eq "^- $mode: geometric mean of peak RSS kura/duckdb = \*\*[0-9.]+\*\*" "$report" ||
+        fail "the report has no kura/duckdb peak RSS ratio ($mode)"
+done
+# Every query kura and DuckDB answered has a peak RSS (MiB) in the CSV.
+python3 - "${report%.md}.csv" <<'PY' || fail "a peak RSS of kura or DuckDB is missing (listed above)"
+import csv, sys
+with open(sys.argv[1], encoding="utf-8", newline="") as f:
+    rows = [r for r in csv.DictReader(f) if r["system"] in ("kura", "duckdb")]
+missing = [
+    f"{r['system']} {r['mode']} {r['query']}: {r['memory_note'] or 'no peak'}"
+    for r in rows
+    if r["status"] == "ok" and not float(r["peak_rss_mib"] or 0) > 0
+]
+print("\n".join(missing), file=sys.stderr)
+sys.exit(1 if missing or not rows else 0)
+PY
 echo "bench CI: PASS ($report)"

@@ -1,6 +1,6 @@
-"""The Markdown report of a run (and its raw numbers as JSON and CSV): per-query times,
-ratios kura/peer with their geometric means, loading and index builds, the machine, the
-systems' versions and settings, the cross-check and every failure."""
+"""The Markdown report of a run (and its raw numbers as JSON and CSV): per-query times and
+peak memory, ratios kura/peer with their geometric means, loading and index builds, the
+machine, the systems' versions and settings, the cross-check and every failure."""
 
 import csv
 import datetime
@@ -8,7 +8,7 @@ import json
 import math
 import os
 
-from . import queries
+from . import memory, queries
 
 BASE = "kura"
 
@@ -27,17 +27,37 @@ def usable_time(outcome):
     return outcome.median
 
 
-def ratios(run, mode, peer, query_ids):
-    """kura time / peer time per query where both have a usable time (> 1: kura slower)."""
+def usable_peak(outcome):
+    """A peak RSS worth comparing: measured, of a query that ran with an answer not wrong."""
+    if usable_time(outcome) is None:
+        return None
+    return outcome.peak_median_kib
+
+
+def ratios(run, mode, peer, query_ids, value=usable_time):
+    """kura's value / the peer's per query where both have a usable one (> 1: kura slower,
+    or with usable_peak: kura's peak RSS higher)."""
     base, other = run.systems.get(BASE), run.systems.get(peer)
     found = {}
     if base is None or other is None:
         return found
     for qid in query_ids:
-        k, p = usable_time(base.outcomes.get((mode, qid))), usable_time(other.outcomes.get((mode, qid)))
+        k, p = value(base.outcomes.get((mode, qid))), value(other.outcomes.get((mode, qid)))
         if k and p:
             found[qid] = k / p
     return found
+
+
+def memory_cell(outcome, kib):
+    """One peak or baseline in MiB; n/a when the run was not measured."""
+    if outcome is None:
+        return "—"
+    if kib is not None:
+        text = f"{memory.mib(kib):.1f}"
+        return f"{text} ✗wrong" if outcome.wrong else text
+    if outcome.status != "ok":
+        return cell(outcome)
+    return "n/a"
 
 
 def cell(outcome):
@@ -57,6 +77,75 @@ def table(header, rows):
     return "\n".join(lines)
 
 
+def geomean_rows(run, blanks, per_peer, peers):
+    """The geometric means of each peer's ratios over each query set, as table rows with
+    `blanks` empty cells between the label and the means."""
+    rows = []
+    for label, subset in (
+        ("geo. mean TPC-H", queries.TPCH),
+        ("geo. mean (A)-(D)", queries.SELECTIVE),
+        ("geo. mean vA, vC, vD", queries.VARIANTS),
+        ("geo. mean all", None),
+    ):
+        ids = [q for q in run.query_ids if subset is None or q in subset]
+        if not ids or not peers:
+            continue
+        row = [f"**{label}**"] + [""] * blanks
+        for p in peers:
+            vals = [per_peer[p][q] for q in ids if q in per_peer[p]]
+            g = geometric_mean(vals)
+            row.append(f"**{g:.2f}** ({len(vals)}/{len(ids)})" if g else f"— (0/{len(ids)})")
+        rows.append(row)
+    return rows
+
+
+def memory_section(run, mode):
+    """Peak RSS per query and system, the RSS before the query, and kura/peer ratios."""
+    names = list(run.systems)
+    peers = [n for n in names if n != BASE] if BASE in run.systems else []
+    header = ["query"] + [f"{n} {what}" for n in names for what in ("peak", "before")]
+    header += [f"{BASE}/{p}" for p in peers]
+    per_peer = {p: ratios(run, mode, p, run.query_ids, value=usable_peak) for p in peers}
+    rows = []
+    for qid in run.query_ids:
+        row = [qid]
+        for n in names:
+            o = run.systems[n].outcomes.get((mode, qid))
+            row += [memory_cell(o, o and o.peak_median_kib), memory_cell(o, o and o.before_median_kib)]
+        row += [f"{per_peer[p][qid]:.2f}" if qid in per_peer[p] else "—" for p in peers]
+        rows.append(row)
+    rows += geomean_rows(run, 2 * len(names), per_peer, peers)
+    out = [f"## Peak memory (RSS), {mode} (median of {run.reps}, MiB)", ""]
+    out.append(
+        "For each measured run, the peak resident set size of the process that runs the query: its peak is "
+        "reset (`echo 5 > /proc/PID/clear_refs`) just before the query and read (`VmHWM` of "
+        "`/proc/PID/status`) after it; *before* is its RSS just before the query, so *peak − before* is what "
+        "the query added. A process's RSS also holds what its buffer pool kept from earlier queries and what "
+        "its allocator kept from earlier runs (the unmeasured warm run included), so peaks depend on the order "
+        "of the queries and *before* is that floor. "
+        + (
+            "Ratios are kura's peak over the peer's (above 1: kura uses more), over the queries both answered "
+            "correctly. "
+            if peers
+            else ""
+        )
+        + "The process measured:"
+    )
+    out.append("")
+    if run.suite_rss_kib:
+        out.append(
+            f"- the suite's own Python process held {memory.mib(run.suite_rss_kib):.1f} MiB before any system "
+            "started (interpreter, suite, client libraries loaded): the floor under an in-process system's peak"
+        )
+    for name, sr in run.systems.items():
+        out.append(f"- {name}: {sr.memory_scope or 'unknown'}")
+        reasons = dict.fromkeys(o.memory_error for (m, _), o in sr.outcomes.items() if m == mode and o.memory_error)
+        for reason in reasons:
+            out.append(f"  - n/a: {reason.replace('|', '/')}")
+    out += ["", table(header, rows), ""]
+    return out
+
+
 def times_section(run, mode, charts):
     names = list(run.systems)
     peers = [n for n in names if n != BASE] if BASE in run.systems else []
@@ -67,21 +156,7 @@ def times_section(run, mode, charts):
         row = [qid] + [cell(run.systems[n].outcomes.get((mode, qid))) for n in names]
         row += [f"{per_peer[p][qid]:.2f}" if qid in per_peer[p] else "—" for p in peers]
         rows.append(row)
-    for label, subset in (
-        ("geo. mean TPC-H", queries.TPCH),
-        ("geo. mean (A)-(D)", queries.SELECTIVE),
-        ("geo. mean vA, vC, vD", queries.VARIANTS),
-        ("geo. mean all", None),
-    ):
-        ids = [q for q in run.query_ids if subset is None or q in subset]
-        if not ids or not peers:
-            continue
-        row = [f"**{label}**"] + [""] * len(names)
-        for p in peers:
-            vals = [per_peer[p][q] for q in ids if q in per_peer[p]]
-            g = geometric_mean(vals)
-            row.append(f"**{g:.2f}** ({len(vals)}/{len(ids)})" if g else f"— (0/{len(ids)})")
-        rows.append(row)
+    rows += geomean_rows(run, len(names), per_peer, peers)
     out = [f"## Query times, {mode} (median of {run.reps}, seconds)", ""]
     out.append(
         "Ratios are kura's time over the peer's (above 1: kura slower), over the queries both answered "
@@ -106,16 +181,16 @@ def summary_lines(run, failures_found):
     peers = [n for n in run.systems if n != BASE] if BASE in run.systems else []
     for mode in run.modes:
         for p in peers:
-            r = ratios(run, mode, p, run.query_ids)
-            g = geometric_mean(list(r.values()))
-            out.append(
-                f"- {mode}: geometric mean of kura/{p} = "
-                + (
-                    f"**{g:.2f}** over {len(r)} of {len(run.query_ids)} queries"
-                    if g
-                    else "— (no query answered by both)"
+            for what, value, missing in (
+                ("kura/", usable_time, "no query answered by both"),
+                ("peak RSS kura/", usable_peak, "no query answered and measured by both"),
+            ):
+                r = ratios(run, mode, p, run.query_ids, value=value)
+                g = geometric_mean(list(r.values()))
+                out.append(
+                    f"- {mode}: geometric mean of {what}{p} = "
+                    + (f"**{g:.2f}** over {len(r)} of {len(run.query_ids)} queries" if g else f"— ({missing})")
                 )
-            )
     for name, sr in run.systems.items():
         answered = sum(1 for o in sr.outcomes.values() if o.status == "ok" and not o.wrong)
         total = len(sr.outcomes)
@@ -143,7 +218,10 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
 
     lines += ["## Systems and settings", ""]
     for name, sr in run.systems.items():
-        lines.append(f"- **{name}**: {sr.version or 'version unknown'}; timing: {sr.timing_note}")
+        lines.append(
+            f"- **{name}**: {sr.version or 'version unknown'}; timing: {sr.timing_note}; "
+            f"peak RSS of: {sr.memory_scope or 'unknown'}"
+        )
         for k, v in sr.settings.items():
             lines.append(f"  - {k}: {v}")
     lines += [f"- OS page cache before cold runs: {cache_note}", ""]
@@ -228,6 +306,8 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
 
     for mode in run.modes:
         lines += times_section(run, mode, charts_by_mode.get(mode, []))
+    for mode in run.modes:
+        lines += memory_section(run, mode)
 
     if run.explains:
         lines += ["## Where kura is furthest behind (warm)", ""]
@@ -293,13 +373,32 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
     return path
 
 
-# Columns of the per-query CSV, read by other tools (`kura bench paper003`).
-CSV_COLUMNS = ["system", "mode", "query", "status", "wrong", "median_s", "runs", "times_s"]
+# Columns of the per-query CSV, read by other tools (`kura bench paper003`, by name: new
+# columns go at the end).
+CSV_COLUMNS = [
+    "system",
+    "mode",
+    "query",
+    "status",
+    "wrong",
+    "median_s",
+    "runs",
+    "times_s",
+    "peak_rss_mib",
+    "rss_before_mib",
+    "peaks_rss_mib",
+    "memory_note",
+]
+
+
+def mib_text(kib):
+    return "" if kib is None else f"{memory.mib(kib):.1f}"
 
 
 def write_csv(run, path):
     """One row per system, mode and query: status, whether the answer was wrong, the median
-    and every measured time (space-separated), in seconds."""
+    and every measured time (space-separated), in seconds; the median peak RSS, the median
+    RSS before the query and every peak, in MiB, or why memory was not measured."""
     with open(path, "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
@@ -307,7 +406,11 @@ def write_csv(run, path):
             for (mode, qid), o in sr.outcomes.items():
                 median = "" if o.median is None else f"{o.median:.6f}"
                 times = " ".join(f"{t:.6f}" for t in o.times)
-                w.writerow([name, mode, qid, o.status, "yes" if o.wrong else "no", median, len(o.times), times])
+                peaks = " ".join(mib_text(k) for k in o.peaks_kib)
+                w.writerow(
+                    [name, mode, qid, o.status, "yes" if o.wrong else "no", median, len(o.times), times]
+                    + [mib_text(o.peak_median_kib), mib_text(o.before_median_kib), peaks, o.memory_error]
+                )
 
 
 def write_settings_csv(run, path, machine_info, cache_note=""):
@@ -334,6 +437,7 @@ def write_json(run, path, machine_info, failures_found):
         "queries": run.query_ids,
         "modes": run.modes,
         "reps": run.reps,
+        "suite_rss_kib": run.suite_rss_kib,
         "machine": machine_info,
         "failures": failures_found,
         "systems": {
@@ -346,6 +450,7 @@ def write_json(run, path, machine_info, failures_found):
                 "load_error": sr.load_error,
                 "counts": sr.counts,
                 "indexes": sr.indexes,
+                "memory_scope": sr.memory_scope,
                 "outcomes": {
                     f"{mode}/{qid}": {
                         "status": o.status,
@@ -354,6 +459,10 @@ def write_json(run, path, machine_info, failures_found):
                         "wrong": o.wrong,
                         "error": o.error,
                         "rewritten": o.rewritten,
+                        "peak_rss_kib": o.peaks_kib,
+                        "rss_before_kib": o.before_kib,
+                        "peak_rss_median_kib": o.peak_median_kib,
+                        "memory_error": o.memory_error,
                     }
                     for (mode, qid), o in sr.outcomes.items()
                 },

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from . import compare, paths, queries, schema, tbl
+from . import compare, memory, paths, queries, schema, tbl
 from .systems.base import QueryFailed, Unsupported
 
 
@@ -22,10 +22,21 @@ class Outcome:
     result: object = None  # systems.base.Result of the last run
     rewritten: list = field(default_factory=list)  # notes on a translation for this system
     wrong: bool = False  # set by the cross-check
+    peaks_kib: list = field(default_factory=list)  # peak RSS of each measured run
+    before_kib: list = field(default_factory=list)  # RSS just before each measured run
+    memory_error: str = ""  # why the peak RSS was not measured, if it was not
 
     @property
     def median(self):
         return statistics.median(self.times) if self.times else None
+
+    @property
+    def peak_median_kib(self):
+        return statistics.median(self.peaks_kib) if self.peaks_kib else None
+
+    @property
+    def before_median_kib(self):
+        return statistics.median(self.before_kib) if self.before_kib else None
 
 
 @dataclass
@@ -34,6 +45,7 @@ class SystemRun:
     version: str = ""
     settings: dict = field(default_factory=dict)
     timing_note: str = ""
+    memory_scope: str = ""  # the process whose peak RSS is reported
     load: object = None  # LoadReport
     load_error: str = ""
     counts: dict = field(default_factory=dict)  # table -> rows the system holds
@@ -65,6 +77,8 @@ class Run:
     agreements: int = 0
     references: dict = field(default_factory=dict)  # query id -> answer file used, where one exists
     explains: list = field(default_factory=list)  # (query id, ratio, fastest peer, kura's EXPLAIN ANALYZE)
+    # The suite's own RSS before any system started: the floor under in-process systems' peaks.
+    suite_rss_kib: int = None
     started: float = field(default_factory=time.time)
     seconds: float = 0.0
 
@@ -94,7 +108,12 @@ def ensure_data(kura_binary, sf, data_dir, log):
 def prepare_system(system, run, tbl_dir, tables, indexes, log):
     """Starts, loads, checks row counts, builds indexes; False when the system cannot run queries.
     A system sharing another's database only checks its row counts."""
-    sr = SystemRun(system.name, timing_note=system.timing_note, shares_database_of=system.shares_database_of)
+    sr = SystemRun(
+        system.name,
+        timing_note=system.timing_note,
+        memory_scope=system.memory_scope,
+        shares_database_of=system.shares_database_of,
+    )
     run.systems[system.name] = sr
     owner = run.systems.get(sr.shares_database_of) if sr.shares_database_of else None
     if sr.shares_database_of and (owner is None or owner.load is None or owner.load_error):
@@ -160,13 +179,45 @@ def run_query(system, query, mode, reps, timeout, drop_os_cache):
         for _ in range(reps):
             if mode == "cold":
                 system.prepare_cold(drop_os_cache)
+            probe = begin_memory(system, outcome)
             result = system.execute(translated, timeout)
+            end_memory(probe, outcome)
             outcome.times.append(result.seconds)
             outcome.result = result
     except QueryFailed as e:
         outcome.status = "timeout" if e.timed_out else "error"
         outcome.error = str(e)
     return outcome
+
+
+def begin_memory(system, outcome):
+    """Resets the peak RSS of the process about to run the query: (pid, its RSS now in KiB),
+    or None with the reason kept in the outcome."""
+    try:
+        pid = system.query_pid()
+        return pid, memory.begin(pid)
+    except memory.NotMeasurable as e:
+        outcome.memory_error = str(e)
+        return None
+
+
+def end_memory(probe, outcome):
+    """Records the peak RSS since begin_memory, with the RSS before, as one pair."""
+    if probe is None:
+        return
+    pid, before = probe
+    try:
+        outcome.peaks_kib.append(memory.peak(pid))
+        outcome.before_kib.append(before)
+    except memory.NotMeasurable as e:
+        outcome.memory_error = str(e)
+
+
+def own_rss_kib():
+    try:
+        return memory.read_kib(os.getpid(), "VmRSS")
+    except memory.NotMeasurable:
+        return None
 
 
 def run_system(system, run, query_list, drop_os_cache, log):
@@ -182,6 +233,8 @@ def run_system(system, run, query_list, drop_os_cache, log):
             shown = (
                 f"{outcome.median:.3f} s" if outcome.status == "ok" else f"{outcome.status.upper()}: {outcome.error}"
             )
+            if outcome.peak_median_kib is not None:
+                shown += f", peak RSS {memory.mib(outcome.peak_median_kib):.0f} MiB"
             log(f"{system.name}: {mode} {query.id}: {shown}")
         if mode == "cold":
             system.prepare_warm()
@@ -299,6 +352,7 @@ def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True):
     indexes = schema.read_indexes() if with_indexes else []
     query_list = [queries.load(q, sf=run.sf) for q in run.query_ids]
     run.expected_counts = {t: tbl.line_count(tbl.path(tbl_dir, t)) for t in tables}
+    run.suite_rss_kib = own_rss_kib()
     for system in systems:
         try:
             if prepare_system(system, run, tbl_dir, tables, indexes, log):

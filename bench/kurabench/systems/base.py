@@ -3,6 +3,8 @@
 import time
 from dataclasses import dataclass, field
 
+from ..memory import NotMeasurable
+
 
 class QueryFailed(Exception):
     """The system ran the query and reported an error (or broke off at the time limit)."""
@@ -41,6 +43,8 @@ class System:
     shares_database_of = None
     # What the timings of `execute` measure, for the report.
     timing_note = "wall time of the client call, results fetched"
+    # Which process `query_pid` names, for the report's peak memory (RSS).
+    memory_scope = "the process that runs the queries"
 
     def start(self):
         pass
@@ -75,6 +79,11 @@ class System:
     def execute(self, query, timeout):
         """Runs every statement of the query; returns the Result of its last SELECT."""
         raise NotImplementedError
+
+    def query_pid(self):
+        """The pid of the process the next `execute` runs in, for its peak RSS; raises
+        memory.NotMeasurable with the reason when no such local process can be named."""
+        raise NotMeasurable("this system names no process that runs its queries")
 
     def prepare_cold(self, drop_os_cache):
         """Empties this system's caches before a cold run (restart, small buffer)."""

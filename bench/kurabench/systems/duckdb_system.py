@@ -11,6 +11,10 @@ from .base import LoadReport, QueryFailed, Result, System, Unsupported
 
 class DuckDB(System):
     name = "duckdb"
+    memory_scope = (
+        "the suite's own Python process (DuckDB runs in-process), so the peak includes the interpreter's "
+        "and the suite's own memory: compare with the RSS before the query"
+    )
 
     def __init__(self, work_dir, threads=None):
         import duckdb
@@ -98,6 +102,9 @@ class DuckDB(System):
         if result is None:
             raise QueryFailed("the query text holds no SELECT")
         return Result(result[0], compare.normalize_rows(result[1]), seconds, "client")
+
+    def query_pid(self):
+        return os.getpid()
 
     def _drop_views(self, query):
         # A query broken off after CREATE VIEW (Q15) must not leave the view behind.

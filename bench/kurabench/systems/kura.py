@@ -17,6 +17,7 @@ import threading
 import time
 
 from .. import compare
+from ..memory import NotMeasurable
 from ..queries import is_select
 from .base import LoadReport, QueryFailed, Result, System, Unsupported
 
@@ -63,8 +64,10 @@ class Kura(System):
         self.con = None
         if self.client == "serve":
             self.timing_note = "wall time of the client call (psycopg to `kura serve`), results fetched"
+            self.memory_scope = "the `kura serve` process"
         else:
             self.timing_note = "wall time of one `kura -c` process per run (start-up, open, query, output)"
+            self.memory_scope = "none (one `kura -c` process per run)"
 
     def _options(self):
         options = ["--db", self.path]
@@ -173,6 +176,14 @@ class Kura(System):
         if columns is None:
             raise QueryFailed("kura printed no result")
         return Result(columns, rows, seconds, "process")
+
+    def query_pid(self):
+        if self.client != "serve":
+            raise NotMeasurable("one `kura -c` process per run (--kura-client cli) has no process to reset before it")
+        # The server a cold run needs is started here rather than in execute, so its peak can be
+        # reset before the query like a warm run's (start-up is outside the timed call either way).
+        self._ensure_server()
+        return self.server.pid
 
     def explain_analyze(self, query, timeout):
         """kura's EXPLAIN ANALYZE of the query's SELECT (run in its own process, warm settings)."""

@@ -11,6 +11,7 @@ import subprocess
 import time
 
 from .. import compare, tbl
+from ..memory import NotMeasurable
 from ..queries import created_views, is_select
 from .base import LoadReport, QueryFailed, Result, System
 
@@ -39,6 +40,10 @@ def free_port():
 
 class PostgreSQL(System):
     name = "postgres"
+    memory_scope = (
+        "the connection's backend process (pg_backend_pid()): parallel workers are not counted, and "
+        "shared_buffers count as far as this backend touched them"
+    )
 
     def __init__(self, work_dir, shared_buffers="1GB", work_mem="256MB", cold_shared_buffers="16MB", workers=None):
         import psycopg
@@ -55,6 +60,7 @@ class PostgreSQL(System):
         self.cold_shared_buffers = cold_shared_buffers
         self.current = dict(self.warm)
         self.con = None
+        self.backend_pid = None
         self.running = False
         # postgres refuses to run as root: run the server as the 'postgres' account then.
         self.run_as = None
@@ -93,11 +99,13 @@ class PostgreSQL(System):
         self._run(["pg_ctl", "-D", self.data, "-l", self.log, "-w", "-o", " ".join(options), "start"])
         self.running = True
         self.con = self.psycopg.connect(host="127.0.0.1", port=self.port, user=USER, dbname="postgres", autocommit=True)
+        self.backend_pid = self.con.execute("SELECT pg_backend_pid()").fetchone()[0]
 
     def _stop_server(self):
         if self.con is not None:
             self.con.close()
             self.con = None
+            self.backend_pid = None
         if self.running:
             self._run(["pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop"], check=False)
             self.running = False
@@ -157,6 +165,11 @@ class PostgreSQL(System):
         if result is None:
             raise QueryFailed("the query text holds no SELECT")
         return Result(result[0], compare.normalize_rows(result[1]), seconds, "client")
+
+    def query_pid(self):
+        if self.backend_pid is None:
+            raise NotMeasurable("no connection to the server")
+        return self.backend_pid
 
     def _drop_views(self, query):
         for view in created_views(query):

@@ -14,6 +14,10 @@ BATCH_ROWS = 50_000
 
 class SQLite(System):
     name = "sqlite"
+    memory_scope = (
+        "the suite's own Python process (SQLite runs in-process), so the peak includes the interpreter's "
+        "and the suite's own memory: compare with the RSS before the query"
+    )
 
     def __init__(self, work_dir, cache_mb=256):
         self.path = os.path.join(work_dir, "sqlite.db")
@@ -112,6 +116,9 @@ class SQLite(System):
         if result is None:
             raise QueryFailed("the query text holds no SELECT")
         return Result(result[0], compare.normalize_rows(result[1]), seconds, "client")
+
+    def query_pid(self):
+        return os.getpid()
 
     def _cleanup(self, query):
         # A query broken off after CREATE VIEW (Q15) must not leave the view behind.
