@@ -395,17 +395,17 @@ impl Executor<'_> {
                     &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
                 )?;
                 let table = sink.table()?;
-                if let Some((scan, columns, work)) = crate::ops::join::filter::target(
-                    *join_type,
-                    probe,
-                    probe_keys,
-                    null_safe,
-                    table.side.rows,
-                ) {
+                {
                     let mut pending = shared.key_filters.lock().unwrap_or_else(|e| e.into_inner());
-                    let filters = pending.entry(scan).or_default();
-                    if work || !filters.is_empty() {
-                        filters.push(Arc::new(KeyFilter::new(table.clone(), columns)));
+                    if let Some((scan, filter)) = KeyFilter::for_join(
+                        *join_type,
+                        probe,
+                        probe_keys,
+                        null_safe,
+                        &table,
+                        |scan| pending.get(&scan).is_some_and(|f| !f.is_empty()),
+                    ) {
+                        pending.entry(scan).or_default().push(Arc::new(filter));
                     }
                 }
                 let mut p = self.compile(probe, shared)?;

@@ -22,7 +22,7 @@ use kura_common::{Batch, ColumnData, Vector};
 use super::JoinTable;
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
-use crate::keys::{int_key, single_int_key};
+use crate::keys::int_key;
 use crate::plan::{JoinType, PlanKind, PlanNode};
 
 /// Build sides up to this many rows filter their probe scan: their hash table
@@ -41,6 +41,18 @@ const MAX_KEPT_FRACTION: f64 = 0.8;
 /// of the hash table: a shift and a mask per scanned row, no hashing.
 const MAX_BITMAP_SPAN: u64 = 1 << 21;
 
+/// A wider span still gets a bitmap (up to 8 MiB) when the build side is dense
+/// in it, at least one key per this many values: a year of orders keys among all
+/// orders (TPC-H Q5), whose probe (lineitem, stored by order key) walks the
+/// bitmap in order.
+const MAX_SPARSE_SPAN: u64 = 1 << 26;
+const MAX_VALUES_PER_KEY: u64 = 64;
+
+/// Build sides larger than [`MAX_FILTER_BUILD_ROWS`], up to this many rows, filter
+/// their probe scan when their keys fit a bitmap: its look-up costs the same
+/// whatever the build side's size.
+pub const MAX_BITMAP_BUILD_ROWS: usize = 1 << 22;
+
 /// Keeps the scan rows whose join keys have a match in `table`.
 pub struct KeyFilter {
     pub table: Arc<JoinTable>,
@@ -49,21 +61,72 @@ pub struct KeyFilter {
     /// The build keys as a bitmap over their span, when there is one key and the
     /// span is small (dimension keys: suppliers of a nation, parts of a brand).
     bits: Option<KeyBits>,
+    /// Whether `columns` are all the join's keys (else one key of several, with
+    /// `bits` of that key: the hash table, keyed on all, cannot serve it).
+    whole: bool,
     seen: AtomicU64,
     kept: AtomicU64,
     off: AtomicBool,
 }
 
 impl KeyFilter {
-    pub fn new(table: Arc<JoinTable>, columns: Vec<usize>) -> KeyFilter {
+    /// The filter a join's built `table` puts on its probe side's scan, if one
+    /// pays: the join (its type, probe keys, NULL-safety) must allow one (see
+    /// [`target`]). A bitmap filter always pays (the trial switches it off when it
+    /// keeps nearly every row); a hash-table look-up only when the scan's rows do
+    /// other work before the join, or other filters run anyway.
+    /// Returns the scan's node id and the filter.
+    pub fn for_join(
+        join_type: JoinType,
+        probe: &PlanNode,
+        probe_keys: &[PhysExpr],
+        null_safe: &[bool],
+        table: &Arc<JoinTable>,
+        scan_has_filters: impl Fn(usize) -> bool,
+    ) -> Option<(usize, KeyFilter)> {
         let side = &table.side;
-        let bits = (single_int_key(&side.keys) && !side.null_safe.iter().any(|&n| n))
-            .then(|| KeyBits::new(&side.keys[0], side.rows))
-            .flatten();
+        if side.rows > MAX_BITMAP_BUILD_ROWS {
+            return None;
+        }
+        let filter = |columns, bits, whole| KeyFilter {
+            table: table.clone(),
+            columns,
+            bits,
+            whole,
+            seen: AtomicU64::new(0),
+            kept: AtomicU64::new(0),
+            off: AtomicBool::new(false),
+        };
+        if let Some((scan, columns, work)) = target(join_type, probe, probe_keys, null_safe) {
+            let bits = KeyBits::of(side, 0).filter(|_| probe_keys.len() == 1);
+            let pays = bits.is_some()
+                || side.rows <= MAX_FILTER_BUILD_ROWS && (work || scan_has_filters(scan));
+            if pays {
+                return Some((scan, filter(columns, bits, true)));
+            }
+        }
+        // Of several keys, one integer key read by the scan may filter alone: a
+        // row whose value of it no build row has has no partner (TPC-H Q5's
+        // lineitem, joined on order and nation, filtered by the order keys).
+        if probe_keys.len() < 2 {
+            return None;
+        }
+        probe_keys.iter().enumerate().find_map(|(i, k)| {
+            let ns = [null_safe.get(i).copied().unwrap_or(false)];
+            let (scan, columns, _) = target(join_type, probe, std::slice::from_ref(k), &ns)?;
+            let bits = KeyBits::of(side, i)?;
+            Some((scan, filter(columns, Some(bits), false)))
+        })
+    }
+
+    #[cfg(test)]
+    fn new(table: Arc<JoinTable>, columns: Vec<usize>) -> KeyFilter {
+        let bits = KeyBits::of(&table.side, 0).filter(|_| columns.len() == 1);
         KeyFilter {
             table,
             columns,
             bits,
+            whole: true,
             seen: AtomicU64::new(0),
             kept: AtomicU64::new(0),
             off: AtomicBool::new(false),
@@ -91,6 +154,9 @@ impl KeyFilter {
             if let Some(selection) = bits.select(&batch.columns[*c], &batch) {
                 return Ok(Batch { selection, ..batch });
             }
+        }
+        if !self.whole {
+            return Ok(batch);
         }
         // One key (the usual case) is looked up in place; several are gathered.
         let gathered: Vec<Vector>;
@@ -139,14 +205,22 @@ struct KeyBits {
 }
 
 impl KeyBits {
-    /// The bitmap of `key`'s non-NULL values, if they span few enough values.
-    fn new(key: &Vector, rows: usize) -> Option<KeyBits> {
-        let values = (0..rows).filter_map(|r| int_key(key, r));
+    /// The bitmap of a build side's key `key`, if it is an integer key (not
+    /// NULL-safe) whose values span few enough values, or are dense in their span.
+    fn of(side: &super::BuildSide, key: usize) -> Option<KeyBits> {
+        let key_is_int = matches!(side.keys[key].data, ColumnData::I32(_) | ColumnData::I64(_));
+        if !key_is_int || side.null_safe.get(key).copied().unwrap_or(false) {
+            return None;
+        }
+        let key = &side.keys[key];
+        let values = (0..side.rows).filter_map(|r| int_key(key, r));
         let (min, max) = values.clone().fold(None, |mm: Option<(i64, i64)>, v| {
             Some(mm.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
         })?;
         let span = (max as i128 - min as i128 + 1) as u128;
-        if span > MAX_BITMAP_SPAN as u128 {
+        let dense = span <= MAX_SPARSE_SPAN as u128
+            && span <= side.rows as u128 * MAX_VALUES_PER_KEY as u128;
+        if span > MAX_BITMAP_SPAN as u128 && !dense {
             return None;
         }
         let span = span as u64;
@@ -231,16 +305,14 @@ fn trace(node: &PlanNode, col: usize) -> Option<(usize, usize, bool)> {
 /// the filter only pays when the scan has other filters too (the smallest
 /// table then filters first): alone, it would look up the rows the join drops
 /// as cheaply.
-pub fn target(
+fn target(
     join_type: JoinType,
     probe: &PlanNode,
     probe_keys: &[PhysExpr],
     null_safe: &[bool],
-    build_rows: usize,
 ) -> Option<(usize, Vec<usize>, bool)> {
     if !matches!(join_type, JoinType::Inner | JoinType::Semi)
         || null_safe.iter().any(|&n| n)
-        || build_rows > MAX_FILTER_BUILD_ROWS
         || probe_keys.is_empty()
     {
         return None;
@@ -371,11 +443,11 @@ mod tests {
         // Output 0 is the scan's column 1; the scan is node 3 (project,
         // filter, join, scan in pre-order).
         assert_eq!(
-            target(JoinType::Inner, &p, &[col(0)], &[false], 10),
+            target(JoinType::Inner, &p, &[col(0)], &[false]),
             Some((3, vec![1], true))
         );
         assert_eq!(
-            target(JoinType::Semi, &p, &[col(1)], &[false], 10),
+            target(JoinType::Semi, &p, &[col(1)], &[false]),
             Some((3, vec![0], true))
         );
     }
@@ -388,29 +460,80 @@ mod tests {
         Batch::new(vec![Vector::from_values(DataType::Integer, &vals).unwrap()])
     }
 
-    fn key_filter(keys: &[i32]) -> KeyFilter {
+    /// A built join table over integer key columns (one per key).
+    fn join_table(keys: &[&[i32]]) -> Arc<JoinTable> {
         use crate::ops::join::hash::HashJoin;
         use crate::ops::join::{BuildSide, JoinAlgorithm};
-        let b = int_batch(&keys.iter().map(|&k| Some(k)).collect::<Vec<_>>());
+        let columns: Vec<Vector> = keys
+            .iter()
+            .map(|k| int_batch(&k.iter().map(|&v| Some(v)).collect::<Vec<_>>()).columns[0].clone())
+            .collect();
         let side = BuildSide {
-            columns: b.columns.clone(),
-            keys: b.columns,
-            rows: keys.len(),
+            columns: columns.clone(),
+            keys: columns,
+            rows: keys[0].len(),
             has_null_key: false,
-            null_safe: vec![false],
+            null_safe: vec![false; keys.len()],
         };
         let index = HashJoin
             .index(&side, &crate::context::ExecContext::unbounded())
             .unwrap();
-        KeyFilter::new(
-            Arc::new(JoinTable {
-                side,
-                index,
-                correlation: None,
-                protection: None,
-            }),
-            vec![0],
+        Arc::new(JoinTable {
+            side,
+            index,
+            correlation: None,
+            protection: None,
+        })
+    }
+
+    fn key_filter(keys: &[i32]) -> KeyFilter {
+        KeyFilter::new(join_table(&[keys]), vec![0])
+    }
+
+    #[test]
+    fn one_key_of_several_filters_through_its_bitmap() {
+        // Probe: scan ⋈ scan; the join keys are the probe scan's column 0 and the
+        // inner join's build column 2, from different scans.
+        let probe = numbered(join(JoinType::Inner, filtered(scan()), scan()));
+        let table = join_table(&[&[10, 20, 30], &[1, 2, 3]]);
+        let (at, f) = KeyFilter::for_join(
+            JoinType::Inner,
+            &probe,
+            &[col(0), col(2)],
+            &[false, false],
+            &table,
+            |_| false,
         )
+        .expect("the first key filters alone");
+        assert_eq!((at, f.columns.clone(), f.whole), (2, vec![0], false));
+        let out = f
+            .select(int_batch(&[Some(20), Some(21), None, Some(30)]))
+            .unwrap();
+        assert_eq!(live(&out), vec![0, 3]);
+        // Not for a join that keeps unmatched probe rows.
+        assert!(KeyFilter::for_join(
+            JoinType::Left,
+            &probe,
+            &[col(0), col(2)],
+            &[false, false],
+            &table,
+            |_| false
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn wide_spans_get_a_bitmap_only_when_dense() {
+        let t = |keys: Vec<i32>| join_table(&[&keys]);
+        // Span 2^21: a bitmap whatever the count.
+        assert!(KeyBits::of(&t(vec![0, (1 << 21) - 1]).side, 0).is_some());
+        // Span 2^22 + 1 with 2 keys: too sparse; with 2^16 + 1 keys, dense enough.
+        assert!(KeyBits::of(&t(vec![0, 1 << 22]).side, 0).is_none());
+        let dense: Vec<i32> = (0..=(1 << 16)).map(|i| i * 64).collect();
+        let bits = KeyBits::of(&t(dense).side, 0).expect("one key per 64 values");
+        assert!(bits.contains(1 << 22) && !bits.contains(65) && !bits.contains(-64));
+        // Never wider than 2^26, however dense.
+        assert!(KeyBits::of(&t(vec![0, 1 << 26]).side, 0).is_none());
     }
 
     fn live(b: &Batch) -> Vec<u32> {
@@ -502,7 +625,7 @@ mod tests {
     fn says_whether_rows_do_work_before_the_join() {
         // Straight from an unfiltered scan.
         assert_eq!(
-            target(JoinType::Inner, &numbered(scan()), &[col(0)], &[false], 10),
+            target(JoinType::Inner, &numbered(scan()), &[col(0)], &[false]),
             Some((0, vec![0], false))
         );
         // Before a filter: the scan is node 1, below the filter.
@@ -511,8 +634,7 @@ mod tests {
                 JoinType::Inner,
                 &numbered(filtered(scan())),
                 &[col(0)],
-                &[false],
-                10
+                &[false]
             ),
             Some((1, vec![0], true))
         );
@@ -528,19 +650,9 @@ mod tests {
             JoinType::Single,
             JoinType::Mark,
         ] {
-            assert_eq!(target(jt, &s, &[col(0)], &[false], 10), None);
+            assert_eq!(target(jt, &s, &[col(0)], &[false]), None);
         }
-        assert_eq!(target(JoinType::Inner, &s, &[col(0)], &[true], 10), None);
-        assert_eq!(
-            target(
-                JoinType::Inner,
-                &s,
-                &[col(0)],
-                &[false],
-                MAX_FILTER_BUILD_ROWS + 1
-            ),
-            None
-        );
+        assert_eq!(target(JoinType::Inner, &s, &[col(0)], &[true]), None);
         // Not through a limit (other rows would pass it) nor the build side of a
         // join, nor from a computed key.
         let limited = numbered(PlanNode::new(
@@ -553,13 +665,10 @@ mod tests {
             vec![DataType::Integer; 2],
             1.0,
         ));
-        assert_eq!(
-            target(JoinType::Inner, &limited, &[col(0)], &[false], 10),
-            None
-        );
+        assert_eq!(target(JoinType::Inner, &limited, &[col(0)], &[false]), None);
         let j = numbered(join(JoinType::Inner, filtered(scan()), scan()));
-        assert_eq!(target(JoinType::Inner, &j, &[col(2)], &[false], 10), None);
+        assert_eq!(target(JoinType::Inner, &j, &[col(2)], &[false]), None);
         let computed = PhysExpr::Negate(Box::new(col(0)));
-        assert_eq!(target(JoinType::Inner, &s, &[computed], &[false], 10), None);
+        assert_eq!(target(JoinType::Inner, &s, &[computed], &[false]), None);
     }
 }

@@ -37,17 +37,36 @@ impl JoinAlgorithm for HashJoin {
         let any_null_safe = build.null_safe.iter().any(|&x| x);
         let table = if single_int_key(&build.keys) && !any_null_safe {
             let mut m: HashMap<i64, u32> = HashMap::with_capacity(n);
-            // Insert in reverse so each chain lists rows in ascending order.
+            // Insert in reverse so each chain lists rows in ascending order. A run
+            // of equal keys (lineitem's rows of one order) is chained as it is
+            // met and enters the map once, at its end.
+            let mut run: Option<(i64, u32, u32)> = None; // key, first row, last row
+            let flush = |m: &mut HashMap<i64, u32>, next: &mut [u32], run| {
+                if let Some((k, first, last)) = run {
+                    if let Some(prev) = m.insert(k, first) {
+                        next[last as usize] = prev;
+                    }
+                }
+            };
             for row in (0..n).rev() {
                 if row % 65536 == 0 {
                     ctx.check_cancel()?;
                 }
-                if let Some(k) = int_key(&build.keys[0], row) {
-                    if let Some(prev) = m.insert(k, row as u32) {
-                        next[row] = prev;
+                let Some(k) = int_key(&build.keys[0], row) else {
+                    continue;
+                };
+                match &mut run {
+                    Some((rk, first, _)) if *rk == k => {
+                        next[row] = *first;
+                        *first = row as u32;
+                    }
+                    _ => {
+                        flush(&mut m, &mut next, run);
+                        run = Some((k, row as u32, row as u32));
                     }
                 }
             }
+            flush(&mut m, &mut next, run);
             Table::Int(m)
         } else if pair_int_key(&build.keys) && !any_null_safe {
             let mut m: HashMap<u128, u32> = HashMap::with_capacity(n);
@@ -102,9 +121,19 @@ impl JoinIndex for HashIndex {
         };
         match &self.table {
             Table::Int(m) if single_int_key(probe_keys) => {
+                // A run of equal probe keys (lineitem by order) looks up once.
+                let mut last: Option<(i64, Option<u32>)> = None;
                 for p in 0..rows {
                     if let Some(k) = int_key(&probe_keys[0], p) {
-                        walk(p, m.get(&k));
+                        let first = match last {
+                            Some((lk, first)) if lk == k => first,
+                            _ => {
+                                let first = m.get(&k).copied();
+                                last = Some((k, first));
+                                first
+                            }
+                        };
+                        walk(p, first.as_ref());
                     }
                 }
             }
@@ -213,4 +242,57 @@ pub(crate) fn map_span<K, V>(m: &HashMap<K, V>) -> Option<(usize, usize)> {
     }
     let buckets = (m.capacity() * 8 / 7 + 1).next_power_of_two();
     Some((lo, hi - lo + buckets + 16))
+}
+
+#[cfg(test)]
+mod tests {
+    use kura_common::{DataType, Value};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn ints(values: &[Option<i64>]) -> Vector {
+        let v: Vec<Value> = values
+            .iter()
+            .map(|v| v.map_or(Value::Null, Value::BigInt))
+            .collect();
+        Vector::from_values(DataType::BigInt, &v).unwrap()
+    }
+
+    /// The pairs a nested loop finds: every (probe, build) with equal non-NULL keys,
+    /// in probe order and then build order.
+    fn nested_loop(probe: &[Option<i64>], build: &[Option<i64>]) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for (p, pk) in probe.iter().enumerate() {
+            for (b, bk) in build.iter().enumerate() {
+                if pk.is_some() && pk == bk {
+                    out.push((p as u32, b as u32));
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        // Runs of equal keys on either side (build chained per run, probe looked
+        // up once per run) find exactly the nested loop's pairs, in its order.
+        #[test]
+        fn runs_of_keys_join_like_a_nested_loop(
+            build in proptest::collection::vec(proptest::option::weighted(0.9, 0i64..6), 0..40),
+            probe in proptest::collection::vec(proptest::option::weighted(0.9, 0i64..8), 0..40),
+        ) {
+            let key = ints(&build);
+            let side = BuildSide {
+                columns: vec![key.clone()],
+                keys: vec![key],
+                rows: build.len(),
+                has_null_key: false,
+                null_safe: vec![false],
+            };
+            let index = HashJoin.index(&side, &ExecContext::unbounded()).unwrap();
+            let mut got = Vec::new();
+            index.candidates(&[ints(&probe)], probe.len(), &mut got).unwrap();
+            prop_assert_eq!(got, nested_loop(&probe, &build));
+        }
+    }
 }
