@@ -2,14 +2,12 @@
 //! (count, exact integer and decimal sums and averages, floating sums and
 //! averages, min/max, DISTINCT), with update, merge and the final values.
 
-use hashbrown::hash_map::Entry;
-use hashbrown::HashMap;
-
 use kura_common::decimal::{div_round, pow10};
+use kura_common::types::PhysicalType;
 use kura_common::{ColumnData, DataType, Value, Vector};
 
+use super::distinct::DistinctAcc;
 use crate::error::{ExecError, ExecResult};
-use crate::keys::encode_row;
 use crate::ops::minmax::MinMaxAcc;
 use crate::plan::{AggCall, AggFunc};
 
@@ -41,14 +39,7 @@ pub(crate) enum Acc {
     },
     MinMax(MinMaxAcc),
     /// DISTINCT: the distinct argument values per group, aggregated at the end.
-    /// `seen` maps a value's key bytes (as `encode_row` writes them for the argument's
-    /// own type) to its place in `vals`, so merging two workers' states compares the
-    /// very bytes each update produced instead of re-encoding values whose physical
-    /// width depends on a type it no longer knows.
-    Distinct {
-        seen: Vec<HashMap<Vec<u8>, u32>>,
-        vals: Vec<Vec<Value>>,
-    },
+    Distinct(DistinctAcc),
 }
 
 pub(crate) fn new_acc(call: &AggCall) -> Acc {
@@ -57,10 +48,13 @@ pub(crate) fn new_acc(call: &AggCall) -> Acc {
         .as_ref()
         .is_some_and(|a| a.data_type() == DataType::Double);
     if call.distinct {
-        return Acc::Distinct {
-            seen: Vec::new(),
-            vals: Vec::new(),
-        };
+        let int_arg = call.arg.as_ref().is_some_and(|a| {
+            matches!(
+                a.data_type().physical(),
+                PhysicalType::I32 | PhysicalType::I64
+            )
+        });
+        return Acc::Distinct(DistinctAcc::new(int_arg, call.func != AggFunc::Count));
     }
     match call.func {
         AggFunc::CountStar | AggFunc::Count => Acc::Count(Vec::new()),
@@ -134,10 +128,7 @@ impl Acc {
                 counts.resize(groups, 0);
             }
             Acc::MinMax(m) => m.grow(groups),
-            Acc::Distinct { seen, vals } => {
-                seen.resize_with(groups, HashMap::new);
-                vals.resize_with(groups, Vec::new);
-            }
+            Acc::Distinct(d) => d.grow(groups),
         }
     }
 
@@ -242,22 +233,10 @@ impl Acc {
                     arg.ok_or_else(|| ExecError::Internal("min/max without argument".into()))?;
                 m.update(g, a)?;
             }
-            Acc::Distinct { seen, vals } => {
+            Acc::Distinct(d) => {
                 let a =
                     arg.ok_or_else(|| ExecError::Internal("DISTINCT without argument".into()))?;
-                let cols = std::slice::from_ref(a);
-                let mut buf = Vec::new();
-                for (i, &gi) in g.iter().enumerate() {
-                    buf.clear();
-                    let gi = gi as usize;
-                    // Look up by slice first: a repeated value costs no allocation.
-                    if encode_row(cols, i, false, &mut buf)
-                        && !seen[gi].contains_key(buf.as_slice())
-                    {
-                        seen[gi].insert(buf.clone(), vals[gi].len() as u32);
-                        vals[gi].push(a.get_value(i));
-                    }
-                }
+                d.update(g, a)?;
             }
         }
         Ok(())
@@ -289,7 +268,7 @@ impl Acc {
                 counts[to] += counts[from];
             }
             Acc::MinMax(m) => m.carry(from, to),
-            Acc::Distinct { .. } => {
+            Acc::Distinct(_) => {
                 return Err(ExecError::Internal(
                     "DISTINCT in a running aggregate".into(),
                 ))
@@ -298,8 +277,21 @@ impl Acc {
         Ok(())
     }
 
+    /// Folds `other` (another worker's state of the same aggregate) into this one;
+    /// `ids[g]` is the group here of `other`'s group `g`.
+    pub(super) fn merge(&mut self, other: &Acc, ids: &[u32]) {
+        match (self, other) {
+            (Acc::Distinct(a), Acc::Distinct(b)) => a.merge(b, ids),
+            (this, _) => {
+                for (from, &to) in ids.iter().enumerate() {
+                    this.merge_group(to as usize, other, from);
+                }
+            }
+        }
+    }
+
     /// Folds group `from` of `other` into group `to` of `self`.
-    pub(super) fn merge_group(&mut self, to: usize, other: &Acc, from: usize) {
+    fn merge_group(&mut self, to: usize, other: &Acc, from: usize) {
         match (self, other) {
             (Acc::Count(a), Acc::Count(b)) => a[to] += b[from],
             (Acc::SumInt { sums, seen }, Acc::SumInt { sums: s2, seen: n2 }) => {
@@ -331,14 +323,6 @@ impl Acc {
                 counts[to] += c2[from];
             }
             (Acc::MinMax(a), Acc::MinMax(b)) => a.merge_group(to, b, from),
-            (Acc::Distinct { seen, vals }, Acc::Distinct { seen: s2, vals: v2 }) => {
-                for (key, &at) in &s2[from] {
-                    if let Entry::Vacant(slot) = seen[to].entry(key.clone()) {
-                        slot.insert(vals[to].len() as u32);
-                        vals[to].push(v2[from][at as usize].clone());
-                    }
-                }
-            }
             _ => {}
         }
     }
@@ -425,9 +409,13 @@ impl Acc {
                 }
             }
             Acc::MinMax(m) => return m.finish(groups, out),
-            Acc::Distinct { vals, .. } => {
-                for g in vals.iter().take(groups) {
-                    push(&mut v, distinct_result(call, g, in_scale)?)?;
+            Acc::Distinct(d) if call.func == AggFunc::Count => d
+                .counts(groups)
+                .iter()
+                .try_for_each(|&c| push(&mut v, Value::BigInt(c)))?,
+            Acc::Distinct(d) => {
+                for g in d.values_by_group(groups)? {
+                    push(&mut v, distinct_result(call, &g, in_scale)?)?;
                 }
             }
         }

@@ -18,6 +18,7 @@ use crate::pipeline::{LocalState, Sink};
 use crate::plan::AggCall;
 
 mod acc;
+mod distinct;
 
 pub(crate) use acc::{new_acc, Acc};
 
@@ -325,9 +326,7 @@ impl Sink for AggregateSink {
                 let ids = global.group_ids(&local.keys, local.groups, ctx)?;
                 global.register(|| self.operator());
                 for (a, b) in global.accs.iter_mut().zip(&local.accs) {
-                    for (from, &to) in ids.iter().enumerate() {
-                        a.merge_group(to as usize, b, from);
-                    }
+                    a.merge(b, &ids);
                 }
             }
         }
