@@ -65,6 +65,42 @@ pub fn compare_text_constant(
     })
 }
 
+/// A non-NULL numeric, date or timestamp constant as a value of a column of
+/// type `column` stored in 64 bits or fewer (a decimal rescaled to the
+/// column's scale); `None` when the types do not compare this way, the constant
+/// has more decimal places than the column, or it does not fit 64 bits at the
+/// column's scale (the general path decides those).
+pub fn constant_in_width(
+    column: DataType,
+    constant: &Value,
+    constant_type: DataType,
+) -> Option<i64> {
+    let numeric = |t: DataType| {
+        matches!(
+            t,
+            DataType::Integer | DataType::BigInt | DataType::Decimal { .. }
+        )
+    };
+    let comparable = (numeric(column) && numeric(constant_type))
+        || (column == DataType::Date && constant_type == DataType::Date)
+        || (column == DataType::Timestamp && constant_type == DataType::Timestamp);
+    if !comparable {
+        return None;
+    }
+    let (c, t) = match *constant {
+        Value::Integer(x) => (x as i128, 0),
+        Value::BigInt(x) | Value::Timestamp(x) => (x as i128, 0),
+        Value::Date(x) => (x as i128, 0),
+        Value::Decimal(x, scale) => (x, scale),
+        _ => return None,
+    };
+    let s = scale_of(column);
+    if t > s {
+        return None;
+    }
+    i64::try_from(c.checked_mul(kura_common::decimal::pow10((s - t) as u32))?).ok()
+}
+
 /// `v op c` (or `c op v` when `constant_left`) for an integer, decimal, date or
 /// timestamp vector in 32 or 64 bits and a non-NULL constant of a comparable type,
 /// compared in the vector's own width with one loop per operator: no copy of the
@@ -78,30 +114,7 @@ pub fn compare_constant(
     constant_type: DataType,
     constant_left: bool,
 ) -> Option<Vector> {
-    let numeric = |t: DataType| {
-        matches!(
-            t,
-            DataType::Integer | DataType::BigInt | DataType::Decimal { .. }
-        )
-    };
-    let comparable = (numeric(v.data_type) && numeric(constant_type))
-        || (v.data_type == DataType::Date && constant_type == DataType::Date)
-        || (v.data_type == DataType::Timestamp && constant_type == DataType::Timestamp);
-    if !comparable {
-        return None;
-    }
-    let (c, t) = match *constant {
-        Value::Integer(x) => (x as i128, 0),
-        Value::BigInt(x) | Value::Timestamp(x) => (x as i128, 0),
-        Value::Date(x) => (x as i128, 0),
-        Value::Decimal(x, scale) => (x, scale),
-        _ => return None,
-    };
-    let s = scale_of(v.data_type);
-    if t > s {
-        return None;
-    }
-    let c = i64::try_from(c.checked_mul(kura_common::decimal::pow10((s - t) as u32))?).ok()?;
+    let c = constant_in_width(v.data_type, constant, constant_type)?;
     let op = if constant_left { op.flip() } else { op };
     macro_rules! by_op {
         ($x:expr, $c:expr) => {{

@@ -518,6 +518,13 @@ pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
         }
         return eval_predicate(right, b);
     }
+    if let Some(sel) = super::select::select_column_constant(pred, &batch) {
+        let all = batch.selection.is_none() && sel.len() == batch.num_rows;
+        return Ok(Batch {
+            selection: (!all).then_some(sel),
+            ..batch
+        });
+    }
     let Some(live) = batch.selection.as_ref() else {
         let v = pred.eval(&batch)?;
         let sel = selection_of(&v)?;

@@ -10,6 +10,7 @@ mod eval;
 mod func;
 pub mod like;
 pub mod pg;
+mod select;
 
 pub use cast::{assign_vector, cast_value, cast_vector};
 pub use eval::{eval_predicate, selection_of};
