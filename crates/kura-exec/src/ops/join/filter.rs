@@ -120,8 +120,9 @@ impl KeyFilter {
         })
     }
 
+    /// A filter of `table`'s keys on scan columns `columns` (tests).
     #[cfg(test)]
-    fn new(table: Arc<JoinTable>, columns: Vec<usize>) -> KeyFilter {
+    pub(crate) fn new(table: Arc<JoinTable>, columns: Vec<usize>) -> KeyFilter {
         let bits = KeyBits::of(&table.side, 0).filter(|_| columns.len() == 1);
         KeyFilter {
             table,

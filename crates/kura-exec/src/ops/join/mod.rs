@@ -93,6 +93,17 @@ pub struct JoinTable {
 }
 
 impl JoinTable {
+    /// A table of `side` with its `index`, nothing else (tests of other operators).
+    #[cfg(test)]
+    pub(crate) fn new_for_test(side: BuildSide, index: Box<dyn JoinIndex>) -> JoinTable {
+        JoinTable {
+            side,
+            index,
+            correlation: None,
+            protection: None,
+        }
+    }
+
     /// Reads one byte of every cache line the table holds; the lines read.
     fn touch_lines(&self) -> u64 {
         let mut lines = 0u64;
