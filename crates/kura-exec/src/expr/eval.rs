@@ -518,7 +518,9 @@ pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
         }
         return eval_predicate(right, b);
     }
-    if let Some(sel) = super::select::select_column_constant(pred, &batch) {
+    let direct = super::select::select_column_constant(pred, &batch)
+        .or_else(|| super::select::select_column_column(pred, &batch));
+    if let Some(sel) = direct {
         let all = batch.selection.is_none() && sel.len() == batch.num_rows;
         return Ok(Batch {
             selection: (!all).then_some(sel),
