@@ -273,11 +273,14 @@ mod tests {
             op in 0usize..6,
             every in 1usize..4,
         ) {
-            let col = |f: &dyn Fn(&(Option<i32>, Option<i32>)) -> Option<i32>| {
-                let v: Vec<Value> = rows.iter().map(|r| f(r).map_or(Value::Null, Value::Date)).collect();
+            let col = |side: usize| {
+                let v: Vec<Value> = rows
+                    .iter()
+                    .map(|r| [r.0, r.1][side].map_or(Value::Null, Value::Date))
+                    .collect();
                 Vector::from_values(DataType::Date, &v).unwrap()
             };
-            let mut batch = Batch::new(vec![col(&|r| r.0), col(&|r| r.1)]);
+            let mut batch = Batch::new(vec![col(0), col(1)]);
             if every > 1 {
                 batch.selection = Some((0..rows.len() as u32).step_by(every).collect());
             }
