@@ -159,6 +159,11 @@ def main(argv=None):
     os.chmod(work_dir, 0o755)  # the PostgreSQL server runs as another user when we are root
     tbl_dir = os.path.abspath(args.data) if args.data else os.path.join(work_dir, f"tbl-{paths.sf_name(args.sf)}")
     tbl_dir = suite.ensure_data(args.kura, args.sf, tbl_dir, log) if not args.data else tbl_dir
+    missing = suite.missing_tables(tbl_dir)
+    if missing:
+        # Before any system starts: a wrong --data must not cost a load first.
+        print(f"bench: no {', '.join(missing)} in {tbl_dir} (--data wants the eight .tbl files)", file=sys.stderr)
+        return 2
 
     run = suite.Run(args.sf, args.query_ids, args.mode_list, args.reps, args.timeout)
     dropper = machine.CacheDropper(args.drop_caches == "auto" and "cold" in args.mode_list)

@@ -105,6 +105,11 @@ def ensure_data(kura_binary, sf, data_dir, log):
     return data_dir
 
 
+def missing_tables(tbl_dir):
+    """The .tbl files of the TPC-H tables that are not in tbl_dir."""
+    return [f"{t}.tbl" for t in schema.TABLES if not os.path.isfile(tbl.path(tbl_dir, t))]
+
+
 def prepare_system(system, run, tbl_dir, tables, indexes, log):
     """Starts, loads, checks row counts, builds indexes; False when the system cannot run queries.
     A system sharing another's database only checks its row counts."""

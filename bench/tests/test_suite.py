@@ -28,6 +28,15 @@ def make_run(sf=123.0):
     return run
 
 
+class MissingTablesTest(unittest.TestCase):
+    def test_names_the_tbl_files_a_data_directory_lacks(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(len(suite.missing_tables(d)), 8)
+            for t in schema.TABLES[:-1]:
+                open(tbl.path(d, t), "w").close()
+            self.assertEqual(suite.missing_tables(d), ["lineitem.tbl"])
+
+
 class RatioTest(unittest.TestCase):
     def test_ratios_and_geometric_mean(self):
         run = make_run()
