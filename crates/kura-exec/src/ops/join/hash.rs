@@ -169,8 +169,17 @@ impl JoinIndex for HashIndex {
         match &self.table {
             Table::Int(m) => {
                 if single_int_key(probe_keys) {
+                    // A run of equal probe keys looks up once, as in `candidates`.
+                    let mut last: Option<(i64, bool)> = None;
                     out.extend((0..rows as u32).filter(|&p| {
-                        int_key(&probe_keys[0], p as usize).is_some_and(|k| m.contains_key(&k))
+                        int_key(&probe_keys[0], p as usize).is_some_and(|k| match last {
+                            Some((lk, hit)) if lk == k => hit,
+                            _ => {
+                                let hit = m.contains_key(&k);
+                                last = Some((k, hit));
+                                hit
+                            }
+                        })
                     }));
                 }
             }
@@ -292,7 +301,14 @@ mod tests {
             let index = HashJoin.index(&side, &ExecContext::unbounded()).unwrap();
             let mut got = Vec::new();
             index.candidates(&[ints(&probe)], probe.len(), &mut got).unwrap();
-            prop_assert_eq!(got, nested_loop(&probe, &build));
+            let expect = nested_loop(&probe, &build);
+            prop_assert_eq!(got, expect.clone());
+            // Existence alone (semi and anti joins): the probe rows with a pair.
+            let mut rows = Vec::new();
+            index.matching_rows(&[ints(&probe)], probe.len(), &mut rows).unwrap();
+            let mut with_pair: Vec<u32> = expect.iter().map(|p| p.0).collect();
+            with_pair.dedup();
+            prop_assert_eq!(rows, with_pair);
         }
     }
 }

@@ -525,6 +525,19 @@ impl Transform for JoinProbeOp {
             self.spec.join_type,
             JoinType::Semi | JoinType::Anti | JoinType::Mark
         );
+        if semi_like && !keys.is_empty() && self.spec.residual.is_none() {
+            // Only whether a partner exists matters: one look-up per probe row
+            // instead of a walk of every build row with its key (TPC-H Q22's
+            // anti join: ten orders per customer).
+            let mut rows = Vec::new();
+            self.table.index.matching_rows(&keys, n, &mut rows)?;
+            let matched = matched_rows_of(&rows, n);
+            return Ok(Some(match self.spec.join_type {
+                JoinType::Semi => with_selection(probe, rows),
+                JoinType::Anti => with_selection(probe, rows_where(&matched, false)),
+                _ => with_mark(probe, matched, None),
+            }));
+        }
         let pairs = if keys.is_empty() {
             // No equality keys: the residual alone decides. For an uncorrelated EXISTS
             // (no residual either) one build row settles every probe row.
@@ -655,6 +668,15 @@ fn matched_rows(pairs: &[(u32, u32)], n: usize) -> Vec<bool> {
     let mut matched = vec![false; n];
     for p in pairs {
         matched[p.0 as usize] = true;
+    }
+    matched
+}
+
+/// Per probe row: whether it is among `rows`.
+fn matched_rows_of(rows: &[u32], n: usize) -> Vec<bool> {
+    let mut matched = vec![false; n];
+    for &r in rows {
+        matched[r as usize] = true;
     }
     matched
 }
