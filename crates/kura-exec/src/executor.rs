@@ -16,7 +16,7 @@ use crate::ops::collect::CollectSink;
 use crate::ops::index::{IndexJoinSource, IndexJoinSpec, IndexScanSource};
 use crate::ops::join::batch_bytes;
 use crate::ops::join::filter::KeyFilter;
-use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec};
+use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec, JoinTable};
 use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
 use crate::ops::sort::SortSink;
@@ -39,6 +39,9 @@ const MAX_STREAM_WINDOW: usize = 4096;
 struct SharedResults {
     results: Mutex<HashMap<usize, Arc<Vec<Batch>>>>,
     key_filters: Mutex<HashMap<usize, Vec<Arc<KeyFilter>>>>,
+    /// Built join tables of shared builds (see [`crate::shared::mark_shared_builds`]),
+    /// by shared-build number.
+    tables: Mutex<HashMap<usize, Arc<JoinTable>>>,
 }
 
 /// Runs plans with a registry of operator implementations.
@@ -385,16 +388,32 @@ impl Executor<'_> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 });
-                let sink = Arc::new(JoinBuildSink::new(spec.clone(), algorithm).with_label(label));
-                // The probe side's first reads overlap the merge of the build
-                // side's parts into one hash table.
-                self.compile(build, shared)?.run_around_merge(
-                    sink.clone(),
-                    node.id,
-                    self.ctx,
-                    &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
-                )?;
-                let table = sink.table()?;
+                let built = node.shared_build.and_then(|k| {
+                    let tables = shared.tables.lock().unwrap_or_else(|e| e.into_inner());
+                    tables.get(&k).cloned()
+                });
+                let table = match built {
+                    Some(table) => table,
+                    None => {
+                        let sink =
+                            Arc::new(JoinBuildSink::new(spec.clone(), algorithm).with_label(label));
+                        // The probe side's first reads overlap the merge of the build
+                        // side's parts into one hash table.
+                        self.compile(build, shared)?.run_around_merge(
+                            sink.clone(),
+                            node.id,
+                            self.ctx,
+                            &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
+                        )?;
+                        let table = sink.table()?;
+                        if let Some(k) = node.shared_build {
+                            let mut tables =
+                                shared.tables.lock().unwrap_or_else(|e| e.into_inner());
+                            tables.insert(k, table.clone());
+                        }
+                        table
+                    }
+                };
                 {
                     let mut pending = shared.key_filters.lock().unwrap_or_else(|e| e.into_inner());
                     if let Some((scan, filter)) = KeyFilter::for_join(

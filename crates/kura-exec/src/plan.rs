@@ -214,6 +214,12 @@ pub struct PlanNode {
     /// computes identically (see [`crate::shared`]): the executor runs the
     /// first one it reaches and hands its result to the others.
     pub shared: Option<usize>,
+    /// Set on a join whose built table another join of the same plan builds
+    /// identically (same build subtree, keys and join type; see
+    /// [`crate::shared::mark_shared_builds`]): the first one builds it, the
+    /// others probe that table (TPC-H Q21's two EXISTS over one restricted
+    /// lineitem).
+    pub shared_build: Option<usize>,
 }
 
 /// What a node does, with its inputs.
@@ -331,6 +337,7 @@ impl PlanNode {
             output,
             estimated_rows,
             shared: None,
+            shared_build: None,
         }
     }
 
@@ -584,7 +591,10 @@ impl PlanNode {
             self.operator,
             self.describe(),
             self.shared
-                .map_or(String::new(), |k| format!(" shared result #{k}")),
+                .map_or(String::new(), |k| format!(" shared result #{k}"))
+                + &self
+                    .shared_build
+                    .map_or(String::new(), |k| format!(" shared build #{k}")),
             self.estimated_rows
         );
         if let Some(st) = stats {

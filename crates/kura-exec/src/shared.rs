@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use crate::plan::{PlanKind, PlanNode};
+use crate::plan::{JoinType, PlanKind, PlanNode};
 
 /// Whether the executor materializes this node's whole result before its
 /// consumer runs: only such results can be handed on without running twice.
@@ -179,4 +179,193 @@ pub fn mark_shared(plan: &mut PlanNode) -> usize {
     }
     assign(plan, &mut 0, &marks);
     groups.len()
+}
+
+/// The part of a join that determines its built table, when that table may be
+/// handed to another join: the operator, join type, build keys and NULL-safety
+/// (the build subtree is compared separately). Full joins record which build
+/// rows matched and null-aware joins the NULLs of their build side per join, so
+/// they keep their own tables.
+fn build_key(node: &PlanNode) -> Option<(String, &PlanNode)> {
+    let PlanKind::Join {
+        join_type,
+        build,
+        build_keys,
+        null_safe,
+        ..
+    } = &node.kind
+    else {
+        return None;
+    };
+    let shareable = matches!(
+        join_type,
+        JoinType::Inner
+            | JoinType::Semi
+            | JoinType::Anti
+            | JoinType::Mark
+            | JoinType::Left
+            | JoinType::Single
+    );
+    shareable.then(|| {
+        (
+            format!(
+                "{} {join_type:?} {build_keys:?} {null_safe:?}",
+                node.operator
+            ),
+            &**build,
+        )
+    })
+}
+
+/// Marks every group of two or more joins that would build the same table
+/// with a shared-build number (1, 2, …); returns how many groups there are.
+pub fn mark_shared_builds(plan: &mut PlanNode) -> usize {
+    fn collect<'p>(node: &'p PlanNode, next: &mut usize, out: &mut Vec<(usize, &'p PlanNode)>) {
+        out.push((*next, node));
+        *next += 1;
+        for c in node.children() {
+            collect(c, next, out);
+        }
+    }
+    let mut all = Vec::new();
+    collect(plan, &mut 0, &mut all);
+    let mut groups: Vec<(String, &PlanNode, Vec<usize>)> = Vec::new();
+    for (at, node) in all {
+        let Some((key, build)) = build_key(node) else {
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|(k, b, _)| *k == key && same_result(b, build))
+        {
+            Some((_, _, members)) => members.push(at),
+            None => groups.push((key, build, vec![at])),
+        }
+    }
+    let marks: HashMap<usize, usize> = groups
+        .iter()
+        .filter(|g| g.2.len() > 1)
+        .enumerate()
+        .flat_map(|(k, g)| g.2.iter().map(move |&at| (at, k + 1)))
+        .collect();
+    let count = groups.iter().filter(|g| g.2.len() > 1).count();
+    fn assign(node: &mut PlanNode, next: &mut usize, marks: &HashMap<usize, usize>) {
+        node.shared_build = marks.get(next).copied();
+        *next += 1;
+        for c in node.children_mut() {
+            assign(c, next, marks);
+        }
+    }
+    assign(plan, &mut 0, &marks);
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use kura_common::{DataType, Value, Vector};
+
+    use super::*;
+    use crate::expr::PhysExpr;
+    use crate::source::{MemTable, SourceColumn, TableSource};
+
+    fn table() -> Arc<dyn TableSource> {
+        let v = Vector::from_values(DataType::Integer, &[Value::Integer(1)]).unwrap();
+        MemTable::new(
+            "t",
+            vec![SourceColumn {
+                name: "a".into(),
+                data_type: DataType::Integer,
+                nullable: true,
+            }],
+            vec![v],
+        )
+        .into_arc()
+    }
+
+    fn scan(t: &Arc<dyn TableSource>) -> PlanNode {
+        PlanNode::new(
+            "table_scan",
+            PlanKind::Scan {
+                table: t.clone(),
+                columns: vec![0],
+                zone_predicates: vec![],
+                filter: None,
+            },
+            vec![DataType::Integer],
+            1.0,
+        )
+    }
+
+    fn join(join_type: JoinType, probe: PlanNode, build: PlanNode, build_key: usize) -> PlanNode {
+        let col = |index| PhysExpr::Column {
+            index,
+            data_type: DataType::Integer,
+        };
+        let output = probe.output.clone();
+        PlanNode::new(
+            "hash_join",
+            PlanKind::Join {
+                join_type,
+                probe: Box::new(probe),
+                build: Box::new(build),
+                probe_keys: vec![col(0)],
+                build_keys: vec![col(build_key)],
+                residual: None,
+                null_safe: vec![false],
+            },
+            output,
+            1.0,
+        )
+    }
+
+    /// The shared-build marks of the two joins of `outer(inner(p, b1), b2)`.
+    fn marks(
+        outer: JoinType,
+        inner: JoinType,
+        key2: usize,
+        other_table: bool,
+    ) -> [Option<usize>; 2] {
+        let t = table();
+        let u = if other_table { table() } else { t.clone() };
+        let inner = join(inner, scan(&t), scan(&t), 0);
+        let outer = join(outer, inner, scan(&u), key2);
+        let mut plan = outer;
+        mark_shared_builds(&mut plan);
+        let PlanKind::Join { probe, .. } = &plan.kind else {
+            unreachable!()
+        };
+        [plan.shared_build, probe.shared_build]
+    }
+
+    #[test]
+    fn joins_building_the_same_table_share_it() {
+        use JoinType::*;
+        assert_eq!(marks(Semi, Semi, 0, false), [Some(1), Some(1)]);
+        // Different join types build different tables: not shared.
+        assert_eq!(marks(Anti, Semi, 0, false), [None, None]);
+        // Another table object, or another build key: not shared.
+        assert_eq!(marks(Semi, Semi, 0, true), [None, None]);
+        assert_eq!(marks(Semi, Semi, 1, false), [None, None]);
+        let t = table();
+        let mut p = join(
+            Semi,
+            join(Semi, scan(&t), scan(&t), 0),
+            PlanNode::new(
+                "project",
+                PlanKind::Project {
+                    input: Box::new(scan(&t)),
+                    exprs: vec![PhysExpr::Literal {
+                        value: Value::Integer(2),
+                        data_type: DataType::Integer,
+                    }],
+                },
+                vec![DataType::Integer],
+                1.0,
+            ),
+            0,
+        );
+        assert_eq!(mark_shared_builds(&mut p), 0);
+        // Full joins keep their own tables (they record matched build rows).
+        assert_eq!(marks(Full, Full, 0, false), [None, None]);
+    }
 }

@@ -90,6 +90,8 @@ pub fn plan_query(
     }
     // A view or CTE referenced twice was inlined twice: its equal subplans run once.
     kura_exec::shared::mark_shared(&mut plan);
+    // Two joins building the same table (Q21's EXISTS pair) build it once.
+    kura_exec::shared::mark_shared_builds(&mut plan);
     plan.number();
     let columns = bound
         .out
