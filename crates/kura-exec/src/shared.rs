@@ -1,6 +1,7 @@
 //! Common subplans: materializing subtrees of one plan that compute the same
 //! result (a view or CTE referenced twice, as in TPC-H Q15) are marked so the
-//! executor runs the first and hands its result to the others.
+//! executor runs the first and hands its result to the others; joins that would
+//! build the same table (TPC-H Q21's two EXISTS) are marked so it is built once.
 //!
 //! Two subtrees are the same when they match node by node: operator, output
 //! types, every expression and constant (compared by their exact debug form, so
@@ -170,15 +171,29 @@ pub fn mark_shared(plan: &mut PlanNode) -> usize {
             marks.insert(at, k + 1);
         }
     }
-    fn assign(node: &mut PlanNode, next: &mut usize, marks: &HashMap<usize, usize>) {
-        node.shared = marks.get(next).copied();
+    assign(plan, &marks, |node, mark| node.shared = mark);
+    groups.len()
+}
+
+/// Sets every node's mark (by pre-order position in `marks`, `None` elsewhere).
+fn assign(
+    plan: &mut PlanNode,
+    marks: &HashMap<usize, usize>,
+    set: fn(&mut PlanNode, Option<usize>),
+) {
+    fn walk(
+        node: &mut PlanNode,
+        next: &mut usize,
+        marks: &HashMap<usize, usize>,
+        set: fn(&mut PlanNode, Option<usize>),
+    ) {
+        set(node, marks.get(next).copied());
         *next += 1;
         for c in node.children_mut() {
-            assign(c, next, marks);
+            walk(c, next, marks, set);
         }
     }
-    assign(plan, &mut 0, &marks);
-    groups.len()
+    walk(plan, &mut 0, marks, set);
 }
 
 /// The part of a join that determines its built table, when that table may be
@@ -249,14 +264,7 @@ pub fn mark_shared_builds(plan: &mut PlanNode) -> usize {
         .flat_map(|(k, g)| g.2.iter().map(move |&at| (at, k + 1)))
         .collect();
     let count = groups.iter().filter(|g| g.2.len() > 1).count();
-    fn assign(node: &mut PlanNode, next: &mut usize, marks: &HashMap<usize, usize>) {
-        node.shared_build = marks.get(next).copied();
-        *next += 1;
-        for c in node.children_mut() {
-            assign(c, next, marks);
-        }
-    }
-    assign(plan, &mut 0, &marks);
+    assign(plan, &marks, |node, mark| node.shared_build = mark);
     count
 }
 

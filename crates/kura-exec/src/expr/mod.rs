@@ -15,6 +15,7 @@ mod select;
 pub use cast::{assign_vector, cast_value, cast_vector};
 pub use eval::{eval_predicate, selection_of};
 pub use like::LikePattern;
+pub use select::keep_rows;
 
 use std::fmt;
 

@@ -86,12 +86,12 @@ pub fn select_column_column(pred: &PhysExpr, batch: &Batch) -> Option<Vec<u32>> 
             let (x, y) = ($x, $y);
             let v = valid.as_deref();
             match op {
-                BinaryOp::Eq => keep2(x, y, v, live, n, |p, q| p == q),
-                BinaryOp::NotEq => keep2(x, y, v, live, n, |p, q| p != q),
-                BinaryOp::Lt => keep2(x, y, v, live, n, |p, q| p < q),
-                BinaryOp::LtEq => keep2(x, y, v, live, n, |p, q| p <= q),
-                BinaryOp::Gt => keep2(x, y, v, live, n, |p, q| p > q),
-                BinaryOp::GtEq => keep2(x, y, v, live, n, |p, q| p >= q),
+                BinaryOp::Eq => keep_rows(v, live, n, |r| x[r] == y[r]),
+                BinaryOp::NotEq => keep_rows(v, live, n, |r| x[r] != y[r]),
+                BinaryOp::Lt => keep_rows(v, live, n, |r| x[r] < y[r]),
+                BinaryOp::LtEq => keep_rows(v, live, n, |r| x[r] <= y[r]),
+                BinaryOp::Gt => keep_rows(v, live, n, |r| x[r] > y[r]),
+                BinaryOp::GtEq => keep_rows(v, live, n, |r| x[r] >= y[r]),
                 _ => return None,
             }
         }};
@@ -103,37 +103,6 @@ pub fn select_column_column(pred: &PhysExpr, batch: &Batch) -> Option<Vec<u32>> 
     })
 }
 
-/// The rows (all `n`, or the `live` ones) where both values are non-NULL and
-/// pass `test`, branch-free as [`keep`].
-#[inline(always)]
-fn keep2<T: Copy>(
-    x: &[T],
-    y: &[T],
-    valid: Option<&[bool]>,
-    live: Option<&[u32]>,
-    n: usize,
-    test: impl Fn(T, T) -> bool,
-) -> Vec<u32> {
-    let len = live.map_or(n, <[u32]>::len);
-    let mut out = vec![0u32; len];
-    let mut k = 0;
-    let mut put = |r: u32, pass: bool| {
-        out[k] = r;
-        k += pass as usize;
-    };
-    let at = |r: usize| test(x[r], y[r]);
-    match (live, valid) {
-        (None, None) => (0..n).for_each(|r| put(r as u32, at(r))),
-        (None, Some(v)) => (0..n).for_each(|r| put(r as u32, v[r] & at(r))),
-        (Some(l), None) => l.iter().for_each(|&r| put(r, at(r as usize))),
-        (Some(l), Some(v)) => l
-            .iter()
-            .for_each(|&r| put(r, v[r as usize] & at(r as usize))),
-    }
-    out.truncate(k);
-    out
-}
-
 /// Dispatches once per batch to a loop specialised for the operator.
 fn by_op<T: Copy + Into<i64>>(
     op: BinaryOp,
@@ -143,24 +112,24 @@ fn by_op<T: Copy + Into<i64>>(
     live: Option<&[u32]>,
     n: usize,
 ) -> Vec<u32> {
+    let at = |r: usize| -> i64 { x[r].into() };
     match op {
-        BinaryOp::Eq => keep(x, valid, live, n, |a| a == c),
-        BinaryOp::NotEq => keep(x, valid, live, n, |a| a != c),
-        BinaryOp::Lt => keep(x, valid, live, n, |a| a < c),
-        BinaryOp::LtEq => keep(x, valid, live, n, |a| a <= c),
-        BinaryOp::Gt => keep(x, valid, live, n, |a| a > c),
-        _ => keep(x, valid, live, n, |a| a >= c),
+        BinaryOp::Eq => keep_rows(valid, live, n, |r| at(r) == c),
+        BinaryOp::NotEq => keep_rows(valid, live, n, |r| at(r) != c),
+        BinaryOp::Lt => keep_rows(valid, live, n, |r| at(r) < c),
+        BinaryOp::LtEq => keep_rows(valid, live, n, |r| at(r) <= c),
+        BinaryOp::Gt => keep_rows(valid, live, n, |r| at(r) > c),
+        _ => keep_rows(valid, live, n, |r| at(r) >= c),
     }
 }
 
-/// The rows (all `n`, or the `live` ones) whose non-NULL value passes `test`.
+/// The rows (all `n`, or the `live` ones) that are non-NULL and `pass`.
 #[inline(always)]
-fn keep<T: Copy + Into<i64>>(
-    x: &[T],
+pub fn keep_rows(
     valid: Option<&[bool]>,
     live: Option<&[u32]>,
     n: usize,
-    test: impl Fn(i64) -> bool,
+    pass: impl Fn(usize) -> bool,
 ) -> Vec<u32> {
     let len = live.map_or(n, <[u32]>::len);
     let mut out = vec![0u32; len];
@@ -172,12 +141,12 @@ fn keep<T: Copy + Into<i64>>(
         k += pass as usize;
     };
     match (live, valid) {
-        (None, None) => (0..n).for_each(|r| put(r as u32, test(x[r].into()))),
-        (None, Some(v)) => (0..n).for_each(|r| put(r as u32, v[r] & test(x[r].into()))),
-        (Some(l), None) => l.iter().for_each(|&r| put(r, test(x[r as usize].into()))),
+        (None, None) => (0..n).for_each(|r| put(r as u32, pass(r))),
+        (None, Some(v)) => (0..n).for_each(|r| put(r as u32, v[r] & pass(r))),
+        (Some(l), None) => l.iter().for_each(|&r| put(r, pass(r as usize))),
         (Some(l), Some(v)) => l
             .iter()
-            .for_each(|&r| put(r, v[r as usize] & test(x[r as usize].into()))),
+            .for_each(|&r| put(r, v[r as usize] & pass(r as usize))),
     }
     out.truncate(k);
     out

@@ -86,6 +86,8 @@ pub struct ScanSource {
     /// Filters from built join tables above (join-filter pushdown), applied
     /// before `filter`.
     pub key_filters: Vec<Arc<KeyFilter>>,
+    /// Per output column: whether a join filter reads it (read first).
+    keyed: Vec<bool>,
     pub node: usize,
     /// Row ranges that may hold matches (all rows when there is no zone predicate).
     candidates: Vec<Range<u64>>,
@@ -161,6 +163,7 @@ impl ScanSource {
             columns,
             filter,
             key_filters: Vec::new(),
+            keyed: Vec::new(),
             node,
             candidates,
             morsels,
@@ -169,6 +172,9 @@ impl ScanSource {
 
     /// The scan with rows whose keys a built join table lacks dropped first.
     pub fn with_key_filters(mut self, filters: Vec<Arc<KeyFilter>>) -> ScanSource {
+        self.keyed = (0..self.columns.len())
+            .map(|i| filters.iter().any(|k| k.columns.contains(&i)))
+            .collect();
         self.key_filters = filters;
         self
     }
@@ -179,9 +185,7 @@ impl ScanSource {
     /// keep 0.2 % of lineitem, whose instructions and modes are text), and the
     /// batch comes out compacted.
     fn read_key_filtered(&self, row: u64, len: usize) -> ExecResult<Batch> {
-        let keyed: Vec<bool> = (0..self.columns.len())
-            .map(|i| self.key_filters.iter().any(|k| k.columns.contains(&i)))
-            .collect();
+        let keyed = self.keyed.as_slice();
         let mut cols = Vec::with_capacity(self.columns.len());
         for (i, &c) in self.columns.iter().enumerate() {
             cols.push(if keyed[i] {
@@ -192,7 +196,7 @@ impl ScanSource {
         }
         let num_rows = cols
             .iter()
-            .zip(&keyed)
+            .zip(keyed)
             .find(|(_, &k)| k)
             .map_or(len, |(v, _)| v.len());
         let mut batch = Batch {
@@ -211,7 +215,7 @@ impl ScanSource {
         let text_to_read = self
             .columns
             .iter()
-            .zip(&keyed)
+            .zip(keyed)
             .any(|(&c, &k)| !k && is_text(c));
         if let (Some(sel), true) = (sparse, text_to_read) {
             let rows: Vec<u64> = sel.iter().map(|&r| row + r as u64).collect();

@@ -1,8 +1,8 @@
-//! Join-filter pushdown: a small built join table filters the scan at the
-//! bottom of the join's probe side, so rows whose key it does not hold are
-//! dropped as they are read — before the scan's own predicates (TPC-H Q19:
-//! 485 parts prune lineitem before its string comparisons) and before they
-//! travel through the joins in between.
+//! Join-filter pushdown: a small built join table — or a bitmap of its one
+//! integer key's span — filters the scan at the bottom of the join's probe side,
+//! so rows whose key it does not hold are dropped as they are read — before the
+//! scan's own predicates (TPC-H Q19: 485 parts prune lineitem before its string
+//! comparisons) and before they travel through the joins in between.
 //!
 //! A filter that keeps most of the rows it has seen (the build side holds
 //! nearly every key) switches itself off: then the join drops the rest as
@@ -21,7 +21,7 @@ use kura_common::{Batch, ColumnData, Vector};
 
 use super::JoinTable;
 use crate::error::ExecResult;
-use crate::expr::PhysExpr;
+use crate::expr::{keep_rows, PhysExpr};
 use crate::keys::int_key;
 use crate::plan::{JoinType, PlanKind, PlanNode};
 
@@ -89,15 +89,7 @@ impl KeyFilter {
         if side.rows > MAX_BITMAP_BUILD_ROWS {
             return None;
         }
-        let filter = |columns, bits, whole| KeyFilter {
-            table: table.clone(),
-            columns,
-            bits,
-            whole,
-            seen: AtomicU64::new(0),
-            kept: AtomicU64::new(0),
-            off: AtomicBool::new(false),
-        };
+        let filter = |columns, bits, whole| KeyFilter::with(table.clone(), columns, bits, whole);
         if let Some((scan, columns, work)) = target(join_type, probe, probe_keys, null_safe) {
             let bits = KeyBits::of(side, 0).filter(|_| probe_keys.len() == 1);
             let pays = bits.is_some()
@@ -120,19 +112,28 @@ impl KeyFilter {
         })
     }
 
-    /// A filter of `table`'s keys on scan columns `columns` (tests).
-    #[cfg(test)]
-    pub(crate) fn new(table: Arc<JoinTable>, columns: Vec<usize>) -> KeyFilter {
-        let bits = KeyBits::of(&table.side, 0).filter(|_| columns.len() == 1);
+    fn with(
+        table: Arc<JoinTable>,
+        columns: Vec<usize>,
+        bits: Option<KeyBits>,
+        whole: bool,
+    ) -> KeyFilter {
         KeyFilter {
             table,
             columns,
             bits,
-            whole: true,
+            whole,
             seen: AtomicU64::new(0),
             kept: AtomicU64::new(0),
             off: AtomicBool::new(false),
         }
+    }
+
+    /// A filter of `table`'s keys on scan columns `columns` (tests).
+    #[cfg(test)]
+    pub(crate) fn new(table: Arc<JoinTable>, columns: Vec<usize>) -> KeyFilter {
+        let bits = KeyBits::of(&table.side, 0).filter(|_| columns.len() == 1);
+        KeyFilter::with(table, columns, bits, true)
     }
 
     /// The batch with only its matching rows selected (all its rows once the
@@ -243,39 +244,17 @@ impl KeyBits {
     /// The batch's new selection: its live rows whose key is in the set (NULL
     /// never is); `None` when the probe column is not an integer column.
     fn select(&self, probe: &Vector, batch: &Batch) -> Option<Option<Vec<u32>>> {
-        let hit = |r: usize| -> bool {
-            if probe.is_null(r) {
-                return false;
-            }
-            match &probe.data {
-                ColumnData::I32(v) => self.contains(v[r] as i64),
-                ColumnData::I64(v) => self.contains(v[r]),
-                _ => unreachable!("checked below"),
-            }
+        let (valid, live, n) = (
+            probe.validity.as_deref(),
+            batch.selection.as_deref(),
+            batch.num_rows,
+        );
+        let kept = match &probe.data {
+            ColumnData::I32(v) => keep_rows(valid, live, n, |r| self.contains(v[r] as i64)),
+            ColumnData::I64(v) => keep_rows(valid, live, n, |r| self.contains(v[r])),
+            _ => return None,
         };
-        if !matches!(probe.data, ColumnData::I32(_) | ColumnData::I64(_)) {
-            return None;
-        }
-        let kept: Vec<u32> = match (&batch.selection, &probe.data, &probe.validity) {
-            // The common case, one tight loop per width without NULL checks.
-            (None, ColumnData::I32(v), None) => (0..batch.num_rows as u32)
-                .filter(|&r| self.contains(v[r as usize] as i64))
-                .collect(),
-            (None, ColumnData::I64(v), None) => (0..batch.num_rows as u32)
-                .filter(|&r| self.contains(v[r as usize]))
-                .collect(),
-            (None, _, _) => (0..batch.num_rows as u32)
-                .filter(|&r| hit(r as usize))
-                .collect(),
-            (Some(live), _, _) => live.iter().copied().filter(|&r| hit(r as usize)).collect(),
-        };
-        Some(
-            if batch.selection.is_none() && kept.len() == batch.num_rows {
-                None
-            } else {
-                Some(kept)
-            },
-        )
+        Some((live.is_some() || kept.len() < n).then_some(kept))
     }
 }
 

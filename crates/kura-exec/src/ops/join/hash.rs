@@ -105,6 +105,34 @@ impl JoinAlgorithm for HashJoin {
     }
 }
 
+/// A look-up that remembers the last key and its answer: a run of equal probe
+/// keys (lineitem, stored by order) looks up once.
+struct RunLookup<V, F> {
+    look_up: F,
+    last: Option<(i64, V)>,
+}
+
+impl<V: Copy, F: FnMut(i64) -> V> RunLookup<V, F> {
+    fn new(look_up: F) -> Self {
+        RunLookup {
+            look_up,
+            last: None,
+        }
+    }
+
+    #[inline]
+    fn get(&mut self, k: i64) -> V {
+        match self.last {
+            Some((lk, v)) if lk == k => v,
+            _ => {
+                let v = (self.look_up)(k);
+                self.last = Some((k, v));
+                v
+            }
+        }
+    }
+}
+
 impl JoinIndex for HashIndex {
     fn candidates(
         &self,
@@ -121,19 +149,10 @@ impl JoinIndex for HashIndex {
         };
         match &self.table {
             Table::Int(m) if single_int_key(probe_keys) => {
-                // A run of equal probe keys (lineitem by order) looks up once.
-                let mut last: Option<(i64, Option<u32>)> = None;
+                let mut first_of = RunLookup::new(|k| m.get(&k).copied());
                 for p in 0..rows {
                     if let Some(k) = int_key(&probe_keys[0], p) {
-                        let first = match last {
-                            Some((lk, first)) if lk == k => first,
-                            _ => {
-                                let first = m.get(&k).copied();
-                                last = Some((k, first));
-                                first
-                            }
-                        };
-                        walk(p, first.as_ref());
+                        walk(p, first_of.get(k).as_ref());
                     }
                 }
             }
@@ -169,17 +188,9 @@ impl JoinIndex for HashIndex {
         match &self.table {
             Table::Int(m) => {
                 if single_int_key(probe_keys) {
-                    // A run of equal probe keys looks up once, as in `candidates`.
-                    let mut last: Option<(i64, bool)> = None;
+                    let mut has = RunLookup::new(|k| m.contains_key(&k));
                     out.extend((0..rows as u32).filter(|&p| {
-                        int_key(&probe_keys[0], p as usize).is_some_and(|k| match last {
-                            Some((lk, hit)) if lk == k => hit,
-                            _ => {
-                                let hit = m.contains_key(&k);
-                                last = Some((k, hit));
-                                hit
-                            }
-                        })
+                        int_key(&probe_keys[0], p as usize).is_some_and(|k| has.get(k))
                     }));
                 }
             }

@@ -531,7 +531,7 @@ impl Transform for JoinProbeOp {
             // anti join: ten orders per customer).
             let mut rows = Vec::new();
             self.table.index.matching_rows(&keys, n, &mut rows)?;
-            let matched = matched_rows_of(&rows, n);
+            let matched = matched_rows(rows.iter().copied(), n);
             return Ok(Some(match self.spec.join_type {
                 JoinType::Semi => with_selection(probe, rows),
                 JoinType::Anti => with_selection(probe, rows_where(&matched, false)),
@@ -561,7 +561,7 @@ impl Transform for JoinProbeOp {
                 self.pairs_batch(&probe, &full)
             }
             JoinType::Semi | JoinType::Anti | JoinType::Mark => {
-                let matched = matched_rows(&pairs, n);
+                let matched = matched_rows(pairs.iter().map(|p| p.0), n);
                 match self.spec.join_type {
                     JoinType::Semi => with_selection(probe, rows_where(&matched, true)),
                     JoinType::Anti => with_selection(probe, rows_where(&matched, false)),
@@ -569,7 +569,7 @@ impl Transform for JoinProbeOp {
                 }
             }
             JoinType::NullAwareAnti | JoinType::NullAwareMark => {
-                let matched = matched_rows(&pairs, n);
+                let matched = matched_rows(pairs.iter().map(|p| p.0), n);
                 let unknown = self.unknown_rows(&probe, &keys, &matched, ctx)?;
                 if self.spec.join_type == JoinType::NullAwareAnti {
                     let keep = (0..n)
@@ -663,19 +663,10 @@ impl JoinProbeOp {
     }
 }
 
-/// Which of `n` probe rows appear in `pairs`.
-fn matched_rows(pairs: &[(u32, u32)], n: usize) -> Vec<bool> {
+/// Per probe row: whether it is among `rows` (probe rows with a match).
+fn matched_rows(rows: impl IntoIterator<Item = u32>, n: usize) -> Vec<bool> {
     let mut matched = vec![false; n];
-    for p in pairs {
-        matched[p.0 as usize] = true;
-    }
-    matched
-}
-
-/// Per probe row: whether it is among `rows`.
-fn matched_rows_of(rows: &[u32], n: usize) -> Vec<bool> {
-    let mut matched = vec![false; n];
-    for &r in rows {
+    for r in rows {
         matched[r as usize] = true;
     }
     matched
