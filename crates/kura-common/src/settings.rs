@@ -116,6 +116,13 @@ pub const SETTINGS: &[SettingSpec] = &[
         validate: None,
     },
     SettingSpec {
+        name: "enable_right_join",
+        default: "on",
+        description: "let a LEFT join build its preserved side when that side is the smaller (a right hash join)",
+        choices: &["on", "off"],
+        validate: None,
+    },
+    SettingSpec {
         name: "enable_seqscan",
         default: "on",
         description:

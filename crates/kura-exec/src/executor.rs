@@ -23,7 +23,7 @@ use crate::ops::sort::SortSink;
 use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp, ReplicateOp};
 use crate::ops::window::WindowSink;
 use crate::pipeline::{Pipeline, Sink};
-use crate::plan::{JoinType, PlanKind, PlanNode};
+use crate::plan::{PlanKind, PlanNode};
 use crate::registry::{OperatorKind, OperatorRegistry};
 
 /// Output a streamed window aims at: windows grow while they produce less.
@@ -428,23 +428,11 @@ impl Executor<'_> {
                     }
                 }
                 let mut p = self.compile(probe, shared)?;
-                let op = Arc::new(JoinProbeOp::new(spec, table));
-                p.transforms.push((node.id, op.clone()));
-                if *join_type != JoinType::Full {
-                    return Ok(p);
-                }
-                // The unmatched build rows are known only when every worker has probed:
-                // the joined rows are gathered, then those rows follow, once.
-                let sink = Arc::new(CollectSink::default());
-                p.run(sink.clone(), node.id, self.ctx)?;
-                let mut out = sink.take();
-                out.extend(op.unmatched_build(&probe.output));
-                for b in &out {
-                    self.ctx
-                        .memory
-                        .reserve(batch_bytes(b), "full join output")?;
-                }
-                self.materialized(out, crate::context::NO_NODE)
+                // FULL and RIGHT joins emit their unmatched build rows as the
+                // pipeline's tail, once every worker has probed.
+                let op = Arc::new(JoinProbeOp::new(spec, table, probe.output.clone()));
+                p.transforms.push((node.id, op));
+                p
             }
             PlanKind::Aggregate {
                 input,

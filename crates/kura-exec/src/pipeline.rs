@@ -106,6 +106,13 @@ pub trait Transform: Send + Sync {
     fn reused_bytes(&self) -> u64 {
         0
     }
+
+    /// Rows emitted once every input batch has passed, from every worker (the
+    /// build rows a FULL or RIGHT join matched with no probe row); they flow
+    /// through the transforms after this one into the sink.
+    fn tail(&self) -> Option<Batch> {
+        None
+    }
 }
 
 /// Per-worker state of a sink.
@@ -254,11 +261,14 @@ impl Pipeline {
             ctx.mode
         };
         let work = || -> ExecResult<()> {
-            let locals = match mode {
+            let mut locals = match mode {
                 ExecutionMode::Serial => vec![run.part(range.clone())?],
                 ExecutionMode::Static => run_static(&run, range.clone())?,
                 ExecutionMode::OutOfOrder => run_out_of_order(&run, range.clone())?,
             };
+            if range.end == self.source.morsels() && !run.stopped.load(Ordering::Relaxed) {
+                locals.extend(run.tails()?);
+            }
             let t0 = Instant::now();
             let _mark = probe::enter(sink_node, sink_node);
             let mut locals = Some(locals);
@@ -549,6 +559,24 @@ impl Run {
         };
         let _mark = probe::enter(self.source_node, self.sink_node);
         self.source.produce(morsel, ctx, &mut emit)
+    }
+
+    /// After the last morsel: each transform's tail rows, in pipeline order,
+    /// pushed through the transforms after it (a later transform's tail then
+    /// knows of an earlier one's rows), into one more local state.
+    fn tails(&self) -> ExecResult<Option<LocalState>> {
+        let mut local = None;
+        for (i, (node, t)) in self.transforms.iter().enumerate() {
+            let Some(batch) = t.tail() else { continue };
+            self.ctx.record(*node, |s| s.rows_out += batch.len() as u64);
+            let local = local.get_or_insert_with(|| self.sink.local());
+            let _mark = probe::enter(*node, self.sink_node);
+            if !self.push(i + 1, batch, local)? {
+                self.stopped.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        Ok(local)
     }
 
     /// Pushes a batch through transforms `i..` into the sink; false when no

@@ -30,6 +30,11 @@ pub enum JoinType {
     /// `Left`, plus the build rows without a match, with NULL probe columns, after
     /// every probe row has been joined.
     Full,
+    /// The probe rows with a match, joined, plus the build rows without one, with NULL
+    /// probe columns, after every probe row has been joined: a LEFT join with its
+    /// preserved side built, chosen when that side is the smaller one (TPC-H Q13
+    /// builds on customer instead of on orders).
+    Right,
     /// Probe rows with at least one match (EXISTS / IN).
     Semi,
     /// Probe rows without a match (NOT EXISTS).
@@ -52,8 +57,13 @@ impl JoinType {
     pub fn emits_build_columns(self) -> bool {
         matches!(
             self,
-            JoinType::Inner | JoinType::Left | JoinType::Single | JoinType::Full
+            JoinType::Inner | JoinType::Left | JoinType::Single | JoinType::Full | JoinType::Right
         )
+    }
+
+    /// Whether build rows without a match are emitted once the probe side has ended.
+    pub fn keeps_unmatched_build(self) -> bool {
+        matches!(self, JoinType::Full | JoinType::Right)
     }
 
     /// Whether the last key pair is an `IN` key with SQL's NULL semantics.

@@ -232,6 +232,7 @@ impl QueryContext<'_> {
             .into(),
             enable_index: self.settings.value("enable_index") == "on",
             enable_seqscan: self.settings.value("enable_seqscan") == "on",
+            enable_right_join: self.settings.value("enable_right_join") == "on",
         }
     }
 

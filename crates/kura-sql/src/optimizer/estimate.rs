@@ -421,6 +421,10 @@ pub fn estimate(plan: &Logical) -> Estimate {
                     e.absorb(&r);
                     e.rows = inner.max(l.rows);
                 }
+                JoinType::Right => {
+                    e.absorb(&r);
+                    e.rows = inner.max(r.rows);
+                }
                 JoinType::Single => e.absorb(&r),
                 JoinType::Full => {
                     e.absorb(&r);

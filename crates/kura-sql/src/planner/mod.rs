@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use kura_common::{DataType, Value};
 use kura_exec::expr::{BinaryOp, PhysExpr};
-use kura_exec::{PlanKind, PlanNode, SortKey, WindowFunc, ZonePredicate};
+use kura_exec::{JoinType, PlanKind, PlanNode, SortKey, WindowFunc, ZonePredicate};
 use sqlparser::ast;
 
 use crate::binder::types::{coerce, common_type};
@@ -32,6 +32,9 @@ pub struct PlannerOptions {
     /// When false, an applicable index plan is taken whatever its estimated
     /// cost (`SET enable_seqscan = off`, as in PostgreSQL).
     pub enable_seqscan: bool,
+    /// Whether a LEFT join may build its preserved side when that side is the
+    /// smaller (`SET enable_right_join`).
+    pub enable_right_join: bool,
 }
 
 impl Default for PlannerOptions {
@@ -40,6 +43,7 @@ impl Default for PlannerOptions {
             join_operator: "hash_join".into(),
             enable_index: true,
             enable_seqscan: true,
+            enable_right_join: true,
         }
     }
 }
@@ -339,6 +343,17 @@ impl Lowering<'_> {
                         return Ok(found);
                     }
                 }
+                // A LEFT join whose preserved side is much the smaller builds that
+                // side and probes the other (a RIGHT join): TPC-H Q13 then builds
+                // on customer, not on ten times as many orders.
+                let (left, right, join_type) = if *join_type == JoinType::Left
+                    && self.opts.enable_right_join
+                    && estimate(left).rows * 2.0 < estimate(right).rows
+                {
+                    (right, left, &JoinType::Right)
+                } else {
+                    (left, right, join_type)
+                };
                 let mut need = required.clone();
                 on.iter().for_each(|p| refs(p, &mut need));
                 let lids: HashSet<ColId> = left.output().into_iter().collect();

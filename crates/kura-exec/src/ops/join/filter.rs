@@ -272,7 +272,12 @@ fn trace(node: &PlanNode, col: usize) -> Option<(usize, usize, bool)> {
         },
         PlanKind::Join {
             join_type:
-                JoinType::Inner | JoinType::Left | JoinType::Semi | JoinType::Anti | JoinType::Mark,
+                JoinType::Inner
+                | JoinType::Left
+                | JoinType::Right
+                | JoinType::Semi
+                | JoinType::Anti
+                | JoinType::Mark,
             probe,
             ..
         } if col < probe.output.len() => trace(probe, col).map(|(id, c, _)| (id, c, true)),
@@ -292,8 +297,10 @@ fn target(
     probe_keys: &[PhysExpr],
     null_safe: &[bool],
 ) -> Option<(usize, Vec<usize>, bool)> {
-    if !matches!(join_type, JoinType::Inner | JoinType::Semi)
-        || null_safe.iter().any(|&n| n)
+    if !matches!(
+        join_type,
+        JoinType::Inner | JoinType::Right | JoinType::Semi
+    ) || null_safe.iter().any(|&n| n)
         || probe_keys.is_empty()
     {
         return None;

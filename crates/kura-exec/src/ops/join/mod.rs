@@ -313,9 +313,12 @@ impl Sink for JoinBuildSink {
 pub struct JoinProbeOp {
     pub spec: Arc<JoinSpec>,
     pub table: Arc<JoinTable>,
-    /// FULL joins: which build rows some probe row matched, shared by every worker
-    /// so that the unmatched ones are emitted exactly once, after the probe side ends.
+    /// FULL and RIGHT joins: which build rows some probe row matched, shared by
+    /// every worker so that the unmatched ones are emitted exactly once, after the
+    /// probe side ends.
     build_matched: Option<Vec<AtomicBool>>,
+    /// The probe side's column types, for the NULL columns of unmatched build rows.
+    probe_types: Vec<DataType>,
 }
 
 /// Pairs evaluated against a residual at a time: bounds the memory of joins whose
@@ -323,8 +326,12 @@ pub struct JoinProbeOp {
 const PAIR_CHUNK: usize = 1 << 16;
 
 impl JoinProbeOp {
-    pub fn new(spec: Arc<JoinSpec>, table: Arc<JoinTable>) -> JoinProbeOp {
-        let build_matched = (spec.join_type == JoinType::Full).then(|| {
+    pub fn new(
+        spec: Arc<JoinSpec>,
+        table: Arc<JoinTable>,
+        probe_types: Vec<DataType>,
+    ) -> JoinProbeOp {
+        let build_matched = spec.join_type.keeps_unmatched_build().then(|| {
             (0..table.side.rows)
                 .map(|_| AtomicBool::new(false))
                 .collect()
@@ -333,6 +340,7 @@ impl JoinProbeOp {
             spec,
             table,
             build_matched,
+            probe_types,
         }
     }
 
@@ -428,9 +436,10 @@ impl JoinProbeOp {
         Ok(out)
     }
 
-    /// Build rows no probe row matched (FULL joins), with NULL probe columns, once
-    /// every probe batch has been joined.
-    pub fn unmatched_build(&self, probe_types: &[DataType]) -> Option<Batch> {
+    /// Build rows no probe row matched (FULL and RIGHT joins), with NULL probe
+    /// columns, once every probe batch has been joined.
+    fn unmatched_build(&self) -> Option<Batch> {
+        let probe_types = &self.probe_types;
         let matched = self.build_matched.as_ref()?;
         let idx: Vec<u32> = (0..matched.len() as u32)
             .filter(|&i| !matched[i as usize].load(Ordering::Relaxed))
@@ -468,6 +477,10 @@ impl Transform for JoinProbeOp {
             .map(|c| (t.side.rows * c.data_type.fixed_width().unwrap_or(16)) as u64)
             .sum();
         t.index.bytes() + t.correlation.as_ref().map_or(0, |c| c.bytes()) + rows
+    }
+
+    fn tail(&self) -> Option<Batch> {
+        self.unmatched_build()
     }
 
     fn apply_each(
@@ -550,6 +563,14 @@ impl Transform for JoinProbeOp {
         };
         let out = match self.spec.join_type {
             JoinType::Inner => self.pairs_batch(&probe, &pairs),
+            JoinType::Right => {
+                if let Some(m) = &self.build_matched {
+                    for p in &pairs {
+                        m[p.1 as usize].store(true, Ordering::Relaxed);
+                    }
+                }
+                self.pairs_batch(&probe, &pairs)
+            }
             JoinType::Left | JoinType::Single | JoinType::Full => {
                 if let Some(m) = &self.build_matched {
                     for p in &pairs {
