@@ -15,6 +15,13 @@ use crate::ops::NO_ROW;
 pub struct HashJoin;
 
 enum Table {
+    /// One integer key over a span not much wider than the build rows (keys
+    /// of dimension tables, orders' keys): the first row of key `k` at
+    /// `first[k - min]`, so a probe is one array load and no hash.
+    Direct {
+        min: i64,
+        first: Vec<u32>,
+    },
     Int(HashMap<i64, u32>),
     /// Two integer columns (composite foreign keys such as partsupp's): one
     /// fixed-width key instead of an allocated byte string per build row.
@@ -35,7 +42,25 @@ impl JoinAlgorithm for HashJoin {
         let n = build.rows;
         let mut next = vec![NO_ROW; n];
         let any_null_safe = build.null_safe.iter().any(|&x| x);
-        let table = if single_int_key(&build.keys) && !any_null_safe {
+        let direct = (single_int_key(&build.keys) && !any_null_safe)
+            .then(|| direct_span(&build.keys[0], n))
+            .flatten();
+        let table = if let Some((min, span)) = direct {
+            let key = &build.keys[0];
+            let mut first = vec![NO_ROW; span];
+            // In reverse, so that each chain lists its rows in ascending order.
+            for row in (0..n).rev() {
+                if row % 65536 == 0 {
+                    ctx.check_cancel()?;
+                }
+                if let Some(k) = int_key(key, row) {
+                    let slot = &mut first[(k - min) as usize];
+                    next[row] = *slot;
+                    *slot = row as u32;
+                }
+            }
+            Table::Direct { min, first }
+        } else if single_int_key(&build.keys) && !any_null_safe {
             let mut m: HashMap<i64, u32> = HashMap::with_capacity(n);
             // Insert in reverse so each chain lists rows in ascending order. A run
             // of equal keys (lineitem's rows of one order) is chained as it is
@@ -105,6 +130,39 @@ impl JoinAlgorithm for HashJoin {
     }
 }
 
+/// Keys spanning at most this many slots per build row (and a floor for small
+/// builds) are indexed by an array: its 4 bytes per slot then cost no more than a
+/// hash table's 16 per entry at its load factor.
+const DIRECT_SLOTS_PER_ROW: usize = 4;
+const DIRECT_MIN_SLOTS: usize = 1 << 16;
+
+/// `(min, span)` of a one-integer build key when it is dense enough for
+/// [`Table::Direct`]; `None` for an empty or all-NULL key or a wide span.
+fn direct_span(key: &Vector, rows: usize) -> Option<(i64, usize)> {
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    for row in 0..rows {
+        if let Some(k) = int_key(key, row) {
+            min = min.min(k);
+            max = max.max(k);
+        }
+    }
+    if min > max {
+        return None;
+    }
+    let span = (max as i128 - min as i128 + 1) as u128;
+    let limit = rows
+        .saturating_mul(DIRECT_SLOTS_PER_ROW)
+        .max(DIRECT_MIN_SLOTS);
+    (span <= limit as u128).then_some((min, span as usize))
+}
+
+/// The slot of `k` in a direct table, if inside its span.
+#[inline]
+fn direct_slot(min: i64, len: usize, k: i64) -> Option<usize> {
+    let at = (k as i128 - min as i128) as u128;
+    (at < len as u128).then_some(at as usize)
+}
+
 /// A look-up that remembers the last key and its answer: a run of equal probe
 /// keys (lineitem, stored by order) looks up once.
 struct RunLookup<V, F> {
@@ -148,6 +206,14 @@ impl JoinIndex for HashIndex {
             }
         };
         match &self.table {
+            Table::Direct { min, first } if single_int_key(probe_keys) => {
+                for p in 0..rows {
+                    if let Some(k) = int_key(&probe_keys[0], p) {
+                        walk(p, direct_slot(*min, first.len(), k).map(|s| &first[s]));
+                    }
+                }
+            }
+            Table::Direct { .. } => {}
             Table::Int(m) if single_int_key(probe_keys) => {
                 let mut first_of = RunLookup::new(|k| m.get(&k).copied());
                 for p in 0..rows {
@@ -186,6 +252,15 @@ impl JoinIndex for HashIndex {
     ) -> ExecResult<()> {
         // As in `candidates`: keys of another shape than the table's match nothing.
         match &self.table {
+            Table::Direct { min, first } => {
+                if single_int_key(probe_keys) {
+                    out.extend((0..rows as u32).filter(|&p| {
+                        int_key(&probe_keys[0], p as usize).is_some_and(|k| {
+                            direct_slot(*min, first.len(), k).is_some_and(|s| first[s] != NO_ROW)
+                        })
+                    }));
+                }
+            }
             Table::Int(m) => {
                 if single_int_key(probe_keys) {
                     let mut has = RunLookup::new(|k| m.contains_key(&k));
@@ -218,6 +293,11 @@ impl JoinIndex for HashIndex {
 
     fn regions(&self) -> Vec<(usize, usize, &'static str)> {
         let table = match &self.table {
+            Table::Direct { first, .. } => Some((
+                first.as_ptr() as usize,
+                std::mem::size_of_val(first.as_slice()),
+            ))
+            .filter(|r| r.1 > 0),
             Table::Int(m) => map_span(m),
             Table::Pair(m) => map_span(m),
             Table::Bytes(m) => map_span(m),
@@ -236,6 +316,7 @@ impl JoinIndex for HashIndex {
 
     fn bytes(&self) -> u64 {
         let entries = match &self.table {
+            Table::Direct { first, .. } => first.len() * 4,
             Table::Int(m) => m.capacity() * 16,
             Table::Pair(m) => m.capacity() * 32,
             Table::Bytes(m) => m.capacity() * 24 + m.keys().map(|k| k.len()).sum::<usize>(),
@@ -295,12 +376,29 @@ mod tests {
 
     proptest! {
         // Runs of equal keys on either side (build chained per run, probe looked
-        // up once per run) find exactly the nested loop's pairs, in its order.
+        // up once per run) find exactly the nested loop's pairs, in its order —
+        // with keys dense enough for the direct table (scale 1) and too sparse
+        // for it (the hash table), around zero and at the ends of i64 (a probe
+        // key outside the direct span must not wrap into it).
         #[test]
         fn runs_of_keys_join_like_a_nested_loop(
             build in proptest::collection::vec(proptest::option::weighted(0.9, 0i64..6), 0..40),
             probe in proptest::collection::vec(proptest::option::weighted(0.9, 0i64..8), 0..40),
+            scale in prop_oneof![Just(1i64), Just(1_000_003i64)],
+            offset in prop_oneof![Just(0i64), Just(-3i64), Just(i64::MIN / 2)],
+            extreme in proptest::option::of(prop_oneof![Just(i64::MIN), Just(i64::MAX)]),
         ) {
+            let at = |v: &Option<i64>| v.map(|k| k * scale + offset);
+            let build: Vec<Option<i64>> = build.iter().map(at).collect();
+            let mut probe: Vec<Option<i64>> = probe.iter().map(at).collect();
+            probe.extend(extreme.map(Some));
+            let direct = direct_span(&ints(&build), build.len()).is_some();
+            let keys: Vec<i128> = build.iter().flatten().map(|&k| k as i128).collect();
+            let dense = match (keys.iter().min(), keys.iter().max()) {
+                (Some(lo), Some(hi)) => hi - lo < DIRECT_MIN_SLOTS as i128,
+                _ => false,
+            };
+            prop_assert_eq!(direct, dense, "direct table for dense keys only");
             let key = ints(&build);
             let side = BuildSide {
                 columns: vec![key.clone()],
