@@ -79,35 +79,51 @@ impl PackedLayout {
     /// The packed key of each of the first `n` rows, or `None` if a text value is
     /// longer than its share (or a column's data is not what the types promised).
     pub fn pack(&self, keys: &[Vector], n: usize) -> Option<Vec<u128>> {
+        let keys: Vec<&Vector> = keys.iter().collect();
+        self.pack_at(&keys, n, None)
+    }
+
+    /// [`PackedLayout::pack`] of the `selected` rows of `keys` (the first `n`
+    /// when `None`): a scan's selection is packed where it lies, without copying
+    /// the key columns' selected rows first.
+    pub fn pack_at(
+        &self,
+        keys: &[&Vector],
+        n: usize,
+        selected: Option<&[u32]>,
+    ) -> Option<Vec<u128>> {
+        let n = selected.map_or(n, |s| s.len());
+        let row = |i: usize| selected.map_or(i, |s| s[i] as usize);
         let mut rows = vec![[0u8; WIDTH]; n];
         for ((slot, at), k) in self.slots.iter().zip(keys) {
             let at = *at;
             match (&k.data, *slot) {
                 (ColumnData::Bool(v), Slot::Bool) => {
-                    for (r, x) in rows.iter_mut().zip(v) {
+                    for (i, r) in rows.iter_mut().enumerate() {
                         r[at] = 1;
-                        r[at + 1] = *x as u8;
+                        r[at + 1] = *v.get(row(i))? as u8;
                     }
                 }
                 (ColumnData::I32(v), Slot::I32) => {
-                    for (r, x) in rows.iter_mut().zip(v) {
+                    for (i, r) in rows.iter_mut().enumerate() {
                         r[at] = 1;
-                        r[at + 1..at + 5].copy_from_slice(&x.to_le_bytes());
+                        r[at + 1..at + 5].copy_from_slice(&v.get(row(i))?.to_le_bytes());
                     }
                 }
                 (ColumnData::I64(v), Slot::I64) => {
-                    for (r, x) in rows.iter_mut().zip(v) {
+                    for (i, r) in rows.iter_mut().enumerate() {
                         r[at] = 1;
-                        r[at + 1..at + 9].copy_from_slice(&x.to_le_bytes());
+                        r[at + 1..at + 9].copy_from_slice(&v.get(row(i))?.to_le_bytes());
                     }
                 }
                 (ColumnData::Str(s), Slot::Text(cap)) => {
                     let char_type = matches!(k.data_type, DataType::Char(_));
-                    if s.offsets.len() < rows.len() + 1 {
-                        return None;
-                    }
-                    for (r, w) in rows.iter_mut().zip(s.offsets.windows(2)) {
-                        let (from, mut to) = (w[0] as usize, w[1] as usize);
+                    for (i, r) in rows.iter_mut().enumerate() {
+                        let x = row(i);
+                        if x + 1 >= s.offsets.len() {
+                            return None;
+                        }
+                        let (from, mut to) = (s.offsets[x] as usize, s.offsets[x + 1] as usize);
                         // CHAR(n) ignores trailing blanks, as the byte encoding does.
                         if char_type {
                             while to > from && s.data[to - 1] == b' ' {
@@ -125,8 +141,8 @@ impl PackedLayout {
                 _ => return None,
             }
             if let Some(valid) = &k.validity {
-                for (r, ok) in rows.iter_mut().zip(valid) {
-                    if !ok {
+                for (i, r) in rows.iter_mut().enumerate() {
+                    if !*valid.get(row(i))? {
                         r[at..at + slot.bytes()].fill(0);
                     }
                 }
@@ -201,5 +217,47 @@ mod tests {
         let b = Vector::from_values(types[1], &[Value::Null, Value::Null]).unwrap();
         let p = l.pack(&[a, b], 2).unwrap();
         assert_ne!(p[0], p[1]);
+    }
+
+    #[test]
+    fn packing_at_a_selection_equals_packing_the_selected_rows() {
+        let types = [DataType::Char(2), DataType::Integer, DataType::Boolean];
+        let l = PackedLayout::new(&types).unwrap();
+        let a = text(
+            types[0],
+            &[Some("A"), None, Some("B "), Some(""), Some("A ")],
+        );
+        let b = Vector::from_values(
+            types[1],
+            &[
+                Value::Integer(7),
+                Value::Null,
+                Value::Integer(-1),
+                Value::Integer(7),
+                Value::Integer(0),
+            ],
+        )
+        .unwrap();
+        let c = Vector::from_values(
+            types[2],
+            &[
+                Value::Boolean(true),
+                Value::Boolean(false),
+                Value::Null,
+                Value::Boolean(true),
+                Value::Boolean(false),
+            ],
+        )
+        .unwrap();
+        let sel = [1u32, 2, 4];
+        let at = l.pack_at(&[&a, &b, &c], 5, Some(&sel)).unwrap();
+        let taken = [a.take(&sel), b.take(&sel), c.take(&sel)];
+        assert_eq!(at, l.pack(&taken, 3).unwrap());
+        // A long text at a selected row makes it unpackable; at a dropped one, not.
+        let long = text(types[0], &[Some("ABCDEFGHIJKLMNOPQ"), Some("A"), Some("B")]);
+        let b3 = b.take(&[0, 1, 2]);
+        let c3 = c.take(&[0, 1, 2]);
+        assert!(l.pack_at(&[&long, &b3, &c3], 3, Some(&[0, 2])).is_none());
+        assert!(l.pack_at(&[&long, &b3, &c3], 3, Some(&[1, 2])).is_some());
     }
 }

@@ -108,18 +108,48 @@ impl AggState {
         } else {
             self.byte_group_ids(keys, n, &mut ids, &mut new_rows);
         }
-        if !new_rows.is_empty() {
-            for (k, v) in self.keys.iter_mut().zip(keys) {
-                k.append(&v.take(&new_rows));
-            }
-            let added = new_rows.len();
-            self.add_groups(added);
-            ctx.memory.reserve(
-                added as u64 * (48 + 16 * self.accs.len() as u64),
-                "hash aggregation",
-            )?;
-        }
+        let keys: Vec<&Vector> = keys.iter().collect();
+        self.add_keys(&keys, &new_rows, ctx)?;
         Ok(ids)
+    }
+
+    /// Group numbers of the `selected` rows of packable `keys`, read in place;
+    /// `None` (nothing changed) when this batch's keys do not pack.
+    fn packed_group_ids_at(
+        &mut self,
+        keys: &[&Vector],
+        selected: &[u32],
+        ctx: &ExecContext,
+    ) -> ExecResult<Option<Vec<u32>>> {
+        let Some((layout, _)) = &self.packed else {
+            return Ok(None);
+        };
+        let Some(packed) = layout.pack_at(keys, selected.len(), Some(selected)) else {
+            return Ok(None);
+        };
+        let mut ids = Vec::with_capacity(selected.len());
+        let mut new_rows = Vec::new();
+        self.packed_group_ids(&packed, &mut ids, &mut new_rows);
+        for r in &mut new_rows {
+            *r = selected[*r as usize];
+        }
+        self.add_keys(keys, &new_rows, ctx)?;
+        Ok(Some(ids))
+    }
+
+    /// Appends the groups first met at `rows` of `keys`, in group order.
+    fn add_keys(&mut self, keys: &[&Vector], rows: &[u32], ctx: &ExecContext) -> ExecResult<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        for (k, v) in self.keys.iter_mut().zip(keys) {
+            k.append(&v.take(rows));
+        }
+        self.add_groups(rows.len());
+        ctx.memory.reserve(
+            rows.len() as u64 * (48 + 16 * self.accs.len() as u64),
+            "hash aggregation",
+        )
     }
 
     /// One integer key: `int_map`, and `null_group` for NULL.
@@ -255,11 +285,35 @@ pub struct AggregateSink {
     result: Mutex<Vec<Batch>>,
     /// How profiles name the grouping keys (e.g. `lineitem.l_returnflag`).
     label: Option<String>,
+    /// When the keys are plain columns that pack: those columns, read in place
+    /// at a batch's selection (TPC-H Q1's flags are not copied first).
+    packed_columns: Option<Vec<usize>>,
+    /// Per input column: whether an aggregate's argument reads it.
+    arg_columns: Vec<bool>,
 }
 
 impl AggregateSink {
     pub fn new(group_by: Vec<PhysExpr>, calls: Vec<AggCall>) -> AggregateSink {
-        let key_types = group_by.iter().map(|e| e.data_type()).collect();
+        let key_types: Vec<DataType> = group_by.iter().map(|e| e.data_type()).collect();
+        let packed_columns = PackedLayout::new(&key_types)
+            .and_then(|_| {
+                group_by
+                    .iter()
+                    .map(|e| match e {
+                        PhysExpr::Column { index, .. } => Some(*index),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<usize>>>()
+            })
+            .filter(|c| !c.is_empty());
+        let mut read = Vec::new();
+        calls
+            .iter()
+            .filter_map(|c| c.arg.as_ref())
+            .for_each(|a| a.columns(&mut read));
+        let width = read.iter().max().map_or(0, |m| m + 1);
+        let mut arg_columns = vec![false; width];
+        read.into_iter().for_each(|c| arg_columns[c] = true);
         AggregateSink {
             group_by,
             calls,
@@ -267,6 +321,8 @@ impl AggregateSink {
             shared: Mutex::new(None),
             result: Mutex::new(Vec::new()),
             label: None,
+            packed_columns,
+            arg_columns,
         }
     }
 
@@ -288,6 +344,40 @@ impl AggregateSink {
     pub fn take(&self) -> Vec<Batch> {
         std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
     }
+
+    /// Adds a compacted batch's rows, of groups `ids`, to every aggregate.
+    fn update(&self, st: &mut AggState, ids: &[u32], batch: &Batch) -> ExecResult<()> {
+        for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
+            let arg = call.arg.as_ref().map(|a| a.eval(batch)).transpose()?;
+            acc.update(ids, arg.as_ref())?;
+        }
+        Ok(())
+    }
+}
+
+/// The batch compacted to its selection in the columns marked in `read` only;
+/// the others become empty, never to be read.
+fn compact_read(batch: Batch, read: &[bool]) -> Batch {
+    let Some(sel) = batch.selection else {
+        return batch;
+    };
+    let columns = batch
+        .columns
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if read.get(i).copied().unwrap_or(false) {
+                c.take(&sel)
+            } else {
+                Vector::new(c.data_type, 0)
+            }
+        })
+        .collect();
+    Batch {
+        columns,
+        num_rows: sel.len(),
+        selection: None,
+    }
 }
 
 impl Sink for AggregateSink {
@@ -299,6 +389,16 @@ impl Sink for AggregateSink {
         let st = local
             .downcast_mut::<AggState>()
             .ok_or_else(|| ExecError::Internal("aggregate state".into()))?;
+        if let (Some(cols), Some(sel)) = (&self.packed_columns, &batch.selection) {
+            let keys: Vec<&Vector> = cols.iter().filter_map(|&c| batch.columns.get(c)).collect();
+            if keys.len() == cols.len() {
+                if let Some(ids) = st.packed_group_ids_at(&keys, sel, ctx)? {
+                    st.register(|| self.operator());
+                    let args = compact_read(batch, &self.arg_columns);
+                    return self.update(st, &ids, &args);
+                }
+            }
+        }
         let batch = compact_batch(batch);
         let n = batch.num_rows;
         let keys = self
@@ -308,11 +408,7 @@ impl Sink for AggregateSink {
             .collect::<ExecResult<Vec<_>>>()?;
         let ids = st.group_ids(&keys, n, ctx)?;
         st.register(|| self.operator());
-        for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
-            let arg = call.arg.as_ref().map(|a| a.eval(&batch)).transpose()?;
-            acc.update(&ids, arg.as_ref())?;
-        }
-        Ok(())
+        self.update(st, &ids, &batch)
     }
 
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
