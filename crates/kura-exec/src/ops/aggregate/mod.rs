@@ -197,7 +197,15 @@ impl AggState {
         let Some((_, map)) = self.packed.as_mut() else {
             return;
         };
+        // Runs of one key (lineitem's flags within an order) skip the table.
+        let mut last: Option<(u128, u32)> = None;
         for (row, k) in packed.iter().enumerate() {
+            if let Some((lk, id)) = last {
+                if lk == *k {
+                    ids.push(id);
+                    continue;
+                }
+            }
             let next = (before + new_rows.len()) as u32;
             let id = match map.entry(*k) {
                 Entry::Occupied(e) => *e.get(),
@@ -207,6 +215,7 @@ impl AggState {
                     *e.insert(next)
                 }
             };
+            last = Some((*k, id));
             ids.push(id);
         }
     }
