@@ -18,7 +18,10 @@ use crate::pipeline::{LocalState, Sink};
 use crate::plan::AggCall;
 
 mod acc;
+mod dense;
 mod distinct;
+
+use dense::DenseGroups;
 
 pub(crate) use acc::{new_acc, Acc};
 
@@ -28,6 +31,8 @@ struct AggState {
     /// Groups of a single integer key (order keys, part keys: up to millions of
     /// groups), without encoding each row's key as an allocated byte string.
     int_map: HashMap<i64, u32>,
+    /// The same groups while their keys are dense (`None` once they were not).
+    dense: Option<DenseGroups>,
     /// The group of the NULL key in `int_map`'s case.
     null_group: Option<u32>,
     /// Groups of a few small keys packed into 16 bytes (`None` once a key did
@@ -47,6 +52,7 @@ impl AggState {
         AggState {
             map: HashMap::new(),
             int_map: HashMap::new(),
+            dense: Some(DenseGroups::new()),
             null_group: None,
             packed: PackedLayout::new(key_types).map(|l| (l, HashMap::new())),
             keys: key_types.iter().map(|t| Vector::new(*t, 0)).collect(),
@@ -63,7 +69,13 @@ impl AggState {
         use kura_common::memobj;
         let packed_capacity = self.packed.as_ref().map_or(0, |p| p.1.capacity());
         let capacities = (
-            self.int_map.capacity() + packed_capacity,
+            self.int_map.capacity()
+                + packed_capacity
+                + self
+                    .dense
+                    .as_ref()
+                    .and_then(|d| d.region())
+                    .map_or(0, |r| r.1),
             self.map.capacity(),
         );
         if !memobj::enabled() || capacities == self.registered.0 {
@@ -71,6 +83,7 @@ impl AggState {
         }
         let now: Vec<(usize, usize)> = super::join::hash::map_span(&self.int_map)
             .into_iter()
+            .chain(self.dense.as_ref().and_then(|d| d.region()))
             .chain(super::join::hash::map_span(&self.map))
             .chain(
                 self.packed
@@ -152,7 +165,8 @@ impl AggState {
         )
     }
 
-    /// One integer key: `int_map`, and `null_group` for NULL.
+    /// One integer key: `dense` while the keys are dense, else `int_map`; and
+    /// `null_group` for NULL.
     fn int_group_ids(
         &mut self,
         key: &Vector,
@@ -170,9 +184,20 @@ impl AggState {
                 Some(k) => match last {
                     Some((lk, id)) if lk == k => (id, false),
                     _ => {
-                        let found = match self.int_map.entry(k) {
-                            Entry::Occupied(e) => (*e.get(), false),
-                            Entry::Vacant(e) => (*e.insert(next), true),
+                        let dense = self.dense.as_mut().and_then(|d| d.get_or_insert(k, next));
+                        let found = match dense {
+                            Some(found) => found,
+                            None => {
+                                if let Some(d) = self.dense.take() {
+                                    // Too sparse for the array: its groups move to
+                                    // the map, which takes every key from now on.
+                                    self.int_map.extend(d.entries());
+                                }
+                                match self.int_map.entry(k) {
+                                    Entry::Occupied(e) => (*e.get(), false),
+                                    Entry::Vacant(e) => (*e.insert(next), true),
+                                }
+                            }
                         };
                         last = Some((k, found.0));
                         found
