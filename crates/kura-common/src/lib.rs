@@ -3,6 +3,7 @@
 //! decimal arithmetic helpers, size parsing, and the error type of this layer.
 //! It depends on nothing else in kura.
 
+pub mod allocator;
 pub mod date;
 pub mod decimal;
 pub mod error;
