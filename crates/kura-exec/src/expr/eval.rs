@@ -1,6 +1,7 @@
 //! Evaluation of [`PhysExpr`] over a batch, one vector per node; predicates turn
 //! into selection vectors.
 
+use std::borrow::Cow;
 use kura_common::{Batch, ColumnData, DataType, Value, Vector};
 
 use super::arith::arithmetic;
@@ -118,7 +119,7 @@ fn compare_with_literal(
     use kura_common::types::PhysicalType;
     match (value, expr.data_type().physical()) {
         (Value::Text(text), PhysicalType::Str) => {
-            let v = expr.eval(batch)?;
+            let v = expr.eval_ref(batch)?;
             Ok(compare_text_constant(
                 op,
                 &v,
@@ -129,13 +130,14 @@ fn compare_with_literal(
         }
         (Value::Null | Value::Text(_), _) => Ok(None),
         (_, PhysicalType::I32 | PhysicalType::I64) => {
-            let v = expr.eval(batch)?;
+            let v = expr.eval_ref(batch)?;
             match compare_constant(op, &v, value, ty, constant_left) {
                 Some(out) => Ok(Some(out)),
                 // The general path, on the vector already evaluated.
                 None => {
                     let c = broadcast(value, ty, v.len())?;
-                    let (l, r) = if constant_left { (&c, &v) } else { (&v, &c) };
+                    let v: &Vector = &v;
+                    let (l, r) = if constant_left { (&c, v) } else { (v, &c) };
                     compare(op, l, r).map(Some)
                 }
             }
@@ -147,6 +149,20 @@ fn compare_with_literal(
 impl PhysExpr {
     /// Evaluates over every physical row of `batch` (callers compact first when a
     /// selection must shield rows from errors such as division by zero).
+    /// [`PhysExpr::eval`], borrowing a plain column from `batch` instead of
+    /// copying it: operators read their inputs, so `#1 * (1 - #2)` copies
+    /// neither `#1` nor `#2`.
+    pub fn eval_ref<'a>(&self, batch: &'a Batch) -> ExecResult<Cow<'a, Vector>> {
+        match self {
+            PhysExpr::Column { index, .. } => batch
+                .columns
+                .get(*index)
+                .map(Cow::Borrowed)
+                .ok_or_else(|| ExecError::Internal(format!("column #{index} out of range"))),
+            _ => self.eval(batch).map(Cow::Owned),
+        }
+    }
+
     pub fn eval(&self, batch: &Batch) -> ExecResult<Vector> {
         let n = batch.num_rows;
         match self {
@@ -170,8 +186,8 @@ impl PhysExpr {
                 if matches!(op, BinaryOp::And | BinaryOp::Or) && may_fail(right) {
                     return eval_logic_short_circuit(*op, left, right, batch);
                 }
-                let l = left.eval(batch)?;
-                let r = right.eval(batch)?;
+                let l = left.eval_ref(batch)?;
+                let r = right.eval_ref(batch)?;
                 match op {
                     BinaryOp::And | BinaryOp::Or => logic(*op, &l, &r),
                     BinaryOp::NotDistinct => {
@@ -206,27 +222,30 @@ impl PhysExpr {
                 }
             }
             PhysExpr::Not(e) => {
-                let v = e.eval(batch)?;
+                let v = e.eval_ref(batch)?;
                 let vals = bools(&v)?.iter().map(|b| !b).collect();
                 Ok(bool_vector(vals, v.validity.clone()))
             }
             PhysExpr::Negate(e) => {
-                let v = e.eval(batch)?;
+                let v = e.eval_ref(batch)?;
                 let zero = broadcast(&Value::Integer(0), DataType::Integer, n)?;
                 arithmetic(BinaryOp::Sub, &zero, &v, v.data_type)
             }
             PhysExpr::IsNull { expr, negated } => {
-                let v = expr.eval(batch)?;
+                let v = expr.eval_ref(batch)?;
                 let vals = (0..n).map(|i| v.is_null(i) != *negated).collect();
                 Ok(bool_vector(vals, None))
             }
-            PhysExpr::Cast { expr, to } => cast_vector(&expr.eval(batch)?, *to),
+            PhysExpr::Cast { expr, to } => {
+                let v = expr.eval_ref(batch)?;
+                cast_vector(&v, *to)
+            }
             PhysExpr::InList {
                 expr,
                 list,
                 negated,
             } => {
-                let v = expr.eval(batch)?;
+                let v = expr.eval_ref(batch)?;
                 let mut vals = vec![false; n];
                 let mut valid = v.validity.clone().unwrap_or_else(|| vec![true; n]);
                 let has_null = list.iter().any(|x| x.is_null());
@@ -272,7 +291,7 @@ impl PhysExpr {
                 pattern,
                 negated,
             } => {
-                let v = expr.eval(batch)?;
+                let v = expr.eval_ref(batch)?;
                 let s = match &v.data {
                     ColumnData::Str(s) => s,
                     _ => return Err(ExecError::Internal("LIKE over non-text".into())),
@@ -349,7 +368,7 @@ fn eval_logic_short_circuit(
     batch: &Batch,
 ) -> ExecResult<Vector> {
     let n = batch.num_rows;
-    let l = left.eval(batch)?;
+    let l = left.eval_ref(batch)?;
     let lb = bools(&l)?;
     let decided = op == BinaryOp::Or;
     let open: Vec<u32> = (0..n as u32)

@@ -222,14 +222,18 @@ impl AggState {
         let Some((_, map)) = self.packed.as_mut() else {
             return;
         };
-        // Runs of one key (lineitem's flags within an order) skip the table.
-        let mut last: Option<(u128, u32)> = None;
+        // The groups of recent keys, direct-mapped by a multiplicative hash:
+        // few groups (TPC-H Q1's four flag pairs) and runs of one key skip
+        // the table's hashing and probing.
+        const RECENT: usize = 16;
+        let mut recent = [(0u128, u32::MAX); RECENT];
         for (row, k) in packed.iter().enumerate() {
-            if let Some((lk, id)) = last {
-                if lk == *k {
-                    ids.push(id);
-                    continue;
-                }
+            let fold = (*k as u64) ^ ((*k >> 64) as u64);
+            let slot = (fold.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) as usize % RECENT;
+            let (rk, rid) = recent[slot];
+            if rid != u32::MAX && rk == *k {
+                ids.push(rid);
+                continue;
             }
             let next = (before + new_rows.len()) as u32;
             let id = match map.entry(*k) {
@@ -240,7 +244,7 @@ impl AggState {
                     *e.insert(next)
                 }
             };
-            last = Some((*k, id));
+            recent[slot] = (*k, id);
             ids.push(id);
         }
     }
@@ -382,8 +386,8 @@ impl AggregateSink {
     /// Adds a compacted batch's rows, of groups `ids`, to every aggregate.
     fn update(&self, st: &mut AggState, ids: &[u32], batch: &Batch) -> ExecResult<()> {
         for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
-            let arg = call.arg.as_ref().map(|a| a.eval(batch)).transpose()?;
-            acc.update(ids, arg.as_ref())?;
+            let arg = call.arg.as_ref().map(|a| a.eval_ref(batch)).transpose()?;
+            acc.update(ids, arg.as_deref())?;
         }
         Ok(())
     }
