@@ -1,8 +1,8 @@
 //! Evaluation of [`PhysExpr`] over a batch, one vector per node; predicates turn
 //! into selection vectors.
 
-use std::borrow::Cow;
 use kura_common::{Batch, ColumnData, DataType, Value, Vector};
+use std::borrow::Cow;
 
 use super::arith::arithmetic;
 use super::cast::cast_vector;

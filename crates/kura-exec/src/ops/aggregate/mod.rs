@@ -18,6 +18,7 @@ use crate::pipeline::{LocalState, Sink};
 use crate::plan::AggCall;
 
 mod acc;
+mod common;
 mod dense;
 mod distinct;
 
@@ -328,6 +329,9 @@ pub struct AggregateSink {
     packed_columns: Option<Vec<usize>>,
     /// Per input column: whether an aggregate's argument reads it.
     arg_columns: Vec<bool>,
+    /// Sub-expressions of several arguments, computed once a batch into the
+    /// columns after the last one the arguments read (`arg_columns.len()`).
+    common_args: Vec<PhysExpr>,
 }
 
 impl AggregateSink {
@@ -352,7 +356,12 @@ impl AggregateSink {
         let width = read.iter().max().map_or(0, |m| m + 1);
         let mut arg_columns = vec![false; width];
         read.into_iter().for_each(|c| arg_columns[c] = true);
+        let mut calls = calls;
+        let mut args: Vec<&mut PhysExpr> =
+            calls.iter_mut().filter_map(|c| c.arg.as_mut()).collect();
+        let common_args = common::extract(&mut args, width);
         AggregateSink {
+            common_args,
             group_by,
             calls,
             key_types,
@@ -384,9 +393,18 @@ impl AggregateSink {
     }
 
     /// Adds a compacted batch's rows, of groups `ids`, to every aggregate.
-    fn update(&self, st: &mut AggState, ids: &[u32], batch: &Batch) -> ExecResult<()> {
+    fn update(&self, st: &mut AggState, ids: &[u32], mut batch: Batch) -> ExecResult<()> {
+        if !self.common_args.is_empty() {
+            // Columns after the arguments' (group keys are read already) make
+            // room for the shared sub-expressions.
+            batch.columns.truncate(self.arg_columns.len());
+            for e in &self.common_args {
+                let v = e.eval(&batch)?;
+                batch.columns.push(v);
+            }
+        }
         for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
-            let arg = call.arg.as_ref().map(|a| a.eval_ref(batch)).transpose()?;
+            let arg = call.arg.as_ref().map(|a| a.eval_ref(&batch)).transpose()?;
             acc.update(ids, arg.as_deref())?;
         }
         Ok(())
@@ -433,7 +451,7 @@ impl Sink for AggregateSink {
                 if let Some(ids) = st.packed_group_ids_at(&keys, sel, ctx)? {
                     st.register(|| self.operator());
                     let args = compact_read(batch, &self.arg_columns);
-                    return self.update(st, &ids, &args);
+                    return self.update(st, &ids, args);
                 }
             }
         }
@@ -446,7 +464,7 @@ impl Sink for AggregateSink {
             .collect::<ExecResult<Vec<_>>>()?;
         let ids = st.group_ids(&keys, n, ctx)?;
         st.register(|| self.operator());
-        self.update(st, &ids, &batch)
+        self.update(st, &ids, batch)
     }
 
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
