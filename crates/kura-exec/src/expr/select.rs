@@ -132,12 +132,14 @@ pub fn keep_rows(
     pass: impl Fn(usize) -> bool,
 ) -> Vec<u32> {
     let len = live.map_or(n, <[u32]>::len);
-    let mut out = vec![0u32; len];
+    // Not zeroed first: every slot up to the final cursor is written below.
+    let mut out: Vec<u32> = Vec::with_capacity(len);
+    let slots = out.spare_capacity_mut();
     let mut k = 0;
     // Every row is written and the cursor advances by the outcome: no branch to
     // mispredict at a selectivity near one half.
     let mut put = |r: u32, pass: bool| {
-        out[k] = r;
+        slots[k].write(r);
         k += pass as usize;
     };
     match (live, valid) {
@@ -148,7 +150,9 @@ pub fn keep_rows(
             .iter()
             .for_each(|&r| put(r, v[r as usize] & pass(r as usize))),
     }
-    out.truncate(k);
+    // SAFETY: `put` wrote slots 0..k (k never passes the rows seen, at most
+    // `len`, the capacity), so the first k elements are initialised.
+    unsafe { out.set_len(k) };
     out
 }
 

@@ -203,7 +203,7 @@ impl KeyFilter {
 /// The set of a one-integer build key as a bitmap over `[min, min + span)`.
 struct KeyBits {
     min: i64,
-    span: u64,
+    /// One bit per value of `[min, min + span)`, the bits past the span zero.
     words: Vec<u64>,
 }
 
@@ -232,13 +232,17 @@ impl KeyBits {
             let o = (v - min) as u64;
             words[(o >> 6) as usize] |= 1 << (o & 63);
         }
-        Some(KeyBits { min, span, words })
+        Some(KeyBits { min, words })
     }
 
     #[inline]
     fn contains(&self, v: i64) -> bool {
+        // Bits past the span are zero, and a key below the minimum wraps to
+        // an offset past the words: one bounds test covers both ends.
         let o = v.wrapping_sub(self.min) as u64;
-        o < self.span && self.words[(o >> 6) as usize] >> (o & 63) & 1 != 0
+        self.words
+            .get((o >> 6) as usize)
+            .is_some_and(|w| w >> (o & 63) & 1 != 0)
     }
 
     /// The batch's new selection: its live rows whose key is in the set (NULL
@@ -329,6 +333,21 @@ mod tests {
 
     use super::*;
     use crate::source::{MemTable, SourceColumn};
+
+    #[test]
+    fn key_bits_hold_exactly_their_keys() {
+        // Keys 10, 12 and 75: a span of 66 values in two words.
+        let mut words = vec![0u64; 2];
+        for o in [0u64, 2, 65] {
+            words[(o >> 6) as usize] |= 1 << (o & 63);
+        }
+        let bits = KeyBits { min: 10, words };
+        let inside: Vec<i64> = (-5..140).filter(|&v| bits.contains(v)).collect();
+        assert_eq!(inside, vec![10, 12, 75]);
+        for far in [i64::MIN, i64::MIN + 10, -1, 128, i64::MAX] {
+            assert!(!bits.contains(far), "{far}");
+        }
+    }
 
     fn scan() -> PlanNode {
         let v = Vector::from_values(DataType::Integer, &[Value::Integer(1)]).unwrap();
