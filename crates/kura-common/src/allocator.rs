@@ -51,11 +51,16 @@ fn set_thresholds() -> bool {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn thresholds_fit_mallopt() {
-        // mallopt takes an int, and glibc caps the mmap threshold at 32 MiB
-        // on 64-bit (HEAP_MAX_SIZE / 2); a larger value is refused.
-        assert!(super::MMAP_THRESHOLD <= 32 << 20);
-        assert!(super::TRIM_THRESHOLD <= i32::MAX as usize);
-        assert!(super::TOP_PAD <= i32::MAX as usize);
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn batch_sized_blocks_come_from_the_heap() {
+        assert!(super::set_thresholds());
+        // With glibc's default threshold (128 KiB, raised only after a larger
+        // mapped block is freed) a fresh process maps a 16 MiB block of its own.
+        // SAFETY: mallinfo2 only reads the allocator's statistics.
+        let mapped = || unsafe { libc::mallinfo2() }.hblks;
+        let before = mapped();
+        let block = vec![1u8; 16 << 20];
+        assert_eq!(mapped(), before, "a 16 MiB block was mapped on its own");
+        assert_eq!(block.iter().map(|&b| b as usize).sum::<usize>(), 16 << 20);
     }
 }

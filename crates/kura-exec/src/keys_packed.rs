@@ -135,17 +135,7 @@ impl PackedLayout {
                 (ColumnData::Str(s), Slot::Text(cap)) => {
                     let char_type = matches!(k.data_type, DataType::Char(_));
                     for (i, r) in rows.iter_mut().enumerate() {
-                        let x = row(i);
-                        if x + 1 >= s.offsets.len() {
-                            return None;
-                        }
-                        let (from, mut to) = (s.offsets[x] as usize, s.offsets[x + 1] as usize);
-                        // CHAR(n) ignores trailing blanks, as the byte encoding does.
-                        if char_type {
-                            while to > from && s.data[to - 1] == b' ' {
-                                to -= 1;
-                            }
-                        }
+                        let (from, to) = text_bounds(s, row(i), char_type)?;
                         let len = to - from;
                         if len > cap {
                             return None;
@@ -184,6 +174,19 @@ impl PackedLayout {
     }
 }
 
+/// Where row `x`'s text lies in `s.data`, CHAR(n)'s trailing blanks left out
+/// (as the byte encoding ignores them); `None` past the vector's end.
+#[inline(always)]
+fn text_bounds(s: &kura_common::StrVec, x: usize, char_type: bool) -> Option<(usize, usize)> {
+    let (from, mut to) = (*s.offsets.get(x)? as usize, *s.offsets.get(x + 1)? as usize);
+    if char_type {
+        while to > from && s.data[to - 1] == b' ' {
+            to -= 1;
+        }
+    }
+    Some((from, to))
+}
+
 /// Text of at most 7 bytes into its slot at bit `shift` of `rows`: the tag
 /// (length + 1) and the bytes form one 64-bit word, the bytes read as one
 /// unaligned load and masked to the length where the data has 8 bytes left.
@@ -199,14 +202,7 @@ fn pack_short_text(
 ) -> Option<()> {
     let data = &s.data;
     for (i, r) in rows.iter_mut().enumerate() {
-        let x = row(i);
-        let (from, mut to) = (*s.offsets.get(x)? as usize, *s.offsets.get(x + 1)? as usize);
-        // CHAR(n) ignores trailing blanks, as the byte encoding does.
-        if char_type {
-            while to > from && data[to - 1] == b' ' {
-                to -= 1;
-            }
-        }
+        let (from, to) = text_bounds(s, row(i), char_type)?;
         let len = to - from;
         if len > cap {
             return None;

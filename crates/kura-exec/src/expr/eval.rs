@@ -147,8 +147,6 @@ fn compare_with_literal(
 }
 
 impl PhysExpr {
-    /// Evaluates over every physical row of `batch` (callers compact first when a
-    /// selection must shield rows from errors such as division by zero).
     /// [`PhysExpr::eval`], borrowing a plain column from `batch` instead of
     /// copying it: operators read their inputs, so `#1 * (1 - #2)` copies
     /// neither `#1` nor `#2`.
@@ -163,6 +161,8 @@ impl PhysExpr {
         }
     }
 
+    /// Evaluates over every physical row of `batch` (callers compact first when a
+    /// selection must shield rows from errors such as division by zero).
     pub fn eval(&self, batch: &Batch) -> ExecResult<Vector> {
         let n = batch.num_rows;
         match self {

@@ -230,7 +230,7 @@ impl AggState {
         let mut recent = [(0u128, u32::MAX); RECENT];
         for (row, k) in packed.iter().enumerate() {
             let fold = (*k as u64) ^ ((*k >> 64) as u64);
-            let slot = (fold.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) as usize % RECENT;
+            let slot = (fold.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - RECENT.ilog2())) as usize;
             let (rk, rid) = recent[slot];
             if rid != u32::MAX && rk == *k {
                 ids.push(rid);
@@ -335,7 +335,7 @@ pub struct AggregateSink {
 }
 
 impl AggregateSink {
-    pub fn new(group_by: Vec<PhysExpr>, calls: Vec<AggCall>) -> AggregateSink {
+    pub fn new(group_by: Vec<PhysExpr>, mut calls: Vec<AggCall>) -> AggregateSink {
         let key_types: Vec<DataType> = group_by.iter().map(|e| e.data_type()).collect();
         let packed_columns = PackedLayout::new(&key_types)
             .and_then(|_| {
@@ -356,7 +356,6 @@ impl AggregateSink {
         let width = read.iter().max().map_or(0, |m| m + 1);
         let mut arg_columns = vec![false; width];
         read.into_iter().for_each(|c| arg_columns[c] = true);
-        let mut calls = calls;
         let mut args: Vec<&mut PhysExpr> =
             calls.iter_mut().filter_map(|c| c.arg.as_mut()).collect();
         let common_args = common::extract(&mut args, width);
