@@ -298,6 +298,7 @@ impl Executor<'_> {
                     filter_columns,
                     residual: residual.clone(),
                     index_only: *index_only,
+                    matches_per_key: node.estimated_rows / probe.estimated_rows.max(1.0),
                     node: node.id,
                 };
                 // The probe side is materialised (the optimizer picks this join

@@ -73,32 +73,39 @@ impl IndexSource {
         &self.tree.key_types
     }
 
-    /// Where an index-only read finds each of the table columns `columns` in
-    /// the entries: `wanted[i]` is the output position of stored column `i`
-    /// (key columns, then included ones). `None` when a column is not stored,
-    /// or stored only as a key column whose encoding loses part of the value
-    /// (text: trailing blanks), so the table must be read.
-    pub fn index_only_layout(&self, columns: &[usize]) -> Option<Vec<Option<usize>>> {
+    /// Which of the table columns `columns` the entries store exactly, and
+    /// where a read puts them: `wanted[i]` is the output position of stored
+    /// column `i` (key columns, then included ones), and `stored[out]` says
+    /// whether output column `out` is among them. A key column whose encoding
+    /// loses part of the value (text: trailing blanks) does not count, nor
+    /// does a column asked for a second time: the table must give those.
+    pub fn stored_layout(&self, columns: &[usize]) -> (Vec<Option<usize>>, Vec<bool>) {
         let nk = self.columns.len();
         let mut wanted = vec![None; nk + self.include.len()];
+        let mut stored = vec![false; columns.len()];
         for (out, &c) in columns.iter().enumerate() {
             let key = self
                 .columns
                 .iter()
                 .enumerate()
                 .position(|(k, &kc)| kc == c && key_decodes_exactly(self.tree.key_types[k]));
-            let pos = match key {
-                Some(k) => k,
-                None => nk + self.include.iter().position(|&ic| ic == c)?,
-            };
-            // A column asked for twice is decoded into its first position only.
-            if wanted[pos].is_none() {
-                wanted[pos] = Some(out);
-            } else {
-                return None;
+            let pos = key.or_else(|| Some(nk + self.include.iter().position(|&ic| ic == c)?));
+            if let Some(pos) = pos {
+                if wanted[pos].is_none() {
+                    wanted[pos] = Some(out);
+                    stored[out] = true;
+                }
             }
         }
-        Some(wanted)
+        (wanted, stored)
+    }
+
+    /// Where an index-only read finds each of the table columns `columns` in
+    /// the entries (see [`IndexSource::stored_layout`]); `None` when one of
+    /// them is not stored exactly, so the table must be read.
+    pub fn index_only_layout(&self, columns: &[usize]) -> Option<Vec<Option<usize>>> {
+        let (wanted, stored) = self.stored_layout(columns);
+        stored.iter().all(|&s| s).then_some(wanted)
     }
 
     /// Leaves of the tree.

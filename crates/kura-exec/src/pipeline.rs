@@ -62,8 +62,10 @@ pub trait Source: Send + Sync {
     /// Further pages of `morsel`, known only once the pages of the rounds before
     /// are resident (an index search: first the leaves, then the rows the leaves
     /// name). Called for round 1, 2, ... after [`Source::pages_for`]'s pages are
-    /// fixed, until it returns `None`; every round's pages stay pinned until the
-    /// morsel has run.
+    /// fixed, until it returns `None`. A source reads what it needs of a round's
+    /// pages by the time it names the next round's: only the last round's pages
+    /// stay pinned until the morsel has run, and the earlier ones are unpinned
+    /// while its task waits for pin budget.
     fn more_pages(
         &self,
         morsel: usize,
@@ -495,12 +497,16 @@ impl Run {
                 let claim = if round == 0 {
                     PinBudget::claim(&bm, pages.len()).await
                 } else {
-                    // Later rounds must not wait for budget while holding the
-                    // earlier rounds' pins (tasks would wait for each other):
-                    // they pin what fits now and only read the rest ahead, which
-                    // the morsel then fixes as it runs.
-                    let claim = PinBudget::take_available(&bm, pages.len());
-                    let rest = pages.split_off(claim.pages);
+                    // The source is done with the earlier rounds' pages (see
+                    // `Source::more_pages`): unpinned, they do not hold budget
+                    // while this task waits for its own, so tasks cannot wait
+                    // for each other. A round larger than the whole budget pins
+                    // what the budget allows and only reads the rest ahead,
+                    // which the morsel then fixes as it runs.
+                    pinned.clear();
+                    let limit = pin_limit(&bm);
+                    let claim = PinBudget::claim(&bm, pages.len().min(limit)).await;
+                    let rest = pages.split_off(claim.pages.min(pages.len()));
                     if !rest.is_empty() {
                         read_ahead(bm.clone(), rest, self.clone());
                     }
@@ -731,6 +737,15 @@ fn read_ahead(bm: Arc<BufferManager>, mut pages: Vec<PageId>, run: Arc<Run>) {
 
 type PrefetchFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// Table pages one morsel of an index fetch (an index scan's slice of rows, an
+/// index join's batch of probe keys) should need at most: a quarter of the pin
+/// budget, so several morsels have their reads in flight at once. A morsel
+/// needing more than its task can pin reads the rest synchronously when it runs,
+/// one page after the other, which is what this bound avoids.
+pub(crate) fn morsel_page_target(bm: &BufferManager) -> usize {
+    (pin_limit(bm) / 4).max(64)
+}
+
 /// Frames out-of-order scans may keep pinned ahead of decoding in `bm`.
 fn pin_limit(bm: &BufferManager) -> usize {
     // Resident index pages are pinned for good: only the other frames count.
@@ -771,18 +786,6 @@ impl PinBudget {
         })
         .await;
         PinBudget { pages }
-    }
-
-    /// Claims as much of `pages` as the budget has left now (possibly none),
-    /// without waiting.
-    fn take_available(bm: &BufferManager, pages: usize) -> PinBudget {
-        let limit = pin_limit(bm);
-        let mut got = 0;
-        let _ = PINNED_AHEAD.fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
-            got = pages.min(limit.saturating_sub(now));
-            (got > 0).then_some(now + got)
-        });
-        PinBudget { pages: got }
     }
 
     fn try_claim(limit: usize, pages: usize) -> bool {

@@ -79,15 +79,21 @@ pub fn concat(types: &[DataType], batches: Vec<Batch>) -> Batch {
 
 /// Splits a large batch into batches of at most `BATCH_SIZE` rows.
 pub fn split(batch: Batch) -> Vec<Batch> {
+    split_rows(batch, kura_common::BATCH_SIZE)
+}
+
+/// [`split`] into batches of at most `rows` rows (at least one).
+pub fn split_rows(batch: Batch, rows: usize) -> Vec<Batch> {
+    let rows = rows.max(1);
     let n = batch.len();
-    if n <= kura_common::BATCH_SIZE {
+    if n <= rows {
         return vec![batch];
     }
     let batch = crate::expr::compact_batch(batch);
     (0..n)
-        .step_by(kura_common::BATCH_SIZE)
+        .step_by(rows)
         .map(|s| {
-            let len = kura_common::BATCH_SIZE.min(n - s);
+            let len = rows.min(n - s);
             if batch.columns.is_empty() {
                 Batch::with_rows(len)
             } else {
