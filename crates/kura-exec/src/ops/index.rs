@@ -387,17 +387,18 @@ pub struct IndexJoinSpec {
 }
 
 /// Probe keys per morsel of an index join that reads `fetched` columns from
-/// the table: as many as need about [`morsel_page_target`] table pages (a page
-/// per fetched column per match), at least [`MIN_MORSEL_KEYS`], at most a
-/// batch. An index-only join reads no table page and takes whole batches.
+/// the table: as many as need about [`morsel_page_target`] pages (a page per
+/// fetched column per match; an index-only join a leaf per key), at least
+/// [`MIN_MORSEL_KEYS`], at most a batch.
 fn keys_per_morsel(spec: &IndexJoinSpec, fetched: usize) -> usize {
     let Some(bm) = spec.table.buffer_manager() else {
         return BATCH_SIZE;
     };
-    if fetched == 0 {
-        return BATCH_SIZE;
-    }
-    let pages_per_key = spec.matches_per_key.max(1.0) * fetched as f64;
+    let pages_per_key = if fetched == 0 {
+        1.0
+    } else {
+        spec.matches_per_key.max(1.0) * fetched as f64
+    };
     let keys = (morsel_page_target(&bm) as f64 / pages_per_key).floor() as usize;
     keys.clamp(MIN_MORSEL_KEYS, BATCH_SIZE)
 }
