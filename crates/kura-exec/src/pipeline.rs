@@ -506,7 +506,7 @@ impl Run {
                     pinned.clear();
                     let limit = pin_limit(&bm);
                     let claim = PinBudget::claim(&bm, pages.len().min(limit)).await;
-                    let rest = pages.split_off(claim.pages.min(pages.len()));
+                    let rest = pages.split_off(claim.pages);
                     if !rest.is_empty() {
                         read_ahead(bm.clone(), rest, self.clone());
                     }
