@@ -72,7 +72,7 @@ pub fn selectivity(p: &PhysExpr, est: &Estimate) -> f64 {
             left,
             right,
             ..
-        } => selectivity(left, est) * selectivity(right, est),
+        } => conjunction([&**left, &**right].into_iter(), est),
         PhysExpr::Binary {
             op: BinaryOp::Or,
             left,
@@ -173,6 +173,89 @@ pub fn selectivity(p: &PhysExpr, est: &Estimate) -> f64 {
     s.clamp(0.0, 1.0)
 }
 
+/// Fraction of rows a conjunction keeps. Range bounds on one column combine into
+/// one interval of its [min, max] (`d >= x AND d < y` keeps `y - x` of it), where
+/// multiplying them as independent would keep about a quarter of the rows however
+/// narrow the interval: TPC-H's three-month date windows were estimated 6× too
+/// large, which turned joins the wrong way round.
+pub fn conjunction<'a>(preds: impl Iterator<Item = &'a PhysExpr>, est: &Estimate) -> f64 {
+    fn flatten<'a>(p: &'a PhysExpr, out: &mut Vec<&'a PhysExpr>) {
+        match p {
+            PhysExpr::Binary {
+                op: BinaryOp::And,
+                left,
+                right,
+                ..
+            } => {
+                flatten(left, out);
+                flatten(right, out);
+            }
+            p => out.push(p),
+        }
+    }
+    let mut conjuncts = Vec::new();
+    for p in preds {
+        flatten(p, &mut conjuncts);
+    }
+    // Per column: the tightest lower and upper bound seen.
+    let mut bounds: HashMap<ColId, (f64, f64)> = HashMap::new();
+    let mut s = 1.0;
+    for p in conjuncts {
+        match range_bound(p, est) {
+            Some((c, lower, upper)) => {
+                let b = bounds
+                    .entry(c)
+                    .or_insert((f64::NEG_INFINITY, f64::INFINITY));
+                b.0 = b.0.max(lower);
+                b.1 = b.1.min(upper);
+            }
+            None => s *= selectivity(p, est),
+        }
+    }
+    for (c, (lower, upper)) in bounds {
+        let (lo, hi) = est.range[&c];
+        let (a, b) = (lower.max(lo), upper.min(hi));
+        let f = if a > b {
+            0.0
+        } else {
+            let floor = 1.0 / est.ndv.get(&c).copied().unwrap_or(10.0).max(1.0);
+            ((b - a) / (hi - lo)).clamp(floor, 1.0)
+        };
+        s *= f;
+    }
+    s.clamp(0.0, 1.0)
+}
+
+/// `column < literal` and the like, where the column's range is known: the
+/// column and the bounds the comparison puts on it (one of them infinite).
+fn range_bound(p: &PhysExpr, est: &Estimate) -> Option<(ColId, f64, f64)> {
+    let PhysExpr::Binary {
+        op, left, right, ..
+    } = p
+    else {
+        return None;
+    };
+    let (c, v, op) = match (
+        is_col(left),
+        literal_f64(right),
+        is_col(right),
+        literal_f64(left),
+    ) {
+        (Some(c), Some(v), _, _) => (c, v, *op),
+        (_, _, Some(c), Some(v)) => (c, v, op.flip()),
+        _ => return None,
+    };
+    let &(lo, hi) = est.range.get(&c)?;
+    if hi <= lo {
+        return None;
+    }
+    match op {
+        BinaryOp::Lt | BinaryOp::LtEq => Some((c, f64::NEG_INFINITY, v)),
+        BinaryOp::Gt | BinaryOp::GtEq => Some((c, v, f64::INFINITY)),
+        _ => None,
+    }
+}
+
 /// Fraction of a table's rows its scan filters keep. The conjuncts an index can
 /// answer are counted in that index (a histogram with one bucket per leaf, so
 /// skew and correlated bounds such as BETWEEN are estimated as they are); the
@@ -183,9 +266,7 @@ fn scan_selectivity(
     filters: &[PhysExpr],
     est: &Estimate,
 ) -> f64 {
-    let heuristic = |fs: &mut dyn Iterator<Item = &PhysExpr>| -> f64 {
-        fs.map(|f| selectivity(f, est)).product()
-    };
+    let heuristic = |fs: &mut dyn Iterator<Item = &PhysExpr>| -> f64 { conjunction(fs, est) };
     let rows = table.row_count() as f64;
     if rows <= 0.0 {
         return heuristic(&mut filters.iter());
@@ -502,4 +583,66 @@ pub fn estimate(plan: &Logical) -> Estimate {
 /// Whether `e` reads only columns in `ids`.
 pub fn covered(e: &PhysExpr, ids: &std::collections::HashSet<ColId>) -> bool {
     refs_of(e).iter().all(|c| ids.contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kura_common::DataType;
+
+    fn col() -> Box<PhysExpr> {
+        Box::new(PhysExpr::Column {
+            index: 0,
+            data_type: DataType::Integer,
+        })
+    }
+    fn cmp(op: BinaryOp, v: i32) -> PhysExpr {
+        PhysExpr::Binary {
+            op,
+            left: col(),
+            right: Box::new(PhysExpr::Literal {
+                value: Value::Integer(v),
+                data_type: DataType::Integer,
+            }),
+            data_type: DataType::Boolean,
+        }
+    }
+    fn and(a: PhysExpr, b: PhysExpr) -> PhysExpr {
+        PhysExpr::Binary {
+            op: BinaryOp::And,
+            left: Box::new(a),
+            right: Box::new(b),
+            data_type: DataType::Boolean,
+        }
+    }
+    fn uniform_0_to_1000() -> Estimate {
+        let mut e = Estimate {
+            rows: 1000.0,
+            ..Default::default()
+        };
+        e.range.insert(0, (0.0, 1000.0));
+        e.ndv.insert(0, 1000.0);
+        e
+    }
+
+    #[test]
+    fn bounds_on_one_column_form_an_interval() {
+        let e = uniform_0_to_1000();
+        let window = and(cmp(BinaryOp::GtEq, 300), cmp(BinaryOp::Lt, 400));
+        assert!((selectivity(&window, &e) - 0.1).abs() < 1e-9);
+        // The same conjuncts as a scan's filter list.
+        let list = [cmp(BinaryOp::GtEq, 300), cmp(BinaryOp::Lt, 400)];
+        assert!((conjunction(list.iter(), &e) - 0.1).abs() < 1e-9);
+        // A single bound is unchanged.
+        assert!((selectivity(&cmp(BinaryOp::Lt, 250), &e) - 0.25).abs() < 1e-9);
+    }
+
+    #[test]
+    fn empty_and_point_intervals() {
+        let e = uniform_0_to_1000();
+        let empty = and(cmp(BinaryOp::Gt, 600), cmp(BinaryOp::Lt, 400));
+        assert_eq!(selectivity(&empty, &e), 0.0);
+        let point = and(cmp(BinaryOp::GtEq, 500), cmp(BinaryOp::LtEq, 500));
+        assert!((selectivity(&point, &e) - 0.001).abs() < 1e-9);
+    }
 }
