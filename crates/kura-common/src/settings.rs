@@ -123,6 +123,13 @@ pub const SETTINGS: &[SettingSpec] = &[
         validate: None,
     },
     SettingSpec {
+        name: "enable_eager_aggregate",
+        default: "on",
+        description: "let an aggregation over joins pre-aggregate the inputs holding its arguments, then join the others to the partial groups",
+        choices: &["on", "off"],
+        validate: None,
+    },
+    SettingSpec {
         name: "enable_seqscan",
         default: "on",
         description:

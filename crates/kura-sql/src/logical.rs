@@ -101,6 +101,73 @@ pub enum Logical {
 }
 
 impl Logical {
+    /// The same operator with `f` applied to each input.
+    pub fn map_children(self, f: &mut dyn FnMut(Logical) -> Logical) -> Logical {
+        let mut b = |p: Box<Logical>| Box::new(f(*p));
+        match self {
+            Logical::Filter { input, predicate } => Logical::Filter {
+                input: b(input),
+                predicate,
+            },
+            Logical::Project { input, exprs } => Logical::Project {
+                input: b(input),
+                exprs,
+            },
+            Logical::Aggregate { input, group, aggs } => Logical::Aggregate {
+                input: b(input),
+                group,
+                aggs,
+            },
+            Logical::Sort { input, keys, limit } => Logical::Sort {
+                input: b(input),
+                keys,
+                limit,
+            },
+            Logical::Limit {
+                input,
+                offset,
+                limit,
+            } => Logical::Limit {
+                input: b(input),
+                offset,
+                limit,
+            },
+            Logical::Join {
+                join_type,
+                left,
+                right,
+                on,
+                mark,
+            } => Logical::Join {
+                join_type,
+                left: b(left),
+                right: b(right),
+                on,
+                mark,
+            },
+            Logical::Union { inputs, cols } => Logical::Union {
+                inputs: inputs.into_iter().map(|(p, ids)| (f(p), ids)).collect(),
+                cols,
+            },
+            Logical::Replicate { input, count } => Logical::Replicate {
+                input: b(input),
+                count,
+            },
+            Logical::Window {
+                input,
+                partition,
+                order,
+                funcs,
+            } => Logical::Window {
+                input: b(input),
+                partition,
+                order,
+                funcs,
+            },
+            p @ (Logical::Scan { .. } | Logical::Values { .. }) => p,
+        }
+    }
+
     /// Output column ids, in order.
     pub fn output(&self) -> Vec<ColId> {
         match self {

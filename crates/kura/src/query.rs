@@ -233,6 +233,7 @@ impl QueryContext<'_> {
             enable_index: self.settings.value("enable_index") == "on",
             enable_seqscan: self.settings.value("enable_seqscan") == "on",
             enable_right_join: self.settings.value("enable_right_join") == "on",
+            enable_eager_aggregate: self.settings.value("enable_eager_aggregate") == "on",
         }
     }
 

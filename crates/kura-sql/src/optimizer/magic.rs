@@ -28,7 +28,7 @@ const MIN_REDUCTION: f64 = 4.0;
 /// Applies the restriction at every join of `plan` whose build side is a grouped
 /// aggregate correlated on its keys.
 pub fn restrict(plan: Logical) -> Logical {
-    let plan = map_children(plan, restrict);
+    let plan = plan.map_children(&mut restrict);
     match plan {
         Logical::Join {
             join_type,
@@ -56,72 +56,6 @@ pub fn restrict(plan: Logical) -> Logical {
             }
         }
         p => p,
-    }
-}
-
-fn map_children(plan: Logical, f: fn(Logical) -> Logical) -> Logical {
-    let b = |p: Box<Logical>| Box::new(f(*p));
-    match plan {
-        Logical::Filter { input, predicate } => Logical::Filter {
-            input: b(input),
-            predicate,
-        },
-        Logical::Project { input, exprs } => Logical::Project {
-            input: b(input),
-            exprs,
-        },
-        Logical::Aggregate { input, group, aggs } => Logical::Aggregate {
-            input: b(input),
-            group,
-            aggs,
-        },
-        Logical::Sort { input, keys, limit } => Logical::Sort {
-            input: b(input),
-            keys,
-            limit,
-        },
-        Logical::Limit {
-            input,
-            offset,
-            limit,
-        } => Logical::Limit {
-            input: b(input),
-            offset,
-            limit,
-        },
-        Logical::Join {
-            join_type,
-            left,
-            right,
-            on,
-            mark,
-        } => Logical::Join {
-            join_type,
-            left: b(left),
-            right: b(right),
-            on,
-            mark,
-        },
-        Logical::Union { inputs, cols } => Logical::Union {
-            inputs: inputs.into_iter().map(|(p, ids)| (f(p), ids)).collect(),
-            cols,
-        },
-        Logical::Replicate { input, count } => Logical::Replicate {
-            input: b(input),
-            count,
-        },
-        Logical::Window {
-            input,
-            partition,
-            order,
-            funcs,
-        } => Logical::Window {
-            input: b(input),
-            partition,
-            order,
-            funcs,
-        },
-        p @ (Logical::Scan { .. } | Logical::Values { .. }) => p,
     }
 }
 

@@ -1,12 +1,14 @@
 //! The optimizer: predicate push-down (into scans, through projections,
 //! aggregations and outer/semi joins), OR factoring, and cost-based ordering of
-//! inner joins from cardinality estimates, and magic-set restriction of
-//! decorrelated aggregates.
+//! inner joins from cardinality estimates, magic-set restriction of
+//! decorrelated aggregates, and eager aggregation below joins.
 
 pub mod access;
+mod eager;
 pub mod estimate;
 mod join_order;
 mod magic;
 mod pushdown;
 
+pub use eager::apply as eager_aggregate;
 pub use pushdown::optimize;

@@ -430,7 +430,7 @@ fn sink_semi(left: Logical, right: Logical, on: Vec<PhysExpr>) -> Logical {
 }
 
 /// Rewrites references to `defs` outputs into their defining expressions.
-fn substitute(p: &PhysExpr, defs: &[(PhysExpr, ColId)]) -> PhysExpr {
+pub(super) fn substitute(p: &PhysExpr, defs: &[(PhysExpr, ColId)]) -> PhysExpr {
     map_columns(p, &mut |id, ty| match defs.iter().find(|d| d.1 == id) {
         Some((e, _)) => e.clone(),
         None => PhysExpr::Column {
@@ -441,7 +441,7 @@ fn substitute(p: &PhysExpr, defs: &[(PhysExpr, ColId)]) -> PhysExpr {
 }
 
 /// Collects the inputs and predicates of a tree of inner joins and filters.
-fn flatten(plan: Logical, rels: &mut Vec<Logical>, preds: &mut Vec<PhysExpr>) {
+pub(super) fn flatten(plan: Logical, rels: &mut Vec<Logical>, preds: &mut Vec<PhysExpr>) {
     match plan {
         Logical::Join {
             join_type: JoinType::Inner,

@@ -17,7 +17,7 @@ use crate::catalog::CatalogProvider;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{map_columns, refs, refs_of, ColId, Columns, Logical};
 use crate::optimizer::estimate::estimate;
-use crate::optimizer::optimize;
+use crate::optimizer::{eager_aggregate, optimize};
 
 mod index;
 
@@ -35,6 +35,9 @@ pub struct PlannerOptions {
     /// Whether a LEFT join may build its preserved side when that side is the
     /// smaller (`SET enable_right_join`).
     pub enable_right_join: bool,
+    /// Whether an aggregation over joins may pre-aggregate the inputs holding its
+    /// arguments before the other joins (`SET enable_eager_aggregate`).
+    pub enable_eager_aggregate: bool,
 }
 
 impl Default for PlannerOptions {
@@ -44,6 +47,7 @@ impl Default for PlannerOptions {
             enable_index: true,
             enable_seqscan: true,
             enable_right_join: true,
+            enable_eager_aggregate: true,
         }
     }
 }
@@ -69,8 +73,11 @@ pub fn plan_query(
         },
     );
     let bound = binder.bind_query(query, &[])?;
-    let cols = binder.cols;
-    let logical = optimize(bound.plan);
+    let mut cols = binder.cols;
+    let mut logical = optimize(bound.plan);
+    if opts.enable_eager_aggregate {
+        logical = eager_aggregate(logical, &mut cols);
+    }
     let out_ids: Vec<ColId> = bound.out.iter().map(|o| o.1).collect();
     let lower = Lowering { cols: &cols, opts };
     let required: HashSet<ColId> = out_ids.iter().copied().collect();
