@@ -18,17 +18,19 @@ use crate::pipeline::{LocalState, Sink};
 use crate::plan::AggCall;
 
 mod acc;
+mod byte_keys;
 mod common;
 mod dense;
 mod distinct;
 
+use byte_keys::ByteKeys;
 use dense::DenseGroups;
 
 pub(crate) use acc::{new_acc, Acc};
 
 /// Local (per-worker) or shared aggregation state.
 struct AggState {
-    map: HashMap<Box<[u8]>, u32>,
+    map: ByteKeys,
     /// Groups of a single integer key (order keys, part keys: up to millions of
     /// groups), without encoding each row's key as an allocated byte string.
     int_map: HashMap<i64, u32>,
@@ -51,7 +53,7 @@ struct AggState {
 impl AggState {
     fn new(key_types: &[DataType], calls: &[AggCall]) -> AggState {
         AggState {
-            map: HashMap::new(),
+            map: ByteKeys::default(),
             int_map: HashMap::new(),
             dense: Some(DenseGroups::new()),
             null_group: None,
@@ -85,7 +87,7 @@ impl AggState {
         let now: Vec<(usize, usize)> = super::join::hash::map_span(&self.int_map)
             .into_iter()
             .chain(self.dense.as_ref().and_then(|d| d.region()))
-            .chain(super::join::hash::map_span(&self.map))
+            .chain(self.map.spans())
             .chain(
                 self.packed
                     .iter()
@@ -263,11 +265,12 @@ impl AggState {
         for row in 0..n {
             buf.clear();
             encode_row(keys, row, true, &mut buf);
-            let id = match self.map.get(buf.as_slice()) {
-                Some(&g) => g,
+            let hash = self.map.hash(&buf);
+            let id = match self.map.get(hash, &buf) {
+                Some(g) => g,
                 None => {
                     let g = (before + new_rows.len()) as u32;
-                    self.insert_bytes(&buf, g);
+                    self.insert_bytes(hash, &buf, g);
                     new_rows.push(row as u32);
                     g
                 }
@@ -277,9 +280,9 @@ impl AggState {
     }
 
     /// Adds group `g` with encoded key `key` to the byte-string map.
-    fn insert_bytes(&mut self, key: &[u8], g: u32) {
-        self.bytes += key.len() as u64 + 48;
-        self.map.insert(key.into(), g);
+    fn insert_bytes(&mut self, hash: u64, key: &[u8], g: u32) {
+        self.bytes += key.len() as u64 + 32;
+        self.map.insert(hash, key, g);
     }
 
     /// The batch's keys packed, or `None` (for good, after moving the packed
@@ -294,7 +297,8 @@ impl AggState {
         for g in 0..self.groups {
             buf.clear();
             encode_row(&self.keys, g, true, &mut buf);
-            self.insert_bytes(&buf, g as u32);
+            let hash = self.map.hash(&buf);
+            self.insert_bytes(hash, &buf, g as u32);
         }
         None
     }
