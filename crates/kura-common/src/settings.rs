@@ -118,7 +118,7 @@ pub const SETTINGS: &[SettingSpec] = &[
     SettingSpec {
         name: "enable_right_join",
         default: "on",
-        description: "let a LEFT join build its preserved side when that side is the smaller (a right hash join)",
+        description: "let a LEFT, semi or anti join build its preserved side when that side is the smaller (a right hash join)",
         choices: &["on", "off"],
         validate: None,
     },

@@ -524,6 +524,17 @@ pub fn estimate(plan: &Logical) -> Estimate {
                         .min(inner.max(1.0))
                 }
                 JoinType::Anti | JoinType::NullAwareAnti => e.rows = (l.rows * 0.5).max(1.0),
+                // Lowering's forms only (the preserved side built on the right).
+                JoinType::RightSemi => {
+                    e = r.clone();
+                    e.rows = (r.rows * semi_fraction(&r, &l, on))
+                        .max(1.0)
+                        .min(inner.max(1.0))
+                }
+                JoinType::RightAnti => {
+                    e = r.clone();
+                    e.rows = (r.rows * 0.5).max(1.0)
+                }
             }
             e
         }

@@ -355,13 +355,25 @@ impl Lowering<'_> {
                 // A LEFT join whose preserved side is much the smaller builds that
                 // side and probes the other (a RIGHT join): TPC-H Q13 then builds
                 // on customer, not on ten times as many orders.
-                let (left, right, join_type) = if *join_type == JoinType::Left
-                    && self.opts.enable_right_join
-                    && estimate(left).rows * 2.0 < estimate(right).rows
-                {
-                    (right, left, &JoinType::Right)
-                } else {
-                    (left, right, join_type)
+                // Semi and anti joins likewise (RIGHT SEMI / RIGHT ANTI): TPC-H Q21
+                // builds its 76,000 late line items and marks them while the other
+                // line items of their orders probe, instead of building those.
+                let smaller_left = || {
+                    self.opts.enable_right_join && estimate(left).rows * 2.0 < estimate(right).rows
+                };
+                let (left, right, join_type) = match join_type {
+                    JoinType::Left if smaller_left() => (right, left, &JoinType::Right),
+                    JoinType::Semi | JoinType::Anti
+                        if mark.is_none() && has_equi_key(on, left, right) && smaller_left() =>
+                    {
+                        let swapped = if *join_type == JoinType::Semi {
+                            &JoinType::RightSemi
+                        } else {
+                            &JoinType::RightAnti
+                        };
+                        (right, left, swapped)
+                    }
+                    _ => (left, right, join_type),
                 };
                 let mut need = required.clone();
                 on.iter().for_each(|p| refs(p, &mut need));
@@ -438,8 +450,12 @@ impl Lowering<'_> {
                 let residual = crate::logical::conjunction(residual)
                     .map(|r| remap(&r, &both))
                     .transpose()?;
-                let mut layout = llayout.clone();
-                if join_type.emits_build_columns() {
+                let mut layout = if join_type.emits_probe_columns() {
+                    llayout.clone()
+                } else {
+                    Vec::new()
+                };
+                if join_type.emits_build_columns() || !join_type.emits_probe_columns() {
                     layout.extend(rlayout);
                 }
                 if let Some(m) = mark {
@@ -619,4 +635,24 @@ impl Lowering<'_> {
             }
         })
     }
+}
+
+/// Whether `on` holds an equality between an expression of `left` and one of
+/// `right`: a hash join's key (a join without one compares every pair).
+fn has_equi_key(on: &[PhysExpr], left: &Logical, right: &Logical) -> bool {
+    let lids: HashSet<ColId> = left.output().into_iter().collect();
+    let rids: HashSet<ColId> = right.output().into_iter().collect();
+    let within = |e: &PhysExpr, ids: &HashSet<ColId>| {
+        let r = refs_of(e);
+        !r.is_empty() && r.iter().all(|c| ids.contains(c))
+    };
+    on.iter().any(|p| match p {
+        PhysExpr::Binary {
+            op: BinaryOp::Eq,
+            left: a,
+            right: b,
+            ..
+        } => (within(a, &lids) && within(b, &rids)) || (within(a, &rids) && within(b, &lids)),
+        _ => false,
+    })
 }

@@ -347,7 +347,11 @@ fn target(
 ) -> Option<(usize, Vec<usize>, bool)> {
     if !matches!(
         join_type,
-        JoinType::Inner | JoinType::Right | JoinType::Semi
+        JoinType::Inner
+            | JoinType::Right
+            | JoinType::Semi
+            | JoinType::RightSemi
+            | JoinType::RightAnti
     ) || null_safe.iter().any(|&n| n)
         || probe_keys.is_empty()
     {

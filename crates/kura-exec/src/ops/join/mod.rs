@@ -331,7 +331,7 @@ impl JoinProbeOp {
         table: Arc<JoinTable>,
         probe_types: Vec<DataType>,
     ) -> JoinProbeOp {
-        let build_matched = spec.join_type.keeps_unmatched_build().then(|| {
+        let build_matched = spec.join_type.marks_build().then(|| {
             (0..table.side.rows)
                 .map(|_| AtomicBool::new(false))
                 .collect()
@@ -436,13 +436,19 @@ impl JoinProbeOp {
         Ok(out)
     }
 
-    /// Build rows no probe row matched (FULL and RIGHT joins), with NULL probe
-    /// columns, once every probe batch has been joined.
+    /// Build rows no probe row matched (FULL, RIGHT and RIGHT ANTI joins) — or,
+    /// for a RIGHT SEMI join, the rows some probe row matched — with NULL probe
+    /// columns where the join emits them, once every probe batch has been joined.
     fn unmatched_build(&self) -> Option<Batch> {
-        let probe_types = &self.probe_types;
+        let probe_types: &[DataType] = if self.spec.join_type.emits_probe_columns() {
+            &self.probe_types
+        } else {
+            &[]
+        };
         let matched = self.build_matched.as_ref()?;
+        let want = self.spec.join_type == JoinType::RightSemi;
         let idx: Vec<u32> = (0..matched.len() as u32)
-            .filter(|&i| !matched[i as usize].load(Ordering::Relaxed))
+            .filter(|&i| matched[i as usize].load(Ordering::Relaxed) == want)
             .collect();
         if idx.is_empty() {
             return None;
@@ -498,6 +504,12 @@ impl Transform for JoinProbeOp {
             self.spec.join_type,
             JoinType::Semi | JoinType::Anti | JoinType::Mark
         );
+        if !self.spec.join_type.emits_probe_columns() {
+            // Right semi and anti joins only mark build rows now; their rows
+            // come out at the end.
+            self.mark_build(batch, ctx)?;
+            return Ok(true);
+        }
         if semi_like
             || !self.spec.probe_keys.is_empty()
             || n.saturating_mul(build_rows) <= PAIR_CHUNK
@@ -562,6 +574,11 @@ impl Transform for JoinProbeOp {
             self.filter_pairs(&probe, pairs, ctx)?
         };
         let out = match self.spec.join_type {
+            JoinType::RightSemi | JoinType::RightAnti => {
+                return Err(ExecError::Internal(
+                    "right semi and anti joins mark build rows; they emit no pairs".into(),
+                ))
+            }
             JoinType::Inner => self.pairs_batch(&probe, &pairs),
             JoinType::Right => {
                 if let Some(m) = &self.build_matched {
@@ -608,6 +625,36 @@ impl Transform for JoinProbeOp {
 }
 
 impl JoinProbeOp {
+    /// Marks the build rows that a row of `batch` matches (keys and residual).
+    /// Rows already marked are left out of the look-up first: once a build row
+    /// has a partner, more of them change nothing.
+    fn mark_build(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        let Some(matched) = &self.build_matched else {
+            return Err(ExecError::Internal("right semi join without marks".into()));
+        };
+        let probe = compact_batch(batch);
+        let n = probe.num_rows;
+        let keys = self
+            .spec
+            .probe_keys
+            .iter()
+            .map(|k| k.eval(&probe))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let all: Vec<u32> = (0..n as u32).collect();
+        let pairs = if keys.is_empty() {
+            self.cross_pairs(&probe, &all, None, false, ctx)?
+        } else {
+            let mut pairs = Vec::new();
+            self.table.index.candidates(&keys, n, &mut pairs)?;
+            pairs.retain(|p| !matched[p.1 as usize].load(Ordering::Relaxed));
+            self.filter_pairs(&probe, pairs, ctx)?
+        };
+        for p in &pairs {
+            matched[p.1 as usize].store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// For `x IN (subquery)`: which probe rows without a match have an unknown (NULL)
     /// result. That is so when the row's set — the build rows that pass its correlation
     /// (keys before the `IN` key, and the residual) — is not empty and either `x` is NULL
