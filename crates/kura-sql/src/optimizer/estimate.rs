@@ -323,27 +323,6 @@ fn prefix_fraction(p: &[u8], lo: &[u8], hi: &[u8], ndv: f64) -> f64 {
     f.clamp(floor, 1.0)
 }
 
-/// A stored table's rows and its columns' statistics, before any filter.
-pub fn stored_columns(table: &dyn kura_exec::TableSource, cols: &[(usize, ColId)]) -> Estimate {
-    let mut e = Estimate {
-        rows: table.row_count() as f64,
-        ..Default::default()
-    };
-    for (i, id) in cols {
-        if let Some(s) = table.column_stats(*i) {
-            e.ndv.insert(*id, (s.distinct as f64).max(1.0));
-            e.base.insert(*id, e.rows);
-            if let (Some(lo), Some(hi)) = (s.min.as_f64(), s.max.as_f64()) {
-                e.range.insert(*id, (lo, hi));
-            }
-            if let (Value::Text(lo), Value::Text(hi)) = (&s.min, &s.max) {
-                e.text.insert(*id, (lo.clone(), hi.clone()));
-            }
-        }
-    }
-    e
-}
-
 /// Rows of `l ⋈ r` under conditions `on`.
 pub fn join_rows(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     let mut rows = l.rows * r.rows;
@@ -458,7 +437,22 @@ pub fn estimate(plan: &Logical) -> Estimate {
             cols,
             filters,
         } => {
-            let mut e = stored_columns(table.as_ref(), cols);
+            let mut e = Estimate {
+                rows: table.row_count() as f64,
+                ..Default::default()
+            };
+            for (i, id) in cols {
+                if let Some(s) = table.column_stats(*i) {
+                    e.ndv.insert(*id, (s.distinct as f64).max(1.0));
+                    e.base.insert(*id, e.rows);
+                    if let (Some(lo), Some(hi)) = (s.min.as_f64(), s.max.as_f64()) {
+                        e.range.insert(*id, (lo, hi));
+                    }
+                    if let (Value::Text(lo), Value::Text(hi)) = (&s.min, &s.max) {
+                        e.text.insert(*id, (lo.clone(), hi.clone()));
+                    }
+                }
+            }
             let sel = scan_selectivity(table.as_ref(), cols, filters, &e);
             e.text.clear();
             e.rows = (e.rows * sel).max(if e.rows > 0.0 { 1.0 } else { 0.0 });

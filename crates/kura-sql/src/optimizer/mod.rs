@@ -1,11 +1,9 @@
 //! The optimizer: predicate push-down (into scans, through projections,
 //! aggregations and outer/semi joins), OR factoring, and cost-based ordering of
 //! inner joins from cardinality estimates, magic-set restriction of
-//! decorrelated aggregates, eager aggregation below joins, and the order of a
-//! scan's conjuncts.
+//! decorrelated aggregates, and eager aggregation below joins.
 
 pub mod access;
-pub mod conjunct_order;
 mod eager;
 pub mod estimate;
 mod join_order;

@@ -273,9 +273,7 @@ impl Lowering<'_> {
                     .iter()
                     .filter_map(|f| zone_predicate(f, cols))
                     .collect();
-                let stats = crate::optimizer::estimate::stored_columns(table.as_ref(), cols);
-                let ordered = crate::optimizer::conjunct_order::order(filters.clone(), &stats);
-                let filter = crate::logical::conjunction(ordered)
+                let filter = crate::logical::conjunction(filters.clone())
                     .map(|f| remap(&f, &layout))
                     .transpose()?;
                 let kind = PlanKind::Scan {
