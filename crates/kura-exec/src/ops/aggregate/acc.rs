@@ -422,7 +422,30 @@ impl Acc {
             _ => Value::Decimal(x, s),
         };
         match self {
+            Acc::Count(c) if out == DataType::BigInt && c.len() >= groups => {
+                v.data = ColumnData::I64(c[..groups].to_vec());
+            }
             Acc::Count(c) => c.iter().try_for_each(|&x| push(&mut v, Value::BigInt(x)))?,
+            Acc::SumInt { sums, seen } if sums.len() >= groups => {
+                if let Some(data) = sums_as_column(&sums[..groups], &seen[..groups], in_scale, out)
+                {
+                    v.data = data;
+                    if seen[..groups].iter().any(|s| !s) {
+                        v.validity = Some(seen[..groups].to_vec());
+                    }
+                    return Ok(v);
+                }
+                for g in 0..groups {
+                    push(
+                        &mut v,
+                        if seen[g] {
+                            int_value(sums[g], in_scale)
+                        } else {
+                            Value::Null
+                        },
+                    )?;
+                }
+            }
             Acc::SumInt { sums, seen } => {
                 for g in 0..groups {
                     push(
@@ -496,6 +519,32 @@ impl Acc {
     }
 }
 
+/// Integer sums as their output column directly, where no value changes on the
+/// way: BIGINT sums of integers, and DECIMAL(38, s) sums of decimals of scale
+/// `s` that fit 38 digits (1.5 million TPC-H Q18 order sums no longer go through
+/// a cast of a `Value` each). `None` leaves them to the general path, which also
+/// reports an overflow. Groups never seen hold 0 (they are NULL by validity).
+fn sums_as_column(sums: &[i128], seen: &[bool], in_scale: u8, out: DataType) -> Option<ColumnData> {
+    let value = |g: usize| if seen[g] { sums[g] } else { 0 };
+    match out {
+        DataType::BigInt => (0..sums.len())
+            .map(|g| i64::try_from(value(g)).ok())
+            .collect::<Option<Vec<i64>>>()
+            .map(ColumnData::I64),
+        DataType::Decimal {
+            precision: 38,
+            scale,
+        } if scale == in_scale => {
+            let limit = pow10(38);
+            (0..sums.len())
+                .map(|g| Some(value(g)).filter(|x| x.unsigned_abs() < limit as u128))
+                .collect::<Option<Vec<i128>>>()
+                .map(ColumnData::I128)
+        }
+        _ => None,
+    }
+}
+
 fn distinct_result(call: &AggCall, vals: &[Value], in_scale: u8) -> ExecResult<Value> {
     let ty = call
         .arg
@@ -523,6 +572,61 @@ mod tests {
     fn bigints(x: &[i64]) -> Vector {
         let v: Vec<Value> = x.iter().map(|&v| Value::BigInt(v)).collect();
         Vector::from_values(DataType::BigInt, &v).unwrap()
+    }
+
+    #[test]
+    fn integer_sums_finish_as_columns_with_nulls_for_groups_never_seen() {
+        let dec = DataType::Decimal {
+            precision: 15,
+            scale: 2,
+        };
+        let arg = crate::expr::PhysExpr::Column {
+            index: 0,
+            data_type: dec,
+        };
+        let call = |func, data_type| AggCall {
+            func,
+            arg: Some(arg.clone()),
+            distinct: false,
+            data_type,
+        };
+        let x = Vector::from_values(
+            dec,
+            &[
+                Value::Decimal(150, 2),
+                Value::Decimal(225, 2),
+                Value::Decimal(-300, 2),
+            ],
+        )
+        .unwrap();
+        let sum = call(
+            AggFunc::Sum,
+            DataType::Decimal {
+                precision: 38,
+                scale: 2,
+            },
+        );
+        let count = call(AggFunc::Count, DataType::BigInt);
+        let (mut s, mut c) = (new_acc(&sum), new_acc(&count));
+        for acc in [&mut s, &mut c] {
+            acc.grow(3);
+            acc.update(&[0, 0, 2], Some(&x)).unwrap();
+        }
+        let sums = s.finish(&sum, 3).unwrap();
+        let values: Vec<Value> = (0..3).map(|g| sums.get_value(g)).collect();
+        assert_eq!(
+            values,
+            vec![Value::Decimal(375, 2), Value::Null, Value::Decimal(-300, 2)]
+        );
+        let counts = c.finish(&count, 3).unwrap();
+        let values: Vec<Value> = (0..3).map(|g| counts.get_value(g)).collect();
+        assert_eq!(
+            values,
+            vec![Value::BigInt(2), Value::BigInt(0), Value::BigInt(1)]
+        );
+        // A sum past 38 digits is left to the general path.
+        assert!(sums_as_column(&[pow10(38)], &[true], 2, sum.data_type).is_none());
+        assert!(sums_as_column(&[i64::MAX as i128 + 1], &[true], 0, DataType::BigInt).is_none());
     }
 
     proptest! {
