@@ -62,18 +62,14 @@ impl ByteKeys {
     /// The memory of the table and the arena, as (address, bytes) spans, for
     /// the memory-object registry.
     pub(super) fn spans(&self) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        let (mut lo, mut hi) = (usize::MAX, 0usize);
-        for s in self.table.iter() {
-            let a = s as *const Slot as usize;
-            lo = lo.min(a);
-            hi = hi.max(a + std::mem::size_of::<Slot>());
-        }
-        if lo < hi {
-            // The control bytes follow the slots: one per bucket, plus a group.
-            let buckets = (self.table.capacity() * 8 / 7 + 1).next_power_of_two();
-            out.push((lo, hi - lo + buckets + 16));
-        }
+        let slots = self
+            .table
+            .iter()
+            .map(|s| (s as *const Slot as usize, std::mem::size_of::<Slot>()));
+        let mut out: Vec<(usize, usize)> =
+            crate::ops::join::hash::table_span(slots, self.table.capacity())
+                .into_iter()
+                .collect();
         for (start, len) in [
             (self.arena.as_ptr() as usize, self.arena.capacity()),
             (

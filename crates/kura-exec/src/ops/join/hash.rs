@@ -329,19 +329,31 @@ impl JoinIndex for HashIndex {
 /// allocation, so this spans its lowest to its highest entry, plus the control
 /// bytes that follow the entries (one per bucket and a group's width).
 pub(crate) fn map_span<K, V>(m: &HashMap<K, V>) -> Option<(usize, usize)> {
+    let entries = m.iter().flat_map(|(k, v)| {
+        [
+            (k as *const K as usize, std::mem::size_of::<K>()),
+            (v as *const V as usize, std::mem::size_of::<V>()),
+        ]
+    });
+    table_span(entries, m.capacity())
+}
+
+/// The span of a hashbrown table holding entries at these (address, size)
+/// pairs, with `capacity`: its slots, then one control byte per bucket and a
+/// group more.
+pub(crate) fn table_span(
+    entries: impl Iterator<Item = (usize, usize)>,
+    capacity: usize,
+) -> Option<(usize, usize)> {
     let (mut lo, mut hi) = (usize::MAX, 0usize);
-    for (k, v) in m {
-        let k = k as *const K as usize;
-        let v = v as *const V as usize;
-        lo = lo.min(k).min(v);
-        hi = hi
-            .max(k + std::mem::size_of::<K>())
-            .max(v + std::mem::size_of::<V>());
+    for (at, size) in entries {
+        lo = lo.min(at);
+        hi = hi.max(at + size);
     }
     if lo >= hi {
         return None;
     }
-    let buckets = (m.capacity() * 8 / 7 + 1).next_power_of_two();
+    let buckets = (capacity * 8 / 7 + 1).next_power_of_two();
     Some((lo, hi - lo + buckets + 16))
 }
 

@@ -540,12 +540,7 @@ impl Transform for JoinProbeOp {
     fn apply(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<Option<Batch>> {
         let probe = compact_batch(batch);
         let n = probe.num_rows;
-        let keys = self
-            .spec
-            .probe_keys
-            .iter()
-            .map(|k| k.eval(&probe))
-            .collect::<ExecResult<Vec<_>>>()?;
+        let keys = self.probe_key_vectors(&probe)?;
         let semi_like = matches!(
             self.spec.join_type,
             JoinType::Semi | JoinType::Anti | JoinType::Mark
@@ -563,16 +558,7 @@ impl Transform for JoinProbeOp {
                 _ => with_mark(probe, matched, None),
             }));
         }
-        let pairs = if keys.is_empty() {
-            // No equality keys: the residual alone decides. For an uncorrelated EXISTS
-            // (no residual either) one build row settles every probe row.
-            let all: Vec<u32> = (0..n as u32).collect();
-            self.cross_pairs(&probe, &all, None, semi_like, ctx)?
-        } else {
-            let mut pairs = Vec::new();
-            self.table.index.candidates(&keys, n, &mut pairs)?;
-            self.filter_pairs(&probe, pairs, ctx)?
-        };
+        let pairs = self.joined_pairs(&probe, &keys, semi_like, None, ctx)?;
         let out = match self.spec.join_type {
             JoinType::RightSemi | JoinType::RightAnti => {
                 return Err(ExecError::Internal(
@@ -625,6 +611,36 @@ impl Transform for JoinProbeOp {
 }
 
 impl JoinProbeOp {
+    /// The probe keys evaluated over `probe`.
+    fn probe_key_vectors(&self, probe: &Batch) -> ExecResult<Vec<Vector>> {
+        self.spec.probe_keys.iter().map(|k| k.eval(probe)).collect()
+    }
+
+    /// The (probe row, build row) pairs that meet the keys and the residual;
+    /// build rows already `marked` are not tried again. Without equality keys
+    /// the residual alone decides (for an uncorrelated EXISTS, with no residual
+    /// either, one build row settles every probe row when `first_only`).
+    fn joined_pairs(
+        &self,
+        probe: &Batch,
+        keys: &[Vector],
+        first_only: bool,
+        marked: Option<&[AtomicBool]>,
+        ctx: &ExecContext,
+    ) -> ExecResult<Vec<(u32, u32)>> {
+        let n = probe.num_rows;
+        if keys.is_empty() {
+            let all: Vec<u32> = (0..n as u32).collect();
+            return self.cross_pairs(probe, &all, None, first_only, ctx);
+        }
+        let mut pairs = Vec::new();
+        self.table.index.candidates(keys, n, &mut pairs)?;
+        if let Some(m) = marked {
+            pairs.retain(|p| !m[p.1 as usize].load(Ordering::Relaxed));
+        }
+        self.filter_pairs(probe, pairs, ctx)
+    }
+
     /// Marks the build rows that a row of `batch` matches (keys and residual).
     /// Rows already marked are left out of the look-up first: once a build row
     /// has a partner, more of them change nothing.
@@ -633,22 +649,8 @@ impl JoinProbeOp {
             return Err(ExecError::Internal("right semi join without marks".into()));
         };
         let probe = compact_batch(batch);
-        let n = probe.num_rows;
-        let keys = self
-            .spec
-            .probe_keys
-            .iter()
-            .map(|k| k.eval(&probe))
-            .collect::<ExecResult<Vec<_>>>()?;
-        let all: Vec<u32> = (0..n as u32).collect();
-        let pairs = if keys.is_empty() {
-            self.cross_pairs(&probe, &all, None, false, ctx)?
-        } else {
-            let mut pairs = Vec::new();
-            self.table.index.candidates(&keys, n, &mut pairs)?;
-            pairs.retain(|p| !matched[p.1 as usize].load(Ordering::Relaxed));
-            self.filter_pairs(&probe, pairs, ctx)?
-        };
+        let keys = self.probe_key_vectors(&probe)?;
+        let pairs = self.joined_pairs(&probe, &keys, false, Some(matched), ctx)?;
         for p in &pairs {
             matched[p.1 as usize].store(true, Ordering::Relaxed);
         }
