@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use kura_exec::expr::PhysExpr;
 use kura_exec::JoinType;
 
+use super::equivalence::Classes;
 use super::estimate::{covered, estimate, join_rows, joined, Estimate};
 use crate::logical::{conjunction, refs_of, ColId, Logical};
 
@@ -66,10 +67,15 @@ struct Best {
 /// bitmasks — minimising the summed sizes of intermediate results plus build
 /// inputs. Greedy ordering commits to its first cheap pair (often a tiny
 /// dimension join) and can then be forced through large intermediates; the
-/// search sees whole plans. Returns `None` when the join graph is not connected
-/// (cross products are left to the greedy order).
+/// search sees whole plans. Column equalities join through their equivalence
+/// classes, so inputs related only transitively can be joined directly. Returns
+/// `None` when the join graph is not connected (cross products are left to the
+/// greedy order).
 fn order_dp(parts: Vec<Part>, preds: Vec<PhysExpr>) -> Result<Logical, (Vec<Part>, Vec<PhysExpr>)> {
     let n = parts.len();
+    let original = preds.clone();
+    let (classes, preds) =
+        Classes::extract(preds, |c| parts.iter().position(|x| x.ids.contains(&c)));
     // Which inputs each predicate reads; `None` for columns outside the region.
     let masks: Vec<Option<u32>> = preds
         .iter()
@@ -111,7 +117,8 @@ fn order_dp(parts: Vec<Part>, preds: Vec<PhysExpr>) -> Result<Logical, (Vec<Part
             let b = m ^ a;
             if a & low != 0 && b != 0 {
                 if let (Some(x), Some(y)) = (&best[a as usize], &best[b as usize]) {
-                    let on: Vec<PhysExpr> = spans(m, a, b).map(|k| preds[k].clone()).collect();
+                    let mut on = classes.joining(a, &x.est, b, &y.est);
+                    on.extend(spans(m, a, b).map(|k| preds[k].clone()));
                     if !on.is_empty() {
                         let rows = join_rows(&x.est, &y.est, &on).max(1.0);
                         let cost = x.cost + y.cost + rows + x.est.rows.min(y.est.rows);
@@ -131,25 +138,30 @@ fn order_dp(parts: Vec<Part>, preds: Vec<PhysExpr>) -> Result<Logical, (Vec<Part
         best[m as usize] = found;
     }
     if best[full as usize].is_none() {
-        return Err((parts, preds));
+        return Err((parts, original));
     }
-    fn build(
-        m: u32,
-        best: &[Option<Best>],
-        parts: &mut Vec<Option<Part>>,
-        preds: &[PhysExpr],
-        masks: &[Option<u32>],
-        used: &mut [bool],
-    ) -> Part {
+    struct Plans<'a> {
+        best: &'a [Option<Best>],
+        classes: &'a Classes,
+        preds: &'a [PhysExpr],
+        masks: &'a [Option<u32>],
+    }
+    fn build(m: u32, p: &Plans, parts: &mut Vec<Option<Part>>, used: &mut [bool]) -> Part {
+        let Plans {
+            best,
+            classes,
+            preds,
+            masks,
+        } = p;
         let b = best[m as usize].as_ref().expect("planned subset");
         match b.split {
             None => parts[m.trailing_zeros() as usize]
                 .take()
                 .expect("each input used once"),
             Some((x, y)) => {
-                let l = build(x, best, parts, preds, masks, used);
-                let r = build(y, best, parts, preds, masks, used);
-                let mut on = Vec::new();
+                let l = build(x, p, parts, used);
+                let r = build(y, p, parts, used);
+                let mut on = classes.joining(x, &l.est, y, &r.est);
                 for (k, pm) in masks.iter().enumerate() {
                     if let Some(pm) = pm {
                         if !used[k] && *pm != 0 && pm & m == *pm && pm & x != 0 && pm & y != 0 {
@@ -164,7 +176,13 @@ fn order_dp(parts: Vec<Part>, preds: Vec<PhysExpr>) -> Result<Logical, (Vec<Part
     }
     let mut slots: Vec<Option<Part>> = parts.into_iter().map(Some).collect();
     let mut used = vec![false; preds.len()];
-    let plan = build(full, &best, &mut slots, &preds, &masks, &mut used).plan;
+    let plans = Plans {
+        best: &best,
+        classes: &classes,
+        preds: &preds,
+        masks: &masks,
+    };
+    let plan = build(full, &plans, &mut slots, &mut used).plan;
     let rest: Vec<PhysExpr> = preds
         .into_iter()
         .zip(used)

@@ -5,6 +5,7 @@
 
 pub mod access;
 mod eager;
+mod equivalence;
 pub mod estimate;
 mod join_order;
 mod magic;
