@@ -97,7 +97,7 @@ impl Classes {
         }
         let mut roots: Vec<usize> = Vec::new();
         let mut classes: Vec<Vec<Member>> = Vec::new();
-        for i in 0..cols.len() {
+        for (i, &(col, data_type, input)) in cols.iter().enumerate() {
             let r = find(&mut parent, i);
             let k = match roots.iter().position(|&x| x == r) {
                 Some(k) => k,
@@ -108,9 +108,9 @@ impl Classes {
                 }
             };
             classes[k].push(Member {
-                col: cols[i].0,
-                data_type: cols[i].1,
-                input: cols[i].2 as u32,
+                col,
+                data_type,
+                input: input as u32,
             });
         }
         let valid: Vec<bool> = classes
