@@ -14,7 +14,10 @@ use kura_storage::{BufferManager, PageId, Schema, Storage, TraceKind};
 fn setup(dir: &std::path::Path) -> (Arc<Storage>, Vec<PageId>) {
     let path = dir.join("guards.kura");
     let storage = open(&path);
-    let k: Vec<Value> = (0..50_000i64).map(Value::BigInt).collect();
+    // Scattered over all 64 bits, so the values are stored plain: many pages.
+    let k: Vec<Value> = (0..50_000i64)
+        .map(|i| Value::BigInt(i.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as i64)))
+        .collect();
     let mut txn = storage.begin().unwrap();
     txn.create_table("t", Schema::new(vec![col("k", DataType::BigInt, false)]))
         .unwrap();

@@ -119,8 +119,8 @@ fn all_queries_give_identical_results_in_the_three_modes() {
 
 #[test]
 fn out_of_order_with_a_small_buffer_shares_reads_and_matches_serial() {
-    // 2 MB: a small fraction of SF 0.01, so scan tasks keep missing and evicting.
-    with_database("small", 2 << 20, |session| {
+    // 512 KB: a small fraction of SF 0.01 (packed), so scan tasks keep missing and evicting.
+    with_database("small", 1 << 19, |session| {
         let reads_before = page_fix_stats().reads;
         for id in ["1", "3", "6", "9", "18", "c"] {
             let reference = run(session, id, "serial");
@@ -158,10 +158,10 @@ fn index_plans_give_identical_results_in_the_three_modes() {
 
 #[test]
 fn index_plans_over_a_small_buffer_give_identical_results_in_the_three_modes() {
-    // 2 MB: an index fetch's rows need more table pages than a task may pin, so
+    // 512 KB: an index fetch's rows need more table pages than a task may pin, so
     // index scans cut their pieces into slices and index joins their probe
     // input into short runs of keys, each a task of its own in ooo mode.
-    with_database_indexed("indexed-small", 2 << 20, true, |session| {
+    with_database_indexed("indexed-small", 1 << 19, true, |session| {
         let reads_before = page_fix_stats().reads;
         for id in ["a", "b", "c", "d"].iter().chain(VARIANT_IDS.iter()) {
             let reference = run(session, id, "serial");
@@ -194,7 +194,7 @@ fn cold_scan_in(
     mode: &str,
 ) -> (Vec<Vec<Value>>, u64) {
     let opts = OpenOptions {
-        buffer_bytes: Some(2 << 20),
+        buffer_bytes: Some(1 << 19),
         buffered_io: true,
         ..OpenOptions::default()
     };
@@ -246,7 +246,9 @@ fn prefetch_reads_scans_ahead_and_keeps_results() {
     with_loaded_file("prefetch", |path| {
         let prefetches_before = page_fix_stats().prefetches;
         for sql in [
-            "SELECT count(*), sum(l_quantity), sum(l_extendedprice), min(l_shipdate) FROM lineitem",
+            // Text as well: packed integer pages alone hold SF 0.01's 60,000
+            // rows in so few pages that every morsel's are already pinned.
+            "SELECT count(*), sum(l_quantity), sum(l_extendedprice), min(l_shipdate), max(l_comment) FROM lineitem",
             query_text("1").unwrap(),
             query_text("6").unwrap(),
         ] {
@@ -295,7 +297,9 @@ fn serial_and_static_mode_read_ahead_synchronously_and_keep_results() {
     with_loaded_file("sync-prefetch", |path| {
         for mode in ["serial", "static"] {
             for sql in [
-                "SELECT count(*), sum(l_quantity), sum(l_extendedprice), min(l_shipdate) FROM lineitem",
+                // Text as well: packed integer pages alone hold SF 0.01's 60,000
+            // rows in so few pages that every morsel's are already pinned.
+            "SELECT count(*), sum(l_quantity), sum(l_extendedprice), min(l_shipdate), max(l_comment) FROM lineitem",
                 query_text("6").unwrap(),
             ] {
                 let (on, ahead_on) = cold_scan_in(path, sql, "on", mode);
@@ -314,7 +318,7 @@ fn runtime_counts_the_synchronous_reads_of_serial_and_static_mode() {
         let rt = shared_runtime().expect("runtime");
         for mode in ["serial", "static"] {
             let opts = OpenOptions {
-                buffer_bytes: Some(2 << 20),
+                buffer_bytes: Some(1 << 19),
                 buffered_io: true,
                 ..OpenOptions::default()
             };

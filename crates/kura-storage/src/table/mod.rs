@@ -5,6 +5,7 @@
 
 pub mod encode;
 pub mod meta;
+pub mod packed;
 pub mod stats;
 pub mod writer;
 
