@@ -270,6 +270,22 @@ impl PhysExpr {
                     for (i, out) in vals.iter_mut().enumerate() {
                         *out = items.contains(&form(s.get_bytes(i), padded));
                     }
+                } else if let Some(items) = int_items(v.data_type, list) {
+                    // Integers (or dates) against a list of the same kind: compared
+                    // as i64, without a Value per row (TPC-H Q16's p_size IN (...)).
+                    match &v.data {
+                        ColumnData::I32(x) => {
+                            for (out, &x) in vals.iter_mut().zip(x) {
+                                *out = items.contains(&(x as i64));
+                            }
+                        }
+                        ColumnData::I64(x) => {
+                            for (out, x) in vals.iter_mut().zip(x) {
+                                *out = items.contains(x);
+                            }
+                        }
+                        _ => unreachable!("int_items checked the column type"),
+                    }
                 } else {
                     for (i, out) in vals.iter_mut().enumerate() {
                         let x = v.get_value(i);
@@ -593,4 +609,24 @@ pub fn compact(batch: Batch) -> Batch {
         Some(sel) if batch.columns.is_empty() => Batch::with_rows(sel.len()),
         Some(_) => batch.compact(),
     }
+}
+
+/// The non-NULL items of an IN list as i64, when the tested column is an
+/// INTEGER or BIGINT column and every item an integer, or a DATE column and
+/// every item a date (for these, `Value` equality is equality of the numbers);
+/// `None` otherwise.
+fn int_items(column: DataType, list: &[Value]) -> Option<Vec<i64>> {
+    let dates = match column {
+        DataType::Integer | DataType::BigInt => false,
+        DataType::Date => true,
+        _ => return None,
+    };
+    list.iter()
+        .filter(|x| !x.is_null())
+        .map(|x| match (x, dates) {
+            (Value::Integer(i), false) | (Value::Date(i), true) => Some(*i as i64),
+            (Value::BigInt(i), false) => Some(*i),
+            _ => None,
+        })
+        .collect()
 }
