@@ -130,7 +130,33 @@ impl SortSink {
             .collect::<ExecResult<Vec<_>>>()?;
         let mut idx: Vec<u32> = (0..all.num_rows as u32).collect();
         let named = name_sort_buffers(&all, &keys, &idx);
-        idx.sort_by(|&x, &y| cmp_rows(&self.keys, &keys, x as usize, &keys, y as usize));
+        match self
+            .keys
+            .first()
+            .zip(keys.first())
+            .and_then(|(k, v)| int_prefix(k, v))
+        {
+            Some(prefix) => {
+                // The first key as order-preserving integers beside the row
+                // numbers: most comparisons read one contiguous array, and the
+                // row number breaks ties last, so the unstable sort is stable.
+                let (rest, rest_keys) = (&self.keys[1..], &keys[1..]);
+                let mut pairs: Vec<(u64, u32)> = prefix.into_iter().zip(0u32..).collect();
+                pairs.sort_unstable_by(|a, b| {
+                    a.0.cmp(&b.0)
+                        .then_with(|| {
+                            cmp_rows(rest, rest_keys, a.1 as usize, rest_keys, b.1 as usize)
+                        })
+                        .then(a.1.cmp(&b.1))
+                });
+                for (slot, (_, row)) in idx.iter_mut().zip(pairs) {
+                    *slot = row;
+                }
+            }
+            None => {
+                idx.sort_by(|&x, &y| cmp_rows(&self.keys, &keys, x as usize, &keys, y as usize))
+            }
+        }
         if let Some(l) = self.limit {
             idx.truncate(l);
         }
@@ -144,6 +170,22 @@ impl SortSink {
             memobj::unregister(start, len);
         }
         Ok(Run { rows, keys })
+    }
+}
+
+/// The values of an integer sort key without NULLs as unsigned integers in the
+/// key's order (the sign bit flipped; every bit flipped for a descending key),
+/// or `None` for other keys.
+fn int_prefix(key: &SortKey, v: &Vector) -> Option<Vec<u64>> {
+    if v.validity.as_ref().is_some_and(|b| b.iter().any(|ok| !ok)) {
+        return None;
+    }
+    let flip = if key.descending { u64::MAX } else { 0 };
+    let image = |x: i64| (x as u64 ^ 1 << 63) ^ flip;
+    match &v.data {
+        ColumnData::I32(x) => Some(x.iter().map(|&x| image(x as i64)).collect()),
+        ColumnData::I64(x) => Some(x.iter().map(|&x| image(x)).collect()),
+        _ => None,
     }
 }
 
@@ -302,5 +344,40 @@ impl Sink for SortSink {
         };
         *self.result.lock().unwrap_or_else(|e| e.into_inner()) = split(merged);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::PhysExpr;
+    use kura_common::Value;
+
+    fn key(descending: bool) -> SortKey {
+        SortKey {
+            expr: PhysExpr::Column {
+                index: 0,
+                data_type: DataType::BigInt,
+            },
+            descending,
+            nulls_first: false,
+        }
+    }
+
+    #[test]
+    fn integer_prefixes_keep_the_keys_order() {
+        let vals = [i64::MIN, -7, -1, 0, 1, 42, i64::MAX];
+        let v = Vector::from_values(
+            DataType::BigInt,
+            &vals.iter().map(|&x| Value::BigInt(x)).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let up = int_prefix(&key(false), &v).unwrap();
+        assert!(up.windows(2).all(|w| w[0] < w[1]), "{up:?}");
+        let down = int_prefix(&key(true), &v).unwrap();
+        assert!(down.windows(2).all(|w| w[0] > w[1]), "{down:?}");
+        let with_null =
+            Vector::from_values(DataType::BigInt, &[Value::BigInt(1), Value::Null]).unwrap();
+        assert!(int_prefix(&key(false), &with_null).is_none());
     }
 }
