@@ -1,7 +1,8 @@
 //! Column-page encoding: a page holds a run of one column's values — row count,
-//! optional validity bitmap, then fixed-width little-endian values or (offsets,
-//! bytes) for text. Decoding appends a row sub-range of a page to a vector, so a
-//! single row costs one page.
+//! flags, optional validity bitmap, then fixed-width little-endian values,
+//! bit-packed integer offsets (format 5, flag [`PACKED`], see [`packed`]) or
+//! (offsets, bytes) for text. Decoding appends a row sub-range of a page to a
+//! vector, so a single row costs one page.
 //!
 //! A text value too long for a page of its own (format 3) is a *long-value page*:
 //! one row, flag [`LONG`], the value's length, the first of its overflow pages and

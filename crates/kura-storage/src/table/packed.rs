@@ -36,6 +36,16 @@ fn bits_for(range: u64) -> u32 {
     64 - range.leading_zeros()
 }
 
+/// Bits per offset for values in `[lo, hi]`; 0 when there are none (`lo > hi`:
+/// all NULL).
+fn bits_between(lo: i64, hi: i64) -> u32 {
+    if lo > hi {
+        0
+    } else {
+        bits_for(hi.wrapping_sub(lo) as u64)
+    }
+}
+
 /// The integer values of a vector (`None` for other types), widened to i64.
 fn int_at(v: &Vector) -> Option<impl Fn(usize) -> i64 + '_> {
     let ok = matches!(v.data, ColumnData::I32(_) | ColumnData::I64(_));
@@ -67,12 +77,10 @@ pub fn plan(v: &Vector, start: usize, n: usize, width: usize) -> Option<Packing>
             hi = hi.max(x);
         }
     }
-    if lo > hi {
-        // All NULL: nothing to store.
-        return Some(Packing { base: 0, bits: 0 });
-    }
-    let bits = bits_for(hi.wrapping_sub(lo) as u64);
-    (bits <= MAX_BITS && (bits as usize) < 8 * width).then_some(Packing { base: lo, bits })
+    let bits = bits_between(lo, hi);
+    // All NULL (`lo > hi`): nothing to store, base 0.
+    let base = if lo > hi { 0 } else { lo };
+    (bits <= MAX_BITS && (bits as usize) < 8 * width).then_some(Packing { base, bits })
 }
 
 /// How many rows from `start` fit `space` bytes (after the page head and a
@@ -99,11 +107,7 @@ pub fn rows_that_fit(
             l = l.min(x);
             h = h.max(x);
         }
-        let bits = if l > h {
-            0
-        } else {
-            bits_for(h.wrapping_sub(l) as u64)
-        };
+        let bits = bits_between(l, h);
         if bits > MAX_BITS || bits as usize >= 8 * width {
             return 0;
         }
