@@ -45,6 +45,12 @@ def parse_args(argv):
     )
     p.add_argument("--no-indexes", action="store_true", help="build no secondary indexes")
     p.add_argument(
+        "--covering",
+        action="store_true",
+        help="also build kura's covering indexes for (A)-(D) and their variants (crates/kura/src/tpch/covering.sql, "
+        "CREATE INDEX ... INCLUDE) in every system that has them (kura, PostgreSQL)",
+    )
+    p.add_argument(
         "--threads", type=int, default=os.cpu_count(), help="threads for DuckDB and PostgreSQL's parallel workers"
     )
     p.add_argument("--kura-buffer", help="kura's --buffer for warm runs (default: kura's own)")
@@ -168,7 +174,7 @@ def main(argv=None):
     run = suite.Run(args.sf, args.query_ids, args.mode_list, args.reps, args.timeout)
     dropper = machine.CacheDropper(args.drop_caches == "auto" and "cold" in args.mode_list)
     systems = make_systems(args, work_dir)
-    suite.execute(systems, run, tbl_dir, dropper, log, with_indexes=not args.no_indexes)
+    suite.execute(systems, run, tbl_dir, dropper, log, with_indexes=not args.no_indexes, covering=args.covering)
 
     failures_found = suite.failures(run, args.must_pass_list)
     stem = f"{datetime.date.fromtimestamp(run.started).isoformat()}-{paths.sf_name(args.sf)}"

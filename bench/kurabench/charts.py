@@ -2,6 +2,7 @@
 time normalised to kura's (kura = 1), one bar per system, log scale."""
 
 import math
+import textwrap
 
 import matplotlib
 
@@ -57,7 +58,8 @@ def plot(run, mode, query_ids, title, path, base="kura"):
     ax.set_xticks(range(len(query_ids)))
     ax.set_xticklabels(query_ids)
     ax.set_ylabel(f"execution time relative to {base} ({base} = 1)")
-    ax.set_title(title)
+    # Long titles (few queries make a narrow chart) wrap instead of running off the edge.
+    ax.set_title(textwrap.fill(title, width=int(fig.get_figwidth() * 9)))
     ax.legend(fontsize=8, ncol=len(systems))
     ax.grid(axis="y", which="major", linestyle=":", linewidth=0.5)
     fig.tight_layout()

@@ -9,6 +9,8 @@ REPO_DIR = os.path.dirname(BENCH_DIR)
 QUERY_DIR = os.path.join(REPO_DIR, "crates", "kura", "src", "tpch", "queries")
 SCHEMA_FILE = os.path.join(REPO_DIR, "crates", "kura", "src", "tpch", "schema.sql")
 INDEX_FILE = os.path.join(BENCH_DIR, "indexes.sql")
+# Covering indexes (INCLUDE) for paper 003's selective queries, added by --covering.
+COVERING_INDEX_FILE = os.path.join(REPO_DIR, "crates", "kura", "src", "tpch", "covering.sql")
 SELECTIVE_ANSWERS = os.path.join(REPO_DIR, "tests", "data", "selective")
 
 

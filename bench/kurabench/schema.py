@@ -15,9 +15,14 @@ class Index:
     name: str
     table: str
     columns: tuple
+    # Columns stored in every entry beside the key (`INCLUDE`): a covering index.
+    include: tuple = ()
 
     def sql(self):
-        return f"CREATE INDEX {self.name} ON {self.table} ({', '.join(self.columns)})"
+        text = f"CREATE INDEX {self.name} ON {self.table} ({', '.join(self.columns)})"
+        if self.include:
+            text += f" INCLUDE ({', '.join(self.include)})"
+        return text
 
 
 def strip_comments(text):
@@ -57,16 +62,20 @@ def create_table_sql(table, columns):
 
 
 def read_indexes(path=paths.INDEX_FILE):
-    """The index set: `CREATE INDEX name ON table (col, ...)` statements of indexes.sql."""
+    """An index set: the `CREATE INDEX name ON table (col, ...) [INCLUDE (col, ...)]`
+    statements of a file (indexes.sql, or kura's covering.sql)."""
     with open(path, encoding="utf-8") as f:
         text = strip_comments(f.read())
     indexes = []
     for stmt in text.split(";"):
         if not stmt.strip():
             continue
-        match = re.fullmatch(r"\s*CREATE\s+INDEX\s+(\w+)\s+ON\s+(\w+)\s*\(([^)]*)\)\s*", stmt, re.I)
+        match = re.fullmatch(
+            r"\s*CREATE\s+INDEX\s+(\w+)\s+ON\s+(\w+)\s*\(([^)]*)\)(?:\s*INCLUDE\s*\(([^)]*)\))?\s*", stmt, re.I
+        )
         if not match:
             raise ValueError(f"{path}: not a plain CREATE INDEX statement: {stmt.strip()}")
         columns = tuple(c.strip().lower() for c in match.group(3).split(","))
-        indexes.append(Index(match.group(1).lower(), match.group(2).lower(), columns))
+        include = tuple(c.strip().lower() for c in match.group(4).split(",")) if match.group(4) else ()
+        indexes.append(Index(match.group(1).lower(), match.group(2).lower(), columns, include))
     return indexes

@@ -352,9 +352,11 @@ def failures(run, must_pass):
     return found
 
 
-def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True):
+def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True, covering=False):
     tables = schema.read_schema()
     indexes = schema.read_indexes() if with_indexes else []
+    if covering:
+        indexes += schema.read_indexes(paths.COVERING_INDEX_FILE)
     query_list = [queries.load(q, sf=run.sf) for q in run.query_ids]
     run.expected_counts = {t: tbl.line_count(tbl.path(tbl_dir, t)) for t in tables}
     run.suite_rss_kib = own_rss_kib()

@@ -9,7 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kurabench import queries, schema  # noqa: E402
+from kurabench import paths, queries, schema  # noqa: E402
 
 
 class ResolveTest(unittest.TestCase):
@@ -127,6 +127,23 @@ class SchemaTest(unittest.TestCase):
         for index in indexes.values():
             columns = dict(tables[index.table])
             for column in index.columns:
+                self.assertIn(column, columns, index.name)
+            self.assertEqual(index.include, (), index.name)
+
+    def test_covering_indexes(self):
+        tables = schema.read_schema()
+        covering = {i.name: i for i in schema.read_indexes(paths.COVERING_INDEX_FILE)}
+        cover = covering["lineitem_partkey_cover"]
+        self.assertEqual(cover.columns, ("l_partkey",))
+        self.assertEqual(cover.include, ("l_quantity", "l_extendedprice", "l_discount", "l_tax"))
+        self.assertEqual(
+            cover.sql(),
+            "CREATE INDEX lineitem_partkey_cover ON lineitem (l_partkey) "
+            "INCLUDE (l_quantity, l_extendedprice, l_discount, l_tax)",
+        )
+        for index in covering.values():
+            columns = dict(tables[index.table])
+            for column in index.columns + index.include:
                 self.assertIn(column, columns, index.name)
 
 

@@ -7,7 +7,7 @@ import time
 
 from .. import compare, tbl
 from ..queries import created_views, is_select, to_sqlite
-from .base import LoadReport, QueryFailed, Result, System
+from .base import LoadReport, QueryFailed, Result, System, Unsupported
 
 BATCH_ROWS = 50_000
 
@@ -81,6 +81,8 @@ class SQLite(System):
         return self.con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
     def create_index(self, index):
+        if index.include:
+            raise Unsupported("no INCLUDE columns in SQLite indexes")
         self.con.execute(index.sql())
 
     def analyze(self):

@@ -81,6 +81,10 @@ pub struct Paper003Args {
     /// Leave PostgreSQL and DuckDB out: figures 2-3 only.
     #[arg(long)]
     pub no_peers: bool,
+    /// Also build the covering indexes of (A)-(D) and their variants (CREATE INDEX
+    /// ... INCLUDE), in kura's database and in PostgreSQL's, for index-only plans.
+    #[arg(long)]
+    pub covering: bool,
     /// The benchmark suite's script [default: bench/run of the repository around the
     /// current directory or this binary].
     #[arg(long)]
@@ -438,6 +442,7 @@ fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> Result<(), St
         cfg.buffer = b;
     }
     cfg.db = a.db.clone();
+    cfg.covering = a.covering;
     cfg.timeline_queries = a.timeline_queries.clone();
     kura_lab::paper003::run(&cfg, out, &mut ceiling_progress()).map(|_| ())
 }

@@ -72,6 +72,10 @@ pub struct Config {
     pub ceiling_reps: usize,
     /// Seconds one suite run may take.
     pub timeout: f64,
+    /// Also build the covering indexes of (A)–(D) and their variants (kura's
+    /// `covering.sql`), in kura's database and in every peer that has `INCLUDE`
+    /// (PostgreSQL), so index-only plans are measured against the same indexes.
+    pub covering: bool,
     pub peers: Peers,
 }
 
@@ -91,6 +95,7 @@ impl Config {
             ceiling_seconds: 1.0,
             ceiling_reps: 5,
             timeout: 600.0,
+            covering: false,
             peers,
         }
     }
@@ -143,15 +148,21 @@ fn sf_name(sf: f64) -> String {
     format!("{sf}")
 }
 
-/// Opens `db`, building TPC-H at `sf` with paper 003's indexes when it does not exist.
-fn ensure_database(db: &Path, sf: f64, out: &mut dyn Write) -> Result<(), String> {
+/// Opens `db`, building TPC-H at `sf` with paper 003's indexes (and the covering
+/// ones when `covering`) when it does not exist.
+fn ensure_database(db: &Path, sf: f64, covering: bool, out: &mut dyn Write) -> Result<(), String> {
     if db.exists() {
         return Ok(());
     }
+    let which = if covering {
+        "paper 003's and the covering indexes"
+    } else {
+        "paper 003's indexes"
+    };
     say(
         out,
         &format!(
-            "building {} (TPC-H SF {} with paper 003's indexes)...",
+            "building {} (TPC-H SF {} with {which})...",
             db.display(),
             sf_name(sf)
         ),
@@ -166,6 +177,10 @@ fn ensure_database(db: &Path, sf: f64, out: &mut dyn Write) -> Result<(), String
     )
     .map_err(|e| e.to_string())?;
     kura::tpch::load::create_indexes(&mut session, &|_| {}).map_err(|e| e.to_string())?;
+    if covering {
+        kura::tpch::load::create_covering_indexes(&mut session, &|_| {})
+            .map_err(|e| e.to_string())?;
+    }
     say(
         out,
         &format!("  built in {:.1} s", started.elapsed().as_secs_f64()),
@@ -200,7 +215,7 @@ pub fn run(
             cfg.buffer >> 20
         ),
     )?;
-    let measured = ensure_database(&db, cfg.sf, out).and_then(|_| {
+    let measured = ensure_database(&db, cfg.sf, cfg.covering, out).and_then(|_| {
         modes::run(
             &modes::Config {
                 db: db.clone(),
@@ -333,6 +348,7 @@ fn run_suite(
         .arg(&work)
         .arg("--out")
         .arg(&results)
+        .args(cfg.covering.then_some("--covering"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -696,6 +712,15 @@ fn markdown(
         m.workers,
         if m.io_uring { "io_uring" } else { "synchronous reads" },
         m.page >> 10
+    );
+    let _ = writeln!(
+        s,
+        "- indexes: {}",
+        if cfg.covering {
+            "paper 003's set and the covering indexes of (A)-(D) and their variants (--covering), in kura and PostgreSQL"
+        } else {
+            "paper 003's set (bench/indexes.sql) in kura and PostgreSQL"
+        }
     );
     for system in ["kura", "postgres", "duckdb"] {
         let mut items: Vec<String> = settings

@@ -86,3 +86,53 @@ fn the_kura_only_path_writes_figures_2_and_3_with_csv_and_markdown() {
     assert!(md.contains("![fig3-c-iops.png](fig3-c-iops.png)"), "{md}");
     assert!(summary.files.iter().all(|f| f.exists()));
 }
+
+/// `--covering`: the database of figures 2-3 gets the covering indexes beside paper
+/// 003's set, vC then reads index leaves only (answers unchanged), and the report says
+/// which index set was measured.
+#[test]
+fn covering_builds_the_covering_indexes_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let db = dir.path().join("covering.db");
+    let mut cfg = Config::quick(out.clone(), Peers::Skip("no peers in this test".into()));
+    cfg.buffer = 4 << 20;
+    cfg.ceiling_seconds = 0.05;
+    cfg.ceiling_reps = 1;
+    cfg.timeline_queries = vec!["vc".into()];
+    cfg.db = Some(db.clone());
+    cfg.covering = true;
+    let mut log = Vec::new();
+    paper003::run(&cfg, &mut log, &mut |_, _| {}).unwrap();
+    let log = String::from_utf8(log).unwrap();
+    assert!(log.contains("covering indexes"), "{log}");
+
+    let mut csv = csv::Reader::from_path(out.join("paper003.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), MODES.len(), "{rows:?}");
+    for r in &rows {
+        assert_eq!(r[8].parse::<usize>().unwrap(), expected_rows("vc"), "{r:?}");
+    }
+    let md = std::fs::read_to_string(out.join("paper003.md")).unwrap();
+    assert!(md.contains("the covering indexes of (A)-(D)"), "{md}");
+
+    // The database was given, so it is kept: its index set and vC's plan show the
+    // covering indexes at work.
+    let database = kura::Database::open(&db, kura::OpenOptions::default()).unwrap();
+    let mut session = database.session();
+    let names = session
+        .execute("SELECT indexname FROM pg_indexes ORDER BY indexname")
+        .unwrap();
+    let names = format!("{:?}", names.rows());
+    for index in [
+        "lineitem_orderkey_cover",
+        "orders_custkey_cover",
+        "customer_name",
+    ] {
+        assert!(names.contains(index), "{names}");
+    }
+    let text = kura::tpch::run::variant_text("vc", 0.01).unwrap();
+    let plan = session.execute(&format!("EXPLAIN {text}")).unwrap();
+    let plan = format!("{:?}", plan.rows());
+    assert!(plan.contains("index-only"), "{plan}");
+}
