@@ -429,6 +429,14 @@ pub fn semi_fraction(l: &Estimate, r: &Estimate, on: &[PhysExpr]) -> f64 {
     f.unwrap_or(0.5)
 }
 
+/// Whether a LEFT, semi or anti join builds its preserved (left) side and probes
+/// the other — a RIGHT, RIGHT SEMI or RIGHT ANTI join — because the left side
+/// promises much fewer rows (the planner's choice, shared with the magic-set
+/// restriction, which such a build makes redundant).
+pub fn builds_left_side(left: &Logical, right: &Logical) -> bool {
+    estimate(left).rows * 2.0 < estimate(right).rows
+}
+
 /// Estimate of a logical plan's output.
 pub fn estimate(plan: &Logical) -> Estimate {
     let mut e = match plan {

@@ -18,7 +18,7 @@ use kura_common::DataType;
 use kura_exec::expr::{BinaryOp, PhysExpr};
 use kura_exec::JoinType;
 
-use super::estimate::estimate;
+use super::estimate::{builds_left_side, estimate};
 use crate::logical::{refs_of, ColId, Logical};
 
 /// How many times fewer keys the outer side must promise than the aggregate has
@@ -26,9 +26,11 @@ use crate::logical::{refs_of, ColId, Logical};
 const MIN_REDUCTION: f64 = 4.0;
 
 /// Applies the restriction at every join of `plan` whose build side is a grouped
-/// aggregate correlated on its keys.
-pub fn restrict(plan: Logical) -> Logical {
-    let plan = plan.map_children(&mut restrict);
+/// aggregate correlated on its keys, or a semi/anti join's build side; with
+/// `right_joins` the planner may build the preserved side instead (see
+/// [`builds_left_side`]).
+pub fn restrict(plan: Logical, right_joins: bool) -> Logical {
+    let plan = plan.map_children(&mut |p| restrict(p, right_joins));
     match plan {
         Logical::Join {
             join_type,
@@ -46,7 +48,8 @@ pub fn restrict(plan: Logical) -> Logical {
             // dropping build rows that match no probe row changes nothing.
             // (Mark and NullAwareAnti are excluded: a NULL anywhere in the build
             // side changes their answers.)
-            let right = restrict_build(join_type, &left, *right, &on);
+            let outer_built = right_joins && mark.is_none() && builds_left_side(&left, &right);
+            let right = restrict_build(join_type, &left, *right, &on, outer_built);
             Logical::Join {
                 join_type,
                 left,
@@ -197,8 +200,15 @@ fn chain<'a>(plan: &'a Logical, need: &HashSet<ColId>, out: &mut Vec<&'a Logical
     }
 }
 
-/// The restricted build side, or `right` unchanged when no restriction pays off.
-fn restrict_build(join_type: JoinType, left: &Logical, right: Logical, on: &[PhysExpr]) -> Logical {
+/// The restricted build side, or `right` unchanged when no restriction pays off;
+/// `outer_built`: the planner will build `left` and probe with `right`.
+fn restrict_build(
+    join_type: JoinType,
+    left: &Logical,
+    right: Logical,
+    on: &[PhysExpr],
+    outer_built: bool,
+) -> Logical {
     let lids: HashSet<ColId> = left.output().into_iter().collect();
     let rids: HashSet<ColId> = right.output().into_iter().collect();
     let pairs = key_pairs(on, &lids, &rids);
@@ -209,9 +219,15 @@ fn restrict_build(join_type: JoinType, left: &Logical, right: Logical, on: &[Phy
     let (inner_keys, groups, grouped) = match find_aggregate(&right, &rkeys) {
         Some((k, g)) => (k, g, true),
         // A semi/anti join asks only whether a partner exists: any build side may
-        // shrink to the rows that can be partners (TPC-H Q4's and Q21's lineitem,
-        // hashed whole otherwise).
+        // shrink to the rows that can be partners (a large lineitem side hashed
+        // whole otherwise). Not when the planner builds the outer side instead
+        // (RIGHT SEMI / RIGHT ANTI: TPC-H Q4, Q21, Q22): that build's join filter
+        // already drops this side's rows without a partner as they are read,
+        // where the restriction would compute the outer side a second time.
         None if matches!(join_type, JoinType::Semi | JoinType::Anti) => {
+            if outer_built {
+                return right;
+            }
             (rkeys, estimate(&right).rows, false)
         }
         None => return right,

@@ -14,9 +14,11 @@ use super::estimate::{covered, estimate};
 use super::join_order::order_region;
 use crate::logical::{conjunction, conjuncts, map_columns, ColId, Logical};
 
-/// Optimizes a plan (push-down and join ordering).
-pub fn optimize(plan: Logical) -> Logical {
-    super::magic::restrict(push(plan, Vec::new()))
+/// Optimizes a plan (push-down and join ordering, then magic-set restriction);
+/// `right_joins`: whether the planner may build a semi/anti join's preserved side
+/// (`SET enable_right_join`), which makes the restriction of the other redundant.
+pub fn optimize(plan: Logical, right_joins: bool) -> Logical {
+    super::magic::restrict(push(plan, Vec::new()), right_joins)
 }
 
 fn filter(plan: Logical, preds: Vec<PhysExpr>) -> Logical {

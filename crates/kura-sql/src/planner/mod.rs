@@ -16,7 +16,7 @@ use crate::binder::{Binder, Params};
 use crate::catalog::CatalogProvider;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{map_columns, refs, refs_of, ColId, Columns, Logical};
-use crate::optimizer::estimate::estimate;
+use crate::optimizer::estimate::{builds_left_side, estimate};
 use crate::optimizer::{eager_aggregate, optimize};
 
 mod index;
@@ -74,7 +74,7 @@ pub fn plan_query(
     );
     let bound = binder.bind_query(query, &[])?;
     let mut cols = binder.cols;
-    let mut logical = optimize(bound.plan);
+    let mut logical = optimize(bound.plan, opts.enable_right_join);
     if opts.enable_eager_aggregate {
         logical = eager_aggregate(logical, &mut cols);
     }
@@ -356,9 +356,7 @@ impl Lowering<'_> {
                 // Semi and anti joins likewise (RIGHT SEMI / RIGHT ANTI): TPC-H Q21
                 // builds its 76,000 late line items and marks them while the other
                 // line items of their orders probe, instead of building those.
-                let smaller_left = || {
-                    self.opts.enable_right_join && estimate(left).rows * 2.0 < estimate(right).rows
-                };
+                let smaller_left = || self.opts.enable_right_join && builds_left_side(left, right);
                 let (left, right, join_type) = match join_type {
                     JoinType::Left if smaller_left() => (right, left, &JoinType::Right),
                     JoinType::Semi | JoinType::Anti
