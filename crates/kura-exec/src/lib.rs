@@ -16,6 +16,7 @@ pub mod keys;
 pub mod keys_packed;
 pub mod next_reads;
 pub mod ops;
+pub mod parallel;
 pub mod pipeline;
 pub mod plan;
 pub mod registry;

@@ -80,6 +80,21 @@ pub(crate) fn cmp_rows(
 struct Run {
     rows: Batch,
     keys: Vec<Vector>,
+    /// The first key's order-preserving integers (see [`int_prefix`]), in the
+    /// run's order, when it has them: the merge compares these first.
+    prefix: Option<Vec<u64>>,
+}
+
+impl Run {
+    /// Orders row `i` of this run against row `j` of `other`.
+    fn cmp_row(&self, i: usize, other: &Run, j: usize, keys: &[SortKey]) -> Ordering {
+        match (&self.prefix, &other.prefix) {
+            (Some(a), Some(b)) => a[i]
+                .cmp(&b[j])
+                .then_with(|| cmp_rows(&keys[1..], &self.keys[1..], i, &other.keys[1..], j)),
+            _ => cmp_rows(keys, &self.keys, i, &other.keys, j),
+        }
+    }
 }
 
 /// A worker's buffered input and the bytes reserved for it.
@@ -97,12 +112,17 @@ fn top_n_threshold(limit: usize) -> usize {
     limit.saturating_mul(2).max(kura_common::BATCH_SIZE * 4)
 }
 
+/// Below this many rows in all, the workers' runs are sorted one after the
+/// other on the calling thread: handing them to the workers costs more.
+const PARALLEL_SORT_ROWS: usize = kura_common::BATCH_SIZE * 4;
+
 /// Sort breaker.
 pub struct SortSink {
     keys: Vec<SortKey>,
     types: Vec<DataType>,
     limit: Option<usize>,
-    runs: Mutex<Vec<Run>>,
+    /// Each worker's buffered input, sorted into runs (in parallel) at the end.
+    pending: Mutex<Vec<Vec<Batch>>>,
     result: Mutex<Vec<Batch>>,
 }
 
@@ -112,7 +132,7 @@ impl SortSink {
             keys,
             types,
             limit,
-            runs: Mutex::new(Vec::new()),
+            pending: Mutex::new(Vec::new()),
             result: Mutex::new(Vec::new()),
         }
     }
@@ -122,55 +142,151 @@ impl SortSink {
     }
 
     fn sort_run(&self, batches: Vec<Batch>) -> ExecResult<Run> {
-        let all = concat(&self.types, batches);
-        let keys = self
-            .keys
-            .iter()
-            .map(|k| k.expr.eval(&all))
-            .collect::<ExecResult<Vec<_>>>()?;
-        let mut idx: Vec<u32> = (0..all.num_rows as u32).collect();
-        let named = name_sort_buffers(&all, &keys, &idx);
-        match self
-            .keys
-            .first()
-            .zip(keys.first())
-            .and_then(|(k, v)| int_prefix(k, v))
-        {
-            Some(prefix) => {
-                // The first key as order-preserving integers beside the row
-                // numbers: most comparisons read one contiguous array, and the
-                // row number breaks ties last, so the unstable sort is stable.
-                let (rest, rest_keys) = (&self.keys[1..], &keys[1..]);
-                let mut pairs: Vec<(u64, u32)> = prefix.into_iter().zip(0u32..).collect();
-                pairs.sort_unstable_by(|a, b| {
-                    a.0.cmp(&b.0)
-                        .then_with(|| {
-                            cmp_rows(rest, rest_keys, a.1 as usize, rest_keys, b.1 as usize)
-                        })
-                        .then(a.1.cmp(&b.1))
-                });
-                for (slot, (_, row)) in idx.iter_mut().zip(pairs) {
-                    *slot = row;
-                }
-            }
-            None => {
-                idx.sort_by(|&x, &y| cmp_rows(&self.keys, &keys, x as usize, &keys, y as usize))
-            }
-        }
-        if let Some(l) = self.limit {
-            idx.truncate(l);
-        }
-        let rows = if all.columns.is_empty() {
-            Batch::with_rows(idx.len())
-        } else {
-            Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
-        };
-        let keys = keys.iter().map(|k| k.take(&idx)).collect();
-        for (start, len) in named {
-            memobj::unregister(start, len);
-        }
-        Ok(Run { rows, keys })
+        sort_run(&self.keys, &self.types, self.limit, batches)
     }
+
+    /// Sorts each worker's buffered input into a run, the runs in parallel when
+    /// there are rows enough.
+    fn sort_runs(&self, pending: Vec<Vec<Batch>>, ctx: &ExecContext) -> ExecResult<Vec<Run>> {
+        let rows: usize = pending.iter().flatten().map(|b| b.len()).sum();
+        if rows < PARALLEL_SORT_ROWS {
+            return pending.into_iter().map(|b| self.sort_run(b)).collect();
+        }
+        let parts = pending
+            .into_iter()
+            .map(|batches| {
+                let (keys, types, limit) = (self.keys.clone(), self.types.clone(), self.limit);
+                move || sort_run(&keys, &types, limit, batches)
+            })
+            .collect();
+        crate::parallel::run_parts(ctx, parts)
+    }
+}
+
+/// Sorts `batches` by `keys` into a run, cut to `limit` rows.
+fn sort_run(
+    sort_keys: &[SortKey],
+    types: &[DataType],
+    limit: Option<usize>,
+    batches: Vec<Batch>,
+) -> ExecResult<Run> {
+    let all = concat(types, batches);
+    let keys = sort_keys
+        .iter()
+        .map(|k| k.expr.eval(&all))
+        .collect::<ExecResult<Vec<_>>>()?;
+    let mut idx: Vec<u32> = (0..all.num_rows as u32).collect();
+    let named = name_sort_buffers(&all, &keys, &idx);
+    let mut prefix_sorted = None;
+    match sort_keys
+        .first()
+        .zip(keys.first())
+        .and_then(|(k, v)| int_prefix(k, v))
+    {
+        Some(prefix) => {
+            // The first key as order-preserving integers beside the row
+            // numbers: most comparisons read one contiguous array, and the
+            // row number breaks ties last, so the unstable sort is stable.
+            let (rest, rest_keys) = (&sort_keys[1..], &keys[1..]);
+            let mut pairs: Vec<(u64, u32)> = prefix.into_iter().zip(0u32..).collect();
+            pairs.sort_unstable_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| cmp_rows(rest, rest_keys, a.1 as usize, rest_keys, b.1 as usize))
+                    .then(a.1.cmp(&b.1))
+            });
+            pairs.truncate(limit.unwrap_or(usize::MAX));
+            let mut sorted = Vec::with_capacity(pairs.len());
+            for (slot, (p, row)) in idx.iter_mut().zip(pairs) {
+                *slot = row;
+                sorted.push(p);
+            }
+            prefix_sorted = Some(sorted);
+        }
+        None => idx.sort_by(|&x, &y| cmp_rows(sort_keys, &keys, x as usize, &keys, y as usize)),
+    }
+    if let Some(l) = limit {
+        idx.truncate(l);
+    }
+    let rows = if all.columns.is_empty() {
+        Batch::with_rows(idx.len())
+    } else {
+        Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
+    };
+    let keys = keys.iter().map(|k| k.take(&idx)).collect();
+    for (start, len) in named {
+        memobj::unregister(start, len);
+    }
+    Ok(Run {
+        rows,
+        keys,
+        prefix: prefix_sorted,
+    })
+}
+
+/// The merged order of sorted `runs`, as row numbers of the runs laid end to
+/// end, cut to `limit`; ties keep the earlier run's row first (stability). Two
+/// runs (two workers) merge with two cursors, more through a heap.
+fn merge_order(
+    runs: &[Run],
+    keys: &[SortKey],
+    limit: Option<usize>,
+    ctx: &ExecContext,
+) -> ExecResult<Vec<u32>> {
+    let mut first = Vec::with_capacity(runs.len());
+    let mut at = 0u32;
+    for run in runs {
+        first.push(at);
+        at += run.rows.num_rows as u32;
+    }
+    let want = limit.unwrap_or(usize::MAX).min(at as usize);
+    let mut order: Vec<u32> = Vec::with_capacity(want);
+    if let [a, b] = runs {
+        let (na, nb) = (a.rows.num_rows, b.rows.num_rows);
+        let (mut i, mut j) = (0, 0);
+        while order.len() < want {
+            if order.len().is_multiple_of(65536) {
+                ctx.check_cancel()?;
+            }
+            let take_a = j == nb || (i < na && a.cmp_row(i, b, j, keys) != Ordering::Greater);
+            if take_a {
+                order.push(i as u32);
+                i += 1;
+            } else {
+                order.push(first[1] + j as u32);
+                j += 1;
+            }
+        }
+        return Ok(order);
+    }
+    let mut heap = BinaryHeap::new();
+    for (r, run) in runs.iter().enumerate() {
+        if run.rows.num_rows > 0 {
+            heap.push(Head {
+                run: r,
+                row: 0,
+                runs,
+                keys,
+            });
+        }
+    }
+    while let Some(h) = heap.pop() {
+        if order.len() >= want {
+            break;
+        }
+        if order.len().is_multiple_of(65536) {
+            ctx.check_cancel()?;
+        }
+        order.push(first[h.run] + h.row as u32);
+        if h.row + 1 < runs[h.run].rows.num_rows {
+            heap.push(Head {
+                run: h.run,
+                row: h.row + 1,
+                runs,
+                keys,
+            });
+        }
+    }
+    Ok(order)
 }
 
 /// The values of an integer sort key without NULLs as unsigned integers in the
@@ -239,15 +355,10 @@ impl PartialOrd for Head<'_> {
 impl Ord for Head<'_> {
     fn cmp(&self, o: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap; ties go to the earlier run (stability).
-        cmp_rows(
-            self.keys,
-            &self.runs[self.run].keys,
-            self.row,
-            &self.runs[o.run].keys,
-            o.row,
-        )
-        .then(self.run.cmp(&o.run))
-        .reverse()
+        self.runs[self.run]
+            .cmp_row(self.row, &self.runs[o.run], o.row, self.keys)
+            .then(self.run.cmp(&o.run))
+            .reverse()
     }
 }
 
@@ -283,63 +394,27 @@ impl Sink for SortSink {
         let buf = *local
             .downcast::<Buffered>()
             .map_err(|_| ExecError::Internal("sort state".into()))?;
-        let run = self.sort_run(buf.batches)?;
-        self.runs
+        self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(run);
+            .push(buf.batches);
         Ok(())
     }
     fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
-        let runs = std::mem::take(&mut *self.runs.lock().unwrap_or_else(|e| e.into_inner()));
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let runs = self.sort_runs(pending, ctx)?;
         let merged = if runs.len() == 1 {
             runs.into_iter()
                 .next()
                 .map(|r| r.rows)
                 .unwrap_or_else(|| Batch::with_rows(0))
         } else {
-            let mut heap = BinaryHeap::new();
-            for (r, run) in runs.iter().enumerate() {
-                if run.rows.num_rows > 0 {
-                    heap.push(Head {
-                        run: r,
-                        row: 0,
-                        runs: &runs,
-                        keys: &self.keys,
-                    });
-                }
-            }
-            let mut order: Vec<(usize, u32)> = Vec::new();
-            while let Some(h) = heap.pop() {
-                if self.limit.is_some_and(|l| order.len() >= l) {
-                    break;
-                }
-                if order.len().is_multiple_of(65536) {
-                    ctx.check_cancel()?;
-                }
-                order.push((h.run, h.row as u32));
-                if h.row + 1 < runs[h.run].rows.num_rows {
-                    heap.push(Head {
-                        run: h.run,
-                        row: h.row + 1,
-                        runs: &runs,
-                        keys: &self.keys,
-                    });
-                }
-            }
-            let cols = (0..self.types.len())
-                .map(|c| {
-                    let mut v = Vector::new(self.types[c], order.len());
-                    for &(r, i) in &order {
-                        v.append(&runs[r].rows.columns[c].take(&[i]));
-                    }
-                    v
-                })
-                .collect::<Vec<_>>();
-            if cols.is_empty() {
-                Batch::with_rows(order.len())
+            let idx = merge_order(&runs, &self.keys, self.limit, ctx)?;
+            let all = concat(&self.types, runs.into_iter().map(|r| r.rows).collect());
+            if all.columns.is_empty() {
+                Batch::with_rows(idx.len())
             } else {
-                Batch::new(cols)
+                Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
             }
         };
         *self.result.lock().unwrap_or_else(|e| e.into_inner()) = split(merged);
@@ -379,5 +454,85 @@ mod tests {
         let with_null =
             Vector::from_values(DataType::BigInt, &[Value::BigInt(1), Value::Null]).unwrap();
         assert!(int_prefix(&key(false), &with_null).is_none());
+    }
+
+    /// A batch of (k BIGINT, s VARCHAR, tag BIGINT) rows.
+    fn rows(data: &[(Option<i64>, &str, i64)]) -> Batch {
+        let k: Vec<Value> = data
+            .iter()
+            .map(|r| r.0.map_or(Value::Null, Value::BigInt))
+            .collect();
+        let s: Vec<Value> = data.iter().map(|r| Value::Text(r.1.into())).collect();
+        let t: Vec<Value> = data.iter().map(|r| Value::BigInt(r.2)).collect();
+        Batch::new(vec![
+            Vector::from_values(DataType::BigInt, &k).unwrap(),
+            Vector::from_values(DataType::Varchar(None), &s).unwrap(),
+            Vector::from_values(DataType::BigInt, &t).unwrap(),
+        ])
+    }
+
+    fn tags(b: &Batch) -> Vec<i64> {
+        (0..b.num_rows)
+            .map(|i| match b.columns[2].get_value(i) {
+                Value::BigInt(t) => t,
+                v => panic!("{v:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merged_runs_equal_one_sort_of_everything() {
+        let types = [DataType::BigInt, DataType::Varchar(None), DataType::BigInt];
+        let keys = vec![
+            key(true),
+            SortKey {
+                expr: PhysExpr::Column {
+                    index: 1,
+                    data_type: DataType::Varchar(None),
+                },
+                descending: false,
+                nulls_first: false,
+            },
+        ];
+        // Ties on k resolved by s, ties on both by arrival (the tag); one part
+        // has a NULL k, so its run has no integer prefix and the merge compares
+        // its rows key by key against the others'.
+        let words = ["b", "a", "c", "a", "bb"];
+        let parts: Vec<Vec<(Option<i64>, &str, i64)>> = (0..4)
+            .map(|p| {
+                (0..300)
+                    .map(|i| {
+                        let tag = p * 1000 + i;
+                        let k = if p == 2 && i % 50 == 0 {
+                            None
+                        } else {
+                            Some((tag * 7919 % 13) - 6)
+                        };
+                        (k, words[(tag * 31 % 5) as usize], tag)
+                    })
+                    .collect()
+            })
+            .collect();
+        let ctx = ExecContext::new(std::sync::Arc::new(Default::default()), u64::MAX);
+        for runs_of in [2, 3, 4] {
+            for limit in [None, Some(7), Some(299), Some(5000)] {
+                let all: Vec<(Option<i64>, &str, i64)> =
+                    parts[..runs_of].iter().flatten().copied().collect();
+                let expected = sort_run(&keys, &types, limit, vec![rows(&all)]).unwrap();
+                let runs: Vec<Run> = parts[..runs_of]
+                    .iter()
+                    .map(|p| sort_run(&keys, &types, limit, vec![rows(p)]).unwrap())
+                    .collect();
+                assert_eq!(runs[2 % runs_of].prefix.is_none(), runs_of > 2);
+                let idx = merge_order(&runs, &keys, limit, &ctx).unwrap();
+                let merged = concat(&types, runs.into_iter().map(|r| r.rows).collect());
+                let got = Batch::new(merged.columns.iter().map(|c| c.take(&idx)).collect());
+                assert_eq!(
+                    tags(&got),
+                    tags(&expected.rows),
+                    "{runs_of} runs, limit {limit:?}"
+                );
+            }
+        }
     }
 }
