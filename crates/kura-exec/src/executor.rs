@@ -439,6 +439,7 @@ impl Executor<'_> {
                 input,
                 group_by,
                 aggregates,
+                key_range,
             } => {
                 let label = kura_common::memobj::enabled().then(|| {
                     group_by
@@ -449,7 +450,9 @@ impl Executor<'_> {
                 });
                 self.materializing(node, shared, || {
                     let sink = Arc::new(
-                        AggregateSink::new(group_by.clone(), aggregates.clone()).with_label(label),
+                        AggregateSink::new(group_by.clone(), aggregates.clone())
+                            .with_key_range(*key_range)
+                            .with_label(label),
                     );
                     self.run_into(input, sink.clone(), node.id, shared)?;
                     Ok(sink.take())

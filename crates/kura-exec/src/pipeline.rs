@@ -128,6 +128,13 @@ pub trait Sink: Send + Sync {
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()>;
     /// Called once after every local state is merged.
     fn finish(&self, ctx: &ExecContext) -> ExecResult<()>;
+    /// Whether one local state may take every morsel its worker runs, in any
+    /// order (what the sink produces does not depend on how morsels were split
+    /// among states). In out-of-order mode the caller then merges a state per
+    /// worker, not one per morsel.
+    fn local_per_worker(&self) -> bool {
+        false
+    }
 }
 
 /// One pipeline, with the plan node ids its parts report statistics to.
@@ -153,6 +160,9 @@ struct Run {
     read_ahead: AtomicUsize,
     /// The pipeline's cache class, when classes or the scan policy are on.
     class: Option<CacheClass>,
+    /// Out-of-order mode, for a sink with [`Sink::local_per_worker`]: each
+    /// worker's local state, taken by the morsels it runs.
+    worker_locals: Mutex<Vec<Option<LocalState>>>,
 }
 
 /// Runs a pipeline's merge (the argument) and may do other work beside it.
@@ -250,6 +260,7 @@ impl Pipeline {
             error: Mutex::new(None),
             read_ahead: AtomicUsize::new(0),
             class,
+            worker_locals: Mutex::new(Vec::new()),
         });
         // Inside a runtime task (a nested query) the runtime cannot be re-entered.
         let on_worker = runtime::current_worker().is_some();
@@ -349,9 +360,12 @@ fn run_out_of_order(run: &Arc<Run>, morsels: Range<usize>) -> ExecResult<Vec<Loc
     }
     let slots = Arc::try_unwrap(slots)
         .map_err(|_| ExecError::Internal("a morsel task outlived its pipeline".into()))?;
+    let per_worker =
+        std::mem::take(&mut *run.worker_locals.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(slots
         .into_iter()
         .filter_map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .chain(per_worker.into_iter().flatten())
         .collect())
 }
 
@@ -527,8 +541,23 @@ impl Run {
                 None => break,
             }
         }
-        let mut local = self.sink.local();
-        self.morsel(morsel, &mut local)?;
+        // The worker's own state when the sink allows one per worker: the
+        // morsel runs without suspending, so no other task of this worker
+        // touches the state meanwhile.
+        let worker = runtime::current_worker().filter(|_| self.sink.local_per_worker());
+        let mut local = match worker {
+            Some(w) => self.take_worker_local(w),
+            None => self.sink.local(),
+        };
+        let ran = self.morsel(morsel, &mut local);
+        let local = match worker {
+            Some(w) => {
+                self.put_worker_local(w, local);
+                None
+            }
+            None => Some(local),
+        };
+        ran?;
         if self.flushes() {
             for (_, guards) in &pinned {
                 for g in guards {
@@ -538,7 +567,23 @@ impl Run {
             }
         }
         drop(pinned);
-        Ok(Some(local))
+        Ok(local)
+    }
+
+    fn take_worker_local(&self, worker: usize) -> LocalState {
+        let mut locals = self.worker_locals.lock().unwrap_or_else(|p| p.into_inner());
+        locals
+            .get_mut(worker)
+            .and_then(Option::take)
+            .unwrap_or_else(|| self.sink.local())
+    }
+
+    fn put_worker_local(&self, worker: usize, local: LocalState) {
+        let mut locals = self.worker_locals.lock().unwrap_or_else(|p| p.into_inner());
+        if locals.len() <= worker {
+            locals.resize_with(worker + 1, || None);
+        }
+        locals[worker] = Some(local);
     }
 
     /// Runs one morsel's batches through the transforms into `local`.

@@ -325,6 +325,11 @@ pub enum PlanKind {
         input: Box<PlanNode>,
         group_by: Vec<PhysExpr>,
         aggregates: Vec<AggCall>,
+        /// Of one integer group key: the range its values are estimated to span
+        /// when they are dense in it, so that every worker numbers its groups
+        /// by offset from the start however randomly the keys arrive (a hint:
+        /// keys outside it are grouped all the same).
+        key_range: Option<(i64, i64)>,
     },
     Sort {
         input: Box<PlanNode>,

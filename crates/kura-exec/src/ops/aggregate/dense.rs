@@ -13,11 +13,16 @@ const EMPTY: u32 = u32::MAX;
 const SLOTS_PER_GROUP: usize = 8;
 const MIN_SLOTS: usize = 1 << 12;
 
+/// The most slots a planner's range may ask for up front (16 MiB).
+pub const MAX_RANGE_SLOTS: u64 = 1 << 22;
+
 /// Group numbers of integer keys, indexed by key minus `base`.
 pub(super) struct DenseGroups {
     base: i64,
     slots: Vec<u32>,
     groups: usize,
+    /// Slots allowed whatever the group count: the planner's range, when given.
+    floor: usize,
 }
 
 impl DenseGroups {
@@ -26,6 +31,20 @@ impl DenseGroups {
             base: 0,
             slots: Vec::new(),
             groups: 0,
+            floor: 0,
+        }
+    }
+
+    /// Slots for every key of `[lo, hi]` from the start (at most
+    /// [`MAX_RANGE_SLOTS`]), so keys arriving in random order are not taken
+    /// for sparse ones while few groups exist (TPC-H Q13's customer keys).
+    pub(super) fn over(lo: i64, hi: i64) -> DenseGroups {
+        let span = (hi as i128 - lo as i128 + 1).clamp(0, MAX_RANGE_SLOTS as i128) as usize;
+        DenseGroups {
+            base: lo,
+            slots: vec![EMPTY; span],
+            groups: 0,
+            floor: span,
         }
     }
 
@@ -53,7 +72,8 @@ impl DenseGroups {
     fn cover(&mut self, k: i64) -> Option<()> {
         let limit = (self.groups + 1)
             .saturating_mul(SLOTS_PER_GROUP)
-            .max(MIN_SLOTS) as i128;
+            .max(MIN_SLOTS)
+            .max(self.floor.saturating_mul(2)) as i128;
         if self.slots.is_empty() {
             // Start small around the first key; growth doubles.
             let len = 256i128.min(limit);
@@ -146,6 +166,30 @@ mod tests {
             want.sort_unstable();
             prop_assert_eq!(got, want);
         }
+    }
+
+    #[test]
+    fn a_planned_range_takes_keys_in_random_order() {
+        // 150,000 keys in a scrambled order: without the range, the first few
+        // groups far apart would make the array decline long before the end.
+        let mut d = DenseGroups::over(1, 150_000);
+        let mut unplanned = DenseGroups::new();
+        let mut declined = false;
+        for (n, i) in (0..150_000i64).enumerate() {
+            let k = i * 7919 % 150_000 + 1;
+            assert_eq!(d.get_or_insert(k, n as u32), Some((n as u32, true)));
+            declined |= unplanned.get_or_insert(k, n as u32).is_none();
+        }
+        assert!(declined);
+        assert_eq!(d.get_or_insert(7920, 0), Some((1, false)));
+        // Keys past the range are still numbered, while dense enough.
+        assert_eq!(d.get_or_insert(150_001, 150_000), Some((150_000, true)));
+        assert_eq!(d.get_or_insert(0, 150_001), Some((150_001, true)));
+        assert_eq!(d.get_or_insert(1 << 40, 150_002), None);
+        assert_eq!(d.entries().count(), 150_002);
+        // A range wider than the cap takes its first MAX_RANGE_SLOTS keys.
+        let wide = DenseGroups::over(-5, i64::MAX);
+        assert_eq!(wide.slots.len() as u64, MAX_RANGE_SLOTS);
     }
 
     #[test]

@@ -51,11 +51,13 @@ struct AggState {
 }
 
 impl AggState {
-    fn new(key_types: &[DataType], calls: &[AggCall]) -> AggState {
+    fn new(key_types: &[DataType], calls: &[AggCall], key_range: Option<(i64, i64)>) -> AggState {
         AggState {
             map: ByteKeys::default(),
             int_map: HashMap::new(),
-            dense: Some(DenseGroups::new()),
+            dense: Some(
+                key_range.map_or_else(DenseGroups::new, |(lo, hi)| DenseGroups::over(lo, hi)),
+            ),
             null_group: None,
             packed: PackedLayout::new(key_types).map(|l| (l, HashMap::new())),
             keys: key_types.iter().map(|t| Vector::new(*t, 0)).collect(),
@@ -336,6 +338,8 @@ pub struct AggregateSink {
     /// Sub-expressions of several arguments, computed once a batch into the
     /// columns after the last one the arguments read (`arg_columns.len()`).
     common_args: Vec<PhysExpr>,
+    /// The planner's range of a single integer key (see `PlanKind::Aggregate`).
+    key_range: Option<(i64, i64)>,
 }
 
 impl AggregateSink {
@@ -373,7 +377,19 @@ impl AggregateSink {
             label: None,
             packed_columns,
             arg_columns,
+            key_range: None,
         }
+    }
+
+    /// Numbers the groups of a single integer key over `range` from the start
+    /// (the planner's estimate of the keys' span, dense enough for an array).
+    pub fn with_key_range(mut self, range: Option<(i64, i64)>) -> Self {
+        let one_int_key = matches!(
+            self.key_types.as_slice(),
+            [DataType::Integer | DataType::BigInt | DataType::Date]
+        );
+        self.key_range = range.filter(|_| one_int_key);
+        self
     }
 
     /// Names the grouping keys for memory profiles.
@@ -440,8 +456,13 @@ fn compact_read(batch: Batch, read: &[bool]) -> Batch {
 }
 
 impl Sink for AggregateSink {
+    fn local_per_worker(&self) -> bool {
+        // Groups are found by key whichever state saw a row; DISTINCT sets too.
+        true
+    }
+
     fn local(&self) -> LocalState {
-        Box::new(AggState::new(&self.key_types, &self.calls))
+        Box::new(AggState::new(&self.key_types, &self.calls, self.key_range))
     }
 
     fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
@@ -492,7 +513,7 @@ impl Sink for AggregateSink {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let mut st = shared
             .take()
-            .unwrap_or_else(|| AggState::new(&self.key_types, &self.calls));
+            .unwrap_or_else(|| AggState::new(&self.key_types, &self.calls, None));
         if self.group_by.is_empty() && st.groups == 0 {
             // An aggregate without GROUP BY returns one row even over no input.
             st.add_groups(1);
