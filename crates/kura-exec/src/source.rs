@@ -84,6 +84,18 @@ pub trait TableSource: Send + Sync {
     fn indexes(&self) -> Vec<Arc<IndexSource>> {
         Vec::new()
     }
+    /// Rows `first_row + sel[i]` of column `col` (`sel` ascending, each below
+    /// `len`): `read_range` then a take of `sel`, unless the table can decode
+    /// only the selected rows (a join-filtered scan's other columns).
+    fn read_selected(
+        &self,
+        col: usize,
+        first_row: u64,
+        len: usize,
+        sel: &[u32],
+    ) -> ExecResult<Vector> {
+        Ok(self.read_range(col, first_row, len)?.take(sel))
+    }
     /// Rows `row_ids` of column `col`, in the order given (index plans fetch the
     /// rows an index found). Sorted row ids share pages.
     fn fetch_rows(&self, col: usize, row_ids: &[u64]) -> ExecResult<Vector> {

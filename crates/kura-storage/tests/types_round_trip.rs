@@ -490,6 +490,34 @@ fn check_contents(table: &Table, data: &[Vector], rng: &mut Rng) {
             &format!("tail of column {name}"),
         );
         assert_eq!(table.read_range(c, n, 10).unwrap().len(), 0);
+        // Selected rows of a window (a join filter's survivors) equal the
+        // window's rows taken, whether the pages decode them one by one (bit-
+        // packed and plain fixed-width pages) or in a span (text, booleans).
+        for (first, len) in [(0, n as usize), (1, ROW_GROUP as usize + 7), (n - 5, 5)] {
+            let window = expected.slice(first as usize, len);
+            for step in [1usize, 5, 61, 4096] {
+                let sel: Vec<u32> = (0..len as u32)
+                    .step_by(step)
+                    .chain([len as u32 - 1])
+                    .collect();
+                let mut sel = sel;
+                sel.dedup();
+                let got = table.read_selected(c, first, len, &sel).unwrap();
+                assert_same(
+                    &got,
+                    &window.take(&sel),
+                    &format!("read_selected every {step}th of {first}+{len}, column {name}"),
+                );
+            }
+            assert_eq!(table.read_selected(c, first, len, &[]).unwrap().len(), 0);
+        }
+        assert!(
+            matches!(
+                table.read_selected(c, n - 2, 5, &[0, 2]),
+                Err(StorageError::Invalid(_))
+            ),
+            "a selected row past the end is an error"
+        );
     }
     assert!(
         matches!(table.fetch_rows(0, &[n]), Err(StorageError::Invalid(_))),

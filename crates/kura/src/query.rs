@@ -88,6 +88,17 @@ impl TableSource for StorageTable {
             .read_range(col, first_row, len)
             .map_err(ExecError::from)
     }
+    fn read_selected(
+        &self,
+        col: usize,
+        first_row: u64,
+        len: usize,
+        sel: &[u32],
+    ) -> ExecResult<Vector> {
+        self.table
+            .read_selected(col, first_row, len, sel)
+            .map_err(ExecError::from)
+    }
     fn buffer_manager(&self) -> Option<Arc<BufferManager>> {
         Some(self.table.buffer().clone())
     }

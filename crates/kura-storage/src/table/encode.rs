@@ -201,6 +201,93 @@ pub fn row_count(page: &[u8]) -> usize {
 
 /// Appends rows `from..to` of the page to `out` (whose type is `dt`).
 /// Returns an error text if the page's structure is inconsistent.
+/// Appends the values at page rows `rows` (ascending) of a fixed-width column
+/// page to `out`: packed pages load each value where it lies, plain ones copy
+/// it. `Ok(false)`, with `out` unchanged, for pages this cannot serve (text,
+/// long values, booleans): the caller decodes the range and takes the rows.
+pub fn decode_rows_into(
+    page: &[u8],
+    dt: DataType,
+    rows: &[u32],
+    out: &mut Vector,
+) -> Result<bool, String> {
+    let n = row_count(page);
+    if page.len() < HEAD {
+        return Err("column page too short for its header".into());
+    }
+    if rows.last().is_some_and(|&r| r as usize >= n) {
+        return Err(format!(
+            "column page holds {n} rows, asked for row {}",
+            rows[rows.len() - 1]
+        ));
+    }
+    let flags = page[4];
+    if flags & LONG != 0
+        || !matches!(
+            dt.physical(),
+            PhysicalType::I32 | PhysicalType::I64 | PhysicalType::I128 | PhysicalType::F64
+        )
+    {
+        return Ok(false);
+    }
+    let mut pos = HEAD;
+    let bitmap = if flags & HAS_NULLS != 0 {
+        let bm = page
+            .get(pos..pos + bitmap_len(n))
+            .ok_or_else(|| format!("column page too short for the NULL bitmap of {n} rows"))?;
+        pos += bitmap_len(n);
+        Some(bm)
+    } else {
+        None
+    };
+    let packing = if flags & PACKED != 0 {
+        if !matches!(dt.physical(), PhysicalType::I32 | PhysicalType::I64) {
+            return Err(format!("a packed column page read as {dt}"));
+        }
+        Some(packed::read_packing(&page[pos..], n)?)
+    } else {
+        let width = match dt.physical() {
+            PhysicalType::I32 => 4,
+            PhysicalType::I128 => 16,
+            _ => 8,
+        };
+        if page.len() < pos + n * width {
+            return Err(format!("column page too short for {n} values"));
+        }
+        None
+    };
+    // Checked above: nothing below fails, so `out` changes only on success.
+    let before = out.len();
+    if let Some(bm) = bitmap {
+        let validity = out.validity.get_or_insert_with(|| vec![true; before]);
+        validity.extend(
+            rows.iter()
+                .map(|&i| bm[i as usize / 8] & (1 << (i % 8)) != 0),
+        );
+    } else if let Some(validity) = &mut out.validity {
+        validity.extend(std::iter::repeat_n(true, rows.len()));
+    }
+    let body = &page[pos..];
+    macro_rules! plain {
+        ($vec:expr, $t:ty, $w:expr) => {
+            $vec.extend(rows.iter().map(|&i| {
+                let at = i as usize * $w;
+                <$t>::from_le_bytes(body[at..at + $w].try_into().unwrap())
+            }))
+        };
+    }
+    match (&mut out.data, packing) {
+        (ColumnData::I32(v), Some(p)) => packed::decode_at(body, p, rows, v, |x| x as i32),
+        (ColumnData::I64(v), Some(p)) => packed::decode_at(body, p, rows, v, |x| x),
+        (ColumnData::I32(v), None) => plain!(v, i32, 4),
+        (ColumnData::I64(v), None) => plain!(v, i64, 8),
+        (ColumnData::I128(v), None) => plain!(v, i128, 16),
+        (ColumnData::F64(v), None) => plain!(v, f64, 8),
+        _ => return Err(format!("vector of the wrong type for {dt}")),
+    }
+    Ok(true)
+}
+
 pub fn decode_into(
     page: &[u8],
     dt: DataType,

@@ -232,6 +232,61 @@ impl Table {
         Ok(out)
     }
 
+    /// Rows `first_row + sel[i]` of column `col` (`sel` ascending, each below
+    /// `len`): what [`Self::read_range`] followed by a take of `sel` returns, but
+    /// fixed-width pages decode only the selected rows (a join filter's
+    /// survivors: the other columns of a filtered scan).
+    pub fn read_selected(
+        &self,
+        col: usize,
+        first_row: u64,
+        len: usize,
+        sel: &[u32],
+    ) -> StorageResult<Vector> {
+        let dt = self.check_col(col)?;
+        let end = first_row
+            .saturating_add(len as u64)
+            .min(self.meta.row_count);
+        if sel.last().is_some_and(|&r| first_row + r as u64 >= end) {
+            return Err(StorageError::Invalid(format!(
+                "row {} of a {len}-row range from {first_row} is past table {}'s {} rows",
+                sel[sel.len() - 1],
+                self.name,
+                self.meta.row_count
+            )));
+        }
+        let mut out = Vector::new(dt, sel.len());
+        let zones = self.zones(col);
+        let mut rest = sel;
+        let mut rows = Vec::new();
+        while let Some(&first) = rest.first() {
+            let z = self.zone_of(col, first_row + first as u64);
+            let zone = &zones[z];
+            let zone_end = zone.first_row + zone.row_count as u64;
+            let count = rest.partition_point(|&r| first_row + (r as u64) < zone_end);
+            let (here, after) = rest.split_at(count);
+            rows.clear();
+            rows.extend(
+                here.iter()
+                    .map(|&r| (first_row + r as u64 - zone.first_row) as u32),
+            );
+            let page = self.bm.fix(zone.page)?;
+            let done = !encode::is_long(&page)
+                && encode::decode_rows_into(&page, dt, &rows, &mut out)
+                    .map_err(|what| self.corrupt(page.page(), what))?;
+            if !done {
+                // Text and the like: the page's span of rows, then the selected.
+                let (lo, hi) = (rows[0] as usize, rows[rows.len() - 1] as usize + 1);
+                let mut span = Vector::new(dt, hi - lo);
+                self.decode_page(col, &page, lo, hi, &mut span)?;
+                let picked: Vec<u32> = rows.iter().map(|&r| r - lo as u32).collect();
+                out.append(&span.take(&picked));
+            }
+            rest = after;
+        }
+        Ok(out)
+    }
+
     /// The pages of column `col` holding rows `rows` (ascending), each once: what
     /// [`Self::fetch_rows`] of those rows fixes. Rows past the end are ignored.
     pub fn row_pages(&self, col: usize, rows: &[u64]) -> Vec<PageId> {

@@ -226,6 +226,39 @@ pub fn decode<T>(
     out.extend((head_end + 8 * groups..to).map(value));
 }
 
+/// Appends the values at page rows `rows` (each below the row count
+/// [`read_packing`] checked) of a packed body to `out`, each with one 8-byte
+/// load: a filtered scan's other columns, decoded only where rows survive.
+pub fn decode_at<T>(
+    body: &[u8],
+    p: Packing,
+    rows: &[u32],
+    out: &mut Vec<T>,
+    conv: impl Fn(i64) -> T,
+) {
+    out.reserve(rows.len());
+    if p.bits == 0 {
+        out.extend(rows.iter().map(|_| conv(p.base)));
+        return;
+    }
+    let data = &body[PACK_HEAD..];
+    let bits = p.bits as usize;
+    let mask = (1u64 << p.bits) - 1;
+    let top = rows.iter().map(|&r| r as usize + 1).max().unwrap_or(0);
+    // As in `decode`: every row below `top` has its 8-byte load inside `data`.
+    assert!(data.len() >= (top * bits).div_ceil(8) + PAD);
+    let ptr = data.as_ptr();
+    out.extend(rows.iter().map(|&r| {
+        let bit = r as usize * bits;
+        // SAFETY: `r < top`, so `bit / 8 + 8 <= data.len()` (asserted above).
+        let word = unsafe { ptr.add(bit / 8).cast::<u64>().read_unaligned() };
+        conv(
+            p.base
+                .wrapping_add((u64::from_le(word) >> (bit % 8) & mask) as i64),
+        )
+    }));
+}
+
 /// Unpacks `slots.len() / 8` groups of eight `B`-bit offsets starting at the
 /// byte `first` into `slots`, as `conv(base + offset)`. The caller guarantees
 /// that `first + slots.len() * B / 8 + 8` bytes are readable.
@@ -277,6 +310,16 @@ mod tests {
                     assert_eq!(*x, want, "row {i}");
                 }
             }
+        }
+        // Selected rows, one load each, equal the same rows decoded in a run.
+        let mut all = Vec::new();
+        decode(&body, p, 0, n, &mut all, |x| x);
+        for step in [1, 3, 7, 64] {
+            let rows: Vec<u32> = (0..n as u32).step_by(step).chain([n as u32 - 1]).collect();
+            let mut got = Vec::new();
+            decode_at(&body, p, &rows, &mut got, |x| x);
+            let want: Vec<i64> = rows.iter().map(|&r| all[r as usize]).collect();
+            assert_eq!(got, want, "every {step}th row");
         }
     }
 
