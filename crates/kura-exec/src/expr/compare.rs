@@ -19,7 +19,8 @@ pub fn trim_blanks(s: &[u8]) -> &[u8] {
     &s[..e]
 }
 
-fn test(op: BinaryOp, o: Ordering) -> bool {
+/// Whether an ordering satisfies comparison `op`.
+pub(crate) fn test(op: BinaryOp, o: Ordering) -> bool {
     match op {
         BinaryOp::Eq => o == Ordering::Equal,
         BinaryOp::NotEq => o != Ordering::Equal,

@@ -553,6 +553,15 @@ pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
         }
         return eval_predicate(right, b);
     }
+    if let PhysExpr::Binary {
+        op: BinaryOp::Or,
+        left,
+        right,
+        ..
+    } = pred
+    {
+        return eval_or(left, right, batch);
+    }
     let direct = super::select::select_column_constant(pred, &batch)
         .or_else(|| super::select::select_column_column(pred, &batch));
     if let Some(sel) = direct {
@@ -602,6 +611,63 @@ pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
     })
 }
 
+/// `left OR right` as a filter: the rows where the left side is TRUE are kept,
+/// and the right side is tested only on the others (a row is kept when either
+/// side is TRUE, so NULLs need nothing more). Each side narrows in turn as a
+/// conjunction does: TPC-H Q19's three (brand, containers, size) branches each
+/// compare containers only at their brand's rows, not at every part.
+fn eval_or(left: &PhysExpr, right: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
+    let n = batch.num_rows;
+    let live: Vec<u32> = match &batch.selection {
+        Some(s) => s.clone(),
+        None => (0..n as u32).collect(),
+    };
+    let b = eval_predicate(left, batch)?;
+    let Some(by_left) = b.selection else {
+        return Ok(b);
+    };
+    if by_left.len() == live.len() {
+        return Ok(Batch {
+            selection: Some(by_left),
+            ..b
+        });
+    }
+    // The live rows the left side did not keep (both ascending).
+    let mut rest = Vec::with_capacity(live.len() - by_left.len());
+    let mut kept = by_left.iter().peekable();
+    for &r in &live {
+        if kept.next_if_eq(&&r).is_none() {
+            rest.push(r);
+        }
+    }
+    let b = eval_predicate(
+        right,
+        Batch {
+            selection: Some(rest.clone()),
+            ..b
+        },
+    )?;
+    // No selection back means every row given passed.
+    let by_right = b.selection.clone().unwrap_or(rest);
+    // Both ascending and disjoint: one merge.
+    let mut sel = Vec::with_capacity(by_left.len() + by_right.len());
+    let (mut i, mut j) = (0, 0);
+    while i < by_left.len() || j < by_right.len() {
+        if j == by_right.len() || (i < by_left.len() && by_left[i] < by_right[j]) {
+            sel.push(by_left[i]);
+            i += 1;
+        } else {
+            sel.push(by_right[j]);
+            j += 1;
+        }
+    }
+    let all = sel.len() == n;
+    Ok(Batch {
+        selection: (!all).then_some(sel),
+        ..b
+    })
+}
+
 /// Materialises the selection (also for column-less batches).
 pub fn compact(batch: Batch) -> Batch {
     match &batch.selection {
@@ -629,4 +695,76 @@ fn int_items(column: DataType, list: &[Value]) -> Option<Vec<i64>> {
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use kura_common::{Batch, DataType, Value, Vector};
+
+    use super::*;
+
+    fn col(index: usize) -> PhysExpr {
+        PhysExpr::Column {
+            index,
+            data_type: DataType::Boolean,
+        }
+    }
+
+    fn binary(op: BinaryOp, left: PhysExpr, right: PhysExpr) -> PhysExpr {
+        PhysExpr::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+            data_type: DataType::Boolean,
+        }
+    }
+
+    #[test]
+    fn or_filters_keep_the_rows_either_side_makes_true() {
+        // Every combination of TRUE, FALSE and NULL in three columns; the
+        // filter must keep exactly the rows whose evaluated predicate is TRUE,
+        // with and without a selection coming in.
+        let states = [Value::Boolean(true), Value::Boolean(false), Value::Null];
+        let mut cols = [Vec::new(), Vec::new(), Vec::new()];
+        for a in &states {
+            for b in &states {
+                for c in &states {
+                    cols[0].push(a.clone());
+                    cols[1].push(b.clone());
+                    cols[2].push(c.clone());
+                }
+            }
+        }
+        let n = cols[0].len();
+        let preds = [
+            binary(BinaryOp::Or, col(0), col(1)),
+            binary(BinaryOp::Or, binary(BinaryOp::And, col(0), col(1)), col(2)),
+            binary(BinaryOp::And, binary(BinaryOp::Or, col(0), col(1)), col(2)),
+            binary(BinaryOp::Or, col(0), binary(BinaryOp::Or, col(1), col(2))),
+        ];
+        for pred in &preds {
+            for every in [1usize, 2, 5] {
+                let mut batch = Batch::new(
+                    cols.iter()
+                        .map(|c| Vector::from_values(DataType::Boolean, c).unwrap())
+                        .collect(),
+                );
+                if every > 1 {
+                    batch.selection = Some((0..n as u32).step_by(every).collect());
+                }
+                let live: Vec<u32> = batch
+                    .selection
+                    .clone()
+                    .unwrap_or_else(|| (0..n as u32).collect());
+                let general = pred.eval(&batch).unwrap();
+                let expect: Vec<u32> = live
+                    .into_iter()
+                    .filter(|&r| general.get_value(r as usize) == Value::Boolean(true))
+                    .collect();
+                let got = eval_predicate(pred, batch).unwrap();
+                let got = got.selection.unwrap_or_else(|| (0..n as u32).collect());
+                assert_eq!(got, expect, "{pred} every {every}");
+            }
+        }
+    }
 }
