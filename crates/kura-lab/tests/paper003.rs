@@ -20,8 +20,13 @@ fn expected_rows(query: &str) -> usize {
 
 const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
 
+/// The timelines of figures 2-3 are sampled from the process-wide task runtime,
+/// so two runs in one process (these tests) must not overlap.
+static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn the_kura_only_path_writes_figures_2_and_3_with_csv_and_markdown() {
+    let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let mut cfg = Config::quick(out.clone(), Peers::Skip("no peers in this test".into()));
@@ -92,6 +97,7 @@ fn the_kura_only_path_writes_figures_2_and_3_with_csv_and_markdown() {
 /// which index set was measured.
 #[test]
 fn covering_builds_the_covering_indexes_and_says_so() {
+    let _alone = ONE_RUN_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let db = dir.path().join("covering.db");
