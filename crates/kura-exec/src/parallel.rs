@@ -1,7 +1,6 @@
-//! Independent pieces of a breaker's final work (sorting each worker's run,
-//! merging one partition of the aggregation's groups) run on the runtime's
-//! workers, which are idle once a pipeline's morsels are done, instead of one
-//! after the other on the calling thread.
+//! Independent pieces of a breaker's final work (sorting each worker's run)
+//! run on the runtime's workers, which are idle once a pipeline's morsels are
+//! done, instead of one after the other on the calling thread.
 
 use std::convert::Infallible;
 

@@ -229,8 +229,7 @@ impl ScanSource {
                 out.push(match (keyed[i], is_text(c)) {
                     (true, _) => batch.columns[i].take(sel),
                     (false, true) => self.table.fetch_rows(c, &rows)?,
-                    // Fixed-width values decode as fast as they copy.
-                    (false, false) => self.table.read_range(c, row, len)?.take(sel),
+                    (false, false) => self.table.read_selected(c, row, len, sel)?,
                 });
             }
             return Ok(Batch::new(out));

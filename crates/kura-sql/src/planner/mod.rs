@@ -634,13 +634,9 @@ impl Lowering<'_> {
     }
 }
 
-/// Whether `on` holds an equality between an expression of `left` and one of
-/// `right`: a hash join's key (a join without one compares every pair).
 /// Slots per estimated group a key range may take to be numbered as an array
 /// (as many as the aggregation's own dense numbering allows).
 const RANGE_SLOTS_PER_GROUP: f64 = 8.0;
-/// The widest such range (4 Mi keys: 16 MiB of slots per worker).
-const MAX_KEY_RANGE: f64 = (1u64 << 22) as f64;
 
 /// The estimated range of a single integer group key that is a column of the
 /// aggregation's input, when its estimated distinct values are dense in it.
@@ -665,11 +661,13 @@ fn dense_key_range(input: &Logical, group: &[(PhysExpr, ColId)]) -> Option<(i64,
     let span = hi - lo + 1.0;
     let dense = lo.is_finite()
         && hi.is_finite()
-        && (1.0..=MAX_KEY_RANGE).contains(&span)
+        && (1.0..=kura_exec::ops::aggregate::MAX_RANGE_SLOTS as f64).contains(&span)
         && span <= ndv * RANGE_SLOTS_PER_GROUP;
     dense.then(|| (lo.floor() as i64, hi.ceil() as i64))
 }
 
+/// Whether `on` holds an equality between an expression of `left` and one of
+/// `right`: a hash join's key (a join without one compares every pair).
 fn has_equi_key(on: &[PhysExpr], left: &Logical, right: &Logical) -> bool {
     let lids: HashSet<ColId> = left.output().into_iter().collect();
     let rids: HashSet<ColId> = right.output().into_iter().collect();

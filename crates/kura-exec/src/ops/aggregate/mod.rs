@@ -25,6 +25,8 @@ mod distinct;
 
 use byte_keys::ByteKeys;
 use dense::DenseGroups;
+/// The widest key range an aggregation numbers as an array from the start.
+pub use dense::MAX_RANGE_SLOTS;
 
 pub(crate) use acc::{new_acc, Acc};
 
