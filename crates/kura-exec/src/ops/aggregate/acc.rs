@@ -103,14 +103,18 @@ fn add_dense(sums: &mut [i128], g: &[u32], a: &Vector) -> Option<bool> {
         }
         !overflow
     }
-    /// The lanes' way; `None` when a 64-bit partial sum overflowed (the batch is
-    /// then added again in 128 bits).
-    fn add_lanes<T: Copy + Into<i64>>(sums: &mut [i128], g: &[u32], x: &[T]) -> Option<bool> {
-        let mut lanes = vec![0i64; sums.len() * LANES];
+    /// The lanes' way; `None` when a partial sum overflowed (the batch is then
+    /// added again in 128 bits).
+    fn add_lanes<L: Lane, T: Copy + Into<L>>(
+        sums: &mut [i128],
+        g: &[u32],
+        x: &[T],
+    ) -> Option<bool> {
+        let mut lanes = vec![L::default(); sums.len() * LANES];
         let mut overflow = false;
         let mut add = |lane: usize, gi: u32, v: T| {
             let s = &mut lanes[gi as usize * LANES + lane];
-            let (r, o) = s.overflowing_add(v.into());
+            let (r, o) = s.add(v.into());
             *s = r;
             overflow |= o;
         };
@@ -129,10 +133,11 @@ fn add_dense(sums: &mut [i128], g: &[u32], a: &Vector) -> Option<bool> {
         }
         let mut overflow = false;
         for (s, part) in sums.iter_mut().zip(lanes.chunks_exact(LANES)) {
-            let part: i128 = part.iter().map(|&p| p as i128).sum();
-            let (r, o) = s.overflowing_add(part);
-            *s = r;
-            overflow |= o;
+            for p in part {
+                let (r, o) = s.overflowing_add(p.wide());
+                *s = r;
+                overflow |= o;
+            }
         }
         Some(!overflow)
     }
@@ -142,16 +147,58 @@ fn add_dense(sums: &mut [i128], g: &[u32], a: &Vector) -> Option<bool> {
     let (few, n) = (sums.len() <= LANE_GROUPS, g.len());
     match &a.data {
         ColumnData::I32(v) if few => {
-            add_lanes(sums, g, &v[..n]).or_else(|| Some(add_all(sums, g, v)))
+            add_lanes::<i64, _>(sums, g, &v[..n]).or_else(|| Some(add_all(sums, g, v)))
         }
         ColumnData::I64(v) if few => {
-            add_lanes(sums, g, &v[..n]).or_else(|| Some(add_all(sums, g, v)))
+            add_lanes::<i64, _>(sums, g, &v[..n]).or_else(|| Some(add_all(sums, g, v)))
+        }
+        // 128-bit lanes break the dependency chain of one group's additions
+        // too (TPC-H Q1's `sum(l_extendedprice * (1 - l_discount) * ...)`).
+        ColumnData::I128(v) if few => {
+            add_lanes::<i128, _>(sums, g, &v[..n]).or_else(|| Some(add_all(sums, g, v)))
         }
         ColumnData::I32(v) => Some(add_all(sums, g, v)),
         ColumnData::I64(v) => Some(add_all(sums, g, v)),
         ColumnData::I128(v) => Some(add_all(sums, g, v)),
         _ => None,
     }
+}
+
+/// A partial sum of [`add_dense`]'s lanes.
+trait Lane: Copy + Default {
+    fn add(self, v: Self) -> (Self, bool);
+    fn wide(self) -> i128;
+}
+
+impl Lane for i64 {
+    fn add(self, v: i64) -> (i64, bool) {
+        self.overflowing_add(v)
+    }
+    fn wide(self) -> i128 {
+        self as i128
+    }
+}
+
+impl Lane for i128 {
+    fn add(self, v: i128) -> (i128, bool) {
+        self.overflowing_add(v)
+    }
+    fn wide(self) -> i128 {
+        self
+    }
+}
+
+/// Rows per group in one batch, counted once for all the accumulators that
+/// need no more than that: `count`, the counts of `avg` and the `seen` flags of
+/// `sum` over arguments without NULLs (TPC-H Q1 counted its rows four times).
+/// Only for few groups ([`LANE_GROUPS`]): the counts span every group.
+pub(crate) fn batch_counts(groups: usize, g: &[u32]) -> Option<Vec<i64>> {
+    if groups > LANE_GROUPS {
+        return None;
+    }
+    let mut counts = vec![0; groups];
+    count_rows(&mut counts, g);
+    Some(counts)
 }
 
 /// Adds one to `counts[g[i]]` for every row, through [`LANES`] partial counts
@@ -203,11 +250,26 @@ impl Acc {
 
     /// Folds rows of `arg` (None for count(*)) into groups `g`.
     pub(crate) fn update(&mut self, g: &[u32], arg: Option<&Vector>) -> ExecResult<()> {
+        self.update_counted(g, arg, None)
+    }
+
+    /// [`Acc::update`], given the rows per group of `g` when
+    /// [`batch_counts`] counted them.
+    pub(crate) fn update_counted(
+        &mut self,
+        g: &[u32],
+        arg: Option<&Vector>,
+        batch: Option<&[i64]>,
+    ) -> ExecResult<()> {
         let valid = |i: usize| arg.is_none_or(|a| !a.is_null(i));
+        let add_counts = |counts: &mut [i64]| match batch {
+            Some(b) => counts.iter_mut().zip(b).for_each(|(c, n)| *c += n),
+            None => count_rows(counts, g),
+        };
         match self {
             Acc::Count(c) => {
                 if arg.is_none_or(|a| a.validity.is_none()) {
-                    count_rows(c, g);
+                    add_counts(c);
                     return Ok(());
                 }
                 for (i, &gi) in g.iter().enumerate() {
@@ -222,7 +284,10 @@ impl Acc {
                     if !added {
                         return Err(ExecError::OutOfRange("sum overflows".into()));
                     }
-                    g.iter().for_each(|&gi| seen[gi as usize] = true);
+                    match batch {
+                        Some(b) => seen.iter_mut().zip(b).for_each(|(s, &n)| *s |= n > 0),
+                        None => g.iter().for_each(|&gi| seen[gi as usize] = true),
+                    }
                     return Ok(());
                 }
                 let add = |sums: &mut Vec<i128>,
@@ -269,7 +334,7 @@ impl Acc {
                     if !added {
                         return Err(overflow());
                     }
-                    count_rows(counts, g);
+                    add_counts(counts);
                     return Ok(());
                 }
                 let x = crate::expr::ints_of(a);
@@ -568,6 +633,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::expr::PhysExpr;
 
     fn bigints(x: &[i64]) -> Vector {
         let v: Vec<Value> = x.iter().map(|&v| Value::BigInt(v)).collect();
@@ -652,10 +718,61 @@ mod tests {
             }
             let mut sums = vec![0i128; groups];
             prop_assert_eq!(add_dense(&mut sums, &g, &bigints(&x)), Some(true));
-            prop_assert_eq!(sums, expect);
+            prop_assert_eq!(&sums, &expect);
+            // 128-bit data (products of decimals) through 128-bit lanes.
+            let wide = Vector {
+                data_type: DataType::Decimal { precision: 38, scale: 0 },
+                data: ColumnData::I128(x.iter().map(|&v| v as i128 * 3).collect()),
+                validity: None,
+            };
+            let mut sums = vec![0i128; groups];
+            prop_assert_eq!(add_dense(&mut sums, &g, &wide), Some(true));
+            prop_assert_eq!(sums, expect.iter().map(|&e| e * 3).collect::<Vec<_>>());
             let mut counts = vec![0i64; groups];
             count_rows(&mut counts, &g);
-            prop_assert_eq!(counts, counts_expect);
+            prop_assert_eq!(&counts, &counts_expect);
+            prop_assert_eq!(
+                batch_counts(groups, &g),
+                (groups <= LANE_GROUPS).then(|| counts_expect.clone())
+            );
+        }
+
+        // Accumulators given a batch's counts per group end as without them:
+        // count(*), count(x), avg's counts and sum's groups seen.
+        #[test]
+        fn batch_counts_update_like_counting_rows(
+            batches in proptest::collection::vec(
+                proptest::collection::vec((0u32..6, -1000i64..1000), 0..50), 1..4),
+        ) {
+            let groups = 6;
+            let int = DataType::BigInt;
+            let calls = [
+                (AggFunc::CountStar, None),
+                (AggFunc::Count, Some(int)),
+                (AggFunc::Sum, Some(int)),
+                (AggFunc::Avg, Some(int)),
+            ];
+            for (func, arg_type) in calls {
+                let call = AggCall {
+                    func,
+                    arg: arg_type.map(|t| PhysExpr::Column { index: 0, data_type: t }),
+                    distinct: false,
+                    data_type: if func == AggFunc::Avg { DataType::Double } else { int },
+                };
+                let (mut plain, mut counted) = (new_acc(&call), new_acc(&call));
+                plain.grow(groups);
+                counted.grow(groups);
+                for rows in &batches {
+                    let g: Vec<u32> = rows.iter().map(|r| r.0).collect();
+                    let x = bigints(&rows.iter().map(|r| r.1).collect::<Vec<_>>());
+                    let arg = arg_type.map(|_| &x);
+                    plain.update(&g, arg).unwrap();
+                    let counts = batch_counts(groups, &g);
+                    counted.update_counted(&g, arg, counts.as_deref()).unwrap();
+                }
+                let (a, b) = (plain.finish(&call, groups).unwrap(), counted.finish(&call, groups).unwrap());
+                prop_assert_eq!(format!("{:?}", a), format!("{:?}", b));
+            }
         }
     }
 

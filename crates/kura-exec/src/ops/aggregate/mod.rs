@@ -424,9 +424,10 @@ impl AggregateSink {
                 batch.columns.push(v);
             }
         }
+        let counts = acc::batch_counts(st.groups, ids);
         for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
             let arg = call.arg.as_ref().map(|a| a.eval_ref(&batch)).transpose()?;
-            acc.update(ids, arg.as_deref())?;
+            acc.update_counted(ids, arg.as_deref(), counts.as_deref())?;
         }
         Ok(())
     }
