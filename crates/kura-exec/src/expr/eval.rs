@@ -5,6 +5,7 @@ use kura_common::{Batch, ColumnData, DataType, Value, Vector};
 use std::borrow::Cow;
 
 use super::arith::arithmetic;
+use super::arith_narrow;
 use super::cast::cast_vector;
 use super::compare::{compare, compare_constant, compare_text_constant, trim_blanks};
 use super::func::call;
@@ -146,6 +147,39 @@ fn compare_with_literal(
     }
 }
 
+/// `+`, `-` or `*` of an integer or decimal expression and a non-NULL literal,
+/// without broadcasting the literal (see [`arith_narrow::with_constant`]);
+/// `None` when the general path must answer.
+fn arithmetic_with_literal(
+    op: BinaryOp,
+    left: &PhysExpr,
+    right: &PhysExpr,
+    out: DataType,
+    batch: &Batch,
+) -> ExecResult<Option<Vector>> {
+    if !matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) || out == DataType::Double {
+        return Ok(None);
+    }
+    let (expr, value, ty, constant_left) = match (left, right) {
+        (PhysExpr::Literal { .. }, PhysExpr::Literal { .. }) => return Ok(None),
+        (e, PhysExpr::Literal { value, data_type }) => (e, value, *data_type, false),
+        (PhysExpr::Literal { value, data_type }, e) => (e, value, *data_type, true),
+        _ => return Ok(None),
+    };
+    if value.is_null() {
+        return Ok(None);
+    }
+    let v = expr.eval_ref(batch)?;
+    if let Some(res) = arith_narrow::with_constant(op, &v, value, ty, constant_left, out) {
+        return Ok(Some(res));
+    }
+    // The general path, on the vector already evaluated.
+    let c = broadcast(value, ty, v.len())?;
+    let v: &Vector = &v;
+    let (l, r) = if constant_left { (&c, v) } else { (v, &c) };
+    arithmetic(op, l, r, out).map(Some)
+}
+
 impl PhysExpr {
     /// [`PhysExpr::eval`], borrowing a plain column from `batch` instead of
     /// copying it: operators read their inputs, so `#1 * (1 - #2)` copies
@@ -185,6 +219,9 @@ impl PhysExpr {
                 }
                 if matches!(op, BinaryOp::And | BinaryOp::Or) && may_fail(right) {
                     return eval_logic_short_circuit(*op, left, right, batch);
+                }
+                if let Some(v) = arithmetic_with_literal(*op, left, right, *data_type, batch)? {
+                    return Ok(v);
                 }
                 let l = left.eval_ref(batch)?;
                 let r = right.eval_ref(batch)?;
@@ -541,17 +578,31 @@ pub fn selection_of(v: &Vector) -> ExecResult<Vec<u32>> {
 /// later conjunct never sees rows an earlier one rejected.
 pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
     if let PhysExpr::Binary {
-        op: BinaryOp::And,
-        left,
-        right,
-        ..
+        op: BinaryOp::And, ..
     } = pred
     {
-        let b = eval_predicate(left, batch)?;
-        if b.is_empty() {
-            return Ok(b);
+        let mut parts = Vec::new();
+        conjuncts(pred, &mut parts);
+        let mut batch = batch;
+        let mut i = 0;
+        while i < parts.len() {
+            if batch.is_empty() {
+                return Ok(batch);
+            }
+            // Two bounds of one column in a row are one range test.
+            let range = parts
+                .get(i + 1)
+                .and_then(|next| super::select::select_column_range(parts[i], next, &batch));
+            if let Some(sel) = range {
+                let all = batch.selection.is_none() && sel.len() == batch.num_rows;
+                batch.selection = (!all).then_some(sel);
+                i += 2;
+            } else {
+                batch = eval_predicate(parts[i], batch)?;
+                i += 1;
+            }
         }
-        return eval_predicate(right, b);
+        return Ok(batch);
     }
     if let PhysExpr::Binary {
         op: BinaryOp::Or,
@@ -609,6 +660,22 @@ pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
         selection: Some(sel),
         ..batch
     })
+}
+
+/// The conjuncts of `e`, left to right.
+fn conjuncts<'a>(e: &'a PhysExpr, out: &mut Vec<&'a PhysExpr>) {
+    match e {
+        PhysExpr::Binary {
+            op: BinaryOp::And,
+            left,
+            right,
+            ..
+        } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        _ => out.push(e),
+    }
 }
 
 /// `left OR right` as a filter: the rows where the left side is TRUE are kept,

@@ -259,6 +259,73 @@ impl ScanSource {
         Ok(batch)
     }
 
+    /// Per output column: whether `filter` does not read it, so it can wait
+    /// until the filter has run; `None` when no column would wait.
+    fn late_columns(&self) -> Option<Vec<bool>> {
+        let f = self.filter.as_ref()?;
+        let mut used = Vec::new();
+        f.columns(&mut used);
+        let late: Vec<bool> = (0..self.columns.len())
+            .map(|i| !used.contains(&i))
+            .collect();
+        (used.iter().any(|&i| i < late.len()) && late.contains(&true)).then_some(late)
+    }
+
+    /// Rows `row..row + len` through `filter`, its columns read first: when
+    /// the filter keeps at most a quarter of the rows, the other columns decode
+    /// only at the kept rows and the batch comes out compacted (TPC-H Q14's
+    /// month of `lineitem` keeps 1.2 %, and three of its four columns wait for
+    /// it); otherwise they are read whole and the selection stays.
+    fn read_filter_first(
+        &self,
+        filter: &PhysExpr,
+        late: &[bool],
+        row: u64,
+        len: usize,
+    ) -> ExecResult<Batch> {
+        let mut cols = Vec::with_capacity(self.columns.len());
+        for (i, &c) in self.columns.iter().enumerate() {
+            cols.push(if late[i] {
+                Vector::new(self.table.columns()[c].data_type, 0)
+            } else {
+                self.table.read_range(c, row, len)?
+            });
+        }
+        let num_rows = cols
+            .iter()
+            .zip(late)
+            .find(|(_, &l)| !l)
+            .map_or(len, |(v, _)| v.len());
+        let batch = Batch {
+            columns: cols,
+            selection: None,
+            num_rows,
+        };
+        let mut batch = eval_predicate(filter, batch)?;
+        match batch.selection.as_ref() {
+            Some(sel) if sel.is_empty() => Ok(batch),
+            Some(sel) if sel.len() * SELECTED_DECODE_FRACTION <= num_rows => {
+                let mut out = Vec::with_capacity(self.columns.len());
+                for (i, &c) in self.columns.iter().enumerate() {
+                    out.push(if late[i] {
+                        self.table.read_selected(c, row, len, sel)?
+                    } else {
+                        batch.columns[i].take(sel)
+                    });
+                }
+                Ok(Batch::new(out))
+            }
+            _ => {
+                for (i, &c) in self.columns.iter().enumerate() {
+                    if late[i] {
+                        batch.columns[i] = self.table.read_range(c, row, len)?;
+                    }
+                }
+                Ok(batch)
+            }
+        }
+    }
+
     /// Rows the zone maps let the scan skip.
     pub fn skipped_rows(&self) -> u64 {
         self.table.row_count() - self.candidates.iter().map(|r| r.end - r.start).sum::<u64>()
@@ -295,14 +362,22 @@ impl Source for ScanSource {
         let Some(ranges) = self.morsels.get(morsel) else {
             return Ok(());
         };
+        let late = match (&self.filter, self.key_filters.is_empty()) {
+            (Some(f), true) => self.late_columns().map(|l| (f, l)),
+            _ => None,
+        };
         for r in ranges.iter().cloned() {
             let mut row = r.start;
             while row < r.end {
                 ctx.check_cancel()?;
                 let len = BATCH_SIZE.min((r.end - row) as usize);
                 let io0 = ctx.io_counters();
+                let mut filtered = false;
                 let batch = if self.columns.is_empty() {
                     Batch::with_rows(len)
+                } else if let Some((f, late)) = &late {
+                    filtered = true;
+                    self.read_filter_first(f, late, row, len)?
                 } else if self.key_filters.is_empty() {
                     let cols = self
                         .columns
@@ -319,7 +394,7 @@ impl Source for ScanSource {
                 };
                 let io1 = ctx.io_counters();
                 let batch = match &self.filter {
-                    Some(f) if !batch.is_empty() => eval_predicate(f, batch)?,
+                    Some(f) if !filtered && !batch.is_empty() => eval_predicate(f, batch)?,
                     _ => batch,
                 };
                 ctx.record(self.node, |s| {
@@ -404,6 +479,103 @@ mod tests {
             .unwrap();
         }
         out
+    }
+
+    /// The rows (k, v, s) of a 10,000-row table with `lo <= k < hi`, scanned
+    /// with the filter's column last among the outputs.
+    fn filtered_rows(lo: i32, hi: i32) -> Vec<(Value, Value, Value)> {
+        let n = 10_000;
+        let ty = [DataType::Integer, DataType::BigInt, DataType::Varchar(None)];
+        let values: [Vec<Value>; 3] = [
+            (0..n).map(Value::Integer).collect(),
+            (0..n).map(|i| Value::BigInt(i as i64 * 3)).collect(),
+            (0..n)
+                .map(|i| {
+                    if i % 5 == 0 {
+                        Value::Null
+                    } else {
+                        Value::Text(format!("row {i}"))
+                    }
+                })
+                .collect(),
+        ];
+        let t = MemTable::new(
+            "t",
+            ["k", "v", "s"]
+                .iter()
+                .zip(ty)
+                .map(|(name, data_type)| SourceColumn {
+                    name: (*name).into(),
+                    data_type,
+                    nullable: true,
+                })
+                .collect(),
+            ty.iter()
+                .zip(&values)
+                .map(|(t, v)| Vector::from_values(*t, v).unwrap())
+                .collect(),
+        )
+        .into_arc();
+        let k = || PhysExpr::Column {
+            index: 2,
+            data_type: DataType::Integer,
+        };
+        let bound = |op, c| PhysExpr::Binary {
+            op,
+            left: Box::new(k()),
+            right: Box::new(PhysExpr::Literal {
+                value: Value::Integer(c),
+                data_type: DataType::Integer,
+            }),
+            data_type: DataType::Boolean,
+        };
+        let filter = PhysExpr::Binary {
+            op: BinaryOp::And,
+            left: Box::new(bound(BinaryOp::GtEq, lo)),
+            right: Box::new(bound(BinaryOp::Lt, hi)),
+            data_type: DataType::Boolean,
+        };
+        // Outputs (s, v, k): s and v wait for the filter on k.
+        let scan = ScanSource::new(t, vec![2, 1, 0], &[], Some(filter), 0);
+        assert_eq!(scan.late_columns(), Some(vec![true, true, false]));
+        let ctx = ExecContext::unbounded();
+        let mut out = Vec::new();
+        for m in 0..scan.morsels() {
+            scan.produce(m, &ctx, &mut |b| {
+                let b = b.compact();
+                for r in 0..b.num_rows {
+                    let get = |c: usize| b.columns[c].get_value(r);
+                    out.push((get(2), get(1), get(0)));
+                }
+                Ok(true)
+            })
+            .unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn filters_read_their_columns_first_and_the_others_where_rows_survive() {
+        // 1 % (the others decoded at the kept rows), 60 % (read whole, the
+        // selection kept), none and all.
+        for (lo, hi) in [
+            (4_000, 4_100),
+            (1_000, 7_000),
+            (20_000, 30_000),
+            (-5, 10_000),
+        ] {
+            let expect: Vec<(Value, Value, Value)> = (lo.max(0)..hi.min(10_000))
+                .map(|i| {
+                    let s = if i % 5 == 0 {
+                        Value::Null
+                    } else {
+                        Value::Text(format!("row {i}"))
+                    };
+                    (Value::Integer(i), Value::BigInt(i as i64 * 3), s)
+                })
+                .collect();
+            assert_eq!(filtered_rows(lo, hi), expect, "{lo}..{hi}");
+        }
     }
 
     #[test]
