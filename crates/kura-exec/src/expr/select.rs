@@ -177,15 +177,17 @@ pub fn select_column_column(pred: &PhysExpr, batch: &Batch) -> Option<Vec<u32>> 
     let (live, n) = (batch.selection.as_deref(), batch.num_rows);
     macro_rules! pairs {
         ($x:expr, $y:expr) => {{
-            let (x, y) = ($x, $y);
+            // Slices moved into the tests, so each loop reads them from
+            // registers and inlines its test.
+            let (x, y) = ($x.as_slice(), $y.as_slice());
             let v = valid.as_deref();
             match op {
-                BinaryOp::Eq => keep_rows(v, live, n, |r| x[r] == y[r]),
-                BinaryOp::NotEq => keep_rows(v, live, n, |r| x[r] != y[r]),
-                BinaryOp::Lt => keep_rows(v, live, n, |r| x[r] < y[r]),
-                BinaryOp::LtEq => keep_rows(v, live, n, |r| x[r] <= y[r]),
-                BinaryOp::Gt => keep_rows(v, live, n, |r| x[r] > y[r]),
-                BinaryOp::GtEq => keep_rows(v, live, n, |r| x[r] >= y[r]),
+                BinaryOp::Eq => keep_rows(v, live, n, move |r| x[r] == y[r]),
+                BinaryOp::NotEq => keep_rows(v, live, n, move |r| x[r] != y[r]),
+                BinaryOp::Lt => keep_rows(v, live, n, move |r| x[r] < y[r]),
+                BinaryOp::LtEq => keep_rows(v, live, n, move |r| x[r] <= y[r]),
+                BinaryOp::Gt => keep_rows(v, live, n, move |r| x[r] > y[r]),
+                BinaryOp::GtEq => keep_rows(v, live, n, move |r| x[r] >= y[r]),
                 _ => return None,
             }
         }};
