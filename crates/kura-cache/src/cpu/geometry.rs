@@ -26,6 +26,10 @@ pub struct Geometry {
     pub ways: u32,
     pub line_size: u32,
     pub sets: u32,
+    /// The sets the hardware has: `sets` unless they are no power of two (a
+    /// last-level cache split into hashed slices, e.g. 245,760 sets of a 300 MiB
+    /// 20-way L3), which the model indexes by address bits and so rounds down.
+    pub hardware_sets: u32,
 }
 
 impl Geometry {
@@ -55,19 +59,48 @@ impl Geometry {
             ways,
             line_size,
             sets: (size / per_set) as u32,
+            hardware_sets: (size / per_set) as u32,
         })
+    }
+
+    /// As [`Geometry::new`], but a cache whose set count is no power of two is
+    /// modelled with the largest power of two below it (same ways and lines,
+    /// smaller size); `hardware_sets` keeps the real count and
+    /// [`Geometry::describe`] says so.
+    pub fn modelled(level: u8, size: u64, ways: u32, line_size: u32) -> Result<Self, CacheError> {
+        let per_set = u64::from(ways) * u64::from(line_size);
+        let sets = if per_set == 0 { 0 } else { size / per_set };
+        if per_set == 0
+            || sets == 0
+            || sets * per_set != size
+            || sets.is_power_of_two()
+            || sets > u64::from(u32::MAX)
+        {
+            return Self::new(level, size, ways, line_size);
+        }
+        let rounded = 1u64 << sets.ilog2();
+        let mut g = Self::new(level, rounded * per_set, ways, line_size)?;
+        g.hardware_sets = sets as u32;
+        Ok(g)
     }
 
     /// e.g. `L2 512 KiB, 8-way, 64 B lines, 1024 sets`.
     pub fn describe(&self) -> String {
-        format!(
+        let mut text = format!(
             "L{} {} KiB, {}-way, {} B lines, {} sets",
             self.level,
             self.size / 1024,
             self.ways,
             self.line_size,
             self.sets
-        )
+        );
+        if self.hardware_sets != self.sets {
+            text.push_str(&format!(
+                " (modelled: the hardware has {} sets, no power of two)",
+                self.hardware_sets
+            ));
+        }
+        text
     }
 }
 
@@ -140,11 +173,11 @@ pub fn read_sysfs(root: &Path) -> Result<Vec<Geometry>, CacheError> {
         let size = parse_size(&size_text).ok_or_else(|| bad(dir, "size", &size_text))?;
         let ways: u32 = number(dir, "ways_of_associativity")?;
         let line_size: u32 = number(dir, "coherency_line_size")?;
-        let mut geometry = Geometry::new(level, size, ways, line_size)?;
+        let mut geometry = Geometry::modelled(level, size, ways, line_size)?;
         geometry.kind = kind;
         if dir.join("number_of_sets").exists() {
             let sets: u32 = number(dir, "number_of_sets")?;
-            if sets != geometry.sets {
+            if sets != geometry.hardware_sets {
                 return Err(CacheError::BadTrace {
                     path: dir.join("number_of_sets"),
                     message: format!(
@@ -196,6 +229,40 @@ mod tests {
         write_index(root, 2, &cache("2", "Unified", "512K", "8", "1024"));
         write_index(root, 3, &cache("3", "Unified", "32768K", "16", "32768"));
         fs::write(root.join("uevent"), "").unwrap();
+    }
+
+    #[test]
+    fn a_sliced_llc_without_power_of_two_sets_is_modelled_below_it() {
+        let dir = std::env::temp_dir().join(format!("kura-sliced-llc-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        // A 300 MiB, 20-way L3 of 245,760 sets, as a cloud machine described it.
+        write_index(
+            &dir,
+            0,
+            &[
+                ("level", "3"),
+                ("type", "Unified"),
+                ("size", "307200K"),
+                ("ways_of_associativity", "20"),
+                ("coherency_line_size", "64"),
+                ("number_of_sets", "245760"),
+            ],
+        );
+        let caches = read_sysfs(&dir).unwrap();
+        let g = &caches[0];
+        assert_eq!((g.sets, g.hardware_sets, g.ways), (131_072, 245_760, 20));
+        assert_eq!(g.size, 131_072 * 20 * 64);
+        assert!(
+            g.describe().contains("the hardware has 245760 sets"),
+            "{}",
+            g.describe()
+        );
+        // A set count that disagrees with the size is still an error.
+        write_index(&dir, 0, &[("number_of_sets", "131072")]);
+        assert!(read_sysfs(&dir).is_err());
+        let _ = fs::remove_dir_all(&dir);
+        // Constructing one by hand still asks for a power of two.
+        assert!(Geometry::new(3, 307_200 * 1024, 20, 64).is_err());
     }
 
     #[test]
