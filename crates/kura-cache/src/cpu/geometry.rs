@@ -69,7 +69,7 @@ impl Geometry {
     /// [`Geometry::describe`] says so.
     pub fn modelled(level: u8, size: u64, ways: u32, line_size: u32) -> Result<Self, CacheError> {
         let per_set = u64::from(ways) * u64::from(line_size);
-        let sets = if per_set == 0 { 0 } else { size / per_set };
+        let sets = size.checked_div(per_set).unwrap_or(0);
         if per_set == 0
             || sets == 0
             || sets * per_set != size
