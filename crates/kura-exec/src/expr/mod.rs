@@ -10,11 +10,12 @@ mod eval;
 mod func;
 pub mod like;
 pub mod pg;
+mod predicate;
 mod select;
 
 pub use cast::{assign_vector, cast_value, cast_vector};
-pub use eval::{eval_predicate, selection_of};
 pub use like::LikePattern;
+pub use predicate::{eval_predicate, selection_of};
 pub use select::keep_rows;
 
 use std::fmt;

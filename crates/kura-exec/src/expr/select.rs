@@ -18,21 +18,7 @@ use super::{BinaryOp, PhysExpr};
 /// `None` for the general path. Like the general path, a NULL row is not
 /// selected.
 pub fn select_column_constant(pred: &PhysExpr, batch: &Batch) -> Option<Vec<u32>> {
-    let PhysExpr::Binary {
-        op, left, right, ..
-    } = pred
-    else {
-        return None;
-    };
-    let (index, value, ty, op) = match (&**left, &**right) {
-        (PhysExpr::Column { index, .. }, PhysExpr::Literal { value, data_type }) => {
-            (*index, value, *data_type, *op)
-        }
-        (PhysExpr::Literal { value, data_type }, PhysExpr::Column { index, .. }) => {
-            (*index, value, *data_type, op.flip())
-        }
-        _ => return None,
-    };
+    let (index, value, ty, op) = column_and_literal(pred)?;
     if !matches!(
         op,
         BinaryOp::Eq
@@ -70,24 +56,30 @@ pub fn select_column_constant(pred: &PhysExpr, batch: &Batch) -> Option<Vec<u32>
     }
 }
 
-/// A comparison of a column with a constant in the column's own integer
-/// representation: (column, operator with the column on the left, constant).
-fn column_bound(pred: &PhysExpr, batch: &Batch) -> Option<(usize, BinaryOp, i64)> {
+/// `pred` as `column op literal`, the column's index first and the operator
+/// flipped when the literal was on the left; `None` for any other shape.
+fn column_and_literal(pred: &PhysExpr) -> Option<(usize, &Value, DataType, BinaryOp)> {
     let PhysExpr::Binary {
         op, left, right, ..
     } = pred
     else {
         return None;
     };
-    let (index, value, ty, op) = match (&**left, &**right) {
+    match (&**left, &**right) {
         (PhysExpr::Column { index, .. }, PhysExpr::Literal { value, data_type }) => {
-            (*index, value, *data_type, *op)
+            Some((*index, value, *data_type, *op))
         }
         (PhysExpr::Literal { value, data_type }, PhysExpr::Column { index, .. }) => {
-            (*index, value, *data_type, op.flip())
+            Some((*index, value, *data_type, op.flip()))
         }
-        _ => return None,
-    };
+        _ => None,
+    }
+}
+
+/// A comparison of a column with a constant in the column's own integer
+/// representation: (column, operator with the column on the left, constant).
+fn column_bound(pred: &PhysExpr, batch: &Batch) -> Option<(usize, BinaryOp, i64)> {
+    let (index, value, ty, op) = column_and_literal(pred)?;
     let col = batch.columns.get(index)?;
     Some((index, op, constant_in_width(col.data_type, value, ty)?))
 }

@@ -88,6 +88,9 @@ pub struct ScanSource {
     pub key_filters: Vec<Arc<KeyFilter>>,
     /// Per output column: whether a join filter reads it (read first).
     keyed: Vec<bool>,
+    /// Per output column: whether `filter` leaves it unread, so it is read
+    /// after the filter has run; `None` when no column would wait.
+    late: Option<Vec<bool>>,
     pub node: usize,
     /// Row ranges that may hold matches (all rows when there is no zone predicate).
     candidates: Vec<Range<u64>>,
@@ -109,6 +112,15 @@ const SELECTED_DECODE_FRACTION: usize = 4;
 
 /// Rows of one scan morsel (a multiple of the batch size).
 pub const MORSEL_ROWS: u64 = 4 * BATCH_SIZE as u64;
+
+/// Per output column of `columns` columns: whether `filter` does not read it,
+/// so it can wait until the filter has run; `None` when no column would wait.
+fn late_columns(filter: &PhysExpr, columns: usize) -> Option<Vec<bool>> {
+    let mut used = Vec::new();
+    filter.columns(&mut used);
+    let late: Vec<bool> = (0..columns).map(|i| !used.contains(&i)).collect();
+    (used.iter().any(|&i| i < late.len()) && late.contains(&true)).then_some(late)
+}
 
 fn cut_morsels(groups: &[Range<u64>], candidates: &[Range<u64>]) -> Vec<Vec<Range<u64>>> {
     let mut morsels = Vec::new();
@@ -163,12 +175,14 @@ impl ScanSource {
             groups = std::iter::once(0..n).collect();
         }
         let morsels = cut_morsels(&groups, &candidates);
+        let late = filter.as_ref().and_then(|f| late_columns(f, columns.len()));
         ScanSource {
             table,
             columns,
             filter,
             key_filters: Vec::new(),
             keyed: Vec::new(),
+            late,
             node,
             candidates,
             morsels,
@@ -234,41 +248,44 @@ impl ScanSource {
             }
             return Ok(Batch::new(out));
         }
-        // Most rows dropped: the other columns decode only where rows survive
-        // (each packed value is one load), and the batch comes out compacted.
-        if let Some(sel) = batch
-            .selection
-            .as_ref()
-            .filter(|sel| sel.len() * SELECTED_DECODE_FRACTION <= num_rows)
-        {
-            let mut out = Vec::with_capacity(self.columns.len());
-            for (i, &c) in self.columns.iter().enumerate() {
-                out.push(if keyed[i] {
-                    batch.columns[i].take(sel)
-                } else {
-                    self.table.read_selected(c, row, len, sel)?
-                });
-            }
-            return Ok(Batch::new(out));
-        }
-        for (i, &c) in self.columns.iter().enumerate() {
-            if !keyed[i] {
-                batch.columns[i] = self.table.read_range(c, row, len)?;
-            }
-        }
-        Ok(batch)
+        self.read_rest(batch, |i| !keyed[i], row, len)
     }
 
-    /// Per output column: whether `filter` does not read it, so it can wait
-    /// until the filter has run; `None` when no column would wait.
-    fn late_columns(&self) -> Option<Vec<bool>> {
-        let f = self.filter.as_ref()?;
-        let mut used = Vec::new();
-        f.columns(&mut used);
-        let late: Vec<bool> = (0..self.columns.len())
-            .map(|i| !used.contains(&i))
-            .collect();
-        (used.iter().any(|&i| i < late.len()) && late.contains(&true)).then_some(late)
+    /// `batch` (rows `row..row + len`, its selection not applied) with
+    /// its `pending` columns read after a filter ran. When at most a quarter of
+    /// the rows survive, those columns decode only where rows survive (each
+    /// packed value is one load) and the batch comes out compacted; otherwise
+    /// they are read whole and the selection stays.
+    fn read_rest(
+        &self,
+        mut batch: Batch,
+        pending: impl Fn(usize) -> bool,
+        row: u64,
+        len: usize,
+    ) -> ExecResult<Batch> {
+        let num_rows = batch.num_rows;
+        match batch.selection.as_ref() {
+            Some(sel) if sel.is_empty() => Ok(batch),
+            Some(sel) if sel.len() * SELECTED_DECODE_FRACTION <= num_rows => {
+                let mut out = Vec::with_capacity(self.columns.len());
+                for (i, &c) in self.columns.iter().enumerate() {
+                    out.push(if pending(i) {
+                        self.table.read_selected(c, row, len, sel)?
+                    } else {
+                        batch.columns[i].take(sel)
+                    });
+                }
+                Ok(Batch::new(out))
+            }
+            _ => {
+                for (i, &c) in self.columns.iter().enumerate() {
+                    if pending(i) {
+                        batch.columns[i] = self.table.read_range(c, row, len)?;
+                    }
+                }
+                Ok(batch)
+            }
+        }
     }
 
     /// Rows `row..row + len` through `filter`, its columns read first: when
@@ -301,29 +318,8 @@ impl ScanSource {
             selection: None,
             num_rows,
         };
-        let mut batch = eval_predicate(filter, batch)?;
-        match batch.selection.as_ref() {
-            Some(sel) if sel.is_empty() => Ok(batch),
-            Some(sel) if sel.len() * SELECTED_DECODE_FRACTION <= num_rows => {
-                let mut out = Vec::with_capacity(self.columns.len());
-                for (i, &c) in self.columns.iter().enumerate() {
-                    out.push(if late[i] {
-                        self.table.read_selected(c, row, len, sel)?
-                    } else {
-                        batch.columns[i].take(sel)
-                    });
-                }
-                Ok(Batch::new(out))
-            }
-            _ => {
-                for (i, &c) in self.columns.iter().enumerate() {
-                    if late[i] {
-                        batch.columns[i] = self.table.read_range(c, row, len)?;
-                    }
-                }
-                Ok(batch)
-            }
-        }
+        let batch = eval_predicate(filter, batch)?;
+        self.read_rest(batch, |i| late[i], row, len)
     }
 
     /// Rows the zone maps let the scan skip.
@@ -362,8 +358,8 @@ impl Source for ScanSource {
         let Some(ranges) = self.morsels.get(morsel) else {
             return Ok(());
         };
-        let late = match (&self.filter, self.key_filters.is_empty()) {
-            (Some(f), true) => self.late_columns().map(|l| (f, l)),
+        let late = match (&self.filter, &self.late, self.key_filters.is_empty()) {
+            (Some(f), Some(l), true) => Some((f, l.as_slice())),
             _ => None,
         };
         for r in ranges.iter().cloned() {
@@ -537,7 +533,7 @@ mod tests {
         };
         // Outputs (s, v, k): s and v wait for the filter on k.
         let scan = ScanSource::new(t, vec![2, 1, 0], &[], Some(filter), 0);
-        assert_eq!(scan.late_columns(), Some(vec![true, true, false]));
+        assert_eq!(scan.late, Some(vec![true, true, false]));
         let ctx = ExecContext::unbounded();
         let mut out = Vec::new();
         for m in 0..scan.morsels() {
