@@ -1,5 +1,6 @@
 //! Load balancing: the migration plan follows the "below the mean by a ratio"
-//! rule, and under a real imbalance tasks actually move to the idle worker.
+//! rule, under a real imbalance tasks actually move to the idle worker, and a
+//! sleeping worker is given work between the balancer's rounds.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -130,6 +131,29 @@ fn tasks_migrate_to_an_idle_worker() {
         );
         let migrated_in: u64 = stats.workers.iter().map(|w| w.migrated_in).sum();
         assert_eq!(migrated_in, stats.migrations());
+    });
+}
+
+#[test]
+fn an_idle_worker_gets_tasks_without_waiting_for_a_balancing_round() {
+    bounded(120, || {
+        // The balancer's first round is an hour away: only a busy worker
+        // sharing with the sleeping one can move tasks.
+        let rt = Runtime::new(RuntimeConfig {
+            workers: 2,
+            balance_interval: Some(Duration::from_secs(3600)),
+            ..RuntimeConfig::default()
+        })
+        .expect("runtime starts");
+        let ran_on = imbalanced_run(&rt, 600);
+        assert_eq!(ran_on.iter().sum::<usize>(), 600);
+        // Shared halves keep both busy; a tenth each leaves room for a noisy
+        // machine's scheduling.
+        assert!(
+            ran_on.iter().all(|&n| n >= 60),
+            "one worker ran (almost) nothing: {ran_on:?}"
+        );
+        assert!(rt.stats().migrations() > 0);
     });
 }
 
