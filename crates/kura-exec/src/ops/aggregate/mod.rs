@@ -18,11 +18,13 @@ use crate::pipeline::{LocalState, Sink};
 use crate::plan::AggCall;
 
 mod acc;
+mod byte_codes;
 mod byte_keys;
 mod common;
 mod dense;
 mod distinct;
 
+use byte_codes::{ByteCodes, OneByteKeys};
 use byte_keys::ByteKeys;
 use dense::DenseGroups;
 /// The widest key range an aggregation numbers as an array from the start.
@@ -43,6 +45,9 @@ struct AggState {
     /// Groups of a few small keys packed into 16 bytes (`None` once a key did
     /// not fit: `map` holds every group from then on).
     packed: Option<(PackedLayout, HashMap<u128, u32>)>,
+    /// The packed map's groups by key code while keys are one-byte texts
+    /// (created at the first batch of such keys).
+    byte_codes: Option<ByteCodes>,
     keys: Vec<Vector>,
     accs: Vec<Acc>,
     groups: usize,
@@ -62,6 +67,7 @@ impl AggState {
             ),
             null_group: None,
             packed: PackedLayout::new(key_types).map(|l| (l, HashMap::new())),
+            byte_codes: None,
             keys: key_types.iter().map(|t| Vector::new(*t, 0)).collect(),
             accs: calls.iter().map(new_acc).collect(),
             groups: 0,
@@ -121,16 +127,74 @@ impl AggState {
         let mut ids = Vec::with_capacity(n);
         // Rows that made a new group, in group order.
         let mut new_rows = Vec::new();
+        let key_refs: Vec<&Vector> = keys.iter().collect();
         if single_int_key(keys) {
             self.int_group_ids(&keys[0], n, &mut ids, &mut new_rows);
-        } else if let Some(packed) = self.pack(keys, n) {
-            self.packed_group_ids(&packed, &mut ids, &mut new_rows);
-        } else {
-            self.byte_group_ids(keys, n, &mut ids, &mut new_rows);
+        } else if !self.one_byte_group_ids(&key_refs, n, None, &mut ids, &mut new_rows)? {
+            match self.pack(keys, n) {
+                Some(packed) => self.packed_group_ids(&packed, &mut ids, &mut new_rows),
+                None => self.byte_group_ids(keys, n, &mut ids, &mut new_rows),
+            }
         }
-        let keys: Vec<&Vector> = keys.iter().collect();
-        self.add_keys(&keys, &new_rows, ctx)?;
+        self.add_keys(&key_refs, &new_rows, ctx)?;
         Ok(ids)
+    }
+
+    /// Group numbers of the `selected` rows (the first `n` when `None`) through
+    /// the one-byte key table, when every key of this batch is a one-byte text
+    /// and the packed map is in use; `false` (nothing changed) otherwise. Rows
+    /// that made a new group go to `new_rows` as positions among those rows.
+    fn one_byte_group_ids(
+        &mut self,
+        keys: &[&Vector],
+        n: usize,
+        selected: Option<&[u32]>,
+        ids: &mut Vec<u32>,
+        new_rows: &mut Vec<u32>,
+    ) -> ExecResult<bool> {
+        let Some((layout, map)) = self.packed.as_mut() else {
+            return Ok(false);
+        };
+        let Some(codes) = OneByteKeys::of(keys) else {
+            return Ok(false);
+        };
+        if n > codes.len() || selected.is_some_and(|s| s.iter().any(|&r| r as usize >= codes.len()))
+        {
+            return Ok(false);
+        }
+        let table = match &mut self.byte_codes {
+            Some(t) => t,
+            None => {
+                let t = ByteCodes::new();
+                self.bytes += t.bytes();
+                self.byte_codes.insert(t)
+            }
+        };
+        let (before, bytes) = (self.groups, &mut self.bytes);
+        let row_of = |pos: usize| selected.map_or(pos, |s| s[pos] as usize);
+        // A code met for the first time: its key packed and found (or added)
+        // in the packed map, as the packed path would.
+        let resolve = |pos: usize| -> ExecResult<u32> {
+            let row = [row_of(pos) as u32];
+            let key = layout
+                .pack_at(keys, 1, Some(&row))
+                .and_then(|k| k.first().copied())
+                .ok_or_else(|| ExecError::Internal("one-byte keys did not pack".into()))?;
+            let next = (before + new_rows.len()) as u32;
+            Ok(match map.entry(key) {
+                Entry::Occupied(e) => *e.get(),
+                Entry::Vacant(e) => {
+                    *bytes += 32;
+                    new_rows.push(pos as u32);
+                    *e.insert(next)
+                }
+            })
+        };
+        match selected {
+            Some(sel) => table.group_ids(&codes, sel.iter().map(|&r| r as usize), ids, resolve)?,
+            None => table.group_ids(&codes, 0..n, ids, resolve)?,
+        }
+        Ok(true)
     }
 
     /// Group numbers of the `selected` rows of packable `keys`, read in place;
@@ -141,15 +205,17 @@ impl AggState {
         selected: &[u32],
         ctx: &ExecContext,
     ) -> ExecResult<Option<Vec<u32>>> {
-        let Some((layout, _)) = &self.packed else {
-            return Ok(None);
-        };
-        let Some(packed) = layout.pack_at(keys, selected.len(), Some(selected)) else {
-            return Ok(None);
-        };
         let mut ids = Vec::with_capacity(selected.len());
         let mut new_rows = Vec::new();
-        self.packed_group_ids(&packed, &mut ids, &mut new_rows);
+        if !self.one_byte_group_ids(keys, 0, Some(selected), &mut ids, &mut new_rows)? {
+            let Some((layout, _)) = &self.packed else {
+                return Ok(None);
+            };
+            let Some(packed) = layout.pack_at(keys, selected.len(), Some(selected)) else {
+                return Ok(None);
+            };
+            self.packed_group_ids(&packed, &mut ids, &mut new_rows);
+        }
         for r in &mut new_rows {
             *r = selected[*r as usize];
         }
@@ -297,6 +363,7 @@ impl AggState {
             return Some(p);
         }
         self.packed = None;
+        self.byte_codes = None;
         let mut buf = Vec::new();
         for g in 0..self.groups {
             buf.clear();
