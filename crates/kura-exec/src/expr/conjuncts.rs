@@ -43,7 +43,8 @@ pub fn cheap_first(pred: &PhysExpr) -> PhysExpr {
     })
 }
 
-fn flatten<'a>(e: &'a PhysExpr, out: &mut Vec<&'a PhysExpr>) {
+/// The conjuncts of `e`, left to right.
+pub(super) fn flatten<'a>(e: &'a PhysExpr, out: &mut Vec<&'a PhysExpr>) {
     match e {
         PhysExpr::Binary {
             op: BinaryOp::And,

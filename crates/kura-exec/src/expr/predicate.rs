@@ -4,6 +4,7 @@
 
 use kura_common::{Batch, Vector};
 
+use super::conjuncts::flatten;
 use super::eval::bools;
 use super::{BinaryOp, PhysExpr};
 use crate::error::ExecResult;
@@ -28,7 +29,7 @@ pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
     } = pred
     {
         let mut parts = Vec::new();
-        conjuncts(pred, &mut parts);
+        flatten(pred, &mut parts);
         let mut batch = batch;
         let mut i = 0;
         while i < parts.len() {
@@ -106,22 +107,6 @@ pub fn eval_predicate(pred: &PhysExpr, batch: Batch) -> ExecResult<Batch> {
         selection: Some(sel),
         ..batch
     })
-}
-
-/// The conjuncts of `e`, left to right.
-fn conjuncts<'a>(e: &'a PhysExpr, out: &mut Vec<&'a PhysExpr>) {
-    match e {
-        PhysExpr::Binary {
-            op: BinaryOp::And,
-            left,
-            right,
-            ..
-        } => {
-            conjuncts(left, out);
-            conjuncts(right, out);
-        }
-        _ => out.push(e),
-    }
 }
 
 /// `left OR right` as a filter: the rows where the left side is TRUE are kept,
