@@ -115,7 +115,11 @@ impl Executor<'_> {
         // are delivered, so a small limit keeps windows small.
         let target = STREAM_WINDOW_BYTES.min(self.ctx.memory.limit() / 4);
         let mut start = 0;
-        while start < morsels {
+        // At least one window, even over no morsels: the pipeline's tails (a
+        // FULL or RIGHT join's unmatched build rows) follow its last morsel,
+        // and a probe side with none (an index join over an empty input) must
+        // still emit them.
+        loop {
             let end = (start + window).min(morsels);
             let sink = Arc::new(CollectSink::default());
             let stopped = pipeline.run_range(sink.clone(), plan.id, self.ctx, start..end)?;
@@ -129,7 +133,7 @@ impl Executor<'_> {
                     return Ok(());
                 }
             }
-            if stopped {
+            if stopped || end >= morsels {
                 break;
             }
             start = end;

@@ -180,3 +180,30 @@ fn an_open_cursor_holds_its_rows_against_the_shared_budget_until_closed() {
     assert_eq!(e.sqlstate(), "53200", "{e}");
     assert_eq!(small.shared_memory().0, 0);
 }
+
+#[test]
+fn a_streamed_full_join_over_an_empty_probe_side_still_emits_the_build_rows() {
+    // The probe side is an index join over no rows: its pipeline has no morsel,
+    // and the build rows no probe row matched come only as the pipeline's tail.
+    let (_dir, db) = tpch(1 << 30);
+    let mut s = db.session();
+    s.execute("CREATE INDEX IF NOT EXISTS orders_key ON orders (o_orderkey)")
+        .unwrap();
+    let sql = "SELECT t5.o_custkey FROM orders t1 \
+               JOIN orders t2 ON t1.o_orderkey = t2.o_orderkey \
+               JOIN orders t3 ON t1.o_orderkey = t3.o_orderkey AND 1 = 0 \
+               FULL JOIN orders t5 ON TRUE";
+    for mode in ["serial", "static", "ooo"] {
+        s.execute(&format!("SET execution_mode = '{mode}'"))
+            .unwrap();
+        let plan = s.execute(&format!("EXPLAIN {sql}")).unwrap();
+        let plan = format!("{:?}", plan.rows());
+        assert!(plan.contains("index_nested_loop_join"), "{mode}: {plan}");
+        let whole = s.execute(sql).unwrap();
+        assert_eq!(whole.rows().len(), 15_000, "{mode}");
+        let mut sink = Collect::default();
+        let streamed = s.execute_streaming(sql, &mut sink).unwrap();
+        assert_eq!(sink.rows.len(), 15_000, "{mode}");
+        assert_eq!(streamed.tag, "SELECT 15000", "{mode}");
+    }
+}
