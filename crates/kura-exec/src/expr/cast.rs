@@ -143,16 +143,28 @@ pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
             validity: v.validity.clone(),
         });
     }
+    // CHAR's trailing blanks are padding: PostgreSQL drops them when a CHAR
+    // value becomes another text type (`'a '::char(3)::varchar` is 'a', and so
+    // is the CHAR operand of `||`).
+    let unpad = matches!(from, DataType::Char(_)) && matches!(to, DataType::Varchar(_));
     if from.is_text() && to.is_text() && to.max_len().is_none() {
+        let data = match &v.data {
+            kura_common::ColumnData::Str(s) if unpad => kura_common::ColumnData::Str(unpadded(s)),
+            other => other.clone(),
+        };
         return Ok(Vector {
             data_type: to,
-            data: v.data.clone(),
+            data,
             validity: v.validity.clone(),
         });
     }
     let mut out = Vector::new(to, v.len());
     for i in 0..v.len() {
-        let c = cast_value(&v.get_value(i), to)?;
+        let mut x = v.get_value(i);
+        if let (true, Value::Text(t)) = (unpad, &mut x) {
+            t.truncate(t.trim_end_matches(' ').len());
+        }
+        let c = cast_value(&x, to)?;
         if !out.push_value(&c) {
             return Err(ExecError::Internal(format!(
                 "cast produced a value not of type {to}"
@@ -160,6 +172,23 @@ pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
         }
     }
     Ok(out)
+}
+
+/// The strings of `s` without their trailing blanks.
+fn unpadded(s: &kura_common::StrVec) -> kura_common::StrVec {
+    let n = s.offsets.len().saturating_sub(1);
+    let mut out = kura_common::StrVec {
+        offsets: Vec::with_capacity(n + 1),
+        data: Vec::with_capacity(s.data.len()),
+    };
+    out.offsets.push(0);
+    for i in 0..n {
+        let b = s.get_bytes(i);
+        let keep = b.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
+        out.data.extend_from_slice(&b[..keep]);
+        out.offsets.push(out.data.len() as u32);
+    }
+    out
 }
 
 /// Casts a vector for storing into a column of type `to` (PostgreSQL's assignment
