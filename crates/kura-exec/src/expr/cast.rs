@@ -5,6 +5,7 @@ use kura_common::decimal::{parse_decimal_bytes, rescale};
 use kura_common::{date, DataType, Value, Vector};
 
 use super::arith::{from_i128, rescale_all, scale_of, to_f64, to_i128};
+use super::compare::trim_blanks;
 use crate::error::{ExecError, ExecResult};
 
 fn invalid(ty: DataType, text: &str) -> ExecError {
@@ -162,7 +163,7 @@ pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
     for i in 0..v.len() {
         let mut x = v.get_value(i);
         if let (true, Value::Text(t)) = (unpad, &mut x) {
-            t.truncate(t.trim_end_matches(' ').len());
+            t.truncate(trim_blanks(t.as_bytes()).len());
         }
         let c = cast_value(&x, to)?;
         if !out.push_value(&c) {
@@ -183,9 +184,7 @@ fn unpadded(s: &kura_common::StrVec) -> kura_common::StrVec {
     };
     out.offsets.push(0);
     for i in 0..n {
-        let b = s.get_bytes(i);
-        let keep = b.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
-        out.data.extend_from_slice(&b[..keep]);
+        out.data.extend_from_slice(trim_blanks(s.get_bytes(i)));
         out.offsets.push(out.data.len() as u32);
     }
     out

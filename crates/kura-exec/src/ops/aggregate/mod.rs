@@ -180,15 +180,7 @@ impl AggState {
                 .pack_at(keys, 1, Some(&row))
                 .and_then(|k| k.first().copied())
                 .ok_or_else(|| ExecError::Internal("one-byte keys did not pack".into()))?;
-            let next = (before + new_rows.len()) as u32;
-            Ok(match map.entry(key) {
-                Entry::Occupied(e) => *e.get(),
-                Entry::Vacant(e) => {
-                    *bytes += 32;
-                    new_rows.push(pos as u32);
-                    *e.insert(next)
-                }
-            })
+            Ok(packed_group(map, key, before, bytes, new_rows, pos))
         };
         match selected {
             Some(sel) => table.group_ids(&codes, sel.iter().map(|&r| r as usize), ids, resolve)?,
@@ -308,15 +300,7 @@ impl AggState {
                 ids.push(rid);
                 continue;
             }
-            let next = (before + new_rows.len()) as u32;
-            let id = match map.entry(*k) {
-                Entry::Occupied(e) => *e.get(),
-                Entry::Vacant(e) => {
-                    self.bytes += 32;
-                    new_rows.push(row as u32);
-                    *e.insert(next)
-                }
-            };
+            let id = packed_group(map, *k, before, &mut self.bytes, new_rows, row);
             recent[slot] = (*k, id);
             ids.push(id);
         }
@@ -378,6 +362,28 @@ impl AggState {
         self.groups += n;
         let g = self.groups;
         self.accs.iter_mut().for_each(|a| a.grow(g));
+    }
+}
+
+/// The group of packed key `key` in `map`, added as group `before +
+/// new_rows.len()` (counted in `bytes`, its row `row` noted in `new_rows`)
+/// when new.
+fn packed_group(
+    map: &mut HashMap<u128, u32>,
+    key: u128,
+    before: usize,
+    bytes: &mut u64,
+    new_rows: &mut Vec<u32>,
+    row: usize,
+) -> u32 {
+    let next = (before + new_rows.len()) as u32;
+    match map.entry(key) {
+        Entry::Occupied(e) => *e.get(),
+        Entry::Vacant(e) => {
+            *bytes += 32;
+            new_rows.push(row as u32);
+            *e.insert(next)
+        }
     }
 }
 
