@@ -43,11 +43,16 @@ impl Scope {
         self.pending.load(Ordering::Acquire) == 0
     }
 
-    /// Records a task's end, with its error if it failed.
+    /// Records a task's end, with its error if it failed. The first error is
+    /// kept, except that a panic replaces an earlier error that is not one: a
+    /// task that panics while holding a completer abandons its waiters, and on
+    /// another worker their `Abandoned` errors can be recorded before the panic
+    /// that caused them.
     pub(crate) fn task_finished(&self, error: Option<RuntimeError>) {
         if let Some(error) = error {
             let mut first = self.first_error.lock().unwrap_or_else(|e| e.into_inner());
-            if first.is_none() {
+            let panic = |e: &RuntimeError| matches!(e, RuntimeError::Panic(_));
+            if first.as_ref().is_none_or(|f| panic(&error) && !panic(f)) {
                 *first = Some(error);
             }
             self.cancelled.store(true, Ordering::Relaxed);
@@ -72,5 +77,33 @@ impl Scope {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::RuntimeConfig;
+
+    fn scope() -> Arc<Scope> {
+        let shared = Shared::new(RuntimeConfig::default(), 1, false).expect("slots");
+        Scope::new(Arc::new(shared))
+    }
+
+    #[test]
+    fn a_panic_outranks_the_errors_it_caused_and_the_first_error_stays_otherwise() {
+        let s = scope();
+        (0..3).for_each(|_| s.task_started());
+        s.task_finished(Some(RuntimeError::Abandoned));
+        s.task_finished(Some(RuntimeError::Panic("reader died".into())));
+        s.task_finished(Some(RuntimeError::Panic("later".into())));
+        assert!(s.is_done());
+        assert!(matches!(s.take_error(), Some(RuntimeError::Panic(m)) if m == "reader died"));
+
+        let s = scope();
+        (0..2).for_each(|_| s.task_started());
+        s.task_finished(Some(RuntimeError::Task("first".into())));
+        s.task_finished(Some(RuntimeError::Abandoned));
+        assert!(matches!(s.take_error(), Some(RuntimeError::Task(e)) if e.to_string() == "first"));
     }
 }
