@@ -1,9 +1,10 @@
 //! A second buffer tier cannot change an answer: TPC-H SF 0.01 with paper 003's
 //! indexes, every query and (A)–(D), in the three execution modes over a 3 MiB
 //! pool with a compressed tier below it, exclusive (set at open) and inclusive
-//! (`SET tier2_mode`), then a tier of OS page cache (`SET tier2_kind`) in both
-//! modes, each answer checked against the reference answers; the tier serves
-//! misses, no frame stays pinned and the pool stays consistent.
+//! (`SET tier2_mode`), then a tier of OS page cache (`SET tier2_kind`, 6 MiB
+//! when inclusive) in both modes, each answer checked against the reference
+//! answers; the tier serves misses, no frame stays pinned and the pool stays
+//! consistent.
 
 use kura::tpch::load::Source;
 use kura::tpch::run::{answers_dir, run_queries, CheckStatus, QUERY_IDS};
@@ -42,11 +43,15 @@ fn a_tiny_pool_over_a_tier_gives_the_reference_answers_in_both_modes() {
     session.execute("SET enable_index = on").unwrap();
     let ids: Vec<String> = QUERY_IDS.iter().map(|s| s.to_string()).collect();
     let mut failures = Vec::new();
-    for (kind, tier_mode) in [
-        ("compressed", "exclusive"),
-        ("compressed", "inclusive"),
-        ("page_cache", "inclusive"),
-        ("page_cache", "exclusive"),
+    // An inclusive tier of whole pages smaller than the pool holds mostly what
+    // the pool holds too: it serves a miss only when the pool's policy let a
+    // page go before 128 newer reads did (0 to 21 hits per pass of the serial
+    // mode were measured). One larger than the pool holds what the pool let go.
+    for (kind, tier_mode, capacity) in [
+        ("compressed", "exclusive", 2u64 << 20),
+        ("compressed", "inclusive", 2 << 20),
+        ("page_cache", "inclusive", 6 << 20),
+        ("page_cache", "exclusive", 2 << 20),
     ] {
         session
             .execute(&format!("SET tier2_mode = '{tier_mode}'"))
@@ -54,10 +59,13 @@ fn a_tiny_pool_over_a_tier_gives_the_reference_answers_in_both_modes() {
         session
             .execute(&format!("SET tier2_kind = '{kind}'"))
             .unwrap();
+        session
+            .execute(&format!("SET tier2 = '{}MB'", capacity >> 20))
+            .unwrap();
         let config = bm.tier_config().expect("a tier is on");
         assert_eq!(config.mode.name(), tier_mode);
         assert_eq!(config.kind.name(), kind);
-        assert_eq!(config.capacity, TierCapacity::Bytes(2 << 20));
+        assert_eq!(config.capacity, TierCapacity::Bytes(capacity));
         // The page-cache tier in the synchronous and the io_uring read paths.
         let modes: &[&str] = if kind == "compressed" {
             &["serial", "static", "ooo"]
@@ -85,7 +93,7 @@ fn a_tiny_pool_over_a_tier_gives_the_reference_answers_in_both_modes() {
                 d.tier_hits > 0,
                 "{kind} {tier_mode} {mode}: the tier served nothing: {d:?}"
             );
-            assert!(d.tier_bytes <= 2 << 20, "{kind} {tier_mode} {mode}: {d:?}");
+            assert!(d.tier_bytes <= capacity, "{kind} {tier_mode} {mode}: {d:?}");
             assert_eq!(
                 bm.pinned_frames(),
                 0,
