@@ -98,7 +98,7 @@ fn an_old_format_file_is_refused_by_version() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("kura database of format version 1; this kura reads format versions 2 to 5"),
+        err.contains("kura database of format version 1; this kura reads format versions 2 to 6"),
         "{err}"
     );
     assert_eq!(

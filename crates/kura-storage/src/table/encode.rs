@@ -1,8 +1,10 @@
 //! Column-page encoding: a page holds a run of one column's values — row count,
 //! flags, optional validity bitmap, then fixed-width little-endian values,
-//! bit-packed integer offsets (format 5, flag [`PACKED`], see [`packed`]) or
-//! (offsets, bytes) for text. Decoding appends a row sub-range of a page to a
-//! vector, so a single row costs one page.
+//! bit-packed integer offsets (format 5, flag [`PACKED`], see [`packed`]),
+//! (offsets, bytes) for text, or a dictionary and bit-packed codes for text
+//! whose values repeat (format 6, flag [`DICT`], see [`dict`]). Decoding
+//! appends a row sub-range of a page to a vector, so a single row costs one
+//! page.
 //!
 //! A text value too long for a page of its own (format 3) is a *long-value page*:
 //! one row, flag [`LONG`], the value's length, the first of its overflow pages and
@@ -13,7 +15,7 @@
 use kura_common::types::PhysicalType;
 use kura_common::{ColumnData, DataType, Vector};
 
-use super::packed;
+use super::{dict, packed};
 use crate::file::PageId;
 
 /// Bytes before the bitmap: row count (4), flags (1), reserved (3).
@@ -26,6 +28,9 @@ const LONG_HEAD: usize = 16;
 /// The page's integer values are bit-packed offsets from a base (format 5,
 /// [`packed`]).
 const PACKED: u8 = 4;
+/// The page's text values are a dictionary and bit-packed codes (format 6,
+/// [`dict`]).
+const DICT: u8 = 8;
 /// Before the bytes of an overflow page: next page (8, 0 = last), bytes used (4).
 pub const OVERFLOW_LINK: usize = 12;
 
@@ -129,7 +134,15 @@ pub fn rows_that_fit(v: &Vector, start: usize, payload: usize) -> usize {
                 }
                 n += 1;
             }
-            n
+            // A dictionary page when it holds more rows (`encode` tells the
+            // two apart by whether the plain page fits).
+            n.max(dict::rows_that_fit(
+                s,
+                start,
+                remaining,
+                payload - HEAD,
+                bitmap_len,
+            ))
         }
     }
 }
@@ -182,6 +195,12 @@ pub fn encode(v: &Vector, start: usize, n: usize, out: &mut [u8]) {
         ColumnData::F64(x) => put!(x, 8),
         ColumnData::Str(s) => {
             let base = s.offsets[start];
+            let bytes = (s.offsets[start + n] - base) as usize;
+            if pos + 4 * (n + 1) + bytes > out.len() {
+                out[4] |= DICT;
+                dict::encode(s, start, n, &mut out[pos..]);
+                return;
+            }
             for i in 0..=n {
                 let off = s.offsets[start + i] - base;
                 out[pos + 4 * i..pos + 4 * i + 4].copy_from_slice(&off.to_le_bytes());
@@ -199,12 +218,11 @@ pub fn row_count(page: &[u8]) -> usize {
         .map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()) as usize)
 }
 
-/// Appends rows `from..to` of the page to `out` (whose type is `dt`).
-/// Returns an error text if the page's structure is inconsistent.
-/// Appends the values at page rows `rows` (ascending) of a fixed-width column
-/// page to `out`: packed pages load each value where it lies, plain ones copy
-/// it. `Ok(false)`, with `out` unchanged, for pages this cannot serve (text,
-/// long values, booleans): the caller decodes the range and takes the rows.
+/// Appends the values at page rows `rows` (ascending) of a fixed-width or a
+/// dictionary column page to `out`: packed pages load each value (or code)
+/// where it lies, plain ones copy it. `Ok(false)`, with `out` unchanged, for
+/// pages this cannot serve (plain text, long values, booleans): the caller
+/// decodes the range and takes the rows.
 pub fn decode_rows_into(
     page: &[u8],
     dt: DataType,
@@ -222,11 +240,13 @@ pub fn decode_rows_into(
         ));
     }
     let flags = page[4];
+    let dictionary = flags & DICT != 0 && dt.physical() == PhysicalType::Str;
     if flags & LONG != 0
-        || !matches!(
-            dt.physical(),
-            PhysicalType::I32 | PhysicalType::I64 | PhysicalType::I128 | PhysicalType::F64
-        )
+        || !(dictionary
+            || matches!(
+                dt.physical(),
+                PhysicalType::I32 | PhysicalType::I64 | PhysicalType::I128 | PhysicalType::F64
+            ))
     {
         return Ok(false);
     }
@@ -240,7 +260,21 @@ pub fn decode_rows_into(
     } else {
         None
     };
-    let packing = if flags & PACKED != 0 {
+    // A dictionary page: its values at the rows, checked before `out` changes.
+    let text = match dictionary {
+        true if !matches!(out.data, ColumnData::Str(_)) => {
+            return Err(format!("vector of the wrong type for {dt}"))
+        }
+        true => {
+            let dict = dict::Page::parse(&page[pos..], n)?;
+            let codes = dict.codes_at(rows)?;
+            Some((dict, codes))
+        }
+        false => None,
+    };
+    let packing = if text.is_some() {
+        None
+    } else if flags & PACKED != 0 {
         if !matches!(dt.physical(), PhysicalType::I32 | PhysicalType::I64) {
             return Err(format!("a packed column page read as {dt}"));
         }
@@ -256,8 +290,12 @@ pub fn decode_rows_into(
         }
         None
     };
-    // Checked above: nothing below fails, so `out` changes only on success.
     let before = out.len();
+    if let (Some((dict, codes)), ColumnData::Str(s)) = (&text, &mut out.data) {
+        // Only the text limit can fail: before the validity changes.
+        dict.append(codes, s)?;
+    }
+    // Checked above: nothing below fails, so `out` changes only on success.
     if let Some(bm) = bitmap {
         let validity = out.validity.get_or_insert_with(|| vec![true; before]);
         validity.extend(
@@ -283,11 +321,14 @@ pub fn decode_rows_into(
         (ColumnData::I64(v), None) => plain!(v, i64, 8),
         (ColumnData::I128(v), None) => plain!(v, i128, 16),
         (ColumnData::F64(v), None) => plain!(v, f64, 8),
+        (ColumnData::Str(_), None) if text.is_some() => {} // appended above
         _ => return Err(format!("vector of the wrong type for {dt}")),
     }
     Ok(true)
 }
 
+/// Appends rows `from..to` of the page to `out` (whose type is `dt`).
+/// Returns an error text if the page's structure is inconsistent.
 pub fn decode_into(
     page: &[u8],
     dt: DataType,
@@ -320,8 +361,12 @@ pub fn decode_into(
     } else {
         None
     };
+    let dictionary = flags & DICT != 0;
+    if dictionary && dt.physical() != PhysicalType::Str {
+        return Err(format!("a dictionary column page read as {dt}"));
+    }
     let text = match dt.physical() {
-        PhysicalType::Str => Some(text_span(page, pos, n, from, to)?),
+        PhysicalType::Str if !dictionary => Some(text_span(page, pos, n, from, to)?),
         _ => None,
     };
     let packing = if flags & PACKED != 0 {
@@ -382,6 +427,9 @@ pub fn decode_into(
         (ColumnData::I64(v), PhysicalType::I64) => get!(v, i64, 8),
         (ColumnData::I128(v), PhysicalType::I128) => get!(v, i128, 16),
         (ColumnData::F64(v), PhysicalType::F64) => get!(v, f64, 8),
+        (ColumnData::Str(s), PhysicalType::Str) if dictionary => {
+            dict::decode(&page[pos..], n, from, to, s)
+        }
         (ColumnData::Str(s), PhysicalType::Str) => {
             let (offsets_at, a, bytes) = text.expect("text span checked above");
             if s.data.len() + bytes.len() > u32::MAX as usize {
@@ -519,6 +567,91 @@ mod tests {
         assert!(out.is_null(0));
         assert_eq!(out.get_value(1), Value::Text("".into()));
         assert_eq!(out.get_value(2), Value::Text("xyz".into()));
+    }
+
+    #[test]
+    fn repeating_text_takes_a_dictionary_page_and_distinct_text_does_not() {
+        // Ship modes with NULLs: a dictionary page holds many times the rows.
+        let modes = ["AIR", "REG AIR", "MAIL", "SHIP", "TRUCK", "RAIL", "FOB"];
+        let vals: Vec<Value> = (0..20_000)
+            .map(|i| match i % 13 {
+                0 => Value::Null,
+                _ => Value::Text(modes[i % 7].into()),
+            })
+            .collect();
+        let dt = DataType::Varchar(None);
+        let v = Vector::from_values(dt, &vals).unwrap();
+        let plain_rows = 16368 / 9;
+        let n = rows_that_fit(&v, 0, 16368);
+        assert!(n > 10 * plain_rows, "{n} rows");
+        let mut page = vec![0u8; 16368];
+        encode(&v, 0, n, &mut page);
+        assert_eq!(page[4], HAS_NULLS | DICT);
+        let mut out = Vector::new(dt, 0);
+        decode_into(&page, dt, 5, n, &mut out).unwrap();
+        for (i, want) in vals.iter().enumerate().take(n).skip(5) {
+            assert_eq!(&out.get_value(i - 5), want, "row {i}");
+        }
+        // Read as another type, it is refused.
+        assert!(decode_into(
+            &page,
+            DataType::BigInt,
+            0,
+            1,
+            &mut Vector::new(DataType::BigInt, 0)
+        )
+        .is_err());
+        // Distinct values stay plain.
+        let vals: Vec<Value> = (0..2000).map(|i| Value::Text(format!("c{i}"))).collect();
+        let v = Vector::from_values(dt, &vals).unwrap();
+        let n = rows_that_fit(&v, 0, 16368);
+        let mut page = vec![0u8; 16368];
+        encode(&v, 0, n, &mut page);
+        assert_eq!(page[4] & DICT, 0);
+    }
+
+    #[test]
+    fn dictionary_pages_of_every_value_width_decode_ranges_and_rows() {
+        let dt = DataType::Varchar(None);
+        // Values up to 8, 16, 32 bytes and longer: each copy width and the
+        // general path, with an empty value and NULLs among them.
+        for longest in [8, 16, 32, 40] {
+            let words: Vec<String> = (0..=longest)
+                .map(|k| "é".repeat(k / 2) + &"w".repeat(k % 2))
+                .collect();
+            let vals: Vec<Value> = (0..5000)
+                .map(|i| match i % 11 {
+                    0 => Value::Null,
+                    _ => Value::Text(words[i * 7 % words.len()].clone()),
+                })
+                .collect();
+            let v = Vector::from_values(dt, &vals).unwrap();
+            let n = rows_that_fit(&v, 0, 16368);
+            let mut page = vec![0u8; 16368];
+            encode(&v, 0, n, &mut page);
+            assert_eq!(page[4] & DICT, DICT, "longest {longest}");
+            let mut out = Vector::from_values(dt, &[Value::Text("first".into())]).unwrap();
+            decode_into(&page, dt, 2, n, &mut out).unwrap();
+            for (i, want) in vals.iter().enumerate().take(n).skip(2) {
+                assert_eq!(&out.get_value(i - 1), want, "longest {longest} row {i}");
+            }
+            let rows: Vec<u32> = (0..n as u32).filter(|r| r % 3 == 1).collect();
+            // A vector without NULLs so far: the page's NULLs start its bitmap.
+            let mut out = Vector::from_values(dt, &[Value::Text("x".into())]).unwrap();
+            assert!(decode_rows_into(&page, dt, &rows, &mut out).unwrap());
+            assert_eq!(out.get_value(0), Value::Text("x".into()));
+            assert_eq!(out.len(), 1 + rows.len());
+            for (k, &r) in rows.iter().enumerate() {
+                assert_eq!(
+                    out.get_value(1 + k),
+                    vals[r as usize],
+                    "longest {longest} row {r}"
+                );
+            }
+            let mut wrong = Vector::new(DataType::BigInt, 0);
+            assert!(decode_rows_into(&page, dt, &rows, &mut wrong).is_err());
+            assert_eq!(wrong.len(), 0);
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! a column" and "fetch these row ids of a column" — so a second layout (PAX/row)
 //! can sit behind it later (DESIGN.md "Data").
 
+mod dict;
 pub mod encode;
 pub mod meta;
 pub mod packed;

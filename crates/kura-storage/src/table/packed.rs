@@ -124,19 +124,26 @@ pub fn rows_that_fit(
 /// after the page head and bitmap, zeroed).
 pub fn encode(v: &Vector, start: usize, n: usize, p: Packing, out: &mut [u8]) {
     let at = int_at(v).expect("only integer vectors are packed");
+    let offsets = (start..start + n).map(|i| {
+        if valid(v, i) {
+            at(i).wrapping_sub(p.base) as u64
+        } else {
+            0
+        }
+    });
+    encode_offsets(offsets, p, out);
+}
+
+/// Writes a packed body of `p` holding `offsets` (each below `2^p.bits`) into
+/// `out` (zeroed, at least [`packed_bytes`] long).
+pub fn encode_offsets(offsets: impl Iterator<Item = u64>, p: Packing, out: &mut [u8]) {
     out[0..8].copy_from_slice(&p.base.to_le_bytes());
     out[8] = p.bits as u8;
     if p.bits == 0 {
         return;
     }
     let data = &mut out[PACK_HEAD..];
-    for k in 0..n {
-        let i = start + k;
-        let off = if valid(v, i) {
-            at(i).wrapping_sub(p.base) as u64
-        } else {
-            0
-        };
+    for (k, off) in offsets.enumerate() {
         let bit = k * p.bits as usize;
         let (byte, shift) = (bit / 8, bit % 8);
         let word = u64::from_le_bytes(data[byte..byte + 8].try_into().unwrap());
