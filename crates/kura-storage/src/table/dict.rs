@@ -13,7 +13,7 @@
 //! row has a code, a NULL row the one of the bytes its vector held, so a page
 //! decodes to exactly the vector it was written from.
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use kura_common::vector::StrVec;
 
 use super::packed::{self, Packing};
@@ -49,12 +49,12 @@ pub fn rows_that_fit(
     space: usize,
     bitmap: impl Fn(usize) -> usize,
 ) -> usize {
-    let mut seen: HashMap<&[u8], ()> = HashMap::new();
+    let mut seen: HashSet<&[u8]> = HashSet::new();
     let mut bytes = 0;
     let mut n = 0;
     while n < remaining.min(packed::MAX_PACKED_ROWS) {
         let value = s.get_bytes(start + n);
-        let new = !seen.contains_key(value);
+        let new = !seen.contains(value);
         let (d, b) = if new {
             (seen.len() + 1, bytes + value.len())
         } else {
@@ -64,7 +64,7 @@ pub fn rows_that_fit(
             break;
         }
         if new {
-            seen.insert(value, ());
+            seen.insert(value);
             bytes = b;
         }
         n += 1;

@@ -260,21 +260,18 @@ pub fn decode_rows_into(
     } else {
         None
     };
-    // A dictionary page: its values at the rows, checked before `out` changes.
-    let text = match dictionary {
-        true if !matches!(out.data, ColumnData::Str(_)) => {
-            return Err(format!("vector of the wrong type for {dt}"))
-        }
-        true => {
-            let dict = dict::Page::parse(&page[pos..], n)?;
-            let codes = dict.codes_at(rows)?;
-            Some((dict, codes))
-        }
-        false => None,
-    };
-    let packing = if text.is_some() {
-        None
-    } else if flags & PACKED != 0 {
+    if dictionary {
+        let ColumnData::Str(s) = &mut out.data else {
+            return Err(format!("vector of the wrong type for {dt}"));
+        };
+        let before = s.len();
+        // Everything that can fail comes before the values change.
+        let dict = dict::Page::parse(&page[pos..], n)?;
+        dict.append(&dict.codes_at(rows)?, s)?;
+        extend_validity(out, before, bitmap, rows);
+        return Ok(true);
+    }
+    let packing = if flags & PACKED != 0 {
         if !matches!(dt.physical(), PhysicalType::I32 | PhysicalType::I64) {
             return Err(format!("a packed column page read as {dt}"));
         }
@@ -290,21 +287,8 @@ pub fn decode_rows_into(
         }
         None
     };
-    let before = out.len();
-    if let (Some((dict, codes)), ColumnData::Str(s)) = (&text, &mut out.data) {
-        // Only the text limit can fail: before the validity changes.
-        dict.append(codes, s)?;
-    }
     // Checked above: nothing below fails, so `out` changes only on success.
-    if let Some(bm) = bitmap {
-        let validity = out.validity.get_or_insert_with(|| vec![true; before]);
-        validity.extend(
-            rows.iter()
-                .map(|&i| bm[i as usize / 8] & (1 << (i % 8)) != 0),
-        );
-    } else if let Some(validity) = &mut out.validity {
-        validity.extend(std::iter::repeat_n(true, rows.len()));
-    }
+    extend_validity(out, out.len(), bitmap, rows);
     let body = &page[pos..];
     macro_rules! plain {
         ($vec:expr, $t:ty, $w:expr) => {
@@ -321,10 +305,23 @@ pub fn decode_rows_into(
         (ColumnData::I64(v), None) => plain!(v, i64, 8),
         (ColumnData::I128(v), None) => plain!(v, i128, 16),
         (ColumnData::F64(v), None) => plain!(v, f64, 8),
-        (ColumnData::Str(_), None) if text.is_some() => {} // appended above
         _ => return Err(format!("vector of the wrong type for {dt}")),
     }
     Ok(true)
+}
+
+/// Appends the NULL flags of page rows `rows` (from the page's bitmap, if it
+/// has one) to `out`, which held `before` rows before their values.
+fn extend_validity(out: &mut Vector, before: usize, bitmap: Option<&[u8]>, rows: &[u32]) {
+    if let Some(bm) = bitmap {
+        let validity = out.validity.get_or_insert_with(|| vec![true; before]);
+        validity.extend(
+            rows.iter()
+                .map(|&i| bm[i as usize / 8] & (1 << (i % 8)) != 0),
+        );
+    } else if let Some(validity) = &mut out.validity {
+        validity.extend(std::iter::repeat_n(true, rows.len()));
+    }
 }
 
 /// Appends rows `from..to` of the page to `out` (whose type is `dt`).
