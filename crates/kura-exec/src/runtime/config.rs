@@ -27,7 +27,9 @@ pub struct RuntimeConfig {
     pub ring_entries: u32,
     /// Read path.
     pub io: IoBackend,
-    /// Bytes of freed I/O buffers each worker keeps for reuse.
+    /// Bytes of freed I/O buffers each worker keeps for reuse. A scan's
+    /// read-ahead can have thousands of page reads in flight at once; keeping
+    /// all their buffers afterwards held 40 MB per worker that no query used.
     pub pool_cache_bytes: usize,
     /// Sampling interval of the timeline recorder.
     pub timeline_interval: Duration,
@@ -42,7 +44,8 @@ impl Default for RuntimeConfig {
             balance_ratio: 0.5,
             ring_entries: 256,
             io: IoBackend::Auto,
-            pool_cache_bytes: 64 << 20,
+            // A full ring of 16 KiB page reads (256 entries).
+            pool_cache_bytes: 4 << 20,
             timeline_interval: Duration::from_millis(50),
         }
     }
