@@ -69,6 +69,15 @@ impl IndexSource {
         self
     }
 
+    /// Pages the index occupies in the file: its nodes as counted when the
+    /// database was opened or last committed; for an index built since (in an
+    /// open transaction), its leaves and one interior node per upper level.
+    pub fn stored_pages(&self) -> u64 {
+        self.bm
+            .object_pages(&self.name)
+            .unwrap_or(self.tree.leaf_count.max(1) + u64::from(self.tree.height.saturating_sub(1)))
+    }
+
     pub fn key_types(&self) -> &[DataType] {
         &self.tree.key_types
     }

@@ -80,6 +80,11 @@ pub trait TableSource: Send + Sync {
     fn page_count(&self, col: usize) -> usize {
         self.zones(col).len().max(1)
     }
+    /// Pages the table occupies in its file, and their size in bytes (none for
+    /// tables not stored in pages).
+    fn stored_pages(&self) -> (u64, u64) {
+        (0, 0)
+    }
     /// The B+tree indexes on this table (none for tables not stored in pages).
     fn indexes(&self) -> Vec<Arc<IndexSource>> {
         Vec::new()

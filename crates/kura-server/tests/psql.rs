@@ -146,6 +146,14 @@ fn psql_describe_commands_list_the_catalog() {
     assert!(orders.contains("| 0 bytes"), "{out}");
     let out = run("\\di");
     assert!(out.contains("li_ok") && out.contains("li_u"), "{out}");
+    // \di+ adds sizes (pg_table_size of the index): an empty table's index
+    // has its root node, one 16 kB page.
+    let out = run("\\di+");
+    let li_ok = out
+        .lines()
+        .find(|l| l.contains(" li_ok "))
+        .unwrap_or_default();
+    assert!(li_ok.contains("| 16 kB"), "{out}");
     assert!(out.contains("| lineitem"), "the index's table: {out}");
     let out = run("\\dv");
     assert!(

@@ -131,6 +131,12 @@ impl TableSource for StorageTable {
     fn indexes(&self) -> Vec<Arc<IndexSource>> {
         self.indexes.clone()
     }
+    fn stored_pages(&self) -> (u64, u64) {
+        (
+            self.table.stored_pages(),
+            self.table.buffer().page_size() as u64,
+        )
+    }
     fn fetch_rows(&self, col: usize, row_ids: &[u64]) -> ExecResult<Vector> {
         self.table.fetch_rows(col, row_ids).map_err(ExecError::from)
     }

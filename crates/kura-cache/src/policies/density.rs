@@ -67,6 +67,11 @@ impl ObjectMap {
         self.sizes.get(obj as usize).copied().unwrap_or(1)
     }
 
+    /// The number of the object named `name`, if the map has one.
+    pub fn find(&self, name: &str) -> Option<u32> {
+        self.names.iter().position(|n| n == name).map(|i| i as u32)
+    }
+
     pub fn name(&self, obj: u32) -> Option<&str> {
         self.names.get(obj as usize).map(String::as_str)
     }

@@ -134,6 +134,7 @@ impl Binder<'_> {
         names.sort();
         for name in names {
             if let Some(t) = self.catalog.table(&name) {
+                let (pages, page) = t.stored_pages();
                 for ix in t.indexes() {
                     indexes.push((
                         ix.name.clone(),
@@ -141,6 +142,7 @@ impl Binder<'_> {
                         ix.columns.clone(),
                         ix.unique,
                         ix.include.clone(),
+                        (ix.stored_pages(), page),
                     ));
                 }
                 relations.push((
@@ -149,10 +151,11 @@ impl Binder<'_> {
                     t.columns().to_vec(),
                     None,
                     t.row_count(),
+                    (pages, page),
                 ));
             } else if let Some(v) = self.catalog.view(&name) {
                 let columns = self.view_columns(&name, &v.columns);
-                relations.push((name, RelKind::View, columns, Some(v.sql), 0));
+                relations.push((name, RelKind::View, columns, Some(v.sql), 0, (0, 0)));
             }
         }
         let snap = Rc::new(Snapshot::new(SnapshotInput {
@@ -615,6 +618,12 @@ impl Binder<'_> {
         p: Pos,
     ) -> SqlResult<PhysExpr> {
         let x = self.bind_expr(expr, cx)?;
+        self.oid_of(x, kind, p)
+    }
+
+    /// The OID `x` names as a `kind` (regclass, regtype ...): from a name when
+    /// `x` is text, else `x` itself as an integer.
+    fn oid_of(&mut self, x: PhysExpr, kind: &str, p: Pos) -> SqlResult<PhysExpr> {
         if !x.data_type().is_text() || kind == "oid" {
             return coerce(x, DataType::Integer, p);
         }
@@ -759,6 +768,7 @@ impl Binder<'_> {
                 | "pg_table_size"
                 | "pg_relation_size"
                 | "pg_total_relation_size"
+                | "pg_indexes_size"
         ) || (name.starts_with("has_") && name.ends_with("_privilege"));
         if !known {
             return Ok(None);
@@ -950,23 +960,52 @@ impl Binder<'_> {
                     data_type: TEXT,
                 })
             }
-            "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" => {
-                // A table's pages: the column pages its zones occupy. Indexes and
-                // views have no size kura reports (NULL).
-                arity(1..=2)?;
+            "pg_table_size" | "pg_relation_size" | "pg_total_relation_size" | "pg_indexes_size" => {
+                // Bytes in the database file: a table's column and overflow
+                // pages, an index's nodes; the total adds the table's indexes,
+                // pg_indexes_size counts only those. A view has none (0).
+                arity(if name == "pg_relation_size" {
+                    1..=2
+                } else {
+                    1..=1
+                })?;
+                // A name ('lineitem') is a regclass, as in PostgreSQL.
+                let relation = if args[0].data_type().is_text() {
+                    self.oid_of(args[0].clone(), "regclass", p)?
+                } else {
+                    oid_arg(0)?
+                };
                 let snap = self.snapshot();
+                let index_bytes = |oid: i32| -> u64 {
+                    snap.indexes
+                        .iter()
+                        .filter(|i| i.table_oid == oid)
+                        .map(|i| i.bytes)
+                        .sum()
+                };
+                let bytes = |own: u64, oid: i32| match name.as_str() {
+                    "pg_total_relation_size" => own + index_bytes(oid),
+                    "pg_indexes_size" => index_bytes(oid),
+                    _ => own,
+                };
                 let sizes = snap
                     .relations
                     .iter()
-                    .filter(|r| r.kind == RelKind::Table)
-                    .filter_map(|r| {
-                        let t = self.catalog.table(&r.name)?;
-                        let page = t.buffer_manager().map_or(0, |b| b.page_size()) as i64;
-                        let pages: usize = (0..t.columns().len()).map(|c| t.zones(c).len()).sum();
-                        Some((Value::Integer(r.oid), Value::BigInt(pages as i64 * page)))
+                    .map(|r| (r.oid, bytes(r.bytes, r.oid)))
+                    .chain(snap.indexes.iter().map(|i| {
+                        let own = if name == "pg_indexes_size" {
+                            0
+                        } else {
+                            i.bytes
+                        };
+                        (i.oid, own)
+                    }))
+                    .map(|(oid, b)| {
+                        let b = i64::try_from(b).unwrap_or(i64::MAX);
+                        (Value::Integer(oid), Value::BigInt(b))
                     })
                     .collect();
-                lookup(oid_arg(0)?, sizes, DataType::BigInt)
+                lookup(relation, sizes, DataType::BigInt)
             }
             "to_regtype" => {
                 arity(1..=1)?;

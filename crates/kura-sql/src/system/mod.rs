@@ -50,6 +50,9 @@ pub struct SysRelation {
     /// A view's defining query.
     pub definition: Option<String>,
     pub row_count: u64,
+    /// Pages in the database file (0 for a view), and bytes.
+    pub pages: u64,
+    pub bytes: u64,
 }
 
 /// An index with its OID and the table's.
@@ -66,6 +69,9 @@ pub struct SysIndex {
     pub include: Vec<usize>,
     pub include_names: Vec<String>,
     pub unique: bool,
+    /// Pages in the database file, and bytes.
+    pub pages: u64,
+    pub bytes: u64,
 }
 
 impl SysIndex {
@@ -145,12 +151,19 @@ fn assign_oids(keys: &[String]) -> Vec<i32> {
 }
 
 /// A user relation given to [`Snapshot::new`]: name, kind, columns, view
-/// definition, row count.
-pub type RelationInput = (String, RelKind, Vec<SourceColumn>, Option<String>, u64);
+/// definition, row count, (pages, page size).
+pub type RelationInput = (
+    String,
+    RelKind,
+    Vec<SourceColumn>,
+    Option<String>,
+    u64,
+    (u64, u64),
+);
 
 /// An index as [`SnapshotInput`] names it: (name, table, key column positions,
-/// unique, included column positions).
-pub type IndexInput = (String, String, Vec<usize>, bool, Vec<usize>);
+/// unique, included column positions, (pages, page size)).
+pub type IndexInput = (String, String, Vec<usize>, bool, Vec<usize>, (u64, u64));
 
 /// Input to [`Snapshot::new`]: the user's relations and indexes, named.
 pub struct SnapshotInput {
@@ -174,13 +187,15 @@ impl Snapshot {
             .into_iter()
             .zip(&oids)
             .map(
-                |((name, kind, columns, definition, row_count), oid)| SysRelation {
+                |((name, kind, columns, definition, row_count, (pages, page)), oid)| SysRelation {
                     oid: *oid,
                     name,
                     kind,
                     columns,
                     definition,
                     row_count,
+                    pages,
+                    bytes: pages * page,
                 },
             )
             .collect();
@@ -190,27 +205,31 @@ impl Snapshot {
             .indexes
             .into_iter()
             .zip(&oids[relations.len()..])
-            .filter_map(|((name, table, columns, unique, include), oid)| {
-                let t = by_name.get(table.as_str())?;
-                let names = |cols: &[usize]| {
-                    cols.iter()
-                        .map(|c| t.columns.get(*c).map(|c| c.name.clone()))
-                        .collect::<Option<Vec<_>>>()
-                };
-                let column_names = names(&columns)?;
-                let include_names = names(&include)?;
-                Some(SysIndex {
-                    oid: *oid,
-                    name,
-                    table_oid: t.oid,
-                    table,
-                    columns,
-                    column_names,
-                    include,
-                    include_names,
-                    unique,
-                })
-            })
+            .filter_map(
+                |((name, table, columns, unique, include, (pages, page)), oid)| {
+                    let t = by_name.get(table.as_str())?;
+                    let names = |cols: &[usize]| {
+                        cols.iter()
+                            .map(|c| t.columns.get(*c).map(|c| c.name.clone()))
+                            .collect::<Option<Vec<_>>>()
+                    };
+                    let column_names = names(&columns)?;
+                    let include_names = names(&include)?;
+                    Some(SysIndex {
+                        oid: *oid,
+                        name,
+                        table_oid: t.oid,
+                        table,
+                        columns,
+                        column_names,
+                        include,
+                        include_names,
+                        unique,
+                        pages,
+                        bytes: pages * page,
+                    })
+                },
+            )
             .collect();
         Snapshot {
             relations,

@@ -517,6 +517,7 @@ struct ClassRow<'a> {
     natts: usize,
     has_index: bool,
     tuples: f64,
+    pages: u64,
 }
 
 fn class_rows(snap: &Snapshot) -> Vec<ClassRow<'_>> {
@@ -532,6 +533,7 @@ fn class_rows(snap: &Snapshot) -> Vec<ClassRow<'_>> {
             natts: r.columns.len(),
             has_index: snap.indexes.iter().any(|i| i.table_oid == r.oid),
             tuples: if table { r.row_count as f64 } else { 0.0 },
+            pages: r.pages,
         });
     }
     for ix in &snap.indexes {
@@ -543,7 +545,13 @@ fn class_rows(snap: &Snapshot) -> Vec<ClassRow<'_>> {
             am: BTREE_AM,
             natts: ix.columns.len(),
             has_index: false,
-            tuples: 0.0,
+            // Every row of the table has an entry (NULL keys included).
+            tuples: snap
+                .relations
+                .iter()
+                .find(|r| r.oid == ix.table_oid)
+                .map_or(0.0, |r| r.row_count as f64),
+            pages: ix.pages,
         });
     }
     for sr in SYSTEM_RELATIONS {
@@ -556,6 +564,7 @@ fn class_rows(snap: &Snapshot) -> Vec<ClassRow<'_>> {
             natts: sr.columns.split_whitespace().count(),
             has_index: false,
             tuples: 0.0,
+            pages: 0,
         });
     }
     out
@@ -613,7 +622,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     o(c.am),
                     o(if view { 0 } else { c.oid }),
                     o(0),
-                    Value::Integer(0),
+                    Value::Integer(i32::try_from(c.pages).unwrap_or(i32::MAX)),
                     Value::Double(c.tuples),
                     Value::Integer(0),
                     o(0),
@@ -1128,6 +1137,7 @@ mod tests {
                     ],
                     None,
                     3,
+                    (2, 16384),
                 ),
                 (
                     "v".into(),
@@ -1135,9 +1145,10 @@ mod tests {
                     vec![col("a", DataType::Integer)],
                     Some("SELECT a FROM t".into()),
                     0,
+                    (0, 0),
                 ),
             ],
-            indexes: vec![("t_a".into(), "t".into(), vec![0], true, vec![1])],
+            indexes: vec![("t_a".into(), "t".into(), vec![0], true, vec![1], (1, 16384))],
             settings: vec![],
         })
     }

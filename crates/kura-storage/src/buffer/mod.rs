@@ -786,6 +786,14 @@ impl BufferManager {
         inner.objects = objects;
     }
 
+    /// Pages of the table column (`table.column`) or index named `name` in the
+    /// file, as the object map counted them when the database was opened or
+    /// last committed; `None` for a name it does not hold.
+    pub fn object_pages(&self, name: &str) -> Option<u64> {
+        let inner = self.core.lock();
+        inner.objects.find(name).map(|o| inner.objects.size(o))
+    }
+
     /// Frames held resident right now.
     pub fn resident_frames(&self) -> usize {
         self.core.lock().resident.len()

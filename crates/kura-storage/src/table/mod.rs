@@ -86,6 +86,16 @@ impl Table {
         &self.meta.columns[col].stats
     }
 
+    /// Pages the table occupies in the file: every column's data pages and the
+    /// overflow pages of its long values.
+    pub fn stored_pages(&self) -> u64 {
+        self.meta
+            .columns
+            .iter()
+            .map(|c| (c.zones.len() + c.overflow.len()) as u64)
+            .sum()
+    }
+
     /// Pages of a column with their zone maps, in row order.
     pub fn zones(&self, col: usize) -> &[PageZone] {
         &self.meta.columns[col].zones
