@@ -341,6 +341,34 @@ fn runtime_counts_the_synchronous_reads_of_serial_and_static_mode() {
                 "{mode}: the runtime counted {completed} of {reads} page reads"
             );
             assert_eq!(io.io_submitted - io0.io_submitted, completed, "{mode}");
+            // With read-ahead a request reads a run of pages: the runtime's page
+            // count (what the timelines plot) still counts each page.
+            drop(session);
+            drop(db);
+            let db = Database::open(path, opts_small()).expect("reopen the database");
+            let mut session = db.session();
+            session
+                .execute(&format!("SET execution_mode = '{mode}'"))
+                .unwrap();
+            session.execute("SET prefetch = on").unwrap();
+            let (reads0, io0) = (db.storage().buffer().stats().pages_read, rt.stats().total());
+            session.execute(query_text("1").unwrap()).unwrap();
+            let reads = db.storage().buffer().stats().pages_read - reads0;
+            let io = rt.stats().total();
+            let requests = io.io_completed - io0.io_completed;
+            let pages = requests + io.extra_run_pages - io0.extra_run_pages;
+            assert!(
+                pages >= reads,
+                "{mode}: the runtime counted {pages} of {reads} pages read ({requests} requests)"
+            );
         }
     });
+}
+
+fn opts_small() -> OpenOptions {
+    OpenOptions {
+        buffer_bytes: Some(1 << 19),
+        buffered_io: true,
+        ..OpenOptions::default()
+    }
 }

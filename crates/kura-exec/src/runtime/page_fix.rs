@@ -85,7 +85,10 @@ impl Drop for InFlightCount {
 pub(crate) fn count_sync_read(phase: SyncRead) {
     let count = |c: &Counters| match phase {
         SyncRead::Submitted => add(&c.io_submitted, 1),
-        SyncRead::Completed => add(&c.io_completed, 1),
+        SyncRead::Completed { pages } => {
+            add(&c.io_completed, 1);
+            add(&c.extra_run_pages, pages.saturating_sub(1) as u64);
+        }
     };
     if context::current().is_some() {
         context::with_counters(count);

@@ -14,6 +14,7 @@ pub(crate) struct Counters {
     pub migrated_in: AtomicU64,
     pub io_submitted: AtomicU64,
     pub io_completed: AtomicU64,
+    pub extra_run_pages: AtomicU64,
     pub busy_ns: AtomicU64,
 }
 
@@ -32,6 +33,7 @@ impl Counters {
             migrated_in: get(&self.migrated_in),
             io_submitted: get(&self.io_submitted),
             io_completed: get(&self.io_completed),
+            extra_run_pages: get(&self.extra_run_pages),
             busy: Duration::from_nanos(get(&self.busy_ns)),
         }
     }
@@ -54,6 +56,10 @@ pub struct WorkerStats {
     pub io_submitted: u64,
     /// Reads completed.
     pub io_completed: u64,
+    /// Pages beyond the first that multi-page requests read (read-ahead reads a
+    /// run of consecutive pages with one `pread`): `io_completed` plus these is
+    /// the number of page-sized reads.
+    pub extra_run_pages: u64,
     /// Time spent running tasks and driving I/O (not sleeping).
     pub busy: Duration,
 }
@@ -68,6 +74,7 @@ impl WorkerStats {
             migrated_in: self.migrated_in + o.migrated_in,
             io_submitted: self.io_submitted + o.io_submitted,
             io_completed: self.io_completed + o.io_completed,
+            extra_run_pages: self.extra_run_pages + o.extra_run_pages,
             busy: self.busy + o.busy,
         }
     }

@@ -1138,7 +1138,7 @@ impl BufferManager {
             let mut bufs: Vec<&mut [u8]> = run.iter_mut().map(|t| t.buffer()).collect();
             self.core.file.read_pages_into(first, &mut bufs)
         };
-        observer::note(SyncRead::Completed);
+        observer::note(SyncRead::Completed { pages: run.len() });
         let mut read = 0;
         for t in run {
             let outcome = match &r {
@@ -1161,7 +1161,7 @@ impl BufferManager {
                 FixAttempt::Miss(mut t) => {
                     observer::note(SyncRead::Submitted);
                     let r = self.core.file.read_page_raw(page, t.buffer());
-                    observer::note(SyncRead::Completed);
+                    observer::note(SyncRead::Completed { pages: 1 });
                     return self.complete(t, r);
                 }
                 FixAttempt::InFlight(w) if blocking_waits_forbidden() && !w.is_done() => {
@@ -1186,7 +1186,7 @@ impl BufferManager {
         let mut buf = crate::file::aligned::AlignedBuf::new(core.page_size);
         observer::note(SyncRead::Submitted);
         let r = core.file.read_page_raw(page, &mut buf);
-        observer::note(SyncRead::Completed);
+        observer::note(SyncRead::Completed { pages: 1 });
         r?;
         core.file.verify_page(page, &buf[..core.page_size])?;
         Ok(PageGuard {

@@ -13,8 +13,9 @@ use std::sync::OnceLock;
 pub enum SyncRead {
     /// About to read a page on this thread.
     Submitted,
-    /// The read returned (successfully or not).
-    Completed,
+    /// The read returned (successfully or not), one request for `pages` pages
+    /// (read-ahead reads a run of consecutive pages with one `pread`).
+    Completed { pages: usize },
 }
 
 static OBSERVER: OnceLock<fn(SyncRead)> = OnceLock::new();
