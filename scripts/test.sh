@@ -22,6 +22,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 export CARGO_TERM_COLOR=never
+# A fresh build gains nothing from incremental state, which is gigabytes on disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # The SF 0.1 TPC-H checks run here (they are opt-in for quick local runs).
 export KURA_TEST_SF01="${KURA_TEST_SF01:-1}"
 
