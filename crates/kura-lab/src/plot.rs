@@ -773,10 +773,10 @@ mod tests {
 
     const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
 
+    /// A file in the temporary directory, no directory of its own, so nothing is
+    /// left once `assert_png` removes the file.
     fn temp_png(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("kura-plot-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
+        std::env::temp_dir().join(format!("kura-plot-test-{}-{name}", std::process::id()))
     }
 
     fn assert_png(path: &Path) {
