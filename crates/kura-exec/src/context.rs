@@ -118,10 +118,12 @@ pub struct OperatorStats {
     pub join_filtered_rows: u64,
 }
 
-/// Page counters of the buffer manager, read before and after a unit of work to
-/// attribute page fixes and reads to an operator.
+/// Page counters of the buffer manager, read before and after a unit of
+/// synchronous work to attribute page fixes and reads to an operator.
 pub trait IoCounters: Send + Sync {
-    /// (pages fixed, pages read) so far; monotonically increasing.
+    /// (pages fixed, pages read) by the calling thread so far; monotonically
+    /// increasing. Per thread, because the other workers fix and read pages
+    /// during the same unit of work.
     fn counters(&self) -> (u64, u64);
 }
 

@@ -419,7 +419,7 @@ impl Run {
                 break;
             }
             if window > 0 && morsel >= ahead_until {
-                ahead_until = self.read_ahead_sync(morsel, morsels.end, window);
+                ahead_until = self.charged(|| self.read_ahead_sync(morsel, morsels.end, window));
             }
             self.morsel(morsel, &mut local)?;
             if self.flushes() {
@@ -455,6 +455,22 @@ impl Run {
                 self.count_flushed(g.len());
             }
         }
+    }
+
+    /// Runs `work` (synchronous: it does not suspend) and charges the pages this
+    /// thread fixed and read meanwhile to the source: the index searches that name
+    /// a morsel's pages, and synchronous read-ahead, happen outside `produce`.
+    fn charged<T>(&self, work: impl FnOnce() -> T) -> T {
+        let io0 = self.ctx.io_counters();
+        let out = work();
+        let io1 = self.ctx.io_counters();
+        if io1 != io0 {
+            self.ctx.record(self.source_node, |s| {
+                s.pages_fixed += io1.0 - io0.0;
+                s.pages_read += io1.1 - io0.1;
+            });
+        }
+        out
     }
 
     /// Reads the pages of `from` and of the morsels after it (before `end`), up to
@@ -499,12 +515,12 @@ impl Run {
         }
         let ahead = self.read_ahead.load(Ordering::Relaxed);
         if ahead > 0 && morsel + ahead < self.source.morsels() {
-            if let Some((bm, pages)) = self.source.pages_for(morsel + ahead) {
+            if let Some((bm, pages)) = self.charged(|| self.source.pages_for(morsel + ahead)) {
                 read_ahead(bm, pages, self.clone());
             }
         }
         let mut pinned = Vec::new();
-        let mut next = self.source.pages_for(morsel);
+        let mut next = self.charged(|| self.source.pages_for(morsel));
         let mut round = 0;
         loop {
             if let Some((bm, mut pages)) = next.take().filter(|(_, p)| !p.is_empty()) {
@@ -536,7 +552,7 @@ impl Run {
                 pinned.push((claim, guards));
             }
             round += 1;
-            match self.source.more_pages(morsel, round)? {
+            match self.charged(|| self.source.more_pages(morsel, round))? {
                 Some(more) => next = Some(more),
                 None => break,
             }

@@ -214,13 +214,14 @@ impl CatalogProvider for StorageCatalog<'_> {
     }
 }
 
-/// Buffer-manager counters for EXPLAIN ANALYZE.
-struct BufferIo(Arc<BufferManager>);
+/// Buffer-manager counters for EXPLAIN ANALYZE: the calling thread's fixes and
+/// reads, so that work charged to an operator on one worker does not take in
+/// what the other workers did meanwhile.
+struct ThreadIo;
 
-impl IoCounters for BufferIo {
+impl IoCounters for ThreadIo {
     fn counters(&self) -> (u64, u64) {
-        let s = self.0.stats();
-        (s.fixes, s.pages_read)
+        kura_storage::thread_io()
     }
 }
 
@@ -261,7 +262,7 @@ impl QueryContext<'_> {
             self.settings.memory_limit(),
         )
         .with_shared_memory(self.shared_memory.clone())
-        .with_io(Arc::new(BufferIo(self.storage.buffer().clone())))
+        .with_io(Arc::new(ThreadIo))
         // `SET execution_mode` picks serial, static or out-of-order execution.
         .with_settings(self.settings)
         .with_cache_classes(self.llc.classes(self.settings))

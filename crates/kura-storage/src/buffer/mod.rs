@@ -12,12 +12,14 @@
 mod observer;
 mod stats;
 mod table;
+mod thread_io;
 mod tier;
 mod trace;
 mod waiters;
 
 pub use observer::{set_sync_read_observer, SyncRead};
 pub use stats::BufferStats;
+pub use thread_io::thread_io;
 pub use tier::{parse_tier_kind, parse_tier_mode, TierCapacity, TierConfig, TierKind, TierStats};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -610,6 +612,7 @@ impl Core {
             Ok(()) => {
                 if !from_tier {
                     core.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+                    thread_io::note_read();
                     core.counters
                         .bytes_read
                         .fetch_add(core.page_size as u64, Ordering::Relaxed);
@@ -939,6 +942,7 @@ impl BufferManager {
     pub fn try_fix(self: &Arc<Self>, page: PageId) -> StorageResult<FixAttempt> {
         let slot = slot_index();
         let core = &*self.core;
+        thread_io::note_fix();
         let fixes = &core.slots[slot].fixes;
         if slot == SHARED_SLOT {
             fixes.fetch_add(1, Ordering::Relaxed);
