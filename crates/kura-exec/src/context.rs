@@ -299,6 +299,16 @@ impl ExecContext {
     pub fn io_counters(&self) -> (u64, u64) {
         self.io.as_ref().map_or((0, 0), |io| io.counters())
     }
+
+    /// Charges `node` with the pages this thread fixed and read since `since`
+    /// (an earlier [`ExecContext::io_counters`]).
+    pub fn charge_io(&self, node: usize, since: (u64, u64)) {
+        let now = self.io_counters();
+        self.record(node, |s| {
+            s.pages_fixed += now.0 - since.0;
+            s.pages_read += now.1 - since.1;
+        });
+    }
 }
 
 #[cfg(test)]

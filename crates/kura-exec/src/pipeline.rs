@@ -463,13 +463,7 @@ impl Run {
     fn charged<T>(&self, work: impl FnOnce() -> T) -> T {
         let io0 = self.ctx.io_counters();
         let out = work();
-        let io1 = self.ctx.io_counters();
-        if io1 != io0 {
-            self.ctx.record(self.source_node, |s| {
-                s.pages_fixed += io1.0 - io0.0;
-                s.pages_read += io1.1 - io0.1;
-            });
-        }
+        self.ctx.charge_io(self.source_node, io0);
         out
     }
 

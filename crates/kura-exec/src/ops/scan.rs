@@ -388,15 +388,11 @@ impl Source for ScanSource {
                     ctx.record(self.node, |s| s.join_filtered_rows += dropped);
                     batch
                 };
-                let io1 = ctx.io_counters();
+                ctx.charge_io(self.node, io0);
                 let batch = match &self.filter {
                     Some(f) if !filtered && !batch.is_empty() => eval_predicate(f, batch)?,
                     _ => batch,
                 };
-                ctx.record(self.node, |s| {
-                    s.pages_fixed += io1.0 - io0.0;
-                    s.pages_read += io1.1 - io0.1;
-                });
                 row += len as u64;
                 if !batch.is_empty() && !emit(batch)? {
                     return Ok(());

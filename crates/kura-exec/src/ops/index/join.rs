@@ -383,11 +383,7 @@ impl Source for IndexJoinSource {
             self.fetch_rest(morsel, &mut piece)?;
             std::mem::take(&mut *piece)
         };
-        let io1 = ctx.io_counters();
-        ctx.record(self.spec.node, |s| {
-            s.pages_fixed += io1.0 - io0.0;
-            s.pages_read += io1.1 - io0.1;
-        });
+        ctx.charge_io(self.spec.node, io0);
         let out = self.output(morsel, piece)?;
         if !out.is_empty() {
             emit(out)?;

@@ -220,11 +220,7 @@ impl Source for IndexScanSource {
         let range = Self::slice_range(slice, found.0.len());
         let rows = &found.0[range.clone()];
         let decoded = &found.1;
-        let io1 = ctx.io_counters();
-        ctx.record(self.node, |s| {
-            s.pages_fixed += io1.0 - io0.0;
-            s.pages_read += io1.1 - io0.1;
-        });
+        ctx.charge_io(self.node, io0);
         for (k, chunk) in rows.chunks(BATCH_SIZE).enumerate() {
             ctx.check_cancel()?;
             let io0 = ctx.io_counters();
@@ -239,11 +235,7 @@ impl Source for IndexScanSource {
                 cols[at] = Some(col);
             }
             let batch = batch_of(cols.into_iter().flatten().collect(), chunk.len());
-            let io1 = ctx.io_counters();
-            ctx.record(self.node, |s| {
-                s.pages_fixed += io1.0 - io0.0;
-                s.pages_read += io1.1 - io0.1;
-            });
+            ctx.charge_io(self.node, io0);
             let batch = match &self.filter {
                 Some(f) => eval_predicate(f, batch)?,
                 None => batch,
