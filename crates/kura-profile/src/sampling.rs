@@ -66,6 +66,30 @@ pub fn own_threads() -> Result<Vec<u32>, ProfileError> {
         .collect())
 }
 
+/// The kernel's flag on a task that has begun to exit (`PF_EXITING`).
+const PF_EXITING: u64 = 0x4;
+
+/// Whether thread `tid` of this process is gone or has begun to exit. The
+/// kernel refuses counters on an exiting thread with several errors (ESRCH,
+/// EINVAL, ENODEV, depending on how far the exit got), so the error alone does
+/// not say it; the thread's flags in `/proc` do, and stay set until it is gone.
+pub(crate) fn thread_ending(tid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return true;
+    };
+    // The command name, in parentheses, may hold spaces: fields follow the last ')'.
+    let Some(after_name) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+        return false;
+    };
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let zombie = matches!(fields.first(), Some(&"Z") | Some(&"X"));
+    let flags = fields
+        .get(6)
+        .and_then(|f| f.parse::<u64>().ok())
+        .unwrap_or(0);
+    zombie || flags & PF_EXITING != 0
+}
+
 fn opts(cfg: &SampleConfig, pmu: &Pmu) -> Opts {
     let mut o = Opts {
         sample_on: SampleOn::Count(cfg.period),
@@ -211,18 +235,19 @@ fn open_on(
         (Proc(tid), Cpu::ALL),
         opts
     ));
-    enable_sampler(opened, cfg)
+    enable_sampler(opened, tid, cfg)
 }
 
 /// Maps and enables an opened counter's ring buffer; `None` if its thread is gone.
 fn enable_sampler(
     opened: std::io::Result<Counter>,
+    tid: u32,
     cfg: &SampleConfig,
 ) -> Result<Option<(Counter, Sampler)>, ProfileError> {
     let counter = match opened {
         Ok(c) => c,
         // The thread ended between listing and opening.
-        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) || thread_ending(tid) => return Ok(None),
         Err(e) => return Err(open_error(cfg.event, e)),
     };
     // 2^6 pages (256 KiB) per thread: ~1,000 samples with call chains,
@@ -255,7 +280,7 @@ impl LiveSampler {
                     ))
                 });
                 clock_refused = refused;
-                enable_sampler(r, &cfg)?
+                enable_sampler(r, tid, &cfg)?
             } else {
                 open_on(tid, &cfg, pmu, &opts)?
             };
@@ -343,6 +368,21 @@ impl Drop for LiveSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_running_thread_is_not_ending_and_a_joined_one_is() {
+        // SAFETY: gettid has no arguments and cannot fail.
+        let me = unsafe { libc::gettid() } as u32;
+        assert!(!thread_ending(me));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // SAFETY: as above.
+            tx.send(unsafe { libc::gettid() } as u32).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert!(thread_ending(rx.recv().unwrap()));
+    }
 
     #[test]
     fn period_zero_and_hardware_events_without_pmu_are_refused() {
