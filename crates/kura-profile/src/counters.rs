@@ -155,16 +155,19 @@ struct PerfGroup {
 
 impl GroupReader for PerfGroup {
     fn read(&mut self) -> Result<Vec<u64>, ProfileError> {
-        // An inherited group is refused with ECHILD while an exited thread's
-        // copy of it is still being torn down (the kernel will not sum groups
-        // of different shapes); a joined thread can be in that state for a
-        // moment, so the read is retried briefly.
-        let mut attempts = 0;
+        // An inherited group is refused with ECHILD while a thread's copy of
+        // it is still being built or torn down (the kernel will not sum groups
+        // of different shapes); a starting or joined thread can be in that
+        // state for a moment, longer on a loaded machine, so the read is
+        // retried for up to a second.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
         let stat = loop {
             match self.group.leader().stat() {
                 Ok(stat) => break stat,
-                Err(e) if e.raw_os_error() == Some(libc::ECHILD) && attempts < 200 => {
-                    attempts += 1;
+                Err(e)
+                    if e.raw_os_error() == Some(libc::ECHILD)
+                        && std::time::Instant::now() < deadline =>
+                {
                     std::thread::sleep(std::time::Duration::from_micros(250));
                 }
                 Err(e) => return Err(ProfileError::io("reading a counter group", e)),
