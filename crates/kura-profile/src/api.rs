@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::{open_perf_group, Counts, GroupReader};
 use crate::events::{Event, Pmu};
-use crate::sampling::{own_threads, thread_ending};
+use crate::threads::{own_threads, thread_ending};
 use crate::ProfileError;
 
 /// Counters of the whole process since [`Profiler::start`].
@@ -138,8 +138,7 @@ mod tests {
             while cpu_ns() < 60_000_000 {
                 x = std::hint::black_box(x.wrapping_add(1));
             }
-            // SAFETY: gettid has no arguments and cannot fail.
-            (unsafe { libc::gettid() }) as u32
+            crate::threads::current_tid()
         };
         let first = p.read().unwrap();
         let tid = std::thread::spawn(spin).join().unwrap();

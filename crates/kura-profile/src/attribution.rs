@@ -12,6 +12,7 @@ use kura_common::probe::{Mark, Observer};
 
 use crate::counters::{CounterSource, Counts, GroupReader};
 use crate::events::Event;
+use crate::threads::current_tid;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -36,11 +37,6 @@ thread_local! {
 /// (the sampler asks for it) and the memory-object registry's clock, so log
 /// entries, registry events and samples compare.
 pub use kura_common::memobj::monotonic_ns;
-
-fn gettid() -> u32 {
-    // SAFETY: gettid has no arguments and cannot fail.
-    unsafe { libc::gettid() as u32 }
-}
 
 /// What one query's operators did: counts per mark, names per node, transitions
 /// per thread.
@@ -127,7 +123,7 @@ impl OperatorObserver {
                 self.logs
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(gettid(), log.clone());
+                    .insert(current_tid(), log.clone());
                 *l = Some((self.id, log));
             }
             if let Some((_, log)) = l.as_ref() {

@@ -19,6 +19,7 @@ pub mod report;
 pub mod run;
 pub mod sampling;
 pub mod symbolize;
+pub mod threads;
 
 pub use api::{Profiler, Reading};
 pub use error::ProfileError;

@@ -19,6 +19,7 @@ use perf_event_open::sample::Sampler;
 use crate::counters::{open_error, with_perf_event};
 use crate::events::{Event, Pmu};
 use crate::records::{parse_ibs_op, Sample};
+use crate::threads::{current_tid, own_threads, thread_ending};
 use crate::ProfileError;
 
 /// How often the drain thread empties the ring buffers and looks for new threads.
@@ -55,39 +56,6 @@ impl SampleConfig {
         pmu.check(event)?;
         Ok(SampleConfig { event, period })
     }
-}
-
-/// Threads of this process, from /proc/self/task.
-pub fn own_threads() -> Result<Vec<u32>, ProfileError> {
-    let dir = std::fs::read_dir("/proc/self/task")
-        .map_err(|e| ProfileError::io("listing /proc/self/task", e))?;
-    Ok(dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect())
-}
-
-/// The kernel's flag on a task that has begun to exit (`PF_EXITING`).
-const PF_EXITING: u64 = 0x4;
-
-/// Whether thread `tid` of this process is gone or has begun to exit. The
-/// kernel refuses counters on an exiting thread with several errors (ESRCH,
-/// EINVAL, ENODEV, depending on how far the exit got), so the error alone does
-/// not say it; the thread's flags in `/proc` do, and stay set until it is gone.
-pub(crate) fn thread_ending(tid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
-        return true;
-    };
-    // The command name, in parentheses, may hold spaces: fields follow the last ')'.
-    let Some(after_name) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-        return false;
-    };
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let zombie = matches!(fields.first(), Some(&"Z") | Some(&"X"));
-    let flags = fields
-        .get(6)
-        .and_then(|f| f.parse::<u64>().ok())
-        .unwrap_or(0);
-    zombie || flags & PF_EXITING != 0
 }
 
 fn opts(cfg: &SampleConfig, pmu: &Pmu) -> Opts {
@@ -295,8 +263,7 @@ impl LiveSampler {
         let drain = std::thread::Builder::new()
             .name("kura-profile-drain".into())
             .spawn(move || {
-                // SAFETY: gettid has no arguments and cannot fail.
-                let me = unsafe { libc::gettid() } as u32;
+                let me = current_tid();
                 let mut out = Drained {
                     monotonic: !clock_refused,
                     ..Drained::default()
@@ -368,21 +335,6 @@ impl Drop for LiveSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_running_thread_is_not_ending_and_a_joined_one_is() {
-        // SAFETY: gettid has no arguments and cannot fail.
-        let me = unsafe { libc::gettid() } as u32;
-        assert!(!thread_ending(me));
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            // SAFETY: as above.
-            tx.send(unsafe { libc::gettid() } as u32).unwrap()
-        })
-        .join()
-        .unwrap();
-        assert!(thread_ending(rx.recv().unwrap()));
-    }
 
     #[test]
     fn period_zero_and_hardware_events_without_pmu_are_refused() {
@@ -457,8 +409,7 @@ mod tests {
             while std::time::Instant::now() < end {
                 x = std::hint::black_box(x.wrapping_add(1));
             }
-            // SAFETY: gettid has no arguments and cannot fail.
-            unsafe { libc::gettid() as u32 }
+            current_tid()
         });
         let tid = worker.join().unwrap();
         let got = s.stop().unwrap();
