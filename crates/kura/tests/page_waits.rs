@@ -2,12 +2,14 @@
 //! task queued on the same worker must finish (that wait could never end): it
 //! reads a private copy instead. Index operators and transforms fix pages
 //! synchronously inside tasks while other tasks read pages asynchronously.
+//! And an asynchronous fix that finds every frame pinned waits for a pin to go
+//! rather than failing the query.
 
 use std::sync::mpsc;
 use std::time::Duration;
 
 use kura::{Database, OpenOptions};
-use kura_exec::runtime::{fix_async, spawn, BoxError, Runtime, RuntimeConfig};
+use kura_exec::runtime::{fix_async, page_fix_stats, spawn, BoxError, Runtime, RuntimeConfig};
 
 #[test]
 fn sync_fix_of_a_page_read_by_a_task_on_the_same_worker_completes() {
@@ -65,6 +67,85 @@ fn sync_fix_of_a_page_read_by_a_task_on_the_same_worker_completes() {
         .expect("a synchronous fix waited for a read its own worker had to finish")
         .expect("the tasks ran");
     assert!(n > 2);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn async_fix_with_every_frame_pinned_waits_for_a_frame() {
+    let dir = std::env::temp_dir().join(format!("kura-frame-waits-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.kura");
+    {
+        let db = Database::open(&path, OpenOptions::default()).unwrap();
+        let mut s = db.session();
+        s.execute("CREATE TABLE t (a BIGINT, b VARCHAR)").unwrap();
+        let values: Vec<String> = (0..20_000)
+            .map(|i| format!("({i}, 'row {i} of a table spread over many pages')"))
+            .collect();
+        s.execute(&format!("INSERT INTO t VALUES {}", values.join(", ")))
+            .unwrap();
+    }
+    // Reopened with an 8-frame pool: nothing is resident.
+    let opts = OpenOptions {
+        buffer_bytes: Some(8 * 16 * 1024),
+        ..OpenOptions::default()
+    };
+    let db = Database::open(&path, opts).unwrap();
+    let bm = db.storage().buffer().clone();
+    let frames = bm.capacity();
+    let table = db.storage().catalog().table("t").unwrap();
+    let pages: Vec<u64> = (0..2)
+        .flat_map(|c| table.zones(c).iter().map(|z| z.page).collect::<Vec<_>>())
+        .collect();
+    assert!(
+        pages.len() > frames,
+        "{} pages, {frames} frames",
+        pages.len()
+    );
+    // Another holder pins every frame ...
+    let held: Vec<_> = pages[..frames]
+        .iter()
+        .map(|&p| bm.fix(p).unwrap())
+        .collect();
+    assert_eq!(bm.pinned_frames(), frames);
+    let wanted = pages[frames];
+    assert!(
+        matches!(
+            bm.fix(wanted),
+            Err(kura_storage::StorageError::BufferExhausted { .. })
+        ),
+        "a synchronous fix fails at once"
+    );
+    // ... and lets them go a moment after the task asked for a page.
+    let waits_before = page_fix_stats().frame_waits;
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        drop(held);
+    });
+    let rt = Runtime::new(RuntimeConfig {
+        workers: 1,
+        ..RuntimeConfig::default()
+    })
+    .expect("runtime");
+    let (tx, rx) = mpsc::channel();
+    let fixer = bm.clone();
+    std::thread::spawn(move || {
+        let outcome = rt.block_on(async move {
+            let g = fix_async(&fixer, wanted).await?;
+            Ok::<u64, BoxError>(g.page())
+        });
+        let _ = tx.send(outcome.map_err(|e| e.to_string()));
+    });
+    let got = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the fix neither finished nor failed")
+        .expect("the fix waited for a frame instead of failing");
+    assert_eq!(got, wanted);
+    assert!(page_fix_stats().frame_waits > waits_before);
+    releaser.join().unwrap();
+    assert_eq!(bm.pinned_frames(), 0);
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,6 +9,7 @@ use std::future::poll_fn;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use kura_storage::{
     BufferManager, FixAttempt, InFlight, PageGuard, PageId, ReadTicket, StorageError,
@@ -30,6 +31,9 @@ pub struct PageFixStats {
     pub max_in_flight: u64,
     /// Read-ahead reads issued ([`prefetch_async`]); also counted in `reads`.
     pub prefetches: u64,
+    /// Fixes that found every frame pinned and let other tasks run before trying
+    /// again (see [`fix_async_reading`]).
+    pub frame_waits: u64,
 }
 
 static READS: AtomicU64 = AtomicU64::new(0);
@@ -37,6 +41,13 @@ static SHARED_WAITS: AtomicU64 = AtomicU64::new(0);
 static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
 static MAX_IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
 static PREFETCHES: AtomicU64 = AtomicU64::new(0);
+static FRAME_WAITS: AtomicU64 = AtomicU64::new(0);
+
+/// How long an asynchronous fix keeps trying while every frame is pinned before
+/// it reports the pool exhausted: far longer than other tasks hold their pins
+/// (a morsel's reads and its decoding), short enough that a pool truly too small
+/// for the query fails with a clear error rather than hanging.
+const FRAME_WAIT: Duration = Duration::from_secs(10);
 
 /// A snapshot of the asynchronous fix counters.
 pub fn page_fix_stats() -> PageFixStats {
@@ -45,6 +56,7 @@ pub fn page_fix_stats() -> PageFixStats {
         shared_waits: SHARED_WAITS.load(Ordering::Relaxed),
         max_in_flight: MAX_IN_FLIGHT.load(Ordering::Relaxed),
         prefetches: PREFETCHES.load(Ordering::Relaxed),
+        frame_waits: FRAME_WAITS.load(Ordering::Relaxed),
     }
 }
 
@@ -104,12 +116,31 @@ pub async fn fix_async(bm: &Arc<BufferManager>, page: PageId) -> StorageResult<P
 
 /// [`fix_async`], also saying whether this fix read the page itself (a miss),
 /// rather than finding it resident or waiting for another task's read.
+///
+/// A miss that finds every frame pinned does not fail at once: in out-of-order
+/// mode the pins belong to other tasks — morsels whose reads are in flight or
+/// being decoded, read-ahead — that release them shortly, and the pin budget
+/// bounds how many such tasks there are, but not to the frame (a small pool can
+/// be pinned full for a moment). The task yields, so its worker reaps reads and
+/// runs those tasks, and tries again, for up to [`FRAME_WAIT`].
 pub async fn fix_async_reading(
     bm: &Arc<BufferManager>,
     page: PageId,
 ) -> StorageResult<(PageGuard, bool)> {
+    let mut exhausted_since: Option<Instant> = None;
     loop {
-        match bm.try_fix(page)? {
+        let attempt = match bm.try_fix(page) {
+            Err(StorageError::BufferExhausted { .. })
+                if exhausted_since.is_none_or(|t| t.elapsed() < FRAME_WAIT) =>
+            {
+                exhausted_since.get_or_insert_with(Instant::now);
+                FRAME_WAITS.fetch_add(1, Ordering::Relaxed);
+                context::yield_now().await;
+                continue;
+            }
+            other => other?,
+        };
+        match attempt {
             FixAttempt::Hit(guard) => return Ok((guard, false)),
             FixAttempt::Miss(ticket) => return Ok((read_ticket(bm, ticket).await?, true)),
             FixAttempt::InFlight(waiting) => {
