@@ -13,18 +13,7 @@ use kura_exec::runtime::{fix_async, page_fix_stats, spawn, BoxError, Runtime, Ru
 
 #[test]
 fn sync_fix_of_a_page_read_by_a_task_on_the_same_worker_completes() {
-    let dir = std::env::temp_dir().join(format!("kura-page-waits-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.kura");
-    {
-        let db = Database::open(&path, OpenOptions::default()).unwrap();
-        let mut s = db.session();
-        s.execute("CREATE TABLE t (a BIGINT)").unwrap();
-        let values: Vec<String> = (0..20_000).map(|i| format!("({i})")).collect();
-        s.execute(&format!("INSERT INTO t VALUES {}", values.join(", ")))
-            .unwrap();
-    }
+    let (dir, path) = table_file("page-waits", "a BIGINT", |i| format!("({i})"));
     // Reopened: nothing is resident.
     let db = Database::open(&path, OpenOptions::default()).unwrap();
     let table = db.storage().catalog().table("t").unwrap();
@@ -73,20 +62,9 @@ fn sync_fix_of_a_page_read_by_a_task_on_the_same_worker_completes() {
 
 #[test]
 fn async_fix_with_every_frame_pinned_waits_for_a_frame() {
-    let dir = std::env::temp_dir().join(format!("kura-frame-waits-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.kura");
-    {
-        let db = Database::open(&path, OpenOptions::default()).unwrap();
-        let mut s = db.session();
-        s.execute("CREATE TABLE t (a BIGINT, b VARCHAR)").unwrap();
-        let values: Vec<String> = (0..20_000)
-            .map(|i| format!("({i}, 'row {i} of a table spread over many pages')"))
-            .collect();
-        s.execute(&format!("INSERT INTO t VALUES {}", values.join(", ")))
-            .unwrap();
-    }
+    let (dir, path) = table_file("frame-waits", "a BIGINT, b VARCHAR", |i| {
+        format!("({i}, 'row {i} of a table spread over many pages')")
+    });
     // Reopened with an 8-frame pool: nothing is resident.
     let opts = OpenOptions {
         buffer_bytes: Some(8 * 16 * 1024),
@@ -148,4 +126,24 @@ fn async_fix_with_every_frame_pinned_waits_for_a_frame() {
     assert_eq!(bm.pinned_frames(), 0);
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A database file in a fresh temporary directory named after `name`, holding
+/// table `t` with `columns` and 20,000 rows, `row(i)` each; closed.
+fn table_file(
+    name: &str,
+    columns: &str,
+    row: impl Fn(usize) -> String,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("kura-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.kura");
+    let db = Database::open(&path, OpenOptions::default()).unwrap();
+    let mut s = db.session();
+    s.execute(&format!("CREATE TABLE t ({columns})")).unwrap();
+    let values: Vec<String> = (0..20_000).map(row).collect();
+    s.execute(&format!("INSERT INTO t VALUES {}", values.join(", ")))
+        .unwrap();
+    (dir, path)
 }
