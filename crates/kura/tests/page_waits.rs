@@ -62,70 +62,121 @@ fn sync_fix_of_a_page_read_by_a_task_on_the_same_worker_completes() {
 
 #[test]
 fn async_fix_with_every_frame_pinned_waits_for_a_frame() {
-    let (dir, path) = table_file("frame-waits", "a BIGINT, b VARCHAR", |i| {
-        format!("({i}, 'row {i} of a table spread over many pages')")
-    });
-    // Reopened with an 8-frame pool: nothing is resident.
-    let opts = OpenOptions {
-        buffer_bytes: Some(8 * 16 * 1024),
-        ..OpenOptions::default()
-    };
-    let db = Database::open(&path, opts).unwrap();
-    let bm = db.storage().buffer().clone();
-    let frames = bm.capacity();
-    let table = db.storage().catalog().table("t").unwrap();
-    let pages: Vec<u64> = (0..2)
-        .flat_map(|c| table.zones(c).iter().map(|z| z.page).collect::<Vec<_>>())
-        .collect();
-    assert!(
-        pages.len() > frames,
-        "{} pages, {frames} frames",
-        pages.len()
-    );
-    // Another holder pins every frame ...
-    let held: Vec<_> = pages[..frames]
-        .iter()
-        .map(|&p| bm.fix(p).unwrap())
-        .collect();
-    assert_eq!(bm.pinned_frames(), frames);
-    let wanted = pages[frames];
+    let full = PinnedFull::new("frame-waits");
+    let (bm, wanted) = (full.db.storage().buffer().clone(), full.wanted);
     assert!(
         matches!(
             bm.fix(wanted),
             Err(kura_storage::StorageError::BufferExhausted { .. })
         ),
-        "a synchronous fix fails at once"
+        "a synchronous fix off the runtime fails at once"
     );
-    // ... and lets them go a moment after the task asked for a page.
+    // The holder lets its pins go a moment after the task asked for a page.
     let waits_before = page_fix_stats().frame_waits;
+    let held = full.held;
     let releaser = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
         drop(held);
     });
+    let fixer = bm.clone();
+    let got = on_a_worker(async move { Ok(fix_async(&fixer, wanted).await?.page()) })
+        .expect("the fix waited for a frame instead of failing");
+    assert_eq!(got, wanted);
+    assert!(page_fix_stats().frame_waits > waits_before);
+    releaser.join().unwrap();
+    assert_eq!(bm.pinned_frames(), 0);
+    drop(full.db);
+    let _ = std::fs::remove_dir_all(&full.dir);
+}
+
+#[test]
+fn sync_fix_on_a_worker_with_every_frame_pinned_reads_a_private_copy() {
+    let full = PinnedFull::new("frame-private");
+    let (bm, wanted) = (full.db.storage().buffer().clone(), full.wanted);
+    let reads_before = bm.stats().pages_read;
+    let resident_before = bm.resident_pages();
+    // A worker may not block for the pins to go (they could be its own tasks'):
+    // it reads the page into a buffer of its own, and the pool stays as it was.
+    let fixer = bm.clone();
+    let (got, bytes) = on_a_worker(async move {
+        let g = fixer.fix(wanted)?;
+        Ok((g.page(), g.to_vec()))
+    })
+    .expect("a worker's fix failed with every frame pinned");
+    assert_eq!(got, wanted);
+    assert_eq!(bm.stats().pages_read, reads_before + 1);
+    assert_eq!(bm.pinned_frames(), bm.capacity());
+    assert_eq!(
+        bm.resident_pages(),
+        resident_before,
+        "the copy took a frame"
+    );
+    drop(full.held);
+    assert_eq!(bytes, bm.fix(wanted).unwrap().to_vec(), "the copy's bytes");
+    drop(full.db);
+    let _ = std::fs::remove_dir_all(&full.dir);
+}
+
+/// A database with an 8-frame pool whose every frame a holder pins, and a page
+/// none of them holds.
+struct PinnedFull {
+    dir: std::path::PathBuf,
+    held: Vec<kura_storage::PageGuard>,
+    wanted: u64,
+    db: Database,
+}
+
+impl PinnedFull {
+    fn new(name: &str) -> PinnedFull {
+        let (dir, path) = table_file(name, "a BIGINT, b VARCHAR", |i| {
+            format!("({i}, 'row {i} of a table spread over many pages')")
+        });
+        let opts = OpenOptions {
+            buffer_bytes: Some(8 * 16 * 1024),
+            ..OpenOptions::default()
+        };
+        let db = Database::open(&path, opts).unwrap();
+        let bm = db.storage().buffer().clone();
+        let frames = bm.capacity();
+        let table = db.storage().catalog().table("t").unwrap();
+        let pages: Vec<u64> = (0..2)
+            .flat_map(|c| table.zones(c).iter().map(|z| z.page).collect::<Vec<_>>())
+            .collect();
+        assert!(
+            pages.len() > frames,
+            "{} pages, {frames} frames",
+            pages.len()
+        );
+        let held: Vec<_> = pages[..frames]
+            .iter()
+            .map(|&p| bm.fix(p).unwrap())
+            .collect();
+        assert_eq!(bm.pinned_frames(), frames);
+        PinnedFull {
+            dir,
+            held,
+            wanted: pages[frames],
+            db,
+        }
+    }
+}
+
+/// Runs `work` as a task on a one-worker runtime; its outcome, or a panic if it
+/// neither finishes nor fails within 30 s.
+fn on_a_worker<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, BoxError>> + Send + 'static,
+) -> Result<T, String> {
     let rt = Runtime::new(RuntimeConfig {
         workers: 1,
         ..RuntimeConfig::default()
     })
     .expect("runtime");
     let (tx, rx) = mpsc::channel();
-    let fixer = bm.clone();
     std::thread::spawn(move || {
-        let outcome = rt.block_on(async move {
-            let g = fix_async(&fixer, wanted).await?;
-            Ok::<u64, BoxError>(g.page())
-        });
-        let _ = tx.send(outcome.map_err(|e| e.to_string()));
+        let _ = tx.send(rt.block_on(work).map_err(|e| e.to_string()));
     });
-    let got = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the fix neither finished nor failed")
-        .expect("the fix waited for a frame instead of failing");
-    assert_eq!(got, wanted);
-    assert!(page_fix_stats().frame_waits > waits_before);
-    releaser.join().unwrap();
-    assert_eq!(bm.pinned_frames(), 0);
-    drop(db);
-    let _ = std::fs::remove_dir_all(&dir);
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the task neither finished nor failed")
 }
 
 /// A database file in a fresh temporary directory named after `name`, holding

@@ -1158,9 +1158,19 @@ impl BufferManager {
     }
 
     /// Synchronous fix: a miss is read with `pread` on the calling thread.
+    ///
+    /// On a thread that may not block (a runtime worker), a miss that finds every
+    /// frame pinned reads a private copy too: the pins are other tasks', and
+    /// those tasks may need this very thread to run before they let go.
     pub fn fix(self: &Arc<Self>, page: PageId) -> StorageResult<PageGuard> {
         loop {
-            match self.try_fix(page)? {
+            let attempt = match self.try_fix(page) {
+                Err(StorageError::BufferExhausted { .. }) if blocking_waits_forbidden() => {
+                    return self.read_private(page);
+                }
+                other => other?,
+            };
+            match attempt {
                 FixAttempt::Hit(g) => return Ok(g),
                 FixAttempt::Miss(mut t) => {
                     observer::note(SyncRead::Submitted);
@@ -1193,6 +1203,13 @@ impl BufferManager {
         observer::note(SyncRead::Completed { pages: 1 });
         r?;
         core.file.verify_page(page, &buf[..core.page_size])?;
+        // A disk read like any other, though no frame keeps the page.
+        core.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+        thread_io::note_read();
+        core.counters
+            .bytes_read
+            .fetch_add(core.page_size as u64, Ordering::Relaxed);
+        core.trace.read(page);
         Ok(PageGuard {
             state: std::ptr::null(),
             bytes: buf.as_ptr(),
