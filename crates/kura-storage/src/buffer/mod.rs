@@ -587,6 +587,17 @@ impl Core {
         Some(f)
     }
 
+    /// Counts a page read from disk: in the pool's and this thread's counters
+    /// and in the trace.
+    fn count_disk_read(&self, page: PageId) {
+        self.counters.pages_read.fetch_add(1, Ordering::Relaxed);
+        thread_io::note_read();
+        self.counters
+            .bytes_read
+            .fetch_add(self.page_size as u64, Ordering::Relaxed);
+        self.trace.read(page);
+    }
+
     /// Finishes a miss: `read` is the outcome of reading the page into the
     /// ticket's buffer. Verifies the checksum and wakes the waiters.
     fn complete(&self, ticket: ReadTicket, read: StorageResult<()>) -> StorageResult<PageGuard> {
@@ -611,12 +622,7 @@ impl Core {
         match result {
             Ok(()) => {
                 if !from_tier {
-                    core.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-                    thread_io::note_read();
-                    core.counters
-                        .bytes_read
-                        .fetch_add(core.page_size as u64, Ordering::Relaxed);
-                    core.trace.read(ticket.page);
+                    core.count_disk_read(ticket.page);
                 }
                 let tier = {
                     let inner = core.lock();
@@ -1204,12 +1210,7 @@ impl BufferManager {
         r?;
         core.file.verify_page(page, &buf[..core.page_size])?;
         // A disk read like any other, though no frame keeps the page.
-        core.counters.pages_read.fetch_add(1, Ordering::Relaxed);
-        thread_io::note_read();
-        core.counters
-            .bytes_read
-            .fetch_add(core.page_size as u64, Ordering::Relaxed);
-        core.trace.read(page);
+        core.count_disk_read(page);
         Ok(PageGuard {
             state: std::ptr::null(),
             bytes: buf.as_ptr(),
