@@ -109,6 +109,27 @@ pub const SETTINGS: &[SettingSpec] = &[
         validate: Some(validate_duration),
     },
     SettingSpec {
+        name: "lock_timeout",
+        default: "0",
+        description: "give up waiting for another transaction's write lock after this long (55P03; ms, or with a unit); 0 = wait (bounded by statement_timeout)",
+        choices: &[],
+        validate: Some(validate_duration),
+    },
+    SettingSpec {
+        name: "default_transaction_isolation",
+        default: "read committed",
+        description: "isolation of new transactions: read committed (a waiting writer re-reads the latest commit), repeatable read or serializable (one snapshot; a write after a concurrent commit fails with 40001)",
+        choices: &["read committed", "read uncommitted", "repeatable read", "serializable"],
+        validate: None,
+    },
+    SettingSpec {
+        name: "default_transaction_read_only",
+        default: "off",
+        description: "on: new transactions (and autocommit statements) may not write (25006)",
+        choices: &["on", "off"],
+        validate: None,
+    },
+    SettingSpec {
         name: "enable_index",
         default: "on",
         description: "let the optimizer choose index scans and index nested-loop joins",

@@ -1,5 +1,6 @@
 //! PostgreSQL session statements the server answers itself so drivers connect
-//! unchanged: transaction control (kura statements commit on their own), the
+//! unchanged: transaction control (recognised here, carried out by the
+//! session, which holds the transaction and its isolation level), the
 //! client-side run-time parameters (`SET extra_float_digits`, `SHOW DateStyle` ...,
 //! `SELECT current_setting('DateStyle')`). Everything else goes to the engine,
 //! `version()`, `current_database()`, `current_user` ... included.
@@ -16,8 +17,6 @@ const CLIENT_PARAMETERS: &[(&str, &str)] = &[
     ("client_encoding", "UTF8"),
     ("client_min_messages", "notice"),
     ("datestyle", "ISO, MDY"),
-    ("default_transaction_isolation", "read committed"),
-    ("default_transaction_read_only", "off"),
     ("extra_float_digits", "1"),
     ("idle_in_transaction_session_timeout", "0"),
     ("integer_datetimes", "on"),
@@ -25,7 +24,6 @@ const CLIENT_PARAMETERS: &[(&str, &str)] = &[
     ("is_superuser", "on"),
     ("jit", "off"),
     ("lc_messages", "C"),
-    ("lock_timeout", "0"),
     ("max_identifier_length", "63"),
     ("search_path", "\"$user\", public"),
     ("server_encoding", "UTF8"),
@@ -33,8 +31,6 @@ const CLIENT_PARAMETERS: &[(&str, &str)] = &[
     ("server_version_num", crate::SERVER_VERSION_NUM),
     ("standard_conforming_strings", "on"),
     ("timezone", "UTC"),
-    ("transaction_isolation", "read committed"),
-    ("transaction_read_only", "off"),
 ];
 
 /// Parameters that are reported but cannot be changed.
@@ -45,13 +41,13 @@ const READ_ONLY: &[&str] = &[
     "server_encoding",
     "server_version",
     "server_version_num",
-    "transaction_isolation",
 ];
 
 /// A statement the server answers without the engine.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Compat {
-    Begin,
+    /// `BEGIN` / `START TRANSACTION` with its modes, as the client wrote it.
+    Begin(String),
     Commit,
     Rollback,
     /// `SET name = value` for a client parameter (`value` None for RESET).
@@ -61,8 +57,9 @@ pub enum Compat {
     },
     /// `RESET ALL`.
     ResetAll,
-    /// `SET TRANSACTION ...` / `SET SESSION CHARACTERISTICS ...`: accepted as is.
-    SetTransaction,
+    /// `SET TRANSACTION ...` / `SET SESSION CHARACTERISTICS ...`, as the
+    /// client wrote it: the session sets the isolation level and access mode.
+    SetTransaction(String),
     Show {
         name: String,
     },
@@ -128,9 +125,13 @@ impl ClientParameters {
 }
 
 impl Compat {
-    /// `BEGIN`, `COMMIT`, `ROLLBACK`: recognised here, carried out by the session.
+    /// `BEGIN`, `COMMIT`, `ROLLBACK`, `SET TRANSACTION`: recognised here,
+    /// carried out by the session.
     pub fn is_transaction_control(&self) -> bool {
-        matches!(self, Compat::Begin | Compat::Commit | Compat::Rollback)
+        matches!(
+            self,
+            Compat::Begin(_) | Compat::Commit | Compat::Rollback | Compat::SetTransaction(_)
+        )
     }
 }
 
@@ -150,11 +151,14 @@ pub fn recognise(sql: &str) -> Option<Compat> {
                     .get(1)
                     .is_some_and(|w| w.eq_ignore_ascii_case("transaction")) =>
         {
-            Some(Compat::Begin)
+            Some(Compat::Begin(s.to_string()))
         }
         "commit" | "end" => Some(Compat::Commit),
         "rollback" | "abort" => Some(Compat::Rollback),
-        "set" => recognise_set(&words[1..]),
+        "set" => recognise_set(&words[1..]).map(|c| match c {
+            Compat::SetTransaction(_) => Compat::SetTransaction(s.to_string()),
+            other => other,
+        }),
         "reset" => match words.get(1).map(|w| w.to_ascii_lowercase()) {
             Some(n) if n == "all" => Some(Compat::ResetAll),
             Some(n) if is_client_parameter(&n) => Some(Compat::Set {
@@ -206,14 +210,14 @@ fn recognise_set(words: &[&str]) -> Option<Compat> {
             .get(1)
             .is_some_and(|w| w.eq_ignore_ascii_case("characteristics"))
         {
-            return Some(Compat::SetTransaction);
+            return Some(Compat::SetTransaction(String::new()));
         }
         words = &words[1..];
     }
     let joined = words.join(" ");
     let lower = joined.to_ascii_lowercase();
     if lower.starts_with("transaction") {
-        return Some(Compat::SetTransaction);
+        return Some(Compat::SetTransaction(String::new()));
     }
     let (name, value) = if let Some(v) = lower.strip_prefix("time zone ") {
         (
@@ -275,10 +279,12 @@ mod tests {
 
     #[test]
     fn transaction_control() {
-        assert_eq!(recognise("BEGIN"), Some(Compat::Begin));
+        assert_eq!(recognise("BEGIN"), Some(Compat::Begin("BEGIN".into())));
         assert_eq!(
-            recognise("start transaction isolation level read committed"),
-            Some(Compat::Begin)
+            recognise("start transaction isolation level read committed;"),
+            Some(Compat::Begin(
+                "start transaction isolation level read committed".into()
+            ))
         );
         assert_eq!(recognise("commit;"), Some(Compat::Commit));
         assert_eq!(recognise("ROLLBACK"), Some(Compat::Rollback));
@@ -310,15 +316,14 @@ mod tests {
         );
         assert_eq!(recognise("SET execution_mode = 'serial'"), None);
         assert_eq!(recognise("SHOW execution_mode"), None);
-        assert_eq!(
-            recognise("show transaction isolation level"),
-            Some(Compat::Show {
-                name: "transaction_isolation".into()
-            })
-        );
+        // The session owns the transaction's modes.
+        assert_eq!(recognise("show transaction isolation level"), None);
+        assert_eq!(recognise("SET lock_timeout = '1s'"), None);
         assert_eq!(
             recognise("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"),
-            Some(Compat::SetTransaction)
+            Some(Compat::SetTransaction(
+                "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY".into()
+            ))
         );
     }
 

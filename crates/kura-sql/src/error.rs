@@ -92,6 +92,9 @@ pub enum SqlError {
         limit: usize,
         pos: Pos,
     },
+    /// A query whose result has more columns than a target list may (54011).
+    #[error("target lists can have at most {limit} entries (this one has {columns})")]
+    TooManyColumns { columns: usize, limit: usize },
     #[error("internal planner error: {0}")]
     Internal(String),
 }
@@ -115,6 +118,7 @@ impl SqlError {
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::MissingParameter(_) => "42P02",
             SqlError::TooDeep { .. } => "54001",
+            SqlError::TooManyColumns { .. } => "54011",
             SqlError::Internal(_) => "XX000",
         }
     }

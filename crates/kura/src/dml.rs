@@ -1,8 +1,11 @@
 //! UPDATE, DELETE and TRUNCATE. A table is stored in compressed column chunks
 //! without room for change in place, so a change rewrites the table inside the
 //! write transaction: the rows as they will be are computed by a query over the
-//! table (which reads the snapshot the statement started from), the table is
-//! emptied and they are appended; its indexes are rebuilt from the result.
+//! table, the table is emptied and they are appended; its indexes are rebuilt
+//! from the result. The query runs while the statement holds the write
+//! transaction, so it reads the latest commit (and the transaction's own
+//! changes): a statement that waited for another writer never writes back rows
+//! from before that writer's commit.
 //! All or nothing, like every write: a failing row (a NOT NULL column set to
 //! NULL, a value out of range) changes nothing.
 
@@ -12,7 +15,7 @@ use sqlparser::ast::{
 
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_exec::expr::assign_vector;
-use kura_storage::Schema;
+use kura_storage::{Schema, WriteTxn};
 
 use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
@@ -31,7 +34,32 @@ pub(crate) fn update(
         ));
     }
     let (table, relation) = single_table(&u.table, "UPDATE")?;
-    let schema = schema_of(ctx, &table)?;
+    let changed = ctx.tx.write(|txn| {
+        let schema = schema_of(ctx, &table)?;
+        let rows = updated_rows(ctx, u, &schema, &table, &relation, params)?;
+        let changed = rows.changed;
+        replace_rows(txn, &table, &rows.batches)?;
+        Ok(changed)
+    })?;
+    Ok(QueryResult::command(format!("UPDATE {changed}")))
+}
+
+/// The rows of a table after an UPDATE, and how many it changes.
+struct Updated {
+    batches: Vec<Batch>,
+    changed: u64,
+}
+
+/// Computes the rows of `table` as `u` leaves them (reading what the
+/// statement's write transaction sees).
+fn updated_rows(
+    ctx: &QueryContext,
+    u: &Update,
+    schema: &Schema,
+    table: &str,
+    relation: &str,
+    params: Option<Vec<Value>>,
+) -> KuraResult<Updated> {
     // The new value of each assigned column, by position in the table.
     let mut assigned: Vec<Option<&sqlparser::ast::Expr>> = vec![None; schema.len()];
     for a in &u.assignments {
@@ -94,8 +122,10 @@ pub(crate) fn update(
         }
         rows.push(Batch::new(columns));
     }
-    rewrite(ctx, &table, &rows)?;
-    Ok(QueryResult::command(format!("UPDATE {changed}")))
+    Ok(Updated {
+        batches: rows,
+        changed,
+    })
 }
 
 /// `DELETE FROM t [AS a] [WHERE cond]`.
@@ -116,22 +146,25 @@ pub(crate) fn delete(
         return Err(KuraError::Unsupported("DELETE from several tables".into()));
     };
     let (table, relation) = single_table(target, "DELETE")?;
-    let before = ctx
-        .tx
-        .catalog()
-        .table(&table)
-        .map(|t| t.row_count())
-        .unwrap_or(0);
-    let Some(cond) = &d.selection else {
-        ctx.tx.write(|txn| Ok(txn.truncate(&table)?))?;
-        return Ok(QueryResult::command(format!("DELETE {before}")));
-    };
-    // The rows that stay: those for which the condition is not true.
-    let sql = format!("SELECT * FROM {relation} WHERE (({cond}) IS NOT TRUE)");
-    let kept = run_query(ctx, &sql, params)?;
-    let left: u64 = kept.iter().map(|b| b.len() as u64).sum();
-    rewrite(ctx, &table, &kept)?;
-    Ok(QueryResult::command(format!("DELETE {}", before - left)))
+    let deleted = ctx.tx.write(|txn| {
+        let before = ctx
+            .tx
+            .catalog()
+            .table(&table)
+            .map(|t| t.row_count())
+            .unwrap_or(0);
+        let Some(cond) = &d.selection else {
+            txn.truncate(&table)?;
+            return Ok(before);
+        };
+        // The rows that stay: those for which the condition is not true.
+        let sql = format!("SELECT * FROM {relation} WHERE (({cond}) IS NOT TRUE)");
+        let kept = run_query(ctx, &sql, params)?;
+        let left: u64 = kept.iter().map(|b| b.len() as u64).sum();
+        replace_rows(txn, &table, &kept)?;
+        Ok(before - left)
+    })?;
+    Ok(QueryResult::command(format!("DELETE {deleted}")))
 }
 
 /// `TRUNCATE [TABLE] a, b`.
@@ -190,16 +223,14 @@ fn run_query(ctx: &QueryContext, sql: &str, params: Option<Vec<Value>>) -> KuraR
 }
 
 /// Replaces the rows of `table` by `rows` in the write transaction.
-fn rewrite(ctx: &QueryContext, table: &str, rows: &[Batch]) -> KuraResult<()> {
-    ctx.tx.write(|txn| {
-        txn.truncate(table)?;
-        for b in rows {
-            if !b.is_empty() {
-                txn.append(table, b)?;
-            }
+fn replace_rows(txn: &mut WriteTxn, table: &str, rows: &[Batch]) -> KuraResult<()> {
+    txn.truncate(table)?;
+    for b in rows {
+        if !b.is_empty() {
+            txn.append(table, b)?;
         }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// `new` where `hit`, else `old`.

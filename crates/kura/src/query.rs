@@ -545,6 +545,22 @@ fn insert(
     source: &Query,
     params: Option<Vec<Value>>,
 ) -> KuraResult<QueryResult> {
+    // The rows are computed while the write transaction is held: the
+    // statement reads what it writes next to, even after waiting for it.
+    let rows = ctx
+        .tx
+        .write(|txn| insert_in(ctx, txn, table, columns, source, params))?;
+    Ok(QueryResult::command(format!("INSERT 0 {rows}")))
+}
+
+fn insert_in(
+    ctx: &QueryContext,
+    txn: &mut kura_storage::WriteTxn,
+    table: &str,
+    columns: &[String],
+    source: &Query,
+    params: Option<Vec<Value>>,
+) -> KuraResult<u64> {
     let t =
         ctx.tx.catalog().table(table).ok_or_else(|| {
             KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into()))
@@ -581,16 +597,13 @@ fn insert(
         targets[pos].0 = Some(i);
     }
     let batches = ctx.execute(&planned, &ctx.exec_context())?;
-    let rows = ctx.tx.write(|txn| {
-        let mut rows = 0u64;
-        for b in &batches {
-            if !b.is_empty() {
-                rows += txn.append(table, &conform(b, &targets)?)?;
-            }
+    let mut rows = 0u64;
+    for b in &batches {
+        if !b.is_empty() {
+            rows += txn.append(table, &conform(b, &targets)?)?;
         }
-        Ok(rows)
-    })?;
-    Ok(QueryResult::command(format!("INSERT 0 {rows}")))
+    }
+    Ok(rows)
 }
 
 fn create_table_as(
@@ -599,9 +612,24 @@ fn create_table_as(
     q: &Query,
     if_not_exists: bool,
 ) -> KuraResult<QueryResult> {
-    if ctx.tx.catalog().table(name).is_some() && if_not_exists {
-        return Ok(QueryResult::command("CREATE TABLE AS"));
-    }
+    let rows = ctx.tx.write(|txn| {
+        if txn.has_table(name) && if_not_exists {
+            return Ok(None);
+        }
+        create_table_as_in(ctx, txn, name, q).map(Some)
+    })?;
+    Ok(QueryResult::command(match rows {
+        Some(rows) => format!("SELECT {rows}"),
+        None => "CREATE TABLE AS".to_string(),
+    }))
+}
+
+fn create_table_as_in(
+    ctx: &QueryContext,
+    txn: &mut kura_storage::WriteTxn,
+    name: &str,
+    q: &Query,
+) -> KuraResult<u64> {
     let planned = ctx.plan(q, None)?;
     let batches = ctx.execute(&planned, &ctx.exec_context())?;
     let schema = kura_storage::Schema::new(
@@ -621,15 +649,12 @@ fn create_table_as(
         .enumerate()
         .map(|(i, c)| (Some(i), c.1))
         .collect();
-    let rows = ctx.tx.write(|txn| {
-        txn.create_table(name, schema)?;
-        let mut rows = 0u64;
-        for b in &batches {
-            if !b.is_empty() {
-                rows += txn.append(name, &conform(b, &targets)?)?;
-            }
+    txn.create_table(name, schema)?;
+    let mut rows = 0u64;
+    for b in &batches {
+        if !b.is_empty() {
+            rows += txn.append(name, &conform(b, &targets)?)?;
         }
-        Ok(rows)
-    })?;
-    Ok(QueryResult::command(format!("SELECT {rows}")))
+    }
+    Ok(rows)
 }

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod transaction_modes;
+
 use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -17,7 +19,7 @@ use kura_storage::Storage;
 use crate::error::{KuraError, KuraResult};
 use crate::result::{QueryResult, ResultColumn, RowSink};
 use crate::stack::{on_statement_stack, DropOnStack, MAX_STATEMENT_BYTES};
-use crate::txn::{Tx, TxnState};
+use crate::txn::{Isolation, Tx, TxnState};
 
 /// Progress of long work: label, units done, units total.
 pub type Progress = dyn Fn(&str, u64, u64) + Send + Sync;
@@ -449,7 +451,7 @@ impl Session {
     /// True between `BEGIN` and `COMMIT`/`ROLLBACK` (also when an error aborted
     /// the transaction).
     pub fn in_transaction(&self) -> bool {
-        !matches!(*self.lock_txn(), TxnState::Idle)
+        !matches!(*self.lock_txn(), TxnState::Idle | TxnState::Writing)
     }
 
     /// The catalog this session's statements read: the committed one, or the
@@ -463,6 +465,7 @@ impl Session {
             storage: &self.storage,
             state: &self.txn,
             cancel: &self.cancel,
+            settings: &self.settings,
         }
     }
 
@@ -477,6 +480,11 @@ impl Session {
                 .iter()
                 .filter_map(|n| Some((n.to_string(), client_setting_value(n)?.to_string()))),
         );
+        for name in ["transaction_isolation", "transaction_read_only"] {
+            if let Some(v) = self.transaction_setting(name) {
+                settings.push((name.to_string(), v));
+            }
+        }
         crate::query::QueryContext {
             storage: &self.storage,
             settings: &self.settings,
@@ -498,6 +506,10 @@ impl Session {
 
     /// `BEGIN`, `COMMIT`, `ROLLBACK`.
     fn transaction_control(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
+        let (isolation, read_only) = match stmt {
+            Statement::StartTransaction { modes, .. } => self.transaction_modes(modes)?,
+            _ => (Isolation::ReadCommitted, false),
+        };
         match stmt {
             // A nested BEGIN (a warning) keeps the first one's time.
             Statement::StartTransaction { .. } if self.txn_start.is_none() => {
@@ -519,7 +531,9 @@ impl Session {
         }
         let state = &mut *self.txn.lock().unwrap_or_else(|p| p.into_inner());
         let (tag, warning) = match stmt {
-            Statement::StartTransaction { .. } => ("BEGIN", crate::txn::begin(state)),
+            Statement::StartTransaction { .. } => {
+                ("BEGIN", crate::txn::begin(state, isolation, read_only))
+            }
             Statement::Commit { chain: false, .. } => crate::txn::commit(state)?,
             Statement::Rollback {
                 chain: false,
@@ -621,6 +635,18 @@ impl Session {
     /// `SET name = value` / `SET name TO value`.
     fn set(&mut self, set: &sqlparser::ast::Set) -> KuraResult<QueryResult> {
         use sqlparser::ast::{Expr, Set};
+        if let Set::SetTransaction {
+            modes,
+            snapshot,
+            session,
+        } = set
+        {
+            if snapshot.is_some() {
+                return Err(KuraError::Unsupported("SET TRANSACTION SNAPSHOT".into()));
+            }
+            self.set_transaction(modes, *session)?;
+            return Ok(QueryResult::command("SET"));
+        }
         let Set::SingleAssignment {
             variable, values, ..
         } = set
@@ -643,6 +669,26 @@ impl Session {
 
     /// Changes a setting, applying those that act on shared state at once.
     pub fn set_setting(&mut self, name: &str, value: &str) -> KuraResult<()> {
+        if name.eq_ignore_ascii_case("transaction_isolation") {
+            let level = Isolation::parse(value).ok_or_else(|| {
+                KuraError::Invalid(format!(
+                    "invalid value for parameter \"transaction_isolation\": \"{value}\""
+                ))
+            })?;
+            return self.set_transaction_modes(Some(level), None);
+        }
+        if name.eq_ignore_ascii_case("transaction_read_only") {
+            let on = match value.trim().to_ascii_lowercase().as_str() {
+                "on" | "true" | "1" | "yes" => true,
+                "off" | "false" | "0" | "no" => false,
+                _ => {
+                    return Err(KuraError::Invalid(format!(
+                        "invalid value for parameter \"transaction_read_only\": \"{value}\""
+                    )))
+                }
+            };
+            return self.set_transaction_modes(None, Some(on));
+        }
         if Settings::spec(name).is_none() && is_client_setting(name) {
             // Settings PostgreSQL drivers send at connect time; accepted, no effect.
             return Ok(());
@@ -760,8 +806,15 @@ impl Session {
                 vec![Batch::new(vec![names, values, descr])],
             ));
         }
+        let name = match name.as_str() {
+            "transaction isolation level" => "transaction_isolation".to_string(),
+            _ => name,
+        };
         let value = match self.settings.get(&name) {
             Some(v) => v,
+            None if self.transaction_setting(&name).is_some() => {
+                self.transaction_setting(&name).unwrap_or_default()
+            }
             None => client_setting_value(&name)
                 .ok_or_else(|| {
                     KuraError::Invalid(format!("unrecognized configuration parameter \"{name}\""))
@@ -821,6 +874,47 @@ fn is_local(stmt: &Statement) -> bool {
     }
 }
 
+/// How many UNION, INTERSECT and EXCEPT operators one statement may have. The
+/// parser builds a chain of them without recursing, but everything after it
+/// (binding, planning, dropping the tree) walks one level per operator:
+/// 100,000 of them overflowed the statement stack and killed the server.
+/// SQLite allows 500 (SQLITE_MAX_COMPOUND_SELECT).
+pub(crate) const MAX_SET_OPERATIONS: usize = 1_000;
+
+/// Refuses a statement with more than [`MAX_SET_OPERATIONS`] set operators
+/// (54001), counted on the tokens so that words inside strings, quoted names
+/// and comments do not count.
+fn check_set_operations(sql: &str) -> KuraResult<()> {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    // A text that does not tokenize is left to the parser's own error.
+    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
+        return Ok(());
+    };
+    let mut in_statement = 0usize;
+    for t in &tokens {
+        match t {
+            Token::SemiColon => in_statement = 0,
+            Token::Word(w)
+                if matches!(
+                    w.keyword,
+                    Keyword::UNION | Keyword::INTERSECT | Keyword::EXCEPT
+                ) && w.quote_style.is_none() =>
+            {
+                in_statement += 1;
+                if in_statement > MAX_SET_OPERATIONS {
+                    return Err(KuraError::TooDeep(format!(
+                        "the statement has more than {MAX_SET_OPERATIONS} UNION, INTERSECT or \
+                         EXCEPT operations"
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Parses SQL text into statements (PostgreSQL dialect); a `MOVE` is read as
 /// the `FETCH` it moves like, marked so (sqlparser does not know MOVE), and a
 /// `FETCH`/`MOVE` without a direction as `NEXT`.
@@ -839,6 +933,7 @@ fn parse_sql(sql: &str) -> KuraResult<Vec<Statement>> {
             sql.len()
         )));
     }
+    check_set_operations(sql)?;
     let parse_with = |limit: usize| {
         on_statement_stack(|| {
             Parser::new(&PostgreSqlDialect {})
@@ -894,7 +989,6 @@ const CLIENT_SETTINGS: &[&str] = &[
     "integer_datetimes",
     "intervalstyle",
     "search_path",
-    "transaction_isolation",
     "application_name",
 ];
 
@@ -910,7 +1004,6 @@ pub(crate) fn client_setting_value(name: &str) -> Option<&'static str> {
         "integer_datetimes" => "on",
         "intervalstyle" => "postgres",
         "search_path" => "public",
-        "transaction isolation level" | "transaction_isolation" => "read committed",
         "application_name" | "extra_float_digits" => "",
         _ => return None,
     })

@@ -1,16 +1,106 @@
-//! Transactions of a session — `BEGIN`, `COMMIT`, `ROLLBACK` — on the storage's
-//! single shadow-paged write transaction: a transaction's statements see each
-//! other's changes, other sessions see only what was committed, and a rollback
-//! leaves no trace. A statement that fails inside a transaction aborts it, as in
+//! Transactions of a session — `BEGIN [ISOLATION LEVEL ...] [READ ONLY]`,
+//! `COMMIT`, `ROLLBACK`, `SET TRANSACTION` — on the storage's single
+//! shadow-paged write transaction: a transaction's statements see each other's
+//! changes, other sessions see only what was committed, and a rollback leaves
+//! no trace. A statement that fails inside a transaction aborts it, as in
 //! PostgreSQL (SQLSTATE 25P02 until `ROLLBACK`).
+//!
+//! Concurrency control never loses a commit. Writers are serialised by the
+//! storage's one write transaction, and every statement that writes reads the
+//! rows it changes *after* it holds that transaction, from the latest committed
+//! state: an UPDATE that waited for another writer re-reads the rows and
+//! re-checks its WHERE on what that writer committed (PostgreSQL's READ
+//! COMMITTED rule, here for the whole statement). At REPEATABLE READ and
+//! SERIALIZABLE a transaction reads one snapshot taken at its first statement;
+//! when it first writes, any commit since that snapshot makes it fail with
+//! 40001 (first committer wins) instead of writing over what it did not see.
+//! Because writers hold the one write transaction until they end, no wait can
+//! form a cycle: there are no deadlocks to detect. A wait honours
+//! `lock_timeout` (55P03), `statement_timeout` and cancellation (57014).
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use kura_common::settings::Settings;
 use kura_storage::{Catalog, Storage, WriteTxn};
 
 use crate::error::{KuraError, KuraResult};
 use crate::session::CancelHandle;
+
+/// The isolation level of a transaction, PostgreSQL's names. READ UNCOMMITTED
+/// behaves as READ COMMITTED, as in PostgreSQL.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Isolation {
+    #[default]
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+}
+
+impl Isolation {
+    /// A level by its SQL name (`read committed`, `repeatable read`, ...).
+    pub fn parse(name: &str) -> Option<Isolation> {
+        let words: Vec<String> = name
+            .split(|c: char| c.is_whitespace() || c == '_' || c == '-')
+            .filter(|w| !w.is_empty())
+            .map(|w| w.to_ascii_lowercase())
+            .collect();
+        match words.join(" ").as_str() {
+            "read uncommitted" | "read committed" => Some(Isolation::ReadCommitted),
+            "repeatable read" => Some(Isolation::RepeatableRead),
+            "serializable" => Some(Isolation::Serializable),
+            _ => None,
+        }
+    }
+
+    /// The level's name as `SHOW transaction_isolation` reports it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "read committed",
+            Isolation::RepeatableRead => "repeatable read",
+            Isolation::Serializable => "serializable",
+        }
+    }
+
+    /// The level of a parsed `ISOLATION LEVEL ...` clause.
+    pub(crate) fn from_ast(level: &sqlparser::ast::TransactionIsolationLevel) -> KuraResult<Self> {
+        use sqlparser::ast::TransactionIsolationLevel as L;
+        Ok(match level {
+            L::ReadUncommitted | L::ReadCommitted => Isolation::ReadCommitted,
+            L::RepeatableRead => Isolation::RepeatableRead,
+            L::Serializable => Isolation::Serializable,
+            other => {
+                return Err(KuraError::Unsupported(format!(
+                    "isolation level {other} (kura has READ COMMITTED, REPEATABLE READ and SERIALIZABLE)"
+                )))
+            }
+        })
+    }
+
+    /// True when the transaction reads one snapshot for all its statements.
+    fn keeps_snapshot(self) -> bool {
+        self >= Isolation::RepeatableRead
+    }
+}
+
+/// An open transaction block.
+pub(crate) struct OpenTxn {
+    pub isolation: Isolation,
+    pub read_only: bool,
+    /// The write transaction, taken at the first write so that a transaction
+    /// that only reads never holds other writers up (drivers open one around
+    /// every query when autocommit is off).
+    writer: Option<Box<WriteTxn>>,
+    /// The catalog the transaction's statements read: after its first write
+    /// the writer's own view; before it, at REPEATABLE READ and above, the
+    /// snapshot its first statement took; else none (each statement reads the
+    /// latest commit).
+    snapshot: Option<Arc<Catalog>>,
+    /// A statement has run (`SET TRANSACTION ISOLATION LEVEL` must come first).
+    pub started: bool,
+    /// A statement of this transaction is inside [`Tx::write`] now.
+    writing: bool,
+}
 
 /// Where a session stands.
 #[derive(Default)]
@@ -18,21 +108,17 @@ pub(crate) enum TxnState {
     /// Autocommit: every statement commits on its own.
     #[default]
     Idle,
-    /// Between `BEGIN` and `COMMIT`/`ROLLBACK`. The write transaction is taken
-    /// at the first write, so a transaction that only reads never holds other
-    /// writers up (drivers open one around every query when autocommit is off).
-    Open {
-        writer: Option<Box<WriteTxn>>,
-        /// The catalog as the transaction's writes left it, read by its statements.
-        snapshot: Option<Arc<Catalog>>,
-    },
+    /// An autocommit statement holds the write transaction (inside [`Tx::write`]).
+    Writing,
+    /// Between `BEGIN` and `COMMIT`/`ROLLBACK`.
+    Open(OpenTxn),
     /// A statement failed inside the transaction; its changes are gone, and
     /// only `COMMIT` or `ROLLBACK` (both roll back) end it.
     Failed,
 }
 
 /// How often a statement waiting for another session's write transaction
-/// checks for cancellation and its time limit.
+/// checks for cancellation and its time limits.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
 
 /// What one statement reads and writes: the committed database in autocommit
@@ -42,6 +128,7 @@ pub(crate) struct Tx<'a> {
     pub storage: &'a Arc<Storage>,
     pub state: &'a Mutex<TxnState>,
     pub cancel: &'a CancelHandle,
+    pub settings: &'a Settings,
 }
 
 impl Tx<'_> {
@@ -49,73 +136,196 @@ impl Tx<'_> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The catalog a statement reads.
+    /// The catalog a statement reads. Inside a transaction at REPEATABLE READ
+    /// or above, the first call takes the snapshot every later statement reads.
     pub fn catalog(&self) -> Arc<Catalog> {
-        match &*self.lock() {
-            TxnState::Open {
-                snapshot: Some(s), ..
-            } => s.clone(),
-            _ => self.storage.catalog(),
+        let mut state = self.lock();
+        if let TxnState::Open(open) = &mut *state {
+            open.started = true;
+            if let Some(s) = &open.snapshot {
+                return s.clone();
+            }
+            let latest = self.storage.catalog();
+            if open.isolation.keeps_snapshot() {
+                open.snapshot = Some(latest.clone());
+            }
+            return latest;
         }
+        // Autocommit (also while holding the write transaction, when the
+        // latest commit is what the transaction started from).
+        self.storage.catalog()
     }
 
     /// Runs `f` on the write transaction: inside `BEGIN` on the session's own
     /// (taken now if this is its first write), else on a new one committed
     /// when `f` succeeds. Changes of a failed `f` are never committed.
+    ///
+    /// Whatever `f` reads through [`Tx::catalog`] is read while the write
+    /// transaction is held — the latest commit plus the transaction's own
+    /// changes — so a statement must compute the rows it writes inside `f`,
+    /// never from what it read before (that is how writes were lost).
     pub fn write<T>(&self, f: impl FnOnce(&mut WriteTxn) -> KuraResult<T>) -> KuraResult<T> {
-        let taken = match &mut *self.lock() {
-            TxnState::Open { writer, .. } => Some(writer.take()),
-            _ => None,
-        };
-        match taken {
-            None => {
-                let mut txn = self.acquire()?;
-                let out = f(&mut txn)?;
-                txn.commit()?;
-                Ok(out)
-            }
-            Some(open) => {
-                let mut txn = match open {
-                    Some(txn) => txn,
-                    None => Box::new(self.acquire()?),
-                };
-                // On an error the transaction is dropped here (rolled back);
-                // the session then marks itself failed.
-                let out = f(&mut txn)?;
-                let snapshot = txn.snapshot()?;
-                if let TxnState::Open {
-                    writer,
-                    snapshot: s,
-                } = &mut *self.lock()
-                {
-                    *writer = Some(txn);
-                    *s = Some(snapshot);
+        let open = {
+            let mut state = self.lock();
+            match &mut *state {
+                TxnState::Idle => {
+                    if self.settings.flag("default_transaction_read_only") {
+                        return Err(read_only_error());
+                    }
+                    *state = TxnState::Writing;
+                    None
                 }
+                TxnState::Open(open) => {
+                    if open.read_only {
+                        return Err(read_only_error());
+                    }
+                    if open.writing {
+                        return Err(nested_write());
+                    }
+                    open.writing = true;
+                    open.started = true;
+                    Some((open.writer.take(), open.isolation, open.snapshot.clone()))
+                }
+                TxnState::Writing => return Err(nested_write()),
+                TxnState::Failed => return Err(KuraError::InFailedTransaction),
+            }
+        };
+        match open {
+            None => {
+                let r = self.acquire().and_then(|mut txn| {
+                    let out = f(&mut txn)?;
+                    txn.commit()?;
+                    Ok(out)
+                });
+                let mut state = self.lock();
+                if matches!(*state, TxnState::Writing) {
+                    *state = TxnState::Idle;
+                }
+                r
+            }
+            Some((writer, isolation, snapshot)) => {
+                let r = self
+                    .open_writer(writer, isolation, snapshot)
+                    .and_then(|mut txn| {
+                        // On an error the transaction is dropped here (rolled
+                        // back); the session then marks itself failed.
+                        let out = f(&mut txn)?;
+                        let view = txn.snapshot()?;
+                        Ok((out, txn, view))
+                    });
+                let mut state = self.lock();
+                let TxnState::Open(open) = &mut *state else {
+                    return Err(KuraError::Internal(
+                        "the transaction ended while a statement wrote".into(),
+                    ));
+                };
+                open.writing = false;
+                let (out, txn, view) = r?;
+                open.writer = Some(txn);
+                open.snapshot = Some(view);
                 Ok(out)
             }
         }
     }
 
+    /// The open transaction's write transaction: the one it holds, or a new
+    /// one, taken now. At REPEATABLE READ and above a commit since the
+    /// transaction's snapshot refuses it (40001): its writes would rest on
+    /// rows it did not see. Once taken, statements read the writer's view.
+    fn open_writer(
+        &self,
+        writer: Option<Box<WriteTxn>>,
+        isolation: Isolation,
+        snapshot: Option<Arc<Catalog>>,
+    ) -> KuraResult<Box<WriteTxn>> {
+        if let Some(txn) = writer {
+            return Ok(txn);
+        }
+        let mut txn = Box::new(self.acquire()?);
+        if let Some(seen) = snapshot.filter(|_| isolation.keeps_snapshot()) {
+            if seen.generation() != txn.base().generation() {
+                return Err(KuraError::State {
+                    sqlstate: "40001",
+                    message: format!(
+                        "could not serialize access due to concurrent update: another \
+                         transaction committed after this {} transaction's snapshot; \
+                         retry the transaction",
+                        isolation.name().to_ascii_uppercase()
+                    ),
+                });
+            }
+        }
+        let view = txn.snapshot()?;
+        if let TxnState::Open(open) = &mut *self.lock() {
+            open.snapshot = Some(view);
+        }
+        Ok(txn)
+    }
+
     /// Takes the write transaction, waiting while another session holds it;
-    /// the wait ends with the statement's cancellation or time limit.
+    /// the wait ends with the statement's cancellation, its time limit or
+    /// `lock_timeout`.
     fn acquire(&self) -> KuraResult<WriteTxn> {
+        let deadline = lock_timeout(self.settings).map(|d| Instant::now() + d);
         loop {
             self.cancel.check()?;
-            if let Some(txn) = self.storage.try_begin(WAIT_SLICE)? {
+            let slice = match deadline {
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(KuraError::State {
+                            sqlstate: "55P03",
+                            message: "canceling statement due to lock timeout: another \
+                                      transaction holds the write lock"
+                                .into(),
+                        });
+                    }
+                    left.min(WAIT_SLICE)
+                }
+                None => WAIT_SLICE,
+            };
+            if let Some(txn) = self.storage.try_begin(slice)? {
                 return Ok(txn);
             }
         }
     }
 }
 
+/// `lock_timeout`; `None` when a wait for the write lock is unbounded.
+fn lock_timeout(settings: &Settings) -> Option<Duration> {
+    match kura_common::settings::parse_duration_ms(&settings.value("lock_timeout")) {
+        Ok(0) | Err(_) => None,
+        Ok(ms) => Some(Duration::from_millis(ms)),
+    }
+}
+
+fn read_only_error() -> KuraError {
+    KuraError::State {
+        sqlstate: "25006",
+        message: "cannot execute a write in a read-only transaction".into(),
+    }
+}
+
+fn nested_write() -> KuraError {
+    KuraError::Internal("a statement wrote while it was already writing".into())
+}
+
 /// `BEGIN`: PostgreSQL answers a nested one with a warning and stays put.
-pub(crate) fn begin(state: &mut TxnState) -> Option<&'static str> {
+pub(crate) fn begin(
+    state: &mut TxnState,
+    isolation: Isolation,
+    read_only: bool,
+) -> Option<&'static str> {
     match state {
         TxnState::Idle => {
-            *state = TxnState::Open {
+            *state = TxnState::Open(OpenTxn {
+                isolation,
+                read_only,
                 writer: None,
                 snapshot: None,
-            };
+                started: false,
+                writing: false,
+            });
             None
         }
         _ => Some("there is already a transaction in progress"),
@@ -126,9 +336,11 @@ pub(crate) fn begin(state: &mut TxnState) -> Option<&'static str> {
 /// what happened (`ROLLBACK` for a failed transaction, as in PostgreSQL).
 pub(crate) fn commit(state: &mut TxnState) -> KuraResult<(&'static str, Option<&'static str>)> {
     match std::mem::take(state) {
-        TxnState::Idle => Ok(("COMMIT", Some("there is no transaction in progress"))),
-        TxnState::Open { writer, .. } => {
-            if let Some(txn) = writer {
+        TxnState::Idle | TxnState::Writing => {
+            Ok(("COMMIT", Some("there is no transaction in progress")))
+        }
+        TxnState::Open(open) => {
+            if let Some(txn) = open.writer {
                 txn.commit()?;
             }
             Ok(("COMMIT", None))
@@ -140,15 +352,19 @@ pub(crate) fn commit(state: &mut TxnState) -> KuraResult<(&'static str, Option<&
 /// `ROLLBACK`: forgets the transaction's writes.
 pub(crate) fn rollback(state: &mut TxnState) -> Option<&'static str> {
     match std::mem::take(state) {
-        TxnState::Idle => Some("there is no transaction in progress"),
+        TxnState::Idle | TxnState::Writing => Some("there is no transaction in progress"),
         _ => None,
     }
 }
 
-/// After a statement: an error inside a transaction aborts it.
+/// After a statement: an error inside a transaction aborts it; an autocommit
+/// write that panicked lets go of its mark.
 pub(crate) fn after_statement<T>(state: &mut TxnState, r: &KuraResult<T>) {
-    if r.is_err() && matches!(state, TxnState::Open { .. }) {
-        *state = TxnState::Failed;
+    match state {
+        TxnState::Open(_) if r.is_err() => *state = TxnState::Failed,
+        TxnState::Open(open) => open.writing = false,
+        TxnState::Writing => *state = TxnState::Idle,
+        _ => {}
     }
 }
 

@@ -165,3 +165,56 @@ fn a_long_literal_compares_once_per_row_not_copied_per_row() {
         assert_eq!(count(s, "'v7 ' = v"), Value::BigInt(0));
     });
 }
+
+#[test]
+fn long_set_operation_chains_run_or_fail_with_54001() {
+    with_db(|s| {
+        let chain = |n: usize, op: &str| {
+            let branches: Vec<String> = (0..n).map(|i| format!("SELECT {i} AS x")).collect();
+            format!(
+                "SELECT count(*) FROM ({}) u",
+                branches.join(&format!(" {op} "))
+            )
+        };
+        // SQLite's limit (500 terms) runs, on a 2 MB stack.
+        assert_eq!(scalar(s, &chain(501, "UNION ALL")), Value::BigInt(501));
+        assert_eq!(scalar(s, &chain(501, "UNION")), Value::BigInt(501));
+        // 100,000 branches overflowed the stack and killed the process.
+        for op in ["UNION ALL", "UNION", "EXCEPT", "INTERSECT"] {
+            let err = s.execute(&chain(100_000, op)).unwrap_err();
+            assert_eq!(err.sqlstate(), "54001", "{op}: {err}");
+        }
+        // The words count only as operators: in strings and names they are text.
+        let words = vec!["union"; 2_000].join(" ");
+        assert_eq!(
+            scalar(s, &format!("SELECT length('{words}') AS \"union\"")),
+            Value::Integer(11_999)
+        );
+    });
+}
+
+#[test]
+fn a_result_wider_than_a_target_list_may_be_is_refused() {
+    with_db(|s| {
+        let cols = |n: usize| {
+            (0..n)
+                .map(|i| format!("{i} AS c{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        assert_eq!(
+            s.execute(&format!("SELECT {}", cols(1664)))
+                .unwrap()
+                .columns
+                .len(),
+            1664
+        );
+        // 70,000 columns sent a RowDescription whose 16-bit count wrapped.
+        for n in [1665, 70_000] {
+            let err = s.execute(&format!("SELECT {}", cols(n))).unwrap_err();
+            assert_eq!(err.sqlstate(), "54011", "{err}");
+        }
+        let err = s.prepare(&format!("SELECT {}", cols(1665))).unwrap_err();
+        assert_eq!(err.sqlstate(), "54011", "{err}");
+    });
+}

@@ -171,3 +171,331 @@ fn a_dropped_session_releases_its_transaction() {
     b.execute("INSERT INTO t VALUES (2)").unwrap();
     assert_eq!(int(&mut b, "SELECT sum(x) FROM t"), 2);
 }
+
+/// A table of two accounts with 1,000 each.
+fn accounts(s: &mut Session) {
+    s.execute("CREATE TABLE acct (id INTEGER NOT NULL, bal BIGINT)")
+        .unwrap();
+    s.execute("INSERT INTO acct VALUES (1, 1000), (2, 1000)")
+        .unwrap();
+}
+
+/// Runs `sql` in a new session of `db` on another thread.
+fn in_thread(db: &Database, sql: &'static str) -> std::thread::JoinHandle<Result<(), String>> {
+    let db = db.clone();
+    std::thread::spawn(move || {
+        let mut s = db.session();
+        s.execute("SET statement_timeout = '20s'").unwrap();
+        s.execute(sql).map(|_| ()).map_err(|e| e.to_string())
+    })
+}
+
+/// Waits until `h` is blocked for a while (it must wait for the writer).
+fn assert_waits<T>(h: &std::thread::JoinHandle<T>) {
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!h.is_finished(), "the second writer did not wait");
+}
+
+#[test]
+fn an_update_that_waited_keeps_the_committed_update_of_another_row() {
+    // The lost update of issue 43: B's UPDATE of row 2 waited for A's
+    // transaction and then wrote the table back as it was before A's commit.
+    let dir = TempDir::new("lost-update");
+    let db = open(&dir.db());
+    let mut a = db.session();
+    accounts(&mut a);
+    a.execute("BEGIN").unwrap();
+    a.execute("UPDATE acct SET bal = bal + 100 WHERE id = 1")
+        .unwrap();
+    let b = in_thread(&db, "UPDATE acct SET bal = bal + 1 WHERE id = 2");
+    assert_waits(&b);
+    a.execute("COMMIT").unwrap();
+    b.join().unwrap().unwrap();
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 1"), 1100);
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 2"), 1001);
+}
+
+#[test]
+fn an_update_that_waited_rereads_the_row_it_changes() {
+    // Both change row 1: the second adds to what the first committed.
+    let dir = TempDir::new("same-row");
+    let db = open(&dir.db());
+    let mut a = db.session();
+    accounts(&mut a);
+    a.execute("BEGIN; UPDATE acct SET bal = bal - 300 WHERE id = 1")
+        .unwrap();
+    // Its WHERE is re-checked on the committed row: 700 is not above 800.
+    let b = in_thread(&db, "UPDATE acct SET bal = bal + 5 WHERE bal > 800");
+    assert_waits(&b);
+    a.execute("COMMIT").unwrap();
+    b.join().unwrap().unwrap();
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 1"), 700);
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 2"), 1005);
+}
+
+#[test]
+fn an_insert_racing_an_update_is_kept_and_updated() {
+    let dir = TempDir::new("insert-update");
+    let db = open(&dir.db());
+    let mut a = db.session();
+    accounts(&mut a);
+    a.execute("BEGIN; INSERT INTO acct VALUES (3, 1000)")
+        .unwrap();
+    let b = in_thread(&db, "UPDATE acct SET bal = bal + 1");
+    assert_waits(&b);
+    a.execute("COMMIT").unwrap();
+    b.join().unwrap().unwrap();
+    assert_eq!(int(&mut a, "SELECT count(*) FROM acct"), 3);
+    assert_eq!(int(&mut a, "SELECT sum(bal) FROM acct"), 3003);
+}
+
+#[test]
+fn a_delete_racing_an_update_stays_deleted() {
+    let dir = TempDir::new("delete-update");
+    let db = open(&dir.db());
+    let mut a = db.session();
+    accounts(&mut a);
+    a.execute("BEGIN; DELETE FROM acct WHERE id = 1").unwrap();
+    let b = in_thread(&db, "UPDATE acct SET bal = bal + 1 WHERE id = 1");
+    assert_waits(&b);
+    a.execute("COMMIT").unwrap();
+    b.join().unwrap().unwrap();
+    assert_eq!(int(&mut a, "SELECT count(*) FROM acct"), 1);
+    assert_eq!(int(&mut a, "SELECT count(*) FROM acct WHERE id = 1"), 0);
+}
+
+#[test]
+fn an_update_racing_a_delete_of_every_row_changes_nothing() {
+    let dir = TempDir::new("update-delete");
+    let db = open(&dir.db());
+    let mut a = db.session();
+    accounts(&mut a);
+    a.execute("BEGIN; UPDATE acct SET bal = 0 WHERE id = 2")
+        .unwrap();
+    let b = in_thread(&db, "DELETE FROM acct WHERE bal = 1000");
+    assert_waits(&b);
+    a.execute("COMMIT").unwrap();
+    b.join().unwrap().unwrap();
+    // The DELETE re-checked bal = 1000 on the committed rows: row 2 is 0 now.
+    assert_eq!(int(&mut a, "SELECT count(*) FROM acct"), 1);
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 2"), 0);
+}
+
+#[test]
+fn repeatable_read_keeps_its_snapshot_and_refuses_to_write_over_a_newer_commit() {
+    let dir = TempDir::new("repeatable");
+    let db = open(&dir.db());
+    let mut a = db.session();
+    let mut b = db.session();
+    accounts(&mut a);
+    a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
+    assert_eq!(
+        scalar(&mut a, "SHOW transaction_isolation"),
+        Value::Text("repeatable read".into())
+    );
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 1"), 1000);
+    b.execute("UPDATE acct SET bal = 0 WHERE id = 1").unwrap();
+    // Its snapshot: the same answer as before B's commit.
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 1"), 1000);
+    let err = a
+        .execute("UPDATE acct SET bal = bal + 1 WHERE id = 2")
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), "40001", "{err}");
+    // The transaction is aborted; ROLLBACK ends it, and B's commit stands.
+    assert_eq!(
+        a.execute("SELECT 1").unwrap_err().sqlstate(),
+        "25P02",
+        "aborted"
+    );
+    a.execute("ROLLBACK").unwrap();
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 1"), 0);
+    assert_eq!(int(&mut a, "SELECT bal FROM acct WHERE id = 2"), 1000);
+
+    // Without a concurrent commit it writes and commits as usual.
+    a.execute("START TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        .unwrap();
+    assert_eq!(int(&mut a, "SELECT sum(bal) FROM acct"), 1000);
+    a.execute("UPDATE acct SET bal = bal + 1").unwrap();
+    a.execute("COMMIT").unwrap();
+    assert_eq!(int(&mut b, "SELECT sum(bal) FROM acct"), 1002);
+}
+
+#[test]
+fn serializable_refuses_write_skew() {
+    // Each transaction reads both rows and changes the other one's: run one
+    // after the other, the second sees the first's change; interleaved, one
+    // must fail.
+    let dir = TempDir::new("skew");
+    let db = open(&dir.db());
+    let mut a = db.session();
+    let mut b = db.session();
+    accounts(&mut a);
+    a.execute("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        .unwrap();
+    b.execute("SET default_transaction_isolation = 'serializable'")
+        .unwrap();
+    a.execute("BEGIN").unwrap();
+    b.execute("BEGIN").unwrap();
+    assert_eq!(int(&mut a, "SELECT sum(bal) FROM acct"), 2000);
+    assert_eq!(int(&mut b, "SELECT sum(bal) FROM acct"), 2000);
+    a.execute("UPDATE acct SET bal = bal - 2000 WHERE id = 1")
+        .unwrap();
+    a.execute("COMMIT").unwrap();
+    let err = b
+        .execute("UPDATE acct SET bal = bal - 2000 WHERE id = 2")
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), "40001", "{err}");
+    b.execute("ROLLBACK").unwrap();
+    assert_eq!(int(&mut b, "SELECT sum(bal) FROM acct"), 0);
+}
+
+#[test]
+fn transaction_modes_follow_postgresql() {
+    let dir = TempDir::new("modes");
+    let db = open(&dir.db());
+    let mut s = db.session();
+    accounts(&mut s);
+    let show = |s: &mut Session| match scalar(s, "SHOW transaction_isolation") {
+        Value::Text(t) => t,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(show(&mut s), "read committed");
+    // SET TRANSACTION before the first query sets this transaction only.
+    s.execute("BEGIN; SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        .unwrap();
+    assert_eq!(show(&mut s), "serializable");
+    s.execute("SELECT 1").unwrap();
+    let err = s
+        .execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), "25001", "{err}");
+    s.execute("ROLLBACK").unwrap();
+    assert_eq!(show(&mut s), "read committed");
+    // A read-only transaction refuses writes.
+    s.execute("BEGIN READ ONLY").unwrap();
+    assert_eq!(int(&mut s, "SELECT count(*) FROM acct"), 2);
+    let err = s.execute("DELETE FROM acct").unwrap_err();
+    assert_eq!(err.sqlstate(), "25006", "{err}");
+    s.execute("ROLLBACK").unwrap();
+    s.execute("SET default_transaction_read_only = on").unwrap();
+    let err = s.execute("INSERT INTO acct VALUES (3, 0)").unwrap_err();
+    assert_eq!(err.sqlstate(), "25006", "{err}");
+    s.execute("SET default_transaction_read_only = off")
+        .unwrap();
+    assert_eq!(int(&mut s, "SELECT count(*) FROM acct"), 2);
+    // An unknown level is refused, not ignored.
+    assert!(s
+        .execute("SET default_transaction_isolation = 'chaos'")
+        .is_err());
+}
+
+#[test]
+fn lock_timeout_bounds_the_wait_for_the_write_lock() {
+    let dir = TempDir::new("lock-timeout");
+    let db = open(&dir.db());
+    let mut a = db.session();
+    let mut b = db.session();
+    accounts(&mut a);
+    a.execute("BEGIN; UPDATE acct SET bal = 1 WHERE id = 1")
+        .unwrap();
+    b.execute("SET lock_timeout = '200ms'").unwrap();
+    let t0 = Instant::now();
+    let err = b
+        .execute("UPDATE acct SET bal = 2 WHERE id = 2")
+        .unwrap_err();
+    assert_eq!(err.sqlstate(), "55P03", "{err}");
+    assert!(t0.elapsed() >= Duration::from_millis(190));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    a.execute("COMMIT").unwrap();
+    b.execute("UPDATE acct SET bal = 2 WHERE id = 2").unwrap();
+    assert_eq!(int(&mut b, "SELECT sum(bal) FROM acct"), 3);
+}
+
+/// Bank transfers from many sessions at once, some rolled back on purpose:
+/// every acknowledged transfer is in the balances, no other is, and the sum
+/// never changes.
+#[test]
+fn concurrent_transfers_lose_no_acknowledged_commit() {
+    let dir = TempDir::new("bank");
+    let db = open(&dir.db());
+    let accounts_n = 8i64;
+    let mut s = db.session();
+    s.execute("CREATE TABLE acct (id INTEGER NOT NULL, bal BIGINT)")
+        .unwrap();
+    let values: Vec<String> = (0..accounts_n).map(|i| format!("({i}, 1000)")).collect();
+    s.execute(&format!("INSERT INTO acct VALUES {}", values.join(",")))
+        .unwrap();
+    let secs: u64 = std::env::var("KURA_TXN_STRESS_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let clients: Vec<_> = (0..8u64)
+        .map(|c| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut s = db.session();
+                s.execute("SET statement_timeout = '30s'").unwrap();
+                // Net effect of this client's acknowledged transfers, by account.
+                let mut net = vec![0i64; accounts_n as usize];
+                let mut seed = c * 7919 + 1;
+                let mut next = || {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed
+                };
+                let (mut committed, mut aborted) = (0u64, 0u64);
+                while Instant::now() < deadline {
+                    let from = (next() % accounts_n as u64) as i64;
+                    let to = (from + 1 + (next() % (accounts_n as u64 - 1)) as i64) % accounts_n;
+                    let amount = (next() % 50 + 1) as i64;
+                    let level = if next() % 3 == 0 {
+                        "REPEATABLE READ"
+                    } else {
+                        "READ COMMITTED"
+                    };
+                    s.execute(&format!("BEGIN ISOLATION LEVEL {level}"))
+                        .unwrap();
+                    let steps = [
+                        format!("UPDATE acct SET bal = bal - {amount} WHERE id = {from}"),
+                        format!("UPDATE acct SET bal = bal + {amount} WHERE id = {to}"),
+                    ];
+                    let ok = steps.iter().all(|q| s.execute(q).is_ok());
+                    if !ok || next() % 5 == 0 {
+                        s.execute("ROLLBACK").unwrap();
+                        aborted += 1;
+                        continue;
+                    }
+                    match s.execute("COMMIT") {
+                        Ok(r) if r.tag == "COMMIT" => {
+                            net[from as usize] -= amount;
+                            net[to as usize] += amount;
+                            committed += 1;
+                        }
+                        _ => aborted += 1,
+                    }
+                }
+                (net, committed, aborted)
+            })
+        })
+        .collect();
+    let mut expected = vec![1000i64; accounts_n as usize];
+    let mut committed = 0;
+    for c in clients {
+        let (net, n, _) = c.join().unwrap();
+        committed += n;
+        for (e, d) in expected.iter_mut().zip(net) {
+            *e += d;
+        }
+    }
+    assert!(committed > 0, "no transfer committed");
+    for (id, want) in expected.iter().enumerate() {
+        assert_eq!(
+            int(&mut s, &format!("SELECT bal FROM acct WHERE id = {id}")),
+            *want,
+            "account {id} after {committed} transfers"
+        );
+    }
+    assert_eq!(int(&mut s, "SELECT sum(bal) FROM acct"), 1000 * accounts_n);
+}

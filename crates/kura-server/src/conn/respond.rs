@@ -117,16 +117,17 @@ impl<E: Engine> Connection<E> {
         tx: TransactionStatus,
     ) -> Result<Response, EngineError> {
         let sql = match c {
-            Compat::Begin => "BEGIN",
-            Compat::Commit if tx != TransactionStatus::Error => "COMMIT",
-            _ => "ROLLBACK",
+            Compat::Begin(sql) | Compat::SetTransaction(sql) => sql.clone(),
+            Compat::Commit if tx != TransactionStatus::Error => "COMMIT".into(),
+            _ => "ROLLBACK".into(),
         };
         let outcome = self
             .runner
-            .run(move |s: &mut E::Session| s.execute(sql))
+            .run(move |s: &mut E::Session| s.execute(&sql))
             .await?;
         Ok(match c {
-            Compat::Begin => Response::TransactionStart(Tag::new("BEGIN")),
+            Compat::Begin(_) => Response::TransactionStart(Tag::new("BEGIN")),
+            Compat::SetTransaction(_) => Response::Execution(Tag::new("SET")),
             _ => Response::TransactionEnd(Tag::new(&outcome.tag)),
         })
     }
@@ -160,7 +161,7 @@ impl<E: Engine> Connection<E> {
         formats: Vec<FieldFormat>,
     ) -> Result<Response, EngineError> {
         Ok(match c {
-            Compat::Begin | Compat::Commit | Compat::Rollback => {
+            Compat::Begin(_) | Compat::Commit | Compat::Rollback | Compat::SetTransaction(_) => {
                 return Err(EngineError::new(
                     "XX000",
                     "internal error: transaction control reached the server's own answers",
@@ -177,7 +178,6 @@ impl<E: Engine> Connection<E> {
                 self.state().params.reset_all();
                 Response::Execution(Tag::new("RESET"))
             }
-            Compat::SetTransaction => Response::Execution(Tag::new("SET")),
             Compat::Show { name } => {
                 let v = self.state().params.get(name).unwrap_or_default();
                 single_text(name, v, formats)

@@ -73,6 +73,7 @@ pub fn plan_query(
         },
     );
     let bound = binder.bind_query(query, &[])?;
+    check_result_width(bound.out.len())?;
     let mut cols = binder.cols;
     let mut logical = optimize(bound.plan, opts.enable_right_join);
     if opts.enable_eager_aggregate {
@@ -112,6 +113,21 @@ pub fn plan_query(
     Ok(PlannedQuery { plan, columns })
 }
 
+/// PostgreSQL's bound on a target list: a result row's description holds its
+/// column count in 16 bits, so a wider one would not even reach the client
+/// intact.
+pub const MAX_RESULT_COLUMNS: usize = 1664;
+
+fn check_result_width(columns: usize) -> SqlResult<()> {
+    if columns > MAX_RESULT_COLUMNS {
+        return Err(SqlError::TooManyColumns {
+            columns,
+            limit: MAX_RESULT_COLUMNS,
+        });
+    }
+    Ok(())
+}
+
 /// Result columns: name and type.
 pub type ResultColumns = Vec<(String, DataType)>;
 
@@ -122,6 +138,7 @@ pub fn describe_query(
 ) -> SqlResult<(Vec<DataType>, ResultColumns)> {
     let mut binder = Binder::new(catalog, Params::default());
     let bound = binder.bind_query(query, &[])?;
+    check_result_width(bound.out.len())?;
     let cols = bound
         .out
         .iter()
