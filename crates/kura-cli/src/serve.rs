@@ -40,16 +40,21 @@ pub struct Args {
     #[arg(long, requires = "tls_cert")]
     pub tls_required: bool,
     /// Seconds a client has to complete TLS and log in before it is disconnected.
-    #[arg(long, value_name = "SECS", default_value_t = 60,
+    #[arg(long, value_name = "SECS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..=60))]
     pub auth_timeout: u64,
     /// Let clients' `COPY t FROM 'file'` read files below this directory (relative
     /// names are resolved in it); without it the server reads no files for clients.
     #[arg(long, value_name = "DIR")]
     pub copy_dir: Option<std::path::PathBuf>,
-    /// Connections served at once; more are refused ("too many clients already").
+    /// Logged-in sessions served at once; more are refused ("too many clients already").
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+    /// Connections logging in at once (TLS, startup, password); past it the one
+    /// logging in longest is closed, so idle connections cannot lock clients out.
+    #[arg(long, default_value_t = kura_server::gate::DEFAULT_MAX_PENDING as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pending_connections: u32,
     #[command(flatten)]
     pub db: crate::DbArgs,
 }
@@ -81,6 +86,7 @@ pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
     quiet_panics();
     let mut config = ServerConfig::new(listen);
     config.max_connections = args.max_connections as usize;
+    config.max_pending_connections = args.max_pending_connections as usize;
     if let Some(credentials) = credentials {
         config.auth = Auth::Scram(Arc::new(credentials));
     } else if !listen.ip().is_loopback() && args.insecure_no_auth {

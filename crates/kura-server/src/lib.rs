@@ -10,6 +10,7 @@ pub mod compat;
 mod conn;
 pub mod engine;
 pub mod error;
+pub mod gate;
 pub mod kura_engine;
 pub mod numeric;
 pub mod run;

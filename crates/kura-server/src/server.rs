@@ -42,8 +42,11 @@ pub struct ServerConfig {
     pub database_name: String,
     /// How long shutdown waits for cancelled queries to wind down.
     pub shutdown_grace: Duration,
-    /// Connections served at once; more are refused with 53300, as PostgreSQL does.
+    /// Logged-in sessions at once; more are refused with 53300, as PostgreSQL does.
     pub max_connections: usize,
+    /// Connections logging in at once; past it the one logging in longest is
+    /// closed for the newcomer (see `gate`).
+    pub max_pending_connections: usize,
     /// Accept TLS with this certificate when clients ask for it.
     pub tls: Option<Tls>,
     /// Refuse clients that do not use TLS (28000).
@@ -56,6 +59,10 @@ pub struct ServerConfig {
     pub allow_remote_without_password: bool,
 }
 
+/// How long a client has to log in by default: a real client needs
+/// milliseconds; a long timeout only lets idle connections hold resources.
+pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl ServerConfig {
     pub fn new(listen: SocketAddr) -> Self {
         ServerConfig {
@@ -64,9 +71,10 @@ impl ServerConfig {
             database_name: "kura".into(),
             shutdown_grace: Duration::from_secs(10),
             max_connections: 100,
+            max_pending_connections: crate::gate::DEFAULT_MAX_PENDING,
             tls: None,
             tls_required: false,
-            auth_timeout: Duration::from_secs(60),
+            auth_timeout: DEFAULT_AUTH_TIMEOUT,
             allow_remote_without_password: false,
         }
     }
@@ -80,8 +88,8 @@ pub struct Shared<E: Engine> {
     pub(crate) pids: Arc<RandomPidSecretKeyGenerator>,
     /// Sessions alive (a session outlives its connection while its query winds down).
     pub(crate) live_sessions: Arc<AtomicUsize>,
-    /// Connections open now, and how many may be.
-    pub(crate) open_connections: AtomicUsize,
+    /// Connections logging in and sessions logged in, and how many may be.
+    pub(crate) gate: Arc<crate::gate::Gate>,
     pub(crate) max_connections: usize,
     /// The SCRAM exchanges offered: without channel binding (plain
     /// connections) and with it (TLS connections), when passwords are required.
@@ -160,7 +168,7 @@ impl<E: Engine> Server<E> {
                 cancels: Arc::new(CancelRegistry::default()),
                 pids: Arc::new(RandomPidSecretKeyGenerator::default()),
                 live_sessions: Arc::new(AtomicUsize::new(0)),
-                open_connections: AtomicUsize::new(0),
+                gate: crate::gate::Gate::new(config.max_pending_connections),
                 max_connections: config.max_connections,
                 scram,
                 tls_required: config.tls_required,
@@ -241,26 +249,24 @@ async fn serve_connection<E: Engine>(
     tls: Option<TlsAcceptor>,
     auth_timeout: Duration,
 ) -> std::io::Result<()> {
-    /// Counts a connection while it is open.
-    struct Open<'a>(&'a AtomicUsize);
-    impl Drop for Open<'_> {
+    /// Gives up the connection's place in the gate when it ends.
+    struct Leave(Arc<crate::gate::Admission>);
+    impl Drop for Leave {
         fn drop(&mut self) {
-            self.0.fetch_sub(1, Ordering::SeqCst);
+            self.0.close();
         }
     }
-    shared.open_connections.fetch_add(1, Ordering::SeqCst);
-    let counted = shared.clone();
-    let _open = Open(&counted.open_connections);
+    let admission = shared.gate.admit();
+    let _leave = Leave(admission.clone());
     let peer_addr = stream.peer_addr().ok();
     // A duplicate descriptor lets a running query notice the client vanish.
     let peer: Option<OwnedFd> = stream.as_fd().try_clone_to_owned().ok();
-    let conn = Connection::new(shared, peer);
-    let authenticated = conn.authenticated();
+    let conn = Connection::new(shared, peer, admission.clone());
     // The deadline covers the TLS handshake, the startup packet and the
     // password exchange; an authenticated session may then idle freely.
     let deadline = async {
         tokio::time::sleep(auth_timeout).await;
-        if authenticated.load(Ordering::SeqCst) {
+        if admission.is_logged_in() {
             std::future::pending::<()>().await;
         }
     };
@@ -293,6 +299,13 @@ async fn serve_connection<E: Engine>(
             tracing::info!(
                 peer = ?peer_addr,
                 "closing a connection that did not authenticate within {auth_timeout:?}"
+            );
+            Ok(())
+        }
+        _ = admission.evicted() => {
+            tracing::info!(
+                peer = ?peer_addr,
+                "closing a connection still logging in: newer connections need its place"
             );
             Ok(())
         }

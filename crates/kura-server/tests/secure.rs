@@ -347,3 +347,67 @@ fn connections_that_never_log_in_are_closed_after_the_auth_timeout() {
         c.simple_query("select 1").await.expect("idle session kept");
     });
 }
+
+/// Raises this process's soft limit on open files to its hard limit (the test
+/// holds both ends of its connections).
+fn raise_open_files_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain system calls on a local struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+    }
+    lim.rlim_cur as u64
+}
+
+#[test]
+fn a_thousand_half_open_connections_do_not_lock_a_client_out() {
+    let limit = raise_open_files_limit();
+    // Two descriptors a connection (both ends live here), and room to spare.
+    let flood = 1_000.min((limit.saturating_sub(200) / 2) as usize);
+    assert!(flood >= 400, "only {limit} open files allowed");
+    let s = TestServer::start_with(
+        Auth::Scram(Arc::new(credentials())),
+        |config, _| {
+            config.max_connections = 10;
+            FileAccess::Denied
+        },
+        |_| {},
+    );
+    // Each sends 3 bytes of a startup packet and then nothing.
+    let socks: Vec<std::net::TcpStream> = (0..flood)
+        .map(|_| {
+            let mut sock = std::net::TcpStream::connect(s.addr).unwrap();
+            std::io::Write::write_all(&mut sock, b"\x00\x00\x00").unwrap();
+            sock
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for attempt in 0..3 {
+            let started = Instant::now();
+            let conn = format!(
+                "host=127.0.0.1 port={} user=alice password='wonder land' dbname=kura",
+                s.addr.port()
+            );
+            let (client, connection) = tokio_postgres::connect(&conn, NoTls)
+                .await
+                .unwrap_or_else(|e| panic!("attempt {attempt}: locked out: {e}"));
+            tokio::spawn(connection);
+            let v: i32 = client.query_one("select 1", &[]).await.unwrap().get(0);
+            assert_eq!(v, 1);
+            let took = started.elapsed();
+            assert!(took < Duration::from_secs(1), "login took {took:?}");
+        }
+    });
+    drop(socks);
+}

@@ -9,7 +9,6 @@ mod simple;
 mod startup;
 
 use std::os::fd::OwnedFd;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use pgwire::api::auth::mechanism::AuthMechanism;
@@ -32,8 +31,8 @@ pub struct Connection<E: Engine> {
     runner: Arc<Runner<E::Session>>,
     parser: Arc<extended::Parser<E::Session>>,
     state: Mutex<ConnState>,
-    /// Set once the client has logged in (the authentication deadline stops).
-    authenticated: Arc<AtomicBool>,
+    /// The connection's place in the server's gate: logging in, then a session.
+    admission: Arc<crate::gate::Admission>,
     /// The `COPY ... FROM STDIN` whose data the client is sending.
     copy_in: Mutex<Option<copy::CopyInJob>>,
 }
@@ -50,7 +49,11 @@ struct ConnState {
 }
 
 impl<E: Engine> Connection<E> {
-    pub fn new(shared: Arc<Shared<E>>, peer: Option<OwnedFd>) -> Arc<Self> {
+    pub fn new(
+        shared: Arc<Shared<E>>,
+        peer: Option<OwnedFd>,
+        admission: Arc<crate::gate::Admission>,
+    ) -> Arc<Self> {
         let session = shared.engine.session();
         let runner = Arc::new(Runner::new(
             session,
@@ -63,13 +66,9 @@ impl<E: Engine> Connection<E> {
             runner,
             shared,
             state: Mutex::new(ConnState::default()),
-            authenticated: Arc::new(AtomicBool::new(false)),
+            admission,
             copy_in: Mutex::new(None),
         })
-    }
-
-    pub fn authenticated(&self) -> Arc<AtomicBool> {
-        self.authenticated.clone()
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, ConnState> {

@@ -3,7 +3,6 @@
 //! and secret key a client later cancels with.
 
 use std::fmt::Debug;
-use std::sync::atomic::Ordering;
 
 use async_trait::async_trait;
 use futures::{Sink, SinkExt};
@@ -44,10 +43,10 @@ impl<E: Engine> StartupHandler for Connection<E> {
     {
         match message {
             PgWireFrontendMessage::Startup(ref startup) => {
-                // Counted at startup, so cancel requests (their own short
+                // Logged-in sessions only: connections still logging in
+                // have their own pool, and cancel requests (their own short
                 // connections) are never refused.
-                let open = self.shared.open_connections.load(Ordering::SeqCst);
-                if open > self.shared.max_connections {
+                if self.shared.gate.sessions() >= self.shared.max_connections {
                     return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
                         "FATAL".into(),
                         "53300".into(),
@@ -158,7 +157,7 @@ impl<E: Engine> Connection<E> {
                 .await?;
         }
         finish_authentication(client, &parameter_provider()).await?;
-        self.authenticated.store(true, Ordering::SeqCst);
+        self.admission.logged_in();
         Ok(())
     }
 
