@@ -106,6 +106,35 @@ pub fn parse_tier_mode(s: &str) -> Result<Mode, String> {
 /// needs a block capacity, and lz4 rarely packs a page into fewer bytes.
 const MIN_IMAGE_BYTES: u64 = 256;
 
+/// Refuses a tier larger than half of this machine's memory before anything
+/// is allocated: its images (or the kernel's copies) and the policy's entries,
+/// sized from the tier's capacity, would otherwise fail an allocation and
+/// abort the whole process (`SET tier2 = '1TB'` did, for every session).
+fn check_fits_in_memory(
+    config: &TierConfig,
+    page_size: usize,
+    physical: Option<u64>,
+) -> StorageResult<()> {
+    let Some(physical) = physical else {
+        return Ok(());
+    };
+    let bytes = match config.capacity {
+        TierCapacity::Bytes(b) => b,
+        TierCapacity::Pages(n) => (n as u64).saturating_mul(page_size as u64),
+    };
+    let most = physical / 2;
+    if bytes > most {
+        return Err(StorageError::Invalid(format!(
+            "tier2 of {} is more than this machine can hold: it has {} of memory, and a \
+             second tier may take at most half ({})",
+            kura_common::size::format_size(bytes),
+            kura_common::size::format_size(physical),
+            kura_common::size::format_size(most)
+        )));
+    }
+    Ok(())
+}
+
 struct Images {
     policy: Box<dyn Policy>,
     images: HashMap<PageId, Box<[u8]>>,
@@ -194,6 +223,7 @@ impl Tier {
         file: &Arc<DbFile>,
     ) -> StorageResult<Tier> {
         let page_size = file.page_size();
+        check_fits_in_memory(&config, page_size, crate::storage::physical_memory())?;
         let blocks = match (config.kind, config.capacity) {
             (_, TierCapacity::Pages(n)) => n,
             (TierKind::Compressed, TierCapacity::Bytes(b)) => {
@@ -436,6 +466,21 @@ pub(super) fn decompress_into(image: &[u8], dst: &mut [u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tier_larger_than_half_the_memory_is_refused_before_allocating() {
+        let gib = 1u64 << 30;
+        let bytes = |b| TierConfig::new(TierCapacity::Bytes(b), Mode::Exclusive);
+        let err = check_fits_in_memory(&bytes(1 << 40), 16384, Some(24 * gib)).unwrap_err();
+        assert!(err.to_string().contains("more than this machine"), "{err}");
+        assert!(check_fits_in_memory(&bytes(12 * gib), 16384, Some(24 * gib)).is_ok());
+        assert!(check_fits_in_memory(&bytes(13 * gib), 16384, Some(24 * gib)).is_err());
+        let pages = TierConfig::new(TierCapacity::Pages(1 << 20), Mode::Exclusive);
+        assert!(check_fits_in_memory(&pages, 16384, Some(24 * gib)).is_err());
+        assert!(check_fits_in_memory(&pages, 16384, Some(64 * gib)).is_ok());
+        // Where the machine's memory is unknown nothing is refused.
+        assert!(check_fits_in_memory(&bytes(1 << 40), 16384, None).is_ok());
+    }
 
     /// A tier of `config` over a fresh database file (compressed tiers never
     /// touch it).
