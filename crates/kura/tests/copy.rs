@@ -314,3 +314,25 @@ fn csv_values_with_line_breaks_load_across_chunks_and_lines_count_on() {
     assert_eq!(got[0][1], Value::BigInt(n * (n - 1) / 2));
     assert_eq!(got[0][2], Value::Text("line one of 0\nline \"two\"".into()));
 }
+
+#[test]
+fn a_nul_byte_in_text_is_refused_as_postgresql_refuses_it() {
+    let (_d, db) = db();
+    let mut s = db.session();
+    s.execute("create table t (i integer, v varchar)").unwrap();
+    for data in [
+        "1\tok\n2\tbad\\0byte\n",
+        "1\tok\n2\tbad\0byte\n",
+        "1\tok\n2\t\\x00\n",
+    ] {
+        let e = s
+            .copy_in("copy t from stdin", &mut Input::new(data))
+            .unwrap_err();
+        assert_eq!(e.sqlstate(), "22021", "{data:?}: {e}");
+        assert!(e.to_string().contains("0x00"), "{e}");
+    }
+    assert_eq!(
+        rows(&mut s, "select count(*) from t")[0][0],
+        Value::BigInt(0)
+    );
+}

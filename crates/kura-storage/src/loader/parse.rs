@@ -60,6 +60,7 @@ pub mod code {
     pub const NOT_NULL: &str = "23502";
     pub const OUT_OF_RANGE: &str = "22003";
     pub const TOO_LONG: &str = "22001";
+    pub const BAD_ENCODING: &str = "22021";
 }
 
 /// Whether the lines of an input end with the delimiter (dbgen's `.tbl` rows do),
@@ -225,6 +226,8 @@ fn value_code(what: &str) -> &'static str {
         code::OUT_OF_RANGE
     } else if what.contains("too long") {
         code::TOO_LONG
+    } else if what.contains("invalid byte sequence") {
+        code::BAD_ENCODING
     } else {
         code::INVALID_TEXT
     }
@@ -443,6 +446,11 @@ fn push_field(
         }
         (ColumnData::Str(out), _) => {
             let s = std::str::from_utf8(text).map_err(|_| "invalid UTF-8".to_string())?;
+            // PostgreSQL's text cannot hold a NUL (a literal byte or `\0`):
+            // clients and tools that read it as a C string would cut it there.
+            if s.contains('\0') {
+                return Err("invalid byte sequence for encoding \"UTF8\": 0x00".into());
+            }
             // CHAR(n) semantics: trailing blanks are insignificant, so they are not stored.
             let s = if matches!(dt, DataType::Char(_)) {
                 s.trim_end_matches(' ')
