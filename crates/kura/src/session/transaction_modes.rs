@@ -100,6 +100,39 @@ impl Session {
         Ok(())
     }
 
+    /// `SET transaction_isolation` / `SET transaction_read_only`: this
+    /// transaction's modes, as `SET TRANSACTION` sets them; `None` for other names.
+    pub(super) fn set_transaction_setting(
+        &mut self,
+        name: &str,
+        value: &str,
+    ) -> Option<KuraResult<()>> {
+        let invalid = || {
+            KuraError::Invalid(format!(
+                "invalid value for parameter \"{}\": \"{value}\"",
+                name.to_ascii_lowercase()
+            ))
+        };
+        if name.eq_ignore_ascii_case("transaction_isolation") {
+            return Some(match Isolation::parse(value) {
+                Some(level) => self.set_transaction_modes(Some(level), None),
+                None => Err(invalid()),
+            });
+        }
+        if name.eq_ignore_ascii_case("transaction_read_only") {
+            // Read as every on/off setting is read.
+            let mut parsed = kura_common::settings::Settings::default();
+            return Some(match parsed.set("default_transaction_read_only", value) {
+                Ok(()) => self.set_transaction_modes(
+                    None,
+                    Some(parsed.flag("default_transaction_read_only")),
+                ),
+                Err(_) => Err(invalid()),
+            });
+        }
+        None
+    }
+
     /// `transaction_isolation` / `transaction_read_only`: the open
     /// transaction's, else what a new one would get. `None` for other names.
     pub(super) fn transaction_setting(&self, name: &str) -> Option<String> {
