@@ -55,6 +55,10 @@ pub struct Args {
     #[arg(long, default_value_t = kura_server::gate::DEFAULT_MAX_PENDING as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending_connections: u32,
+    /// A user who may change database-wide settings (tier2, resident_indexes,
+    /// buffer_policy, llc_protect); repeat for several.
+    #[arg(long, value_name = "USER", default_value = kura_server::server::DEFAULT_SUPERUSER)]
+    pub superuser: Vec<String>,
     #[command(flatten)]
     pub db: crate::DbArgs,
 }
@@ -87,6 +91,7 @@ pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
     let mut config = ServerConfig::new(listen);
     config.max_connections = args.max_connections as usize;
     config.max_pending_connections = args.max_pending_connections as usize;
+    config.superusers = args.superuser.clone();
     if let Some(credentials) = credentials {
         config.auth = Auth::Scram(Arc::new(credentials));
     } else if !listen.ip().is_loopback() && args.insecure_no_auth {

@@ -15,6 +15,17 @@ pub struct SettingSpec {
     /// Accepted values (lower case); empty means free-form (checked by `validate`).
     pub choices: &'static [&'static str],
     pub validate: Option<Validator>,
+    pub scope: Scope,
+}
+
+/// Whom a setting affects, and so who may change it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The session that sets it; anyone may.
+    Session,
+    /// Every session of the database (the buffer pool, its tier, the LLC):
+    /// only a superuser may, as PostgreSQL's `ALTER SYSTEM`.
+    Database,
 }
 
 fn validate_size(v: &str) -> Result<(), String> {
@@ -86,6 +97,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "serial | static | ooo (out-of-order, paper 003)",
         choices: &["serial", "static", "ooo"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "join_algorithm",
@@ -93,6 +105,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "which registered join operator equi-joins use",
         choices: &["hash", "nested_loop"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "memory_limit",
@@ -100,6 +113,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "bound on hash tables and sorts of one query",
         choices: &[],
         validate: Some(validate_size),
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "statement_timeout",
@@ -107,6 +121,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "cancel a statement that runs longer than this (ms, or with a unit: 30s, 5min); 0 = no limit",
         choices: &[],
         validate: Some(validate_duration),
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "lock_timeout",
@@ -114,6 +129,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "give up waiting for another transaction's write lock after this long (55P03; ms, or with a unit); 0 = wait (bounded by statement_timeout)",
         choices: &[],
         validate: Some(validate_duration),
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "default_transaction_isolation",
@@ -121,6 +137,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "isolation of new transactions: read committed (a waiting writer re-reads the latest commit), repeatable read or serializable (one snapshot; a write after a concurrent commit fails with 40001)",
         choices: &["read committed", "read uncommitted", "repeatable read", "serializable"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "default_transaction_read_only",
@@ -128,6 +145,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "on: new transactions (and autocommit statements) may not write (25006)",
         choices: &["on", "off"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "enable_index",
@@ -135,6 +153,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "let the optimizer choose index scans and index nested-loop joins",
         choices: &["on", "off"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "enable_right_join",
@@ -142,6 +161,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "let a LEFT, semi or anti join build its preserved side when that side is the smaller (a right hash join)",
         choices: &["on", "off"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "enable_eager_aggregate",
@@ -149,6 +169,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "let an aggregation over joins pre-aggregate the inputs holding its arguments, then join the others to the partial groups",
         choices: &["on", "off"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "enable_seqscan",
@@ -157,6 +178,7 @@ pub const SETTINGS: &[SettingSpec] = &[
             "off: choose an applicable index scan or index join over a full scan whatever the cost",
         choices: &["on", "off"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "prefetch",
@@ -164,6 +186,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "sequential read-ahead of scans, in every execution mode",
         choices: &["on", "off"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "prefetch_window",
@@ -171,6 +194,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "pages a serial or static scan reads ahead of itself (prefetch = on)",
         choices: &[],
         validate: Some(validate_window),
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "resident_indexes",
@@ -179,6 +203,7 @@ pub const SETTINGS: &[SettingSpec] = &[
             "indexes whose pages the buffer pool holds (all | none | idx1,idx2; interior:... for interior nodes only); database-wide",
         choices: &[],
         validate: None,
+        scope: Scope::Database,
     },
     SettingSpec {
         name: "llc_protect",
@@ -186,6 +211,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "paper 000: warm an object into the LLC and protect it with CAT (index:NAME | column:TABLE.COLUMN | hash_join:KEY for the hash table of each running join on KEY | none); database-wide",
         choices: &[],
         validate: None,
+        scope: Scope::Database,
     },
     SettingSpec {
         name: "llc_classes",
@@ -193,6 +219,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "on: each pipeline runs in a cache-sensitive or streaming resctrl group chosen from its footprint (needs CAT)",
         choices: &["on", "off"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "llc_scan_policy",
@@ -200,6 +227,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "flush: a streaming pipeline (more than the LLC) flushes its pages from the CPU caches after each morsel",
         choices: &["normal", "flush"],
         validate: None,
+        scope: Scope::Session,
     },
     SettingSpec {
         name: "buffer_policy",
@@ -207,6 +235,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "buffer replacement policy (kura-cache)",
         choices: &[],
         validate: None,
+        scope: Scope::Database,
     },
     SettingSpec {
         name: "tier2",
@@ -214,6 +243,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "second buffer tier below the pool, of this many bytes (e.g. 256MB), or off; database-wide (kind: tier2_kind)",
         choices: &[],
         validate: Some(validate_tier2),
+        scope: Scope::Database,
     },
     SettingSpec {
         name: "tier2_mode",
@@ -221,6 +251,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "second tier: exclusive (pool victims are demoted into it, a hit moves the page up; paper 004) or inclusive (pages read from disk go into both)",
         choices: &["exclusive", "inclusive"],
         validate: None,
+        scope: Scope::Database,
     },
     SettingSpec {
         name: "tier2_kind",
@@ -228,6 +259,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "second tier: compressed (lz4 page images in kura's memory) or page_cache (the OS page cache of the database file, bounded by kura)",
         choices: &["compressed", "page_cache"],
         validate: None,
+        scope: Scope::Database,
     },
     SettingSpec {
         name: "tier2_policy",
@@ -235,6 +267,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "replacement policy of the second tier (kura-cache)",
         choices: &[],
         validate: None,
+        scope: Scope::Database,
     },
 ];
 

@@ -21,7 +21,6 @@ const CLIENT_PARAMETERS: &[(&str, &str)] = &[
     ("idle_in_transaction_session_timeout", "0"),
     ("integer_datetimes", "on"),
     ("intervalstyle", "postgres"),
-    ("is_superuser", "on"),
     ("jit", "off"),
     ("lc_messages", "C"),
     ("max_identifier_length", "63"),
@@ -36,7 +35,6 @@ const CLIENT_PARAMETERS: &[(&str, &str)] = &[
 /// Parameters that are reported but cannot be changed.
 const READ_ONLY: &[&str] = &[
     "integer_datetimes",
-    "is_superuser",
     "max_identifier_length",
     "server_encoding",
     "server_version",

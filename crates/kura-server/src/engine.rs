@@ -173,4 +173,6 @@ pub struct Identity {
     pub database: String,
     pub pid: i32,
     pub version: String,
+    /// Named by `--superuser`: may change database-wide settings.
+    pub superuser: bool,
 }

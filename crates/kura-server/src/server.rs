@@ -57,7 +57,12 @@ pub struct ServerConfig {
     pub auth_timeout: Duration,
     /// Let clients in without a password on an address other than loopback.
     pub allow_remote_without_password: bool,
+    /// Users who may change database-wide settings (PostgreSQL's superusers).
+    pub superusers: Vec<String>,
 }
+
+/// The user who may change database-wide settings unless `--superuser` says.
+pub const DEFAULT_SUPERUSER: &str = "kura";
 
 /// How long a client has to log in by default: a real client needs
 /// milliseconds; a long timeout only lets idle connections hold resources.
@@ -76,6 +81,7 @@ impl ServerConfig {
             tls_required: false,
             auth_timeout: DEFAULT_AUTH_TIMEOUT,
             allow_remote_without_password: false,
+            superusers: vec![DEFAULT_SUPERUSER.to_string()],
         }
     }
 }
@@ -91,6 +97,7 @@ pub struct Shared<E: Engine> {
     /// Connections logging in and sessions logged in, and how many may be.
     pub(crate) gate: Arc<crate::gate::Gate>,
     pub(crate) max_connections: usize,
+    pub(crate) superusers: Vec<String>,
     /// The SCRAM exchanges offered: without channel binding (plain
     /// connections) and with it (TLS connections), when passwords are required.
     pub(crate) scram: Option<ScramPair>,
@@ -170,6 +177,7 @@ impl<E: Engine> Server<E> {
                 live_sessions: Arc::new(AtomicUsize::new(0)),
                 gate: crate::gate::Gate::new(config.max_pending_connections),
                 max_connections: config.max_connections,
+                superusers: config.superusers,
                 scram,
                 tls_required: config.tls_required,
                 trim: Arc::new(MemoryTrim::default()),

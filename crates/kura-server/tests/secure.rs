@@ -411,3 +411,63 @@ fn a_thousand_half_open_connections_do_not_lock_a_client_out() {
     });
     drop(socks);
 }
+
+#[test]
+fn only_a_superuser_changes_database_wide_settings() {
+    let s = TestServer::trust(|_| {});
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let connect = |user: &'static str| {
+            let conn = format!(
+                "host=127.0.0.1 port={} user={user} dbname=kura",
+                s.addr.port()
+            );
+            async move {
+                let (client, connection) = tokio_postgres::connect(&conn, NoTls).await.unwrap();
+                tokio::spawn(connection);
+                client
+            }
+        };
+        let tester = connect("tester").await;
+        for sql in [
+            "SET tier2 = '1MB'",
+            "SET resident_indexes = 'all'",
+            "SET buffer_policy = 'lru'",
+            "SET llc_protect = 'none'",
+        ] {
+            let err = tester.batch_execute(sql).await.unwrap_err();
+            assert_eq!(
+                err.code(),
+                Some(&SqlState::INSUFFICIENT_PRIVILEGE),
+                "{sql}: {err:?}"
+            );
+        }
+        // Its own session's settings stay its own to change.
+        tester
+            .batch_execute("SET execution_mode = 'serial'; SET memory_limit = '1GB'")
+            .await
+            .unwrap();
+        let row = tester.simple_query("SHOW is_superuser").await.unwrap();
+        assert!(
+            matches!(&row[1], tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("off"))
+        );
+        let v: String = tester
+            .query_one("select current_setting('is_superuser')", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(v, "off");
+        let admin = connect("kura").await;
+        admin
+            .batch_execute("SET tier2 = '1MB'; SET tier2 = 'off'")
+            .await
+            .unwrap();
+        let row = admin.simple_query("SHOW is_superuser").await.unwrap();
+        assert!(
+            matches!(&row[1], tokio_postgres::SimpleQueryMessage::Row(r) if r.get(0) == Some("on"))
+        );
+    });
+}

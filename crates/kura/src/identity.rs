@@ -1,6 +1,7 @@
 //! Who and where a session is: the user, database name, process id and
 //! version text that `current_user`, `current_database()`, `pg_backend_pid()`
-//! and `version()` report.
+//! and `version()` report, and whether the user may change what every session
+//! shares (a superuser).
 
 /// The PostgreSQL version kura speaks for (`server_version`, `version()`).
 pub const PG_VERSION: &str = "16.6";
@@ -14,6 +15,8 @@ pub struct Identity {
     pub database: String,
     pub backend_pid: i32,
     pub version: String,
+    /// May change database-wide settings (`SET tier2`, `SET resident_indexes` ...).
+    pub superuser: bool,
 }
 
 impl Default for Identity {
@@ -24,6 +27,8 @@ impl Default for Identity {
             database: "kura".into(),
             backend_pid: std::process::id() as i32,
             version: version_text(),
+            // The shell and tools open the file themselves: its owner.
+            superuser: true,
         }
     }
 }

@@ -12,7 +12,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use kura_common::settings::{Settings, SETTINGS};
+use kura_common::settings::{Scope, Settings, SETTINGS};
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_storage::Storage;
 
@@ -485,6 +485,8 @@ impl Session {
                 settings.push((name.to_string(), v));
             }
         }
+        let superuser = if self.identity.superuser { "on" } else { "off" };
+        settings.push(("is_superuser".to_string(), superuser.to_string()));
         crate::query::QueryContext {
             storage: &self.storage,
             settings: &self.settings,
@@ -672,6 +674,16 @@ impl Session {
         if let Some(r) = self.set_transaction_setting(name, value) {
             return r;
         }
+        if Settings::spec(name).is_some_and(|s| s.scope == Scope::Database)
+            && !self.identity.superuser
+        {
+            return Err(KuraError::PermissionDenied(format!(
+                "permission denied to set parameter \"{}\": it changes every session of \
+                 the database, and user \"{}\" is not a superuser",
+                name.to_ascii_lowercase(),
+                self.identity.user
+            )));
+        }
         if Settings::spec(name).is_none() && is_client_setting(name) {
             // Settings PostgreSQL drivers send at connect time; accepted, no effect.
             return Ok(());
@@ -795,6 +807,9 @@ impl Session {
         };
         let value = match self.settings.get(&name) {
             Some(v) => v,
+            None if name == "is_superuser" => {
+                if self.identity.superuser { "on" } else { "off" }.to_string()
+            }
             None => match self.transaction_setting(&name) {
                 Some(v) => v,
                 None => client_setting_value(&name)

@@ -60,8 +60,10 @@ impl<E: Engine> StartupHandler for Connection<E> {
                 self.shared
                     .cancels
                     .register(pid, key.to_bytes(), self.runner.canceller());
+                let user = startup.parameters.get("user").cloned().unwrap_or_default();
                 let identity = crate::engine::Identity {
-                    user: startup.parameters.get("user").cloned().unwrap_or_default(),
+                    superuser: self.shared.superusers.contains(&user),
+                    user,
                     database: self.shared.database_name.clone(),
                     pid,
                     version: self.shared.engine.version(),

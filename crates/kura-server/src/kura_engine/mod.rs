@@ -259,6 +259,7 @@ impl EngineSession for KuraSession {
             database: identity.database,
             backend_pid: identity.pid,
             version: identity.version,
+            superuser: identity.superuser,
         });
     }
 
