@@ -179,6 +179,7 @@ fn long_set_operation_chains_run_or_fail_with_54001() {
         // SQLite's limit (500 terms) runs, on a 2 MB stack.
         assert_eq!(scalar(s, &chain(501, "UNION ALL")), Value::BigInt(501));
         assert_eq!(scalar(s, &chain(501, "UNION")), Value::BigInt(501));
+        assert_eq!(sqlstate(s, &chain(502, "UNION ALL")), "54001");
         // 100,000 branches overflowed the stack and killed the process.
         for op in ["UNION ALL", "UNION", "EXCEPT", "INTERSECT"] {
             let err = s.execute(&chain(100_000, op)).unwrap_err();
