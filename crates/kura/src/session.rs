@@ -460,7 +460,7 @@ impl Session {
         self.tx().catalog()
     }
 
-    fn tx(&self) -> Tx<'_> {
+    pub(crate) fn tx(&self) -> Tx<'_> {
         Tx {
             storage: &self.storage,
             state: &self.txn,

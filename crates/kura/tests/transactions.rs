@@ -499,3 +499,35 @@ fn concurrent_transfers_lose_no_acknowledged_commit() {
     }
     assert_eq!(int(&mut s, "SELECT sum(bal) FROM acct"), 1000 * accounts_n);
 }
+
+#[test]
+fn a_tpch_load_that_fails_leaves_the_database_as_it_was() {
+    // Files for some tables only: the load fails at the first one missing.
+    let dir = TempDir::new("tpch-fail");
+    let db = open(&dir.db());
+    let mut s = db.session();
+    s.execute("CREATE TABLE keep (x INTEGER); INSERT INTO keep VALUES (1)")
+        .unwrap();
+    let files = dir.0.join("tbl");
+    std::fs::create_dir_all(&files).unwrap();
+    kura::tpch::generate_files(0.01, &files, &|_, _| {}).unwrap();
+    std::fs::remove_file(files.join("orders.tbl")).unwrap();
+    let err =
+        kura::tpch::load(&mut s, kura::tpch::load::Source::Files(&files), &|_, _| {}).unwrap_err();
+    assert!(err.to_string().contains("orders.tbl"), "{err}");
+    // No TPC-H table was left behind, empty or partly loaded, and the
+    // session is out of the load's transaction.
+    assert!(!s.in_transaction());
+    for t in kura::tpch::TABLES {
+        assert!(
+            s.execute(&format!("SELECT count(*) FROM {t}")).is_err(),
+            "{t} exists after the failed load"
+        );
+    }
+    assert_eq!(int(&mut s, "SELECT sum(x) FROM keep"), 1);
+    // A complete load then commits every table.
+    kura::tpch::generate_files(0.01, &files, &|_, _| {}).unwrap();
+    kura::tpch::load(&mut s, kura::tpch::load::Source::Files(&files), &|_, _| {}).unwrap();
+    assert_eq!(int(&mut s, "SELECT count(*) FROM nation"), 25);
+    assert_eq!(int(&mut s, "SELECT count(*) FROM orders"), 15_000);
+}

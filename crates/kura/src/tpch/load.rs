@@ -80,8 +80,10 @@ pub enum Source<'a> {
     Files(&'a Path),
 }
 
-/// Drops any existing TPC-H tables, recreates them and loads every table, each
-/// in its own transaction. `progress(table, bytes_done)` reports as it goes.
+/// Drops any existing TPC-H tables, recreates them and loads every table, all
+/// in one transaction: a load that fails (a full disk, a bad file) leaves the
+/// database as it was, never a schema of empty or partly loaded tables.
+/// `progress(table, bytes_done)` reports as it goes.
 pub fn load(
     session: &mut Session,
     source: Source<'_>,
@@ -90,13 +92,39 @@ pub fn load(
     if let Source::Generate(sf) = source {
         check_sf(sf)?;
     }
+    if session.in_transaction() {
+        return Err(KuraError::Invalid(
+            "a TPC-H load runs in a transaction of its own; end the open one first".into(),
+        ));
+    }
+    session.execute("BEGIN")?;
+    let loaded = load_in_transaction(session, source, progress);
+    match loaded {
+        Ok(reports) => {
+            let r = session.execute("COMMIT")?;
+            if r.tag != "COMMIT" {
+                return Err(KuraError::Internal(format!("the load ended in {}", r.tag)));
+            }
+            Ok(reports)
+        }
+        Err(e) => {
+            session.execute("ROLLBACK")?;
+            Err(e)
+        }
+    }
+}
+
+fn load_in_transaction(
+    session: &mut Session,
+    source: Source<'_>,
+    progress: &(dyn Fn(&str, u64) + Sync),
+) -> KuraResult<Vec<LoadReport>> {
     let drop_sql: String = TABLES
         .iter()
         .map(|t| format!("DROP TABLE IF EXISTS {t};"))
         .collect();
     session.execute_all(&drop_sql)?;
     session.execute_all(SCHEMA_SQL)?;
-    let storage = session.storage().clone();
     let fmt = TextFormat {
         delimiter: b'|',
         header: false,
@@ -107,25 +135,24 @@ pub fn load(
     let mut reports = Vec::new();
     for table in TABLES {
         let start = Instant::now();
-        let mut txn = storage.begin()?;
         let bytes = std::sync::atomic::AtomicU64::new(0);
         let report = |b: u64| {
             bytes.store(b, std::sync::atomic::Ordering::Relaxed);
             progress(table, b)
         };
-        let rows = match &source {
+        let rows = session.tx().write(|txn| match &source {
             Source::Generate(sf) => {
                 let mut chunks = table_chunks(table, *sf)?;
                 let name = format!("{table} (generated)");
-                loader::load_chunks(
-                    &mut txn,
+                Ok(loader::load_chunks(
+                    txn,
                     table,
                     &name,
                     move || Ok(chunks()),
                     &fmt,
                     loader::default_threads(),
                     Some(&report),
-                )?
+                )?)
             }
             Source::Files(dir) => {
                 let path = dir.join(format!("{table}.tbl"));
@@ -135,17 +162,16 @@ pub fn load(
                         path.display()
                     )));
                 }
-                loader::load_file(
-                    &mut txn,
+                Ok(loader::load_file(
+                    txn,
                     table,
                     &path,
                     &fmt,
                     loader::default_threads(),
                     Some(&report),
-                )?
+                )?)
             }
-        };
-        txn.commit()?;
+        })?;
         reports.push(LoadReport {
             table: table.to_string(),
             rows,
