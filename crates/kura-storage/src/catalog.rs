@@ -10,6 +10,7 @@ use kura_common::DataType;
 
 use crate::file::PageId;
 use crate::index::BTreeIndex;
+use crate::rules::TableRules;
 use crate::table::Table;
 
 /// A column of a table.
@@ -99,6 +100,33 @@ pub(crate) struct CatalogFile {
     /// Last, so a catalog written before covering indexes existed (format ≤ 3)
     /// is its prefix.
     pub covering: Vec<CoveringEntry>,
+    /// Last, so a catalog written before constraints existed (format ≤ 6) is
+    /// its prefix.
+    pub rules: Vec<TableRules>,
+}
+
+/// The catalog blob as written before constraints and defaults existed
+/// (formats 4 to 6).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CatalogFileV6 {
+    pub tables: Vec<TableEntry>,
+    pub views: Vec<ViewDef>,
+    pub free_pages: Vec<PageId>,
+    pub indexes: Vec<IndexEntry>,
+    pub covering: Vec<CoveringEntry>,
+}
+
+impl From<CatalogFileV6> for CatalogFile {
+    fn from(v: CatalogFileV6) -> Self {
+        CatalogFile {
+            tables: v.tables,
+            views: v.views,
+            free_pages: v.free_pages,
+            indexes: v.indexes,
+            covering: v.covering,
+            rules: Vec::new(),
+        }
+    }
 }
 
 /// The catalog blob as written before covering indexes existed (read for
@@ -119,6 +147,7 @@ impl From<CatalogFileV2> for CatalogFile {
             free_pages: v.free_pages,
             indexes: v.indexes,
             covering: Vec::new(),
+            rules: Vec::new(),
         }
     }
 }
@@ -129,6 +158,7 @@ impl CatalogFile {
     /// back into their index entries.
     pub(crate) fn decode(bytes: &[u8]) -> Result<CatalogFile, postcard::Error> {
         let mut data: CatalogFile = postcard::from_bytes(bytes)
+            .or_else(|_| postcard::from_bytes::<CatalogFileV6>(bytes).map(CatalogFile::from))
             .or_else(|_| postcard::from_bytes::<CatalogFileV2>(bytes).map(CatalogFile::from))
             .or_else(|_| postcard::from_bytes::<CatalogFileV1>(bytes).map(CatalogFile::from))?;
         for c in &data.covering {
@@ -170,6 +200,7 @@ impl From<CatalogFileV1> for CatalogFile {
             free_pages: v.free_pages,
             indexes: Vec::new(),
             covering: Vec::new(),
+            rules: Vec::new(),
         }
     }
 }
@@ -181,6 +212,8 @@ pub struct Catalog {
     pub(crate) tables: BTreeMap<String, Arc<Table>>,
     pub(crate) views: BTreeMap<String, ViewDef>,
     pub(crate) indexes: BTreeMap<String, IndexEntry>,
+    /// Defaults and constraints, by table.
+    pub(crate) rules: BTreeMap<String, TableRules>,
     /// Pages of each table's metadata blob (freed when the table changes).
     pub(crate) table_blobs: BTreeMap<String, Vec<PageId>>,
     /// Pages of this catalog's own blob.
@@ -200,6 +233,7 @@ impl Catalog {
             tables: BTreeMap::new(),
             views: BTreeMap::new(),
             indexes: BTreeMap::new(),
+            rules: BTreeMap::new(),
             table_blobs: BTreeMap::new(),
             blob_pages: Vec::new(),
             free_pages: Vec::new(),
@@ -235,6 +269,16 @@ impl Catalog {
     pub fn indexes_on(&self, table: &str) -> Vec<&IndexEntry> {
         let t = normalize(table);
         self.indexes.values().filter(|i| i.table == t).collect()
+    }
+
+    /// The defaults and constraints of a table, if it has any.
+    pub fn rules(&self, table: &str) -> Option<&TableRules> {
+        self.rules.get(&normalize(table))
+    }
+
+    /// Every table's defaults and constraints.
+    pub fn all_rules(&self) -> impl Iterator<Item = &TableRules> {
+        self.rules.values()
     }
 
     pub fn index_names(&self) -> Vec<String> {
@@ -283,6 +327,39 @@ mod tests {
         assert_eq!(back.indexes, old.indexes);
         assert_eq!(back.free_pages, vec![3, 4]);
         assert!(back.covering.is_empty());
+    }
+
+    #[test]
+    fn a_catalog_from_before_constraints_decodes_and_rules_round_trip() {
+        let old = CatalogFileV6 {
+            indexes: vec![entry("t_k")],
+            free_pages: vec![9],
+            ..CatalogFileV6::default()
+        };
+        let back = CatalogFile::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
+        assert_eq!(back.indexes, old.indexes);
+        assert!(back.rules.is_empty());
+
+        let rules = TableRules {
+            table: "t".into(),
+            defaults: vec![crate::rules::ColumnDefault {
+                column: "v".into(),
+                sql: "'x'".into(),
+            }],
+            keys: vec![crate::rules::KeyConstraint {
+                name: "t_k".into(),
+                primary: true,
+                columns: vec!["k".into()],
+            }],
+            ..TableRules::default()
+        };
+        let file = CatalogFile {
+            indexes: vec![entry("t_k")],
+            rules: vec![rules.clone()],
+            ..CatalogFile::default()
+        };
+        let back = CatalogFile::decode(&postcard::to_stdvec(&file).unwrap()).unwrap();
+        assert_eq!(back.rules, vec![rules]);
     }
 
     #[test]

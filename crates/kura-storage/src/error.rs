@@ -66,6 +66,24 @@ pub enum StorageError {
     NoSuchIndex(String),
     #[error("relation \"{0}\" already exists")]
     RelationExists(String),
+    /// Two rows with equal keys in a unique index (a PRIMARY KEY or UNIQUE
+    /// constraint is the index of its name).
+    #[error("{}", if *.creating {
+        format!("could not create unique index \"{index}\": key ({columns})=({values}) is duplicated")
+    } else {
+        format!("duplicate key value violates unique constraint \"{index}\": key ({columns})=({values}) already exists")
+    })]
+    UniqueViolation {
+        index: String,
+        columns: String,
+        values: String,
+        /// Raised while `CREATE UNIQUE INDEX` builds it, not by new rows.
+        creating: bool,
+    },
+    /// An object others depend on (an index backing a constraint, a table a
+    /// foreign key references).
+    #[error("{0}")]
+    DependentObjects(String),
     #[error("null value in column \"{column}\" of table \"{table}\" violates not-null constraint")]
     NotNull { table: String, column: String },
     #[error("column {column} of table \"{table}\": expected {expected}, got {got}")]

@@ -11,6 +11,7 @@ pub mod file;
 pub mod index;
 pub mod loader;
 pub mod resident;
+pub mod rules;
 pub mod storage;
 pub mod table;
 mod txn_io;

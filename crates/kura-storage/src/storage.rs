@@ -22,6 +22,7 @@ use crate::index::{
     from_table::{include_columns, key_columns},
     BTreeIndex,
 };
+use crate::rules::{ForeignKey, TableRules};
 use crate::table::meta::TableMeta;
 use crate::table::writer::TableAppender;
 use crate::table::Table;
@@ -387,6 +388,7 @@ impl Storage {
             state: Some(w),
             views: base.views.clone(),
             indexes,
+            rules: base.rules.clone(),
             blobs: base.table_blobs.clone(),
             base,
             tables,
@@ -427,6 +429,8 @@ pub struct WriteTxn {
     tables: BTreeMap<String, TxnTable>,
     views: BTreeMap<String, ViewDef>,
     indexes: BTreeMap<String, (TxnIndex, Option<BTreeIndex>)>,
+    /// Defaults and constraints, by table.
+    rules: BTreeMap<String, TableRules>,
     /// Pages of each table's metadata blob as of now.
     blobs: BTreeMap<String, Vec<PageId>>,
     io: PageIo,
@@ -457,6 +461,33 @@ impl WriteTxn {
     /// Schema of a table as this transaction sees it.
     pub fn schema(&self, name: &str) -> Option<&Schema> {
         self.tables.get(&normalize(name)).map(|t| &t.schema)
+    }
+
+    /// The defaults and constraints of a table as this transaction sees them.
+    pub fn rules(&self, table: &str) -> Option<&TableRules> {
+        self.rules.get(&normalize(table))
+    }
+
+    /// Replaces the defaults and constraints of `table` (which must exist).
+    /// The indexes of its key constraints are created separately.
+    pub fn set_rules(&mut self, table: &str, mut rules: TableRules) -> StorageResult<()> {
+        let key = normalize(table);
+        if !self.tables.contains_key(&key) {
+            return Err(StorageError::NoSuchTable(key));
+        }
+        rules.table = key.clone();
+        if rules.is_empty() {
+            self.rules.remove(&key);
+        } else {
+            self.rules.insert(key, rules);
+        }
+        Ok(())
+    }
+
+    /// The foreign keys of other tables (or the table itself) that reference
+    /// `table`, with the referencing table's name.
+    pub fn referencing(&self, table: &str) -> Vec<(String, ForeignKey)> {
+        referencing(&self.rules, table)
     }
 
     pub fn create_table(&mut self, name: &str, schema: Schema) -> StorageResult<()> {
@@ -496,10 +527,20 @@ impl WriteTxn {
 
     pub fn drop_table(&mut self, name: &str) -> StorageResult<()> {
         let key = normalize(name);
+        if let Some((other, fk)) = referencing(&self.rules, &key)
+            .into_iter()
+            .find(|(other, _)| *other != key)
+        {
+            return Err(StorageError::DependentObjects(format!(
+                "cannot drop table {key} because constraint {} on table {other} depends on it",
+                fk.name
+            )));
+        }
         let mut t = self
             .tables
             .remove(&key)
             .ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
+        self.rules.remove(&key);
         let on_table: Vec<String> = self
             .indexes
             .iter()
@@ -507,7 +548,7 @@ impl WriteTxn {
             .map(|(n, _)| n.clone())
             .collect();
         for name in on_table {
-            self.drop_index(&name)?;
+            self.drop_index_of_dropped_table(&name)?;
         }
         self.freed.extend(all_pages(&mut self.io, &mut t)?);
         if let Some(table) = &t.committed {
@@ -657,8 +698,27 @@ impl WriteTxn {
         Ok(())
     }
 
+    /// Drops an index; one that backs a PRIMARY KEY or UNIQUE constraint is
+    /// dropped only with its table.
     pub fn drop_index(&mut self, name: &str) -> StorageResult<()> {
         let key = normalize(name);
+        if let Some(rules) = self
+            .indexes
+            .get(&key)
+            .and_then(|(def, _)| self.rules.get(&def.table))
+        {
+            if rules.keys.iter().any(|k| k.name == key) {
+                return Err(StorageError::DependentObjects(format!(
+                    "cannot drop index {key} because constraint {key} on table {} requires it",
+                    rules.table
+                )));
+            }
+        }
+        self.drop_index_of_dropped_table(&key)
+    }
+
+    fn drop_index_of_dropped_table(&mut self, key: &str) -> StorageResult<()> {
+        let key = key.to_string();
         let (_, tree) = self
             .indexes
             .remove(&key)
@@ -756,7 +816,7 @@ impl WriteTxn {
                 .ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
             key_columns(&table, &def.columns)?;
             include_columns(&table, &def.include)?;
-            *tree = Some(build_covering_for_table(
+            let built = build_covering_for_table(
                 &table,
                 name,
                 &def.columns,
@@ -764,7 +824,22 @@ impl WriteTxn {
                 def.unique,
                 &mut self.io,
                 &mut |_, _| {},
-            )?);
+            );
+            // A rebuild fails on rows this transaction added, not on creation.
+            *tree = Some(built.map_err(|e| match e {
+                StorageError::UniqueViolation {
+                    index,
+                    columns,
+                    values,
+                    ..
+                } => StorageError::UniqueViolation {
+                    index,
+                    columns,
+                    values,
+                    creating: false,
+                },
+                e => e,
+            })?);
         }
         self.io.flush()
     }
@@ -785,6 +860,7 @@ impl WriteTxn {
                 .collect(),
             views: self.views.clone(),
             indexes: self.index_entries(),
+            rules: self.rules.clone(),
             table_blobs: self.blobs.clone(),
             blob_pages,
             free_pages,
@@ -829,6 +905,7 @@ impl WriteTxn {
             free_pages: self.free_list(),
             indexes: self.index_entries().into_values().collect(),
             covering: Vec::new(),
+            rules: self.rules.values().cloned().collect(),
         };
         file_data.covering = CatalogFile::covering_of(&file_data.indexes);
         // The catalog's own pages are taken first (from free pages when there are
@@ -970,7 +1047,26 @@ fn load_catalog(
         .into_iter()
         .map(|i| (i.name.clone(), i))
         .collect();
+    catalog.rules = data
+        .rules
+        .into_iter()
+        .map(|r| (r.table.clone(), r))
+        .collect();
     catalog.blob_pages = pages;
     catalog.free_pages = data.free_pages;
     Ok(catalog)
+}
+
+/// The foreign keys in `rules` that reference `table`, with their table.
+fn referencing(rules: &BTreeMap<String, TableRules>, table: &str) -> Vec<(String, ForeignKey)> {
+    let table = normalize(table);
+    rules
+        .values()
+        .flat_map(|r| {
+            r.foreign_keys
+                .iter()
+                .filter(|f| f.ref_table == table)
+                .map(|f| (r.table.clone(), f.clone()))
+        })
+        .collect()
 }

@@ -12,10 +12,11 @@ use sqlparser::ast::{
 use kura_storage::loader::{self, LineChunker, TextFormat};
 
 use crate::ddl::object_name;
+use crate::enforce::{after_write, Change};
 use crate::error::{KuraError, KuraResult};
+use crate::query::QueryContext;
 use crate::result::QueryResult;
 use crate::session::Progress;
-use crate::txn::Tx;
 
 /// Which files on the machine running kura a session's `COPY ... FROM 'file'`
 /// may read. The embedded database and the shell read any file their user
@@ -233,6 +234,20 @@ fn column_positions(
     if columns.is_empty() {
         return Ok(None);
     }
+    // The loader fills a column left out with NULL; one with a DEFAULT
+    // would be filled wrongly, so it is refused rather than ignored.
+    if let Some(rules) = txn.rules(table) {
+        let named: Vec<String> = columns
+            .iter()
+            .map(|c| c.value.to_ascii_lowercase())
+            .collect();
+        if let Some(d) = rules.defaults.iter().find(|d| !named.contains(&d.column)) {
+            return Err(KuraError::Unsupported(format!(
+                "COPY leaving out column \"{}\", which has a DEFAULT (name every column)",
+                d.column
+            )));
+        }
+    }
     let mut out = Vec::with_capacity(columns.len());
     for c in columns {
         let name = if c.quote_style.is_some() {
@@ -257,7 +272,7 @@ fn column_positions(
 
 /// Executes a COPY ... FROM 'file' statement.
 pub(crate) fn copy_from(
-    tx: &Tx,
+    ctx: &QueryContext,
     source: &CopySource,
     target: &CopyTarget,
     options: &[CopyOption],
@@ -293,16 +308,18 @@ pub(crate) fn copy_from(
             p(&label, done, total)
         }
     };
-    let rows = tx.write(|txn| {
+    let rows = ctx.tx.write(|txn| {
         fmt.columns = column_positions(txn, &table, columns)?;
-        Ok(loader::load_file(
+        let rows = loader::load_file(
             txn,
             &table,
             &path,
             &fmt,
             loader::default_threads(),
             Some(&report),
-        )?)
+        )?;
+        after_write(ctx, txn, &table, Change::Added)?;
+        Ok(rows)
     })?;
     Ok(QueryResult::command(format!("COPY {rows}")))
 }
@@ -322,7 +339,7 @@ fn copy_table(source: &CopySource) -> KuraResult<(String, &[Ident])> {
 /// PostgreSQL's text or CSV format, all or nothing, errors naming `STDIN` and
 /// the line. A line `\.` alone ends the data, as in PostgreSQL.
 pub(crate) fn copy_from_input(
-    tx: &Tx,
+    ctx: &QueryContext,
     source: &CopySource,
     options: &[CopyOption],
     legacy: &[CopyLegacyOption],
@@ -330,7 +347,7 @@ pub(crate) fn copy_from_input(
 ) -> KuraResult<QueryResult> {
     let (table, columns) = copy_table(source)?;
     let mut fmt = Options::parse(options, legacy)?.client_format()?;
-    let rows = tx.write(|txn| {
+    let rows = ctx.tx.write(|txn| {
         fmt.columns = column_positions(txn, &table, columns)?;
         let fields = fmt
             .columns
@@ -338,7 +355,7 @@ pub(crate) fn copy_from_input(
             .map_or_else(|| txn.schema(&table).map_or(0, |s| s.len()), Vec::len);
         input.start(fields);
         let mut chunker = LineChunker::new(EndMarker::new(input)).quoted(fmt.quoted);
-        Ok(loader::load_chunks(
+        let rows = loader::load_chunks(
             txn,
             &table,
             "STDIN",
@@ -350,7 +367,9 @@ pub(crate) fn copy_from_input(
             &fmt,
             loader::default_threads(),
             None,
-        )?)
+        )?;
+        after_write(ctx, txn, &table, Change::Added)?;
+        Ok(rows)
     })?;
     Ok(QueryResult::command(format!("COPY {rows}")))
 }

@@ -1,16 +1,15 @@
 //! CREATE TABLE / DROP TABLE: SQL column types mapped onto kura's types and the
 //! catalog changed in one write transaction.
 
-use sqlparser::ast::{
-    self, CharacterLength, ColumnOption, ExactNumberInfo, ObjectName, ObjectType, TableConstraint,
-};
+use sqlparser::ast::{self, CharacterLength, ExactNumberInfo, ObjectName, ObjectType};
 
 use kura_common::decimal::MAX_PRECISION;
 use kura_common::DataType;
-use kura_storage::{ColumnDef, Schema, StorageError};
+use kura_storage::{Schema, StorageError};
 
 use crate::error::{KuraError, KuraResult};
 use crate::result::QueryResult;
+use crate::table_rules;
 use crate::txn::Tx;
 
 /// Maps a SQL type name to kura's type, with a clear error for what kura lacks.
@@ -85,45 +84,122 @@ pub fn object_name(name: &ObjectName) -> String {
         .unwrap_or_default()
 }
 
-/// Executes `CREATE TABLE name (columns...)` (without AS SELECT).
+/// Executes `CREATE TABLE name (columns...)` (without AS SELECT): the table,
+/// the unique indexes of its keys and its rules, in one write transaction.
 pub(crate) fn create_table(tx: &Tx, ct: &ast::CreateTable) -> KuraResult<QueryResult> {
+    table_rules::check_clauses(ct)?;
+    if ct.temporary {
+        return Err(KuraError::Unsupported("temporary tables".into()));
+    }
     let name = object_name(&ct.name);
-    let mut pk_cols: Vec<String> = Vec::new();
-    for c in &ct.constraints {
-        if let TableConstraint::PrimaryKey(pk) = c {
-            pk_cols.extend(
-                pk.columns
-                    .iter()
-                    .map(|c| c.to_string().to_ascii_lowercase()),
-            );
-        }
-    }
-    let mut columns = Vec::new();
-    for c in &ct.columns {
-        let data_type = convert_type(&c.data_type)?;
-        let cname = c.name.value.to_ascii_lowercase();
-        let mut nullable = !pk_cols.contains(&cname);
-        for opt in &c.options {
-            match &opt.option {
-                ColumnOption::NotNull => nullable = false,
-                ColumnOption::Null => nullable = true,
-                ColumnOption::PrimaryKey(_) => nullable = false,
-                _ => {}
-            }
-        }
-        columns.push(ColumnDef {
-            name: cname,
-            data_type,
-            nullable,
-        });
-    }
+    let def = table_rules::define(ct)?;
     tx.write(|txn| {
-        if !(ct.if_not_exists && txn.has_table(&name)) {
-            txn.create_table(&name, Schema::new(columns))?;
+        if ct.if_not_exists && txn.has_table(&name) {
+            return Ok(());
         }
+        txn.create_table(&name, def.schema.clone())?;
+        for key in &def.rules.keys {
+            if txn.has_index(&key.name) {
+                return Err(KuraError::State {
+                    sqlstate: "42P07",
+                    message: format!("relation \"{}\" already exists", key.name),
+                });
+            }
+            txn.create_index(&key.name, &name, &key.columns, true, &mut |_, _| {})?;
+        }
+        let mut rules = def.rules.clone();
+        for fk in &mut rules.foreign_keys {
+            resolve_reference(txn, &name, &def.schema, &def.rules, fk)?;
+        }
+        txn.set_rules(&name, rules)?;
         Ok(())
     })?;
     Ok(QueryResult::command("CREATE TABLE"))
+}
+
+/// Checks a foreign key against the table it references (as this
+/// transaction sees it, or the table being created when it references
+/// itself): the referenced columns default to its primary key and must be
+/// exactly one of its keys (42830), of the same types (42804).
+fn resolve_reference(
+    txn: &kura_storage::WriteTxn,
+    table: &str,
+    schema: &Schema,
+    own: &kura_storage::rules::TableRules,
+    fk: &mut kura_storage::rules::ForeignKey,
+) -> KuraResult<()> {
+    let (ref_schema, ref_rules) = if fk.ref_table == table {
+        (schema.clone(), Some(own.clone()))
+    } else {
+        let s = txn
+            .schema(&fk.ref_table)
+            .cloned()
+            .ok_or_else(|| StorageError::NoSuchTable(fk.ref_table.clone()))?;
+        (s, txn.rules(&fk.ref_table).cloned())
+    };
+    let keys = ref_rules.map(|r| r.keys).unwrap_or_default();
+    if fk.ref_columns.is_empty() {
+        let Some(pk) = keys.iter().find(|k| k.primary) else {
+            return Err(KuraError::State {
+                sqlstate: "42830",
+                message: format!(
+                    "there is no primary key for referenced table \"{}\"",
+                    fk.ref_table
+                ),
+            });
+        };
+        fk.ref_columns = pk.columns.clone();
+    }
+    if fk.ref_columns.len() != fk.columns.len() {
+        return Err(KuraError::State {
+            sqlstate: "42830",
+            message: "number of referencing and referenced columns for foreign key disagree".into(),
+        });
+    }
+    let mut wanted = fk.ref_columns.clone();
+    wanted.sort();
+    if !keys.iter().any(|k| {
+        let mut cols = k.columns.clone();
+        cols.sort();
+        cols == wanted
+    }) {
+        return Err(KuraError::State {
+            sqlstate: "42830",
+            message: format!(
+                "there is no unique constraint matching given keys for referenced table \"{}\"",
+                fk.ref_table
+            ),
+        });
+    }
+    for (c, r) in fk.columns.iter().zip(&fk.ref_columns) {
+        let ct = schema.columns[schema.index_of(c).unwrap_or(0)].data_type;
+        let rt = ref_schema
+            .index_of(r)
+            .map(|i| ref_schema.columns[i].data_type)
+            .ok_or_else(|| {
+                KuraError::UndefinedColumn(format!(
+                    "column \"{r}\" referenced in foreign key constraint does not exist"
+                ))
+            })?;
+        if !comparable(ct, rt) {
+            return Err(KuraError::State {
+                sqlstate: "42804",
+                message: format!(
+                    "foreign key constraint \"{}\" cannot be implemented: key columns \"{c}\" and \"{r}\" are of incompatible types: {ct} and {rt}",
+                    fk.name
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Types whose values compare as equal keys.
+fn comparable(a: DataType, b: DataType) -> bool {
+    use DataType as T;
+    let numeric = |t: DataType| matches!(t, T::Integer | T::BigInt | T::Decimal { .. } | T::Double);
+    let text = |t: DataType| matches!(t, T::Varchar(_) | T::Char(_));
+    a == b || (numeric(a) && numeric(b)) || (text(a) && text(b))
 }
 
 /// Executes `CREATE [UNIQUE] INDEX name ON table (col, ...) [INCLUDE (col, ...)]`:

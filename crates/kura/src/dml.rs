@@ -18,6 +18,7 @@ use kura_exec::expr::assign_vector;
 use kura_storage::{Schema, WriteTxn};
 
 use crate::ddl::object_name;
+use crate::enforce::{after_write, Change};
 use crate::error::{KuraError, KuraResult};
 use crate::query::QueryContext;
 use crate::result::QueryResult;
@@ -39,6 +40,7 @@ pub(crate) fn update(
         let rows = updated_rows(ctx, u, &schema, &table, &relation, params)?;
         let changed = rows.changed;
         replace_rows(txn, &table, &rows.batches)?;
+        after_write(ctx, txn, &table, Change::Changed)?;
         Ok(changed)
     })?;
     Ok(QueryResult::command(format!("UPDATE {changed}")))
@@ -155,6 +157,7 @@ pub(crate) fn delete(
             .unwrap_or(0);
         let Some(cond) = &d.selection else {
             txn.truncate(&table)?;
+            after_write(ctx, txn, &table, Change::Removed)?;
             return Ok(before);
         };
         // The rows that stay: those for which the condition is not true.
@@ -162,6 +165,7 @@ pub(crate) fn delete(
         let kept = run_query(ctx, &sql, params)?;
         let left: u64 = kept.iter().map(|b| b.len() as u64).sum();
         replace_rows(txn, &table, &kept)?;
+        after_write(ctx, txn, &table, Change::Removed)?;
         Ok(before - left)
     })?;
     Ok(QueryResult::command(format!("DELETE {deleted}")))
@@ -169,6 +173,16 @@ pub(crate) fn delete(
 
 /// `TRUNCATE [TABLE] a, b`.
 pub(crate) fn truncate(ctx: &QueryContext, t: &Truncate) -> KuraResult<QueryResult> {
+    if matches!(t.cascade, Some(sqlparser::ast::CascadeOption::Cascade)) {
+        return Err(KuraError::Unsupported(
+            "TRUNCATE … CASCADE (truncate the referencing tables in the same statement)".into(),
+        ));
+    }
+    if t.partitions.is_some() || t.on_cluster.is_some() {
+        return Err(KuraError::Unsupported(
+            "TRUNCATE … PARTITION / ON CLUSTER".into(),
+        ));
+    }
     let names: Vec<String> = t.table_names.iter().map(|n| object_name(&n.name)).collect();
     ctx.tx.write(|txn| {
         for name in &names {
@@ -179,6 +193,13 @@ pub(crate) fn truncate(ctx: &QueryContext, t: &Truncate) -> KuraResult<QueryResu
                 return Err(kura_storage::StorageError::NoSuchTable(name.clone()).into());
             }
             txn.truncate(name)?;
+        }
+        // Checked once all are empty: a table and those referencing it may
+        // be truncated together.
+        for name in &names {
+            if txn.has_table(name) {
+                after_write(ctx, txn, name, Change::Removed)?;
+            }
         }
         Ok(())
     })?;

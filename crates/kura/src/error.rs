@@ -67,6 +67,8 @@ impl KuraError {
                 StorageError::NoSuchIndex(_) => "42704",
                 StorageError::TableExists(_) | StorageError::RelationExists(_) => "42P07",
                 StorageError::NotNull { .. } => "23502",
+                StorageError::UniqueViolation { .. } => "23505",
+                StorageError::DependentObjects(_) => "2BP01",
                 StorageError::TypeMismatch { .. } => "42804",
                 StorageError::BadInput { code, .. } => code,
                 StorageError::Checksum { .. } | StorageError::Corrupt { .. } => "XX001",

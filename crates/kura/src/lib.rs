@@ -8,6 +8,7 @@ pub mod database;
 pub mod ddl;
 mod describe;
 mod dml;
+mod enforce;
 pub mod error;
 pub mod identity;
 pub mod llc;
@@ -17,6 +18,7 @@ pub mod result;
 pub mod session;
 pub mod stack;
 mod system_catalog;
+mod table_rules;
 pub mod tpch;
 mod txn;
 

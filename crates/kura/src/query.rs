@@ -268,6 +268,27 @@ impl QueryContext<'_> {
         .with_cache_classes(self.llc.classes(self.settings))
     }
 
+    /// Plans and runs one query given as text — over `view` when given (a
+    /// write transaction's own state), else what the statement reads.
+    pub(crate) fn run_sql(
+        &self,
+        sql: &str,
+        params: Option<Vec<Value>>,
+        view: Option<Arc<Catalog>>,
+    ) -> KuraResult<Vec<Batch>> {
+        let statements = crate::session::parse(sql)?;
+        let [Statement::Query(q)] = statements.as_slice() else {
+            return Err(KuraError::Internal(format!("not one query: {sql}")));
+        };
+        let catalog = StorageCatalog {
+            catalog: view.unwrap_or_else(|| self.tx.catalog()),
+            settings: self.settings,
+            info: self.info.clone(),
+        };
+        let planned = plan_query(&catalog, q, params, &self.options()).map_err(sql_error)?;
+        self.execute(&planned, &self.exec_context())
+    }
+
     pub(crate) fn plan(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<PlannedQuery> {
         plan_query(&self.catalog(), q, params, &self.options()).map_err(sql_error)
     }
@@ -400,8 +421,74 @@ pub(crate) fn run_streaming(
     sink: &mut dyn crate::result::RowSink,
 ) -> KuraResult<QueryResult> {
     match stmt {
+        Statement::Query(q) if !q.locks.is_empty() => {
+            locking(ctx, q, || ctx.query_streaming(q, params, sink))
+        }
         Statement::Query(q) => ctx.query_streaming(q, params, sink),
         other => run(ctx, other, params),
+    }
+}
+
+/// Refuses the parts of an INSERT kura does not implement (RETURNING and ON
+/// CONFLICT among them), and `DEFAULT VALUES` with a column list.
+fn check_insert_clauses(ins: &sqlparser::ast::Insert) -> KuraResult<()> {
+    let refused: [(bool, &str); 9] = [
+        (ins.returning.is_some(), "INSERT … RETURNING"),
+        (ins.on.is_some(), "INSERT … ON CONFLICT / ON DUPLICATE KEY"),
+        (
+            ins.or.is_some() || ins.ignore || ins.replace_into,
+            "INSERT OR …/IGNORE/REPLACE",
+        ),
+        (
+            ins.overwrite || ins.partitioned.is_some(),
+            "INSERT OVERWRITE/PARTITION",
+        ),
+        (!ins.after_columns.is_empty(), "INSERT … PARTITION columns"),
+        (ins.output.is_some(), "INSERT … OUTPUT"),
+        (ins.insert_alias.is_some(), "INSERT … AS alias"),
+        (
+            ins.settings.is_some() || ins.format_clause.is_some(),
+            "INSERT … SETTINGS/FORMAT",
+        ),
+        (
+            !ins.assignments.is_empty()
+                || !ins.optimizer_hints.is_empty()
+                || ins.priority.is_some(),
+            "INSERT … SET / hints / priority",
+        ),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
+        return Err(KuraError::Unsupported((*what).into()));
+    }
+    if ins.multi_table_insert_type.is_some() {
+        return Err(KuraError::Unsupported("multi-table INSERT".into()));
+    }
+    if ins.source.is_none() && !ins.columns.is_empty() {
+        return Err(KuraError::Syntax(
+            "DEFAULT VALUES takes no column list".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `SELECT … FOR UPDATE/SHARE`: inside a transaction the query takes the
+/// write transaction, so no other session changes a row until this one ends
+/// (kura has one writer at a time: every row is locked, not only those read).
+/// In autocommit the lock would end with the statement, as in PostgreSQL.
+fn locking(
+    ctx: &QueryContext,
+    q: &sqlparser::ast::Query,
+    query: impl FnOnce() -> KuraResult<QueryResult>,
+) -> KuraResult<QueryResult> {
+    if let Some(nonblock) = q.locks.iter().find_map(|l| l.nonblock.as_ref()) {
+        return Err(KuraError::Unsupported(format!(
+            "FOR UPDATE/SHARE {nonblock}"
+        )));
+    }
+    if ctx.tx.in_block() {
+        ctx.tx.write(|_| query())
+    } else {
+        query()
     }
 }
 
@@ -411,6 +498,7 @@ fn run(
     params: Option<Vec<Value>>,
 ) -> KuraResult<QueryResult> {
     match stmt {
+        Statement::Query(q) if !q.locks.is_empty() => locking(ctx, q, || ctx.query(q, params)),
         Statement::Query(q) => ctx.query(q, params),
         Statement::Explain {
             statement, analyze, ..
@@ -420,13 +508,9 @@ fn run(
                 sqlparser::ast::TableObject::TableName(n) => object_name(n),
                 other => return Err(KuraError::Unsupported(format!("INSERT INTO {other}"))),
             };
-            let Some(source) = &ins.source else {
-                return Err(KuraError::Unsupported(
-                    "INSERT without VALUES or SELECT".into(),
-                ));
-            };
+            check_insert_clauses(ins)?;
             let columns: Vec<String> = ins.columns.iter().map(object_name).collect();
-            insert(ctx, &table, &columns, source, params)
+            insert(ctx, &table, &columns, ins.source.as_deref(), params)
         }
         Statement::Update(u) => crate::dml::update(ctx, u, params),
         Statement::Delete(d) => crate::dml::delete(ctx, d, params),
@@ -521,16 +605,30 @@ fn explain(
 }
 
 /// Converts query output to the target column types (NULL for columns not given).
-fn conform(batch: &Batch, targets: &[(Option<usize>, DataType)]) -> KuraResult<Batch> {
+/// A batch of the source's columns as a batch of the table's: each column
+/// converted to the table's type, those the source leaves out filled with
+/// `fill` (their DEFAULT, or NULL).
+fn conform(
+    batch: &Batch,
+    targets: &[(Option<usize>, DataType)],
+    fill: &[Value],
+) -> KuraResult<Batch> {
     let n = batch.len();
     let batch = batch.clone().compact();
     let cols = targets
         .iter()
-        .map(|(src, ty)| match src {
+        .zip(fill)
+        .map(|((src, ty), value)| match src {
             Some(i) => assign_vector(&batch.columns[*i], *ty).map_err(exec_error),
             None => {
                 let mut v = Vector::new(*ty, n);
-                (0..n).for_each(|_| v.push_null());
+                for _ in 0..n {
+                    if !v.push_value(value) {
+                        return Err(KuraError::Internal(format!(
+                            "default {value} does not fit type {ty}"
+                        )));
+                    }
+                }
                 Ok(v)
             }
         })
@@ -542,7 +640,7 @@ fn insert(
     ctx: &QueryContext,
     table: &str,
     columns: &[String],
-    source: &Query,
+    source: Option<&Query>,
     params: Option<Vec<Value>>,
 ) -> KuraResult<QueryResult> {
     // The rows are computed while the write transaction is held: the
@@ -558,7 +656,7 @@ fn insert_in(
     txn: &mut kura_storage::WriteTxn,
     table: &str,
     columns: &[String],
-    source: &Query,
+    source: Option<&Query>,
     params: Option<Vec<Value>>,
 ) -> KuraResult<u64> {
     let t =
@@ -566,12 +664,43 @@ fn insert_in(
             KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into()))
         })?;
     let schema = t.schema().clone();
-    let planned = ctx.plan(source, params)?;
-    let width = if columns.is_empty() {
-        schema.columns.len()
-    } else {
-        columns.len()
+    let rules = txn.rules(table).cloned();
+    // The table column each position of the source fills.
+    let mut positions: Vec<usize> = Vec::with_capacity(columns.len());
+    for c in columns {
+        let pos = schema.index_of(c).ok_or_else(|| {
+            KuraError::UndefinedColumn(format!(
+                "column \"{c}\" of relation \"{table}\" does not exist"
+            ))
+        })?;
+        if positions.contains(&pos) {
+            return Err(KuraError::State {
+                sqlstate: "42701",
+                message: format!("column \"{c}\" specified more than once"),
+            });
+        }
+        positions.push(pos);
+    }
+    if columns.is_empty() {
+        positions = (0..schema.columns.len()).collect();
+    }
+    // `DEFAULT VALUES` is one row of `DEFAULT`s.
+    let all_defaults;
+    let source = match source {
+        Some(q) => q,
+        None => {
+            let row = vec!["DEFAULT"; positions.len()].join(", ");
+            all_defaults = match crate::session::parse(&format!("VALUES ({row})"))?.pop() {
+                Some(Statement::Query(q)) => *q,
+                _ => return Err(KuraError::Internal("DEFAULT VALUES".into())),
+            };
+            &all_defaults
+        }
     };
+    let rewritten =
+        crate::enforce::replace_default_keywords(source, &positions, &schema, rules.as_ref())?;
+    let planned = ctx.plan(rewritten.as_ref().unwrap_or(source), params)?;
+    let width = positions.len();
     if planned.columns.len() != width {
         // PostgreSQL's wording (SQLSTATE 42601).
         let which = if planned.columns.len() > width {
@@ -583,26 +712,23 @@ fn insert_in(
     }
     let mut targets: Vec<(Option<usize>, DataType)> =
         schema.columns.iter().map(|c| (None, c.data_type)).collect();
-    for i in 0..width {
-        let pos = if columns.is_empty() {
-            i
-        } else {
-            schema.index_of(&columns[i]).ok_or_else(|| {
-                KuraError::Invalid(format!(
-                    "column \"{}\" of relation \"{table}\" does not exist",
-                    columns[i]
-                ))
-            })?
-        };
+    for (i, &pos) in positions.iter().enumerate() {
         targets[pos].0 = Some(i);
     }
+    // Columns left out get their DEFAULT (computed only when one is).
+    let fill = if width < schema.columns.len() {
+        crate::enforce::default_values(ctx, &schema, rules.as_ref())?
+    } else {
+        vec![Value::Null; schema.columns.len()]
+    };
     let batches = ctx.execute(&planned, &ctx.exec_context())?;
     let mut rows = 0u64;
     for b in &batches {
         if !b.is_empty() {
-            rows += txn.append(table, &conform(b, &targets)?)?;
+            rows += txn.append(table, &conform(b, &targets, &fill)?)?;
         }
     }
+    crate::enforce::after_write(ctx, txn, table, crate::enforce::Change::Added)?;
     Ok(rows)
 }
 
@@ -653,7 +779,8 @@ fn create_table_as_in(
     let mut rows = 0u64;
     for b in &batches {
         if !b.is_empty() {
-            rows += txn.append(name, &conform(b, &targets)?)?;
+            let nulls = vec![Value::Null; targets.len()];
+            rows += txn.append(name, &conform(b, &targets, &nulls)?)?;
         }
     }
     Ok(rows)

@@ -247,7 +247,13 @@ impl Session {
                 options,
                 legacy_options,
                 ..
-            } => crate::copy::copy_from_input(&s.tx(), source, options, legacy_options, input),
+            } => crate::copy::copy_from_input(
+                &s.query_context(),
+                source,
+                options,
+                legacy_options,
+                input,
+            ),
             _ => unreachable!("run_copy passes COPY statements only"),
         })
     }
@@ -615,7 +621,7 @@ impl Session {
                 legacy_options,
                 ..
             } => crate::copy::copy_from(
-                &self.tx(),
+                &self.query_context(),
                 source,
                 target,
                 options,

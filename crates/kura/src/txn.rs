@@ -136,6 +136,11 @@ impl Tx<'_> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Inside `BEGIN … COMMIT` (including a failed transaction).
+    pub fn in_block(&self) -> bool {
+        matches!(*self.lock(), TxnState::Open(_) | TxnState::Failed)
+    }
+
     /// The catalog a statement reads. Inside a transaction at REPEATABLE READ
     /// or above, the first call takes the snapshot every later statement reads.
     pub fn catalog(&self) -> Arc<Catalog> {

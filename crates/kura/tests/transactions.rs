@@ -531,3 +531,50 @@ fn a_tpch_load_that_fails_leaves_the_database_as_it_was() {
     assert_eq!(int(&mut s, "SELECT count(*) FROM nation"), 25);
     assert_eq!(int(&mut s, "SELECT count(*) FROM orders"), 15_000);
 }
+
+#[test]
+fn constraints_and_defaults_survive_reopening_and_hold_for_every_session() {
+    let dir = TempDir::new("rules");
+    {
+        let db = open(&dir.db());
+        let mut a = db.session();
+        a.execute("CREATE TABLE p (id INTEGER PRIMARY KEY, v TEXT DEFAULT 'new')")
+            .unwrap();
+        a.execute("CREATE TABLE c (p_id INTEGER REFERENCES p, n INTEGER CHECK (n > 0))")
+            .unwrap();
+        a.execute("INSERT INTO p (id) VALUES (1)").unwrap();
+    }
+    let db = open(&dir.db());
+    let mut a = db.session();
+    let mut b = db.session();
+    let err = a.execute("INSERT INTO p VALUES (1, 'x')").unwrap_err();
+    assert_eq!(err.sqlstate(), "23505", "{err}");
+    let err = b.execute("INSERT INTO c VALUES (2, 1)").unwrap_err();
+    assert_eq!(err.sqlstate(), "23503", "{err}");
+    let err = b.execute("INSERT INTO c VALUES (1, 0)").unwrap_err();
+    assert_eq!(err.sqlstate(), "23514", "{err}");
+    b.execute("INSERT INTO c VALUES (1, 5)").unwrap();
+    let err = a.execute("DELETE FROM p").unwrap_err();
+    assert_eq!(err.sqlstate(), "23503", "{err}");
+    a.execute("INSERT INTO p (id) VALUES (2)").unwrap();
+    assert_eq!(
+        scalar(&mut a, "SELECT v FROM p WHERE id = 2"),
+        Value::Text("new".into())
+    );
+    // Two sessions inserting the same key: the second to commit fails.
+    a.execute("BEGIN").unwrap();
+    a.execute("INSERT INTO p VALUES (3, 'a')").unwrap();
+    let waiter = std::thread::spawn({
+        let db = db.clone();
+        move || {
+            db.session()
+                .execute("INSERT INTO p VALUES (3, 'b')")
+                .map(|_| ())
+        }
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    a.execute("COMMIT").unwrap();
+    let err = waiter.join().unwrap().unwrap_err();
+    assert_eq!(err.sqlstate(), "23505", "{err}");
+    assert_eq!(int(&mut b, "SELECT count(*) FROM p WHERE id = 3"), 1);
+}

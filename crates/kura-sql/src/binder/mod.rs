@@ -3,6 +3,7 @@
 //! too, directly as joins (semi/anti/mark/single), decorrelated by pulling their
 //! correlated predicates up into the join condition (see `subquery`).
 
+mod clauses;
 mod expr;
 mod query;
 mod session_fn;

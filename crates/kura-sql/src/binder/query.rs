@@ -146,6 +146,16 @@ pub const MAX_QUERY_DEPTH: usize = 1000;
 
 impl Binder<'_> {
     pub fn bind_query(&mut self, q: &ast::Query, outer: &[Scope]) -> SqlResult<BoundQuery> {
+        super::clauses::check_query(q)?;
+        // Row locks are taken by the statement that runs the outermost query
+        // (it holds the write transaction); inside a subquery they would be
+        // ignored.
+        if !q.locks.is_empty() && self.query_depth > 0 {
+            return Err(SqlError::unsupported(
+                "FOR UPDATE/SHARE in a subquery",
+                span_pos(q),
+            ));
+        }
         let pushed = if let Some(with) = &q.with {
             if with.recursive {
                 return Err(SqlError::unsupported("WITH RECURSIVE", span_pos(q)));
@@ -203,6 +213,20 @@ impl Binder<'_> {
                 Some(const_usize(limit, "LIMIT")?),
                 const_usize(offset, "OFFSET")?,
             ),
+        };
+        // `FETCH FIRST n ROWS ONLY` is the standard's LIMIT (WITH TIES and
+        // PERCENT were refused above).
+        let limit = match &q.fetch {
+            None => limit,
+            Some(_) if limit.is_some() => {
+                return Err(SqlError::Syntax(
+                    "LIMIT and FETCH FIRST cannot both be given".into(),
+                ))
+            }
+            Some(f) => match &f.quantity {
+                Some(n) => Some(const_usize(n, "FETCH FIRST")?),
+                None => Some(1),
+            },
         };
         let top_k = limit.map(|l| l.saturating_add(offset));
         let mut bound = match &*q.body {
@@ -300,14 +324,20 @@ impl Binder<'_> {
                         cols.is_empty()
                     } =>
                     {
-                        let why = e.eval(&kura_common::Batch::with_rows(1)).err().map_or_else(
-                            || "a value that cannot be computed".into(),
-                            |x| x.to_string(),
-                        );
-                        return Err(SqlError::InvalidValue {
-                            message: why,
-                            pos: Pos::default(),
-                        });
+                        // A constant fold keeps as it is (a typed NULL) is
+                        // evaluated here; one that fails says why.
+                        match e.eval(&kura_common::Batch::with_rows(1)) {
+                            Ok(v) if v.len() == 1 => vals.push(v.get_value(0)),
+                            r => {
+                                return Err(SqlError::InvalidValue {
+                                    message: r.err().map_or_else(
+                                        || "a value that cannot be computed".into(),
+                                        |x| x.to_string(),
+                                    ),
+                                    pos: Pos::default(),
+                                })
+                            }
+                        }
                     }
                     _ => {
                         return Err(SqlError::unsupported(
@@ -575,6 +605,7 @@ impl Binder<'_> {
         top_k: Option<usize>,
         outer: &[Scope],
     ) -> SqlResult<BoundQuery> {
+        super::clauses::check_select(s)?;
         let (mut plan, scope) = self.bind_from(&s.from, outer)?;
 
         // WHERE: subquery predicates become semi/anti joins, the rest one filter.
@@ -932,10 +963,12 @@ impl Binder<'_> {
 }
 
 pub(super) fn sort_key(expr: PhysExpr, o: &ast::OrderByOptions) -> LSortKey {
-    let descending = o
-        .sort
-        .as_ref()
-        .is_some_and(|s| matches!(s, ast::OrderBySort::Desc));
+    let descending = o.sort.as_ref().is_some_and(|s| match s {
+        ast::OrderBySort::Desc => true,
+        // `USING >` orders descending (other operators are refused).
+        ast::OrderBySort::Using(op) => op.to_string() == ">",
+        ast::OrderBySort::Asc => false,
+    });
     // PostgreSQL: NULLs sort as larger than every value by default.
     let nulls_first = o.nulls_first.unwrap_or(descending);
     LSortKey {

@@ -242,12 +242,12 @@ impl IndexBuilder {
                 if values.iter().any(|v| v.is_null()) {
                     continue;
                 }
-                return Err(StorageError::Invalid(format!(
-                    "could not create unique index \"{}\": key ({})=({}) is duplicated",
-                    self.name,
-                    self.columns.join(", "),
-                    values.iter().map(show).collect::<Vec<_>>().join(", ")
-                )));
+                return Err(StorageError::UniqueViolation {
+                    index: self.name.clone(),
+                    columns: self.columns.join(", "),
+                    values: values.iter().map(show).collect::<Vec<_>>().join(", "),
+                    creating: true,
+                });
             }
         }
         Ok(())

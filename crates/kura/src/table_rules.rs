@@ -1,0 +1,405 @@
+//! CREATE TABLE's column options and table constraints turned into what kura
+//! keeps: the schema (types, NOT NULL), the table's rules (DEFAULT, CHECK,
+//! PRIMARY KEY / UNIQUE, FOREIGN KEY) and the unique indexes behind its keys.
+//! Every option sqlparser parses that kura does not implement is refused
+//! (0A000) here — never accepted and ignored.
+
+use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
+use sqlparser::ast::{self, ColumnOption, CreateTable, Expr, Ident, IndexColumn, TableConstraint};
+
+use kura_storage::rules::{CheckConstraint, ColumnDefault, ForeignKey, KeyConstraint, TableRules};
+use kura_storage::{ColumnDef, Schema};
+
+use crate::ddl::{convert_type, object_name};
+use crate::error::{KuraError, KuraResult};
+
+/// A table as CREATE TABLE defines it.
+pub(crate) struct TableDefinition {
+    pub schema: Schema,
+    pub rules: TableRules,
+}
+
+fn unsupported<T>(what: impl Into<String>) -> KuraResult<T> {
+    Err(KuraError::Unsupported(what.into()))
+}
+
+/// Refuses every CREATE TABLE clause other than the columns, constraints,
+/// IF NOT EXISTS, AS query, TEMPORARY (handled by the caller) and UNLOGGED
+/// (every kura table is as durable as a logged one, which UNLOGGED permits).
+pub(crate) fn check_clauses(ct: &CreateTable) -> KuraResult<()> {
+    // Named first: the clauses users of other databases write most.
+    let named: [(bool, &str); 10] = [
+        (ct.or_replace, "CREATE OR REPLACE TABLE"),
+        (ct.partition_by.is_some(), "PARTITION BY"),
+        (ct.inherits.is_some(), "INHERITS"),
+        (ct.like.is_some(), "CREATE TABLE … LIKE"),
+        (
+            !matches!(ct.table_options, ast::CreateTableOptions::None),
+            "table options (WITH (…), TABLESPACE, ENGINE …)",
+        ),
+        (ct.partition_of.is_some(), "PARTITION OF"),
+        (ct.on_commit.is_some() && !ct.temporary, "ON COMMIT"),
+        (ct.external, "CREATE EXTERNAL TABLE"),
+        (ct.clone.is_some(), "CREATE TABLE … CLONE"),
+        (ct.comment.is_some(), "COMMENT on a table"),
+    ];
+    if let Some((_, what)) = named.iter().find(|(present, _)| *present) {
+        return unsupported(*what);
+    }
+    // Everything else: the statement must equal one built from the clauses
+    // kura reads, so an option of a later sqlparser is refused too.
+    let mut plain = CreateTableBuilder::new(ct.name.clone())
+        .columns(ct.columns.clone())
+        .constraints(ct.constraints.clone())
+        .if_not_exists(ct.if_not_exists)
+        .temporary(ct.temporary)
+        .build();
+    plain.unlogged = ct.unlogged;
+    plain.query = ct.query.clone();
+    plain.on_commit = ct.on_commit;
+    if plain != *ct {
+        return unsupported(format!("CREATE TABLE clauses in: {ct}"));
+    }
+    Ok(())
+}
+
+/// The schema and rules of `CREATE TABLE name (columns, constraints)`.
+pub(crate) fn define(ct: &CreateTable) -> KuraResult<TableDefinition> {
+    let table = object_name(&ct.name);
+    let mut columns = Vec::new();
+    let mut rules = TableRules {
+        table: table.clone(),
+        ..TableRules::default()
+    };
+    let mut namer = Namer::new(&table);
+    for c in &ct.columns {
+        let data_type = convert_type(&c.data_type)?;
+        let name = c.name.value.to_ascii_lowercase();
+        let mut nullable = true;
+        for opt in &c.options {
+            let given = opt.name.as_ref().map(ident);
+            match &opt.option {
+                ColumnOption::NotNull => nullable = false,
+                ColumnOption::Null => nullable = true,
+                ColumnOption::Default(e) => {
+                    check_default(e)?;
+                    rules.defaults.push(ColumnDefault {
+                        column: name.clone(),
+                        sql: e.to_string(),
+                    });
+                }
+                ColumnOption::PrimaryKey(pk) => {
+                    key_options(pk.index_type.is_some(), &pk.include, &pk.index_options)?;
+                    characteristics(&pk.characteristics)?;
+                    nullable = false;
+                    let name_ = given.unwrap_or_else(|| namer.primary());
+                    rules.keys.push(KeyConstraint {
+                        name: name_,
+                        primary: true,
+                        columns: vec![name.clone()],
+                    });
+                }
+                ColumnOption::Unique(u) => {
+                    unique_options(u)?;
+                    let name_ = given.unwrap_or_else(|| namer.unique(std::slice::from_ref(&name)));
+                    rules.keys.push(KeyConstraint {
+                        name: name_,
+                        primary: false,
+                        columns: vec![name.clone()],
+                    });
+                }
+                ColumnOption::Check(chk) => {
+                    if chk.no_inherit || chk.enforced == Some(false) {
+                        return unsupported("CHECK … NO INHERIT / NOT ENFORCED");
+                    }
+                    let name_ = given
+                        .or_else(|| chk.name.as_ref().map(ident))
+                        .unwrap_or_else(|| namer.check(Some(&name)));
+                    rules.checks.push(CheckConstraint {
+                        name: name_,
+                        sql: chk.expr.to_string(),
+                    });
+                }
+                ColumnOption::ForeignKey(fk) => {
+                    let mut fk = fk.clone();
+                    if fk.columns.is_empty() {
+                        fk.columns = vec![c.name.clone()];
+                    }
+                    let name_ = given
+                        .or_else(|| fk.name.as_ref().map(ident))
+                        .unwrap_or_else(|| namer.foreign(std::slice::from_ref(&name)));
+                    rules.foreign_keys.push(foreign_key(name_, &fk)?);
+                }
+                ColumnOption::Collation(c) => match object_name(c).as_str() {
+                    // kura compares text bytewise, as the C collation does.
+                    "c" | "posix" | "C" | "POSIX" | "default" => {}
+                    other => return unsupported(format!("collation \"{other}\"")),
+                },
+                ColumnOption::Generated {
+                    generation_expr: None,
+                    ..
+                }
+                | ColumnOption::Identity(_) => {
+                    return unsupported(format!(
+                        "identity column \"{name}\" (sequences are not supported yet)"
+                    ))
+                }
+                ColumnOption::Generated { .. } => {
+                    return unsupported(format!("generated column \"{name}\""))
+                }
+                other => return unsupported(format!("column option {other}")),
+            }
+        }
+        columns.push(ColumnDef {
+            name,
+            data_type,
+            nullable,
+        });
+    }
+    for c in &ct.constraints {
+        match c {
+            TableConstraint::PrimaryKey(pk) => {
+                key_options(pk.index_type.is_some(), &pk.include, &pk.index_options)?;
+                characteristics(&pk.characteristics)?;
+                let cols = key_columns(&pk.columns)?;
+                for col in &mut columns {
+                    if cols.contains(&col.name) {
+                        col.nullable = false;
+                    }
+                }
+                rules.keys.push(KeyConstraint {
+                    name: pk
+                        .name
+                        .as_ref()
+                        .map(ident)
+                        .unwrap_or_else(|| namer.primary()),
+                    primary: true,
+                    columns: cols,
+                });
+            }
+            TableConstraint::Unique(u) => {
+                unique_options(u)?;
+                let cols = key_columns(&u.columns)?;
+                rules.keys.push(KeyConstraint {
+                    name: u
+                        .name
+                        .as_ref()
+                        .map(ident)
+                        .unwrap_or_else(|| namer.unique(&cols)),
+                    primary: false,
+                    columns: cols,
+                });
+            }
+            TableConstraint::Check(chk) => {
+                if chk.no_inherit || chk.enforced == Some(false) {
+                    return unsupported("CHECK … NO INHERIT / NOT ENFORCED");
+                }
+                rules.checks.push(CheckConstraint {
+                    name: chk
+                        .name
+                        .as_ref()
+                        .map(ident)
+                        .unwrap_or_else(|| namer.check(None)),
+                    sql: chk.expr.to_string(),
+                });
+            }
+            TableConstraint::ForeignKey(fk) => {
+                let cols: Vec<String> = fk.columns.iter().map(ident).collect();
+                let name = fk
+                    .name
+                    .as_ref()
+                    .map(ident)
+                    .unwrap_or_else(|| namer.foreign(&cols));
+                rules.foreign_keys.push(foreign_key(name, fk)?);
+            }
+            other => return unsupported(format!("table constraint {other}")),
+        }
+    }
+    if rules.keys.iter().filter(|k| k.primary).count() > 1 {
+        return Err(KuraError::Syntax(format!(
+            "multiple primary keys for table \"{table}\" are not allowed"
+        )));
+    }
+    let schema = Schema::new(columns);
+    validate(&table, &schema, &rules)?;
+    Ok(TableDefinition { schema, rules })
+}
+
+/// Names every column a rule mentions against the schema, and refuses two
+/// constraints of one name.
+fn validate(table: &str, schema: &Schema, rules: &TableRules) -> KuraResult<()> {
+    let missing = |c: &String| {
+        KuraError::UndefinedColumn(format!(
+            "column \"{c}\" named in a constraint does not exist in table \"{table}\""
+        ))
+    };
+    for k in &rules.keys {
+        for c in &k.columns {
+            schema.index_of(c).ok_or_else(|| missing(c))?;
+        }
+    }
+    for f in &rules.foreign_keys {
+        for c in &f.columns {
+            schema.index_of(c).ok_or_else(|| missing(c))?;
+        }
+    }
+    let mut names: Vec<&str> = rules.constraint_names().collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(KuraError::State {
+            sqlstate: "42710",
+            message: format!(
+                "constraint \"{}\" for relation \"{table}\" already exists",
+                w[0]
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A DEFAULT may not read columns or run a query (PostgreSQL: 0A000/42P10).
+fn check_default(e: &Expr) -> KuraResult<()> {
+    use std::ops::ControlFlow;
+    let found = ast::visit_expressions(e, |x| match x {
+        Expr::Identifier(_) | Expr::CompoundIdentifier(_) => ControlFlow::Break("column reference"),
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => {
+            ControlFlow::Break("subquery")
+        }
+        _ => ControlFlow::Continue(()),
+    });
+    match found {
+        ControlFlow::Break("column reference") => Err(KuraError::State {
+            sqlstate: "0A000",
+            message: format!("cannot use column reference in DEFAULT expression: {e}"),
+        }),
+        ControlFlow::Break(_) => Err(KuraError::State {
+            sqlstate: "0A000",
+            message: format!("cannot use subquery in DEFAULT expression: {e}"),
+        }),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+fn key_options(
+    index_type: bool,
+    include: &[Ident],
+    index_options: &[ast::IndexOption],
+) -> KuraResult<()> {
+    if index_type || !include.is_empty() || !index_options.is_empty() {
+        return unsupported("index options of a key constraint (USING, INCLUDE …)");
+    }
+    Ok(())
+}
+
+fn unique_options(u: &ast::UniqueConstraint) -> KuraResult<()> {
+    key_options(u.index_type.is_some(), &u.include, &u.index_options)?;
+    characteristics(&u.characteristics)?;
+    if matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct) {
+        return unsupported("UNIQUE NULLS NOT DISTINCT");
+    }
+    Ok(())
+}
+
+/// Constraints are checked at the end of each statement (NOT DEFERRABLE).
+fn characteristics(c: &Option<ast::ConstraintCharacteristics>) -> KuraResult<()> {
+    if let Some(c) = c {
+        if c.deferrable == Some(true)
+            || matches!(c.initially, Some(ast::DeferrableInitial::Deferred))
+            || c.enforced == Some(false)
+        {
+            return unsupported("DEFERRABLE / INITIALLY DEFERRED / NOT ENFORCED constraints");
+        }
+    }
+    Ok(())
+}
+
+fn key_columns(cols: &[IndexColumn]) -> KuraResult<Vec<String>> {
+    cols.iter()
+        .map(|c| match &c.column.expr {
+            Expr::Identifier(id)
+                if c.operator_class.is_none()
+                    && c.column.options.sort.is_none()
+                    && c.column.options.nulls_first.is_none() =>
+            {
+                Ok(ident(id))
+            }
+            other => unsupported(format!("key on {other}")),
+        })
+        .collect()
+}
+
+fn foreign_key(name: String, fk: &ast::ForeignKeyConstraint) -> KuraResult<ForeignKey> {
+    let no_action = |a: &Option<ast::ReferentialAction>| {
+        matches!(
+            a,
+            None | Some(ast::ReferentialAction::NoAction) | Some(ast::ReferentialAction::Restrict)
+        )
+    };
+    if !no_action(&fk.on_delete) || !no_action(&fk.on_update) {
+        return unsupported("ON DELETE / ON UPDATE actions other than NO ACTION and RESTRICT");
+    }
+    if fk.match_kind.is_some() {
+        return unsupported("MATCH in a foreign key");
+    }
+    characteristics(&fk.characteristics)?;
+    Ok(ForeignKey {
+        name,
+        columns: fk.columns.iter().map(ident).collect(),
+        ref_table: object_name(&fk.foreign_table),
+        ref_columns: fk.referred_columns.iter().map(ident).collect(),
+    })
+}
+
+fn ident(id: &Ident) -> String {
+    if id.quote_style.is_some() {
+        id.value.clone()
+    } else {
+        id.value.to_ascii_lowercase()
+    }
+}
+
+/// PostgreSQL's names for constraints given none: `t_pkey`, `t_a_key`,
+/// `t_a_check`, `t_a_fkey` (a number appended when taken).
+struct Namer {
+    table: String,
+    taken: Vec<String>,
+}
+
+impl Namer {
+    fn new(table: &str) -> Namer {
+        Namer {
+            table: table.to_string(),
+            taken: Vec::new(),
+        }
+    }
+
+    fn fresh(&mut self, base: String) -> String {
+        let mut name = base.clone();
+        let mut n = 0;
+        while self.taken.contains(&name) {
+            n += 1;
+            name = format!("{base}{n}");
+        }
+        self.taken.push(name.clone());
+        name
+    }
+
+    fn primary(&mut self) -> String {
+        self.fresh(format!("{}_pkey", self.table))
+    }
+
+    fn unique(&mut self, cols: &[String]) -> String {
+        self.fresh(format!("{}_{}_key", self.table, cols.join("_")))
+    }
+
+    fn check(&mut self, col: Option<&str>) -> String {
+        match col {
+            Some(c) => self.fresh(format!("{}_{c}_check", self.table)),
+            None => self.fresh(format!("{}_check", self.table)),
+        }
+    }
+
+    fn foreign(&mut self, cols: &[String]) -> String {
+        self.fresh(format!("{}_{}_fkey", self.table, cols.join("_")))
+    }
+}
