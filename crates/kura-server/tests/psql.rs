@@ -197,3 +197,42 @@ fn psql_describe_commands_list_the_catalog() {
         "{err}"
     );
 }
+
+#[test]
+fn psql_describe_shows_keys_checks_foreign_keys_and_defaults() {
+    let s = TestServer::trust(|db| {
+        common::exec(
+            db,
+            "create table parent (id integer primary key, code text unique);\
+             create table child (id integer, parent_id integer references parent, \
+             qty integer default 1 check (qty > 0))",
+        )
+    });
+    let run = |cmd: &str| {
+        let (out, err, ok) = psql(&s, &["-v", "ON_ERROR_STOP=1", "-c", cmd], None);
+        assert!(ok && err.is_empty(), "{cmd}: {err}");
+        out
+    };
+    let out = run("\\d parent");
+    assert!(
+        out.contains("\"parent_pkey\" PRIMARY KEY, btree (id)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\"parent_code_key\" UNIQUE CONSTRAINT, btree (code)"),
+        "{out}"
+    );
+    assert!(out.contains("Referenced by:"), "{out}");
+    assert!(
+        out.contains("TABLE \"child\" CONSTRAINT \"child_parent_id_fkey\" FOREIGN KEY (parent_id) REFERENCES parent(id)"),
+        "{out}"
+    );
+    let out = run("\\d child");
+    let qty = out.lines().find(|l| l.contains("qty")).unwrap_or_default();
+    assert!(qty.contains("| 1"), "the default: {out}");
+    assert!(out.contains("\"child_qty_check\" CHECK (qty > 0)"), "{out}");
+    assert!(
+        out.contains("\"child_parent_id_fkey\" FOREIGN KEY (parent_id) REFERENCES parent(id)"),
+        "{out}"
+    );
+}

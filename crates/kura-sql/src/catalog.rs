@@ -12,6 +12,68 @@ pub struct ViewDefinition {
     pub columns: Vec<String>,
 }
 
+/// A table's defaults and constraints, as the system catalogs show them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TableRulesInfo {
+    /// (column, DEFAULT as SQL text).
+    pub defaults: Vec<(String, String)>,
+    pub constraints: Vec<ConstraintInfo>,
+}
+
+/// One constraint of a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConstraintInfo {
+    pub name: String,
+    pub kind: ConstraintKind,
+    /// The constrained columns (none for a CHECK).
+    pub columns: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConstraintKind {
+    PrimaryKey,
+    Unique,
+    /// The condition, as SQL text.
+    Check(String),
+    ForeignKey {
+        table: String,
+        columns: Vec<String>,
+    },
+}
+
+impl ConstraintInfo {
+    /// `pg_constraint.contype`.
+    pub fn contype(&self) -> &'static str {
+        match self.kind {
+            ConstraintKind::PrimaryKey => "p",
+            ConstraintKind::Unique => "u",
+            ConstraintKind::Check(_) => "c",
+            ConstraintKind::ForeignKey { .. } => "f",
+        }
+    }
+
+    /// `pg_get_constraintdef`: the constraint as CREATE TABLE writes it.
+    pub fn definition(&self) -> String {
+        let list = |cols: &[String]| {
+            cols.iter()
+                .map(|c| crate::system::quote_ident(c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match &self.kind {
+            ConstraintKind::PrimaryKey => format!("PRIMARY KEY ({})", list(&self.columns)),
+            ConstraintKind::Unique => format!("UNIQUE ({})", list(&self.columns)),
+            ConstraintKind::Check(sql) => format!("CHECK (({sql}))"),
+            ConstraintKind::ForeignKey { table, columns } => format!(
+                "FOREIGN KEY ({}) REFERENCES {}({})",
+                list(&self.columns),
+                crate::system::quote_ident(table),
+                list(columns)
+            ),
+        }
+    }
+}
+
 /// Name lookup for the binder.
 pub trait CatalogProvider {
     fn table(&self, name: &str) -> Option<Arc<dyn TableSource>>;
@@ -26,6 +88,11 @@ pub trait CatalogProvider {
     /// there is none (tools, tests): those functions then fail.
     fn session(&self) -> Option<&crate::SessionInfo> {
         None
+    }
+    /// A table's defaults and constraints (`pg_constraint`, `pg_attrdef`).
+    fn rules(&self, table: &str) -> TableRulesInfo {
+        let _ = table;
+        TableRulesInfo::default()
     }
 }
 

@@ -15,7 +15,9 @@ pub mod planner;
 pub mod session;
 pub mod system;
 
-pub use catalog::{CatalogProvider, MemoryCatalog, ViewDefinition};
+pub use catalog::{
+    CatalogProvider, ConstraintInfo, ConstraintKind, MemoryCatalog, TableRulesInfo, ViewDefinition,
+};
 pub use error::{SqlError, SqlResult};
 pub use planner::{describe_query, plan_query, PlannedQuery, PlannerOptions};
 pub use session::SessionInfo;

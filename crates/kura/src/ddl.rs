@@ -64,6 +64,18 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
         T::Varchar(l) | T::CharacterVarying(l) => DataType::Varchar(char_len(l)?),
         T::Text | T::String(None) => DataType::Varchar(None),
         T::Char(l) | T::Character(l) => DataType::Char(char_len(l)?.unwrap_or(1)),
+        // Known to PostgreSQL users, so named rather than "does not exist".
+        T::Custom(name, _)
+            if matches!(
+                name.to_string().to_ascii_lowercase().as_str(),
+                "serial" | "bigserial" | "smallserial" | "serial4" | "serial8" | "serial2"
+            ) =>
+        {
+            return Err(KuraError::Unsupported(format!(
+                "type {} (sequences are not supported yet: use INTEGER or BIGINT and give the values)",
+                name.to_string().to_ascii_lowercase()
+            )))
+        }
         other => {
             return Err(KuraError::UndefinedType(
                 other.to_string().to_ascii_lowercase(),

@@ -209,6 +209,12 @@ impl CatalogProvider for StorageCatalog<'_> {
     fn settings(&self) -> Vec<kura_sql::system::SysSetting> {
         crate::system_catalog::settings(self.settings)
     }
+    fn rules(&self, table: &str) -> kura_sql::TableRulesInfo {
+        self.catalog
+            .rules(table)
+            .map(crate::system_catalog::rules_info)
+            .unwrap_or_default()
+    }
     fn session(&self) -> Option<&kura_sql::SessionInfo> {
         Some(&self.info)
     }

@@ -1,6 +1,6 @@
 //! What kura's session adds to the system catalogs beyond its tables: the
 //! settings `pg_catalog.pg_settings` lists (kura's own and the PostgreSQL client
-//! parameters it answers).
+//! parameters it answers) and the tables' defaults and constraints.
 
 use kura_common::settings::{Settings, SETTINGS};
 use kura_sql::system::SysSetting;
@@ -39,4 +39,39 @@ pub(crate) fn settings(settings: &Settings) -> Vec<SysSetting> {
         })
     });
     own.chain(client).collect()
+}
+
+/// A table's rules as the system catalogs show them.
+pub(crate) fn rules_info(r: &kura_storage::rules::TableRules) -> kura_sql::TableRulesInfo {
+    use kura_sql::{ConstraintInfo, ConstraintKind};
+    let keys = r.keys.iter().map(|k| ConstraintInfo {
+        name: k.name.clone(),
+        kind: if k.primary {
+            ConstraintKind::PrimaryKey
+        } else {
+            ConstraintKind::Unique
+        },
+        columns: k.columns.clone(),
+    });
+    let checks = r.checks.iter().map(|c| ConstraintInfo {
+        name: c.name.clone(),
+        kind: ConstraintKind::Check(c.sql.clone()),
+        columns: Vec::new(),
+    });
+    let foreign = r.foreign_keys.iter().map(|f| ConstraintInfo {
+        name: f.name.clone(),
+        kind: ConstraintKind::ForeignKey {
+            table: f.ref_table.clone(),
+            columns: f.ref_columns.clone(),
+        },
+        columns: f.columns.clone(),
+    });
+    kura_sql::TableRulesInfo {
+        defaults: r
+            .defaults
+            .iter()
+            .map(|d| (d.column.clone(), d.sql.clone()))
+            .collect(),
+        constraints: keys.chain(checks).chain(foreign).collect(),
+    }
 }

@@ -393,11 +393,16 @@ impl Binder<'_> {
                 list,
                 negated,
             } => {
-                let x = self.bind_expr(expr, cx)?;
-                let items = list
-                    .iter()
-                    .map(|i| self.bind_expr(i, cx))
-                    .collect::<SqlResult<Vec<_>>>()?;
+                let mut x = self.bind_expr(expr, cx)?;
+                let mut items = Vec::with_capacity(list.len());
+                for i in list {
+                    // A `$n` being described takes the other side's type
+                    // (`col IN ($1, $2)`, `$1 IN (col)`), as in a comparison.
+                    let item = self.bind_expr(i, cx)?;
+                    let (a, b) = self.unify_params(x, item);
+                    x = a;
+                    items.push(b);
+                }
                 // An untyped NULL on the left takes the type of the list (PostgreSQL
                 // resolves `unknown IN (2, 3)` as integers); NULLs in the list are left
                 // out of the resolution the same way.

@@ -130,6 +130,7 @@ impl Binder<'_> {
         }
         let mut relations = Vec::new();
         let mut indexes = Vec::new();
+        let mut rules = Vec::new();
         let mut names = self.catalog.relation_names();
         names.sort();
         for name in names {
@@ -144,6 +145,10 @@ impl Binder<'_> {
                         ix.include.clone(),
                         (ix.stored_pages(), page),
                     ));
+                }
+                let r = self.catalog.rules(&name);
+                if r != crate::catalog::TableRulesInfo::default() {
+                    rules.push((name.clone(), r));
                 }
                 relations.push((
                     name,
@@ -162,6 +167,7 @@ impl Binder<'_> {
             relations,
             indexes,
             settings: self.catalog.settings(),
+            rules,
         }));
         self.system = Some(snap.clone());
         snap
@@ -905,11 +911,26 @@ impl Binder<'_> {
                     TEXT,
                 )
             }
-            // kura has no column defaults, index predicates, constraints, partition
-            // keys, extended statistics or comments: these describe nothing.
-            "pg_get_expr"
-            | "pg_get_constraintdef"
-            | "pg_get_partkeydef"
+            // `pg_attrdef.adbin` holds the DEFAULT as SQL text already.
+            "pg_get_expr" => {
+                arity(2..=3)?;
+                coerce(args[0].clone(), TEXT, p)?
+            }
+            "pg_get_constraintdef" => {
+                arity(1..=2)?;
+                let snap = self.snapshot();
+                lookup(
+                    oid_arg(0)?,
+                    snap.constraints
+                        .iter()
+                        .map(|c| (Value::Integer(c.oid), Value::Text(c.info.definition())))
+                        .collect(),
+                    TEXT,
+                )
+            }
+            // kura has no index predicates, partition keys, extended
+            // statistics or comments: these describe nothing.
+            "pg_get_partkeydef"
             | "pg_get_statisticsobjdef_columns"
             | "obj_description"
             | "col_description"

@@ -69,6 +69,8 @@ pub struct SysIndex {
     pub include: Vec<usize>,
     pub include_names: Vec<String>,
     pub unique: bool,
+    /// Backs a PRIMARY KEY.
+    pub primary: bool,
     /// Pages in the database file, and bytes.
     pub pages: u64,
     pub bytes: u64,
@@ -103,6 +105,31 @@ impl SysIndex {
     }
 }
 
+/// A constraint as `pg_constraint` shows it.
+#[derive(Debug, Clone)]
+pub struct SysConstraint {
+    pub oid: i32,
+    pub info: crate::catalog::ConstraintInfo,
+    pub table_oid: i32,
+    /// Constrained columns, numbered from 1.
+    pub columns: Vec<usize>,
+    /// The index behind a PRIMARY KEY or UNIQUE (0 for none).
+    pub index_oid: i32,
+    /// The referenced table and its columns (numbered from 1) of a foreign key.
+    pub ref_table_oid: i32,
+    pub ref_columns: Vec<usize>,
+}
+
+/// A column's DEFAULT as `pg_attrdef` shows it.
+#[derive(Debug, Clone)]
+pub struct SysDefault {
+    pub oid: i32,
+    pub table_oid: i32,
+    /// The column, numbered from 1.
+    pub column: usize,
+    pub sql: String,
+}
+
 /// A setting as `pg_settings` shows it.
 #[derive(Debug, Clone)]
 pub struct SysSetting {
@@ -119,6 +146,8 @@ pub struct Snapshot {
     pub relations: Vec<SysRelation>,
     pub indexes: Vec<SysIndex>,
     pub settings: Vec<SysSetting>,
+    pub constraints: Vec<SysConstraint>,
+    pub defaults: Vec<SysDefault>,
 }
 
 pub use kura_exec::expr::pg::quote_ident;
@@ -171,6 +200,8 @@ pub struct SnapshotInput {
     pub relations: Vec<RelationInput>,
     pub indexes: Vec<IndexInput>,
     pub settings: Vec<SysSetting>,
+    /// Defaults and constraints, by table name.
+    pub rules: Vec<(String, crate::catalog::TableRulesInfo)>,
 }
 
 impl Snapshot {
@@ -181,6 +212,19 @@ impl Snapshot {
             .map(|r| format!("rel:{}", r.0))
             .chain(input.indexes.iter().map(|i| format!("index:{}", i.0)))
             .collect();
+        let rule_keys: Vec<String> = input
+            .rules
+            .iter()
+            .flat_map(|(t, r)| {
+                r.constraints
+                    .iter()
+                    .map(move |c| format!("con:{t}.{}", c.name))
+                    .chain(r.defaults.iter().map(move |d| format!("def:{t}.{}", d.0)))
+            })
+            .collect();
+        // Constraint and default OIDs follow the relations' and indexes'.
+        let first_rule = keys.len();
+        let keys: Vec<String> = keys.into_iter().chain(rule_keys).collect();
         let oids = assign_oids(&keys);
         let relations: Vec<SysRelation> = input
             .relations
@@ -225,16 +269,86 @@ impl Snapshot {
                         include,
                         include_names,
                         unique,
+                        primary: false,
                         pages,
                         bytes: pages * page,
                     })
                 },
             )
             .collect();
-        Snapshot {
+        let mut snap = Snapshot {
             relations,
             indexes,
             settings: input.settings,
+            constraints: Vec::new(),
+            defaults: Vec::new(),
+        };
+        let mut rule_oids = oids[first_rule..].iter();
+        for (table, rules) in input.rules {
+            snap.add_rules(&table, rules, &mut rule_oids);
+        }
+        snap
+    }
+
+    /// Adds a table's constraints and defaults (OIDs taken in the order
+    /// [`Snapshot::new`] assigned them); a key's index is marked primary.
+    fn add_rules<'a>(
+        &mut self,
+        table: &str,
+        rules: crate::catalog::TableRulesInfo,
+        oids: &mut impl Iterator<Item = &'a i32>,
+    ) {
+        let Some(t) = self.relations.iter().find(|r| r.name == table).cloned() else {
+            return;
+        };
+        let num = |r: &SysRelation, c: &String| r.columns.iter().position(|x| &x.name == c);
+        for info in rules.constraints {
+            let oid = *oids.next().unwrap_or(&0);
+            let columns: Vec<usize> = info
+                .columns
+                .iter()
+                .filter_map(|c| num(&t, c).map(|i| i + 1))
+                .collect();
+            let index = self.indexes.iter_mut().find(|i| i.name == info.name);
+            let index_oid = index.as_ref().map_or(0, |i| i.oid);
+            if let (Some(ix), crate::catalog::ConstraintKind::PrimaryKey) = (index, &info.kind) {
+                ix.primary = true;
+            }
+            let (ref_table_oid, ref_columns) = match &info.kind {
+                crate::catalog::ConstraintKind::ForeignKey { table, columns } => {
+                    match self.relations.iter().find(|r| &r.name == table) {
+                        Some(r) => (
+                            r.oid,
+                            columns
+                                .iter()
+                                .filter_map(|c| num(r, c).map(|i| i + 1))
+                                .collect(),
+                        ),
+                        None => (0, Vec::new()),
+                    }
+                }
+                _ => (0, Vec::new()),
+            };
+            self.constraints.push(SysConstraint {
+                oid,
+                info,
+                table_oid: t.oid,
+                columns,
+                index_oid,
+                ref_table_oid,
+                ref_columns,
+            });
+        }
+        for (column, sql) in rules.defaults {
+            let oid = *oids.next().unwrap_or(&0);
+            if let Some(i) = num(&t, &column) {
+                self.defaults.push(SysDefault {
+                    oid,
+                    table_oid: t.oid,
+                    column: i + 1,
+                    sql,
+                });
+            }
         }
     }
 

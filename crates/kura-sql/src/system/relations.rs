@@ -667,7 +667,10 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     s(if len > 0 { "p" } else { "x" }),
                     s(""),
                     b(c.not_null),
-                    b(false),
+                    b(snap
+                        .defaults
+                        .iter()
+                        .any(|d| d.table_oid == c.rel_oid && d.column == c.num)),
                     b(false),
                     s(""),
                     s(""),
@@ -748,7 +751,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     Value::Integer(ix.columns.len() as i32),
                     b(ix.unique),
                     b(false),
-                    b(false),
+                    b(ix.primary),
                     b(false),
                     b(true),
                     b(false),
@@ -1023,7 +1026,10 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         s(c.rel),
                         s(c.name),
                         Value::Integer(c.num as i32),
-                        N,
+                        snap.defaults
+                            .iter()
+                            .find(|d| d.table_oid == c.rel_oid && d.column == c.num)
+                            .map_or(N, |d| s(&d.sql)),
                         s(if c.not_null { "NO" } else { "YES" }),
                         s(sql_type_name(c.ty)),
                         int(char_len),
@@ -1091,6 +1097,65 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
             .collect(),
         // The catalogs of things kura does not have (defaults, constraints,
         // comments, triggers, inheritance ...) are empty.
+        (PG, "pg_constraint") => snap
+            .constraints
+            .iter()
+            .map(|c| {
+                let array = |cols: &[usize]| {
+                    let items: Vec<String> = cols.iter().map(|n| n.to_string()).collect();
+                    s(&format!("{{{}}}", items.join(",")))
+                };
+                let foreign = c.info.contype() == "f";
+                let action = if foreign { "a" } else { " " };
+                vec![
+                    o(c.oid),
+                    s(&c.info.name),
+                    o(crate::system::PUBLIC_OID),
+                    s(c.info.contype()),
+                    b(false),
+                    b(false),
+                    b(true),
+                    o(c.table_oid),
+                    o(0),
+                    o(c.index_oid),
+                    o(0),
+                    o(c.ref_table_oid),
+                    s(action),
+                    s(action),
+                    s(if foreign { "s" } else { " " }),
+                    b(true),
+                    Value::Integer(0),
+                    b(true),
+                    if c.columns.is_empty() {
+                        N
+                    } else {
+                        array(&c.columns)
+                    },
+                    if foreign { array(&c.ref_columns) } else { N },
+                    N,
+                    N,
+                    N,
+                    N,
+                    N,
+                    match &c.info.kind {
+                        crate::catalog::ConstraintKind::Check(sql) => s(sql),
+                        _ => N,
+                    },
+                ]
+            })
+            .collect(),
+        (PG, "pg_attrdef") => snap
+            .defaults
+            .iter()
+            .map(|d| {
+                vec![
+                    o(d.oid),
+                    o(d.table_oid),
+                    Value::Integer(d.column as i32),
+                    s(&d.sql),
+                ]
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }
