@@ -751,6 +751,7 @@ impl Binder<'_> {
         let known = matches!(
             name.as_str(),
             "pg_table_is_visible"
+                | "pg_partition_ancestors"
                 | "pg_relation_is_publishable"
                 | "pg_type_is_visible"
                 | "pg_function_is_visible"
@@ -761,6 +762,7 @@ impl Binder<'_> {
                 | "pg_get_expr"
                 | "pg_get_constraintdef"
                 | "pg_get_partkeydef"
+                | "pg_get_triggerdef"
                 | "pg_get_statisticsobjdef_columns"
                 | "obj_description"
                 | "col_description"
@@ -809,6 +811,13 @@ impl Binder<'_> {
             | "pg_relation_is_publishable" => {
                 arity(1..=1)?;
                 true_unless_null(args[0].clone())
+            }
+            // A set-returning function whose one row, for a relation that is
+            // not a partition (kura has no partitioning), is the relation itself
+            // (psql's \d asks it for a table's foreign keys).
+            "pg_partition_ancestors" => {
+                arity(1..=1)?;
+                oid_arg(0)?
             }
             n if n.starts_with("has_") => {
                 // kura has no privileges: whoever is connected may do everything.
@@ -928,9 +937,10 @@ impl Binder<'_> {
                     TEXT,
                 )
             }
-            // kura has no index predicates, partition keys, extended
+            // kura has no index predicates, partition keys, triggers, extended
             // statistics or comments: these describe nothing.
             "pg_get_partkeydef"
+            | "pg_get_triggerdef"
             | "pg_get_statisticsobjdef_columns"
             | "obj_description"
             | "col_description"

@@ -591,6 +591,8 @@ const FUNCTIONS: &[(&str, bool)] = &[
     ("pg_get_indexdef", false),
     ("pg_get_userbyid", false),
     ("pg_table_is_visible", false),
+    ("pg_partition_ancestors", false),
+    ("pg_get_triggerdef", false),
     ("current_database", false),
     ("current_schema", false),
     ("version", false),
@@ -631,8 +633,17 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     s("p"),
                     s(c.kind),
                     Value::Integer(c.natts as i32),
-                    Value::Integer(0),
+                    // relchecks: psql's \d lists check constraints only when set.
+                    Value::Integer(
+                        snap.constraints
+                            .iter()
+                            .filter(|k| k.table_oid == c.oid && k.info.contype() == "c")
+                            .count() as i32,
+                    ),
                     b(view),
+                    // relhastriggers: kura has no triggers. (psql's \d lists
+                    // foreign keys only when set, and then reads pg_trigger with
+                    // a lateral FROM item kura does not bind yet.)
                     b(false),
                     b(false),
                     b(false),
