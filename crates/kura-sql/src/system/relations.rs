@@ -1226,6 +1226,7 @@ mod tests {
             ],
             indexes: vec![("t_a".into(), "t".into(), vec![0], true, vec![1], (1, 16384))],
             settings: vec![],
+            rules: vec![],
         })
     }
 
