@@ -282,18 +282,26 @@ impl Binder<'_> {
                 }
                 // The common type of the typed arguments, as CASE resolves it;
                 // untyped literals take it.
+                // Quoted literals take the other arguments' type when there are
+                // others (PostgreSQL's `unknown`), else are text.
+                let literal = |a: &PhysExpr| {
+                    is_untyped_null(a)
+                        || matches!(
+                            a,
+                            PhysExpr::Literal {
+                                value: Value::Text(_),
+                                data_type: DataType::Varchar(None),
+                            }
+                        )
+                };
+                let typed: Vec<&PhysExpr> = args.iter().filter(|a| !literal(a)).collect();
+                let decide: Vec<&PhysExpr> = if typed.is_empty() {
+                    args.iter().filter(|a| !is_untyped_null(a)).collect()
+                } else {
+                    typed
+                };
                 let mut t: Option<DataType> = None;
-                for a in args.iter().filter(|a| !is_untyped_null(a)) {
-                    if matches!(
-                        a,
-                        PhysExpr::Literal {
-                            value: Value::Text(_),
-                            ..
-                        }
-                    ) && t.is_some_and(|t| !t.is_text())
-                    {
-                        continue;
-                    }
+                for a in decide {
                     t = Some(match t {
                         None => a.data_type(),
                         Some(x) => common_type(x, a.data_type()).ok_or_else(|| {
