@@ -47,6 +47,16 @@ pub enum ExecError {
     /// A name cast to `regtype` / `regclass` that names nothing.
     #[error("{0}")]
     UndefinedObject(String),
+    /// A feature kura does not implement (a `to_char` pattern, a regular
+    /// expression option): refused rather than answered wrongly.
+    #[error("{0} is not supported")]
+    Unsupported(String),
+    /// An argument out of a function's domain (`split_part` field 0).
+    #[error("{0}")]
+    InvalidParameter(String),
+    /// Text that does not match a `to_date` / `to_timestamp` template.
+    #[error("{0}")]
+    InvalidDatetimeFormat(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -69,6 +79,9 @@ impl ExecError {
             ExecError::UnknownOperator { .. } => "42704",
             ExecError::InvalidRegex(_) => "2201B",
             ExecError::UndefinedObject(_) => "42704",
+            ExecError::Unsupported(_) => "0A000",
+            ExecError::InvalidParameter(_) => "22023",
+            ExecError::InvalidDatetimeFormat(_) => "22007",
             ExecError::Internal(_) => "XX000",
         }
     }

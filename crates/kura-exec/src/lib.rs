@@ -29,7 +29,8 @@ pub use error::{ExecError, ExecResult};
 pub use executor::Executor;
 pub use index_source::IndexSource;
 pub use plan::{
-    AggCall, AggFunc, JoinType, PlanKind, PlanNode, SortKey, WindowFrame, WindowFunc, ZonePredicate,
+    AggCall, AggFunc, JoinType, Moment, PlanKind, PlanNode, SortKey, WindowFrame, WindowFunc,
+    ZonePredicate,
 };
 pub use registry::OperatorRegistry;
 pub use source::{ColumnStatistics, MemTable, SourceColumn, TableSource, Zone};

@@ -107,6 +107,61 @@ pub enum AggFunc {
     Avg,
     Min,
     Max,
+    /// `bool_and` / `every`.
+    BoolAnd,
+    BoolOr,
+    /// One of the moment statistics over doubles (see [`Moment`]); the
+    /// two-argument ones read `y` from `arg` and `x` from `extra[0]`.
+    Moment(Moment),
+    /// `string_agg(value, delimiter [ORDER BY ...])`: `extra[0]` is the delimiter.
+    StringAgg,
+    /// `percentile_cont(f) WITHIN GROUP (ORDER BY arg)` (and `median`):
+    /// `extra[0]` is the constant fraction.
+    PercentileCont,
+    /// `percentile_disc(f) WITHIN GROUP (ORDER BY arg)`.
+    PercentileDisc,
+    /// `mode() WITHIN GROUP (ORDER BY arg)`.
+    Mode,
+}
+
+/// Statistics computed from a group's count, sums and sums of squared
+/// deviations (PostgreSQL's float8 aggregates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Moment {
+    VarSamp,
+    VarPop,
+    StddevSamp,
+    StddevPop,
+    Corr,
+    CovarPop,
+    CovarSamp,
+    RegrSlope,
+    RegrIntercept,
+    RegrR2,
+    RegrAvgX,
+    RegrAvgY,
+    RegrSxx,
+    RegrSyy,
+    RegrSxy,
+}
+
+impl AggFunc {
+    /// Whether partial results of this aggregate combine by `sum`, `min` or
+    /// `max` of the partials (what eager aggregation below a join needs).
+    pub fn splits(self) -> bool {
+        matches!(
+            self,
+            AggFunc::CountStar | AggFunc::Count | AggFunc::Sum | AggFunc::Min | AggFunc::Max
+        )
+    }
+
+    /// Whether the aggregate reads its rows in an order (`order` of the call).
+    pub fn ordered(self) -> bool {
+        matches!(
+            self,
+            AggFunc::StringAgg | AggFunc::PercentileCont | AggFunc::PercentileDisc | AggFunc::Mode
+        )
+    }
 }
 
 /// One aggregate computed by an aggregation node.
@@ -114,8 +169,59 @@ pub enum AggFunc {
 pub struct AggCall {
     pub func: AggFunc,
     pub arg: Option<PhysExpr>,
+    /// Arguments after the first (see [`AggFunc`]); empty for most aggregates.
+    pub extra: Vec<PhysExpr>,
+    /// `ORDER BY` inside the call (`string_agg`) or of `WITHIN GROUP` (whose
+    /// single key is `arg` itself).
+    pub order: Vec<SortKey>,
     pub distinct: bool,
     pub data_type: DataType,
+}
+
+impl AggCall {
+    /// A call of `func` over one argument (none for `count(*)`).
+    pub fn simple(func: AggFunc, arg: Option<PhysExpr>, data_type: DataType) -> AggCall {
+        AggCall {
+            func,
+            arg,
+            extra: Vec::new(),
+            order: Vec::new(),
+            distinct: false,
+            data_type,
+        }
+    }
+
+    /// Every expression the call reads: `arg`, `extra`, then the order keys.
+    pub fn exprs(&self) -> impl Iterator<Item = &PhysExpr> {
+        self.arg
+            .iter()
+            .chain(&self.extra)
+            .chain(self.order.iter().map(|k| &k.expr))
+    }
+
+    /// [`AggCall::exprs`], to rewrite in place.
+    pub fn exprs_mut(&mut self) -> impl Iterator<Item = &mut PhysExpr> {
+        self.arg
+            .iter_mut()
+            .chain(&mut self.extra)
+            .chain(self.order.iter_mut().map(|k| &mut k.expr))
+    }
+
+    /// Replaces every expression the call reads by `f` of it.
+    pub fn try_map_exprs<E>(
+        &mut self,
+        mut f: impl FnMut(&PhysExpr) -> Result<PhysExpr, E>,
+    ) -> Result<(), E> {
+        for e in self.exprs_mut() {
+            *e = f(e)?;
+        }
+        Ok(())
+    }
+
+    /// [`AggCall::try_map_exprs`] with an infallible `f`.
+    pub fn map_exprs(&mut self, mut f: impl FnMut(&PhysExpr) -> PhysExpr) {
+        let _ = self.try_map_exprs(|e| Ok::<_, std::convert::Infallible>(f(e)));
+    }
 }
 
 /// A window function: a ranking function or an aggregate over the window frame.
@@ -558,7 +664,15 @@ impl PlanNode {
                 let a: Vec<String> = aggregates
                     .iter()
                     .map(|a| {
-                        let arg = a.arg.as_ref().map_or("*".to_string(), |e| e.to_string());
+                        let mut arg = a.arg.as_ref().map_or("*".to_string(), |e| e.to_string());
+                        for e in &a.extra {
+                            let _ = write!(arg, ", {e}");
+                        }
+                        for (i, k) in a.order.iter().enumerate() {
+                            let by = if i == 0 { " ORDER BY " } else { ", " };
+                            let dir = if k.descending { " DESC" } else { "" };
+                            let _ = write!(arg, "{by}{}{dir}", k.expr);
+                        }
                         format!(
                             "{:?}({}{arg})",
                             a.func,

@@ -71,6 +71,10 @@ pub enum SqlError {
     /// An aggregate where none may be (42803, like a grouping error).
     #[error("{pos}{message}")]
     Grouping { message: String, pos: Pos },
+    /// A function used as the kind it is not (42809), e.g. WITHIN GROUP on an
+    /// aggregate that is not an ordered-set one.
+    #[error("{pos}{message}")]
+    WrongObjectType { message: String, pos: Pos },
     /// A window function where none may be (42P20, windowing error).
     #[error("{pos}{message}")]
     Windowing { message: String, pos: Pos },
@@ -112,6 +116,7 @@ impl SqlError {
             SqlError::TypeMismatch { .. } => "42804",
             SqlError::NotGrouped { .. } | SqlError::Grouping { .. } => "42803",
             SqlError::Windowing { .. } => "42P20",
+            SqlError::WrongObjectType { .. } => "42809",
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
             SqlError::Unsupported { .. } => "0A000",

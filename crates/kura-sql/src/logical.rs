@@ -218,9 +218,7 @@ impl Logical {
             Logical::Join { on, .. } => on.iter().for_each(&mut add),
             Logical::Aggregate { group, aggs, .. } => {
                 group.iter().for_each(|g| add(&g.0));
-                aggs.iter()
-                    .filter_map(|a| a.0.arg.as_ref())
-                    .for_each(&mut add);
+                aggs.iter().flat_map(|a| a.0.exprs()).for_each(&mut add);
             }
             Logical::Sort { keys, .. } => keys.iter().for_each(|k| add(&k.expr)),
             Logical::Replicate { count, .. } => {

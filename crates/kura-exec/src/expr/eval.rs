@@ -419,7 +419,12 @@ fn may_fail(e: &PhysExpr) -> bool {
                 ScalarFunc::Repeat
                 | ScalarFunc::RegexMatch
                 | ScalarFunc::RegexIMatch
-                | ScalarFunc::RegtypeIn,
+                | ScalarFunc::RegtypeIn
+                | ScalarFunc::SplitPart
+                | ScalarFunc::RegexpReplace
+                | ScalarFunc::ToChar
+                | ScalarFunc::ToDate
+                | ScalarFunc::ToTimestamp,
             ..
         } => true,
         PhysExpr::Func { args, .. } => args.iter().any(may_fail),

@@ -314,6 +314,13 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         | ScalarFunc::SizePretty
         | ScalarFunc::Replace
         | ScalarFunc::QuoteIdent => super::pg::call(func, args, out, n),
+        ScalarFunc::Greatest
+        | ScalarFunc::Least
+        | ScalarFunc::SplitPart
+        | ScalarFunc::RegexpReplace => super::func_text::call(func, args, out, n),
+        ScalarFunc::ToChar | ScalarFunc::ToDate | ScalarFunc::ToTimestamp => {
+            super::func_format::call(func, args, out, n)
+        }
         ScalarFunc::Length => {
             let s = arg(0)?;
             let sv = strs(s)?;

@@ -8,6 +8,8 @@ mod compare;
 pub mod conjuncts;
 mod eval;
 mod func;
+mod func_format;
+mod func_text;
 pub mod like;
 pub mod pg;
 mod predicate;
@@ -137,6 +139,18 @@ pub enum ScalarFunc {
     DateTrunc,
     /// `timestamp + months + microseconds` (an interval's parts, constants).
     AddInterval,
+    /// `greatest(...)` / `least(...)`: NULLs skipped.
+    Greatest,
+    Least,
+    /// `split_part(s, delimiter, n)`.
+    SplitPart,
+    /// `regexp_replace(s, pattern, replacement [, flags])`.
+    RegexpReplace,
+    /// `to_char(timestamp | number, template)`.
+    ToChar,
+    /// `to_date(text, template)`, `to_timestamp(text, template)`.
+    ToDate,
+    ToTimestamp,
 }
 
 impl ScalarFunc {
@@ -169,6 +183,13 @@ impl ScalarFunc {
             ScalarFunc::ExtractSecond => "extract_second",
             ScalarFunc::DateTrunc => "date_trunc",
             ScalarFunc::AddInterval => "add_interval",
+            ScalarFunc::Greatest => "greatest",
+            ScalarFunc::Least => "least",
+            ScalarFunc::SplitPart => "split_part",
+            ScalarFunc::RegexpReplace => "regexp_replace",
+            ScalarFunc::ToChar => "to_char",
+            ScalarFunc::ToDate => "to_date",
+            ScalarFunc::ToTimestamp => "to_timestamp",
         }
     }
 }

@@ -210,7 +210,7 @@ fn today_utc() -> i32 {
         .map_or(0, |d| d.as_secs());
     (secs / 86_400) as i32
 }
-const SCALARS: &[&str] = &[
+pub(super) const SCALARS: &[&str] = &[
     "coalesce",
     "abs",
     "round",
@@ -1213,6 +1213,9 @@ impl Binder<'_> {
             Some(ast::ObjectNamePart::Identifier(i)) => norm(i),
             _ => return Err(SqlError::Syntax(format!("bad function name {}", f.name))),
         };
+        if let Some(bound) = self.bind_more_function(f, &name, cx, p)? {
+            return Ok(bound);
+        }
         if f.over.is_some() {
             return self.bind_window_call(f, &name, cx, p);
         }
@@ -1415,6 +1418,8 @@ impl Binder<'_> {
                     AGGREGATES
                         .iter()
                         .chain(SCALARS)
+                        .chain(super::functions::AGGREGATES)
+                        .chain(super::functions::SCALARS)
                         .chain(super::session_fn::SESSION_FUNCTIONS)
                         .copied(),
                 );
@@ -1501,10 +1506,8 @@ pub(super) fn aggregate_call(
         }
     };
     Ok(AggCall {
-        func,
-        arg,
         distinct,
-        data_type,
+        ..AggCall::simple(func, arg, data_type)
     })
 }
 

@@ -5,6 +5,7 @@
 
 mod clauses;
 mod expr;
+pub(crate) mod functions;
 mod query;
 mod session_fn;
 mod setop;

@@ -740,7 +740,7 @@ impl Binder<'_> {
         let agg_refs: HashSet<ColId> = collector
             .aggs
             .iter()
-            .filter_map(|a| a.0.arg.as_ref())
+            .flat_map(|a| a.0.exprs())
             .flat_map(refs_of)
             .collect();
         let (below, above): (Vec<Pending>, Vec<Pending>) = pending.drain(..).partition(|p| {

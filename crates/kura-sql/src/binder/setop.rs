@@ -137,11 +137,12 @@ impl Binder<'_> {
             };
             return Ok(BoundQuery { plan, out });
         }
-        let count = |id: ColId| AggCall {
-            func: AggFunc::Count,
-            arg: Some(col(id, DataType::Integer)),
-            distinct: false,
-            data_type: DataType::BigInt,
+        let count = |id: ColId| {
+            AggCall::simple(
+                AggFunc::Count,
+                Some(col(id, DataType::Integer)),
+                DataType::BigInt,
+            )
         };
         let aggs = vec![
             count(union_cols[cols.len()]),

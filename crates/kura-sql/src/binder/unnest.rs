@@ -158,7 +158,7 @@ impl Binder<'_> {
                 let mut aggs: Vec<_> = aggs
                     .into_iter()
                     .map(|(mut a, id)| {
-                        a.arg = a.arg.as_ref().map(|x| subst(x, &m));
+                        a.map_exprs(|x| subst(x, &m));
                         (a, id)
                     })
                     .collect();
@@ -455,7 +455,7 @@ impl Binder<'_> {
                 let aggs = aggs
                     .into_iter()
                     .map(|(mut a, id)| {
-                        a.arg = a.arg.as_ref().map(|x| subst(x, ids));
+                        a.map_exprs(|x| subst(x, ids));
                         (a, fresh(self, ids, id))
                     })
                     .collect();

@@ -68,10 +68,7 @@ fn rewrite(
     aggs: &[(AggCall, ColId)],
     cols: &mut Columns,
 ) -> Option<Logical> {
-    if aggs
-        .iter()
-        .any(|(a, _)| a.distinct || a.func == AggFunc::Avg)
-    {
+    if aggs.iter().any(|(a, _)| a.distinct || !a.func.splits()) {
         return None;
     }
     // A projection between the aggregation and the joins is folded into the
@@ -324,15 +321,7 @@ fn build(
             AggFunc::Max => AggFunc::Max,
             _ => AggFunc::Sum,
         };
-        finals.push((
-            AggCall {
-                func,
-                arg: Some(over),
-                distinct: false,
-                data_type: a.data_type,
-            },
-            id,
-        ));
+        finals.push((AggCall::simple(func, Some(over), a.data_type), id));
         partials.push((a, pid));
     }
     let final_group = group

@@ -490,7 +490,7 @@ impl Lowering<'_> {
                 let mut need = HashSet::new();
                 group.iter().for_each(|g| refs(&g.0, &mut need));
                 aggs.iter()
-                    .filter_map(|a| a.0.arg.as_ref())
+                    .flat_map(|a| a.0.exprs())
                     .for_each(|a| refs(a, &mut need));
                 let (child, layout) = self.lower(input, &need)?;
                 let group_by = group
@@ -501,7 +501,7 @@ impl Lowering<'_> {
                     .iter()
                     .map(|(a, _)| {
                         let mut a = a.clone();
-                        a.arg = a.arg.as_ref().map(|x| remap(x, &layout)).transpose()?;
+                        a.try_map_exprs(|x| remap(x, &layout))?;
                         Ok(a)
                     })
                     .collect::<SqlResult<Vec<_>>>()?;

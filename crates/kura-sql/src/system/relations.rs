@@ -570,33 +570,37 @@ fn class_rows(snap: &Snapshot) -> Vec<ClassRow<'_>> {
     out
 }
 
-/// The functions kura evaluates, for `pg_proc`: (name, aggregate).
-const FUNCTIONS: &[(&str, bool)] = &[
-    ("count", true),
-    ("sum", true),
-    ("avg", true),
-    ("min", true),
-    ("max", true),
-    ("abs", false),
-    ("coalesce", false),
-    ("length", false),
-    ("lower", false),
-    ("nullif", false),
-    ("repeat", false),
-    ("round", false),
-    ("substring", false),
-    ("trim", false),
-    ("upper", false),
-    ("format_type", false),
-    ("pg_get_indexdef", false),
-    ("pg_get_userbyid", false),
-    ("pg_table_is_visible", false),
-    ("pg_partition_ancestors", false),
-    ("pg_get_triggerdef", false),
-    ("current_database", false),
-    ("current_schema", false),
-    ("version", false),
+/// The catalog and session functions kura evaluates, for `pg_proc` (the
+/// binder's lists name the aggregates and the other scalar functions).
+const CATALOG_FUNCTIONS: &[&str] = &[
+    "format_type",
+    "replace",
+    "quote_ident",
+    "pg_size_pretty",
+    "to_regtype",
+    "pg_get_indexdef",
+    "pg_get_userbyid",
+    "pg_table_is_visible",
+    "pg_partition_ancestors",
+    "pg_get_triggerdef",
+    "pg_get_constraintdef",
+    "pg_get_expr",
+    "current_database",
+    "current_schema",
+    "current_setting",
+    "now",
+    "version",
 ];
+
+/// Every function `pg_proc` lists: (name, aggregate).
+fn functions() -> Vec<(&'static str, bool)> {
+    let mut all: Vec<(&str, bool)> = crate::binder::functions::known()
+        .chain(CATALOG_FUNCTIONS.iter().map(|n| (*n, false)))
+        .collect();
+    all.sort();
+    all.dedup();
+    all
+}
 
 /// The rows of system relation `rel`.
 fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
@@ -823,7 +827,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
             N,
             N,
         ]],
-        (PG, "pg_proc") => FUNCTIONS
+        (PG, "pg_proc") => functions()
             .iter()
             .map(|(name, agg)| {
                 let oid = FIRST_USER_OID as u64

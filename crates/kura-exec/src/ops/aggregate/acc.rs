@@ -6,7 +6,9 @@ use kura_common::decimal::{div_round, pow10};
 use kura_common::types::PhysicalType;
 use kura_common::{ColumnData, DataType, Value, Vector};
 
+use super::collect::CollectAcc;
 use super::distinct::DistinctAcc;
+use super::moments::MomentAcc;
 use crate::error::{ExecError, ExecResult};
 use crate::ops::minmax::MinMaxAcc;
 use crate::plan::{AggCall, AggFunc};
@@ -40,6 +42,15 @@ pub(crate) enum Acc {
     MinMax(MinMaxAcc),
     /// DISTINCT: the distinct argument values per group, aggregated at the end.
     Distinct(DistinctAcc),
+    /// `bool_and` (`and` set) / `bool_or`: per group 0 for no row yet, else
+    /// 1 + the value so far.
+    Bool {
+        and: bool,
+        vals: Vec<u8>,
+    },
+    Moment(MomentAcc),
+    /// The aggregates that sort a group's values (see [`CollectAcc`]).
+    Collect(CollectAcc),
 }
 
 pub(crate) fn new_acc(call: &AggCall) -> Acc {
@@ -78,6 +89,14 @@ pub(crate) fn new_acc(call: &AggCall) -> Acc {
             call.func == AggFunc::Min,
             call.arg.as_ref().map_or(call.data_type, |a| a.data_type()),
         )),
+        AggFunc::BoolAnd | AggFunc::BoolOr => Acc::Bool {
+            and: call.func == AggFunc::BoolAnd,
+            vals: Vec::new(),
+        },
+        AggFunc::Moment(m) => Acc::Moment(MomentAcc::new(m)),
+        AggFunc::StringAgg | AggFunc::PercentileCont | AggFunc::PercentileDisc | AggFunc::Mode => {
+            Acc::Collect(CollectAcc::new())
+        }
     }
 }
 
@@ -245,6 +264,10 @@ impl Acc {
             }
             Acc::MinMax(m) => m.grow(groups),
             Acc::Distinct(d) => d.grow(groups),
+            Acc::Bool { vals, .. } => vals.resize(groups, 0),
+            Acc::Moment(m) => m.grow(groups),
+            // Rows carry their group: nothing is kept per group.
+            Acc::Collect(_) => {}
         }
     }
 
@@ -376,8 +399,53 @@ impl Acc {
                     arg.ok_or_else(|| ExecError::Internal("DISTINCT without argument".into()))?;
                 d.update(g, a)?;
             }
+            Acc::Bool { .. } | Acc::Moment(_) | Acc::Collect(_) => {
+                let a = arg.ok_or_else(|| ExecError::Internal("aggregate argument".into()))?;
+                self.update_with(g, a, &[])?;
+            }
         }
         Ok(())
+    }
+
+    /// Folds rows into the aggregates that take more than one argument or
+    /// ORDER BY keys: `more` holds the call's `extra` arguments then (for
+    /// `string_agg`) its order keys, evaluated over the batch.
+    pub(crate) fn update_with(&mut self, g: &[u32], a: &Vector, more: &[Vector]) -> ExecResult<()> {
+        match self {
+            Acc::Bool { and, vals } => {
+                let ColumnData::Bool(x) = &a.data else {
+                    return Err(ExecError::Internal(format!(
+                        "bool_and over {}",
+                        a.data_type
+                    )));
+                };
+                for (i, &gi) in g.iter().enumerate() {
+                    if a.is_null(i) {
+                        continue;
+                    }
+                    let v = &mut vals[gi as usize];
+                    let now = x[i];
+                    *v = 1 + match *v {
+                        0 => now,
+                        old if *and => (old == 2) && now,
+                        old => (old == 2) || now,
+                    } as u8;
+                }
+            }
+            Acc::Moment(m) => m.update(g, a, more.first()),
+            Acc::Collect(c) => c.update(g, a, more),
+            _ => return Err(ExecError::Internal("aggregate of one argument".into())),
+        }
+        Ok(())
+    }
+
+    /// Memory the accumulator took since the last call, for the aggregates
+    /// whose state grows with the rows rather than the groups.
+    pub(crate) fn take_grown(&mut self) -> u64 {
+        match self {
+            Acc::Collect(c) => c.take_grown(),
+            _ => 0,
+        }
     }
 
     /// Folds group `from` into group `to` of the same accumulator: running window
@@ -406,9 +474,9 @@ impl Acc {
                 counts[to] += counts[from];
             }
             Acc::MinMax(m) => m.carry(from, to),
-            Acc::Distinct(_) => {
+            Acc::Distinct(_) | Acc::Bool { .. } | Acc::Moment(_) | Acc::Collect(_) => {
                 return Err(ExecError::Internal(
-                    "DISTINCT in a running aggregate".into(),
+                    "this aggregate in a running window".into(),
                 ))
             }
         }
@@ -420,6 +488,7 @@ impl Acc {
     pub(super) fn merge(&mut self, other: &Acc, ids: &[u32]) {
         match (self, other) {
             (Acc::Distinct(a), Acc::Distinct(b)) => a.merge(b, ids),
+            (Acc::Collect(a), Acc::Collect(b)) => a.merge(b, ids),
             (this, _) => {
                 for (from, &to) in ids.iter().enumerate() {
                     this.merge_group(to as usize, other, from);
@@ -461,6 +530,14 @@ impl Acc {
                 counts[to] += c2[from];
             }
             (Acc::MinMax(a), Acc::MinMax(b)) => a.merge_group(to, b, from),
+            (Acc::Bool { and, vals }, Acc::Bool { vals: v2, .. }) => {
+                vals[to] = match (vals[to], v2[from]) {
+                    (0, o) | (o, 0) => o,
+                    (a, b) if *and => 1 + (a == 2 && b == 2) as u8,
+                    (a, b) => 1 + (a == 2 || b == 2) as u8,
+                };
+            }
+            (Acc::Moment(a), Acc::Moment(b)) => a.merge_group(to, b, from),
             _ => {}
         }
     }
@@ -570,6 +647,19 @@ impl Acc {
                 }
             }
             Acc::MinMax(m) => return m.finish(groups, out),
+            Acc::Bool { vals, .. } => {
+                for &b in &vals[..groups] {
+                    push(
+                        &mut v,
+                        match b {
+                            0 => Value::Null,
+                            b => Value::Boolean(b == 2),
+                        },
+                    )?;
+                }
+            }
+            Acc::Moment(m) => return m.finish(groups),
+            Acc::Collect(c) => return c.finish(call, groups),
             Acc::Distinct(d) if call.func == AggFunc::Count => d
                 .counts(groups)
                 .iter()
@@ -650,12 +740,7 @@ mod tests {
             index: 0,
             data_type: dec,
         };
-        let call = |func, data_type| AggCall {
-            func,
-            arg: Some(arg.clone()),
-            distinct: false,
-            data_type,
-        };
+        let call = |func, data_type| AggCall::simple(func, Some(arg.clone()), data_type);
         let x = Vector::from_values(
             dec,
             &[
@@ -753,12 +838,11 @@ mod tests {
                 (AggFunc::Avg, Some(int)),
             ];
             for (func, arg_type) in calls {
-                let call = AggCall {
+                let call = AggCall::simple(
                     func,
-                    arg: arg_type.map(|t| PhysExpr::Column { index: 0, data_type: t }),
-                    distinct: false,
-                    data_type: if func == AggFunc::Avg { DataType::Double } else { int },
-                };
+                    arg_type.map(|t| PhysExpr::Column { index: 0, data_type: t }),
+                    if func == AggFunc::Avg { DataType::Double } else { int },
+                );
                 let (mut plain, mut counted) = (new_acc(&call), new_acc(&call));
                 plain.grow(groups);
                 counted.grow(groups);

@@ -15,14 +15,16 @@ use crate::expr::{compact_batch, PhysExpr};
 use crate::keys::{encode_row, int_key, single_int_key};
 use crate::keys_packed::PackedLayout;
 use crate::pipeline::{LocalState, Sink};
-use crate::plan::AggCall;
+use crate::plan::{AggCall, AggFunc};
 
 mod acc;
 mod byte_codes;
 mod byte_keys;
+mod collect;
 mod common;
 mod dense;
 mod distinct;
+mod moments;
 
 use byte_codes::{ByteCodes, OneByteKeys};
 use byte_keys::ByteKeys;
@@ -434,13 +436,12 @@ impl AggregateSink {
         let mut read = Vec::new();
         calls
             .iter()
-            .filter_map(|c| c.arg.as_ref())
+            .flat_map(|c| c.exprs())
             .for_each(|a| a.columns(&mut read));
         let width = read.iter().max().map_or(0, |m| m + 1);
         let mut arg_columns = vec![false; width];
         read.into_iter().for_each(|c| arg_columns[c] = true);
-        let mut args: Vec<&mut PhysExpr> =
-            calls.iter_mut().filter_map(|c| c.arg.as_mut()).collect();
+        let mut args: Vec<&mut PhysExpr> = calls.iter_mut().flat_map(|c| c.exprs_mut()).collect();
         let common_args = common::extract(&mut args, width);
         AggregateSink {
             common_args,
@@ -487,7 +488,13 @@ impl AggregateSink {
     }
 
     /// Adds a compacted batch's rows, of groups `ids`, to every aggregate.
-    fn update(&self, st: &mut AggState, ids: &[u32], mut batch: Batch) -> ExecResult<()> {
+    fn update(
+        &self,
+        st: &mut AggState,
+        ids: &[u32],
+        mut batch: Batch,
+        ctx: &ExecContext,
+    ) -> ExecResult<()> {
         if !self.common_args.is_empty() {
             // Columns after the arguments' (group keys are read already) make
             // room for the shared sub-expressions.
@@ -500,7 +507,25 @@ impl AggregateSink {
         let counts = acc::batch_counts(st.groups, ids);
         for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
             let arg = call.arg.as_ref().map(|a| a.eval_ref(&batch)).transpose()?;
-            acc.update_counted(ids, arg.as_deref(), counts.as_deref())?;
+            match (&arg, call.extra.is_empty() && call.order.is_empty()) {
+                (Some(a), false) => {
+                    // Ordered-set aggregates sort by `arg` itself: only
+                    // string_agg reads its ORDER BY keys.
+                    let keys = (call.func == AggFunc::StringAgg).then_some(&call.order);
+                    let more = call
+                        .extra
+                        .iter()
+                        .chain(keys.into_iter().flatten().map(|k| &k.expr))
+                        .map(|e| e.eval(&batch))
+                        .collect::<ExecResult<Vec<_>>>()?;
+                    acc.update_with(ids, a, &more)?;
+                }
+                _ => acc.update_counted(ids, arg.as_deref(), counts.as_deref())?,
+            }
+            let grown = acc.take_grown();
+            if grown > 0 {
+                ctx.memory.reserve(grown, "aggregate values")?;
+            }
         }
         Ok(())
     }
@@ -551,7 +576,7 @@ impl Sink for AggregateSink {
                 if let Some(ids) = st.packed_group_ids_at(&keys, sel, ctx)? {
                     st.register(|| self.operator());
                     let args = compact_read(batch, &self.arg_columns);
-                    return self.update(st, &ids, args);
+                    return self.update(st, &ids, args, ctx);
                 }
             }
         }
@@ -564,7 +589,7 @@ impl Sink for AggregateSink {
             .collect::<ExecResult<Vec<_>>>()?;
         let ids = st.group_ids(&keys, n, ctx)?;
         st.register(|| self.operator());
-        self.update(st, &ids, batch)
+        self.update(st, &ids, batch, ctx)
     }
 
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {

@@ -1,0 +1,209 @@
+//! `greatest`/`least`, `split_part` and `regexp_replace` with PostgreSQL's
+//! semantics (NULL arguments, negative field numbers, `\1` back-references).
+
+use std::collections::HashMap;
+
+use kura_common::{DataType, Value, Vector};
+
+use super::ScalarFunc;
+use crate::error::{ExecError, ExecResult};
+
+/// Row `r` of argument `i` (NULL for a missing optional argument).
+fn arg(args: &[Vector], i: usize, r: usize) -> Value {
+    args.get(i).map_or(Value::Null, |v| v.get_value(r))
+}
+
+/// Applies one of this module's functions to argument vectors of `n` rows.
+pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
+    let mut res = Vector::new(out, n);
+    let mut regexes: HashMap<(String, String), Compiled> = HashMap::new();
+    for r in 0..n {
+        let v = match func {
+            ScalarFunc::Greatest | ScalarFunc::Least => {
+                // NULLs are skipped; NULL only when every argument is.
+                let mut best = Value::Null;
+                for i in 0..args.len() {
+                    let x = arg(args, i, r);
+                    if x.is_null() {
+                        continue;
+                    }
+                    let better = best.is_null()
+                        || match func {
+                            ScalarFunc::Greatest => x.total_cmp(&best).is_gt(),
+                            _ => x.total_cmp(&best).is_lt(),
+                        };
+                    if better {
+                        best = x;
+                    }
+                }
+                best
+            }
+            ScalarFunc::SplitPart => match (arg(args, 0, r), arg(args, 1, r), arg(args, 2, r)) {
+                (Value::Text(s), Value::Text(d), Value::BigInt(k)) => {
+                    Value::Text(split_part(&s, &d, k)?.to_string())
+                }
+                _ => Value::Null,
+            },
+            ScalarFunc::RegexpReplace => {
+                let flags = match args.len() {
+                    3 => Value::Text(String::new()),
+                    _ => arg(args, 3, r),
+                };
+                match (arg(args, 0, r), arg(args, 1, r), arg(args, 2, r), flags) {
+                    (Value::Text(s), Value::Text(p), Value::Text(rep), Value::Text(f)) => {
+                        let key = (p, f);
+                        if !regexes.contains_key(&key) {
+                            let c = compile(&key.0, &key.1)?;
+                            regexes.insert(key.clone(), c);
+                        }
+                        let c = &regexes[&key];
+                        let rep = replacement(&rep);
+                        let limit = if c.global { 0 } else { 1 };
+                        Value::Text(c.re.replacen(&s, limit, rep.as_str()).into_owned())
+                    }
+                    _ => Value::Null,
+                }
+            }
+            other => {
+                return Err(ExecError::Internal(format!(
+                    "{} is not a text function",
+                    other.name()
+                )))
+            }
+        };
+        if !res.push_value(&v) {
+            return Err(ExecError::Internal(format!("{} gave {v}", func.name())));
+        }
+    }
+    Ok(res)
+}
+
+/// PostgreSQL's `split_part`: field `k` (1-based; from the end when negative)
+/// of `s` split at `d`, empty when there is no such field.
+pub fn split_part<'a>(s: &'a str, d: &str, k: i64) -> ExecResult<&'a str> {
+    if k == 0 {
+        return Err(ExecError::InvalidParameter(
+            "field position must not be zero".into(),
+        ));
+    }
+    if s.is_empty() {
+        return Ok("");
+    }
+    if d.is_empty() {
+        // An empty delimiter splits nothing: the whole string is the only field.
+        return Ok(if k == 1 || k == -1 { s } else { "" });
+    }
+    let at = (k.unsigned_abs() - 1) as usize;
+    let field = if k > 0 {
+        s.split(d).nth(at)
+    } else {
+        s.rsplit(d).nth(at)
+    };
+    Ok(field.unwrap_or(""))
+}
+
+struct Compiled {
+    re: regex::Regex,
+    global: bool,
+}
+
+/// A pattern with PostgreSQL's flags: `g` every match, `i`/`c` case, `n`/`m`
+/// newline-sensitive, `s` not, `x` expanded syntax. By default a PostgreSQL
+/// regular expression lets `.` match a newline and anchors only at the ends.
+fn compile(pattern: &str, flags: &str) -> ExecResult<Compiled> {
+    let mut b = regex::RegexBuilder::new(pattern);
+    b.dot_matches_new_line(true);
+    let mut global = false;
+    for f in flags.chars() {
+        match f {
+            'g' => global = true,
+            'i' => {
+                b.case_insensitive(true);
+            }
+            'c' => {
+                b.case_insensitive(false);
+            }
+            'n' | 'm' => {
+                b.dot_matches_new_line(false).multi_line(true);
+            }
+            's' => {
+                b.dot_matches_new_line(true).multi_line(false);
+            }
+            'x' => {
+                b.ignore_whitespace(true);
+            }
+            'b' | 'e' | 'q' | 'p' | 'w' | 't' => {
+                return Err(ExecError::Unsupported(format!(
+                    "regular expression option \"{f}\""
+                )))
+            }
+            other => {
+                return Err(ExecError::InvalidParameter(format!(
+                    "invalid regular expression option: \"{other}\""
+                )))
+            }
+        }
+    }
+    let re = b
+        .build()
+        .map_err(|e| ExecError::InvalidRegex(e.to_string()))?;
+    Ok(Compiled { re, global })
+}
+
+/// PostgreSQL's replacement text in the `regex` crate's syntax: `\1`–`\9` the
+/// groups, `\&` the whole match, `\\` a backslash; a `$` is literal.
+fn replacement(rep: &str) -> String {
+    let mut out = String::with_capacity(rep.len());
+    let mut chars = rep.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => out.push_str("$$"),
+            '\\' => match chars.peek().copied() {
+                Some(d @ '1'..='9') => {
+                    chars.next();
+                    out.push_str(&format!("${{{d}}}"));
+                }
+                Some('&') => {
+                    chars.next();
+                    out.push_str("${0}");
+                }
+                Some('\\') => {
+                    chars.next();
+                    out.push('\\');
+                }
+                _ => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_part_counts_from_either_end() {
+        assert_eq!(split_part("a,b,c", ",", 2).unwrap(), "b");
+        assert_eq!(split_part("a,b,c", ",", -1).unwrap(), "c");
+        assert_eq!(split_part("a,b,c", ",", 4).unwrap(), "");
+        assert_eq!(split_part("a,b,c", ",", -4).unwrap(), "");
+        assert_eq!(split_part("abc", "", 1).unwrap(), "abc");
+        assert_eq!(split_part("abc", "", 2).unwrap(), "");
+        assert_eq!(split_part("a~~b", "~~", 2).unwrap(), "b");
+        assert!(split_part("a", ",", 0).is_err());
+    }
+
+    #[test]
+    fn replacements_translate_back_references() {
+        assert_eq!(replacement(r"\2-\1"), "${2}-${1}");
+        assert_eq!(replacement(r"<\&> $5 \\"), "<${0}> $$5 \\");
+        let c = compile("(a)(b)", "g").unwrap();
+        assert_eq!(
+            c.re.replace_all("abab", replacement(r"\2\1").as_str()),
+            "baba"
+        );
+        assert!(compile("a", "z").is_err());
+    }
+}

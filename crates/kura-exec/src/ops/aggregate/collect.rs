@@ -1,0 +1,274 @@
+//! Aggregates that need all of a group's values at once: `string_agg` (in its
+//! ORDER BY's order) and the ordered-set aggregates `percentile_cont`,
+//! `percentile_disc` and `mode`. The values are kept with their group and
+//! sorted when the groups finish; the bytes they take are reported so that the
+//! aggregation charges them to the query's memory limit.
+
+use std::cmp::Ordering;
+
+use kura_common::{Value, Vector};
+
+use crate::error::{ExecError, ExecResult};
+use crate::plan::{AggCall, AggFunc};
+
+/// One input row kept: its group, the argument and, for `string_agg`, the
+/// delimiter followed by the ORDER BY keys.
+struct Row {
+    group: u32,
+    value: Value,
+    more: Box<[Value]>,
+}
+
+/// The rows of one collecting aggregate, all groups together.
+pub(crate) struct CollectAcc {
+    rows: Vec<Row>,
+    /// Bytes added since [`CollectAcc::take_grown`] last ran.
+    grown: u64,
+}
+
+/// What a value costs in memory, roughly (its text counted in full).
+fn value_bytes(v: &Value) -> u64 {
+    std::mem::size_of::<Value>() as u64
+        + match v {
+            Value::Text(t) => t.len() as u64,
+            _ => 0,
+        }
+}
+
+impl CollectAcc {
+    pub(crate) fn new() -> CollectAcc {
+        CollectAcc {
+            rows: Vec::new(),
+            grown: 0,
+        }
+    }
+
+    /// Keeps the rows whose argument is not NULL (every aggregate here skips
+    /// those); `more` are the delimiter and order keys of `string_agg`.
+    pub(crate) fn update(&mut self, g: &[u32], arg: &Vector, more: &[Vector]) {
+        for (i, &gi) in g.iter().enumerate() {
+            if arg.is_null(i) {
+                continue;
+            }
+            let value = arg.get_value(i);
+            let more: Box<[Value]> = more.iter().map(|m| m.get_value(i)).collect();
+            self.grown += 16 + value_bytes(&value) + more.iter().map(value_bytes).sum::<u64>();
+            self.rows.push(Row {
+                group: gi,
+                value,
+                more,
+            });
+        }
+    }
+
+    /// The bytes kept since the last call.
+    pub(crate) fn take_grown(&mut self) -> u64 {
+        std::mem::take(&mut self.grown)
+    }
+
+    /// Moves `other`'s rows here, its group `g` becoming group `ids[g]`.
+    pub(crate) fn merge(&mut self, other: &CollectAcc, ids: &[u32]) {
+        self.rows.extend(other.rows.iter().map(|r| Row {
+            group: ids[r.group as usize],
+            value: r.value.clone(),
+            more: r.more.clone(),
+        }));
+    }
+
+    /// The result of every group, as a vector of `call.data_type`.
+    pub(crate) fn finish(&self, call: &AggCall, groups: usize) -> ExecResult<Vector> {
+        // Each group's rows, in arrival order.
+        let mut by_group: Vec<Vec<&Row>> = vec![Vec::new(); groups];
+        for r in &self.rows {
+            by_group
+                .get_mut(r.group as usize)
+                .ok_or_else(|| ExecError::Internal("collected row of no group".into()))?
+                .push(r);
+        }
+        let fraction = match call.func {
+            AggFunc::PercentileCont | AggFunc::PercentileDisc => {
+                match call.extra.first().and_then(constant) {
+                    Some(Value::Null) | None => None,
+                    Some(v) => {
+                        let f = v.as_f64().unwrap_or(f64::NAN);
+                        if !(0.0..=1.0).contains(&f) {
+                            return Err(ExecError::OutOfRange(format!(
+                                "percentile value {f} is not between 0 and 1"
+                            )));
+                        }
+                        Some(f)
+                    }
+                }
+            }
+            _ => None,
+        };
+        let descending = call.order.first().is_some_and(|k| k.descending);
+        let mut out = Vector::new(call.data_type, groups);
+        for mut rows in by_group {
+            let v = match call.func {
+                AggFunc::StringAgg => {
+                    // A stable sort: rows equal on the keys keep their arrival order.
+                    rows.sort_by(|a, b| order_keys(call, &a.more[1..], &b.more[1..]));
+                    string_agg(&rows)
+                }
+                AggFunc::PercentileCont => {
+                    let mut xs: Vec<f64> = rows.iter().filter_map(|r| r.value.as_f64()).collect();
+                    xs.sort_by(|a, b| a.total_cmp(b));
+                    if descending {
+                        xs.reverse();
+                    }
+                    match (fraction, xs.is_empty()) {
+                        (Some(f), false) => Value::Double(percentile_cont(&xs, f)),
+                        _ => Value::Null,
+                    }
+                }
+                AggFunc::PercentileDisc | AggFunc::Mode => {
+                    rows.sort_by(|a, b| {
+                        let o = a.value.total_cmp(&b.value);
+                        if descending {
+                            o.reverse()
+                        } else {
+                            o
+                        }
+                    });
+                    if rows.is_empty() {
+                        Value::Null
+                    } else if call.func == AggFunc::Mode {
+                        mode(&rows)
+                    } else {
+                        match fraction {
+                            // PostgreSQL: the first value whose position reaches
+                            // the fraction of the rows.
+                            Some(f) => {
+                                let at = ((f * rows.len() as f64).ceil() as usize).max(1);
+                                rows[at.min(rows.len()) - 1].value.clone()
+                            }
+                            None => Value::Null,
+                        }
+                    }
+                }
+                other => {
+                    return Err(ExecError::Internal(format!(
+                        "{other:?} does not collect its values"
+                    )))
+                }
+            };
+            let v = crate::expr::cast_value(&v, call.data_type)?;
+            if !out.push_value(&v) {
+                return Err(ExecError::Internal(format!(
+                    "aggregate value {v} is not {}",
+                    call.data_type
+                )));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The value of a constant argument (a literal, possibly cast).
+fn constant(e: &crate::expr::PhysExpr) -> Option<Value> {
+    match e {
+        crate::expr::PhysExpr::Literal { value, .. } => Some(value.clone()),
+        _ => None,
+    }
+}
+
+/// Rows compared on the call's ORDER BY keys.
+fn order_keys(call: &AggCall, a: &[Value], b: &[Value]) -> Ordering {
+    for ((x, y), k) in a.iter().zip(b).zip(&call.order) {
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) if k.nulls_first => Ordering::Less,
+            (true, false) => Ordering::Greater,
+            (false, true) if k.nulls_first => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) if k.descending => y.total_cmp(x),
+            (false, false) => x.total_cmp(y),
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The values joined, each after the first preceded by its own row's
+/// delimiter (an empty one for a NULL delimiter, as in PostgreSQL).
+fn string_agg(rows: &[&Row]) -> Value {
+    let mut s = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            if let Some(Value::Text(d)) = r.more.first() {
+                s.push_str(d);
+            }
+        }
+        if let Value::Text(t) = &r.value {
+            s.push_str(t);
+        }
+    }
+    if rows.is_empty() {
+        Value::Null
+    } else {
+        Value::Text(s)
+    }
+}
+
+/// PostgreSQL's `percentile_cont`: the value at fraction `f` of the sorted
+/// values, interpolated linearly between the two nearest.
+fn percentile_cont(xs: &[f64], f: f64) -> f64 {
+    let at = f * (xs.len() - 1) as f64;
+    let (lo, hi) = (at.floor(), at.ceil());
+    let first = xs[lo as usize];
+    if hi > lo {
+        let second = xs[hi as usize];
+        first + (at - lo) * (second - first)
+    } else {
+        first
+    }
+}
+
+/// The most frequent value of sorted rows, the first in sort order among ties.
+fn mode(rows: &[&Row]) -> Value {
+    let (mut best, mut best_n) = (&rows[0].value, 0);
+    let mut i = 0;
+    while i < rows.len() {
+        let mut j = i + 1;
+        while j < rows.len() && rows[j].value.total_cmp(&rows[i].value) == Ordering::Equal {
+            j += 1;
+        }
+        if j - i > best_n {
+            best = &rows[i].value;
+            best_n = j - i;
+        }
+        i = j;
+    }
+    best.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_cont_interpolates() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile_cont(&xs, 0.5), 2.5);
+        assert_eq!(percentile_cont(&xs, 0.0), 1.0);
+        assert_eq!(percentile_cont(&xs, 1.0), 4.0);
+        assert_eq!(percentile_cont(&[7.0], 0.3), 7.0);
+    }
+
+    #[test]
+    fn mode_prefers_the_first_of_ties() {
+        let rows: Vec<Row> = [1, 2, 2, 3, 3]
+            .iter()
+            .map(|&v| Row {
+                group: 0,
+                value: Value::Integer(v),
+                more: Box::new([]),
+            })
+            .collect();
+        let refs: Vec<&Row> = rows.iter().collect();
+        assert_eq!(mode(&refs), Value::Integer(2));
+    }
+}
