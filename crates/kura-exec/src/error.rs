@@ -47,6 +47,10 @@ pub enum ExecError {
     /// A name cast to `regtype` / `regclass` that names nothing.
     #[error("{0}")]
     UndefinedObject(String),
+    /// A bad argument or frame offset of a window function (PostgreSQL's
+    /// SQLSTATE for each: 22004, 22013, 22014, 22016).
+    #[error("{message}")]
+    WindowArgument { code: &'static str, message: String },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -69,6 +73,7 @@ impl ExecError {
             ExecError::UnknownOperator { .. } => "42704",
             ExecError::InvalidRegex(_) => "2201B",
             ExecError::UndefinedObject(_) => "42704",
+            ExecError::WindowArgument { code, .. } => code,
             ExecError::Internal(_) => "XX000",
         }
     }

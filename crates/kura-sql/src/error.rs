@@ -80,6 +80,13 @@ pub enum SqlError {
     InvalidValue { message: String, pos: Pos },
     #[error("{pos}{what} is not supported")]
     Unsupported { what: String, pos: Pos },
+    /// A name that resolves to nothing, other than a table, column, function
+    /// or type (a window of the WINDOW clause): 42704.
+    #[error("{0}")]
+    UndefinedObject(String),
+    /// A column where only constants may be (a frame offset): 42P10.
+    #[error("{pos}{message}")]
+    InvalidColumnReference { message: String, pos: Pos },
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
     #[error("there is no parameter ${0}")]
@@ -115,6 +122,8 @@ impl SqlError {
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
             SqlError::Unsupported { .. } => "0A000",
+            SqlError::UndefinedObject(_) => "42704",
+            SqlError::InvalidColumnReference { .. } => "42P10",
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::MissingParameter(_) => "42P02",
             SqlError::TooDeep { .. } => "54001",

@@ -121,7 +121,7 @@ fn balanced(op: BinaryOp, mut xs: Vec<PhysExpr>) -> PhysExpr {
 }
 
 /// An interval literal: months, days and microseconds (the clock units).
-fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
+pub(super) fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
     let p = pos(&iv.value);
     let text = match &*iv.value {
         ast::Expr::Value(v) => match &v.value {

@@ -13,6 +13,7 @@ mod system;
 pub mod types;
 mod unnest;
 mod window;
+mod window_frame;
 
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -354,12 +354,11 @@ impl Binder<'_> {
                     .collect();
                 let funcs = funcs
                     .into_iter()
-                    .map(|(f, id)| match f {
-                        kura_exec::WindowFunc::Aggregate(mut a, frame) => {
-                            a.arg = a.arg.as_ref().map(|x| subst(x, &m));
-                            (kura_exec::WindowFunc::Aggregate(a, frame), id)
+                    .map(|(mut f, id)| {
+                        for e in f.exprs_mut() {
+                            *e = subst(e, &m);
                         }
-                        f => (f, id),
+                        (f, id)
                     })
                     .collect();
                 (
@@ -528,14 +527,10 @@ impl Binder<'_> {
                     .collect();
                 let funcs = funcs
                     .into_iter()
-                    .map(|(f, id)| {
-                        let f = match f {
-                            kura_exec::WindowFunc::Aggregate(mut a, frame) => {
-                                a.arg = a.arg.as_ref().map(|x| subst(x, ids));
-                                kura_exec::WindowFunc::Aggregate(a, frame)
-                            }
-                            f => f,
-                        };
+                    .map(|(mut f, id)| {
+                        for e in f.exprs_mut() {
+                            *e = subst(e, ids);
+                        }
                         (f, fresh(self, ids, id))
                     })
                     .collect();
