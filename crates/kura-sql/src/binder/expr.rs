@@ -1216,6 +1216,9 @@ impl Binder<'_> {
         if f.over.is_some() {
             return self.bind_window_call(f, &name, cx, p);
         }
+        if name == "grouping" {
+            return self.bind_grouping(f, cx, p);
+        }
         // Clauses this binder does not apply are refused, never ignored: an ignored
         // ORDER BY or IGNORE NULLS would silently change the answer.
         if !f.within_group.is_empty() {

@@ -5,6 +5,7 @@
 
 mod clauses;
 mod expr;
+mod grouping_sets;
 mod query;
 mod session_fn;
 mod setop;
@@ -69,6 +70,8 @@ pub struct Params {
 #[derive(Default)]
 pub struct AggCollector {
     pub aggs: Vec<(AggCall, ColId)>,
+    /// `grouping(...)` calls: their placeholder column and bound arguments.
+    pub groupings: Vec<(ColId, Vec<kura_exec::expr::PhysExpr>, crate::error::Pos)>,
 }
 
 /// A subquery join waiting to be attached on top of the plan its expression reads.

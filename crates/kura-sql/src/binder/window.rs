@@ -317,12 +317,14 @@ impl Binder<'_> {
                 };
                 WindowFunc::Aggregate(aggregate_call(n, arg, false, p)?, frame)
             }
-            n => return Err(SqlError::mismatch(
-                format!(
+            n => {
+                return Err(SqlError::mismatch(
+                    format!(
                     "OVER specified, but {n} is not a window function nor an aggregate function"
                 ),
-                p,
-            )),
+                    p,
+                ))
+            }
         };
         Ok((func, partition, order))
     }
