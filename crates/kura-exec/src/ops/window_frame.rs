@@ -112,7 +112,6 @@ impl Keys {
 /// The first row of `lo..hi` (sorted on the key, `desc` for descending) that is
 /// in the frame for a bound at distance `off` before (`preceding`) or after the
 /// key `k`: `start` finds the bound's first row, otherwise the row after its last.
-#[allow(clippy::too_many_arguments)]
 fn range_edge<T: PartialOrd + Copy>(
     keys: &[T],
     lo: usize,

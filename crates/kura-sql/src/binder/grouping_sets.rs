@@ -43,6 +43,9 @@ fn too_many_sets() -> SqlError {
 
 type Sets<'a> = Vec<Vec<&'a ast::Expr>>;
 
+/// The distinct GROUP BY keys and the grouping sets as indices into them.
+type KeysAndSets<'a> = (Vec<&'a ast::Expr>, Option<Vec<Vec<usize>>>);
+
 /// Every combination of one set of `a` and one of `b`, concatenated.
 fn product<'a>(a: Sets<'a>, b: &Sets<'a>) -> SqlResult<Sets<'a>> {
     if a.len().saturating_mul(b.len()) > MAX_SETS {
@@ -147,9 +150,7 @@ fn item_sets(e: &ast::Expr, pos: Pos) -> SqlResult<Sets<'_>> {
 
 /// A GROUP BY list as its distinct key expressions and, when it has ROLLUP, CUBE,
 /// GROUPING SETS or `()`, its grouping sets as indices into those keys.
-pub(super) fn expand<'a>(
-    items: &[&'a ast::Expr],
-) -> SqlResult<(Vec<&'a ast::Expr>, Option<Vec<Vec<usize>>>)> {
+pub(super) fn expand<'a>(items: &[&'a ast::Expr]) -> SqlResult<KeysAndSets<'a>> {
     let has_sets = items.iter().any(|e| {
         matches!(
             e,
