@@ -57,6 +57,10 @@ pub enum ExecError {
     /// Text that does not match a `to_date` / `to_timestamp` template.
     #[error("{0}")]
     InvalidDatetimeFormat(String),
+    /// A bad argument or frame offset of a window function (PostgreSQL's
+    /// SQLSTATE for each: 22004, 22013, 22014, 22016).
+    #[error("{message}")]
+    WindowArgument { code: &'static str, message: String },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -82,6 +86,7 @@ impl ExecError {
             ExecError::Unsupported(_) => "0A000",
             ExecError::InvalidParameter(_) => "22023",
             ExecError::InvalidDatetimeFormat(_) => "22007",
+            ExecError::WindowArgument { code, .. } => code,
             ExecError::Internal(_) => "XX000",
         }
     }

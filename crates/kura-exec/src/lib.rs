@@ -23,6 +23,7 @@ pub mod registry;
 pub mod runtime;
 pub mod shared;
 pub mod source;
+pub mod window_plan;
 
 pub use context::{ExecContext, IoCounters, OperatorStats};
 pub use error::{ExecError, ExecResult};
@@ -34,3 +35,4 @@ pub use plan::{
 };
 pub use registry::OperatorRegistry;
 pub use source::{ColumnStatistics, MemTable, SourceColumn, TableSource, Zone};
+pub use window_plan::{FrameBound, FramePick, FrameUnits};

@@ -224,50 +224,7 @@ impl AggCall {
     }
 }
 
-/// A window function: a ranking function or an aggregate over the window frame.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WindowFunc {
-    RowNumber,
-    Rank,
-    DenseRank,
-    /// An aggregate (never DISTINCT) over the frame.
-    Aggregate(AggCall, WindowFrame),
-}
-
-/// The rows an aggregate window function sees, all starting at the partition's
-/// first row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WindowFrame {
-    /// The whole partition (no ORDER BY, or `... AND UNBOUNDED FOLLOWING`).
-    Partition,
-    /// Up to the current row's last peer (PostgreSQL's default with ORDER BY).
-    Peers,
-    /// Up to the current row (`ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`).
-    Rows,
-}
-
-impl WindowFunc {
-    pub fn data_type(&self) -> DataType {
-        match self {
-            WindowFunc::Aggregate(a, _) => a.data_type,
-            _ => DataType::BigInt,
-        }
-    }
-}
-
-impl std::fmt::Display for WindowFunc {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WindowFunc::RowNumber => write!(f, "row_number()"),
-            WindowFunc::Rank => write!(f, "rank()"),
-            WindowFunc::DenseRank => write!(f, "dense_rank()"),
-            WindowFunc::Aggregate(a, frame) => {
-                let arg = a.arg.as_ref().map_or("*".to_string(), |e| e.to_string());
-                write!(f, "{:?}({arg}) {frame:?}", a.func)
-            }
-        }
-    }
-}
+pub use crate::window_plan::{FrameBound, FramePick, FrameUnits, WindowFrame, WindowFunc};
 
 /// One ORDER BY key.
 #[derive(Debug, Clone, PartialEq)]

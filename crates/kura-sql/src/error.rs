@@ -84,6 +84,17 @@ pub enum SqlError {
     InvalidValue { message: String, pos: Pos },
     #[error("{pos}{what} is not supported")]
     Unsupported { what: String, pos: Pos },
+    /// A name that resolves to nothing, other than a table, column, function
+    /// or type (a window of the WINDOW clause): 42704.
+    #[error("{0}")]
+    UndefinedObject(String),
+    /// A statement beyond one of PostgreSQL's planning limits, with its code
+    /// (grouping sets: 54001, GROUPING arguments: 54023).
+    #[error("{message}")]
+    Limit { message: String, code: &'static str },
+    /// A column where only constants may be (a frame offset): 42P10.
+    #[error("{pos}{message}")]
+    InvalidColumnReference { message: String, pos: Pos },
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
     #[error("there is no parameter ${0}")]
@@ -120,6 +131,9 @@ impl SqlError {
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
             SqlError::Unsupported { .. } => "0A000",
+            SqlError::UndefinedObject(_) => "42704",
+            SqlError::Limit { code, .. } => code,
+            SqlError::InvalidColumnReference { .. } => "42P10",
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::MissingParameter(_) => "42P02",
             SqlError::TooDeep { .. } => "54001",

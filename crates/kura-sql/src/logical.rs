@@ -232,13 +232,7 @@ impl Logical {
             } => {
                 partition.iter().for_each(&mut add);
                 order.iter().for_each(|k| add(&k.expr));
-                funcs
-                    .iter()
-                    .filter_map(|f| match &f.0 {
-                        WindowFunc::Aggregate(a, _) => a.arg.as_ref(),
-                        _ => None,
-                    })
-                    .for_each(&mut add);
+                funcs.iter().flat_map(|f| f.0.args()).for_each(&mut add);
             }
         }
     }

@@ -11,6 +11,8 @@ pub mod scan;
 pub mod sort;
 pub mod streaming;
 pub mod window;
+mod window_frame;
+mod window_value;
 
 use kura_common::{Batch, DataType, Value, Vector};
 

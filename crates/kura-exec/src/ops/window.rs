@@ -1,6 +1,7 @@
 //! Window functions: a blocking operator that gathers its input, sorts it by
 //! partition and order keys, and appends one column per window function
-//! (`row_number`, `rank`, `dense_rank`, aggregates over PostgreSQL's default frame).
+//! (ranking functions here; frames in `window_frame`, the functions reading
+//! other rows in `window_value`).
 
 use std::cmp::Ordering;
 use std::sync::Mutex;
@@ -15,7 +16,9 @@ use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, PhysExpr};
 use crate::pipeline::{LocalState, Sink};
-use crate::plan::{SortKey, WindowFrame, WindowFunc};
+use crate::plan::{FrameBound, FramePick, FrameUnits, SortKey, WindowFrame, WindowFunc};
+
+use super::{window_frame, window_value};
 
 /// A worker's buffered input.
 #[derive(Default)]
@@ -34,12 +37,17 @@ pub struct WindowSink {
 }
 
 /// Where each sorted row stands: its partition, its peer group (rows equal on
-/// partition and order keys) and whether it starts a partition or a peer group.
-struct Layout {
-    partition: Vec<u32>,
-    peer: Vec<u32>,
-    partition_start: Vec<bool>,
-    peer_start: Vec<bool>,
+/// partition and order keys) and whether it starts a partition or a peer group;
+/// where each partition and peer group begins and ends (indexed by their ids).
+pub(super) struct Layout {
+    pub partition: Vec<u32>,
+    pub peer: Vec<u32>,
+    pub partition_start: Vec<bool>,
+    pub peer_start: Vec<bool>,
+    pub part_begin: Vec<u32>,
+    pub part_end: Vec<u32>,
+    pub group_begin: Vec<u32>,
+    pub group_end: Vec<u32>,
 }
 
 impl WindowSink {
@@ -84,6 +92,10 @@ impl WindowSink {
             peer: Vec::with_capacity(rows),
             partition_start: Vec::with_capacity(rows),
             peer_start: Vec::with_capacity(rows),
+            part_begin: Vec::new(),
+            part_end: Vec::new(),
+            group_begin: Vec::new(),
+            group_end: Vec::new(),
         };
         let (mut group, mut part) = (0u32, 0u32);
         for i in 0..rows {
@@ -108,12 +120,30 @@ impl WindowSink {
             l.peer.push(group);
             l.partition_start.push(new_partition);
             l.peer_start.push(new_peer);
+            if new_partition {
+                l.part_end.extend(l.part_begin.last().map(|_| i as u32));
+                l.part_begin.push(i as u32);
+            }
+            if new_peer {
+                l.group_end.extend(l.group_begin.last().map(|_| i as u32));
+                l.group_begin.push(i as u32);
+            }
+        }
+        if rows > 0 {
+            l.part_end.push(rows as u32);
+            l.group_end.push(rows as u32);
         }
         l
     }
 
     /// The column of one function over the sorted rows.
-    fn compute(&self, f: &WindowFunc, sorted: &Batch, l: &Layout) -> ExecResult<Vector> {
+    fn compute(
+        &self,
+        f: &WindowFunc,
+        sorted: &Batch,
+        l: &Layout,
+        key: Option<&Vector>,
+    ) -> ExecResult<Vector> {
         let rows = l.peer.len();
         // Row number, rank and dense rank within the partition, for the ranking
         // functions; `pick` chooses which one the function returns.
@@ -142,6 +172,38 @@ impl WindowSink {
             WindowFunc::RowNumber => ranks(|n, _, _| n),
             WindowFunc::Rank => ranks(|_, r, _| r),
             WindowFunc::DenseRank => ranks(|_, _, d| d),
+            WindowFunc::PercentRank => window_value::percent_rank(l),
+            WindowFunc::CumeDist => window_value::cume_dist(l),
+            WindowFunc::Ntile(n) => window_value::ntile(l, &n.eval(sorted)?)?,
+            WindowFunc::Shift {
+                lead,
+                value,
+                offset,
+                default,
+            } => window_value::shift(
+                l,
+                *lead,
+                &value.eval(sorted)?,
+                &offset.eval(sorted)?,
+                &default.eval(sorted)?,
+            ),
+            WindowFunc::FrameValue { pick, value, frame } => {
+                let b = self.bounds(frame, l, key)?;
+                let nth = match pick {
+                    FramePick::Nth(n) => Some(n.eval(sorted)?),
+                    _ => None,
+                };
+                let last = *pick == FramePick::Last;
+                window_value::frame_value(&b, &value.eval(sorted)?, nth.as_ref(), last)?
+            }
+            WindowFunc::Aggregate(call, frame) if !running(frame) => {
+                if call.distinct {
+                    return Err(ExecError::Internal("DISTINCT window aggregate".into()));
+                }
+                let b = self.bounds(frame, l, key)?;
+                let arg = call.arg.as_ref().map(|a| a.eval(sorted)).transpose()?;
+                window_frame::aggregate(call, arg.as_ref(), &b)?
+            }
             WindowFunc::Aggregate(call, frame) => {
                 if call.distinct {
                     return Err(ExecError::Internal("DISTINCT window aggregate".into()));
@@ -149,13 +211,13 @@ impl WindowSink {
                 // Rows sharing a frame share a group: the partition, the peer group,
                 // or (ROWS) the row itself.
                 let row_ids: Vec<u32>;
-                let (group, starts): (&[u32], Option<&[bool]>) = match frame {
-                    WindowFrame::Partition => (&l.partition, None),
-                    WindowFrame::Peers => (&l.peer, Some(&l.peer_start)),
-                    WindowFrame::Rows => {
+                let (group, starts): (&[u32], Option<&[bool]>) = match (&frame.end, frame.units) {
+                    (FrameBound::UnboundedFollowing, _) => (&l.partition, None),
+                    (_, FrameUnits::Rows) => {
                         row_ids = (0..rows as u32).collect();
                         (&row_ids, Some(&[]))
                     }
+                    _ => (&l.peer, Some(&l.peer_start)),
                 };
                 let groups = group.last().map_or(0, |g| *g as usize + 1);
                 let mut acc = new_acc(call);
@@ -175,6 +237,29 @@ impl WindowSink {
                 acc.finish(call, groups)?.take(group)
             }
         })
+    }
+}
+
+/// Whether `frame` runs from the partition's first row to the current row, its
+/// last peer or the partition's end: such aggregates carry a running state from
+/// group to group (any aggregate can), the others slide (`window_frame`).
+fn running(frame: &WindowFrame) -> bool {
+    frame.start == FrameBound::UnboundedPreceding
+        && matches!(
+            frame.end,
+            FrameBound::CurrentRow | FrameBound::UnboundedFollowing
+        )
+}
+
+impl WindowSink {
+    fn bounds(
+        &self,
+        frame: &WindowFrame,
+        l: &Layout,
+        key: Option<&Vector>,
+    ) -> ExecResult<window_frame::Bounds> {
+        let key = key.zip(self.order_by.first());
+        window_frame::bounds(frame, l, key)
     }
 }
 
@@ -224,7 +309,8 @@ impl Sink for WindowSink {
         let mut computed = Vec::with_capacity(self.functions.len());
         for f in &self.functions {
             ctx.check_cancel()?;
-            let v = self.compute(f, &sorted, &layout)?;
+            let key = vals.get(self.partition_by.len());
+            let v = self.compute(f, &sorted, &layout, key)?;
             ctx.memory.reserve(vector_bytes(&v), "window")?;
             computed.push(v);
         }

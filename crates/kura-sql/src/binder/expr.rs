@@ -121,7 +121,7 @@ fn balanced(op: BinaryOp, mut xs: Vec<PhysExpr>) -> PhysExpr {
 }
 
 /// An interval literal: months, days and microseconds (the clock units).
-fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
+pub(super) fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
     let p = pos(&iv.value);
     let text = match &*iv.value {
         ast::Expr::Value(v) => match &v.value {
@@ -1218,6 +1218,9 @@ impl Binder<'_> {
         }
         if f.over.is_some() {
             return self.bind_window_call(f, &name, cx, p);
+        }
+        if name == "grouping" {
+            return self.bind_grouping(f, cx, p);
         }
         // Clauses this binder does not apply are refused, never ignored: an ignored
         // ORDER BY or IGNORE NULLS would silently change the answer.

@@ -6,6 +6,7 @@
 mod clauses;
 mod expr;
 pub(crate) mod functions;
+mod grouping_sets;
 mod query;
 mod session_fn;
 mod setop;
@@ -14,6 +15,7 @@ mod system;
 pub mod types;
 mod unnest;
 mod window;
+mod window_frame;
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -69,6 +71,8 @@ pub struct Params {
 #[derive(Default)]
 pub struct AggCollector {
     pub aggs: Vec<(AggCall, ColId)>,
+    /// `grouping(...)` calls: their placeholder column and bound arguments.
+    pub groupings: Vec<(ColId, Vec<kura_exec::expr::PhysExpr>, crate::error::Pos)>,
 }
 
 /// A subquery join waiting to be attached on top of the plan its expression reads.

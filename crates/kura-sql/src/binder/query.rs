@@ -635,7 +635,7 @@ impl Binder<'_> {
         // Select list, HAVING and ORDER BY are bound collecting aggregates.
         let mut cx = ExprCtx::new(&scope, outer);
         cx.agg = Some(AggCollector::default());
-        cx.win = Some(Default::default());
+        cx.win = Some(super::window::WindowCollector::new(&s.named_window)?);
         let mut items: Vec<(String, PhysExpr, Pos)> = Vec::new();
         for item in &s.projection {
             match item {
@@ -688,12 +688,14 @@ impl Binder<'_> {
                 }
             }
         }
-        let group_asts: Vec<&ast::Expr> = match &s.group_by {
+        let group_items: Vec<&ast::Expr> = match &s.group_by {
             ast::GroupByExpr::Expressions(v, _) => v.iter().collect(),
             ast::GroupByExpr::All(_) => {
                 return Err(SqlError::unsupported("GROUP BY ALL", Pos::default()))
             }
         };
+        // The distinct keys, and the grouping sets over them if any.
+        let (group_asts, sets) = super::grouping_sets::expand(&group_items)?;
         let having = match &s.having {
             Some(h) => {
                 let (win, clause) = (cx.win.take(), cx.clause.replace("HAVING"));
@@ -734,7 +736,13 @@ impl Binder<'_> {
         let collector = cx.agg.take().unwrap_or_default();
         let mut windows = cx.win.take().unwrap_or_default();
         let mut pending = std::mem::take(&mut cx.pending);
-        let aggregating = !collector.aggs.is_empty() || !group_asts.is_empty() || having.is_some();
+        let aggregating = !collector.aggs.is_empty()
+            || !group_asts.is_empty()
+            || having.is_some()
+            || sets.is_some()
+            || !collector.groupings.is_empty();
+        // Grouping sets, and `grouping(...)`, aggregate per set into fresh key ids.
+        let by_sets = sets.is_some() || !collector.groupings.is_empty();
         // A subquery inside an aggregate's argument (`count(x IN (SELECT ...))`)
         // is evaluated per input row: its join goes below the aggregation.
         let agg_refs: HashSet<ColId> = collector
@@ -759,6 +767,8 @@ impl Binder<'_> {
             let mut gcx = ExprCtx::new(&scope, outer);
             gcx.clause = Some("GROUP BY");
             let mut group: Vec<(PhysExpr, ColId)> = Vec::new();
+            // The index in `group` of each of `group_asts`.
+            let mut slots: Vec<usize> = Vec::new();
             for g in &group_asts {
                 let e = match g {
                     e if position_literal(e).is_some() => {
@@ -778,14 +788,30 @@ impl Binder<'_> {
                     }
                     e => self.bind_expr(e, &mut gcx)?,
                 };
-                if group.iter().any(|(x, _)| *x == e) {
+                if let Some(i) = group.iter().position(|(x, _)| *x == e) {
+                    slots.push(i);
                     continue;
                 }
                 let id = match &e {
-                    PhysExpr::Column { index, .. } => *index,
+                    PhysExpr::Column { index, .. } if !by_sets => *index,
                     _ => self.cols.add(&e.to_string(), e.data_type()),
                 };
+                slots.push(group.len());
                 group.push((e, id));
+            }
+            let mut groupings = Vec::new();
+            for (id, args, pos) in &collector.groupings {
+                let mut idx = Vec::new();
+                for a in args {
+                    let Some(i) = group.iter().position(|(x, _)| x == a) else {
+                        return Err(SqlError::Grouping {
+                            message: "arguments to GROUPING must be grouping expressions of the associated query level".into(),
+                            pos: *pos,
+                        });
+                    };
+                    idx.push(i);
+                }
+                groupings.push((*id, idx));
             }
             if !gcx.pending.is_empty() {
                 return Err(SqlError::unsupported(
@@ -795,6 +821,7 @@ impl Binder<'_> {
             }
             let mut valid: HashSet<ColId> = group.iter().map(|g| g.1).collect();
             valid.extend(collector.aggs.iter().map(|a| a.1));
+            valid.extend(collector.groupings.iter().map(|g| g.0));
             valid.extend(windows.ids());
             let outer_ids: HashSet<ColId> = outer
                 .iter()
@@ -822,9 +849,10 @@ impl Binder<'_> {
                 valid.extend(p.plan.output());
                 valid.extend(p.mark);
             }
+            // Keys that are not a column kept under its own id.
             let replaceable: Vec<(PhysExpr, ColId)> = group
                 .iter()
-                .filter(|(e, _)| !matches!(e, PhysExpr::Column { .. }))
+                .filter(|(e, id)| !matches!(e, PhysExpr::Column { index, .. } if index == id))
                 .cloned()
                 .collect();
             let fix = |b: &Binder, e: &PhysExpr, pos: Pos| -> SqlResult<PhysExpr> {
@@ -849,10 +877,22 @@ impl Binder<'_> {
                 }
             }
             windows.map_exprs(&mut |e| fix(self, e, Pos::default()))?;
-            plan = Logical::Aggregate {
-                input: Box::new(plan),
-                group,
-                aggs: collector.aggs,
+            plan = if by_sets {
+                let sets = sets.map_or_else(
+                    || vec![(0..group.len()).collect()],
+                    |s| {
+                        s.iter()
+                            .map(|set| set.iter().map(|&k| slots[k]).collect())
+                            .collect()
+                    },
+                );
+                self.plan_grouping_sets(plan, &group, &collector.aggs, &sets, &groupings)
+            } else {
+                Logical::Aggregate {
+                    input: Box::new(plan),
+                    group,
+                    aggs: collector.aggs,
+                }
             };
         }
         plan = self.attach_pending(plan, pending)?;

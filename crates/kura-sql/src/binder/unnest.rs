@@ -35,7 +35,7 @@ fn not_distinct(a: PhysExpr, b: PhysExpr) -> PhysExpr {
     }
 }
 
-fn subst(e: &PhysExpr, m: &HashMap<ColId, ColId>) -> PhysExpr {
+pub(super) fn subst(e: &PhysExpr, m: &HashMap<ColId, ColId>) -> PhysExpr {
     map_columns(e, &mut |id, ty| col(m.get(&id).copied().unwrap_or(id), ty))
 }
 
@@ -354,12 +354,11 @@ impl Binder<'_> {
                     .collect();
                 let funcs = funcs
                     .into_iter()
-                    .map(|(f, id)| match f {
-                        kura_exec::WindowFunc::Aggregate(mut a, frame) => {
-                            a.arg = a.arg.as_ref().map(|x| subst(x, &m));
-                            (kura_exec::WindowFunc::Aggregate(a, frame), id)
+                    .map(|(mut f, id)| {
+                        for e in f.exprs_mut() {
+                            *e = subst(e, &m);
                         }
-                        f => (f, id),
+                        (f, id)
                     })
                     .collect();
                 (
@@ -381,7 +380,7 @@ impl Binder<'_> {
     /// A copy of `plan` whose columns have fresh ids (`ids` maps old to new), so it
     /// can be evaluated next to the original within one statement. References to
     /// columns it does not define are kept.
-    fn renumber(&mut self, plan: Logical, ids: &mut HashMap<ColId, ColId>) -> Logical {
+    pub(super) fn renumber(&mut self, plan: Logical, ids: &mut HashMap<ColId, ColId>) -> Logical {
         let fresh = |b: &mut Binder, ids: &mut HashMap<ColId, ColId>, id: ColId| -> ColId {
             *ids.entry(id).or_insert_with(|| {
                 let (name, ty) = (b.cols.name(id).to_string(), b.cols.ty(id));
@@ -528,14 +527,10 @@ impl Binder<'_> {
                     .collect();
                 let funcs = funcs
                     .into_iter()
-                    .map(|(f, id)| {
-                        let f = match f {
-                            kura_exec::WindowFunc::Aggregate(mut a, frame) => {
-                                a.arg = a.arg.as_ref().map(|x| subst(x, ids));
-                                kura_exec::WindowFunc::Aggregate(a, frame)
-                            }
-                            f => f,
-                        };
+                    .map(|(mut f, id)| {
+                        for e in f.exprs_mut() {
+                            *e = subst(e, ids);
+                        }
                         (f, fresh(self, ids, id))
                     })
                     .collect();

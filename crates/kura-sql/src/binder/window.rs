@@ -2,12 +2,15 @@
 //! calls are collected while a SELECT's list and ORDER BY are bound, then planned
 //! as one window node per distinct window, between the grouping and the projection.
 
+use kura_common::{DataType, Value};
 use kura_exec::expr::PhysExpr;
-use kura_exec::{WindowFrame, WindowFunc};
+use kura_exec::{FramePick, WindowFunc};
 use sqlparser::ast;
 
 use super::expr::{aggregate_call, ExprCtx, AGGREGATES};
 use super::query::sort_key;
+use super::types::{coerce, common_type, is_untyped_null};
+use super::window_frame::{named_windows, over_spec};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, ColId, LSortKey, Logical};
@@ -28,9 +31,19 @@ pub struct WindowCollector {
     /// Set while a call's arguments and window are bound: a window function there
     /// is nested, which SQL forbids.
     nested: bool,
+    /// The SELECT's WINDOW clause, resolved.
+    named: Vec<(String, ast::WindowSpec)>,
 }
 
 impl WindowCollector {
+    /// A collector for a SELECT with WINDOW clause `defs`.
+    pub fn new(defs: &[ast::NamedWindowDefinition]) -> SqlResult<WindowCollector> {
+        Ok(WindowCollector {
+            named: named_windows(defs)?,
+            ..Default::default()
+        })
+    }
+
     pub fn ids(&self) -> impl Iterator<Item = ColId> + '_ {
         self.calls.iter().map(|c| c.id)
     }
@@ -48,57 +61,12 @@ impl WindowCollector {
             for k in &mut c.order {
                 k.expr = f(&k.expr)?;
             }
-            if let WindowFunc::Aggregate(a, _) = &mut c.func {
-                if let Some(x) = &a.arg {
-                    a.arg = Some(f(x)?);
-                }
+            for e in c.func.exprs_mut() {
+                *e = f(e)?;
             }
         }
         Ok(())
     }
-}
-
-/// The frame of an aggregate over `spec`: PostgreSQL's default, or one of the
-/// frames that start at the partition's first row; any other is refused.
-fn frame(spec: &ast::WindowSpec, p: Pos) -> SqlResult<WindowFrame> {
-    use ast::WindowFrameBound as B;
-    let ordered = !spec.order_by.is_empty();
-    let Some(f) = &spec.window_frame else {
-        return Ok(if ordered {
-            WindowFrame::Peers
-        } else {
-            WindowFrame::Partition
-        });
-    };
-    let text = match &f.end_bound {
-        Some(e) => format!("{} BETWEEN {} AND {e}", f.units, f.start_bound),
-        None => format!("{} {}", f.units, f.start_bound),
-    };
-    let refuse = || {
-        SqlError::unsupported(
-            format!(
-                "window frame {text} (frames from UNBOUNDED PRECEDING to CURRENT ROW or \
-                 UNBOUNDED FOLLOWING are)"
-            ),
-            p,
-        )
-    };
-    if !matches!(f.start_bound, B::Preceding(None)) {
-        return Err(refuse());
-    }
-    let rows = match f.units {
-        ast::WindowFrameUnits::Rows => true,
-        ast::WindowFrameUnits::Range => false,
-        ast::WindowFrameUnits::Groups => return Err(refuse()),
-    };
-    Ok(match &f.end_bound {
-        None | Some(B::CurrentRow) if rows => WindowFrame::Rows,
-        // Without ORDER BY every row is a peer of every other.
-        None | Some(B::CurrentRow) if ordered => WindowFrame::Peers,
-        None | Some(B::CurrentRow) => WindowFrame::Partition,
-        Some(B::Following(None)) => WindowFrame::Partition,
-        Some(_) => return Err(refuse()),
-    })
 }
 
 fn windowing(message: impl Into<String>, pos: Pos) -> SqlError {
@@ -136,16 +104,10 @@ impl Binder<'_> {
                 pos: p,
             });
         }
-        let spec = match &f.over {
-            Some(ast::WindowType::WindowSpec(s)) => s,
-            Some(ast::WindowType::NamedWindow(_)) => {
-                return Err(SqlError::unsupported("named windows (OVER name)", p))
-            }
-            None => return Err(SqlError::Internal("window call without OVER".into())),
+        let spec = match (&f.over, &cx.win) {
+            (Some(over), Some(w)) => over_spec(over, &w.named)?,
+            _ => return Err(SqlError::Internal("window call without OVER".into())),
         };
-        if spec.window_name.is_some() {
-            return Err(SqlError::unsupported("named windows (WINDOW ... AS)", p));
-        }
         if f.filter.is_some() {
             return Err(SqlError::unsupported("FILTER in a window function call", p));
         }
@@ -200,7 +162,7 @@ impl Binder<'_> {
         if let Some(w) = cx.win.as_mut() {
             w.nested = true;
         }
-        let bound = self.bind_window_parts(name, &args, star, spec, cx, p);
+        let bound = self.bind_window_parts(name, &args, star, &spec, cx, p);
         if let Some(w) = cx.win.as_mut() {
             w.nested = false;
         }
@@ -236,8 +198,36 @@ impl Binder<'_> {
         cx: &mut ExprCtx,
         p: Pos,
     ) -> SqlResult<(WindowFunc, Vec<PhysExpr>, Vec<LSortKey>)> {
+        let partition = spec
+            .partition_by
+            .iter()
+            .map(|e| self.bind_expr(e, cx))
+            .collect::<SqlResult<Vec<_>>>()?;
+        let mut order = Vec::new();
+        for o in &spec.order_by {
+            let e = self.bind_expr(&o.expr, cx)?;
+            order.push(sort_key(e, &o.options));
+        }
+        // Checked for every function, though only aggregates and the frame value
+        // functions use it (as PostgreSQL does).
+        let frame = self.bind_frame(spec.window_frame.as_ref(), &order, cx, p)?;
+        let arity = |lo: usize, hi: usize| -> SqlResult<()> {
+            if star || args.len() < lo || args.len() > hi {
+                let what = if star {
+                    "*".to_string()
+                } else {
+                    format!("{} arguments", args.len())
+                };
+                return Err(SqlError::UnknownFunction {
+                    name: format!("{name} with {what}"),
+                    pos: p,
+                    suggestion: None,
+                });
+            }
+            Ok(())
+        };
         let func = match name {
-            "row_number" | "rank" | "dense_rank" => {
+            "row_number" | "rank" | "dense_rank" | "percent_rank" | "cume_dist" => {
                 if !args.is_empty() || star {
                     return Err(SqlError::mismatch(
                         format!("function {name} takes no arguments"),
@@ -247,7 +237,73 @@ impl Binder<'_> {
                 match name {
                     "row_number" => WindowFunc::RowNumber,
                     "rank" => WindowFunc::Rank,
-                    _ => WindowFunc::DenseRank,
+                    "dense_rank" => WindowFunc::DenseRank,
+                    "percent_rank" => WindowFunc::PercentRank,
+                    _ => WindowFunc::CumeDist,
+                }
+            }
+            "ntile" => {
+                arity(1, 1)?;
+                let n = self.bind_expr(args[0], cx)?;
+                WindowFunc::Ntile(self.integer_arg(n, name, p)?)
+            }
+            "lag" | "lead" => {
+                arity(1, 3)?;
+                let mut value = self.bind_expr(args[0], cx)?;
+                let offset = match args.get(1) {
+                    Some(a) => {
+                        let o = self.bind_expr(a, cx)?;
+                        self.integer_arg(o, name, p)?
+                    }
+                    None => PhysExpr::literal(Value::BigInt(1), DataType::BigInt),
+                };
+                let default = match args.get(2) {
+                    Some(a) => {
+                        let d = self.bind_expr(a, cx)?;
+                        // The value and the default unify, as PostgreSQL's
+                        // anycompatible arguments do.
+                        let (vt, dt) = (value.data_type(), d.data_type());
+                        let t = if is_untyped_null(&d) {
+                            vt
+                        } else if is_untyped_null(&value) {
+                            dt
+                        } else {
+                            common_type(vt, dt).ok_or_else(|| {
+                                SqlError::mismatch(
+                                    format!("{name} types {vt} and {dt} cannot be matched"),
+                                    p,
+                                )
+                            })?
+                        };
+                        value = coerce(value, t, p)?;
+                        coerce(d, t, p)?
+                    }
+                    None => PhysExpr::literal(Value::Null, value.data_type()),
+                };
+                WindowFunc::Shift {
+                    lead: name == "lead",
+                    value,
+                    offset,
+                    default,
+                }
+            }
+            "first_value" | "last_value" | "nth_value" => {
+                let pick = if name == "nth_value" {
+                    arity(2, 2)?;
+                    let n = self.bind_expr(args[1], cx)?;
+                    FramePick::Nth(self.integer_arg(n, name, p)?)
+                } else {
+                    arity(1, 1)?;
+                    if name == "first_value" {
+                        FramePick::First
+                    } else {
+                        FramePick::Last
+                    }
+                };
+                WindowFunc::FrameValue {
+                    pick,
+                    value: self.bind_expr(args[0], cx)?,
+                    frame,
                 }
             }
             n if AGGREGATES.contains(&n) => {
@@ -259,33 +315,32 @@ impl Binder<'_> {
                     }
                     Some(self.bind_expr(args[0], cx)?)
                 };
-                WindowFunc::Aggregate(aggregate_call(n, arg, false, p)?, frame(spec, p)?)
-            }
-            "lag" | "lead" | "ntile" | "first_value" | "last_value" | "nth_value"
-            | "percent_rank" | "cume_dist" => {
-                return Err(SqlError::unsupported(
-                    format!("window function {name} (row_number, rank, dense_rank and count/sum/avg/min/max are)"),
-                    p,
-                ))
+                WindowFunc::Aggregate(aggregate_call(n, arg, false, p)?, frame)
             }
             n => {
                 return Err(SqlError::mismatch(
-                    format!("OVER specified, but {n} is not a window function nor an aggregate function"),
+                    format!(
+                    "OVER specified, but {n} is not a window function nor an aggregate function"
+                ),
                     p,
                 ))
             }
         };
-        let partition = spec
-            .partition_by
-            .iter()
-            .map(|e| self.bind_expr(e, cx))
-            .collect::<SqlResult<Vec<_>>>()?;
-        let mut order = Vec::new();
-        for o in &spec.order_by {
-            let e = self.bind_expr(&o.expr, cx)?;
-            order.push(sort_key(e, &o.options));
-        }
         Ok((func, partition, order))
+    }
+
+    /// An INTEGER argument (a row count or offset) as BIGINT; other types are
+    /// refused as PostgreSQL finds no such function.
+    fn integer_arg(&self, e: PhysExpr, name: &str, p: Pos) -> SqlResult<PhysExpr> {
+        let t = e.data_type();
+        if !(matches!(t, DataType::Integer | DataType::BigInt) || is_untyped_null(&e)) {
+            return Err(SqlError::UnknownFunction {
+                name: format!("{name} with an argument of type {t}"),
+                pos: p,
+                suggestion: None,
+            });
+        }
+        coerce(e, DataType::BigInt, p)
     }
 
     /// One window node per distinct window over `plan`, in the order the windows

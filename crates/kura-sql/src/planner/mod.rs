@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use kura_common::{DataType, Value};
 use kura_exec::expr::{BinaryOp, PhysExpr};
-use kura_exec::{JoinType, PlanKind, PlanNode, SortKey, WindowFunc, ZonePredicate};
+use kura_exec::{JoinType, PlanKind, PlanNode, SortKey, ZonePredicate};
 use sqlparser::ast;
 
 use crate::binder::types::{coerce, common_type};
@@ -607,14 +607,11 @@ impl Lowering<'_> {
                 let functions = funcs
                     .iter()
                     .map(|(f, _)| {
-                        Ok(match f {
-                            WindowFunc::Aggregate(a, frame) => {
-                                let mut a = a.clone();
-                                a.arg = a.arg.as_ref().map(|x| remap(x, &layout)).transpose()?;
-                                WindowFunc::Aggregate(a, *frame)
-                            }
-                            f => f.clone(),
-                        })
+                        let mut f = f.clone();
+                        for e in f.exprs_mut() {
+                            *e = remap(e, &layout)?;
+                        }
+                        Ok(f)
                     })
                     .collect::<SqlResult<Vec<_>>>()?;
                 let mut out = layout.clone();

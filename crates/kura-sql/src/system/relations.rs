@@ -601,6 +601,20 @@ fn functions() -> Vec<(&'static str, bool)> {
     all.dedup();
     all
 }
+/// The window functions, for `pg_proc` (kind `w`).
+const WINDOW_FUNCTIONS: &[&str] = &[
+    "row_number",
+    "rank",
+    "dense_rank",
+    "percent_rank",
+    "cume_dist",
+    "ntile",
+    "lag",
+    "lead",
+    "first_value",
+    "last_value",
+    "nth_value",
+];
 
 /// The rows of system relation `rel`.
 fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
@@ -829,7 +843,10 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
         ]],
         (PG, "pg_proc") => functions()
             .iter()
-            .map(|(name, agg)| {
+            .map(|(name, agg)| (*name, if *agg { "a" } else { "f" }))
+            .chain(WINDOW_FUNCTIONS.iter().map(|name| (*name, "w")))
+            .map(|(name, kind)| {
+                let agg = kind != "f";
                 let oid = FIRST_USER_OID as u64
                     + super::fnv(&format!("proc:{name}")) % (i32::MAX - FIRST_USER_OID) as u64;
                 vec![
@@ -842,10 +859,10 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     Value::Double(0.0),
                     o(0),
                     s("-"),
-                    s(if *agg { "a" } else { "f" }),
+                    s(kind),
                     b(false),
                     b(false),
-                    b(!*agg),
+                    b(!agg),
                     b(false),
                     s("i"),
                     s("s"),
