@@ -21,6 +21,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod registry;
 pub mod runtime;
+pub mod sample;
 pub mod shared;
 pub mod source;
 
@@ -32,4 +33,5 @@ pub use plan::{
     AggCall, AggFunc, JoinType, PlanKind, PlanNode, SortKey, WindowFrame, WindowFunc, ZonePredicate,
 };
 pub use registry::OperatorRegistry;
+pub use sample::{SampleMethod, SampledTable, TableSample};
 pub use source::{ColumnStatistics, MemTable, SourceColumn, TableSource, Zone};

@@ -80,6 +80,13 @@ pub enum SqlError {
     InvalidValue { message: String, pos: Pos },
     #[error("{pos}{what} is not supported")]
     Unsupported { what: String, pos: Pos },
+    /// A bad TABLESAMPLE argument: 2202H (its percentage) or 2202G (its seed).
+    #[error("{pos}{message}")]
+    TableSample {
+        message: String,
+        pos: Pos,
+        sqlstate: &'static str,
+    },
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
     #[error("there is no parameter ${0}")]
@@ -115,6 +122,7 @@ impl SqlError {
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
             SqlError::Unsupported { .. } => "0A000",
+            SqlError::TableSample { sqlstate, .. } => sqlstate,
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::MissingParameter(_) => "42P02",
             SqlError::TooDeep { .. } => "54001",

@@ -212,6 +212,9 @@ fn single_table(t: &TableWithJoins, what: &str) -> KuraResult<(String, String)> 
         return Err(KuraError::Unsupported(format!("{what} over a join")));
     }
     match &t.relation {
+        TableFactor::Table {
+            sample: Some(_), ..
+        } => Err(KuraError::Unsupported(format!("{what} with TABLESAMPLE"))),
         TableFactor::Table { name, alias, .. } => {
             let table = object_name(name);
             let relation = match alias {

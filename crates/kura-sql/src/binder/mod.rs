@@ -6,6 +6,7 @@
 mod clauses;
 mod expr;
 mod query;
+mod sample;
 mod session_fn;
 mod setop;
 mod subquery;
