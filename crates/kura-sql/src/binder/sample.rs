@@ -96,7 +96,7 @@ impl Binder<'_> {
         let percent = self.sample_argument(&q.value, qpos)?;
         let percent = check_percent(&percent).map_err(|m| bad_argument(m, qpos, "2202H"))?;
         let (seed, repeatable) = match &s.seed {
-            None => (random_seed(), false),
+            None => (self.statement_seed(s, pos), false),
             Some(seed) if seed.modifier != ast::TableSampleSeedModifier::Repeatable => {
                 return refuse(format!("TABLESAMPLE {}", seed.modifier), pos)
             }
@@ -157,7 +157,23 @@ impl Binder<'_> {
     }
 }
 
-/// A seed for a sample without REPEATABLE: different per statement.
+impl Binder<'_> {
+    /// The seed of a clause without REPEATABLE: random per statement, and
+    /// within it fixed by where the clause stands, so a WITH query bound once
+    /// per reference samples the same rows at each (PostgreSQL computes it
+    /// once), while two clauses sample independently.
+    fn statement_seed(&mut self, s: &ast::TableSample, pos: Pos) -> u64 {
+        let base = *self.sample_seed.get_or_insert_with(random_seed);
+        let mut h = std::hash::DefaultHasher::new();
+        h.write_u64(base);
+        h.write(s.to_string().as_bytes());
+        h.write_u64(pos.line);
+        h.write_u64(pos.column);
+        h.finish()
+    }
+}
+
+/// A random number, different per call.
 fn random_seed() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
