@@ -21,6 +21,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod registry;
 pub mod runtime;
+pub mod sample;
 pub mod shared;
 pub mod source;
 pub mod window_plan;
@@ -34,5 +35,6 @@ pub use plan::{
     ZonePredicate,
 };
 pub use registry::OperatorRegistry;
+pub use sample::{SampleMethod, SampledTable, TableSample};
 pub use source::{ColumnStatistics, MemTable, SourceColumn, TableSource, Zone};
 pub use window_plan::{FrameBound, FramePick, FrameUnits};

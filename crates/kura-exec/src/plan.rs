@@ -500,6 +500,9 @@ impl PlanNode {
             } => {
                 let cols = column_names(table.as_ref(), columns);
                 let mut s = format!("{} [{}]", table.name(), cols);
+                if let Some(sample) = table.sample() {
+                    let _ = write!(s, " sample: {sample}");
+                }
                 if !zone_predicates.is_empty() {
                     let z: Vec<String> = zone_predicates
                         .iter()

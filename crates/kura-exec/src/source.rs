@@ -89,6 +89,10 @@ pub trait TableSource: Send + Sync {
     fn indexes(&self) -> Vec<Arc<IndexSource>> {
         Vec::new()
     }
+    /// The `TABLESAMPLE` the scan takes of this table, if any.
+    fn sample(&self) -> Option<&crate::sample::TableSample> {
+        None
+    }
     /// Rows `first_row + sel[i]` of column `col` (`sel` ascending, each below
     /// `len`): `read_range` then a take of `sel`, unless the table can decode
     /// only the selected rows (a join-filtered scan's other columns).

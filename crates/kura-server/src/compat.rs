@@ -192,7 +192,14 @@ pub fn recognise(sql: &str) -> Option<Compat> {
                 _ => None,
             }
         }
-        "discard" => Some(Compat::Discard),
+        // DISCARD ALL and TEMP drop the session's temporary tables: the engine's.
+        "discard"
+            if words.get(1).is_some_and(|w| {
+                w.eq_ignore_ascii_case("plans") || w.eq_ignore_ascii_case("sequences")
+            }) =>
+        {
+            Some(Compat::Discard)
+        }
         "select" => recognise_function(&lower[6..]),
         _ => None,
     }

@@ -95,6 +95,39 @@ fn psql_rollback_discards_and_commit_keeps() {
 }
 
 #[test]
+fn psql_temporary_tables_are_the_connections_own_until_discard() {
+    let s = TestServer::trust(|db| common::exec(db, "create table t (x integer)"));
+    // The temporary t hides the permanent one, \dt lists it, DISCARD ALL (what
+    // poolers send between clients) drops it.
+    let script =
+        "create temp table t (x integer, y integer);\ninsert into t values (1, 2), (3, 4);\n\
+                  select count(*), sum(y) from t;\n\\dt\ndiscard all;\nselect count(*) from t;\n";
+    let (out, err, ok) = psql(
+        &s,
+        &["-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"],
+        Some(script),
+    );
+    assert!(ok, "{err}");
+    let rows = rows(&out);
+    assert_eq!(
+        rows.first().cloned(),
+        Some(vec!["2".to_string(), "6".to_string()]),
+        "{out}"
+    );
+    assert!(
+        rows.iter().any(|r| r.get(1).is_some_and(|n| n == "t")),
+        "{out}"
+    );
+    assert_eq!(rows.last().cloned(), Some(vec!["0".to_string()]), "{out}");
+    // Another connection never saw it.
+    let script = "create temp table mine (z integer);\ninsert into mine values (1);\n";
+    let (_, err, ok) = psql(&s, &["-q", "-v", "ON_ERROR_STOP=1"], Some(script));
+    assert!(ok, "{err}");
+    let (_, err, ok) = psql(&s, &["-q", "-c", "select * from mine"], None);
+    assert!(!ok && err.contains("does not exist"), "{err}");
+}
+
+#[test]
 fn psql_tpch_q1_q6_match_reference_answers() {
     let s = TestServer::trust(|db| load_tpch(db, 0.01));
     for id in ["q01", "q06"] {

@@ -95,6 +95,13 @@ pub enum SqlError {
     /// A column where only constants may be (a frame offset): 42P10.
     #[error("{pos}{message}")]
     InvalidColumnReference { message: String, pos: Pos },
+    /// A bad TABLESAMPLE argument: 2202H (its percentage) or 2202G (its seed).
+    #[error("{pos}{message}")]
+    TableSample {
+        message: String,
+        pos: Pos,
+        sqlstate: &'static str,
+    },
     #[error("relation \"{0}\" already exists")]
     DuplicateTable(String),
     #[error("there is no parameter ${0}")]
@@ -134,6 +141,7 @@ impl SqlError {
             SqlError::UndefinedObject(_) => "42704",
             SqlError::Limit { code, .. } => code,
             SqlError::InvalidColumnReference { .. } => "42P10",
+            SqlError::TableSample { sqlstate, .. } => sqlstate,
             SqlError::DuplicateTable(_) => "42P07",
             SqlError::MissingParameter(_) => "42P02",
             SqlError::TooDeep { .. } => "54001",

@@ -308,7 +308,8 @@ pub(crate) fn copy_from(
             p(&label, done, total)
         }
     };
-    let rows = ctx.tx.write(|txn| {
+    // A temporary table is loaded through the session's private storage.
+    let rows = ctx.tx.for_table(&table).write(|txn| {
         fmt.columns = column_positions(txn, &table, columns)?;
         let rows = loader::load_file(
             txn,
@@ -347,7 +348,8 @@ pub(crate) fn copy_from_input(
 ) -> KuraResult<QueryResult> {
     let (table, columns) = copy_table(source)?;
     let mut fmt = Options::parse(options, legacy)?.client_format()?;
-    let rows = ctx.tx.write(|txn| {
+    // A temporary table is loaded through the session's private storage.
+    let rows = ctx.tx.for_table(&table).write(|txn| {
         fmt.columns = column_positions(txn, &table, columns)?;
         let fields = fmt
             .columns

@@ -100,9 +100,6 @@ pub fn object_name(name: &ObjectName) -> String {
 /// the unique indexes of its keys and its rules, in one write transaction.
 pub(crate) fn create_table(tx: &Tx, ct: &ast::CreateTable) -> KuraResult<QueryResult> {
     table_rules::check_clauses(ct)?;
-    if ct.temporary {
-        return Err(KuraError::Unsupported("temporary tables".into()));
-    }
     let name = object_name(&ct.name);
     let def = table_rules::define(ct)?;
     tx.write(|txn| {

@@ -45,7 +45,8 @@ pub(crate) fn columns_of(names: &[&str]) -> Vec<ResultColumn> {
 pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryResult> {
     let name = kura_storage::catalog::normalize(name);
     let catalog = session.catalog();
-    if let Some(table) = catalog.table(&name) {
+    // A temporary table first, as every statement resolves names.
+    if let Some(table) = session.tx().table(&name) {
         let rows = table
             .schema()
             .columns
@@ -75,10 +76,17 @@ pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryRes
 /// `SHOW TABLES`: every table and view, by name.
 pub(crate) fn show_tables(session: &Session) -> QueryResult {
     let catalog = session.catalog();
-    let mut rows: Vec<Vec<String>> = catalog
-        .table_names()
-        .into_iter()
-        .map(|n| vec![n, "table".to_string()])
+    let temp = session.tx().temp_catalog();
+    let mut rows: Vec<Vec<String>> = temp
+        .iter()
+        .flat_map(|t| t.table_names())
+        .map(|n| vec![n, "temporary table".to_string()])
+        .chain(
+            catalog
+                .table_names()
+                .into_iter()
+                .map(|n| vec![n, "table".to_string()]),
+        )
         .chain(
             catalog
                 .view_names()

@@ -35,7 +35,7 @@ pub(crate) fn update(
         ));
     }
     let (table, relation) = single_table(&u.table, "UPDATE")?;
-    let changed = ctx.tx.write(|txn| {
+    let changed = ctx.tx.for_table(&table).write(|txn| {
         let schema = schema_of(ctx, &table)?;
         let rows = updated_rows(ctx, u, &schema, &table, &relation, params)?;
         let changed = rows.changed;
@@ -148,13 +148,8 @@ pub(crate) fn delete(
         return Err(KuraError::Unsupported("DELETE from several tables".into()));
     };
     let (table, relation) = single_table(target, "DELETE")?;
-    let deleted = ctx.tx.write(|txn| {
-        let before = ctx
-            .tx
-            .catalog()
-            .table(&table)
-            .map(|t| t.row_count())
-            .unwrap_or(0);
+    let deleted = ctx.tx.for_table(&table).write(|txn| {
+        let before = ctx.tx.table(&table).map(|t| t.row_count()).unwrap_or(0);
         let Some(cond) = &d.selection else {
             txn.truncate(&table)?;
             after_write(ctx, txn, &table, Change::Removed)?;
@@ -184,7 +179,22 @@ pub(crate) fn truncate(ctx: &QueryContext, t: &Truncate) -> KuraResult<QueryResu
         ));
     }
     let names: Vec<String> = t.table_names.iter().map(|n| object_name(&n.name)).collect();
-    ctx.tx.write(|txn| {
+    // Temporary tables are truncated in the session's private storage: both
+    // kinds at once would need its commit and the database's to be one.
+    let temp = names.iter().find(|n| ctx.tx.is_temp(n));
+    let permanent = names
+        .iter()
+        .any(|n| !ctx.tx.is_temp(n) && ctx.tx.catalog().table(n).is_some());
+    if temp.is_some() && permanent {
+        return Err(KuraError::Unsupported(
+            "TRUNCATE of temporary and permanent tables in one statement".into(),
+        ));
+    }
+    let tx = match temp {
+        Some(_) => crate::temp::ddl_tx(&ctx.tx, "TRUNCATE TABLE")?,
+        None => ctx.tx,
+    };
+    tx.write(|txn| {
         for name in &names {
             if !txn.has_table(name) {
                 if t.if_exists {
@@ -212,6 +222,9 @@ fn single_table(t: &TableWithJoins, what: &str) -> KuraResult<(String, String)> 
         return Err(KuraError::Unsupported(format!("{what} over a join")));
     }
     match &t.relation {
+        TableFactor::Table {
+            sample: Some(_), ..
+        } => Err(KuraError::Unsupported(format!("{what} with TABLESAMPLE"))),
         TableFactor::Table { name, alias, .. } => {
             let table = object_name(name);
             let relation = match alias {
@@ -227,10 +240,10 @@ fn single_table(t: &TableWithJoins, what: &str) -> KuraResult<(String, String)> 
 /// The schema of the table an UPDATE changes (a view has no table entry: a
 /// name belongs to one relation only, so it is reported as missing here).
 fn schema_of(ctx: &QueryContext, table: &str) -> KuraResult<Schema> {
-    let t =
-        ctx.tx.catalog().table(table).ok_or_else(|| {
-            KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into()))
-        })?;
+    let t = ctx
+        .tx
+        .table(table)
+        .ok_or_else(|| KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into())))?;
     Ok(t.schema().clone())
 }
 

@@ -19,6 +19,7 @@ pub mod session;
 pub mod stack;
 mod system_catalog;
 mod table_rules;
+mod temp;
 pub mod tpch;
 mod txn;
 

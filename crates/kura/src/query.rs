@@ -142,68 +142,43 @@ impl TableSource for StorageTable {
     }
 }
 
-/// The committed catalog as the planner sees it.
+/// The committed catalog as the planner sees it: the session's temporary
+/// tables first, then the database's tables and views.
 struct StorageCatalog<'a> {
     catalog: Arc<Catalog>,
+    temp: Option<Arc<Catalog>>,
+    /// Set once a name resolved to a temporary table.
+    used_temp: std::cell::Cell<bool>,
     settings: &'a Settings,
     info: Arc<kura_sql::SessionInfo>,
 }
 
 impl CatalogProvider for StorageCatalog<'_> {
     fn table(&self, name: &str) -> Option<Arc<dyn TableSource>> {
-        let table = self.catalog.table(name)?;
-        let columns = table
-            .schema()
-            .columns
-            .iter()
-            .map(|c| SourceColumn {
-                name: c.name.clone(),
-                data_type: c.data_type,
-                nullable: c.nullable,
-            })
-            .collect();
-        let indexes = self
-            .catalog
-            .indexes_on(table.name())
-            .into_iter()
-            .filter_map(|ix| {
-                let cols = ix
-                    .columns
-                    .iter()
-                    .map(|c| table.schema().index_of(c))
-                    .collect::<Option<Vec<usize>>>()?;
-                let include = ix
-                    .include
-                    .iter()
-                    .map(|c| table.schema().index_of(c))
-                    .collect::<Option<Vec<usize>>>()?;
-                Some(Arc::new(
-                    IndexSource::new(
-                        &ix.name,
-                        cols,
-                        ix.unique,
-                        ix.tree.clone(),
-                        table.buffer().clone(),
-                    )
-                    .with_include(include),
-                ))
-            })
-            .collect();
-        Some(Arc::new(StorageTable {
-            table,
-            columns,
-            indexes,
-        }))
+        if let Some(temp) = &self.temp {
+            if let Some(t) = table_source(temp, name) {
+                self.used_temp.set(true);
+                return Some(t);
+            }
+        }
+        table_source(&self.catalog, name)
     }
     fn view(&self, name: &str) -> Option<ViewDefinition> {
+        // A temporary table hides a view of its name too.
+        if self.temp.as_ref().is_some_and(|t| t.table(name).is_some()) {
+            return None;
+        }
         self.catalog.view(name).map(|v| ViewDefinition {
             sql: v.sql.clone(),
             columns: v.columns.clone(),
         })
     }
     fn relation_names(&self) -> Vec<String> {
-        let mut n = self.catalog.table_names();
+        let mut n = self.temp.as_ref().map_or(Vec::new(), |t| t.table_names());
+        n.extend(self.catalog.table_names());
         n.extend(self.catalog.view_names());
+        n.sort();
+        n.dedup();
         n
     }
     fn settings(&self) -> Vec<kura_sql::system::SysSetting> {
@@ -218,6 +193,52 @@ impl CatalogProvider for StorageCatalog<'_> {
     fn session(&self) -> Option<&kura_sql::SessionInfo> {
         Some(&self.info)
     }
+}
+
+/// Table `name` of `catalog` as a scan source, with its indexes.
+fn table_source(catalog: &Catalog, name: &str) -> Option<Arc<dyn TableSource>> {
+    let table = catalog.table(name)?;
+    let columns = table
+        .schema()
+        .columns
+        .iter()
+        .map(|c| SourceColumn {
+            name: c.name.clone(),
+            data_type: c.data_type,
+            nullable: c.nullable,
+        })
+        .collect();
+    let indexes = catalog
+        .indexes_on(table.name())
+        .into_iter()
+        .filter_map(|ix| {
+            let cols = ix
+                .columns
+                .iter()
+                .map(|c| table.schema().index_of(c))
+                .collect::<Option<Vec<usize>>>()?;
+            let include = ix
+                .include
+                .iter()
+                .map(|c| table.schema().index_of(c))
+                .collect::<Option<Vec<usize>>>()?;
+            Some(Arc::new(
+                IndexSource::new(
+                    &ix.name,
+                    cols,
+                    ix.unique,
+                    ix.tree.clone(),
+                    table.buffer().clone(),
+                )
+                .with_include(include),
+            ))
+        })
+        .collect();
+    Some(Arc::new(StorageTable {
+        table,
+        columns,
+        indexes,
+    }))
 }
 
 /// Buffer-manager counters for EXPLAIN ANALYZE: the calling thread's fixes and
@@ -243,6 +264,8 @@ impl QueryContext<'_> {
     fn catalog(&self) -> StorageCatalog<'_> {
         StorageCatalog {
             catalog: self.tx.catalog(),
+            temp: self.tx.temp_catalog(),
+            used_temp: Default::default(),
             settings: self.settings,
             info: self.info.clone(),
         }
@@ -286,8 +309,17 @@ impl QueryContext<'_> {
         let [Statement::Query(q)] = statements.as_slice() else {
             return Err(KuraError::Internal(format!("not one query: {sql}")));
         };
+        // A view is of the storage writing now: the session's temporary one
+        // while a temporary table is written, else the database's.
+        let (catalog, temp) = match view {
+            Some(v) if self.tx.temp.writing() => (self.tx.catalog(), Some(v)),
+            Some(v) => (v, self.tx.temp_catalog()),
+            None => (self.tx.catalog(), self.tx.temp_catalog()),
+        };
         let catalog = StorageCatalog {
-            catalog: view.unwrap_or_else(|| self.tx.catalog()),
+            catalog,
+            temp,
+            used_temp: Default::default(),
             settings: self.settings,
             info: self.info.clone(),
         };
@@ -503,6 +535,7 @@ fn run(
     stmt: &Statement,
     params: Option<Vec<Value>>,
 ) -> KuraResult<QueryResult> {
+    crate::temp::refuse_unsupported(stmt)?;
     match stmt {
         Statement::Query(q) if !q.locks.is_empty() => locking(ctx, q, || ctx.query(q, params)),
         Statement::Query(q) => ctx.query(q, params),
@@ -526,7 +559,12 @@ fn run(
                 .query
                 .as_ref()
                 .ok_or_else(|| KuraError::Internal("CTAS without query".into()))?;
-            create_table_as(ctx, &object_name(&ct.name), q, ct.if_not_exists)
+            // CREATE TEMP TABLE ... AS writes the session's private storage.
+            let tx = match ct.temporary {
+                true => crate::temp::create_tx(&ctx.tx)?,
+                false => ctx.tx,
+            };
+            create_table_as(ctx, &tx, &object_name(&ct.name), q, ct.if_not_exists)
         }
         Statement::CreateView(v) => {
             if v.materialized {
@@ -534,7 +572,14 @@ fn run(
             }
             let name = object_name(&v.name);
             // Binding now reports errors in the definition at CREATE time.
-            describe_query(&ctx.catalog(), &v.query).map_err(sql_error)?;
+            let catalog = ctx.catalog();
+            describe_query(&catalog, &v.query).map_err(sql_error)?;
+            if catalog.used_temp.get() {
+                // PostgreSQL makes such a view temporary; kura has none.
+                return Err(KuraError::Unsupported(
+                    "a view over a temporary table (temporary views)".into(),
+                ));
+            }
             let columns = v
                 .columns
                 .iter()
@@ -653,6 +698,7 @@ fn insert(
     // statement reads what it writes next to, even after waiting for it.
     let rows = ctx
         .tx
+        .for_table(table)
         .write(|txn| insert_in(ctx, txn, table, columns, source, params))?;
     Ok(QueryResult::command(format!("INSERT 0 {rows}")))
 }
@@ -665,10 +711,10 @@ fn insert_in(
     source: Option<&Query>,
     params: Option<Vec<Value>>,
 ) -> KuraResult<u64> {
-    let t =
-        ctx.tx.catalog().table(table).ok_or_else(|| {
-            KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into()))
-        })?;
+    let t = ctx
+        .tx
+        .table(table)
+        .ok_or_else(|| KuraError::Storage(kura_storage::StorageError::NoSuchTable(table.into())))?;
     let schema = t.schema().clone();
     let rules = txn.rules(table).cloned();
     // The table column each position of the source fills.
@@ -740,11 +786,12 @@ fn insert_in(
 
 fn create_table_as(
     ctx: &QueryContext,
+    tx: &Tx,
     name: &str,
     q: &Query,
     if_not_exists: bool,
 ) -> KuraResult<QueryResult> {
-    let rows = ctx.tx.write(|txn| {
+    let rows = tx.write(|txn| {
         if txn.has_table(name) && if_not_exists {
             return Ok(None);
         }

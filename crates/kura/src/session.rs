@@ -132,6 +132,8 @@ pub struct Session {
     pub(crate) cursors: crate::cursor::Cursors,
     /// The database's LLC control, shared by every session.
     llc: Arc<crate::llc::Llc>,
+    /// The session's temporary tables (dropped with the session).
+    temp: crate::temp::TempTables,
 }
 
 impl Session {
@@ -153,6 +155,7 @@ impl Session {
             txn_start: None,
             prepared: Default::default(),
             cursors: Default::default(),
+            temp: Default::default(),
         }
     }
 
@@ -466,12 +469,19 @@ impl Session {
         self.tx().catalog()
     }
 
+    /// The catalog of this session's temporary tables (`None` until it makes
+    /// one); its names hide the database's in every statement.
+    pub fn temp_catalog(&self) -> Option<Arc<kura_storage::Catalog>> {
+        self.tx().temp_catalog()
+    }
+
     pub(crate) fn tx(&self) -> Tx<'_> {
         Tx {
             storage: &self.storage,
             state: &self.txn,
             cancel: &self.cancel,
             settings: &self.settings,
+            temp: &self.temp,
         }
     }
 
@@ -542,11 +552,20 @@ impl Session {
             Statement::StartTransaction { .. } => {
                 ("BEGIN", crate::txn::begin(state, isolation, read_only))
             }
-            Statement::Commit { chain: false, .. } => crate::txn::commit(state)?,
+            Statement::Commit { chain: false, .. } => {
+                // The temporary part commits only after the database's did.
+                let r = crate::txn::commit(state);
+                let committed = matches!(r, Ok(("COMMIT", None)));
+                crate::temp::end_transaction(&self.temp, committed)?;
+                r?
+            }
             Statement::Rollback {
                 chain: false,
                 savepoint: None,
-            } => ("ROLLBACK", crate::txn::rollback(state)),
+            } => {
+                crate::temp::end_transaction(&self.temp, false)?;
+                ("ROLLBACK", crate::txn::rollback(state))
+            }
             other => {
                 return Err(KuraError::Unsupported(format!(
                     "{other} (savepoints and chained transactions)"
@@ -572,13 +591,36 @@ impl Session {
         }
     }
 
+    /// `DISCARD ALL | TEMP | PLANS | SEQUENCES`: ALL and TEMP drop the session's
+    /// temporary tables (a pooled connection handed to another client must not
+    /// show it the last one's); kura keeps no plans or sequences to drop.
+    fn discard(&mut self, what: sqlparser::ast::DiscardObject) -> KuraResult<QueryResult> {
+        use sqlparser::ast::DiscardObject as D;
+        if matches!(what, D::ALL | D::TEMP) {
+            if self.in_transaction() {
+                // PostgreSQL refuses DISCARD ALL here (25001); DISCARD TEMP
+                // would have to come back with a ROLLBACK, which kura cannot.
+                return Err(KuraError::State {
+                    sqlstate: if what == D::ALL { "25001" } else { "0A000" },
+                    message: format!("DISCARD {what} cannot run inside a transaction block"),
+                });
+            }
+            self.temp = Default::default();
+        }
+        Ok(QueryResult::command(format!("DISCARD {what}")))
+    }
+
     fn dispatch(&mut self, stmt: &Statement) -> KuraResult<QueryResult> {
+        crate::temp::refuse_unsupported(stmt)?;
         match stmt {
             Statement::StartTransaction { .. }
             | Statement::Commit { .. }
             | Statement::Rollback { .. }
             | Statement::Savepoint { .. }
             | Statement::ReleaseSavepoint { .. } => self.transaction_control(stmt),
+            Statement::CreateTable(ct) if ct.query.is_none() && ct.temporary => {
+                crate::temp::create_table(&self.tx(), ct)
+            }
             Statement::CreateTable(ct) if ct.query.is_none() => {
                 crate::ddl::create_table(&self.tx(), ct)
             }
@@ -592,17 +634,23 @@ impl Session {
                 sqlparser::ast::ObjectType::Table | sqlparser::ast::ObjectType::View
             ) =>
             {
-                crate::ddl::drop_tables(&self.tx(), *object_type, *if_exists, names)
+                crate::temp::drop_tables(&self.tx(), *object_type, *if_exists, names)
             }
+            Statement::Discard { object_type } => self.discard(*object_type),
             Statement::CreateIndex(ci) => {
-                crate::ddl::create_index(&self.tx(), ci, self.progress.as_deref())
+                let tx = self.tx();
+                let tx = match tx.is_temp(&crate::ddl::object_name(&ci.table_name)) {
+                    true => crate::temp::ddl_tx(&tx, "CREATE INDEX")?,
+                    false => tx,
+                };
+                crate::ddl::create_index(&tx, ci, self.progress.as_deref())
             }
             Statement::Drop {
                 object_type: sqlparser::ast::ObjectType::Index,
                 if_exists,
                 names,
                 ..
-            } => crate::ddl::drop_indexes(&self.tx(), *if_exists, names),
+            } => crate::temp::drop_indexes(&self.tx(), *if_exists, names),
             Statement::Copy {
                 to: true,
                 target: sqlparser::ast::CopyTarget::File { filename },
@@ -875,7 +923,8 @@ fn is_local(stmt: &Statement) -> bool {
         | Statement::Set(_)
         | Statement::ShowVariable { .. }
         | Statement::ExplainTable { .. }
-        | Statement::ShowTables { .. } => true,
+        | Statement::ShowTables { .. }
+        | Statement::Discard { .. } => true,
         s => is_session_statement(s),
     }
 }

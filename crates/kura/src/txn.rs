@@ -129,10 +129,58 @@ pub(crate) struct Tx<'a> {
     pub state: &'a Mutex<TxnState>,
     pub cancel: &'a CancelHandle,
     pub settings: &'a Settings,
+    /// The session's temporary tables.
+    pub temp: &'a crate::temp::TempTables,
 }
 
-impl Tx<'_> {
-    fn lock(&self) -> MutexGuard<'_, TxnState> {
+impl<'a> Tx<'a> {
+    /// The transaction of the session's temporary storage, if it has one.
+    pub fn temp_tx(&self) -> Option<Tx<'a>> {
+        let storage = self.temp.storage()?;
+        if !Arc::ptr_eq(storage, self.storage) {
+            let main = self.lock();
+            crate::temp::follow(&main, &mut self.temp.lock());
+        }
+        Some(Tx {
+            storage,
+            state: &self.temp.state,
+            ..*self
+        })
+    }
+
+    /// Whether the session is in a `READ ONLY` transaction block (which may
+    /// still write temporary tables, but not create or drop them).
+    pub fn read_only_block(&self) -> bool {
+        matches!(&*self.lock(), TxnState::Open(open) if open.read_only)
+    }
+
+    /// The catalog of the session's temporary tables, if it has any.
+    pub fn temp_catalog(&self) -> Option<Arc<Catalog>> {
+        self.temp_tx().map(|t| t.catalog())
+    }
+
+    /// Whether `name` is one of the session's temporary tables.
+    pub fn is_temp(&self, name: &str) -> bool {
+        self.temp_catalog().is_some_and(|c| c.table(name).is_some())
+    }
+
+    /// The transaction that writes table `name`: the temporary storage's for
+    /// a temporary table (which hides a permanent one of its name).
+    pub fn for_table(&self, name: &str) -> Tx<'a> {
+        match self.temp_tx() {
+            Some(t) if t.catalog().table(name).is_some() => t,
+            _ => *self,
+        }
+    }
+
+    /// Table `name` as a statement sees it: a temporary one first.
+    pub fn table(&self, name: &str) -> Option<Arc<kura_storage::Table>> {
+        self.temp_catalog()
+            .and_then(|c| c.table(name))
+            .or_else(|| self.catalog().table(name))
+    }
+
+    fn lock(&self) -> MutexGuard<'a, TxnState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -370,6 +418,15 @@ pub(crate) fn after_statement<T>(state: &mut TxnState, r: &KuraResult<T>) {
         TxnState::Open(open) => open.writing = false,
         TxnState::Writing => *state = TxnState::Idle,
         _ => {}
+    }
+}
+
+/// Whether a statement holds the write transaction of this state now.
+pub(crate) fn is_writing(state: &TxnState) -> bool {
+    match state {
+        TxnState::Writing => true,
+        TxnState::Open(open) => open.writing,
+        _ => false,
     }
 }
 

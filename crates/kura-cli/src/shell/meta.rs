@@ -249,6 +249,20 @@ fn list(shell: &mut Shell, kinds: &[&str], pattern: Option<&str>) -> Result<(), 
     let pattern = pattern.unwrap_or("*");
     let mut rows = Vec::new();
     if kinds.contains(&"table") {
+        // The session's temporary tables first: they hide tables of their names.
+        if let Some(temp) = shell.session().temp_catalog() {
+            for name in temp.table_names() {
+                if matches(pattern, &name) {
+                    let n = temp.table(&name).map_or(0, |t| t.row_count());
+                    rows.push(vec![
+                        name,
+                        "temporary table".into(),
+                        n.to_string(),
+                        String::new(),
+                    ]);
+                }
+            }
+        }
         for name in catalog.table_names() {
             if matches(pattern, &name) {
                 let n = catalog.table(&name).map_or(0, |t| t.row_count());
@@ -289,7 +303,17 @@ fn list(shell: &mut Shell, kinds: &[&str], pattern: Option<&str>) -> Result<(), 
 fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
     let catalog = shell.session().storage().catalog();
     let mut found = false;
-    for name in catalog.table_names() {
+    // The session's temporary tables first, then the database's.
+    let catalogs: Vec<_> = shell
+        .session()
+        .temp_catalog()
+        .into_iter()
+        .chain(std::iter::once(catalog.clone()))
+        .collect();
+    for (catalog, name) in catalogs
+        .iter()
+        .flat_map(|c| c.table_names().into_iter().map(move |n| (c, n)))
+    {
         if !matches(pattern, &name) {
             continue;
         }

@@ -18,6 +18,7 @@ use crate::expr::{eval_predicate, BinaryOp, PhysExpr};
 use crate::ops::join::filter::KeyFilter;
 use crate::pipeline::{Emit, Source};
 use crate::plan::ZonePredicate;
+use crate::sample::{system_blocks, SampleMethod, TableSample};
 use crate::source::{TableSource, Zone};
 
 /// Whether a page with this min/max can hold a value satisfying `col op value`.
@@ -98,6 +99,9 @@ pub struct ScanSource {
     /// pieces of at most [`MORSEL_ROWS`] so that even a small table gives every
     /// worker work, in row order.
     morsels: Vec<Vec<Range<u64>>>,
+    /// `TABLESAMPLE BERNOULLI`: the rows of each batch kept (SYSTEM is applied
+    /// to `candidates` instead, so its skipped pages are never read).
+    bernoulli: Option<TableSample>,
 }
 
 /// A join filter keeping at most one row in this many makes the scan fetch its
@@ -170,6 +174,17 @@ impl ScanSource {
             }
             candidates = intersect(&candidates, &keep);
         }
+        let sample = table.sample().cloned();
+        if let Some(s) = sample.as_ref().filter(|s| s.method == SampleMethod::System) {
+            let mut keep = Vec::new();
+            for block in system_blocks(table.as_ref()) {
+                if s.keeps(block.start) {
+                    push_range(&mut keep, block);
+                }
+            }
+            candidates = intersect(&candidates, &keep);
+        }
+        let bernoulli = sample.filter(|s| s.method == SampleMethod::Bernoulli);
         let mut groups = table.row_groups();
         if groups.is_empty() && n > 0 {
             groups = std::iter::once(0..n).collect();
@@ -186,7 +201,27 @@ impl ScanSource {
             node,
             candidates,
             morsels,
+            bernoulli,
         }
+    }
+
+    /// Rows `first_row + sel[i]` (a BERNOULLI sample's) through the join filters:
+    /// only the sampled rows are decoded.
+    fn read_sampled(&self, row: u64, len: usize, sel: &[u32]) -> ExecResult<Batch> {
+        if self.columns.is_empty() || sel.is_empty() {
+            // Nothing to decode: a count, or no row of this batch sampled.
+            return Ok(Batch::with_rows(sel.len()));
+        }
+        let cols = self
+            .columns
+            .iter()
+            .map(|&c| self.table.read_selected(c, row, len, sel))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let mut batch = Batch::new(cols);
+        for k in &self.key_filters {
+            batch = k.apply(batch)?;
+        }
+        Ok(batch)
     }
 
     /// The scan with rows whose keys a built join table lacks dropped first.
@@ -369,7 +404,10 @@ impl Source for ScanSource {
                 let len = BATCH_SIZE.min((r.end - row) as usize);
                 let io0 = ctx.io_counters();
                 let mut filtered = false;
-                let batch = if self.columns.is_empty() {
+                let sampled = self.bernoulli.as_ref().map(|s| s.kept_rows(row, len));
+                let batch = if let Some(sel) = &sampled {
+                    self.read_sampled(row, len, sel)?
+                } else if self.columns.is_empty() {
                     Batch::with_rows(len)
                 } else if let Some((f, late)) = &late {
                     filtered = true;
@@ -633,6 +671,113 @@ mod tests {
             .unwrap();
         }
         assert_eq!(rows, 50);
+    }
+
+    /// A table of 10,000 integers in pages of 100 rows that notes the pages
+    /// each read touches.
+    struct PageCounting {
+        inner: MemTable,
+        pages: std::sync::Mutex<std::collections::BTreeSet<u64>>,
+    }
+
+    impl TableSource for PageCounting {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+        fn columns(&self) -> &[SourceColumn] {
+            self.inner.columns()
+        }
+        fn row_count(&self) -> u64 {
+            self.inner.row_count()
+        }
+        fn column_stats(&self, col: usize) -> Option<crate::source::ColumnStatistics> {
+            self.inner.column_stats(col)
+        }
+        fn zones(&self, col: usize) -> Vec<Zone> {
+            self.inner.zones(col)
+        }
+        fn row_groups(&self) -> Vec<Range<u64>> {
+            self.inner.row_groups()
+        }
+        fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
+            let mut pages = self.pages.lock().unwrap();
+            pages.extend(first_row / 100..(first_row + len as u64).div_ceil(100));
+            self.inner.read_range(col, first_row, len)
+        }
+    }
+
+    /// Rows and pages a scan of the 10,000-row table reads under `sample`.
+    fn sampled_scan(sample: Option<TableSample>) -> (Vec<i32>, usize) {
+        let vals: Vec<Value> = (0..10_000).map(Value::Integer).collect();
+        let inner = MemTable::new(
+            "t",
+            vec![SourceColumn {
+                name: "a".into(),
+                data_type: DataType::Integer,
+                nullable: false,
+            }],
+            vec![Vector::from_values(DataType::Integer, &vals).unwrap()],
+        )
+        .with_layout(100, 4096);
+        let counting = Arc::new(PageCounting {
+            inner,
+            pages: Default::default(),
+        });
+        let table: Arc<dyn TableSource> = match sample {
+            Some(s) => Arc::new(crate::sample::SampledTable::new(counting.clone(), s)),
+            None => counting.clone(),
+        };
+        let scan = ScanSource::new(table, vec![0], &[], None, 0);
+        let ctx = ExecContext::unbounded();
+        let mut rows = Vec::new();
+        for m in 0..scan.morsels() {
+            scan.produce(m, &ctx, &mut |b| {
+                let b = b.compact();
+                for r in 0..b.num_rows {
+                    if let Value::Integer(v) = b.columns[0].get_value(r) {
+                        rows.push(v);
+                    }
+                }
+                Ok(true)
+            })
+            .unwrap();
+        }
+        let pages = counting.pages.lock().unwrap().len();
+        (rows, pages)
+    }
+
+    #[test]
+    fn system_sampling_skips_whole_pages_unread() {
+        let sample = |method, percent| TableSample {
+            method,
+            percent,
+            seed: 42,
+            repeatable: true,
+        };
+        let (all, all_pages) = sampled_scan(None);
+        assert_eq!((all.len(), all_pages), (10_000, 100));
+        let (rows, pages) = sampled_scan(Some(sample(SampleMethod::System, 20.0)));
+        // About 20 of the 100 pages, each whole, and no other page read.
+        assert!((8..=35).contains(&pages), "{pages} pages");
+        assert_eq!(rows.len(), pages * 100);
+        let kept: std::collections::BTreeSet<i32> = rows.iter().map(|r| r / 100).collect();
+        assert_eq!(kept.len(), pages);
+        assert_eq!(
+            sampled_scan(Some(sample(SampleMethod::System, 20.0))).0,
+            rows
+        );
+        assert_eq!(
+            sampled_scan(Some(sample(SampleMethod::System, 0.0))),
+            (vec![], 0)
+        );
+        assert_eq!(
+            sampled_scan(Some(sample(SampleMethod::System, 100.0))).0,
+            all
+        );
+        // BERNOULLI keeps single rows, so it reads every page.
+        let (rows, pages) = sampled_scan(Some(sample(SampleMethod::Bernoulli, 20.0)));
+        assert!((1_500..2_500).contains(&rows.len()), "{} rows", rows.len());
+        assert_eq!(pages, 100);
     }
 
     #[test]

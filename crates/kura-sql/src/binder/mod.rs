@@ -8,6 +8,7 @@ mod expr;
 pub(crate) mod functions;
 mod grouping_sets;
 mod query;
+mod sample;
 mod session_fn;
 mod setop;
 mod subquery;
@@ -113,6 +114,9 @@ pub struct Binder<'a> {
     /// then share one source, which is how the planner recognises equal
     /// subplans (a view or CTE used twice) to compute them once.
     tables: HashMap<String, std::sync::Arc<dyn kura_exec::TableSource>>,
+    /// The statement's random base for TABLESAMPLE without REPEATABLE, drawn
+    /// at the first such clause (see `sample`).
+    sample_seed: Option<u64>,
 }
 
 /// Lower-cases unquoted identifiers (PostgreSQL folding).
@@ -225,6 +229,7 @@ impl<'a> Binder<'a> {
             building_system: false,
             null_arrays: Default::default(),
             tables: HashMap::new(),
+            sample_seed: None,
         }
     }
 

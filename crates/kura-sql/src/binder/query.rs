@@ -552,8 +552,20 @@ impl Binder<'_> {
                 name,
                 alias,
                 args: None,
+                sample,
                 ..
-            } => self.bind_relation(name, alias.as_ref()),
+            } => match sample {
+                Some(s) => self.bind_sampled_relation(name, alias.as_ref(), s),
+                None => self.bind_relation(name, alias.as_ref()),
+            },
+            ast::TableFactor::Derived {
+                sample: Some(_),
+                subquery,
+                ..
+            } => Err(SqlError::unsupported(
+                "TABLESAMPLE on a subquery",
+                span_pos(subquery.as_ref()),
+            )),
             ast::TableFactor::Derived {
                 subquery,
                 alias,

@@ -445,8 +445,9 @@ pub fn estimate(plan: &Logical) -> Estimate {
             cols,
             filters,
         } => {
+            let sampled = table.sample().map_or(1.0, |s| s.fraction());
             let mut e = Estimate {
-                rows: table.row_count() as f64,
+                rows: table.row_count() as f64 * sampled,
                 ..Default::default()
             };
             for (i, id) in cols {
