@@ -353,8 +353,10 @@ impl Executor<'_> {
                 limit,
             } => {
                 let mut p = self.compile(input, shared)?;
-                p.transforms
-                    .push((node.id, Arc::new(LimitOp::new(*offset, *limit))));
+                p.transforms.push((
+                    node.id,
+                    Arc::new(LimitOp::new(*offset, *limit, sorted(input))),
+                ));
                 p
             }
             PlanKind::Replicate { input, count } => {
@@ -503,4 +505,15 @@ impl Executor<'_> {
 /// Output types of a plan, for callers that build result descriptions.
 pub fn output_types(plan: &PlanNode) -> Vec<DataType> {
     plan.output.clone()
+}
+
+/// Whether `node`'s rows come in an order a LIMIT above must respect: a sort,
+/// seen through the operators that keep its order.
+fn sorted(node: &PlanNode) -> bool {
+    match &node.kind {
+        PlanKind::Sort { .. } => true,
+        PlanKind::Project { input, .. } | PlanKind::Filter { input, .. } => sorted(input),
+        PlanKind::Limit { input, .. } => sorted(input),
+        _ => false,
+    }
 }

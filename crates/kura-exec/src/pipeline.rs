@@ -109,6 +109,14 @@ pub trait Transform: Send + Sync {
         0
     }
 
+    /// Whether its output depends on seeing the morsels in order (an OFFSET,
+    /// a LIMIT of sorted rows): the pipeline then runs them one after the
+    /// other in every mode — workers taking morsels as they come would skip
+    /// or keep the wrong rows.
+    fn needs_morsel_order(&self) -> bool {
+        false
+    }
+
     /// Rows emitted once every input batch has passed, from every worker (the
     /// build rows a FULL or RIGHT join matched with no probe row); they flow
     /// through the transforms after this one into the sink.
@@ -268,7 +276,8 @@ impl Pipeline {
         // then all in flight at once (an index join over a few probe keys)
         // instead of one synchronous read after the other.
         let single_without_reads = morsels == 1 && self.source.pages_for(range.start).is_none();
-        let mode = if morsels == 0 || single_without_reads || on_worker {
+        let ordered = self.transforms.iter().any(|(_, t)| t.needs_morsel_order());
+        let mode = if morsels == 0 || single_without_reads || on_worker || ordered {
             ExecutionMode::Serial
         } else {
             ctx.mode

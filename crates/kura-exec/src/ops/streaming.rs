@@ -73,17 +73,26 @@ fn pick_columns(exprs: &[PhysExpr], mut batch: Batch) -> Result<Batch, Batch> {
 /// OFFSET / LIMIT over the stream; stops the pipeline once the limit is reached.
 pub struct LimitOp {
     state: Mutex<(usize, Option<usize>)>,
+    /// The rows it takes depend on their order: an OFFSET, or sorted input.
+    ordered: bool,
 }
 
 impl LimitOp {
-    pub fn new(offset: usize, limit: Option<usize>) -> LimitOp {
+    /// `sorted`: the input comes from an ORDER BY, so a LIMIT must take its
+    /// first rows, not the first to arrive.
+    pub fn new(offset: usize, limit: Option<usize>, sorted: bool) -> LimitOp {
         LimitOp {
             state: Mutex::new((offset, limit)),
+            ordered: sorted || offset > 0,
         }
     }
 }
 
 impl Transform for LimitOp {
+    fn needs_morsel_order(&self) -> bool {
+        self.ordered
+    }
+
     fn apply(&self, batch: Batch, _ctx: &ExecContext) -> ExecResult<Option<Batch>> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let (skip, remaining) = &mut *st;
