@@ -112,7 +112,7 @@ impl WindowFunc {
     /// offsets, which are constants).
     pub fn args(&self) -> Vec<&PhysExpr> {
         match self {
-            WindowFunc::Aggregate(a, _) => a.arg.iter().collect(),
+            WindowFunc::Aggregate(a, _) => a.exprs().collect(),
             WindowFunc::Ntile(n) => vec![n],
             WindowFunc::Shift {
                 value,
@@ -133,7 +133,7 @@ impl WindowFunc {
     pub fn exprs_mut(&mut self) -> Vec<&mut PhysExpr> {
         match self {
             WindowFunc::Aggregate(a, frame) => {
-                let mut v: Vec<&mut PhysExpr> = a.arg.iter_mut().collect();
+                let mut v: Vec<&mut PhysExpr> = a.exprs_mut().collect();
                 v.extend(frame.exprs_mut());
                 v
             }

@@ -276,7 +276,7 @@ impl Binder<'_> {
                 .iter()
                 .map(|(a, id)| {
                     let mut a = a.clone();
-                    a.arg = a.arg.as_ref().map(|x| subst(x, &ids));
+                    a.map_exprs(|x| subst(x, &ids));
                     (a, self.cols.add("?agg?", self.cols.ty(*id)))
                 })
                 .collect();

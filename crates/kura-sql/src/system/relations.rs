@@ -601,6 +601,7 @@ fn functions() -> Vec<(&'static str, bool)> {
     all.dedup();
     all
 }
+
 /// The window functions, for `pg_proc` (kind `w`).
 const WINDOW_FUNCTIONS: &[&str] = &[
     "row_number",
