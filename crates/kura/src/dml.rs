@@ -10,7 +10,7 @@
 //! NULL, a value out of range) changes nothing.
 
 use sqlparser::ast::{
-    AssignmentTarget, Delete, FromTable, Statement, TableFactor, TableWithJoins, Truncate, Update,
+    AssignmentTarget, Delete, FromTable, TableFactor, TableWithJoins, Truncate, Update,
 };
 
 use kura_common::{Batch, DataType, Value, Vector};
@@ -248,12 +248,7 @@ fn schema_of(ctx: &QueryContext, table: &str) -> KuraResult<Schema> {
 }
 
 fn run_query(ctx: &QueryContext, sql: &str, params: Option<Vec<Value>>) -> KuraResult<Vec<Batch>> {
-    let statements = crate::session::parse(sql)?;
-    let [Statement::Query(q)] = statements.as_slice() else {
-        return Err(KuraError::Internal(format!("not one query: {sql}")));
-    };
-    let planned = ctx.plan(q, params)?;
-    ctx.execute(&planned, &ctx.exec_context())
+    ctx.run_sql(sql, params, None)
 }
 
 /// Replaces the rows of `table` by `rows` in the write transaction.
@@ -281,6 +276,6 @@ fn merge(old: &Vector, new: &Vector, hit: &[bool], data_type: DataType) -> Vecto
 }
 
 /// `name` as a quoted SQL identifier (catalog names are stored as written).
-fn quote_ident(name: &str) -> String {
+pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }

@@ -15,6 +15,7 @@ use kura_exec::expr::assign_vector;
 use kura_storage::rules::{ForeignKey, TableRules};
 use kura_storage::{Catalog, Schema, WriteTxn};
 
+use crate::dml::quote_ident;
 use crate::error::{KuraError, KuraResult};
 use crate::query::QueryContext;
 
@@ -200,7 +201,7 @@ fn check_constraints(
         .iter()
         .map(|c| format!("count(*) FILTER (WHERE (({})) IS FALSE)", c.sql))
         .collect();
-    let sql = format!("SELECT {} FROM {}", items.join(", "), quote(table));
+    let sql = format!("SELECT {} FROM {}", items.join(", "), quote_ident(table));
     let batches = ctx.run_sql(&sql, None, Some(view.clone()))?;
     let row = first_row(&batches);
     for (c, v) in checks.iter().zip(row) {
@@ -228,21 +229,21 @@ fn missing_reference(
     let cols: Vec<String> = fk
         .columns
         .iter()
-        .map(|c| format!("c.{}", quote(c)))
+        .map(|c| format!("c.{}", quote_ident(c)))
         .collect();
     let not_null: Vec<String> = cols.iter().map(|c| format!("{c} IS NOT NULL")).collect();
     let equal: Vec<String> = fk
         .ref_columns
         .iter()
         .zip(&cols)
-        .map(|(r, c)| format!("p.{} = {c}", quote(r)))
+        .map(|(r, c)| format!("p.{} = {c}", quote_ident(r)))
         .collect();
     let sql = format!(
         "SELECT {} FROM {} AS c WHERE {} AND NOT EXISTS (SELECT 1 FROM {} AS p WHERE {}) LIMIT 1",
         cols.join(", "),
-        quote(child),
+        quote_ident(child),
         not_null.join(" AND "),
-        quote(&fk.ref_table),
+        quote_ident(&fk.ref_table),
         equal.join(" AND ")
     );
     let batches = ctx.run_sql(&sql, None, Some(view.clone()))?;
@@ -267,8 +268,4 @@ fn first_row(batches: &[Batch]) -> Vec<Value> {
             b.columns.iter().map(|c| c.get_value(0)).collect()
         })
         .unwrap_or_default()
-}
-
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }
