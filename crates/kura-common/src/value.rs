@@ -80,7 +80,8 @@ impl Value {
         }
     }
 
-    fn as_i64(&self) -> Option<i64> {
+    /// An integer value (INTEGER or BIGINT) as i64.
+    pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Integer(v) => Some(*v as i64),
             Value::BigInt(v) => Some(*v),

@@ -61,6 +61,9 @@ pub enum ExecError {
     /// SQLSTATE for each: 22004, 22013, 22014, 22016).
     #[error("{message}")]
     WindowArgument { code: &'static str, message: String },
+    /// A sequence function's error, with PostgreSQL's code.
+    #[error("{message}")]
+    Sequence { code: &'static str, message: String },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -86,7 +89,7 @@ impl ExecError {
             ExecError::Unsupported(_) => "0A000",
             ExecError::InvalidParameter(_) => "22023",
             ExecError::InvalidDatetimeFormat(_) => "22007",
-            ExecError::WindowArgument { code, .. } => code,
+            ExecError::WindowArgument { code, .. } | ExecError::Sequence { code, .. } => code,
             ExecError::Internal(_) => "XX000",
         }
     }
@@ -105,6 +108,7 @@ impl From<kura_storage::StorageError> for ExecError {
             | S::NotADatabase { .. }
             | S::HeaderDamaged { .. } => ExecError::DataCorrupted(e.to_string()),
             S::TooLarge(what) => ExecError::TooLarge(what),
+            S::Sequence { code, message } => ExecError::Sequence { code, message },
             other => ExecError::Storage(other.to_string()),
         }
     }

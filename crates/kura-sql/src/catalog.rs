@@ -89,6 +89,12 @@ pub trait CatalogProvider {
     fn session(&self) -> Option<&crate::SessionInfo> {
         None
     }
+    /// Sequence `name` (normalized), for `nextval` and friends: a fresh
+    /// handle per call, since every call in a statement draws on its own.
+    fn sequence(&self, name: &str) -> Option<kura_exec::expr::SeqRef> {
+        let _ = name;
+        None
+    }
     /// A table's defaults and constraints (`pg_constraint`, `pg_attrdef`).
     fn rules(&self, table: &str) -> TableRulesInfo {
         let _ = table;

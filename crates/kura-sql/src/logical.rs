@@ -405,6 +405,11 @@ pub fn map_columns(e: &PhysExpr, f: &mut dyn FnMut(ColId, DataType) -> PhysExpr)
             args: args.iter().map(|a| map_columns(a, f)).collect(),
             data_type: *data_type,
         },
+        P::Sequence { seq, op, args } => P::Sequence {
+            seq: seq.clone(),
+            op: *op,
+            args: args.iter().map(|a| map_columns(a, f)).collect(),
+        },
     }
 }
 
@@ -477,6 +482,11 @@ pub fn replace_subexprs(e: &PhysExpr, from: &[(PhysExpr, ColId)]) -> PhysExpr {
             func: *func,
             args: args.iter().map(|a| replace_subexprs(a, from)).collect(),
             data_type: *data_type,
+        },
+        P::Sequence { seq, op, args } => P::Sequence {
+            seq: seq.clone(),
+            op: *op,
+            args: args.iter().map(|a| replace_subexprs(a, from)).collect(),
         },
     }
 }

@@ -11,6 +11,7 @@ use kura_common::DataType;
 use crate::file::PageId;
 use crate::index::BTreeIndex;
 use crate::rules::TableRules;
+use crate::sequence::SequenceEntry;
 use crate::table::Table;
 
 /// A column of a table.
@@ -103,6 +104,38 @@ pub(crate) struct CatalogFile {
     /// Last, so a catalog written before constraints existed (format ≤ 6) is
     /// its prefix.
     pub rules: Vec<TableRules>,
+    /// The last three, so a catalog written before sequences existed (format
+    /// 7) is its prefix.
+    pub sequences: Vec<SequenceEntry>,
+    /// The two pages of sequence values (empty until a sequence is created).
+    pub sequence_pages: Vec<PageId>,
+    /// The id the next sequence gets (ids are never reused).
+    pub next_sequence_id: u64,
+}
+
+/// The catalog blob as written before sequences existed (format 7).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CatalogFileV7 {
+    pub tables: Vec<TableEntry>,
+    pub views: Vec<ViewDef>,
+    pub free_pages: Vec<PageId>,
+    pub indexes: Vec<IndexEntry>,
+    pub covering: Vec<CoveringEntry>,
+    pub rules: Vec<TableRules>,
+}
+
+impl From<CatalogFileV7> for CatalogFile {
+    fn from(v: CatalogFileV7) -> Self {
+        CatalogFile {
+            tables: v.tables,
+            views: v.views,
+            free_pages: v.free_pages,
+            indexes: v.indexes,
+            covering: v.covering,
+            rules: v.rules,
+            ..CatalogFile::default()
+        }
+    }
 }
 
 /// The catalog blob as written before constraints and defaults existed
@@ -125,6 +158,7 @@ impl From<CatalogFileV6> for CatalogFile {
             indexes: v.indexes,
             covering: v.covering,
             rules: Vec::new(),
+            ..CatalogFile::default()
         }
     }
 }
@@ -148,6 +182,7 @@ impl From<CatalogFileV2> for CatalogFile {
             indexes: v.indexes,
             covering: Vec::new(),
             rules: Vec::new(),
+            ..CatalogFile::default()
         }
     }
 }
@@ -158,6 +193,7 @@ impl CatalogFile {
     /// back into their index entries.
     pub(crate) fn decode(bytes: &[u8]) -> Result<CatalogFile, postcard::Error> {
         let mut data: CatalogFile = postcard::from_bytes(bytes)
+            .or_else(|_| postcard::from_bytes::<CatalogFileV7>(bytes).map(CatalogFile::from))
             .or_else(|_| postcard::from_bytes::<CatalogFileV6>(bytes).map(CatalogFile::from))
             .or_else(|_| postcard::from_bytes::<CatalogFileV2>(bytes).map(CatalogFile::from))
             .or_else(|_| postcard::from_bytes::<CatalogFileV1>(bytes).map(CatalogFile::from))?;
@@ -201,6 +237,7 @@ impl From<CatalogFileV1> for CatalogFile {
             indexes: Vec::new(),
             covering: Vec::new(),
             rules: Vec::new(),
+            ..CatalogFile::default()
         }
     }
 }
@@ -214,6 +251,11 @@ pub struct Catalog {
     pub(crate) indexes: BTreeMap<String, IndexEntry>,
     /// Defaults and constraints, by table.
     pub(crate) rules: BTreeMap<String, TableRules>,
+    /// Sequences, by name.
+    pub(crate) sequences: BTreeMap<String, SequenceEntry>,
+    /// The two pages of sequence values, once a sequence was committed.
+    pub(crate) sequence_pages: Option<[PageId; 2]>,
+    pub(crate) next_sequence_id: u64,
     /// Pages of each table's metadata blob (freed when the table changes).
     pub(crate) table_blobs: BTreeMap<String, Vec<PageId>>,
     /// Pages of this catalog's own blob.
@@ -234,6 +276,9 @@ impl Catalog {
             views: BTreeMap::new(),
             indexes: BTreeMap::new(),
             rules: BTreeMap::new(),
+            sequences: BTreeMap::new(),
+            sequence_pages: None,
+            next_sequence_id: 1,
             table_blobs: BTreeMap::new(),
             blob_pages: Vec::new(),
             free_pages: Vec::new(),
@@ -279,6 +324,17 @@ impl Catalog {
     /// Every table's defaults and constraints.
     pub fn all_rules(&self) -> impl Iterator<Item = &TableRules> {
         self.rules.values()
+    }
+
+    /// Sequence `name`'s definition (its state as committed, not its current
+    /// value: see `Storage::sequence_state`).
+    pub fn sequence(&self, name: &str) -> Option<&SequenceEntry> {
+        self.sequences.get(&normalize(name))
+    }
+
+    /// Every sequence, by name.
+    pub fn sequences(&self) -> impl Iterator<Item = &SequenceEntry> {
+        self.sequences.values()
     }
 
     pub fn index_names(&self) -> Vec<String> {

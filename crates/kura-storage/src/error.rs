@@ -103,6 +103,10 @@ pub enum StorageError {
         /// PostgreSQL's SQLSTATE for it (see `loader::parse::code`).
         code: &'static str,
     },
+    /// A sequence error with PostgreSQL's code (2200H past its bounds,
+    /// 22003 setval out of range, 42P01 dropped).
+    #[error("{message}")]
+    Sequence { code: &'static str, message: String },
     #[error("{0}")]
     Invalid(String),
     /// A value or batch beyond a size limit (PostgreSQL's program_limit_exceeded).

@@ -12,6 +12,7 @@ pub mod index;
 pub mod loader;
 pub mod resident;
 pub mod rules;
+pub mod sequence;
 pub mod storage;
 pub mod table;
 mod txn_io;

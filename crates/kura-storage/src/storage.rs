@@ -23,6 +23,7 @@ use crate::index::{
     BTreeIndex,
 };
 use crate::rules::{ForeignKey, TableRules};
+use crate::sequence::{SeqState, SequenceDef, SequenceEntry, SequenceValues, TxnSequences};
 use crate::table::meta::TableMeta;
 use crate::table::writer::TableAppender;
 use crate::table::Table;
@@ -119,6 +120,8 @@ pub struct Storage {
     open_warnings: Vec<String>,
     /// The indexes held resident in the pool (`SET resident_indexes`).
     resident: Mutex<crate::resident::ResidentSpec>,
+    /// The values of the sequences (outside transactions).
+    sequences: SequenceValues,
 }
 
 impl Storage {
@@ -139,7 +142,15 @@ impl Storage {
         if let Some(repair) = opened.repair {
             file.write_header(&repair)?;
         }
-        for w in &opened.warnings {
+        let mut warnings = opened.warnings;
+        let entries: Vec<SequenceEntry> = catalog.sequences.values().cloned().collect();
+        let sequences = SequenceValues::open(
+            file.clone(),
+            &entries,
+            catalog.sequence_pages,
+            &mut warnings,
+        );
+        for w in &warnings {
             tracing::warn!("{}: {w}", path.display());
         }
         let storage = Arc::new_cyclic(|me| Storage {
@@ -153,8 +164,9 @@ impl Storage {
             })),
             writer_free: Condvar::new(),
             committed_pages: AtomicU64::new(header.page_count),
-            open_warnings: opened.warnings,
+            open_warnings: warnings,
             resident: Mutex::new(Default::default()),
+            sequences,
         });
         storage.refresh_objects();
         Ok(storage)
@@ -294,6 +306,23 @@ impl Storage {
         self.committed_pages.load(Ordering::Acquire)
     }
 
+    /// The next `n` values of sequence `id` (named `name` in errors). Never
+    /// rolled back; durable before they are returned.
+    pub fn next_sequence_values(&self, id: u64, name: &str, n: usize) -> StorageResult<Vec<i64>> {
+        self.sequences.next_values(id, name, n)
+    }
+
+    /// `setval`: sequence `id` continues after `value` (at `value` when
+    /// `called` is false). Never rolled back.
+    pub fn set_sequence(&self, id: u64, name: &str, value: i64, called: bool) -> StorageResult<()> {
+        self.sequences.set(id, name, value, called)
+    }
+
+    /// Where sequence `id` stands now.
+    pub fn sequence_state(&self, id: u64) -> Option<SeqState> {
+        self.sequences.state(id)
+    }
+
     fn lock_writer(&self) -> MutexGuard<'_, Option<WriterState>> {
         self.writer.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -389,6 +418,7 @@ impl Storage {
             views: base.views.clone(),
             indexes,
             rules: base.rules.clone(),
+            sequences: TxnSequences::of(&base),
             blobs: base.table_blobs.clone(),
             base,
             tables,
@@ -431,6 +461,7 @@ pub struct WriteTxn {
     indexes: BTreeMap<String, (TxnIndex, Option<BTreeIndex>)>,
     /// Defaults and constraints, by table.
     rules: BTreeMap<String, TableRules>,
+    sequences: TxnSequences,
     /// Pages of each table's metadata blob as of now.
     blobs: BTreeMap<String, Vec<PageId>>,
     io: PageIo,
@@ -495,7 +526,7 @@ impl WriteTxn {
         if self.tables.contains_key(&key) {
             return Err(StorageError::TableExists(key));
         }
-        if self.views.contains_key(&key) {
+        if self.views.contains_key(&key) || self.sequences.entries.contains_key(&key) {
             return Err(StorageError::RelationExists(key));
         }
         if schema.is_empty() {
@@ -541,6 +572,10 @@ impl WriteTxn {
             .remove(&key)
             .ok_or_else(|| StorageError::NoSuchTable(key.clone()))?;
         self.rules.remove(&key);
+        // A table's serial and identity sequences go with it.
+        for seq in self.sequences.owned_by(&key) {
+            self.sequences.remove(&seq);
+        }
         let on_table: Vec<String> = self
             .indexes
             .iter()
@@ -643,6 +678,7 @@ impl WriteTxn {
         if self.indexes.contains_key(&key)
             || self.tables.contains_key(&key)
             || self.views.contains_key(&key)
+            || self.sequences.entries.contains_key(&key)
         {
             return Err(StorageError::RelationExists(key));
         }
@@ -729,6 +765,88 @@ impl WriteTxn {
         Ok(())
     }
 
+    /// Creates sequence `def.name` (its `id` is assigned here) and returns
+    /// its definition. Its values can be drawn at once.
+    pub fn create_sequence(&mut self, mut def: SequenceDef) -> StorageResult<SequenceDef> {
+        let key = normalize(&def.name);
+        if self.tables.contains_key(&key)
+            || self.views.contains_key(&key)
+            || self.indexes.contains_key(&key)
+            || self.sequences.entries.contains_key(&key)
+        {
+            return Err(StorageError::RelationExists(key));
+        }
+        let limit = crate::sequence::capacity(self.io.page_size());
+        if self.sequences.entries.len() >= limit {
+            return Err(StorageError::TooLarge(format!(
+                "too many sequences: a database holds at most {limit}"
+            )));
+        }
+        def.name = key.clone();
+        def.id = self.sequences.next_id;
+        self.sequences.next_id += 1;
+        self.storage.sequences.register(def.clone());
+        self.sequences.created.push(def.id);
+        let state = def.initial_state();
+        self.sequences.entries.insert(
+            key,
+            SequenceEntry {
+                def: def.clone(),
+                state,
+            },
+        );
+        Ok(def)
+    }
+
+    /// Drops sequence `name`; one a column's default or identity uses goes
+    /// only with its table.
+    pub fn drop_sequence(&mut self, name: &str) -> StorageResult<()> {
+        let key = normalize(name);
+        let entry = self
+            .sequences
+            .entries
+            .get(&key)
+            .ok_or_else(|| StorageError::Sequence {
+                code: "42P01",
+                message: format!("sequence \"{key}\" does not exist"),
+            })?;
+        if let Some(owner) = &entry.def.owned_by {
+            if self.tables.contains_key(&owner.table) {
+                return Err(StorageError::DependentObjects(format!(
+                    "cannot drop sequence {key} because column {} of table {} requires it",
+                    owner.column, owner.table
+                )));
+            }
+        }
+        self.sequences.remove(&key);
+        Ok(())
+    }
+
+    /// Whether a table, view, index or sequence is named `name` (they share
+    /// one namespace).
+    pub fn relation_exists(&self, name: &str) -> bool {
+        let key = normalize(name);
+        self.tables.contains_key(&key)
+            || self.views.contains_key(&key)
+            || self.indexes.contains_key(&key)
+            || self.sequences.entries.contains_key(&key)
+    }
+
+    /// Every sequence as this transaction sees it.
+    pub fn sequences(&self) -> impl Iterator<Item = &SequenceEntry> {
+        self.sequences.entries.values()
+    }
+
+    /// Every table's defaults and constraints as this transaction sees them.
+    pub fn all_rules(&self) -> impl Iterator<Item = &TableRules> {
+        self.rules.values()
+    }
+
+    /// Sequence `name` as this transaction sees it.
+    pub fn sequence(&self, name: &str) -> Option<&SequenceEntry> {
+        self.sequences.entries.get(&normalize(name))
+    }
+
     pub fn create_view(
         &mut self,
         name: &str,
@@ -736,7 +854,10 @@ impl WriteTxn {
         columns: Vec<String>,
     ) -> StorageResult<()> {
         let key = normalize(name);
-        if self.tables.contains_key(&key) || self.views.contains_key(&key) {
+        if self.tables.contains_key(&key)
+            || self.views.contains_key(&key)
+            || self.sequences.entries.contains_key(&key)
+        {
             return Err(StorageError::RelationExists(key));
         }
         self.views.insert(
@@ -861,6 +982,9 @@ impl WriteTxn {
             views: self.views.clone(),
             indexes: self.index_entries(),
             rules: self.rules.clone(),
+            sequences: self.sequences.entries.clone(),
+            sequence_pages: self.sequences.pages,
+            next_sequence_id: self.sequences.next_id,
             table_blobs: self.blobs.clone(),
             blob_pages,
             free_pages,
@@ -906,8 +1030,25 @@ impl WriteTxn {
             indexes: self.index_entries().into_values().collect(),
             covering: Vec::new(),
             rules: self.rules.values().cloned().collect(),
+            sequences: Vec::new(),
+            sequence_pages: Vec::new(),
+            next_sequence_id: self.sequences.next_id,
         };
         file_data.covering = CatalogFile::covering_of(&file_data.indexes);
+        // Each sequence as a crash would restart it now; its current value
+        // lives on the sequence pages.
+        for e in self.sequences.entries.values_mut() {
+            if let Some(state) = storage.sequences.catalog_state(e.def.id) {
+                e.state = state;
+            }
+        }
+        file_data.sequences = self.sequences.entries.values().cloned().collect();
+        if self.sequences.pages.is_none() && !self.sequences.entries.is_empty() {
+            let pages = [self.io.alloc(), self.io.alloc()];
+            self.write_first_sequence_pages(pages)?;
+            self.sequences.pages = Some(pages);
+        }
+        file_data.sequence_pages = self.sequences.pages.map_or(Vec::new(), |p| p.to_vec());
         // The catalog's own pages are taken first (from free pages when there are
         // some), then the free list is recomputed without them: dropping entries
         // only shrinks the encoding, so the pages taken always suffice.
@@ -934,6 +1075,12 @@ impl WriteTxn {
         };
         storage.file.write_header(&header)?;
         self.committed = true;
+        // Before the new catalog is visible, so that no value of a new
+        // sequence is drawn without being made durable first.
+        let (created, gone) = self.sequences.outcome();
+        storage
+            .sequences
+            .committed(&created, &gone, self.sequences.pages);
         storage
             .committed_pages
             .store(header.page_count, Ordering::Release);
@@ -952,6 +1099,25 @@ impl WriteTxn {
         state.quarantine.push(quarantine);
         storage.refresh_objects();
         storage.refresh_resident();
+        Ok(())
+    }
+
+    /// Writes both sequence pages for the first time, with the states the
+    /// catalog records (generations 0 and 1), so that one of them is always
+    /// valid.
+    fn write_first_sequence_pages(&mut self, pages: [PageId; 2]) -> StorageResult<()> {
+        self.io.flush()?;
+        let records: Vec<(u64, SeqState)> = self
+            .sequences
+            .entries
+            .values()
+            .map(|e| (e.def.id, e.state))
+            .collect();
+        let mut buf = crate::file::aligned::AlignedBuf::new(self.io.page_size());
+        for (generation, page) in pages.into_iter().enumerate() {
+            crate::sequence::encode_page(&mut buf, page, generation as u64, &records)?;
+            self.storage.file.write_pages(page, &buf)?;
+        }
         Ok(())
     }
 
@@ -989,6 +1155,7 @@ impl Drop for WriteTxn {
             return;
         };
         if !self.committed {
+            self.storage.sequences.forget(&self.sequences.created);
             // The pages written are referenced by nothing now, and the next
             // writer will reuse their ids: cached copies must not be read back.
             for page in state.header.page_count..self.io.next_page() {
@@ -1052,6 +1219,16 @@ fn load_catalog(
         .into_iter()
         .map(|r| (r.table.clone(), r))
         .collect();
+    catalog.sequences = data
+        .sequences
+        .into_iter()
+        .map(|e| (e.def.name.clone(), e))
+        .collect();
+    catalog.sequence_pages = match data.sequence_pages[..] {
+        [a, b] => Some([a, b]),
+        _ => None,
+    };
+    catalog.next_sequence_id = data.next_sequence_id.max(1);
     catalog.blob_pages = pages;
     catalog.free_pages = data.free_pages;
     Ok(catalog)

@@ -64,15 +64,11 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
         T::Varchar(l) | T::CharacterVarying(l) => DataType::Varchar(char_len(l)?),
         T::Text | T::String(None) => DataType::Varchar(None),
         T::Char(l) | T::Character(l) => DataType::Char(char_len(l)?.unwrap_or(1)),
-        // Known to PostgreSQL users, so named rather than "does not exist".
-        T::Custom(name, _)
-            if matches!(
-                name.to_string().to_ascii_lowercase().as_str(),
-                "serial" | "bigserial" | "smallserial" | "serial4" | "serial8" | "serial2"
-            ) =>
-        {
-            return Err(KuraError::Unsupported(format!(
-                "type {} (sequences are not supported yet: use INTEGER or BIGINT and give the values)",
+        // Only a column type: CREATE TABLE turns it into an integer column
+        // with a sequence (table_rules), CAST and the like cannot.
+        T::Custom(name, _) if crate::sequences::serial_type(t).is_some() => {
+            return Err(KuraError::UndefinedType(format!(
+                "{} (serial types exist only as CREATE TABLE column types)",
                 name.to_string().to_ascii_lowercase()
             )))
         }
@@ -107,6 +103,27 @@ pub(crate) fn create_table(tx: &Tx, ct: &ast::CreateTable) -> KuraResult<QueryRe
             return Ok(());
         }
         txn.create_table(&name, def.schema.clone())?;
+        let mut rules = def.rules.clone();
+        for seq in &def.sequences {
+            // A relation of the sequence's name already exists: take the
+            // next free name, as PostgreSQL does (`t_id_seq1`).
+            let mut seq = seq.clone();
+            let base = seq.name.clone();
+            let mut n = 0;
+            while txn.relation_exists(&seq.name) {
+                n += 1;
+                seq.name = format!("{base}{n}");
+            }
+            if n > 0 {
+                let column = seq.owned_by.as_ref().map(|o| o.column.clone());
+                for d in &mut rules.defaults {
+                    if Some(&d.column) == column.as_ref() {
+                        d.sql = crate::sequences::nextval_sql(&seq.name);
+                    }
+                }
+            }
+            txn.create_sequence(seq)?;
+        }
         for key in &def.rules.keys {
             if txn.has_index(&key.name) {
                 return Err(KuraError::State {
@@ -116,7 +133,6 @@ pub(crate) fn create_table(tx: &Tx, ct: &ast::CreateTable) -> KuraResult<QueryRe
             }
             txn.create_index(&key.name, &name, &key.columns, true, &mut |_, _| {})?;
         }
-        let mut rules = def.rules.clone();
         for fk in &mut rules.foreign_keys {
             resolve_reference(txn, &name, &def.schema, &def.rules, fk)?;
         }

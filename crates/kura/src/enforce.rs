@@ -32,6 +32,8 @@ pub(crate) fn default_values(
         .iter()
         .map(|c| match rules.and_then(|r| r.default_of(&c.name)) {
             None => Ok(Value::Null),
+            // Drawn per row by the source (`with_row_defaults`).
+            Some(sql) if draws_on_sequence(sql) => Ok(Value::Null),
             Some(sql) => {
                 let batches = ctx.run_sql(&format!("SELECT {sql}"), None, None)?;
                 let b = batches
@@ -44,6 +46,99 @@ pub(crate) fn default_values(
             }
         })
         .collect()
+}
+
+/// Whether a DEFAULT draws on a sequence, so differs from row to row.
+fn draws_on_sequence(sql: &str) -> bool {
+    !crate::sequences::sequences_used(sql).is_empty()
+}
+
+/// The table columns an INSERT leaves out (`positions` are those it fills)
+/// whose DEFAULT draws on a sequence.
+pub(crate) fn per_row_defaults(
+    positions: &[usize],
+    schema: &Schema,
+    rules: Option<&TableRules>,
+) -> Vec<usize> {
+    (0..schema.columns.len())
+        .filter(|i| !positions.contains(i))
+        .filter(|&i| {
+            rules
+                .and_then(|r| r.default_of(&schema.columns[i].name))
+                .is_some_and(draws_on_sequence)
+        })
+        .collect()
+}
+
+/// `SELECT s.*, default… FROM (source) AS s`: the source with the DEFAULTs
+/// of columns `extra` appended, evaluated once per row.
+pub(crate) fn with_row_defaults(
+    source: &Query,
+    extra: &[usize],
+    schema: &Schema,
+    rules: Option<&TableRules>,
+) -> KuraResult<Query> {
+    let defaults: Vec<String> = extra
+        .iter()
+        .map(|&i| {
+            let c = &schema.columns[i];
+            let sql = rules.and_then(|r| r.default_of(&c.name)).unwrap_or("NULL");
+            format!("CAST(({sql}) AS {})", sql_type(c.data_type))
+        })
+        .collect();
+    let sql = format!(
+        "SELECT __kura_source.*, {} FROM ({source}) AS __kura_source",
+        defaults.join(", ")
+    );
+    match crate::session::parse(&sql)?.pop() {
+        Some(Statement::Query(q)) => Ok(*q),
+        _ => Err(KuraError::Internal(format!("not a query: {sql}"))),
+    }
+}
+
+/// Refuses a value for a `GENERATED ALWAYS AS IDENTITY` column (428C9), as
+/// PostgreSQL does: only `DEFAULT` may be written there.
+pub(crate) fn refuse_identity_values(
+    txn: &WriteTxn,
+    table: &str,
+    source: &Query,
+    positions: &[usize],
+    schema: &Schema,
+) -> KuraResult<()> {
+    use kura_storage::sequence::Identity;
+    let is_default = |e: &Expr| matches!(e, Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"));
+    for seq in txn.sequences() {
+        let Some(owner) = &seq.def.owned_by else {
+            continue;
+        };
+        if seq.def.identity != Some(Identity::Always) || owner.table != table {
+            continue;
+        }
+        let Some(k) = positions
+            .iter()
+            .position(|&p| schema.columns[p].name == owner.column)
+        else {
+            continue;
+        };
+        let all_default = match &*source.body {
+            SetExpr::Values(v) => v
+                .rows
+                .iter()
+                .all(|r| r.content.get(k).is_some_and(is_default)),
+            _ => false,
+        };
+        if !all_default {
+            return Err(KuraError::State {
+                sqlstate: "428C9",
+                message: format!(
+                    "cannot insert a non-DEFAULT value into column \"{}\": it is an identity \
+                     column defined as GENERATED ALWAYS",
+                    owner.column
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `source` with every `DEFAULT` written as a value of a VALUES list replaced

@@ -71,6 +71,7 @@ impl KuraError {
                 StorageError::DependentObjects(_) => "2BP01",
                 StorageError::TypeMismatch { .. } => "42804",
                 StorageError::BadInput { code, .. } => code,
+                StorageError::Sequence { code, .. } => code,
                 StorageError::Checksum { .. } | StorageError::Corrupt { .. } => "XX001",
                 StorageError::BufferExhausted { .. } | StorageError::ResidentTooLarge { .. } => {
                     "53200"

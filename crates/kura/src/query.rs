@@ -33,6 +33,8 @@ pub(crate) struct QueryContext<'a> {
     pub cancel: &'a CancelHandle,
     /// The committed database, or the session's open transaction.
     pub tx: Tx<'a>,
+    /// The session's `currval` state.
+    pub sequences: &'a Arc<crate::sequences::SessionSequences>,
     /// The budget all running queries share.
     pub shared_memory: &'a Arc<kura_exec::context::MemoryTracker>,
     /// LLC classes and the software scan policy (paper 000).
@@ -151,6 +153,9 @@ struct StorageCatalog<'a> {
     used_temp: std::cell::Cell<bool>,
     settings: &'a Settings,
     info: Arc<kura_sql::SessionInfo>,
+    /// Where `nextval` draws values, and the session's `currval` state.
+    storage: &'a Arc<Storage>,
+    sequences: &'a Arc<crate::sequences::SessionSequences>,
 }
 
 impl CatalogProvider for StorageCatalog<'_> {
@@ -192,6 +197,14 @@ impl CatalogProvider for StorageCatalog<'_> {
     }
     fn session(&self) -> Option<&kura_sql::SessionInfo> {
         Some(&self.info)
+    }
+    fn sequence(&self, name: &str) -> Option<kura_exec::expr::SeqRef> {
+        let entry = self.catalog.sequence(name)?;
+        Some(crate::sequences::handle(
+            self.storage,
+            self.sequences,
+            &entry.def,
+        ))
     }
 }
 
@@ -268,6 +281,8 @@ impl QueryContext<'_> {
             used_temp: Default::default(),
             settings: self.settings,
             info: self.info.clone(),
+            storage: self.storage,
+            sequences: self.sequences,
         }
     }
 
@@ -322,6 +337,8 @@ impl QueryContext<'_> {
             used_temp: Default::default(),
             settings: self.settings,
             info: self.info.clone(),
+            storage: self.storage,
+            sequences: self.sequences,
         };
         let planned = plan_query(&catalog, q, params, &self.options()).map_err(sql_error)?;
         self.execute(&planned, &self.exec_context())
@@ -749,11 +766,24 @@ fn insert_in(
             &all_defaults
         }
     };
+    crate::enforce::refuse_identity_values(txn, table, source, &positions, &schema)?;
     let rewritten =
         crate::enforce::replace_default_keywords(source, &positions, &schema, rules.as_ref())?;
-    let planned = ctx.plan(rewritten.as_ref().unwrap_or(source), params)?;
     let width = positions.len();
-    if planned.columns.len() != width {
+    let source = rewritten.as_ref().unwrap_or(source);
+    // Columns left out whose DEFAULT draws on a sequence get a value per
+    // row: the defaults become extra columns of the source.
+    let per_row = crate::enforce::per_row_defaults(&positions, &schema, rules.as_ref());
+    let wrapped;
+    let source = if per_row.is_empty() {
+        source
+    } else {
+        wrapped = crate::enforce::with_row_defaults(source, &per_row, &schema, rules.as_ref())?;
+        positions.extend(per_row.iter().copied());
+        &wrapped
+    };
+    let planned = ctx.plan(source, params)?;
+    if planned.columns.len() != positions.len() {
         // PostgreSQL's wording (SQLSTATE 42601).
         let which = if planned.columns.len() > width {
             "more expressions than target columns"
@@ -768,7 +798,7 @@ fn insert_in(
         targets[pos].0 = Some(i);
     }
     // Columns left out get their DEFAULT (computed only when one is).
-    let fill = if width < schema.columns.len() {
+    let fill = if positions.len() < schema.columns.len() {
         crate::enforce::default_values(ctx, &schema, rules.as_ref())?
     } else {
         vec![Value::Null; schema.columns.len()]

@@ -134,6 +134,8 @@ pub struct Session {
     llc: Arc<crate::llc::Llc>,
     /// The session's temporary tables (dropped with the session).
     temp: crate::temp::TempTables,
+    /// What `currval` returns in this session.
+    sequences: Arc<crate::sequences::SessionSequences>,
 }
 
 impl Session {
@@ -156,6 +158,7 @@ impl Session {
             prepared: Default::default(),
             cursors: Default::default(),
             temp: Default::default(),
+            sequences: Default::default(),
         }
     }
 
@@ -508,6 +511,7 @@ impl Session {
             settings: &self.settings,
             cancel: &self.cancel,
             tx: self.tx(),
+            sequences: &self.sequences,
             shared_memory: &self.shared_memory,
             llc: &self.llc,
             info: Arc::new(kura_sql::SessionInfo {
@@ -593,7 +597,8 @@ impl Session {
 
     /// `DISCARD ALL | TEMP | PLANS | SEQUENCES`: ALL and TEMP drop the session's
     /// temporary tables (a pooled connection handed to another client must not
-    /// show it the last one's); kura keeps no plans or sequences to drop.
+    /// show it the last one's), ALL and SEQUENCES its `currval` state; kura
+    /// keeps no plans to drop.
     fn discard(&mut self, what: sqlparser::ast::DiscardObject) -> KuraResult<QueryResult> {
         use sqlparser::ast::DiscardObject as D;
         if matches!(what, D::ALL | D::TEMP) {
@@ -606,6 +611,9 @@ impl Session {
                 });
             }
             self.temp = Default::default();
+        }
+        if matches!(what, D::ALL | D::SEQUENCES) {
+            self.sequences.discard();
         }
         Ok(QueryResult::command(format!("DISCARD {what}")))
     }
@@ -637,6 +645,14 @@ impl Session {
                 crate::temp::drop_tables(&self.tx(), *object_type, *if_exists, names)
             }
             Statement::Discard { object_type } => self.discard(*object_type),
+            Statement::CreateSequence { .. } => crate::sequences::create_sequence(&self.tx(), stmt),
+            Statement::Drop {
+                object_type: sqlparser::ast::ObjectType::Sequence,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => crate::sequences::drop_sequences(&self.tx(), *if_exists, names, *cascade),
             Statement::CreateIndex(ci) => {
                 let tx = self.tx();
                 let tx = match tx.is_temp(&crate::ddl::object_name(&ci.table_name)) {

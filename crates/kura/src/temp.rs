@@ -181,6 +181,13 @@ pub(crate) fn create_table(tx: &Tx, ct: &ast::CreateTable) -> KuraResult<QueryRe
             "a foreign key from a temporary table to a permanent table".into(),
         ));
     }
+    if !def.sequences.is_empty() {
+        // Its sequence would live in the private storage, where nextval
+        // does not look.
+        return Err(KuraError::Unsupported(
+            "serial and identity columns of temporary tables".into(),
+        ));
+    }
     crate::ddl::create_table(&create_tx(tx)?, ct)
 }
 

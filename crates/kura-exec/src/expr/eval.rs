@@ -356,6 +356,7 @@ impl PhysExpr {
                 }
                 Ok(bool_vector(vals, Some(valid)))
             }
+            PhysExpr::Sequence { seq, op, args } => super::sequence::eval(seq, *op, args, batch),
             PhysExpr::Like {
                 expr,
                 pattern,
@@ -406,7 +407,7 @@ fn may_fail(e: &PhysExpr) -> bool {
             data_type,
             ..
         } if *data_type != DataType::Double => true,
-        PhysExpr::Negate(_) => true,
+        PhysExpr::Negate(_) | PhysExpr::Sequence { .. } => true,
         PhysExpr::Binary { left, right, .. } => may_fail(left) || may_fail(right),
         PhysExpr::Not(x) => may_fail(x),
         PhysExpr::IsNull { expr, .. }

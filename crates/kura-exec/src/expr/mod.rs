@@ -14,11 +14,13 @@ pub mod like;
 pub mod pg;
 mod predicate;
 mod select;
+pub mod sequence;
 
 pub use cast::{assign_vector, cast_value, cast_vector};
 pub use like::LikePattern;
 pub use predicate::{eval_predicate, selection_of};
 pub use select::keep_rows;
+pub use sequence::{SeqOp, SeqRef, SequenceSource};
 
 use std::fmt;
 
@@ -241,6 +243,12 @@ pub enum PhysExpr {
         args: Vec<PhysExpr>,
         data_type: DataType,
     },
+    /// `nextval`, `currval`, `setval` (BIGINT; volatile).
+    Sequence {
+        seq: SeqRef,
+        op: SeqOp,
+        args: Vec<PhysExpr>,
+    },
 }
 
 impl PhysExpr {
@@ -257,6 +265,32 @@ impl PhysExpr {
             | PhysExpr::Like { .. } => DataType::Boolean,
             PhysExpr::Negate(e) => e.data_type(),
             PhysExpr::Cast { to, .. } => *to,
+            PhysExpr::Sequence { .. } => DataType::BigInt,
+        }
+    }
+
+    /// True when evaluating it twice may give different values or has an
+    /// effect (a sequence function): it is never folded or evaluated once
+    /// for many rows.
+    pub fn is_volatile(&self) -> bool {
+        match self {
+            PhysExpr::Sequence { .. } => true,
+            PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,
+            PhysExpr::Binary { left, right, .. } => left.is_volatile() || right.is_volatile(),
+            PhysExpr::Not(e) | PhysExpr::Negate(e) => e.is_volatile(),
+            PhysExpr::IsNull { expr, .. }
+            | PhysExpr::Cast { expr, .. }
+            | PhysExpr::InList { expr, .. }
+            | PhysExpr::Like { expr, .. } => expr.is_volatile(),
+            PhysExpr::Case {
+                whens, otherwise, ..
+            } => {
+                whens
+                    .iter()
+                    .any(|(w, t)| w.is_volatile() || t.is_volatile())
+                    || otherwise.as_ref().is_some_and(|o| o.is_volatile())
+            }
+            PhysExpr::Func { args, .. } => args.iter().any(PhysExpr::is_volatile),
         }
     }
 
@@ -293,7 +327,9 @@ impl PhysExpr {
                     o.columns(out);
                 }
             }
-            PhysExpr::Func { args, .. } => args.iter().for_each(|a| a.columns(out)),
+            PhysExpr::Func { args, .. } | PhysExpr::Sequence { args, .. } => {
+                args.iter().for_each(|a| a.columns(out))
+            }
         }
     }
 }
@@ -363,6 +399,12 @@ impl fmt::Display for PhysExpr {
             PhysExpr::Func { func, args, .. } => {
                 let a: Vec<String> = args.iter().map(|a| a.to_string()).collect();
                 write!(f, "{}({})", func.name(), a.join(", "))
+            }
+            PhysExpr::Sequence { seq, op, args } => {
+                let a: Vec<String> = std::iter::once(format!("'{}'", seq.0.name()))
+                    .chain(args.iter().map(|a| a.to_string()))
+                    .collect();
+                write!(f, "{}({})", op.name(), a.join(", "))
             }
         }
     }

@@ -1216,6 +1216,9 @@ impl Binder<'_> {
         if let Some(bound) = self.bind_more_function(f, &name, cx, p)? {
             return Ok(bound);
         }
+        if let Some(bound) = self.bind_sequence_function(f, &name, cx, p)? {
+            return Ok(bound);
+        }
         if f.over.is_some() {
             return self.bind_window_call(f, &name, cx, p);
         }

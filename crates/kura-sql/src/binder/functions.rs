@@ -63,7 +63,10 @@ pub const SCALARS: &[&str] = &[
 /// session functions it names itself).
 pub fn known() -> impl Iterator<Item = (&'static str, bool)> {
     let aggs = super::expr::AGGREGATES.iter().chain(AGGREGATES);
-    let scalars = super::expr::SCALARS.iter().chain(SCALARS);
+    let scalars = super::expr::SCALARS
+        .iter()
+        .chain(SCALARS)
+        .chain(super::sequence_fn::SEQUENCE_FUNCTIONS);
     aggs.map(|n| (*n, true)).chain(scalars.map(|n| (*n, false)))
 }
 
@@ -126,7 +129,11 @@ fn numeric(a: PhysExpr) -> Option<PhysExpr> {
 }
 
 /// The plain expressions of a call's argument list, and whether `*` was written.
-fn call_args(f: &ast::Function, name: &str, p: Pos) -> SqlResult<(Vec<ast::Expr>, bool)> {
+pub(super) fn call_args(
+    f: &ast::Function,
+    name: &str,
+    p: Pos,
+) -> SqlResult<(Vec<ast::Expr>, bool)> {
     match &f.args {
         ast::FunctionArguments::None => Ok((Vec::new(), false)),
         ast::FunctionArguments::Subquery(_) => {

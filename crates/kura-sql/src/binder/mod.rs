@@ -9,6 +9,7 @@ pub(crate) mod functions;
 mod grouping_sets;
 mod query;
 mod sample;
+mod sequence_fn;
 mod session_fn;
 mod setop;
 mod subquery;

@@ -256,7 +256,7 @@ pub fn fold(e: PhysExpr) -> PhysExpr {
     }
     let mut cols = Vec::new();
     e.columns(&mut cols);
-    if !cols.is_empty() {
+    if !cols.is_empty() || e.is_volatile() {
         return e;
     }
     let _ctx = ExecContext::unbounded();

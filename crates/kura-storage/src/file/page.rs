@@ -14,6 +14,9 @@ pub enum PageKind {
     IndexNode = 3,
     /// The continuation of a text value too long for a column page (format 3).
     Overflow = 4,
+    /// The values of the database's sequences, outside the shadow-paged
+    /// state (format 8; see `sequence`).
+    Sequences = 5,
 }
 
 impl PageKind {
@@ -23,6 +26,7 @@ impl PageKind {
             2 => Some(PageKind::Column),
             3 => Some(PageKind::IndexNode),
             4 => Some(PageKind::Overflow),
+            5 => Some(PageKind::Sequences),
             _ => None,
         }
     }
