@@ -20,6 +20,25 @@ pub struct TableRulesInfo {
     pub constraints: Vec<ConstraintInfo>,
 }
 
+/// A sequence as the system catalogs show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SequenceInfo {
+    pub name: String,
+    /// `smallint`, `integer` or `bigint`.
+    pub type_name: &'static str,
+    pub start: i64,
+    pub increment: i64,
+    pub min: i64,
+    pub max: i64,
+    pub cycle: bool,
+    /// The last value handed out (`None` before the first).
+    pub last_value: Option<i64>,
+    /// The (table, column) whose sequence it is.
+    pub owned_by: Option<(String, String)>,
+    /// `a` (ALWAYS) or `d` (BY DEFAULT) for an identity column's sequence.
+    pub identity: Option<char>,
+}
+
 /// One constraint of a table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConstraintInfo {
@@ -88,6 +107,10 @@ pub trait CatalogProvider {
     /// there is none (tools, tests): those functions then fail.
     fn session(&self) -> Option<&crate::SessionInfo> {
         None
+    }
+    /// Every sequence (`pg_class`, `pg_sequences`, ...).
+    fn sequences(&self) -> Vec<SequenceInfo> {
+        Vec::new()
     }
     /// Sequence `name` (normalized), for `nextval` and friends: a fresh
     /// handle per call, since every call in a statement draws on its own.

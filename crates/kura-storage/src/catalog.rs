@@ -419,6 +419,45 @@ mod tests {
     }
 
     #[test]
+    fn a_catalog_from_before_sequences_decodes_and_sequences_round_trip() {
+        let old = CatalogFileV7 {
+            indexes: vec![entry("t_k")],
+            free_pages: vec![5],
+            ..CatalogFileV7::default()
+        };
+        let back = CatalogFile::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
+        assert_eq!(back.free_pages, vec![5]);
+        assert!(back.sequences.is_empty() && back.sequence_pages.is_empty());
+
+        let def = crate::sequence::SequenceDef {
+            name: "s".into(),
+            id: 3,
+            data_type: DataType::BigInt,
+            type_name: "bigint".into(),
+            start: 1,
+            increment: 1,
+            min: 1,
+            max: i64::MAX,
+            cycle: false,
+            owned_by: None,
+            identity: None,
+        };
+        let file = CatalogFile {
+            sequences: vec![SequenceEntry {
+                state: def.initial_state(),
+                def,
+            }],
+            sequence_pages: vec![10, 11],
+            next_sequence_id: 4,
+            ..CatalogFile::default()
+        };
+        let back = CatalogFile::decode(&postcard::to_stdvec(&file).unwrap()).unwrap();
+        assert_eq!(back.sequences, file.sequences);
+        assert_eq!(back.sequence_pages, vec![10, 11]);
+        assert_eq!(back.next_sequence_id, 4);
+    }
+
+    #[test]
     fn included_columns_round_trip_through_the_trailing_field() {
         let mut cover = entry("t_k_cover");
         cover.include = vec!["v".into(), "d".into()];

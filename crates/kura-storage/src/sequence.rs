@@ -32,8 +32,10 @@ pub struct SequenceDef {
     /// Never reused within a database: values on the sequence pages are
     /// matched to their sequence by it.
     pub id: u64,
-    /// SMALLINT, INTEGER or BIGINT.
+    /// The type of its values: INTEGER (also for `smallint`) or BIGINT.
     pub data_type: DataType,
+    /// Its SQL type: `smallint`, `integer` or `bigint`.
+    pub type_name: String,
     pub start: i64,
     pub increment: i64,
     pub min: i64,
@@ -555,6 +557,7 @@ mod tests {
             name: "s".into(),
             id: 1,
             data_type: DataType::BigInt,
+            type_name: "bigint".into(),
             start: if increment > 0 { min } else { max },
             increment,
             min,

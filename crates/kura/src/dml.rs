@@ -36,6 +36,7 @@ pub(crate) fn update(
     }
     let (table, relation) = single_table(&u.table, "UPDATE")?;
     let changed = ctx.tx.for_table(&table).write(|txn| {
+        crate::enforce::refuse_identity_update(txn, &table, u)?;
         let schema = schema_of(ctx, &table)?;
         let rows = updated_rows(ctx, u, &schema, &table, &relation, params)?;
         let changed = rows.changed;

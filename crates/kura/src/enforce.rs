@@ -141,6 +141,35 @@ pub(crate) fn refuse_identity_values(
     Ok(())
 }
 
+/// Refuses an UPDATE of a `GENERATED ALWAYS AS IDENTITY` column (428C9).
+pub(crate) fn refuse_identity_update(
+    txn: &WriteTxn,
+    table: &str,
+    u: &sqlparser::ast::Update,
+) -> KuraResult<()> {
+    use kura_storage::sequence::Identity;
+    for a in &u.assignments {
+        let ast::AssignmentTarget::ColumnName(name) = &a.target else {
+            continue;
+        };
+        let column = crate::ddl::object_name(name);
+        let always = txn.sequences().any(|s| {
+            s.def.identity == Some(Identity::Always)
+                && s.def
+                    .owned_by
+                    .as_ref()
+                    .is_some_and(|o| o.table == table && o.column == column)
+        });
+        if always {
+            return Err(KuraError::State {
+                sqlstate: "428C9",
+                message: format!("column \"{column}\" can only be updated to DEFAULT"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `source` with every `DEFAULT` written as a value of a VALUES list replaced
 /// by the column's default (`targets[i]` is the table column of position i).
 pub(crate) fn replace_default_keywords(

@@ -190,13 +190,33 @@ impl CatalogProvider for StorageCatalog<'_> {
         crate::system_catalog::settings(self.settings)
     }
     fn rules(&self, table: &str) -> kura_sql::TableRulesInfo {
-        self.catalog
+        let mut info = self
+            .catalog
             .rules(table)
             .map(crate::system_catalog::rules_info)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        // An identity column shows as one (attidentity), not as a DEFAULT,
+        // as in PostgreSQL.
+        let identity: Vec<&str> = self
+            .catalog
+            .sequences()
+            .filter(|e| e.def.identity.is_some())
+            .filter_map(|e| e.def.owned_by.as_ref())
+            .filter(|o| o.table == table)
+            .map(|o| o.column.as_str())
+            .collect();
+        info.defaults
+            .retain(|(c, _)| !identity.contains(&c.as_str()));
+        info
     }
     fn session(&self) -> Option<&kura_sql::SessionInfo> {
         Some(&self.info)
+    }
+    fn sequences(&self) -> Vec<kura_sql::SequenceInfo> {
+        self.catalog
+            .sequences()
+            .map(|e| crate::sequences::info(self.storage, e))
+            .collect()
     }
     fn sequence(&self, name: &str) -> Option<kura_exec::expr::SeqRef> {
         let entry = self.catalog.sequence(name)?;

@@ -11,7 +11,7 @@ use sqlparser::ast::{self, ObjectName, SequenceOptions};
 use kura_common::DataType;
 use kura_exec::expr::{SeqRef, SequenceSource};
 use kura_exec::{ExecError, ExecResult};
-use kura_storage::sequence::{Identity, OwnedBy, SequenceDef};
+use kura_storage::sequence::{Identity, OwnedBy, SequenceDef, SequenceEntry};
 use kura_storage::Storage;
 
 use crate::ddl::object_name;
@@ -107,6 +107,34 @@ pub(crate) fn handle(
         id: def.id,
         name: def.name.clone(),
     }))
+}
+
+/// Sequence `e` as the system catalogs show it, with its value now.
+pub(crate) fn info(storage: &Storage, e: &SequenceEntry) -> kura_sql::SequenceInfo {
+    let d = &e.def;
+    let state = storage.sequence_state(d.id).unwrap_or(e.state);
+    kura_sql::SequenceInfo {
+        name: d.name.clone(),
+        type_name: match d.type_name.as_str() {
+            "smallint" => "smallint",
+            "integer" => "integer",
+            _ => "bigint",
+        },
+        start: d.start,
+        increment: d.increment,
+        min: d.min,
+        max: d.max,
+        cycle: d.cycle,
+        last_value: state.called.then_some(state.last),
+        owned_by: d
+            .owned_by
+            .as_ref()
+            .map(|o| (o.table.clone(), o.column.clone())),
+        identity: d.identity.map(|i| match i {
+            Identity::Always => 'a',
+            Identity::ByDefault => 'd',
+        }),
+    }
 }
 
 /// The bounds of a sequence's type (SMALLINT is a 16-bit range over kura's
@@ -301,6 +329,7 @@ pub(crate) fn definition(
         name: name.to_string(),
         id: 0,
         data_type,
+        type_name: type_name.to_string(),
         start,
         increment,
         min,

@@ -168,6 +168,7 @@ impl Binder<'_> {
             indexes,
             settings: self.catalog.settings(),
             rules,
+            sequences: self.catalog.sequences(),
         }));
         self.system = Some(snap.clone());
         snap

@@ -5,6 +5,7 @@
 //! calls a catalog function.
 
 mod relations;
+mod sequences;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -148,6 +149,14 @@ pub struct Snapshot {
     pub settings: Vec<SysSetting>,
     pub constraints: Vec<SysConstraint>,
     pub defaults: Vec<SysDefault>,
+    pub sequences: Vec<SysSequence>,
+}
+
+/// A sequence with its OID.
+#[derive(Debug, Clone)]
+pub struct SysSequence {
+    pub oid: i32,
+    pub info: crate::catalog::SequenceInfo,
 }
 
 pub use kura_exec::expr::pg::quote_ident;
@@ -202,6 +211,7 @@ pub struct SnapshotInput {
     pub settings: Vec<SysSetting>,
     /// Defaults and constraints, by table name.
     pub rules: Vec<(String, crate::catalog::TableRulesInfo)>,
+    pub sequences: Vec<crate::catalog::SequenceInfo>,
 }
 
 impl Snapshot {
@@ -222,9 +232,11 @@ impl Snapshot {
                     .chain(r.defaults.iter().map(move |d| format!("def:{t}.{}", d.0)))
             })
             .collect();
-        // Constraint and default OIDs follow the relations' and indexes'.
+        // Constraint and default OIDs follow the relations' and indexes',
+        // then the sequences'.
         let first_rule = keys.len();
-        let keys: Vec<String> = keys.into_iter().chain(rule_keys).collect();
+        let seq_keys = input.sequences.iter().map(|q| format!("rel:{}", q.name));
+        let keys: Vec<String> = keys.into_iter().chain(rule_keys).chain(seq_keys).collect();
         let oids = assign_oids(&keys);
         let relations: Vec<SysRelation> = input
             .relations
@@ -282,11 +294,19 @@ impl Snapshot {
             settings: input.settings,
             constraints: Vec::new(),
             defaults: Vec::new(),
+            sequences: Vec::new(),
         };
-        let mut rule_oids = oids[first_rule..].iter();
+        let first_sequence = oids.len() - input.sequences.len();
+        let mut rule_oids = oids[first_rule..first_sequence].iter();
         for (table, rules) in input.rules {
             snap.add_rules(&table, rules, &mut rule_oids);
         }
+        snap.sequences = input
+            .sequences
+            .into_iter()
+            .zip(&oids[first_sequence..])
+            .map(|(info, oid)| SysSequence { oid: *oid, info })
+            .collect();
         snap
     }
 

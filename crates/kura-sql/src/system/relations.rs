@@ -321,6 +321,23 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "oid:o enumtypid:o enumsortorder:f enumlabel:t",
     ),
     rel(
+        PG,
+        "pg_sequences",
+        12190,
+        "v",
+        "schemaname:t sequencename:t sequenceowner:t data_type:t start_value:l \
+         min_value:l max_value:l increment_by:l cycle:b cache_size:l last_value:l",
+    ),
+    rel(
+        IS,
+        "sequences",
+        13110,
+        "v",
+        "sequence_catalog:t sequence_schema:t sequence_name:t data_type:t \
+         numeric_precision:i numeric_precision_radix:i numeric_scale:i start_value:t \
+         minimum_value:t maximum_value:t increment:t cycle_option:t",
+    ),
+    rel(
         IS,
         "tables",
         13101,
@@ -554,6 +571,19 @@ fn class_rows(snap: &Snapshot) -> Vec<ClassRow<'_>> {
             pages: ix.pages,
         });
     }
+    for q in &snap.sequences {
+        out.push(ClassRow {
+            oid: q.oid,
+            name: &q.info.name,
+            namespace: super::sequences::NAMESPACE,
+            kind: "S",
+            am: 0,
+            natts: 3,
+            has_index: false,
+            tuples: 1.0,
+            pages: 1,
+        });
+    }
     for sr in SYSTEM_RELATIONS {
         out.push(ClassRow {
             oid: sr.oid,
@@ -702,7 +732,8 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         .iter()
                         .any(|d| d.table_oid == c.rel_oid && d.column == c.num)),
                     b(false),
-                    s(""),
+                    s(&super::sequences::identity_of(snap, c.rel, c.name)
+                        .map_or(String::new(), |(kind, _)| kind.to_string())),
                     s(""),
                     b(false),
                     b(true),
@@ -1053,6 +1084,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     };
                     let int = |x: Option<i32>| x.map_or(N, Value::Integer);
                     let user = c.schema == "public";
+                    let identity = super::sequences::identity_of(snap, c.rel, c.name);
                     vec![
                         s(DATABASE),
                         s(c.schema),
@@ -1091,12 +1123,24 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         N,
                         s(&c.num.to_string()),
                         s("NO"),
-                        s("NO"),
-                        N,
-                        N,
-                        N,
-                        N,
-                        N,
+                        match identity {
+                            Some(_) => s("YES"),
+                            None => s("NO"),
+                        },
+                        match identity {
+                            Some(('a', _)) => s("ALWAYS"),
+                            Some(_) => s("BY DEFAULT"),
+                            None => N,
+                        },
+                        identity.map_or(N, |(_, q)| s(&q.info.start.to_string())),
+                        identity.map_or(N, |(_, q)| s(&q.info.increment.to_string())),
+                        identity.map_or(N, |(_, q)| s(&q.info.max.to_string())),
+                        identity.map_or(N, |(_, q)| s(&q.info.min.to_string())),
+                        match identity {
+                            Some((_, q)) if q.info.cycle => s("YES"),
+                            Some(_) => s("NO"),
+                            None => N,
+                        },
                         s("NO"),
                         s("NEVER"),
                         N,
@@ -1177,6 +1221,9 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                 ]
             })
             .collect(),
+        (PG, "pg_sequence") => super::sequences::pg_sequence(snap),
+        (PG, "pg_sequences") => super::sequences::pg_sequences(snap),
+        (IS, "sequences") => super::sequences::information_schema_sequences(snap),
         (PG, "pg_attrdef") => snap
             .defaults
             .iter()
@@ -1249,6 +1296,18 @@ mod tests {
             indexes: vec![("t_a".into(), "t".into(), vec![0], true, vec![1], (1, 16384))],
             settings: vec![],
             rules: vec![],
+            sequences: vec![crate::catalog::SequenceInfo {
+                name: "t_a_seq".into(),
+                type_name: "integer",
+                start: 1,
+                increment: 1,
+                min: 1,
+                max: i32::MAX as i64,
+                cycle: false,
+                last_value: Some(4),
+                owned_by: Some(("t".into(), "a".into())),
+                identity: Some('a'),
+            }],
         })
     }
 
