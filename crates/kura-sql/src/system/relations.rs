@@ -1138,10 +1138,8 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         identity.map_or(N, |(_, q)| s(&q.info.min.to_string())),
                         match identity {
                             Some((_, q)) if q.info.cycle => s("YES"),
-                            Some(_) => s("NO"),
-                            None => N,
+                            _ => s("NO"),
                         },
-                        s("NO"),
                         s("NEVER"),
                         N,
                         s(if user { "YES" } else { "NO" }),
