@@ -376,6 +376,13 @@ impl<'a> Tx<'a> {
                         // (rolled back), freeing the write lock at once.
                         if open.keeps_writer() {
                             open.writer = Some(txn);
+                        } else {
+                            // Its view goes with it: a `ROLLBACK TO` a
+                            // savepoint taken before it must not read pages
+                            // the next writer may reuse. What the transaction
+                            // read before it first wrote is what the write
+                            // transaction started from.
+                            open.snapshot = isolation.keeps_snapshot().then(|| txn.base().clone());
                         }
                         Err(e)
                     }
