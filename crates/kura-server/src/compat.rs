@@ -48,6 +48,11 @@ pub enum Compat {
     Begin(String),
     Commit,
     Rollback,
+    /// `ROLLBACK TO [SAVEPOINT] name`, `COMMIT AND CHAIN`, `ROLLBACK AND
+    /// CHAIN`, as the client wrote it: statements after which the session is
+    /// in a transaction block (not a failed one) when they succeed, even run
+    /// in a failed one.
+    Resume(String),
     /// `SET name = value` for a client parameter (`value` None for RESET).
     Set {
         name: String,
@@ -128,8 +133,33 @@ impl Compat {
     pub fn is_transaction_control(&self) -> bool {
         matches!(
             self,
-            Compat::Begin(_) | Compat::Commit | Compat::Rollback | Compat::SetTransaction(_)
+            Compat::Begin(_)
+                | Compat::Commit
+                | Compat::Rollback
+                | Compat::Resume(_)
+                | Compat::SetTransaction(_)
         )
+    }
+
+    /// Statements a failed transaction accepts: those that end or recover it.
+    pub fn ends_failed_transaction(&self) -> bool {
+        matches!(self, Compat::Commit | Compat::Rollback | Compat::Resume(_))
+    }
+}
+
+/// Whether `COMMIT`/`ROLLBACK` words (after the first) keep the session in a
+/// transaction block: `[WORK | TRANSACTION] TO ...` (rollback) or
+/// `[WORK | TRANSACTION] AND CHAIN`.
+fn resumes(rest: &[&str], rollback: bool) -> bool {
+    let rest: Vec<String> = rest.iter().map(|w| w.to_ascii_lowercase()).collect();
+    let rest = match rest.first().map(String::as_str) {
+        Some("work" | "transaction") => &rest[1..],
+        _ => &rest[..],
+    };
+    match rest {
+        [to, ..] if rollback && to == "to" => true,
+        [and, chain] => and == "and" && chain == "chain",
+        _ => false,
     }
 }
 
@@ -151,8 +181,16 @@ pub fn recognise(sql: &str) -> Option<Compat> {
         {
             Some(Compat::Begin(s.to_string()))
         }
-        "commit" | "end" => Some(Compat::Commit),
-        "rollback" | "abort" => Some(Compat::Rollback),
+        "commit" | "end" | "rollback" | "abort" => {
+            let rollback = matches!(first.as_str(), "rollback" | "abort");
+            Some(if resumes(&words[1..], rollback) {
+                Compat::Resume(s.to_string())
+            } else if rollback {
+                Compat::Rollback
+            } else {
+                Compat::Commit
+            })
+        }
         "set" => recognise_set(&words[1..]).map(|c| match c {
             Compat::SetTransaction(_) => Compat::SetTransaction(s.to_string()),
             other => other,
@@ -293,6 +331,17 @@ mod tests {
         );
         assert_eq!(recognise("commit;"), Some(Compat::Commit));
         assert_eq!(recognise("ROLLBACK"), Some(Compat::Rollback));
+        assert_eq!(recognise("rollback and no chain"), Some(Compat::Rollback));
+        for sql in [
+            "ROLLBACK TO SAVEPOINT \"_pg3_1\"",
+            "rollback work to s",
+            "ROLLBACK TO s",
+            "commit and chain",
+            "ABORT TRANSACTION AND CHAIN",
+        ] {
+            assert_eq!(recognise(sql), Some(Compat::Resume(sql.into())), "{sql}");
+        }
+        assert_eq!(recognise("commit to s"), Some(Compat::Commit));
         assert_eq!(recognise("start something"), None);
     }
 

@@ -1,6 +1,7 @@
 //! psycopg 3 (from PyPI, in a virtual environment this test creates) against
-//! the server: connect, types, errors, parameters; and all 22 TPC-H queries at
-//! SF 0.01 checked against the reference answers.
+//! the server: connect, types, errors, parameters; all 22 TPC-H queries at
+//! SF 0.01 checked against the reference answers; and nested transactions
+//! (savepoints) through psycopg and SQLAlchemy 2 (installed there too).
 
 mod common;
 
@@ -17,7 +18,7 @@ fn python() -> &'static Path {
         let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("psycopg-venv");
         let py = venv.join("bin/python");
         let ready = Command::new(&py)
-            .args(["-c", "import psycopg"])
+            .args(["-c", "import psycopg, sqlalchemy"])
             .output()
             .is_ok_and(|o| o.status.success());
         if !ready {
@@ -29,11 +30,18 @@ fn python() -> &'static Path {
                 .success();
             assert!(ok, "python3 -m venv failed");
             let ok = Command::new(&py)
-                .args(["-m", "pip", "install", "-q", "psycopg[binary]"])
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "psycopg[binary]",
+                    "sqlalchemy>=2",
+                ])
                 .status()
                 .expect("pip")
                 .success();
-            assert!(ok, "pip install psycopg[binary] failed");
+            assert!(ok, "pip install psycopg[binary] sqlalchemy failed");
         }
         py
     })
@@ -79,4 +87,10 @@ fn psycopg_tpch_22_queries_match_reference_answers() {
         "--answers",
         answers_dir("0.01").to_str().unwrap(),
     ]);
+}
+
+#[test]
+fn psycopg_and_sqlalchemy_nested_transactions_use_savepoints() {
+    let s = TestServer::trust(|_| {});
+    run(&["--port", &s.addr.port().to_string(), "--savepoints"]);
 }

@@ -25,5 +25,7 @@ pub use buffer::{
 pub use catalog::{Catalog, ColumnDef, IndexEntry, Schema, ViewDef};
 pub use error::{StorageError, StorageResult};
 pub use file::{PageId, DEFAULT_PAGE_SIZE};
-pub use storage::{default_buffer_bytes, physical_memory, Storage, StorageOptions, WriteTxn};
+pub use storage::{
+    default_buffer_bytes, physical_memory, Storage, StorageOptions, TxnSavepoint, WriteTxn,
+};
 pub use table::{ColumnStats, PageZone, Table, TableMeta};

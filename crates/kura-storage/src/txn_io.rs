@@ -65,6 +65,33 @@ impl PageIo {
         self.written
     }
 
+    /// Where allocation stands now, for [`PageIo::rewind`]. Gathered pages
+    /// not yet written belong to after the mark: flush first.
+    pub fn mark(&self) -> IoMark {
+        IoMark {
+            reused: self.reused.len(),
+            next: self.next,
+        }
+    }
+
+    /// Forgets every page allocated since `mark`: those taken from the free
+    /// list become reusable again and the end of the extent moves back, so
+    /// the same ids are handed out anew. Nothing references them any more,
+    /// but the buffer pool may hold copies of what was written there (a
+    /// statement read them back): those are dropped, or a page written anew
+    /// under the same id would be read stale. Gathered unwritten pages go too.
+    pub fn rewind(&mut self, mark: &IoMark) {
+        self.run_pages = 0;
+        for p in self.reused.drain(mark.reused.min(self.reused.len())..) {
+            self.bm.invalidate(p);
+            self.reusable.insert(p);
+        }
+        for p in mark.next..self.next {
+            self.bm.invalidate(p);
+        }
+        self.next = self.next.min(mark.next);
+    }
+
     /// A page to write. Reused pages are preferred, so the file does not grow
     /// while there is free space.
     pub fn alloc(&mut self) -> PageId {
@@ -123,4 +150,11 @@ impl PageIo {
         }
         Ok(())
     }
+}
+
+/// A point in a transaction's page allocation (see [`PageIo::mark`]).
+#[derive(Clone, Copy, Debug)]
+pub struct IoMark {
+    reused: usize,
+    next: PageId,
 }

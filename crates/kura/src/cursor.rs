@@ -5,7 +5,8 @@
 //! the cursor closes, so held cursors cannot grow the process without bound.
 //! Cursors scan forward only (PostgreSQL's NO SCROLL). Without `WITH HOLD` a
 //! cursor lives in its transaction block; `COMMIT` keeps the held ones,
-//! `ROLLBACK` drops those its transaction declared.
+//! `ROLLBACK` drops those its transaction declared, `ROLLBACK TO SAVEPOINT`
+//! those declared since the savepoint (as PostgreSQL closes them).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,12 +31,16 @@ pub(crate) struct Cursor {
     hold: bool,
     /// Declared by the open transaction (a rollback drops it).
     this_transaction: bool,
+    /// The session's count of declared cursors before this one.
+    seq: u64,
 }
 
 /// The cursors of a session.
 #[derive(Default)]
 pub(crate) struct Cursors {
     open: BTreeMap<String, Cursor>,
+    /// Cursors declared so far.
+    declared: u64,
 }
 
 impl Cursors {
@@ -73,9 +78,31 @@ impl Cursors {
                 bytes,
                 hold,
                 this_transaction: in_transaction,
+                seq: self.declared,
             },
         );
+        self.declared += 1;
         Ok(())
+    }
+
+    /// Where declaring stands now (a savepoint records it).
+    pub fn mark(&self) -> u64 {
+        self.declared
+    }
+
+    /// `ROLLBACK TO SAVEPOINT`: closes the cursors declared since `mark`.
+    pub fn rollback_to(&mut self, mark: u64, memory: &MemoryTracker) {
+        let since: Vec<String> = self
+            .open
+            .iter()
+            .filter(|(_, c)| c.seq >= mark)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in since {
+            if let Some(c) = self.open.remove(&name) {
+                memory.release(c.bytes);
+            }
+        }
     }
 
     pub fn get(&self, name: &str) -> KuraResult<&Cursor> {

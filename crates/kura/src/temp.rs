@@ -8,7 +8,8 @@
 //! through the private storage's own write transaction, which never waits for
 //! the database's one writer. Inside `BEGIN ... COMMIT` the private storage
 //! follows the session's transaction: COMMIT commits the database's part and
-//! then this one, ROLLBACK (or a failed COMMIT) forgets both.
+//! then this one, ROLLBACK (or a failed COMMIT) forgets both, and savepoints
+//! are set, released and gone back to in both parts alike.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,11 +98,14 @@ pub(crate) fn follow(main: &TxnState, temp: &mut TxnState) {
             // Writes to temporary tables are allowed in a read-only
             // transaction, as in PostgreSQL.
             crate::txn::begin(temp, open.isolation, false);
+            // The savepoints so far, as markers: going back to one of them
+            // forgets everything this part writes.
+            crate::txn::set_savepoint_markers(temp, crate::txn::savepoint_markers(main));
         }
-        (TxnState::Failed, TxnState::Open(_)) => *temp = TxnState::Failed,
+        (TxnState::Failed(_), TxnState::Open(_)) => temp.fail(),
         // A transaction ended without its temporary part (cannot happen:
         // the session's COMMIT and ROLLBACK end both); it is not kept open.
-        (TxnState::Idle, TxnState::Open(_) | TxnState::Failed) => *temp = TxnState::Idle,
+        (TxnState::Idle, TxnState::Open(_) | TxnState::Failed(_)) => *temp = TxnState::Idle,
         _ => {}
     }
 }

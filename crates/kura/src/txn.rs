@@ -3,7 +3,17 @@
 //! shadow-paged write transaction: a transaction's statements see each other's
 //! changes, other sessions see only what was committed, and a rollback leaves
 //! no trace. A statement that fails inside a transaction aborts it, as in
-//! PostgreSQL (SQLSTATE 25P02 until `ROLLBACK`).
+//! PostgreSQL (SQLSTATE 25P02 until `ROLLBACK` or `ROLLBACK TO SAVEPOINT`).
+//!
+//! Savepoints (`SAVEPOINT`, `RELEASE [SAVEPOINT]`, `ROLLBACK TO [SAVEPOINT]`)
+//! record the write transaction's state ([`kura_storage::TxnSavepoint`]) and
+//! the catalog the transaction read then; going back to one puts both back.
+//! A savepoint taken before the transaction first wrote records nothing:
+//! going back to it lets go of the write transaction altogether. While the
+//! transaction has savepoints, a failed statement keeps its (half-changed)
+//! write transaction, so that `ROLLBACK TO` can recover it — the way drivers
+//! (psycopg's nested transactions, JDBC, SQLAlchemy's `begin_nested`) carry
+//! on after an error.
 //!
 //! Concurrency control never loses a commit. Writers are serialised by the
 //! storage's one write transaction, and every statement that writes reads the
@@ -22,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use kura_common::settings::Settings;
-use kura_storage::{Catalog, Storage, WriteTxn};
+use kura_storage::{Catalog, Storage, TxnSavepoint, WriteTxn};
 
 use crate::error::{KuraError, KuraResult};
 use crate::session::CancelHandle;
@@ -100,6 +110,68 @@ pub(crate) struct OpenTxn {
     pub started: bool,
     /// A statement of this transaction is inside [`Tx::write`] now.
     writing: bool,
+    /// Savepoints, oldest first (names may repeat: the newest one counts).
+    savepoints: Vec<Savepoint>,
+}
+
+/// One savepoint of an open transaction.
+struct Savepoint {
+    name: String,
+    /// The write transaction's state then; `None` when the transaction had
+    /// not written yet.
+    writer: Option<TxnSavepoint>,
+    /// The catalog the transaction's statements read then.
+    snapshot: Option<Arc<Catalog>>,
+    /// The session's cursor count then (cursors declared since close when
+    /// the transaction goes back here).
+    cursors: u64,
+}
+
+impl OpenTxn {
+    /// The newest savepoint called `name`.
+    fn find(&self, name: &str) -> KuraResult<usize> {
+        self.savepoints
+            .iter()
+            .rposition(|s| s.name == name)
+            .ok_or_else(|| KuraError::State {
+                sqlstate: "3B001",
+                message: format!("savepoint \"{name}\" does not exist"),
+            })
+    }
+
+    /// Whether a failed statement must leave the write transaction in place
+    /// for a `ROLLBACK TO` to recover: some savepoint holds its state.
+    fn keeps_writer(&self) -> bool {
+        self.savepoints.iter().any(|s| s.writer.is_some())
+    }
+
+    /// Goes back to savepoint `at` (which stays; later ones go).
+    fn rollback_to(&mut self, at: usize) {
+        self.savepoints.truncate(at + 1);
+        let sp = &self.savepoints[at];
+        match (&sp.writer, &mut self.writer) {
+            (Some(saved), Some(writer)) => {
+                writer.rollback_to(saved);
+                self.snapshot = sp.snapshot.clone();
+            }
+            (Some(_), None) => {
+                // Cannot happen: a writer, once taken, stays until the
+                // transaction ends or goes back to before it was taken.
+                tracing::error!("internal error: savepoint state without its write transaction");
+                self.snapshot = sp.snapshot.clone();
+            }
+            (None, writer) => {
+                // Taken before the first write: nothing written since stays.
+                // At REPEATABLE READ and above the transaction keeps reading
+                // the snapshot it read before its first write, which is what
+                // the write transaction started from (a newer commit would
+                // have refused the write: 40001).
+                if let Some(w) = writer.take() {
+                    self.snapshot = self.isolation.keeps_snapshot().then(|| w.base().clone());
+                }
+            }
+        }
+    }
 }
 
 /// Where a session stands.
@@ -112,9 +184,29 @@ pub(crate) enum TxnState {
     Writing,
     /// Between `BEGIN` and `COMMIT`/`ROLLBACK`.
     Open(OpenTxn),
-    /// A statement failed inside the transaction; its changes are gone, and
-    /// only `COMMIT` or `ROLLBACK` (both roll back) end it.
-    Failed,
+    /// A statement failed inside the transaction: only `COMMIT` or
+    /// `ROLLBACK` (both roll back) end it, or `ROLLBACK TO SAVEPOINT`
+    /// recovers it. With savepoints the transaction's state is kept here for
+    /// that; without, its changes are gone at once (and the write lock is
+    /// free), only its modes stay (for `AND CHAIN`).
+    Failed(OpenTxn),
+}
+
+impl TxnState {
+    /// A statement failed: an open transaction is aborted.
+    pub(crate) fn fail(&mut self) {
+        match std::mem::take(self) {
+            TxnState::Open(mut open) => {
+                open.writing = false;
+                if open.savepoints.is_empty() {
+                    open.writer = None;
+                    open.snapshot = None;
+                }
+                *self = TxnState::Failed(open);
+            }
+            other => *self = other,
+        }
+    }
 }
 
 /// How often a statement waiting for another session's write transaction
@@ -186,7 +278,7 @@ impl<'a> Tx<'a> {
 
     /// Inside `BEGIN … COMMIT` (including a failed transaction).
     pub fn in_block(&self) -> bool {
-        matches!(*self.lock(), TxnState::Open(_) | TxnState::Failed)
+        matches!(*self.lock(), TxnState::Open(_) | TxnState::Failed(_))
     }
 
     /// The catalog a statement reads. Inside a transaction at REPEATABLE READ
@@ -240,7 +332,7 @@ impl<'a> Tx<'a> {
                     Some((open.writer.take(), open.isolation, open.snapshot.clone()))
                 }
                 TxnState::Writing => return Err(nested_write()),
-                TxnState::Failed => return Err(KuraError::InFailedTransaction),
+                TxnState::Failed(_) => return Err(KuraError::InFailedTransaction),
             }
         };
         match open {
@@ -259,12 +351,9 @@ impl<'a> Tx<'a> {
             Some((writer, isolation, snapshot)) => {
                 let r = self
                     .open_writer(writer, isolation, snapshot)
-                    .and_then(|mut txn| {
-                        // On an error the transaction is dropped here (rolled
-                        // back); the session then marks itself failed.
-                        let out = f(&mut txn)?;
-                        let view = txn.snapshot()?;
-                        Ok((out, txn, view))
+                    .map(|mut txn| {
+                        let r = f(&mut txn).and_then(|out| Ok((out, txn.snapshot()?)));
+                        (txn, r)
                     });
                 let mut state = self.lock();
                 let TxnState::Open(open) = &mut *state else {
@@ -273,10 +362,31 @@ impl<'a> Tx<'a> {
                     ));
                 };
                 open.writing = false;
-                let (out, txn, view) = r?;
-                open.writer = Some(txn);
-                open.snapshot = Some(view);
-                Ok(out)
+                let (txn, r) = r?;
+                match r {
+                    Ok((out, view)) => {
+                        open.writer = Some(txn);
+                        open.snapshot = Some(view);
+                        Ok(out)
+                    }
+                    Err(e) => {
+                        // The session marks itself failed. A savepoint's
+                        // `ROLLBACK TO` needs the write transaction back,
+                        // half-changed as it is; else it is dropped here
+                        // (rolled back), freeing the write lock at once.
+                        if open.keeps_writer() {
+                            open.writer = Some(txn);
+                        } else {
+                            // Its view goes with it: a `ROLLBACK TO` a
+                            // savepoint taken before it must not read pages
+                            // the next writer may reuse. What the transaction
+                            // read before it first wrote is what the write
+                            // transaction started from.
+                            open.snapshot = isolation.keeps_snapshot().then(|| txn.base().clone());
+                        }
+                        Err(e)
+                    }
+                }
             }
         }
     }
@@ -378,6 +488,7 @@ pub(crate) fn begin(
                 snapshot: None,
                 started: false,
                 writing: false,
+                savepoints: Vec::new(),
             });
             None
         }
@@ -398,7 +509,7 @@ pub(crate) fn commit(state: &mut TxnState) -> KuraResult<(&'static str, Option<&
             }
             Ok(("COMMIT", None))
         }
-        TxnState::Failed => Ok(("ROLLBACK", None)),
+        TxnState::Failed(_) => Ok(("ROLLBACK", None)),
     }
 }
 
@@ -410,11 +521,98 @@ pub(crate) fn rollback(state: &mut TxnState) -> Option<&'static str> {
     }
 }
 
+/// `SAVEPOINT name`: records the transaction's state now.
+pub(crate) fn savepoint(state: &mut TxnState, name: &str, cursors: u64) -> KuraResult<()> {
+    let open = open_block(state, "SAVEPOINT")?;
+    if open.writing {
+        return Err(nested_write());
+    }
+    let writer = match open.writer.as_mut() {
+        Some(w) => Some(w.savepoint()?),
+        None => None,
+    };
+    open.savepoints.push(Savepoint {
+        name: name.to_string(),
+        writer,
+        snapshot: open.snapshot.clone(),
+        cursors,
+    });
+    Ok(())
+}
+
+/// `RELEASE SAVEPOINT name`: forgets the newest savepoint of that name and
+/// every later one; the changes since stay part of the transaction.
+pub(crate) fn release(state: &mut TxnState, name: &str) -> KuraResult<()> {
+    let open = open_block(state, "RELEASE SAVEPOINT")?;
+    let at = open.find(name)?;
+    open.savepoints.truncate(at);
+    Ok(())
+}
+
+/// `ROLLBACK TO SAVEPOINT name`: undoes everything since the newest
+/// savepoint of that name, which stays (later ones go). Recovers a failed
+/// transaction. Returns the cursor count the savepoint recorded.
+pub(crate) fn rollback_to(state: &mut TxnState, name: &str) -> KuraResult<u64> {
+    let open = match state {
+        TxnState::Failed(open) => open,
+        _ => open_block(state, "ROLLBACK TO SAVEPOINT")?,
+    };
+    let at = open.find(name)?;
+    open.rollback_to(at);
+    let cursors = open.savepoints[at].cursors;
+    // The transaction is recovered (and an open one stays open).
+    *state = match std::mem::take(state) {
+        TxnState::Failed(open) => TxnState::Open(open),
+        other => other,
+    };
+    Ok(cursors)
+}
+
+/// The open transaction block a savepoint statement `what` works on.
+fn open_block<'s>(state: &'s mut TxnState, what: &str) -> KuraResult<&'s mut OpenTxn> {
+    match state {
+        TxnState::Open(open) => Ok(open),
+        TxnState::Failed(_) => Err(KuraError::InFailedTransaction),
+        TxnState::Idle | TxnState::Writing => Err(KuraError::State {
+            sqlstate: "25P01",
+            message: format!("{what} can only be used in transaction blocks"),
+        }),
+    }
+}
+
+/// The savepoints of a transaction, oldest first, as markers that record
+/// nothing: a transaction that joins the session's one now (the temporary
+/// tables' part, begun at its first use) had not written at any of them.
+pub(crate) fn savepoint_markers(state: &TxnState) -> Vec<String> {
+    match state {
+        TxnState::Open(open) | TxnState::Failed(open) => {
+            open.savepoints.iter().map(|s| s.name.clone()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Sets the savepoints of a transaction that just began to `names`, as
+/// markers (see [`savepoint_markers`]).
+pub(crate) fn set_savepoint_markers(state: &mut TxnState, names: Vec<String>) {
+    if let TxnState::Open(open) = state {
+        open.savepoints = names
+            .into_iter()
+            .map(|name| Savepoint {
+                name,
+                writer: None,
+                snapshot: None,
+                cursors: 0,
+            })
+            .collect();
+    }
+}
+
 /// After a statement: an error inside a transaction aborts it; an autocommit
 /// write that panicked lets go of its mark.
 pub(crate) fn after_statement<T>(state: &mut TxnState, r: &KuraResult<T>) {
     match state {
-        TxnState::Open(_) if r.is_err() => *state = TxnState::Failed,
+        TxnState::Open(_) if r.is_err() => state.fail(),
         TxnState::Open(open) => open.writing = false,
         TxnState::Writing => *state = TxnState::Idle,
         _ => {}
@@ -433,7 +631,7 @@ pub(crate) fn is_writing(state: &TxnState) -> bool {
 /// Before a statement: a failed transaction refuses everything but its end.
 pub(crate) fn check_not_failed(state: &TxnState) -> KuraResult<()> {
     match state {
-        TxnState::Failed => Err(KuraError::InFailedTransaction),
+        TxnState::Failed(_) => Err(KuraError::InFailedTransaction),
         _ => Ok(()),
     }
 }

@@ -140,6 +140,9 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
             Some(Entry::Value(portal)) => portal,
             _ => return self._on_execute(client, message).await,
         };
+        if let ParsedStatement::Compat(c) = portal.statement.statement.as_ref() {
+            super::resume_status(client, c);
+        }
         let fresh = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
         if message.max_rows != 0
             || !fresh
@@ -234,8 +237,7 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
         let tx = client.transaction_status();
         match portal.statement.statement.as_ref() {
             ParsedStatement::Compat(c) => {
-                if tx == TransactionStatus::Error && !matches!(c, Compat::Commit | Compat::Rollback)
-                {
+                if tx == TransactionStatus::Error && !c.ends_failed_transaction() {
                     return Err(user_error(in_failed_transaction()));
                 }
                 if let Compat::Deallocate(name) = c {

@@ -25,6 +25,22 @@ use crate::server::Shared;
 
 pub use runner::Runner;
 
+/// Before a statement that recovers a failed transaction or starts the next
+/// one (`ROLLBACK TO SAVEPOINT`, `COMMIT AND CHAIN`; see
+/// [`crate::compat::Compat::Resume`]): the connection's status is set to "in
+/// a transaction" now, since pgwire derives the status reported in
+/// ReadyForQuery from the statement's answer, and none leads from "failed"
+/// back to "in a transaction". If the statement fails, its error sets
+/// "failed" again.
+fn resume_status<C: pgwire::api::ClientInfo>(client: &mut C, c: &crate::compat::Compat) {
+    use pgwire::messages::response::TransactionStatus;
+    if matches!(c, crate::compat::Compat::Resume(_))
+        && client.transaction_status() == TransactionStatus::Error
+    {
+        client.set_transaction_status(TransactionStatus::Transaction);
+    }
+}
+
 /// Per-connection state and handlers.
 pub struct Connection<E: Engine> {
     shared: Arc<Shared<E>>,

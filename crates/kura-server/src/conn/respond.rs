@@ -117,7 +117,7 @@ impl<E: Engine> Connection<E> {
         tx: TransactionStatus,
     ) -> Result<Response, EngineError> {
         let sql = match c {
-            Compat::Begin(sql) | Compat::SetTransaction(sql) => sql.clone(),
+            Compat::Begin(sql) | Compat::SetTransaction(sql) | Compat::Resume(sql) => sql.clone(),
             Compat::Commit if tx != TransactionStatus::Error => "COMMIT".into(),
             _ => "ROLLBACK".into(),
         };
@@ -127,6 +127,9 @@ impl<E: Engine> Connection<E> {
             .await?;
         Ok(match c {
             Compat::Begin(_) => Response::TransactionStart(Tag::new("BEGIN")),
+            // The status was set to "in a transaction" before it ran (see
+            // `Connection::resume_status`); this keeps it there.
+            Compat::Resume(_) => Response::TransactionStart(Tag::new(&outcome.tag)),
             Compat::SetTransaction(_) => Response::Execution(Tag::new("SET")),
             _ => Response::TransactionEnd(Tag::new(&outcome.tag)),
         })
@@ -161,7 +164,11 @@ impl<E: Engine> Connection<E> {
         formats: Vec<FieldFormat>,
     ) -> Result<Response, EngineError> {
         Ok(match c {
-            Compat::Begin(_) | Compat::Commit | Compat::Rollback | Compat::SetTransaction(_) => {
+            Compat::Begin(_)
+            | Compat::Commit
+            | Compat::Rollback
+            | Compat::Resume(_)
+            | Compat::SetTransaction(_) => {
                 return Err(EngineError::new(
                     "XX000",
                     "internal error: transaction control reached the server's own answers",

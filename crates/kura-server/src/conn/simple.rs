@@ -11,6 +11,7 @@ use pgwire::api::store::PortalStore;
 use pgwire::api::{ClientInfo, ClientPortalStore};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::response::TransactionStatus;
+use pgwire::messages::simplequery::Query;
 use pgwire::messages::PgWireBackendMessage;
 
 use super::respond::{error_info, in_failed_transaction, outcome_response};
@@ -21,6 +22,26 @@ use crate::split;
 
 #[async_trait]
 impl<E: Engine> SimpleQueryHandler for Connection<E> {
+    /// pgwire reports the transaction status from the answers alone, where
+    /// nothing leads from a failed transaction back into a good one: a query
+    /// string that starts with `ROLLBACK TO SAVEPOINT` (or `... AND CHAIN`)
+    /// sets it first (see [`super::resume_status`]).
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let first = split::statements(&query.query)
+            .first()
+            .and_then(|s| compat::recognise(s));
+        if let Some(c) = first {
+            super::resume_status(client, &c);
+        }
+        self._on_query(client, query).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -122,7 +143,9 @@ impl<E: Engine> Connection<E> {
     {
         let recognised = compat::recognise(stmt);
         if tx == TransactionStatus::Error
-            && !matches!(recognised, Some(Compat::Commit | Compat::Rollback))
+            && !recognised
+                .as_ref()
+                .is_some_and(Compat::ends_failed_transaction)
         {
             return Err(in_failed_transaction());
         }

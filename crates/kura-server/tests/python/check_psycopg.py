@@ -1,6 +1,8 @@
 """psycopg 3 against kura's PostgreSQL protocol: connect, parameterised queries,
-errors with SQLSTATE, and (with --tpch) all 22 TPC-H queries checked against the
-reference answers. Prints 'N passed, N failed' and exits non-zero on a failure."""
+errors with SQLSTATE, (with --tpch) all 22 TPC-H queries checked against the
+reference answers, and (with --savepoints) nested transactions over savepoints,
+through psycopg and SQLAlchemy 2. Prints 'N passed, N failed' and exits non-zero
+on a failure."""
 
 import argparse
 import datetime
@@ -232,6 +234,141 @@ def protocol_checks(dsn):
     check("parameterised query", parameters)
 
 
+def savepoint_checks(dsn, port):
+    """Savepoints as drivers use them: psycopg's nested `conn.transaction()`
+    (SAVEPOINT "_pg3_n", ROLLBACK TO / RELEASE), explicit SQL over both
+    protocols, and the transaction status ('T' again after ROLLBACK TO)."""
+    from psycopg.pq import TransactionStatus as TS
+
+    class Inner(Exception):
+        pass
+
+    def setup():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("drop table if exists sp")
+            conn.execute("create table sp (i integer primary key, v varchar(10))")
+
+    def total(conn):
+        return conn.execute("select coalesce(sum(i), 0) from sp").fetchone()[0]
+
+    def nested_blocks():
+        setup()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            with conn.transaction():
+                conn.execute("insert into sp values (1, 'outer')")
+                try:
+                    with conn.transaction():
+                        conn.execute("insert into sp values (2, 'inner')")
+                        raise Inner()
+                except Inner:
+                    pass
+                assert conn.info.transaction_status == TS.INTRANS, conn.info.transaction_status
+                with conn.transaction():
+                    conn.execute("insert into sp values (4, 'kept')")
+                    try:
+                        with conn.transaction():
+                            conn.execute("insert into sp values (8, 'deepest')")
+                            raise Inner()
+                    except Inner:
+                        pass
+                assert total(conn) == 5, total(conn)
+            assert conn.info.transaction_status == TS.IDLE
+            assert total(conn) == 5, total(conn)
+
+    def error_in_inner_block_recovers():
+        setup()
+        with psycopg.connect(dsn) as conn:  # not autocommit: psycopg BEGINs
+            conn.execute("insert into sp values (1, 'a')")
+            try:
+                with conn.transaction():
+                    conn.execute("insert into sp values (2, 'b')")
+                    conn.execute("insert into sp values (1, 'dup')")
+                raise AssertionError("expected a unique violation")
+            except psycopg.errors.UniqueViolation:
+                pass
+            assert conn.info.transaction_status == TS.INTRANS, conn.info.transaction_status
+            try:
+                with conn.transaction():
+                    conn.execute("select 1 / 0")
+            except psycopg.errors.DivisionByZero:
+                pass
+            conn.execute("insert into sp values (16, 'c')")
+            conn.commit()
+            assert total(conn) == 17, total(conn)
+
+    def explicit_sql_both_protocols():
+        setup()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            pg = conn.pgconn
+            # Extended protocol (psycopg's execute).
+            conn.execute("begin")
+            conn.execute("savepoint a")
+            try:
+                conn.execute("select 1 / 0")
+            except psycopg.errors.DivisionByZero:
+                pass
+            assert pg.transaction_status == TS.INERROR, pg.transaction_status
+            try:
+                conn.execute("rollback to savepoint nope")
+                raise AssertionError("expected 3B001")
+            except psycopg.errors.InvalidSavepointSpecification:
+                pass
+            assert pg.transaction_status == TS.INERROR, pg.transaction_status
+            conn.execute("rollback to savepoint a")
+            assert pg.transaction_status == TS.INTRANS, pg.transaction_status
+            conn.execute("insert into sp values (1, 'x')")
+            conn.execute("commit")
+            # Simple protocol, with statements after ROLLBACK TO in the string.
+            pg.exec_(b"begin; savepoint b; insert into sp values (2, 'y')")
+            pg.exec_(b"select 1 / 0")
+            assert pg.transaction_status == TS.INERROR, pg.transaction_status
+            r = pg.exec_(b"rollback to b; insert into sp values (4, 'z'); release b")
+            assert r.status == psycopg.pq.ExecStatus.COMMAND_OK, r.error_message
+            assert pg.transaction_status == TS.INTRANS, pg.transaction_status
+            pg.exec_(b"commit and chain")
+            assert pg.transaction_status == TS.INTRANS, pg.transaction_status
+            pg.exec_(b"rollback")
+            assert pg.transaction_status == TS.IDLE, pg.transaction_status
+            assert total(conn) == 5, total(conn)
+            try:
+                conn.execute("savepoint outside")
+                raise AssertionError("expected 25P01")
+            except psycopg.errors.NoActiveSqlTransaction:
+                pass
+
+    def sqlalchemy_begin_nested():
+        import sqlalchemy as sa
+
+        setup()
+        engine = sa.create_engine(f"postgresql+psycopg://tester@127.0.0.1:{port}/kura")
+        try:
+            with engine.connect() as c:
+                assert c.execute(sa.text("select 1")).scalar() == 1
+                c.commit()  # SQLAlchemy 2 began a transaction for the select
+                with c.begin():
+                    c.execute(sa.text("insert into sp values (1, 'outer')"))
+                    nested = c.begin_nested()
+                    c.execute(sa.text("insert into sp values (2, 'nested')"))
+                    nested.rollback()
+                    with c.begin_nested():
+                        c.execute(sa.text("insert into sp values (4, 'kept')"))
+                    try:
+                        with c.begin_nested():
+                            c.execute(sa.text("insert into sp values (1, 'dup')"))
+                    except sa.exc.IntegrityError:
+                        pass
+                    c.execute(sa.text("insert into sp values (8, 'after')"))
+                got = c.execute(sa.text("select sum(i) from sp")).scalar()
+                assert got == 13, got
+        finally:
+            engine.dispose()
+
+    check("psycopg nested transaction blocks", nested_blocks)
+    check("psycopg: an error in an inner block rolls back to its savepoint", error_in_inner_block_recovers)
+    check("SAVEPOINT / ROLLBACK TO / RELEASE over both protocols", explicit_sql_both_protocols)
+    check("SQLAlchemy 2 connect and begin_nested", sqlalchemy_begin_nested)
+
+
 def tpch_checks(dsn, queries, answers):
     with psycopg.connect(dsn, autocommit=True) as conn:
         def q6_with_parameters():
@@ -263,12 +400,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--tpch", action="store_true")
+    ap.add_argument("--savepoints", action="store_true")
     ap.add_argument("--queries", type=pathlib.Path)
     ap.add_argument("--answers", type=pathlib.Path)
     args = ap.parse_args()
     dsn = f"host=127.0.0.1 port={args.port} user=tester dbname=kura connect_timeout=10"
     if args.tpch:
         tpch_checks(dsn, args.queries, args.answers)
+    elif args.savepoints:
+        savepoint_checks(dsn, args.port)
     else:
         protocol_checks(dsn)
     print(f"{results['passed']} passed, {results['failed']} failed")
