@@ -545,6 +545,7 @@ pub struct TxnSavepoint {
     views: BTreeMap<String, ViewDef>,
     indexes: BTreeMap<String, (TxnIndex, Option<BTreeIndex>)>,
     rules: BTreeMap<String, TableRules>,
+    sequences: TxnSequences,
     blobs: BTreeMap<String, Vec<PageId>>,
     /// `freed` and `dropped` only grow until the commit: their lengths then.
     freed: usize,
@@ -567,6 +568,7 @@ impl WriteTxn {
             views: self.views.clone(),
             indexes: self.indexes.clone(),
             rules: self.rules.clone(),
+            sequences: self.sequences.clone(),
             blobs: self.blobs.clone(),
             freed: self.freed.len(),
             dropped: self.dropped.len(),
@@ -587,6 +589,14 @@ impl WriteTxn {
         self.views = savepoint.views.clone();
         self.indexes = savepoint.indexes.clone();
         self.rules = savepoint.rules.clone();
+        // Sequences come back as they were; those created since are still
+        // listed as created (their runtime values go at the end of the
+        // transaction) and ids are never handed out twice.
+        let created = std::mem::take(&mut self.sequences.created);
+        let next_id = self.sequences.next_id;
+        self.sequences = savepoint.sequences.clone();
+        self.sequences.created = created;
+        self.sequences.next_id = next_id;
         self.blobs = savepoint.blobs.clone();
         // Pages freed since were referenced at the savepoint: in use again.
         self.freed.truncate(savepoint.freed);
