@@ -22,6 +22,7 @@ use crate::enforce::{after_write, Change};
 use crate::error::{KuraError, KuraResult};
 use crate::query::QueryContext;
 use crate::result::QueryResult;
+use crate::returning::Returning;
 
 /// `UPDATE t [AS a] SET c = v, ... [WHERE cond]`.
 pub(crate) fn update(
@@ -29,28 +30,104 @@ pub(crate) fn update(
     u: &Update,
     params: Option<Vec<Value>>,
 ) -> KuraResult<QueryResult> {
-    if u.from.is_some() || u.returning.is_some() || u.limit.is_some() || !u.order_by.is_empty() {
+    if u.from.is_some() || u.limit.is_some() || !u.order_by.is_empty() {
         return Err(KuraError::Unsupported(
-            "UPDATE with FROM, RETURNING, ORDER BY or LIMIT".into(),
+            "UPDATE with FROM, ORDER BY or LIMIT".into(),
         ));
     }
-    let (table, relation) = single_table(&u.table, "UPDATE")?;
-    let changed = ctx.tx.for_table(&table).write(|txn| {
+    let (table, relation, alias) = single_table(&u.table, "UPDATE")?;
+    let returning = u.returning.as_deref().map(|items| Returning {
+        items,
+        table: &table,
+        alias: alias.clone(),
+    });
+    ctx.tx.for_table(&table).write(|txn| {
         crate::enforce::refuse_identity_update(txn, &table, u)?;
         let schema = schema_of(ctx, &table)?;
-        let rows = updated_rows(ctx, u, &schema, &table, &relation, params)?;
+        let rows = updated_rows(ctx, u, &schema, &table, &relation, params.clone())?;
         let changed = rows.changed;
         replace_rows(txn, &table, &rows.batches)?;
         after_write(ctx, txn, &table, Change::Changed)?;
-        Ok(changed)
-    })?;
-    Ok(QueryResult::command(format!("UPDATE {changed}")))
+        let tag = format!("UPDATE {changed}");
+        match &returning {
+            None => Ok(QueryResult::command(tag)),
+            // The changed rows as they are now.
+            Some(r) => r.result(ctx, &schema, rows.changed_rows(), params, tag),
+        }
+    })
+}
+
+/// The result columns of an UPDATE's RETURNING list (none without one).
+pub(crate) fn returning_columns_of_update(
+    ctx: &QueryContext,
+    u: &Update,
+) -> KuraResult<Vec<crate::result::ResultColumn>> {
+    let Some(items) = u.returning.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let (table, _, alias) = single_table(&u.table, "UPDATE")?;
+    crate::query::returning_columns(
+        ctx,
+        &Returning {
+            items,
+            table: &table,
+            alias,
+        },
+    )
+}
+
+/// The result columns of a DELETE's RETURNING list (none without one).
+pub(crate) fn returning_columns_of_delete(
+    ctx: &QueryContext,
+    d: &Delete,
+) -> KuraResult<Vec<crate::result::ResultColumn>> {
+    let Some(items) = d.returning.as_deref() else {
+        return Ok(Vec::new());
+    };
+    let (table, _, alias) = single_table(delete_target(d)?, "DELETE")?;
+    crate::query::returning_columns(
+        ctx,
+        &Returning {
+            items,
+            table: &table,
+            alias,
+        },
+    )
+}
+
+/// The one table a DELETE names.
+fn delete_target(d: &Delete) -> KuraResult<&TableWithJoins> {
+    let from = match &d.from {
+        FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
+    };
+    match from.as_slice() {
+        [target] => Ok(target),
+        _ => Err(KuraError::Unsupported("DELETE from several tables".into())),
+    }
 }
 
 /// The rows of a table after an UPDATE, and how many it changes.
 struct Updated {
     batches: Vec<Batch>,
     changed: u64,
+    /// Which rows of each batch changed.
+    hits: Vec<Vec<bool>>,
+}
+
+impl Updated {
+    /// The changed rows, with their new values.
+    fn changed_rows(&self) -> Vec<Batch> {
+        self.batches
+            .iter()
+            .zip(&self.hits)
+            .map(|(b, hit)| {
+                let keep: Vec<u32> = (0..hit.len() as u32).filter(|&i| hit[i as usize]).collect();
+                let mut b = b.clone();
+                b.selection = Some(keep);
+                b.compact()
+            })
+            .collect()
+    }
 }
 
 /// Computes the rows of `table` as `u` leaves them (reading what the
@@ -104,6 +181,7 @@ fn updated_rows(
     let width = schema.len();
     let mut changed = 0u64;
     let mut rows = Vec::with_capacity(batches.len());
+    let mut hit_rows = Vec::with_capacity(batches.len());
     for b in batches {
         let b = b.compact();
         let hits = &b.columns[b.columns.len() - 1];
@@ -124,10 +202,12 @@ fn updated_rows(
             columns.push(merge(old, &new, &hit_at, c.data_type));
         }
         rows.push(Batch::new(columns));
+        hit_rows.push(hit_at);
     }
     Ok(Updated {
         batches: rows,
         changed,
+        hits: hit_rows,
     })
 }
 
@@ -137,34 +217,53 @@ pub(crate) fn delete(
     d: &Delete,
     params: Option<Vec<Value>>,
 ) -> KuraResult<QueryResult> {
-    if d.using.is_some() || d.returning.is_some() || d.limit.is_some() || !d.order_by.is_empty() {
+    if d.using.is_some() || d.limit.is_some() || !d.order_by.is_empty() {
         return Err(KuraError::Unsupported(
-            "DELETE with USING, RETURNING, ORDER BY or LIMIT".into(),
+            "DELETE with USING, ORDER BY or LIMIT".into(),
         ));
     }
-    let from = match &d.from {
-        FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
-    };
-    let [target] = from.as_slice() else {
-        return Err(KuraError::Unsupported("DELETE from several tables".into()));
-    };
-    let (table, relation) = single_table(target, "DELETE")?;
-    let deleted = ctx.tx.for_table(&table).write(|txn| {
+    let (table, relation, alias) = single_table(delete_target(d)?, "DELETE")?;
+    let returning = d.returning.as_deref().map(|items| Returning {
+        items,
+        table: &table,
+        alias: alias.clone(),
+    });
+    ctx.tx.for_table(&table).write(|txn| {
         let before = ctx.tx.table(&table).map(|t| t.row_count()).unwrap_or(0);
-        let Some(cond) = &d.selection else {
+        let cond = d
+            .selection
+            .as_ref()
+            .map_or("TRUE".to_string(), |c| c.to_string());
+        // The rows removed, read before they go, for RETURNING.
+        let removed = match &returning {
+            Some(_) => {
+                let sql = format!("SELECT * FROM {relation} WHERE (({cond}) IS TRUE)");
+                run_query(ctx, &sql, params.clone())?
+            }
+            None => Vec::new(),
+        };
+        let deleted = if d.selection.is_none() {
             txn.truncate(&table)?;
             after_write(ctx, txn, &table, Change::Removed)?;
-            return Ok(before);
+            before
+        } else {
+            // The rows that stay: those for which the condition is not true.
+            let sql = format!("SELECT * FROM {relation} WHERE (({cond}) IS NOT TRUE)");
+            let kept = run_query(ctx, &sql, params.clone())?;
+            let left: u64 = kept.iter().map(|b| b.len() as u64).sum();
+            replace_rows(txn, &table, &kept)?;
+            after_write(ctx, txn, &table, Change::Removed)?;
+            before - left
         };
-        // The rows that stay: those for which the condition is not true.
-        let sql = format!("SELECT * FROM {relation} WHERE (({cond}) IS NOT TRUE)");
-        let kept = run_query(ctx, &sql, params)?;
-        let left: u64 = kept.iter().map(|b| b.len() as u64).sum();
-        replace_rows(txn, &table, &kept)?;
-        after_write(ctx, txn, &table, Change::Removed)?;
-        Ok(before - left)
-    })?;
-    Ok(QueryResult::command(format!("DELETE {deleted}")))
+        let tag = format!("DELETE {deleted}");
+        match &returning {
+            None => Ok(QueryResult::command(tag)),
+            Some(r) => {
+                let schema = schema_of(ctx, &table)?;
+                r.result(ctx, &schema, removed, params, tag)
+            }
+        }
+    })
 }
 
 /// `TRUNCATE [TABLE] a, b`.
@@ -217,8 +316,9 @@ pub(crate) fn truncate(ctx: &QueryContext, t: &Truncate) -> KuraResult<QueryResu
     Ok(QueryResult::command("TRUNCATE TABLE"))
 }
 
-/// The table an UPDATE or DELETE changes, and its FROM text (with alias).
-fn single_table(t: &TableWithJoins, what: &str) -> KuraResult<(String, String)> {
+/// The table an UPDATE or DELETE changes, its FROM text (with alias), and
+/// the alias.
+fn single_table(t: &TableWithJoins, what: &str) -> KuraResult<(String, String, Option<String>)> {
     if !t.joins.is_empty() {
         return Err(KuraError::Unsupported(format!("{what} over a join")));
     }
@@ -232,7 +332,7 @@ fn single_table(t: &TableWithJoins, what: &str) -> KuraResult<(String, String)> 
                 Some(a) => format!("{} AS {}", quote_ident(&table), a.name),
                 None => quote_ident(&table),
             };
-            Ok((table, relation))
+            Ok((table, relation, alias.as_ref().map(|a| a.name.to_string())))
         }
         other => Err(KuraError::Unsupported(format!("{what} of {other}"))),
     }

@@ -15,6 +15,7 @@ pub mod llc;
 mod prepared;
 mod query;
 pub mod result;
+mod returning;
 mod sequences;
 pub mod session;
 pub mod stack;

@@ -146,7 +146,7 @@ impl TableSource for StorageTable {
 
 /// The committed catalog as the planner sees it: the session's temporary
 /// tables first, then the database's tables and views.
-struct StorageCatalog<'a> {
+pub(crate) struct StorageCatalog<'a> {
     catalog: Arc<Catalog>,
     temp: Option<Arc<Catalog>>,
     /// Set once a name resolved to a temporary table.
@@ -294,7 +294,7 @@ fn exec_error(e: ExecError) -> KuraError {
 }
 
 impl QueryContext<'_> {
-    fn catalog(&self) -> StorageCatalog<'_> {
+    pub(crate) fn catalog(&self) -> StorageCatalog<'_> {
         StorageCatalog {
             catalog: self.tx.catalog(),
             temp: self.tx.temp_catalog(),
@@ -306,7 +306,7 @@ impl QueryContext<'_> {
         }
     }
 
-    fn options(&self) -> PlannerOptions {
+    pub(crate) fn options(&self) -> PlannerOptions {
         PlannerOptions {
             join_operator: OperatorRegistry::join_for_setting(
                 &self.settings.value("join_algorithm"),
@@ -476,15 +476,42 @@ pub(crate) fn describe(
                 data_type: DataType::Varchar(None),
             }],
         )),
-        Statement::Insert(ins) => match &ins.source {
-            Some(q) => Ok((
-                describe_query(&ctx.catalog(), q).map_err(sql_error)?.0,
-                Vec::new(),
-            )),
-            None => Ok((Vec::new(), Vec::new())),
-        },
+        Statement::Insert(ins) => {
+            let params = match &ins.source {
+                Some(q) => describe_query(&ctx.catalog(), q).map_err(sql_error)?.0,
+                None => Vec::new(),
+            };
+            let columns = match (&ins.returning, &ins.table) {
+                (Some(items), sqlparser::ast::TableObject::TableName(n)) => {
+                    let table = object_name(n);
+                    let returning = crate::returning::Returning {
+                        items,
+                        table: &table,
+                        alias: ins.table_alias.as_ref().map(|a| a.alias.to_string()),
+                    };
+                    returning_columns(ctx, &returning)?
+                }
+                _ => Vec::new(),
+            };
+            Ok((params, columns))
+        }
+        Statement::Update(u) => Ok((Vec::new(), crate::dml::returning_columns_of_update(ctx, u)?)),
+        Statement::Delete(d) => Ok((Vec::new(), crate::dml::returning_columns_of_delete(ctx, d)?)),
         _ => Ok((Vec::new(), Vec::new())),
     }
+}
+
+/// The columns a RETURNING list gives over its table as the statement sees it.
+pub(crate) fn returning_columns(
+    ctx: &QueryContext,
+    returning: &crate::returning::Returning,
+) -> KuraResult<Vec<ResultColumn>> {
+    let t = ctx.tx.table(returning.table).ok_or_else(|| {
+        KuraError::Storage(kura_storage::StorageError::NoSuchTable(
+            returning.table.to_string(),
+        ))
+    })?;
+    returning.columns(ctx, t.schema())
 }
 
 /// Runs a statement; a query's rows go to `sink` as they are produced, any
@@ -507,8 +534,7 @@ pub(crate) fn run_streaming(
 /// Refuses the parts of an INSERT kura does not implement (RETURNING and ON
 /// CONFLICT among them), and `DEFAULT VALUES` with a column list.
 fn check_insert_clauses(ins: &sqlparser::ast::Insert) -> KuraResult<()> {
-    let refused: [(bool, &str); 9] = [
-        (ins.returning.is_some(), "INSERT … RETURNING"),
+    let refused: [(bool, &str); 8] = [
         (ins.on.is_some(), "INSERT … ON CONFLICT / ON DUPLICATE KEY"),
         (
             ins.or.is_some() || ins.ignore || ins.replace_into,
@@ -520,7 +546,7 @@ fn check_insert_clauses(ins: &sqlparser::ast::Insert) -> KuraResult<()> {
         ),
         (!ins.after_columns.is_empty(), "INSERT … PARTITION columns"),
         (ins.output.is_some(), "INSERT … OUTPUT"),
-        (ins.insert_alias.is_some(), "INSERT … AS alias"),
+        (ins.insert_alias.is_some(), "INSERT … AS alias (MySQL's)"),
         (
             ins.settings.is_some() || ins.format_clause.is_some(),
             "INSERT … SETTINGS/FORMAT",
@@ -586,7 +612,22 @@ fn run(
             };
             check_insert_clauses(ins)?;
             let columns: Vec<String> = ins.columns.iter().map(object_name).collect();
-            insert(ctx, &table, &columns, ins.source.as_deref(), params)
+            let returning = ins
+                .returning
+                .as_deref()
+                .map(|items| crate::returning::Returning {
+                    items,
+                    table: &table,
+                    alias: ins.table_alias.as_ref().map(|a| a.alias.to_string()),
+                });
+            insert(
+                ctx,
+                &table,
+                &columns,
+                ins.source.as_deref(),
+                params,
+                returning.as_ref(),
+            )
         }
         Statement::Update(u) => crate::dml::update(ctx, u, params),
         Statement::Delete(d) => crate::dml::delete(ctx, d, params),
@@ -730,14 +771,25 @@ fn insert(
     columns: &[String],
     source: Option<&Query>,
     params: Option<Vec<Value>>,
+    returning: Option<&crate::returning::Returning>,
 ) -> KuraResult<QueryResult> {
     // The rows are computed while the write transaction is held: the
     // statement reads what it writes next to, even after waiting for it.
-    let rows = ctx
-        .tx
-        .for_table(table)
-        .write(|txn| insert_in(ctx, txn, table, columns, source, params))?;
-    Ok(QueryResult::command(format!("INSERT 0 {rows}")))
+    ctx.tx.for_table(table).write(|txn| {
+        let keep = returning.is_some();
+        let (rows, written) = insert_in(ctx, txn, table, columns, source, params.clone(), keep)?;
+        let tag = format!("INSERT 0 {rows}");
+        match returning {
+            None => Ok(QueryResult::command(tag)),
+            Some(r) => {
+                let schema = txn
+                    .schema(table)
+                    .cloned()
+                    .ok_or_else(|| KuraError::Internal("inserted table gone".into()))?;
+                r.result(ctx, &schema, written, params, tag)
+            }
+        }
+    })
 }
 
 fn insert_in(
@@ -747,7 +799,8 @@ fn insert_in(
     columns: &[String],
     source: Option<&Query>,
     params: Option<Vec<Value>>,
-) -> KuraResult<u64> {
+    keep_rows: bool,
+) -> KuraResult<(u64, Vec<Batch>)> {
     let t = ctx
         .tx
         .table(table)
@@ -825,13 +878,18 @@ fn insert_in(
     };
     let batches = ctx.execute(&planned, &ctx.exec_context())?;
     let mut rows = 0u64;
+    let mut written = Vec::new();
     for b in &batches {
         if !b.is_empty() {
-            rows += txn.append(table, &conform(b, &targets, &fill)?)?;
+            let row_batch = conform(b, &targets, &fill)?;
+            rows += txn.append(table, &row_batch)?;
+            if keep_rows {
+                written.push(row_batch);
+            }
         }
     }
     crate::enforce::after_write(ctx, txn, table, crate::enforce::Change::Added)?;
-    Ok(rows)
+    Ok((rows, written))
 }
 
 fn create_table_as(
