@@ -265,3 +265,38 @@ fn psql_describe_shows_keys_checks_foreign_keys_and_defaults() {
     // Foreign keys are in pg_constraint (tests/slt/constraints.slt); psql's \d
     // lists them only for tables with triggers, which kura does not have.
 }
+
+#[test]
+fn psql_shows_sequences_identity_columns_and_returning_rows() {
+    let s = TestServer::trust(|db| {
+        common::exec(
+            db,
+            "create table items (id serial primary key, name text);\
+             create table events (id bigint generated always as identity, what text);\
+             create sequence tickets",
+        )
+    });
+    let run = |cmd: &str| {
+        let (out, err, ok) = psql(&s, &["-v", "ON_ERROR_STOP=1", "-c", cmd], None);
+        assert!(ok && err.is_empty(), "{cmd}: {err}");
+        out
+    };
+    let out = run("\\ds");
+    for name in ["items_id_seq", "events_id_seq", "tickets"] {
+        assert!(out.contains(name), "\\ds lists {name}: {out}");
+    }
+    let out = run("\\d items");
+    assert!(out.contains("nextval('items_id_seq'::regclass)"), "{out}");
+    let out = run("\\d events");
+    assert!(out.contains("generated always as identity"), "{out}");
+    // INSERT … RETURNING sends its rows; psql reads its `INSERT 0 n` tag
+    // (`INSERT n` made it report "could not interpret result from server").
+    let sql = "insert into items (name) values ('a'), ('b') returning id, name";
+    let (out, err, ok) = psql(&s, &["-A", "-F", "|", "-t", "-c", sql], None);
+    assert!(ok && err.is_empty(), "{err}");
+    assert_eq!(
+        rows(&out),
+        vec![vec!["1", "a"], vec!["2", "b"], vec!["INSERT 0 2"]],
+        "{out}"
+    );
+}

@@ -73,8 +73,12 @@ pub fn outcome_response(outcome: Outcome, formats: Vec<FieldFormat>) -> Response
         Err(e) => Err(user_error(e)),
     });
     let mut resp = QueryResponse::new(schema, rows);
-    // pgwire appends the number of rows it sent, so keep only the command word.
-    let command = outcome.tag.split_whitespace().next().unwrap_or("SELECT");
+    // pgwire appends the number of rows it sent, so keep only the command
+    // word (INSERT … RETURNING's tag is `INSERT 0 n`, with its OID field).
+    let command = match outcome.tag.split_whitespace().next().unwrap_or("SELECT") {
+        "INSERT" => "INSERT 0",
+        other => other,
+    };
     resp.set_command_tag(command);
     Response::Query(resp)
 }
