@@ -62,18 +62,7 @@ pub(crate) fn returning_columns_of_update(
     ctx: &QueryContext,
     u: &Update,
 ) -> KuraResult<Vec<crate::result::ResultColumn>> {
-    let Some(items) = u.returning.as_deref() else {
-        return Ok(Vec::new());
-    };
-    let (table, _, alias) = single_table(&u.table, "UPDATE")?;
-    crate::query::returning_columns(
-        ctx,
-        &Returning {
-            items,
-            table: &table,
-            alias,
-        },
-    )
+    returning_columns(ctx, u.returning.as_deref(), &u.table, "UPDATE")
 }
 
 /// The result columns of a DELETE's RETURNING list (none without one).
@@ -81,10 +70,19 @@ pub(crate) fn returning_columns_of_delete(
     ctx: &QueryContext,
     d: &Delete,
 ) -> KuraResult<Vec<crate::result::ResultColumn>> {
-    let Some(items) = d.returning.as_deref() else {
+    returning_columns(ctx, d.returning.as_deref(), delete_target(d)?, "DELETE")
+}
+
+fn returning_columns(
+    ctx: &QueryContext,
+    items: Option<&[sqlparser::ast::SelectItem]>,
+    target: &TableWithJoins,
+    what: &str,
+) -> KuraResult<Vec<crate::result::ResultColumn>> {
+    let Some(items) = items else {
         return Ok(Vec::new());
     };
-    let (table, _, alias) = single_table(delete_target(d)?, "DELETE")?;
+    let (table, _, alias) = single_table(target, what)?;
     crate::query::returning_columns(
         ctx,
         &Returning {

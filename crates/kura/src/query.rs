@@ -228,11 +228,9 @@ impl CatalogProvider for StorageCatalog<'_> {
     }
 }
 
-/// Table `name` of `catalog` as a scan source, with its indexes.
-fn table_source(catalog: &Catalog, name: &str) -> Option<Arc<dyn TableSource>> {
-    let table = catalog.table(name)?;
-    let columns = table
-        .schema()
+/// A table's columns as a scan source describes them.
+pub(crate) fn source_columns(schema: &kura_storage::Schema) -> Vec<SourceColumn> {
+    schema
         .columns
         .iter()
         .map(|c| SourceColumn {
@@ -240,7 +238,13 @@ fn table_source(catalog: &Catalog, name: &str) -> Option<Arc<dyn TableSource>> {
             data_type: c.data_type,
             nullable: c.nullable,
         })
-        .collect();
+        .collect()
+}
+
+/// Table `name` of `catalog` as a scan source, with its indexes.
+fn table_source(catalog: &Catalog, name: &str) -> Option<Arc<dyn TableSource>> {
+    let table = catalog.table(name)?;
+    let columns = source_columns(table.schema());
     let indexes = catalog
         .indexes_on(table.name())
         .into_iter()

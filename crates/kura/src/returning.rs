@@ -10,7 +10,7 @@ use std::sync::Arc;
 use sqlparser::ast::{Query, SelectItem, Statement};
 
 use kura_common::{Batch, Value};
-use kura_exec::{MemTable, SourceColumn, TableSource};
+use kura_exec::{MemTable, TableSource};
 use kura_sql::{CatalogProvider, ViewDefinition};
 use kura_storage::Schema;
 
@@ -101,15 +101,7 @@ const ROWS: &str = "__kura_returning_rows";
 
 /// `rows` as an in-memory table named `name` with the columns of `schema`.
 fn rows_table(name: &str, schema: &Schema, rows: Vec<Batch>) -> Arc<dyn TableSource> {
-    let columns: Vec<SourceColumn> = schema
-        .columns
-        .iter()
-        .map(|c| SourceColumn {
-            name: c.name.clone(),
-            data_type: c.data_type,
-            nullable: c.nullable,
-        })
-        .collect();
+    let columns = crate::query::source_columns(schema);
     let types: Vec<_> = schema.columns.iter().map(|c| c.data_type).collect();
     let all = kura_exec::ops::concat(&types, rows);
     MemTable::new(name, columns, all.columns).into_arc()
