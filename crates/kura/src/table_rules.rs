@@ -73,6 +73,15 @@ pub(crate) fn define(ct: &CreateTable) -> KuraResult<TableDefinition> {
     };
     let mut namer = Namer::new(&table);
     for c in &ct.columns {
+        if let ast::DataType::Array(_) = &c.data_type {
+            // Refused rather than stored as something else: arrays live in
+            // expressions and results only.
+            return Err(KuraError::Unsupported(format!(
+                "array column \"{}\" of type {} (tables cannot store arrays yet)",
+                c.name.value,
+                c.data_type.to_string().to_ascii_lowercase()
+            )));
+        }
         let data_type = convert_type(&c.data_type)?;
         let name = c.name.value.to_ascii_lowercase();
         let mut nullable = true;

@@ -601,8 +601,23 @@ impl Binder<'_> {
             E::Cast {
                 expr, data_type, ..
             } => {
-                let x = self.bind_expr(expr, cx)?;
                 let t = sql_type(data_type, pos(e))?;
+                if let (E::Array(a), true) = (expr.as_ref(), t.is_array()) {
+                    if a.elem.is_empty() {
+                        // `ARRAY[]::int[]`: the cast gives the empty array its type.
+                        return Ok(PhysExpr::literal(Value::Text("{}".into()), t));
+                    }
+                }
+                let x = self.bind_expr(expr, cx)?;
+                if t.is_array()
+                    && !(x.data_type().is_text() || x.data_type().is_array())
+                    && !is_untyped_null(&x)
+                {
+                    return Err(SqlError::mismatch(
+                        format!("cannot cast type {} to {t}", x.data_type()),
+                        pos(e),
+                    ));
+                }
                 if let Some(n) = param_marker(&x) {
                     // `$1::int` while describing: the cast gives the parameter its type.
                     if let Some(slot) = self.params.types.get_mut(n - 1) {
@@ -703,6 +718,62 @@ impl Binder<'_> {
                 self.scalar_call(ScalarFunc::Trim, vec![s], pos(e))
             }
             E::Function(f) => self.bind_function(f, cx, pos(e)),
+            E::Array(a) => self.bind_array_constructor(&a.elem, cx, pos(e)),
+            // `= ANY (subquery)` is IN, `<> ALL (subquery)` NOT IN.
+            E::AnyOp {
+                left,
+                compare_op: ast::BinaryOperator::Eq,
+                right,
+                ..
+            } if matches!(right.as_ref(), E::Subquery(_)) => {
+                let E::Subquery(q) = right.as_ref() else {
+                    unreachable!()
+                };
+                let x = self.bind_expr(left, cx)?;
+                self.mark_subquery(q, Some(x), cx, pos(e))
+            }
+            E::AllOp {
+                left,
+                compare_op: ast::BinaryOperator::NotEq,
+                right,
+            } if matches!(right.as_ref(), E::Subquery(_)) => {
+                let E::Subquery(q) = right.as_ref() else {
+                    unreachable!()
+                };
+                let x = self.bind_expr(left, cx)?;
+                let m = self.mark_subquery(q, Some(x), cx, pos(e))?;
+                Ok(PhysExpr::Not(Box::new(m)))
+            }
+            E::AnyOp { right, .. } | E::AllOp { right, .. }
+                if matches!(right.as_ref(), E::Subquery(_)) =>
+            {
+                Err(SqlError::unsupported(
+                    "ANY/ALL over a subquery with an operator other than = ANY / <> ALL",
+                    pos(e),
+                ))
+            }
+            E::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => {
+                let l = self.bind_expr(left, cx)?;
+                let r = self.bind_expr(right, cx)?;
+                self.bind_any_all(l, compare_op, r, false, pos(e))
+            }
+            E::AllOp {
+                left,
+                compare_op,
+                right,
+            } => {
+                let l = self.bind_expr(left, cx)?;
+                let r = self.bind_expr(right, cx)?;
+                self.bind_any_all(l, compare_op, r, true, pos(e))
+            }
+            E::CompoundFieldAccess { root, access_chain } => {
+                self.bind_subscript(root, access_chain, cx, pos(e))
+            }
             E::Subquery(q) => self.scalar_subquery(q, cx, pos(e)),
             E::Exists { subquery, negated } => {
                 let m = self.mark_subquery(subquery, None, cx, pos(e))?;
@@ -1518,7 +1589,7 @@ pub(super) fn aggregate_call(
 const PARAM_MARK: &str = "\u{0}$";
 
 /// The parameter number a describe-time placeholder stands for.
-fn param_marker(e: &PhysExpr) -> Option<usize> {
+pub(super) fn param_marker(e: &PhysExpr) -> Option<usize> {
     match e {
         PhysExpr::Literal {
             value: Value::Text(t),

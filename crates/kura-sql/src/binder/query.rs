@@ -576,6 +576,9 @@ impl Binder<'_> {
                 let qualifier = alias.as_ref().map_or(String::new(), |a| norm(&a.name));
                 self.derived_scope(q, &qualifier, &[], alias.as_ref())
             }
+            ast::TableFactor::Table { args: Some(_), .. }
+            | ast::TableFactor::Function { .. }
+            | ast::TableFactor::UNNEST { .. } => self.bind_table_function(f, outer, span_pos(f)),
             ast::TableFactor::NestedJoin {
                 table_with_joins,
                 alias,
@@ -617,6 +620,9 @@ impl Binder<'_> {
         top_k: Option<usize>,
         outer: &[Scope],
     ) -> SqlResult<BoundQuery> {
+        if let Some(rewritten) = super::table_fn::select_list_srf(s) {
+            return self.bind_select(&rewritten, order, top_k, outer);
+        }
         super::clauses::check_select(s)?;
         let (mut plan, scope) = self.bind_from(&s.from, outer)?;
 
