@@ -278,6 +278,16 @@ impl Binder<'_> {
         };
         let mut vals = Vec::new();
         for b in bound {
+            // A `$n` being described is of the series' type.
+            let b = match param_marker(&b) {
+                Some(n) => {
+                    if let Some(slot) = self.params.types.get_mut(n - 1) {
+                        slot.get_or_insert(ty);
+                    }
+                    PhysExpr::literal(Value::Null, ty)
+                }
+                None => b,
+            };
             match literal(&coerce(b, ty, p)?) {
                 Some(Value::Integer(v)) => vals.push(Some(i64::from(v))),
                 Some(Value::BigInt(v)) => vals.push(Some(v)),
