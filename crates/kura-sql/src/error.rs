@@ -82,6 +82,9 @@ pub enum SqlError {
     InvalidDate { text: String, pos: Pos },
     #[error("{pos}{message}")]
     InvalidValue { message: String, pos: Pos },
+    /// A cast between types that have none (42846), e.g. integer to integer[].
+    #[error("{pos}{message}")]
+    CannotCoerce { message: String, pos: Pos },
     /// A value whose type nothing determines, such as `ARRAY[]` (42P18).
     #[error("{pos}{message}")]
     Indeterminate { message: String, pos: Pos },
@@ -146,6 +149,7 @@ impl SqlError {
             SqlError::InvalidValue { .. } => "22023",
             SqlError::InvalidText { .. } => "22P02",
             SqlError::Indeterminate { .. } => "42P18",
+            SqlError::CannotCoerce { .. } => "42846",
             SqlError::Unsupported { .. } => "0A000",
             SqlError::UndefinedObject(_) => "42704",
             SqlError::Limit { code, .. } => code,

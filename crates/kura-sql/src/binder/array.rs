@@ -388,6 +388,20 @@ impl Binder<'_> {
         }
     }
 
+    /// `a || b` with an array on either side: PostgreSQL's array_cat, or
+    /// array_append / array_prepend for an element; an untyped literal beside
+    /// an array is read as an array, as PostgreSQL resolves `unknown`.
+    pub(super) fn array_concat(&mut self, a: PhysExpr, b: PhysExpr, p: Pos) -> SqlResult<PhysExpr> {
+        let name = match (a.data_type().is_array(), b.data_type().is_array()) {
+            (true, true) => "array_cat",
+            (true, false) if untyped(&b) => "array_cat",
+            (false, true) if untyped(&a) => "array_cat",
+            (true, false) => "array_append",
+            _ => "array_prepend",
+        };
+        self.bind_array_scalar(name, vec![a, b], p)
+    }
+
     /// An array and an element of it, unified to one element type.
     fn array_and_element(
         &mut self,

@@ -613,10 +613,16 @@ impl Binder<'_> {
                     && !(x.data_type().is_text() || x.data_type().is_array())
                     && !is_untyped_null(&x)
                 {
-                    return Err(SqlError::mismatch(
-                        format!("cannot cast type {} to {t}", x.data_type()),
-                        pos(e),
-                    ));
+                    return Err(SqlError::CannotCoerce {
+                        message: format!("cannot cast type {} to {t}", x.data_type()),
+                        pos: pos(e),
+                    });
+                }
+                if x.data_type().is_array() && !(t.is_array() || t.is_text()) {
+                    return Err(SqlError::CannotCoerce {
+                        message: format!("cannot cast type {} to {t}", x.data_type()),
+                        pos: pos(e),
+                    });
                 }
                 if let Some(n) = param_marker(&x) {
                     // `$1::int` while describing: the cast gives the parameter its type.
@@ -1006,7 +1012,23 @@ impl Binder<'_> {
                 let b = self.check_bool(b, clause, p)?;
                 Ok(bin(bop, a, b, DataType::Boolean))
             }
+            o if o.is_comparison()
+                && !matches!(o, BinaryOp::Eq | BinaryOp::NotEq)
+                && (a.data_type().is_array() || b.data_type().is_array()) =>
+            {
+                // Held as text, arrays would order as their text does.
+                Err(SqlError::unsupported(
+                    format!(
+                        "operator {} between arrays (kura compares arrays for equality only)",
+                        o.symbol()
+                    ),
+                    p,
+                ))
+            }
             o if o.is_comparison() => self.comparison(o, a, b, p),
+            BinaryOp::Concat if a.data_type().is_array() || b.data_type().is_array() => {
+                self.array_concat(a, b, p)
+            }
             BinaryOp::Concat => {
                 let a = coerce(a.clone(), DataType::Varchar(None), p).unwrap_or(a);
                 let b = coerce(b.clone(), DataType::Varchar(None), p).unwrap_or(b);
@@ -1564,6 +1586,12 @@ pub(super) fn aggregate_call(
                 },
             },
         ),
+        ("min" | "max", Some(t)) if t.is_array() => {
+            return Err(SqlError::unsupported(
+                format!("{name} over an array (kura compares arrays for equality only)"),
+                p,
+            ))
+        }
         ("min", Some(t)) => (AggFunc::Min, t),
         ("max", Some(t)) => (AggFunc::Max, t),
         (n, Some(t)) => {

@@ -398,6 +398,7 @@ impl Binder<'_> {
                     self.bind_expr(e, &mut cx)?
                 }
             };
+            refuse_array_order(&expr)?;
             keys.push(sort_key(expr, &o.options));
         }
         Ok(BoundQuery {
@@ -948,6 +949,7 @@ impl Binder<'_> {
                     col(id, e.data_type())
                 }
             };
+            refuse_array_order(&e)?;
             keys.push(sort_key(e, opts));
         }
         plan = Logical::Project {
@@ -1018,6 +1020,18 @@ impl Binder<'_> {
         }
         Ok(plan)
     }
+}
+
+/// Arrays are held as text, so their order would be the text's, not
+/// PostgreSQL's element-wise one: ordering by one is refused, not wrong.
+pub(super) fn refuse_array_order(e: &PhysExpr) -> SqlResult<()> {
+    if e.data_type().is_array() {
+        return Err(SqlError::unsupported(
+            "ORDER BY an array (kura compares arrays for equality only)",
+            Pos::default(),
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn sort_key(expr: PhysExpr, o: &ast::OrderByOptions) -> LSortKey {
