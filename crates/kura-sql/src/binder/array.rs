@@ -229,6 +229,15 @@ impl Binder<'_> {
             }
             _ => return Err(SqlError::unsupported("field access", p)),
         };
+        if matches!(a, PhysExpr::Column { .. }) && a.data_type().is_text() {
+            // PostgreSQL's int2vector / oidvector catalog columns
+            // (pg_index.indkey, pg_proc.proargtypes) are text in kura's
+            // catalogs: a subscript there is a missing feature, not a type error.
+            return Err(SqlError::unsupported(
+                "subscripts of a text column (kura's catalog vectors such as pg_index.indkey are text)",
+                p,
+            ));
+        }
         let Some(elem) = a.data_type().element() else {
             return Err(SqlError::mismatch(
                 format!(
