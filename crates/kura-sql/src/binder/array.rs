@@ -210,6 +210,72 @@ impl Binder<'_> {
         }))
     }
 
+    /// `x op ANY/SOME/ALL (array or subquery)`: `= ANY (subquery)` is IN and
+    /// `<> ALL (subquery)` NOT IN; over an array see [`Self::bind_any_all`].
+    pub(super) fn bind_quantified(
+        &mut self,
+        e: &ast::Expr,
+        cx: &mut ExprCtx,
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        use ast::Expr as E;
+        match e {
+            // `= ANY (subquery)` is IN, `<> ALL (subquery)` NOT IN.
+            E::AnyOp {
+                left,
+                compare_op: ast::BinaryOperator::Eq,
+                right,
+                ..
+            } if matches!(right.as_ref(), E::Subquery(_)) => {
+                let E::Subquery(q) = right.as_ref() else {
+                    unreachable!()
+                };
+                let x = self.bind_expr(left, cx)?;
+                self.mark_subquery(q, Some(x), cx, p)
+            }
+            E::AllOp {
+                left,
+                compare_op: ast::BinaryOperator::NotEq,
+                right,
+            } if matches!(right.as_ref(), E::Subquery(_)) => {
+                let E::Subquery(q) = right.as_ref() else {
+                    unreachable!()
+                };
+                let x = self.bind_expr(left, cx)?;
+                let m = self.mark_subquery(q, Some(x), cx, p)?;
+                Ok(PhysExpr::Not(Box::new(m)))
+            }
+            E::AnyOp { right, .. } | E::AllOp { right, .. }
+                if matches!(right.as_ref(), E::Subquery(_)) =>
+            {
+                Err(SqlError::unsupported(
+                    "ANY/ALL over a subquery with an operator other than = ANY / <> ALL",
+                    p,
+                ))
+            }
+            E::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => {
+                let l = self.bind_expr(left, cx)?;
+                let r = self.bind_expr(right, cx)?;
+                self.bind_any_all(l, compare_op, r, false, p)
+            }
+            E::AllOp {
+                left,
+                compare_op,
+                right,
+            } => {
+                let l = self.bind_expr(left, cx)?;
+                let r = self.bind_expr(right, cx)?;
+                self.bind_any_all(l, compare_op, r, true, p)
+            }
+            _ => Err(SqlError::Internal("not a quantified comparison".into())),
+        }
+    }
+
     /// `a[i]`: one subscript of a one-dimensional array.
     pub(super) fn bind_subscript(
         &mut self,

@@ -725,58 +725,7 @@ impl Binder<'_> {
             }
             E::Function(f) => self.bind_function(f, cx, pos(e)),
             E::Array(a) => self.bind_array_constructor(&a.elem, cx, pos(e)),
-            // `= ANY (subquery)` is IN, `<> ALL (subquery)` NOT IN.
-            E::AnyOp {
-                left,
-                compare_op: ast::BinaryOperator::Eq,
-                right,
-                ..
-            } if matches!(right.as_ref(), E::Subquery(_)) => {
-                let E::Subquery(q) = right.as_ref() else {
-                    unreachable!()
-                };
-                let x = self.bind_expr(left, cx)?;
-                self.mark_subquery(q, Some(x), cx, pos(e))
-            }
-            E::AllOp {
-                left,
-                compare_op: ast::BinaryOperator::NotEq,
-                right,
-            } if matches!(right.as_ref(), E::Subquery(_)) => {
-                let E::Subquery(q) = right.as_ref() else {
-                    unreachable!()
-                };
-                let x = self.bind_expr(left, cx)?;
-                let m = self.mark_subquery(q, Some(x), cx, pos(e))?;
-                Ok(PhysExpr::Not(Box::new(m)))
-            }
-            E::AnyOp { right, .. } | E::AllOp { right, .. }
-                if matches!(right.as_ref(), E::Subquery(_)) =>
-            {
-                Err(SqlError::unsupported(
-                    "ANY/ALL over a subquery with an operator other than = ANY / <> ALL",
-                    pos(e),
-                ))
-            }
-            E::AnyOp {
-                left,
-                compare_op,
-                right,
-                ..
-            } => {
-                let l = self.bind_expr(left, cx)?;
-                let r = self.bind_expr(right, cx)?;
-                self.bind_any_all(l, compare_op, r, false, pos(e))
-            }
-            E::AllOp {
-                left,
-                compare_op,
-                right,
-            } => {
-                let l = self.bind_expr(left, cx)?;
-                let r = self.bind_expr(right, cx)?;
-                self.bind_any_all(l, compare_op, r, true, pos(e))
-            }
+            E::AnyOp { .. } | E::AllOp { .. } => self.bind_quantified(e, cx, pos(e)),
             E::CompoundFieldAccess { root, access_chain } => {
                 self.bind_subscript(root, access_chain, cx, pos(e))
             }
