@@ -4,6 +4,7 @@
 //! It depends on nothing else in kura.
 
 pub mod allocator;
+pub mod array;
 pub mod date;
 pub mod decimal;
 pub mod error;
@@ -17,7 +18,7 @@ pub mod value;
 pub mod vector;
 
 pub use error::{CommonError, CommonResult};
-pub use types::DataType;
+pub use types::{DataType, ElemType};
 pub use value::Value;
 /// Longest text value kura stores or builds, in bytes (16 MiB, the longest
 /// statement text): a value longer than a page goes to overflow pages up to it.

@@ -31,6 +31,42 @@ pub enum DataType {
     /// 1970-01-01 00:00:00, in the 64-bit integer column form. Last, because
     /// the catalog file stores a type by its position in this list.
     Timestamp,
+    /// A one-dimensional array of `ElemType` values (see [`crate::array`]),
+    /// held as its canonical PostgreSQL text form. After `Timestamp` for the
+    /// catalog's positional encoding; tables do not store it (yet).
+    Array(ElemType),
+}
+
+/// The element type of an array: any type but an array (kura's arrays have
+/// one dimension, as most of PostgreSQL's do in practice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElemType {
+    Boolean,
+    Integer,
+    BigInt,
+    Double,
+    Decimal { precision: u8, scale: u8 },
+    Date,
+    Varchar(Option<u32>),
+    Char(u32),
+    Timestamp,
+}
+
+impl ElemType {
+    /// The elements' type.
+    pub fn data_type(self) -> DataType {
+        match self {
+            ElemType::Boolean => DataType::Boolean,
+            ElemType::Integer => DataType::Integer,
+            ElemType::BigInt => DataType::BigInt,
+            ElemType::Double => DataType::Double,
+            ElemType::Decimal { precision, scale } => DataType::Decimal { precision, scale },
+            ElemType::Date => DataType::Date,
+            ElemType::Varchar(n) => DataType::Varchar(n),
+            ElemType::Char(n) => DataType::Char(n),
+            ElemType::Timestamp => DataType::Timestamp,
+        }
+    }
 }
 
 /// The in-memory representation of a type's values in a [`crate::Vector`].
@@ -55,8 +91,37 @@ impl DataType {
                 PhysicalType::I64
             }
             DataType::Decimal { .. } => PhysicalType::I128,
-            DataType::Varchar(_) | DataType::Char(_) => PhysicalType::Str,
+            DataType::Varchar(_) | DataType::Char(_) | DataType::Array(_) => PhysicalType::Str,
         }
+    }
+
+    /// The array type whose elements are of this type (`None` for an array:
+    /// kura has no multidimensional arrays).
+    pub fn array_of(self) -> Option<DataType> {
+        Some(DataType::Array(match self {
+            DataType::Boolean => ElemType::Boolean,
+            DataType::Integer => ElemType::Integer,
+            DataType::BigInt => ElemType::BigInt,
+            DataType::Double => ElemType::Double,
+            DataType::Decimal { precision, scale } => ElemType::Decimal { precision, scale },
+            DataType::Date => ElemType::Date,
+            DataType::Varchar(n) => ElemType::Varchar(n),
+            DataType::Char(n) => ElemType::Char(n),
+            DataType::Timestamp => ElemType::Timestamp,
+            DataType::Array(_) => return None,
+        }))
+    }
+
+    /// The element type of an array type.
+    pub fn element(self) -> Option<DataType> {
+        match self {
+            DataType::Array(e) => Some(e.data_type()),
+            _ => None,
+        }
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, DataType::Array(_))
     }
 
     /// Width in bytes of one value in storage, `None` for variable-length text.
@@ -104,6 +169,7 @@ impl fmt::Display for DataType {
             DataType::Varchar(None) => write!(f, "VARCHAR"),
             DataType::Varchar(Some(n)) => write!(f, "VARCHAR({n})"),
             DataType::Char(n) => write!(f, "CHAR({n})"),
+            DataType::Array(e) => write!(f, "{}[]", e.data_type()),
         }
     }
 }

@@ -11,6 +11,10 @@ pub enum ExecError {
     OutOfRange(String),
     #[error("invalid input syntax for type {ty}: \"{text}\"")]
     InvalidText { ty: String, text: String },
+    /// Text that is not an array literal; `detail` says why, as PostgreSQL's
+    /// DETAIL does.
+    #[error("malformed array literal: \"{text}\"")]
+    MalformedArray { text: String, detail: &'static str },
     /// Text longer than the column it is stored into.
     #[error("value too long for type {0}")]
     StringTooLong(String),
@@ -74,7 +78,7 @@ impl ExecError {
         match self {
             ExecError::DivisionByZero => "22012",
             ExecError::OutOfRange(_) => "22003",
-            ExecError::InvalidText { .. } => "22P02",
+            ExecError::InvalidText { .. } | ExecError::MalformedArray { .. } => "22P02",
             ExecError::InvalidDate(_) | ExecError::DateOutOfRange => "22008",
             ExecError::StringTooLong(_) => "22001",
             ExecError::TooLarge(_) => "54000",

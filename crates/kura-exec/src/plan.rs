@@ -115,6 +115,10 @@ pub enum AggFunc {
     Moment(Moment),
     /// `string_agg(value, delimiter [ORDER BY ...])`: `extra[0]` is the delimiter.
     StringAgg,
+    /// `array_agg(value [ORDER BY ...])`: every row's value, NULLs included, as
+    /// an array; `extra[0]` is the row's FILTER condition (TRUE without one),
+    /// since a NULL argument is an element here rather than a skipped row.
+    ArrayAgg,
     /// `percentile_cont(f) WITHIN GROUP (ORDER BY arg)` (and `median`):
     /// `extra[0]` is the constant fraction.
     PercentileCont,
@@ -159,7 +163,11 @@ impl AggFunc {
     pub fn ordered(self) -> bool {
         matches!(
             self,
-            AggFunc::StringAgg | AggFunc::PercentileCont | AggFunc::PercentileDisc | AggFunc::Mode
+            AggFunc::StringAgg
+                | AggFunc::ArrayAgg
+                | AggFunc::PercentileCont
+                | AggFunc::PercentileDisc
+                | AggFunc::Mode
         )
     }
 }

@@ -31,6 +31,7 @@ pub fn text(value: &Value) -> Option<String> {
 /// PostgreSQL's binary form of a value sent as a column of type `dt`.
 pub fn binary(value: &Value, dt: &DataType, out: &mut Vec<u8>) -> Result<(), String> {
     match (value, dt) {
+        (Value::Text(s), DataType::Array(e)) => array_binary(s, &e.data_type(), out)?,
         (Value::Boolean(b), _) => out.push(u8::from(*b)),
         (Value::Integer(v), DataType::Integer) => out.extend_from_slice(&v.to_be_bytes()),
         (Value::Integer(v), DataType::BigInt) => {
@@ -51,6 +52,75 @@ pub fn binary(value: &Value, dt: &DataType, out: &mut Vec<u8>) -> Result<(), Str
         (v, dt) => return Err(format!("cannot send {v:?} as {dt} in binary")),
     }
     Ok(())
+}
+
+/// PostgreSQL's binary array (array_send): dimensions, a NULL flag, the
+/// element OID, then each element as its length and binary form.
+fn array_binary(text: &str, elem: &DataType, out: &mut Vec<u8>) -> Result<(), String> {
+    let elems = kura_common::array::parse(text).map_err(|e| format!("{e:?}"))?;
+    let oid = crate::types::pg_type(elem).oid();
+    out.extend_from_slice(&i32::from(!elems.is_empty()).to_be_bytes());
+    out.extend_from_slice(&i32::from(elems.iter().any(Option::is_none)).to_be_bytes());
+    out.extend_from_slice(&oid.to_be_bytes());
+    if !elems.is_empty() {
+        out.extend_from_slice(&(elems.len() as i32).to_be_bytes());
+        out.extend_from_slice(&1i32.to_be_bytes());
+    }
+    let mut one = Vec::new();
+    for e in elems {
+        match e {
+            None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+            Some(t) => {
+                one.clear();
+                binary(&decode_text(&t, Some(elem))?, elem, &mut one)?;
+                out.extend_from_slice(&(one.len() as i32).to_be_bytes());
+                out.extend_from_slice(&one);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A binary array parameter (array_recv) as array text, its elements decoded
+/// by the element OID it names; the statement gives the text its type.
+fn array_from_binary(b: &[u8]) -> Result<Value, String> {
+    let bad = || "invalid binary array parameter".to_string();
+    let mut at = 0usize;
+    let int = |at: &mut usize| -> Result<i32, String> {
+        let v = b.get(*at..*at + 4).ok_or_else(bad)?;
+        *at += 4;
+        Ok(i32::from_be_bytes(v.try_into().map_err(|_| bad())?))
+    };
+    let ndim = int(&mut at)?;
+    let _has_null = int(&mut at)?;
+    let oid = int(&mut at)? as u32;
+    if ndim == 0 {
+        return Ok(Value::Text("{}".into()));
+    }
+    if ndim != 1 {
+        return Err("multidimensional arrays are not supported".into());
+    }
+    let len = int(&mut at)?;
+    let _lower = int(&mut at)?;
+    let elem = pgwire::api::Type::from_oid(oid)
+        .and_then(|t| crate::types::from_pg_type(&t))
+        .filter(|t| !t.is_array())
+        .ok_or_else(|| format!("arrays of type OID {oid} are not supported"))?;
+    let mut texts = Vec::with_capacity(len.max(0) as usize);
+    for _ in 0..len {
+        let n = int(&mut at)?;
+        if n < 0 {
+            texts.push(None);
+            continue;
+        }
+        let start = at;
+        let bytes = b.get(start..start + n as usize).ok_or_else(bad)?;
+        at += n as usize;
+        texts.push(text(&decode_binary(bytes, Some(&elem))?));
+    }
+    Ok(Value::Text(kura_common::array::format(
+        texts.iter().map(|t| t.as_deref()),
+    )))
 }
 
 /// One DataRow for `row`, each column in the format the client asked for.
@@ -122,6 +192,8 @@ fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
     let t = s.trim();
     Ok(match dt {
         None | Some(DataType::Varchar(_)) | Some(DataType::Char(_)) => Value::Text(s.to_string()),
+        // Kept as written (checked by the statement's cast to its array type).
+        Some(DataType::Array(_)) => Value::Text(s.to_string()),
         Some(DataType::Boolean) => match t.to_ascii_lowercase().as_str() {
             "t" | "true" | "yes" | "y" | "on" | "1" => Value::Boolean(true),
             "f" | "false" | "no" | "n" | "off" | "0" => Value::Boolean(false),
@@ -171,6 +243,7 @@ fn decode_binary(b: &[u8], dt: Option<&DataType>) -> Result<Value, String> {
             String::from_utf8(b.to_vec())
                 .map_err(|_| "parameter is not valid UTF-8".to_string())?,
         ),
+        Some(DataType::Array(_)) => array_from_binary(b)?,
         Some(DataType::Boolean) => Value::Boolean(fixed(1, "boolean")?[0] != 0),
         Some(DataType::Integer) => match b.len() {
             2 => Value::Integer(i32::from(i16::from_be_bytes([b[0], b[1]]))),
@@ -294,6 +367,40 @@ mod tests {
             .contains("integer"));
         assert!(decode_param(Some(&[1, 2, 3]), Some(&DataType::BigInt), true).is_err());
         assert!(decode_param(Some(b"1995-02-30"), Some(&DataType::Date), false).is_err());
+    }
+
+    #[test]
+    fn arrays_on_the_wire() {
+        let ints = DataType::Integer.array_of().unwrap();
+        let mut out = Vec::new();
+        binary(&Value::Text("{1,NULL,3}".into()), &ints, &mut out).unwrap();
+        let mut want = Vec::new();
+        for x in [1i32, 1, 23, 3, 1, 4, 1, -1, 4, 3] {
+            want.extend_from_slice(&x.to_be_bytes());
+        }
+        assert_eq!(out, want);
+        assert_eq!(
+            decode_param(Some(&out), Some(&ints), true).unwrap(),
+            Value::Text("{1,NULL,3}".into())
+        );
+        let texts = DataType::Varchar(None).array_of().unwrap();
+        let mut out = Vec::new();
+        binary(&Value::Text(r#"{"a b",x}"#.into()), &texts, &mut out).unwrap();
+        assert_eq!(
+            decode_param(Some(&out), Some(&texts), true).unwrap(),
+            Value::Text(r#"{"a b",x}"#.into())
+        );
+        let mut empty = Vec::new();
+        binary(&Value::Text("{}".into()), &ints, &mut empty).unwrap();
+        assert_eq!(empty.len(), 12);
+        assert_eq!(
+            decode_param(Some(&empty), Some(&ints), true).unwrap(),
+            Value::Text("{}".into())
+        );
+        assert_eq!(
+            decode_param(Some(b"{1,2}"), Some(&ints), false).unwrap(),
+            Value::Text("{1,2}".into())
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! SQL types on the wire: kura's `DataType` as PostgreSQL type OIDs and type
 //! modifiers (numeric 1700, int4 23, int8 20, float8 701, date 1082, timestamp 1114, varchar 1043,
-//! bpchar 1042, bool 16).
+//! bpchar 1042, bool 16), and arrays of each (int4[] 1007, text[] 1009, ...).
 
-use kura_common::DataType;
+use kura_common::{DataType, ElemType};
 use pgwire::api::Type;
 
 /// The PostgreSQL type a column of `dt` is announced as.
@@ -17,6 +17,20 @@ pub fn pg_type(dt: &DataType) -> Type {
         DataType::Timestamp => Type::TIMESTAMP,
         DataType::Varchar(_) => Type::VARCHAR,
         DataType::Char(_) => Type::BPCHAR,
+        DataType::Array(e) => match e {
+            ElemType::Boolean => Type::BOOL_ARRAY,
+            ElemType::Integer => Type::INT4_ARRAY,
+            ElemType::BigInt => Type::INT8_ARRAY,
+            ElemType::Double => Type::FLOAT8_ARRAY,
+            ElemType::Decimal { .. } => Type::NUMERIC_ARRAY,
+            ElemType::Date => Type::DATE_ARRAY,
+            ElemType::Timestamp => Type::TIMESTAMP_ARRAY,
+            // Unbounded text is PostgreSQL's text[] (what ARRAY['a'] and
+            // string_to_array give); a declared length is varchar[].
+            ElemType::Varchar(None) => Type::TEXT_ARRAY,
+            ElemType::Varchar(Some(_)) => Type::VARCHAR_ARRAY,
+            ElemType::Char(_) => Type::BPCHAR_ARRAY,
+        },
     }
 }
 
@@ -60,6 +74,21 @@ pub fn from_pg_type(t: &Type) -> Option<DataType> {
         Type::TIMESTAMP | Type::TIMESTAMPTZ => DataType::Timestamp,
         Type::VARCHAR | Type::TEXT | Type::NAME => DataType::Varchar(None),
         Type::BPCHAR => DataType::Char(1),
+        Type::BOOL_ARRAY => DataType::Array(ElemType::Boolean),
+        Type::INT2_ARRAY | Type::INT4_ARRAY => DataType::Array(ElemType::Integer),
+        Type::INT8_ARRAY => DataType::Array(ElemType::BigInt),
+        Type::FLOAT4_ARRAY | Type::FLOAT8_ARRAY => DataType::Array(ElemType::Double),
+        // The scale each element was written with is kept (see codec): the
+        // statement's context gives the array its element type.
+        Type::NUMERIC_ARRAY => DataType::Array(ElemType::Decimal {
+            precision: 38,
+            scale: 0,
+        }),
+        Type::DATE_ARRAY => DataType::Array(ElemType::Date),
+        Type::TIMESTAMP_ARRAY | Type::TIMESTAMPTZ_ARRAY => DataType::Array(ElemType::Timestamp),
+        Type::TEXT_ARRAY | Type::VARCHAR_ARRAY | Type::NAME_ARRAY | Type::BPCHAR_ARRAY => {
+            DataType::Array(ElemType::Varchar(None))
+        }
         _ => return None,
     })
 }
@@ -85,6 +114,21 @@ mod tests {
         assert_eq!(pg_type(&DataType::Varchar(Some(25))).oid(), 1043);
         assert_eq!(pg_type(&DataType::Char(1)).oid(), 1042);
         assert_eq!(pg_type(&DataType::Boolean).oid(), 16);
+        let arr = |t: DataType| pg_type(&t.array_of().unwrap()).oid();
+        assert_eq!(arr(DataType::Integer), 1007);
+        assert_eq!(arr(DataType::BigInt), 1016);
+        assert_eq!(arr(DataType::Varchar(None)), 1009);
+        assert_eq!(arr(DataType::Varchar(Some(3))), 1015);
+        assert_eq!(arr(DataType::Double), 1022);
+        assert_eq!(
+            arr(DataType::Decimal {
+                precision: 10,
+                scale: 2
+            }),
+            1231
+        );
+        assert_eq!(arr(DataType::Boolean), 1000);
+        assert_eq!(arr(DataType::Date), 1182);
     }
 
     #[test]

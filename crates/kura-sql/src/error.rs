@@ -82,6 +82,16 @@ pub enum SqlError {
     InvalidDate { text: String, pos: Pos },
     #[error("{pos}{message}")]
     InvalidValue { message: String, pos: Pos },
+    /// A cast between types that have none (42846), e.g. integer to integer[].
+    #[error("{pos}{message}")]
+    CannotCoerce { message: String, pos: Pos },
+    /// A value whose type nothing determines, such as `ARRAY[]` (42P18).
+    #[error("{pos}{message}")]
+    Indeterminate { message: String, pos: Pos },
+    /// A constant that does not read as its type, such as a malformed array
+    /// literal (22P02, invalid_text_representation).
+    #[error("{pos}{message}")]
+    InvalidText { message: String, pos: Pos },
     #[error("{pos}{what} is not supported")]
     Unsupported { what: String, pos: Pos },
     /// A name that resolves to nothing, other than a table, column, function
@@ -137,6 +147,9 @@ impl SqlError {
             SqlError::WrongObjectType { .. } => "42809",
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
+            SqlError::InvalidText { .. } => "22P02",
+            SqlError::Indeterminate { .. } => "42P18",
+            SqlError::CannotCoerce { .. } => "42846",
             SqlError::Unsupported { .. } => "0A000",
             SqlError::UndefinedObject(_) => "42704",
             SqlError::Limit { code, .. } => code,

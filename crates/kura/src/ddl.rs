@@ -64,6 +64,12 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
         T::Varchar(l) | T::CharacterVarying(l) => DataType::Varchar(char_len(l)?),
         T::Text | T::String(None) => DataType::Varchar(None),
         T::Char(l) | T::Character(l) => DataType::Char(char_len(l)?.unwrap_or(1)),
+        T::Array(_) => {
+            return Err(KuraError::Unsupported(format!(
+                "array column type {} (tables cannot store arrays yet)",
+                t.to_string().to_ascii_lowercase()
+            )))
+        }
         // Only a column type: CREATE TABLE turns it into an integer column
         // with a sequence (table_rules), CAST and the like cannot.
         T::Custom(name, _) if crate::sequences::serial_type(t).is_some() => {

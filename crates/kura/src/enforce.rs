@@ -227,6 +227,7 @@ fn sql_type(t: kura_common::DataType) -> String {
         T::Boolean => "BOOLEAN".into(),
         T::Date => "DATE".into(),
         T::Timestamp => "TIMESTAMP".into(),
+        T::Array(e) => format!("{}[]", sql_type(e.data_type())),
     }
 }
 

@@ -922,6 +922,11 @@ fn create_table_as_in(
     q: &Query,
 ) -> KuraResult<u64> {
     let planned = ctx.plan(q, None)?;
+    if let Some((n, t)) = planned.columns.iter().find(|(_, t)| t.is_array()) {
+        return Err(KuraError::Unsupported(format!(
+            "array column \"{n}\" of type {t} (tables cannot store arrays yet)"
+        )));
+    }
     let batches = ctx.execute(&planned, &ctx.exec_context())?;
     let schema = kura_storage::Schema::new(
         planned

@@ -77,6 +77,15 @@ pub(crate) fn define(ct: &CreateTable) -> KuraResult<TableDefinition> {
     let mut namer = Namer::new(&table);
     let mut sequences = Vec::new();
     for c in &ct.columns {
+        if let ast::DataType::Array(_) = &c.data_type {
+            // Refused rather than stored as something else: arrays live in
+            // expressions and results only.
+            return Err(KuraError::Unsupported(format!(
+                "array column \"{}\" of type {} (tables cannot store arrays yet)",
+                c.name.value,
+                c.data_type.to_string().to_ascii_lowercase()
+            )));
+        }
         let name = c.name.value.to_ascii_lowercase();
         let mut nullable = true;
         let serial = crate::sequences::serial_type(&c.data_type);

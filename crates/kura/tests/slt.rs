@@ -70,7 +70,8 @@ fn column_type(data_type: DataType) -> DefaultColumnType {
         | DataType::Date
         | DataType::Timestamp
         | DataType::Varchar(_)
-        | DataType::Char(_) => DefaultColumnType::Text,
+        | DataType::Char(_)
+        | DataType::Array(_) => DefaultColumnType::Text,
     }
 }
 

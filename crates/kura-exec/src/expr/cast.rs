@@ -108,6 +108,11 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
             }
             V::Text(s)
         }
+        // Arrays are text: any array or array literal re-reads as `to`'s elements.
+        DataType::Array(e) => match v {
+            V::Text(s) => V::Text(super::array::array_from_text(s, e.data_type())?),
+            _ => return Err(invalid(to, &v.to_string())),
+        },
     })
 }
 

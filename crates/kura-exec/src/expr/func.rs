@@ -388,6 +388,20 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 .collect();
             from_i128(vals, a.validity.clone(), out)
         }
+        ScalarFunc::MakeArray
+        | ScalarFunc::ArrayAny(_)
+        | ScalarFunc::ArrayAll(_)
+        | ScalarFunc::ArraySubscript
+        | ScalarFunc::ArrayLength
+        | ScalarFunc::ArrayUpper
+        | ScalarFunc::ArrayLower
+        | ScalarFunc::Cardinality
+        | ScalarFunc::ArrayToString
+        | ScalarFunc::StringToArray
+        | ScalarFunc::ArrayAppend
+        | ScalarFunc::ArrayPrepend
+        | ScalarFunc::ArrayCat
+        | ScalarFunc::ArrayPosition => super::array::call(func, args, out, n),
         ScalarFunc::Coalesce => {
             let cast: Vec<Vector> = args
                 .iter()

@@ -3,6 +3,7 @@
 
 mod arith;
 mod arith_narrow;
+mod array;
 mod cast;
 mod compare;
 pub mod conjuncts;
@@ -16,6 +17,7 @@ mod predicate;
 mod select;
 pub mod sequence;
 
+pub use array::{array_elements, array_from_text};
 pub use cast::{assign_vector, cast_value, cast_vector};
 pub use like::LikePattern;
 pub use predicate::{eval_predicate, selection_of};
@@ -153,6 +155,53 @@ pub enum ScalarFunc {
     /// `to_date(text, template)`, `to_timestamp(text, template)`.
     ToDate,
     ToTimestamp,
+    /// `ARRAY[a, b, ...]`: the arguments, of the element type, as an array.
+    MakeArray,
+    /// `x op ANY(array)` / `x op ALL(array)` for a comparison `op`, with
+    /// PostgreSQL's NULL rules (see `array`).
+    ArrayAny(BinaryOp),
+    ArrayAll(BinaryOp),
+    /// `array[i]`, 1-based; NULL outside the array.
+    ArraySubscript,
+    /// `array_length(a, dim)`, `array_upper(a, dim)`, `array_lower(a, dim)`.
+    ArrayLength,
+    ArrayUpper,
+    ArrayLower,
+    /// `cardinality(a)`: the number of elements, 0 for an empty array.
+    Cardinality,
+    /// `array_to_string(a, sep [, null_text])`.
+    ArrayToString,
+    /// `string_to_array(s, sep [, null_text])`, a text array.
+    StringToArray,
+    /// `array_append(a, x)`, `array_prepend(x, a)`, `array_cat(a, b)`.
+    ArrayAppend,
+    ArrayPrepend,
+    ArrayCat,
+    /// `array_position(a, x)`: the first index holding `x` (NULL matches NULL).
+    ArrayPosition,
+}
+
+impl ScalarFunc {
+    /// Whether the `array` kernels evaluate this function.
+    pub fn is_array(self) -> bool {
+        matches!(
+            self,
+            ScalarFunc::MakeArray
+                | ScalarFunc::ArrayAny(_)
+                | ScalarFunc::ArrayAll(_)
+                | ScalarFunc::ArraySubscript
+                | ScalarFunc::ArrayLength
+                | ScalarFunc::ArrayUpper
+                | ScalarFunc::ArrayLower
+                | ScalarFunc::Cardinality
+                | ScalarFunc::ArrayToString
+                | ScalarFunc::StringToArray
+                | ScalarFunc::ArrayAppend
+                | ScalarFunc::ArrayPrepend
+                | ScalarFunc::ArrayCat
+                | ScalarFunc::ArrayPosition
+        )
+    }
 }
 
 impl ScalarFunc {
@@ -192,6 +241,20 @@ impl ScalarFunc {
             ScalarFunc::ToChar => "to_char",
             ScalarFunc::ToDate => "to_date",
             ScalarFunc::ToTimestamp => "to_timestamp",
+            ScalarFunc::MakeArray => "array",
+            ScalarFunc::ArrayAny(_) => "any",
+            ScalarFunc::ArrayAll(_) => "all",
+            ScalarFunc::ArraySubscript => "array_subscript",
+            ScalarFunc::ArrayLength => "array_length",
+            ScalarFunc::ArrayUpper => "array_upper",
+            ScalarFunc::ArrayLower => "array_lower",
+            ScalarFunc::Cardinality => "cardinality",
+            ScalarFunc::ArrayToString => "array_to_string",
+            ScalarFunc::StringToArray => "string_to_array",
+            ScalarFunc::ArrayAppend => "array_append",
+            ScalarFunc::ArrayPrepend => "array_prepend",
+            ScalarFunc::ArrayCat => "array_cat",
+            ScalarFunc::ArrayPosition => "array_position",
         }
     }
 }

@@ -113,6 +113,13 @@ pub fn pg_type_of(t: DataType) -> (i32, i32) {
             n.map_or(-1, |n| n.min(i32::MAX as u32 - 4) as i32 + 4),
         ),
         DataType::Char(n) => (1042, n.min(i32::MAX as u32 - 4) as i32 + 4),
+        // Unbounded text arrays are text[], as the server announces them.
+        DataType::Array(kura_common::ElemType::Varchar(None)) => (1009, -1),
+        DataType::Array(e) => {
+            let (elem, typmod) = pg_type_of(e.data_type());
+            let array = BASE_TYPES.iter().find(|t| t.0 == elem).map_or(0, |t| t.5);
+            (array, typmod)
+        }
     }
 }
 

@@ -601,8 +601,29 @@ impl Binder<'_> {
             E::Cast {
                 expr, data_type, ..
             } => {
-                let x = self.bind_expr(expr, cx)?;
                 let t = sql_type(data_type, pos(e))?;
+                if let (E::Array(a), true) = (expr.as_ref(), t.is_array()) {
+                    if a.elem.is_empty() {
+                        // `ARRAY[]::int[]`: the cast gives the empty array its type.
+                        return Ok(PhysExpr::literal(Value::Text("{}".into()), t));
+                    }
+                }
+                let x = self.bind_expr(expr, cx)?;
+                if t.is_array()
+                    && !(x.data_type().is_text() || x.data_type().is_array())
+                    && !is_untyped_null(&x)
+                {
+                    return Err(SqlError::CannotCoerce {
+                        message: format!("cannot cast type {} to {t}", x.data_type()),
+                        pos: pos(e),
+                    });
+                }
+                if x.data_type().is_array() && !(t.is_array() || t.is_text()) {
+                    return Err(SqlError::CannotCoerce {
+                        message: format!("cannot cast type {} to {t}", x.data_type()),
+                        pos: pos(e),
+                    });
+                }
                 if let Some(n) = param_marker(&x) {
                     // `$1::int` while describing: the cast gives the parameter its type.
                     if let Some(slot) = self.params.types.get_mut(n - 1) {
@@ -703,6 +724,11 @@ impl Binder<'_> {
                 self.scalar_call(ScalarFunc::Trim, vec![s], pos(e))
             }
             E::Function(f) => self.bind_function(f, cx, pos(e)),
+            E::Array(a) => self.bind_array_constructor(&a.elem, cx, pos(e)),
+            E::AnyOp { .. } | E::AllOp { .. } => self.bind_quantified(e, cx, pos(e)),
+            E::CompoundFieldAccess { root, access_chain } => {
+                self.bind_subscript(root, access_chain, cx, pos(e))
+            }
             E::Subquery(q) => self.scalar_subquery(q, cx, pos(e)),
             E::Exists { subquery, negated } => {
                 let m = self.mark_subquery(subquery, None, cx, pos(e))?;
@@ -935,7 +961,23 @@ impl Binder<'_> {
                 let b = self.check_bool(b, clause, p)?;
                 Ok(bin(bop, a, b, DataType::Boolean))
             }
+            o if o.is_comparison()
+                && !matches!(o, BinaryOp::Eq | BinaryOp::NotEq)
+                && (a.data_type().is_array() || b.data_type().is_array()) =>
+            {
+                // Held as text, arrays would order as their text does.
+                Err(SqlError::unsupported(
+                    format!(
+                        "operator {} between arrays (kura compares arrays for equality only)",
+                        o.symbol()
+                    ),
+                    p,
+                ))
+            }
             o if o.is_comparison() => self.comparison(o, a, b, p),
+            BinaryOp::Concat if a.data_type().is_array() || b.data_type().is_array() => {
+                self.array_concat(a, b, p)
+            }
             BinaryOp::Concat => {
                 let a = coerce(a.clone(), DataType::Varchar(None), p).unwrap_or(a);
                 let b = coerce(b.clone(), DataType::Varchar(None), p).unwrap_or(b);
@@ -1496,6 +1538,12 @@ pub(super) fn aggregate_call(
                 },
             },
         ),
+        ("min" | "max", Some(t)) if t.is_array() => {
+            return Err(SqlError::unsupported(
+                format!("{name} over an array (kura compares arrays for equality only)"),
+                p,
+            ))
+        }
         ("min", Some(t)) => (AggFunc::Min, t),
         ("max", Some(t)) => (AggFunc::Max, t),
         (n, Some(t)) => {
@@ -1521,7 +1569,7 @@ pub(super) fn aggregate_call(
 const PARAM_MARK: &str = "\u{0}$";
 
 /// The parameter number a describe-time placeholder stands for.
-fn param_marker(e: &PhysExpr) -> Option<usize> {
+pub(super) fn param_marker(e: &PhysExpr) -> Option<usize> {
     match e {
         PhysExpr::Literal {
             value: Value::Text(t),

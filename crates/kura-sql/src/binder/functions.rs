@@ -40,6 +40,7 @@ pub const AGGREGATES: &[&str] = &[
     "regr_syy",
     "regr_sxy",
     "string_agg",
+    "array_agg",
     "median",
     "percentile_cont",
     "percentile_disc",
@@ -66,15 +67,13 @@ pub fn known() -> impl Iterator<Item = (&'static str, bool)> {
     let scalars = super::expr::SCALARS
         .iter()
         .chain(SCALARS)
-        .chain(super::sequence_fn::SEQUENCE_FUNCTIONS);
+        .chain(super::sequence_fn::SEQUENCE_FUNCTIONS)
+        .chain(super::array::SCALARS);
     aggs.map(|n| (*n, true)).chain(scalars.map(|n| (*n, false)))
 }
 
 /// Functions kura knows the names of but refuses (0A000), with why.
-const REFUSED: &[(&str, &str)] = &[
-    ("array_agg", "array_agg (kura has no array type)"),
-    ("age", "age (kura has no interval type)"),
-];
+const REFUSED: &[(&str, &str)] = &[("age", "age (kura has no interval type)")];
 
 /// The moment statistic an aggregate name computes, and its argument count.
 fn moment(name: &str) -> Option<(Moment, usize)> {
@@ -168,6 +167,12 @@ impl Binder<'_> {
         if let Some((_, why)) = REFUSED.iter().find(|r| r.0 == name) {
             return Err(SqlError::unsupported(*why, p));
         }
+        if super::table_fn::SET_RETURNING.contains(&name) {
+            return Err(SqlError::unsupported(
+                format!("{name} in a SELECT list beside other items or a FROM clause (use it as a FROM item)"),
+                p,
+            ));
+        }
         if AGGREGATES.contains(&name) {
             if f.over.is_some() {
                 return Err(SqlError::unsupported(
@@ -177,7 +182,8 @@ impl Binder<'_> {
             }
             return self.bind_more_aggregate(f, name, cx, p).map(Some);
         }
-        if !SCALARS.contains(&name) {
+        let array_fn = super::array::SCALARS.contains(&name);
+        if !SCALARS.contains(&name) && !array_fn {
             return Ok(None);
         }
         if f.over.is_some() {
@@ -215,6 +221,9 @@ impl Binder<'_> {
             .iter()
             .map(|a| self.bind_expr(a, cx))
             .collect::<SqlResult<Vec<_>>>()?;
+        if array_fn {
+            return self.bind_array_scalar(name, bound, p).map(Some);
+        }
         self.bind_more_scalar(name, bound, p).map(Some)
     }
 
@@ -448,14 +457,16 @@ impl Binder<'_> {
         }
         // Only string_agg's result depends on the order of its rows; an ORDER BY
         // elsewhere is refused rather than silently dropped.
-        if !order_by.is_empty() && name != "string_agg" {
+        if !order_by.is_empty() && !matches!(name, "string_agg" | "array_agg") {
             return Err(SqlError::unsupported(
                 format!("ORDER BY inside {name}()"),
                 p,
             ));
         }
         let two_args = moment(name).is_some_and(|m| m.1 == 2) || name == "regr_count";
-        if distinct && (two_args || ordered_set || matches!(name, "string_agg" | "median")) {
+        if distinct
+            && (two_args || ordered_set || matches!(name, "string_agg" | "array_agg" | "median"))
+        {
             return Err(SqlError::unsupported(format!("DISTINCT in {name}()"), p));
         }
         let (args, star) = call_args(f, name, p)?;
@@ -474,7 +485,11 @@ impl Binder<'_> {
         let (args, within, order, filter) = bound?;
         let mut call = self.more_aggregate_call(name, args, within, order, p)?;
         call.distinct = distinct;
-        if let Some(filter) = filter {
+        if let (Some(filter), AggFunc::ArrayAgg) = (&filter, call.func) {
+            // array_agg keeps NULL elements, so FILTER drops rows through its
+            // own condition instead of a NULL argument.
+            call.extra[0] = coerce(filter.clone(), DataType::Boolean, p)?;
+        } else if let Some(filter) = filter {
             // FILTER (WHERE c): the aggregate sees a row only where c is true, as
             // a NULL argument (which all of these skip).
             let filter = coerce(filter, DataType::Boolean, p)?;
@@ -609,6 +624,22 @@ impl Binder<'_> {
                     extra: vec![coerce(d.clone(), TEXT, p)?],
                     order,
                     ..AggCall::simple(AggFunc::StringAgg, Some(coerce(v.clone(), TEXT, p)?), TEXT)
+                })
+            }
+            "array_agg" => {
+                let [v] = args.as_slice() else {
+                    return Err(no_such(&args));
+                };
+                let v = if is_untyped_null(v) || super::expr::param_marker(v).is_some() {
+                    coerce(PhysExpr::literal(Value::Null, TEXT), TEXT, p)?
+                } else {
+                    v.clone()
+                };
+                let t = super::array::array_type(v.data_type(), p)?;
+                Ok(AggCall {
+                    extra: vec![PhysExpr::literal(Value::Boolean(true), DataType::Boolean)],
+                    order,
+                    ..AggCall::simple(AggFunc::ArrayAgg, Some(v), t)
                 })
             }
             "median" => {

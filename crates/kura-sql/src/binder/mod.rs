@@ -3,6 +3,7 @@
 //! too, directly as joins (semi/anti/mark/single), decorrelated by pulling their
 //! correlated predicates up into the join condition (see `subquery`).
 
+mod array;
 mod clauses;
 mod expr;
 pub(crate) mod functions;
@@ -14,6 +15,7 @@ mod session_fn;
 mod setop;
 mod subquery;
 mod system;
+mod table_fn;
 pub mod types;
 mod unnest;
 mod window;

@@ -398,6 +398,7 @@ impl Binder<'_> {
                     self.bind_expr(e, &mut cx)?
                 }
             };
+            refuse_array_order(&expr)?;
             keys.push(sort_key(expr, &o.options));
         }
         Ok(BoundQuery {
@@ -576,6 +577,9 @@ impl Binder<'_> {
                 let qualifier = alias.as_ref().map_or(String::new(), |a| norm(&a.name));
                 self.derived_scope(q, &qualifier, &[], alias.as_ref())
             }
+            ast::TableFactor::Table { args: Some(_), .. }
+            | ast::TableFactor::Function { .. }
+            | ast::TableFactor::UNNEST { .. } => self.bind_table_function(f, outer, span_pos(f)),
             ast::TableFactor::NestedJoin {
                 table_with_joins,
                 alias,
@@ -617,6 +621,9 @@ impl Binder<'_> {
         top_k: Option<usize>,
         outer: &[Scope],
     ) -> SqlResult<BoundQuery> {
+        if let Some(rewritten) = super::table_fn::select_list_srf(s) {
+            return self.bind_select(&rewritten, order, top_k, outer);
+        }
         super::clauses::check_select(s)?;
         let (mut plan, scope) = self.bind_from(&s.from, outer)?;
 
@@ -942,6 +949,7 @@ impl Binder<'_> {
                     col(id, e.data_type())
                 }
             };
+            refuse_array_order(&e)?;
             keys.push(sort_key(e, opts));
         }
         plan = Logical::Project {
@@ -1012,6 +1020,18 @@ impl Binder<'_> {
         }
         Ok(plan)
     }
+}
+
+/// Arrays are held as text, so their order would be the text's, not
+/// PostgreSQL's element-wise one: ordering by one is refused, not wrong.
+pub(super) fn refuse_array_order(e: &PhysExpr) -> SqlResult<()> {
+    if e.data_type().is_array() {
+        return Err(SqlError::unsupported(
+            "ORDER BY an array (kura compares arrays for equality only)",
+            Pos::default(),
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn sort_key(expr: PhysExpr, o: &ast::OrderByOptions) -> LSortKey {

@@ -424,8 +424,10 @@ impl Binder<'_> {
             } if !matches!(right.as_ref(), E::Subquery(_)) => {
                 let l = self.bind_expr(left, cx)?;
                 let r = self.bind_expr(right, cx)?;
-                if !r.data_type().is_text() {
-                    return Err(SqlError::unsupported("ANY over an array", p));
+                // Only a catalog column kura holds as text is handled here;
+                // real arrays, array literals and parameters are arrays.
+                if !(matches!(r, PhysExpr::Column { .. }) && r.data_type().is_text()) {
+                    return self.bind_any_all(l, compare_op, r, false, p).map(Some);
                 }
                 let l = if is_null_literal(&l) || l.data_type().is_text() {
                     coerce(l, TEXT, p)?
@@ -961,6 +963,9 @@ impl Binder<'_> {
                 // The array columns of the catalogs (ACLs, options) are always
                 // NULL in kura: no array value ever reaches this.
                 arity(2..=3)?;
+                if args[0].data_type().is_array() {
+                    return self.bind_array_scalar("array_to_string", args, p).map(Some);
+                }
                 if !is_null_literal(&args[0]) && args[0].data_type() != TEXT {
                     return Err(SqlError::unsupported("arrays", p));
                 }

@@ -68,6 +68,12 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         }
         A::Text | A::String(_) => DataType::Varchar(None),
         A::Char(l) | A::Character(l) => DataType::Char(len(l).unwrap_or(1)),
+        A::Array(
+            ast::ArrayElemTypeDef::SquareBracket(inner, _)
+            | ast::ArrayElemTypeDef::Qualified(inner, _),
+        ) => sql_type(inner, pos)?
+            .array_of()
+            .ok_or_else(|| SqlError::unsupported("multidimensional arrays", pos))?,
         // Names PostgreSQL does not know either (its bytea is not BLOB).
         t @ (A::Custom(..) | A::Blob(_)) => {
             return Err(SqlError::UnknownType {
@@ -233,6 +239,12 @@ pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
     if let PhysExpr::Literal { value, .. } = &e {
         let v = kura_exec::expr::cast_value(value, to).map_err(|err| match err {
             kura_exec::ExecError::InvalidDate(t) => SqlError::InvalidDate { text: t, pos },
+            e @ (kura_exec::ExecError::InvalidText { .. }
+            | kura_exec::ExecError::MalformedArray { .. }) => SqlError::InvalidText {
+                message: e.to_string(),
+                pos,
+            },
+            kura_exec::ExecError::Unsupported(what) => SqlError::Unsupported { what, pos },
             other => SqlError::InvalidValue {
                 message: other.to_string(),
                 pos,

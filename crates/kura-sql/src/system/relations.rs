@@ -514,6 +514,7 @@ fn sql_type_name(t: DataType) -> &'static str {
         DataType::Timestamp => "timestamp without time zone",
         DataType::Varchar(_) => "character varying",
         DataType::Char(_) => "character",
+        DataType::Array(_) => "ARRAY",
     }
 }
 
@@ -1078,9 +1079,10 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         DataType::Decimal { precision, scale } => {
                             (None, Some(precision as i32), Some(10), Some(scale as i32))
                         }
-                        DataType::Boolean | DataType::Date | DataType::Timestamp => {
-                            (None, None, None, None)
-                        }
+                        DataType::Boolean
+                        | DataType::Date
+                        | DataType::Timestamp
+                        | DataType::Array(_) => (None, None, None, None),
                     };
                     let int = |x: Option<i32>| x.map_or(N, Value::Integer);
                     let user = c.schema == "public";

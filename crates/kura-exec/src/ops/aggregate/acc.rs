@@ -95,8 +95,9 @@ pub(crate) fn new_acc(call: &AggCall) -> Acc {
         },
         AggFunc::Moment(m) => Acc::Moment(MomentAcc::new(m)),
         AggFunc::StringAgg | AggFunc::PercentileCont | AggFunc::PercentileDisc | AggFunc::Mode => {
-            Acc::Collect(CollectAcc::new())
+            Acc::Collect(CollectAcc::new(false))
         }
+        AggFunc::ArrayAgg => Acc::Collect(CollectAcc::new(true)),
     }
 }
 

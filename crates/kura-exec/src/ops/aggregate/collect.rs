@@ -1,5 +1,5 @@
-//! Aggregates that need all of a group's values at once: `string_agg` (in its
-//! ORDER BY's order) and the ordered-set aggregates `percentile_cont`,
+//! Aggregates that need all of a group's values at once: `string_agg` and
+//! `array_agg` (in their ORDER BY's order) and the ordered-set aggregates `percentile_cont`,
 //! `percentile_disc` and `mode`. The values are kept with their group and
 //! sorted when the groups finish; the bytes they take are reported so that the
 //! aggregation charges them to the query's memory limit.
@@ -24,6 +24,9 @@ pub(crate) struct CollectAcc {
     rows: Vec<Row>,
     /// Bytes added since [`CollectAcc::take_grown`] last ran.
     grown: u64,
+    /// `array_agg`: NULL values are kept, and a row counts where its first
+    /// `more` value (the FILTER condition) is TRUE.
+    array: bool,
 }
 
 /// What a value costs in memory, roughly (its text counted in full).
@@ -36,18 +39,26 @@ fn value_bytes(v: &Value) -> u64 {
 }
 
 impl CollectAcc {
-    pub(crate) fn new() -> CollectAcc {
+    pub(crate) fn new(array: bool) -> CollectAcc {
         CollectAcc {
             rows: Vec::new(),
             grown: 0,
+            array,
         }
     }
 
-    /// Keeps the rows whose argument is not NULL (every aggregate here skips
-    /// those); `more` are the delimiter and order keys of `string_agg`.
+    /// Keeps the rows whose argument is not NULL (every aggregate here but
+    /// `array_agg` skips those); `more` are the delimiter (or `array_agg`'s
+    /// filter) and the order keys.
     pub(crate) fn update(&mut self, g: &[u32], arg: &Vector, more: &[Vector]) {
         for (i, &gi) in g.iter().enumerate() {
-            if arg.is_null(i) {
+            let skip = if self.array {
+                more.first()
+                    .is_some_and(|f| !matches!(f.get_value(i), Value::Boolean(true)))
+            } else {
+                arg.is_null(i)
+            };
+            if skip {
                 continue;
             }
             let value = arg.get_value(i);
@@ -110,6 +121,15 @@ impl CollectAcc {
                     // A stable sort: rows equal on the keys keep their arrival order.
                     rows.sort_by(|a, b| order_keys(call, &a.more[1..], &b.more[1..]));
                     string_agg(&rows)
+                }
+                AggFunc::ArrayAgg => {
+                    rows.sort_by(|a, b| order_keys(call, &a.more[1..], &b.more[1..]));
+                    if rows.is_empty() {
+                        Value::Null
+                    } else {
+                        let values: Vec<Value> = rows.iter().map(|r| r.value.clone()).collect();
+                        Value::Text(kura_common::array::format_values(&values))
+                    }
                 }
                 AggFunc::PercentileCont => {
                     let mut xs: Vec<f64> = rows.iter().filter_map(|r| r.value.as_f64()).collect();

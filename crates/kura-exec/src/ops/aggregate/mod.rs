@@ -510,8 +510,9 @@ impl AggregateSink {
             match (&arg, call.extra.is_empty() && call.order.is_empty()) {
                 (Some(a), false) => {
                     // Ordered-set aggregates sort by `arg` itself: only
-                    // string_agg reads its ORDER BY keys.
-                    let keys = (call.func == AggFunc::StringAgg).then_some(&call.order);
+                    // string_agg and array_agg read their ORDER BY keys.
+                    let keys = matches!(call.func, AggFunc::StringAgg | AggFunc::ArrayAgg)
+                        .then_some(&call.order);
                     let more = call
                         .extra
                         .iter()

@@ -1,0 +1,449 @@
+//! Set-returning functions as FROM items — `generate_series(start, stop[, step])`
+//! over integers and timestamps, `unnest(array, ...)` — `WITH ORDINALITY` too.
+//! Their arguments must be constants (parameters included): the rows are made
+//! while binding, as a VALUES list, so a series is bounded by [`MAX_ROWS`].
+
+use kura_common::timestamp::{from_date, time_of_day, to_date, MICROS_PER_DAY};
+use kura_common::{date, DataType, Value};
+use kura_exec::expr::{array_elements, PhysExpr};
+use sqlparser::ast;
+
+use super::expr::{interval, param_marker, ExprCtx};
+use super::types::{coerce, fold, is_untyped_null};
+use super::{norm, Binder, Scope, ScopeCol};
+use crate::error::{Pos, SqlError, SqlResult};
+use crate::logical::Logical;
+
+/// The most rows a FROM-clause function may produce (they are held in memory
+/// as a VALUES list).
+pub const MAX_ROWS: usize = 1_000_000;
+
+fn too_many(name: &str, p: Pos) -> SqlError {
+    SqlError::unsupported(format!("{name} producing more than {MAX_ROWS} rows"), p)
+}
+
+/// The rows of a timestamp series step: months, days and microseconds.
+fn add_step(t: i64, (months, days, micros): (i32, i32, i64)) -> Option<i64> {
+    let moved = if months == 0 {
+        t
+    } else {
+        from_date(date::add_months(to_date(t), months)?) + time_of_day(t)
+    };
+    moved
+        .checked_add(i64::from(days) * MICROS_PER_DAY)?
+        .checked_add(micros)
+}
+
+impl Binder<'_> {
+    /// A constant argument of a FROM-clause function (a `$n` being described
+    /// takes `want`).
+    fn constant_arg(
+        &mut self,
+        e: &ast::Expr,
+        want: Option<DataType>,
+        name: &str,
+        outer: &[Scope],
+        p: Pos,
+    ) -> SqlResult<PhysExpr> {
+        let scope = Scope::default();
+        let mut cx = ExprCtx::new(&scope, outer);
+        let mut x = self.bind_expr(e, &mut cx)?;
+        if let (Some(n), Some(t)) = (param_marker(&x), want) {
+            if let Some(slot) = self.params.types.get_mut(n - 1) {
+                slot.get_or_insert(t);
+            }
+            x = PhysExpr::literal(Value::Null, t);
+        }
+        if let Some(t) = want {
+            x = coerce(x, t, p)?;
+        }
+        let x = fold(x);
+        if !matches!(x, PhysExpr::Literal { .. }) || !cx.pending.is_empty() {
+            return Err(SqlError::unsupported(
+                format!("{name} with arguments that are not constants (LATERAL)"),
+                p,
+            ));
+        }
+        Ok(x)
+    }
+
+    /// `name(args)` in FROM (a table function or `unnest`), with its alias
+    /// and `WITH ORDINALITY`.
+    pub(super) fn bind_table_function(
+        &mut self,
+        f: &ast::TableFactor,
+        outer: &[Scope],
+        p: Pos,
+    ) -> SqlResult<(Logical, Scope)> {
+        let (name, args, alias, ordinality) = match f {
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: Some(a),
+                with_ordinality,
+                ..
+            } => (name, &a.args, alias, *with_ordinality),
+            ast::TableFactor::Function {
+                name,
+                args,
+                alias,
+                with_ordinality,
+                ..
+            } => (name, args, alias, *with_ordinality),
+            ast::TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_ordinality,
+                ..
+            } => {
+                let exprs: Vec<&ast::Expr> = array_exprs.iter().collect();
+                return self.bind_function_rows(
+                    "unnest",
+                    &exprs,
+                    alias.as_ref(),
+                    *with_ordinality,
+                    outer,
+                    p,
+                );
+            }
+            other => return Err(SqlError::unsupported(format!("FROM item {other}"), p)),
+        };
+        let name = match name.0.last() {
+            Some(ast::ObjectNamePart::Identifier(i)) => norm(i),
+            _ => return Err(SqlError::unsupported(format!("FROM item {name}"), p)),
+        };
+        let exprs = args
+            .iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+                _ => Err(SqlError::unsupported(format!("argument form in {name}"), p)),
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
+        self.bind_function_rows(&name, &exprs, alias.as_ref(), ordinality, outer, p)
+    }
+
+    fn bind_function_rows(
+        &mut self,
+        name: &str,
+        exprs: &[&ast::Expr],
+        alias: Option<&ast::TableAlias>,
+        ordinality: bool,
+        outer: &[Scope],
+        p: Pos,
+    ) -> SqlResult<(Logical, Scope)> {
+        let (types, mut rows) = match name {
+            "generate_series" => self.generate_series(exprs, outer, p)?,
+            "unnest" => self.unnest_rows(exprs, outer, p)?,
+            other => {
+                return Err(SqlError::unsupported(
+                    format!("function {other} in FROM (generate_series and unnest are)"),
+                    p,
+                ))
+            }
+        };
+        // A one-column function is named after its alias, as in PostgreSQL
+        // (`FROM generate_series(1, 3) AS g` has a column g).
+        let qualifier = alias.map_or(name.to_string(), |a| norm(&a.name));
+        let alias_cols: Vec<String> = alias.map_or(Vec::new(), |a| {
+            a.columns.iter().map(|c| norm(&c.name)).collect()
+        });
+        let mut names: Vec<String> = if types.len() == 1 {
+            vec![alias.map_or(name.to_string(), |a| norm(&a.name))]
+        } else {
+            vec![name.to_string(); types.len()]
+        };
+        let mut types = types;
+        if ordinality {
+            names.push("ordinality".into());
+            types.push(DataType::BigInt);
+            for (i, r) in rows.iter_mut().enumerate() {
+                r.push(Value::BigInt(i as i64 + 1));
+            }
+        }
+        if alias_cols.len() > types.len() {
+            return Err(SqlError::mismatch(
+                format!(
+                    "table \"{qualifier}\" has {} columns available but {} columns specified",
+                    types.len(),
+                    alias_cols.len()
+                ),
+                p,
+            ));
+        }
+        let mut scope = Scope::default();
+        let mut cols = Vec::with_capacity(types.len());
+        for (i, t) in types.iter().enumerate() {
+            let n = alias_cols
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| names[i].clone());
+            let id = self.cols.add(&n, *t);
+            cols.push(id);
+            scope.cols.push(ScopeCol {
+                qualifier: Some(qualifier.clone()),
+                name: n,
+                id,
+                ty: *t,
+            });
+        }
+        Ok((Logical::Values { rows, cols }, scope))
+    }
+
+    /// `generate_series(start, stop [, step])`: integers (step 1 by default) or
+    /// timestamps and dates (an interval step).
+    #[allow(clippy::type_complexity)]
+    fn generate_series(
+        &mut self,
+        args: &[&ast::Expr],
+        outer: &[Scope],
+        p: Pos,
+    ) -> SqlResult<(Vec<DataType>, Vec<Vec<Value>>)> {
+        const NAME: &str = "generate_series";
+        if !(2..=3).contains(&args.len()) {
+            return Err(SqlError::UnknownFunction {
+                name: format!("{NAME} with {} arguments", args.len()),
+                pos: p,
+                suggestion: None,
+            });
+        }
+        if let Some(ast::Expr::Interval(iv)) = args.get(2) {
+            let step = interval(iv)?;
+            let ts = Some(DataType::Timestamp);
+            let start = self.constant_arg(args[0], ts, NAME, outer, p)?;
+            let stop = self.constant_arg(args[1], ts, NAME, outer, p)?;
+            let mut rows = Vec::new();
+            let (Some(Value::Timestamp(mut t)), Some(Value::Timestamp(end))) =
+                (literal(&start), literal(&stop))
+            else {
+                return Ok((vec![DataType::Timestamp], rows));
+            };
+            let bad = || SqlError::InvalidValue {
+                message: "timestamp out of range".into(),
+                pos: p,
+            };
+            let next = add_step(t, step).ok_or_else(bad)?;
+            if next == t {
+                return Err(SqlError::InvalidValue {
+                    message: "step size cannot equal zero".into(),
+                    pos: p,
+                });
+            }
+            let up = next > t;
+            while (up && t <= end) || (!up && t >= end) {
+                if rows.len() >= MAX_ROWS {
+                    return Err(too_many(NAME, p));
+                }
+                rows.push(vec![Value::Timestamp(t)]);
+                t = match add_step(t, step) {
+                    Some(n) => n,
+                    None => break,
+                };
+            }
+            return Ok((vec![DataType::Timestamp], rows));
+        }
+        let mut bound = Vec::new();
+        for a in args {
+            bound.push(self.constant_arg(a, None, NAME, outer, p)?);
+        }
+        let open = |e: &PhysExpr| {
+            is_untyped_null(e)
+                || matches!(
+                    e,
+                    PhysExpr::Literal {
+                        value: Value::Text(_),
+                        ..
+                    }
+                )
+        };
+        let ty = if bound
+            .iter()
+            .any(|b| !open(b) && b.data_type() == DataType::BigInt)
+        {
+            DataType::BigInt
+        } else if bound
+            .iter()
+            .all(|b| open(b) || b.data_type() == DataType::Integer)
+        {
+            DataType::Integer
+        } else {
+            let types: Vec<String> = bound.iter().map(|b| b.data_type().to_string()).collect();
+            return Err(SqlError::unsupported(
+                format!(
+                    "{NAME}({}) (integer and timestamp series are supported)",
+                    types.join(", ")
+                ),
+                p,
+            ));
+        };
+        let mut vals = Vec::new();
+        for b in bound {
+            // A `$n` being described is of the series' type.
+            let b = match param_marker(&b) {
+                Some(n) => {
+                    if let Some(slot) = self.params.types.get_mut(n - 1) {
+                        slot.get_or_insert(ty);
+                    }
+                    PhysExpr::literal(Value::Null, ty)
+                }
+                None => b,
+            };
+            match literal(&coerce(b, ty, p)?) {
+                Some(Value::Integer(v)) => vals.push(Some(i64::from(v))),
+                Some(Value::BigInt(v)) => vals.push(Some(v)),
+                _ => vals.push(None),
+            }
+        }
+        let mut rows = Vec::new();
+        let (Some(start), Some(stop), Some(step)) =
+            (vals[0], vals[1], vals.get(2).copied().unwrap_or(Some(1)))
+        else {
+            return Ok((vec![ty], rows));
+        };
+        if step == 0 {
+            return Err(SqlError::InvalidValue {
+                message: "step size cannot equal zero".into(),
+                pos: p,
+            });
+        }
+        let count = if (step > 0 && start > stop) || (step < 0 && start < stop) {
+            0
+        } else {
+            (i128::from(stop) - i128::from(start)) / i128::from(step) + 1
+        };
+        if count > MAX_ROWS as i128 {
+            return Err(too_many(NAME, p));
+        }
+        for k in 0..count as i64 {
+            let v = start + k * step;
+            rows.push(vec![if ty == DataType::Integer {
+                Value::Integer(v as i32)
+            } else {
+                Value::BigInt(v)
+            }]);
+        }
+        Ok((vec![ty], rows))
+    }
+
+    /// `unnest(a [, b ...])`: one row per element, the shorter arrays padded
+    /// with NULLs.
+    #[allow(clippy::type_complexity)]
+    fn unnest_rows(
+        &mut self,
+        args: &[&ast::Expr],
+        outer: &[Scope],
+        p: Pos,
+    ) -> SqlResult<(Vec<DataType>, Vec<Vec<Value>>)> {
+        if args.is_empty() {
+            return Err(SqlError::UnknownFunction {
+                name: "unnest()".into(),
+                pos: p,
+                suggestion: None,
+            });
+        }
+        let mut types = Vec::new();
+        let mut columns = Vec::new();
+        for a in args {
+            let mut x = self.constant_arg(a, None, "unnest", outer, p)?;
+            if !x.data_type().is_array() {
+                // An untyped literal (or NULL) is read as a text array.
+                let t = super::array::array_type(DataType::Varchar(None), p)?;
+                if is_untyped_null(&x)
+                    || matches!(
+                        x,
+                        PhysExpr::Literal {
+                            value: Value::Text(_),
+                            data_type: DataType::Varchar(None)
+                        }
+                    )
+                {
+                    x = coerce(x, t, p)?;
+                } else {
+                    return Err(SqlError::UnknownFunction {
+                        name: format!("unnest({})", x.data_type()),
+                        pos: p,
+                        suggestion: None,
+                    });
+                }
+            }
+            let elem = x.data_type().element().unwrap_or(DataType::Varchar(None));
+            let elems = match literal(&x) {
+                Some(Value::Text(t)) => {
+                    array_elements(&t, elem).map_err(|e| SqlError::InvalidText {
+                        message: e.to_string(),
+                        pos: p,
+                    })?
+                }
+                _ => Vec::new(),
+            };
+            types.push(elem);
+            columns.push(elems);
+        }
+        let n = columns.iter().map(Vec::len).max().unwrap_or(0);
+        if n > MAX_ROWS {
+            return Err(too_many("unnest", p));
+        }
+        let rows = (0..n)
+            .map(|i| {
+                columns
+                    .iter()
+                    .map(|c| c.get(i).cloned().unwrap_or(Value::Null))
+                    .collect()
+            })
+            .collect();
+        Ok((types, rows))
+    }
+}
+
+fn literal(e: &PhysExpr) -> Option<Value> {
+    match e {
+        PhysExpr::Literal { value, .. } if !value.is_null() => Some(value.clone()),
+        _ => None,
+    }
+}
+
+/// The FROM-clause functions, which may also stand alone in a SELECT list.
+pub const SET_RETURNING: &[&str] = &["generate_series", "unnest"];
+
+/// `SELECT unnest(...) [AS a]` with nothing else (no FROM, WHERE, GROUP BY):
+/// the same query with the function as its FROM item, `SELECT a FROM
+/// unnest(...) AS a`, which gives PostgreSQL's rows for that form.
+pub(super) fn select_list_srf(s: &ast::Select) -> Option<ast::Select> {
+    if !s.from.is_empty()
+        || s.selection.is_some()
+        || s.having.is_some()
+        || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, m) if g.is_empty() && m.is_empty())
+    {
+        return None;
+    }
+    let [item] = s.projection.as_slice() else {
+        return None;
+    };
+    let (f, alias) = match item {
+        ast::SelectItem::UnnamedExpr(ast::Expr::Function(f)) => (f, None),
+        ast::SelectItem::ExprWithAlias {
+            expr: ast::Expr::Function(f),
+            alias,
+        } => (f, Some(alias)),
+        _ => return None,
+    };
+    let name = match f.name.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(i)] => norm(i),
+        _ => return None,
+    };
+    if !SET_RETURNING.contains(&name.as_str()) || f.over.is_some() || f.filter.is_some() {
+        return None;
+    }
+    let column = alias.map_or_else(|| ast::Ident::new(&name), |a| a.clone());
+    let sql = format!("SELECT {column} FROM {f} AS {column}");
+    let stmts =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql)
+            .ok()?;
+    match stmts.into_iter().next()? {
+        ast::Statement::Query(q) => match *q.body {
+            ast::SetExpr::Select(sel) => Some(*sel),
+            _ => None,
+        },
+        _ => None,
+    }
+}
