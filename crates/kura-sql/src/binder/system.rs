@@ -808,10 +808,23 @@ impl Binder<'_> {
             coerce(a, DataType::Integer, p)
         };
         Ok(Some(match name.as_str() {
-            "pg_table_is_visible"
-            | "pg_type_is_visible"
-            | "pg_function_is_visible"
-            | "pg_relation_is_publishable" => {
+            // Visible through the search path (public, pg_catalog): every
+            // relation but information_schema's, as in PostgreSQL (clients
+            // list "the user's views" as the visible ones outside pg_catalog).
+            "pg_table_is_visible" => {
+                arity(1..=1)?;
+                let hidden: Vec<Value> = crate::system::SYSTEM_RELATIONS
+                    .iter()
+                    .filter(|r| r.schema == "information_schema")
+                    .map(|r| Value::Integer(r.oid))
+                    .collect();
+                PhysExpr::InList {
+                    expr: Box::new(coerce(args[0].clone(), DataType::Integer, p)?),
+                    list: hidden,
+                    negated: true,
+                }
+            }
+            "pg_type_is_visible" | "pg_function_is_visible" | "pg_relation_is_publishable" => {
                 arity(1..=1)?;
                 true_unless_null(args[0].clone())
             }
