@@ -780,6 +780,7 @@ impl Binder<'_> {
                 | "pg_relation_size"
                 | "pg_total_relation_size"
                 | "pg_indexes_size"
+                | "pg_get_serial_sequence"
         ) || (name.starts_with("has_") && name.ends_with("_privilege"));
         if !known {
             return Ok(None);
@@ -827,6 +828,41 @@ impl Binder<'_> {
             "pg_type_is_visible" | "pg_function_is_visible" | "pg_relation_is_publishable" => {
                 arity(1..=1)?;
                 true_unless_null(args[0].clone())
+            }
+            // The sequence a serial or identity column draws on, schema-
+            // qualified (`public.t_id_seq`); NULL for any other column.
+            "pg_get_serial_sequence" => {
+                arity(2..=2)?;
+                let text = |e: &PhysExpr| match fold(e.clone()) {
+                    PhysExpr::Literal {
+                        value: Value::Text(s),
+                        ..
+                    } => Ok(s),
+                    _ => Err(SqlError::unsupported(
+                        "pg_get_serial_sequence of anything but text constants",
+                        p,
+                    )),
+                };
+                let unquote = |s: &str| match s.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+                {
+                    Some(q) => q.replace("\"\"", "\""),
+                    None => s.to_ascii_lowercase(),
+                };
+                let table = text(&args[0])?;
+                let table = table.strip_prefix("public.").unwrap_or(&table);
+                let (table, column) = (unquote(table), unquote(&text(&args[1])?));
+                let seq = self.catalog.sequences().into_iter().find(|q| {
+                    q.owned_by
+                        .as_ref()
+                        .is_some_and(|(t, c)| *t == table && *c == column)
+                });
+                match seq {
+                    Some(q) => PhysExpr::literal(
+                        Value::Text(format!("public.{}", q.name)),
+                        DataType::Varchar(None),
+                    ),
+                    None => PhysExpr::literal(Value::Null, DataType::Varchar(None)),
+                }
             }
             // A set-returning function whose one row, for a relation that is
             // not a partition (kura has no partitioning), is the relation itself

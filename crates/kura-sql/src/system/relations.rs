@@ -616,6 +616,7 @@ const CATALOG_FUNCTIONS: &[&str] = &[
     "pg_get_triggerdef",
     "pg_get_constraintdef",
     "pg_get_expr",
+    "pg_get_serial_sequence",
     "current_database",
     "current_schema",
     "current_setting",
