@@ -23,11 +23,16 @@ use crate::index::{
     BTreeIndex,
 };
 use crate::rules::{ForeignKey, TableRules};
-use crate::sequence::{SeqState, SequenceDef, SequenceEntry, SequenceValues, TxnSequences};
+use crate::sequence::{SeqState, SequenceEntry, SequenceValues, TxnSequences};
 use crate::table::meta::TableMeta;
 use crate::table::writer::TableAppender;
 use crate::table::Table;
-use crate::txn_io::{IoMark, PageIo};
+use crate::txn_io::PageIo;
+
+mod savepoint;
+mod sequences;
+
+pub use savepoint::TxnSavepoint;
 
 /// How to open a database.
 #[derive(Debug, Clone)]
@@ -534,76 +539,7 @@ pub struct WriteTxn {
     committed: bool,
 }
 
-/// What a write transaction was at a savepoint ([`WriteTxn::savepoint`]):
-/// its objects as they were then, and how far it had allocated pages.
-/// Everything it refers to was written before it was taken, and the
-/// transaction neither frees nor overwrites such pages before it ends (freed
-/// pages become reusable only after the commit), so going back to it is
-/// putting these maps back and forgetting the pages allocated since.
-pub struct TxnSavepoint {
-    tables: BTreeMap<String, TxnTable>,
-    views: BTreeMap<String, ViewDef>,
-    indexes: BTreeMap<String, (TxnIndex, Option<BTreeIndex>)>,
-    rules: BTreeMap<String, TableRules>,
-    sequences: TxnSequences,
-    blobs: BTreeMap<String, Vec<PageId>>,
-    /// `freed` and `dropped` only grow until the commit: their lengths then.
-    freed: usize,
-    dropped: usize,
-    io: IoMark,
-}
-
 impl WriteTxn {
-    /// Writes what the transaction changed so far (as [`WriteTxn::snapshot`]
-    /// does) and records its state, to come back to with
-    /// [`WriteTxn::rollback_to`] — `SAVEPOINT`.
-    pub fn savepoint(&mut self) -> StorageResult<TxnSavepoint> {
-        self.materialize()?;
-        Ok(TxnSavepoint {
-            tables: self
-                .tables
-                .iter()
-                .map(|(n, t)| (n.clone(), t.saved()))
-                .collect(),
-            views: self.views.clone(),
-            indexes: self.indexes.clone(),
-            rules: self.rules.clone(),
-            sequences: self.sequences.clone(),
-            blobs: self.blobs.clone(),
-            freed: self.freed.len(),
-            dropped: self.dropped.len(),
-            io: self.io.mark(),
-        })
-    }
-
-    /// Undoes every change since `savepoint` (taken from this transaction)
-    /// and keeps those before it; the savepoint stays valid, to go back to
-    /// again — `ROLLBACK TO SAVEPOINT`. Works on a transaction a failed
-    /// statement left half-changed: nothing of that statement is kept.
-    pub fn rollback_to(&mut self, savepoint: &TxnSavepoint) {
-        self.tables = savepoint
-            .tables
-            .iter()
-            .map(|(n, t)| (n.clone(), t.saved()))
-            .collect();
-        self.views = savepoint.views.clone();
-        self.indexes = savepoint.indexes.clone();
-        self.rules = savepoint.rules.clone();
-        // Sequences come back as they were; those created since are still
-        // listed as created (their runtime values go at the end of the
-        // transaction) and ids are never handed out twice.
-        let created = std::mem::take(&mut self.sequences.created);
-        let next_id = self.sequences.next_id;
-        self.sequences = savepoint.sequences.clone();
-        self.sequences.created = created;
-        self.sequences.next_id = next_id;
-        self.blobs = savepoint.blobs.clone();
-        // Pages freed since were referenced at the savepoint: in use again.
-        self.freed.truncate(savepoint.freed);
-        self.dropped.truncate(savepoint.dropped);
-        self.io.rewind(&savepoint.io);
-    }
-
     /// The catalog this transaction started from.
     pub fn base(&self) -> &Arc<Catalog> {
         &self.base
@@ -895,88 +831,6 @@ impl WriteTxn {
             self.freed.extend(tree.pages(&self.storage.bm)?);
         }
         Ok(())
-    }
-
-    /// Creates sequence `def.name` (its `id` is assigned here) and returns
-    /// its definition. Its values can be drawn at once.
-    pub fn create_sequence(&mut self, mut def: SequenceDef) -> StorageResult<SequenceDef> {
-        let key = normalize(&def.name);
-        if self.tables.contains_key(&key)
-            || self.views.contains_key(&key)
-            || self.indexes.contains_key(&key)
-            || self.sequences.entries.contains_key(&key)
-        {
-            return Err(StorageError::RelationExists(key));
-        }
-        let limit = crate::sequence::capacity(self.io.page_size());
-        if self.sequences.entries.len() >= limit {
-            return Err(StorageError::TooLarge(format!(
-                "too many sequences: a database holds at most {limit}"
-            )));
-        }
-        def.name = key.clone();
-        def.id = self.sequences.next_id;
-        self.sequences.next_id += 1;
-        self.storage.sequences.register(def.clone());
-        self.sequences.created.push(def.id);
-        let state = def.initial_state();
-        self.sequences.entries.insert(
-            key,
-            SequenceEntry {
-                def: def.clone(),
-                state,
-            },
-        );
-        Ok(def)
-    }
-
-    /// Drops sequence `name`; one a column's default or identity uses goes
-    /// only with its table.
-    pub fn drop_sequence(&mut self, name: &str) -> StorageResult<()> {
-        let key = normalize(name);
-        let entry = self
-            .sequences
-            .entries
-            .get(&key)
-            .ok_or_else(|| StorageError::Sequence {
-                code: "42P01",
-                message: format!("sequence \"{key}\" does not exist"),
-            })?;
-        if let Some(owner) = &entry.def.owned_by {
-            if self.tables.contains_key(&owner.table) {
-                return Err(StorageError::DependentObjects(format!(
-                    "cannot drop sequence {key} because column {} of table {} requires it",
-                    owner.column, owner.table
-                )));
-            }
-        }
-        self.sequences.remove(&key);
-        Ok(())
-    }
-
-    /// Whether a table, view, index or sequence is named `name` (they share
-    /// one namespace).
-    pub fn relation_exists(&self, name: &str) -> bool {
-        let key = normalize(name);
-        self.tables.contains_key(&key)
-            || self.views.contains_key(&key)
-            || self.indexes.contains_key(&key)
-            || self.sequences.entries.contains_key(&key)
-    }
-
-    /// Every sequence as this transaction sees it.
-    pub fn sequences(&self) -> impl Iterator<Item = &SequenceEntry> {
-        self.sequences.entries.values()
-    }
-
-    /// Every table's defaults and constraints as this transaction sees them.
-    pub fn all_rules(&self) -> impl Iterator<Item = &TableRules> {
-        self.rules.values()
-    }
-
-    /// Sequence `name` as this transaction sees it.
-    pub fn sequence(&self, name: &str) -> Option<&SequenceEntry> {
-        self.sequences.entries.get(&normalize(name))
     }
 
     pub fn create_view(

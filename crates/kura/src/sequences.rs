@@ -226,17 +226,12 @@ fn name_argument(a: &ast::Expr) -> String {
         ast::Expr::Cast { expr, .. } => expr.as_ref(),
         other => other,
     };
-    let text = match inner {
+    match inner {
         ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) => s.trim().to_string(),
-            _ => return String::new(),
+            ast::Value::SingleQuotedString(s) => kura_sql::binder::relation_name(s),
+            _ => String::new(),
         },
-        _ => return String::new(),
-    };
-    let text = text.strip_prefix("public.").unwrap_or(&text);
-    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-        Some(q) => q.replace("\"\"", "\""),
-        None => text.to_ascii_lowercase(),
+        _ => String::new(),
     }
 }
 

@@ -11,6 +11,7 @@ mod grouping_sets;
 mod query;
 mod sample;
 mod sequence_fn;
+pub use sequence_fn::relation_name;
 mod session_fn;
 mod setop;
 mod subquery;

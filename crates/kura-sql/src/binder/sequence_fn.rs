@@ -115,16 +115,21 @@ impl Binder<'_> {
                 ))
             }
         };
-        let text = text.trim();
-        let text = text
-            .strip_prefix("public.")
-            .or_else(|| text.strip_prefix("\"public\"."))
-            .unwrap_or(text);
-        Ok(
-            match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-                Some(quoted) => quoted.replace("\"\"", "\""),
-                None => text.to_ascii_lowercase(),
-            },
-        )
+        Ok(relation_name(&text))
+    }
+}
+
+/// The catalog name a relation's name written as text stands for
+/// (`'s'::regclass`, `pg_get_serial_sequence('t', ...)`): a schema `public.`
+/// dropped, `"Quoted"` kept as written, otherwise folded to lower case.
+pub fn relation_name(text: &str) -> String {
+    let text = text.trim();
+    let text = text
+        .strip_prefix("public.")
+        .or_else(|| text.strip_prefix("\"public\"."))
+        .unwrap_or(text);
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => text.to_ascii_lowercase(),
     }
 }

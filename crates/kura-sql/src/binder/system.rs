@@ -843,14 +843,8 @@ impl Binder<'_> {
                         p,
                     )),
                 };
-                let unquote = |s: &str| match s.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
-                {
-                    Some(q) => q.replace("\"\"", "\""),
-                    None => s.to_ascii_lowercase(),
-                };
-                let table = text(&args[0])?;
-                let table = table.strip_prefix("public.").unwrap_or(&table);
-                let (table, column) = (unquote(table), unquote(&text(&args[1])?));
+                let table = super::relation_name(&text(&args[0])?);
+                let column = super::relation_name(&text(&args[1])?);
                 let seq = self.catalog.sequences().into_iter().find(|q| {
                     q.owned_by
                         .as_ref()
