@@ -65,6 +65,26 @@ impl MemoryTracker {
         Ok(())
     }
 
+    /// Fails if `bytes` more would pass the query's or the shared limit, without
+    /// reserving them: asked before allocating something whose size is known.
+    pub fn check_room(&self, bytes: u64, what: &'static str) -> ExecResult<()> {
+        if self.used().saturating_add(bytes) > self.limit {
+            return Err(ExecError::OutOfMemory {
+                what,
+                limit: self.limit,
+            });
+        }
+        if let Some(p) = &self.parent {
+            if p.used().saturating_add(bytes) > p.limit {
+                return Err(ExecError::OutOfSharedMemory {
+                    what,
+                    limit: p.limit,
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn add(&self, bytes: u64) -> u64 {
         let now = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak.fetch_max(now, Ordering::Relaxed);

@@ -35,6 +35,7 @@ use kura_storage::{BufferManager, PageGuard, PageId, StorageResult};
 use crate::cache_class::{classify, flush_lines, CacheClass, Footprint, ScanPolicy};
 use crate::context::{ExecContext, ExecutionMode};
 use crate::error::{ExecError, ExecResult};
+use crate::expr::budget::ValueScope;
 use crate::runtime::{self, BoxError, RuntimeError};
 
 /// Receives batches from a source; returns `false` to ask the source to stop early.
@@ -619,7 +620,10 @@ impl Run {
                 s.rows_out += batch.len() as u64;
                 s.nanos += src_ns;
             });
-            let more = self.push(0, batch, local)?;
+            let more = {
+                let _values = ValueScope::enter(&ctx.memory);
+                self.push(0, batch, local)?
+            };
             if !more {
                 // Only a transform says "no more" (the sink takes everything).
                 self.stopped.store(true, Ordering::Relaxed);
@@ -628,6 +632,9 @@ impl Run {
             Ok(more)
         };
         let _mark = probe::enter(self.source_node, self.sink_node);
+        // Filters a source evaluates itself build values too; a morsel is a
+        // few batches, so counting them for its whole length is a small excess.
+        let _values = ValueScope::enter(&ctx.memory);
         self.source.produce(morsel, ctx, &mut emit)
     }
 
@@ -641,6 +648,7 @@ impl Run {
             self.ctx.record(*node, |s| s.rows_out += batch.len() as u64);
             let local = local.get_or_insert_with(|| self.sink.local());
             let _mark = probe::enter(*node, self.sink_node);
+            let _values = ValueScope::enter(&self.ctx.memory);
             if !self.push(i + 1, batch, local)? {
                 self.stopped.store(true, Ordering::Relaxed);
                 break;

@@ -127,6 +127,9 @@ pub enum SqlError {
     /// A query whose result has more columns than a target list may (54011).
     #[error("target lists can have at most {limit} entries (this one has {columns})")]
     TooManyColumns { columns: usize, limit: usize },
+    /// Cancelled (or out of time) while being planned: 57014.
+    #[error("canceling statement due to user request")]
+    Canceled,
     #[error("internal planner error: {0}")]
     Internal(String),
 }
@@ -159,6 +162,7 @@ impl SqlError {
             SqlError::MissingParameter(_) => "42P02",
             SqlError::TooDeep { .. } => "54001",
             SqlError::TooManyColumns { .. } => "54011",
+            SqlError::Canceled => "57014",
             SqlError::Internal(_) => "XX000",
         }
     }

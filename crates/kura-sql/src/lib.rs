@@ -9,6 +9,7 @@
 pub mod binder;
 pub mod catalog;
 pub mod error;
+pub mod interrupt;
 pub mod logical;
 pub mod optimizer;
 pub mod planner;

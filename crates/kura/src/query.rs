@@ -320,6 +320,10 @@ impl QueryContext<'_> {
             enable_seqscan: self.settings.value("enable_seqscan") == "on",
             enable_right_join: self.settings.value("enable_right_join") == "on",
             enable_eager_aggregate: self.settings.value("enable_eager_aggregate") == "on",
+            interrupt: Some({
+                let cancel = self.cancel.clone();
+                kura_sql::interrupt::Interrupt(Arc::new(move || cancel.is_canceled()))
+            }),
         }
     }
 

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use super::arith::arithmetic;
 use super::arith_narrow;
+use super::budget;
 use super::cast::cast_vector;
 use super::compare::{compare, compare_constant, compare_text_constant, trim_blanks};
 use super::func::call;
@@ -259,17 +260,24 @@ impl PhysExpr {
                     o if o.is_comparison() => compare(*o, &l, &r),
                     BinaryOp::Concat => {
                         let mut out = Vector::new(*data_type, n);
+                        let mut built = 0usize;
                         for i in 0..n {
                             if l.is_null(i) || r.is_null(i) {
                                 out.push_null();
                             } else {
-                                out.push_value(&Value::Text(format!(
-                                    "{}{}",
-                                    l.get_value(i),
-                                    r.get_value(i)
-                                )));
+                                let text = format!("{}{}", l.get_value(i), r.get_value(i));
+                                built += text.len();
+                                if built > u32::MAX as usize {
+                                    return Err(ExecError::TooLarge(format!(
+                                        "|| would build more than {} bytes in one batch",
+                                        u32::MAX
+                                    )));
+                                }
+                                budget::check_room(built)?;
+                                out.push_value(&Value::Text(text));
                             }
                         }
+                        charge_text(&out)?;
                         Ok(out)
                     }
                     _ => arithmetic(*op, &l, &r, *data_type),
@@ -381,7 +389,9 @@ impl PhysExpr {
                     .iter()
                     .map(|x| x.eval(batch))
                     .collect::<ExecResult<_>>()?;
-                call(*func, &a, *data_type, n)
+                let v = call(*func, &a, *data_type, n)?;
+                charge_text(&v)?;
+                Ok(v)
             }
             PhysExpr::Case {
                 whens,
@@ -389,6 +399,14 @@ impl PhysExpr {
                 data_type,
             } => eval_case(whens, otherwise.as_deref(), *data_type, batch),
         }
+    }
+}
+
+/// Counts a text result against the query's memory limit (see [`budget`]).
+fn charge_text(v: &Vector) -> ExecResult<()> {
+    match &v.data {
+        ColumnData::Str(s) => budget::charge(s.data.len()),
+        _ => Ok(()),
     }
 }
 

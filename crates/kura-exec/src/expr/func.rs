@@ -289,14 +289,23 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 let count = count.max(0) as u128;
                 // The result must fit one value (and the vector's 32-bit offsets).
                 let bytes = text.len() as u128 * count;
-                if bytes > MAX_REPEAT_BYTES as u128
-                    || o.data.len() as u128 + bytes > u32::MAX as u128
-                {
+                if bytes > MAX_REPEAT_BYTES as u128 {
                     return Err(ExecError::TooLarge(format!(
                         "repeat() would build {bytes} bytes, more than the \
                          {MAX_REPEAT_BYTES} a value may hold"
                     )));
                 }
+                let total = o.data.len() + bytes as usize;
+                if total > u32::MAX as usize {
+                    return Err(ExecError::TooLarge(format!(
+                        "repeat() would build {total} bytes in one batch, more than \
+                         a text vector holds ({} bytes)",
+                        u32::MAX
+                    )));
+                }
+                // Refused before it is built: the batch's values count against
+                // the query's memory limit.
+                super::budget::check_room(total)?;
                 o.push(text.repeat(count as usize).as_bytes());
             }
             let validity = (!validity.iter().all(|v| *v)).then_some(validity);

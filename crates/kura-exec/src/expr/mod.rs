@@ -4,6 +4,7 @@
 mod arith;
 mod arith_narrow;
 mod array;
+pub mod budget;
 mod cast;
 mod compare;
 pub mod conjuncts;

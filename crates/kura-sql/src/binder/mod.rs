@@ -96,10 +96,11 @@ pub struct Binder<'a> {
     pub catalog: &'a dyn CatalogProvider,
     pub cols: Columns,
     pub params: Params,
-    /// The CTEs in scope, innermost last; shared, since every reference to a
-    /// CTE saves and restores this list (copying the definitions made a chain
-    /// of hundreds of CTEs take gigabytes).
-    ctes: Vec<HashMap<String, Rc<ast::Cte>>>,
+    /// The CTEs in scope by name, innermost last. A reference binds its CTE with
+    /// only the CTEs before it in scope: the later ones are split off and put
+    /// back, not copied (copying the list at each of a chain's references made
+    /// a chain of 10,000 CTEs take gigabytes).
+    ctes: Vec<(String, Rc<ast::Cte>)>,
     /// How deeply queries nest (subqueries, and CTEs and views inlined).
     query_depth: usize,
     depth: usize,
@@ -262,18 +263,12 @@ impl<'a> Binder<'a> {
                 return Ok((plan, scope));
             }
         }
-        let cte = self.ctes.iter().rev().find_map(|m| m.get(&rel)).cloned();
-        if let Some(cte) = cte {
+        if let Some(level) = self.ctes.iter().rposition(|(n, _)| *n == rel) {
+            let cte = self.ctes[level].1.clone();
             // Inlined per reference so each use gets its own column ids.
-            let saved = self.ctes.clone();
-            let level = self
-                .ctes
-                .iter()
-                .rposition(|m| m.contains_key(&rel))
-                .unwrap_or(0);
-            self.ctes.truncate(level);
+            let later = self.ctes.split_off(level);
             let q = self.bind_query(&cte.query, &[]);
-            self.ctes = saved;
+            self.ctes.extend(later);
             let q = q?;
             let names: Vec<String> = cte.alias.columns.iter().map(|c| norm(&c.name)).collect();
             return self.derived_scope(q, &qualifier, &names, alias);
@@ -313,7 +308,7 @@ impl<'a> Binder<'a> {
                 )));
             }
             let mut names = self.catalog.relation_names();
-            names.extend(self.ctes.iter().flat_map(|m| m.keys().cloned()));
+            names.extend(self.ctes.iter().map(|(n, _)| n.clone()));
             let suggestion = did_you_mean(&rel, names.iter().map(|s| s.as_str()));
             return Err(SqlError::UnknownTable {
                 name: rel,

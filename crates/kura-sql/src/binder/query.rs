@@ -1,7 +1,7 @@
 //! Binding of queries: WITH, set operations, SELECT (FROM, WHERE, GROUP BY, HAVING,
 //! DISTINCT, the select list), ORDER BY, LIMIT and OFFSET.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use kura_common::{DataType, Value};
 use kura_exec::expr::PhysExpr;
@@ -146,6 +146,7 @@ pub const MAX_QUERY_DEPTH: usize = 1000;
 
 impl Binder<'_> {
     pub fn bind_query(&mut self, q: &ast::Query, outer: &[Scope]) -> SqlResult<BoundQuery> {
+        crate::interrupt::check()?;
         super::clauses::check_query(q)?;
         // Row locks are taken by the statement that runs the outermost query
         // (it holds the write transaction); inside a subquery they would be
@@ -162,9 +163,8 @@ impl Binder<'_> {
             }
             // One level per CTE: each sees the ones before it, not itself or later ones.
             for c in &with.cte_tables {
-                let mut m = HashMap::new();
-                m.insert(norm(&c.alias.name), std::rc::Rc::new(c.clone()));
-                self.ctes.push(m);
+                self.ctes
+                    .push((norm(&c.alias.name), std::rc::Rc::new(c.clone())));
             }
             with.cte_tables.len()
         } else {
@@ -255,6 +255,7 @@ impl Binder<'_> {
         body: &ast::SetExpr,
         outer: &[Scope],
     ) -> SqlResult<BoundQuery> {
+        crate::interrupt::check()?;
         match body {
             ast::SetExpr::Select(s) => self.bind_select(s, &[], None, outer),
             ast::SetExpr::Query(q) => self.bind_query(q, outer),

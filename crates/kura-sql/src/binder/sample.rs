@@ -41,7 +41,7 @@ impl Binder<'_> {
             | ast::TableSampleKind::AfterTableAlias(s) => s,
         };
         let system = Self::names_system_schema(name);
-        let cte = self.ctes.iter().any(|m| m.contains_key(&rel));
+        let cte = self.ctes.iter().any(|(n, _)| *n == rel);
         if !system && (cte || self.catalog.view(&rel).is_some()) {
             return refuse(
                 "TABLESAMPLE clause can only be applied to tables and materialized views; \

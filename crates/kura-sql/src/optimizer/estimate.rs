@@ -439,6 +439,15 @@ pub fn builds_left_side(left: &Logical, right: &Logical) -> bool {
 
 /// Estimate of a logical plan's output.
 pub fn estimate(plan: &Logical) -> Estimate {
+    if let Some(e) = super::estimate_memo::recall(plan) {
+        return e;
+    }
+    let e = estimate_afresh(plan);
+    super::estimate_memo::remember(plan, &e);
+    e
+}
+
+fn estimate_afresh(plan: &Logical) -> Estimate {
     let mut e = match plan {
         Logical::Scan {
             table,

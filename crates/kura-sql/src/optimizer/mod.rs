@@ -7,6 +7,7 @@ pub mod access;
 mod eager;
 mod equivalence;
 pub mod estimate;
+pub mod estimate_memo;
 mod join_order;
 mod magic;
 mod pushdown;

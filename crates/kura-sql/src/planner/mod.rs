@@ -38,6 +38,8 @@ pub struct PlannerOptions {
     /// Whether an aggregation over joins may pre-aggregate the inputs holding its
     /// arguments before the other joins (`SET enable_eager_aggregate`).
     pub enable_eager_aggregate: bool,
+    /// Asked while binding, optimizing and lowering (cancel, `statement_timeout`).
+    pub interrupt: Option<crate::interrupt::Interrupt>,
 }
 
 impl Default for PlannerOptions {
@@ -48,6 +50,7 @@ impl Default for PlannerOptions {
             enable_seqscan: true,
             enable_right_join: true,
             enable_eager_aggregate: true,
+            interrupt: None,
         }
     }
 }
@@ -65,6 +68,7 @@ pub fn plan_query(
     params: Option<Vec<Value>>,
     opts: &PlannerOptions,
 ) -> SqlResult<PlannedQuery> {
+    let _interrupt = crate::interrupt::InterruptScope::enter(opts.interrupt.clone());
     let mut binder = Binder::new(
         catalog,
         Params {
@@ -81,6 +85,7 @@ pub fn plan_query(
     }
     let out_ids: Vec<ColId> = bound.out.iter().map(|o| o.1).collect();
     let lower = Lowering { cols: &cols, opts };
+    let _memo = crate::optimizer::estimate_memo::EstimateMemo::over(&logical);
     let required: HashSet<ColId> = out_ids.iter().copied().collect();
     let (mut plan, layout) = lower.lower(&logical, &required)?;
     if layout != out_ids {
@@ -269,6 +274,7 @@ impl Lowering<'_> {
         plan: &Logical,
         required: &HashSet<ColId>,
     ) -> SqlResult<(PlanNode, Vec<ColId>)> {
+        crate::interrupt::check()?;
         Ok(match plan {
             Logical::Scan {
                 table,

@@ -1,0 +1,122 @@
+//! Memory of the values expressions build (`repeat`, `lpad`, `||`, ...), counted
+//! against the running query's `memory_limit` while the batch holding them flows
+//! through its pipeline.
+//!
+//! Hash tables and sorts reserve what they keep; the values an expression makes
+//! live only as long as one batch, but a batch of 1,024 rows of `repeat(s, n)` can
+//! be gigabytes. A pipeline enters a [`ValueScope`] around each batch it pushes;
+//! string results are charged to the query's tracker within it, and everything
+//! charged is given back when the batch is done. Outside a scope (constant
+//! folding, one-row evaluation) nothing is counted: those build one value, which
+//! `MAX_VALUE_BYTES` bounds.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::context::MemoryTracker;
+use crate::error::ExecResult;
+
+/// What the error names when expression values pass the limit.
+const WHAT: &str = "values built by expressions";
+
+struct Budget {
+    tracker: Arc<MemoryTracker>,
+    charged: u64,
+}
+
+thread_local! {
+    // Thread-local because a batch is pushed through its pipeline on one thread,
+    // without suspending, while expression evaluation has no context argument.
+    static CURRENT: RefCell<Option<Budget>> = const { RefCell::new(None) };
+}
+
+/// Counts expression values against `tracker` until dropped; nested scopes
+/// restore the outer one.
+#[must_use = "values are counted only while the scope lives"]
+pub struct ValueScope {
+    outer: Option<Budget>,
+}
+
+impl ValueScope {
+    pub fn enter(tracker: &Arc<MemoryTracker>) -> ValueScope {
+        let outer = CURRENT.with(|c| {
+            c.replace(Some(Budget {
+                tracker: tracker.clone(),
+                charged: 0,
+            }))
+        });
+        ValueScope { outer }
+    }
+}
+
+impl Drop for ValueScope {
+    fn drop(&mut self) {
+        let mine = CURRENT.with(|c| c.replace(self.outer.take()));
+        if let Some(b) = mine {
+            b.tracker.release(b.charged);
+        }
+    }
+}
+
+/// Charges `bytes` of values just built; fails once the query is over its limit.
+pub fn charge(bytes: usize) -> ExecResult<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    CURRENT.with(|c| match c.borrow_mut().as_mut() {
+        Some(b) => {
+            // Counted even when the reservation fails: the tracker added it.
+            b.charged += bytes as u64;
+            b.tracker.reserve(bytes as u64, WHAT)
+        }
+        None => Ok(()),
+    })
+}
+
+/// Fails if `bytes` more would not fit the query's limit: asked before building
+/// a value whose size is known in advance, so that an over-large result is
+/// refused before it is allocated.
+pub fn check_room(bytes: usize) -> ExecResult<()> {
+    CURRENT.with(|c| match c.borrow().as_ref() {
+        Some(b) => b.tracker.check_room(bytes as u64, WHAT),
+        None => Ok(()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_inside_a_scope_and_gives_them_back() {
+        let t = Arc::new(MemoryTracker::new(1000));
+        {
+            let _s = ValueScope::enter(&t);
+            charge(600).unwrap();
+            assert_eq!(t.used(), 600);
+            assert!(check_room(500).is_err());
+            assert!(charge(500).is_err());
+        }
+        assert_eq!(t.used(), 0);
+        // Outside a scope nothing is counted.
+        charge(5000).unwrap();
+        check_room(5000).unwrap();
+        assert_eq!(t.used(), 0);
+    }
+
+    #[test]
+    fn nested_scopes_restore_the_outer_one() {
+        let outer = Arc::new(MemoryTracker::new(1000));
+        let inner = Arc::new(MemoryTracker::new(1000));
+        let _a = ValueScope::enter(&outer);
+        charge(10).unwrap();
+        {
+            let _b = ValueScope::enter(&inner);
+            charge(20).unwrap();
+            assert_eq!(inner.used(), 20);
+        }
+        assert_eq!(inner.used(), 0);
+        charge(30).unwrap();
+        assert_eq!(outer.used(), 40);
+    }
+}
