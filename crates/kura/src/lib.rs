@@ -11,6 +11,7 @@ mod dml;
 mod enforce;
 pub mod error;
 pub mod identity;
+mod limits;
 pub mod llc;
 mod prepared;
 mod query;

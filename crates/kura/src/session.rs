@@ -202,10 +202,26 @@ impl Session {
             .ok_or_else(|| KuraError::Syntax("empty query".into()))
     }
 
+    /// Parses `sql` with what its syntax tree may take reserved from the budget
+    /// all running queries share (see `limits`); the reservation is kept as long
+    /// as the statements.
+    fn parse_counted(
+        &self,
+        sql: &str,
+    ) -> (
+        KuraResult<Vec<Statement>>,
+        Option<crate::limits::ParseMemory>,
+    ) {
+        match crate::limits::reserve_parse(sql, &self.shared_memory) {
+            Ok(memory) => (parse(sql), memory),
+            Err(e) => (Err(e), None),
+        }
+    }
+
     /// Runs every statement in `sql`; returns each result.
     pub fn execute_all(&mut self, sql: &str) -> KuraResult<Vec<QueryResult>> {
         on_statement_stack(|| {
-            let statements = parse(sql);
+            let (statements, _parsed) = self.parse_counted(sql);
             // A statement that does not parse aborts an open transaction too.
             crate::txn::after_statement(&mut self.lock_txn(), &statements);
             let statements = statements?;
@@ -227,7 +243,7 @@ impl Session {
         sink: &mut dyn RowSink,
     ) -> KuraResult<QueryResult> {
         on_statement_stack(|| {
-            let statements = parse(sql);
+            let (statements, _parsed) = self.parse_counted(sql);
             crate::txn::after_statement(&mut self.lock_txn(), &statements);
             let statements = statements?;
             let Some((last, before)) = statements.split_last() else {
@@ -1038,60 +1054,6 @@ fn is_local(stmt: &Statement) -> bool {
     }
 }
 
-/// How many UNION, INTERSECT and EXCEPT operators one statement may have. The
-/// parser builds a chain of them without recursing, but everything after it
-/// (binding, planning, dropping the tree) walks one level per operator:
-/// 100,000 of them overflowed the statement stack and killed the server.
-/// Planning also grows with the square of the chain (each node's estimate
-/// walks its inputs): 500 plan in 0.8 s, 1,000 in 3 s, all of it before the
-/// statement's time limit is next checked. SQLite allows 500 terms
-/// (SQLITE_MAX_COMPOUND_SELECT).
-pub(crate) const MAX_SET_OPERATIONS: usize = 500;
-
-/// Refuses a statement with more than [`MAX_SET_OPERATIONS`] set operators
-/// (54001), counted on the tokens so that words inside strings, quoted names
-/// and comments do not count.
-fn check_set_operations(sql: &str) -> KuraResult<()> {
-    use sqlparser::keywords::Keyword;
-    use sqlparser::tokenizer::{Token, Tokenizer};
-    // Most statements name none of the words: a plain count settles them
-    // without tokenizing the text once more.
-    let lower = sql.to_ascii_lowercase();
-    let words: usize = ["union", "intersect", "except"]
-        .iter()
-        .map(|w| lower.matches(w).count())
-        .sum();
-    if words <= MAX_SET_OPERATIONS {
-        return Ok(());
-    }
-    // A text that does not tokenize is left to the parser's own error.
-    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize() else {
-        return Ok(());
-    };
-    let mut in_statement = 0usize;
-    for t in &tokens {
-        match t {
-            Token::SemiColon => in_statement = 0,
-            Token::Word(w)
-                if matches!(
-                    w.keyword,
-                    Keyword::UNION | Keyword::INTERSECT | Keyword::EXCEPT
-                ) && w.quote_style.is_none() =>
-            {
-                in_statement += 1;
-                if in_statement > MAX_SET_OPERATIONS {
-                    return Err(KuraError::TooDeep(format!(
-                        "the statement has more than {MAX_SET_OPERATIONS} UNION, INTERSECT or \
-                         EXCEPT operations"
-                    )));
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 /// Parses SQL text into statements (PostgreSQL dialect); a `MOVE` is read as
 /// the `FETCH` it moves like, marked so (sqlparser does not know MOVE), and a
 /// `FETCH`/`MOVE` without a direction as `NEXT`.
@@ -1110,7 +1072,7 @@ fn parse_sql(sql: &str) -> KuraResult<Vec<Statement>> {
             sql.len()
         )));
     }
-    check_set_operations(sql)?;
+    crate::limits::check_statement_shape(sql)?;
     let parse_with = |limit: usize| {
         on_statement_stack(|| {
             Parser::new(&PostgreSqlDialect {})

@@ -83,6 +83,19 @@ pub fn check_room(bytes: usize) -> ExecResult<()> {
     })
 }
 
+/// Refuses a value of `bytes` that `func` is about to build when it is larger
+/// than one value may be, or does not fit the query's limit beside the `built`
+/// bytes of the batch so far.
+pub fn check_value(func: &str, bytes: usize, built: usize) -> ExecResult<()> {
+    if bytes > kura_common::MAX_VALUE_BYTES {
+        return Err(crate::error::ExecError::TooLarge(format!(
+            "{func}() would build {bytes} bytes, more than the {} a value may hold",
+            kura_common::MAX_VALUE_BYTES
+        )));
+    }
+    check_room(built.saturating_add(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

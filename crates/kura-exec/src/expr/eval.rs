@@ -48,7 +48,18 @@ pub fn broadcast(value: &Value, dt: DataType, n: usize) -> ExecResult<Vector> {
         ColumnData::F64(x) => ColumnData::F64(vec![x[0]; n]),
         ColumnData::Str(x) => {
             let b = x.get_bytes(0);
-            let mut s = kura_common::StrVec::with_capacity(n, n * b.len());
+            // A long constant copied into every row of a batch adds up: a
+            // 1 MB text is a gigabyte over 1,024 rows.
+            let bytes = n.saturating_mul(b.len());
+            if bytes > u32::MAX as usize {
+                return Err(ExecError::TooLarge(format!(
+                    "a constant of {} bytes repeated over {n} rows",
+                    b.len()
+                )));
+            }
+            budget::check_room(bytes)?;
+            budget::charge(bytes)?;
+            let mut s = kura_common::StrVec::with_capacity(n, bytes);
             for _ in 0..n {
                 s.push(b);
             }

@@ -17,6 +17,8 @@ fn arg(args: &[Vector], i: usize, r: usize) -> Value {
 pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
     let mut res = Vector::new(out, n);
     let mut regexes: HashMap<(String, String), Compiled> = HashMap::new();
+    // Text built so far in this batch, for the memory limit (see `budget`).
+    let mut built = 0usize;
     for r in 0..n {
         let v = match func {
             ScalarFunc::Greatest | ScalarFunc::Least => {
@@ -59,6 +61,8 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                         let c = &regexes[&key];
                         let rep = replacement(&rep);
                         let limit = if c.global { 0 } else { 1 };
+                        let bytes = replaced_len(c, &s, limit, &rep);
+                        super::budget::check_value("regexp_replace", bytes, built)?;
                         Value::Text(c.re.replacen(&s, limit, rep.as_str()).into_owned())
                     }
                     _ => Value::Null,
@@ -71,11 +75,45 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 )))
             }
         };
+        if let Value::Text(t) = &v {
+            built += t.len();
+        }
         if !res.push_value(&v) {
             return Err(ExecError::Internal(format!("{} gave {v}", func.name())));
         }
     }
     Ok(res)
+}
+
+/// The length of `s` with `limit` matches (0: all) replaced by `rep` (in the
+/// regex crate's syntax), or a bound on it, known before the text is built: an
+/// empty pattern matches between every two characters, so a long replacement can
+/// multiply a text far past what memory holds.
+fn replaced_len(c: &Compiled, s: &str, limit: usize, rep: &str) -> usize {
+    let refs = rep.matches('$').count();
+    let most_matches = if limit == 0 { s.len() + 1 } else { 1 };
+    let rough = s
+        .len()
+        .saturating_add(most_matches.saturating_mul(rep.len().saturating_add(refs * s.len())));
+    if rough <= 1 << 16 {
+        return rough;
+    }
+    // Too large to assume: count what the matches add, without building the text.
+    let mut len = s.len();
+    let mut scratch = String::new();
+    for (i, caps) in c.re.captures_iter(s).enumerate() {
+        if limit != 0 && i >= limit {
+            break;
+        }
+        let m = caps.get(0).map_or(0, |m| m.len());
+        scratch.clear();
+        caps.expand(rep, &mut scratch);
+        len = len - m + scratch.len();
+        if len > kura_common::MAX_VALUE_BYTES {
+            break;
+        }
+    }
+    len
 }
 
 /// PostgreSQL's `split_part`: field `k` (1-based; from the end when negative)

@@ -219,6 +219,8 @@ fn int_of(v: &Value) -> Option<i64> {
 pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
     let mut regexes: HashMap<String, regex::Regex> = HashMap::new();
     let mut values = Vec::with_capacity(n);
+    // Text built so far in this batch, for the memory limit (see `budget`).
+    let mut built = 0usize;
     for r in 0..n {
         let v = match func {
             ScalarFunc::RegexMatch | ScalarFunc::RegexIMatch => {
@@ -277,6 +279,12 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                     Value::Text(if from.is_empty() {
                         s
                     } else {
+                        if to.len() > from.len() {
+                            // A short `from` and a long `to` multiply the text:
+                            // its size is known, and refused, before it is built.
+                            let grows = s.matches(from.as_str()).count() * (to.len() - from.len());
+                            super::budget::check_value("replace", s.len() + grows, built)?;
+                        }
                         s.replace(&from, &to)
                     })
                 }
@@ -293,6 +301,9 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 )))
             }
         };
+        if let Value::Text(t) = &v {
+            built += t.len();
+        }
         values.push(v);
     }
     Vector::from_values(out, &values)
