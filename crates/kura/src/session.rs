@@ -212,10 +212,25 @@ impl Session {
         KuraResult<Vec<Statement>>,
         Option<crate::limits::ParseMemory>,
     ) {
-        match crate::limits::reserve_parse(sql, &self.shared_memory) {
-            Ok(memory) => (parse(sql), memory),
-            Err(e) => (Err(e), None),
+        let memory = match crate::limits::reserve_parse(sql, &self.shared_memory) {
+            Ok(memory) => memory,
+            Err(e) => return (Err(e), None),
+        };
+        if !crate::limits::parses_long(sql) {
+            return (parse(sql), memory);
         }
+        // A long text parses for seconds: its time limit and a cancel request
+        // count from here, not only once it runs.
+        self.cancel.start(self.settings.statement_timeout());
+        let cancel = self.cancel.clone();
+        let parsed = crate::limits::parse_interruptibly(sql, memory, || cancel.is_canceled());
+        let r = match parsed {
+            Ok(Some((statements, memory))) => (Ok(statements), memory),
+            Ok(None) => (self.cancel.check().map(|()| Vec::new()), None),
+            Err(e) => (Err(e), None),
+        };
+        self.cancel.start(None);
+        r
     }
 
     /// Runs every statement in `sql`; returns each result.
