@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kura_common::{Batch, DataType};
+use kura_common::{Batch, DataType, BATCH_SIZE};
 
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
@@ -128,10 +128,28 @@ impl Executor<'_> {
                 // Delivered rows are the client's: they no longer count here.
                 let size = batch_bytes(&b);
                 bytes += size;
-                self.ctx.memory.release(size);
-                if !deliver(b)? {
-                    return Ok(());
+                if b.len() <= BATCH_SIZE {
+                    self.ctx.memory.release(size);
+                    if !deliver(b)? {
+                        return Ok(());
+                    }
+                    continue;
                 }
+                // A large batch (a cross join's 65,536 pairs) goes out a slice at
+                // a time: the client's queue holds a few slices, not a few large
+                // batches that no longer count against any limit.
+                let mut held = size;
+                for start in (0..b.len()).step_by(BATCH_SIZE) {
+                    let len = BATCH_SIZE.min(b.len() - start);
+                    let part = Batch::new(b.columns.iter().map(|c| c.slice(start, len)).collect());
+                    let part_size = batch_bytes(&part).min(held);
+                    held -= part_size;
+                    self.ctx.memory.release(part_size);
+                    if !deliver(part)? {
+                        return Ok(());
+                    }
+                }
+                self.ctx.memory.release(held);
             }
             if stopped || end >= morsels {
                 break;

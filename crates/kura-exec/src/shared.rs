@@ -76,6 +76,9 @@ fn local_key(node: &PlanNode) -> String {
             addr(table),
             addr(index)
         ),
+        // A long VALUES list (a generate_series of a million rows) is known by
+        // its address: printing it to compare would cost more than sharing saves.
+        PlanKind::Values { rows } if rows.len() > 1024 => format!("values@{:p}", rows.as_ptr()),
         PlanKind::Values { rows } => format!("values {rows:?}"),
         PlanKind::Filter { predicate, .. } => format!("filter {predicate:?}"),
         PlanKind::Project { exprs, .. } => format!("project {exprs:?}"),
@@ -132,6 +135,18 @@ fn fingerprint<'p>(
     if materializes(node) {
         out.push((hash, at, node));
     }
+    hash
+}
+
+/// Every subtree's hash (as `fingerprint` computes it), by node address.
+fn subtree_hashes(node: &PlanNode, out: &mut HashMap<usize, u64>) -> u64 {
+    let mut h = DefaultHasher::new();
+    local_key(node).hash(&mut h);
+    for c in node.children() {
+        subtree_hashes(c, out).hash(&mut h);
+    }
+    let hash = h.finish();
+    out.insert(node as *const PlanNode as usize, hash);
     hash
 }
 
@@ -244,26 +259,33 @@ pub fn mark_shared_builds(plan: &mut PlanNode) -> usize {
     }
     let mut all = Vec::new();
     collect(plan, &mut 0, &mut all);
-    let mut groups: Vec<(String, &PlanNode, Vec<usize>)> = Vec::new();
+    // Builds are compared by their subtree hashes first: comparing the builds
+    // of a chain of nested subqueries node by node cost the cube of its depth
+    // (200 levels planned for 5 s).
+    let mut hashes = HashMap::new();
+    subtree_hashes(plan, &mut hashes);
+    let hash_of = |n: &PlanNode| hashes.get(&(n as *const PlanNode as usize)).copied();
+    let mut groups: Vec<(String, Option<u64>, &PlanNode, Vec<usize>)> = Vec::new();
     for (at, node) in all {
         let Some((key, build)) = build_key(node) else {
             continue;
         };
+        let hash = hash_of(build);
         match groups
             .iter_mut()
-            .find(|(k, b, _)| *k == key && same_result(b, build))
+            .find(|(k, h, b, _)| *k == key && *h == hash && same_result(b, build))
         {
-            Some((_, _, members)) => members.push(at),
-            None => groups.push((key, build, vec![at])),
+            Some((_, _, _, members)) => members.push(at),
+            None => groups.push((key, hash, build, vec![at])),
         }
     }
     let marks: HashMap<usize, usize> = groups
         .iter()
-        .filter(|g| g.2.len() > 1)
+        .filter(|g| g.3.len() > 1)
         .enumerate()
-        .flat_map(|(k, g)| g.2.iter().map(move |&at| (at, k + 1)))
+        .flat_map(|(k, g)| g.3.iter().map(move |&at| (at, k + 1)))
         .collect();
-    let count = groups.iter().filter(|g| g.2.len() > 1).count();
+    let count = groups.iter().filter(|g| g.3.len() > 1).count();
     assign(plan, &marks, |node, mark| node.shared_build = mark);
     count
 }

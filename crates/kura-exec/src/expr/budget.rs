@@ -73,6 +73,18 @@ pub fn charge(bytes: usize) -> ExecResult<()> {
     })
 }
 
+/// Gives back `bytes` charged for values that are gone before the batch is
+/// done (an intermediate result); never more than the scope charged.
+pub fn release(bytes: usize) {
+    CURRENT.with(|c| {
+        if let Some(b) = c.borrow_mut().as_mut() {
+            let back = (bytes as u64).min(b.charged);
+            b.charged -= back;
+            b.tracker.release(back);
+        }
+    })
+}
+
 /// Fails if `bytes` more would not fit the query's limit: asked before building
 /// a value whose size is known in advance, so that an over-large result is
 /// refused before it is allocated.

@@ -270,6 +270,21 @@ impl PhysExpr {
                     }
                     o if o.is_comparison() => compare(*o, &l, &r),
                     BinaryOp::Concat => {
+                        if let Some(v) = concat_text(&l, &r, *data_type, n)? {
+                            // A chain `a || b || c` counts each link's result,
+                            // not every intermediate one: computed operands
+                            // (charged when built) are dropped here.
+                            for side in [l, r] {
+                                if let Cow::Owned(Vector {
+                                    data: ColumnData::Str(s),
+                                    ..
+                                }) = side
+                                {
+                                    budget::release(s.data.capacity());
+                                }
+                            }
+                            return Ok(v);
+                        }
                         let mut out = Vector::new(*data_type, n);
                         let mut built = 0usize;
                         for i in 0..n {
@@ -311,7 +326,9 @@ impl PhysExpr {
             }
             PhysExpr::Cast { expr, to } => {
                 let v = expr.eval_ref(batch)?;
-                cast_vector(&v, *to)
+                let v = cast_vector(&v, *to)?;
+                charge_text(&v)?;
+                Ok(v)
             }
             PhysExpr::InList {
                 expr,
@@ -400,6 +417,16 @@ impl PhysExpr {
                     .iter()
                     .map(|x| x.eval(batch))
                     .collect::<ExecResult<_>>()?;
+                // A function's text result is mostly about as large as its text
+                // arguments: that much must still fit before it is built.
+                let inputs: usize = a
+                    .iter()
+                    .map(|v| match &v.data {
+                        ColumnData::Str(s) => s.data.len(),
+                        _ => 0,
+                    })
+                    .sum();
+                budget::check_room(inputs)?;
                 let v = call(*func, &a, *data_type, n)?;
                 charge_text(&v)?;
                 Ok(v)
@@ -408,15 +435,59 @@ impl PhysExpr {
                 whens,
                 otherwise,
                 data_type,
-            } => eval_case(whens, otherwise.as_deref(), *data_type, batch),
+            } => {
+                let v = eval_case(whens, otherwise.as_deref(), *data_type, batch)?;
+                charge_text(&v)?;
+                Ok(v)
+            }
         }
     }
+}
+
+/// `l || r` when both are text (not blank-padded CHAR, whose trailing blanks
+/// `||` drops): the bytes copied side by side into a result allocated once, at
+/// most both sides' size, which is counted before it is built.
+fn concat_text(l: &Vector, r: &Vector, out: DataType, n: usize) -> ExecResult<Option<Vector>> {
+    let (ColumnData::Str(a), ColumnData::Str(b)) = (&l.data, &r.data) else {
+        return Ok(None);
+    };
+    let padded = |t: DataType| matches!(t, DataType::Char(_));
+    if padded(l.data_type) || padded(r.data_type) || !matches!(out, DataType::Varchar(_)) {
+        return Ok(None);
+    }
+    let most = a.data.len() + b.data.len();
+    if most > u32::MAX as usize {
+        return Err(ExecError::TooLarge(format!(
+            "|| would build more than {} bytes in one batch",
+            u32::MAX
+        )));
+    }
+    budget::check_room(most)?;
+    let mut o = kura_common::StrVec::with_capacity(n, most);
+    let mut validity: Option<Vec<bool>> = None;
+    for i in 0..n {
+        if l.is_null(i) || r.is_null(i) {
+            validity.get_or_insert_with(|| vec![true; n])[i] = false;
+            o.push(b"");
+        } else {
+            o.data.extend_from_slice(a.get_bytes(i));
+            o.data.extend_from_slice(b.get_bytes(i));
+            o.offsets.push(o.data.len() as u32);
+        }
+    }
+    let v = Vector {
+        data_type: out,
+        data: ColumnData::Str(o),
+        validity,
+    };
+    charge_text(&v)?;
+    Ok(Some(v))
 }
 
 /// Counts a text result against the query's memory limit (see [`budget`]).
 fn charge_text(v: &Vector) -> ExecResult<()> {
     match &v.data {
-        ColumnData::Str(s) => budget::charge(s.data.len()),
+        ColumnData::Str(s) => budget::charge(s.data.capacity()),
         _ => Ok(()),
     }
 }

@@ -276,37 +276,49 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
             let s = arg(0)?;
             let sv = strs(s)?;
             let times = arg(1)?;
-            let mut o = StrVec::with_capacity(n, 0);
-            let mut validity = vec![true; n];
-            for (i, valid) in validity.iter_mut().enumerate() {
-                let count = int_arg(times, i);
-                let (false, Some(count)) = (s.is_null(i), count) else {
-                    *valid = false;
-                    o.push(b"");
-                    continue;
-                };
-                let text = sv.get(i);
-                let count = count.max(0) as u128;
-                // The result must fit one value (and the vector's 32-bit offsets).
-                let bytes = text.len() as u128 * count;
+            let count_at = |i: usize| match (s.is_null(i), int_arg(times, i)) {
+                (false, Some(count)) => Some(count.max(0) as u128),
+                _ => None,
+            };
+            // The batch's size is worked out, and refused, before anything is
+            // built; then the result is written once, at its exact size (a
+            // growing buffer would double past what was counted).
+            let mut total = 0u128;
+            for i in 0..n {
+                let Some(count) = count_at(i) else { continue };
+                let bytes = sv.get_bytes(i).len() as u128 * count;
                 if bytes > MAX_REPEAT_BYTES as u128 {
                     return Err(ExecError::TooLarge(format!(
                         "repeat() would build {bytes} bytes, more than the \
                          {MAX_REPEAT_BYTES} a value may hold"
                     )));
                 }
-                let total = o.data.len() + bytes as usize;
-                if total > u32::MAX as usize {
-                    return Err(ExecError::TooLarge(format!(
-                        "repeat() would build {total} bytes in one batch, more than \
-                         a text vector holds ({} bytes)",
-                        u32::MAX
-                    )));
+                total += bytes;
+            }
+            if total > u32::MAX as u128 {
+                return Err(ExecError::TooLarge(format!(
+                    "repeat() would build {total} bytes in one batch, more than a text \
+                     vector holds ({} bytes)",
+                    u32::MAX
+                )));
+            }
+            super::budget::check_room(total as usize)?;
+            let mut o = StrVec::with_capacity(n, total as usize);
+            let mut validity = vec![true; n];
+            for (i, valid) in validity.iter_mut().enumerate() {
+                match count_at(i) {
+                    Some(count) => {
+                        let text = sv.get_bytes(i);
+                        for _ in 0..count {
+                            o.data.extend_from_slice(text);
+                        }
+                        o.offsets.push(o.data.len() as u32);
+                    }
+                    None => {
+                        *valid = false;
+                        o.push(b"");
+                    }
                 }
-                // Refused before it is built: the batch's values count against
-                // the query's memory limit.
-                super::budget::check_room(total)?;
-                o.push(text.repeat(count as usize).as_bytes());
             }
             let validity = (!validity.iter().all(|v| *v)).then_some(validity);
             Ok(Vector {

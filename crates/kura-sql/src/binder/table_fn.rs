@@ -234,6 +234,9 @@ impl Binder<'_> {
                 if rows.len() >= MAX_ROWS {
                     return Err(too_many(NAME, p));
                 }
+                if rows.len() % 65_536 == 0 {
+                    crate::interrupt::check()?;
+                }
                 rows.push(vec![Value::Timestamp(t)]);
                 t = match add_step(t, step) {
                     Some(n) => n,
@@ -315,6 +318,9 @@ impl Binder<'_> {
             return Err(too_many(NAME, p));
         }
         for k in 0..count as i64 {
+            if k % 65_536 == 0 {
+                crate::interrupt::check()?;
+            }
             let v = start + k * step;
             rows.push(vec![if ty == DataType::Integer {
                 Value::Integer(v as i32)

@@ -221,15 +221,16 @@ impl JoinBuildSink {
 }
 
 pub(crate) fn vector_bytes(v: &Vector) -> u64 {
+    // Allocated, not used, bytes: what the process holds for the vector.
     let data = match &v.data {
-        ColumnData::Bool(x) => x.len(),
-        ColumnData::I32(x) => x.len() * 4,
-        ColumnData::I64(x) => x.len() * 8,
-        ColumnData::F64(x) => x.len() * 8,
-        ColumnData::I128(x) => x.len() * 16,
-        ColumnData::Str(s) => s.data.len() + s.offsets.len() * 4,
+        ColumnData::Bool(x) => x.capacity(),
+        ColumnData::I32(x) => x.capacity() * 4,
+        ColumnData::I64(x) => x.capacity() * 8,
+        ColumnData::F64(x) => x.capacity() * 8,
+        ColumnData::I128(x) => x.capacity() * 16,
+        ColumnData::Str(s) => s.data.capacity() + s.offsets.capacity() * 4,
     };
-    (data + v.validity.as_ref().map_or(0, |x| x.len())) as u64
+    (data + v.validity.as_ref().map_or(0, |x| x.capacity())) as u64
 }
 
 /// Bytes held by a batch (memory accounting).
