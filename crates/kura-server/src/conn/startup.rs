@@ -158,8 +158,11 @@ impl<E: Engine> Connection<E> {
                 .send(PgWireBackendMessage::Authentication(last))
                 .await?;
         }
-        finish_authentication(client, &parameter_provider()).await?;
+        // Counted before ReadyForQuery goes out: a client that has it may
+        // connect again at once, and must find this session counted against
+        // --max-connections. If the client is gone, closing uncounts it.
         self.admission.logged_in();
+        finish_authentication(client, &parameter_provider()).await?;
         Ok(())
     }
 
