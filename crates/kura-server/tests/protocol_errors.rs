@@ -1,10 +1,11 @@
 //! Protocol errors are answered as PostgreSQL answers them, over a raw
 //! socket: an unknown message type, a frame whose length is negative, too
 //! small, over the limit or disagrees with its body, garbage instead of a
-//! startup packet and plaintext slipped in before a TLS handshake each get an
-//! ErrorResponse (FATAL 08P01) before the connection closes. The server never
-//! panics on them, does not allocate what a huge length announces, and still
-//! logs in a well-behaved client afterwards.
+//! startup packet, plaintext slipped in before a TLS handshake, and malformed
+//! SCRAM messages each get an ErrorResponse (FATAL 08P01, or 28P01 for a
+//! wrong proof) before the connection closes. The server never panics on
+//! them, does not allocate what a huge length announces, and still logs in a
+//! well-behaved client afterwards.
 
 mod common;
 
@@ -15,9 +16,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
 use common::TestServer;
 use kura::FileAccess;
-use kura_server::{Auth, Tls};
+use kura_server::{Auth, Credentials, Tls};
 use tokio_rustls::rustls;
 
 /// Panics on the server's threads, counted by a hook installed once for the
@@ -489,5 +492,219 @@ fn plaintext_sent_before_the_tls_handshake_is_refused() {
     assert_eq!(reply.len(), 1, "{reply:?}");
     let m = assert_fatal("plaintext before TLS", &reply, &["08P01"]);
     assert_eq!(m, "received unencrypted data after SSL request");
+    assert_eq!(server_panics(), before, "the server panicked");
+}
+
+/// A SCRAM conversation over a raw socket, up to the point of interest.
+struct Scram {
+    sock: TcpStream,
+    client_nonce: String,
+}
+
+impl Scram {
+    /// Connects as `user` and reads the server's AuthenticationSASL.
+    fn start(addr: SocketAddr, user: &str) -> Scram {
+        let mut sock = connect(addr);
+        sock.write_all(&startup(user)).unwrap();
+        let (kind, body) = read_message(&mut sock).expect("AuthenticationSASL");
+        assert_eq!((kind, &body[..4]), (b'R', &10i32.to_be_bytes()[..]));
+        Scram {
+            sock,
+            client_nonce: "rOprNGfwEbeRWgbNEkqO".into(),
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.sock.write_all(bytes).unwrap();
+    }
+
+    /// Sends a proper SASLInitialResponse and returns the server's nonce.
+    fn first(&mut self) -> String {
+        let client_first = format!("n,,n=,r={}", self.client_nonce);
+        self.send(&initial_response(
+            "SCRAM-SHA-256",
+            Some(client_first.as_bytes()),
+        ));
+        let (kind, body) = read_message(&mut self.sock).expect("SASLContinue");
+        assert_eq!((kind, &body[..4]), (b'R', &11i32.to_be_bytes()[..]));
+        let server_first = std::str::from_utf8(&body[4..]).unwrap();
+        let nonce = server_first
+            .split(',')
+            .find_map(|a| a.strip_prefix("r="))
+            .expect("r=");
+        assert!(nonce.starts_with(&self.client_nonce));
+        nonce.to_string()
+    }
+
+    fn close(mut self) -> Vec<(u8, Vec<u8>)> {
+        read_to_close(&mut self.sock)
+    }
+}
+
+/// `template` with its NONCE, if any, replaced by `nonce`.
+fn with_nonce(template: &[u8], nonce: &str) -> Vec<u8> {
+    match template.windows(5).position(|w| w == b"NONCE") {
+        Some(at) => [&template[..at], nonce.as_bytes(), &template[at + 5..]].concat(),
+        None => template.to_vec(),
+    }
+}
+
+/// A SASLInitialResponse: the mechanism, then the length (-1: none) and data.
+fn initial_response(mechanism: &str, data: Option<&[u8]>) -> Vec<u8> {
+    let mut body = mechanism.as_bytes().to_vec();
+    body.push(0);
+    match data {
+        Some(d) => {
+            body.extend_from_slice(&(d.len() as i32).to_be_bytes());
+            body.extend_from_slice(d);
+        }
+        None => body.extend_from_slice(&(-1i32).to_be_bytes()),
+    }
+    message(b'p', &body)
+}
+
+#[test]
+fn malformed_scram_messages_are_refused_without_panics() {
+    let before = server_panics();
+    let credentials = Credentials::single(Some("alice"), "secret");
+    let s = TestServer::start(Auth::Scram(Arc::new(credentials)), |_| {});
+    let auth = ["08P01", "28P01"];
+
+    // The SASLInitialResponse itself.
+    let raw = |mech: &[u8], tail: &[u8]| {
+        let mut body = mech.to_vec();
+        body.extend_from_slice(tail);
+        message(b'p', &body)
+    };
+    let client_first = b"n,,n=,r=abc";
+    let initial: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", message(b'p', b"")),
+        ("mechanism without its NUL", raw(b"SCRAM-SHA-256", b"")),
+        ("no data length", raw(b"SCRAM-SHA-256\0", b"")),
+        ("a cut data length", raw(b"SCRAM-SHA-256\0", b"\0\0")),
+        (
+            "data longer than sent",
+            raw(b"SCRAM-SHA-256\0", b"\0\0\0\x40n,,n=,r=abc"),
+        ),
+        (
+            "a negative data length",
+            raw(b"SCRAM-SHA-256\0", b"\xff\xff\xff\xf0n,,n=,r=abc"),
+        ),
+        ("bytes after the data", {
+            let mut t = (client_first.len() as i32).to_be_bytes().to_vec();
+            t.extend_from_slice(client_first);
+            t.extend_from_slice(b"junk");
+            raw(b"SCRAM-SHA-256\0", &t)
+        }),
+        ("no data", initial_response("SCRAM-SHA-256", None)),
+        ("empty data", initial_response("SCRAM-SHA-256", Some(b""))),
+        (
+            "an unknown mechanism",
+            initial_response("SCRAM-SHA-1", Some(client_first)),
+        ),
+        (
+            "a mechanism not UTF-8",
+            raw(b"SCRAM-\xff\0", b"\0\0\0\x0bn,,n=,r=abc"),
+        ),
+        (
+            "client-first not UTF-8",
+            initial_response("SCRAM-SHA-256", Some(b"n,,n=,r=\xff\xfe")),
+        ),
+        (
+            "client-first without r=",
+            initial_response("SCRAM-SHA-256", Some(b"n,,n=")),
+        ),
+        (
+            "client-first of one field",
+            initial_response("SCRAM-SHA-256", Some(b"n")),
+        ),
+        (
+            "channel binding on plain TCP",
+            initial_response("SCRAM-SHA-256", Some(b"p=tls-server-end-point,,n=,r=abc")),
+        ),
+        // Only the header and a little: the server answers without reading on.
+        (
+            "a 1 MB client-first",
+            lying(b'p', 1 << 20, b"SCRAM-SHA-256\0\0\x0f\xff\xf8n,,"),
+        ),
+        (
+            "a 9 kB client-first",
+            initial_response("SCRAM-SHA-256", Some(&[b'x'; 9000])),
+        ),
+    ];
+    for (what, bytes) in &initial {
+        let mut c = Scram::start(s.addr, "alice");
+        c.send(bytes);
+        let reply = c.close();
+        assert_eq!(reply.len(), 1, "{what}: {reply:?}");
+        assert_fatal(what, &reply, &auth);
+    }
+
+    // The client-final message, after a proper client-first; NONCE stands
+    // for the nonce the server chose.
+    let proof = STANDARD.encode([7u8; 32]);
+    let finals: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", b"".to_vec()),
+        ("not UTF-8", b"c=biws,r=NONCE,p=\xff\xfe".to_vec()),
+        ("without r=", format!("c=biws,p={proof}").into_bytes()),
+        ("without p=", b"c=biws,r=NONCE".to_vec()),
+        (
+            "a proof not base64",
+            b"c=biws,r=NONCE,p=!!not base64!!".to_vec(),
+        ),
+        (
+            "a short proof",
+            format!("c=biws,r=NONCE,p={}", STANDARD.encode([7u8; 5])).into_bytes(),
+        ),
+        (
+            "a wrong nonce",
+            format!("c=biws,r=someoneelse,p={proof}").into_bytes(),
+        ),
+        (
+            "a wrong channel binding",
+            format!("c=eSws,r=NONCE,p={proof}").into_bytes(),
+        ),
+        (
+            "a wrong proof",
+            format!("c=biws,r=NONCE,p={proof}").into_bytes(),
+        ),
+        (
+            "a 9 kB proof",
+            format!("c=biws,r=NONCE,p={}", "A".repeat(9000)).into_bytes(),
+        ),
+        ("a 1 MB message", vec![b'x'; 1 << 20]),
+    ];
+    for (what, template) in &finals {
+        let mut c = Scram::start(s.addr, "alice");
+        let nonce = c.first();
+        let body = with_nonce(template, &nonce);
+        if body.len() > 10_000 {
+            // Only the header and a little: the server answers without
+            // reading on (unread bytes would reset the connection).
+            c.send(&lying(b'p', body.len() as i32 + 4, &body[..64]));
+        } else {
+            c.send(&message(b'p', &body));
+        }
+        let reply = c.close();
+        assert_eq!(reply.len(), 1, "{what}: {reply:?}");
+        let m = assert_fatal(what, &reply, &auth);
+        if *what == "a wrong proof" {
+            assert_eq!(m, "password authentication failed for user \"alice\"");
+        }
+        if *what == "a 1 MB message" {
+            assert_eq!(m, "invalid message length");
+        }
+    }
+    // The exchange may not be skipped or repeated.
+    let mut c = Scram::start(s.addr, "alice");
+    c.send(&message(b'Q', b"select 1\0"));
+    let m = assert_fatal("a query during authentication", &c.close(), &["08P01"]);
+    assert_eq!(m, "expected password response, got message type 81");
+    let mut c = Scram::start(s.addr, "alice");
+    c.first();
+    c.send(&initial_response("SCRAM-SHA-256", Some(client_first)));
+    assert_fatal("client-first twice", &c.close(), &auth);
+
+    still_serves(&s, "alice", Some("secret"));
     assert_eq!(server_panics(), before, "the server panicked");
 }
