@@ -19,6 +19,7 @@ pub mod split;
 pub mod tls;
 mod trim;
 pub mod types;
+mod wire;
 
 pub use auth::{Credentials, Verifier};
 pub use engine::{Canceller, Column, Engine, EngineError, EngineSession, Outcome, Shape};

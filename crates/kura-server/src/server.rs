@@ -286,11 +286,11 @@ async fn serve_connection<E: Engine>(
     } else {
         None
     };
-    // pgwire 0.42 panics on some malformed messages (a count that runs past the
-    // message's end): the panic ends this connection only, and the client is
-    // told, as PostgreSQL tells it, before the connection closes.
+    // pgwire's decoders see only frames checked first (see `wire`), but should
+    // the library still panic, the panic ends this connection only, and the
+    // client is told, as PostgreSQL tells it, before the connection closes.
     let served = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
-        pgwire::tokio::process_socket(stream, tls, Handlers(conn)),
+        crate::wire::process_socket(stream, tls, Handlers(conn)),
     ));
     tokio::select! {
         r = served => r.unwrap_or_else(|_| {

@@ -5,6 +5,7 @@ mod copy;
 mod extended;
 mod respond;
 mod runner;
+mod sasl;
 mod simple;
 mod startup;
 
@@ -60,6 +61,9 @@ struct ConnState {
     pid: Option<i32>,
     /// The SCRAM exchange in progress.
     scram: Option<Box<dyn AuthMechanism>>,
+    /// The exchange's next password message is its first, the
+    /// SASLInitialResponse (parsed here, see `sasl`).
+    scram_initial: bool,
     /// A portal's result computed at Describe (portal identity, name, result).
     early: Option<(usize, String, crate::engine::Outcome)>,
 }

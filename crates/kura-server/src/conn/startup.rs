@@ -106,7 +106,11 @@ impl<E: Engine> StartupHandler for Connection<E> {
                 let mut mechanism = factory.create();
                 match mechanism.begin(client).await? {
                     AuthState::InProgress(first) => {
-                        self.state().scram = Some(mechanism);
+                        {
+                            let mut st = self.state();
+                            st.scram = Some(mechanism);
+                            st.scram_initial = true;
+                        }
                         client.set_state(PgWireConnectionState::AuthenticationInProgress);
                         client
                             .send(PgWireBackendMessage::Authentication(first))
@@ -120,11 +124,16 @@ impl<E: Engine> StartupHandler for Connection<E> {
                 }
             }
             PgWireFrontendMessage::PasswordMessageFamily(msg) => {
-                let mut mechanism = self
-                    .state()
-                    .scram
-                    .take()
-                    .ok_or(PgWireError::NoAuthenticationInProgress)?;
+                let (mechanism, initial) = {
+                    let mut st = self.state();
+                    (st.scram.take(), std::mem::take(&mut st.scram_initial))
+                };
+                let mut mechanism = mechanism.ok_or(PgWireError::NoAuthenticationInProgress)?;
+                let msg = if initial {
+                    super::sasl::initial_response(msg).map_err(|e| self.auth_failed(client, e))?
+                } else {
+                    msg
+                };
                 match mechanism.next(client, msg).await {
                     Ok(AuthState::InProgress(next)) => {
                         self.state().scram = Some(mechanism);
@@ -158,8 +167,11 @@ impl<E: Engine> Connection<E> {
                 .send(PgWireBackendMessage::Authentication(last))
                 .await?;
         }
-        finish_authentication(client, &parameter_provider()).await?;
+        // Counted before ReadyForQuery goes out: a client that has it may
+        // connect again at once, and must find this session counted against
+        // --max-connections. If the client is gone, closing uncounts it.
         self.admission.logged_in();
+        finish_authentication(client, &parameter_provider()).await?;
         Ok(())
     }
 
@@ -183,8 +195,9 @@ impl<E: Engine> Connection<E> {
                 )))
             }
             other => {
-                tracing::warn!(peer = %client.socket_addr(), user, "authentication failed: {other}");
-                other
+                let e = super::sasl::exchange_error(other);
+                tracing::warn!(peer = %client.socket_addr(), user, "authentication failed: {e}");
+                e
             }
         }
     }
