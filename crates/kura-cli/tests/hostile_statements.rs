@@ -8,10 +8,11 @@
 //! than [`GRACE`] after its `statement_timeout`, and the server's peak RSS must
 //! stay under `--max-memory` + the buffer pool + [`SLACK_MB`].
 //!
-//! The goal is 256 MB of slack and 1 s of grace. Measured at 500–600 MB peak
-//! and 1.0–1.7 s: `generate_series` builds its rows (up to a million) while
-//! binding, uncounted, and the allocator keeps freed blocks between heavy
-//! statements; the bounds below are what holds today, with room for noise.
+//! The goal is 256 MB of slack; the slack here is 512 MB. Measured
+//! peaks are 477–633 MB over seeds: what queries hold is bounded by
+//! `--max-memory`, but the allocator keeps blocks freed by one heavy statement
+//! while the next runs. Statements answer within 1 s of their time limit
+//! (slowest 0.87–0.99 s at 500 ms).
 //! `KURA_HOSTILE_SEED` replays a batch; `KURA_HOSTILE_COUNT` sizes it.
 
 mod common;
@@ -29,7 +30,7 @@ const BUFFER_MB: u64 = 16;
 const SLACK_MB: u64 = 512;
 const TIMEOUT_MS: u64 = 500;
 /// How late past its time limit a statement may answer.
-const GRACE: Duration = Duration::from_millis(2000);
+const GRACE: Duration = Duration::from_millis(1000);
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -22,6 +22,7 @@ pub mod plan;
 pub mod registry;
 pub mod runtime;
 pub mod sample;
+pub mod series;
 pub mod shared;
 pub mod source;
 pub mod window_plan;

@@ -1,7 +1,8 @@
 //! Set-returning functions as FROM items — `generate_series(start, stop[, step])`
 //! over integers and timestamps, `unnest(array, ...)` — `WITH ORDINALITY` too.
-//! Their arguments must be constants (parameters included): the rows are made
-//! while binding, as a VALUES list, so a series is bounded by [`MAX_ROWS`].
+//! Their arguments must be constants (parameters included). Their rows are made
+//! while binding, as a VALUES list bounded by [`MAX_ROWS`] — except an integer
+//! series longer than [`LAZY_ROWS`], which is a table computed as it is read.
 
 use kura_common::timestamp::{from_date, time_of_day, to_date, MICROS_PER_DAY};
 use kura_common::{date, DataType, Value};
@@ -14,9 +15,13 @@ use super::{norm, Binder, Scope, ScopeCol};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::Logical;
 
-/// The most rows a FROM-clause function may produce (they are held in memory
-/// as a VALUES list).
+/// The most rows a FROM-clause function may produce as a VALUES list (held in
+/// memory): `unnest` and timestamp series.
 pub const MAX_ROWS: usize = 1_000_000;
+
+/// Integer series longer than this are computed as they are scanned
+/// (`kura_exec::series`) instead of being made a VALUES list while binding.
+pub const LAZY_ROWS: usize = 1024;
 
 fn too_many(name: &str, p: Pos) -> SqlError {
     SqlError::unsupported(format!("{name} producing more than {MAX_ROWS} rows"), p)
@@ -132,6 +137,7 @@ impl Binder<'_> {
         outer: &[Scope],
         p: Pos,
     ) -> SqlResult<(Logical, Scope)> {
+        self.lazy_series = None;
         let (types, mut rows) = match name {
             "generate_series" => self.generate_series(exprs, outer, p)?,
             "unnest" => self.unnest_rows(exprs, outer, p)?,
@@ -186,6 +192,20 @@ impl Binder<'_> {
                 id,
                 ty: *t,
             });
+        }
+        if let Some((ty, start, step, count)) = self.lazy_series.take() {
+            let table =
+                kura_exec::series::SeriesTable::new(&names[0], ty, start, step, count, ordinality);
+            let cols = cols.into_iter().enumerate().collect();
+            let table: std::sync::Arc<dyn kura_exec::TableSource> = std::sync::Arc::new(table);
+            return Ok((
+                Logical::Scan {
+                    table,
+                    cols,
+                    filters: Vec::new(),
+                },
+                scope,
+            ));
         }
         Ok((Logical::Values { rows, cols }, scope))
     }
@@ -314,8 +334,10 @@ impl Binder<'_> {
         } else {
             (i128::from(stop) - i128::from(start)) / i128::from(step) + 1
         };
-        if count > MAX_ROWS as i128 {
-            return Err(too_many(NAME, p));
+        if count > LAZY_ROWS as i128 {
+            // Computed as it is scanned: no bound on its length.
+            self.lazy_series = Some((ty, start, step, count as u64));
+            return Ok((vec![ty], Vec::new()));
         }
         for k in 0..count as i64 {
             if k % 65_536 == 0 {
