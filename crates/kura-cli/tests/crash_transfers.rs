@@ -26,14 +26,6 @@ fn kills() -> usize {
         .unwrap_or(40)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn serve(db: &Path, port: u16) -> Child {
     kura()
         .args(["--buffer", "16MB", "--db"])

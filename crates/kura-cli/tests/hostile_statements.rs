@@ -32,14 +32,6 @@ const TIMEOUT_MS: u64 = 500;
 /// How late past its time limit a statement may answer.
 const GRACE: Duration = Duration::from_millis(1000);
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn serve(db: &Path, port: u16) -> Child {
     kura()
         .args(["--buffer", &format!("{BUFFER_MB}MB"), "--db"])

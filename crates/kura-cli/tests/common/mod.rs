@@ -33,6 +33,15 @@ pub fn run_ok(db: &Path, args: &[&str]) -> Output {
     out
 }
 
+/// A TCP port free on 127.0.0.1 for a server to listen on.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// SplitMix64, so every run (and failure) can be replayed from its seed.
 pub struct Rng(u64);
 
