@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kura_common::{Batch, DataType, BATCH_SIZE};
+use kura_common::{Batch, DataType};
 
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
@@ -25,11 +25,6 @@ use crate::ops::window::WindowSink;
 use crate::pipeline::{Pipeline, Sink};
 use crate::plan::{PlanKind, PlanNode};
 use crate::registry::{OperatorKind, OperatorRegistry};
-
-/// Output a streamed window aims at: windows grow while they produce less.
-pub const STREAM_WINDOW_BYTES: u64 = 16 << 20;
-/// The most morsels one streamed window runs.
-const MAX_STREAM_WINDOW: usize = 4096;
 
 /// What one run of a plan hands between its nodes while compiling: results of
 /// shared subplans (see [`crate::shared`]) computed so far, by shared-result
@@ -90,14 +85,9 @@ impl Executor<'_> {
     }
 
     /// Runs the plan and hands its output batches to `deliver` in order while
-    /// the query runs, a window of the last pipeline's morsels at a time, so a
-    /// large result never sits whole in memory. `deliver` answers false when no
-    /// more rows are wanted (the client went away): the query then stops.
-    ///
-    /// The window starts at one morsel per worker (the first rows come early)
-    /// and doubles while a window's output stays below half of
-    /// [`STREAM_WINDOW_BYTES`] (or of a quarter of the memory limit, if less),
-    /// so small rows run with the parallelism of a whole-result run.
+    /// the query runs, so a large result never sits whole in memory (see
+    /// [`crate::stream`]). `deliver` answers false when no more rows are wanted
+    /// (the client went away): the query then stops.
     pub fn run_streaming(
         &self,
         plan: &PlanNode,
@@ -105,63 +95,7 @@ impl Executor<'_> {
     ) -> ExecResult<()> {
         name_operators(plan);
         let pipeline = self.compile(plan, &SharedResults::default())?;
-        let morsels = pipeline.source.morsels();
-        let workers = match self.ctx.mode {
-            crate::context::ExecutionMode::Serial => 1,
-            _ => self.ctx.runtime().map(|rt| rt.workers()).unwrap_or(1),
-        };
-        let mut window = workers.max(1);
-        // A window's rows count against the query's memory limit until they
-        // are delivered, so a small limit keeps windows small.
-        let target = STREAM_WINDOW_BYTES.min(self.ctx.memory.limit() / 4);
-        let mut start = 0;
-        // At least one window, even over no morsels: the pipeline's tails (a
-        // FULL or RIGHT join's unmatched build rows) follow its last morsel,
-        // and a probe side with none (an index join over an empty input) must
-        // still emit them.
-        loop {
-            let end = (start + window).min(morsels);
-            let sink = Arc::new(CollectSink::default());
-            let stopped = pipeline.run_range(sink.clone(), plan.id, self.ctx, start..end)?;
-            let mut bytes = 0;
-            for b in sink.take() {
-                // Delivered rows are the client's: they no longer count here.
-                let size = batch_bytes(&b);
-                bytes += size;
-                if b.len() <= BATCH_SIZE {
-                    self.ctx.memory.release(size);
-                    if !deliver(b)? {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                // A large batch (a cross join's 65,536 pairs) goes out a slice at
-                // a time: the client's queue holds a few slices, not a few large
-                // batches that no longer count against any limit.
-                let mut held = size;
-                for start in (0..b.len()).step_by(BATCH_SIZE) {
-                    let len = BATCH_SIZE.min(b.len() - start);
-                    let part = Batch::new(b.columns.iter().map(|c| c.slice(start, len)).collect());
-                    let part_size = batch_bytes(&part).min(held);
-                    held -= part_size;
-                    self.ctx.memory.release(part_size);
-                    if !deliver(part)? {
-                        return Ok(());
-                    }
-                }
-                self.ctx.memory.release(held);
-            }
-            if stopped || end >= morsels {
-                break;
-            }
-            start = end;
-            if bytes.saturating_mul(2) <= target {
-                window = (window * 2).min(MAX_STREAM_WINDOW);
-            } else if bytes > target {
-                window = (window / 2).max(workers);
-            }
-        }
-        Ok(())
+        crate::stream::stream(&pipeline, plan.id, self.ctx, deliver)
     }
 
     fn run_into(

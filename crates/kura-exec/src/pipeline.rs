@@ -110,6 +110,14 @@ pub trait Transform: Send + Sync {
         0
     }
 
+    /// The most output rows one input row can make, when that is more than
+    /// one and not bounded by keys (a cross or nested-loop join: the build
+    /// side's rows): a streamed result then runs a morsel at a time and
+    /// passes its rows on as they come.
+    fn fan_out(&self) -> usize {
+        1
+    }
+
     /// Whether its output depends on seeing the morsels in order (an OFFSET,
     /// a LIMIT of sorted rows): the pipeline then runs them one after the
     /// other in every mode — workers taking morsels as they come would skip
@@ -178,6 +186,13 @@ struct Run {
 pub type AroundMerge<'a> = dyn Fn(&mut dyn FnMut() -> ExecResult<()>) -> ExecResult<()> + 'a;
 
 impl Pipeline {
+    /// The product of its transforms' [`Transform::fan_out`].
+    pub fn fan_out(&self) -> usize {
+        self.transforms
+            .iter()
+            .fold(1usize, |f, (_, t)| f.saturating_mul(t.fan_out()))
+    }
+
     /// What the pipeline will touch: the pages its source reads in order (when
     /// it names them cheaply) and the structures it probes.
     pub fn footprint(&self) -> Footprint {

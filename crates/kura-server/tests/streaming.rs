@@ -87,6 +87,62 @@ fn a_result_larger_than_the_memory_limit_streams_in_both_protocols() {
     });
 }
 
+#[test]
+fn a_cross_product_larger_than_the_memory_limit_streams() {
+    let s = TestServer::trust(|db| load_tpch(db, 0.01));
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        c.batch_execute("SET memory_limit = '16MB'").await.unwrap();
+        // 3.6 billion rows; a morsel of the probe side alone makes far more
+        // than 16 MB of them, so they must reach the client as they are made.
+        let stream = c
+            .simple_query_raw("SELECT a.l_orderkey, b.l_comment FROM lineitem a, lineitem b")
+            .await
+            .unwrap();
+        pin_mut!(stream);
+        let mut rows = 0;
+        while rows < 1_000_000 {
+            match stream.next().await.unwrap().unwrap() {
+                SimpleQueryMessage::Row(_) => rows += 1,
+                _ => continue,
+            }
+        }
+    });
+    // Streamed a morsel at a time, a cross product's rows are the same as
+    // when it runs whole (under an aggregate) and come in the same order.
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        let sql = "SELECT a.n_name, b.r_name, c.r_regionkey FROM nation a, region b, region c";
+        let streamed: Vec<String> = c
+            .simple_query(sql)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(r) => Some(format!(
+                    "{}|{}|{}",
+                    r.get(0).unwrap(),
+                    r.get(1).unwrap(),
+                    r.get(2).unwrap()
+                )),
+                _ => None,
+            })
+            .collect();
+        let whole: String = c
+            .query_one(
+                &format!(
+                    "SELECT string_agg(n_name || '|' || r_name || '|' || r_regionkey, ',') FROM ({sql}) t(n_name, r_name, r_regionkey)"
+                ),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(streamed.len(), 625);
+        assert_eq!(streamed.join(","), whole);
+    });
+}
+
 /// Counts the rows a stream yields before its division-by-zero error.
 async fn rows_then_error<T>(
     stream: impl futures::Stream<Item = Result<T, tokio_postgres::Error>>,

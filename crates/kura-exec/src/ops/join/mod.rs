@@ -490,6 +490,18 @@ impl Transform for JoinProbeOp {
         self.unmatched_build()
     }
 
+    fn fan_out(&self) -> usize {
+        let one_per_probe_row = matches!(
+            self.spec.join_type,
+            JoinType::Semi | JoinType::Anti | JoinType::Mark
+        ) || !self.spec.join_type.emits_probe_columns();
+        if one_per_probe_row || !self.spec.probe_keys.is_empty() {
+            1
+        } else {
+            self.table.side.rows.max(1)
+        }
+    }
+
     fn apply_each(
         &self,
         batch: Batch,
