@@ -101,8 +101,6 @@ pub struct Binder<'a> {
     /// back, not copied (copying the list at each of a chain's references made
     /// a chain of 10,000 CTEs take gigabytes).
     ctes: Vec<(String, Rc<ast::Cte>)>,
-    /// A long integer `generate_series` just bound: (type, start, step, rows).
-    lazy_series: Option<(DataType, i64, i64, u64)>,
     /// How deeply queries nest (subqueries, and CTEs and views inlined).
     query_depth: usize,
     depth: usize,
@@ -228,7 +226,6 @@ impl<'a> Binder<'a> {
             cols: Columns::default(),
             params,
             ctes: Vec::new(),
-            lazy_series: None,
             query_depth: 0,
             depth: 0,
             expr_depth: 0,

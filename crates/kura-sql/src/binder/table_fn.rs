@@ -39,6 +39,20 @@ fn add_step(t: i64, (months, days, micros): (i32, i32, i64)) -> Option<i64> {
         .checked_add(micros)
 }
 
+/// The rows of a function in FROM.
+enum FunctionRows {
+    /// Computed while binding: a VALUES list.
+    Listed(Vec<Vec<Value>>),
+    /// An integer series too long to list: a table computed as it is scanned
+    /// (`count` values of `ty` from `start` by `step`).
+    Series {
+        ty: DataType,
+        start: i64,
+        step: i64,
+        count: u64,
+    },
+}
+
 impl Binder<'_> {
     /// A constant argument of a FROM-clause function (a `$n` being described
     /// takes `want`).
@@ -137,10 +151,12 @@ impl Binder<'_> {
         outer: &[Scope],
         p: Pos,
     ) -> SqlResult<(Logical, Scope)> {
-        self.lazy_series = None;
-        let (types, mut rows) = match name {
+        let (types, rows) = match name {
             "generate_series" => self.generate_series(exprs, outer, p)?,
-            "unnest" => self.unnest_rows(exprs, outer, p)?,
+            "unnest" => {
+                let (types, rows) = self.unnest_rows(exprs, outer, p)?;
+                (types, FunctionRows::Listed(rows))
+            }
             other => {
                 return Err(SqlError::unsupported(
                     format!("function {other} in FROM (generate_series and unnest are)"),
@@ -160,11 +176,14 @@ impl Binder<'_> {
             vec![name.to_string(); types.len()]
         };
         let mut types = types;
+        let mut rows = rows;
         if ordinality {
             names.push("ordinality".into());
             types.push(DataType::BigInt);
-            for (i, r) in rows.iter_mut().enumerate() {
-                r.push(Value::BigInt(i as i64 + 1));
+            if let FunctionRows::Listed(rows) = &mut rows {
+                for (i, r) in rows.iter_mut().enumerate() {
+                    r.push(Value::BigInt(i as i64 + 1));
+                }
             }
         }
         if alias_cols.len() > types.len() {
@@ -193,20 +212,29 @@ impl Binder<'_> {
                 ty: *t,
             });
         }
-        if let Some((ty, start, step, count)) = self.lazy_series.take() {
-            let table =
-                kura_exec::series::SeriesTable::new(&names[0], ty, start, step, count, ordinality);
-            let cols = cols.into_iter().enumerate().collect();
-            let table: std::sync::Arc<dyn kura_exec::TableSource> = std::sync::Arc::new(table);
-            return Ok((
-                Logical::Scan {
-                    table,
-                    cols,
-                    filters: Vec::new(),
-                },
-                scope,
-            ));
-        }
+        let rows = match rows {
+            FunctionRows::Listed(rows) => rows,
+            FunctionRows::Series {
+                ty,
+                start,
+                step,
+                count,
+            } => {
+                let table = kura_exec::series::SeriesTable::new(
+                    &names[0], ty, start, step, count, ordinality,
+                );
+                let cols = cols.into_iter().enumerate().collect();
+                let table: std::sync::Arc<dyn kura_exec::TableSource> = std::sync::Arc::new(table);
+                return Ok((
+                    Logical::Scan {
+                        table,
+                        cols,
+                        filters: Vec::new(),
+                    },
+                    scope,
+                ));
+            }
+        };
         Ok((Logical::Values { rows, cols }, scope))
     }
 
@@ -218,7 +246,7 @@ impl Binder<'_> {
         args: &[&ast::Expr],
         outer: &[Scope],
         p: Pos,
-    ) -> SqlResult<(Vec<DataType>, Vec<Vec<Value>>)> {
+    ) -> SqlResult<(Vec<DataType>, FunctionRows)> {
         const NAME: &str = "generate_series";
         if !(2..=3).contains(&args.len()) {
             return Err(SqlError::UnknownFunction {
@@ -236,7 +264,7 @@ impl Binder<'_> {
             let (Some(Value::Timestamp(mut t)), Some(Value::Timestamp(end))) =
                 (literal(&start), literal(&stop))
             else {
-                return Ok((vec![DataType::Timestamp], rows));
+                return Ok((vec![DataType::Timestamp], FunctionRows::Listed(rows)));
             };
             let bad = || SqlError::InvalidValue {
                 message: "timestamp out of range".into(),
@@ -263,7 +291,7 @@ impl Binder<'_> {
                     None => break,
                 };
             }
-            return Ok((vec![DataType::Timestamp], rows));
+            return Ok((vec![DataType::Timestamp], FunctionRows::Listed(rows)));
         }
         let mut bound = Vec::new();
         for a in args {
@@ -321,7 +349,7 @@ impl Binder<'_> {
         let (Some(start), Some(stop), Some(step)) =
             (vals[0], vals[1], vals.get(2).copied().unwrap_or(Some(1)))
         else {
-            return Ok((vec![ty], rows));
+            return Ok((vec![ty], FunctionRows::Listed(rows)));
         };
         if step == 0 {
             return Err(SqlError::InvalidValue {
@@ -336,8 +364,16 @@ impl Binder<'_> {
         };
         if count > LAZY_ROWS as i128 {
             // Computed as it is scanned: no bound on its length.
-            self.lazy_series = Some((ty, start, step, count as u64));
-            return Ok((vec![ty], Vec::new()));
+            let count = count as u64;
+            return Ok((
+                vec![ty],
+                FunctionRows::Series {
+                    ty,
+                    start,
+                    step,
+                    count,
+                },
+            ));
         }
         for k in 0..count as i64 {
             if k % 65_536 == 0 {
@@ -350,7 +386,7 @@ impl Binder<'_> {
                 Value::BigInt(v)
             }]);
         }
-        Ok((vec![ty], rows))
+        Ok((vec![ty], FunctionRows::Listed(rows)))
     }
 
     /// `unnest(a [, b ...])`: one row per element, the shorter arrays padded
