@@ -486,13 +486,15 @@ impl Acc {
 
     /// Folds `other` (another worker's state of the same aggregate) into this one;
     /// `ids[g]` is the group here of `other`'s group `g`.
-    pub(super) fn merge(&mut self, other: &Acc, ids: &[u32]) {
-        match (self, other) {
+    /// Folds `other` (a worker's state, dropped after) into this one; kept
+    /// values move rather than being copied.
+    pub(super) fn merge(&mut self, other: &mut Acc, ids: &[u32]) {
+        match (self, &mut *other) {
             (Acc::Distinct(a), Acc::Distinct(b)) => a.merge(b, ids),
             (Acc::Collect(a), Acc::Collect(b)) => a.merge(b, ids),
             (this, _) => {
                 for (from, &to) in ids.iter().enumerate() {
-                    this.merge_group(to as usize, other, from);
+                    this.merge_group(to as usize, &*other, from);
                 }
             }
         }

@@ -59,6 +59,13 @@ impl ByteKeys {
         self.table.capacity()
     }
 
+    /// Bytes the table, the arena and the key ends hold (allocated, not used).
+    pub(super) fn held_bytes(&self) -> u64 {
+        (self.table.capacity() * (std::mem::size_of::<Slot>() + 1)
+            + self.arena.capacity()
+            + self.ends.capacity() * std::mem::size_of::<usize>()) as u64
+    }
+
     /// The memory of the table and the arena, as (address, bytes) spans, for
     /// the memory-object registry.
     pub(super) fn spans(&self) -> Vec<(usize, usize)> {

@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 use kura_common::{Value, Vector};
 
 use crate::error::{ExecError, ExecResult};
+use crate::expr::budget;
 use crate::plan::{AggCall, AggFunc};
 
 /// One input row kept: its group, the argument and, for `string_agg`, the
@@ -29,13 +30,22 @@ pub(crate) struct CollectAcc {
     array: bool,
 }
 
-/// What a value costs in memory, roughly (its text counted in full).
-fn value_bytes(v: &Value) -> u64 {
-    std::mem::size_of::<Value>() as u64
-        + match v {
-            Value::Text(t) => t.len() as u64,
-            _ => 0,
-        }
+/// The heap block malloc gives `len` bytes: a header and 16-byte rounding,
+/// at least 32 (glibc's chunks). Short texts cost far more than their bytes.
+fn block_bytes(len: usize) -> u64 {
+    if len == 0 {
+        0
+    } else {
+        ((len + 8 + 15) & !15).max(32) as u64
+    }
+}
+
+/// What a value keeps on the heap beyond its own slot: its text's block.
+fn heap_bytes(v: &Value) -> u64 {
+    match v {
+        Value::Text(t) => block_bytes(t.capacity()),
+        _ => 0,
+    }
 }
 
 impl CollectAcc {
@@ -63,12 +73,25 @@ impl CollectAcc {
             }
             let value = arg.get_value(i);
             let more: Box<[Value]> = more.iter().map(|m| m.get_value(i)).collect();
-            self.grown += 16 + value_bytes(&value) + more.iter().map(value_bytes).sum::<u64>();
-            self.rows.push(Row {
+            self.grown += heap_bytes(&value)
+                + block_bytes(more.len() * std::mem::size_of::<Value>())
+                + more.iter().map(heap_bytes).sum::<u64>();
+            self.push(Row {
                 group: gi,
                 value,
                 more,
             });
+        }
+    }
+
+    /// Keeps a row, counting the list's growth in full: a doubling list
+    /// holds up to twice its rows, and both blocks while it moves.
+    fn push(&mut self, row: Row) {
+        let before = self.rows.capacity();
+        self.rows.push(row);
+        let after = self.rows.capacity();
+        if after > before {
+            self.grown += ((after - before) * std::mem::size_of::<Row>()) as u64;
         }
     }
 
@@ -77,18 +100,21 @@ impl CollectAcc {
         std::mem::take(&mut self.grown)
     }
 
-    /// Moves `other`'s rows here, its group `g` becoming group `ids[g]`.
-    pub(crate) fn merge(&mut self, other: &CollectAcc, ids: &[u32]) {
-        self.rows.extend(other.rows.iter().map(|r| Row {
-            group: ids[r.group as usize],
-            value: r.value.clone(),
-            more: r.more.clone(),
-        }));
+    /// Moves `other`'s rows here (it is left empty), its group `g` becoming
+    /// group `ids[g]`.
+    pub(crate) fn merge(&mut self, other: &mut CollectAcc, ids: &[u32]) {
+        for mut r in std::mem::take(&mut other.rows) {
+            r.group = ids[r.group as usize];
+            self.push(r);
+        }
     }
 
-    /// The result of every group, as a vector of `call.data_type`.
+    /// The result of every group, as a vector of `call.data_type`. Results
+    /// (a `string_agg` of every row) are counted as values built by
+    /// expressions, so the caller runs this in a [`budget::ValueScope`].
     pub(crate) fn finish(&self, call: &AggCall, groups: usize) -> ExecResult<Vector> {
         // Each group's rows, in arrival order.
+        budget::charge(self.rows.len() * std::mem::size_of::<&Row>() + groups * 24)?;
         let mut by_group: Vec<Vec<&Row>> = vec![Vec::new(); groups];
         for r in &self.rows {
             by_group
@@ -120,15 +146,22 @@ impl CollectAcc {
                 AggFunc::StringAgg => {
                     // A stable sort: rows equal on the keys keep their arrival order.
                     rows.sort_by(|a, b| order_keys(call, &a.more[1..], &b.more[1..]));
-                    string_agg(&rows)
+                    string_agg(&rows)?
                 }
                 AggFunc::ArrayAgg => {
                     rows.sort_by(|a, b| order_keys(call, &a.more[1..], &b.more[1..]));
                     if rows.is_empty() {
                         Value::Null
                     } else {
+                        // The values' text, quoted and separated: about their
+                        // bytes and a few more each.
+                        let guess: u64 = rows.iter().map(|r| heap_bytes(&r.value) + 4).sum();
+                        budget::check_room(guess as usize)?;
                         let values: Vec<Value> = rows.iter().map(|r| r.value.clone()).collect();
-                        Value::Text(kura_common::array::format_values(&values))
+                        let text = kura_common::array::format_values(&values);
+                        drop(values);
+                        budget::charge(text.capacity())?;
+                        Value::Text(text)
                     }
                 }
                 AggFunc::PercentileCont => {
@@ -214,8 +247,28 @@ fn order_keys(call: &AggCall, a: &[Value], b: &[Value]) -> Ordering {
 
 /// The values joined, each after the first preceded by its own row's
 /// delimiter (an empty one for a NULL delimiter, as in PostgreSQL).
-fn string_agg(rows: &[&Row]) -> Value {
-    let mut s = String::new();
+fn string_agg(rows: &[&Row]) -> ExecResult<Value> {
+    let text = |v: &Value| match v {
+        Value::Text(t) => t.len(),
+        _ => 0,
+    };
+    let len: usize = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            text(&r.value)
+                + if i > 0 {
+                    r.more.first().map_or(0, text)
+                } else {
+                    0
+                }
+        })
+        .sum();
+    // Built at its exact size, once there is room: a doubling string would
+    // hold up to twice its text, and both blocks while it moves.
+    budget::check_value("string_agg", len, 0)?;
+    budget::charge(len)?;
+    let mut s = String::with_capacity(len);
     for (i, r) in rows.iter().enumerate() {
         if i > 0 {
             if let Some(Value::Text(d)) = r.more.first() {
@@ -226,11 +279,11 @@ fn string_agg(rows: &[&Row]) -> Value {
             s.push_str(t);
         }
     }
-    if rows.is_empty() {
+    Ok(if rows.is_empty() {
         Value::Null
     } else {
         Value::Text(s)
-    }
+    })
 }
 
 /// PostgreSQL's `percentile_cont`: the value at fraction `f` of the sorted

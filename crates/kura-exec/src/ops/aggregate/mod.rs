@@ -11,6 +11,7 @@ use kura_common::{Batch, DataType, Vector, BATCH_SIZE};
 
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
+use crate::expr::budget::ValueScope;
 use crate::expr::{compact_batch, PhysExpr};
 use crate::keys::{encode_row, int_key, single_int_key};
 use crate::keys_packed::PackedLayout;
@@ -54,6 +55,8 @@ struct AggState {
     accs: Vec<Acc>,
     groups: usize,
     bytes: u64,
+    /// What the group tables and keys held when last reserved.
+    reserved: u64,
     /// The group tables' capacities and ranges last named in the memory-object
     /// registry (profiling only).
     registered: ((usize, usize), Vec<(usize, usize)>),
@@ -74,6 +77,7 @@ impl AggState {
             accs: calls.iter().map(new_acc).collect(),
             groups: 0,
             bytes: 0,
+            reserved: 0,
             registered: ((0, 0), Vec::new()),
         }
     }
@@ -226,10 +230,28 @@ impl AggState {
             k.append(&v.take(rows));
         }
         self.add_groups(rows.len());
-        ctx.memory.reserve(
-            rows.len() as u64 * (48 + 16 * self.accs.len() as u64),
-            "hash aggregation",
-        )
+        // The tables and keys as allocated (text keys in full, doubling
+        // growth's spare room included), and the accumulators' slots.
+        let held = self.held_bytes() + (self.groups * 16 * self.accs.len()) as u64;
+        let grown = held.saturating_sub(self.reserved);
+        self.reserved = self.reserved.max(held);
+        ctx.memory.reserve(grown, "hash aggregation")
+    }
+
+    /// Bytes the group tables and the group keys hold.
+    fn held_bytes(&self) -> u64 {
+        fn map_bytes<K, V>(m: &HashMap<K, V>) -> usize {
+            m.capacity() * (std::mem::size_of::<(K, V)>() + 1)
+        }
+        let tables = self.map.held_bytes() as usize
+            + map_bytes(&self.int_map)
+            + self.packed.as_ref().map_or(0, |p| map_bytes(&p.1))
+            + self
+                .dense
+                .as_ref()
+                .and_then(|d| d.region())
+                .map_or(0, |r| r.1);
+        tables as u64 + self.keys.iter().map(super::join::vector_bytes).sum::<u64>()
     }
 
     /// One integer key: `dense` while the keys are dense, else `int_map`; and
@@ -594,7 +616,7 @@ impl Sink for AggregateSink {
     }
 
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
-        let local = *local
+        let mut local = *local
             .downcast::<AggState>()
             .map_err(|_| ExecError::Internal("aggregate state".into()))?;
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
@@ -603,7 +625,7 @@ impl Sink for AggregateSink {
             Some(global) => {
                 let ids = global.group_ids(&local.keys, local.groups, ctx)?;
                 global.register(|| self.operator());
-                for (a, b) in global.accs.iter_mut().zip(&local.accs) {
+                for (a, b) in global.accs.iter_mut().zip(&mut local.accs) {
                     a.merge(b, &ids);
                 }
             }
@@ -611,7 +633,9 @@ impl Sink for AggregateSink {
         Ok(())
     }
 
-    fn finish(&self, _ctx: &ExecContext) -> ExecResult<()> {
+    fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
+        // Results built from kept values (a `string_agg`) count while built.
+        let _values = ValueScope::enter(&ctx.memory);
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let mut st = shared
             .take()
