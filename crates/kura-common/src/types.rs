@@ -35,6 +35,10 @@ pub enum DataType {
     /// held as its canonical PostgreSQL text form. After `Timestamp` for the
     /// catalog's positional encoding; tables do not store it (yet).
     Array(ElemType),
+    /// 16-bit signed integer, held in the 32-bit integer column form (every
+    /// result is range-checked to i16). Last, for the catalog's positional
+    /// encoding: files written before it read as they did.
+    SmallInt,
 }
 
 /// The element type of an array: any type but an array (kura's arrays have
@@ -45,11 +49,16 @@ pub enum ElemType {
     Integer,
     BigInt,
     Double,
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     Date,
     Varchar(Option<u32>),
     Char(u32),
     Timestamp,
+    /// Last, as in [`DataType`]: the catalog stores this by position too.
+    SmallInt,
 }
 
 impl ElemType {
@@ -65,6 +74,7 @@ impl ElemType {
             ElemType::Varchar(n) => DataType::Varchar(n),
             ElemType::Char(n) => DataType::Char(n),
             ElemType::Timestamp => DataType::Timestamp,
+            ElemType::SmallInt => DataType::SmallInt,
         }
     }
 }
@@ -84,7 +94,7 @@ impl DataType {
     pub fn physical(&self) -> PhysicalType {
         match self {
             DataType::Boolean => PhysicalType::Bool,
-            DataType::Integer | DataType::Date => PhysicalType::I32,
+            DataType::SmallInt | DataType::Integer | DataType::Date => PhysicalType::I32,
             DataType::BigInt | DataType::Timestamp => PhysicalType::I64,
             DataType::Double => PhysicalType::F64,
             DataType::Decimal { precision, .. } if *precision <= MAX_I64_PRECISION => {
@@ -108,6 +118,7 @@ impl DataType {
             DataType::Varchar(n) => ElemType::Varchar(n),
             DataType::Char(n) => ElemType::Char(n),
             DataType::Timestamp => ElemType::Timestamp,
+            DataType::SmallInt => ElemType::SmallInt,
             DataType::Array(_) => return None,
         }))
     }
@@ -138,8 +149,30 @@ impl DataType {
     pub fn is_numeric(&self) -> bool {
         matches!(
             self,
-            DataType::Integer | DataType::BigInt | DataType::Double | DataType::Decimal { .. }
+            DataType::SmallInt
+                | DataType::Integer
+                | DataType::BigInt
+                | DataType::Double
+                | DataType::Decimal { .. }
         )
+    }
+
+    /// SMALLINT, INTEGER or BIGINT.
+    pub fn is_integer(&self) -> bool {
+        matches!(
+            self,
+            DataType::SmallInt | DataType::Integer | DataType::BigInt
+        )
+    }
+
+    /// The range of an integer type's values (`None` for other types).
+    pub fn integer_range(&self) -> Option<(i64, i64)> {
+        match self {
+            DataType::SmallInt => Some((i16::MIN as i64, i16::MAX as i64)),
+            DataType::Integer => Some((i32::MIN as i64, i32::MAX as i64)),
+            DataType::BigInt => Some((i64::MIN, i64::MAX)),
+            _ => None,
+        }
     }
 
     pub fn is_text(&self) -> bool {
@@ -160,6 +193,7 @@ impl fmt::Display for DataType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DataType::Boolean => write!(f, "BOOLEAN"),
+            DataType::SmallInt => write!(f, "SMALLINT"),
             DataType::Integer => write!(f, "INTEGER"),
             DataType::BigInt => write!(f, "BIGINT"),
             DataType::Double => write!(f, "DOUBLE"),

@@ -1,5 +1,6 @@
 //! Errors raised while running a physical plan, each with its PostgreSQL SQLSTATE.
 
+use kura_common::DataType;
 use thiserror::Error;
 
 /// What went wrong executing a query.
@@ -9,6 +10,10 @@ pub enum ExecError {
     DivisionByZero,
     #[error("numeric value out of range: {0}")]
     OutOfRange(String),
+    /// An integer beyond its type, worded as PostgreSQL words it (`smallint
+    /// out of range`, `value "70000" is out of range for type smallint`).
+    #[error("{0}")]
+    IntegerOutOfRange(String),
     #[error("invalid input syntax for type {ty}: \"{text}\"")]
     InvalidText { ty: String, text: String },
     /// Text that is not an array literal; `detail` says why, as PostgreSQL's
@@ -77,7 +82,7 @@ impl ExecError {
     pub fn sqlstate(&self) -> &'static str {
         match self {
             ExecError::DivisionByZero => "22012",
-            ExecError::OutOfRange(_) => "22003",
+            ExecError::OutOfRange(_) | ExecError::IntegerOutOfRange(_) => "22003",
             ExecError::InvalidText { .. } | ExecError::MalformedArray { .. } => "22P02",
             ExecError::InvalidDate(_) | ExecError::DateOutOfRange => "22008",
             ExecError::StringTooLong(_) => "22001",
@@ -96,6 +101,30 @@ impl ExecError {
             ExecError::WindowArgument { code, .. } | ExecError::Sequence { code, .. } => code,
             ExecError::Internal(_) => "XX000",
         }
+    }
+}
+
+impl ExecError {
+    /// An integer result or conversion that does not fit integer type `t`.
+    pub fn integer_out_of_range(t: DataType) -> ExecError {
+        ExecError::IntegerOutOfRange(format!("{} out of range", integer_name(t)))
+    }
+
+    /// Text that reads as a number beyond integer type `t`.
+    pub fn integer_text_out_of_range(t: DataType, text: &str) -> ExecError {
+        ExecError::IntegerOutOfRange(format!(
+            "value \"{text}\" is out of range for type {}",
+            integer_name(t)
+        ))
+    }
+}
+
+/// PostgreSQL's name of an integer type, as its messages print it.
+pub fn integer_name(t: DataType) -> &'static str {
+    match t {
+        DataType::SmallInt => "smallint",
+        DataType::BigInt => "bigint",
+        _ => "integer",
     }
 }
 

@@ -34,6 +34,10 @@ pub fn binary(value: &Value, dt: &DataType, out: &mut Vec<u8>) -> Result<(), Str
         (Value::Text(s), DataType::Array(e)) => array_binary(s, &e.data_type(), out)?,
         (Value::Boolean(b), _) => out.push(u8::from(*b)),
         (Value::Integer(v), DataType::Integer) => out.extend_from_slice(&v.to_be_bytes()),
+        (Value::Integer(v), DataType::SmallInt) => {
+            let v = i16::try_from(*v).map_err(|_| "smallint out of range".to_string())?;
+            out.extend_from_slice(&v.to_be_bytes())
+        }
         (Value::Integer(v), DataType::BigInt) => {
             out.extend_from_slice(&i64::from(*v).to_be_bytes())
         }
@@ -199,6 +203,14 @@ fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
             "f" | "false" | "no" | "n" | "off" | "0" => Value::Boolean(false),
             _ => return Err(bad("boolean")),
         },
+        Some(DataType::SmallInt) => {
+            Value::Integer(i32::from(t.parse::<i16>().map_err(|e| match e.kind() {
+                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                    format!("value \"{s}\" is out of range for type smallint")
+                }
+                _ => bad("smallint"),
+            })?))
+        }
         Some(DataType::Integer) => Value::Integer(t.parse().map_err(|_| bad("integer"))?),
         Some(DataType::BigInt) => Value::BigInt(t.parse().map_err(|_| bad("bigint"))?),
         Some(DataType::Double) => Value::Double(match t.to_ascii_lowercase().as_str() {
@@ -245,6 +257,9 @@ fn decode_binary(b: &[u8], dt: Option<&DataType>) -> Result<Value, String> {
         ),
         Some(DataType::Array(_)) => array_from_binary(b)?,
         Some(DataType::Boolean) => Value::Boolean(fixed(1, "boolean")?[0] != 0),
+        Some(DataType::SmallInt) => Value::Integer(i32::from(i16::from_be_bytes(
+            fixed(2, "smallint")?.try_into().unwrap(),
+        ))),
         Some(DataType::Integer) => match b.len() {
             2 => Value::Integer(i32::from(i16::from_be_bytes([b[0], b[1]]))),
             _ => Value::Integer(i32::from_be_bytes(fixed(4, "integer")?.try_into().unwrap())),
@@ -367,6 +382,44 @@ mod tests {
             .contains("integer"));
         assert!(decode_param(Some(&[1, 2, 3]), Some(&DataType::BigInt), true).is_err());
         assert!(decode_param(Some(b"1995-02-30"), Some(&DataType::Date), false).is_err());
+    }
+
+    #[test]
+    fn smallints_are_two_bytes_and_range_checked() {
+        let mut out = Vec::new();
+        binary(&Value::Integer(-2), &DataType::SmallInt, &mut out).unwrap();
+        assert_eq!(out, (-2i16).to_be_bytes());
+        assert!(binary(&Value::Integer(40_000), &DataType::SmallInt, &mut out).is_err());
+        let small = Some(&DataType::SmallInt);
+        assert_eq!(
+            decode_param(Some(b" -32768"), small, false).unwrap(),
+            Value::Integer(-32768)
+        );
+        assert_eq!(
+            decode_param(Some(&7i16.to_be_bytes()), small, true).unwrap(),
+            Value::Integer(7)
+        );
+        assert_eq!(
+            decode_param(Some(b"32768"), small, false).unwrap_err(),
+            "value \"32768\" is out of range for type smallint"
+        );
+        assert!(decode_param(Some(b"1.5"), small, false)
+            .unwrap_err()
+            .contains("invalid input syntax for type smallint"));
+        assert!(decode_param(Some(&7i32.to_be_bytes()), small, true).is_err());
+        let arr = DataType::SmallInt.array_of().unwrap();
+        let mut out = Vec::new();
+        binary(&Value::Text("{5}".into()), &arr, &mut out).unwrap();
+        let mut want = Vec::new();
+        for x in [1i32, 0, 21, 1, 1, 2] {
+            want.extend_from_slice(&x.to_be_bytes());
+        }
+        want.extend_from_slice(&5i16.to_be_bytes());
+        assert_eq!(out, want);
+        assert_eq!(
+            decode_param(Some(&out), Some(&arr), true).unwrap(),
+            Value::Text("{5}".into())
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! SQL types on the wire: kura's `DataType` as PostgreSQL type OIDs and type
-//! modifiers (numeric 1700, int4 23, int8 20, float8 701, date 1082, timestamp 1114, varchar 1043,
+//! modifiers (numeric 1700, int2 21, int4 23, int8 20, float8 701, date 1082, timestamp 1114, varchar 1043,
 //! bpchar 1042, bool 16), and arrays of each (int4[] 1007, text[] 1009, ...).
 
 use kura_common::{DataType, ElemType};
@@ -9,6 +9,7 @@ use pgwire::api::Type;
 pub fn pg_type(dt: &DataType) -> Type {
     match dt {
         DataType::Boolean => Type::BOOL,
+        DataType::SmallInt => Type::INT2,
         DataType::Integer => Type::INT4,
         DataType::BigInt => Type::INT8,
         DataType::Double => Type::FLOAT8,
@@ -19,6 +20,7 @@ pub fn pg_type(dt: &DataType) -> Type {
         DataType::Char(_) => Type::BPCHAR,
         DataType::Array(e) => match e {
             ElemType::Boolean => Type::BOOL_ARRAY,
+            ElemType::SmallInt => Type::INT2_ARRAY,
             ElemType::Integer => Type::INT4_ARRAY,
             ElemType::BigInt => Type::INT8_ARRAY,
             ElemType::Double => Type::FLOAT8_ARRAY,
@@ -52,6 +54,7 @@ pub fn type_modifier(dt: &DataType) -> i32 {
 pub fn type_size(dt: &DataType) -> i16 {
     match dt {
         DataType::Boolean => 1,
+        DataType::SmallInt => 2,
         DataType::Integer | DataType::Date => 4,
         DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
         _ => -1,
@@ -62,7 +65,8 @@ pub fn type_size(dt: &DataType) -> i16 {
 pub fn from_pg_type(t: &Type) -> Option<DataType> {
     Some(match *t {
         Type::BOOL => DataType::Boolean,
-        Type::INT2 | Type::INT4 => DataType::Integer,
+        Type::INT2 => DataType::SmallInt,
+        Type::INT4 => DataType::Integer,
         Type::INT8 => DataType::BigInt,
         Type::FLOAT4 | Type::FLOAT8 => DataType::Double,
         Type::NUMERIC => DataType::Decimal {
@@ -75,7 +79,8 @@ pub fn from_pg_type(t: &Type) -> Option<DataType> {
         Type::VARCHAR | Type::TEXT | Type::NAME => DataType::Varchar(None),
         Type::BPCHAR => DataType::Char(1),
         Type::BOOL_ARRAY => DataType::Array(ElemType::Boolean),
-        Type::INT2_ARRAY | Type::INT4_ARRAY => DataType::Array(ElemType::Integer),
+        Type::INT2_ARRAY => DataType::Array(ElemType::SmallInt),
+        Type::INT4_ARRAY => DataType::Array(ElemType::Integer),
         Type::INT8_ARRAY => DataType::Array(ElemType::BigInt),
         Type::FLOAT4_ARRAY | Type::FLOAT8_ARRAY => DataType::Array(ElemType::Double),
         // The scale each element was written with is kept (see codec): the
@@ -107,6 +112,7 @@ mod tests {
             .oid(),
             1700
         );
+        assert_eq!(pg_type(&DataType::SmallInt).oid(), 21);
         assert_eq!(pg_type(&DataType::Integer).oid(), 23);
         assert_eq!(pg_type(&DataType::BigInt).oid(), 20);
         assert_eq!(pg_type(&DataType::Double).oid(), 701);
@@ -115,6 +121,7 @@ mod tests {
         assert_eq!(pg_type(&DataType::Char(1)).oid(), 1042);
         assert_eq!(pg_type(&DataType::Boolean).oid(), 16);
         let arr = |t: DataType| pg_type(&t.array_of().unwrap()).oid();
+        assert_eq!(arr(DataType::SmallInt), 1005);
         assert_eq!(arr(DataType::Integer), 1007);
         assert_eq!(arr(DataType::BigInt), 1016);
         assert_eq!(arr(DataType::Varchar(None)), 1009);

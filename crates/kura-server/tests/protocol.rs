@@ -242,6 +242,62 @@ fn parameters_bind_typed_values() {
 }
 
 #[test]
+fn smallint_is_int2_in_text_and_binary() {
+    let s = server();
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        c.batch_execute(
+            "create table st (k smallint, n int); \
+             insert into st values (-32768, 1), (32767, 2), (null, 3)",
+        )
+        .await
+        .unwrap();
+        // RowDescription: OID 21 and width 2; binary values are 2 bytes.
+        let stmt = c
+            .prepare("select k, k + 1::int2, k + 1 from st where n < 3 order by n")
+            .await
+            .unwrap();
+        let types: Vec<Type> = stmt.columns().iter().map(|c| c.type_().clone()).collect();
+        assert_eq!(types, vec![Type::INT2, Type::INT2, Type::INT4]);
+        let err = c.query(&stmt, &[]).await.unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::NUMERIC_VALUE_OUT_OF_RANGE));
+        let rows = c
+            .query("select k, n from st order by n", &[])
+            .await
+            .unwrap();
+        assert_eq!(rows[0].get::<_, i16>(0), i16::MIN);
+        assert_eq!(rows[1].get::<_, i16>(0), i16::MAX);
+        assert_eq!(rows[2].get::<_, Option<i16>>(0), None);
+        // A parameter typed int2 is bound from its 2 binary bytes.
+        let stmt = c.prepare("select $1::int2 + 1::int2").await.unwrap();
+        assert_eq!(stmt.params(), &[Type::INT2]);
+        assert_eq!(stmt.columns()[0].type_(), &Type::INT2);
+        let row = c.query_one(&stmt, &[&41i16]).await.unwrap();
+        assert_eq!(row.get::<_, i16>(0), 42);
+        let err = c.query_one(&stmt, &[&i16::MAX]).await.unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::NUMERIC_VALUE_OUT_OF_RANGE));
+        let n = c
+            .query_one("select n from st where k = $1", &[&i16::MIN])
+            .await
+            .unwrap();
+        assert_eq!(n.get::<_, i32>(0), 1);
+        // Text results (the simple protocol).
+        let msgs = c.simple_query("select k from st order by n").await.unwrap();
+        let texts: Vec<Option<String>> = msgs
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(r) => Some(r.get(0).map(String::from)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            vec![Some("-32768".into()), Some("32767".into()), None]
+        );
+    });
+}
+
+#[test]
 fn scram_password_authentication() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();

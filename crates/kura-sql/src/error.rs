@@ -62,6 +62,9 @@ pub enum SqlError {
         pos: Pos,
         suggestion: Option<String>,
     },
+    /// A call that several functions fit equally well (42725).
+    #[error("{pos}function {name} is not unique")]
+    AmbiguousFunction { name: String, pos: Pos },
     #[error("{pos}type \"{name}\" does not exist")]
     UnknownType { name: String, pos: Pos },
     #[error("{pos}{message}")]
@@ -82,6 +85,9 @@ pub enum SqlError {
     InvalidDate { text: String, pos: Pos },
     #[error("{pos}{message}")]
     InvalidValue { message: String, pos: Pos },
+    /// A constant beyond its type, such as `70000::smallint` (22003).
+    #[error("{pos}{message}")]
+    OutOfRange { message: String, pos: Pos },
     /// A cast between types that have none (42846), e.g. integer to integer[].
     #[error("{pos}{message}")]
     CannotCoerce { message: String, pos: Pos },
@@ -143,6 +149,7 @@ impl SqlError {
             SqlError::UnknownColumn { .. } => "42703",
             SqlError::AmbiguousColumn { .. } => "42702",
             SqlError::UnknownFunction { .. } => "42883",
+            SqlError::AmbiguousFunction { .. } => "42725",
             SqlError::UnknownType { .. } => "42704",
             SqlError::TypeMismatch { .. } => "42804",
             SqlError::NotGrouped { .. } | SqlError::Grouping { .. } => "42803",
@@ -150,6 +157,7 @@ impl SqlError {
             SqlError::WrongObjectType { .. } => "42809",
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
+            SqlError::OutOfRange { .. } => "22003",
             SqlError::InvalidText { .. } => "22P02",
             SqlError::Indeterminate { .. } => "42P18",
             SqlError::CannotCoerce { .. } => "42846",

@@ -481,4 +481,25 @@ mod tests {
         assert_eq!(back.indexes[1], cover);
         assert_eq!(back.indexes[1].tree.include_types.len(), 2);
     }
+
+    /// Types are stored by their position in `DataType`: SMALLINT, added
+    /// last, leaves every older type's encoding (and so older files) as it was.
+    #[test]
+    fn type_positions_are_stable() {
+        let code = |t: DataType| postcard::to_stdvec(&t).unwrap();
+        assert_eq!(code(DataType::Boolean), [0]);
+        assert_eq!(code(DataType::Integer), [1]);
+        assert_eq!(code(DataType::Timestamp), [8]);
+        assert_eq!(
+            code(DataType::Array(kura_common::ElemType::Timestamp)),
+            [9, 8]
+        );
+        assert_eq!(code(DataType::SmallInt), [10]);
+        assert_eq!(
+            code(DataType::Array(kura_common::ElemType::SmallInt)),
+            [9, 9]
+        );
+        let back: DataType = postcard::from_bytes(&code(DataType::SmallInt)).unwrap();
+        assert_eq!(back, DataType::SmallInt);
+    }
 }

@@ -221,6 +221,7 @@ fn sql_type(t: kura_common::DataType) -> String {
         T::Varchar(None) => "TEXT".into(),
         T::Char(n) => format!("CHAR({n})"),
         T::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
+        T::SmallInt => "SMALLINT".into(),
         T::Integer => "INTEGER".into(),
         T::BigInt => "BIGINT".into(),
         T::Double => "DOUBLE PRECISION".into(),

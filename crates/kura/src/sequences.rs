@@ -137,12 +137,11 @@ pub(crate) fn info(storage: &Storage, e: &SequenceEntry) -> kura_sql::SequenceIn
     }
 }
 
-/// The bounds of a sequence's type (SMALLINT is a 16-bit range over kura's
-/// INTEGER).
+/// The bounds of a sequence's type.
 fn type_bounds(t: &ast::DataType) -> KuraResult<(DataType, i64, i64)> {
     use ast::DataType as T;
     Ok(match t {
-        T::SmallInt(_) | T::Int2(_) => (DataType::Integer, i16::MIN as i64, i16::MAX as i64),
+        T::SmallInt(_) | T::Int2(_) => (DataType::SmallInt, i16::MIN as i64, i16::MAX as i64),
         T::Int(_) | T::Integer(_) | T::Int4(_) => {
             (DataType::Integer, i32::MIN as i64, i32::MAX as i64)
         }
@@ -165,7 +164,7 @@ pub(crate) fn serial_type(t: &ast::DataType) -> Option<(DataType, i64, i64)> {
         return None;
     }
     match name.to_string().to_ascii_lowercase().as_str() {
-        "smallserial" | "serial2" => Some((DataType::Integer, i16::MIN as i64, i16::MAX as i64)),
+        "smallserial" | "serial2" => Some((DataType::SmallInt, i16::MIN as i64, i16::MAX as i64)),
         "serial" | "serial4" => Some((DataType::Integer, i32::MIN as i64, i32::MAX as i64)),
         "bigserial" | "serial8" => Some((DataType::BigInt, i64::MIN, i64::MAX)),
         _ => None,
@@ -294,7 +293,7 @@ pub(crate) fn definition(
     let max = max.unwrap_or(if increment > 0 { type_max } else { -1 });
     let type_name = match data_type {
         DataType::BigInt => "bigint",
-        _ if type_max == i16::MAX as i64 => "smallint",
+        DataType::SmallInt => "smallint",
         _ => "integer",
     };
     for (what, v) in [("MINVALUE", min), ("MAXVALUE", max)] {
@@ -323,7 +322,13 @@ pub(crate) fn definition(
     Ok(SequenceDef {
         name: name.to_string(),
         id: 0,
-        data_type,
+        // A smallint sequence is stored as INTEGER with the type name
+        // `smallint`, as it was before kura had SMALLINT: its catalog entry
+        // stays readable by builds that predate the type.
+        data_type: match data_type {
+            DataType::SmallInt => DataType::Integer,
+            t => t,
+        },
         type_name: type_name.to_string(),
         start,
         increment,

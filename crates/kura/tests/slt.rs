@@ -64,7 +64,7 @@ impl sqllogictest::DB for KuraConnection {
 /// The sqllogictest type letter of a column.
 fn column_type(data_type: DataType) -> DefaultColumnType {
     match data_type {
-        DataType::Integer | DataType::BigInt => DefaultColumnType::Integer,
+        DataType::SmallInt | DataType::Integer | DataType::BigInt => DefaultColumnType::Integer,
         DataType::Double | DataType::Decimal { .. } => DefaultColumnType::FloatingPoint,
         DataType::Boolean
         | DataType::Date

@@ -69,7 +69,19 @@ pub fn rescale_all(v: &mut [i128], from: u8, to: u8) -> ExecResult<()> {
 pub fn from_i128(vals: Vec<i128>, validity: Option<Vec<bool>>, dt: DataType) -> ExecResult<Vector> {
     let valid = |i: usize| validity.as_ref().is_none_or(|v| v[i]);
     let data = match dt {
-        DataType::Integer | DataType::Date => {
+        DataType::SmallInt | DataType::Integer => {
+            let (lo, hi) = dt.integer_range().unwrap_or_default();
+            let mut out = Vec::with_capacity(vals.len());
+            for (i, &x) in vals.iter().enumerate() {
+                match x {
+                    _ if (lo as i128..=hi as i128).contains(&x) => out.push(x as i32),
+                    _ if !valid(i) => out.push(0),
+                    _ => return Err(ExecError::integer_out_of_range(dt)),
+                }
+            }
+            ColumnData::I32(out)
+        }
+        DataType::Date => {
             let mut out = Vec::with_capacity(vals.len());
             for (i, &x) in vals.iter().enumerate() {
                 match i32::try_from(x) {
@@ -87,6 +99,9 @@ pub fn from_i128(vals: Vec<i128>, validity: Option<Vec<bool>>, dt: DataType) -> 
                 match i64::try_from(x) {
                     Ok(y) => out.push(y),
                     Err(_) if !valid(i) => out.push(0),
+                    Err(_) if dt == DataType::BigInt => {
+                        return Err(ExecError::integer_out_of_range(dt))
+                    }
                     Err(_) => {
                         return Err(ExecError::OutOfRange(format!("value does not fit {dt}")))
                     }

@@ -61,8 +61,8 @@ pub fn with_constant(
     }
     let (sv, sc, so) = (scale_of(v.data_type), scale_of(c_type), scale_of(out));
     let c: i64 = match (c, c_type) {
-        (Value::Integer(x), DataType::Integer | DataType::BigInt) => *x as i64,
-        (Value::BigInt(x), DataType::Integer | DataType::BigInt) => *x,
+        (Value::Integer(x), t) if t.is_integer() => *x as i64,
+        (Value::BigInt(x), t) if t.is_integer() => *x,
         (Value::Decimal(x, s), DataType::Decimal { scale, .. }) if *s == scale => {
             i64::try_from(*x).ok()?
         }
@@ -138,9 +138,18 @@ fn finish(
         PhysicalType::I64 if out != DataType::Double => ColumnData::I64(res),
         PhysicalType::I128 => ColumnData::I128(res.into_iter().map(i128::from).collect()),
         PhysicalType::I32 => {
+            // A SMALLINT result is held in 32 bits but must fit 16: one beyond
+            // goes to the 128-bit path, which raises the error.
+            let (lo, hi) = match out {
+                DataType::SmallInt => (i16::MIN as i64, i16::MAX as i64),
+                _ => (i32::MIN as i64, i32::MAX as i64),
+            };
             let mut v = Vec::with_capacity(res.len());
             for x in res {
-                v.push(i32::try_from(x).ok()?);
+                if !(lo..=hi).contains(&x) {
+                    return None;
+                }
+                v.push(x as i32);
             }
             ColumnData::I32(v)
         }
@@ -277,6 +286,27 @@ mod tests {
         assert!(arithmetic(BinaryOp::Add, &scaled, &frac, dec(38, 2), &None).is_none());
         // Division and modulo are not taken.
         assert!(arithmetic(BinaryOp::Div, &two, &two, DataType::BigInt, &None).is_none());
+    }
+
+    #[test]
+    fn smallint_results_beyond_16_bits_take_the_wide_path_and_fail() {
+        let s = |vals: &[i128]| vector(DataType::SmallInt, vals);
+        let out = DataType::SmallInt;
+        let sum = arithmetic(BinaryOp::Add, &s(&[1, 32766]), &s(&[2, 1]), out, &None).unwrap();
+        assert_eq!(sum.data, ColumnData::I32(vec![3, 32767]));
+        assert!(arithmetic(BinaryOp::Add, &s(&[32767]), &s(&[1]), out, &None).is_none());
+        assert!(with_constant(
+            BinaryOp::Mul,
+            &s(&[200]),
+            &Value::Integer(200),
+            out,
+            false,
+            out
+        )
+        .is_none());
+        let err = crate::expr::arith::arithmetic(BinaryOp::Sub, &s(&[-32768]), &s(&[1]), out)
+            .unwrap_err();
+        assert_eq!(err.to_string(), "smallint out of range");
     }
 
     #[test]

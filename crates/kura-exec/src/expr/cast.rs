@@ -9,10 +9,37 @@ use super::compare::trim_blanks;
 use crate::error::{ExecError, ExecResult};
 
 fn invalid(ty: DataType, text: &str) -> ExecError {
+    // Integer types by PostgreSQL's names, as its message says them.
+    let ty = match ty {
+        t if t.is_integer() => crate::error::integer_name(t).to_string(),
+        t => t.to_string(),
+    };
     ExecError::InvalidText {
-        ty: ty.to_string(),
+        ty,
         text: text.to_string(),
     }
+}
+
+/// A double rounded to an integer as PostgreSQL's float-to-integer casts do:
+/// half to even (`rint`: 2.5 is 2, 3.5 is 4); beyond i128, NaN or infinite it is
+/// out of `to`'s range.
+fn double_to_integer(f: f64, to: DataType) -> ExecResult<i128> {
+    let r = f.round_ties_even();
+    if !r.is_finite() || r.abs() >= 1e38 {
+        return Err(ExecError::integer_out_of_range(to));
+    }
+    Ok(r as i128)
+}
+
+/// Integer text (blanks around it and a sign allowed, as PostgreSQL allows);
+/// digits too many for any integer are out of range, not invalid.
+fn integer_from_text(s: &str, to: DataType) -> ExecResult<i128> {
+    s.trim().parse::<i128>().map_err(|e| match e.kind() {
+        std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+            ExecError::integer_text_out_of_range(to, s)
+        }
+        _ => invalid(to, s),
+    })
 }
 
 /// Converts one value to type `to`, as PostgreSQL's CAST would.
@@ -33,26 +60,30 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
             V::Integer(i) => V::Boolean(*i != 0),
             _ => return Err(invalid(to, &v.to_string())),
         },
-        DataType::Integer | DataType::BigInt => {
+        DataType::SmallInt | DataType::Integer | DataType::BigInt => {
             let x: i128 = match v {
                 V::Integer(i) => *i as i128,
                 V::BigInt(i) => *i as i128,
-                V::Decimal(x, s) => rescale(*x, *s, 0).ok_or_else(out_of_range)?,
-                V::Double(f) => {
-                    if !f.is_finite() {
-                        return Err(out_of_range());
-                    }
-                    f.round() as i128
+                V::Decimal(x, s) => {
+                    rescale(*x, *s, 0).ok_or_else(|| ExecError::integer_out_of_range(to))?
                 }
+                V::Double(f) => double_to_integer(*f, to)?,
                 V::Boolean(b) => *b as i128,
-                V::Text(s) => s.trim().parse::<i128>().map_err(|_| invalid(to, s))?,
+                V::Text(s) => integer_from_text(s, to)?,
                 V::Date(_) | V::Timestamp(_) => return Err(invalid(to, &v.to_string())),
                 V::Null => unreachable!(),
             };
-            if to == DataType::Integer {
-                V::Integer(i32::try_from(x).map_err(|_| out_of_range())?)
+            let (lo, hi) = to.integer_range().unwrap_or_default();
+            if !(lo as i128..=hi as i128).contains(&x) {
+                return Err(match v {
+                    V::Text(s) => ExecError::integer_text_out_of_range(to, s),
+                    _ => ExecError::integer_out_of_range(to),
+                });
+            }
+            if to == DataType::BigInt {
+                V::BigInt(x as i64)
             } else {
-                V::BigInt(i64::try_from(x).map_err(|_| out_of_range())?)
+                V::Integer(x as i32)
             }
         }
         DataType::Double => match v {
@@ -122,12 +153,7 @@ pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
         return Ok(v.clone());
     }
     let from = v.data_type;
-    let int_like = |d: DataType| {
-        matches!(
-            d,
-            DataType::Integer | DataType::BigInt | DataType::Decimal { .. }
-        )
-    };
+    let int_like = |d: DataType| d.is_integer() || matches!(d, DataType::Decimal { .. });
     if int_like(from) && int_like(to) {
         let mut x = to_i128(v);
         rescale_all(&mut x, scale_of(from), scale_of(to))?;
@@ -223,5 +249,53 @@ fn sql_type_name(t: DataType) -> String {
         DataType::Varchar(Some(n)) => format!("character varying({n})"),
         DataType::Char(n) => format!("character({n})"),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_round_half_to_even_into_integers() {
+        let to = |f: f64, t: DataType| cast_value(&Value::Double(f), t);
+        assert_eq!(to(2.5, DataType::Integer), Ok(Value::Integer(2)));
+        assert_eq!(to(3.5, DataType::SmallInt), Ok(Value::Integer(4)));
+        assert_eq!(to(-2.5, DataType::BigInt), Ok(Value::BigInt(-2)));
+        assert_eq!(to(-32768.5, DataType::SmallInt), Ok(Value::Integer(-32768)));
+        assert_eq!(
+            to(32767.5, DataType::SmallInt).unwrap_err().to_string(),
+            "smallint out of range"
+        );
+        assert!(to(f64::NAN, DataType::Integer).is_err());
+    }
+
+    #[test]
+    fn smallint_casts_are_range_checked() {
+        let small = |v: Value| cast_value(&v, DataType::SmallInt);
+        assert_eq!(small(Value::BigInt(-32768)), Ok(Value::Integer(-32768)));
+        assert_eq!(small(Value::Decimal(25, 1)), Ok(Value::Integer(3)));
+        let err = small(Value::Integer(32768)).unwrap_err();
+        assert_eq!(
+            (err.to_string().as_str(), err.sqlstate()),
+            ("smallint out of range", "22003")
+        );
+        let err = small(Value::Text(
+            "99999999999999999999999999999999999999999".into(),
+        ))
+        .unwrap_err();
+        assert_eq!(err.sqlstate(), "22003");
+        let err = small(Value::Text("1e3".into())).unwrap_err();
+        assert_eq!(
+            (err.to_string().as_str(), err.sqlstate()),
+            ("invalid input syntax for type smallint: \"1e3\"", "22P02")
+        );
+        let ints =
+            Vector::from_values(DataType::Integer, &[Value::Integer(7), Value::Null]).unwrap();
+        let v = cast_vector(&ints, DataType::SmallInt).unwrap();
+        assert_eq!(v.get_value(0), Value::Integer(7));
+        assert!(v.is_null(1));
+        let big = Vector::from_values(DataType::Integer, &[Value::Integer(1 << 20)]).unwrap();
+        assert!(cast_vector(&big, DataType::SmallInt).is_err());
     }
 }

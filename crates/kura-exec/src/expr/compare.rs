@@ -76,12 +76,7 @@ pub fn constant_in_width(
     constant: &Value,
     constant_type: DataType,
 ) -> Option<i64> {
-    let numeric = |t: DataType| {
-        matches!(
-            t,
-            DataType::Integer | DataType::BigInt | DataType::Decimal { .. }
-        )
-    };
+    let numeric = |t: DataType| t.is_integer() || matches!(t, DataType::Decimal { .. });
     let comparable = (numeric(column) && numeric(constant_type))
         || (column == DataType::Date && constant_type == DataType::Date)
         || (column == DataType::Timestamp && constant_type == DataType::Timestamp);
@@ -176,7 +171,11 @@ pub fn compare(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
         (ColumnData::Bool(a), ColumnData::Bool(b)) => {
             (0..n).map(|i| test(op, a[i].cmp(&b[i]))).collect()
         }
-        (ColumnData::I32(a), ColumnData::I32(b)) if l.data_type == r.data_type => {
+        // SMALLINT and INTEGER are both held in 32 bits: compared as they are.
+        (ColumnData::I32(a), ColumnData::I32(b))
+            if l.data_type == r.data_type
+                || (l.data_type.is_integer() && r.data_type.is_integer()) =>
+        {
             (0..n).map(|i| test(op, a[i].cmp(&b[i]))).collect()
         }
         (ColumnData::I64(a), ColumnData::I64(b)) if l.data_type == r.data_type => {

@@ -700,7 +700,7 @@ pub fn compact(batch: Batch) -> Batch {
 /// `None` otherwise.
 fn int_items(column: DataType, list: &[Value]) -> Option<Vec<i64>> {
     let dates = match column {
-        DataType::Integer | DataType::BigInt => false,
+        DataType::SmallInt | DataType::Integer | DataType::BigInt => false,
         DataType::Date => true,
         _ => return None,
     };

@@ -100,6 +100,7 @@ pub fn pg_types() -> Vec<PgType> {
 pub fn pg_type_of(t: DataType) -> (i32, i32) {
     match t {
         DataType::Boolean => (16, -1),
+        DataType::SmallInt => (21, -1),
         DataType::Integer => (23, -1),
         DataType::BigInt => (20, -1),
         DataType::Double => (701, -1),

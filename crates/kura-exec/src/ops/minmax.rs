@@ -33,7 +33,8 @@ pub struct MinMaxAcc {
 impl MinMaxAcc {
     pub fn new(min: bool, arg_type: DataType) -> MinMaxAcc {
         let slots = match arg_type {
-            DataType::Integer
+            DataType::SmallInt
+            | DataType::Integer
             | DataType::BigInt
             | DataType::Decimal { .. }
             | DataType::Date

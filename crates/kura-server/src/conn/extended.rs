@@ -445,8 +445,16 @@ fn bind_parameters<P>(
                 Format::UnifiedBinary => true,
                 Format::Individual(codes) => codes.get(i).is_some_and(|c| *c == 1),
             };
-            decode_param(portal.parameters[i].as_deref(), dt.as_ref(), binary)
-                .map_err(|m| EngineError::new("22P02", m))
+            decode_param(portal.parameters[i].as_deref(), dt.as_ref(), binary).map_err(|m| {
+                // A number beyond its type is 22003, as PostgreSQL's input
+                // functions raise it; any other unreadable value 22P02.
+                let code = if m.contains("out of range") {
+                    "22003"
+                } else {
+                    "22P02"
+                };
+                EngineError::new(code, m)
+            })
         })
         .collect()
 }

@@ -194,6 +194,30 @@ def protocol_checks(dsn):
             n = cur.execute("select count(*) from t where b = %s::bigint", ("-7",)).fetchone()
             assert n == (1,), n
 
+    def smallint_parameters_and_results():
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("create table if not exists si_py (k smallint, n integer)")
+            # psycopg sends a small Python int as a text int2 parameter.
+            conn.execute("insert into si_py values (%s, %s)", (-32768, 1))
+            conn.execute("insert into si_py values (%s, 2)", ("32767",))
+            for binary in (False, True):
+                cur = conn.cursor(binary=binary)
+                rows = cur.execute("select k, k::int from si_py order by n").fetchall()
+                assert rows == [(-32768, -32768), (32767, 32767)], (binary, rows)
+                assert [d.type_code for d in cur.description] == [21, 23], cur.description
+                one = cur.execute("select k from si_py where k = %s", (32767,)).fetchone()
+                assert one == (32767,), one
+            try:
+                conn.execute("insert into si_py values (%s::int, 3)", (40000,))
+                raise AssertionError("expected an error")
+            except psycopg.errors.NumericValueOutOfRange as e:
+                assert "smallint out of range" in str(e), e
+            try:
+                conn.execute("select k + k from si_py")
+                raise AssertionError("expected an error")
+            except psycopg.errors.NumericValueOutOfRange as e:
+                assert "smallint out of range" in str(e), e
+
     def timestamps_and_session_functions():
         with psycopg.connect(dsn, autocommit=True) as conn:
             ts = datetime.datetime(2024, 1, 2, 3, 4, 5, 123000)
@@ -226,6 +250,7 @@ def protocol_checks(dsn):
 
     check("named cursors (DECLARE/FETCH/CLOSE)", named_cursors)
     check("casts on parameters", casts_on_parameters)
+    check("smallint parameters and results, text and binary", smallint_parameters_and_results)
     check("timestamps, now(), session functions", timestamps_and_session_functions)
     check("PREPARE/EXECUTE/DEALLOCATE", prepare_execute)
     check("transactions and SQLSTATE errors", transactions_and_errors)

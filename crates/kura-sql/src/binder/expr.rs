@@ -624,6 +624,7 @@ impl Binder<'_> {
                         pos: pos(e),
                     });
                 }
+                no_boolean_smallint_cast(x.data_type(), t, pos(e))?;
                 if let Some(n) = param_marker(&x) {
                     // `$1::int` while describing: the cast gives the parameter its type.
                     if let Some(slot) = self.params.types.get_mut(n - 1) {
@@ -1014,12 +1015,10 @@ impl Binder<'_> {
             let tb = if is_untyped_null(&b) { ta } else { tb };
             let t = match (ta, tb, op) {
                 (DataType::Date, DataType::Date, BinaryOp::Sub) => DataType::Integer,
-                (
-                    DataType::Date,
-                    DataType::Integer | DataType::BigInt,
-                    BinaryOp::Add | BinaryOp::Sub,
-                )
-                | (DataType::Integer | DataType::BigInt, DataType::Date, BinaryOp::Add) => {
+                (DataType::Date, t, BinaryOp::Add | BinaryOp::Sub)
+                | (t, DataType::Date, BinaryOp::Add)
+                    if t.is_integer() =>
+                {
                     DataType::Date
                 }
                 _ => arith_type(op, ta, tb, p)?,
@@ -1030,11 +1029,14 @@ impl Binder<'_> {
             (DataType::Date, DataType::Date, BinaryOp::Sub) => {
                 return Ok(bin(op, a, b, DataType::Integer))
             }
-            (
-                DataType::Date,
-                DataType::Integer | DataType::BigInt,
-                BinaryOp::Add | BinaryOp::Sub,
-            ) => {
+            (DataType::Date, t, BinaryOp::Add | BinaryOp::Sub) if t.is_integer() => {
+                // PostgreSQL adds an int4 number of days: a SMALLINT is widened
+                // first, so negating -32768 does not overflow.
+                let b = if t == DataType::SmallInt {
+                    coerce(b, DataType::Integer, p)?
+                } else {
+                    b
+                };
                 let n = if op == BinaryOp::Sub {
                     fold(PhysExpr::Negate(Box::new(b)))
                 } else {
@@ -1046,7 +1048,7 @@ impl Binder<'_> {
                     data_type: DataType::Date,
                 }));
             }
-            (DataType::Integer | DataType::BigInt, DataType::Date, BinaryOp::Add) => {
+            (t, DataType::Date, BinaryOp::Add) if t.is_integer() => {
                 return Ok(fold(PhysExpr::Func {
                     func: ScalarFunc::AddDays,
                     args: vec![b, a],
@@ -1169,8 +1171,7 @@ impl Binder<'_> {
                 need(
                     args.len() == 2
                         && (args[0].data_type().is_text() || is_null_literal(&args[0]))
-                        && (matches!(args[1].data_type(), DataType::Integer | DataType::BigInt)
-                            || is_null_literal(&args[1])),
+                        && (args[1].data_type().is_integer() || is_null_literal(&args[1])),
                     "needs text and an integer",
                 )?;
                 DataType::Varchar(None)
@@ -1497,6 +1498,24 @@ impl Binder<'_> {
     }
 }
 
+/// PostgreSQL casts boolean to and from integer but has no cast between
+/// boolean and smallint (`true::int2` is an error there), nor does kura.
+fn no_boolean_smallint_cast(from: DataType, to: DataType, p: Pos) -> SqlResult<()> {
+    let name = |t: DataType| match t {
+        DataType::Boolean => "boolean",
+        _ => "smallint",
+    };
+    match (from, to) {
+        (DataType::Boolean, DataType::SmallInt) | (DataType::SmallInt, DataType::Boolean) => {
+            Err(SqlError::CannotCoerce {
+                message: format!("cannot cast type {} to {}", name(from), name(to)),
+                pos: p,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The aggregate call for `name(arg)` with its result type.
 pub(super) fn aggregate_call(
     name: &str,
@@ -1511,7 +1530,7 @@ pub(super) fn aggregate_call(
         ("sum", Some(t)) if t.is_numeric() => (
             AggFunc::Sum,
             match t {
-                DataType::Integer => DataType::BigInt,
+                DataType::SmallInt | DataType::Integer => DataType::BigInt,
                 DataType::BigInt => DataType::Decimal {
                     precision: 38,
                     scale: 0,

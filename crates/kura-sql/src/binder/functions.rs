@@ -288,9 +288,7 @@ impl Binder<'_> {
             }))
         };
         let text = |a: &PhysExpr| a.data_type().is_text() || is_null_literal(a);
-        let int = |a: &PhysExpr| {
-            matches!(a.data_type(), DataType::Integer | DataType::BigInt) || is_untyped_null(a)
-        };
+        let int = |a: &PhysExpr| a.data_type().is_integer() || is_untyped_null(a);
         match name {
             "greatest" | "least" => {
                 if args.is_empty() {

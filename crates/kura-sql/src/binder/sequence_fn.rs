@@ -63,7 +63,7 @@ impl Binder<'_> {
             let value = self.bind_expr(&args[1], cx)?;
             if !matches!(
                 value.data_type(),
-                DataType::Integer | DataType::BigInt | DataType::Varchar(_)
+                DataType::SmallInt | DataType::Integer | DataType::BigInt | DataType::Varchar(_)
             ) {
                 return Err(SqlError::mismatch(
                     format!(

@@ -14,7 +14,7 @@ use kura_exec::{SourceColumn, TableSource};
 use sqlparser::ast;
 
 use super::expr::ExprCtx;
-use super::types::{coerce, fold, is_null_literal};
+use super::types::{coerce, fold, is_null_literal, is_untyped_null};
 use super::{norm, Binder, Params};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::system::{RelKind, Snapshot, SnapshotInput, OWNER, OWNER_OID};
@@ -99,10 +99,22 @@ fn catalog_name(name: &ast::ObjectName) -> Option<String> {
     }
 }
 
+/// `pg_typeof(x)`: the name of `x`'s type as PostgreSQL prints a `regtype`
+/// (`smallint`, `numeric`; without modifiers), as text. A NULL written
+/// without a type is `unknown`, as in PostgreSQL.
+fn type_name_of(x: &PhysExpr) -> String {
+    if is_untyped_null(x) {
+        return "unknown".into();
+    }
+    let (oid, _) = kura_exec::expr::pg::pg_type_of(x.data_type());
+    kura_exec::expr::pg::format_type(oid.into(), None).unwrap_or_else(|| "unknown".into())
+}
+
 /// A type named by `::name` that kura stores as one of its own.
 fn plain_type(name: &str) -> Option<DataType> {
     Some(match name {
-        "int2" | "int4" | "int" | "integer" | "smallint" => DataType::Integer,
+        "int2" | "smallint" => DataType::SmallInt,
+        "int4" | "int" | "integer" => DataType::Integer,
         "int8" | "bigint" => DataType::BigInt,
         "float4" | "float8" | "real" => DataType::Double,
         "bool" | "boolean" => DataType::Boolean,
@@ -759,6 +771,7 @@ impl Binder<'_> {
                 | "pg_type_is_visible"
                 | "pg_function_is_visible"
                 | "format_type"
+                | "pg_typeof"
                 | "pg_get_userbyid"
                 | "pg_get_indexdef"
                 | "pg_get_viewdef"
@@ -877,6 +890,10 @@ impl Binder<'_> {
                     args: vec![oid_arg(0)?, coerce(args[1].clone(), DataType::Integer, p)?],
                     data_type: TEXT,
                 }
+            }
+            "pg_typeof" => {
+                arity(1..=1)?;
+                PhysExpr::literal(Value::Text(type_name_of(&args[0])), TEXT)
             }
             "pg_get_userbyid" => {
                 arity(1..=1)?;
@@ -1029,9 +1046,7 @@ impl Binder<'_> {
             "pg_size_pretty" => {
                 arity(1..=1)?;
                 let a = args[0].clone();
-                if !matches!(a.data_type(), DataType::Integer | DataType::BigInt)
-                    && !is_null_literal(&a)
-                {
+                if !a.data_type().is_integer() && !is_null_literal(&a) {
                     return Err(SqlError::mismatch("pg_size_pretty needs an integer", p));
                 }
                 fold(PhysExpr::Func {

@@ -307,15 +307,25 @@ impl Binder<'_> {
                     }
                 )
         };
-        let ty = if bound
-            .iter()
-            .any(|b| !open(b) && b.data_type() == DataType::BigInt)
-        {
+        let typed = || bound.iter().filter(|b| !open(b)).map(|b| b.data_type());
+        let ty = if typed().any(|t| t == DataType::BigInt) {
             DataType::BigInt
-        } else if bound
-            .iter()
-            .all(|b| open(b) || b.data_type() == DataType::Integer)
-        {
+        } else if typed().all(|t| t == DataType::SmallInt) && typed().next().is_some() {
+            // PostgreSQL has no smallint series: int4, int8 and numeric ones
+            // fit equally well, and it refuses to choose.
+            return Err(SqlError::AmbiguousFunction {
+                name: format!(
+                    "{NAME}({})",
+                    bound
+                        .iter()
+                        .map(|b| if open(b) { "unknown" } else { "smallint" })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                pos: p,
+            });
+        } else if typed().all(|t| matches!(t, DataType::Integer | DataType::SmallInt)) {
+            // A smallint argument widens to the int4 series, as in PostgreSQL.
             DataType::Integer
         } else {
             let types: Vec<String> = bound.iter().map(|b| b.data_type().to_string()).collect();

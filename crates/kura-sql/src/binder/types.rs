@@ -43,9 +43,8 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         _ => None,
     };
     Ok(match t {
-        A::Int(_) | A::Integer(_) | A::Int4(_) | A::SmallInt(_) | A::Int2(_) | A::TinyInt(_) => {
-            DataType::Integer
-        }
+        A::SmallInt(_) | A::Int2(_) => DataType::SmallInt,
+        A::Int(_) | A::Integer(_) | A::Int4(_) | A::TinyInt(_) => DataType::Integer,
         A::BigInt(_) | A::Int8(_) => DataType::BigInt,
         A::Double(_) | A::DoublePrecision | A::Float8 | A::Float(_) | A::Real | A::Float4 => {
             DataType::Double
@@ -120,6 +119,7 @@ pub fn number_literal(text: &str, pos: Pos) -> SqlResult<(Value, DataType)> {
 /// Precision and scale of a numeric type viewed as a decimal.
 pub fn as_decimal(t: DataType) -> Option<(u8, u8)> {
     match t {
+        DataType::SmallInt => Some((5, 0)),
         DataType::Integer => Some((10, 0)),
         DataType::BigInt => Some((19, 0)),
         DataType::Decimal { precision, scale } => Some((precision, scale)),
@@ -146,13 +146,8 @@ pub fn arith_type(op: BinaryOp, l: DataType, r: DataType, pos: Pos) -> SqlResult
     if l == DataType::Double || r == DataType::Double {
         return Ok(DataType::Double);
     }
-    let both_int = |t: DataType| matches!(t, DataType::Integer | DataType::BigInt);
-    if both_int(l) && both_int(r) {
-        return Ok(if l == DataType::BigInt || r == DataType::BigInt {
-            DataType::BigInt
-        } else {
-            DataType::Integer
-        });
+    if l.is_integer() && r.is_integer() {
+        return Ok(wider_integer(l, r));
     }
     let (p1, s1) = as_decimal(l).unwrap_or((38, 0));
     let (p2, s2) = as_decimal(r).unwrap_or((38, 0));
@@ -171,6 +166,17 @@ pub fn arith_type(op: BinaryOp, l: DataType, r: DataType, pos: Pos) -> SqlResult
     })
 }
 
+/// The wider of two integer types: PostgreSQL's `int2 + int4` is `int4`, any
+/// integer with `int8` is `int8`, and only two SMALLINTs stay SMALLINT.
+fn wider_integer(a: DataType, b: DataType) -> DataType {
+    let width = |t: DataType| t.integer_range().map_or(0, |(_, hi)| hi);
+    if width(a) >= width(b) {
+        a
+    } else {
+        b
+    }
+}
+
 /// A type both sides can be compared or unified in, if any.
 pub fn common_type(a: DataType, b: DataType) -> Option<DataType> {
     if a == b {
@@ -182,11 +188,8 @@ pub fn common_type(a: DataType, b: DataType) -> Option<DataType> {
         }
         let (p1, s1) = as_decimal(a)?;
         let (p2, s2) = as_decimal(b)?;
-        if matches!(
-            (a, b),
-            (DataType::Integer, DataType::BigInt) | (DataType::BigInt, DataType::Integer)
-        ) {
-            return Some(DataType::BigInt);
+        if a.is_integer() && b.is_integer() {
+            return Some(wider_integer(a, b));
         }
         let s = s1.max(s2) as u32;
         return Some(decimal((p1 - s1).max(p2 - s2) as u32 + s, s));
@@ -245,6 +248,11 @@ pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
                 pos,
             },
             kura_exec::ExecError::Unsupported(what) => SqlError::Unsupported { what, pos },
+            e @ (kura_exec::ExecError::OutOfRange(_)
+            | kura_exec::ExecError::IntegerOutOfRange(_)) => SqlError::OutOfRange {
+                message: e.to_string(),
+                pos,
+            },
             other => SqlError::InvalidValue {
                 message: other.to_string(),
                 pos,

@@ -333,7 +333,7 @@ impl Binder<'_> {
     /// refused as PostgreSQL finds no such function.
     fn integer_arg(&self, e: PhysExpr, name: &str, p: Pos) -> SqlResult<PhysExpr> {
         let t = e.data_type();
-        if !(matches!(t, DataType::Integer | DataType::BigInt) || is_untyped_null(&e)) {
+        if !(t.is_integer() || is_untyped_null(&e)) {
             return Err(SqlError::UnknownFunction {
                 name: format!("{name} with an argument of type {t}"),
                 pos: p,

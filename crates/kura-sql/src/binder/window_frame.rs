@@ -251,9 +251,9 @@ impl Binder<'_> {
                         p,
                     )
                 };
-                let int_offset = matches!(t, DataType::Integer | DataType::BigInt) || untyped;
+                let int_offset = t.is_integer() || untyped;
                 match k {
-                    DataType::Integer | DataType::BigInt if int_offset => DataType::BigInt,
+                    k if k.is_integer() && int_offset => DataType::BigInt,
                     DataType::Decimal { scale, .. }
                         if t.is_numeric() && t != DataType::Double || untyped =>
                     {
@@ -263,7 +263,8 @@ impl Binder<'_> {
                         }
                     }
                     DataType::Double if t.is_numeric() || untyped => DataType::Double,
-                    DataType::Integer
+                    DataType::SmallInt
+                    | DataType::Integer
                     | DataType::BigInt
                     | DataType::Decimal { .. }
                     | DataType::Double

@@ -666,7 +666,7 @@ fn dense_key_range(input: &Logical, group: &[(PhysExpr, ColId)]) -> Option<(i64,
     };
     if !matches!(
         data_type,
-        DataType::Integer | DataType::BigInt | DataType::Date
+        DataType::SmallInt | DataType::Integer | DataType::BigInt | DataType::Date
     ) {
         return None;
     }

@@ -506,6 +506,7 @@ fn is_text(t: DataType) -> bool {
 fn sql_type_name(t: DataType) -> &'static str {
     match t {
         DataType::Boolean => "boolean",
+        DataType::SmallInt => "smallint",
         DataType::Integer => "integer",
         DataType::BigInt => "bigint",
         DataType::Double => "double precision",
@@ -605,6 +606,7 @@ fn class_rows(snap: &Snapshot) -> Vec<ClassRow<'_>> {
 /// binder's lists name the aggregates and the other scalar functions).
 const CATALOG_FUNCTIONS: &[&str] = &[
     "format_type",
+    "pg_typeof",
     "replace",
     "quote_ident",
     "pg_size_pretty",
@@ -1074,6 +1076,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     let (char_len, precision, radix, scale) = match c.ty {
                         DataType::Varchar(n) => (n.map(|n| n as i32), None, None, None),
                         DataType::Char(n) => (Some(n as i32), None, None, None),
+                        DataType::SmallInt => (None, Some(16), Some(2), Some(0)),
                         DataType::Integer => (None, Some(32), Some(2), Some(0)),
                         DataType::BigInt => (None, Some(64), Some(2), Some(0)),
                         DataType::Double => (None, Some(53), Some(2), None),

@@ -154,7 +154,7 @@ fn decode_column(t: DataType, b: &mut &[u8], out: Option<&mut Vector>) -> Option
     }
     let fixed = match t {
         DataType::Boolean => 1,
-        DataType::Integer | DataType::Date => 4,
+        DataType::SmallInt | DataType::Integer | DataType::Date => 4,
         DataType::Decimal { .. } if wide_decimal(t) => 16,
         DataType::BigInt | DataType::Timestamp | DataType::Decimal { .. } | DataType::Double => 8,
         DataType::Varchar(_) | DataType::Char(_) | DataType::Array(_) => 0,
@@ -281,7 +281,7 @@ struct IntDomain {
 impl IntDomain {
     fn of(t: DataType) -> Option<IntDomain> {
         match t {
-            DataType::Integer | DataType::Date => Some(IntDomain {
+            DataType::SmallInt | DataType::Integer | DataType::Date => Some(IntDomain {
                 min: i32::MIN as i128,
                 max: i32::MAX as i128,
                 width: 4,
@@ -508,7 +508,7 @@ pub fn decode_key(types: &[DataType], mut b: &[u8]) -> Option<Vec<Value>> {
         };
         let v = match t {
             DataType::Boolean => Value::Boolean(take(&mut b, 1)?[0] != 0),
-            DataType::Integer | DataType::Date => {
+            DataType::SmallInt | DataType::Integer | DataType::Date => {
                 let x = (u32::from_be_bytes(take(&mut b, 4)?.try_into().ok()?) ^ (1 << 31)) as i32;
                 if t == DataType::Date {
                     Value::Date(x)

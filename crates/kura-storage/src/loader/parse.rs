@@ -385,9 +385,10 @@ fn push_field(
     let shown = || String::from_utf8_lossy(text).into_owned();
     let valid_before = v.validity.is_some();
     match (&mut v.data, dt) {
-        (ColumnData::I32(out), DataType::Integer) => {
+        (ColumnData::I32(out), DataType::Integer | DataType::SmallInt) => {
+            let (lo, hi) = dt.integer_range().unwrap_or_default();
             let x = parse_int(text)
-                .filter(|x| i32::try_from(*x).is_ok())
+                .filter(|x| (lo..=hi).contains(x))
                 .ok_or_else(|| {
                     if parse_int(text).is_some() {
                         format!("value {:?} out of range", shown())

@@ -561,7 +561,7 @@ impl Acc {
             }
         };
         let int_value = |x: i128, s: u8| match out {
-            DataType::Integer => Value::Integer(x as i32),
+            DataType::SmallInt | DataType::Integer => Value::Integer(x as i32),
             DataType::BigInt => Value::BigInt(x as i64),
             DataType::Double => Value::Double(x as f64 / 10f64.powi(s as i32)),
             _ => Value::Decimal(x, s),

@@ -484,7 +484,7 @@ impl AggregateSink {
     pub fn with_key_range(mut self, range: Option<(i64, i64)>) -> Self {
         let one_int_key = matches!(
             self.key_types.as_slice(),
-            [DataType::Integer | DataType::BigInt | DataType::Date]
+            [DataType::SmallInt | DataType::Integer | DataType::BigInt | DataType::Date]
         );
         self.key_range = range.filter(|_| one_int_key);
         self
