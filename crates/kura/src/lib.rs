@@ -1,6 +1,7 @@
 //! kura: the database façade every front end uses — `Database::open`, sessions
 //! that `execute` SQL, loading, settings — joining the layers' errors into one.
 
+mod cancel;
 mod copy;
 mod copy_out;
 mod cursor;

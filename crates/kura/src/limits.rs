@@ -91,6 +91,12 @@ pub(crate) struct ParseMemory {
     bytes: u64,
 }
 
+impl std::fmt::Debug for ParseMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ParseMemory({} bytes)", self.bytes)
+    }
+}
+
 impl Drop for ParseMemory {
     fn drop(&mut self) {
         self.tracker.release(self.bytes);

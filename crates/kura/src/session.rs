@@ -2,9 +2,7 @@
 //! statement, turn a panic inside a query into an error so the database stays open.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 mod transaction_modes;
 
@@ -16,6 +14,7 @@ use kura_common::settings::{Scope, Settings, SETTINGS};
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_storage::Storage;
 
+pub use crate::cancel::CancelHandle;
 use crate::error::{KuraError, KuraResult};
 use crate::result::{QueryResult, ResultColumn, RowSink};
 use crate::stack::{on_statement_stack, DropOnStack, MAX_STATEMENT_BYTES};
@@ -23,81 +22,6 @@ use crate::txn::{Isolation, Tx, TxnState};
 
 /// Progress of long work: label, units done, units total.
 pub type Progress = dyn Fn(&str, u64, u64) + Send + Sync;
-
-/// Requests cancellation of the query a session is running, by the user
-/// (Ctrl-C, a cancel request) or by the statement's time limit.
-#[derive(Clone)]
-pub struct CancelHandle(Arc<CancelState>);
-
-struct CancelState {
-    canceled: AtomicBool,
-    timed_out: AtomicBool,
-    /// When the running statement must stop: nanoseconds after `epoch`, 0 for never.
-    deadline: AtomicU64,
-    epoch: Instant,
-}
-
-impl Default for CancelHandle {
-    fn default() -> Self {
-        CancelHandle(Arc::new(CancelState {
-            canceled: AtomicBool::new(false),
-            timed_out: AtomicBool::new(false),
-            deadline: AtomicU64::new(0),
-            epoch: Instant::now(),
-        }))
-    }
-}
-
-impl CancelHandle {
-    pub fn cancel(&self) {
-        self.0.canceled.store(true, Ordering::Release);
-    }
-
-    /// True once the user cancelled the statement or its time ran out.
-    pub fn is_canceled(&self) -> bool {
-        if self.0.canceled.load(Ordering::Acquire) {
-            return true;
-        }
-        let deadline = self.0.deadline.load(Ordering::Relaxed);
-        if deadline != 0 && self.0.epoch.elapsed().as_nanos() as u64 >= deadline {
-            self.0.timed_out.store(true, Ordering::Release);
-            self.0.canceled.store(true, Ordering::Release);
-            return true;
-        }
-        false
-    }
-
-    /// Fails with [`KuraError::Canceled`] (or [`KuraError::StatementTimeout`])
-    /// once cancellation was requested.
-    pub fn check(&self) -> KuraResult<()> {
-        if self.is_canceled() {
-            Err(self.canceled_error())
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Whether the last cancellation came from the statement's time limit.
-    pub fn timed_out(&self) -> bool {
-        self.0.timed_out.load(Ordering::Acquire)
-    }
-
-    fn canceled_error(&self) -> KuraError {
-        if self.timed_out() {
-            KuraError::StatementTimeout
-        } else {
-            KuraError::Canceled
-        }
-    }
-
-    /// Starts a statement: clears an earlier cancellation and arms its time limit.
-    fn start(&self, timeout: Option<Duration>) {
-        self.0.canceled.store(false, Ordering::Release);
-        self.0.timed_out.store(false, Ordering::Release);
-        let deadline = timeout.map_or(0, |t| (self.0.epoch.elapsed() + t).as_nanos().max(1) as u64);
-        self.0.deadline.store(deadline, Ordering::Relaxed);
-    }
-}
 
 /// A statement parsed and described once, to run many times with parameters
 /// (`$1`, `$2`, ... — the PostgreSQL extended protocol).
@@ -109,6 +33,9 @@ pub struct Prepared {
     pub param_types: Vec<DataType>,
     /// Result columns; empty for statements that return none.
     pub columns: Vec<ResultColumn>,
+    /// What its syntax tree was reserved from the shared memory budget (a long
+    /// text), held while any copy of it lives.
+    parse_memory: Option<Arc<crate::limits::ParseMemory>>,
 }
 
 /// One connection's state.
@@ -220,17 +147,23 @@ impl Session {
             return (parse(sql), memory);
         }
         // A long text parses for seconds: its time limit and a cancel request
-        // count from here, not only once it runs.
-        self.cancel.start(self.settings.statement_timeout());
+        // count from here, not only once it runs — and its first statement's
+        // limit counts from here too (one limit for the text, not two).
+        self.cancel.start_parse(self.settings.statement_timeout());
         let cancel = self.cancel.clone();
         let parsed = crate::limits::parse_interruptibly(sql, memory, || cancel.is_canceled());
-        let r = match parsed {
+        match parsed {
             Ok(Some((statements, memory))) => (Ok(statements), memory),
-            Ok(None) => (self.cancel.check().map(|()| Vec::new()), None),
-            Err(e) => (Err(e), None),
-        };
-        self.cancel.start(None);
-        r
+            Ok(None) => {
+                let r = self.cancel.check().map(|()| Vec::new());
+                self.cancel.start(None);
+                (r, None)
+            }
+            Err(e) => {
+                self.cancel.start(None);
+                (Err(e), None)
+            }
+        }
     }
 
     /// Runs every statement in `sql`; returns each result.
@@ -239,12 +172,17 @@ impl Session {
             let (statements, _parsed) = self.parse_counted(sql);
             // A statement that does not parse aborts an open transaction too.
             crate::txn::after_statement(&mut self.lock_txn(), &statements);
-            let statements = statements?;
-            let mut out = Vec::with_capacity(statements.len());
-            for stmt in &statements {
-                out.push(self.execute_statement(stmt)?);
-            }
-            Ok(out)
+            let run = || -> KuraResult<Vec<QueryResult>> {
+                let statements = statements?;
+                let mut out = Vec::with_capacity(statements.len());
+                for stmt in &statements {
+                    out.push(self.execute_statement(stmt)?);
+                }
+                Ok(out)
+            };
+            let r = run();
+            self.cancel.end_text();
+            r
         })
     }
 
@@ -260,14 +198,19 @@ impl Session {
         on_statement_stack(|| {
             let (statements, _parsed) = self.parse_counted(sql);
             crate::txn::after_statement(&mut self.lock_txn(), &statements);
-            let statements = statements?;
-            let Some((last, before)) = statements.split_last() else {
-                return Err(KuraError::Syntax("empty query".into()));
+            let run = || -> KuraResult<QueryResult> {
+                let statements = statements?;
+                let Some((last, before)) = statements.split_last() else {
+                    return Err(KuraError::Syntax("empty query".into()));
+                };
+                for stmt in before {
+                    self.execute_statement(stmt)?;
+                }
+                self.stream_statement(last, None, sink)
             };
-            for stmt in before {
-                self.execute_statement(stmt)?;
-            }
-            self.stream_statement(last, None, sink)
+            let r = run();
+            self.cancel.end_text();
+            r
         })
     }
 
@@ -403,7 +346,10 @@ impl Session {
     }
 
     fn prepare_on_stack(&mut self, sql: &str) -> KuraResult<Prepared> {
-        let mut statements = parse(sql)?;
+        let (statements, memory) = self.parse_counted(sql);
+        // A prepared statement runs later, on a time limit of its own.
+        self.cancel.end_text();
+        let mut statements = statements?;
         if statements.len() != 1 {
             return Err(KuraError::Invalid(format!(
                 "a prepared statement must hold exactly one statement, found {}",
@@ -411,7 +357,9 @@ impl Session {
             )));
         }
         let statement = statements.pop().unwrap();
-        self.prepare_parsed(sql.to_string(), statement)
+        let mut prepared = self.prepare_parsed(sql.to_string(), statement)?;
+        prepared.parse_memory = memory.map(Arc::new);
+        Ok(prepared)
     }
 
     /// Describes one parsed statement without running it.
@@ -445,6 +393,7 @@ impl Session {
             statement: DropOnStack::new(statement),
             param_types,
             columns,
+            parse_memory: None,
         })
     }
 

@@ -219,3 +219,39 @@ fn a_result_wider_than_a_target_list_may_be_is_refused() {
         assert_eq!(err.sqlstate(), "54011", "{err}");
     });
 }
+
+#[test]
+fn a_prepared_long_text_holds_its_parse_memory_while_it_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = OpenOptions {
+        max_memory: Some(64 << 20),
+        ..OpenOptions::default()
+    };
+    let db = Database::open(&dir.path().join("t.kura"), opts).unwrap();
+    let mut s = db.session();
+    // About 26 MB reserved for each parse of a 41 KB text.
+    let text = |n: usize| {
+        format!(
+            "SELECT count(*) FROM (VALUES (1)) t(x) WHERE x IN ({})",
+            (0..n)
+                .map(|i| format!("{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let long = text(7_000);
+    assert!(long.len() > 30_000, "{}", long.len());
+    let first = s.prepare(&long).unwrap();
+    let second = s.prepare(&long).unwrap();
+    let Err(err) = s.prepare(&long) else {
+        panic!("a third long text fit beside the two held");
+    };
+    assert_eq!(err.sqlstate(), "53200", "{err}");
+    drop(first);
+    let third = s.prepare(&long).unwrap();
+    assert_eq!(
+        s.execute_prepared(&third, &[]).unwrap().rows()[0][0],
+        Value::BigInt(1)
+    );
+    drop((second, third));
+}
