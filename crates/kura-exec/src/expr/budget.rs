@@ -108,6 +108,23 @@ pub fn check_value(func: &str, bytes: usize, built: usize) -> ExecResult<()> {
     check_room(built.saturating_add(bytes))
 }
 
+/// Makes room for `bytes` more text in `res`, a text vector being built row
+/// by row, growing it as a `Vec` would (doubling) — but only once the old
+/// block and the new one, both held while the text moves, fit the limit.
+/// Without this a batch allowed `limit` bytes of values could hold three
+/// times that at the moment its vector grows.
+pub fn grow_text(res: &mut kura_common::Vector, bytes: usize) -> ExecResult<()> {
+    if let kura_common::ColumnData::Str(s) = &mut res.data {
+        let (len, cap) = (s.data.len(), s.data.capacity());
+        if len + bytes > cap {
+            let grown = (cap * 2).max(len + bytes);
+            check_room(cap + grown)?;
+            s.data.reserve_exact(grown - len);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

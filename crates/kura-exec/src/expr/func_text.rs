@@ -77,6 +77,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         };
         if let Value::Text(t) = &v {
             built += t.len();
+            super::budget::grow_text(&mut res, t.len())?;
         }
         if !res.push_value(&v) {
             return Err(ExecError::Internal(format!("{} gave {v}", func.name())));

@@ -307,6 +307,8 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         }
         values.push(v);
     }
+    // The values and the vector made of them live together for a moment.
+    super::budget::check_room(built)?;
     Vector::from_values(out, &values)
         .ok_or_else(|| ExecError::Internal(format!("{} result", func.name())))
 }
