@@ -8,11 +8,10 @@
 //! than [`GRACE`] after its `statement_timeout`, and the server's peak RSS must
 //! stay under `--max-memory` + the buffer pool + [`SLACK_MB`].
 //!
-//! The goal is 256 MB of slack; the slack here is 512 MB. Measured
-//! peaks are 477–633 MB over seeds: what queries hold is bounded by
-//! `--max-memory`, but the allocator keeps blocks freed by one heavy statement
-//! while the next runs. Statements answer within 1 s of their time limit
-//! (slowest 0.87–0.99 s at 500 ms).
+//! Measured peaks are 370–462 MB over six seeds (the bound is 528 MB): what
+//! queries hold is bounded by `--max-memory`, and aggregation, streamed cross
+//! products and text functions count what they allocate, doubling growth
+//! included.
 //! `KURA_HOSTILE_SEED` replays a batch; `KURA_HOSTILE_COUNT` sizes it.
 
 mod common;
@@ -27,7 +26,7 @@ use tokio_postgres::NoTls;
 
 const MAX_MEMORY_MB: u64 = 256;
 const BUFFER_MB: u64 = 16;
-const SLACK_MB: u64 = 512;
+const SLACK_MB: u64 = 256;
 const TIMEOUT_MS: u64 = 500;
 /// How late past its time limit a statement may answer.
 const GRACE: Duration = Duration::from_millis(1000);
