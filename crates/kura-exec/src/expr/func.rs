@@ -342,6 +342,15 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         ScalarFunc::ToChar | ScalarFunc::ToDate | ScalarFunc::ToTimestamp => {
             super::func_format::call(func, args, out, n)
         }
+        ScalarFunc::Random => {
+            use rand::Rng;
+            let mut rng = rand::thread_rng();
+            Ok(Vector {
+                data_type: DataType::Double,
+                data: ColumnData::F64((0..n).map(|_| rng.gen::<f64>()).collect()),
+                validity: None,
+            })
+        }
         ScalarFunc::Length => {
             let s = arg(0)?;
             let sv = strs(s)?;

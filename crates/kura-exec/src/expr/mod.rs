@@ -149,6 +149,8 @@ pub enum ScalarFunc {
     Least,
     /// `split_part(s, delimiter, n)`.
     SplitPart,
+    /// `random()`: a double in [0, 1), drawn anew for every row.
+    Random,
     /// `regexp_replace(s, pattern, replacement [, flags])`.
     RegexpReplace,
     /// `to_char(timestamp | number, template)`.
@@ -238,6 +240,7 @@ impl ScalarFunc {
             ScalarFunc::Greatest => "greatest",
             ScalarFunc::Least => "least",
             ScalarFunc::SplitPart => "split_part",
+            ScalarFunc::Random => "random",
             ScalarFunc::RegexpReplace => "regexp_replace",
             ScalarFunc::ToChar => "to_char",
             ScalarFunc::ToDate => "to_date",
@@ -339,6 +342,10 @@ impl PhysExpr {
     pub fn is_volatile(&self) -> bool {
         match self {
             PhysExpr::Sequence { .. } => true,
+            PhysExpr::Func {
+                func: ScalarFunc::Random,
+                ..
+            } => true,
             PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,
             PhysExpr::Binary { left, right, .. } => left.is_volatile() || right.is_volatile(),
             PhysExpr::Not(e) | PhysExpr::Negate(e) => e.is_volatile(),

@@ -57,6 +57,7 @@ pub const SCALARS: &[&str] = &[
     "to_char",
     "to_date",
     "to_timestamp",
+    "random",
 ];
 
 /// Every aggregate and scalar function the binder evaluates by name, with
@@ -341,6 +342,17 @@ impl Binder<'_> {
                     ScalarFunc::Least
                 };
                 call(func, args, t)
+            }
+            "random" => {
+                if !args.is_empty() {
+                    return Err(no_such(name, &args, p));
+                }
+                // Volatile: never folded, evaluated for every row.
+                Ok(PhysExpr::Func {
+                    func: ScalarFunc::Random,
+                    args,
+                    data_type: DataType::Double,
+                })
             }
             "split_part" => {
                 if !(args.len() == 3 && text(&args[0]) && text(&args[1]) && int(&args[2])) {
