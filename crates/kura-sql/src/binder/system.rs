@@ -136,7 +136,7 @@ impl Binder<'_> {
         for name in names {
             if let Some(t) = self.catalog.table(&name) {
                 let (pages, page) = t.stored_pages();
-                for ix in t.indexes() {
+                for ix in t.listed_indexes() {
                     indexes.push((
                         ix.name.clone(),
                         name.clone(),
