@@ -23,7 +23,7 @@ fn schema() -> Schema {
 /// Row `i`: NULLs begin only at row 700, so a page first written without a
 /// NULL bitmap must later hold fewer rows.
 fn row(i: usize) -> Vec<Value> {
-    let x = if i >= 700 && i % 5 == 0 {
+    let x = if i >= 700 && i.is_multiple_of(5) {
         Value::Null
     } else {
         Value::Double(i as f64 * 0.25)
