@@ -90,6 +90,18 @@ impl Binder<'_> {
                 ));
             }
             let a = self.bind_expr(&args[0], &mut cx)?;
+            if matches!(a, PhysExpr::Column { .. }) && a.data_type().is_text() {
+                // PostgreSQL's int2vector / oidvector catalog columns
+                // (pg_index.indkey) are text in kura's catalogs: a missing
+                // feature, not a type error.
+                return Err(SqlError::unsupported(
+                    format!(
+                        "{name} of a text column (kura's catalog vectors such as \
+                         pg_index.indkey are text)"
+                    ),
+                    p,
+                ));
+            }
             if !a.data_type().is_array() {
                 return Err(SqlError::mismatch(
                     format!("function {name}({}) does not exist", a.data_type()),
