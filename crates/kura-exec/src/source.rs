@@ -85,9 +85,15 @@ pub trait TableSource: Send + Sync {
     fn stored_pages(&self) -> (u64, u64) {
         (0, 0)
     }
-    /// The B+tree indexes on this table (none for tables not stored in pages).
+    /// The B+tree indexes on this table a plan may read (none for tables not
+    /// stored in pages).
     fn indexes(&self) -> Vec<Arc<IndexSource>> {
         Vec::new()
+    }
+    /// Every index on this table, for the system catalogs: also those an open
+    /// transaction has not rebuilt yet for the rows it added.
+    fn listed_indexes(&self) -> Vec<Arc<IndexSource>> {
+        self.indexes()
     }
     /// The `TABLESAMPLE` the scan takes of this table, if any.
     fn sample(&self) -> Option<&crate::sample::TableSample> {

@@ -8,9 +8,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::python::python;
 use common::TestServer;
 
 /// Runs psql with `args` against the server; returns stdout, stderr and success.
@@ -154,36 +155,6 @@ fn psql_copy_errors_name_the_line_and_load_nothing() {
     assert!(!ok && err.contains("TO STDOUT"), "{err}");
     let (_, err, ok) = psql(&s, dir, &["-c", "select 1; copy t to stdout"]);
     assert!(!ok && err.contains("of their own"), "{err}");
-}
-
-/// A venv with psycopg installed, made once per test run under the target dir
-/// (the same one the psycopg tests use).
-fn python() -> &'static Path {
-    static PY: OnceLock<PathBuf> = OnceLock::new();
-    PY.get_or_init(|| {
-        let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("psycopg-venv");
-        let py = venv.join("bin/python");
-        let ready = Command::new(&py)
-            .args(["-c", "import psycopg"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !ready {
-            let ok = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect("python3")
-                .success();
-            assert!(ok, "python3 -m venv failed");
-            let ok = Command::new(&py)
-                .args(["-m", "pip", "install", "-q", "psycopg[binary]"])
-                .status()
-                .expect("pip")
-                .success();
-            assert!(ok, "pip install psycopg[binary] failed");
-        }
-        py
-    })
 }
 
 fn run_python(s: &TestServer, rows: u64) -> String {

@@ -5,47 +5,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 
+use common::python::python;
 use common::{answers_dir, load_tpch, TestServer};
-
-/// A venv with psycopg installed, made once per test run under the target dir.
-fn python() -> &'static Path {
-    static PY: OnceLock<PathBuf> = OnceLock::new();
-    PY.get_or_init(|| {
-        let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("psycopg-venv");
-        let py = venv.join("bin/python");
-        let ready = Command::new(&py)
-            .args(["-c", "import psycopg, sqlalchemy"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !ready {
-            let ok = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .expect("python3")
-                .success();
-            assert!(ok, "python3 -m venv failed");
-            let ok = Command::new(&py)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "-q",
-                    "psycopg[binary]",
-                    "sqlalchemy>=2",
-                ])
-                .status()
-                .expect("pip")
-                .success();
-            assert!(ok, "pip install psycopg[binary] sqlalchemy failed");
-        }
-        py
-    })
-}
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_psycopg.py")

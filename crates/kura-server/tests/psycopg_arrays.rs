@@ -8,40 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::python::python;
 use common::TestServer;
-
-/// A venv with psycopg and SQLAlchemy, made once under the target dir.
-fn python() -> PathBuf {
-    let venv = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("psycopg-sqlalchemy-venv");
-    let py = venv.join("bin/python");
-    let ready = Command::new(&py)
-        .args(["-c", "import psycopg, sqlalchemy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ready {
-        let ok = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .expect("python3")
-            .success();
-        assert!(ok, "python3 -m venv failed");
-        let ok = Command::new(&py)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "psycopg[binary]",
-                "sqlalchemy",
-            ])
-            .status()
-            .expect("pip")
-            .success();
-        assert!(ok, "pip install psycopg[binary] sqlalchemy failed");
-    }
-    py
-}
 
 fn run(py: &Path, port: u16) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_arrays.py");
@@ -65,7 +33,6 @@ const NATIONS: &str = "(0,'ALGERIA',0),(1,'ARGENTINA',1),(2,'BRAZIL',1),(3,'CANA
 
 #[test]
 fn psycopg_lists_and_sqlalchemy_inspector() {
-    let py = python();
     let s = TestServer::trust(|db| {
         common::exec(
             db,
@@ -73,5 +40,5 @@ fn psycopg_lists_and_sqlalchemy_inspector() {
         );
         common::exec(db, &format!("insert into nation values {NATIONS}"));
     });
-    run(&py, s.addr.port());
+    run(python(), s.addr.port());
 }

@@ -79,6 +79,11 @@ pub struct IndexEntry {
     /// form of an entry is what older builds wrote.
     #[serde(skip)]
     pub include: Vec<String>,
+    /// In an open transaction's view only: the index is not rebuilt yet for
+    /// rows the transaction added (see `WriteTxn::snapshot`), so its `tree`
+    /// is a placeholder that must not be read. Committed catalogs never have one.
+    #[serde(skip)]
+    pub stale: bool,
 }
 
 /// The included columns of one covering index (format 4).
@@ -368,6 +373,7 @@ mod tests {
                 first_leaf: 7,
             },
             include: Vec::new(),
+            stale: false,
         }
     }
 

@@ -444,6 +444,7 @@ impl Storage {
                         schema: t.schema().clone(),
                         meta: t.meta().clone(),
                         committed: Some(t.clone()),
+                        view: None,
                         appender: None,
                     },
                 )
@@ -484,12 +485,25 @@ impl Storage {
 struct TxnTable {
     schema: Schema,
     meta: Arc<TableMeta>,
-    /// The committed table, while this transaction has not changed it.
+    /// The committed table, while this transaction has not changed it; after
+    /// [`WriteTxn::materialize`], the table with its metadata written.
     committed: Option<Arc<Table>>,
+    /// The table as the transaction's next statement reads it when it has
+    /// changed: what [`WriteTxn::snapshot`] made, its metadata not written.
+    view: Option<Arc<Table>>,
     appender: Option<TableAppender>,
 }
 
 impl TxnTable {
+    /// The table as the transaction's statements read it now: the committed
+    /// (or materialized) one unless rows were appended since, else the view.
+    fn current(&self) -> Option<Arc<Table>> {
+        match (&self.committed, &self.appender) {
+            (Some(t), None) => Some(t.clone()),
+            _ => self.view.clone(),
+        }
+    }
+
     /// A copy for a savepoint, taken when the table is materialized (an
     /// appender holds unwritten rows and is never copied).
     fn saved(&self) -> TxnTable {
@@ -501,6 +515,7 @@ impl TxnTable {
             schema: self.schema.clone(),
             meta: self.meta.clone(),
             committed: self.committed.clone(),
+            view: None,
             appender: None,
         }
     }
@@ -618,6 +633,7 @@ impl WriteTxn {
                 schema,
                 meta,
                 committed: None,
+                view: None,
                 appender: None,
             },
         );
@@ -870,11 +886,53 @@ impl WriteTxn {
         self.io.pages_written()
     }
 
-    /// Writes what the transaction changed so far (finished row groups, table
-    /// metadata, index builds) without committing it, and returns the catalog
-    /// as this transaction sees it — what its next statement reads.
+    /// Writes what the transaction's next statement must read of what it
+    /// changed so far, without committing it, and returns the catalog as this
+    /// transaction sees it. Cheap enough to run after every statement: rows
+    /// appended to a table stay in its open row group (its last pages are
+    /// written provisionally, see [`TableAppender::view`]), table metadata is
+    /// written only at a commit or savepoint, and of the indexes of changed
+    /// tables only the unique ones are rebuilt now — they check their keys
+    /// here (23505); the others are rebuilt at the commit (or the next
+    /// savepoint) and until then listed but not read, marked stale.
     pub fn snapshot(&mut self) -> StorageResult<Arc<Catalog>> {
-        self.materialize()?;
+        for (name, t) in self.tables.iter_mut() {
+            if t.committed.is_some() && t.appender.is_none() {
+                t.view = None;
+                continue;
+            }
+            let meta = match t.appender.as_mut() {
+                Some(a) => a.view(&mut self.io)?,
+                None => t.meta.clone(),
+            };
+            let stale = t
+                .view
+                .as_ref()
+                .is_none_or(|v| !Arc::ptr_eq(v.meta(), &meta));
+            if stale {
+                t.view = Some(Arc::new(Table::new(
+                    name.clone(),
+                    t.schema.clone(),
+                    meta,
+                    0,
+                    self.storage.bm.clone(),
+                )));
+            }
+        }
+        // Table pages must be on disk before index builds read them back.
+        self.io.flush()?;
+        for (name, (def, tree)) in self.indexes.iter_mut() {
+            if tree.is_some() || !def.unique {
+                continue;
+            }
+            let table = self
+                .tables
+                .get(&def.table)
+                .and_then(|t| t.current())
+                .ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
+            *tree = Some(rebuild(&table, name, def, &mut self.io)?);
+        }
+        self.io.flush()?;
         Ok(Arc::new(self.catalog_now(
             self.base.generation,
             self.base.blob_pages.clone(),
@@ -886,6 +944,7 @@ impl WriteTxn {
     /// after it, each table has a `committed` handle and each index a tree.
     fn materialize(&mut self) -> StorageResult<()> {
         for (name, t) in self.tables.iter_mut() {
+            t.view = None;
             if let Some(a) = t.appender.take() {
                 t.meta = Arc::new(a.finish(&mut self.io)?);
                 t.committed = None;
@@ -921,32 +980,7 @@ impl WriteTxn {
                 .get(&def.table)
                 .and_then(|t| t.committed.clone())
                 .ok_or_else(|| StorageError::NoSuchTable(def.table.clone()))?;
-            key_columns(&table, &def.columns)?;
-            include_columns(&table, &def.include)?;
-            let built = build_covering_for_table(
-                &table,
-                name,
-                &def.columns,
-                &def.include,
-                def.unique,
-                &mut self.io,
-                &mut |_, _| {},
-            );
-            // A rebuild fails on rows this transaction added, not on creation.
-            *tree = Some(built.map_err(|e| match e {
-                StorageError::UniqueViolation {
-                    index,
-                    columns,
-                    values,
-                    ..
-                } => StorageError::UniqueViolation {
-                    index,
-                    columns,
-                    values,
-                    creating: false,
-                },
-                e => e,
-            })?);
+            *tree = Some(rebuild(&table, name, def, &mut self.io)?);
         }
         self.io.flush()
     }
@@ -963,7 +997,7 @@ impl WriteTxn {
             tables: self
                 .tables
                 .iter()
-                .map(|(n, t)| (n.clone(), t.committed.clone().expect("materialized")))
+                .map(|(n, t)| (n.clone(), t.current().expect("materialized")))
                 .collect(),
             views: self.views.clone(),
             indexes: self.index_entries(),
@@ -988,8 +1022,12 @@ impl WriteTxn {
                         table: def.table.clone(),
                         columns: def.columns.clone(),
                         unique: def.unique,
-                        tree: tree.clone().expect("materialized"),
+                        // Only a snapshot leaves trees unbuilt (never a unique one).
+                        tree: tree
+                            .clone()
+                            .unwrap_or_else(|| BTreeIndex::stale(def.unique)),
                         include: def.include.clone(),
+                        stale: tree.is_none(),
                     },
                 )
             })
@@ -1121,6 +1159,41 @@ impl WriteTxn {
         free.extend(self.freed.iter().copied());
         free.into_iter().collect()
     }
+}
+
+/// Rebuilds index `name` (`def`) from `table`'s rows. A failure is of rows
+/// this transaction added, not of the index's creation.
+fn rebuild(
+    table: &Table,
+    name: &str,
+    def: &TxnIndex,
+    io: &mut PageIo,
+) -> StorageResult<BTreeIndex> {
+    key_columns(table, &def.columns)?;
+    include_columns(table, &def.include)?;
+    let built = build_covering_for_table(
+        table,
+        name,
+        &def.columns,
+        &def.include,
+        def.unique,
+        io,
+        &mut |_, _| {},
+    );
+    built.map_err(|e| match e {
+        StorageError::UniqueViolation {
+            index,
+            columns,
+            values,
+            ..
+        } => StorageError::UniqueViolation {
+            index,
+            columns,
+            values,
+            creating: false,
+        },
+        e => e,
+    })
 }
 
 /// Every page of a table's data, including those its appender wrote in this

@@ -106,6 +106,13 @@ impl PageIo {
         }
     }
 
+    /// `page`, which this transaction wrote, to write again: a copy of what
+    /// it held may be cached, and must not be read back.
+    pub fn overwrite(&mut self, page: PageId) -> PageId {
+        self.bm.invalidate(page);
+        page
+    }
+
     /// A page past the end of the committed extent.
     pub fn alloc_at_end(&mut self) -> PageId {
         self.next += 1;

@@ -47,7 +47,8 @@ pub(crate) struct QueryContext<'a> {
 struct StorageTable {
     table: Arc<Table>,
     columns: Vec<SourceColumn>,
-    indexes: Vec<Arc<IndexSource>>,
+    /// Its indexes, each with whether it is stale (listed, not read).
+    indexes: Vec<(Arc<IndexSource>, bool)>,
 }
 
 impl TableSource for StorageTable {
@@ -131,7 +132,14 @@ impl TableSource for StorageTable {
         }
     }
     fn indexes(&self) -> Vec<Arc<IndexSource>> {
-        self.indexes.clone()
+        self.indexes
+            .iter()
+            .filter(|(_, stale)| !stale)
+            .map(|(ix, _)| ix.clone())
+            .collect()
+    }
+    fn listed_indexes(&self) -> Vec<Arc<IndexSource>> {
+        self.indexes.iter().map(|(ix, _)| ix.clone()).collect()
     }
     fn stored_pages(&self) -> (u64, u64) {
         (
@@ -259,16 +267,15 @@ fn table_source(catalog: &Catalog, name: &str) -> Option<Arc<dyn TableSource>> {
                 .iter()
                 .map(|c| table.schema().index_of(c))
                 .collect::<Option<Vec<usize>>>()?;
-            Some(Arc::new(
-                IndexSource::new(
-                    &ix.name,
-                    cols,
-                    ix.unique,
-                    ix.tree.clone(),
-                    table.buffer().clone(),
-                )
-                .with_include(include),
-            ))
+            let source = IndexSource::new(
+                &ix.name,
+                cols,
+                ix.unique,
+                ix.tree.clone(),
+                table.buffer().clone(),
+            )
+            .with_include(include);
+            Some((Arc::new(source), ix.stale))
         })
         .collect();
     Some(Arc::new(StorageTable {
@@ -635,6 +642,7 @@ fn run(
                 ins.source.as_deref(),
                 params,
                 returning.as_ref(),
+                crate::txn::appends_only(stmt),
             )
         }
         Statement::Update(u) => crate::dml::update(ctx, u, params),
@@ -780,10 +788,12 @@ fn insert(
     source: Option<&Query>,
     params: Option<Vec<Value>>,
     returning: Option<&crate::returning::Returning>,
+    appends_only: bool,
 ) -> KuraResult<QueryResult> {
     // The rows are computed while the write transaction is held: the
     // statement reads what it writes next to, even after waiting for it.
-    ctx.tx.for_table(table).write(|txn| {
+    let tx = ctx.tx.for_table(table);
+    let write = |txn: &mut kura_storage::WriteTxn| {
         let keep = returning.is_some();
         let (rows, written) = insert_in(ctx, txn, table, columns, source, params.clone(), keep)?;
         let tag = format!("INSERT 0 {rows}");
@@ -797,7 +807,11 @@ fn insert(
                 r.result(ctx, &schema, written, params, tag)
             }
         }
-    })
+    };
+    match appends_only {
+        true => tx.append_rows(write),
+        false => tx.write(write),
+    }
 }
 
 fn insert_in(

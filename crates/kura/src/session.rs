@@ -428,12 +428,20 @@ impl Session {
         self.finish(r)
     }
 
-    /// Refuses statements in a transaction an error aborted (all but its end).
+    /// Refuses statements in a transaction an error aborted (all but its end);
+    /// brings the transaction's view up to date for a statement that may read
+    /// rows (see `Tx::append_rows`).
     fn check_transaction(&self, stmt: &Statement) -> KuraResult<()> {
         if matches!(stmt, Statement::Commit { .. } | Statement::Rollback { .. }) {
             return Ok(());
         }
-        crate::txn::check_not_failed(&self.lock_txn())
+        let mut state = self.lock_txn();
+        crate::txn::check_not_failed(&state)?;
+        if !crate::txn::appends_only(stmt) {
+            crate::txn::refresh(&mut state)?;
+            crate::txn::refresh(&mut self.temp.lock())?;
+        }
+        Ok(())
     }
 
     fn lock_txn(&self) -> std::sync::MutexGuard<'_, TxnState> {

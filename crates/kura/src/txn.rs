@@ -106,6 +106,10 @@ pub(crate) struct OpenTxn {
     /// snapshot its first statement took; else none (each statement reads the
     /// latest commit).
     snapshot: Option<Arc<Catalog>>,
+    /// Statements that only appended rows ([`appends_only`]) ran since
+    /// `snapshot` was taken: it lacks their rows (nothing else). The next
+    /// statement that may read rows brings it up to date first ([`refresh`]).
+    stale: bool,
     /// A statement has run (`SET TRANSACTION ISOLATION LEVEL` must come first).
     pub started: bool,
     /// A statement of this transaction is inside [`Tx::write`] now.
@@ -148,6 +152,8 @@ impl OpenTxn {
     /// Goes back to savepoint `at` (which stays; later ones go).
     fn rollback_to(&mut self, at: usize) {
         self.savepoints.truncate(at + 1);
+        // The savepoint's view was up to date when it was taken.
+        self.stale = false;
         let sp = &self.savepoints[at];
         match (&sp.writer, &mut self.writer) {
             (Some(saved), Some(writer)) => {
@@ -201,6 +207,7 @@ impl TxnState {
                 if open.savepoints.is_empty() {
                     open.writer = None;
                     open.snapshot = None;
+                    open.stale = false;
                 }
                 *self = TxnState::Failed(open);
             }
@@ -310,6 +317,25 @@ impl<'a> Tx<'a> {
     /// changes — so a statement must compute the rows it writes inside `f`,
     /// never from what it read before (that is how writes were lost).
     pub fn write<T>(&self, f: impl FnOnce(&mut WriteTxn) -> KuraResult<T>) -> KuraResult<T> {
+        self.write_as(true, f)
+    }
+
+    /// [`Tx::write`] for a statement that only appends rows computed from no
+    /// table ([`appends_only`]). Inside `BEGIN` the transaction's view is not
+    /// brought up to date after it: the next statement that may read rows
+    /// does that ([`refresh`]), so a run of many one-row INSERTs costs what
+    /// their rows cost, not a view of the table each.
+    pub fn append_rows<T>(&self, f: impl FnOnce(&mut WriteTxn) -> KuraResult<T>) -> KuraResult<T> {
+        self.write_as(false, f)
+    }
+
+    /// [`Tx::write`]; `view`: whether the transaction's view is brought up
+    /// to date after `f`.
+    fn write_as<T>(
+        &self,
+        view: bool,
+        f: impl FnOnce(&mut WriteTxn) -> KuraResult<T>,
+    ) -> KuraResult<T> {
         let open = {
             let mut state = self.lock();
             match &mut *state {
@@ -352,7 +378,10 @@ impl<'a> Tx<'a> {
                 let r = self
                     .open_writer(writer, isolation, snapshot)
                     .map(|mut txn| {
-                        let r = f(&mut txn).and_then(|out| Ok((out, txn.snapshot()?)));
+                        let r = f(&mut txn).and_then(|out| {
+                            let after = if view { Some(txn.snapshot()?) } else { None };
+                            Ok((out, after))
+                        });
                         (txn, r)
                     });
                 let mut state = self.lock();
@@ -364,9 +393,15 @@ impl<'a> Tx<'a> {
                 open.writing = false;
                 let (txn, r) = r?;
                 match r {
-                    Ok((out, view)) => {
+                    Ok((out, after)) => {
                         open.writer = Some(txn);
-                        open.snapshot = Some(view);
+                        match after {
+                            Some(view) => {
+                                open.snapshot = Some(view);
+                                open.stale = false;
+                            }
+                            None => open.stale = true,
+                        }
                         Ok(out)
                     }
                     Err(e) => {
@@ -486,6 +521,7 @@ pub(crate) fn begin(
                 read_only,
                 writer: None,
                 snapshot: None,
+                stale: false,
                 started: false,
                 writing: false,
                 savepoints: Vec::new(),
@@ -528,7 +564,13 @@ pub(crate) fn savepoint(state: &mut TxnState, name: &str, cursors: u64) -> KuraR
         return Err(nested_write());
     }
     let writer = match open.writer.as_mut() {
-        Some(w) => Some(w.savepoint()?),
+        Some(w) => {
+            let saved = w.savepoint()?;
+            // The view of what the savepoint keeps (its pages are final now).
+            open.snapshot = Some(w.snapshot()?);
+            open.stale = false;
+            Some(saved)
+        }
         None => None,
     };
     open.savepoints.push(Savepoint {
@@ -626,6 +668,47 @@ pub(crate) fn is_writing(state: &TxnState) -> bool {
         TxnState::Open(open) => open.writing,
         _ => false,
     }
+}
+
+/// Before a statement that may read rows: brings the open transaction's view
+/// up to date with the rows that statements which only appended left out of
+/// it (see [`Tx::append_rows`]).
+pub(crate) fn refresh(state: &mut TxnState) -> KuraResult<()> {
+    if let TxnState::Open(open) = state {
+        if open.stale && !open.writing {
+            if let Some(w) = open.writer.as_mut() {
+                open.snapshot = Some(w.snapshot()?);
+            }
+            open.stale = false;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `stmt` only appends rows computed from no table: `INSERT ...
+/// VALUES` (or `DEFAULT VALUES`) without ON CONFLICT, a WITH clause or a
+/// subquery anywhere (its rows, its RETURNING). Such a statement reads no
+/// row the transaction wrote before, so it needs no view of them.
+pub(crate) fn appends_only(stmt: &sqlparser::ast::Statement) -> bool {
+    use sqlparser::ast::{visit_expressions, Expr, SetExpr, Statement};
+    let Statement::Insert(ins) = stmt else {
+        return false;
+    };
+    if ins.on.is_some() {
+        return false;
+    }
+    if let Some(q) = &ins.source {
+        if q.with.is_some() || !matches!(*q.body, SetExpr::Values(_)) {
+            return false;
+        }
+    }
+    let reads = visit_expressions(stmt, |e| match e {
+        Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. } => {
+            std::ops::ControlFlow::Break(())
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    });
+    reads.is_continue()
 }
 
 /// Before a statement: a failed transaction refuses everything but its end.

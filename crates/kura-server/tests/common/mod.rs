@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod python;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;

@@ -10,6 +10,7 @@ pub(crate) mod functions;
 mod grouping_sets;
 mod query;
 mod sample;
+mod select_srf;
 mod sequence_fn;
 pub use sequence_fn::relation_name;
 mod session_fn;

@@ -652,6 +652,16 @@ impl Binder<'_> {
             }
         }
 
+        // Set-returning items of the select list repeat the rows first.
+        let srf = super::select_srf::has_srf_items(s);
+        let rewritten;
+        let (mut plan, scope, s) = if srf {
+            let (p, sc, sel) = self.bind_srf_items(s, plan, &scope, outer)?;
+            rewritten = sel;
+            (p, sc, &rewritten)
+        } else {
+            (plan, scope, s)
+        };
         // Select list, HAVING and ORDER BY are bound collecting aggregates.
         let mut cx = ExprCtx::new(&scope, outer);
         cx.agg = Some(AggCollector::default());
@@ -761,6 +771,14 @@ impl Binder<'_> {
             || having.is_some()
             || sets.is_some()
             || !collector.groupings.is_empty();
+        if srf && (aggregating || !windows.calls.is_empty()) {
+            // PostgreSQL runs them after aggregates and windows; here they
+            // would repeat the rows before.
+            return Err(SqlError::unsupported(
+                "set-returning functions in a SELECT list that aggregates or has a window",
+                Pos::default(),
+            ));
+        }
         // Grouping sets, and `grouping(...)`, aggregate per set into fresh key ids.
         let by_sets = sets.is_some() || !collector.groupings.is_empty();
         // A subquery inside an aggregate's argument (`count(x IN (SELECT ...))`)

@@ -35,6 +35,47 @@ fn typed_null(t: DataType) -> PhysExpr {
     }
 }
 
+/// `pg_get_serial_sequence(table, column)` for arguments known only per row:
+/// `CASE WHEN table IN (t, public.t) AND column = c THEN seq ... END` over the
+/// sequences `owned` (table, column, qualified sequence name).
+fn serial_sequence_of(
+    table: PhysExpr,
+    column: PhysExpr,
+    owned: Vec<(String, String, String)>,
+) -> PhysExpr {
+    use kura_exec::expr::BinaryOp;
+    let whens: Vec<(PhysExpr, PhysExpr)> = owned
+        .into_iter()
+        .map(|(t, c, seq)| {
+            let names = vec![Value::Text(format!("public.{t}")), Value::Text(t)];
+            let cond = PhysExpr::Binary {
+                op: BinaryOp::And,
+                left: Box::new(PhysExpr::InList {
+                    expr: Box::new(table.clone()),
+                    list: names,
+                    negated: false,
+                }),
+                right: Box::new(PhysExpr::Binary {
+                    op: BinaryOp::Eq,
+                    left: Box::new(column.clone()),
+                    right: Box::new(PhysExpr::literal(Value::Text(c), TEXT)),
+                    data_type: DataType::Boolean,
+                }),
+                data_type: DataType::Boolean,
+            };
+            (cond, PhysExpr::literal(Value::Text(seq), TEXT))
+        })
+        .collect();
+    if whens.is_empty() {
+        return typed_null(TEXT);
+    }
+    PhysExpr::Case {
+        whens,
+        otherwise: None,
+        data_type: TEXT,
+    }
+}
+
 /// `CASE WHEN key = k1 THEN v1 ... END`: a lookup in a table known when binding.
 fn lookup(key: PhysExpr, pairs: Vec<(Value, Value)>, t: DataType) -> PhysExpr {
     let kt = key.data_type();
@@ -148,7 +189,7 @@ impl Binder<'_> {
         for name in names {
             if let Some(t) = self.catalog.table(&name) {
                 let (pages, page) = t.stored_pages();
-                for ix in t.indexes() {
+                for ix in t.listed_indexes() {
                     indexes.push((
                         ix.name.clone(),
                         name.clone(),
@@ -680,16 +721,24 @@ impl Binder<'_> {
                         }),
                     };
                 }
-                let pairs = snap
+                // Names as `regclass` prints them, and schema-qualified
+                // (`public.t_id_seq`, as pg_get_serial_sequence gives them).
+                let public: Vec<(String, i32)> = snap
                     .relations
                     .iter()
                     .map(|r| (r.name.clone(), r.oid))
                     .chain(snap.indexes.iter().map(|i| (i.name.clone(), i.oid)))
-                    .chain(
-                        crate::system::SYSTEM_RELATIONS
-                            .iter()
-                            .map(|r| (r.name.to_string(), r.oid)),
-                    )
+                    .chain(snap.sequences.iter().map(|q| (q.info.name.clone(), q.oid)))
+                    .collect();
+                let pairs = public
+                    .iter()
+                    .flat_map(|(n, o)| [(n.clone(), *o), (format!("public.{n}"), *o)])
+                    .chain(crate::system::SYSTEM_RELATIONS.iter().flat_map(|r| {
+                        [
+                            (r.name.to_string(), r.oid),
+                            (format!("{}.{}", r.schema, r.name), r.oid),
+                        ]
+                    }))
                     .map(|(n, o)| (Value::Text(n), Value::Integer(o)))
                     .collect();
                 Ok(lookup(x, pairs, DataType::Integer))
@@ -740,6 +789,7 @@ impl Binder<'_> {
             .iter()
             .map(|r| (r.oid, r.name.clone()))
             .chain(snap.indexes.iter().map(|i| (i.oid, i.name.clone())))
+            .chain(snap.sequences.iter().map(|q| (q.oid, q.info.name.clone())))
             .chain(
                 crate::system::SYSTEM_RELATIONS
                     .iter()
@@ -794,6 +844,8 @@ impl Binder<'_> {
                 | "pg_total_relation_size"
                 | "pg_indexes_size"
                 | "pg_get_serial_sequence"
+                | "pg_collation_is_visible"
+                | "json_build_object"
         ) || (name.starts_with("has_") && name.ends_with("_privilege"));
         if !known {
             return Ok(None);
@@ -838,7 +890,10 @@ impl Binder<'_> {
                     negated: true,
                 }
             }
-            "pg_type_is_visible" | "pg_function_is_visible" | "pg_relation_is_publishable" => {
+            "pg_type_is_visible"
+            | "pg_function_is_visible"
+            | "pg_collation_is_visible"
+            | "pg_relation_is_publishable" => {
                 arity(1..=1)?;
                 true_unless_null(args[0].clone())
             }
@@ -850,25 +905,51 @@ impl Binder<'_> {
                     PhysExpr::Literal {
                         value: Value::Text(s),
                         ..
-                    } => Ok(s),
-                    _ => Err(SqlError::unsupported(
-                        "pg_get_serial_sequence of anything but text constants",
-                        p,
-                    )),
+                    } => Some(s),
+                    _ => None,
                 };
-                let table = super::relation_name(&text(&args[0])?);
-                let column = super::relation_name(&text(&args[1])?);
-                let seq = self.catalog.sequences().into_iter().find(|q| {
-                    q.owned_by
-                        .as_ref()
-                        .is_some_and(|(t, c)| *t == table && *c == column)
-                });
-                match seq {
-                    Some(q) => PhysExpr::literal(
-                        Value::Text(format!("public.{}", q.name)),
-                        DataType::Varchar(None),
+                let owned: Vec<(String, String, String)> = self
+                    .catalog
+                    .sequences()
+                    .into_iter()
+                    .filter_map(|q| {
+                        let (t, c) = q.owned_by?;
+                        Some((t, c, format!("public.{}", q.name)))
+                    })
+                    .collect();
+                match (text(&args[0]), text(&args[1])) {
+                    (Some(table), Some(column)) => {
+                        let table = super::relation_name(&table);
+                        let column = super::relation_name(&column);
+                        let seq = owned
+                            .into_iter()
+                            .find(|(t, c, _)| *t == table && *c == column);
+                        match seq {
+                            Some((_, _, q)) => PhysExpr::literal(Value::Text(q), TEXT),
+                            None => typed_null(TEXT),
+                        }
+                    }
+                    // Per row (SQLAlchemy passes `attrelid::regclass::text` and
+                    // `attname`): the table as `t` or `public.t`, the column as
+                    // named.
+                    _ => serial_sequence_of(
+                        coerce(args[0].clone(), TEXT, p)?,
+                        coerce(args[1].clone(), TEXT, p)?,
+                        owned,
                     ),
-                    None => PhysExpr::literal(Value::Null, DataType::Varchar(None)),
+                }
+            }
+            "json_build_object" => {
+                if args.len() % 2 != 0 {
+                    return Err(SqlError::InvalidValue {
+                        message: "argument list must have even number of elements".into(),
+                        pos: p,
+                    });
+                }
+                PhysExpr::Func {
+                    func: ScalarFunc::JsonBuildObject,
+                    args,
+                    data_type: TEXT,
                 }
             }
             // A set-returning function whose one row, for a relation that is

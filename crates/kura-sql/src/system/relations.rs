@@ -619,6 +619,8 @@ const CATALOG_FUNCTIONS: &[&str] = &[
     "pg_get_constraintdef",
     "pg_get_expr",
     "pg_get_serial_sequence",
+    "pg_collation_is_visible",
+    "json_build_object",
     "current_database",
     "current_schema",
     "current_setting",

@@ -52,6 +52,21 @@ pub struct BTreeIndex {
 }
 
 impl BTreeIndex {
+    /// The placeholder tree of an index a transaction's view lists but has
+    /// not rebuilt ([`crate::IndexEntry::stale`]): no pages, never read.
+    pub fn stale(unique: bool) -> BTreeIndex {
+        BTreeIndex {
+            root: 0,
+            height: 0,
+            leaf_count: 0,
+            entries: 0,
+            key_types: Vec::new(),
+            include_types: Vec::new(),
+            unique,
+            first_leaf: 0,
+        }
+    }
+
     /// Types of every column an entry stores: key columns, then included ones.
     pub fn stored_types(&self) -> Vec<DataType> {
         let mut t = self.key_types.clone();

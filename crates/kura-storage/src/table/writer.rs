@@ -14,11 +14,30 @@ use crate::file::PageId;
 use crate::txn_io::PageIo;
 
 /// Accumulates appended rows and writes full row groups as they fill.
+///
+/// Inside a transaction a statement's rows must be readable by the next
+/// statement before their row group is full: [`TableAppender::view`] writes
+/// the open group's rows without ending it. Its full pages are final; the
+/// last, partly filled page of each column is *provisional*: the next view
+/// writes it again, in place, with the rows added since. So a transaction of
+/// many one-row INSERTs writes each row about once per page it ends up on,
+/// not a row group (and table metadata) per statement.
 pub struct TableAppender {
     table: String,
     schema: Schema,
+    /// The final part: complete row groups, and the final pages of the open
+    /// group (their zones and statistics).
     meta: TableMeta,
+    /// Per column, the rows of the open group after its final pages.
     pending: Vec<Vector>,
+    /// Rows in the open group (in final pages or pending), the same for every
+    /// column.
+    group_rows: usize,
+    /// Per column, the provisional page the last view wrote: it holds the
+    /// first rows of `pending`.
+    provisional: Vec<Option<PageZone>>,
+    /// What the last view returned, while no row was appended since.
+    view: Option<std::sync::Arc<TableMeta>>,
     appended: u64,
 }
 
@@ -29,11 +48,15 @@ impl TableAppender {
             .iter()
             .map(|c| Vector::new(c.data_type, 0))
             .collect();
+        let provisional = vec![None; schema.columns.len()];
         TableAppender {
             table: table.to_string(),
             schema,
             meta,
             pending,
+            group_rows: 0,
+            provisional,
+            view: None,
             appended: 0,
         }
     }
@@ -105,14 +128,19 @@ impl TableAppender {
                 }
             }
         }
+        if batch.num_rows == 0 {
+            return Ok(0);
+        }
         for (p, v) in self.pending.iter_mut().zip(&batch.columns) {
             let mut v = v.clone();
             v.data_type = p.data_type;
             p.append(&v);
         }
+        self.view = None;
         self.appended += batch.num_rows as u64;
-        while self.pending[0].len() >= ROW_GROUP_ROWS {
-            self.flush_group(io, ROW_GROUP_ROWS)?;
+        self.group_rows += batch.num_rows;
+        while self.group_rows >= ROW_GROUP_ROWS {
+            self.end_group(io, ROW_GROUP_ROWS)?;
         }
         Ok(batch.num_rows as u64)
     }
@@ -120,69 +148,172 @@ impl TableAppender {
     /// Writes what is queued (a final, possibly short row group) and returns the
     /// table's new metadata.
     pub fn finish(mut self, io: &mut PageIo) -> StorageResult<TableMeta> {
-        let n = self.pending.first().map_or(0, |v| v.len());
-        if n > 0 {
-            self.flush_group(io, n)?;
+        if self.group_rows > 0 {
+            self.end_group(io, self.group_rows)?;
         }
         Ok(self.meta)
     }
 
-    fn flush_group(&mut self, io: &mut PageIo, rows: usize) -> StorageResult<()> {
-        let first_row = self.meta.row_count;
-        let payload = io.page_size() - PAGE_HEADER;
-        for (c, pending) in self.pending.iter_mut().enumerate() {
-            let (group, rest) = if pending.len() == rows {
-                (
-                    std::mem::replace(pending, Vector::new(pending.data_type, 0)),
-                    None,
-                )
-            } else {
-                (
-                    pending.slice(0, rows),
-                    Some(pending.slice(rows, pending.len() - rows)),
-                )
-            };
-            if let Some(rest) = rest {
-                *pending = rest;
+    /// The table's metadata with every row appended so far, the open row
+    /// group's last pages written provisionally (see the type's doc). The
+    /// appender goes on: later rows join the same row group.
+    pub fn view(&mut self, io: &mut PageIo) -> StorageResult<std::sync::Arc<TableMeta>> {
+        if let Some(v) = &self.view {
+            return Ok(v.clone());
+        }
+        let mut provisional = Vec::with_capacity(self.pending.len());
+        for c in 0..self.pending.len() {
+            let upto = self.pending[c].len();
+            provisional.push(self.write_column(io, c, upto, false)?);
+        }
+        // After the writes: full pages joined the final part.
+        let mut view = self.meta.clone();
+        for (c, zone) in provisional.into_iter().enumerate() {
+            if let Some(zone) = zone {
+                // The provisional page holds exactly the pending rows.
+                let col = &mut view.columns[c];
+                merge_min_max(
+                    &mut col.stats.min,
+                    &mut col.stats.max,
+                    zone.min.clone(),
+                    zone.max.clone(),
+                );
+                col.stats.null_count += zone.null_count as u64;
+                col.hll
+                    .add_vector(&self.pending[c], 0, self.pending[c].len());
+                col.zones.push(zone);
             }
-            let col = &mut self.meta.columns[c];
-            let mut start = 0;
-            while start < rows {
-                let k = encode::rows_that_fit(&group, start, payload);
-                let page = if k == 0 {
-                    // Only a text value can be too long for a page of its own.
-                    let ColumnData::Str(s) = &group.data else {
-                        unreachable!("fixed-width values always fit a page")
-                    };
-                    write_long(io, s.get_bytes(start), &self.schema.columns[c].name, col)?
-                } else {
-                    let page = io.alloc();
-                    io.write_page(page, PageKind::Column, |buf| {
-                        encode::encode(&group, start, k, buf)
-                    })?;
-                    page
-                };
-                let k = k.max(1);
-                let (min, max, nulls) = min_max(&group, start, start + k);
-                col.zones.push(PageZone {
-                    page,
-                    first_row: first_row + start as u64,
-                    row_count: k as u32,
-                    null_count: nulls as u32,
-                    min: min.clone(),
-                    max: max.clone(),
-                });
-                merge_min_max(&mut col.stats.min, &mut col.stats.max, min, max);
-                col.stats.null_count += nulls as u64;
-                start += k;
-            }
-            col.hll.add_vector(&group, 0, rows);
+            let col = &mut view.columns[c];
             col.stats.distinct = col.hll.estimate();
         }
-        self.meta.row_groups.push((first_row, rows as u64));
+        if self.group_rows > 0 {
+            view.row_groups
+                .push((self.meta.row_count, self.group_rows as u64));
+            view.row_count += self.group_rows as u64;
+        }
+        let view = std::sync::Arc::new(view);
+        self.view = Some(view.clone());
+        Ok(view)
+    }
+
+    /// Ends the open row group after its first `rows` rows, writing them all
+    /// as final pages.
+    fn end_group(&mut self, io: &mut PageIo, rows: usize) -> StorageResult<()> {
+        for c in 0..self.pending.len() {
+            // Rows of the group already on final pages.
+            let done = self.group_rows - self.pending[c].len();
+            self.write_column(io, c, rows - done, true)?;
+            let col = &mut self.meta.columns[c];
+            col.stats.distinct = col.hll.estimate();
+        }
+        self.meta
+            .row_groups
+            .push((self.meta.row_count, rows as u64));
         self.meta.row_count += rows as u64;
+        self.group_rows -= rows;
         Ok(())
     }
+
+    /// Writes the first `upto` pending rows of column `c` as pages. Full
+    /// pages are final (their zones and statistics join `meta`, their rows
+    /// leave `pending`); so is the last one when `seal`, else it is written
+    /// provisionally and its zone returned. A provisional page is written
+    /// again in place only when its new contents begin with every row it
+    /// held (readers of an earlier view may still read those); otherwise it
+    /// becomes final as it is.
+    fn write_column(
+        &mut self,
+        io: &mut PageIo,
+        c: usize,
+        upto: usize,
+        seal: bool,
+    ) -> StorageResult<Option<PageZone>> {
+        let payload = io.page_size() - PAGE_HEADER;
+        // Rows of the open group before the pending ones.
+        let first_row = self.meta.row_count + (self.group_rows - self.pending[c].len()) as u64;
+        let pending = &self.pending[c];
+        let owned;
+        let rows = if upto == pending.len() {
+            pending
+        } else {
+            owned = pending.slice(0, upto);
+            &owned
+        };
+        let col = &mut self.meta.columns[c];
+        let mut previous = self.provisional[c].take();
+        let mut start = 0;
+        let mut out = None;
+        while start < upto {
+            let k = encode::rows_that_fit(rows, start, payload);
+            if let Some(p) = previous.take() {
+                if k < p.row_count as usize {
+                    // Fewer rows would fit now (a NULL added a bitmap): the
+                    // page stays as it was, final.
+                    seal_zone(col, rows, start, p.clone());
+                    start += p.row_count as usize;
+                    continue;
+                }
+                previous = Some(p);
+            }
+            // A long value's page holds one row whatever follows: final.
+            let long = k == 0;
+            let (page, k) = if long {
+                // Only a text value can be too long for a page of its own.
+                let ColumnData::Str(s) = &rows.data else {
+                    unreachable!("fixed-width values always fit a page")
+                };
+                let name = &self.schema.columns[c].name;
+                (write_long(io, s.get_bytes(start), name, col)?, 1)
+            } else {
+                let page = match previous.take() {
+                    Some(p) => io.overwrite(p.page),
+                    None => io.alloc(),
+                };
+                io.write_page(page, PageKind::Column, |buf| {
+                    encode::encode(rows, start, k, buf)
+                })?;
+                (page, k)
+            };
+            let (min, max, nulls) = min_max(rows, start, start + k);
+            let zone = PageZone {
+                page,
+                first_row: first_row + start as u64,
+                row_count: k as u32,
+                null_count: nulls as u32,
+                min,
+                max,
+            };
+            if start + k < upto || seal || long {
+                seal_zone(col, rows, start, zone);
+            } else {
+                self.provisional[c] = Some(zone.clone());
+                out = Some(zone);
+                break;
+            }
+            start += k;
+        }
+        // The rows now on final pages leave the queue.
+        let done = if out.is_some() { start } else { upto };
+        if done > 0 {
+            let pending = &mut self.pending[c];
+            *pending = pending.slice(done, pending.len() - done);
+        }
+        Ok(out)
+    }
+}
+
+/// Makes `zone` (rows `start..` of `rows`) a final page of column `col`.
+fn seal_zone(col: &mut super::meta::ColumnMeta, rows: &Vector, start: usize, zone: PageZone) {
+    let end = start + zone.row_count as usize;
+    merge_min_max(
+        &mut col.stats.min,
+        &mut col.stats.max,
+        zone.min.clone(),
+        zone.max.clone(),
+    );
+    col.stats.null_count += zone.null_count as u64;
+    col.hll.add_vector(rows, start, end);
+    col.zones.push(zone);
 }
 
 /// Writes a text value too long for a column page: its column page (first

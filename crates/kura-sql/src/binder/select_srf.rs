@@ -1,0 +1,292 @@
+//! Set-returning functions as items of a SELECT list with a FROM clause
+//! (`SELECT c, unnest(a), generate_subscripts(a, 1) FROM t`), as PostgreSQL
+//! 10 and later run them: each input row gives as many rows as its longest
+//! result, the functions run in lockstep and a shorter one is NULL after its
+//! end; a row whose results are all empty gives none.
+//!
+//! Planned as each row repeated that many times (`Replicate`) and numbered
+//! within its repetitions (`row_number()` over a per-row id); an item then
+//! reads its `ord`-th element. Only whole items are set-returning here:
+//! `unnest(a) + 1` is refused, and so is a list that aggregates or has a
+//! window (PostgreSQL runs the functions after those).
+
+use kura_common::{DataType, Value};
+use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
+use kura_exec::WindowFunc;
+use sqlparser::ast;
+
+use super::expr::ExprCtx;
+use super::types::{coerce, fold};
+use super::{norm, Binder, Scope, ScopeCol};
+use crate::error::{Pos, SqlError, SqlResult};
+use crate::logical::{col, ColId, Logical};
+
+/// The set-returning functions this module plans.
+const FUNCTIONS: &[&str] = &["unnest", "generate_subscripts"];
+
+/// One set-returning item: its function's name and arguments.
+fn srf_item(item: &ast::SelectItem) -> Option<(&ast::Function, String)> {
+    let e = match item {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
+        _ => return None,
+    };
+    let ast::Expr::Function(f) = e else {
+        return None;
+    };
+    let name = match f.name.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(i)] => norm(i),
+        [ast::ObjectNamePart::Identifier(s), ast::ObjectNamePart::Identifier(i)]
+            if norm(s) == "pg_catalog" =>
+        {
+            norm(i)
+        }
+        _ => return None,
+    };
+    (FUNCTIONS.contains(&name.as_str()) && f.over.is_none() && f.filter.is_none())
+        .then_some((f, name))
+}
+
+/// Whether `s`'s select list has an item this module plans.
+pub(super) fn has_srf_items(s: &ast::Select) -> bool {
+    !s.from.is_empty() && s.projection.iter().any(|i| srf_item(i).is_some())
+}
+
+impl Binder<'_> {
+    /// For a select list with set-returning items over `plan` (its FROM and
+    /// WHERE): the plan with each row repeated as the items need, its scope
+    /// with one column per item, and the select list with each item reading
+    /// its column.
+    pub(super) fn bind_srf_items(
+        &mut self,
+        s: &ast::Select,
+        plan: Logical,
+        scope: &Scope,
+        outer: &[Scope],
+    ) -> SqlResult<(Logical, Scope, ast::Select)> {
+        let grouped = !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
+        if grouped || s.having.is_some() {
+            return Err(SqlError::unsupported(
+                "set-returning functions in a SELECT list with GROUP BY or HAVING",
+                Pos::default(),
+            ));
+        }
+        // Each item's array, bound over the FROM clause.
+        let mut arrays: Vec<(PhysExpr, ColId, String)> = Vec::new();
+        let mut cx = ExprCtx::new(scope, outer);
+        for item in &s.projection {
+            let Some((f, name)) = srf_item(item) else {
+                continue;
+            };
+            let p = Pos::default();
+            let (args, _) = super::functions::call_args(f, &name, p)?;
+            let arity_ok = match name.as_str() {
+                "unnest" => args.len() == 1,
+                _ => args.len() == 2,
+            };
+            if !arity_ok {
+                return Err(SqlError::unsupported(
+                    format!("{name} with {} arguments in a SELECT list", args.len()),
+                    p,
+                ));
+            }
+            let a = self.bind_expr(&args[0], &mut cx)?;
+            if matches!(a, PhysExpr::Column { .. }) && a.data_type().is_text() {
+                // PostgreSQL's int2vector / oidvector catalog columns
+                // (pg_index.indkey) are text in kura's catalogs: a missing
+                // feature, not a type error.
+                return Err(SqlError::unsupported(
+                    format!(
+                        "{name} of a text column (kura's catalog vectors such as \
+                         pg_index.indkey are text)"
+                    ),
+                    p,
+                ));
+            }
+            if !a.data_type().is_array() {
+                return Err(SqlError::mismatch(
+                    format!("function {name}({}) does not exist", a.data_type()),
+                    p,
+                ));
+            }
+            if name == "generate_subscripts" {
+                let dim = fold(self.bind_expr(&args[1], &mut cx)?);
+                // kura's arrays have one dimension; a constant other one has
+                // no subscripts.
+                if !matches!(
+                    dim,
+                    PhysExpr::Literal {
+                        value: Value::Integer(_) | Value::BigInt(_),
+                        ..
+                    }
+                ) {
+                    return Err(SqlError::unsupported(
+                        "generate_subscripts with a dimension that is not a constant",
+                        p,
+                    ));
+                }
+                let first = matches!(
+                    dim,
+                    PhysExpr::Literal {
+                        value: Value::Integer(1) | Value::BigInt(1),
+                        ..
+                    }
+                );
+                let a = if first {
+                    a
+                } else {
+                    PhysExpr::literal(Value::Null, a.data_type())
+                };
+                let id = self.cols.add("?srf_array?", a.data_type());
+                arrays.push((a, id, name));
+            } else {
+                let id = self.cols.add("?srf_array?", a.data_type());
+                arrays.push((a, id, name));
+            }
+        }
+        if !cx.pending.is_empty() {
+            return Err(SqlError::unsupported(
+                "a subquery in the argument of a set-returning function",
+                Pos::default(),
+            ));
+        }
+        let length = |array: PhysExpr| -> PhysExpr {
+            // NULL (no array) counts as empty.
+            PhysExpr::Func {
+                func: ScalarFunc::Coalesce,
+                args: vec![
+                    PhysExpr::Func {
+                        func: ScalarFunc::Cardinality,
+                        args: vec![array],
+                        data_type: DataType::Integer,
+                    },
+                    PhysExpr::literal(Value::Integer(0), DataType::Integer),
+                ],
+                data_type: DataType::Integer,
+            }
+        };
+        // The input's columns, each item's array and the rows each input
+        // row gives.
+        let count = self.cols.add("?srf_rows?", DataType::BigInt);
+        let lengths: Vec<PhysExpr> = arrays.iter().map(|(a, _, _)| length(a.clone())).collect();
+        let most = match lengths.len() {
+            1 => lengths[0].clone(),
+            _ => PhysExpr::Func {
+                func: ScalarFunc::Greatest,
+                args: lengths,
+                data_type: DataType::Integer,
+            },
+        };
+        let (mut exprs, scope) = self.carry(scope);
+        exprs.extend(arrays.iter().map(|(a, id, _)| (a.clone(), *id)));
+        exprs.push((coerce(most, DataType::BigInt, Pos::default())?, count));
+        let row = self.cols.add("?srf_row?", DataType::BigInt);
+        let numbered = Logical::Window {
+            input: Box::new(Logical::Project {
+                input: Box::new(plan),
+                exprs,
+            }),
+            partition: Vec::new(),
+            order: Vec::new(),
+            funcs: vec![(WindowFunc::RowNumber, row)],
+        };
+        let ord = self.cols.add("?srf_ord?", DataType::BigInt);
+        let repeated = Logical::Window {
+            input: Box::new(Logical::Replicate {
+                input: Box::new(numbered),
+                count,
+            }),
+            partition: vec![col(row, DataType::BigInt)],
+            order: Vec::new(),
+            funcs: vec![(WindowFunc::RowNumber, ord)],
+        };
+        // Each item's value at `ord`, as a new column of the scope.
+        let ord = coerce(
+            col(ord, DataType::BigInt),
+            DataType::Integer,
+            Pos::default(),
+        )?;
+        let (mut exprs, mut scope) = self.carry(&scope);
+        let mut names = Vec::new();
+        for (k, (a, id, name)) in arrays.iter().enumerate() {
+            let t = a.data_type();
+            let elem = t.element().unwrap_or(DataType::Integer);
+            let (value, vt) = match name.as_str() {
+                // Past its end the element is NULL, as the subscript gives.
+                "unnest" => (
+                    PhysExpr::Func {
+                        func: ScalarFunc::ArraySubscript,
+                        args: vec![col(*id, t), ord.clone()],
+                        data_type: elem,
+                    },
+                    elem,
+                ),
+                _ => (
+                    PhysExpr::Case {
+                        whens: vec![(
+                            PhysExpr::Binary {
+                                op: BinaryOp::LtEq,
+                                left: Box::new(ord.clone()),
+                                right: Box::new(length(col(*id, t))),
+                                data_type: DataType::Boolean,
+                            },
+                            ord.clone(),
+                        )],
+                        otherwise: None,
+                        data_type: DataType::Integer,
+                    },
+                    DataType::Integer,
+                ),
+            };
+            let name = format!("\u{1}srf{k}");
+            let vid = self.cols.add(&name, vt);
+            exprs.push((value, vid));
+            scope.cols.push(ScopeCol {
+                qualifier: None,
+                name: name.clone(),
+                id: vid,
+                ty: vt,
+            });
+            names.push(name);
+        }
+        let plan = Logical::Project {
+            input: Box::new(repeated),
+            exprs,
+        };
+        // The select list, each set-returning item reading its column under
+        // the item's name (its alias, or the function's name).
+        let mut s = s.clone();
+        let mut names = names.into_iter();
+        for item in s.projection.iter_mut() {
+            let Some((_, fname)) = srf_item(item) else {
+                continue;
+            };
+            let alias = match item {
+                ast::SelectItem::ExprWithAlias { alias, .. } => alias.clone(),
+                _ => ast::Ident::new(fname),
+            };
+            let column = names.next().unwrap_or_default();
+            *item = ast::SelectItem::ExprWithAlias {
+                expr: ast::Expr::Identifier(ast::Ident::with_quote('"', column)),
+                alias,
+            };
+        }
+        Ok((plan, scope, s))
+    }
+
+    /// `scope`'s columns carried through a projection under fresh ids, and
+    /// the scope that names them.
+    fn carry(&mut self, scope: &Scope) -> (Vec<(PhysExpr, ColId)>, Scope) {
+        let mut out = scope.clone();
+        let exprs = out
+            .cols
+            .iter_mut()
+            .map(|c| {
+                let id = self.cols.add(&c.name, c.ty);
+                let e = (col(c.id, c.ty), id);
+                c.id = id;
+                e
+            })
+            .collect();
+        (exprs, out)
+    }
+}
