@@ -141,8 +141,10 @@ impl SortSink {
         std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    fn sort_run(&self, batches: Vec<Batch>) -> ExecResult<Run> {
-        sort_run(&self.keys, &self.types, self.limit, batches)
+    fn sort_run(&self, batches: Vec<Batch>, ctx: &ExecContext) -> ExecResult<Run> {
+        sort_run(&self.keys, &self.types, self.limit, batches, &|| {
+            ctx.check_cancel()
+        })
     }
 
     /// Sorts each worker's buffered input into a run, the runs in parallel when
@@ -150,31 +152,37 @@ impl SortSink {
     fn sort_runs(&self, pending: Vec<Vec<Batch>>, ctx: &ExecContext) -> ExecResult<Vec<Run>> {
         let rows: usize = pending.iter().flatten().map(|b| b.len()).sum();
         if rows < PARALLEL_SORT_ROWS {
-            return pending.into_iter().map(|b| self.sort_run(b)).collect();
+            return pending.into_iter().map(|b| self.sort_run(b, ctx)).collect();
         }
         let parts = pending
             .into_iter()
             .map(|batches| {
                 let (keys, types, limit) = (self.keys.clone(), self.types.clone(), self.limit);
-                move || sort_run(&keys, &types, limit, batches)
+                let ctx = ctx.clone();
+                move || sort_run(&keys, &types, limit, batches, &|| ctx.check_cancel())
             })
             .collect();
         crate::parallel::run_parts(ctx, parts)
     }
 }
 
-/// Sorts `batches` by `keys` into a run, cut to `limit` rows.
+/// Sorts `batches` by `keys` into a run, cut to `limit` rows. `cancel` is
+/// asked between the steps and between columns: a run of millions of wide
+/// rows (a top-N over a cross product) takes seconds to sort and gather.
 fn sort_run(
     sort_keys: &[SortKey],
     types: &[DataType],
     limit: Option<usize>,
     batches: Vec<Batch>,
+    cancel: &dyn Fn() -> ExecResult<()>,
 ) -> ExecResult<Run> {
     let all = concat(types, batches);
+    cancel()?;
     let keys = sort_keys
         .iter()
         .map(|k| k.expr.eval(&all))
         .collect::<ExecResult<Vec<_>>>()?;
+    cancel()?;
     let mut idx: Vec<u32> = (0..all.num_rows as u32).collect();
     let named = name_sort_buffers(&all, &keys, &idx);
     let mut prefix_sorted = None;
@@ -202,15 +210,41 @@ fn sort_run(
             }
             prefix_sorted = Some(sorted);
         }
-        None => idx.sort_by(|&x, &y| cmp_rows(sort_keys, &keys, x as usize, &keys, y as usize)),
+        None => {
+            // Comparing rows key by key is slow (a second for a few million
+            // rows): a cancel is asked every 65,536 comparisons, and once it
+            // came every comparison answers Equal, which ends the sort fast.
+            let mut compared = 0u32;
+            let mut canceled = false;
+            idx.sort_by(|&x, &y| {
+                if canceled {
+                    return std::cmp::Ordering::Equal;
+                }
+                compared = compared.wrapping_add(1);
+                if compared % 65_536 == 0 && cancel().is_err() {
+                    canceled = true;
+                    return std::cmp::Ordering::Equal;
+                }
+                cmp_rows(sort_keys, &keys, x as usize, &keys, y as usize)
+            });
+            if canceled {
+                cancel()?;
+            }
+        }
     }
     if let Some(l) = limit {
         idx.truncate(l);
     }
+    cancel()?;
     let rows = if all.columns.is_empty() {
         Batch::with_rows(idx.len())
     } else {
-        Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
+        let mut columns = Vec::with_capacity(all.columns.len());
+        for c in &all.columns {
+            cancel()?;
+            columns.push(c.take(&idx));
+        }
+        Batch::new(columns)
     };
     let keys = keys.iter().map(|k| k.take(&idx)).collect();
     for (start, len) in named {
@@ -379,7 +413,7 @@ impl Sink for SortSink {
             if buf.rows >= top_n_threshold(limit) {
                 // Top-N: keep this worker's best `limit` rows; the rest can never
                 // be in the result, and dropping them is what bounds memory.
-                let run = self.sort_run(std::mem::take(&mut buf.batches))?;
+                let run = self.sort_run(std::mem::take(&mut buf.batches), ctx)?;
                 ctx.memory.release(buf.bytes - bytes);
                 let kept = batch_bytes(&run.rows);
                 buf.rows = run.rows.len();
@@ -518,10 +552,11 @@ mod tests {
             for limit in [None, Some(7), Some(299), Some(5000)] {
                 let all: Vec<(Option<i64>, &str, i64)> =
                     parts[..runs_of].iter().flatten().copied().collect();
-                let expected = sort_run(&keys, &types, limit, vec![rows(&all)]).unwrap();
+                let expected =
+                    sort_run(&keys, &types, limit, vec![rows(&all)], &|| Ok(())).unwrap();
                 let runs: Vec<Run> = parts[..runs_of]
                     .iter()
-                    .map(|p| sort_run(&keys, &types, limit, vec![rows(p)]).unwrap())
+                    .map(|p| sort_run(&keys, &types, limit, vec![rows(p)], &|| Ok(())).unwrap())
                     .collect();
                 assert_eq!(runs[2 % runs_of].prefix.is_none(), runs_of > 2);
                 let idx = merge_order(&runs, &keys, limit, &ctx).unwrap();
