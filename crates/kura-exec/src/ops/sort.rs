@@ -221,7 +221,7 @@ fn sort_run(
                     return std::cmp::Ordering::Equal;
                 }
                 compared = compared.wrapping_add(1);
-                if compared % 65_536 == 0 && cancel().is_err() {
+                if compared.is_multiple_of(65_536) && cancel().is_err() {
                     canceled = true;
                     return std::cmp::Ordering::Equal;
                 }
