@@ -8,7 +8,8 @@
 //! than [`GRACE`] after its `statement_timeout`, and the server's peak RSS must
 //! stay under `--max-memory` + the buffer pool + [`SLACK_MB`].
 //!
-//! Measured peaks are 370–462 MB over six seeds (the bound is 528 MB): what
+//! Measured peaks are 370–512 MB over six seeds (the bound is 528 MB; 424 MB on
+//! the default seed, slowest answer 0.87 s at 500 ms): what
 //! queries hold is bounded by `--max-memory`, and aggregation, streamed cross
 //! products and text functions count what they allocate, doubling growth
 //! included.
