@@ -45,7 +45,8 @@ pub(crate) fn stream(
     // A window's rows count against the query's memory limit until they are
     // delivered, so a small limit keeps windows small.
     let target = STREAM_WINDOW_BYTES.min(ctx.memory.limit() / 4);
-    if pipeline.fan_out() > FORWARD_FAN_OUT {
+    let fan_out = pipeline.fan_out();
+    if fan_out > FORWARD_FAN_OUT {
         return forward(pipeline, sink_node, ctx, 0, deliver);
     }
     let mut window = workers.max(1);
@@ -72,7 +73,7 @@ pub(crate) fn stream(
         if bytes.saturating_mul(2) <= target {
             window = (window * 2).min(MAX_STREAM_WINDOW);
         } else if bytes > target {
-            if pipeline.fan_out() > 1 && bytes / ran > target {
+            if fan_out > 1 && bytes / ran > target {
                 // One morsel alone outgrew the window: its join multiplies
                 // rows by more than the build side's size suggested.
                 return forward(pipeline, sink_node, ctx, start, deliver);
