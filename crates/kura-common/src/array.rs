@@ -177,6 +177,28 @@ pub fn format_values(values: &[crate::Value]) -> String {
     out
 }
 
+/// The elements of an `int2vector` / `oidvector` value, held in PostgreSQL's
+/// text form for them: numbers separated by blanks (`1 3`). Each is checked
+/// as a number by the caller.
+pub fn parse_vector(text: &str) -> Result<Vec<Option<String>>, ArrayTextError> {
+    Ok(text
+        .split_ascii_whitespace()
+        .map(|e| Some(e.to_string()))
+        .collect())
+}
+
+/// A vector's text (`1 3`) of elements in their text forms.
+pub fn format_vector<'a>(elems: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for (i, e) in elems.into_iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(e);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +243,15 @@ mod tests {
             parse("[1:2]={1,2}"),
             Err(ArrayTextError::Unsupported(_))
         ));
+    }
+
+    #[test]
+    fn vectors_are_numbers_between_blanks() {
+        let some = |v: &[&str]| v.iter().map(|e| Some(e.to_string())).collect::<Vec<_>>();
+        assert_eq!(parse_vector(" 1  3 ").unwrap(), some(&["1", "3"]));
+        assert_eq!(parse_vector("").unwrap(), some(&[]));
+        assert_eq!(format_vector(["1", "3"]), "1 3");
+        assert_eq!(format_vector([]), "");
     }
 
     #[test]

@@ -39,6 +39,12 @@ pub enum DataType {
     /// result is range-checked to i16). Last, for the catalog's positional
     /// encoding: files written before it read as they did.
     SmallInt,
+    /// PostgreSQL's `int2vector` (`ElemType::SmallInt`) or `oidvector`
+    /// (`ElemType::Integer`): the catalogs' key and type lists
+    /// (`pg_index.indkey`, `pg_proc.proargtypes`). Held as an array is, but
+    /// subscripted from 0 and written `1 3`. Catalog columns only; after
+    /// `SmallInt` for the catalog's positional encoding.
+    Vector(ElemType),
 }
 
 /// The element type of an array: any type but an array (kura's arrays have
@@ -101,7 +107,9 @@ impl DataType {
                 PhysicalType::I64
             }
             DataType::Decimal { .. } => PhysicalType::I128,
-            DataType::Varchar(_) | DataType::Char(_) | DataType::Array(_) => PhysicalType::Str,
+            DataType::Varchar(_) | DataType::Char(_) | DataType::Array(_) | DataType::Vector(_) => {
+                PhysicalType::Str
+            }
         }
     }
 
@@ -119,21 +127,36 @@ impl DataType {
             DataType::Char(n) => ElemType::Char(n),
             DataType::Timestamp => ElemType::Timestamp,
             DataType::SmallInt => ElemType::SmallInt,
-            DataType::Array(_) => return None,
+            DataType::Array(_) | DataType::Vector(_) => return None,
         }))
     }
 
     /// The element type of an array type.
     pub fn element(self) -> Option<DataType> {
         match self {
-            DataType::Array(e) => Some(e.data_type()),
+            DataType::Array(e) | DataType::Vector(e) => Some(e.data_type()),
             _ => None,
         }
     }
 
+    /// An array or a catalog vector (which every array function takes).
     pub fn is_array(&self) -> bool {
-        matches!(self, DataType::Array(_))
+        matches!(self, DataType::Array(_) | DataType::Vector(_))
     }
+
+    /// The first subscript of this array type's values: 0 for the catalog
+    /// vectors, 1 for arrays.
+    pub fn lower_bound(&self) -> i32 {
+        match self {
+            DataType::Vector(_) => 0,
+            _ => 1,
+        }
+    }
+
+    /// PostgreSQL's `int2vector`.
+    pub const INT2VECTOR: DataType = DataType::Vector(ElemType::SmallInt);
+    /// PostgreSQL's `oidvector` (kura's OIDs are integers).
+    pub const OIDVECTOR: DataType = DataType::Vector(ElemType::Integer);
 
     /// Width in bytes of one value in storage, `None` for variable-length text.
     pub fn fixed_width(&self) -> Option<usize> {
@@ -204,6 +227,8 @@ impl fmt::Display for DataType {
             DataType::Varchar(Some(n)) => write!(f, "VARCHAR({n})"),
             DataType::Char(n) => write!(f, "CHAR({n})"),
             DataType::Array(e) => write!(f, "{}[]", e.data_type()),
+            DataType::Vector(ElemType::SmallInt) => write!(f, "INT2VECTOR"),
+            DataType::Vector(_) => write!(f, "OIDVECTOR"),
         }
     }
 }

@@ -32,6 +32,7 @@ pub fn text(value: &Value) -> Option<String> {
 pub fn binary(value: &Value, dt: &DataType, out: &mut Vec<u8>) -> Result<(), String> {
     match (value, dt) {
         (Value::Text(s), DataType::Array(e)) => array_binary(s, &e.data_type(), out)?,
+        (Value::Text(s), DataType::Vector(_)) => vector_binary(s, dt, out)?,
         (Value::Boolean(b), _) => out.push(u8::from(*b)),
         (Value::Integer(v), DataType::Integer) => out.extend_from_slice(&v.to_be_bytes()),
         (Value::Integer(v), DataType::SmallInt) => {
@@ -63,12 +64,35 @@ pub fn binary(value: &Value, dt: &DataType, out: &mut Vec<u8>) -> Result<(), Str
 fn array_binary(text: &str, elem: &DataType, out: &mut Vec<u8>) -> Result<(), String> {
     let elems = kura_common::array::parse(text).map_err(|e| format!("{e:?}"))?;
     let oid = crate::types::pg_type(elem).oid();
+    elements_binary(&elems, elem, oid, 1, out)
+}
+
+/// A catalog vector in binary (int2vectorsend / oidvectorsend): an array of
+/// int2 or oid whose subscripts start at 0.
+fn vector_binary(text: &str, dt: &DataType, out: &mut Vec<u8>) -> Result<(), String> {
+    let elems = kura_common::array::parse_vector(text).map_err(|e| format!("{e:?}"))?;
+    let (elem, oid) = match dt {
+        DataType::Vector(kura_common::ElemType::SmallInt) => (DataType::SmallInt, 21),
+        _ => (DataType::Integer, 26),
+    };
+    elements_binary(&elems, &elem, oid, 0, out)
+}
+
+/// One dimension of `elems` (of `elem`, announced as type `oid`) whose first
+/// subscript is `lower`, in array_send's form.
+fn elements_binary(
+    elems: &[Option<String>],
+    elem: &DataType,
+    oid: u32,
+    lower: i32,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
     out.extend_from_slice(&i32::from(!elems.is_empty()).to_be_bytes());
     out.extend_from_slice(&i32::from(elems.iter().any(Option::is_none)).to_be_bytes());
     out.extend_from_slice(&oid.to_be_bytes());
     if !elems.is_empty() {
         out.extend_from_slice(&(elems.len() as i32).to_be_bytes());
-        out.extend_from_slice(&1i32.to_be_bytes());
+        out.extend_from_slice(&lower.to_be_bytes());
     }
     let mut one = Vec::new();
     for e in elems {
@@ -76,7 +100,7 @@ fn array_binary(text: &str, elem: &DataType, out: &mut Vec<u8>) -> Result<(), St
             None => out.extend_from_slice(&(-1i32).to_be_bytes()),
             Some(t) => {
                 one.clear();
-                binary(&decode_text(&t, Some(elem))?, elem, &mut one)?;
+                binary(&decode_text(t, Some(elem))?, elem, &mut one)?;
                 out.extend_from_slice(&(one.len() as i32).to_be_bytes());
                 out.extend_from_slice(&one);
             }
@@ -197,7 +221,7 @@ fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
     Ok(match dt {
         None | Some(DataType::Varchar(_)) | Some(DataType::Char(_)) => Value::Text(s.to_string()),
         // Kept as written (checked by the statement's cast to its array type).
-        Some(DataType::Array(_)) => Value::Text(s.to_string()),
+        Some(DataType::Array(_) | DataType::Vector(_)) => Value::Text(s.to_string()),
         Some(DataType::Boolean) => match t.to_ascii_lowercase().as_str() {
             "t" | "true" | "yes" | "y" | "on" | "1" => Value::Boolean(true),
             "f" | "false" | "no" | "n" | "off" | "0" => Value::Boolean(false),
@@ -256,6 +280,9 @@ fn decode_binary(b: &[u8], dt: Option<&DataType>) -> Result<Value, String> {
                 .map_err(|_| "parameter is not valid UTF-8".to_string())?,
         ),
         Some(DataType::Array(_)) => array_from_binary(b)?,
+        Some(DataType::Vector(_)) => {
+            return Err("binary int2vector / oidvector parameters are not supported".into())
+        }
         Some(DataType::Boolean) => Value::Boolean(fixed(1, "boolean")?[0] != 0),
         Some(DataType::SmallInt) => Value::Integer(i32::from(i16::from_be_bytes(
             fixed(2, "smallint")?.try_into().unwrap(),

@@ -17,6 +17,7 @@ const CLIENT_PARAMETERS: &[(&str, &str)] = &[
     ("client_encoding", "UTF8"),
     ("client_min_messages", "notice"),
     ("datestyle", "ISO, MDY"),
+    ("default_table_access_method", "heap"),
     ("extra_float_digits", "1"),
     ("idle_in_transaction_session_timeout", "0"),
     ("integer_datetimes", "on"),

@@ -33,6 +33,8 @@ pub fn pg_type(dt: &DataType) -> Type {
             ElemType::Varchar(Some(_)) => Type::VARCHAR_ARRAY,
             ElemType::Char(_) => Type::BPCHAR_ARRAY,
         },
+        DataType::Vector(ElemType::SmallInt) => Type::INT2_VECTOR,
+        DataType::Vector(_) => Type::OID_VECTOR,
     }
 }
 

@@ -1,8 +1,9 @@
 //! SQLAlchemy 2 (psycopg 3) and pandas against the server, in the shared
 //! Python environment (see `common::python`): connecting without AUTOCOMMIT,
-//! the inspector, `pd.read_sql`, `DataFrame.to_sql` of 100,000 rows of every
-//! common type read back equal (and how fast), and `begin_nested`. What kura
-//! cannot answer yet is checked to be refused with a clear error.
+//! the inspector (keys, indexes, references, constraints, `MetaData.reflect`),
+//! `pd.read_sql`, `pd.read_sql_table`, `DataFrame.to_sql` of 100,000 rows of
+//! every common type read back equal (and how fast), `if_exists='replace'`,
+//! and `begin_nested`.
 
 mod common;
 
@@ -31,6 +32,12 @@ fn sqlalchemy_and_pandas_reflect_read_write_and_nest() {
         common::exec(db, &format!("insert into nation values {NATIONS}"));
         common::exec(db, "create index nation_region on nation (n_regionkey)");
         common::exec(db, "create view nation_names as select n_name from nation");
+        common::exec(
+            db,
+            "create table city (id integer, nation integer references nation (n_nationkey), \
+             name text unique, pop bigint check (pop > 0), primary key (id, nation))",
+        );
+        common::exec(db, "create unique index city_pop on city (pop, name)");
     });
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_sqlalchemy.py");
     let out = Command::new(python())

@@ -229,6 +229,7 @@ fn sql_type(t: kura_common::DataType) -> String {
         T::Date => "DATE".into(),
         T::Timestamp => "TIMESTAMP".into(),
         T::Array(e) => format!("{}[]", sql_type(e.data_type())),
+        T::Vector(_) => t.to_string(),
     }
 }
 

@@ -485,7 +485,7 @@ impl Session {
         settings.extend(
             CLIENT_SETTINGS
                 .iter()
-                .filter_map(|n| Some((n.to_string(), client_setting_value(n)?.to_string()))),
+                .map(|(n, v)| (n.to_string(), v.to_string())),
         );
         for name in ["transaction_isolation", "transaction_read_only"] {
             if let Some(v) = self.transaction_setting(name) {
@@ -1088,36 +1088,36 @@ fn parse_sql(sql: &str) -> KuraResult<Vec<Statement>> {
 /// has room for this many).
 const PARSER_RECURSION_LIMIT: usize = 500;
 
-/// The client parameters `current_setting(name)` reports.
-const CLIENT_SETTINGS: &[&str] = &[
-    "server_version",
-    "server_version_num",
-    "server_encoding",
-    "client_encoding",
-    "datestyle",
-    "timezone",
-    "standard_conforming_strings",
-    "integer_datetimes",
-    "intervalstyle",
-    "search_path",
-    "application_name",
+/// Parameters PostgreSQL clients set or ask for that have no meaning in
+/// kura, with the values kura reports for them.
+const CLIENT_SETTINGS: &[(&str, &str)] = &[
+    ("server_version", crate::identity::PG_VERSION),
+    ("server_version_num", crate::identity::PG_VERSION_NUM),
+    ("server_encoding", "UTF8"),
+    ("client_encoding", "UTF8"),
+    ("datestyle", "ISO, MDY"),
+    ("default_table_access_method", "heap"),
+    ("timezone", "UTC"),
+    ("standard_conforming_strings", "on"),
+    ("integer_datetimes", "on"),
+    ("intervalstyle", "postgres"),
+    ("search_path", "public"),
+    ("application_name", ""),
+    ("extra_float_digits", ""),
 ];
 
-/// Parameters PostgreSQL clients set or ask for that have no meaning in kura.
+/// The value kura reports for client parameter `name` (`time zone` is SET's
+/// spelling of `timezone`).
 pub(crate) fn client_setting_value(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "server_version" => crate::identity::PG_VERSION,
-        "server_version_num" => crate::identity::PG_VERSION_NUM,
-        "server_encoding" | "client_encoding" => "UTF8",
-        "datestyle" => "ISO, MDY",
-        "timezone" | "time zone" => "UTC",
-        "standard_conforming_strings" => "on",
-        "integer_datetimes" => "on",
-        "intervalstyle" => "postgres",
-        "search_path" => "public",
-        "application_name" | "extra_float_digits" => "",
-        _ => return None,
-    })
+    let name = if name == "time zone" {
+        "timezone"
+    } else {
+        name
+    };
+    CLIENT_SETTINGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
 }
 
 fn is_client_setting(name: &str) -> bool {

@@ -11,6 +11,7 @@ const CLIENT_PARAMETERS: &[&str] = &[
     "application_name",
     "client_encoding",
     "datestyle",
+    "default_table_access_method",
     "extra_float_digits",
     "integer_datetimes",
     "intervalstyle",

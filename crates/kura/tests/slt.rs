@@ -71,7 +71,8 @@ fn column_type(data_type: DataType) -> DefaultColumnType {
         | DataType::Timestamp
         | DataType::Varchar(_)
         | DataType::Char(_)
-        | DataType::Array(_) => DefaultColumnType::Text,
+        | DataType::Array(_)
+        | DataType::Vector(_) => DefaultColumnType::Text,
     }
 }
 

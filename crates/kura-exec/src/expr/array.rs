@@ -12,7 +12,7 @@ use super::cast::cast_value;
 use super::{BinaryOp, ScalarFunc};
 use crate::error::{ExecError, ExecResult};
 
-fn text_error(text: &str, e: ArrayTextError) -> ExecError {
+pub(super) fn text_error(text: &str, e: ArrayTextError) -> ExecError {
     match e {
         ArrayTextError::Malformed(detail) => ExecError::MalformedArray {
             text: text.to_string(),
@@ -32,6 +32,21 @@ pub fn array_elements(text: &str, elem: DataType) -> ExecResult<Vec<Value>> {
             Some(t) => cast_value(&Value::Text(t), elem),
         })
         .collect()
+}
+
+/// The elements of a value of array or vector type `t` held as `text`.
+pub fn elements_of(text: &str, t: DataType) -> ExecResult<Vec<Value>> {
+    match t {
+        DataType::Vector(e) => array::parse_vector(text)
+            .map_err(|err| text_error(text, err))?
+            .into_iter()
+            .map(|x| match x {
+                None => Ok(Value::Null),
+                Some(x) => cast_value(&Value::Text(x), e.data_type()),
+            })
+            .collect(),
+        _ => array_elements(text, t.element().unwrap_or(DataType::Varchar(None))),
+    }
 }
 
 /// Array text in any form (`'{1, 2}'`) as the canonical text of an array of
@@ -73,7 +88,7 @@ impl<'a> Rows<'a> {
             return Err(ExecError::Internal("array held as non-text".into()));
         };
         if self.last.as_ref().is_none_or(|(s, _)| *s != t) {
-            let elems = array_elements(&t, self.elem)?;
+            let elems = elements_of(&t, self.v.data_type)?;
             self.last = Some((t, elems));
         }
         Ok(self.last.as_ref().map(|(_, e)| e.as_slice()))

@@ -144,7 +144,34 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
             V::Text(s) => V::Text(super::array::array_from_text(s, e.data_type())?),
             _ => return Err(invalid(to, &v.to_string())),
         },
+        // A catalog vector from its text (`1 3`) or an array's (`{1,3}`):
+        // each element checked as `e`, written back in the vector's form.
+        DataType::Vector(_) => match v {
+            V::Text(s) => {
+                let elems = super::array::elements_of(s, to)?;
+                if elems.iter().any(Value::is_null) {
+                    return Err(invalid(to, s));
+                }
+                let texts: Vec<String> = elems.iter().map(|x| x.to_string()).collect();
+                V::Text(kura_common::array::format_vector(
+                    texts.iter().map(String::as_str),
+                ))
+            }
+            _ => return Err(invalid(to, &v.to_string())),
+        },
     })
+}
+
+/// Converts one value of type `from` to type `to`: [`cast_value`], but a
+/// catalog vector's text (`1 3`) is first read as the array it is.
+pub fn cast_typed(v: &Value, from: DataType, to: DataType) -> ExecResult<Value> {
+    match (v, from) {
+        (Value::Text(held), DataType::Vector(_)) if to.is_array() => {
+            let elems = super::array::elements_of(held, from)?;
+            cast_value(&Value::Text(kura_common::array::format_values(&elems)), to)
+        }
+        _ => cast_value(v, to),
+    }
 }
 
 /// Casts every value of a vector to `to`.
@@ -153,6 +180,15 @@ pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
         return Ok(v.clone());
     }
     let from = v.data_type;
+    if matches!(from, DataType::Vector(_)) && to.is_array() {
+        let mut out = Vector::new(to, v.len());
+        for i in 0..v.len() {
+            if !out.push_value(&cast_typed(&v.get_value(i), from, to)?) {
+                return Err(ExecError::Internal(format!("a vector's array is not {to}")));
+            }
+        }
+        return Ok(out);
+    }
     let int_like = |d: DataType| d.is_integer() || matches!(d, DataType::Decimal { .. });
     if int_like(from) && int_like(to) {
         let mut x = to_i128(v);

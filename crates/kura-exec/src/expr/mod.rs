@@ -18,8 +18,8 @@ mod predicate;
 mod select;
 pub mod sequence;
 
-pub use array::{array_elements, array_from_text};
-pub use cast::{assign_vector, cast_value, cast_vector};
+pub use array::{array_elements, array_from_text, elements_of};
+pub use cast::{assign_vector, cast_typed, cast_value, cast_vector};
 pub use like::LikePattern;
 pub use predicate::{eval_predicate, selection_of};
 pub use select::keep_rows;

@@ -38,9 +38,11 @@ const BASE_TYPES: &[(i32, &str, &str, i32, &str, i32)] = &[
     (20, "int8", "bigint", 8, "N", 1016),
     (21, "int2", "smallint", 2, "N", 1005),
     (23, "int4", "integer", 4, "N", 1007),
+    (22, "int2vector", "int2vector", -1, "A", 1006),
     (24, "regproc", "regproc", 4, "N", 1008),
     (25, "text", "text", -1, "S", 1009),
     (26, "oid", "oid", 4, "N", 1028),
+    (30, "oidvector", "oidvector", -1, "A", 1013),
     (700, "float4", "real", 4, "N", 1021),
     (701, "float8", "double precision", 8, "N", 1022),
     (1042, "bpchar", "character", -1, "S", 1014),
@@ -121,6 +123,8 @@ pub fn pg_type_of(t: DataType) -> (i32, i32) {
             let array = BASE_TYPES.iter().find(|t| t.0 == elem).map_or(0, |t| t.5);
             (array, typmod)
         }
+        DataType::Vector(kura_common::ElemType::SmallInt) => (22, -1),
+        DataType::Vector(_) => (30, -1),
     }
 }
 

@@ -7,7 +7,7 @@ use kura_exec::expr::{array_elements, BinaryOp, PhysExpr, ScalarFunc};
 use sqlparser::ast;
 
 use super::expr::{param_marker, ExprCtx};
-use super::types::{coerce, common_type, fold, is_null_literal, is_untyped_null};
+use super::types::{as_array, coerce, common_type, fold, is_null_literal, is_untyped_null};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 
@@ -26,6 +26,20 @@ pub const SCALARS: &[&str] = &[
     "array_cat",
     "array_position",
 ];
+
+/// Integer `e` plus `shift`: a subscript moved between a catalog vector's
+/// numbering (from 0) and the array kernels' (from 1).
+pub(super) fn shifted(e: PhysExpr, shift: i32) -> PhysExpr {
+    if shift == 0 {
+        return e;
+    }
+    fold(PhysExpr::Binary {
+        op: BinaryOp::Add,
+        left: Box::new(e),
+        right: Box::new(PhysExpr::literal(Value::Integer(shift), DataType::Integer)),
+        data_type: DataType::Integer,
+    })
+}
 
 /// A quoted literal not yet given a type (PostgreSQL's `unknown`).
 fn is_untyped_text(e: &PhysExpr) -> bool {
@@ -63,7 +77,7 @@ fn comparison_op(op: &ast::BinaryOperator, p: Pos) -> SqlResult<BinaryOp> {
 
 impl Binder<'_> {
     /// A `$n` being described takes type `t`: a NULL of it stands in.
-    fn type_param(&mut self, e: PhysExpr, t: DataType) -> PhysExpr {
+    pub(super) fn type_param(&mut self, e: PhysExpr, t: DataType) -> PhysExpr {
         match param_marker(&e) {
             Some(n) => {
                 if let Some(slot) = self.params.types.get_mut(n - 1) {
@@ -284,7 +298,25 @@ impl Binder<'_> {
         cx: &mut ExprCtx,
         p: Pos,
     ) -> SqlResult<PhysExpr> {
-        let a = self.bind_expr(root, cx)?;
+        // `t.col[i]` parses as `t` followed by `.col` and `[i]`: the leading
+        // field names qualify a column.
+        let fields = chain
+            .iter()
+            .take_while(|a| matches!(a, ast::AccessExpr::Dot(ast::Expr::Identifier(_))))
+            .count();
+        let (a, chain) = match (root, fields) {
+            (ast::Expr::Identifier(first), 1..) => {
+                let mut parts = vec![first.clone()];
+                for a in &chain[..fields] {
+                    if let ast::AccessExpr::Dot(ast::Expr::Identifier(id)) = a {
+                        parts.push(id.clone());
+                    }
+                }
+                let column = ast::Expr::CompoundIdentifier(parts);
+                (self.bind_expr(&column, cx)?, &chain[fields..])
+            }
+            _ => (self.bind_expr(root, cx)?, chain),
+        };
         let index = match chain {
             [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] => index,
             [ast::AccessExpr::Subscript(ast::Subscript::Slice { .. })] => {
@@ -295,15 +327,6 @@ impl Binder<'_> {
             }
             _ => return Err(SqlError::unsupported("field access", p)),
         };
-        if matches!(a, PhysExpr::Column { .. }) && a.data_type().is_text() {
-            // PostgreSQL's int2vector / oidvector catalog columns
-            // (pg_index.indkey, pg_proc.proargtypes) are text in kura's
-            // catalogs: a subscript there is a missing feature, not a type error.
-            return Err(SqlError::unsupported(
-                "subscripts of a text column (kura's catalog vectors such as pg_index.indkey are text)",
-                p,
-            ));
-        }
         let Some(elem) = a.data_type().element() else {
             return Err(SqlError::mismatch(
                 format!(
@@ -316,9 +339,12 @@ impl Binder<'_> {
         let i = self.bind_expr(index, cx)?;
         let i = self.type_param(i, DataType::Integer);
         let i = coerce(i, DataType::Integer, p)?;
+        // The kernel numbers elements from 1; a catalog vector's subscripts
+        // start at 0.
+        let i = shifted(i, 1 - a.data_type().lower_bound());
         Ok(fold(PhysExpr::Func {
             func: ScalarFunc::ArraySubscript,
-            args: vec![a, i],
+            args: vec![as_array(a, p)?, i],
             data_type: elem,
         }))
     }
@@ -352,7 +378,7 @@ impl Binder<'_> {
         let array_arg =
             |b: &mut Self, a: PhysExpr, elem: Option<DataType>| -> SqlResult<PhysExpr> {
                 if a.data_type().is_array() {
-                    return Ok(a);
+                    return as_array(a, p);
                 }
                 if untyped(&a) || param_marker(&a).is_some() {
                     let t = array_type(elem.unwrap_or(TEXT), p)?;
@@ -383,6 +409,21 @@ impl Binder<'_> {
                 ))
             }
         };
+        if let (true, Some(v)) = (
+            matches!(name, "array_append" | "array_prepend" | "array_cat"),
+            args.iter()
+                .find(|a| matches!(a.data_type(), DataType::Vector(_))),
+        ) {
+            // PostgreSQL's result would keep the vector's subscripts (from 0),
+            // which kura's arrays (from 1) cannot hold.
+            return Err(SqlError::unsupported(
+                format!(
+                    "{name} of an {} (its subscripts start at 0, kura's arrays' at 1)",
+                    v.data_type().to_string().to_lowercase()
+                ),
+                p,
+            ));
+        }
         let mut args = args.into_iter();
         let (a0, a1, a2) = (args.next(), args.next(), args.next());
         if args.next().is_some() {
@@ -397,6 +438,7 @@ impl Binder<'_> {
                 call(ScalarFunc::Cardinality, vec![a], DataType::Integer)
             }
             ("array_length" | "array_upper" | "array_lower", Some(a), Some(d), None) => {
+                let shift = a.data_type().lower_bound() - 1;
                 let a = array_arg(self, a, None)?;
                 let d = int(self, d)?;
                 let func = match name {
@@ -404,7 +446,11 @@ impl Binder<'_> {
                     "array_upper" => ScalarFunc::ArrayUpper,
                     _ => ScalarFunc::ArrayLower,
                 };
-                call(func, vec![a, d], DataType::Integer)
+                let bound = call(func, vec![a, d], DataType::Integer)?;
+                if name == "array_length" {
+                    return Ok(bound);
+                }
+                Ok(shifted(bound, shift))
             }
             ("array_to_string", Some(a), Some(sep), null) => {
                 let a = array_arg(self, a, None)?;
@@ -422,6 +468,7 @@ impl Binder<'_> {
                 call(ScalarFunc::StringToArray, v, array_type(TEXT, p)?)
             }
             ("array_append" | "array_position", Some(a), Some(x), None) => {
+                let shift = a.data_type().lower_bound() - 1;
                 let elem = (!untyped(&x)).then(|| x.data_type());
                 let a = array_arg(self, a, elem)?;
                 let (a, x) = self.array_and_element(a, x, p)?;
@@ -429,7 +476,8 @@ impl Binder<'_> {
                     let t = a.data_type();
                     call(ScalarFunc::ArrayAppend, vec![a, x], t)
                 } else {
-                    call(ScalarFunc::ArrayPosition, vec![a, x], DataType::Integer)
+                    let at = call(ScalarFunc::ArrayPosition, vec![a, x], DataType::Integer)?;
+                    Ok(shifted(at, shift))
                 }
             }
             ("array_prepend", Some(x), Some(a), None) => {

@@ -618,6 +618,19 @@ impl Binder<'_> {
                         pos: pos(e),
                     });
                 }
+                if let (DataType::Vector(_), true) =
+                    (x.data_type(), t.is_array() && t != x.data_type())
+                {
+                    // PostgreSQL's array keeps the vector's subscripts (from
+                    // 0), which kura's arrays (from 1) cannot hold.
+                    return Err(SqlError::unsupported(
+                        format!(
+                            "casting {} to {t} (its subscripts start at 0, kura's arrays' at 1)",
+                            x.data_type().to_string().to_lowercase()
+                        ),
+                        pos(e),
+                    ));
+                }
                 if x.data_type().is_array() && !(t.is_array() || t.is_text()) {
                     return Err(SqlError::CannotCoerce {
                         message: format!("cannot cast type {} to {t}", x.data_type()),
@@ -1585,7 +1598,7 @@ pub(super) fn aggregate_call(
 }
 
 /// Prefix of the placeholder literal standing for `$n` while a statement is described.
-const PARAM_MARK: &str = "\u{0}$";
+pub(super) const PARAM_MARK: &str = "\u{0}$";
 
 /// The parameter number a describe-time placeholder stands for.
 pub(super) fn param_marker(e: &PhysExpr) -> Option<usize> {

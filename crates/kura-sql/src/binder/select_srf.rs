@@ -90,18 +90,6 @@ impl Binder<'_> {
                 ));
             }
             let a = self.bind_expr(&args[0], &mut cx)?;
-            if matches!(a, PhysExpr::Column { .. }) && a.data_type().is_text() {
-                // PostgreSQL's int2vector / oidvector catalog columns
-                // (pg_index.indkey) are text in kura's catalogs: a missing
-                // feature, not a type error.
-                return Err(SqlError::unsupported(
-                    format!(
-                        "{name} of a text column (kura's catalog vectors such as \
-                         pg_index.indkey are text)"
-                    ),
-                    p,
-                ));
-            }
             if !a.data_type().is_array() {
                 return Err(SqlError::mismatch(
                     format!("function {name}({}) does not exist", a.data_type()),
@@ -109,33 +97,29 @@ impl Binder<'_> {
                 ));
             }
             if name == "generate_subscripts" {
-                let dim = fold(self.bind_expr(&args[1], &mut cx)?);
-                // kura's arrays have one dimension; a constant other one has
-                // no subscripts.
-                if !matches!(
-                    dim,
-                    PhysExpr::Literal {
-                        value: Value::Integer(_) | Value::BigInt(_),
-                        ..
-                    }
-                ) {
-                    return Err(SqlError::unsupported(
-                        "generate_subscripts with a dimension that is not a constant",
-                        p,
-                    ));
-                }
-                let first = matches!(
-                    dim,
-                    PhysExpr::Literal {
-                        value: Value::Integer(1) | Value::BigInt(1),
-                        ..
-                    }
-                );
-                let a = if first {
-                    a
-                } else {
-                    PhysExpr::literal(Value::Null, a.data_type())
-                };
+                // kura's arrays have one dimension: another has no
+                // subscripts, so the array counts as NULL (no rows) there. The
+                // dimension may be any integer expression (clients bind it).
+                let dim = self.bind_expr(&args[1], &mut cx)?;
+                let dim = self.type_param(dim, DataType::Integer);
+                let dim = coerce(dim, DataType::Integer, p)?;
+                let t = a.data_type();
+                let a = fold(PhysExpr::Case {
+                    whens: vec![(
+                        PhysExpr::Binary {
+                            op: BinaryOp::Eq,
+                            left: Box::new(dim),
+                            right: Box::new(PhysExpr::literal(
+                                Value::Integer(1),
+                                DataType::Integer,
+                            )),
+                            data_type: DataType::Boolean,
+                        },
+                        a,
+                    )],
+                    otherwise: None,
+                    data_type: t,
+                });
                 let id = self.cols.add("?srf_array?", a.data_type());
                 arrays.push((a, id, name));
             } else {
@@ -220,6 +204,7 @@ impl Binder<'_> {
                     },
                     elem,
                 ),
+                // A catalog vector's subscripts start at 0.
                 _ => (
                     PhysExpr::Case {
                         whens: vec![(
@@ -229,7 +214,7 @@ impl Binder<'_> {
                                 right: Box::new(length(col(*id, t))),
                                 data_type: DataType::Boolean,
                             },
-                            ord.clone(),
+                            super::array::shifted(ord.clone(), t.lower_bound() - 1),
                         )],
                         otherwise: None,
                         data_type: DataType::Integer,

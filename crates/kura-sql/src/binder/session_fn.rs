@@ -107,11 +107,19 @@ impl Binder<'_> {
                 if args.is_empty() || args.len() > 2 {
                     arity(1)?;
                 }
-                let setting = match &args[0] {
+                // `current_setting($1::varchar)`: a constant once folded.
+                let setting = match &super::types::fold(args[0].clone()) {
                     PhysExpr::Literal {
                         value: Value::Text(s),
                         ..
-                    } => s.clone(),
+                    } if !s.starts_with(super::expr::PARAM_MARK) => s.clone(),
+                    // NULL gives NULL; so does a statement being described
+                    // (`$1`, or `$1::text`, which stands as a NULL then): its
+                    // result is text, whichever setting the parameter names.
+                    PhysExpr::Literal {
+                        value: Value::Text(_) | Value::Null,
+                        ..
+                    } => return Ok(Some(super::types::text_null())),
                     _ => {
                         return Err(SqlError::unsupported(
                             "current_setting of a non-constant name",

@@ -440,6 +440,7 @@ impl Binder<'_> {
                     });
                 }
             }
+            let x = super::types::as_array(x, p)?;
             let elem = x.data_type().element().unwrap_or(DataType::Varchar(None));
             let elems = match literal(&x) {
                 Some(Value::Text(t)) => {

@@ -61,6 +61,21 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         {
             DataType::Timestamp
         }
+        // The catalogs' vectors, which clients cast to (`'1 2'::int2vector`).
+        A::Custom(name, mods)
+            if mods.is_empty()
+                && name.0.len() == 1
+                && name.to_string().eq_ignore_ascii_case("int2vector") =>
+        {
+            DataType::INT2VECTOR
+        }
+        A::Custom(name, mods)
+            if mods.is_empty()
+                && name.0.len() == 1
+                && name.to_string().eq_ignore_ascii_case("oidvector") =>
+        {
+            DataType::OIDVECTOR
+        }
         A::Boolean | A::Bool => DataType::Boolean,
         A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
             DataType::Varchar(len(l))
@@ -239,8 +254,8 @@ pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
     if e.data_type() == to {
         return Ok(e);
     }
-    if let PhysExpr::Literal { value, .. } = &e {
-        let v = kura_exec::expr::cast_value(value, to).map_err(|err| match err {
+    if let PhysExpr::Literal { value, data_type } = &e {
+        let v = kura_exec::expr::cast_typed(value, *data_type, to).map_err(|err| match err {
             kura_exec::ExecError::InvalidDate(t) => SqlError::InvalidDate { text: t, pos },
             e @ (kura_exec::ExecError::InvalidText { .. }
             | kura_exec::ExecError::MalformedArray { .. }) => SqlError::InvalidText {
@@ -267,6 +282,16 @@ pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
         expr: Box::new(e),
         to,
     })
+}
+
+/// A catalog vector (`int2vector`, `oidvector`) as the array of its
+/// elements, for the array functions (which number elements from 1); any
+/// other expression as it is.
+pub fn as_array(e: PhysExpr, pos: Pos) -> SqlResult<PhysExpr> {
+    match e.data_type() {
+        DataType::Vector(elem) => coerce(e, DataType::Array(elem), pos),
+        _ => Ok(e),
+    }
 }
 
 /// Evaluates an expression without column references now.

@@ -4,6 +4,7 @@
 //! are computed from a [`Snapshot`] only when a query names a system relation or
 //! calls a catalog function.
 
+mod keys;
 mod relations;
 mod sequences;
 

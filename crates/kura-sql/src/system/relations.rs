@@ -11,8 +11,9 @@ use super::*;
 
 /// A system relation: where it lives, its OID and its columns, written
 /// `name:type` with type `o` (oid, as an integer), `i` (int2/int4), `l` (int8),
-/// `t` (name, text, "char"), `b` (bool), `f` (float4/float8) or `a` (an array:
-/// kura has no arrays, so these are text columns that are NULL in every row).
+/// `t` (name, text, "char"), `b` (bool), `f` (float4/float8), `v` (int2vector),
+/// `w` (oidvector), `s` (int2[]) or `a` (an array of a type kura's catalogs do
+/// not fill: text columns that are NULL in every row).
 pub struct SystemRelation {
     pub schema: &'static str,
     pub name: &'static str,
@@ -93,7 +94,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "indexrelid:o indrelid:o indnatts:i indnkeyatts:i indisunique:b \
          indnullsnotdistinct:b indisprimary:b indisexclusion:b indimmediate:b \
          indisclustered:b indisvalid:b indcheckxmin:b indisready:b indislive:b \
-         indisreplident:b indkey:t indcollation:a indclass:a indoption:a \
+         indisreplident:b indkey:v indcollation:w indclass:w indoption:v \
          indexprs:t indpred:t",
     ),
     rel(
@@ -130,7 +131,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "oid:o proname:t pronamespace:o proowner:o prolang:o procost:f prorows:f \
          provariadic:o prosupport:t prokind:t prosecdef:b proleakproof:b \
          proisstrict:b proretset:b provolatile:t proparallel:t pronargs:i \
-         pronargdefaults:i prorettype:o proargtypes:t proallargtypes:a \
+         pronargdefaults:i prorettype:o proargtypes:w proallargtypes:a \
          proargmodes:a proargnames:a proargdefaults:t protrftypes:a prosrc:t \
          probin:t prosqlbody:t proconfig:a proacl:a",
     ),
@@ -180,7 +181,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "oid:o conname:t connamespace:o contype:t condeferrable:b condeferred:b \
          convalidated:b conrelid:o contypid:o conindid:o conparentid:o confrelid:o \
          confupdtype:t confdeltype:t confmatchtype:t conislocal:b coninhcount:i \
-         connoinherit:b conkey:a confkey:a conpfeqop:a conppeqop:a conffeqop:a \
+         connoinherit:b conkey:s confkey:s conpfeqop:a conppeqop:a conffeqop:a \
          confdelsetcols:a conexclop:a conbin:t",
     ),
     rel(
@@ -203,6 +204,14 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         2601,
         "r",
         "oid:o amname:t amhandler:t amtype:t",
+    ),
+    rel(
+        PG,
+        "pg_opclass",
+        2616,
+        "r",
+        "oid:o opcmethod:o opcname:t opcnamespace:o opcowner:o opcfamily:o \
+         opcintype:o opcdefault:b opckeytype:o",
     ),
     rel(
         PG,
@@ -242,7 +251,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         "r",
         "oid:o tgrelid:o tgparentid:o tgname:t tgfoid:o tgtype:i tgenabled:t \
          tgisinternal:b tgconstrrelid:o tgconstrindid:o tgconstraint:o \
-         tgdeferrable:b tginitdeferred:b tgnargs:i tgattr:t tgargs:t tgqual:t \
+         tgdeferrable:b tginitdeferred:b tgnargs:i tgattr:v tgargs:t tgqual:t \
          tgoldtable:t tgnewtable:t",
     ),
     rel(
@@ -266,7 +275,7 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
         3381,
         "r",
         "oid:o stxrelid:o stxname:t stxnamespace:o stxowner:o stxstattarget:i \
-         stxkeys:a stxkind:a stxexprs:t",
+         stxkeys:v stxkind:a stxexprs:t",
     ),
     rel(
         PG,
@@ -407,6 +416,9 @@ impl SystemRelation {
                         "l" => DataType::BigInt,
                         "b" => DataType::Boolean,
                         "f" => DataType::Double,
+                        "v" => DataType::INT2VECTOR,
+                        "w" => DataType::OIDVECTOR,
+                        "s" => DataType::Array(kura_common::ElemType::SmallInt),
                         _ => DataType::Varchar(None),
                     },
                     nullable: true,
@@ -516,6 +528,7 @@ fn sql_type_name(t: DataType) -> &'static str {
         DataType::Varchar(_) => "character varying",
         DataType::Char(_) => "character",
         DataType::Array(_) => "ARRAY",
+        DataType::Vector(_) => "USER-DEFINED",
     }
 }
 
@@ -801,41 +814,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                 ]
             })
             .collect(),
-        (PG, "pg_index") => snap
-            .indexes
-            .iter()
-            .map(|ix| {
-                let key: Vec<String> = ix
-                    .columns
-                    .iter()
-                    .chain(&ix.include)
-                    .map(|c| (c + 1).to_string())
-                    .collect();
-                vec![
-                    o(ix.oid),
-                    o(ix.table_oid),
-                    Value::Integer((ix.columns.len() + ix.include.len()) as i32),
-                    Value::Integer(ix.columns.len() as i32),
-                    b(ix.unique),
-                    b(false),
-                    b(ix.primary),
-                    b(false),
-                    b(true),
-                    b(false),
-                    b(true),
-                    b(false),
-                    b(true),
-                    b(true),
-                    b(false),
-                    s(&key.join(" ")),
-                    N,
-                    N,
-                    N,
-                    N,
-                    N,
-                ]
-            })
-            .collect(),
+        (PG, "pg_index") => super::keys::pg_index(snap),
         (PG, "pg_database") => vec![vec![
             o(DATABASE_OID),
             s(DATABASE),
@@ -1088,7 +1067,8 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         DataType::Boolean
                         | DataType::Date
                         | DataType::Timestamp
-                        | DataType::Array(_) => (None, None, None, None),
+                        | DataType::Array(_)
+                        | DataType::Vector(_) => (None, None, None, None),
                     };
                     let int = |x: Option<i32>| x.map_or(N, Value::Integer);
                     let user = c.schema == "public";
@@ -1180,53 +1160,8 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
             .collect(),
         // The catalogs of things kura does not have (defaults, constraints,
         // comments, triggers, inheritance ...) are empty.
-        (PG, "pg_constraint") => snap
-            .constraints
-            .iter()
-            .map(|c| {
-                let array = |cols: &[usize]| {
-                    let items: Vec<String> = cols.iter().map(|n| n.to_string()).collect();
-                    s(&format!("{{{}}}", items.join(",")))
-                };
-                let foreign = c.info.contype() == "f";
-                let action = if foreign { "a" } else { " " };
-                vec![
-                    o(c.oid),
-                    s(&c.info.name),
-                    o(crate::system::PUBLIC_OID),
-                    s(c.info.contype()),
-                    b(false),
-                    b(false),
-                    b(true),
-                    o(c.table_oid),
-                    o(0),
-                    o(c.index_oid),
-                    o(0),
-                    o(c.ref_table_oid),
-                    s(action),
-                    s(action),
-                    s(if foreign { "s" } else { " " }),
-                    b(true),
-                    Value::Integer(0),
-                    b(true),
-                    if c.columns.is_empty() {
-                        N
-                    } else {
-                        array(&c.columns)
-                    },
-                    if foreign { array(&c.ref_columns) } else { N },
-                    N,
-                    N,
-                    N,
-                    N,
-                    N,
-                    match &c.info.kind {
-                        crate::catalog::ConstraintKind::Check(sql) => s(sql),
-                        _ => N,
-                    },
-                ]
-            })
-            .collect(),
+        (PG, "pg_constraint") => super::keys::pg_constraint(snap),
+        (PG, "pg_opclass") => super::keys::pg_opclass(),
         (PG, "pg_sequence") => super::sequences::pg_sequence(snap),
         (PG, "pg_sequences") => super::sequences::pg_sequences(snap),
         (IS, "sequences") => super::sequences::information_schema_sequences(snap),
