@@ -64,11 +64,17 @@ pub struct Shape {
     pub columns: Option<Vec<Column>>,
 }
 
-/// An error as the client sees it: SQLSTATE and message.
+/// An error as the client sees it: SQLSTATE, message and where in the
+/// statement it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineError {
     pub sqlstate: String,
     pub message: String,
+    /// Line and column (from 1) in the statement's own text, when known.
+    pub at: Option<(u64, u64)>,
+    /// The ErrorResponse's position: a character index (from 1) into the
+    /// query string the client sent, once [`EngineError::located`] knows it.
+    pub position: Option<usize>,
 }
 
 impl EngineError {
@@ -76,7 +82,41 @@ impl EngineError {
         EngineError {
             sqlstate: sqlstate.to_string(),
             message: message.into(),
+            at: None,
+            position: None,
         }
+    }
+
+    /// The error with its place in statement `stmt`: line and column, from 1.
+    pub fn at(mut self, line: u64, column: u64) -> Self {
+        self.at = Some((line, column));
+        self
+    }
+
+    /// The error placed in the query string `query`, of which `stmt` (where
+    /// the error's line and column count) is a part.
+    pub fn located(mut self, query: &str, stmt: &str) -> Self {
+        let Some((line, column)) = self.at else {
+            return self;
+        };
+        // `stmt` is a slice of `query` (the simple protocol's statements are);
+        // otherwise it is looked for.
+        let (q, s) = (query.as_ptr() as usize, stmt.as_ptr() as usize);
+        let start = if s >= q && s + stmt.len() <= q + query.len() {
+            s - q
+        } else {
+            query.find(stmt).unwrap_or(0)
+        };
+        let mut chars = query[..start].chars().count();
+        for (i, text) in stmt.split('\n').enumerate() {
+            if i + 1 == line as usize {
+                let column = (column.max(1) - 1) as usize;
+                self.position = Some(chars + column.min(text.chars().count()) + 1);
+                return self;
+            }
+            chars += text.chars().count() + 1;
+        }
+        self
     }
 }
 
@@ -175,4 +215,24 @@ pub struct Identity {
     pub version: String,
     /// Named by `--superuser`: may change database-wide settings.
     pub superuser: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_is_placed_in_the_query_string_by_characters() {
+        let query = "select 1;\nselect 'é',\n  nope";
+        let stmt = &query[10..];
+        let e = EngineError::new("42703", "x").at(2, 3).located(query, stmt);
+        // 10 characters before the statement, 'select 'é',\n' is 12 more.
+        assert_eq!(e.position, Some(10 + 12 + 3));
+        let alone = EngineError::new("42703", "x")
+            .at(1, 8)
+            .located("select nope", "select nope");
+        assert_eq!(alone.position, Some(8));
+        let unplaced = EngineError::new("XX000", "x").located(query, stmt);
+        assert_eq!(unplaced.position, None);
+    }
 }

@@ -72,6 +72,22 @@ fn psql_connects_and_reports_errors_with_sqlstate() {
     assert!(err.contains("ERROR:  42P01"), "{err}");
     assert!(err.contains("ERROR:  42601"), "{err}");
     assert_eq!(out.trim(), "0", "the session is usable after errors");
+    // The error's position: psql draws its caret under the word, on the line
+    // of a multi-line statement, after an earlier statement of the string.
+    let (_, err, _) = psql(
+        &s,
+        &["-c", "select 1; select x,\n  'é' || nope from t"],
+        None,
+    );
+    assert!(
+        err.contains("ERROR:  column \"nope\" does not exist\nLINE 2:   'é' || nope from t\n                 ^"),
+        "{err}"
+    );
+    let (_, err, _) = psql(&s, &["-c", "select 'abc'::int"], None);
+    assert!(
+        err.contains("invalid input syntax for type integer: \"abc\"\nLINE 1: select 'abc'::int\n               ^"),
+        "{err}"
+    );
 }
 
 #[test]

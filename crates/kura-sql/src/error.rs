@@ -175,6 +175,43 @@ impl SqlError {
         }
     }
 
+    /// Where in the statement's text the error is, when known: the line and
+    /// column (from 1) its message starts with.
+    pub fn pos(&self) -> Option<Pos> {
+        let pos = match self {
+            SqlError::UnknownTable { pos, .. }
+            | SqlError::UnknownColumn { pos, .. }
+            | SqlError::AmbiguousColumn { pos, .. }
+            | SqlError::UnknownFunction { pos, .. }
+            | SqlError::AmbiguousFunction { pos, .. }
+            | SqlError::UnknownType { pos, .. }
+            | SqlError::TypeMismatch { pos, .. }
+            | SqlError::NotGrouped { pos, .. }
+            | SqlError::Grouping { pos, .. }
+            | SqlError::WrongObjectType { pos, .. }
+            | SqlError::Windowing { pos, .. }
+            | SqlError::InvalidDate { pos, .. }
+            | SqlError::InvalidValue { pos, .. }
+            | SqlError::OutOfRange { pos, .. }
+            | SqlError::CannotCoerce { pos, .. }
+            | SqlError::Indeterminate { pos, .. }
+            | SqlError::InvalidText { pos, .. }
+            | SqlError::Unsupported { pos, .. }
+            | SqlError::InvalidColumnReference { pos, .. }
+            | SqlError::TableSample { pos, .. }
+            | SqlError::TooDeep { pos, .. } => *pos,
+            SqlError::Syntax(_)
+            | SqlError::UndefinedObject(_)
+            | SqlError::Limit { .. }
+            | SqlError::DuplicateTable(_)
+            | SqlError::MissingParameter(_)
+            | SqlError::TooManyColumns { .. }
+            | SqlError::Canceled
+            | SqlError::Internal(_) => return None,
+        };
+        (pos.line > 0).then_some(pos)
+    }
+
     pub fn unsupported(what: impl Into<String>, pos: Pos) -> SqlError {
         SqlError::Unsupported {
             what: what.into(),

@@ -59,6 +59,22 @@ pub enum KuraError {
 pub type KuraResult<T> = Result<T, KuraError>;
 
 impl KuraError {
+    /// Where in the statement's text the error is, when known: line and
+    /// column, from 1 (a binding error's message starts with them, a parse
+    /// error's ends with sqlparser's `at Line: l, Column: c`).
+    pub fn position(&self) -> Option<(u64, u64)> {
+        match self {
+            KuraError::Syntax(m) | KuraError::Sql(kura_sql::SqlError::Syntax(m)) => {
+                let (_, at) = m.rsplit_once(" at Line: ")?;
+                let (line, column) = at.split_once(", Column: ")?;
+                let column: String = column.chars().take_while(char::is_ascii_digit).collect();
+                Some((line.trim().parse().ok()?, column.parse().ok()?))
+            }
+            KuraError::Sql(e) => e.pos().map(|p| (p.line, p.column)),
+            _ => None,
+        }
+    }
+
     /// The PostgreSQL error code for this error.
     pub fn sqlstate(&self) -> &'static str {
         match self {

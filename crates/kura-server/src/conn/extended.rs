@@ -75,12 +75,13 @@ impl<S: EngineSession> QueryParser for Parser<S> {
         if let Some(c) = compat::recognise(sql) {
             return Ok(Some(Arc::new(ParsedStatement::Compat(c))));
         }
+        let text = sql;
         let sql = sql.to_string();
         let (prepared, shape) = self
             .runner
             .run(move |s: &mut S| s.prepare(&sql))
             .await
-            .map_err(user_error)?;
+            .map_err(|e| user_error(e.located(text, text)))?;
         Ok(Some(Arc::new(ParsedStatement::Engine {
             prepared: Arc::new(prepared),
             shape,

@@ -19,7 +19,9 @@ use crate::types::{pg_type, type_modifier, type_size};
 
 /// The ErrorResponse for an engine error.
 pub fn error_info(e: EngineError) -> ErrorInfo {
-    ErrorInfo::new(SEVERITY_ERROR.to_owned(), e.sqlstate, e.message)
+    let mut info = ErrorInfo::new(SEVERITY_ERROR.to_owned(), e.sqlstate, e.message);
+    info.position = e.position.map(|p| p.to_string());
+    info
 }
 
 pub fn user_error(e: EngineError) -> PgWireError {

@@ -74,7 +74,9 @@ impl<E: Engine> SimpleQueryHandler for Connection<E> {
                     out.push(resp);
                 }
                 Err(e) => {
-                    out.push(Response::Error(Box::new(error_info(e))));
+                    out.push(Response::Error(Box::new(error_info(
+                        e.located(query, stmt),
+                    ))));
                     break;
                 }
             }

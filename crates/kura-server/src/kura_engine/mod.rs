@@ -67,8 +67,22 @@ pub struct KuraPrepared {
     columns_open: bool,
 }
 
+/// A kura error for the client: its place in the statement goes to the
+/// ErrorResponse's position field (psql draws its caret there), so the
+/// message drops the `line l, column c: ` it starts with (or a parse error's
+/// `at Line: l, Column: c` it ends with).
 fn engine_error(e: KuraError) -> EngineError {
-    EngineError::new(e.sqlstate(), e.to_string())
+    let message = e.to_string();
+    match e.position() {
+        Some((line, column)) => {
+            let prefix = format!("line {line}, column {column}: ");
+            let suffix = format!(" at Line: {line}, Column: {column}");
+            let message = message.strip_prefix(&prefix).unwrap_or(&message);
+            let message = message.strip_suffix(&suffix).unwrap_or(message);
+            EngineError::new(e.sqlstate(), message).at(line, column)
+        }
+        None => EngineError::new(e.sqlstate(), message),
+    }
 }
 
 fn columns(cols: Vec<kura::ResultColumn>) -> Vec<Column> {

@@ -70,6 +70,16 @@ def protocol_checks(dsn):
                 raise AssertionError("expected an error")
             except psycopg.errors.UndefinedTable as e:
                 assert e.sqlstate == "42P01"
+                # The position field: a character index into the query.
+                assert e.diag.statement_position == "15", e.diag.statement_position
+                assert e.diag.message_primary == 'relation "no_such_table" does not exist', e.diag.message_primary
+            conn.rollback()
+            try:
+                # psycopg sends `select $1::int, ...`: the position counts in that.
+                conn.execute("select %s::int, 'abc'::int", [1])
+                raise AssertionError("expected an error")
+            except psycopg.errors.InvalidTextRepresentation as e:
+                assert e.sqlstate == "22P02" and e.diag.statement_position == "17", (e.sqlstate, e.diag.statement_position)
             conn.rollback()
             assert conn.execute("select count(*) from t").fetchone()[0] == 3
 
