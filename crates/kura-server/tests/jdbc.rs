@@ -69,7 +69,9 @@ fn pgjdbc_database_metadata() {
             "create table lineitem (l_orderkey integer not null, l_comment varchar(44), \
              l_extendedprice decimal(15,2), l_shipdate date);\
              create index li_ok on lineitem (l_orderkey);\
-             create view v1 as select l_orderkey from lineitem",
+             create view v1 as select l_orderkey from lineitem;\
+             create table orders (o_orderkey integer primary key);\
+             create table shipments (s_id integer, s_order integer references orders (o_orderkey))",
         );
     });
     mvn_test(

@@ -239,6 +239,36 @@ fn psql_describe_commands_list_the_catalog() {
         out.contains("View \"public.big_orders\"") && out.contains("o_orderkey | bigint"),
         "{out}"
     );
+    // \d+ adds storage and the access method; \du lists the role with its
+    // memberships (ARRAY(subquery)); \l+ the database's size; \df the
+    // functions (without signatures: kura's pg_proc has names only).
+    let out = run("\\d+ lineitem");
+    assert!(
+        out.contains(
+            "l_comment  | character varying(44) |           |          |         | extended"
+        ) && out.contains("Access method: heap"),
+        "{out}"
+    );
+    let out = run("\\du");
+    let kura = out
+        .lines()
+        .find(|l| l.starts_with(" kura "))
+        .unwrap_or_default();
+    assert!(
+        kura.contains("Superuser") && kura.ends_with("| {}"),
+        "{out}"
+    );
+    let out = run("\\l+");
+    let db = out
+        .lines()
+        .find(|l| l.starts_with(" kura "))
+        .unwrap_or_default();
+    assert!(db.contains(" kB |") && db.contains("pg_default"), "{out}");
+    let out = run("\\df array_length");
+    assert!(out.contains("pg_catalog | array_length |"), "{out}");
+    for cmd in ["\\dx", "\\dT", "\\dn+", "\\dv+"] {
+        run(cmd);
+    }
     // A name that matches nothing is psql's own message, not an error from kura.
     let (_, err, _) = psql(&s, &["-c", "\\d nosuch"], None);
     assert!(

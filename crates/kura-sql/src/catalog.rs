@@ -123,6 +123,11 @@ pub trait CatalogProvider {
         let _ = table;
         TableRulesInfo::default()
     }
+    /// The size of the database's file in bytes (`pg_database_size`), where
+    /// there is one.
+    fn database_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// An in-memory catalog (tests, tools).

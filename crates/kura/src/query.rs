@@ -226,6 +226,9 @@ impl CatalogProvider for StorageCatalog<'_> {
             .map(|e| crate::sequences::info(self.storage, e))
             .collect()
     }
+    fn database_bytes(&self) -> Option<u64> {
+        Some(self.storage.page_count() * self.storage.page_size() as u64)
+    }
     fn sequence(&self, name: &str) -> Option<kura_exec::expr::SeqRef> {
         let entry = self.catalog.sequence(name)?;
         Some(crate::sequences::handle(

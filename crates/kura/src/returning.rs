@@ -143,4 +143,7 @@ impl CatalogProvider for Overlay<'_> {
     fn sequence(&self, name: &str) -> Option<kura_exec::expr::SeqRef> {
         self.inner.sequence(name)
     }
+    fn database_bytes(&self) -> Option<u64> {
+        self.inner.database_bytes()
+    }
 }

@@ -1101,6 +1101,9 @@ const CLIENT_SETTINGS: &[(&str, &str)] = &[
     ("standard_conforming_strings", "on"),
     ("integer_datetimes", "on"),
     ("intervalstyle", "postgres"),
+    // PostgreSQL's build-time limit on an index's columns, which pgjdbc
+    // reads before it lists keys; kura's indexes take as many.
+    ("max_index_keys", "32"),
     ("search_path", "public"),
     ("application_name", ""),
     ("extra_float_digits", ""),

@@ -15,6 +15,7 @@ const CLIENT_PARAMETERS: &[&str] = &[
     "extra_float_digits",
     "integer_datetimes",
     "intervalstyle",
+    "max_index_keys",
     "search_path",
     "server_encoding",
     "server_version",

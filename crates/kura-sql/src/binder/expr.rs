@@ -1269,6 +1269,11 @@ impl Binder<'_> {
             Some(ast::ObjectNamePart::Identifier(i)) => norm(i),
             _ => return Err(SqlError::Syntax(format!("bad function name {}", f.name))),
         };
+        if let (ast::FunctionArguments::Subquery(q), "array", 1) =
+            (&f.args, name.as_str(), f.name.0.len())
+        {
+            return self.array_subquery(q, cx, p);
+        }
         if let Some(bound) = self.bind_more_function(f, &name, cx, p)? {
             return Ok(bound);
         }

@@ -4,6 +4,7 @@
 //! correlated predicates up into the join condition (see `subquery`).
 
 mod array;
+mod array_subquery;
 mod clauses;
 mod expr;
 pub(crate) mod functions;

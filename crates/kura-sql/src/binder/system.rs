@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use kura_common::{DataType, Value};
-use kura_exec::expr::{PhysExpr, ScalarFunc};
+use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
 use kura_exec::{SourceColumn, TableSource};
 use sqlparser::ast;
 
@@ -24,8 +24,8 @@ const TEXT: DataType = DataType::Varchar(None);
 /// Schemas whose relations are the system catalogs.
 const SYSTEM_SCHEMAS: &[&str] = &["pg_catalog", "information_schema"];
 
-fn text(s: impl Into<String>) -> PhysExpr {
-    PhysExpr::literal(Value::Text(s.into()), TEXT)
+fn text_literal(s: &str) -> PhysExpr {
+    PhysExpr::literal(Value::Text(s.to_string()), TEXT)
 }
 
 fn typed_null(t: DataType) -> PhysExpr {
@@ -537,40 +537,6 @@ impl Binder<'_> {
             _ => Ok(None),
         }
     }
-
-    /// `array_to_string(ARRAY(subquery), sep)` for a subquery of at most one
-    /// row: its value as text ('' for no row or a NULL, as PostgreSQL gives);
-    /// more rows fail with "more than one row returned by a subquery", since
-    /// kura has no arrays to join them in.
-    fn array_of_subquery_to_string(
-        &mut self,
-        f: &ast::Function,
-        cx: &mut ExprCtx,
-        p: Pos,
-    ) -> SqlResult<Option<PhysExpr>> {
-        let ast::FunctionArguments::List(l) = &f.args else {
-            return Ok(None);
-        };
-        let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Function(inner)))) =
-            l.args.first()
-        else {
-            return Ok(None);
-        };
-        let ast::FunctionArguments::Subquery(q) = &inner.args else {
-            return Ok(None);
-        };
-        if catalog_name(&inner.name).as_deref() != Some("array") {
-            return Ok(None);
-        }
-        let value = self.scalar_subquery(q, cx, p)?;
-        let value = coerce(value, TEXT, p)?;
-        Ok(Some(PhysExpr::Func {
-            func: ScalarFunc::Coalesce,
-            args: vec![value, text("")],
-            data_type: TEXT,
-        }))
-    }
-
     /// The schemas `current_schemas(b)` lists, `b` a constant.
     fn current_schemas_arg(
         &mut self,
@@ -659,8 +625,27 @@ impl Binder<'_> {
             return Ok(None);
         };
         match name.as_str() {
-            "regclass" | "regtype" | "regnamespace" | "regproc" | "regprocedure" | "regrole"
-            | "oid" => Ok(Some(self.bind_oid_cast(expr, &name, cx, p)?)),
+            "regproc" | "regprocedure" => {
+                // kura's catalogs hold functions' regproc columns (pg_type's
+                // typinput ...) as names, so a name cast to regproc is that
+                // name: `'pg_catalog.array_in'::regproc` = typinput works.
+                let x = self.bind_expr(expr, cx)?;
+                match &x {
+                    PhysExpr::Literal {
+                        value: Value::Text(t),
+                        ..
+                    } if !t.starts_with('\u{0}') && t.trim().parse::<i32>().is_err() => {
+                        let t = t.trim();
+                        let t = t.strip_prefix("pg_catalog.").unwrap_or(t);
+                        let t = t.split_once('(').map_or(t, |(name, _)| name).trim();
+                        Ok(Some(text_literal(t)))
+                    }
+                    _ => Ok(Some(self.oid_of(x, &name, p)?)),
+                }
+            }
+            "regclass" | "regtype" | "regnamespace" | "regrole" | "oid" => {
+                Ok(Some(self.bind_oid_cast(expr, &name, cx, p)?))
+            }
             other => match plain_type(other) {
                 Some(t) => {
                     let x = self.bind_expr(expr, cx)?;
@@ -843,17 +828,16 @@ impl Binder<'_> {
                 | "pg_relation_size"
                 | "pg_total_relation_size"
                 | "pg_indexes_size"
+                | "pg_database_size"
+                | "pg_get_function_result"
+                | "pg_get_function_arguments"
+                | "pg_get_function_identity_arguments"
                 | "pg_get_serial_sequence"
                 | "pg_collation_is_visible"
                 | "json_build_object"
         ) || (name.starts_with("has_") && name.ends_with("_privilege"));
         if !known {
             return Ok(None);
-        }
-        if name == "array_to_string" {
-            if let Some(bound) = self.array_of_subquery_to_string(f, cx, p)? {
-                return Ok(Some(bound));
-            }
         }
         let args = self.function_args(f, cx, p)?;
         let arity = |n: std::ops::RangeInclusive<usize>| {
@@ -1123,6 +1107,61 @@ impl Binder<'_> {
                     args,
                     data_type: TEXT,
                 })
+            }
+            "pg_database_size" => {
+                // kura's one database is its file: its size for the database's
+                // name or OID, NULL for any other (PostgreSQL's error for a
+                // constant that names none).
+                arity(1..=1)?;
+                let a = args[0].clone();
+                let (this, what) = if a.data_type().is_text() {
+                    (text_literal(crate::system::DATABASE), "name")
+                } else {
+                    (
+                        PhysExpr::literal(
+                            Value::Integer(crate::system::DATABASE_OID),
+                            DataType::Integer,
+                        ),
+                        "oid",
+                    )
+                };
+                let a = coerce(a, this.data_type(), p)?;
+                if let PhysExpr::Literal { value, .. } = &a {
+                    let PhysExpr::Literal { value: ours, .. } = &this else {
+                        unreachable!("a literal")
+                    };
+                    if !value.is_null() && value != ours {
+                        return Err(SqlError::UndefinedObject(format!(
+                            "database with {what} {value} does not exist"
+                        )));
+                    }
+                }
+                let bytes = self.catalog.database_bytes().map_or(Value::Null, |b| {
+                    Value::BigInt(i64::try_from(b).unwrap_or(i64::MAX))
+                });
+                PhysExpr::Case {
+                    whens: vec![(
+                        PhysExpr::Binary {
+                            op: BinaryOp::Eq,
+                            left: Box::new(a),
+                            right: Box::new(this),
+                            data_type: DataType::Boolean,
+                        },
+                        PhysExpr::literal(bytes, DataType::BigInt),
+                    )],
+                    otherwise: None,
+                    data_type: DataType::BigInt,
+                }
+            }
+            // kura's pg_proc lists its functions by name, without signatures:
+            // there is no argument or result list to print (NULL, as
+            // PostgreSQL gives for an OID it does not know).
+            "pg_get_function_result"
+            | "pg_get_function_arguments"
+            | "pg_get_function_identity_arguments" => {
+                arity(1..=1)?;
+                oid_arg(0)?;
+                typed_null(TEXT)
             }
             "pg_size_pretty" => {
                 arity(1..=1)?;

@@ -67,6 +67,14 @@ impl Binder<'_> {
         let scope = Scope::default();
         let mut cx = ExprCtx::new(&scope, outer);
         let mut x = self.bind_expr(e, &mut cx)?;
+        if let PhysExpr::Column { index, data_type } = &x {
+            // A catalog array column kura leaves NULL in every row (an outer
+            // one: `unnest(c.reloptions)` in psql's \d+) is the same constant
+            // for every row.
+            if self.null_arrays.contains(index) {
+                x = PhysExpr::literal(Value::Null, *data_type);
+            }
+        }
         if let (Some(n), Some(t)) = (param_marker(&x), want) {
             if let Some(slot) = self.params.types.get_mut(n - 1) {
                 slot.get_or_insert(t);

@@ -331,7 +331,7 @@ impl Snapshot {
                 .filter_map(|c| num(&t, c).map(|i| i + 1))
                 .collect();
             let index = self.indexes.iter_mut().find(|i| i.name == info.name);
-            let index_oid = index.as_ref().map_or(0, |i| i.oid);
+            let mut index_oid = index.as_ref().map_or(0, |i| i.oid);
             if let (Some(ix), crate::catalog::ConstraintKind::PrimaryKey) = (index, &info.kind) {
                 ix.primary = true;
             }
@@ -350,6 +350,21 @@ impl Snapshot {
                 }
                 _ => (0, Vec::new()),
             };
+            if ref_table_oid != 0 {
+                // A foreign key's index is the referenced table's unique
+                // index on the referenced columns (clients join through it).
+                let mut wanted: Vec<usize> = ref_columns.iter().map(|c: &usize| c - 1).collect();
+                wanted.sort_unstable();
+                index_oid = self
+                    .indexes
+                    .iter()
+                    .find(|i| {
+                        let mut key = i.columns.clone();
+                        key.sort_unstable();
+                        i.table_oid == ref_table_oid && i.unique && key == wanted
+                    })
+                    .map_or(0, |i| i.oid);
+            }
             self.constraints.push(SysConstraint {
                 oid,
                 info,

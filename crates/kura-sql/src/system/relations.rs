@@ -117,6 +117,13 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
     ),
     rel(
         PG,
+        "pg_auth_members",
+        1261,
+        "r",
+        "roleid:o member:o grantor:o admin_option:b",
+    ),
+    rel(
+        PG,
         "pg_user",
         12002,
         "v",

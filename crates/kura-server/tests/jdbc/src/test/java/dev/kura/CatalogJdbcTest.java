@@ -13,9 +13,11 @@ import org.junit.jupiter.api.Test;
  * pgjdbc's DatabaseMetaData over kura's system catalogs. Runs with
  * -Dkura.catalog=true on a database holding table `lineitem` (l_orderkey
  * integer not null, l_comment varchar(44), l_extendedprice decimal(15,2),
- * l_shipdate date), index `li_ok` and view `v1`.
- * (getIndexInfo is not here: pgjdbc's query for it uses set-returning functions
- * over arrays that kura lacks.)
+ * l_shipdate date), index `li_ok`, view `v1`, table `orders` (o_orderkey
+ * integer primary key) and `shipments` (s_order references orders).
+ * (getPrimaryKeys, getIndexInfo and getBestRowIdentifier are not here: pgjdbc's
+ * queries for them read the record information_schema._pg_expandarray
+ * returns, and kura has no record types.)
  */
 class CatalogJdbcTest {
     @BeforeEach
@@ -41,7 +43,9 @@ class CatalogJdbcTest {
     void getTablesListsTablesAndViews() throws SQLException {
         try (Connection c = connect()) {
             DatabaseMetaData md = c.getMetaData();
-            assertEquals(List.of("lineitem"), column(md.getTables(null, "public", "%", new String[] {"TABLE"}), "TABLE_NAME"));
+            assertEquals(
+                    List.of("lineitem", "orders", "shipments"),
+                    column(md.getTables(null, "public", "%", new String[] {"TABLE"}), "TABLE_NAME"));
             assertEquals(List.of("v1"), column(md.getTables(null, "public", "%", new String[] {"VIEW"}), "TABLE_NAME"));
             ResultSet rs = md.getTables(null, null, "lineitem", null);
             assertTrue(rs.next());
@@ -96,8 +100,45 @@ class CatalogJdbcTest {
             rs.close();
             assertEquals(
                     List.of("lineitem.l_orderkey:1", "lineitem.l_comment:2", "lineitem.l_extendedprice:3",
-                            "lineitem.l_shipdate:4", "v1.l_orderkey:1"),
+                            "lineitem.l_shipdate:4", "orders.o_orderkey:1", "shipments.s_id:1",
+                            "shipments.s_order:2", "v1.l_orderkey:1"),
                     all);
+        }
+    }
+
+    @Test
+    void foreignKeysBothWays() throws SQLException {
+        try (Connection c = connect()) {
+            DatabaseMetaData md = c.getMetaData();
+            for (ResultSet rs : new ResultSet[] {
+                md.getImportedKeys(null, "public", "shipments"), md.getExportedKeys(null, "public", "orders")
+            }) {
+                assertTrue(rs.next());
+                assertEquals("orders", rs.getString("PKTABLE_NAME"));
+                assertEquals("o_orderkey", rs.getString("PKCOLUMN_NAME"));
+                assertEquals("shipments", rs.getString("FKTABLE_NAME"));
+                assertEquals("s_order", rs.getString("FKCOLUMN_NAME"));
+                assertEquals(1, rs.getInt("KEY_SEQ"));
+                assertEquals("orders_pkey", rs.getString("PK_NAME"));
+                assertEquals("shipments_s_order_fkey", rs.getString("FK_NAME"));
+                assertFalse(rs.next());
+                rs.close();
+            }
+            assertFalse(md.getImportedKeys(null, "public", "orders").next());
+        }
+    }
+
+    @Test
+    void typesFunctionsAndProcedures() throws SQLException {
+        try (Connection c = connect()) {
+            DatabaseMetaData md = c.getMetaData();
+            List<String> types = column(md.getTypeInfo(), "TYPE_NAME");
+            for (String t : List.of("int4", "int8", "numeric", "varchar", "date", "bool")) {
+                assertTrue(types.contains(t), t + " in " + types);
+            }
+            List<String> functions = column(md.getFunctions(null, null, "array%"), "FUNCTION_NAME");
+            assertTrue(functions.contains("array_length"), functions.toString());
+            assertEquals(List.of(), column(md.getProcedures(null, "public", "%"), "PROCEDURE_NAME"));
         }
     }
 

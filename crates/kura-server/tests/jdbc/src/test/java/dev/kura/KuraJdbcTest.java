@@ -153,6 +153,53 @@ class KuraJdbcTest {
         }
     }
 
+    @Test
+    void savepointsInListsAndArrayParameters() throws SQLException {
+        try (Connection c = connect(); Statement s = c.createStatement()) {
+            s.execute("create table sp_jdbc (x integer)");
+            c.setAutoCommit(false);
+            s.executeUpdate("insert into sp_jdbc values (1)");
+            Savepoint sp = c.setSavepoint();
+            s.executeUpdate("insert into sp_jdbc values (2)");
+            c.rollback(sp);
+            s.executeUpdate("insert into sp_jdbc values (3)");
+            c.releaseSavepoint(c.setSavepoint("named"));
+            c.commit();
+            c.setAutoCommit(true);
+            assertEquals(2, count(s, "sp_jdbc"));
+            try (PreparedStatement ps = c.prepareStatement("select count(*) from t where i in (?, ?, ?)")) {
+                ps.setInt(1, 1);
+                ps.setInt(2, 3);
+                ps.setInt(3, 77);
+                try (ResultSet rs = ps.executeQuery()) {
+                    assertTrue(rs.next());
+                    assertEquals(2, rs.getLong(1));
+                }
+            }
+            try (PreparedStatement ps = c.prepareStatement("select count(*) from t where i = any(?)")) {
+                ps.setArray(1, c.createArrayOf("int4", new Integer[] {2, 3, 9}));
+                try (ResultSet rs = ps.executeQuery()) {
+                    assertTrue(rs.next());
+                    assertEquals(2, rs.getLong(1));
+                }
+            }
+            try (PreparedStatement ps = c.prepareStatement("select v from t where v = any(?) order by v")) {
+                ps.setArray(1, c.createArrayOf("text", new String[] {"beta", "g", "nope"}));
+                try (ResultSet rs = ps.executeQuery()) {
+                    assertTrue(rs.next());
+                    assertEquals("beta", rs.getString(1));
+                    assertTrue(rs.next());
+                    assertEquals("g", rs.getString(1));
+                    assertFalse(rs.next());
+                }
+            }
+            try (ResultSet rs = s.executeQuery("select array[1, 2, 3]")) {
+                assertTrue(rs.next());
+                assertArrayEquals(new Integer[] {1, 2, 3}, (Object[]) rs.getArray(1).getArray());
+            }
+        }
+    }
+
     private static long count(Statement s, String table) throws SQLException {
         try (ResultSet rs = s.executeQuery("select count(*) from " + table)) {
             assertTrue(rs.next());
