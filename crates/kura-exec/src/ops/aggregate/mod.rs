@@ -54,7 +54,6 @@ struct AggState {
     keys: Vec<Vector>,
     accs: Vec<Acc>,
     groups: usize,
-    bytes: u64,
     /// What the group tables and keys held when last reserved.
     reserved: u64,
     /// The group tables' capacities and ranges last named in the memory-object
@@ -76,7 +75,6 @@ impl AggState {
             keys: key_types.iter().map(|t| Vector::new(*t, 0)).collect(),
             accs: calls.iter().map(new_acc).collect(),
             groups: 0,
-            bytes: 0,
             reserved: 0,
             registered: ((0, 0), Vec::new()),
         }
@@ -170,13 +168,9 @@ impl AggState {
         }
         let table = match &mut self.byte_codes {
             Some(t) => t,
-            None => {
-                let t = ByteCodes::new();
-                self.bytes += t.bytes();
-                self.byte_codes.insert(t)
-            }
+            None => self.byte_codes.insert(ByteCodes::new()),
         };
-        let (before, bytes) = (self.groups, &mut self.bytes);
+        let before = self.groups;
         let row_of = |pos: usize| selected.map_or(pos, |s| s[pos] as usize);
         // A code met for the first time: its key packed and found (or added)
         // in the packed map, as the packed path would.
@@ -186,7 +180,7 @@ impl AggState {
                 .pack_at(keys, 1, Some(&row))
                 .and_then(|k| k.first().copied())
                 .ok_or_else(|| ExecError::Internal("one-byte keys did not pack".into()))?;
-            Ok(packed_group(map, key, before, bytes, new_rows, pos))
+            Ok(packed_group(map, key, before, new_rows, pos))
         };
         match selected {
             Some(sel) => table.group_ids(&codes, sel.iter().map(|&r| r as usize), ids, resolve)?,
@@ -246,6 +240,7 @@ impl AggState {
         let tables = self.map.held_bytes() as usize
             + map_bytes(&self.int_map)
             + self.packed.as_ref().map_or(0, |p| map_bytes(&p.1))
+            + self.byte_codes.as_ref().map_or(0, |t| t.bytes() as usize)
             + self
                 .dense
                 .as_ref()
@@ -298,7 +293,6 @@ impl AggState {
                 },
             };
             if added {
-                self.bytes += 24;
                 new_rows.push(row as u32);
             }
             ids.push(id);
@@ -324,7 +318,7 @@ impl AggState {
                 ids.push(rid);
                 continue;
             }
-            let id = packed_group(map, *k, before, &mut self.bytes, new_rows, row);
+            let id = packed_group(map, *k, before, new_rows, row);
             recent[slot] = (*k, id);
             ids.push(id);
         }
@@ -359,7 +353,6 @@ impl AggState {
 
     /// Adds group `g` with encoded key `key` to the byte-string map.
     fn insert_bytes(&mut self, hash: u64, key: &[u8], g: u32) {
-        self.bytes += key.len() as u64 + 32;
         self.map.insert(hash, key, g);
     }
 
@@ -390,13 +383,11 @@ impl AggState {
 }
 
 /// The group of packed key `key` in `map`, added as group `before +
-/// new_rows.len()` (counted in `bytes`, its row `row` noted in `new_rows`)
-/// when new.
+/// new_rows.len()` (its row `row` noted in `new_rows`) when new.
 fn packed_group(
     map: &mut HashMap<u128, u32>,
     key: u128,
     before: usize,
-    bytes: &mut u64,
     new_rows: &mut Vec<u32>,
     row: usize,
 ) -> u32 {
@@ -404,7 +395,6 @@ fn packed_group(
     match map.entry(key) {
         Entry::Occupied(e) => *e.get(),
         Entry::Vacant(e) => {
-            *bytes += 32;
             new_rows.push(row as u32);
             *e.insert(next)
         }
