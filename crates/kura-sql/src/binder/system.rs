@@ -829,6 +829,7 @@ impl Binder<'_> {
                 | "pg_total_relation_size"
                 | "pg_indexes_size"
                 | "pg_database_size"
+                | "pg_stat_get_numscans"
                 | "pg_get_function_result"
                 | "pg_get_function_arguments"
                 | "pg_get_function_identity_arguments"
@@ -1152,6 +1153,12 @@ impl Binder<'_> {
                     otherwise: None,
                     data_type: DataType::BigInt,
                 }
+            }
+            // kura keeps no access statistics: NULL, not a made-up count.
+            "pg_stat_get_numscans" => {
+                arity(1..=1)?;
+                oid_arg(0)?;
+                typed_null(DataType::BigInt)
             }
             // kura's pg_proc lists its functions by name, without signatures:
             // there is no argument or result list to print (NULL, as

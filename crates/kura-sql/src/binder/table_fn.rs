@@ -159,15 +159,35 @@ impl Binder<'_> {
         outer: &[Scope],
         p: Pos,
     ) -> SqlResult<(Logical, Scope)> {
+        // Columns named by the function itself (a multi-column result).
+        let mut named: Option<Vec<String>> = None;
         let (types, rows) = match name {
             "generate_series" => self.generate_series(exprs, outer, p)?,
             "unnest" => {
                 let (types, rows) = self.unnest_rows(exprs, outer, p)?;
                 (types, FunctionRows::Listed(rows))
             }
+            "pg_get_keywords" => {
+                if !exprs.is_empty() {
+                    return Err(SqlError::UnknownFunction {
+                        name: format!("pg_get_keywords with {} arguments", exprs.len()),
+                        pos: p,
+                        suggestion: None,
+                    });
+                }
+                let (columns, rows) = crate::system::keywords::pg_get_keywords();
+                named = Some(columns.iter().map(|(n, _)| n.to_string()).collect());
+                (
+                    columns.iter().map(|(_, t)| *t).collect(),
+                    FunctionRows::Listed(rows),
+                )
+            }
             other => {
                 return Err(SqlError::unsupported(
-                    format!("function {other} in FROM (generate_series and unnest are)"),
+                    format!(
+                        "function {other} in FROM (generate_series, unnest and \
+                         pg_get_keywords are)"
+                    ),
                     p,
                 ))
             }
@@ -178,7 +198,9 @@ impl Binder<'_> {
         let alias_cols: Vec<String> = alias.map_or(Vec::new(), |a| {
             a.columns.iter().map(|c| norm(&c.name)).collect()
         });
-        let mut names: Vec<String> = if types.len() == 1 {
+        let mut names: Vec<String> = if let Some(named) = named {
+            named
+        } else if types.len() == 1 {
             vec![alias.map_or(name.to_string(), |a| norm(&a.name))]
         } else {
             vec![name.to_string(); types.len()]

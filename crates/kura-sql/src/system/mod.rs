@@ -5,6 +5,7 @@
 //! calls a catalog function.
 
 mod keys;
+pub mod keywords;
 mod relations;
 mod sequences;
 
