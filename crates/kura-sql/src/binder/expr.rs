@@ -1274,6 +1274,13 @@ impl Binder<'_> {
         {
             return self.array_subquery(q, cx, p);
         }
+        if name == "_pg_expandarray" {
+            // pgjdbc's getPrimaryKeys / getIndexInfo read its record's fields.
+            return Err(SqlError::unsupported(
+                "information_schema._pg_expandarray (it returns records, which kura does not have)",
+                p,
+            ));
+        }
         if let Some(bound) = self.bind_more_function(f, &name, cx, p)? {
             return Ok(bound);
         }

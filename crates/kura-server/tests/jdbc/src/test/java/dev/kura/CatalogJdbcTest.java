@@ -15,9 +15,9 @@ import org.junit.jupiter.api.Test;
  * integer not null, l_comment varchar(44), l_extendedprice decimal(15,2),
  * l_shipdate date), index `li_ok`, view `v1`, table `orders` (o_orderkey
  * integer primary key) and `shipments` (s_order references orders).
- * (getPrimaryKeys, getIndexInfo and getBestRowIdentifier are not here: pgjdbc's
- * queries for them read the record information_schema._pg_expandarray
- * returns, and kura has no record types.)
+ * getPrimaryKeys, getIndexInfo and getBestRowIdentifier are refused (0A000):
+ * pgjdbc's queries for them read the record information_schema._pg_expandarray
+ * returns, and kura has no record types.
  */
 class CatalogJdbcTest {
     @BeforeEach
@@ -125,6 +125,17 @@ class CatalogJdbcTest {
                 rs.close();
             }
             assertFalse(md.getImportedKeys(null, "public", "orders").next());
+        }
+    }
+
+    @Test
+    void keyListingsThatNeedRecordsAreRefusedClearly() throws SQLException {
+        try (Connection c = connect()) {
+            DatabaseMetaData md = c.getMetaData();
+            SQLException e = assertThrows(SQLException.class, () -> md.getPrimaryKeys(null, "public", "orders"));
+            assertEquals("0A000", e.getSQLState(), e.getMessage());
+            e = assertThrows(SQLException.class, () -> md.getIndexInfo(null, "public", "orders", false, false));
+            assertEquals("0A000", e.getSQLState(), e.getMessage());
         }
     }
 
