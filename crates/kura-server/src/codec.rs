@@ -8,7 +8,7 @@ use kura_common::{DataType, Value};
 use pgwire::api::results::FieldFormat;
 use pgwire::messages::data::DataRow;
 
-use crate::numeric;
+use kura::pg_numeric as numeric;
 
 /// Days from 1970-01-01 (kura's epoch) to 2000-01-01 (PostgreSQL's).
 const PG_EPOCH_DAYS: i32 = 10_957;

@@ -12,7 +12,6 @@ pub mod engine;
 pub mod error;
 pub mod gate;
 pub mod kura_engine;
-pub mod numeric;
 pub mod run;
 pub mod server;
 pub mod split;

@@ -9,6 +9,7 @@ use sqlparser::ast::{
     CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Ident,
 };
 
+use kura_common::DataType;
 use kura_storage::loader::{self, LineChunker, TextFormat};
 
 use crate::ddl::object_name;
@@ -69,8 +70,9 @@ impl FileAccess {
 /// Where a `COPY ... FROM STDIN` reads its data (the client's, over the wire).
 pub trait CopyInput: Read + Send {
     /// The statement is checked and its data is wanted now: `columns` fields a
-    /// line. Called once, before the first read.
-    fn start(&mut self, columns: usize);
+    /// line, in the binary format when `binary`. Called once, before the first
+    /// read.
+    fn start(&mut self, columns: usize, binary: bool);
 }
 
 /// COPY options as written, before a direction and a target give them defaults.
@@ -78,6 +80,8 @@ pub trait CopyInput: Read + Send {
 pub(crate) struct Options {
     /// `FORMAT csv` (true) or `FORMAT text` (false); `None`: not said.
     pub csv: Option<bool>,
+    /// `FORMAT binary` (PostgreSQL's binary COPY format, see `copy_binary`).
+    pub binary: bool,
     pub delimiter: Option<u8>,
     pub header: bool,
     pub null: Option<String>,
@@ -113,6 +117,7 @@ impl Options {
                 CopyOption::Format(f) => match f.value.to_ascii_lowercase().as_str() {
                     "csv" => o.csv = Some(true),
                     "text" | "tbl" => o.csv = Some(false),
+                    "binary" => o.binary = true,
                     other => return Err(KuraError::Unsupported(format!("COPY format {other}"))),
                 },
                 CopyOption::Delimiter(c) => o.delimiter = Some(byte(*c)?),
@@ -142,12 +147,27 @@ impl Options {
                         }
                     }
                 }
-                CopyLegacyOption::Binary => {
-                    return Err(KuraError::Unsupported(
-                        "COPY BINARY (use the text or CSV format)".into(),
-                    ))
-                }
+                CopyLegacyOption::Binary => o.binary = true,
                 other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
+            }
+        }
+        if o.binary {
+            // PostgreSQL's rules: the binary format has no text options.
+            let text_option = if o.csv.is_some() {
+                Some("FORMAT csv or text")
+            } else if o.delimiter.is_some() {
+                Some("DELIMITER")
+            } else if o.null.is_some() {
+                Some("NULL")
+            } else if o.header {
+                Some("HEADER")
+            } else {
+                None
+            };
+            if let Some(what) = text_option {
+                return Err(KuraError::Invalid(format!(
+                    "cannot specify {what} in BINARY mode"
+                )));
             }
         }
         Ok(o)
@@ -177,6 +197,11 @@ impl Options {
     /// PostgreSQL's text format, so that what `COPY ... TO 'file'` writes reads
     /// back unchanged.
     pub fn file_format(&self, path: &str) -> KuraResult<TextFormat> {
+        if self.binary {
+            return Err(KuraError::Unsupported(
+                "COPY FROM a file in the binary format (it is read from STDIN)".into(),
+            ));
+        }
         let lower = path.to_ascii_lowercase();
         let csv = self.csv.unwrap_or_else(|| lower.ends_with(".csv"));
         if !csv && !lower.ends_with(".tbl") {
@@ -196,7 +221,8 @@ impl Options {
     /// `STDOUT`) and for files kura writes: text (tab, `\N`, backslash
     /// escapes) unless CSV (comma, an unquoted empty field for NULL).
     pub fn client_format(&self) -> KuraResult<TextFormat> {
-        let csv = self.csv.unwrap_or(false);
+        // Binary rows reach the loader as CSV lines (see `copy_binary`).
+        let csv = self.csv.unwrap_or(self.binary);
         let delimiter = self.delimiter_and_null(if csv { b',' } else { b'\t' })?;
         let null = self
             .null
@@ -347,16 +373,24 @@ pub(crate) fn copy_from_input(
     input: &mut dyn CopyInput,
 ) -> KuraResult<QueryResult> {
     let (table, columns) = copy_table(source)?;
-    let mut fmt = Options::parse(options, legacy)?.client_format()?;
+    let opts = Options::parse(options, legacy)?;
+    let mut fmt = opts.client_format()?;
     // A temporary table is loaded through the session's private storage.
     let rows = ctx.tx.for_table(&table).write(|txn| {
         fmt.columns = column_positions(txn, &table, columns)?;
-        let fields = fmt
-            .columns
-            .as_ref()
-            .map_or_else(|| txn.schema(&table).map_or(0, |s| s.len()), Vec::len);
-        input.start(fields);
-        let mut chunker = LineChunker::new(EndMarker::new(input)).quoted(fmt.quoted);
+        let schema = txn.schema(&table);
+        let types: Vec<DataType> = match (&fmt.columns, &schema) {
+            (Some(cols), Some(s)) => cols.iter().map(|&c| s.columns[c].data_type).collect(),
+            (None, Some(s)) => s.columns.iter().map(|c| c.data_type).collect(),
+            (_, None) => Vec::new(),
+        };
+        input.start(types.len(), opts.binary);
+        let reader: Box<dyn Read + Send + '_> = if opts.binary {
+            Box::new(crate::copy_binary::BinaryRows::new(input, types))
+        } else {
+            Box::new(EndMarker::new(input))
+        };
+        let mut chunker = LineChunker::new(reader).quoted(fmt.quoted);
         let rows = loader::load_chunks(
             txn,
             &table,

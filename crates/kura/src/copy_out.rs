@@ -5,7 +5,7 @@ use std::io::Write;
 
 use sqlparser::ast::{CopyLegacyOption, CopyOption, CopySource, Statement};
 
-use kura_common::{Batch, Value};
+use kura_common::{Batch, DataType, Value};
 
 use crate::copy::{FileAccess, Options};
 use crate::error::{KuraError, KuraResult};
@@ -13,8 +13,9 @@ use crate::result::{ResultColumn, RowSink};
 
 /// Where a `COPY ... TO STDOUT` sends its output (to the client, over the wire).
 pub trait CopyOutput {
-    /// The query is planned: `columns` fields a line. Called once, first.
-    fn start(&mut self, columns: usize);
+    /// The query is planned: `columns` fields a line, in the binary format
+    /// when `binary`. Called once, first.
+    fn start(&mut self, columns: usize, binary: bool);
     /// Lines of output, one row each (with its newline; the header is a line
     /// of its own); false when no more are wanted (the query then stops).
     fn lines(&mut self, lines: Vec<Vec<u8>>) -> bool;
@@ -24,6 +25,8 @@ pub trait CopyOutput {
 #[derive(Debug, Clone)]
 pub struct OutFormat {
     csv: bool,
+    /// PostgreSQL's binary format (see `copy_binary`); the rest is unused.
+    pub binary: bool,
     delimiter: u8,
     null: Vec<u8>,
     header: bool,
@@ -31,8 +34,10 @@ pub struct OutFormat {
 
 impl OutFormat {
     pub(crate) fn new(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> KuraResult<Self> {
-        let fmt = Options::parse(options, legacy)?.client_format()?;
+        let opts = Options::parse(options, legacy)?;
+        let fmt = opts.client_format()?;
         Ok(OutFormat {
+            binary: opts.binary,
             csv: fmt.quoted,
             delimiter: fmt.delimiter,
             null: fmt.null.unwrap_or_default(),
@@ -155,11 +160,50 @@ pub(crate) struct Lines<'a> {
     pub format: OutFormat,
     pub out: &'a mut dyn CopyOutput,
     pub rows: u64,
+    /// The columns' types (the binary format writes each in its own form).
+    types: Vec<DataType>,
+    /// Why the rows stopped, if a row could not be written.
+    error: Option<KuraError>,
+    /// The binary format's header, sent with the first row (clients read
+    /// it as part of the first message, as PostgreSQL sends it).
+    header: Option<Vec<u8>>,
+}
+
+impl<'a> Lines<'a> {
+    pub fn new(format: OutFormat, out: &'a mut dyn CopyOutput) -> Self {
+        Lines {
+            format,
+            out,
+            rows: 0,
+            types: Vec::new(),
+            error: None,
+            header: None,
+        }
+    }
+
+    /// After the query: the binary format's trailer, or the error that
+    /// stopped the rows.
+    pub fn finish(mut self) -> KuraResult<u64> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.format.binary {
+            let mut last = self.header.take().unwrap_or_default();
+            last.extend(crate::copy_binary::trailer());
+            self.out.lines(vec![last]);
+        }
+        Ok(self.rows)
+    }
 }
 
 impl RowSink for Lines<'_> {
     fn columns(&mut self, columns: &[ResultColumn]) {
-        self.out.start(columns.len());
+        self.out.start(columns.len(), self.format.binary);
+        self.types = columns.iter().map(|c| c.data_type).collect();
+        if self.format.binary {
+            self.header = Some(crate::copy_binary::header());
+            return;
+        }
         let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
         if let Some(h) = self.format.header_line(&names) {
             self.out.lines(vec![h]);
@@ -167,11 +211,29 @@ impl RowSink for Lines<'_> {
     }
 
     fn rows(&mut self, batch: Batch) -> bool {
-        let lines: Vec<Vec<u8>> = (0..batch.len())
-            .map(|i| self.format.row_line(&batch.row(i)))
+        let lines: KuraResult<Vec<Vec<u8>>> = (0..batch.len())
+            .map(|i| {
+                if self.format.binary {
+                    crate::copy_binary::row(&batch.row(i), &self.types)
+                } else {
+                    Ok(self.format.row_line(&batch.row(i)))
+                }
+            })
             .collect();
-        self.rows += lines.len() as u64;
-        self.out.lines(lines)
+        match lines {
+            Ok(mut lines) => {
+                self.rows += lines.len() as u64;
+                if let (Some(mut h), Some(first)) = (self.header.take(), lines.first_mut()) {
+                    h.append(first);
+                    *first = h;
+                }
+                self.out.lines(lines)
+            }
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
     }
 }
 
@@ -212,7 +274,7 @@ impl FileOutput {
 }
 
 impl CopyOutput for FileOutput {
-    fn start(&mut self, _columns: usize) {}
+    fn start(&mut self, _columns: usize, _binary: bool) {}
 
     fn lines(&mut self, lines: Vec<Vec<u8>>) -> bool {
         for l in &lines {

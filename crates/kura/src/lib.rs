@@ -3,6 +3,7 @@
 
 mod cancel;
 mod copy;
+mod copy_binary;
 mod copy_out;
 mod cursor;
 pub mod database;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod identity;
 mod limits;
 pub mod llc;
+pub mod pg_numeric;
 mod prepared;
 mod query;
 pub mod result;

@@ -291,13 +291,11 @@ impl Session {
             return Err(KuraError::Internal("copy_to without COPY".into()));
         };
         let query = crate::copy_out::source_query(source)?;
-        let mut lines = crate::copy_out::Lines {
-            format: crate::copy_out::OutFormat::new(options, legacy_options)?,
-            out: output,
-            rows: 0,
-        };
+        let format = crate::copy_out::OutFormat::new(options, legacy_options)?;
+        let mut lines = crate::copy_out::Lines::new(format, output);
         crate::query::run_streaming(&self.query_context(), &query, None, &mut lines)?;
-        Ok(QueryResult::command(format!("COPY {}", lines.rows)))
+        let rows = lines.finish()?;
+        Ok(QueryResult::command(format!("COPY {rows}")))
     }
 
     /// `COPY ... TO 'file'`.

@@ -103,7 +103,8 @@ pub(super) struct CopyInJob {
 /// The client's data as the loader reads it, on the statement's thread.
 struct Input {
     rx: mpsc::Receiver<Message>,
-    started: Option<oneshot::Sender<usize>>,
+    /// Told the columns a row has and whether the data is binary.
+    started: Option<oneshot::Sender<(usize, bool)>>,
     buf: Bytes,
     done: bool,
 }
@@ -136,23 +137,24 @@ impl Read for Input {
 }
 
 impl CopyInput for Input {
-    fn start(&mut self, columns: usize) {
+    fn start(&mut self, columns: usize, binary: bool) {
         if let Some(tx) = self.started.take() {
-            let _ = tx.send(columns);
+            let _ = tx.send((columns, binary));
         }
     }
 }
 
 /// Where a `COPY ... TO STDOUT` puts its lines, on the statement's thread.
 struct Output {
-    started: Option<oneshot::Sender<usize>>,
+    /// Told the columns a row has and whether the data is binary.
+    started: Option<oneshot::Sender<(usize, bool)>>,
     lines: mpsc::Sender<Vec<Vec<u8>>>,
 }
 
 impl CopyOutput for Output {
-    fn start(&mut self, columns: usize) {
+    fn start(&mut self, columns: usize, binary: bool) {
         if let Some(tx) = self.started.take() {
-            let _ = tx.send(columns);
+            let _ = tx.send((columns, binary));
         }
     }
 
@@ -209,10 +211,10 @@ impl<E: Engine> Connection<E> {
         // The statement drops its end of `columns` unsent when it fails
         // before wanting data.
         match columns.await {
-            Ok(columns) => {
+            Ok((columns, binary)) => {
                 *self.copy_job() = Some(CopyInJob { data, job });
                 Ok(Response::CopyIn(CopyResponse::new(
-                    0,
+                    i8::from(binary),
                     columns,
                     futures::stream::empty(),
                 )))
@@ -254,7 +256,7 @@ impl<E: Engine> Connection<E> {
                 })
                 .await
         });
-        let Ok(columns) = columns.await else {
+        let Ok((columns, binary)) = columns.await else {
             // The statement ended before its query started: its error.
             return Ok(match job.await {
                 Ok(Ok(outcome)) => {
@@ -269,10 +271,11 @@ impl<E: Engine> Connection<E> {
                 Err(e) => Some(join_error(e)),
             });
         };
-        let formats = vec![0; columns];
+        let format = i8::from(binary);
+        let formats = vec![i16::from(format); columns];
         client
             .send(PgWireBackendMessage::CopyOutResponse(CopyOutResponse::new(
-                0,
+                format,
                 columns as i16,
                 formats,
             )))

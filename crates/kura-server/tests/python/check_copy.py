@@ -1,8 +1,8 @@
 """psycopg 3's COPY against kura's PostgreSQL protocol: cursor.copy() FROM
 STDIN with write_row and with raw write, TO STDOUT read back as rows and as
 data, an error in the middle of the data, CopyFail from the client, COPY inside
-a transaction, a round trip TO STDOUT -> FROM STDIN, and (with --rows N) a big
-load. Prints 'N passed, N failed' and exits non-zero on a failure."""
+a transaction, a round trip TO STDOUT -> FROM STDIN, the binary format both
+ways, and (with --rows N) a big load. Prints 'N passed, N failed' and exits non-zero on a failure."""
 
 import argparse
 import datetime
@@ -185,6 +185,36 @@ def checks(dsn, big_rows):
                     cp.write(data)
             assert all_rows(conn, "r") == ROWS, (fmt, all_rows(conn, "r"))
 
+    def binary_both_ways():
+        # psycopg's fastest path: rows in PostgreSQL's binary COPY format,
+        # typed by set_types, written and read back; then a raw binary round trip.
+        types = ["int4", "text", "numeric", "date", "bool"]
+        fresh(conn, "bin")
+        with conn.cursor() as cur:
+            with cur.copy("COPY bin (i, v, d, dt, b) FROM STDIN (FORMAT BINARY)") as cp:
+                cp.set_types(types)
+                for r in ROWS:
+                    cp.write_row(r)
+            assert cur.rowcount == len(ROWS), cur.rowcount
+            assert all_rows(conn, "bin") == ROWS, all_rows(conn, "bin")
+            with cur.copy("COPY (SELECT i, v, d, dt, b FROM bin ORDER BY i) TO STDOUT (FORMAT BINARY)") as cp:
+                cp.set_types(types)
+                got = list(cp.rows())
+            assert got == ROWS, got
+            with cur.copy("COPY bin TO STDOUT (FORMAT BINARY)") as cp:
+                data = b"".join(bytes(d) for d in cp)
+            assert data.startswith(b"PGCOPY\n\xff\r\n\x00"), data[:20]
+            fresh(conn, "bin2")
+            with cur.copy("COPY bin2 FROM STDIN (FORMAT BINARY)") as cp:
+                cp.write(data)
+        assert all_rows(conn, "bin2") == ROWS, all_rows(conn, "bin2")
+        # Without set_types psycopg picks each value's type (int2 for a
+        # small int): any integer width loads into an integer column.
+        with conn.cursor() as cur:
+            with cur.copy("COPY bin2 (i, v) FROM STDIN (FORMAT BINARY)") as cp:
+                cp.write_row((6, "six"))
+        assert conn.execute("select v from bin2 where i = 6").fetchone() == ("six",)
+
     def big():
         fresh(conn, "big")
         start = time.time()
@@ -211,6 +241,7 @@ def checks(dsn, big_rows):
     check("CopyFail from the client loads nothing", copy_fail)
     check("copy inside a transaction", in_a_transaction)
     check("round trip to stdout -> from stdin", round_trip)
+    check("binary format both ways (set_types, rows, raw)", binary_both_ways)
     if big_rows:
         check(f"big load of {big_rows} rows", big)
     conn.close()
