@@ -173,6 +173,12 @@ pub trait EngineSession: Send + 'static {
         let _ = out;
         self.execute_prepared(prepared, params)
     }
+    /// Checks a `COPY ... FROM STDIN` without running it (its table, columns
+    /// and options), for the extended protocol's Parse.
+    fn check_copy(&mut self, sql: &str) -> Result<(), EngineError> {
+        let _ = sql;
+        Ok(())
+    }
     /// Runs one `COPY ... FROM STDIN`, reading the client's data from `input`
     /// (told the column count once the statement is checked).
     fn copy_in(&mut self, sql: &str, input: &mut dyn CopyInput) -> Result<Outcome, EngineError> {

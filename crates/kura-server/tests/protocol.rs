@@ -432,3 +432,74 @@ fn sql_prepared_statements_and_cursors() {
         assert_eq!(e.code().unwrap().code(), "34000");
     });
 }
+
+/// COPY through the extended protocol (rust-postgres's `copy_in` /
+/// `copy_out`: Parse, Bind, Execute, then the data), in text and binary.
+#[test]
+fn copy_in_and_out_through_the_extended_protocol() {
+    use futures::{SinkExt, TryStreamExt};
+    let s = server();
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        c.batch_execute("create table cp (i integer, v varchar(10))")
+            .await
+            .unwrap();
+        let sink = c.copy_in("copy cp from stdin").await.unwrap();
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from_static(b"1\tone\n2\t\\N\n"))
+            .await
+            .unwrap();
+        assert_eq!(sink.finish().await.unwrap(), 2);
+        let out: Vec<bytes::Bytes> = c
+            .copy_out("copy (select * from cp order by i) to stdout")
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(out.concat(), b"1\tone\n2\t\\N\n");
+        // Binary out and back in.
+        let binary: Vec<bytes::Bytes> = c
+            .copy_out("copy cp to stdout (format binary)")
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let binary = binary.concat();
+        assert!(binary.starts_with(b"PGCOPY\n\xff\r\n\0"));
+        let sink = c
+            .copy_in("copy cp from stdin (format binary)")
+            .await
+            .unwrap();
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from(binary)).await.unwrap();
+        assert_eq!(sink.finish().await.unwrap(), 2);
+        let n: i64 = c
+            .query_one("select count(*) from cp", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 4);
+        // A bad COPY is an error and the session goes on.
+        let Err(e) = c.copy_in::<_, bytes::Bytes>("copy nope from stdin").await else {
+            panic!("COPY into a missing table started");
+        };
+        assert_eq!(e.code(), Some(&SqlState::UNDEFINED_TABLE));
+        let one: i32 = c.query_one("select 1", &[]).await.unwrap().get(0);
+        assert_eq!(one, 1);
+        let sink = c.copy_in("copy cp from stdin").await.unwrap();
+        futures::pin_mut!(sink);
+        sink.send(bytes::Bytes::from_static(b"x\ty\n"))
+            .await
+            .unwrap();
+        let e = sink.finish().await.unwrap_err();
+        assert_eq!(e.code(), Some(&SqlState::INVALID_TEXT_REPRESENTATION));
+        let n: i64 = c
+            .query_one("select count(*) from cp", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 4, "a failed COPY loads nothing");
+    });
+}

@@ -410,6 +410,36 @@ pub(crate) fn copy_from_input(
     Ok(QueryResult::command(format!("COPY {rows}")))
 }
 
+/// Checks `COPY ... FROM STDIN` as far as it can be without its data: its
+/// options, its table and the columns it names (the extended protocol's Parse
+/// reports these errors, as PostgreSQL's does, before any data is sent).
+pub(crate) fn check_copy_from(
+    ctx: &QueryContext,
+    source: &CopySource,
+    options: &[CopyOption],
+    legacy: &[CopyLegacyOption],
+) -> KuraResult<()> {
+    let (table, columns) = copy_table(source)?;
+    Options::parse(options, legacy)?.client_format()?;
+    let t = ctx
+        .tx
+        .table(&table)
+        .ok_or_else(|| kura_storage::StorageError::NoSuchTable(table.clone()))?;
+    for c in columns {
+        let name = if c.quote_style.is_some() {
+            c.value.clone()
+        } else {
+            c.value.to_ascii_lowercase()
+        };
+        if t.schema().index_of(&name).is_none() {
+            return Err(KuraError::UndefinedColumn(format!(
+                "column \"{name}\" of relation \"{table}\" does not exist"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A reader that ends at a line holding only `\.` (PostgreSQL's end-of-data
 /// marker, which psql sends after inline data) and drops what follows it.
 struct EndMarker<R> {

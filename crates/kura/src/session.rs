@@ -238,6 +238,23 @@ impl Session {
         })
     }
 
+    /// Checks a `COPY ... FROM STDIN` statement without running it (its
+    /// table, columns and options); any other statement passes.
+    pub fn check_copy(&mut self, sql: &str) -> KuraResult<()> {
+        match parse(sql)?.as_slice() {
+            [Statement::Copy {
+                source,
+                options,
+                legacy_options,
+                to: false,
+                ..
+            }] => {
+                crate::copy::check_copy_from(&self.query_context(), source, options, legacy_options)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Runs one `COPY t [(columns)] | (query) TO STDOUT` statement, its lines
     /// going to `output` as the query runs.
     pub fn copy_out(

@@ -34,7 +34,7 @@ const COPY_OUT_BATCHES: usize = 4;
 
 /// Which way a statement copies with the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Direction {
+pub(crate) enum Direction {
     /// `COPY ... FROM STDIN`.
     In,
     /// `COPY ... TO STDOUT`.
@@ -42,7 +42,7 @@ pub(super) enum Direction {
 }
 
 /// Whether `stmt` (one statement) is a COPY with the client, and which way.
-pub(super) fn direction(stmt: &str) -> Option<Direction> {
+pub(crate) fn direction(stmt: &str) -> Option<Direction> {
     // Cheap test first: only statements that start with COPY are parsed.
     let head = skip_comments(stmt);
     if !head

@@ -37,7 +37,13 @@ use crate::types::{from_pg_type, pg_type};
 /// A parsed statement: answered by the server, or prepared by the engine.
 pub enum ParsedStatement<P> {
     Compat(Compat),
-    Engine { prepared: Arc<P>, shape: Shape },
+    Engine {
+        prepared: Arc<P>,
+        shape: Shape,
+    },
+    /// `COPY ... FROM STDIN` / `TO STDOUT`, run when executed (its data then
+    /// flows as in the simple protocol; rust-postgres sends COPY this way).
+    Copy(String, super::copy::Direction),
 }
 
 type Stmt<S> = Arc<ParsedStatement<<S as EngineSession>::Prepared>>;
@@ -75,6 +81,20 @@ impl<S: EngineSession> QueryParser for Parser<S> {
         if let Some(c) = compat::recognise(sql) {
             return Ok(Some(Arc::new(ParsedStatement::Compat(c))));
         }
+        if let Some(direction) = super::copy::direction(sql) {
+            // Errors a COPY can have before its data (table, columns,
+            // options) are the Parse's, as in PostgreSQL: a client that
+            // fails there sends no data.
+            let text = sql.to_string();
+            self.runner
+                .run(move |s: &mut S| s.check_copy(&text))
+                .await
+                .map_err(|e| user_error(e.located(sql, sql)))?;
+            return Ok(Some(Arc::new(ParsedStatement::Copy(
+                sql.to_string(),
+                direction,
+            ))));
+        }
         let text = sql;
         let sql = sql.to_string();
         let (prepared, shape) = self
@@ -90,7 +110,7 @@ impl<S: EngineSession> QueryParser for Parser<S> {
 
     fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
         Ok(match stmt.as_ref() {
-            ParsedStatement::Compat(_) => Vec::new(),
+            ParsedStatement::Compat(_) | ParsedStatement::Copy(..) => Vec::new(),
             // A parameter the statement leaves open is described as text, which
             // every client can send.
             ParsedStatement::Engine { shape, .. } => shape
@@ -108,6 +128,8 @@ impl<S: EngineSession> QueryParser for Parser<S> {
     ) -> PgWireResult<Vec<FieldInfo>> {
         let columns = match stmt.as_ref() {
             ParsedStatement::Compat(c) => compat_columns(c),
+            // Its rows are COPY data, not a result.
+            ParsedStatement::Copy(..) => Vec::new(),
             // Open columns are answered by the describe overrides below.
             ParsedStatement::Engine { shape, .. } => shape.columns.clone().unwrap_or_default(),
         };
@@ -143,6 +165,9 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
         };
         if let ParsedStatement::Compat(c) = portal.statement.statement.as_ref() {
             super::resume_status(client, c);
+        }
+        if let ParsedStatement::Copy(sql, direction) = portal.statement.statement.as_ref() {
+            return self.execute_copy(client, sql, *direction).await;
         }
         let fresh = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
         if message.max_rows != 0
@@ -261,6 +286,10 @@ impl<E: Engine> ExtendedQueryHandler for Connection<E> {
                     column_formats(Some(&portal.result_column_format), n).map_err(user_error)?;
                 self.answer_compat(c, formats).map_err(user_error)
             }
+            ParsedStatement::Copy(..) => Err(user_error(EngineError::new(
+                "0A000",
+                "COPY in an Execute with a row limit or a resumed portal",
+            ))),
             ParsedStatement::Engine { prepared, shape } => {
                 if tx == TransactionStatus::Error {
                     return Err(user_error(in_failed_transaction()));
@@ -458,4 +487,54 @@ fn bind_parameters<P>(
             })
         })
         .collect()
+}
+
+impl<E: Engine> Connection<E> {
+    /// Executes a COPY with the client from the extended protocol: a COPY
+    /// FROM STDIN answers CopyInResponse and the connection takes CopyData
+    /// until CopyDone (then the client's Sync); a COPY TO STDOUT sends its
+    /// data and CommandComplete.
+    async fn execute_copy<C>(
+        &self,
+        client: &mut C,
+        sql: &str,
+        direction: super::copy::Direction,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let tx = client.transaction_status();
+        let failed = if tx == TransactionStatus::Error {
+            Some(in_failed_transaction())
+        } else {
+            match direction {
+                super::copy::Direction::In => match self.start_copy_in(sql).await {
+                    Ok(Response::CopyIn(resp)) => {
+                        client.set_state(PgWireConnectionState::CopyInProgress(true));
+                        pgwire::api::copy::send_copy_in_response(client, resp).await?;
+                        return Ok(());
+                    }
+                    Ok(Response::Execution(tag)) => {
+                        send_execution_response(client, tag).await?;
+                        None
+                    }
+                    Ok(_) => None,
+                    Err(e) => Some(e),
+                },
+                super::copy::Direction::Out => self.copy_out(client, sql).await?,
+            }
+        };
+        if let Some(e) = failed {
+            client
+                .send(PgWireBackendMessage::ErrorResponse(
+                    super::respond::error_info(e.located(sql, sql)).into(),
+                ))
+                .await?;
+            client.set_transaction_status(tx.to_error_state());
+        }
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        Ok(())
+    }
 }

@@ -230,6 +230,10 @@ impl EngineSession for KuraSession {
             .map_err(engine_error)
     }
 
+    fn check_copy(&mut self, sql: &str) -> Result<(), EngineError> {
+        self.session.check_copy(sql).map_err(engine_error)
+    }
+
     fn copy_in(
         &mut self,
         sql: &str,
