@@ -503,3 +503,33 @@ fn copy_in_and_out_through_the_extended_protocol() {
         assert_eq!(n, 4, "a failed COPY loads nothing");
     });
 }
+
+/// A server named after its file (`kura serve --db sales.kura`) shows that
+/// name everywhere: current_database(), pg_database, pg_database_size.
+#[test]
+fn the_database_name_is_one_name() {
+    let s = TestServer::start_with(
+        kura_server::Auth::Trust,
+        |config, _| {
+            config.database_name = "sales".into();
+            kura::FileAccess::Denied
+        },
+        |_| {},
+    );
+    rt().block_on(async {
+        let c = connect(&s.conn_str()).await;
+        let row = c
+            .query_one(
+                "select current_database()::text, (select datname from pg_database)::text, \
+                 pg_database_size(current_database()) > 0, \
+                 (select count(*) from information_schema.schemata where catalog_name = 'sales')",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), "sales");
+        assert_eq!(row.get::<_, String>(1), "sales");
+        assert!(row.get::<_, bool>(2));
+        assert_eq!(row.get::<_, i64>(3), 3);
+    });
+}

@@ -222,6 +222,7 @@ impl Binder<'_> {
             settings: self.catalog.settings(),
             rules,
             sequences: self.catalog.sequences(),
+            database: self.catalog.session().map(|s| s.database.clone()),
         }));
         self.system = Some(snap.clone());
         snap
@@ -1116,7 +1117,7 @@ impl Binder<'_> {
                 arity(1..=1)?;
                 let a = args[0].clone();
                 let (this, what) = if a.data_type().is_text() {
-                    (text_literal(crate::system::DATABASE), "name")
+                    (text_literal(&self.snapshot().database), "name")
                 } else {
                     (
                         PhysExpr::literal(

@@ -146,6 +146,9 @@ pub struct SysSetting {
 /// Everything the system catalogs show, with OIDs assigned.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
+    /// The database's name: the session's (a server names it after its
+    /// file), else [`DATABASE`].
+    pub database: String,
     pub relations: Vec<SysRelation>,
     pub indexes: Vec<SysIndex>,
     pub settings: Vec<SysSetting>,
@@ -214,6 +217,8 @@ pub struct SnapshotInput {
     /// Defaults and constraints, by table name.
     pub rules: Vec<(String, crate::catalog::TableRulesInfo)>,
     pub sequences: Vec<crate::catalog::SequenceInfo>,
+    /// The database's name (`None`: [`DATABASE`]).
+    pub database: Option<String>,
 }
 
 impl Snapshot {
@@ -291,6 +296,7 @@ impl Snapshot {
             )
             .collect();
         let mut snap = Snapshot {
+            database: input.database.unwrap_or_else(|| DATABASE.to_string()),
             relations,
             indexes,
             settings: input.settings,

@@ -824,7 +824,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
         (PG, "pg_index") => super::keys::pg_index(snap),
         (PG, "pg_database") => vec![vec![
             o(DATABASE_OID),
-            s(DATABASE),
+            s(&snap.database),
             o(OWNER_OID),
             Value::Integer(6),
             s("c"),
@@ -1029,7 +1029,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
             user.chain(system)
                 .map(|(schema, name, table)| {
                     vec![
-                        s(DATABASE),
+                        s(&snap.database),
                         s(schema),
                         s(name),
                         s(if table { "BASE TABLE" } else { "VIEW" }),
@@ -1081,7 +1081,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     let user = c.schema == "public";
                     let identity = super::sequences::identity_of(snap, c.rel, c.name);
                     vec![
-                        s(DATABASE),
+                        s(&snap.database),
                         s(c.schema),
                         s(c.rel),
                         s(c.name),
@@ -1109,7 +1109,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         N,
                         N,
                         N,
-                        s(DATABASE),
+                        s(&snap.database),
                         s("pg_catalog"),
                         s(&udt),
                         N,
@@ -1144,7 +1144,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
         }
         (IS, "schemata") => schemas
             .iter()
-            .map(|(_, name)| vec![s(DATABASE), s(name), s(OWNER), N, N, N, N])
+            .map(|(_, name)| vec![s(&snap.database), s(name), s(OWNER), N, N, N, N])
             .collect(),
         (IS, "views") => snap
             .relations
@@ -1152,7 +1152,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
             .filter(|r| r.kind == RelKind::View)
             .map(|r| {
                 vec![
-                    s(DATABASE),
+                    s(&snap.database),
                     s("public"),
                     s(&r.name),
                     r.definition.as_deref().map_or(N, s),
@@ -1244,6 +1244,7 @@ mod tests {
             indexes: vec![("t_a".into(), "t".into(), vec![0], true, vec![1], (1, 16384))],
             settings: vec![],
             rules: vec![],
+            database: None,
             sequences: vec![crate::catalog::SequenceInfo {
                 name: "t_a_seq".into(),
                 type_name: "integer",

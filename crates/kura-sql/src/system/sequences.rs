@@ -4,7 +4,7 @@
 
 use kura_common::Value;
 
-use super::{Snapshot, SysSequence, DATABASE, OWNER, PUBLIC_OID};
+use super::{Snapshot, SysSequence, OWNER, PUBLIC_OID};
 
 /// PostgreSQL's OIDs of the integer types a sequence has.
 fn type_oid(type_name: &str) -> i32 {
@@ -82,7 +82,7 @@ pub(super) fn information_schema_sequences(snap: &Snapshot) -> Vec<Vec<Value>> {
                 _ => 64,
             };
             vec![
-                s(DATABASE),
+                s(&snap.database),
                 s("public"),
                 s(&i.name),
                 s(i.type_name),
