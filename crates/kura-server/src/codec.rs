@@ -33,28 +33,8 @@ pub fn binary(value: &Value, dt: &DataType, out: &mut Vec<u8>) -> Result<(), Str
     match (value, dt) {
         (Value::Text(s), DataType::Array(e)) => array_binary(s, &e.data_type(), out)?,
         (Value::Text(s), DataType::Vector(_)) => vector_binary(s, dt, out)?,
-        (Value::Boolean(b), _) => out.push(u8::from(*b)),
-        (Value::Integer(v), DataType::Integer) => out.extend_from_slice(&v.to_be_bytes()),
-        (Value::Integer(v), DataType::SmallInt) => {
-            let v = i16::try_from(*v).map_err(|_| "smallint out of range".to_string())?;
-            out.extend_from_slice(&v.to_be_bytes())
-        }
-        (Value::Integer(v), DataType::BigInt) => {
-            out.extend_from_slice(&i64::from(*v).to_be_bytes())
-        }
-        (Value::BigInt(v), DataType::BigInt) => out.extend_from_slice(&v.to_be_bytes()),
-        (Value::BigInt(v), DataType::Integer) => {
-            let v = i32::try_from(*v).map_err(|_| format!("value {v} out of range for integer"))?;
-            out.extend_from_slice(&v.to_be_bytes())
-        }
-        (Value::Double(v), _) => out.extend_from_slice(&v.to_be_bytes()),
-        (Value::Decimal(v, s), _) => numeric::encode(*v, *s, out),
-        (Value::Integer(v), DataType::Decimal { .. }) => numeric::encode(i128::from(*v), 0, out),
-        (Value::BigInt(v), DataType::Decimal { .. }) => numeric::encode(i128::from(*v), 0, out),
-        (Value::Date(d), _) => out.extend_from_slice(&(d - PG_EPOCH_DAYS).to_be_bytes()),
-        (Value::Timestamp(t), _) => out.extend_from_slice(&(t - PG_EPOCH_MICROS).to_be_bytes()),
-        (Value::Text(s), _) => out.extend_from_slice(s.as_bytes()),
-        (v, dt) => return Err(format!("cannot send {v:?} as {dt} in binary")),
+        // Scalars as the engine's binary COPY writes them.
+        (v, dt) => kura::copy_binary::encode(v, *dt, out).map_err(|e| e.to_string())?,
     }
     Ok(())
 }

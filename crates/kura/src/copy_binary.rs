@@ -52,8 +52,9 @@ pub(crate) fn row(values: &[Value], types: &[DataType]) -> KuraResult<Vec<u8>> {
     Ok(out)
 }
 
-/// A non-NULL value of column type `t` in PostgreSQL's binary form.
-fn encode(v: &Value, t: DataType, out: &mut Vec<u8>) -> KuraResult<()> {
+/// A non-NULL value of column type `t` in PostgreSQL's binary form (what
+/// the server sends for a binary result column too).
+pub fn encode(v: &Value, t: DataType, out: &mut Vec<u8>) -> KuraResult<()> {
     let int = |v: &Value| match v {
         Value::Integer(i) => Some(i64::from(*i)),
         Value::BigInt(i) => Some(*i),

@@ -3,7 +3,7 @@
 
 mod cancel;
 mod copy;
-mod copy_binary;
+pub mod copy_binary;
 mod copy_out;
 mod cursor;
 pub mod database;
