@@ -10,6 +10,7 @@ pub mod decimal;
 pub mod error;
 pub mod memobj;
 pub mod probe;
+pub mod record;
 pub mod settings;
 pub mod size;
 pub mod timestamp;

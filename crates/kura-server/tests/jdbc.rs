@@ -71,7 +71,9 @@ fn pgjdbc_database_metadata() {
              create index li_ok on lineitem (l_orderkey);\
              create view v1 as select l_orderkey from lineitem;\
              create table orders (o_orderkey integer primary key);\
-             create table shipments (s_id integer, s_order integer references orders (o_orderkey))",
+             create table shipments (s_id integer, s_order integer references orders (o_orderkey), \
+             primary key (s_order, s_id));\
+             create unique index shipments_sid on shipments (s_id)",
         );
     });
     mvn_test(

@@ -54,6 +54,9 @@ pub enum SqlError {
         pos: Pos,
         suggestion: Option<String>,
     },
+    /// `(value).field` naming no field of the value's type (42703).
+    #[error("{pos}column \"{field}\" not found in data type {ty}")]
+    NoSuchField { field: String, ty: String, pos: Pos },
     #[error("{pos}column reference \"{name}\" is ambiguous")]
     AmbiguousColumn { name: String, pos: Pos },
     #[error("{pos}function {name} does not exist{}", hint(.suggestion))]
@@ -146,7 +149,7 @@ impl SqlError {
         match self {
             SqlError::Syntax(_) => "42601",
             SqlError::UnknownTable { .. } => "42P01",
-            SqlError::UnknownColumn { .. } => "42703",
+            SqlError::UnknownColumn { .. } | SqlError::NoSuchField { .. } => "42703",
             SqlError::AmbiguousColumn { .. } => "42702",
             SqlError::UnknownFunction { .. } => "42883",
             SqlError::AmbiguousFunction { .. } => "42725",
@@ -181,6 +184,7 @@ impl SqlError {
         let pos = match self {
             SqlError::UnknownTable { pos, .. }
             | SqlError::UnknownColumn { pos, .. }
+            | SqlError::NoSuchField { pos, .. }
             | SqlError::AmbiguousColumn { pos, .. }
             | SqlError::UnknownFunction { pos, .. }
             | SqlError::AmbiguousFunction { pos, .. }

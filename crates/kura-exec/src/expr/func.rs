@@ -339,7 +339,18 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         ScalarFunc::Greatest
         | ScalarFunc::Least
         | ScalarFunc::SplitPart
-        | ScalarFunc::RegexpReplace => super::func_text::call(func, args, out, n),
+        | ScalarFunc::RegexpReplace
+        | ScalarFunc::RecordText
+        | ScalarFunc::RecordField
+        | ScalarFunc::LTrim
+        | ScalarFunc::RTrim
+        | ScalarFunc::BTrim => super::func_text::call(func, args, out, n),
+        ScalarFunc::BitAnd
+        | ScalarFunc::BitOr
+        | ScalarFunc::BitXor
+        | ScalarFunc::BitNot
+        | ScalarFunc::ShiftLeft
+        | ScalarFunc::ShiftRight => super::bitwise::call(func, args, out, n),
         ScalarFunc::ToChar | ScalarFunc::ToDate | ScalarFunc::ToTimestamp => {
             super::func_format::call(func, args, out, n)
         }

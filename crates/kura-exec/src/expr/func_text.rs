@@ -1,5 +1,7 @@
 //! `greatest`/`least`, `split_part` and `regexp_replace` with PostgreSQL's
-//! semantics (NULL arguments, negative field numbers, `\1` back-references).
+//! semantics (NULL arguments, negative field numbers, `\1` back-references),
+//! `ltrim`/`rtrim`/`btrim` of a set of characters, and records in their
+//! text form (`(3,"a b",)`): made and read by field.
 
 use std::collections::HashMap;
 
@@ -43,6 +45,49 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
             ScalarFunc::SplitPart => match (arg(args, 0, r), arg(args, 1, r), arg(args, 2, r)) {
                 (Value::Text(s), Value::Text(d), Value::BigInt(k)) => {
                     Value::Text(split_part(&s, &d, k)?.to_string())
+                }
+                _ => Value::Null,
+            },
+            ScalarFunc::LTrim | ScalarFunc::RTrim | ScalarFunc::BTrim => {
+                match (arg(args, 0, r), arg(args, 1, r)) {
+                    (Value::Text(s), Value::Text(chars)) => {
+                        let set = |c: char| chars.contains(c);
+                        Value::Text(
+                            match func {
+                                ScalarFunc::LTrim => s.trim_start_matches(set),
+                                ScalarFunc::RTrim => s.trim_end_matches(set),
+                                _ => s.trim_matches(set),
+                            }
+                            .to_string(),
+                        )
+                    }
+                    _ => Value::Null,
+                }
+            }
+            ScalarFunc::RecordText => {
+                let fields: Vec<Value> = (0..args.len()).map(|i| arg(args, i, r)).collect();
+                let texts: Vec<Option<&str>> = fields
+                    .iter()
+                    .map(|v| match v {
+                        Value::Text(t) => Some(t.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                Value::Text(kura_common::record::format_record(&texts))
+            }
+            ScalarFunc::RecordField => match (arg(args, 0, r), arg(args, 1, r)) {
+                (Value::Text(t), Value::Integer(k)) => {
+                    let fields = kura_common::record::parse_record(&t).ok_or_else(|| {
+                        ExecError::InvalidText {
+                            ty: "record".into(),
+                            text: t.clone(),
+                        }
+                    })?;
+                    let k = usize::try_from(k).unwrap_or(0);
+                    match k.checked_sub(1).and_then(|i| fields.get(i)) {
+                        Some(Some(f)) => Value::Text(f.clone()),
+                        _ => Value::Null,
+                    }
                 }
                 _ => Value::Null,
             },

@@ -4,6 +4,7 @@
 mod arith;
 mod arith_narrow;
 mod array;
+mod bitwise;
 pub mod budget;
 mod cast;
 mod compare;
@@ -185,6 +186,24 @@ pub enum ScalarFunc {
     ArrayCat,
     /// `array_position(a, x)`: the first index holding `x` (NULL matches NULL).
     ArrayPosition,
+    /// A record of its (text) arguments in PostgreSQL's text form,
+    /// `(3,"a b",)` (see `kura_common::record`).
+    RecordText,
+    /// Field `k` (1-based) of a record's text form, as text.
+    RecordField,
+    /// The bitwise operators on integers: `a & b`, `a | b`, `a # b`, `~a`,
+    /// `a << n`, `a >> n` (see `bitwise`).
+    BitAnd,
+    BitOr,
+    BitXor,
+    BitNot,
+    ShiftLeft,
+    ShiftRight,
+    /// `ltrim(s, chars)`, `rtrim(s, chars)`, `btrim(s, chars)`: the longest
+    /// run of `chars` removed from the start, the end, or both.
+    LTrim,
+    RTrim,
+    BTrim,
 }
 
 impl ScalarFunc {
@@ -263,6 +282,17 @@ impl ScalarFunc {
             ScalarFunc::ArrayPrepend => "array_prepend",
             ScalarFunc::ArrayCat => "array_cat",
             ScalarFunc::ArrayPosition => "array_position",
+            ScalarFunc::RecordText => "record",
+            ScalarFunc::RecordField => "record_field",
+            ScalarFunc::BitAnd => "&",
+            ScalarFunc::BitOr => "|",
+            ScalarFunc::BitXor => "#",
+            ScalarFunc::BitNot => "~",
+            ScalarFunc::ShiftLeft => "<<",
+            ScalarFunc::ShiftRight => ">>",
+            ScalarFunc::LTrim => "ltrim",
+            ScalarFunc::RTrim => "rtrim",
+            ScalarFunc::BTrim => "btrim",
         }
     }
 }

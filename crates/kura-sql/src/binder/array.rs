@@ -325,6 +325,9 @@ impl Binder<'_> {
             [ast::AccessExpr::Subscript(_), ..] => {
                 return Err(SqlError::unsupported("multidimensional arrays", p))
             }
+            [ast::AccessExpr::Dot(ast::Expr::Identifier(field))] => {
+                return self.record_field(a, &super::norm(field), p)
+            }
             _ => return Err(SqlError::unsupported("field access", p)),
         };
         let Some(elem) = a.data_type().element() else {

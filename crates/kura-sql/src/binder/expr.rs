@@ -322,6 +322,7 @@ impl Binder<'_> {
                         Ok(fold(PhysExpr::Negate(Box::new(x))))
                     }
                     ast::UnaryOperator::Plus => Ok(x),
+                    ast::UnaryOperator::BitwiseNot => self.bit_not(x, pos(e)),
                     other => Err(SqlError::unsupported(format!("operator {other}"), pos(e))),
                 }
             }
@@ -737,6 +738,31 @@ impl Binder<'_> {
                 let s = self.bind_expr(expr, cx)?;
                 self.scalar_call(ScalarFunc::Trim, vec![s], pos(e))
             }
+            E::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters: None,
+            } => {
+                let func = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => ScalarFunc::LTrim,
+                    Some(ast::TrimWhereField::Trailing) => ScalarFunc::RTrim,
+                    _ => ScalarFunc::BTrim,
+                };
+                let mut args = vec![self.bind_expr(expr, cx)?];
+                if let Some(chars) = trim_what {
+                    args.push(self.bind_expr(chars, cx)?);
+                }
+                for a in &args {
+                    if !a.data_type().is_text() && !is_null_literal(a) {
+                        return Err(SqlError::mismatch(
+                            format!("function {}({}) does not exist", func.name(), a.data_type()),
+                            pos(e),
+                        ));
+                    }
+                }
+                super::functions::trim_call(func, args, pos(e))
+            }
             E::Function(f) => self.bind_function(f, cx, pos(e)),
             E::Array(a) => self.bind_array_constructor(&a.elem, cx, pos(e)),
             E::AnyOp { .. } | E::AllOp { .. } => self.bind_quantified(e, cx, pos(e)),
@@ -951,6 +977,17 @@ impl Binder<'_> {
         }
         let a = self.bind_expr(l, cx)?;
         let b = self.bind_expr(r, cx)?;
+        let bitwise = match op {
+            B::BitwiseAnd => Some(ScalarFunc::BitAnd),
+            B::BitwiseOr => Some(ScalarFunc::BitOr),
+            B::PGBitwiseXor => Some(ScalarFunc::BitXor),
+            B::PGBitwiseShiftLeft => Some(ScalarFunc::ShiftLeft),
+            B::PGBitwiseShiftRight => Some(ScalarFunc::ShiftRight),
+            _ => None,
+        };
+        if let Some(func) = bitwise {
+            return self.bitwise(func, &op.to_string(), a, b, p);
+        }
         let bop = match op {
             B::Plus => BinaryOp::Add,
             B::Minus => BinaryOp::Sub,
@@ -1275,9 +1312,9 @@ impl Binder<'_> {
             return self.array_subquery(q, cx, p);
         }
         if name == "_pg_expandarray" {
-            // pgjdbc's getPrimaryKeys / getIndexInfo read its record's fields.
+            // Its rows are planned as a whole SELECT-list item (`select_srf`).
             return Err(SqlError::unsupported(
-                "information_schema._pg_expandarray (it returns records, which kura does not have)",
+                "information_schema._pg_expandarray other than as a whole item of a SELECT list with a FROM clause",
                 p,
             ));
         }

@@ -58,6 +58,9 @@ pub const SCALARS: &[&str] = &[
     "to_date",
     "to_timestamp",
     "random",
+    "ltrim",
+    "rtrim",
+    "btrim",
 ];
 
 /// Every aggregate and scalar function the binder evaluates by name, with
@@ -353,6 +356,17 @@ impl Binder<'_> {
                     args,
                     data_type: DataType::Double,
                 })
+            }
+            "ltrim" | "rtrim" | "btrim" => {
+                if !((1..=2).contains(&args.len()) && args.iter().all(text)) {
+                    return Err(no_such(name, &args, p));
+                }
+                let func = match name {
+                    "ltrim" => ScalarFunc::LTrim,
+                    "rtrim" => ScalarFunc::RTrim,
+                    _ => ScalarFunc::BTrim,
+                };
+                trim_call(func, args, p)
             }
             "split_part" => {
                 if !(args.len() == 3 && text(&args[0]) && text(&args[1]) && int(&args[2])) {
@@ -728,4 +742,24 @@ impl Binder<'_> {
             }
         }
     }
+}
+
+/// `ltrim`/`rtrim`/`btrim(s [, chars])` (and `TRIM(... FROM s)`): the
+/// characters default to a space.
+pub(super) fn trim_call(func: ScalarFunc, mut args: Vec<PhysExpr>, p: Pos) -> SqlResult<PhysExpr> {
+    if args.len() == 1 {
+        args.push(PhysExpr::literal(
+            Value::Text(" ".into()),
+            DataType::Varchar(None),
+        ));
+    }
+    let args = args
+        .into_iter()
+        .map(|a| coerce(a, DataType::Varchar(None), p))
+        .collect::<SqlResult<Vec<_>>>()?;
+    Ok(fold(PhysExpr::Func {
+        func,
+        args,
+        data_type: DataType::Varchar(None),
+    }))
 }

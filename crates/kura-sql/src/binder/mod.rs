@@ -5,11 +5,13 @@
 
 mod array;
 mod array_subquery;
+mod bitwise;
 mod clauses;
 mod expr;
 pub(crate) mod functions;
 mod grouping_sets;
 mod query;
+mod record;
 mod sample;
 mod select_srf;
 mod sequence_fn;
@@ -124,6 +126,16 @@ pub struct Binder<'a> {
     /// The statement's random base for TABLESAMPLE without REPEATABLE, drawn
     /// at the first such clause (see `sample`).
     sample_seed: Option<u64>,
+    /// Columns holding records (in their text form, see `kura_common::record`)
+    /// and the names and types of their fields: `(keys).x` reads one.
+    records: HashMap<ColId, Vec<(String, DataType)>>,
+}
+
+/// Whether a scope column is the binder's own (a set-returning item's value,
+/// named with a leading U+0001 that no name kura makes starts with): `*`
+/// leaves it out.
+pub(super) fn is_hidden(name: &str) -> bool {
+    name.starts_with('\u{1}')
 }
 
 /// Lower-cases unquoted identifiers (PostgreSQL folding).
@@ -235,6 +247,7 @@ impl<'a> Binder<'a> {
             system: None,
             building_system: false,
             null_arrays: Default::default(),
+            records: HashMap::new(),
             tables: HashMap::new(),
             sample_seed: None,
         }

@@ -54,6 +54,11 @@ fn derived_name(e: &ast::Expr) -> String {
             _ => "?column?".into(),
         }),
         ast::Expr::Cast { expr, .. } | ast::Expr::Nested(expr) => derived_name(expr),
+        // `(r).x` is named after its field, `a[1]` after its array.
+        ast::Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
+            Some(ast::AccessExpr::Dot(ast::Expr::Identifier(field))) => norm(field),
+            _ => derived_name(root),
+        },
         ast::Expr::Extract { field, .. } => match field {
             ast::DateTimeField::Year => "extract".into(),
             _ => "extract".into(),
@@ -683,7 +688,7 @@ impl Binder<'_> {
                             "SELECT * with no tables specified is not valid".into(),
                         ));
                     }
-                    for c in &scope.cols {
+                    for c in scope.cols.iter().filter(|c| !super::is_hidden(&c.name)) {
                         items.push((c.name.clone(), col(c.id, c.ty), Pos::default()));
                     }
                 }
@@ -698,6 +703,7 @@ impl Binder<'_> {
                         .cols
                         .iter()
                         .filter(|c| c.qualifier.as_deref() == Some(q.as_str()))
+                        .filter(|c| !super::is_hidden(&c.name))
                         .collect();
                     if cols.is_empty() {
                         return Err(SqlError::UnknownTable {
@@ -947,6 +953,7 @@ impl Binder<'_> {
         let mut out = Vec::new();
         for (name, e, _) in &items {
             let id = self.cols.add(name, e.data_type());
+            self.same_record(e, id);
             exprs.push((e.clone(), id));
             out.push((name.clone(), id));
         }

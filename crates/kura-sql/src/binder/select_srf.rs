@@ -6,7 +6,9 @@
 //!
 //! Planned as each row repeated that many times (`Replicate`) and numbered
 //! within its repetitions (`row_number()` over a per-row id); an item then
-//! reads its `ord`-th element. Only whole items are set-returning here:
+//! reads its `ord`-th element. `information_schema._pg_expandarray(a)` gives
+//! a record of the element `x` and its position `n` (see `record`), or one of
+//! them as `(…).x`. Only whole items are set-returning here:
 //! `unnest(a) + 1` is refused, and so is a list that aggregates or has a
 //! window (PostgreSQL runs the functions after those).
 
@@ -22,28 +24,58 @@ use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, ColId, Logical};
 
 /// The set-returning functions this module plans.
-const FUNCTIONS: &[&str] = &["unnest", "generate_subscripts"];
+const FUNCTIONS: &[&str] = &["unnest", "generate_subscripts", "_pg_expandarray"];
 
-/// One set-returning item: its function's name and arguments.
-fn srf_item(item: &ast::SelectItem) -> Option<(&ast::Function, String)> {
+/// One set-returning item: its function, the function's name and the field
+/// the item reads of the function's record (`(f(a)).n`), if it does.
+struct SrfItem<'q> {
+    function: &'q ast::Function,
+    name: String,
+    field: Option<String>,
+}
+
+fn srf_item(item: &ast::SelectItem) -> Option<SrfItem<'_>> {
     let e = match item {
         ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => e,
         _ => return None,
     };
-    let ast::Expr::Function(f) = e else {
-        return None;
+    let (f, field) = match e {
+        ast::Expr::Function(f) => (f, None),
+        ast::Expr::CompoundFieldAccess { root, access_chain } => {
+            let (ast::Expr::Nested(inner), [ast::AccessExpr::Dot(ast::Expr::Identifier(field))]) =
+                (root.as_ref(), access_chain.as_slice())
+            else {
+                return None;
+            };
+            let ast::Expr::Function(f) = inner.as_ref() else {
+                return None;
+            };
+            (f, Some(norm(field)))
+        }
+        _ => return None,
     };
     let name = match f.name.0.as_slice() {
         [ast::ObjectNamePart::Identifier(i)] => norm(i),
         [ast::ObjectNamePart::Identifier(s), ast::ObjectNamePart::Identifier(i)]
-            if norm(s) == "pg_catalog" =>
+            if matches!(norm(s).as_str(), "pg_catalog" | "information_schema") =>
         {
             norm(i)
         }
         _ => return None,
     };
-    (FUNCTIONS.contains(&name.as_str()) && f.over.is_none() && f.filter.is_none())
-        .then_some((f, name))
+    (FUNCTIONS.contains(&name.as_str()) && f.over.is_none() && f.filter.is_none()).then_some(
+        SrfItem {
+            function: f,
+            name,
+            field,
+        },
+    )
+}
+
+/// The fields of `_pg_expandarray`'s record: the element and its 1-based
+/// position.
+fn expandarray_fields(elem: DataType) -> Vec<(String, DataType)> {
+    vec![("x".into(), elem), ("n".into(), DataType::Integer)]
 }
 
 /// Whether `s`'s select list has an item this module plans.
@@ -71,16 +103,21 @@ impl Binder<'_> {
             ));
         }
         // Each item's array, bound over the FROM clause.
-        let mut arrays: Vec<(PhysExpr, ColId, String)> = Vec::new();
+        let mut arrays: Vec<(PhysExpr, ColId, String, Option<String>)> = Vec::new();
         let mut cx = ExprCtx::new(scope, outer);
         for item in &s.projection {
-            let Some((f, name)) = srf_item(item) else {
+            let Some(SrfItem {
+                function: f,
+                name,
+                field,
+            }) = srf_item(item)
+            else {
                 continue;
             };
             let p = Pos::default();
             let (args, _) = super::functions::call_args(f, &name, p)?;
             let arity_ok = match name.as_str() {
-                "unnest" => args.len() == 1,
+                "unnest" | "_pg_expandarray" => args.len() == 1,
                 _ => args.len() == 2,
             };
             if !arity_ok {
@@ -121,10 +158,10 @@ impl Binder<'_> {
                     data_type: t,
                 });
                 let id = self.cols.add("?srf_array?", a.data_type());
-                arrays.push((a, id, name));
+                arrays.push((a, id, name, field));
             } else {
                 let id = self.cols.add("?srf_array?", a.data_type());
-                arrays.push((a, id, name));
+                arrays.push((a, id, name, field));
             }
         }
         if !cx.pending.is_empty() {
@@ -151,7 +188,7 @@ impl Binder<'_> {
         // The input's columns, each item's array and the rows each input
         // row gives.
         let count = self.cols.add("?srf_rows?", DataType::BigInt);
-        let lengths: Vec<PhysExpr> = arrays.iter().map(|(a, _, _)| length(a.clone())).collect();
+        let lengths: Vec<PhysExpr> = arrays.iter().map(|(a, ..)| length(a.clone())).collect();
         let most = match lengths.len() {
             1 => lengths[0].clone(),
             _ => PhysExpr::Func {
@@ -161,7 +198,7 @@ impl Binder<'_> {
             },
         };
         let (mut exprs, scope) = self.carry(scope);
-        exprs.extend(arrays.iter().map(|(a, id, _)| (a.clone(), *id)));
+        exprs.extend(arrays.iter().map(|(a, id, ..)| (a.clone(), *id)));
         exprs.push((coerce(most, DataType::BigInt, Pos::default())?, count));
         let row = self.cols.add("?srf_row?", DataType::BigInt);
         let numbered = Logical::Window {
@@ -191,39 +228,78 @@ impl Binder<'_> {
         )?;
         let (mut exprs, mut scope) = self.carry(&scope);
         let mut names = Vec::new();
-        for (k, (a, id, name)) in arrays.iter().enumerate() {
+        for (k, (a, id, name, field)) in arrays.iter().enumerate() {
             let t = a.data_type();
             let elem = t.element().unwrap_or(DataType::Integer);
-            let (value, vt) = match name.as_str() {
-                // Past its end the element is NULL, as the subscript gives.
-                "unnest" => (
-                    PhysExpr::Func {
-                        func: ScalarFunc::ArraySubscript,
-                        args: vec![col(*id, t), ord.clone()],
-                        data_type: elem,
-                    },
-                    elem,
-                ),
-                // A catalog vector's subscripts start at 0.
-                _ => (
-                    PhysExpr::Case {
-                        whens: vec![(
-                            PhysExpr::Binary {
-                                op: BinaryOp::LtEq,
-                                left: Box::new(ord.clone()),
-                                right: Box::new(length(col(*id, t))),
-                                data_type: DataType::Boolean,
-                            },
-                            super::array::shifted(ord.clone(), t.lower_bound() - 1),
-                        )],
-                        otherwise: None,
-                        data_type: DataType::Integer,
-                    },
-                    DataType::Integer,
-                ),
+            // Past its end the element is NULL, as the subscript gives.
+            let element = PhysExpr::Func {
+                func: ScalarFunc::ArraySubscript,
+                args: vec![col(*id, t), ord.clone()],
+                data_type: elem,
             };
+            // The 1-based position `ord` while it is within the array.
+            let within = |value: PhysExpr| PhysExpr::Case {
+                whens: vec![(
+                    PhysExpr::Binary {
+                        op: BinaryOp::LtEq,
+                        left: Box::new(ord.clone()),
+                        right: Box::new(length(col(*id, t))),
+                        data_type: DataType::Boolean,
+                    },
+                    value,
+                )],
+                otherwise: None,
+                data_type: DataType::Integer,
+            };
+            if let (Some(f), false) = (field, name == "_pg_expandarray") {
+                let ty = if name == "unnest" {
+                    elem
+                } else {
+                    DataType::Integer
+                };
+                return Err(SqlError::NoSuchField {
+                    field: f.clone(),
+                    ty: ty.to_string(),
+                    pos: Pos::default(),
+                });
+            }
+            let mut record = None;
+            let value = match name.as_str() {
+                "unnest" => element,
+                // A catalog vector's subscripts start at 0.
+                "generate_subscripts" => {
+                    within(super::array::shifted(ord.clone(), t.lower_bound() - 1))
+                }
+                // `x` the element, `n` its position counted from 1 (also
+                // for a catalog vector).
+                _ => {
+                    let fields = expandarray_fields(elem);
+                    match field.as_deref() {
+                        Some("x") => element,
+                        Some("n") => within(ord.clone()),
+                        Some(other) => {
+                            return Err(SqlError::NoSuchField {
+                                field: other.to_string(),
+                                ty: "record".into(),
+                                pos: Pos::default(),
+                            })
+                        }
+                        None => {
+                            record = Some(fields);
+                            super::record::make_record(
+                                vec![element, within(ord.clone())],
+                                Pos::default(),
+                            )?
+                        }
+                    }
+                }
+            };
+            let vt = value.data_type();
             let name = format!("\u{1}srf{k}");
             let vid = self.cols.add(&name, vt);
+            if let Some(fields) = record {
+                self.note_record(vid, fields);
+            }
             exprs.push((value, vid));
             scope.cols.push(ScopeCol {
                 qualifier: None,
@@ -242,9 +318,11 @@ impl Binder<'_> {
         let mut s = s.clone();
         let mut names = names.into_iter();
         for item in s.projection.iter_mut() {
-            let Some((_, fname)) = srf_item(item) else {
+            let Some(srf) = srf_item(item) else {
                 continue;
             };
+            // PostgreSQL names `(f(a)).n` after its field.
+            let fname = srf.field.unwrap_or(srf.name);
             let alias = match item {
                 ast::SelectItem::ExprWithAlias { alias, .. } => alias.clone(),
                 _ => ast::Ident::new(fname),
@@ -268,6 +346,7 @@ impl Binder<'_> {
             .map(|c| {
                 let id = self.cols.add(&c.name, c.ty);
                 let e = (col(c.id, c.ty), id);
+                self.same_record(&e.0, id);
                 c.id = id;
                 e
             })

@@ -629,7 +629,8 @@ impl Binder<'_> {
             "regproc" | "regprocedure" => {
                 // kura's catalogs hold functions' regproc columns (pg_type's
                 // typinput ...) as names, so a name cast to regproc is that
-                // name: `'pg_catalog.array_in'::regproc` = typinput works.
+                // name: `'pg_catalog.array_in'::regproc` = typinput works. A
+                // name no function has is refused, as PostgreSQL does.
                 let x = self.bind_expr(expr, cx)?;
                 match &x {
                     PhysExpr::Literal {
@@ -639,6 +640,13 @@ impl Binder<'_> {
                         let t = t.trim();
                         let t = t.strip_prefix("pg_catalog.").unwrap_or(t);
                         let t = t.split_once('(').map_or(t, |(name, _)| name).trim();
+                        if !crate::system::is_function_name(t) {
+                            return Err(SqlError::UnknownFunction {
+                                name: format!("\"{t}\""),
+                                pos: p,
+                                suggestion: None,
+                            });
+                        }
                         Ok(Some(text_literal(t)))
                     }
                     _ => Ok(Some(self.oid_of(x, &name, p)?)),

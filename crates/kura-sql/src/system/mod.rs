@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use kura_exec::{SourceColumn, TableSource};
 
-pub use relations::{system_relation, SYSTEM_RELATIONS};
+pub use relations::{is_function_name, system_relation, SYSTEM_RELATIONS};
 
 /// OID of namespace `pg_catalog` (PostgreSQL's).
 pub const PG_CATALOG_OID: i32 = 11;

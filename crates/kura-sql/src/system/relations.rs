@@ -658,6 +658,24 @@ fn functions() -> Vec<(&'static str, bool)> {
     all
 }
 
+/// Whether `name` is a function a `regproc` may name: one `pg_proc` lists,
+/// or a type's input/output function `pg_type` names (`int4_in`, `array_out`).
+pub fn is_function_name(name: &str) -> bool {
+    if functions().iter().any(|(f, _)| *f == name) || WINDOW_FUNCTIONS.contains(&name) {
+        return true;
+    }
+    pg_types().iter().any(|t| {
+        let io = if t.elem != 0 {
+            "array"
+        } else {
+            t.name.as_str()
+        };
+        ["_in", "_out", "_recv", "_send"]
+            .iter()
+            .any(|suffix| name.strip_suffix(suffix) == Some(io))
+    })
+}
+
 /// The window functions, for `pg_proc` (kind `w`).
 const WINDOW_FUNCTIONS: &[&str] = &[
     "row_number",

@@ -14,10 +14,8 @@ import org.junit.jupiter.api.Test;
  * -Dkura.catalog=true on a database holding table `lineitem` (l_orderkey
  * integer not null, l_comment varchar(44), l_extendedprice decimal(15,2),
  * l_shipdate date), index `li_ok`, view `v1`, table `orders` (o_orderkey
- * integer primary key) and `shipments` (s_order references orders).
- * getPrimaryKeys, getIndexInfo and getBestRowIdentifier are refused (0A000):
- * pgjdbc's queries for them read the record information_schema._pg_expandarray
- * returns, and kura has no record types.
+ * integer primary key) and `shipments` (s_order references orders, primary
+ * key (s_order, s_id), unique index `shipments_sid` on s_id).
  */
 class CatalogJdbcTest {
     @BeforeEach
@@ -128,14 +126,45 @@ class CatalogJdbcTest {
         }
     }
 
+    /** The rows as "name:column:position" strings, in the order pgjdbc returns them. */
+    private static List<String> keyRows(ResultSet rs, String nameCol, String posCol) throws SQLException {
+        List<String> out = new ArrayList<>();
+        while (rs.next()) {
+            out.add(rs.getString(nameCol) + ":" + rs.getString("COLUMN_NAME") + ":" + rs.getInt(posCol));
+        }
+        rs.close();
+        return out;
+    }
+
+    /** Key and index listings (pgjdbc reads _pg_expandarray's record), as PostgreSQL 15 answers them. */
     @Test
-    void keyListingsThatNeedRecordsAreRefusedClearly() throws SQLException {
+    void primaryKeysIndexesAndBestRowIdentifier() throws SQLException {
         try (Connection c = connect()) {
             DatabaseMetaData md = c.getMetaData();
-            SQLException e = assertThrows(SQLException.class, () -> md.getPrimaryKeys(null, "public", "orders"));
-            assertEquals("0A000", e.getSQLState(), e.getMessage());
-            e = assertThrows(SQLException.class, () -> md.getIndexInfo(null, "public", "orders", false, false));
-            assertEquals("0A000", e.getSQLState(), e.getMessage());
+            // Key columns in key order, which is not the table's column order.
+            assertEquals(List.of("shipments_pkey:s_order:1", "shipments_pkey:s_id:2"),
+                keyRows(md.getPrimaryKeys(null, "public", "shipments"), "PK_NAME", "KEY_SEQ"));
+            assertEquals(List.of("orders_pkey:o_orderkey:1"),
+                keyRows(md.getPrimaryKeys(null, "public", "orders"), "PK_NAME", "KEY_SEQ"));
+            assertEquals(List.of(), keyRows(md.getPrimaryKeys(null, "public", "lineitem"), "PK_NAME", "KEY_SEQ"));
+            List<String> want = List.of("shipments_pkey:s_order:1", "shipments_pkey:s_id:2", "shipments_sid:s_id:1");
+            assertEquals(want, keyRows(md.getIndexInfo(null, "public", "shipments", false, false),
+                "INDEX_NAME", "ORDINAL_POSITION"));
+            assertEquals(want, keyRows(md.getIndexInfo(null, "public", "shipments", true, false),
+                "INDEX_NAME", "ORDINAL_POSITION"));
+            ResultSet rs = md.getIndexInfo(null, "public", "lineitem", false, false);
+            assertTrue(rs.next());
+            assertEquals("li_ok", rs.getString("INDEX_NAME"));
+            assertTrue(rs.getBoolean("NON_UNIQUE"));
+            assertEquals("A", rs.getString("ASC_OR_DESC"));
+            assertEquals(DatabaseMetaData.tableIndexOther, rs.getShort("TYPE"));
+            assertFalse(rs.next());
+            rs.close();
+            assertEquals(List.of(), keyRows(md.getIndexInfo(null, "public", "lineitem", true, false),
+                "INDEX_NAME", "ORDINAL_POSITION"));
+            List<String> best = column(md.getBestRowIdentifier(null, "public", "shipments",
+                DatabaseMetaData.bestRowSession, false), "COLUMN_NAME");
+            assertEquals(List.of("s_id", "s_order"), best);
         }
     }
 
