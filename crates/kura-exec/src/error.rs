@@ -70,6 +70,10 @@ pub enum ExecError {
     /// SQLSTATE for each: 22004, 22013, 22014, 22016).
     #[error("{message}")]
     WindowArgument { code: &'static str, message: String },
+    /// An argument outside a mathematical function's domain, with
+    /// PostgreSQL's code (2201E logarithm, 2201F power, 2201G width_bucket).
+    #[error("{message}")]
+    InvalidArgument { code: &'static str, message: String },
     /// A sequence function's error, with PostgreSQL's code.
     #[error("{message}")]
     Sequence { code: &'static str, message: String },
@@ -98,7 +102,9 @@ impl ExecError {
             ExecError::Unsupported(_) => "0A000",
             ExecError::InvalidParameter(_) => "22023",
             ExecError::InvalidDatetimeFormat(_) => "22007",
-            ExecError::WindowArgument { code, .. } | ExecError::Sequence { code, .. } => code,
+            ExecError::WindowArgument { code, .. }
+            | ExecError::Sequence { code, .. }
+            | ExecError::InvalidArgument { code, .. } => code,
             ExecError::Internal(_) => "XX000",
         }
     }

@@ -99,7 +99,7 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
                 V::Integer(i) => rescale(*i as i128, 0, scale),
                 V::BigInt(i) => rescale(*i as i128, 0, scale),
                 V::Decimal(x, s) => rescale(*x, *s, scale),
-                V::Double(f) => Some((f * 10f64.powi(scale as i32)).round() as i128),
+                V::Double(f) => double_to_scaled(*f, scale),
                 V::Text(s) => Some(
                     parse_decimal_bytes(s.as_bytes(), None, scale).ok_or_else(|| invalid(to, s))?,
                 ),
@@ -286,6 +286,41 @@ fn sql_type_name(t: DataType) -> String {
         DataType::Char(n) => format!("character({n})"),
         other => other.to_string(),
     }
+}
+
+/// A double as a numeric at `scale`: its 15 significant digits (what
+/// PostgreSQL's float8-to-numeric conversion keeps, so `1e20::numeric` is
+/// exactly 10^20 and not the binary value's 100000000000000004764.73),
+/// rounded half away from zero. `None` for NaN, infinity or beyond i128.
+fn double_to_scaled(f: f64, scale: u8) -> Option<i128> {
+    if !f.is_finite() {
+        return None;
+    }
+    if f == 0.0 {
+        return Some(0);
+    }
+    // `d.dddddddddddddde±x`: 15 digits and a power of ten.
+    let text = format!("{f:.14e}");
+    let (mantissa, exp) = text.split_once('e')?;
+    let exp: i32 = exp.parse().ok()?;
+    let negative = mantissa.starts_with('-');
+    let digits: i128 = mantissa
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()?;
+    // value = digits * 10^(exp - 14); at `scale`, times 10^scale.
+    let shift = exp - 14 + i32::from(scale);
+    let x = if shift >= 0 {
+        digits.checked_mul(10i128.checked_pow(shift as u32)?)?
+    } else if -shift > 38 {
+        0
+    } else {
+        let d = 10i128.pow((-shift) as u32);
+        (digits + d / 2) / d
+    };
+    Some(if negative { -x } else { x })
 }
 
 #[cfg(test)]

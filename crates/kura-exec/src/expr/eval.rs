@@ -529,6 +529,11 @@ fn may_fail(e: &PhysExpr) -> bool {
                 | ScalarFunc::ToTimestamp,
             ..
         } => true,
+        PhysExpr::Func {
+            func: ScalarFunc::Math(f),
+            args,
+            ..
+        } => f.may_fail() || args.iter().any(may_fail),
         PhysExpr::Func { args, .. } => args.iter().any(may_fail),
         PhysExpr::Case { .. } => true,
         PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,

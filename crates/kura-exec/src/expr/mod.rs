@@ -14,6 +14,7 @@ mod func;
 mod func_format;
 mod func_text;
 pub mod like;
+pub mod math;
 pub mod pg;
 mod predicate;
 mod select;
@@ -204,6 +205,8 @@ pub enum ScalarFunc {
     LTrim,
     RTrim,
     BTrim,
+    /// A mathematical function (see `math`).
+    Math(math::MathFunc),
 }
 
 impl ScalarFunc {
@@ -293,6 +296,7 @@ impl ScalarFunc {
             ScalarFunc::LTrim => "ltrim",
             ScalarFunc::RTrim => "rtrim",
             ScalarFunc::BTrim => "btrim",
+            ScalarFunc::Math(f) => f.name(),
         }
     }
 }

@@ -764,6 +764,22 @@ impl Binder<'_> {
                 super::functions::trim_call(func, args, pos(e))
             }
             E::Function(f) => self.bind_function(f, cx, pos(e)),
+            E::Floor {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            }
+            | E::Ceil {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => {
+                let x = self.bind_expr(expr, cx)?;
+                let name = if matches!(e, E::Floor { .. }) {
+                    "floor"
+                } else {
+                    "ceil"
+                };
+                self.bind_math(name, vec![x], pos(e))
+            }
             E::Array(a) => self.bind_array_constructor(&a.elem, cx, pos(e)),
             E::AnyOp { .. } | E::AllOp { .. } => self.bind_quantified(e, cx, pos(e)),
             E::CompoundFieldAccess { root, access_chain } => {
@@ -988,6 +1004,9 @@ impl Binder<'_> {
         if let Some(func) = bitwise {
             return self.bitwise(func, &op.to_string(), a, b, p);
         }
+        if matches!(op, B::PGExp) {
+            return self.bind_math("power", vec![a, b], p);
+        }
         let bop = match op {
             B::Plus => BinaryOp::Add,
             B::Minus => BinaryOp::Sub,
@@ -1038,7 +1057,7 @@ impl Binder<'_> {
         }
     }
 
-    fn arithmetic(
+    pub(super) fn arithmetic(
         &mut self,
         op: BinaryOp,
         a: PhysExpr,

@@ -72,7 +72,8 @@ pub fn known() -> impl Iterator<Item = (&'static str, bool)> {
         .iter()
         .chain(SCALARS)
         .chain(super::sequence_fn::SEQUENCE_FUNCTIONS)
-        .chain(super::array::SCALARS);
+        .chain(super::array::SCALARS)
+        .chain(super::math_fn::NAMES);
     aggs.map(|n| (*n, true)).chain(scalars.map(|n| (*n, false)))
 }
 
@@ -102,7 +103,7 @@ fn moment(name: &str) -> Option<(Moment, usize)> {
 }
 
 /// `function name(types) does not exist` (42883), as PostgreSQL words it.
-fn no_such(name: &str, args: &[PhysExpr], p: Pos) -> SqlError {
+pub(super) fn no_such(name: &str, args: &[PhysExpr], p: Pos) -> SqlError {
     let types: Vec<String> = args
         .iter()
         .map(|a| {
@@ -187,7 +188,8 @@ impl Binder<'_> {
             return self.bind_more_aggregate(f, name, cx, p).map(Some);
         }
         let array_fn = super::array::SCALARS.contains(&name);
-        if !SCALARS.contains(&name) && !array_fn {
+        let math_fn = super::math_fn::NAMES.contains(&name);
+        if !SCALARS.contains(&name) && !array_fn && !math_fn {
             return Ok(None);
         }
         if f.over.is_some() {
@@ -227,6 +229,9 @@ impl Binder<'_> {
             .collect::<SqlResult<Vec<_>>>()?;
         if array_fn {
             return self.bind_array_scalar(name, bound, p).map(Some);
+        }
+        if math_fn {
+            return self.bind_math(name, bound, p).map(Some);
         }
         self.bind_more_scalar(name, bound, p).map(Some)
     }

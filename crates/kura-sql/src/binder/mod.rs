@@ -10,6 +10,7 @@ mod clauses;
 mod expr;
 pub(crate) mod functions;
 mod grouping_sets;
+mod math_fn;
 mod query;
 mod record;
 mod sample;
