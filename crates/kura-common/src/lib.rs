@@ -5,6 +5,7 @@
 
 pub mod allocator;
 pub mod array;
+pub mod binary;
 pub mod date;
 pub mod decimal;
 pub mod error;

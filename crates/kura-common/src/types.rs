@@ -45,6 +45,13 @@ pub enum DataType {
     /// subscripted from 0 and written `1 3`. Catalog columns only; after
     /// `SmallInt` for the catalog's positional encoding.
     Vector(ElemType),
+    /// A UUID, held as its canonical text form (`a0eebc99-9c0b-4ef8-bb6d-
+    /// 6bb9bd380a11`, lower case: ordered as its 16 bytes are). Last, for the
+    /// catalog's positional encoding.
+    Uuid,
+    /// Binary data, held as PostgreSQL's hex text form (`\x01ff`, lower case:
+    /// ordered as its bytes are). Last, for the catalog's positional encoding.
+    Bytea,
 }
 
 /// The element type of an array: any type but an array (kura's arrays have
@@ -107,9 +114,12 @@ impl DataType {
                 PhysicalType::I64
             }
             DataType::Decimal { .. } => PhysicalType::I128,
-            DataType::Varchar(_) | DataType::Char(_) | DataType::Array(_) | DataType::Vector(_) => {
-                PhysicalType::Str
-            }
+            DataType::Varchar(_)
+            | DataType::Char(_)
+            | DataType::Array(_)
+            | DataType::Vector(_)
+            | DataType::Uuid
+            | DataType::Bytea => PhysicalType::Str,
         }
     }
 
@@ -127,7 +137,9 @@ impl DataType {
             DataType::Char(n) => ElemType::Char(n),
             DataType::Timestamp => ElemType::Timestamp,
             DataType::SmallInt => ElemType::SmallInt,
-            DataType::Array(_) | DataType::Vector(_) => return None,
+            DataType::Array(_) | DataType::Vector(_) | DataType::Uuid | DataType::Bytea => {
+                return None
+            }
         }))
     }
 
@@ -229,6 +241,8 @@ impl fmt::Display for DataType {
             DataType::Array(e) => write!(f, "{}[]", e.data_type()),
             DataType::Vector(ElemType::SmallInt) => write!(f, "INT2VECTOR"),
             DataType::Vector(_) => write!(f, "OIDVECTOR"),
+            DataType::Uuid => write!(f, "UUID"),
+            DataType::Bytea => write!(f, "BYTEA"),
         }
     }
 }

@@ -202,6 +202,12 @@ fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
         None | Some(DataType::Varchar(_)) | Some(DataType::Char(_)) => Value::Text(s.to_string()),
         // Kept as written (checked by the statement's cast to its array type).
         Some(DataType::Array(_) | DataType::Vector(_)) => Value::Text(s.to_string()),
+        Some(DataType::Uuid) => {
+            Value::Text(kura_common::binary::uuid_from_text(s).ok_or_else(|| bad("uuid"))?)
+        }
+        Some(DataType::Bytea) => Value::Text(kura_common::binary::bytea_from_bytes(
+            &kura_common::binary::bytea_input(s).map_err(|e| e.to_string())?,
+        )),
         Some(DataType::Boolean) => match t.to_ascii_lowercase().as_str() {
             "t" | "true" | "yes" | "y" | "on" | "1" => Value::Boolean(true),
             "f" | "false" | "no" | "n" | "off" | "0" => Value::Boolean(false),
@@ -263,6 +269,10 @@ fn decode_binary(b: &[u8], dt: Option<&DataType>) -> Result<Value, String> {
         Some(DataType::Vector(_)) => {
             return Err("binary int2vector / oidvector parameters are not supported".into())
         }
+        Some(DataType::Uuid) => Value::Text(kura_common::binary::uuid_from_bytes(
+            fixed(16, "uuid")?.try_into().unwrap(),
+        )),
+        Some(DataType::Bytea) => Value::Text(kura_common::binary::bytea_from_bytes(b)),
         Some(DataType::Boolean) => Value::Boolean(fixed(1, "boolean")?[0] != 0),
         Some(DataType::SmallInt) => Value::Integer(i32::from(i16::from_be_bytes(
             fixed(2, "smallint")?.try_into().unwrap(),

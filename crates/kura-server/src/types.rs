@@ -35,6 +35,8 @@ pub fn pg_type(dt: &DataType) -> Type {
         },
         DataType::Vector(ElemType::SmallInt) => Type::INT2_VECTOR,
         DataType::Vector(_) => Type::OID_VECTOR,
+        DataType::Uuid => Type::UUID,
+        DataType::Bytea => Type::BYTEA,
     }
 }
 
@@ -59,6 +61,7 @@ pub fn type_size(dt: &DataType) -> i16 {
         DataType::SmallInt => 2,
         DataType::Integer | DataType::Date => 4,
         DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
+        DataType::Uuid => 16,
         _ => -1,
     }
 }
@@ -80,6 +83,8 @@ pub fn from_pg_type(t: &Type) -> Option<DataType> {
         Type::TIMESTAMP | Type::TIMESTAMPTZ => DataType::Timestamp,
         Type::VARCHAR | Type::TEXT | Type::NAME => DataType::Varchar(None),
         Type::BPCHAR => DataType::Char(1),
+        Type::UUID => DataType::Uuid,
+        Type::BYTEA => DataType::Bytea,
         Type::BOOL_ARRAY => DataType::Array(ElemType::Boolean),
         Type::INT2_ARRAY => DataType::Array(ElemType::SmallInt),
         Type::INT4_ARRAY => DataType::Array(ElemType::Integer),

@@ -87,6 +87,12 @@ pub fn encode(v: &Value, t: DataType, out: &mut Vec<u8>) -> KuraResult<()> {
         (DataType::Varchar(_) | DataType::Char(_), Value::Text(s)) => {
             out.extend_from_slice(s.as_bytes())
         }
+        (DataType::Uuid, Value::Text(s)) => out.extend_from_slice(
+            &kura_common::binary::uuid_bytes(s).ok_or_else(|| bad("a malformed uuid value"))?,
+        ),
+        (DataType::Bytea, Value::Text(s)) => out.extend_from_slice(
+            &kura_common::binary::bytea_bytes(s).ok_or_else(|| bad("a malformed bytea value"))?,
+        ),
         (DataType::Array(_) | DataType::Vector(_), _) => {
             return Err(KuraError::Unsupported(format!(
                 "binary COPY of {t} values (use the text or CSV format)"
@@ -133,6 +139,10 @@ fn decode(b: &[u8], t: DataType) -> KuraResult<Value> {
         DataType::Varchar(_) | DataType::Char(_) => Value::Text(
             String::from_utf8(b.to_vec()).map_err(|_| bad("a text field is not UTF-8"))?,
         ),
+        DataType::Uuid if b.len() == 16 => Value::Text(kura_common::binary::uuid_from_bytes(
+            b.try_into().map_err(|_| wrong())?,
+        )),
+        DataType::Bytea => Value::Text(kura_common::binary::bytea_from_bytes(b)),
         DataType::Array(_) | DataType::Vector(_) => {
             return Err(KuraError::Unsupported(format!(
                 "binary COPY of {t} values (use the text or CSV format)"

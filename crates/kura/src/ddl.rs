@@ -28,6 +28,8 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
     };
     Ok(match t {
         T::Boolean | T::Bool => DataType::Boolean,
+        T::Uuid => DataType::Uuid,
+        T::Bytea => DataType::Bytea,
         T::Int(_) | T::Integer(_) | T::Int4(_) => DataType::Integer,
         T::SmallInt(_) | T::Int2(_) => DataType::SmallInt,
         T::BigInt(_) | T::Int8(_) => DataType::BigInt,

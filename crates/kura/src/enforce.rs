@@ -33,7 +33,7 @@ pub(crate) fn default_values(
         .map(|c| match rules.and_then(|r| r.default_of(&c.name)) {
             None => Ok(Value::Null),
             // Drawn per row by the source (`with_row_defaults`).
-            Some(sql) if draws_on_sequence(sql) => Ok(Value::Null),
+            Some(sql) if differs_per_row(sql) => Ok(Value::Null),
             Some(sql) => {
                 let batches = ctx.run_sql(&format!("SELECT {sql}"), None, None)?;
                 let b = batches
@@ -48,13 +48,38 @@ pub(crate) fn default_values(
         .collect()
 }
 
-/// Whether a DEFAULT draws on a sequence, so differs from row to row.
-fn draws_on_sequence(sql: &str) -> bool {
-    !crate::sequences::sequences_used(sql).is_empty()
+/// Whether a DEFAULT differs from row to row: it draws on a sequence or
+/// calls a volatile function (`random()`, `gen_random_uuid()`,
+/// `clock_timestamp()`), which PostgreSQL evaluates for each row.
+fn differs_per_row(sql: &str) -> bool {
+    !crate::sequences::sequences_used(sql).is_empty() || calls_volatile(sql)
+}
+
+/// Whether `sql` calls a function whose every call gives a new value.
+fn calls_volatile(sql: &str) -> bool {
+    use std::ops::ControlFlow;
+    let Ok(stmts) = crate::session::parse(&format!("SELECT {sql}")) else {
+        return false;
+    };
+    ast::visit_expressions(&stmts, |e| match e {
+        Expr::Function(f)
+            if f.name.0.last().is_some_and(|p| {
+                let name = p.to_string().to_ascii_lowercase();
+                matches!(
+                    name.as_str(),
+                    "random" | "gen_random_uuid" | "clock_timestamp"
+                )
+            }) =>
+        {
+            ControlFlow::Break(())
+        }
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// The table columns an INSERT leaves out (`positions` are those it fills)
-/// whose DEFAULT draws on a sequence.
+/// whose DEFAULT differs from row to row.
 pub(crate) fn per_row_defaults(
     positions: &[usize],
     schema: &Schema,
@@ -65,7 +90,7 @@ pub(crate) fn per_row_defaults(
         .filter(|&i| {
             rules
                 .and_then(|r| r.default_of(&schema.columns[i].name))
-                .is_some_and(draws_on_sequence)
+                .is_some_and(differs_per_row)
         })
         .collect()
 }
@@ -229,7 +254,7 @@ fn sql_type(t: kura_common::DataType) -> String {
         T::Date => "DATE".into(),
         T::Timestamp => "TIMESTAMP".into(),
         T::Array(e) => format!("{}[]", sql_type(e.data_type())),
-        T::Vector(_) => t.to_string(),
+        T::Vector(_) | T::Uuid | T::Bytea => t.to_string(),
     }
 }
 

@@ -72,7 +72,9 @@ fn column_type(data_type: DataType) -> DefaultColumnType {
         | DataType::Varchar(_)
         | DataType::Char(_)
         | DataType::Array(_)
-        | DataType::Vector(_) => DefaultColumnType::Text,
+        | DataType::Vector(_)
+        | DataType::Uuid
+        | DataType::Bytea => DefaultColumnType::Text,
     }
 }
 

@@ -139,6 +139,28 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
             }
             V::Text(s)
         }
+        // Held as their canonical text: text reads as PostgreSQL's input does.
+        DataType::Uuid => match v {
+            V::Text(s) => V::Text(kura_common::binary::uuid_from_text(s).ok_or_else(|| {
+                ExecError::InvalidText {
+                    ty: "uuid".into(),
+                    text: s.clone(),
+                }
+            })?),
+            _ => return Err(invalid(to, &v.to_string())),
+        },
+        DataType::Bytea => match v {
+            V::Text(s) => {
+                let bytes = kura_common::binary::bytea_input(s).map_err(|e| {
+                    ExecError::InvalidArgument {
+                        code: "22P02",
+                        message: e.to_string(),
+                    }
+                })?;
+                V::Text(kura_common::binary::bytea_from_bytes(&bytes))
+            }
+            _ => return Err(invalid(to, &v.to_string())),
+        },
         // Arrays are text: any array or array literal re-reads as `to`'s elements.
         DataType::Array(e) => match v {
             V::Text(s) => V::Text(super::array::array_from_text(s, e.data_type())?),

@@ -534,6 +534,10 @@ fn may_fail(e: &PhysExpr) -> bool {
             args,
             ..
         } => f.may_fail() || args.iter().any(may_fail),
+        PhysExpr::Func {
+            func: ScalarFunc::Binary(_),
+            ..
+        } => true,
         PhysExpr::Func { args, .. } => args.iter().any(may_fail),
         PhysExpr::Case { .. } => true,
         PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,

@@ -4,6 +4,7 @@
 mod arith;
 mod arith_narrow;
 mod array;
+pub mod binary;
 mod bitwise;
 pub mod budget;
 mod cast;
@@ -207,6 +208,8 @@ pub enum ScalarFunc {
     BTrim,
     /// A mathematical function (see `math`).
     Math(math::MathFunc),
+    /// A function of uuid or bytea values (see `binary`).
+    Binary(binary::BinaryFunc),
 }
 
 impl ScalarFunc {
@@ -297,6 +300,7 @@ impl ScalarFunc {
             ScalarFunc::RTrim => "rtrim",
             ScalarFunc::BTrim => "btrim",
             ScalarFunc::Math(f) => f.name(),
+            ScalarFunc::Binary(f) => f.name(),
         }
     }
 }
@@ -381,7 +385,7 @@ impl PhysExpr {
         match self {
             PhysExpr::Sequence { .. } => true,
             PhysExpr::Func {
-                func: ScalarFunc::Random,
+                func: ScalarFunc::Random | ScalarFunc::Binary(binary::BinaryFunc::RandomUuid),
                 ..
             } => true,
             PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,

@@ -2,13 +2,14 @@
 STDIN with write_row and with raw write, TO STDOUT read back as rows and as
 data, an error in the middle of the data, CopyFail from the client, COPY inside
 a transaction, a round trip TO STDOUT -> FROM STDIN, the binary format both
-ways, and (with --rows N) a big load. Prints 'N passed, N failed' and exits non-zero on a failure."""
+ways, uuid and bytea values, and (with --rows N) a big load. Prints 'N passed, N failed' and exits non-zero on a failure."""
 
 import argparse
 import datetime
 import decimal
 import sys
 import time
+import uuid
 
 import psycopg
 
@@ -215,6 +216,33 @@ def checks(dsn, big_rows):
                 cp.write_row((6, "six"))
         assert conn.execute("select v from bin2 where i = 6").fetchone() == ("six",)
 
+    def uuid_and_bytea():
+        # Parameters and results in text and binary, COPY binary and text.
+        conn.execute("drop table if exists ub")
+        conn.execute("create table ub (id uuid primary key, b bytea)")
+        u = uuid.uuid4()
+        blob = bytes(range(256))
+        conn.execute("insert into ub values (%s, %s)", (u, blob))
+        conn.execute("insert into ub values (%s, %s)", (uuid.UUID(int=1), None))
+        for binary in (False, True):
+            got = conn.execute("select id, b from ub where id = %s", (u,), binary=binary).fetchone()
+            assert got[0] == u and bytes(got[1]) == blob, (binary, got)
+        assert conn.execute("select count(*) from ub where b = %s", (blob,)).fetchone() == (1,)
+        with conn.cursor() as cur:
+            with cur.copy("COPY ub FROM STDIN (FORMAT BINARY)") as cp:
+                cp.set_types(["uuid", "bytea"])
+                cp.write_row((uuid.UUID(int=5), b"\x00 \\ \xff"))
+            with cur.copy("COPY ub TO STDOUT (FORMAT BINARY)") as cp:
+                cp.set_types(["uuid", "bytea"])
+                rows = {r[0]: r[1] for r in cp.rows()}
+            assert rows[uuid.UUID(int=5)] == b"\x00 \\ \xff", rows
+            assert rows[uuid.UUID(int=1)] is None and rows[u] == blob
+            with cur.copy("COPY (SELECT id, b FROM ub WHERE id = '00000000-0000-0000-0000-000000000005') TO STDOUT") as cp:
+                text = b"".join(bytes(d) for d in cp)
+            assert text == b"00000000-0000-0000-0000-000000000005\t\\\\x00205c20ff\n", text
+        kind = conn.execute("select pg_typeof(gen_random_uuid())::text").fetchone()
+        assert kind == ("uuid",), kind
+
     def big():
         fresh(conn, "big")
         start = time.time()
@@ -242,6 +270,7 @@ def checks(dsn, big_rows):
     check("copy inside a transaction", in_a_transaction)
     check("round trip to stdout -> from stdin", round_trip)
     check("binary format both ways (set_types, rows, raw)", binary_both_ways)
+    check("uuid and bytea: parameters, results and COPY in text and binary", uuid_and_bytea)
     if big_rows:
         check(f"big load of {big_rows} rows", big)
     conn.close()

@@ -1048,6 +1048,20 @@ impl Binder<'_> {
             BinaryOp::Concat if a.data_type().is_array() || b.data_type().is_array() => {
                 self.array_concat(a, b, p)
             }
+            BinaryOp::Concat
+                if [&a, &b].iter().all(|x| {
+                    x.data_type() == DataType::Bytea || is_text_literal(x) || is_untyped_null(x)
+                }) && (a.data_type() == DataType::Bytea || b.data_type() == DataType::Bytea) =>
+            {
+                // Binary data joined, not its text forms.
+                let a = coerce(a, DataType::Bytea, p)?;
+                let b = coerce(b, DataType::Bytea, p)?;
+                Ok(super::binary_fn::binary_call(
+                    kura_exec::expr::binary::BinaryFunc::Concat,
+                    vec![a, b],
+                    DataType::Bytea,
+                ))
+            }
             BinaryOp::Concat => {
                 let a = coerce(a.clone(), DataType::Varchar(None), p).unwrap_or(a);
                 let b = coerce(b.clone(), DataType::Varchar(None), p).unwrap_or(b);
@@ -1198,6 +1212,16 @@ impl Binder<'_> {
                 Err(SqlError::mismatch(format!("{} {what}", func.name()), p))
             }
         };
+        // The length of binary data is its bytes.
+        if let (ScalarFunc::Length, [a]) = (func, args.as_slice()) {
+            if a.data_type() == DataType::Bytea {
+                return Ok(super::binary_fn::binary_call(
+                    kura_exec::expr::binary::BinaryFunc::Length,
+                    args,
+                    DataType::Integer,
+                ));
+            }
+        }
         // An untyped NULL argument of a numeric function resolves to double precision,
         // the preferred type of PostgreSQL's numeric category (`abs(NULL)`).
         let args = if matches!(func, ScalarFunc::Abs | ScalarFunc::Round) {
@@ -1580,12 +1604,24 @@ impl Binder<'_> {
 }
 
 /// PostgreSQL casts boolean to and from integer but has no cast between
-/// boolean and smallint (`true::int2` is an error there), nor does kura.
+/// boolean and smallint (`true::int2` is an error there), nor does kura; a
+/// uuid or bytea casts only to and from text.
 fn no_boolean_smallint_cast(from: DataType, to: DataType, p: Pos) -> SqlResult<()> {
     let name = |t: DataType| match t {
         DataType::Boolean => "boolean",
         _ => "smallint",
     };
+    let binary = |t: DataType| matches!(t, DataType::Uuid | DataType::Bytea);
+    if (binary(from) || binary(to)) && from != to && !from.is_text() && !to.is_text() {
+        return Err(SqlError::CannotCoerce {
+            message: format!(
+                "cannot cast type {} to {}",
+                from.to_string().to_lowercase(),
+                to.to_string().to_lowercase()
+            ),
+            pos: p,
+        });
+    }
     match (from, to) {
         (DataType::Boolean, DataType::SmallInt) | (DataType::SmallInt, DataType::Boolean) => {
             Err(SqlError::CannotCoerce {

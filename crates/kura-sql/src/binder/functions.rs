@@ -73,7 +73,8 @@ pub fn known() -> impl Iterator<Item = (&'static str, bool)> {
         .chain(SCALARS)
         .chain(super::sequence_fn::SEQUENCE_FUNCTIONS)
         .chain(super::array::SCALARS)
-        .chain(super::math_fn::NAMES);
+        .chain(super::math_fn::NAMES)
+        .chain(super::binary_fn::NAMES);
     aggs.map(|n| (*n, true)).chain(scalars.map(|n| (*n, false)))
 }
 
@@ -189,7 +190,8 @@ impl Binder<'_> {
         }
         let array_fn = super::array::SCALARS.contains(&name);
         let math_fn = super::math_fn::NAMES.contains(&name);
-        if !SCALARS.contains(&name) && !array_fn && !math_fn {
+        let binary_fn = super::binary_fn::NAMES.contains(&name);
+        if !SCALARS.contains(&name) && !array_fn && !math_fn && !binary_fn {
             return Ok(None);
         }
         if f.over.is_some() {
@@ -232,6 +234,9 @@ impl Binder<'_> {
         }
         if math_fn {
             return self.bind_math(name, bound, p).map(Some);
+        }
+        if binary_fn {
+            return self.bind_binary_fn(name, bound, p).map(Some);
         }
         self.bind_more_scalar(name, bound, p).map(Some)
     }

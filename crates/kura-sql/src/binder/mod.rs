@@ -5,6 +5,7 @@
 
 mod array;
 mod array_subquery;
+mod binary_fn;
 mod bitwise;
 mod clauses;
 mod expr;

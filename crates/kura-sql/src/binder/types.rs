@@ -77,6 +77,8 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
             DataType::OIDVECTOR
         }
         A::Boolean | A::Bool => DataType::Boolean,
+        A::Uuid => DataType::Uuid,
+        A::Bytea => DataType::Bytea,
         A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
             DataType::Varchar(len(l))
         }

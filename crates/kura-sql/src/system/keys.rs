@@ -23,6 +23,8 @@ const OPCLASSES: &[(i32, &str, i32, i32)] = &[
     (3122, "date_ops", 434, 1082),
     (3128, "timestamp_ops", 434, 1114),
     (3126, "text_ops", 1994, 25),
+    (2968, "uuid_ops", 2968, 2950),
+    (421, "bytea_ops", 428, 17),
 ];
 
 /// The operator class a key column of type `t` is indexed with (0 when kura
@@ -39,6 +41,8 @@ fn opclass_of(t: DataType) -> i32 {
         DataType::Date => 1082,
         DataType::Timestamp => 1114,
         DataType::Varchar(_) => 25,
+        DataType::Uuid => 2950,
+        DataType::Bytea => 17,
         DataType::Array(_) | DataType::Vector(_) => return 0,
     };
     OPCLASSES.iter().find(|c| c.3 == input).map_or(0, |c| c.0)

@@ -536,6 +536,8 @@ fn sql_type_name(t: DataType) -> &'static str {
         DataType::Char(_) => "character",
         DataType::Array(_) => "ARRAY",
         DataType::Vector(_) => "USER-DEFINED",
+        DataType::Uuid => "uuid",
+        DataType::Bytea => "bytea",
     }
 }
 
@@ -1093,7 +1095,9 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         | DataType::Date
                         | DataType::Timestamp
                         | DataType::Array(_)
-                        | DataType::Vector(_) => (None, None, None, None),
+                        | DataType::Vector(_)
+                        | DataType::Uuid
+                        | DataType::Bytea => (None, None, None, None),
                     };
                     let int = |x: Option<i32>| x.map_or(N, Value::Integer);
                     let user = c.schema == "public";

@@ -157,7 +157,12 @@ fn decode_column(t: DataType, b: &mut &[u8], out: Option<&mut Vector>) -> Option
         DataType::SmallInt | DataType::Integer | DataType::Date => 4,
         DataType::Decimal { .. } if wide_decimal(t) => 16,
         DataType::BigInt | DataType::Timestamp | DataType::Decimal { .. } | DataType::Double => 8,
-        DataType::Varchar(_) | DataType::Char(_) | DataType::Array(_) | DataType::Vector(_) => 0,
+        DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Array(_)
+        | DataType::Vector(_)
+        | DataType::Uuid
+        | DataType::Bytea => 0,
     };
     let Some(v) = out else {
         if fixed > 0 {
@@ -534,7 +539,12 @@ pub fn decode_key(types: &[DataType], mut b: &[u8]) -> Option<Vec<Value>> {
                 let bits = if k >> 63 == 1 { k & !(1 << 63) } else { !k };
                 Value::Double(f64::from_bits(bits))
             }
-            DataType::Varchar(_) | DataType::Char(_) | DataType::Array(_) | DataType::Vector(_) => {
+            DataType::Varchar(_)
+            | DataType::Char(_)
+            | DataType::Array(_)
+            | DataType::Vector(_)
+            | DataType::Uuid
+            | DataType::Bytea => {
                 let mut s = Vec::new();
                 loop {
                     let (&c, rest) = b.split_first()?;
