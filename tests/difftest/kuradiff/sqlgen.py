@@ -1,8 +1,8 @@
 """A seeded generator of random SQL over the TPC-H schema and its NULL-heavy derived
 tables: joins along keys (inner and outer), filters of every type and operator, IN,
-BETWEEN, LIKE, IS NULL, CASE, arithmetic, string and date functions, aggregates with
-and without DISTINCT over group keys, HAVING, ORDER BY / LIMIT, scalar, IN and EXISTS
-subqueries (correlated or not), derived tables and CTEs.
+BETWEEN, LIKE, IS NULL, CASE, arithmetic, mathematical, bitwise, string and date
+functions, aggregates with and without DISTINCT over group keys, HAVING, ORDER BY /
+LIMIT, scalar, IN and EXISTS subqueries (correlated or not), derived tables and CTEs.
 
 It writes only SQL whose answer PostgreSQL and DuckDB define alike, so a difference is
 a bug: division only of DOUBLE values (DuckDB divides integers and DECIMALs in DOUBLE
@@ -140,9 +140,29 @@ class Generator:
             return Cast(DBL, self.value(scope, self.pick([INT, DEC]), d), "DOUBLE")
         if r < 0.97 and kind == DEC:
             return Func(DEC, "round", [self.value(scope, DEC, d), Lit(self.pick(["0", "1"]), INT)])
+        if r < 0.985:
+            return self.math(scope, kind, d)
         if kind == INT:
             return Bin(INT, "-", self.value(scope, DATE, d), self.value(scope, DATE, d))
         return Func(kind, "nullif", [self.value(scope, kind, d), self.literal(kind)])
+
+    def math(self, scope, kind, d):
+        """A mathematical function or bitwise operator both engines define alike: no
+        power or exp (overflow is an error in PostgreSQL, infinity in DuckDB), square
+        roots and logarithms only of positive arguments."""
+        x = self.value(scope, kind, d)
+        if kind == INT:
+            small = Lit(self.pick(["1", "3", "6", "12", "255"]), INT)
+            if self.chance(0.3):
+                return Func(INT, "gcd", [x, small])
+            return Bin(INT, self.pick(["&", "|"]), x, small)
+        if kind == DEC:
+            return Func(DEC, self.pick(["floor", "ceil", "trunc"]), [x])
+        name = self.pick(["floor", "ceil", "sqrt", "ln", "sign"])
+        if name in ("sqrt", "ln"):
+            one = Lit("CAST(1 AS DOUBLE)", DBL)
+            x = Bin(DBL, "+", Func(DBL, "abs", [x]), one)
+        return Func(DBL, name, [x])
 
     def string(self, scope, d):
         r = self.rng.random()
@@ -161,6 +181,11 @@ class Generator:
             return Case(STR, [(self.predicate(scope, d), self.value(scope, STR, d))], self.value(scope, STR, d))
         if r < 0.92:
             return Func(STR, "trim", [self.value(scope, STR, d)])
+        if r < 0.94:
+            chars = Lit(self.pick(["'a'", "'AE'", "' '", "'#0'"]), STR)
+            return Func(STR, self.pick(["ltrim", "rtrim"]), [self.value(scope, STR, d), chars])
+        if r < 0.95:
+            return Func(STR, "md5", [self.value(scope, STR, d)])
         return Func(STR, "coalesce", [self.value(scope, STR, d), self.literal(STR)])
 
     def date(self, scope, d):
