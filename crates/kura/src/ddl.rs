@@ -12,37 +12,27 @@ use crate::result::QueryResult;
 use crate::table_rules;
 use crate::txn::Tx;
 
-/// Maps a SQL type name to kura's type, with a clear error for what kura lacks.
+/// Maps a SQL column type to kura's type, with a clear error for what kura
+/// lacks. The names are the binder's (`CAST` reads the same ones); a column
+/// is stricter: its lengths and DECIMAL precision are checked, not
+/// clamped, and arrays, catalog vectors and serial pseudo-types (only
+/// CREATE TABLE makes those, `table_rules`) are refused.
 pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
     use ast::DataType as T;
-    let char_len = |l: &Option<CharacterLength>| -> KuraResult<Option<u32>> {
-        match l {
-            None => Ok(None),
-            Some(CharacterLength::IntegerLength { length, .. }) => u32::try_from(*length)
-                .ok()
-                .filter(|n| *n > 0)
-                .map(Some)
-                .ok_or_else(|| KuraError::Invalid(format!("invalid length {length} for type {t}"))),
-            Some(CharacterLength::Max) => Ok(None),
+    match t {
+        T::Varchar(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::CharacterVarying(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::Char(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::Character(Some(CharacterLength::IntegerLength { length, .. }))
+            if *length == 0 || u32::try_from(*length).is_err() =>
+        {
+            return Err(KuraError::Invalid(format!(
+                "invalid length {length} for type {t}"
+            )))
         }
-    };
-    Ok(match t {
-        T::Boolean | T::Bool => DataType::Boolean,
-        T::Uuid => DataType::Uuid,
-        T::Bytea => DataType::Bytea,
-        T::Int(_) | T::Integer(_) | T::Int4(_) => DataType::Integer,
-        T::SmallInt(_) | T::Int2(_) => DataType::SmallInt,
-        T::BigInt(_) | T::Int8(_) => DataType::BigInt,
-        T::Double(_)
-        | T::DoublePrecision
-        | T::Float8
-        | T::Float64
-        | T::Real
-        | T::Float4
-        | T::Float(_) => DataType::Double,
         T::Decimal(info) | T::Numeric(info) => {
             let (p, s) = match info {
-                ExactNumberInfo::None => (MAX_PRECISION as u64, 6),
+                ExactNumberInfo::None => (MAX_PRECISION as u64, 0),
                 ExactNumberInfo::Precision(p) => (*p, 0),
                 ExactNumberInfo::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
             };
@@ -51,42 +41,30 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
                     "DECIMAL precision must be 1..{MAX_PRECISION} and scale 0..precision (got {p},{s})"
                 )));
             }
-            DataType::Decimal {
-                precision: p as u8,
-                scale: s as u8,
-            }
         }
-        T::Date => DataType::Date,
-        // `timestamptz` is a timestamp in UTC: kura keeps no time zones.
-        T::Timestamp(..) => DataType::Timestamp,
-        T::Custom(name, mods)
-            if mods.is_empty() && name.to_string().eq_ignore_ascii_case("timestamptz") =>
-        {
-            DataType::Timestamp
-        }
-        T::Varchar(l) | T::CharacterVarying(l) => DataType::Varchar(char_len(l)?),
-        T::Text | T::String(None) => DataType::Varchar(None),
-        T::Char(l) | T::Character(l) => DataType::Char(char_len(l)?.unwrap_or(1)),
         T::Array(_) => {
             return Err(KuraError::Unsupported(format!(
                 "array column type {} (tables cannot store arrays yet)",
                 t.to_string().to_ascii_lowercase()
             )))
         }
-        // Only a column type: CREATE TABLE turns it into an integer column
-        // with a sequence (table_rules), CAST and the like cannot.
         T::Custom(name, _) if crate::sequences::serial_type(t).is_some() => {
             return Err(KuraError::UndefinedType(format!(
                 "{} (serial types exist only as CREATE TABLE column types)",
                 name.to_string().to_ascii_lowercase()
             )))
         }
-        other => {
-            return Err(KuraError::UndefinedType(
-                other.to_string().to_ascii_lowercase(),
-            ))
-        }
-    })
+        _ => {}
+    }
+    match kura_sql::binder::types::sql_type(t, kura_sql::error::Pos::default()) {
+        Ok(DataType::Vector(_)) => Err(KuraError::Unsupported(format!(
+            "column type {} (a catalog type)",
+            t.to_string().to_ascii_lowercase()
+        ))),
+        Ok(ty) => Ok(ty),
+        Err(kura_sql::SqlError::UnknownType { name, .. }) => Err(KuraError::UndefinedType(name)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Name of a table as the catalog keys it (last part of a qualified name).
