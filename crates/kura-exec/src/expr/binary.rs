@@ -117,9 +117,8 @@ fn text(v: &Value) -> Option<&str> {
 /// bytea argument hashes its bytes, of text its UTF-8.
 pub fn call(f: BinaryFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
     let bytea_arg = args.first().is_some_and(|a| a.data_type == DataType::Bytea);
-    let mut res = Vector::new(out, n);
     let mut rng = rand::thread_rng();
-    for r in 0..n {
+    super::func::row_by_row(f.name(), out, n, |r| {
         let vals: Vec<Value> = args.iter().map(|a| a.get_value(r)).collect();
         let v = if f == BinaryFunc::RandomUuid {
             let mut b: [u8; 16] = rng.gen();
@@ -156,11 +155,8 @@ pub fn call(f: BinaryFunc, args: &[Vector], out: DataType, n: usize) -> ExecResu
                 BinaryFunc::RandomUuid => Value::Null,
             }
         };
-        if !res.push_value(&v) {
-            return Err(ExecError::Internal(format!("{} gave {v}", f.name())));
-        }
-    }
-    Ok(res)
+        Ok(v)
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use kura_common::{DataType, Value, Vector};
 
 use super::ScalarFunc;
-use crate::error::{ExecError, ExecResult};
+use crate::error::ExecResult;
 
 /// Row `r` of argument `i` as an integer (`None` for NULL).
 fn int(args: &[Vector], i: usize, r: usize) -> Option<i64> {
@@ -47,15 +47,14 @@ fn apply(func: ScalarFunc, a: i64, b: i64, out: DataType) -> i64 {
 
 /// Applies one of this module's operators to argument vectors of `n` rows.
 pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
-    let mut res = Vector::new(out, n);
-    for r in 0..n {
+    super::func::row_by_row(func.name(), out, n, |r| {
         let a = int(args, 0, r);
         let b = if func == ScalarFunc::BitNot {
             Some(0)
         } else {
             int(args, 1, r)
         };
-        let v = match (a, b) {
+        Ok(match (a, b) {
             (Some(a), Some(b)) => {
                 let x = apply(func, a, b, out);
                 match out {
@@ -64,12 +63,8 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 }
             }
             _ => Value::Null,
-        };
-        if !res.push_value(&v) {
-            return Err(ExecError::Internal(format!("{} gave {v}", func.name())));
-        }
-    }
-    Ok(res)
+        })
+    })
 }
 
 #[cfg(test)]

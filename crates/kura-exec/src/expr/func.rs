@@ -51,6 +51,24 @@ fn constant_int_arg(args: &[Vector], i: usize) -> Option<i64> {
 }
 
 /// Applies `func` to argument vectors of `n` rows.
+/// A vector of `n` values of type `out`, the `r`-th computed by `value(r)`:
+/// the kernel of functions evaluated a row at a time.
+pub(super) fn row_by_row(
+    name: &str,
+    out: DataType,
+    n: usize,
+    mut value: impl FnMut(usize) -> ExecResult<Value>,
+) -> ExecResult<Vector> {
+    let mut res = Vector::new(out, n);
+    for r in 0..n {
+        let v = value(r)?;
+        if !res.push_value(&v) {
+            return Err(ExecError::Internal(format!("{name} gave {v}")));
+        }
+    }
+    Ok(res)
+}
+
 pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
     let arg = |i: usize| {
         args.get(i)

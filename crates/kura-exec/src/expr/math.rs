@@ -260,12 +260,11 @@ fn width_bucket(x: f64, low: f64, high: f64, count: i64) -> ExecResult<i64> {
 
 /// Applies `f` to argument vectors of `n` rows, giving `out`.
 pub fn call(f: MathFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
-    let mut res = Vector::new(out, n);
     let out_scale = match out {
         DataType::Decimal { scale, .. } => scale,
         _ => 0,
     };
-    for r in 0..n {
+    super::func::row_by_row(f.name(), out, n, |r| {
         let vals: Vec<Value> = args.iter().map(|a| a.get_value(r)).collect();
         // trunc's digits are a constant the binder fixed the type by.
         let data = match f {
@@ -337,11 +336,8 @@ pub fn call(f: MathFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult
                 }
             }
         };
-        if !res.push_value(&v) {
-            return Err(ExecError::Internal(format!("{} gave {v}", f.name())));
-        }
-    }
-    Ok(res)
+        Ok(v)
+    })
 }
 
 #[cfg(test)]
