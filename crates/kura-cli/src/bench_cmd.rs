@@ -261,7 +261,7 @@ pub struct ModesDb {
 #[derive(clap::Args, Debug, Clone)]
 pub struct IopsArgs {
     /// Size of the temporary test file (e.g. 1GiB, 256MiB, 4000000000).
-    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    #[arg(long, default_value = "1GiB", value_parser = crate::parse_size_arg)]
     pub size: u64,
     /// Directory in which to create the test file (removed afterwards).
     #[arg(long, default_value = ".")]
@@ -499,50 +499,5 @@ fn ceiling_progress() -> impl FnMut(usize, usize) {
         if done >= total {
             b.finish_and_clear();
         }
-    }
-}
-
-/// Parses sizes like `1GiB`, `512MiB`, `64KiB`, `1G`, `2GB`, `4096`.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid size '{text}': expected a number with an optional unit"))?;
-    let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "t" | "tib" => 1 << 40,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        other => return Err(format!("invalid size unit '{other}' in '{text}'")),
-    };
-    let bytes = value * multiplier as f64;
-    if !(bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64) {
-        return Err(format!("size '{text}' is out of range"));
-    }
-    Ok(bytes as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_size("256MiB"), Ok(256 << 20));
-        assert_eq!(parse_size("2GB"), Ok(2_000_000_000));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("1.5k"), Ok(1536));
-        assert!(parse_size("12XB").is_err());
-        assert!(parse_size("GiB").is_err());
     }
 }

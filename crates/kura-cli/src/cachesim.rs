@@ -260,30 +260,9 @@ pub fn run(args: CachesimArgs) -> Result<(), String> {
 
 // ---------------------------------------------------------------- sizes and traces
 
-/// Bytes in `text`: a plain number, or a number with B, KB, MB, GB, TB (powers of
-/// 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+/// Bytes in `text` (`4096`, `64KiB`, `2GB` = 2 GiB: kura's one size reader).
 fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (e.g. 4096, 64MiB, 2GB)"))?;
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "kb" | "k" => 1e3,
-        "mb" | "m" => 1e6,
-        "gb" | "g" => 1e9,
-        "tb" | "t" => 1e12,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "tib" => 1024.0f64.powi(4),
-        other => return Err(format!("unknown size unit '{other}' in '{text}'")),
-    };
-    Ok((value * scale).round() as u64)
+    kura_common::size::parse_size(text).map_err(|e| e.to_string())
 }
 
 /// A size in blocks: a bare integer is a block count, anything with a unit is bytes.
@@ -1059,7 +1038,7 @@ mod tests {
     #[test]
     fn sizes_parse_as_blocks_or_bytes() {
         assert_eq!(parse_bytes("4KiB").unwrap(), 4096);
-        assert_eq!(parse_bytes("2GB").unwrap(), 2_000_000_000);
+        assert_eq!(parse_bytes("2GB").unwrap(), 2 << 30);
         assert_eq!(parse_bytes("1.5 MiB").unwrap(), 1_572_864);
         assert!(parse_bytes("12 parsecs").is_err());
         assert_eq!(parse_blocks("5000", 4096).unwrap(), 5000);

@@ -1,5 +1,7 @@
 //! Human byte sizes: `256MB`, `4GiB`, `16KiB`, `16384` (binary units either way,
-//! as memory and buffer sizes are always meant in powers of two).
+//! as memory and buffer sizes are always meant in powers of two, and as
+//! PostgreSQL reads `'64MB'`). Every size kura reads — options, settings, the
+//! cache simulator's and benchmarks' arguments — is read here.
 
 use crate::{CommonError, CommonResult};
 
@@ -21,10 +23,11 @@ pub fn parse_size(text: &str) -> CommonResult<u64> {
         "t" | "tb" | "tib" => 1 << 40,
         _ => return Err(CommonError::InvalidSize(text.to_string())),
     };
-    if !n.is_finite() || n < 0.0 {
+    let bytes = n * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 {
         return Err(CommonError::InvalidSize(text.to_string()));
     }
-    Ok((n * mult as f64) as u64)
+    Ok(bytes as u64)
 }
 
 /// Formats a byte count for people: `1.5 GiB`, `256 MiB`, `512 B`.
@@ -57,6 +60,9 @@ mod tests {
         assert_eq!(parse_size("1.5g").unwrap(), 3 << 29);
         assert!(parse_size("12XB").is_err());
         assert!(parse_size("").is_err());
+        assert!(parse_size("GiB").is_err());
+        assert!(parse_size("99999999999TB").is_err());
+        assert_eq!(parse_size("1.5 MiB").unwrap(), 3 << 19);
         assert_eq!(format_size(256 << 20), "256 MiB");
         assert_eq!(format_size(100), "100 B");
     }
