@@ -2,7 +2,7 @@
 connect without AUTOCOMMIT, the inspector, pd.read_sql, DataFrame.to_sql of
 --rows rows of ints, floats, decimals, text, dates, timestamps and NULLs read
 back equal (with its rate), if_exists='replace' over a table it reflects,
-pd.read_sql_table, and begin_nested. Prints 'N passed, N failed'; exits
+pd.read_sql_table, begin_nested, and uuid and bytea columns. Prints 'N passed, N failed'; exits
 non-zero on a failure."""
 
 import argparse
@@ -11,6 +11,7 @@ import decimal
 import math
 import sys
 import time
+import uuid
 
 import numpy as np
 import pandas as pd
@@ -223,6 +224,32 @@ def checks(port, rows):
             conn.commit()
 
     check("begin_nested rolls back only its part", begin_nested)
+
+    def uuid_and_binary():
+        # sa.Uuid keys drawn per row by the server's gen_random_uuid(), and
+        # LargeBinary: created, inserted, reflected and read back.
+        md = sa.MetaData()
+        items = sa.Table(
+            "items", md,
+            sa.Column("id", sa.Uuid, primary_key=True, server_default=sa.text("gen_random_uuid()")),
+            sa.Column("blob", sa.LargeBinary), sa.Column("n", sa.Integer))
+        md.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(items.insert(), [{"blob": b"\x00\x01\xff", "n": 1}, {"blob": None, "n": 2}])
+            rows = conn.execute(sa.select(items).order_by(items.c.n)).all()
+            assert [(r.blob, r.n) for r in rows] == [(b"\x00\x01\xff", 1), (None, 2)], rows
+            assert isinstance(rows[0].id, uuid.UUID) and rows[0].id != rows[1].id, rows
+            found = conn.execute(sa.select(items.c.n).where(items.c.id == rows[1].id)).scalar()
+            assert found == 2, found
+        kinds = {c["name"]: str(c["type"]) for c in sa.inspect(engine).get_columns("items")}
+        assert kinds == {"id": "UUID", "blob": "BYTEA", "n": "INTEGER"}, kinds
+        df = pd.DataFrame({"u": [uuid.uuid4(), uuid.uuid4()], "b": [b"ab", b"\xff"]})
+        df.to_sql("frame_ub", engine, index=False, dtype={"u": sa.Uuid, "b": sa.LargeBinary})
+        back = pd.read_sql("select u, b from frame_ub", engine)
+        assert sorted(back["u"]) == sorted(df["u"]), back
+        assert sorted(bytes(b) for b in back["b"]) == [b"ab", b"\xff"], back
+
+    check("uuid and bytea columns (sa.Uuid, LargeBinary, to_sql)", uuid_and_binary)
     engine.dispose()
 
 
