@@ -15,6 +15,7 @@ pub mod error;
 pub mod identity;
 mod limits;
 pub mod llc;
+mod on_conflict;
 pub mod pg_numeric;
 mod prepared;
 mod query;

@@ -549,11 +549,10 @@ pub(crate) fn run_streaming(
     }
 }
 
-/// Refuses the parts of an INSERT kura does not implement (RETURNING and ON
-/// CONFLICT among them), and `DEFAULT VALUES` with a column list.
+/// Refuses the parts of an INSERT kura does not implement (ON CONFLICT DO
+/// UPDATE is refused by `on_conflict`), and `DEFAULT VALUES` with a column list.
 fn check_insert_clauses(ins: &sqlparser::ast::Insert) -> KuraResult<()> {
-    let refused: [(bool, &str); 8] = [
-        (ins.on.is_some(), "INSERT … ON CONFLICT / ON DUPLICATE KEY"),
+    let refused: [(bool, &str); 7] = [
         (
             ins.or.is_some() || ins.ignore || ins.replace_into,
             "INSERT OR …/IGNORE/REPLACE",
@@ -638,11 +637,15 @@ fn run(
                     table: &table,
                     alias: ins.table_alias.as_ref().map(|a| a.alias.to_string()),
                 });
+            let what = InsertStatement {
+                table: &table,
+                columns: &columns,
+                source: ins.source.as_deref(),
+                on_conflict: ins.on.as_ref(),
+            };
             insert(
                 ctx,
-                &table,
-                &columns,
-                ins.source.as_deref(),
+                &what,
                 params,
                 returning.as_ref(),
                 crate::txn::appends_only(stmt),
@@ -784,21 +787,29 @@ fn conform(
     Ok(Batch::new(cols))
 }
 
+/// What an INSERT writes: the table, the columns it names, its rows (none
+/// for `DEFAULT VALUES`) and its `ON CONFLICT` clause.
+struct InsertStatement<'q> {
+    table: &'q str,
+    columns: &'q [String],
+    source: Option<&'q Query>,
+    on_conflict: Option<&'q sqlparser::ast::OnInsert>,
+}
+
 fn insert(
     ctx: &QueryContext,
-    table: &str,
-    columns: &[String],
-    source: Option<&Query>,
+    what: &InsertStatement,
     params: Option<Vec<Value>>,
     returning: Option<&crate::returning::Returning>,
     appends_only: bool,
 ) -> KuraResult<QueryResult> {
+    let table = what.table;
     // The rows are computed while the write transaction is held: the
     // statement reads what it writes next to, even after waiting for it.
     let tx = ctx.tx.for_table(table);
     let write = |txn: &mut kura_storage::WriteTxn| {
         let keep = returning.is_some();
-        let (rows, written) = insert_in(ctx, txn, table, columns, source, params.clone(), keep)?;
+        let (rows, written) = insert_in(ctx, txn, what, params.clone(), keep)?;
         let tag = format!("INSERT 0 {rows}");
         match returning {
             None => Ok(QueryResult::command(tag)),
@@ -820,12 +831,11 @@ fn insert(
 fn insert_in(
     ctx: &QueryContext,
     txn: &mut kura_storage::WriteTxn,
-    table: &str,
-    columns: &[String],
-    source: Option<&Query>,
+    what: &InsertStatement,
     params: Option<Vec<Value>>,
     keep_rows: bool,
 ) -> KuraResult<(u64, Vec<Batch>)> {
+    let (table, columns, source) = (what.table, what.columns, what.source);
     let t = ctx
         .tx
         .table(table)
@@ -901,12 +911,24 @@ fn insert_in(
     } else {
         vec![Value::Null; schema.columns.len()]
     };
+    let mut skip =
+        crate::on_conflict::ConflictSkip::new(what.on_conflict, table, &schema, rules.as_ref())?;
+    if let Some(s) = skip.as_mut() {
+        s.read_present(ctx, txn, table, &schema)?;
+    }
     let batches = ctx.execute(&planned, &ctx.exec_context())?;
     let mut rows = 0u64;
     let mut written = Vec::new();
     for b in &batches {
         if !b.is_empty() {
             let row_batch = conform(b, &targets, &fill)?;
+            let row_batch = match skip.as_mut() {
+                Some(s) => s.keep(&row_batch),
+                None => row_batch,
+            };
+            if row_batch.is_empty() {
+                continue;
+            }
             rows += txn.append(table, &row_batch)?;
             if keep_rows {
                 written.push(row_batch);

@@ -442,7 +442,7 @@ fn foreign_key(name: String, fk: &ast::ForeignKeyConstraint) -> KuraResult<Forei
     })
 }
 
-fn ident(id: &Ident) -> String {
+pub(crate) fn ident(id: &Ident) -> String {
     if id.quote_style.is_some() {
         id.value.clone()
     } else {
