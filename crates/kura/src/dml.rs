@@ -44,7 +44,9 @@ pub(crate) fn update(
     ctx.tx.for_table(&table).write(|txn| {
         crate::enforce::refuse_identity_update(txn, &table, u)?;
         let schema = schema_of(ctx, &table)?;
-        let rows = updated_rows(ctx, u, &schema, &table, &relation, params.clone())?;
+        let qualifier = alias.clone().unwrap_or_else(|| quote_ident(&table));
+        let source = (relation.as_str(), qualifier.as_str());
+        let rows = updated_rows(ctx, u, &schema, &table, source, params.clone())?;
         let changed = rows.changed;
         replace_rows(txn, &table, &rows.batches)?;
         after_write(ctx, txn, &table, Change::Changed)?;
@@ -105,9 +107,9 @@ fn delete_target(d: &Delete) -> KuraResult<&TableWithJoins> {
 }
 
 /// The rows of a table after an UPDATE, and how many it changes.
-struct Updated {
-    batches: Vec<Batch>,
-    changed: u64,
+pub(crate) struct Updated {
+    pub(crate) batches: Vec<Batch>,
+    pub(crate) changed: u64,
     /// Which rows of each batch changed.
     hits: Vec<Vec<bool>>,
 }
@@ -129,13 +131,16 @@ impl Updated {
 }
 
 /// Computes the rows of `table` as `u` leaves them (reading what the
-/// statement's write transaction sees).
-fn updated_rows(
+/// statement's write transaction sees). `relation` is what they are read
+/// from: the table (with its alias), or the table joined to rows an
+/// `ON CONFLICT DO UPDATE` refers to as `excluded`; `qualifier` names the
+/// table there.
+pub(crate) fn updated_rows(
     ctx: &QueryContext,
     u: &Update,
     schema: &Schema,
     table: &str,
-    relation: &str,
+    (relation, qualifier): (&str, &str),
     params: Option<Vec<Value>>,
 ) -> KuraResult<Updated> {
     // The new value of each assigned column, by position in the table.
@@ -168,7 +173,7 @@ fn updated_rows(
     let mut items: Vec<String> = schema
         .columns
         .iter()
-        .map(|c| quote_ident(&c.name))
+        .map(|c| format!("{qualifier}.{}", quote_ident(&c.name)))
         .collect();
     for value in assigned.iter().flatten() {
         items.push(format!("CASE WHEN {hit} THEN ({value}) END"));
@@ -351,7 +356,7 @@ fn run_query(ctx: &QueryContext, sql: &str, params: Option<Vec<Value>>) -> KuraR
 }
 
 /// Replaces the rows of `table` by `rows` in the write transaction.
-fn replace_rows(txn: &mut WriteTxn, table: &str, rows: &[Batch]) -> KuraResult<()> {
+pub(crate) fn replace_rows(txn: &mut WriteTxn, table: &str, rows: &[Batch]) -> KuraResult<()> {
     txn.truncate(table)?;
     for b in rows {
         if !b.is_empty() {

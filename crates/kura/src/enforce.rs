@@ -239,7 +239,7 @@ pub(crate) fn replace_default_keywords(
 }
 
 /// A kura type as SQL names it in a CAST.
-fn sql_type(t: kura_common::DataType) -> String {
+pub(crate) fn sql_type(t: kura_common::DataType) -> String {
     use kura_common::DataType as T;
     match t {
         T::Varchar(Some(n)) => format!("VARCHAR({n})"),

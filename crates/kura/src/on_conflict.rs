@@ -1,26 +1,36 @@
-//! `INSERT ... ON CONFLICT [(columns) | ON CONSTRAINT name] DO NOTHING`: a
-//! row whose key (the target's, or without a target every unique key of the
-//! table) is already in the table, or in a row this statement inserted
-//! before it, is skipped, as PostgreSQL skips it; a key with a NULL never
-//! conflicts. The keys present are read once per statement. `DO UPDATE` is
-//! refused (0A000).
+//! `INSERT ... ON CONFLICT [(columns) | ON CONSTRAINT name] DO NOTHING | DO
+//! UPDATE SET ... [WHERE ...]`, as PostgreSQL runs it. DO NOTHING: a row whose
+//! key (the target's, or without a target every unique key of the table) is
+//! already in the table, or in a row this statement inserted before it, is
+//! skipped. DO UPDATE (a target required): a row whose key is in the table
+//! updates that row instead, its values named `excluded.c`; two rows of the
+//! statement with one key are an error (21000). A key with a NULL never
+//! conflicts. The keys present are read once per statement; the updates are
+//! one rewrite of the table, as an UPDATE is (`dml`).
 
 use std::collections::HashSet;
 
 use kura_common::{Batch, Value};
 use kura_storage::rules::TableRules;
 use kura_storage::{Schema, WriteTxn};
-use sqlparser::ast::{ConflictTarget, OnConflictAction, OnInsert};
+use sqlparser::ast::{self, ConflictTarget, DoUpdate, OnConflictAction, OnInsert};
 
 use crate::dml::quote_ident;
 use crate::error::{KuraError, KuraResult};
 use crate::query::QueryContext;
 
-/// The keys an INSERT's rows are checked against, as table column positions.
+/// The keys an INSERT's rows are checked against, as table column positions,
+/// and what a conflict does.
 pub(crate) struct ConflictSkip {
     keys: Vec<(String, Vec<usize>)>,
     /// Each key's values present so far (in the table, then inserted).
     seen: Vec<HashSet<String>>,
+    /// DO UPDATE's assignments and condition (`None`: DO NOTHING).
+    update: Option<DoUpdate>,
+    /// DO UPDATE: the rows (in table column order) that update a row.
+    updates: Vec<Vec<Value>>,
+    /// DO UPDATE: the keys of the statement's rows so far.
+    proposed: HashSet<String>,
 }
 
 /// A key's values as one hashable text (`None` when one is NULL).
@@ -50,11 +60,17 @@ impl ConflictSkip {
                 "INSERT … ON DUPLICATE KEY (MySQL's; ON CONFLICT is)".into(),
             ));
         };
-        if let OnConflictAction::DoUpdate(_) = c.action {
-            return Err(KuraError::Unsupported(
-                "INSERT … ON CONFLICT DO UPDATE (DO NOTHING is)".into(),
-            ));
-        }
+        let update = match &c.action {
+            OnConflictAction::DoNothing => None,
+            OnConflictAction::DoUpdate(u) if c.conflict_target.is_none() => {
+                let _ = u;
+                return Err(KuraError::Syntax(
+                    "ON CONFLICT DO UPDATE requires inference specification or constraint name"
+                        .into(),
+                ));
+            }
+            OnConflictAction::DoUpdate(u) => Some(u.clone()),
+        };
         let all = rules.map(|r| r.keys.as_slice()).unwrap_or_default();
         let chosen: Vec<_> = match &c.conflict_target {
             None => all.iter().collect(),
@@ -106,7 +122,13 @@ impl ConflictSkip {
             })
             .collect::<KuraResult<Vec<_>>>()?;
         let seen = vec![HashSet::new(); keys.len()];
-        Ok(Some(ConflictSkip { keys, seen }))
+        Ok(Some(ConflictSkip {
+            keys,
+            seen,
+            update,
+            updates: Vec::new(),
+            proposed: HashSet::new(),
+        }))
     }
 
     /// Reads the keys `table` holds now (this transaction's rows included).
@@ -143,12 +165,34 @@ impl ConflictSkip {
         Ok(())
     }
 
-    /// The rows of `batch` (in the table's column order) that conflict with
-    /// no key seen so far; they are seen from now on.
-    pub(crate) fn keep(&mut self, batch: &Batch) -> Batch {
+    /// The rows of `batch` (in the table's column order) to insert: DO
+    /// NOTHING keeps those that conflict with no key seen so far (they are
+    /// seen from now on); DO UPDATE sets aside those whose key is in the
+    /// table, to update it (`apply_updates`).
+    pub(crate) fn keep(&mut self, batch: &Batch) -> KuraResult<Batch> {
         let b = batch.clone().compact();
         let mut kept: Vec<u32> = Vec::with_capacity(b.len());
         for r in 0..b.len() {
+            if self.update.is_some() {
+                let positions = &self.keys[0].1;
+                let Some(t) = key_text(positions.iter().map(|&p| b.columns[p].get_value(r))) else {
+                    kept.push(r as u32);
+                    continue;
+                };
+                if !self.proposed.insert(t.clone()) {
+                    return Err(KuraError::State {
+                        sqlstate: "21000",
+                        message: "ON CONFLICT DO UPDATE command cannot affect row a second time"
+                            .into(),
+                    });
+                }
+                if self.seen[0].contains(&t) {
+                    self.updates.push(b.row(r));
+                } else {
+                    kept.push(r as u32);
+                }
+                continue;
+            }
             let texts: Vec<Option<String>> = self
                 .keys
                 .iter()
@@ -171,8 +215,120 @@ impl ConflictSkip {
             kept.push(r as u32);
         }
         if kept.len() == b.len() {
-            return b;
+            return Ok(b);
         }
-        Batch::new(b.columns.iter().map(|c| c.take(&kept)).collect())
+        Ok(Batch::new(
+            b.columns.iter().map(|c| c.take(&kept)).collect(),
+        ))
+    }
+
+    /// DO UPDATE: rewrites `table` with the rows set aside by `keep` applied
+    /// (the table as `alias` in the SET and WHERE expressions); the rows it
+    /// changed.
+    pub(crate) fn apply_updates(
+        &self,
+        ctx: &QueryContext,
+        txn: &mut WriteTxn,
+        table: &str,
+        alias: Option<&str>,
+        schema: &Schema,
+    ) -> KuraResult<u64> {
+        let Some(update) = &self.update else {
+            return Ok(0);
+        };
+        if self.updates.is_empty() {
+            return Ok(0);
+        }
+        let literal = |v: &Value, t: kura_common::DataType| {
+            let ty = crate::enforce::sql_type(t);
+            match v {
+                Value::Null => format!("CAST(NULL AS {ty})"),
+                v => format!("CAST('{}' AS {ty})", v.to_string().replace('\'', "''")),
+            }
+        };
+        let rows: Vec<String> = self
+            .updates
+            .iter()
+            .map(|row| {
+                let values: Vec<String> = row
+                    .iter()
+                    .zip(&schema.columns)
+                    .map(|(v, c)| literal(v, c.data_type))
+                    .collect();
+                format!("({})", values.join(", "))
+            })
+            .collect();
+        // The proposed rows are `excluded`, with the table's column names: an
+        // unqualified name both have is ambiguous (42702), as in PostgreSQL.
+        let names: Vec<String> = schema
+            .columns
+            .iter()
+            .map(|c| quote_ident(&c.name))
+            .collect();
+        let name = alias.unwrap_or(table);
+        let on: Vec<String> = self.keys[0]
+            .1
+            .iter()
+            .map(|&p| {
+                let column = quote_ident(&schema.columns[p].name);
+                format!("{}.{column} = excluded.{column}", quote_ident(name))
+            })
+            .collect();
+        let relation = format!(
+            "{} AS {} LEFT JOIN (VALUES {}) AS excluded({}) ON {}",
+            quote_ident(table),
+            quote_ident(name),
+            rows.join(", "),
+            names.join(", "),
+            on.join(" AND ")
+        );
+        // The UPDATE these rows make, only where a row joined (and DO
+        // UPDATE's WHERE holds).
+        let assignments: Vec<String> = update
+            .assignments
+            .iter()
+            .map(|a| format!("{} = {}", a.target, a.value))
+            .collect();
+        let key = quote_ident(&schema.columns[self.keys[0].1[0]].name);
+        let joined = format!("excluded.{key} IS NOT NULL");
+        let hit = match &update.selection {
+            Some(cond) => format!("{joined} AND ({cond})"),
+            None => joined,
+        };
+        let sql = format!(
+            "UPDATE {} SET {} WHERE {hit}",
+            quote_ident(table),
+            assignments.join(", ")
+        );
+        let ast::Statement::Update(u) = crate::session::parse(&sql)?
+            .pop()
+            .ok_or_else(|| KuraError::Internal(format!("not an UPDATE: {sql}")))?
+        else {
+            return Err(KuraError::Internal(format!("not an UPDATE: {sql}")));
+        };
+        let source = (relation.as_str(), quote_ident(name));
+        let rows = crate::dml::updated_rows(ctx, &u, schema, table, (source.0, &source.1), None)
+            .map_err(unplaced)?;
+        crate::dml::replace_rows(txn, table, &rows.batches)?;
+        Ok(rows.changed)
+    }
+}
+
+/// An error of the UPDATE made here without its position: it points into
+/// that statement's text, not the user's.
+fn unplaced(e: KuraError) -> KuraError {
+    match e {
+        KuraError::Sql(e) if e.pos().is_some() => {
+            let text = e.to_string();
+            let message = match text.split_once(": ") {
+                Some((at, rest)) if at.starts_with("line ") => rest.to_string(),
+                _ => text,
+            };
+            KuraError::State {
+                sqlstate: e.sqlstate(),
+                message,
+            }
+        }
+        other => other,
     }
 }

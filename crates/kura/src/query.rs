@@ -637,8 +637,26 @@ fn run(
                     table: &table,
                     alias: ins.table_alias.as_ref().map(|a| a.alias.to_string()),
                 });
+            let updates = matches!(
+                &ins.on,
+                Some(sqlparser::ast::OnInsert::OnConflict(
+                    sqlparser::ast::OnConflict {
+                        action: sqlparser::ast::OnConflictAction::DoUpdate(_),
+                        ..
+                    }
+                ))
+            );
+            if updates && ins.returning.is_some() {
+                return Err(KuraError::Unsupported(
+                    "RETURNING with ON CONFLICT DO UPDATE".into(),
+                ));
+            }
             let what = InsertStatement {
                 table: &table,
+                alias: ins
+                    .table_alias
+                    .as_ref()
+                    .map(|a| crate::table_rules::ident(&a.alias)),
                 columns: &columns,
                 source: ins.source.as_deref(),
                 on_conflict: ins.on.as_ref(),
@@ -791,6 +809,7 @@ fn conform(
 /// for `DEFAULT VALUES`) and its `ON CONFLICT` clause.
 struct InsertStatement<'q> {
     table: &'q str,
+    alias: Option<String>,
     columns: &'q [String],
     source: Option<&'q Query>,
     on_conflict: Option<&'q sqlparser::ast::OnInsert>,
@@ -919,23 +938,35 @@ fn insert_in(
     let batches = ctx.execute(&planned, &ctx.exec_context())?;
     let mut rows = 0u64;
     let mut written = Vec::new();
+    let mut inserts = Vec::with_capacity(batches.len());
     for b in &batches {
         if !b.is_empty() {
             let row_batch = conform(b, &targets, &fill)?;
             let row_batch = match skip.as_mut() {
-                Some(s) => s.keep(&row_batch),
+                Some(s) => s.keep(&row_batch)?,
                 None => row_batch,
             };
-            if row_batch.is_empty() {
-                continue;
-            }
-            rows += txn.append(table, &row_batch)?;
-            if keep_rows {
-                written.push(row_batch);
+            if !row_batch.is_empty() {
+                inserts.push(row_batch);
             }
         }
     }
-    crate::enforce::after_write(ctx, txn, table, crate::enforce::Change::Added)?;
+    // ON CONFLICT DO UPDATE rewrites the table before the new rows join it.
+    let mut change = crate::enforce::Change::Added;
+    if let Some(s) = &skip {
+        let updated = s.apply_updates(ctx, txn, table, what.alias.as_deref(), &schema)?;
+        if updated > 0 {
+            rows += updated;
+            change = crate::enforce::Change::Changed;
+        }
+    }
+    for row_batch in inserts {
+        rows += txn.append(table, &row_batch)?;
+        if keep_rows {
+            written.push(row_batch);
+        }
+    }
+    crate::enforce::after_write(ctx, txn, table, change)?;
     Ok((rows, written))
 }
 
