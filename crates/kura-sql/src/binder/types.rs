@@ -90,6 +90,16 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         ) => sql_type(inner, pos)?
             .array_of()
             .ok_or_else(|| SqlError::unsupported("multidimensional arrays", pos))?,
+        // PostgreSQL's types kura does not have (yet): refused as such.
+        A::Custom(name, _)
+            if name.0.len() == 1
+                && UNSUPPORTED_PG_TYPES.contains(&name.to_string().to_lowercase().as_str()) =>
+        {
+            return Err(SqlError::unsupported(
+                format!("type {}", name.to_string().to_lowercase()),
+                pos,
+            ))
+        }
         // Names PostgreSQL does not know either (its bytea is not BLOB).
         t @ (A::Custom(..) | A::Blob(_)) => {
             return Err(SqlError::UnknownType {
@@ -100,6 +110,35 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         other => return Err(SqlError::unsupported(format!("type {other}"), pos)),
     })
 }
+
+/// PostgreSQL's built-in types sqlparser reads as plain names that kura does
+/// not have: refused with 0A000 rather than "does not exist".
+const UNSUPPORTED_PG_TYPES: &[&str] = &[
+    "inet",
+    "cidr",
+    "macaddr",
+    "macaddr8",
+    "money",
+    "xml",
+    "point",
+    "line",
+    "lseg",
+    "box",
+    "path",
+    "polygon",
+    "circle",
+    "tsquery",
+    "int4range",
+    "int8range",
+    "numrange",
+    "tsrange",
+    "tstzrange",
+    "daterange",
+    "pg_lsn",
+    "txid_snapshot",
+    "jsonpath",
+    "timetz",
+];
 
 /// Type of a numeric literal: INTEGER, BIGINT or DECIMAL(p,s) as written.
 pub fn number_literal(text: &str, pos: Pos) -> SqlResult<(Value, DataType)> {
