@@ -76,13 +76,22 @@ fn validate_tier2(v: &str) -> Result<(), String> {
     validate_size(v)
 }
 
-fn validate_window(v: &str) -> Result<(), String> {
-    match v.trim().parse::<u64>() {
-        Ok(n) if (1..=65_536).contains(&n) => Ok(()),
+/// Pages a serial or static scan reads ahead by default (1 MiB of 16 KiB
+/// pages): `prefetch_window`'s default, which its spec spells as text.
+pub const DEFAULT_PREFETCH_WINDOW: usize = 64;
+
+/// `prefetch_window`'s value: a number of pages from 1 to 65536.
+fn parse_window(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(n) if (1..=65_536).contains(&n) => Ok(n),
         _ => Err(format!(
             "prefetch_window must be a number of pages from 1 to 65536, got \"{v}\""
         )),
     }
+}
+
+fn validate_window(v: &str) -> Result<(), String> {
+    parse_window(v).map(|_| ())
 }
 
 fn validate_duration(v: &str) -> Result<(), String> {
@@ -339,11 +348,29 @@ impl Settings {
     pub fn memory_limit(&self) -> u64 {
         crate::size::parse_size(&self.value("memory_limit")).unwrap_or(u64::MAX)
     }
+
+    /// `prefetch_window` in pages (validated when set, so always in range).
+    pub fn prefetch_window(&self) -> usize {
+        parse_window(&self.value("prefetch_window")).unwrap_or(DEFAULT_PREFETCH_WINDOW)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefetch_window_is_typed_and_its_default_is_one_number() {
+        let mut s = Settings::default();
+        assert_eq!(s.prefetch_window(), DEFAULT_PREFETCH_WINDOW);
+        let spec = Settings::spec("prefetch_window").unwrap();
+        assert_eq!(parse_window(spec.default), Ok(DEFAULT_PREFETCH_WINDOW));
+        s.set("prefetch_window", " 8 ").unwrap();
+        assert_eq!(s.prefetch_window(), 8);
+        assert!(s.set("prefetch_window", "0").is_err());
+        assert!(s.set("prefetch_window", "65537").is_err());
+        assert_eq!(s.prefetch_window(), 8);
+    }
 
     #[test]
     fn set_and_get() {

@@ -185,8 +185,7 @@ impl ExecutionMode {
     }
 }
 
-/// Pages a serial or static scan reads ahead by default (1 MiB of 16 KiB pages).
-pub const DEFAULT_PREFETCH_WINDOW: usize = 64;
+pub use kura_common::settings::DEFAULT_PREFETCH_WINDOW;
 
 /// Everything an operator may consult while running. Cloning is cheap and the
 /// clones share the cancel flag, memory budget and statistics: a parallel
@@ -268,17 +267,14 @@ impl ExecContext {
         self
     }
 
-    /// Takes `execution_mode` and `prefetch` from a session's settings.
+    /// Takes `execution_mode`, `prefetch` and `prefetch_window` from a
+    /// session's settings.
     pub fn with_settings(mut self, settings: &kura_common::settings::Settings) -> Self {
         if let Some(mode) = ExecutionMode::parse(&settings.value("execution_mode")) {
             self.mode = mode;
         }
         self.prefetch = settings.value("prefetch") != "off";
-        self.prefetch_window = settings
-            .value("prefetch_window")
-            .trim()
-            .parse()
-            .unwrap_or(DEFAULT_PREFETCH_WINDOW);
+        self.prefetch_window = settings.prefetch_window();
         self
     }
 
