@@ -62,8 +62,7 @@ impl ConflictSkip {
         };
         let update = match &c.action {
             OnConflictAction::DoNothing => None,
-            OnConflictAction::DoUpdate(u) if c.conflict_target.is_none() => {
-                let _ = u;
+            OnConflictAction::DoUpdate(_) if c.conflict_target.is_none() => {
                 return Err(KuraError::Syntax(
                     "ON CONFLICT DO UPDATE requires inference specification or constraint name"
                         .into(),

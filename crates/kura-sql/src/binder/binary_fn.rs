@@ -7,28 +7,17 @@ use kura_exec::expr::binary::BinaryFunc;
 use kura_exec::expr::{PhysExpr, ScalarFunc};
 
 use super::functions::no_such;
-use super::types::{coerce, fold, is_null_literal};
+use super::types::{coerce, fold, is_null_literal, is_untyped_literal};
 use super::Binder;
 use crate::error::{Pos, SqlResult};
 
 /// The function names this module binds.
 pub const NAMES: &[&str] = &["encode", "decode", "md5", "octet_length", "gen_random_uuid"];
 
-/// An untyped literal (or NULL): its type is still open.
-fn untyped(e: &PhysExpr) -> bool {
-    matches!(
-        e,
-        PhysExpr::Literal {
-            value: Value::Text(_) | Value::Null,
-            data_type: DataType::Varchar(None)
-        }
-    )
-}
-
 /// `e` as an argument of type `t`: an untyped literal reads as one, a value
 /// of `t` is taken, anything else is no match.
 fn argument(e: &PhysExpr, t: DataType, p: Pos) -> SqlResult<Option<PhysExpr>> {
-    if untyped(e) {
+    if is_untyped_literal(e) {
         return coerce(e.clone(), t, p).map(Some);
     }
     let fits = e.data_type() == t || (t.is_text() && e.data_type().is_text());

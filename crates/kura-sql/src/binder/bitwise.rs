@@ -5,7 +5,7 @@
 use kura_common::{DataType, Value};
 use kura_exec::expr::{PhysExpr, ScalarFunc};
 
-use super::types::{coerce, fold, is_null_literal, is_untyped_null};
+use super::types::{coerce, fold, is_null_literal, is_untyped_literal, is_untyped_null};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 
@@ -25,12 +25,10 @@ fn wider(a: DataType, b: DataType) -> DataType {
 
 /// An operand's integer type: an untyped literal or NULL reads as integer.
 fn operand_type(e: &PhysExpr) -> DataType {
-    match e {
-        PhysExpr::Literal {
-            value: Value::Text(_) | Value::Null,
-            data_type: DataType::Varchar(None),
-        } => DataType::Integer,
-        _ => e.data_type(),
+    if is_untyped_literal(e) {
+        DataType::Integer
+    } else {
+        e.data_type()
     }
 }
 

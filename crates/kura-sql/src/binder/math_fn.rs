@@ -11,7 +11,7 @@ use kura_exec::expr::math::MathFunc;
 use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
 
 use super::functions::no_such;
-use super::types::{coerce, fold, is_null_literal, is_untyped_null};
+use super::types::{coerce, fold, is_null_literal, is_untyped_literal};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 
@@ -84,15 +84,7 @@ fn function(name: &str, args: usize) -> Option<MathFunc> {
 /// (double precision, PostgreSQL's preferred numeric type, or integer where
 /// only integers are taken); `None` when it is no number.
 fn number(e: PhysExpr, untyped_as: DataType, p: Pos) -> SqlResult<Option<PhysExpr>> {
-    let untyped = is_untyped_null(&e)
-        || matches!(
-            &e,
-            PhysExpr::Literal {
-                value: Value::Text(_),
-                data_type: DataType::Varchar(None)
-            }
-        );
-    if untyped {
+    if is_untyped_literal(&e) {
         return coerce(e, untyped_as, p).map(Some);
     }
     Ok(e.data_type().is_numeric().then_some(e))

@@ -281,6 +281,18 @@ pub fn is_untyped_null(e: &PhysExpr) -> bool {
     is_null_literal(e) && e.data_type() == DataType::Varchar(None)
 }
 
+/// A quoted constant or NULL written without a type (`'5'`, `NULL`): its
+/// type is still open, like PostgreSQL's `unknown`, and the context gives it.
+pub fn is_untyped_literal(e: &PhysExpr) -> bool {
+    matches!(
+        e,
+        PhysExpr::Literal {
+            value: Value::Text(_) | Value::Null,
+            data_type: DataType::Varchar(None)
+        }
+    )
+}
+
 /// A NULL of type text that is not an untyped NULL: a cast of one, which [`fold`]
 /// leaves as it is.
 pub fn text_null() -> PhysExpr {
