@@ -48,6 +48,13 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
                 t.to_string().to_ascii_lowercase()
             )))
         }
+        // Other systems' names the binder's CAST reads but PostgreSQL has no
+        // column type of: a column keeps to PostgreSQL's (FLOAT64 excepted,
+        // which CREATE TABLE always read as double precision).
+        T::TinyInt(_) | T::Nvarchar(_) | T::Datetime(_) | T::TimestampNtz(_) => {
+            return Err(KuraError::UndefinedType(t.to_string().to_ascii_lowercase()))
+        }
+        T::Float64 => return Ok(DataType::Double),
         T::Custom(name, _) if crate::sequences::serial_type(t).is_some() => {
             return Err(KuraError::UndefinedType(format!(
                 "{} (serial types exist only as CREATE TABLE column types)",
