@@ -52,6 +52,10 @@ pub enum DataType {
     /// Binary data, held as PostgreSQL's hex text form (`\x01ff`, lower case:
     /// ordered as its bytes are). Last, for the catalog's positional encoding.
     Bytea,
+    /// A span of months, days and microseconds, held as the 128-bit column
+    /// form [`crate::interval::Interval::pack`] makes (ordered by span). Last,
+    /// for the catalog's positional encoding.
+    Interval,
 }
 
 /// The element type of an array: any type but an array (kura's arrays have
@@ -113,7 +117,7 @@ impl DataType {
             DataType::Decimal { precision, .. } if *precision <= MAX_I64_PRECISION => {
                 PhysicalType::I64
             }
-            DataType::Decimal { .. } => PhysicalType::I128,
+            DataType::Decimal { .. } | DataType::Interval => PhysicalType::I128,
             DataType::Varchar(_)
             | DataType::Char(_)
             | DataType::Array(_)
@@ -137,9 +141,11 @@ impl DataType {
             DataType::Char(n) => ElemType::Char(n),
             DataType::Timestamp => ElemType::Timestamp,
             DataType::SmallInt => ElemType::SmallInt,
-            DataType::Array(_) | DataType::Vector(_) | DataType::Uuid | DataType::Bytea => {
-                return None
-            }
+            DataType::Array(_)
+            | DataType::Vector(_)
+            | DataType::Uuid
+            | DataType::Bytea
+            | DataType::Interval => return None,
         }))
     }
 
@@ -243,6 +249,7 @@ impl fmt::Display for DataType {
             DataType::Vector(_) => write!(f, "OIDVECTOR"),
             DataType::Uuid => write!(f, "UUID"),
             DataType::Bytea => write!(f, "BYTEA"),
+            DataType::Interval => write!(f, "INTERVAL"),
         }
     }
 }

@@ -22,6 +22,8 @@ pub enum Value {
     Text(String),
     /// Microseconds since 1970-01-01 00:00:00 (TIMESTAMP).
     Timestamp(i64),
+    /// An INTERVAL in its column form ([`crate::interval::Interval::pack`]).
+    Interval(i128),
 }
 
 impl Value {
@@ -58,6 +60,9 @@ impl Value {
             (Date(a), Timestamp(b)) => crate::timestamp::from_date(*a).cmp(b),
             (Timestamp(a), Date(b)) => a.cmp(&crate::timestamp::from_date(*b)),
             (Text(a), Text(b)) => a.trim_end_matches(' ').cmp(b.trim_end_matches(' ')),
+            // Intervals compare by span: `1 mon` equals `30 days`.
+            (Interval(a), Interval(b)) => crate::interval::Interval::packed_span(*a)
+                .cmp(&crate::interval::Interval::packed_span(*b)),
             (Decimal(a, sa), Decimal(b, sb)) => {
                 let s = (*sa).max(*sb);
                 match (rescale(*a, *sa, s), rescale(*b, *sb, s)) {
@@ -116,6 +121,11 @@ impl fmt::Display for Value {
             Value::Date(d) => write!(f, "{}", format_date(*d)),
             Value::Timestamp(t) => write!(f, "{}", crate::timestamp::format_timestamp(*t)),
             Value::Text(s) => write!(f, "{s}"),
+            Value::Interval(v) => write!(
+                f,
+                "{}",
+                crate::interval::format_interval(&crate::interval::Interval::unpack(*v))
+            ),
         }
     }
 }

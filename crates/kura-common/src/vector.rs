@@ -181,6 +181,7 @@ impl Vector {
             DataType::Decimal { scale, .. } => scale,
             _ => 0,
         };
+        let is_interval = self.data_type == DataType::Interval;
         let ok = match (&mut self.data, value) {
             (ColumnData::Bool(v), Value::Boolean(b)) => {
                 v.push(*b);
@@ -207,7 +208,11 @@ impl Vector {
                     None => false,
                 }
             }
-            (ColumnData::I128(v), Value::Decimal(x, s)) => {
+            (ColumnData::I128(v), Value::Interval(x)) if is_interval => {
+                v.push(*x);
+                true
+            }
+            (ColumnData::I128(v), Value::Decimal(x, s)) if !is_interval => {
                 match crate::decimal::rescale(*x, *s, scale) {
                     Some(x) => {
                         v.push(x);
@@ -247,6 +252,7 @@ impl Vector {
             (ColumnData::I64(v), DataType::Timestamp) => Value::Timestamp(v[i]),
             (ColumnData::I64(v), _) => Value::BigInt(v[i]),
             (ColumnData::I128(v), DataType::Decimal { scale, .. }) => Value::Decimal(v[i], scale),
+            (ColumnData::I128(v), DataType::Interval) => Value::Interval(v[i]),
             (ColumnData::I128(v), _) => Value::Decimal(v[i], 0),
             (ColumnData::F64(v), _) => Value::Double(v[i]),
             (ColumnData::Str(v), _) => Value::Text(v.get(i).to_string()),

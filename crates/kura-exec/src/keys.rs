@@ -69,6 +69,10 @@ fn encode_key(k: &Vector, row: usize, nulls_equal: bool, out: &mut Vec<u8>) -> b
         ColumnData::Bool(v) => out.push(v[row] as u8),
         ColumnData::I32(v) => out.extend_from_slice(&v[row].to_le_bytes()),
         ColumnData::I64(v) => out.extend_from_slice(&v[row].to_le_bytes()),
+        // Intervals are equal by span (`1 mon` = `30 days`): the group keeps
+        // the first value met, as PostgreSQL's does.
+        ColumnData::I128(v) if k.data_type == DataType::Interval => out
+            .extend_from_slice(&kura_common::interval::Interval::packed_span(v[row]).to_le_bytes()),
         ColumnData::I128(v) => out.extend_from_slice(&v[row].to_le_bytes()),
         ColumnData::F64(v) => {
             // -0.0 and 0.0 are equal in SQL.

@@ -208,6 +208,11 @@ fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
         Some(DataType::Bytea) => Value::Text(kura_common::binary::bytea_from_bytes(
             &kura_common::binary::bytea_input(s).map_err(|e| e.to_string())?,
         )),
+        Some(DataType::Interval) => Value::Interval(
+            kura_common::interval::parse_interval(t)
+                .and_then(|iv| iv.pack())
+                .map_err(|_| bad("interval"))?,
+        ),
         Some(DataType::Boolean) => match t.to_ascii_lowercase().as_str() {
             "t" | "true" | "yes" | "y" | "on" | "1" => Value::Boolean(true),
             "f" | "false" | "no" | "n" | "off" | "0" => Value::Boolean(false),
@@ -273,6 +278,11 @@ fn decode_binary(b: &[u8], dt: Option<&DataType>) -> Result<Value, String> {
             fixed(16, "uuid")?.try_into().unwrap(),
         )),
         Some(DataType::Bytea) => Value::Text(kura_common::binary::bytea_from_bytes(b)),
+        Some(DataType::Interval) => Value::Interval(
+            kura_common::interval::from_pg_binary(fixed(16, "interval")?)
+                .and_then(|iv| iv.pack().ok())
+                .ok_or_else(|| "interval out of range".to_string())?,
+        ),
         Some(DataType::Boolean) => Value::Boolean(fixed(1, "boolean")?[0] != 0),
         Some(DataType::SmallInt) => Value::Integer(i32::from(i16::from_be_bytes(
             fixed(2, "smallint")?.try_into().unwrap(),

@@ -37,6 +37,7 @@ pub fn pg_type(dt: &DataType) -> Type {
         DataType::Vector(_) => Type::OID_VECTOR,
         DataType::Uuid => Type::UUID,
         DataType::Bytea => Type::BYTEA,
+        DataType::Interval => Type::INTERVAL,
     }
 }
 
@@ -61,7 +62,7 @@ pub fn type_size(dt: &DataType) -> i16 {
         DataType::SmallInt => 2,
         DataType::Integer | DataType::Date => 4,
         DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
-        DataType::Uuid => 16,
+        DataType::Uuid | DataType::Interval => 16,
         _ => -1,
     }
 }
@@ -85,6 +86,7 @@ pub fn from_pg_type(t: &Type) -> Option<DataType> {
         Type::BPCHAR => DataType::Char(1),
         Type::UUID => DataType::Uuid,
         Type::BYTEA => DataType::Bytea,
+        Type::INTERVAL => DataType::Interval,
         Type::BOOL_ARRAY => DataType::Array(ElemType::Boolean),
         Type::INT2_ARRAY => DataType::Array(ElemType::SmallInt),
         Type::INT4_ARRAY => DataType::Array(ElemType::Integer),

@@ -88,6 +88,14 @@ pub enum SqlError {
     InvalidDate { text: String, pos: Pos },
     #[error("{pos}{message}")]
     InvalidValue { message: String, pos: Pos },
+    /// A constant rejected with PostgreSQL's own code for the reason
+    /// (22007 bad datetime syntax, 22008 field overflow, ...).
+    #[error("{pos}{message}")]
+    InvalidConstant {
+        code: &'static str,
+        message: String,
+        pos: Pos,
+    },
     /// A constant beyond its type, such as `70000::smallint` (22003).
     #[error("{pos}{message}")]
     OutOfRange { message: String, pos: Pos },
@@ -160,6 +168,7 @@ impl SqlError {
             SqlError::WrongObjectType { .. } => "42809",
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
+            SqlError::InvalidConstant { code, .. } => code,
             SqlError::OutOfRange { .. } => "22003",
             SqlError::InvalidText { .. } => "22P02",
             SqlError::Indeterminate { .. } => "42P18",
@@ -196,6 +205,7 @@ impl SqlError {
             | SqlError::Windowing { pos, .. }
             | SqlError::InvalidDate { pos, .. }
             | SqlError::InvalidValue { pos, .. }
+            | SqlError::InvalidConstant { pos, .. }
             | SqlError::OutOfRange { pos, .. }
             | SqlError::CannotCoerce { pos, .. }
             | SqlError::Indeterminate { pos, .. }

@@ -114,6 +114,9 @@ pub enum StorageError {
     TooLarge(String),
     #[error("{0}")]
     Policy(String),
+    /// Something kura cannot do yet (PostgreSQL's feature_not_supported).
+    #[error("not supported: {0}")]
+    Unsupported(String),
 }
 
 pub type StorageResult<T> = Result<T, StorageError>;

@@ -771,6 +771,17 @@ impl WriteTxn {
             .tables
             .get(&tkey)
             .ok_or_else(|| StorageError::NoSuchTable(tkey.clone()))?;
+        // Interval keys would order by span but compare by their three fields:
+        // refused until the key encoding gives equal spans equal keys.
+        for c in columns {
+            if let Some(col) = t.schema.index_of(c).map(|i| &t.schema.columns[i]) {
+                if col.data_type == kura_common::DataType::Interval {
+                    return Err(StorageError::Unsupported(format!(
+                        "an index or key on interval column \"{c}\""
+                    )));
+                }
+            }
+        }
         let def = TxnIndex {
             table: tkey,
             columns: columns.to_vec(),

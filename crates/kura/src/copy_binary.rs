@@ -93,6 +93,9 @@ pub fn encode(v: &Value, t: DataType, out: &mut Vec<u8>) -> KuraResult<()> {
         (DataType::Bytea, Value::Text(s)) => out.extend_from_slice(
             &kura_common::binary::bytea_bytes(s).ok_or_else(|| bad("a malformed bytea value"))?,
         ),
+        (DataType::Interval, Value::Interval(x)) => out.extend_from_slice(
+            &kura_common::interval::to_pg_binary(&kura_common::interval::Interval::unpack(*x)),
+        ),
         (DataType::Array(_) | DataType::Vector(_), _) => {
             return Err(KuraError::Unsupported(format!(
                 "binary COPY of {t} values (use the text or CSV format)"
@@ -143,6 +146,12 @@ fn decode(b: &[u8], t: DataType) -> KuraResult<Value> {
             b.try_into().map_err(|_| wrong())?,
         )),
         DataType::Bytea => Value::Text(kura_common::binary::bytea_from_bytes(b)),
+        DataType::Interval => Value::Interval(
+            kura_common::interval::from_pg_binary(b)
+                .ok_or_else(wrong)?
+                .pack()
+                .map_err(|_| bad("an interval out of range"))?,
+        ),
         DataType::Array(_) | DataType::Vector(_) => {
             return Err(KuraError::Unsupported(format!(
                 "binary COPY of {t} values (use the text or CSV format)"

@@ -95,7 +95,7 @@ impl KuraError {
                 StorageError::Io { .. } => "58030",
                 StorageError::InUse { .. } => "55006",
                 StorageError::NotADatabase { .. } | StorageError::HeaderDamaged { .. } => "XX001",
-                StorageError::FormatVersion { .. } => "0A000",
+                StorageError::FormatVersion { .. } | StorageError::Unsupported(_) => "0A000",
                 StorageError::TooLarge(_) => "54000",
                 StorageError::Invalid(_) | StorageError::Policy(_) => "22023",
             },

@@ -88,7 +88,7 @@ fn format_value(value: &Value, ty: &DefaultColumnType) -> String {
             Value::Double(d) => *d,
             Value::Decimal(v, s) => *v as f64 / 10f64.powi(i32::from(*s)),
             Value::Text(t) => t.trim().parse().unwrap_or(0.0),
-            Value::Null | Value::Date(_) | Value::Timestamp(_) => return None,
+            Value::Null | Value::Date(_) | Value::Timestamp(_) | Value::Interval(_) => return None,
         })
     };
     match (value, ty) {

@@ -333,7 +333,7 @@ fn json_value(v: &Value) -> String {
         // A decimal's text is a valid JSON number; writing it directly keeps every
         // digit (no trip through f64).
         Value::Decimal(..) => v.to_string(),
-        Value::Date(_) | Value::Timestamp(_) | Value::Text(_) => {
+        Value::Date(_) | Value::Timestamp(_) | Value::Interval(_) | Value::Text(_) => {
             serde_json::Value::from(v.to_string()).to_string()
         }
     }

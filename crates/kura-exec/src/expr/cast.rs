@@ -42,6 +42,28 @@ fn integer_from_text(s: &str, to: DataType) -> ExecResult<i128> {
     })
 }
 
+/// An interval's column form from its text, with PostgreSQL's errors.
+pub fn interval_from_text(s: &str) -> ExecResult<i128> {
+    use kura_common::interval::{parse_interval, IntervalError};
+    parse_interval(s)
+        .and_then(|iv| iv.pack())
+        .map_err(|e| match e {
+            IntervalError::Syntax => ExecError::InvalidArgument {
+                code: "22007",
+                message: format!("invalid input syntax for type interval: \"{s}\""),
+            },
+            IntervalError::OutOfRange => interval_out_of_range(),
+        })
+}
+
+/// PostgreSQL's error for an interval past the range kura holds.
+pub fn interval_out_of_range() -> ExecError {
+    ExecError::InvalidArgument {
+        code: "22008",
+        message: "interval out of range".into(),
+    }
+}
+
 /// Converts one value to type `to`, as PostgreSQL's CAST would.
 pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
     use Value as V;
@@ -70,7 +92,9 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
                 V::Double(f) => double_to_integer(*f, to)?,
                 V::Boolean(b) => *b as i128,
                 V::Text(s) => integer_from_text(s, to)?,
-                V::Date(_) | V::Timestamp(_) => return Err(invalid(to, &v.to_string())),
+                V::Date(_) | V::Timestamp(_) | V::Interval(_) => {
+                    return Err(invalid(to, &v.to_string()))
+                }
                 V::Null => unreachable!(),
             };
             let (lo, hi) = to.integer_range().unwrap_or_default();
@@ -139,6 +163,11 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
             }
             V::Text(s)
         }
+        DataType::Interval => match v {
+            V::Interval(x) => V::Interval(*x),
+            V::Text(s) => V::Interval(interval_from_text(s)?),
+            _ => return Err(invalid(to, &v.to_string())),
+        },
         // Held as their canonical text: text reads as PostgreSQL's input does.
         DataType::Uuid => match v {
             V::Text(s) => V::Text(kura_common::binary::uuid_from_text(s).ok_or_else(|| {

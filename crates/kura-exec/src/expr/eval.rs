@@ -538,6 +538,11 @@ fn may_fail(e: &PhysExpr) -> bool {
             func: ScalarFunc::Binary(_),
             ..
         } => true,
+        PhysExpr::Func {
+            func: ScalarFunc::Interval(f),
+            args,
+            ..
+        } => *f != super::interval::IntervalFunc::Span || args.iter().any(may_fail),
         PhysExpr::Func { args, .. } => args.iter().any(may_fail),
         PhysExpr::Case { .. } => true,
         PhysExpr::Column { .. } | PhysExpr::Literal { .. } => false,

@@ -14,6 +14,7 @@ mod eval;
 mod func;
 mod func_format;
 mod func_text;
+pub mod interval;
 pub mod like;
 pub mod math;
 pub mod pg;
@@ -210,6 +211,8 @@ pub enum ScalarFunc {
     Math(math::MathFunc),
     /// A function of uuid or bytea values (see `binary`).
     Binary(binary::BinaryFunc),
+    /// A function or operator of interval values (see `interval`).
+    Interval(interval::IntervalFunc),
 }
 
 impl ScalarFunc {
@@ -301,6 +304,7 @@ impl ScalarFunc {
             ScalarFunc::BTrim => "btrim",
             ScalarFunc::Math(f) => f.name(),
             ScalarFunc::Binary(f) => f.name(),
+            ScalarFunc::Interval(f) => f.name(),
         }
     }
 }

@@ -69,6 +69,7 @@ const BASE_TYPES: &[(i32, &str, &str, i32, &str, i32)] = &[
     (2205, "regclass", "regclass", 4, "N", 2210),
     (2206, "regtype", "regtype", 4, "N", 2211),
     (2950, "uuid", "uuid", 16, "U", 2951),
+    (1186, "interval", "interval", 16, "T", 1187),
 ];
 
 /// Every type kura reports: the base types and an array type over each
@@ -128,6 +129,7 @@ pub fn pg_type_of(t: DataType) -> (i32, i32) {
         DataType::Vector(_) => (30, -1),
         DataType::Uuid => (2950, -1),
         DataType::Bytea => (17, -1),
+        DataType::Interval => (1186, -1),
     }
 }
 

@@ -29,6 +29,10 @@ pub fn cmp_values(a: &Vector, i: usize, b: &Vector, j: usize) -> Ordering {
         (ColumnData::Bool(x), ColumnData::Bool(y)) => x[i].cmp(&y[j]),
         (ColumnData::I32(x), ColumnData::I32(y)) => x[i].cmp(&y[j]),
         (ColumnData::I64(x), ColumnData::I64(y)) => x[i].cmp(&y[j]),
+        // Intervals order by span; equal spans (`1 mon`, `30 days`) are peers.
+        (ColumnData::I128(x), ColumnData::I128(y)) if a.data_type == DataType::Interval => {
+            (x[i] >> 64).cmp(&(y[j] >> 64))
+        }
         (ColumnData::I128(x), ColumnData::I128(y)) => x[i].cmp(&y[j]),
         (ColumnData::F64(x), ColumnData::F64(y)) => x[i].total_cmp(&y[j]),
         (ColumnData::Str(x), ColumnData::Str(y)) => {

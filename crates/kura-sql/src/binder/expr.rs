@@ -122,37 +122,8 @@ fn balanced(op: BinaryOp, mut xs: Vec<PhysExpr>) -> PhysExpr {
 
 /// An interval literal: months, days and microseconds (the clock units).
 pub(super) fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
-    let p = pos(&iv.value);
-    let text = match &*iv.value {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::SingleQuotedString(s) | ast::Value::Number(s, _) => s.clone(),
-            _ => return Err(SqlError::unsupported("this interval form", p)),
-        },
-        _ => return Err(SqlError::unsupported("non-constant interval", p)),
-    };
-    let bad = || SqlError::InvalidValue {
-        message: format!("invalid interval '{text}'"),
-        pos: p,
-    };
-    let mut words = text.split_whitespace();
-    let n: i32 = words.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
-    let unit = match (&iv.leading_field, words.next()) {
-        (Some(f), None) => f.to_string().to_lowercase(),
-        (None, Some(u)) => u.to_lowercase(),
-        (None, None) => "second".into(),
-        _ => return Err(bad()),
-    };
-    let clock = |unit_micros: i64| (0, 0, n as i64 * unit_micros);
-    Ok(match unit.trim_end_matches('s') {
-        "year" => (n.checked_mul(12).ok_or_else(bad)?, 0, 0),
-        "month" | "mon" => (n, 0, 0),
-        "week" => (0, n.checked_mul(7).ok_or_else(bad)?, 0),
-        "day" => (0, n, 0),
-        "hour" => clock(3_600_000_000),
-        "minute" | "min" => clock(60_000_000),
-        "second" | "sec" => clock(1_000_000),
-        _ => return Err(SqlError::unsupported(format!("interval unit {unit}"), p)),
-    })
+    let v = super::interval_fn::interval_literal(iv, pos(&iv.value))?;
+    Ok((v.months, v.days, v.micros))
 }
 
 /// `timestamp ± interval`: months first (day clamped as for dates), then days
@@ -288,10 +259,10 @@ impl Binder<'_> {
                     pos(e),
                 )
             }
-            E::Interval(_) => Err(SqlError::unsupported(
-                "an interval outside date arithmetic",
+            E::Interval(iv) => super::interval_fn::interval_value(
+                super::interval_fn::interval_literal(iv, pos(e))?,
                 pos(e),
-            )),
+            ),
             E::BinaryOp {
                 op: op @ (ast::BinaryOperator::And | ast::BinaryOperator::Or),
                 ..
@@ -312,6 +283,9 @@ impl Binder<'_> {
                                 "operator is not unique: - unknown",
                                 pos(e),
                             ));
+                        }
+                        if x.data_type() == DataType::Interval {
+                            return Ok(self.interval_negate(x));
                         }
                         if !x.data_type().is_numeric() {
                             return Err(SqlError::mismatch(
@@ -654,6 +628,10 @@ impl Binder<'_> {
             }
             E::Extract { field, expr, .. } => {
                 let x = self.bind_expr(expr, cx)?;
+                if x.data_type() == DataType::Interval {
+                    let name = field.to_string().to_lowercase();
+                    return self.interval_field(&name, x, pos(e));
+                }
                 // The calendar fields of a timestamp are its date's.
                 let x = if x.data_type() == DataType::Timestamp
                     && matches!(
@@ -945,7 +923,12 @@ impl Binder<'_> {
         p: Pos,
     ) -> SqlResult<PhysExpr> {
         match d.data_type() {
-            DataType::Date if iv.2 == 0 => Ok(add_interval(d, iv, negate)),
+            // A timestamp, as in PostgreSQL; computed on the date (cheaper).
+            DataType::Date if iv.2 == 0 => Ok(fold(coerce(
+                add_interval(d, iv, negate),
+                DataType::Timestamp,
+                p,
+            )?)),
             DataType::Date => Ok(add_timestamp_interval(
                 coerce(d, DataType::Timestamp, p)?,
                 iv,
@@ -968,31 +951,28 @@ impl Binder<'_> {
         p: Pos,
     ) -> SqlResult<PhysExpr> {
         use ast::BinaryOperator as B;
-        // Date ± interval.
-        if matches!(op, B::Plus | B::Minus) {
-            if let ast::Expr::Interval(iv) = r {
-                let d = self.bind_expr(l, cx)?;
-                let d = if matches!(
-                    d,
-                    PhysExpr::Literal {
-                        value: Value::Text(_),
-                        ..
-                    }
-                ) {
-                    coerce(d, DataType::Date, p)?
-                } else {
-                    d
-                };
-                let negate = matches!(op, B::Minus);
-                return self.plus_interval(d, interval(iv)?, negate, op, p);
-            }
-            if let (ast::Expr::Interval(iv), B::Plus) = (l, op) {
-                let d = self.bind_expr(r, cx)?;
-                return self.plus_interval(d, interval(iv)?, false, op, p);
-            }
-        }
         let a = self.bind_expr(l, cx)?;
         let b = self.bind_expr(r, cx)?;
+        // Date or timestamp ± a constant interval: months and days added as
+        // the calendar does (a date stays a date when no clock part is added).
+        if matches!(op, B::Plus | B::Minus) {
+            if let Some(iv) = super::interval_fn::constant_interval(&b) {
+                let d = if is_text_literal(&a) {
+                    coerce(a.clone(), DataType::Date, p)?
+                } else {
+                    a.clone()
+                };
+                if matches!(d.data_type(), DataType::Date | DataType::Timestamp) {
+                    let negate = matches!(op, B::Minus);
+                    return self.plus_interval(d, (iv.months, iv.days, iv.micros), negate, op, p);
+                }
+            }
+            if let (Some(iv), B::Plus) = (super::interval_fn::constant_interval(&a), op) {
+                if matches!(b.data_type(), DataType::Date | DataType::Timestamp) {
+                    return self.plus_interval(b, (iv.months, iv.days, iv.micros), false, op, p);
+                }
+            }
+        }
         let bitwise = match op {
             B::BitwiseAnd => Some(ScalarFunc::BitAnd),
             B::BitwiseOr => Some(ScalarFunc::BitOr),
@@ -1024,6 +1004,11 @@ impl Binder<'_> {
             B::StringConcat => BinaryOp::Concat,
             other => return Err(SqlError::unsupported(format!("operator {other}"), p)),
         };
+        if !matches!(bop, BinaryOp::And | BinaryOp::Or) {
+            if let Some(e) = self.interval_operator(bop, &a, &b, p)? {
+                return Ok(e);
+            }
+        }
         match bop {
             BinaryOp::And | BinaryOp::Or => {
                 let clause = if bop == BinaryOp::And { "AND" } else { "OR" };
@@ -1183,6 +1168,11 @@ impl Binder<'_> {
         } else {
             (a, b)
         };
+        // A date against a constant midnight (`d < date '1995-01-01' +
+        // interval '1 month'`) compares as dates: the same answer, and the
+        // date column is read as it is stored (zone maps, indexes).
+        let a = midnight_as_date(a, &b);
+        let b = midnight_as_date(b, &a);
         // A date meets a timestamp at its midnight.
         let (a, b) = match (a.data_type(), b.data_type()) {
             (DataType::Date, DataType::Timestamp) => (coerce(a, DataType::Timestamp, p)?, b),
@@ -1190,6 +1180,11 @@ impl Binder<'_> {
             _ => (a, b),
         };
         let (ta, tb) = (a.data_type(), b.data_type());
+        if (ta, tb) == (DataType::Interval, DataType::Interval) {
+            // Intervals compare by span: `1 mon` = `30 days`.
+            let (a, b) = (super::interval_fn::span(a), super::interval_fn::span(b));
+            return self.comparison(op, a, b, p);
+        }
         if common_type(ta, tb).is_none() {
             return Err(SqlError::mismatch(
                 format!("operator does not exist: {ta} {} {tb}", op.symbol()),
@@ -1603,15 +1598,31 @@ impl Binder<'_> {
     }
 }
 
+/// `e` as a date literal when it is a timestamp literal at midnight and
+/// `other` is a date; `e` unchanged otherwise.
+fn midnight_as_date(e: PhysExpr, other: &PhysExpr) -> PhysExpr {
+    use kura_common::timestamp::{time_of_day, to_date};
+    match (&e, other.data_type()) {
+        (
+            PhysExpr::Literal {
+                value: Value::Timestamp(t),
+                ..
+            },
+            DataType::Date,
+        ) if time_of_day(*t) == 0 => PhysExpr::literal(Value::Date(to_date(*t)), DataType::Date),
+        _ => e,
+    }
+}
+
 /// PostgreSQL casts boolean to and from integer but has no cast between
 /// boolean and smallint (`true::int2` is an error there), nor does kura; a
-/// uuid or bytea casts only to and from text.
+/// uuid, bytea or interval casts only to and from text.
 fn no_boolean_smallint_cast(from: DataType, to: DataType, p: Pos) -> SqlResult<()> {
     let name = |t: DataType| match t {
         DataType::Boolean => "boolean",
         _ => "smallint",
     };
-    let binary = |t: DataType| matches!(t, DataType::Uuid | DataType::Bytea);
+    let binary = |t: DataType| matches!(t, DataType::Uuid | DataType::Bytea | DataType::Interval);
     if (binary(from) || binary(to)) && from != to && !from.is_text() && !to.is_text() {
         return Err(SqlError::CannotCoerce {
             message: format!(
@@ -1674,6 +1685,9 @@ pub(super) fn aggregate_call(
                 },
             },
         ),
+        ("sum" | "avg", Some(DataType::Interval)) => {
+            return Err(SqlError::unsupported(format!("{name}(interval)"), p))
+        }
         ("min" | "max", Some(t)) if t.is_array() => {
             return Err(SqlError::unsupported(
                 format!("{name} over an array (kura compares arrays for equality only)"),
@@ -1731,6 +1745,7 @@ fn param_literal(v: Value, _n: usize) -> PhysExpr {
         },
         Value::Date(_) => DataType::Date,
         Value::Timestamp(_) => DataType::Timestamp,
+        Value::Interval(_) => DataType::Interval,
     };
     PhysExpr::literal(v, t)
 }

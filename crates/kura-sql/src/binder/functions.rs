@@ -74,12 +74,13 @@ pub fn known() -> impl Iterator<Item = (&'static str, bool)> {
         .chain(super::sequence_fn::SEQUENCE_FUNCTIONS)
         .chain(super::array::SCALARS)
         .chain(super::math_fn::NAMES)
-        .chain(super::binary_fn::NAMES);
+        .chain(super::binary_fn::NAMES)
+        .chain(super::interval_fn::NAMES);
     aggs.map(|n| (*n, true)).chain(scalars.map(|n| (*n, false)))
 }
 
 /// Functions kura knows the names of but refuses (0A000), with why.
-const REFUSED: &[(&str, &str)] = &[("age", "age (kura has no interval type)")];
+const REFUSED: &[(&str, &str)] = &[];
 
 /// The moment statistic an aggregate name computes, and its argument count.
 fn moment(name: &str) -> Option<(Moment, usize)> {
@@ -191,7 +192,8 @@ impl Binder<'_> {
         let array_fn = super::array::SCALARS.contains(&name);
         let math_fn = super::math_fn::NAMES.contains(&name);
         let binary_fn = super::binary_fn::NAMES.contains(&name);
-        if !SCALARS.contains(&name) && !array_fn && !math_fn && !binary_fn {
+        let interval_fn = super::interval_fn::NAMES.contains(&name);
+        if !SCALARS.contains(&name) && !array_fn && !math_fn && !binary_fn && !interval_fn {
             return Ok(None);
         }
         if f.over.is_some() {
@@ -238,6 +240,9 @@ impl Binder<'_> {
         if binary_fn {
             return self.bind_binary_fn(name, bound, p).map(Some);
         }
+        if interval_fn {
+            return self.bind_interval_fn(name, bound, p).map(Some);
+        }
         self.bind_more_scalar(name, bound, p).map(Some)
     }
 
@@ -275,6 +280,14 @@ impl Binder<'_> {
             "hour" | "hours" => ast::DateTimeField::Hour,
             "minute" | "minutes" | "min" => ast::DateTimeField::Minute,
             "second" | "seconds" | "sec" => ast::DateTimeField::Second,
+            // Fields only intervals have in kura (EXTRACT refuses them otherwise).
+            "epoch" => ast::DateTimeField::Epoch,
+            "quarter" => ast::DateTimeField::Quarter,
+            "millisecond" | "milliseconds" => ast::DateTimeField::Millisecond,
+            "microsecond" | "microseconds" => ast::DateTimeField::Microsecond,
+            "decade" => ast::DateTimeField::Decade,
+            "century" => ast::DateTimeField::Century,
+            "millennium" => ast::DateTimeField::Millennium,
             other => {
                 return Err(SqlError::unsupported(
                     format!(

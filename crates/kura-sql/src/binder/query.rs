@@ -301,7 +301,9 @@ impl Binder<'_> {
         for c in 0..width {
             let mut t: Option<DataType> = None;
             for r in &rows {
-                if super::types::is_untyped_null(&r[c]) {
+                // Quoted constants take the type of the typed rows (PostgreSQL's
+                // `unknown`); text when every row has one.
+                if super::types::is_untyped_null(&r[c]) || super::types::is_untyped_literal(&r[c]) {
                     continue;
                 }
                 let rt = r[c].data_type();

@@ -79,6 +79,16 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         A::Boolean | A::Bool => DataType::Boolean,
         A::Uuid => DataType::Uuid,
         A::Bytea => DataType::Bytea,
+        A::Interval {
+            fields: None,
+            precision: None,
+        } => DataType::Interval,
+        A::Interval { .. } => {
+            return Err(SqlError::unsupported(
+                "INTERVAL with fields or a precision (plain INTERVAL is)",
+                pos,
+            ))
+        }
         A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
             DataType::Varchar(len(l))
         }
@@ -316,6 +326,9 @@ pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
                 pos,
             },
             kura_exec::ExecError::Unsupported(what) => SqlError::Unsupported { what, pos },
+            kura_exec::ExecError::InvalidArgument { code, message } => {
+                SqlError::InvalidConstant { code, message, pos }
+            }
             e @ (kura_exec::ExecError::OutOfRange(_)
             | kura_exec::ExecError::IntegerOutOfRange(_)) => SqlError::OutOfRange {
                 message: e.to_string(),

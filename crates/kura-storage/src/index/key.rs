@@ -156,6 +156,7 @@ fn decode_column(t: DataType, b: &mut &[u8], out: Option<&mut Vector>) -> Option
         DataType::Boolean => 1,
         DataType::SmallInt | DataType::Integer | DataType::Date => 4,
         DataType::Decimal { .. } if wide_decimal(t) => 16,
+        DataType::Interval => 16,
         DataType::BigInt | DataType::Timestamp | DataType::Decimal { .. } | DataType::Double => 8,
         DataType::Varchar(_)
         | DataType::Char(_)
@@ -530,6 +531,7 @@ pub fn decode_key(types: &[DataType], mut b: &[u8]) -> Option<Vec<Value>> {
             DataType::Decimal { scale, .. } if wide_decimal(t) => {
                 Value::Decimal(get_i128(&take(&mut b, 16)?), scale)
             }
+            DataType::Interval => Value::Interval(get_i128(&take(&mut b, 16)?)),
             DataType::Decimal { scale, .. } => {
                 let x = (u64::from_be_bytes(take(&mut b, 8)?.try_into().ok()?) ^ (1 << 63)) as i64;
                 Value::Decimal(x as i128, scale)

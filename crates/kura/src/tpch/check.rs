@@ -171,7 +171,7 @@ pub fn field_matches(expected: &str, actual: &Value) -> bool {
             _ => false,
         },
         Value::Date(d) => format_date(*d) == expected,
-        Value::Timestamp(_) => actual.to_string() == expected,
+        Value::Timestamp(_) | Value::Interval(_) => actual.to_string() == expected,
         Value::Integer(_) | Value::BigInt(_) | Value::Double(_) | Value::Decimal(..) => {
             numbers_match(expected, actual)
         }
