@@ -190,9 +190,15 @@ class Generator:
 
     def date(self, scope, d):
         r = self.rng.random()
-        if r < 0.5:
+        if r < 0.4:
             return Bin(DATE, self.pick(["+", "-"]), self.value(scope, DATE, d), Lit(str(self.rng.randint(0, 400)), INT))
-        if r < 0.75:
+        if r < 0.55:
+            # Date ± interval is a timestamp in both engines: months clamp to the
+            # month's end; cast back to a date.
+            unit = self.pick(["day", "month", "year"])
+            iv = Lit(f"INTERVAL '{self.rng.randint(0, 40)} {unit}'", STR)
+            return Cast(DATE, Bin(DATE, self.pick(["+", "-"]), self.value(scope, DATE, d), iv), "DATE")
+        if r < 0.775:
             return Case(DATE, [(self.predicate(scope, d), self.value(scope, DATE, d))], self.value(scope, DATE, d))
         return Func(DATE, "coalesce", [self.value(scope, DATE, d), self.literal(DATE)])
 
