@@ -265,7 +265,7 @@ fn decimals_and_dates() {
     );
     assert_eq!(
         flat(rows("select date '1995-01-31' + interval '1' month, date '1996-03-01' - interval '1' day, extract(year from date '1998-12-01'), date '1998-12-01' - date '1998-11-01'")),
-        vec!["1995-02-28|1996-02-29|1998|30"]
+        vec!["1995-02-28 00:00:00|1996-02-29 00:00:00|1998|30"]
     );
     assert_eq!(
         flat(rows("select tag from b where tag = 'x   '")),

@@ -351,6 +351,8 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         | ScalarFunc::RegtypeIn
         | ScalarFunc::ToRegtype
         | ScalarFunc::SizePretty
+        | ScalarFunc::FunctionArguments
+        | ScalarFunc::FunctionResult
         | ScalarFunc::Replace
         | ScalarFunc::QuoteIdent
         | ScalarFunc::JsonBuildObject => super::pg::call(func, args, out, n),

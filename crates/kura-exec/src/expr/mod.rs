@@ -19,6 +19,7 @@ pub mod like;
 pub mod math;
 pub mod pg;
 mod predicate;
+pub mod registry;
 mod select;
 pub mod sequence;
 
@@ -135,6 +136,10 @@ pub enum ScalarFunc {
     ToRegtype,
     /// `pg_size_pretty(bytes)`.
     SizePretty,
+    /// `pg_get_function_arguments(oid)` / `pg_get_function_result(oid)`:
+    /// a `pg_proc` signature's types, from the function list (`registry`).
+    FunctionArguments,
+    FunctionResult,
     /// `replace(s, from, to)`.
     Replace,
     /// `quote_ident(s)`.
@@ -261,6 +266,8 @@ impl ScalarFunc {
             ScalarFunc::RegtypeIn => "regtype_in",
             ScalarFunc::ToRegtype => "to_regtype",
             ScalarFunc::SizePretty => "pg_size_pretty",
+            ScalarFunc::FunctionArguments => "pg_get_function_arguments",
+            ScalarFunc::FunctionResult => "pg_get_function_result",
             ScalarFunc::Replace => "replace",
             ScalarFunc::QuoteIdent => "quote_ident",
             ScalarFunc::JsonBuildObject => "json_build_object",

@@ -72,8 +72,37 @@ const BASE_TYPES: &[(i32, &str, &str, i32, &str, i32)] = &[
     (1186, "interval", "interval", 16, "T", 1187),
 ];
 
-/// Every type kura reports: the base types and an array type over each
-/// (`_int4`, printed `integer[]`).
+/// PostgreSQL's pseudo-types that function signatures name (`pg_proc`):
+/// (oid, typname, typlen). No array types over them.
+const PSEUDO_TYPES: &[(i32, &str, i32)] = &[
+    (2276, "any", 4),
+    (2277, "anyarray", -1),
+    (2283, "anyelement", 4),
+];
+
+/// The OID of the type named `typname` (`int4`, `_text`, `anyelement`).
+pub fn type_oid(typname: &str) -> Option<i32> {
+    all_types()
+        .iter()
+        .find(|t| t.name == typname)
+        .map(|t| t.oid)
+}
+
+/// How `format_type` spells the type named `typname` (`float8` → `double precision`).
+pub fn type_display(typname: &str) -> Option<String> {
+    all_types()
+        .iter()
+        .find(|t| t.name == typname)
+        .map(|t| t.display.clone())
+}
+
+fn all_types() -> &'static [PgType] {
+    static TYPES: std::sync::OnceLock<Vec<PgType>> = std::sync::OnceLock::new();
+    TYPES.get_or_init(pg_types)
+}
+
+/// Every type kura reports: the base types, an array type over each
+/// (`_int4`, printed `integer[]`), and the pseudo-types of signatures.
 pub fn pg_types() -> Vec<PgType> {
     let base = BASE_TYPES
         .iter()
@@ -97,7 +126,16 @@ pub fn pg_types() -> Vec<PgType> {
             array: 0,
             elem: oid,
         });
-    base.chain(arrays).collect()
+    let pseudo = PSEUDO_TYPES.iter().map(|&(oid, name, len)| PgType {
+        oid,
+        name: name.into(),
+        display: name.into(),
+        len,
+        category: "P",
+        array: 0,
+        elem: 0,
+    });
+    base.chain(arrays).chain(pseudo).collect()
 }
 
 /// A kura column type as PostgreSQL's type OID and type modifier (`atttypmod`).
@@ -275,6 +313,16 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 Value::Text(s) => regtype_in(&s).map_or(Value::Null, Value::Integer),
                 _ => Value::Null,
             },
+            ScalarFunc::FunctionArguments | ScalarFunc::FunctionResult => {
+                match int_of(&value(args, 0, r, func)?).and_then(super::registry::by_oid) {
+                    Some((f, sig)) if func == ScalarFunc::FunctionResult => {
+                        Value::Text(super::registry::result_text(f, sig))
+                    }
+                    Some((_, sig)) => Value::Text(super::registry::arguments_text(sig)),
+                    // PostgreSQL's answer for an OID it does not know.
+                    None => Value::Null,
+                }
+            }
             ScalarFunc::SizePretty => match int_of(&value(args, 0, r, func)?) {
                 Some(n) => Value::Text(size_pretty(n)),
                 None => Value::Null,

@@ -13,20 +13,6 @@ use crate::error::{Pos, SqlError, SqlResult};
 
 const TEXT: DataType = DataType::Varchar(None);
 
-/// The array functions bound here (what `pg_proc` lists for them too).
-pub const SCALARS: &[&str] = &[
-    "array_length",
-    "array_upper",
-    "array_lower",
-    "cardinality",
-    "array_to_string",
-    "string_to_array",
-    "array_append",
-    "array_prepend",
-    "array_cat",
-    "array_position",
-];
-
 /// Integer `e` plus `shift`: a subscript moved between a catalog vector's
 /// numbering (from 0) and the array kernels' (from 1).
 pub(super) fn shifted(e: PhysExpr, shift: i32) -> PhysExpr {

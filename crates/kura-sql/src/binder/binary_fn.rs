@@ -11,9 +11,6 @@ use super::types::{coerce, fold, is_null_literal, is_untyped_literal};
 use super::Binder;
 use crate::error::{Pos, SqlResult};
 
-/// The function names this module binds.
-pub const NAMES: &[&str] = &["encode", "decode", "md5", "octet_length", "gen_random_uuid"];
-
 /// `e` as an argument of type `t`: an untyped literal reads as one, a value
 /// of `t` is taken, anything else is no match.
 fn argument(e: &PhysExpr, t: DataType, p: Pos) -> SqlResult<Option<PhysExpr>> {

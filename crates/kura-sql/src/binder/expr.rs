@@ -4,6 +4,7 @@
 //! intervals, and constant folding.
 
 use kura_common::{DataType, Value};
+use kura_exec::expr::registry::{Family, Kind};
 use kura_exec::expr::{BinaryOp, LikePattern, PhysExpr, ScalarFunc};
 use kura_exec::{AggCall, AggFunc};
 use sqlparser::ast::{self, Spanned};
@@ -172,7 +173,12 @@ fn add_interval(date: PhysExpr, (months, days, _): (i32, i32, i64), negate: bool
     e
 }
 
-pub(super) const AGGREGATES: &[&str] = &["count", "sum", "avg", "min", "max"];
+/// Whether `name` is one of the aggregates bound here (`count`, `sum`, `avg`,
+/// `min`, `max`).
+pub(super) fn is_core_aggregate(name: &str) -> bool {
+    kura_exec::expr::registry::find(name)
+        .is_some_and(|f| f.family == Family::Core && f.kind == Kind::Aggregate)
+}
 
 /// Today as days since 1970-01-01, in UTC (kura's time zone).
 fn today_utc() -> i32 {
@@ -181,21 +187,6 @@ fn today_utc() -> i32 {
         .map_or(0, |d| d.as_secs());
     (secs / 86_400) as i32
 }
-pub(super) const SCALARS: &[&str] = &[
-    "coalesce",
-    "abs",
-    "round",
-    "upper",
-    "lower",
-    "length",
-    "char_length",
-    "substr",
-    "substring",
-    "nullif",
-    "trim",
-    "repeat",
-    "date_trunc",
-];
 
 /// The deepest expression nesting the binder accepts. Every later pass (folding,
 /// optimizer rewrites, EXPLAIN, evaluation, dropping the tree) recurses over
@@ -1413,7 +1404,7 @@ impl Binder<'_> {
                 (args, distinct, star)
             }
         };
-        if AGGREGATES.contains(&name.as_str()) {
+        if is_core_aggregate(&name) {
             if cx.agg.is_none() {
                 let place = cx.clause.map_or("here".to_string(), |c| format!("in {c}"));
                 return Err(SqlError::Grouping {
@@ -1564,13 +1555,10 @@ impl Binder<'_> {
             _ => {
                 let suggestion = did_you_mean(
                     &name,
-                    AGGREGATES
+                    kura_exec::expr::registry::FUNCTIONS
                         .iter()
-                        .chain(SCALARS)
-                        .chain(super::functions::AGGREGATES)
-                        .chain(super::functions::SCALARS)
-                        .chain(super::session_fn::SESSION_FUNCTIONS)
-                        .copied(),
+                        .map(|f| f.name)
+                        .chain(super::session_fn::SESSION_FUNCTIONS.iter().copied()),
                 );
                 return Err(SqlError::UnknownFunction {
                     name,

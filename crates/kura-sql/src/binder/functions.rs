@@ -14,70 +14,9 @@ use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::col;
 
+use kura_exec::expr::registry::{in_family, Family};
+
 const TEXT: DataType = DataType::Varchar(None);
-
-/// The aggregates bound here (besides count/sum/avg/min/max).
-pub const AGGREGATES: &[&str] = &[
-    "bool_and",
-    "bool_or",
-    "every",
-    "stddev",
-    "stddev_samp",
-    "stddev_pop",
-    "variance",
-    "var_samp",
-    "var_pop",
-    "corr",
-    "covar_pop",
-    "covar_samp",
-    "regr_slope",
-    "regr_intercept",
-    "regr_count",
-    "regr_r2",
-    "regr_avgx",
-    "regr_avgy",
-    "regr_sxx",
-    "regr_syy",
-    "regr_sxy",
-    "string_agg",
-    "array_agg",
-    "median",
-    "percentile_cont",
-    "percentile_disc",
-    "mode",
-];
-
-/// The scalar functions bound here.
-pub const SCALARS: &[&str] = &[
-    "greatest",
-    "least",
-    "date_part",
-    "split_part",
-    "regexp_replace",
-    "to_char",
-    "to_date",
-    "to_timestamp",
-    "random",
-    "ltrim",
-    "rtrim",
-    "btrim",
-];
-
-/// Every aggregate and scalar function the binder evaluates by name, with
-/// whether it is an aggregate: what `pg_proc` lists (besides the catalog and
-/// session functions it names itself).
-pub fn known() -> impl Iterator<Item = (&'static str, bool)> {
-    let aggs = super::expr::AGGREGATES.iter().chain(AGGREGATES);
-    let scalars = super::expr::SCALARS
-        .iter()
-        .chain(SCALARS)
-        .chain(super::sequence_fn::SEQUENCE_FUNCTIONS)
-        .chain(super::array::SCALARS)
-        .chain(super::math_fn::NAMES)
-        .chain(super::binary_fn::NAMES)
-        .chain(super::interval_fn::NAMES);
-    aggs.map(|n| (*n, true)).chain(scalars.map(|n| (*n, false)))
-}
 
 /// Functions kura knows the names of but refuses (0A000), with why.
 const REFUSED: &[(&str, &str)] = &[];
@@ -174,13 +113,13 @@ impl Binder<'_> {
         if let Some((_, why)) = REFUSED.iter().find(|r| r.0 == name) {
             return Err(SqlError::unsupported(*why, p));
         }
-        if super::table_fn::SET_RETURNING.contains(&name) {
+        if super::table_fn::is_from_item_function(name) {
             return Err(SqlError::unsupported(
                 format!("{name} in a SELECT list beside other items or a FROM clause (use it as a FROM item)"),
                 p,
             ));
         }
-        if AGGREGATES.contains(&name) {
+        if in_family(name, Family::Aggregate) {
             if f.over.is_some() {
                 return Err(SqlError::unsupported(
                     format!("{name} as a window function"),
@@ -189,11 +128,11 @@ impl Binder<'_> {
             }
             return self.bind_more_aggregate(f, name, cx, p).map(Some);
         }
-        let array_fn = super::array::SCALARS.contains(&name);
-        let math_fn = super::math_fn::NAMES.contains(&name);
-        let binary_fn = super::binary_fn::NAMES.contains(&name);
-        let interval_fn = super::interval_fn::NAMES.contains(&name);
-        if !SCALARS.contains(&name) && !array_fn && !math_fn && !binary_fn && !interval_fn {
+        let array_fn = in_family(name, Family::Array);
+        let math_fn = in_family(name, Family::Math);
+        let binary_fn = in_family(name, Family::Binary);
+        let interval_fn = in_family(name, Family::Interval);
+        if !in_family(name, Family::Scalar) && !array_fn && !math_fn && !binary_fn && !interval_fn {
             return Ok(None);
         }
         if f.over.is_some() {

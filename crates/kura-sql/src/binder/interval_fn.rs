@@ -13,9 +13,6 @@ use super::types::{coerce, fold, is_null_literal, is_untyped_literal, is_untyped
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 
-/// The function names this module binds.
-pub const NAMES: &[&str] = &["age", "justify_days", "justify_hours", "justify_interval"];
-
 /// The value of an `INTERVAL '…' [unit]` literal, with PostgreSQL's errors.
 pub(super) fn interval_literal(iv: &ast::Interval, p: Pos) -> SqlResult<Interval> {
     let text = match &*iv.value {

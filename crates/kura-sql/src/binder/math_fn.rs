@@ -15,38 +15,6 @@ use super::types::{coerce, fold, is_null_literal, is_untyped_literal};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 
-/// The function names this module binds.
-pub const NAMES: &[&str] = &[
-    "floor",
-    "ceil",
-    "ceiling",
-    "trunc",
-    "sign",
-    "sqrt",
-    "cbrt",
-    "exp",
-    "ln",
-    "log",
-    "log10",
-    "power",
-    "pow",
-    "sin",
-    "cos",
-    "tan",
-    "cot",
-    "asin",
-    "acos",
-    "atan",
-    "atan2",
-    "degrees",
-    "radians",
-    "pi",
-    "gcd",
-    "lcm",
-    "width_bucket",
-    "mod",
-];
-
 /// The function of a name and argument count, with how many arguments it takes.
 fn function(name: &str, args: usize) -> Option<MathFunc> {
     use MathFunc as M;

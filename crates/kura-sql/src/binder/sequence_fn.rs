@@ -13,9 +13,6 @@ use super::types::{coerce, fold};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 
-/// The sequence functions, for `pg_proc`.
-pub const SEQUENCE_FUNCTIONS: &[&str] = &["nextval", "currval", "setval"];
-
 impl Binder<'_> {
     /// Binds `f` when it is a sequence function (`None` otherwise).
     pub(super) fn bind_sequence_function(

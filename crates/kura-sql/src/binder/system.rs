@@ -807,45 +807,9 @@ impl Binder<'_> {
         if f.over.is_some() {
             return Ok(None);
         }
-        let known = matches!(
-            name.as_str(),
-            "pg_table_is_visible"
-                | "pg_partition_ancestors"
-                | "pg_relation_is_publishable"
-                | "pg_type_is_visible"
-                | "pg_function_is_visible"
-                | "format_type"
-                | "pg_typeof"
-                | "pg_get_userbyid"
-                | "pg_get_indexdef"
-                | "pg_get_viewdef"
-                | "pg_get_expr"
-                | "pg_get_constraintdef"
-                | "pg_get_partkeydef"
-                | "pg_get_triggerdef"
-                | "pg_get_statisticsobjdef_columns"
-                | "obj_description"
-                | "col_description"
-                | "shobj_description"
-                | "pg_encoding_to_char"
-                | "array_to_string"
-                | "replace"
-                | "quote_ident"
-                | "to_regtype"
-                | "pg_size_pretty"
-                | "pg_table_size"
-                | "pg_relation_size"
-                | "pg_total_relation_size"
-                | "pg_indexes_size"
-                | "pg_database_size"
-                | "pg_stat_get_numscans"
-                | "pg_get_function_result"
-                | "pg_get_function_arguments"
-                | "pg_get_function_identity_arguments"
-                | "pg_get_serial_sequence"
-                | "pg_collation_is_visible"
-                | "json_build_object"
-        ) || (name.starts_with("has_") && name.ends_with("_privilege"));
+        let known =
+            kura_exec::expr::registry::in_family(&name, kura_exec::expr::registry::Family::Catalog)
+                || (name.starts_with("has_") && name.ends_with("_privilege"));
         if !known {
             return Ok(None);
         }
@@ -1169,15 +1133,22 @@ impl Binder<'_> {
                 oid_arg(0)?;
                 typed_null(DataType::BigInt)
             }
-            // kura's pg_proc lists its functions by name, without signatures:
-            // there is no argument or result list to print (NULL, as
-            // PostgreSQL gives for an OID it does not know).
+            // A pg_proc signature's types, from the function list (NULL for
+            // an OID pg_proc does not list, as PostgreSQL gives).
             "pg_get_function_result"
             | "pg_get_function_arguments"
             | "pg_get_function_identity_arguments" => {
                 arity(1..=1)?;
-                oid_arg(0)?;
-                typed_null(TEXT)
+                let oid = oid_arg(0)?;
+                fold(PhysExpr::Func {
+                    func: if name == "pg_get_function_result" {
+                        ScalarFunc::FunctionResult
+                    } else {
+                        ScalarFunc::FunctionArguments
+                    },
+                    args: vec![oid],
+                    data_type: TEXT,
+                })
             }
             "pg_size_pretty" => {
                 arity(1..=1)?;

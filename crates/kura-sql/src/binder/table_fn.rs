@@ -507,9 +507,6 @@ fn literal(e: &PhysExpr) -> Option<Value> {
     }
 }
 
-/// The FROM-clause functions, which may also stand alone in a SELECT list.
-pub const SET_RETURNING: &[&str] = &["generate_series", "unnest"];
-
 /// `SELECT unnest(...) [AS a]` with nothing else (no FROM, WHERE, GROUP BY):
 /// the same query with the function as its FROM item, `SELECT a FROM
 /// unnest(...) AS a`, which gives PostgreSQL's rows for that form.
@@ -536,7 +533,7 @@ pub(super) fn select_list_srf(s: &ast::Select) -> Option<ast::Select> {
         [ast::ObjectNamePart::Identifier(i)] => norm(i),
         _ => return None,
     };
-    if !SET_RETURNING.contains(&name.as_str()) || f.over.is_some() || f.filter.is_some() {
+    if !is_from_item_function(&name) || f.over.is_some() || f.filter.is_some() {
         return None;
     }
     let column = alias.map_or_else(|| ast::Ident::new(&name), |a| a.clone());
@@ -551,4 +548,10 @@ pub(super) fn select_list_srf(s: &ast::Select) -> Option<ast::Select> {
         },
         _ => None,
     }
+}
+
+/// The set-returning functions that are FROM items here (and may also stand
+/// alone in a SELECT list, rewritten into one).
+pub(super) fn is_from_item_function(name: &str) -> bool {
+    matches!(name, "generate_series" | "unnest")
 }

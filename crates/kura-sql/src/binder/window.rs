@@ -7,7 +7,7 @@ use kura_exec::expr::PhysExpr;
 use kura_exec::{FramePick, WindowFunc};
 use sqlparser::ast;
 
-use super::expr::{aggregate_call, ExprCtx, AGGREGATES};
+use super::expr::{aggregate_call, is_core_aggregate, ExprCtx};
 use super::query::sort_key;
 use super::types::{coerce, common_type, is_untyped_null};
 use super::window_frame::{named_windows, over_spec};
@@ -306,7 +306,7 @@ impl Binder<'_> {
                     frame,
                 }
             }
-            n if AGGREGATES.contains(&n) => {
+            n if is_core_aggregate(n) => {
                 let arg = if star {
                     None
                 } else {

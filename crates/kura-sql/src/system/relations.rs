@@ -625,46 +625,10 @@ fn class_rows(snap: &Snapshot) -> Vec<ClassRow<'_>> {
     out
 }
 
-/// The catalog and session functions kura evaluates, for `pg_proc` (the
-/// binder's lists name the aggregates and the other scalar functions).
-const CATALOG_FUNCTIONS: &[&str] = &[
-    "format_type",
-    "pg_typeof",
-    "replace",
-    "quote_ident",
-    "pg_size_pretty",
-    "to_regtype",
-    "pg_get_indexdef",
-    "pg_get_userbyid",
-    "pg_table_is_visible",
-    "pg_partition_ancestors",
-    "pg_get_triggerdef",
-    "pg_get_constraintdef",
-    "pg_get_expr",
-    "pg_get_serial_sequence",
-    "pg_collation_is_visible",
-    "json_build_object",
-    "current_database",
-    "current_schema",
-    "current_setting",
-    "now",
-    "version",
-];
-
-/// Every function `pg_proc` lists: (name, aggregate).
-fn functions() -> Vec<(&'static str, bool)> {
-    let mut all: Vec<(&str, bool)> = crate::binder::functions::known()
-        .chain(CATALOG_FUNCTIONS.iter().map(|n| (*n, false)))
-        .collect();
-    all.sort();
-    all.dedup();
-    all
-}
-
 /// Whether `name` is a function a `regproc` may name: one `pg_proc` lists,
 /// or a type's input/output function `pg_type` names (`int4_in`, `array_out`).
 pub fn is_function_name(name: &str) -> bool {
-    if functions().iter().any(|(f, _)| *f == name) || WINDOW_FUNCTIONS.contains(&name) {
+    if kura_exec::expr::registry::find(name).is_some() {
         return true;
     }
     pg_types().iter().any(|t| {
@@ -678,21 +642,6 @@ pub fn is_function_name(name: &str) -> bool {
             .any(|suffix| name.strip_suffix(suffix) == Some(io))
     })
 }
-
-/// The window functions, for `pg_proc` (kind `w`).
-const WINDOW_FUNCTIONS: &[&str] = &[
-    "row_number",
-    "rank",
-    "dense_rank",
-    "percent_rank",
-    "cume_dist",
-    "ntile",
-    "lag",
-    "lead",
-    "first_value",
-    "last_value",
-    "nth_value",
-];
 
 /// The rows of system relation `rel`.
 fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
@@ -886,48 +835,64 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
             N,
             N,
         ]],
-        (PG, "pg_proc") => functions()
-            .iter()
-            .map(|(name, agg)| (*name, if *agg { "a" } else { "f" }))
-            .chain(WINDOW_FUNCTIONS.iter().map(|name| (*name, "w")))
-            .map(|(name, kind)| {
-                let agg = kind != "f";
-                let oid = FIRST_USER_OID as u64
-                    + super::fnv(&format!("proc:{name}")) % (i32::MAX - FIRST_USER_OID) as u64;
-                vec![
-                    o(oid as i32),
-                    s(name),
-                    o(PG_CATALOG_OID),
-                    o(OWNER_OID),
-                    o(12),
-                    Value::Double(1.0),
-                    Value::Double(0.0),
-                    o(0),
-                    s("-"),
-                    s(kind),
-                    b(false),
-                    b(false),
-                    b(!agg),
-                    b(false),
-                    s("i"),
-                    s("s"),
-                    Value::Integer(0),
-                    Value::Integer(0),
-                    o(0),
-                    s(""),
-                    N,
-                    N,
-                    N,
-                    N,
-                    N,
-                    s(name),
-                    N,
-                    N,
-                    N,
-                    N,
-                ]
-            })
-            .collect(),
+        (PG, "pg_proc") => {
+            use kura_exec::expr::registry::{proc_oid, Kind, Volatility, FUNCTIONS};
+            let type_oid = |t: &str| kura_exec::expr::pg::type_oid(t).unwrap_or(0);
+            FUNCTIONS
+                .iter()
+                .flat_map(|f| f.signatures.iter().map(move |sig| (f, sig)))
+                .map(|(f, sig)| {
+                    let kind = match f.kind {
+                        Kind::Aggregate => "a",
+                        Kind::Window => "w",
+                        Kind::Scalar | Kind::SetReturning => "f",
+                    };
+                    let volatile = match f.volatility {
+                        Volatility::Immutable => "i",
+                        Volatility::Stable => "s",
+                        Volatility::Volatile => "v",
+                    };
+                    let args: Vec<String> =
+                        sig.args.iter().map(|a| type_oid(a).to_string()).collect();
+                    vec![
+                        o(proc_oid(f.name, sig)),
+                        s(f.name),
+                        o(PG_CATALOG_OID),
+                        o(OWNER_OID),
+                        o(12),
+                        Value::Double(1.0),
+                        Value::Double(if f.kind == Kind::SetReturning {
+                            1000.0
+                        } else {
+                            0.0
+                        }),
+                        o(0),
+                        s("-"),
+                        s(kind),
+                        b(false),
+                        b(false),
+                        b(f.kind == Kind::Scalar),
+                        b(f.kind == Kind::SetReturning),
+                        s(volatile),
+                        s("s"),
+                        Value::Integer(sig.args.len() as i32),
+                        Value::Integer(0),
+                        o(type_oid(sig.result)),
+                        s(&args.join(" ")),
+                        N,
+                        N,
+                        N,
+                        N,
+                        N,
+                        s(f.name),
+                        N,
+                        N,
+                        N,
+                        N,
+                    ]
+                })
+                .collect()
+        }
         (PG, "pg_settings") => snap
             .settings
             .iter()
