@@ -9,6 +9,7 @@ pub mod binary;
 pub mod date;
 pub mod decimal;
 pub mod error;
+pub mod json;
 pub mod memobj;
 pub mod probe;
 pub mod record;

@@ -52,6 +52,15 @@ pub enum DataType {
     /// Binary data, held as PostgreSQL's hex text form (`\x01ff`, lower case:
     /// ordered as its bytes are). Last, for the catalog's positional encoding.
     Bytea,
+    /// JSON text, held as written (checked to be JSON). It has no equality:
+    /// PostgreSQL's `json` neither compares, groups nor orders. Last, for the
+    /// catalog's positional encoding.
+    Json,
+    /// JSON held as PostgreSQL's `jsonb` output form (`kura_common::json`):
+    /// keys sorted and unique, numbers as `numeric` prints them. Equal values
+    /// may differ in text (`1.0`, `1`): compare by value, not by bytes. Last,
+    /// for the catalog's positional encoding.
+    Jsonb,
 }
 
 /// The element type of an array: any type but an array (kura's arrays have
@@ -119,7 +128,9 @@ impl DataType {
             | DataType::Array(_)
             | DataType::Vector(_)
             | DataType::Uuid
-            | DataType::Bytea => PhysicalType::Str,
+            | DataType::Bytea
+            | DataType::Json
+            | DataType::Jsonb => PhysicalType::Str,
         }
     }
 
@@ -137,9 +148,12 @@ impl DataType {
             DataType::Char(n) => ElemType::Char(n),
             DataType::Timestamp => ElemType::Timestamp,
             DataType::SmallInt => ElemType::SmallInt,
-            DataType::Array(_) | DataType::Vector(_) | DataType::Uuid | DataType::Bytea => {
-                return None
-            }
+            DataType::Array(_)
+            | DataType::Vector(_)
+            | DataType::Uuid
+            | DataType::Bytea
+            | DataType::Json
+            | DataType::Jsonb => return None,
         }))
     }
 
@@ -243,6 +257,8 @@ impl fmt::Display for DataType {
             DataType::Vector(_) => write!(f, "OIDVECTOR"),
             DataType::Uuid => write!(f, "UUID"),
             DataType::Bytea => write!(f, "BYTEA"),
+            DataType::Json => write!(f, "JSON"),
+            DataType::Jsonb => write!(f, "JSONB"),
         }
     }
 }

@@ -37,6 +37,8 @@ pub fn pg_type(dt: &DataType) -> Type {
         DataType::Vector(_) => Type::OID_VECTOR,
         DataType::Uuid => Type::UUID,
         DataType::Bytea => Type::BYTEA,
+        DataType::Json => Type::JSON,
+        DataType::Jsonb => Type::JSONB,
     }
 }
 
@@ -85,6 +87,8 @@ pub fn from_pg_type(t: &Type) -> Option<DataType> {
         Type::BPCHAR => DataType::Char(1),
         Type::UUID => DataType::Uuid,
         Type::BYTEA => DataType::Bytea,
+        Type::JSON => DataType::Json,
+        Type::JSONB => DataType::Jsonb,
         Type::BOOL_ARRAY => DataType::Array(ElemType::Boolean),
         Type::INT2_ARRAY => DataType::Array(ElemType::SmallInt),
         Type::INT4_ARRAY => DataType::Array(ElemType::Integer),

@@ -66,6 +66,10 @@ pub enum SqlError {
         suggestion: Option<String>,
     },
     /// A call that several functions fit equally well (42725).
+    /// An operator with no match for its operand types (PostgreSQL's
+    /// `operator does not exist`, `could not identify an equality operator`).
+    #[error("{pos}{message}")]
+    UndefinedOperator { message: String, pos: Pos },
     #[error("{pos}function {name} is not unique")]
     AmbiguousFunction { name: String, pos: Pos },
     #[error("{pos}type \"{name}\" does not exist")]
@@ -88,6 +92,13 @@ pub enum SqlError {
     InvalidDate { text: String, pos: Pos },
     #[error("{pos}{message}")]
     InvalidValue { message: String, pos: Pos },
+    /// A value refused with its own SQLSTATE (a constant's JSON input error).
+    #[error("{pos}{message}")]
+    Data {
+        message: String,
+        code: &'static str,
+        pos: Pos,
+    },
     /// A constant beyond its type, such as `70000::smallint` (22003).
     #[error("{pos}{message}")]
     OutOfRange { message: String, pos: Pos },
@@ -151,7 +162,7 @@ impl SqlError {
             SqlError::UnknownTable { .. } => "42P01",
             SqlError::UnknownColumn { .. } | SqlError::NoSuchField { .. } => "42703",
             SqlError::AmbiguousColumn { .. } => "42702",
-            SqlError::UnknownFunction { .. } => "42883",
+            SqlError::UnknownFunction { .. } | SqlError::UndefinedOperator { .. } => "42883",
             SqlError::AmbiguousFunction { .. } => "42725",
             SqlError::UnknownType { .. } => "42704",
             SqlError::TypeMismatch { .. } => "42804",
@@ -160,6 +171,7 @@ impl SqlError {
             SqlError::WrongObjectType { .. } => "42809",
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
+            SqlError::Data { code, .. } => code,
             SqlError::OutOfRange { .. } => "22003",
             SqlError::InvalidText { .. } => "22P02",
             SqlError::Indeterminate { .. } => "42P18",
@@ -187,6 +199,8 @@ impl SqlError {
             | SqlError::NoSuchField { pos, .. }
             | SqlError::AmbiguousColumn { pos, .. }
             | SqlError::UnknownFunction { pos, .. }
+            | SqlError::UndefinedOperator { pos, .. }
+            | SqlError::Data { pos, .. }
             | SqlError::AmbiguousFunction { pos, .. }
             | SqlError::UnknownType { pos, .. }
             | SqlError::TypeMismatch { pos, .. }

@@ -93,6 +93,12 @@ pub fn encode(v: &Value, t: DataType, out: &mut Vec<u8>) -> KuraResult<()> {
         (DataType::Bytea, Value::Text(s)) => out.extend_from_slice(
             &kura_common::binary::bytea_bytes(s).ok_or_else(|| bad("a malformed bytea value"))?,
         ),
+        // json's binary form is its text; jsonb's a version byte (1) and the text.
+        (DataType::Json, Value::Text(s)) => out.extend_from_slice(s.as_bytes()),
+        (DataType::Jsonb, Value::Text(s)) => {
+            out.push(1);
+            out.extend_from_slice(s.as_bytes())
+        }
         (DataType::Array(_) | DataType::Vector(_), _) => {
             return Err(KuraError::Unsupported(format!(
                 "binary COPY of {t} values (use the text or CSV format)"
@@ -143,6 +149,15 @@ fn decode(b: &[u8], t: DataType) -> KuraResult<Value> {
             b.try_into().map_err(|_| wrong())?,
         )),
         DataType::Bytea => Value::Text(kura_common::binary::bytea_from_bytes(b)),
+        DataType::Json => Value::Text(
+            String::from_utf8(b.to_vec()).map_err(|_| bad("a json field is not UTF-8"))?,
+        ),
+        DataType::Jsonb => match b.split_first() {
+            Some((1, text)) => Value::Text(
+                String::from_utf8(text.to_vec()).map_err(|_| bad("a jsonb field is not UTF-8"))?,
+            ),
+            _ => return Err(bad("unsupported jsonb version number")),
+        },
         DataType::Array(_) | DataType::Vector(_) => {
             return Err(KuraError::Unsupported(format!(
                 "binary COPY of {t} values (use the text or CSV format)"

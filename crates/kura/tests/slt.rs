@@ -74,7 +74,9 @@ fn column_type(data_type: DataType) -> DefaultColumnType {
         | DataType::Array(_)
         | DataType::Vector(_)
         | DataType::Uuid
-        | DataType::Bytea => DefaultColumnType::Text,
+        | DataType::Bytea
+        | DataType::Json
+        | DataType::Jsonb => DefaultColumnType::Text,
     }
 }
 

@@ -14,6 +14,7 @@ mod eval;
 mod func;
 mod func_format;
 mod func_text;
+pub mod json;
 pub mod like;
 pub mod math;
 pub mod pg;
@@ -210,6 +211,8 @@ pub enum ScalarFunc {
     Math(math::MathFunc),
     /// A function of uuid or bytea values (see `binary`).
     Binary(binary::BinaryFunc),
+    /// An operator or function of json or jsonb values (see `json`).
+    Json(json::JsonFunc),
 }
 
 impl ScalarFunc {
@@ -301,6 +304,7 @@ impl ScalarFunc {
             ScalarFunc::BTrim => "btrim",
             ScalarFunc::Math(f) => f.name(),
             ScalarFunc::Binary(f) => f.name(),
+            ScalarFunc::Json(f) => f.name(),
         }
     }
 }

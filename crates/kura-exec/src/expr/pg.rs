@@ -43,6 +43,7 @@ const BASE_TYPES: &[(i32, &str, &str, i32, &str, i32)] = &[
     (25, "text", "text", -1, "S", 1009),
     (26, "oid", "oid", 4, "N", 1028),
     (30, "oidvector", "oidvector", -1, "A", 1013),
+    (114, "json", "json", -1, "U", 199),
     (700, "float4", "real", 4, "N", 1021),
     (701, "float8", "double precision", 8, "N", 1022),
     (1042, "bpchar", "character", -1, "S", 1014),
@@ -69,6 +70,7 @@ const BASE_TYPES: &[(i32, &str, &str, i32, &str, i32)] = &[
     (2205, "regclass", "regclass", 4, "N", 2210),
     (2206, "regtype", "regtype", 4, "N", 2211),
     (2950, "uuid", "uuid", 16, "U", 2951),
+    (3802, "jsonb", "jsonb", -1, "U", 3807),
 ];
 
 /// Every type kura reports: the base types and an array type over each
@@ -128,6 +130,8 @@ pub fn pg_type_of(t: DataType) -> (i32, i32) {
         DataType::Vector(_) => (30, -1),
         DataType::Uuid => (2950, -1),
         DataType::Bytea => (17, -1),
+        DataType::Json => (114, -1),
+        DataType::Jsonb => (3802, -1),
     }
 }
 

@@ -458,7 +458,9 @@ impl Binder<'_> {
                         negated: *negated,
                     }));
                 }
-                let all_const = items.iter().all(|i| matches!(i, PhysExpr::Literal { .. }));
+                // jsonb compares by value, item by item (json not at all).
+                let all_const = items.iter().all(|i| matches!(i, PhysExpr::Literal { .. }))
+                    && !matches!(x.data_type(), DataType::Json | DataType::Jsonb);
                 if all_const {
                     let mut vals = Vec::new();
                     for i in items {
@@ -993,6 +995,9 @@ impl Binder<'_> {
         }
         let a = self.bind_expr(l, cx)?;
         let b = self.bind_expr(r, cx)?;
+        if let Some(e) = self.bind_json_op(op, &a, &b, p)? {
+            return Ok(e);
+        }
         let bitwise = match op {
             B::BitwiseAnd => Some(ScalarFunc::BitAnd),
             B::BitwiseOr => Some(ScalarFunc::BitOr),
@@ -1189,6 +1194,9 @@ impl Binder<'_> {
             (DataType::Timestamp, DataType::Date) => (a, coerce(b, DataType::Timestamp, p)?),
             _ => (a, b),
         };
+        if let Some(e) = super::json_fn::json_comparison(op, &a, &b, p)? {
+            return Ok(e);
+        }
         let (ta, tb) = (a.data_type(), b.data_type());
         if common_type(ta, tb).is_none() {
             return Err(SqlError::mismatch(
@@ -1605,14 +1613,23 @@ impl Binder<'_> {
 
 /// PostgreSQL casts boolean to and from integer but has no cast between
 /// boolean and smallint (`true::int2` is an error there), nor does kura; a
-/// uuid or bytea casts only to and from text.
+/// uuid or bytea casts only to and from text; json and jsonb to and from text
+/// and each other, and jsonb to numbers and boolean.
 fn no_boolean_smallint_cast(from: DataType, to: DataType, p: Pos) -> SqlResult<()> {
     let name = |t: DataType| match t {
         DataType::Boolean => "boolean",
         _ => "smallint",
     };
-    let binary = |t: DataType| matches!(t, DataType::Uuid | DataType::Bytea);
-    if (binary(from) || binary(to)) && from != to && !from.is_text() && !to.is_text() {
+    let binary = |t: DataType| {
+        matches!(
+            t,
+            DataType::Uuid | DataType::Bytea | DataType::Json | DataType::Jsonb
+        )
+    };
+    let json = |t: DataType| matches!(t, DataType::Json | DataType::Jsonb);
+    let allowed = (json(from) && json(to))
+        || (from == DataType::Jsonb && (to.is_numeric() || to == DataType::Boolean));
+    if (binary(from) || binary(to)) && from != to && !from.is_text() && !to.is_text() && !allowed {
         return Err(SqlError::CannotCoerce {
             message: format!(
                 "cannot cast type {} to {}",
@@ -1641,6 +1658,9 @@ pub(super) fn aggregate_call(
     p: Pos,
 ) -> SqlResult<AggCall> {
     let at = arg.as_ref().map(|a| a.data_type());
+    if let (true, Some(t)) = (distinct, at) {
+        super::json_fn::refuse_json_key(t, "an aggregate's DISTINCT", false)?;
+    }
     let (func, data_type) = match (name, at) {
         ("count", None) => (AggFunc::CountStar, DataType::BigInt),
         ("count", Some(_)) => (AggFunc::Count, DataType::BigInt),
@@ -1674,6 +1694,19 @@ pub(super) fn aggregate_call(
                 },
             },
         ),
+        ("min" | "max", Some(DataType::Json)) => {
+            return Err(SqlError::UnknownFunction {
+                name: format!("{name}(json)"),
+                pos: p,
+                suggestion: None,
+            })
+        }
+        ("min" | "max", Some(DataType::Jsonb)) => {
+            return Err(SqlError::unsupported(
+                format!("{name} over jsonb (kura compares jsonb for equality only)"),
+                p,
+            ))
+        }
         ("min" | "max", Some(t)) if t.is_array() => {
             return Err(SqlError::unsupported(
                 format!("{name} over an array (kura compares arrays for equality only)"),

@@ -74,7 +74,9 @@ pub fn known() -> impl Iterator<Item = (&'static str, bool)> {
         .chain(super::sequence_fn::SEQUENCE_FUNCTIONS)
         .chain(super::array::SCALARS)
         .chain(super::math_fn::NAMES)
-        .chain(super::binary_fn::NAMES);
+        .chain(super::binary_fn::NAMES)
+        .chain(super::json_fn::NAMES)
+        .chain(super::json_fn::SET_RETURNING);
     aggs.map(|n| (*n, true)).chain(scalars.map(|n| (*n, false)))
 }
 
@@ -173,7 +175,7 @@ impl Binder<'_> {
         if let Some((_, why)) = REFUSED.iter().find(|r| r.0 == name) {
             return Err(SqlError::unsupported(*why, p));
         }
-        if super::table_fn::SET_RETURNING.contains(&name) {
+        if super::table_fn::is_set_returning(name) {
             return Err(SqlError::unsupported(
                 format!("{name} in a SELECT list beside other items or a FROM clause (use it as a FROM item)"),
                 p,
@@ -191,7 +193,8 @@ impl Binder<'_> {
         let array_fn = super::array::SCALARS.contains(&name);
         let math_fn = super::math_fn::NAMES.contains(&name);
         let binary_fn = super::binary_fn::NAMES.contains(&name);
-        if !SCALARS.contains(&name) && !array_fn && !math_fn && !binary_fn {
+        let json_fn = super::json_fn::NAMES.contains(&name);
+        if !SCALARS.contains(&name) && !array_fn && !math_fn && !binary_fn && !json_fn {
             return Ok(None);
         }
         if f.over.is_some() {
@@ -237,6 +240,9 @@ impl Binder<'_> {
         }
         if binary_fn {
             return self.bind_binary_fn(name, bound, p).map(Some);
+        }
+        if json_fn {
+            return self.bind_json_fn(name, bound, p).map(Some);
         }
         self.bind_more_scalar(name, bound, p).map(Some)
     }

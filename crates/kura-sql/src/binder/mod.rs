@@ -11,6 +11,7 @@ mod clauses;
 mod expr;
 pub(crate) mod functions;
 mod grouping_sets;
+mod json_fn;
 mod math_fn;
 mod query;
 mod record;

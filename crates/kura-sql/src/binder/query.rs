@@ -921,6 +921,9 @@ impl Binder<'_> {
                 }
             }
             windows.map_exprs(&mut |e| fix(self, e, Pos::default()))?;
+            for (g, _) in &group {
+                super::json_fn::refuse_json_key(g.data_type(), "GROUP BY", false)?;
+            }
             plan = if by_sets {
                 let sets = sets.map_or_else(
                     || vec![(0..group.len()).collect()],
@@ -985,6 +988,9 @@ impl Binder<'_> {
         match &s.distinct {
             None | Some(ast::Distinct::All) => {}
             Some(ast::Distinct::Distinct) => {
+                for (_, id) in &out {
+                    super::json_fn::refuse_json_key(self.cols.ty(*id), "SELECT DISTINCT", false)?;
+                }
                 let group = out
                     .iter()
                     .map(|(_, id)| (col(*id, self.cols.ty(*id)), *id))
@@ -1051,6 +1057,7 @@ impl Binder<'_> {
 /// Arrays are held as text, so their order would be the text's, not
 /// PostgreSQL's element-wise one: ordering by one is refused, not wrong.
 pub(super) fn refuse_array_order(e: &PhysExpr) -> SqlResult<()> {
+    super::json_fn::refuse_json_key(e.data_type(), "ORDER BY", true)?;
     if e.data_type().is_array() {
         return Err(SqlError::unsupported(
             "ORDER BY an array (kura compares arrays for equality only)",

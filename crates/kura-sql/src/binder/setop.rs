@@ -62,6 +62,12 @@ impl Binder<'_> {
         };
         let l = self.bind_set_expr(left, outer)?;
         let r = self.bind_set_expr(right, outer)?;
+        // Only UNION ALL keeps rows without comparing them.
+        if !(all && op == SetOp::Union) {
+            for (_, id) in l.out.iter().chain(&r.out) {
+                super::json_fn::refuse_json_key(self.cols.ty(*id), op.name(), false)?;
+            }
+        }
         if l.out.len() != r.out.len() {
             return Err(SqlError::Syntax(format!(
                 "each {} query must have the same number of columns",

@@ -159,6 +159,7 @@ impl Binder<'_> {
                     pos,
                 )
             })?;
+            super::json_fn::refuse_json_key(t, "IN (subquery)", false)?;
             on.push(PhysExpr::Binary {
                 op: BinaryOp::Eq,
                 left: Box::new(coerce(x, t, pos)?),

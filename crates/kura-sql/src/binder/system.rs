@@ -844,7 +844,6 @@ impl Binder<'_> {
                 | "pg_get_function_identity_arguments"
                 | "pg_get_serial_sequence"
                 | "pg_collation_is_visible"
-                | "json_build_object"
         ) || (name.starts_with("has_") && name.ends_with("_privilege"));
         if !known {
             return Ok(None);
@@ -931,19 +930,6 @@ impl Binder<'_> {
                         coerce(args[1].clone(), TEXT, p)?,
                         owned,
                     ),
-                }
-            }
-            "json_build_object" => {
-                if args.len() % 2 != 0 {
-                    return Err(SqlError::InvalidValue {
-                        message: "argument list must have even number of elements".into(),
-                        pos: p,
-                    });
-                }
-                PhysExpr::Func {
-                    func: ScalarFunc::JsonBuildObject,
-                    args,
-                    data_type: TEXT,
                 }
             }
             // A set-returning function whose one row, for a relation that is

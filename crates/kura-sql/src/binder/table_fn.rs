@@ -167,6 +167,40 @@ impl Binder<'_> {
                 let (types, rows) = self.unnest_rows(exprs, outer, p)?;
                 (types, FunctionRows::Listed(rows))
             }
+            n if super::json_fn::SET_RETURNING.contains(&n) => {
+                let [arg] = exprs else {
+                    return Err(SqlError::UnknownFunction {
+                        name: format!("{n} with {} arguments", exprs.len()),
+                        pos: p,
+                        suggestion: None,
+                    });
+                };
+                let own = if n.starts_with("jsonb") {
+                    DataType::Jsonb
+                } else {
+                    DataType::Json
+                };
+                let x = self.constant_arg(arg, None, n, outer, p)?;
+                let x = if super::types::is_untyped_literal(&x) {
+                    coerce(x, own, p)?
+                } else if x.data_type() == own {
+                    x
+                } else {
+                    return Err(SqlError::UnknownFunction {
+                        name: format!("{n}({})", x.data_type().to_string().to_lowercase()),
+                        pos: p,
+                        suggestion: None,
+                    });
+                };
+                let (columns, types) = super::json_fn::srf_columns(n);
+                if !n.contains("object_keys") {
+                    named = Some(columns.iter().map(|c| c.to_string()).collect());
+                }
+                (
+                    types,
+                    FunctionRows::Listed(super::json_fn::srf_rows(n, &x, p)?),
+                )
+            }
             "pg_get_keywords" => {
                 if !exprs.is_empty() {
                     return Err(SqlError::UnknownFunction {
@@ -185,8 +219,8 @@ impl Binder<'_> {
             other => {
                 return Err(SqlError::unsupported(
                     format!(
-                        "function {other} in FROM (generate_series, unnest and \
-                         pg_get_keywords are)"
+                        "function {other} in FROM (generate_series, unnest, \
+                         pg_get_keywords and the json set-returning functions are)"
                     ),
                     p,
                 ))
@@ -510,6 +544,12 @@ fn literal(e: &PhysExpr) -> Option<Value> {
 /// The FROM-clause functions, which may also stand alone in a SELECT list.
 pub const SET_RETURNING: &[&str] = &["generate_series", "unnest"];
 
+/// Whether `name` is a function of FROM that may also stand alone in a
+/// SELECT list (json's too).
+pub(super) fn is_set_returning(name: &str) -> bool {
+    SET_RETURNING.contains(&name) || super::json_fn::SET_RETURNING.contains(&name)
+}
+
 /// `SELECT unnest(...) [AS a]` with nothing else (no FROM, WHERE, GROUP BY):
 /// the same query with the function as its FROM item, `SELECT a FROM
 /// unnest(...) AS a`, which gives PostgreSQL's rows for that form.
@@ -536,11 +576,18 @@ pub(super) fn select_list_srf(s: &ast::Select) -> Option<ast::Select> {
         [ast::ObjectNamePart::Identifier(i)] => norm(i),
         _ => return None,
     };
-    if !SET_RETURNING.contains(&name.as_str()) || f.over.is_some() || f.filter.is_some() {
+    // jsonb_each's two columns are a record in a SELECT list: not this form.
+    if !is_set_returning(&name) || name.contains("_each") || f.over.is_some() || f.filter.is_some()
+    {
         return None;
     }
     let column = alias.map_or_else(|| ast::Ident::new(&name), |a| a.clone());
-    let sql = format!("SELECT {column} FROM {f} AS {column}");
+    // A json function's column is named `value` in FROM: the alias names it.
+    let sql = if super::json_fn::SET_RETURNING.contains(&name.as_str()) {
+        format!("SELECT {column} FROM {f} AS {column}({column})")
+    } else {
+        format!("SELECT {column} FROM {f} AS {column}")
+    };
     let stmts =
         sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql)
             .ok()?;

@@ -79,6 +79,8 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         A::Boolean | A::Bool => DataType::Boolean,
         A::Uuid => DataType::Uuid,
         A::Bytea => DataType::Bytea,
+        A::JSON => DataType::Json,
+        A::JSONB => DataType::Jsonb,
         A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
             DataType::Varchar(len(l))
         }
@@ -321,6 +323,9 @@ pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
                 message: e.to_string(),
                 pos,
             },
+            kura_exec::ExecError::InvalidArgument { code, message } => {
+                SqlError::Data { message, code, pos }
+            }
             other => SqlError::InvalidValue {
                 message: other.to_string(),
                 pos,

@@ -43,7 +43,7 @@ fn opclass_of(t: DataType) -> i32 {
         DataType::Varchar(_) => 25,
         DataType::Uuid => 2950,
         DataType::Bytea => 17,
-        DataType::Array(_) | DataType::Vector(_) => return 0,
+        DataType::Array(_) | DataType::Vector(_) | DataType::Json | DataType::Jsonb => return 0,
     };
     OPCLASSES.iter().find(|c| c.3 == input).map_or(0, |c| c.0)
 }

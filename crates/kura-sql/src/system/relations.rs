@@ -538,6 +538,8 @@ fn sql_type_name(t: DataType) -> &'static str {
         DataType::Vector(_) => "USER-DEFINED",
         DataType::Uuid => "uuid",
         DataType::Bytea => "bytea",
+        DataType::Json => "json",
+        DataType::Jsonb => "jsonb",
     }
 }
 
@@ -1097,7 +1099,9 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         | DataType::Array(_)
                         | DataType::Vector(_)
                         | DataType::Uuid
-                        | DataType::Bytea => (None, None, None, None),
+                        | DataType::Bytea
+                        | DataType::Json
+                        | DataType::Jsonb => (None, None, None, None),
                     };
                     let int = |x: Option<i32>| x.map_or(N, Value::Integer);
                     let user = c.schema == "public";
