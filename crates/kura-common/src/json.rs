@@ -370,7 +370,7 @@ pub fn numeric_text(n: &str) -> Result<String, JsonError> {
     let shift = exp - frac.len() as i64;
     // PostgreSQL's numeric holds up to 131072 digits before the point and
     // 16383 after it.
-    if shift > 131_072 || shift < -16_383 {
+    if !(-16_383..=131_072).contains(&shift) {
         return Err(JsonError {
             code: "22003",
             message: "value overflows numeric format".into(),
