@@ -203,9 +203,13 @@ impl Binder<'_> {
             .iter()
             .map(|e| self.bind_expr(e, cx))
             .collect::<SqlResult<Vec<_>>>()?;
+        for e in &partition {
+            super::json_fn::refuse_json_key(e.data_type(), "PARTITION BY", false)?;
+        }
         let mut order = Vec::new();
         for o in &spec.order_by {
             let e = self.bind_expr(&o.expr, cx)?;
+            super::json_fn::refuse_json_key(e.data_type(), "a window's ORDER BY", true)?;
             order.push(sort_key(e, &o.options));
         }
         // Checked for every function, though only aggregates and the frame value
