@@ -89,9 +89,18 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         A::Array(
             ast::ArrayElemTypeDef::SquareBracket(inner, _)
             | ast::ArrayElemTypeDef::Qualified(inner, _),
-        ) => sql_type(inner, pos)?
-            .array_of()
-            .ok_or_else(|| SqlError::unsupported("multidimensional arrays", pos))?,
+        ) => {
+            let elem = sql_type(inner, pos)?;
+            elem.array_of().ok_or_else(|| {
+                // Only the scalar types kura's arrays hold have arrays.
+                let what = if elem.is_array() {
+                    "multidimensional arrays".to_string()
+                } else {
+                    format!("arrays of {}", elem.to_string().to_lowercase())
+                };
+                SqlError::unsupported(what, pos)
+            })?
+        }
         // PostgreSQL's types kura does not have (yet): refused as such.
         A::Custom(name, _)
             if name.0.len() == 1
