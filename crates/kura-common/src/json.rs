@@ -50,8 +50,10 @@ pub type RawChild<'a> = (Option<String>, &'a str);
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
-    /// Whether `\u0000` is refused (jsonb cannot hold it; json keeps escapes as written).
-    binary: bool,
+    /// Whether escapes must decode: `\u0000` and a lone surrogate are
+    /// refused, as PostgreSQL refuses them wherever it decodes a string
+    /// (jsonb input, json operators); checking json input only, it takes them.
+    strict: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -249,22 +251,28 @@ impl<'a> Parser<'a> {
     /// The character of a `\uXXXX` escape (a surrogate pair is one).
     fn unicode(&mut self) -> Result<char, JsonError> {
         let hi = self.hex4()?;
-        let code = if (0xd800..0xdc00).contains(&hi) {
-            if !self.s[self.i..].starts_with(b"\\u") {
-                return Err(syntax());
-            }
+        let code = if (0xd800..0xdc00).contains(&hi) && self.s[self.i..].starts_with(b"\\u") {
+            let at = self.i;
             self.i += 2;
             let lo = self.hex4()?;
-            if !(0xdc00..0xe000).contains(&lo) {
+            if (0xdc00..0xe000).contains(&lo) {
+                0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00)
+            } else if self.strict {
+                return Err(syntax());
+            } else {
+                // Read again on its own.
+                self.i = at;
+                0xfffd
+            }
+        } else if (0xd800..0xe000).contains(&hi) {
+            if self.strict {
                 return Err(syntax());
             }
-            0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00)
-        } else if (0xdc00..0xe000).contains(&hi) {
-            return Err(syntax());
+            0xfffd
         } else {
             hi
         };
-        if code == 0 && self.binary {
+        if code == 0 && self.strict {
             return Err(JsonError {
                 code: "22P05",
                 message: "unsupported Unicode escape sequence".into(),
@@ -285,14 +293,20 @@ impl<'a> Parser<'a> {
 
 /// `text` read as JSON, as written (pairs in order, numbers as written).
 pub fn parse(text: &str) -> Result<Json, JsonError> {
+    parse_as(text, true)
+}
+
+/// `text` read as JSON without decoding its escapes strictly (what reads
+/// json's structure only: `json_typeof`, `json_array_elements`).
+pub fn parse_lenient(text: &str) -> Result<Json, JsonError> {
     parse_as(text, false)
 }
 
-fn parse_as(text: &str, binary: bool) -> Result<Json, JsonError> {
+fn parse_as(text: &str, strict: bool) -> Result<Json, JsonError> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
-        binary,
+        strict,
     };
     let v = p.value(0)?;
     p.end()?;
@@ -683,12 +697,13 @@ impl std::fmt::Display for Json {
 
 /// The top-level children of a json text as written: an object's pairs (in
 /// order, duplicates kept) or an array's elements, each with its exact
-/// text; `None` for a scalar.
+/// text; `None` for a scalar. Escapes are not checked to decode (callers
+/// that decode check the text with [`parse`] first, as PostgreSQL does).
 pub fn raw_children(text: &str) -> Result<Option<Vec<RawChild<'_>>>, JsonError> {
     let mut p = Parser {
         s: text.as_bytes(),
         i: 0,
-        binary: false,
+        strict: false,
     };
     p.ws();
     let object = match p.peek() {
@@ -795,6 +810,10 @@ mod tests {
         }
         assert_eq!(jsonb_input("\"\\u0000\"").unwrap_err().code, "22P05");
         assert!(json_input("\"\\u0000\"").is_ok());
+        // json input takes a lone surrogate; decoding it (jsonb, operators) does not.
+        assert!(json_input("\"\\ud800x\"").is_ok());
+        assert!(jsonb_input("\"\\ud800x\"").is_err());
+        assert!(parse("\"\\ud800\"").is_err());
         assert_eq!(json_input(" {\"a\" :1} ").unwrap(), " {\"a\" :1} ");
     }
 

@@ -120,9 +120,10 @@ fn null_key(message: String) -> ExecError {
     }
 }
 
-/// A stored value that does not read back as JSON: kura wrote it, so a bug.
+/// A held value that does not decode: json input takes escapes (`\u0000`,
+/// a lone surrogate) that operators, as PostgreSQL's, refuse to decode.
 fn corrupt(e: JsonError) -> ExecError {
-    ExecError::Internal(format!("malformed json value: {e}"))
+    input_error(e)
 }
 
 /// A JSON input error, with PostgreSQL's SQLSTATE.
@@ -227,8 +228,11 @@ enum Arg<'a> {
     Text(&'a str),
 }
 
+/// A json or jsonb argument of an operator that decodes its strings: json
+/// text whose escapes do not decode (`\u0000`) fails, as in PostgreSQL.
 fn read(s: &str, t: DataType) -> ExecResult<Arg<'_>> {
     Ok(if t == DataType::Json {
+        json::parse(s).map_err(corrupt)?;
         Arg::Text(s)
     } else {
         Arg::Binary(json::jsonb_value(s).map_err(corrupt)?)
@@ -507,15 +511,15 @@ fn row(f: JsonFunc, vals: &[Value], types: &[DataType], out: DataType) -> ExecRe
         JsonFunc::Concat => output(binary(&vals[0])?.concat(binary(&vals[1])?), out)?,
         JsonFunc::Delete => output(delete(binary(&vals[0])?, &vals[1], types[1])?, out)?,
         JsonFunc::EqualityKey => Value::Text(binary(&vals[0])?.equality_key()),
-        JsonFunc::TypeOf => Value::Text(match read(text(&vals[0]), t0)? {
-            Arg::Binary(j) => j.type_name().to_string(),
-            Arg::Text(s) => json::parse(s).map_err(corrupt)?.type_name().to_string(),
-        }),
+        // These read json's structure only, as PostgreSQL's do.
+        JsonFunc::TypeOf => Value::Text(
+            json::parse_lenient(text(&vals[0]))
+                .map_err(corrupt)?
+                .type_name()
+                .to_string(),
+        ),
         JsonFunc::ArrayLength => {
-            let j = match read(text(&vals[0]), t0)? {
-                Arg::Binary(j) => j,
-                Arg::Text(s) => json::parse(s).map_err(corrupt)?,
-            };
+            let j = json::parse_lenient(text(&vals[0])).map_err(corrupt)?;
             match j {
                 Json::Array(items) => Value::Integer(items.len() as i32),
                 Json::Object(_) if t0 == DataType::Jsonb => {
@@ -594,7 +598,14 @@ fn row(f: JsonFunc, vals: &[Value], types: &[DataType], out: DataType) -> ExecRe
 /// `keys` (an object's keys); `as_text` gives values as `->>` does.
 pub fn expand(s: &str, t: DataType, kind: &str, as_text: bool) -> ExecResult<Vec<Vec<Value>>> {
     let name = if t == DataType::Json { "json" } else { "jsonb" };
-    let (object, array) = match json::parse(s).map_err(corrupt)? {
+    // json_array_elements passes its elements' text on undecoded; the others
+    // decode keys or values, as PostgreSQL's do.
+    let tree = if kind == "elements" && !as_text {
+        json::parse_lenient(s)
+    } else {
+        json::parse(s)
+    };
+    let (object, array) = match tree.map_err(corrupt)? {
         Json::Object(_) => (true, false),
         Json::Array(_) => (false, true),
         _ => (false, false),
