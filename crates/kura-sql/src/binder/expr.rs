@@ -1657,6 +1657,13 @@ pub(super) fn aggregate_call(
     distinct: bool,
     p: Pos,
 ) -> SqlResult<AggCall> {
+    // count(DISTINCT jsonb) counts values: it counts their equality keys.
+    let arg = match (name, distinct, arg) {
+        ("count", true, Some(a)) if a.data_type() == DataType::Jsonb => {
+            Some(super::json_fn::equality_key(a))
+        }
+        (_, _, arg) => arg,
+    };
     let at = arg.as_ref().map(|a| a.data_type());
     if let (true, Some(t)) = (distinct, at) {
         super::json_fn::refuse_json_key(t, "an aggregate's DISTINCT", false)?;

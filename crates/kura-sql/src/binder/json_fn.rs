@@ -7,12 +7,14 @@
 use kura_common::{DataType, ElemType, Value};
 use kura_exec::expr::json::JsonFunc;
 use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
+use kura_exec::{AggCall, AggFunc};
 use sqlparser::ast;
 
 use super::functions::no_such;
 use super::types::{coerce, fold, is_null_literal, is_untyped_literal};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
+use crate::logical::ColId;
 
 /// The scalar function names this module binds.
 pub const NAMES: &[&str] = &[
@@ -108,7 +110,7 @@ fn json_arg(e: &PhysExpr, t: DataType, p: Pos) -> SqlResult<Option<PhysExpr>> {
 }
 
 /// The text jsonb `=` compares of `e`.
-fn equality_key(e: PhysExpr) -> PhysExpr {
+pub(super) fn equality_key(e: PhysExpr) -> PhysExpr {
     json_call(JsonFunc::EqualityKey, vec![e], TEXT)
 }
 
@@ -146,6 +148,34 @@ pub(super) fn json_comparison(
 }
 
 impl Binder<'_> {
+    /// Grouping keys that group jsonb by value: a jsonb key `(e, id)` groups
+    /// on `e`'s equality key instead, and `id` becomes the least text of `e`
+    /// in the group (`min`, bytewise) — one of the group's own values, as
+    /// PostgreSQL gives one of them. json keys are refused (42883).
+    pub(super) fn group_jsonb_by_value(
+        &mut self,
+        group: Vec<(PhysExpr, ColId)>,
+        aggs: &mut Vec<(AggCall, ColId)>,
+        what: &str,
+    ) -> SqlResult<Vec<(PhysExpr, ColId)>> {
+        let mut out = Vec::with_capacity(group.len());
+        for (e, id) in group {
+            match e.data_type() {
+                DataType::Jsonb => {
+                    let key = equality_key(e.clone());
+                    let kid = self.cols.add("?jsonb_key?", key.data_type());
+                    out.push((key, kid));
+                    aggs.push((AggCall::simple(AggFunc::Min, Some(e), DataType::Jsonb), id));
+                }
+                t => {
+                    refuse_json_key(t, what, false)?;
+                    out.push((e, id));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// A json operator `a op b` (`->`, `->>`, `#>`, `#>>`, `@>`, `<@`, `?`,
     /// `?|`, `?&`, and `||`/`-` of jsonb); `None` when `op` is none of them
     /// or (`||`, `-`) neither side is jsonb.

@@ -769,7 +769,7 @@ impl Binder<'_> {
             order_refs.push((r, &o.options));
         }
 
-        let collector = cx.agg.take().unwrap_or_default();
+        let mut collector = cx.agg.take().unwrap_or_default();
         let mut windows = cx.win.take().unwrap_or_default();
         let mut pending = std::mem::take(&mut cx.pending);
         let aggregating = !collector.aggs.is_empty()
@@ -921,8 +921,12 @@ impl Binder<'_> {
                 }
             }
             windows.map_exprs(&mut |e| fix(self, e, Pos::default()))?;
-            for (g, _) in &group {
-                super::json_fn::refuse_json_key(g.data_type(), "GROUP BY", false)?;
+            if by_sets {
+                for (g, _) in &group {
+                    super::json_fn::refuse_json_key(g.data_type(), "GROUPING SETS", false)?;
+                }
+            } else {
+                group = self.group_jsonb_by_value(group, &mut collector.aggs, "GROUP BY")?;
             }
             plan = if by_sets {
                 let sets = sets.map_or_else(
@@ -988,17 +992,16 @@ impl Binder<'_> {
         match &s.distinct {
             None | Some(ast::Distinct::All) => {}
             Some(ast::Distinct::Distinct) => {
-                for (_, id) in &out {
-                    super::json_fn::refuse_json_key(self.cols.ty(*id), "SELECT DISTINCT", false)?;
-                }
                 let group = out
                     .iter()
                     .map(|(_, id)| (col(*id, self.cols.ty(*id)), *id))
                     .collect();
+                let mut aggs = Vec::new();
+                let group = self.group_jsonb_by_value(group, &mut aggs, "SELECT DISTINCT")?;
                 plan = Logical::Aggregate {
                     input: Box::new(plan),
                     group,
-                    aggs: Vec::new(),
+                    aggs,
                 };
             }
             Some(ast::Distinct::On(_)) => {

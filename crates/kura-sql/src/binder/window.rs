@@ -203,9 +203,14 @@ impl Binder<'_> {
             .iter()
             .map(|e| self.bind_expr(e, cx))
             .collect::<SqlResult<Vec<_>>>()?;
-        for e in &partition {
-            super::json_fn::refuse_json_key(e.data_type(), "PARTITION BY", false)?;
-        }
+        // jsonb partitions by value (its equality key); json cannot.
+        let partition = partition
+            .into_iter()
+            .map(|e| match e.data_type() {
+                DataType::Jsonb => Ok(super::json_fn::equality_key(e)),
+                t => super::json_fn::refuse_json_key(t, "PARTITION BY", false).map(|_| e),
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
         let mut order = Vec::new();
         for o in &spec.order_by {
             let e = self.bind_expr(&o.expr, cx)?;
