@@ -191,7 +191,23 @@ impl Binder<'_> {
         let symbol = op.to_string();
         let none = || no_operator(ta, &symbol, tb, p);
         let jsonb = |e: &PhysExpr| json_arg(e, DataType::Jsonb, p);
-        let b = self.type_param(b.clone(), TEXT);
+        // A `$n` being described takes the type the operator takes there.
+        let param_type = match op {
+            B::AtArrow | B::ArrowAt | B::StringConcat => DataType::Jsonb,
+            B::HashArrow | B::HashLongArrow | B::QuestionPipe | B::QuestionAnd => TEXT_ARRAY,
+            _ => TEXT,
+        };
+        let a = &if matches!(op, B::AtArrow | B::ArrowAt) || tb == DataType::Jsonb {
+            self.type_param(a.clone(), DataType::Jsonb)
+        } else {
+            a.clone()
+        };
+        let ta = a.data_type();
+        let b = if is_json(ta) {
+            self.type_param(b.clone(), param_type)
+        } else {
+            b.clone()
+        };
         let typed = |e: PhysExpr, t: DataType| -> SqlResult<PhysExpr> {
             if is_untyped_literal(&e)
                 || e.data_type() == t
