@@ -352,8 +352,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         | ScalarFunc::ToRegtype
         | ScalarFunc::SizePretty
         | ScalarFunc::Replace
-        | ScalarFunc::QuoteIdent
-        | ScalarFunc::JsonBuildObject => super::pg::call(func, args, out, n),
+        | ScalarFunc::QuoteIdent => super::pg::call(func, args, out, n),
         ScalarFunc::Greatest
         | ScalarFunc::Least
         | ScalarFunc::SplitPart

@@ -139,9 +139,6 @@ pub enum ScalarFunc {
     Replace,
     /// `quote_ident(s)`.
     QuoteIdent,
-    /// `json_build_object(k1, v1, ...)`: a JSON object as text (kura has no
-    /// json type), written as PostgreSQL writes it.
-    JsonBuildObject,
     /// `extract(hour|minute FROM timestamp)`, an integer.
     ExtractHour,
     ExtractMinute,
@@ -263,7 +260,6 @@ impl ScalarFunc {
             ScalarFunc::SizePretty => "pg_size_pretty",
             ScalarFunc::Replace => "replace",
             ScalarFunc::QuoteIdent => "quote_ident",
-            ScalarFunc::JsonBuildObject => "json_build_object",
             ScalarFunc::ExtractHour => "extract_hour",
             ScalarFunc::ExtractMinute => "extract_minute",
             ScalarFunc::ExtractSecond => "extract_second",

@@ -306,26 +306,6 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 Value::Text(s) => Value::Text(quote_ident(&s)),
                 _ => Value::Null,
             },
-            ScalarFunc::JsonBuildObject => {
-                let mut items = Vec::with_capacity(args.len() / 2);
-                for (k, pair) in args.chunks(2).enumerate() {
-                    let key = match value(args, 2 * k, r, func)? {
-                        Value::Null => {
-                            return Err(ExecError::InvalidParameter(format!(
-                                "argument {} cannot be null",
-                                2 * k + 1
-                            )))
-                        }
-                        key => json_text(&key.to_string()),
-                    };
-                    let v = match pair.get(1) {
-                        Some(_) => json_value(&value(args, 2 * k + 1, r, func)?),
-                        None => "null".to_string(),
-                    };
-                    items.push(format!("{key} : {v}"));
-                }
-                Value::Text(format!("{{{}}}", items.join(", ")))
-            }
             other => {
                 return Err(ExecError::Internal(format!(
                     "{} is not a catalog function",
@@ -342,40 +322,6 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
     super::budget::check_room(built)?;
     Vector::from_values(out, &values)
         .ok_or_else(|| ExecError::Internal(format!("{} result", func.name())))
-}
-
-/// A value as JSON: numbers and booleans as they are, NULL as `null`,
-/// everything else (text, dates, timestamps) as a JSON string.
-fn json_value(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Boolean(b) => b.to_string(),
-        Value::Integer(_) | Value::BigInt(_) | Value::Decimal(..) => v.to_string(),
-        // JSON has no NaN or infinities: PostgreSQL writes them as strings.
-        Value::Double(x) if x.is_finite() => v.to_string(),
-        // ISO 8601, as PostgreSQL's JSON writes timestamps.
-        Value::Timestamp(_) => json_text(&v.to_string().replacen(' ', "T", 1)),
-        other => json_text(&other.to_string()),
-    }
-}
-
-/// `s` as a JSON string literal.
-fn json_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
