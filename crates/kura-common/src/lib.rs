@@ -10,6 +10,7 @@ pub mod date;
 pub mod decimal;
 pub mod error;
 pub mod interval;
+pub mod json;
 pub mod memobj;
 pub mod probe;
 pub mod record;

@@ -56,6 +56,15 @@ pub enum DataType {
     /// form [`crate::interval::Interval::pack`] makes (ordered by span). Last,
     /// for the catalog's positional encoding.
     Interval,
+    /// JSON text, held as written (checked to be JSON). It has no equality:
+    /// PostgreSQL's `json` neither compares, groups nor orders. Last, for the
+    /// catalog's positional encoding.
+    Json,
+    /// JSON held as PostgreSQL's `jsonb` output form (`kura_common::json`):
+    /// keys sorted and unique, numbers as `numeric` prints them. Equal values
+    /// may differ in text (`1.0`, `1`): compare by value, not by bytes. Last,
+    /// for the catalog's positional encoding.
+    Jsonb,
 }
 
 /// The element type of an array: any type but an array (kura's arrays have
@@ -123,7 +132,9 @@ impl DataType {
             | DataType::Array(_)
             | DataType::Vector(_)
             | DataType::Uuid
-            | DataType::Bytea => PhysicalType::Str,
+            | DataType::Bytea
+            | DataType::Json
+            | DataType::Jsonb => PhysicalType::Str,
         }
     }
 
@@ -146,6 +157,8 @@ impl DataType {
             | DataType::Uuid
             | DataType::Bytea
             | DataType::Interval => return None,
+            | DataType::Json
+            | DataType::Jsonb => return None,
         }))
     }
 
@@ -250,6 +263,8 @@ impl fmt::Display for DataType {
             DataType::Uuid => write!(f, "UUID"),
             DataType::Bytea => write!(f, "BYTEA"),
             DataType::Interval => write!(f, "INTERVAL"),
+            DataType::Json => write!(f, "JSON"),
+            DataType::Jsonb => write!(f, "JSONB"),
         }
     }
 }

@@ -119,6 +119,13 @@ pub enum AggFunc {
     /// an array; `extra[0]` is the row's FILTER condition (TRUE without one),
     /// since a NULL argument is an element here rather than a skipped row.
     ArrayAgg,
+    /// `jsonb_agg(value [ORDER BY ...])` / `json_agg` (by the result type):
+    /// every row's value as json (NULL as `null`); `extra[0]` is the FILTER
+    /// condition, as for `array_agg`. The argument is the value's json text.
+    JsonAgg,
+    /// `jsonb_object_agg(key, value)` / `json_object_agg`: the argument is the
+    /// key's text, `extra[0]` the FILTER condition, `extra[1]` the value's json.
+    JsonObjectAgg,
     /// `percentile_cont(f) WITHIN GROUP (ORDER BY arg)` (and `median`):
     /// `extra[0]` is the constant fraction.
     PercentileCont,
@@ -165,6 +172,8 @@ impl AggFunc {
             self,
             AggFunc::StringAgg
                 | AggFunc::ArrayAgg
+                | AggFunc::JsonAgg
+                | AggFunc::JsonObjectAgg
                 | AggFunc::PercentileCont
                 | AggFunc::PercentileDisc
                 | AggFunc::Mode

@@ -213,6 +213,12 @@ fn decode_text(s: &str, dt: Option<&DataType>) -> Result<Value, String> {
                 .and_then(|iv| iv.pack())
                 .map_err(|_| bad("interval"))?,
         ),
+        Some(DataType::Json) => {
+            Value::Text(kura_common::json::json_input(s).map_err(|e| e.message)?)
+        }
+        Some(DataType::Jsonb) => {
+            Value::Text(kura_common::json::jsonb_input(s).map_err(|e| e.message)?)
+        }
         Some(DataType::Boolean) => match t.to_ascii_lowercase().as_str() {
             "t" | "true" | "yes" | "y" | "on" | "1" => Value::Boolean(true),
             "f" | "false" | "no" | "n" | "off" | "0" => Value::Boolean(false),
@@ -283,6 +289,23 @@ fn decode_binary(b: &[u8], dt: Option<&DataType>) -> Result<Value, String> {
                 .and_then(|iv| iv.pack().ok())
                 .ok_or_else(|| "interval out of range".to_string())?,
         ),
+        // json is its text; jsonb a version byte (1) and the text.
+        Some(DataType::Json) => Value::Text(
+            kura_common::json::json_input(
+                std::str::from_utf8(b).map_err(|_| "parameter is not valid UTF-8".to_string())?,
+            )
+            .map_err(|e| e.message)?,
+        ),
+        Some(DataType::Jsonb) => match b.split_first() {
+            Some((1, text)) => Value::Text(
+                kura_common::json::jsonb_input(
+                    std::str::from_utf8(text)
+                        .map_err(|_| "parameter is not valid UTF-8".to_string())?,
+                )
+                .map_err(|e| e.message)?,
+            ),
+            _ => return Err("unsupported jsonb version number".into()),
+        },
         Some(DataType::Boolean) => Value::Boolean(fixed(1, "boolean")?[0] != 0),
         Some(DataType::SmallInt) => Value::Integer(i32::from(i16::from_be_bytes(
             fixed(2, "smallint")?.try_into().unwrap(),

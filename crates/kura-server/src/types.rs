@@ -38,6 +38,8 @@ pub fn pg_type(dt: &DataType) -> Type {
         DataType::Uuid => Type::UUID,
         DataType::Bytea => Type::BYTEA,
         DataType::Interval => Type::INTERVAL,
+        DataType::Json => Type::JSON,
+        DataType::Jsonb => Type::JSONB,
     }
 }
 
@@ -87,6 +89,8 @@ pub fn from_pg_type(t: &Type) -> Option<DataType> {
         Type::UUID => DataType::Uuid,
         Type::BYTEA => DataType::Bytea,
         Type::INTERVAL => DataType::Interval,
+        Type::JSON => DataType::Json,
+        Type::JSONB => DataType::Jsonb,
         Type::BOOL_ARRAY => DataType::Array(ElemType::Boolean),
         Type::INT2_ARRAY => DataType::Array(ElemType::SmallInt),
         Type::INT4_ARRAY => DataType::Array(ElemType::Integer),

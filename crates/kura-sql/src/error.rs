@@ -66,6 +66,10 @@ pub enum SqlError {
         suggestion: Option<String>,
     },
     /// A call that several functions fit equally well (42725).
+    /// An operator with no match for its operand types (PostgreSQL's
+    /// `operator does not exist`, `could not identify an equality operator`).
+    #[error("{pos}{message}")]
+    UndefinedOperator { message: String, pos: Pos },
     #[error("{pos}function {name} is not unique")]
     AmbiguousFunction { name: String, pos: Pos },
     #[error("{pos}type \"{name}\" does not exist")]
@@ -88,12 +92,12 @@ pub enum SqlError {
     InvalidDate { text: String, pos: Pos },
     #[error("{pos}{message}")]
     InvalidValue { message: String, pos: Pos },
-    /// A constant rejected with PostgreSQL's own code for the reason
-    /// (22007 bad datetime syntax, 22008 field overflow, ...).
+    /// A value refused with its own SQLSTATE (22007 bad datetime syntax,
+    /// 22008 field overflow, a constant's JSON input error ...).
     #[error("{pos}{message}")]
-    InvalidConstant {
-        code: &'static str,
+    Data {
         message: String,
+        code: &'static str,
         pos: Pos,
     },
     /// A constant beyond its type, such as `70000::smallint` (22003).
@@ -159,7 +163,7 @@ impl SqlError {
             SqlError::UnknownTable { .. } => "42P01",
             SqlError::UnknownColumn { .. } | SqlError::NoSuchField { .. } => "42703",
             SqlError::AmbiguousColumn { .. } => "42702",
-            SqlError::UnknownFunction { .. } => "42883",
+            SqlError::UnknownFunction { .. } | SqlError::UndefinedOperator { .. } => "42883",
             SqlError::AmbiguousFunction { .. } => "42725",
             SqlError::UnknownType { .. } => "42704",
             SqlError::TypeMismatch { .. } => "42804",
@@ -168,7 +172,7 @@ impl SqlError {
             SqlError::WrongObjectType { .. } => "42809",
             SqlError::InvalidDate { .. } => "22007",
             SqlError::InvalidValue { .. } => "22023",
-            SqlError::InvalidConstant { code, .. } => code,
+            SqlError::Data { code, .. } => code,
             SqlError::OutOfRange { .. } => "22003",
             SqlError::InvalidText { .. } => "22P02",
             SqlError::Indeterminate { .. } => "42P18",
@@ -205,7 +209,8 @@ impl SqlError {
             | SqlError::Windowing { pos, .. }
             | SqlError::InvalidDate { pos, .. }
             | SqlError::InvalidValue { pos, .. }
-            | SqlError::InvalidConstant { pos, .. }
+            | SqlError::Data { pos, .. }
+            | SqlError::UndefinedOperator { pos, .. }
             | SqlError::OutOfRange { pos, .. }
             | SqlError::CannotCoerce { pos, .. }
             | SqlError::Indeterminate { pos, .. }

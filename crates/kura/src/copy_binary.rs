@@ -96,6 +96,12 @@ pub fn encode(v: &Value, t: DataType, out: &mut Vec<u8>) -> KuraResult<()> {
         (DataType::Interval, Value::Interval(x)) => out.extend_from_slice(
             &kura_common::interval::to_pg_binary(&kura_common::interval::Interval::unpack(*x)),
         ),
+        // json's binary form is its text; jsonb's a version byte (1) and the text.
+        (DataType::Json, Value::Text(s)) => out.extend_from_slice(s.as_bytes()),
+        (DataType::Jsonb, Value::Text(s)) => {
+            out.push(1);
+            out.extend_from_slice(s.as_bytes())
+        }
         (DataType::Array(_) | DataType::Vector(_), _) => {
             return Err(KuraError::Unsupported(format!(
                 "binary COPY of {t} values (use the text or CSV format)"
@@ -152,6 +158,15 @@ fn decode(b: &[u8], t: DataType) -> KuraResult<Value> {
                 .pack()
                 .map_err(|_| bad("an interval out of range"))?,
         ),
+        DataType::Json => Value::Text(
+            String::from_utf8(b.to_vec()).map_err(|_| bad("a json field is not UTF-8"))?,
+        ),
+        DataType::Jsonb => match b.split_first() {
+            Some((1, text)) => Value::Text(
+                String::from_utf8(text.to_vec()).map_err(|_| bad("a jsonb field is not UTF-8"))?,
+            ),
+            _ => return Err(bad("unsupported jsonb version number")),
+        },
         DataType::Array(_) | DataType::Vector(_) => {
             return Err(KuraError::Unsupported(format!(
                 "binary COPY of {t} values (use the text or CSV format)"

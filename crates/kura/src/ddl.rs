@@ -261,6 +261,13 @@ pub(crate) fn create_index(
         }
     };
     tx.write(|txn| {
+        if let Some(schema) = txn.schema(&table) {
+            for c in &columns {
+                if let Some(i) = schema.index_of(c) {
+                    crate::table_rules::json_key(schema.columns[i].data_type)?;
+                }
+            }
+        }
         if !(ci.if_not_exists && txn.has_index(&name)) {
             txn.create_covering_index(&name, &table, &columns, &include, ci.unique, &mut report)?;
         }

@@ -254,7 +254,7 @@ pub(crate) fn sql_type(t: kura_common::DataType) -> String {
         T::Date => "DATE".into(),
         T::Timestamp => "TIMESTAMP".into(),
         T::Array(e) => format!("{}[]", sql_type(e.data_type())),
-        T::Vector(_) | T::Uuid | T::Bytea | T::Interval => t.to_string(),
+        T::Vector(_) | T::Uuid | T::Bytea | T::Interval | T::Json | T::Jsonb => t.to_string(),
     }
 }
 

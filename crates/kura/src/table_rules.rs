@@ -327,7 +327,8 @@ fn validate(table: &str, schema: &Schema, rules: &TableRules) -> KuraResult<()> 
     };
     for k in &rules.keys {
         for c in &k.columns {
-            schema.index_of(c).ok_or_else(|| missing(c))?;
+            let i = schema.index_of(c).ok_or_else(|| missing(c))?;
+            json_key(schema.columns[i].data_type)?;
         }
     }
     for f in &rules.foreign_keys {
@@ -347,6 +348,24 @@ fn validate(table: &str, schema: &Schema, rules: &TableRules) -> KuraResult<()> 
         });
     }
     Ok(())
+}
+
+/// A key or index column of json or jsonb is refused: json has no equality
+/// (PostgreSQL's 42704), and keys compare as their text, where equal jsonb
+/// values may differ (`1.0`, `1`).
+pub(crate) fn json_key(t: kura_common::DataType) -> KuraResult<()> {
+    match t {
+        kura_common::DataType::Json => Err(KuraError::State {
+            sqlstate: "42704",
+            message: "data type json has no default operator class for access method \"btree\""
+                .into(),
+        }),
+        kura_common::DataType::Jsonb => Err(KuraError::Unsupported(
+            "a key or index on a jsonb column (kura compares jsonb by value only in expressions)"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A DEFAULT may not read columns or run a query (PostgreSQL: 0A000/42P10).

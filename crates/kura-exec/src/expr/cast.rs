@@ -190,6 +190,19 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
             }
             _ => return Err(invalid(to, &v.to_string())),
         },
+        // json keeps its text once it is read as JSON; jsonb its canonical text.
+        DataType::Json => match v {
+            V::Text(s) => {
+                V::Text(kura_common::json::json_input(s).map_err(super::json::input_error)?)
+            }
+            _ => return Err(invalid(to, &v.to_string())),
+        },
+        DataType::Jsonb => match v {
+            V::Text(s) => {
+                V::Text(kura_common::json::jsonb_input(s).map_err(super::json::input_error)?)
+            }
+            _ => return Err(invalid(to, &v.to_string())),
+        },
         // Arrays are text: any array or array literal re-reads as `to`'s elements.
         DataType::Array(e) => match v {
             V::Text(s) => V::Text(super::array::array_from_text(s, e.data_type())?),
@@ -221,6 +234,14 @@ pub fn cast_typed(v: &Value, from: DataType, to: DataType) -> ExecResult<Value> 
             let elems = super::array::elements_of(held, from)?;
             cast_value(&Value::Text(kura_common::array::format_values(&elems)), to)
         }
+        // A jsonb scalar to a number or boolean, by its kind.
+        (Value::Text(held), DataType::Jsonb) if to.is_numeric() || to == DataType::Boolean => {
+            super::json::cast_from_jsonb(held, to)
+        }
+        // jsonb's text is valid json as it is.
+        (Value::Text(held), DataType::Jsonb) if to == DataType::Json => {
+            Ok(Value::Text(held.clone()))
+        }
         _ => cast_value(v, to),
     }
 }
@@ -231,7 +252,7 @@ pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
         return Ok(v.clone());
     }
     let from = v.data_type;
-    if matches!(from, DataType::Vector(_)) && to.is_array() {
+    if (matches!(from, DataType::Vector(_)) && to.is_array()) || from == DataType::Jsonb {
         let mut out = Vector::new(to, v.len());
         for i in 0..v.len() {
             if !out.push_value(&cast_typed(&v.get_value(i), from, to)?) {

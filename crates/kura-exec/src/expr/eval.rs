@@ -535,7 +535,7 @@ fn may_fail(e: &PhysExpr) -> bool {
             ..
         } => f.may_fail() || args.iter().any(may_fail),
         PhysExpr::Func {
-            func: ScalarFunc::Binary(_),
+            func: ScalarFunc::Binary(_) | ScalarFunc::Json(_),
             ..
         } => true,
         PhysExpr::Func {

@@ -354,8 +354,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         | ScalarFunc::FunctionArguments
         | ScalarFunc::FunctionResult
         | ScalarFunc::Replace
-        | ScalarFunc::QuoteIdent
-        | ScalarFunc::JsonBuildObject => super::pg::call(func, args, out, n),
+        | ScalarFunc::QuoteIdent => super::pg::call(func, args, out, n),
         ScalarFunc::Greatest
         | ScalarFunc::Least
         | ScalarFunc::SplitPart
@@ -374,6 +373,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         ScalarFunc::Math(f) => super::math::call(f, args, out, n),
         ScalarFunc::Binary(f) => super::binary::call(f, args, out, n),
         ScalarFunc::Interval(f) => super::interval::call(f, args, out, n),
+        ScalarFunc::Json(f) => super::json::call(f, args, out, n),
         ScalarFunc::ToChar | ScalarFunc::ToDate | ScalarFunc::ToTimestamp => {
             super::func_format::call(func, args, out, n)
         }

@@ -15,6 +15,7 @@ mod func;
 mod func_format;
 mod func_text;
 pub mod interval;
+pub mod json;
 pub mod like;
 pub mod math;
 pub mod pg;
@@ -144,9 +145,6 @@ pub enum ScalarFunc {
     Replace,
     /// `quote_ident(s)`.
     QuoteIdent,
-    /// `json_build_object(k1, v1, ...)`: a JSON object as text (kura has no
-    /// json type), written as PostgreSQL writes it.
-    JsonBuildObject,
     /// `extract(hour|minute FROM timestamp)`, an integer.
     ExtractHour,
     ExtractMinute,
@@ -218,6 +216,8 @@ pub enum ScalarFunc {
     Binary(binary::BinaryFunc),
     /// A function or operator of interval values (see `interval`).
     Interval(interval::IntervalFunc),
+    /// An operator or function of json or jsonb values (see `json`).
+    Json(json::JsonFunc),
 }
 
 impl ScalarFunc {
@@ -270,7 +270,6 @@ impl ScalarFunc {
             ScalarFunc::FunctionResult => "pg_get_function_result",
             ScalarFunc::Replace => "replace",
             ScalarFunc::QuoteIdent => "quote_ident",
-            ScalarFunc::JsonBuildObject => "json_build_object",
             ScalarFunc::ExtractHour => "extract_hour",
             ScalarFunc::ExtractMinute => "extract_minute",
             ScalarFunc::ExtractSecond => "extract_second",
@@ -312,6 +311,7 @@ impl ScalarFunc {
             ScalarFunc::Math(f) => f.name(),
             ScalarFunc::Binary(f) => f.name(),
             ScalarFunc::Interval(f) => f.name(),
+            ScalarFunc::Json(f) => f.name(),
         }
     }
 }

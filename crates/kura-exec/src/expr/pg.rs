@@ -43,6 +43,7 @@ const BASE_TYPES: &[(i32, &str, &str, i32, &str, i32)] = &[
     (25, "text", "text", -1, "S", 1009),
     (26, "oid", "oid", 4, "N", 1028),
     (30, "oidvector", "oidvector", -1, "A", 1013),
+    (114, "json", "json", -1, "U", 199),
     (700, "float4", "real", 4, "N", 1021),
     (701, "float8", "double precision", 8, "N", 1022),
     (1042, "bpchar", "character", -1, "S", 1014),
@@ -70,12 +71,14 @@ const BASE_TYPES: &[(i32, &str, &str, i32, &str, i32)] = &[
     (2206, "regtype", "regtype", 4, "N", 2211),
     (2950, "uuid", "uuid", 16, "U", 2951),
     (1186, "interval", "interval", 16, "T", 1187),
+    (3802, "jsonb", "jsonb", -1, "U", 3807),
 ];
 
 /// PostgreSQL's pseudo-types that function signatures name (`pg_proc`):
 /// (oid, typname, typlen). No array types over them.
 const PSEUDO_TYPES: &[(i32, &str, i32)] = &[
     (2276, "any", 4),
+    (2249, "record", -1),
     (2277, "anyarray", -1),
     (2283, "anyelement", 4),
 ];
@@ -168,6 +171,8 @@ pub fn pg_type_of(t: DataType) -> (i32, i32) {
         DataType::Uuid => (2950, -1),
         DataType::Bytea => (17, -1),
         DataType::Interval => (1186, -1),
+        DataType::Json => (114, -1),
+        DataType::Jsonb => (3802, -1),
     }
 }
 
@@ -352,26 +357,6 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                 Value::Text(s) => Value::Text(quote_ident(&s)),
                 _ => Value::Null,
             },
-            ScalarFunc::JsonBuildObject => {
-                let mut items = Vec::with_capacity(args.len() / 2);
-                for (k, pair) in args.chunks(2).enumerate() {
-                    let key = match value(args, 2 * k, r, func)? {
-                        Value::Null => {
-                            return Err(ExecError::InvalidParameter(format!(
-                                "argument {} cannot be null",
-                                2 * k + 1
-                            )))
-                        }
-                        key => json_text(&key.to_string()),
-                    };
-                    let v = match pair.get(1) {
-                        Some(_) => json_value(&value(args, 2 * k + 1, r, func)?),
-                        None => "null".to_string(),
-                    };
-                    items.push(format!("{key} : {v}"));
-                }
-                Value::Text(format!("{{{}}}", items.join(", ")))
-            }
             other => {
                 return Err(ExecError::Internal(format!(
                     "{} is not a catalog function",
@@ -388,40 +373,6 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
     super::budget::check_room(built)?;
     Vector::from_values(out, &values)
         .ok_or_else(|| ExecError::Internal(format!("{} result", func.name())))
-}
-
-/// A value as JSON: numbers and booleans as they are, NULL as `null`,
-/// everything else (text, dates, timestamps) as a JSON string.
-fn json_value(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Boolean(b) => b.to_string(),
-        Value::Integer(_) | Value::BigInt(_) | Value::Decimal(..) => v.to_string(),
-        // JSON has no NaN or infinities: PostgreSQL writes them as strings.
-        Value::Double(x) if x.is_finite() => v.to_string(),
-        // ISO 8601, as PostgreSQL's JSON writes timestamps.
-        Value::Timestamp(_) => json_text(&v.to_string().replacen(' ', "T", 1)),
-        other => json_text(&other.to_string()),
-    }
-}
-
-/// `s` as a JSON string literal.
-fn json_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -48,6 +48,8 @@ pub enum Family {
     Catalog,
     /// The session's state and clock (`binder::session_fn`).
     Session,
+    /// json and jsonb (`binder::json_fn`; the set-returning ones `binder::table_fn`).
+    Json,
 }
 
 /// One signature: argument types and result type, by `pg_type.typname`.
@@ -750,19 +752,40 @@ pub static FUNCTIONS: &[Function] = &[
         &[sig(&["text", "text"], "text")],
     ),
     f(
-        "json_build_object",
-        S,
-        ST,
-        F::Catalog,
-        &[sig(&["any", "any"], "json")],
-    ),
-    f(
         "has_table_privilege",
         S,
         ST,
         F::Catalog,
         &[sig(&["text", "text"], "bool")],
     ),
+    // json and jsonb.
+    f("json_typeof", S, I, F::Json, &[sig(&["json"], "text")]),
+    f("jsonb_typeof", S, I, F::Json, &[sig(&["jsonb"], "text")]),
+    f("json_array_length", S, I, F::Json, &[sig(&["json"], "int4")]),
+    f("jsonb_array_length", S, I, F::Json, &[sig(&["jsonb"], "int4")]),
+    f("json_build_object", S, ST, F::Json, &[sig(&["any", "any"], "json")]),
+    f("jsonb_build_object", S, ST, F::Json, &[sig(&["any", "any"], "jsonb")]),
+    f("json_build_array", S, ST, F::Json, &[sig(&["any"], "json")]),
+    f("jsonb_build_array", S, ST, F::Json, &[sig(&["any"], "jsonb")]),
+    f("to_json", S, ST, F::Json, &[sig(&["anyelement"], "json")]),
+    f("to_jsonb", S, ST, F::Json, &[sig(&["anyelement"], "jsonb")]),
+    f("jsonb_pretty", S, I, F::Json, &[sig(&["jsonb"], "text")]),
+    f("json_strip_nulls", S, I, F::Json, &[sig(&["json"], "json")]),
+    f("jsonb_strip_nulls", S, I, F::Json, &[sig(&["jsonb"], "jsonb")]),
+    f("json_array_elements", SRF, I, F::Json, &[sig(&["json"], "json")]),
+    f("jsonb_array_elements", SRF, I, F::Json, &[sig(&["jsonb"], "jsonb")]),
+    f("json_array_elements_text", SRF, I, F::Json, &[sig(&["json"], "text")]),
+    f("jsonb_array_elements_text", SRF, I, F::Json, &[sig(&["jsonb"], "text")]),
+    f("json_each", SRF, I, F::Json, &[sig(&["json"], "record")]),
+    f("jsonb_each", SRF, I, F::Json, &[sig(&["jsonb"], "record")]),
+    f("json_each_text", SRF, I, F::Json, &[sig(&["json"], "record")]),
+    f("jsonb_each_text", SRF, I, F::Json, &[sig(&["jsonb"], "record")]),
+    f("json_object_keys", SRF, I, F::Json, &[sig(&["json"], "text")]),
+    f("jsonb_object_keys", SRF, I, F::Json, &[sig(&["jsonb"], "text")]),
+    f("json_agg", A, ST, F::Aggregate, &[sig(&["anyelement"], "json")]),
+    f("jsonb_agg", A, ST, F::Aggregate, &[sig(&["anyelement"], "jsonb")]),
+    f("json_object_agg", A, ST, F::Aggregate, &[sig(&["any", "any"], "json")]),
+    f("jsonb_object_agg", A, ST, F::Aggregate, &[sig(&["any", "any"], "jsonb")]),
     // The session and the clock.
     f("current_database", S, ST, F::Session, &[sig(&[], "name")]),
     f("current_schema", S, ST, F::Session, &[sig(&[], "name")]),

@@ -44,8 +44,15 @@ fn untyped(e: &PhysExpr) -> bool {
 
 /// The array type of elements of `t` (refused for an array: one dimension only).
 pub(super) fn array_type(t: DataType, p: Pos) -> SqlResult<DataType> {
-    t.array_of()
-        .ok_or_else(|| SqlError::unsupported("multidimensional arrays", p))
+    t.array_of().ok_or_else(|| {
+        // Only the scalar types kura's arrays hold have arrays.
+        let what = if t.is_array() {
+            "multidimensional arrays".to_string()
+        } else {
+            format!("arrays of {}", t.to_string().to_lowercase())
+        };
+        SqlError::unsupported(what, p)
+    })
 }
 
 fn comparison_op(op: &ast::BinaryOperator, p: Pos) -> SqlResult<BinaryOp> {

@@ -423,7 +423,9 @@ impl Binder<'_> {
                         negated: *negated,
                     }));
                 }
-                let all_const = items.iter().all(|i| matches!(i, PhysExpr::Literal { .. }));
+                // jsonb compares by value, item by item (json not at all).
+                let all_const = items.iter().all(|i| matches!(i, PhysExpr::Literal { .. }))
+                    && !matches!(x.data_type(), DataType::Json | DataType::Jsonb);
                 if all_const {
                     let mut vals = Vec::new();
                     for i in items {
@@ -944,6 +946,9 @@ impl Binder<'_> {
         use ast::BinaryOperator as B;
         let a = self.bind_expr(l, cx)?;
         let b = self.bind_expr(r, cx)?;
+        if let Some(e) = self.bind_json_op(op, &a, &b, p)? {
+            return Ok(e);
+        }
         // Date or timestamp ± a constant interval: months and days added as
         // the calendar does (a date stays a date when no clock part is added).
         if matches!(op, B::Plus | B::Minus) {
@@ -1170,6 +1175,9 @@ impl Binder<'_> {
             (DataType::Timestamp, DataType::Date) => (a, coerce(b, DataType::Timestamp, p)?),
             _ => (a, b),
         };
+        if let Some(e) = super::json_fn::json_comparison(op, &a, &b, p)? {
+            return Ok(e);
+        }
         let (ta, tb) = (a.data_type(), b.data_type());
         if (ta, tb) == (DataType::Interval, DataType::Interval) {
             // Intervals compare by span: `1 mon` = `30 days`.
@@ -1604,14 +1612,27 @@ fn midnight_as_date(e: PhysExpr, other: &PhysExpr) -> PhysExpr {
 
 /// PostgreSQL casts boolean to and from integer but has no cast between
 /// boolean and smallint (`true::int2` is an error there), nor does kura; a
-/// uuid, bytea or interval casts only to and from text.
+/// uuid, bytea or interval casts only to and from text; json and jsonb to and
+/// from text and each other, and jsonb to numbers and boolean.
 fn no_boolean_smallint_cast(from: DataType, to: DataType, p: Pos) -> SqlResult<()> {
     let name = |t: DataType| match t {
         DataType::Boolean => "boolean",
         _ => "smallint",
     };
-    let binary = |t: DataType| matches!(t, DataType::Uuid | DataType::Bytea | DataType::Interval);
-    if (binary(from) || binary(to)) && from != to && !from.is_text() && !to.is_text() {
+    let binary = |t: DataType| {
+        matches!(
+            t,
+            DataType::Uuid
+                | DataType::Bytea
+                | DataType::Interval
+                | DataType::Json
+                | DataType::Jsonb
+        )
+    };
+    let json = |t: DataType| matches!(t, DataType::Json | DataType::Jsonb);
+    let allowed = (json(from) && json(to))
+        || (from == DataType::Jsonb && (to.is_numeric() || to == DataType::Boolean));
+    if (binary(from) || binary(to)) && from != to && !from.is_text() && !to.is_text() && !allowed {
         return Err(SqlError::CannotCoerce {
             message: format!(
                 "cannot cast type {} to {}",
@@ -1639,7 +1660,17 @@ pub(super) fn aggregate_call(
     distinct: bool,
     p: Pos,
 ) -> SqlResult<AggCall> {
+    // count(DISTINCT jsonb) counts values: it counts their equality keys.
+    let arg = match (name, distinct, arg) {
+        ("count", true, Some(a)) if a.data_type() == DataType::Jsonb => {
+            Some(super::json_fn::equality_key(a))
+        }
+        (_, _, arg) => arg,
+    };
     let at = arg.as_ref().map(|a| a.data_type());
+    if let (true, Some(t)) = (distinct, at) {
+        super::json_fn::refuse_json_key(t, "an aggregate's DISTINCT", false)?;
+    }
     let (func, data_type) = match (name, at) {
         ("count", None) => (AggFunc::CountStar, DataType::BigInt),
         ("count", Some(_)) => (AggFunc::Count, DataType::BigInt),
@@ -1675,6 +1706,19 @@ pub(super) fn aggregate_call(
         ),
         ("sum" | "avg", Some(DataType::Interval)) => {
             return Err(SqlError::unsupported(format!("{name}(interval)"), p))
+        }
+        ("min" | "max", Some(DataType::Json)) => {
+            return Err(SqlError::UnknownFunction {
+                name: format!("{name}(json)"),
+                pos: p,
+                suggestion: None,
+            })
+        }
+        ("min" | "max", Some(DataType::Jsonb)) => {
+            return Err(SqlError::unsupported(
+                format!("{name} over jsonb (kura compares jsonb for equality only)"),
+                p,
+            ))
         }
         ("min" | "max", Some(t)) if t.is_array() => {
             return Err(SqlError::unsupported(

@@ -132,7 +132,14 @@ impl Binder<'_> {
         let math_fn = in_family(name, Family::Math);
         let binary_fn = in_family(name, Family::Binary);
         let interval_fn = in_family(name, Family::Interval);
-        if !in_family(name, Family::Scalar) && !array_fn && !math_fn && !binary_fn && !interval_fn {
+        let json_fn = in_family(name, Family::Json);
+        if !in_family(name, Family::Scalar)
+            && !array_fn
+            && !math_fn
+            && !binary_fn
+            && !interval_fn
+            && !json_fn
+        {
             return Ok(None);
         }
         if f.over.is_some() {
@@ -181,6 +188,9 @@ impl Binder<'_> {
         }
         if interval_fn {
             return self.bind_interval_fn(name, bound, p).map(Some);
+        }
+        if json_fn {
+            return self.bind_json_fn(name, bound, p).map(Some);
         }
         self.bind_more_scalar(name, bound, p).map(Some)
     }
@@ -297,6 +307,7 @@ impl Binder<'_> {
                     });
                 }
                 let t = t.unwrap_or(TEXT);
+                super::json_fn::refuse_json_key(t, &name.to_uppercase(), true)?;
                 let args = args
                     .into_iter()
                     .map(|a| coerce(a, t, p))
@@ -443,7 +454,17 @@ impl Binder<'_> {
         }
         // Only string_agg's result depends on the order of its rows; an ORDER BY
         // elsewhere is refused rather than silently dropped.
-        if !order_by.is_empty() && !matches!(name, "string_agg" | "array_agg") {
+        if !order_by.is_empty()
+            && !matches!(
+                name,
+                "string_agg"
+                    | "array_agg"
+                    | "json_agg"
+                    | "jsonb_agg"
+                    | "json_object_agg"
+                    | "jsonb_object_agg"
+            )
+        {
             return Err(SqlError::unsupported(
                 format!("ORDER BY inside {name}()"),
                 p,
@@ -469,9 +490,14 @@ impl Binder<'_> {
         cx.agg = agg;
         cx.in_aggregate = false;
         let (args, within, order, filter) = bound?;
+        for k in &order {
+            super::json_fn::refuse_json_key(k.expr.data_type(), "ORDER BY", true)?;
+        }
         let mut call = self.more_aggregate_call(name, args, within, order, p)?;
         call.distinct = distinct;
-        if let (Some(filter), AggFunc::ArrayAgg) = (&filter, call.func) {
+        if let (Some(filter), AggFunc::ArrayAgg | AggFunc::JsonAgg | AggFunc::JsonObjectAgg) =
+            (&filter, call.func)
+        {
             // array_agg keeps NULL elements, so FILTER drops rows through its
             // own condition instead of a NULL argument.
             call.extra[0] = coerce(filter.clone(), DataType::Boolean, p)?;
@@ -611,6 +637,44 @@ impl Binder<'_> {
                     order,
                     ..AggCall::simple(AggFunc::StringAgg, Some(coerce(v.clone(), TEXT, p)?), TEXT)
                 })
+            }
+            "json_agg" | "jsonb_agg" | "json_object_agg" | "jsonb_object_agg" => {
+                let own = if name.starts_with("jsonb") {
+                    DataType::Jsonb
+                } else {
+                    DataType::Json
+                };
+                // A value as its json text (untyped literals are text).
+                let as_json = |v: &PhysExpr| -> SqlResult<PhysExpr> {
+                    let v = if super::types::is_untyped_literal(v) {
+                        coerce(v.clone(), TEXT, p)?
+                    } else {
+                        v.clone()
+                    };
+                    Ok(super::json_fn::json_call(
+                        kura_exec::expr::json::JsonFunc::ToJson,
+                        vec![v],
+                        own,
+                    ))
+                };
+                let all = PhysExpr::literal(Value::Boolean(true), DataType::Boolean);
+                match (name, args.as_slice()) {
+                    ("json_agg" | "jsonb_agg", [v]) => Ok(AggCall {
+                        extra: vec![all],
+                        order,
+                        ..AggCall::simple(AggFunc::JsonAgg, Some(as_json(v)?), own)
+                    }),
+                    ("json_object_agg" | "jsonb_object_agg", [k, v]) => Ok(AggCall {
+                        extra: vec![all, as_json(v)?],
+                        order,
+                        ..AggCall::simple(
+                            AggFunc::JsonObjectAgg,
+                            Some(coerce(k.clone(), TEXT, p)?),
+                            own,
+                        )
+                    }),
+                    _ => Err(no_such(&args)),
+                }
             }
             "array_agg" => {
                 let [v] = args.as_slice() else {

@@ -40,7 +40,7 @@ pub(super) fn interval_literal(iv: &ast::Interval, p: Pos) -> SqlResult<Interval
         None => text,
     };
     parse_interval(&text).map_err(|e| match e {
-        IntervalError::Syntax => SqlError::InvalidConstant {
+        IntervalError::Syntax => SqlError::Data {
             code: "22007",
             message: format!("invalid input syntax for type interval: \"{text}\""),
             pos: p,
@@ -50,7 +50,7 @@ pub(super) fn interval_literal(iv: &ast::Interval, p: Pos) -> SqlResult<Interval
 }
 
 fn out_of_range(p: Pos) -> SqlError {
-    SqlError::InvalidConstant {
+    SqlError::Data {
         code: "22008",
         message: "interval out of range".into(),
         pos: p,

@@ -12,6 +12,7 @@ mod expr;
 pub(crate) mod functions;
 mod grouping_sets;
 mod interval_fn;
+mod json_fn;
 mod math_fn;
 mod query;
 mod record;

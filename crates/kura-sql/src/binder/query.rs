@@ -771,7 +771,7 @@ impl Binder<'_> {
             order_refs.push((r, &o.options));
         }
 
-        let collector = cx.agg.take().unwrap_or_default();
+        let mut collector = cx.agg.take().unwrap_or_default();
         let mut windows = cx.win.take().unwrap_or_default();
         let mut pending = std::mem::take(&mut cx.pending);
         let aggregating = !collector.aggs.is_empty()
@@ -923,6 +923,13 @@ impl Binder<'_> {
                 }
             }
             windows.map_exprs(&mut |e| fix(self, e, Pos::default()))?;
+            if by_sets {
+                for (g, _) in &group {
+                    super::json_fn::refuse_json_key(g.data_type(), "GROUPING SETS", false)?;
+                }
+            } else {
+                group = self.group_jsonb_by_value(group, &mut collector.aggs, "GROUP BY")?;
+            }
             plan = if by_sets {
                 let sets = sets.map_or_else(
                     || vec![(0..group.len()).collect()],
@@ -991,10 +998,12 @@ impl Binder<'_> {
                     .iter()
                     .map(|(_, id)| (col(*id, self.cols.ty(*id)), *id))
                     .collect();
+                let mut aggs = Vec::new();
+                let group = self.group_jsonb_by_value(group, &mut aggs, "SELECT DISTINCT")?;
                 plan = Logical::Aggregate {
                     input: Box::new(plan),
                     group,
-                    aggs: Vec::new(),
+                    aggs,
                 };
             }
             Some(ast::Distinct::On(_)) => {
@@ -1053,6 +1062,7 @@ impl Binder<'_> {
 /// Arrays are held as text, so their order would be the text's, not
 /// PostgreSQL's element-wise one: ordering by one is refused, not wrong.
 pub(super) fn refuse_array_order(e: &PhysExpr) -> SqlResult<()> {
+    super::json_fn::refuse_json_key(e.data_type(), "ORDER BY", true)?;
     if e.data_type().is_array() {
         return Err(SqlError::unsupported(
             "ORDER BY an array (kura compares arrays for equality only)",

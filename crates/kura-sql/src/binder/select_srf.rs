@@ -13,6 +13,7 @@
 //! window (PostgreSQL runs the functions after those).
 
 use kura_common::{DataType, Value};
+use kura_exec::expr::json::{JsonFunc, SrfKind};
 use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
 use kura_exec::WindowFunc;
 use sqlparser::ast;
@@ -24,7 +25,35 @@ use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, ColId, Logical};
 
 /// The set-returning functions this module plans.
-const FUNCTIONS: &[&str] = &["unnest", "generate_subscripts", "_pg_expandarray"];
+const FUNCTIONS: &[&str] = &[
+    "unnest",
+    "generate_subscripts",
+    "_pg_expandarray",
+    "json_array_elements",
+    "jsonb_array_elements",
+    "json_array_elements_text",
+    "jsonb_array_elements_text",
+    "json_object_keys",
+    "jsonb_object_keys",
+];
+
+/// A json set-returning function's kind and the type of its values.
+fn json_srf(name: &str) -> Option<(SrfKind, DataType)> {
+    let own = if name.starts_with("jsonb") {
+        DataType::Jsonb
+    } else {
+        DataType::Json
+    };
+    match name
+        .trim_start_matches("jsonb_")
+        .trim_start_matches("json_")
+    {
+        "array_elements" => Some((SrfKind::Elements, own)),
+        "array_elements_text" => Some((SrfKind::ElementsText, own)),
+        "object_keys" => Some((SrfKind::Keys, own)),
+        _ => None,
+    }
+}
 
 /// One set-returning item: its function, the function's name and the field
 /// the item reads of the function's record (`(f(a)).n`), if it does.
@@ -118,6 +147,7 @@ impl Binder<'_> {
             let (args, _) = super::functions::call_args(f, &name, p)?;
             let arity_ok = match name.as_str() {
                 "unnest" | "_pg_expandarray" => args.len() == 1,
+                n if json_srf(n).is_some() => args.len() == 1,
                 _ => args.len() == 2,
             };
             if !arity_ok {
@@ -127,6 +157,23 @@ impl Binder<'_> {
                 ));
             }
             let a = self.bind_expr(&args[0], &mut cx)?;
+            if let Some((_, own)) = json_srf(&name) {
+                let a = if super::types::is_untyped_literal(&a) {
+                    coerce(a, own, p)?
+                } else {
+                    a
+                };
+                if a.data_type() != own {
+                    return Err(SqlError::UnknownFunction {
+                        name: format!("{name}({})", a.data_type().to_string().to_lowercase()),
+                        pos: p,
+                        suggestion: None,
+                    });
+                }
+                let id = self.cols.add("?srf_json?", a.data_type());
+                arrays.push((a, id, name, field));
+                continue;
+            }
             if !a.data_type().is_array() {
                 return Err(SqlError::mismatch(
                     format!("function {name}({}) does not exist", a.data_type()),
@@ -170,13 +217,18 @@ impl Binder<'_> {
                 Pos::default(),
             ));
         }
-        let length = |array: PhysExpr| -> PhysExpr {
+        let length_of = |array: PhysExpr, name: &str| -> PhysExpr {
+            // A json value's rows are counted by the function's kind.
+            let func = match json_srf(name) {
+                Some((kind, _)) => ScalarFunc::Json(JsonFunc::SrfCount(kind)),
+                None => ScalarFunc::Cardinality,
+            };
             // NULL (no array) counts as empty.
             PhysExpr::Func {
                 func: ScalarFunc::Coalesce,
                 args: vec![
                     PhysExpr::Func {
-                        func: ScalarFunc::Cardinality,
+                        func,
                         args: vec![array],
                         data_type: DataType::Integer,
                     },
@@ -188,7 +240,10 @@ impl Binder<'_> {
         // The input's columns, each item's array and the rows each input
         // row gives.
         let count = self.cols.add("?srf_rows?", DataType::BigInt);
-        let lengths: Vec<PhysExpr> = arrays.iter().map(|(a, ..)| length(a.clone())).collect();
+        let lengths: Vec<PhysExpr> = arrays
+            .iter()
+            .map(|(a, _, name, _)| length_of(a.clone(), name))
+            .collect();
         let most = match lengths.len() {
             1 => lengths[0].clone(),
             _ => PhysExpr::Func {
@@ -230,6 +285,7 @@ impl Binder<'_> {
         let mut names = Vec::new();
         for (k, (a, id, name, field)) in arrays.iter().enumerate() {
             let t = a.data_type();
+            let length = |array: PhysExpr| length_of(array, name);
             let elem = t.element().unwrap_or(DataType::Integer);
             // Past its end the element is NULL, as the subscript gives.
             let element = PhysExpr::Func {
@@ -266,6 +322,19 @@ impl Binder<'_> {
             let mut record = None;
             let value = match name.as_str() {
                 "unnest" => element,
+                n if json_srf(n).is_some() => {
+                    let (kind, own) = json_srf(n).unwrap_or((SrfKind::Elements, t));
+                    let out = if kind == SrfKind::Elements {
+                        own
+                    } else {
+                        DataType::Varchar(None)
+                    };
+                    PhysExpr::Func {
+                        func: ScalarFunc::Json(JsonFunc::SrfItem(kind)),
+                        args: vec![col(*id, t), ord.clone()],
+                        data_type: out,
+                    }
+                }
                 // A catalog vector's subscripts start at 0.
                 "generate_subscripts" => {
                     within(super::array::shifted(ord.clone(), t.lower_bound() - 1))

@@ -62,6 +62,15 @@ impl Binder<'_> {
         };
         let l = self.bind_set_expr(left, outer)?;
         let r = self.bind_set_expr(right, outer)?;
+        // Only UNION ALL keeps rows without comparing them: json has no
+        // equality (jsonb's is by value, see `group`).
+        if !(all && op == SetOp::Union) {
+            for (_, id) in l.out.iter().chain(&r.out) {
+                if self.cols.ty(*id) == DataType::Json {
+                    super::json_fn::refuse_json_key(DataType::Json, op.name(), false)?;
+                }
+            }
+        }
         if l.out.len() != r.out.len() {
             return Err(SqlError::Syntax(format!(
                 "each {} query must have the same number of columns",
@@ -132,7 +141,7 @@ impl Binder<'_> {
             let plan = if all {
                 plan
             } else {
-                let (grouped, keys) = self.group(plan, &cols, Vec::new());
+                let (grouped, keys) = self.group(plan, &cols, Vec::new(), op.name())?;
                 self.rename(grouped, &keys, &cols)
             };
             return Ok(BoundQuery { plan, out });
@@ -148,7 +157,7 @@ impl Binder<'_> {
             count(union_cols[cols.len()]),
             count(union_cols[cols.len() + 1]),
         ];
-        let (grouped, keys) = self.group(plan, &cols, aggs);
+        let (grouped, keys) = self.group(plan, &cols, aggs, op.name())?;
         let (nl, nr) = (
             col(keys[cols.len()], DataType::BigInt),
             col(keys[cols.len() + 1], DataType::BigInt),
@@ -235,7 +244,8 @@ impl Binder<'_> {
         plan: Logical,
         cols: &[ColId],
         aggs: Vec<AggCall>,
-    ) -> (Logical, Vec<ColId>) {
+        op_name: &str,
+    ) -> SqlResult<(Logical, Vec<ColId>)> {
         let group: Vec<(PhysExpr, ColId)> = cols
             .iter()
             .map(|&c| {
@@ -246,7 +256,7 @@ impl Binder<'_> {
                 )
             })
             .collect();
-        let aggs: Vec<(AggCall, ColId)> = aggs
+        let mut aggs: Vec<(AggCall, ColId)> = aggs
             .into_iter()
             .map(|a| {
                 let id = self.cols.add("?count?", a.data_type);
@@ -258,14 +268,17 @@ impl Binder<'_> {
             .map(|g| g.1)
             .chain(aggs.iter().map(|a| a.1))
             .collect();
-        (
+        // A jsonb column groups by value: its id then comes from an aggregate
+        // (json columns were refused already).
+        let group = self.group_jsonb_by_value(group, &mut aggs, op_name)?;
+        Ok((
             Logical::Aggregate {
                 input: Box::new(plan),
                 group,
                 aggs,
             },
             ids,
-        )
+        ))
     }
 
     /// `plan`'s columns `from` as the ids `to`.

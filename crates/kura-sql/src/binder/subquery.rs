@@ -159,10 +159,22 @@ impl Binder<'_> {
                     pos,
                 )
             })?;
+            let (x, c) = (coerce(x, t, pos)?, coerce(c, t, pos)?);
+            // jsonb matches by value; json cannot be compared.
+            let (x, c) = match t {
+                DataType::Jsonb => (
+                    super::json_fn::equality_key(x),
+                    super::json_fn::equality_key(c),
+                ),
+                t => {
+                    super::json_fn::refuse_json_key(t, "IN (subquery)", false)?;
+                    (x, c)
+                }
+            };
             on.push(PhysExpr::Binary {
                 op: BinaryOp::Eq,
-                left: Box::new(coerce(x, t, pos)?),
-                right: Box::new(coerce(c, t, pos)?),
+                left: Box::new(x),
+                right: Box::new(c),
                 data_type: DataType::Boolean,
             });
         }

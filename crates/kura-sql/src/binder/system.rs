@@ -897,19 +897,6 @@ impl Binder<'_> {
                     ),
                 }
             }
-            "json_build_object" => {
-                if args.len() % 2 != 0 {
-                    return Err(SqlError::InvalidValue {
-                        message: "argument list must have even number of elements".into(),
-                        pos: p,
-                    });
-                }
-                PhysExpr::Func {
-                    func: ScalarFunc::JsonBuildObject,
-                    args,
-                    data_type: TEXT,
-                }
-            }
             // A set-returning function whose one row, for a relation that is
             // not a partition (kura has no partitioning), is the relation itself
             // (psql's \d asks it for a table's foreign keys).

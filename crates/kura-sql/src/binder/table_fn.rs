@@ -167,6 +167,40 @@ impl Binder<'_> {
                 let (types, rows) = self.unnest_rows(exprs, outer, p)?;
                 (types, FunctionRows::Listed(rows))
             }
+            n if is_json_srf(n) => {
+                let [arg] = exprs else {
+                    return Err(SqlError::UnknownFunction {
+                        name: format!("{n} with {} arguments", exprs.len()),
+                        pos: p,
+                        suggestion: None,
+                    });
+                };
+                let own = if n.starts_with("jsonb") {
+                    DataType::Jsonb
+                } else {
+                    DataType::Json
+                };
+                let x = self.constant_arg(arg, None, n, outer, p)?;
+                let x = if super::types::is_untyped_literal(&x) {
+                    coerce(x, own, p)?
+                } else if x.data_type() == own {
+                    x
+                } else {
+                    return Err(SqlError::UnknownFunction {
+                        name: format!("{n}({})", x.data_type().to_string().to_lowercase()),
+                        pos: p,
+                        suggestion: None,
+                    });
+                };
+                let (columns, types) = super::json_fn::srf_columns(n);
+                if !n.contains("object_keys") {
+                    named = Some(columns.iter().map(|c| c.to_string()).collect());
+                }
+                (
+                    types,
+                    FunctionRows::Listed(super::json_fn::srf_rows(n, &x, p)?),
+                )
+            }
             "pg_get_keywords" => {
                 if !exprs.is_empty() {
                     return Err(SqlError::UnknownFunction {
@@ -185,8 +219,8 @@ impl Binder<'_> {
             other => {
                 return Err(SqlError::unsupported(
                     format!(
-                        "function {other} in FROM (generate_series, unnest and \
-                         pg_get_keywords are)"
+                        "function {other} in FROM (generate_series, unnest, \
+                         pg_get_keywords and the json set-returning functions are)"
                     ),
                     p,
                 ))
@@ -533,11 +567,21 @@ pub(super) fn select_list_srf(s: &ast::Select) -> Option<ast::Select> {
         [ast::ObjectNamePart::Identifier(i)] => norm(i),
         _ => return None,
     };
-    if !is_from_item_function(&name) || f.over.is_some() || f.filter.is_some() {
+    // jsonb_each's two columns are a record in a SELECT list: not this form.
+    if !is_from_item_function(&name)
+        || name.contains("_each")
+        || f.over.is_some()
+        || f.filter.is_some()
+    {
         return None;
     }
     let column = alias.map_or_else(|| ast::Ident::new(&name), |a| a.clone());
-    let sql = format!("SELECT {column} FROM {f} AS {column}");
+    // A json function's column is named `value` in FROM: the alias names it.
+    let sql = if is_json_srf(&name) {
+        format!("SELECT {column} FROM {f} AS {column}({column})")
+    } else {
+        format!("SELECT {column} FROM {f} AS {column}")
+    };
     let stmts =
         sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql)
             .ok()?;
@@ -553,5 +597,11 @@ pub(super) fn select_list_srf(s: &ast::Select) -> Option<ast::Select> {
 /// The set-returning functions that are FROM items here (and may also stand
 /// alone in a SELECT list, rewritten into one).
 pub(super) fn is_from_item_function(name: &str) -> bool {
-    matches!(name, "generate_series" | "unnest")
+    matches!(name, "generate_series" | "unnest") || is_json_srf(name)
+}
+
+/// Whether `name` is one of json's set-returning functions.
+pub(super) fn is_json_srf(name: &str) -> bool {
+    use kura_exec::expr::registry::{find, Family, Kind};
+    find(name).is_some_and(|f| f.family == Family::Json && f.kind == Kind::SetReturning)
 }

@@ -89,6 +89,8 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
                 pos,
             ))
         }
+        A::JSON => DataType::Json,
+        A::JSONB => DataType::Jsonb,
         A::Varchar(l) | A::CharacterVarying(l) | A::CharVarying(l) | A::Nvarchar(l) => {
             DataType::Varchar(len(l))
         }
@@ -97,9 +99,18 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         A::Array(
             ast::ArrayElemTypeDef::SquareBracket(inner, _)
             | ast::ArrayElemTypeDef::Qualified(inner, _),
-        ) => sql_type(inner, pos)?
-            .array_of()
-            .ok_or_else(|| SqlError::unsupported("multidimensional arrays", pos))?,
+        ) => {
+            let elem = sql_type(inner, pos)?;
+            elem.array_of().ok_or_else(|| {
+                // Only the scalar types kura's arrays hold have arrays.
+                let what = if elem.is_array() {
+                    "multidimensional arrays".to_string()
+                } else {
+                    format!("arrays of {}", elem.to_string().to_lowercase())
+                };
+                SqlError::unsupported(what, pos)
+            })?
+        }
         // PostgreSQL's types kura does not have (yet): refused as such.
         A::Custom(name, _)
             if name.0.len() == 1
@@ -327,7 +338,7 @@ pub fn coerce(e: PhysExpr, to: DataType, pos: Pos) -> SqlResult<PhysExpr> {
             },
             kura_exec::ExecError::Unsupported(what) => SqlError::Unsupported { what, pos },
             kura_exec::ExecError::InvalidArgument { code, message } => {
-                SqlError::InvalidConstant { code, message, pos }
+                SqlError::Data { code, message, pos }
             }
             e @ (kura_exec::ExecError::OutOfRange(_)
             | kura_exec::ExecError::IntegerOutOfRange(_)) => SqlError::OutOfRange {

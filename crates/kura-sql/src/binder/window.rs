@@ -203,9 +203,18 @@ impl Binder<'_> {
             .iter()
             .map(|e| self.bind_expr(e, cx))
             .collect::<SqlResult<Vec<_>>>()?;
+        // jsonb partitions by value (its equality key); json cannot.
+        let partition = partition
+            .into_iter()
+            .map(|e| match e.data_type() {
+                DataType::Jsonb => Ok(super::json_fn::equality_key(e)),
+                t => super::json_fn::refuse_json_key(t, "PARTITION BY", false).map(|_| e),
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
         let mut order = Vec::new();
         for o in &spec.order_by {
             let e = self.bind_expr(&o.expr, cx)?;
+            super::json_fn::refuse_json_key(e.data_type(), "a window's ORDER BY", true)?;
             order.push(sort_key(e, &o.options));
         }
         // Checked for every function, though only aggregates and the frame value

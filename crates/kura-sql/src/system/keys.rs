@@ -44,7 +44,11 @@ fn opclass_of(t: DataType) -> i32 {
         DataType::Uuid => 2950,
         DataType::Bytea => 17,
         // Not indexable in kura (CREATE INDEX refuses them).
-        DataType::Array(_) | DataType::Vector(_) | DataType::Interval => return 0,
+        DataType::Array(_)
+        | DataType::Vector(_)
+        | DataType::Interval
+        | DataType::Json
+        | DataType::Jsonb => return 0,
     };
     OPCLASSES.iter().find(|c| c.3 == input).map_or(0, |c| c.0)
 }

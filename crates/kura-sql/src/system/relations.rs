@@ -539,6 +539,8 @@ fn sql_type_name(t: DataType) -> &'static str {
         DataType::Uuid => "uuid",
         DataType::Bytea => "bytea",
         DataType::Interval => "interval",
+        DataType::Json => "json",
+        DataType::Jsonb => "jsonb",
     }
 }
 
@@ -1065,6 +1067,8 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         | DataType::Uuid
                         | DataType::Bytea
                         | DataType::Interval => (None, None, None, None),
+                        | DataType::Json
+                        | DataType::Jsonb => (None, None, None, None),
                     };
                     let int = |x: Option<i32>| x.map_or(N, Value::Integer);
                     let user = c.schema == "public";

@@ -163,7 +163,9 @@ fn decode_column(t: DataType, b: &mut &[u8], out: Option<&mut Vector>) -> Option
         | DataType::Array(_)
         | DataType::Vector(_)
         | DataType::Uuid
-        | DataType::Bytea => 0,
+        | DataType::Bytea
+        | DataType::Json
+        | DataType::Jsonb => 0,
     };
     let Some(v) = out else {
         if fixed > 0 {
@@ -546,7 +548,9 @@ pub fn decode_key(types: &[DataType], mut b: &[u8]) -> Option<Vec<Value>> {
             | DataType::Array(_)
             | DataType::Vector(_)
             | DataType::Uuid
-            | DataType::Bytea => {
+            | DataType::Bytea
+            | DataType::Json
+            | DataType::Jsonb => {
                 let mut s = Vec::new();
                 loop {
                     let (&c, rest) = b.split_first()?;

@@ -349,6 +349,23 @@ fn escaped_field_end(line: &[u8], mut i: usize, d: u8) -> usize {
     line.len()
 }
 
+/// The form kura holds a value of `dt` in, for the types held as text that
+/// is not the text given: json (checked), jsonb, uuid and bytea (canonical).
+fn canonical(dt: DataType, s: &str) -> Option<Result<String, String>> {
+    use kura_common::{binary, json};
+    Some(match dt {
+        DataType::Json => json::json_input(s).map_err(|e| e.message),
+        DataType::Jsonb => json::jsonb_input(s).map_err(|e| e.message),
+        DataType::Uuid => {
+            binary::uuid_from_text(s).ok_or_else(|| "invalid input syntax for type uuid".into())
+        }
+        DataType::Bytea => binary::bytea_input(s)
+            .map(|b| binary::bytea_from_bytes(&b))
+            .map_err(|e| e.to_string()),
+        _ => return None,
+    })
+}
+
 fn push_null(v: &mut Vector) {
     v.push_null();
 }
@@ -458,6 +475,14 @@ fn push_field(
             } else {
                 s
             };
+            if let Some(c) = canonical(dt, s) {
+                let c = c.map_err(|e| format!("{e} {:?}", shown()))?;
+                out.push(c.as_bytes());
+                if valid_before {
+                    v.validity.as_mut().unwrap().push(true);
+                }
+                return Ok(());
+            }
             if let Some(max) = dt.max_len() {
                 let len = if s.len() <= max as usize {
                     s.len()

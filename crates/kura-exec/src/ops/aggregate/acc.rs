@@ -97,7 +97,9 @@ pub(crate) fn new_acc(call: &AggCall) -> Acc {
         AggFunc::StringAgg | AggFunc::PercentileCont | AggFunc::PercentileDisc | AggFunc::Mode => {
             Acc::Collect(CollectAcc::new(false))
         }
-        AggFunc::ArrayAgg => Acc::Collect(CollectAcc::new(true)),
+        AggFunc::ArrayAgg | AggFunc::JsonAgg | AggFunc::JsonObjectAgg => {
+            Acc::Collect(CollectAcc::new(true))
+        }
     }
 }
 

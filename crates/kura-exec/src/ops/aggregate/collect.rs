@@ -164,6 +164,18 @@ impl CollectAcc {
                         Value::Text(text)
                     }
                 }
+                AggFunc::JsonAgg | AggFunc::JsonObjectAgg => {
+                    let skip = call.extra.len();
+                    rows.sort_by(|a, b| order_keys(call, &a.more[skip..], &b.more[skip..]));
+                    let guess: u64 = rows
+                        .iter()
+                        .map(|r| {
+                            heap_bytes(&r.value) + r.more.iter().map(heap_bytes).sum::<u64>() + 8
+                        })
+                        .sum();
+                    budget::check_room(guess as usize)?;
+                    json_agg(call, &rows)?
+                }
                 AggFunc::PercentileCont => {
                     let mut xs: Vec<f64> = rows.iter().filter_map(|r| r.value.as_f64()).collect();
                     xs.sort_by(|a, b| a.total_cmp(b));
@@ -216,6 +228,39 @@ impl CollectAcc {
         }
         Ok(out)
     }
+}
+
+/// `json_agg`'s array or `json_object_agg`'s object of a group's rows
+/// (NULL for none): json as PostgreSQL's json aggregates write it
+/// (`[1, null]`, `{ "a" : 1 }`), jsonb canonical (the caller's cast).
+fn json_agg(call: &AggCall, rows: &[&Row]) -> ExecResult<Value> {
+    if rows.is_empty() {
+        return Ok(Value::Null);
+    }
+    let json = |v: &Value| match v {
+        Value::Text(t) => t.clone(),
+        _ => "null".to_string(),
+    };
+    let text = if call.func == AggFunc::JsonAgg {
+        let items: Vec<String> = rows.iter().map(|r| json(&r.value)).collect();
+        format!("[{}]", items.join(", "))
+    } else {
+        let mut items = Vec::with_capacity(rows.len());
+        for r in rows {
+            let Value::Text(k) = &r.value else {
+                return Err(ExecError::InvalidArgument {
+                    code: "22023",
+                    message: "field name must not be null".into(),
+                });
+            };
+            let mut key = String::new();
+            kura_common::json::write_string(k, &mut key);
+            items.push(format!("{key} : {}", json(&r.more[1])));
+        }
+        format!("{{ {} }}", items.join(", "))
+    };
+    budget::charge(text.capacity())?;
+    Ok(Value::Text(text))
 }
 
 /// The value of a constant argument (a literal, possibly cast).

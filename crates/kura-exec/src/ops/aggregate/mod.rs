@@ -523,8 +523,14 @@ impl AggregateSink {
                 (Some(a), false) => {
                     // Ordered-set aggregates sort by `arg` itself: only
                     // string_agg and array_agg read their ORDER BY keys.
-                    let keys = matches!(call.func, AggFunc::StringAgg | AggFunc::ArrayAgg)
-                        .then_some(&call.order);
+                    let keys = matches!(
+                        call.func,
+                        AggFunc::StringAgg
+                            | AggFunc::ArrayAgg
+                            | AggFunc::JsonAgg
+                            | AggFunc::JsonObjectAgg
+                    )
+                    .then_some(&call.order);
                     let more = call
                         .extra
                         .iter()
