@@ -157,8 +157,7 @@ impl DataType {
             | DataType::Uuid
             | DataType::Bytea
             | DataType::Interval => return None,
-            | DataType::Json
-            | DataType::Jsonb => return None,
+            DataType::Json | DataType::Jsonb => return None,
         }))
     }
 

@@ -76,8 +76,7 @@ fn column_type(data_type: DataType) -> DefaultColumnType {
         | DataType::Uuid
         | DataType::Bytea
         | DataType::Interval => DefaultColumnType::Text,
-        | DataType::Json
-        | DataType::Jsonb => DefaultColumnType::Text,
+        DataType::Json | DataType::Jsonb => DefaultColumnType::Text,
     }
 }
 

@@ -523,6 +523,7 @@ fn may_fail(e: &PhysExpr) -> bool {
                 | ScalarFunc::RegtypeIn
                 | ScalarFunc::SplitPart
                 | ScalarFunc::RegexpReplace
+                | ScalarFunc::RegexpMatch
                 | ScalarFunc::RecordField
                 | ScalarFunc::ToChar
                 | ScalarFunc::ToDate

@@ -359,6 +359,7 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         | ScalarFunc::Least
         | ScalarFunc::SplitPart
         | ScalarFunc::RegexpReplace
+        | ScalarFunc::RegexpMatch
         | ScalarFunc::RecordText
         | ScalarFunc::RecordField
         | ScalarFunc::LTrim

@@ -113,6 +113,42 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                     _ => Value::Null,
                 }
             }
+            ScalarFunc::RegexpMatch => {
+                let flags = match args.len() {
+                    2 => Value::Text(String::new()),
+                    _ => arg(args, 2, r),
+                };
+                match (arg(args, 0, r), arg(args, 1, r), flags) {
+                    (Value::Text(s), Value::Text(p), Value::Text(f)) => {
+                        let key = (p, f);
+                        if !regexes.contains_key(&key) {
+                            let c = compile(&key.0, &key.1)?;
+                            regexes.insert(key.clone(), c);
+                        }
+                        let c = &regexes[&key];
+                        if c.global {
+                            return Err(ExecError::InvalidArgument {
+                                code: "22023",
+                                message: "regexp_match() does not support the \"global\" option"
+                                    .into(),
+                            });
+                        }
+                        match c.re.captures(&s) {
+                            // The groups, or the whole match when there are none.
+                            Some(caps) if caps.len() > 1 => {
+                                Value::Text(kura_common::array::format(
+                                    (1..caps.len()).map(|i| caps.get(i).map(|m| m.as_str())),
+                                ))
+                            }
+                            Some(caps) => Value::Text(kura_common::array::format(std::iter::once(
+                                caps.get(0).map(|m| m.as_str()),
+                            ))),
+                            None => Value::Null,
+                        }
+                    }
+                    _ => Value::Null,
+                }
+            }
             other => {
                 return Err(ExecError::Internal(format!(
                     "{} is not a text function",

@@ -163,6 +163,8 @@ pub enum ScalarFunc {
     Random,
     /// `regexp_replace(s, pattern, replacement [, flags])`.
     RegexpReplace,
+    /// `regexp_match(s, pattern [, flags])`: the first match's groups as text[].
+    RegexpMatch,
     /// `to_char(timestamp | number, template)`.
     ToChar,
     /// `to_date(text, template)`, `to_timestamp(text, template)`.
@@ -280,6 +282,7 @@ impl ScalarFunc {
             ScalarFunc::SplitPart => "split_part",
             ScalarFunc::Random => "random",
             ScalarFunc::RegexpReplace => "regexp_replace",
+            ScalarFunc::RegexpMatch => "regexp_match",
             ScalarFunc::ToChar => "to_char",
             ScalarFunc::ToDate => "to_date",
             ScalarFunc::ToTimestamp => "to_timestamp",

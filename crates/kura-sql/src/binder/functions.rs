@@ -359,6 +359,20 @@ impl Binder<'_> {
                     .collect::<SqlResult<Vec<_>>>()?;
                 call(ScalarFunc::RegexpReplace, args, TEXT)
             }
+            "regexp_match" => {
+                if !((2..=3).contains(&args.len()) && args.iter().all(text)) {
+                    return Err(no_such(name, &args, p));
+                }
+                let args = args
+                    .into_iter()
+                    .map(|a| coerce(a, TEXT, p))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                call(
+                    ScalarFunc::RegexpMatch,
+                    args,
+                    DataType::Array(kura_common::ElemType::Varchar(None)),
+                )
+            }
             "to_char" => {
                 if args.len() != 2 || !text(&args[1]) || is_untyped_null(&args[0]) {
                     return Err(no_such(name, &args, p));

@@ -1067,8 +1067,7 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                         | DataType::Uuid
                         | DataType::Bytea
                         | DataType::Interval => (None, None, None, None),
-                        | DataType::Json
-                        | DataType::Jsonb => (None, None, None, None),
+                        DataType::Json | DataType::Jsonb => (None, None, None, None),
                     };
                     let int = |x: Option<i32>| x.map_or(N, Value::Integer);
                     let user = c.schema == "public";
