@@ -807,9 +807,11 @@ impl Binder<'_> {
         if f.over.is_some() {
             return Ok(None);
         }
-        let known =
-            kura_exec::expr::registry::in_family(&name, kura_exec::expr::registry::Family::Catalog)
-                || (name.starts_with("has_") && name.ends_with("_privilege"));
+        let known = kura_exec::expr::registry::in_family(&name, kura_exec::expr::registry::Family::Catalog)
+                || (name.starts_with("has_") && name.ends_with("_privilege"))
+                // The catalogs' ACL columns are text here: psql's `\l` joins
+                // them with array_to_string (the array binder takes arrays).
+                || name == "array_to_string";
         if !known {
             return Ok(None);
         }
