@@ -3,7 +3,7 @@
 //! timestamp − timestamp, `age`, the `justify_*` functions, `EXTRACT` of an
 //! interval's fields, and its span, which comparisons and keys use.
 
-use kura_common::interval::{age, timestamp_difference, Interval, IntervalError};
+use kura_common::interval::{age, timestamp_difference, Interval, IntervalError, IntervalResult};
 use kura_common::{ColumnData, DataType, Value, Vector};
 
 use super::cast::interval_out_of_range;
@@ -153,12 +153,10 @@ fn range(e: IntervalError) -> ExecError {
     }
 }
 
-fn packed(iv: IntervalResultLike) -> ExecResult<Value> {
+fn packed(iv: IntervalResult<Interval>) -> ExecResult<Value> {
     let iv = iv.map_err(range)?;
     Ok(Value::Interval(iv.pack().map_err(range)?))
 }
-
-type IntervalResultLike = Result<Interval, IntervalError>;
 
 fn interval_at(v: &Vector, r: usize) -> ExecResult<Interval> {
     match v.get_value(r) {
