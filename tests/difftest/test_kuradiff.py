@@ -30,8 +30,35 @@ class GeneratorTest(unittest.TestCase):
         for feature in ["LEFT JOIN", "RIGHT JOIN", " IN (SELECT", "EXISTS (", "BETWEEN", "LIKE",
                         "IS NULL", "CASE WHEN", "GROUP BY", "HAVING", "ORDER BY", "LIMIT",
                         "DISTINCT", "WITH ", "count(DISTINCT", "substring(", "extract(", "orders_n",
-                        "customer_n", ") AS d"]:
+                        "customer_n", ") AS d", " OVER (", "ROWS BETWEEN", "GROUPS BETWEEN",
+                        "RANGE BETWEEN", "PRECEDING AND", "row_number()", "lag(", "rank()",
+                        "WITHIN GROUP (ORDER BY", "FILTER (WHERE", "string_agg(", "ROLLUP (",
+                        "GROUPING SETS (", "CUBE (", "regexp_replace(", "greatest(", "split_part("]:
             self.assertIn(feature, text, feature)
+
+    def test_order_dependent_windows_end_in_a_key(self):
+        """row_number, lag, first_value, ROWS frames and the like see one order of the
+        rows only where the window's ORDER BY ends in columns that tell rows apart (a
+        key of the table, or the group keys of a grouped query)."""
+        from kuradiff.ast import Col, Window
+        from kuradiff.sqlgen import ORDER_WINDOW_FUNCS
+        checked = 0
+        for s in range(1500):
+            top = Generator(s).query()
+            for q in [top] + [c for _, c in top.ctes]:
+                keys = {g.sql() for g in q.group_by}
+                one_group = not q.group_by and any(isinstance(e, Agg) for e, _ in q.items)
+                for e, _ in q.items:
+                    if not isinstance(e, Window):
+                        continue
+                    if e.func in ORDER_WINDOW_FUNCS or (e.frame or "").startswith("ROWS"):
+                        checked += 1
+                        if one_group:
+                            continue
+                        self.assertTrue(e.order_by, e.sql())
+                        last = e.order_by[-1][0]
+                        self.assertTrue(isinstance(last, Col) or last.sql() in keys, e.sql())
+        self.assertGreater(checked, 20)
 
     def test_only_double_division_and_only_constant_divisors(self):
         divisions = 0

@@ -265,20 +265,68 @@ class Agg(Expr):
     func: str = ""
     arg: Expr = None  # None: count(*)
     distinct: bool = False
+    extra: list = field(default_factory=list)  # arguments after `arg` (string_agg's separator)
+    order: Expr = None  # ORDER BY inside the call: string_agg(x, ',' ORDER BY x)
+    within: tuple = None  # ordered-set aggregates: f(arg) WITHIN GROUP (ORDER BY e dir)
+    filter: Expr = None  # FILTER (WHERE ...)
 
     def sql(self):
-        if self.arg is None:
-            return f"{self.func}(*)"
-        d = "DISTINCT " if self.distinct else ""
-        return f"{self.func}({d}{self.arg.sql()})"
+        if self.within is not None:
+            e, direction = self.within
+            s = f"{self.func}({self.arg.sql()}) WITHIN GROUP (ORDER BY {e.sql()} {direction})"
+        elif self.arg is None:
+            s = f"{self.func}(*)"
+        else:
+            d = "DISTINCT " if self.distinct else ""
+            args = ", ".join(a.sql() for a in [self.arg] + self.extra)
+            order = f" ORDER BY {self.order.sql()}" if self.order is not None else ""
+            s = f"{self.func}({d}{args}{order})"
+        if self.filter is not None:
+            s += f" FILTER (WHERE {self.filter.sql()})"
+        return s
 
     def simpler(self):
         out = []
+        if self.filter is not None:
+            out.append(replace(self, filter=None))
         if self.distinct:
             out.append(replace(self, distinct=False))
         if self.kind == INT and self.func == "count" and self.arg is not None:
             out.append(Agg(INT, "count", None, False))
         return out
+
+
+@dataclass
+class Window(Expr):
+    """`func(args) OVER (PARTITION BY ... ORDER BY ... frame)`; `order_by` holds
+    (expression, "ASC"/"DESC", "NULLS FIRST"/"NULLS LAST") and the frame is its text."""
+
+    func: str = ""
+    args: list = field(default_factory=list)
+    partition_by: list = field(default_factory=list)
+    order_by: list = field(default_factory=list)
+    frame: str = None
+
+    def sql(self):
+        parts = []
+        if self.partition_by:
+            parts.append("PARTITION BY " + ", ".join(e.sql() for e in self.partition_by))
+        if self.order_by:
+            parts.append("ORDER BY " + ", ".join(f"{e.sql()} {d} {n}" for e, d, n in self.order_by))
+        if self.frame:
+            parts.append(self.frame)
+        args = ", ".join(a.sql() for a in self.args)
+        return f"{self.func}({args}) OVER ({' '.join(parts)})"
+
+    def simpler(self):
+        out = []
+        if self.partition_by:
+            out.append(replace(self, partition_by=[]))
+        if self.frame:
+            # Without the frame the default (RANGE ... CURRENT ROW) applies: peer-based,
+            # so still one answer.
+            out.append(replace(self, frame=None))
+        return out + super().simpler()
 
 
 @dataclass
@@ -356,6 +404,7 @@ class Select(Node):
     offset: int = None
     distinct: bool = False
     ctes: list = field(default_factory=list)  # [(name, Select)]
+    grouping: str = None  # None, "ROLLUP", "CUBE" or "GROUPING SETS" over group_by
 
     def sql(self):
         s = ""
@@ -371,7 +420,15 @@ class Select(Node):
         if self.where:
             s += " WHERE " + " AND ".join(w.sql() for w in self.where)
         if self.group_by:
-            s += " GROUP BY " + ", ".join(g.sql() for g in self.group_by)
+            keys = [g.sql() for g in self.group_by]
+            if self.grouping == "GROUPING SETS":
+                # Each key alone, all of them, and the grand total.
+                sets = [f"({k})" for k in keys] + [f"({', '.join(keys)})", "()"]
+                s += f" GROUP BY GROUPING SETS ({', '.join(sets)})"
+            elif self.grouping:
+                s += f" GROUP BY {self.grouping} ({', '.join(keys)})"
+            else:
+                s += " GROUP BY " + ", ".join(keys)
         if self.having:
             s += " HAVING " + " AND ".join(h.sql() for h in self.having)
         if self.order_by:
@@ -398,6 +455,8 @@ class Select(Node):
         out += [drop("joins", i) for i in range(len(self.joins))]
         if self.distinct:
             out.append(replace(self, distinct=False))
+        if self.grouping:
+            out.append(replace(self, grouping=None))
         if len(self.items) > 1:
             for i in range(len(self.items)):
                 # Positions after the dropped item move down by one.

@@ -28,6 +28,9 @@ KEY_LABELS = {
 # Primary keys: a join needs one on at least one side, so joins never multiply rows
 # beyond the larger input.
 UNIQUE = {"r_regionkey", "n_nationkey", "s_suppkey", "p_partkey", "c_custkey", "o_orderkey"}
+# Keys of more than one column: with them a window's ORDER BY can fix the order of
+# every row of these tables too.
+UNIQUE_SETS = {"lineitem": ("l_orderkey", "l_linenumber"), "partsupp": ("ps_partkey", "ps_suppkey")}
 
 # Tables with NULLs in many columns (TPC-H has none), derived by the same SQL in
 # kura and in DuckDB. Their key columns keep their labels.

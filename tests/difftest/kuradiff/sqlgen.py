@@ -1,28 +1,39 @@
 """A seeded generator of random SQL over the TPC-H schema and its NULL-heavy derived
 tables: joins along keys (inner and outer), filters of every type and operator, IN,
 BETWEEN, LIKE, IS NULL, CASE, arithmetic, mathematical, bitwise, string and date
-functions, aggregates with and without DISTINCT over group keys, HAVING, ORDER BY /
-LIMIT, scalar, IN and EXISTS subqueries (correlated or not), derived tables and CTEs.
+functions, aggregates with and without DISTINCT or FILTER over group keys, grouping
+sets, ordered-set and statistical aggregates, window functions over ROWS, RANGE and
+GROUPS frames, HAVING, ORDER BY / LIMIT, scalar, IN and EXISTS subqueries (correlated or
+not), derived tables and CTEs.
 
 It writes only SQL whose answer PostgreSQL and DuckDB define alike, so a difference is
 a bug: division only of DOUBLE values (DuckDB divides integers and DECIMALs in DOUBLE
 where PostgreSQL divides integers in integers and DECIMALs exactly, so rounding and
 comparisons differ at boundaries such as round(-982.05 / 3, 1)), and by nothing but a
 non-zero constant, explicit NULLS FIRST/LAST, LIMIT only under a total order, no
-string functions on CHAR (padding), no equality on DOUBLE."""
+string functions on CHAR (padding), no equality on DOUBLE, and window functions whose
+answer depends on the order of rows (row_number, lag, ROWS frames, ...) only under a
+window ORDER BY that ends in a unique key of the rows."""
 
 import random
 
 from .ast import (
     Agg, Between, Bin, Case, Cast, Col, Derived, Exists, Func, InList, InQuery, IsNull, IsTruth,
-    Join, Like, Lit, Neg, Not, ScalarQuery, Select, Table,
+    Join, Like, Lit, Neg, Not, ScalarQuery, Select, Table, Window,
 )
-from .schema import BOOL, CHAR, DATE, DBL, DEC, INT, NUMERIC, STR, TEXT, catalog
+from .schema import BOOL, CHAR, DATE, DBL, DEC, INT, NUMERIC, STR, TEXT, UNIQUE_SETS, catalog
 
 LIKE_PATTERNS = ["%a%", "A%", "%ly%", "_o%", "%s", "%the%", "Customer#0000001%", "%BRASS", "PROMO%", "%e_"]
 TEXT_LITERALS = ["'A'", "'F'", "'N'", "'O'", "'R'", "'MAIL'", "'SHIP'", "'AIR'", "'BUILDING'",
                  "'1-URGENT'", "'5-LOW'", "'Brand#23'", "'furiously'", "'MED BOX'", "'ALGERIA'"]
 COMPARE = ["=", "<>", "<", "<=", ">", ">="]
+REGEX_PATTERNS = ["'[aeiou]'", "'a+'", "' +'", "'[0-9]'", "'^.'", "'e.$'"]
+# Window functions whose answer depends only on peers (rows with equal ORDER BY keys
+# get equal answers), and those that need the order of every row fixed.
+PEER_WINDOW_FUNCS = ["rank", "dense_rank", "percent_rank", "cume_dist"]
+ORDER_WINDOW_FUNCS = ["row_number", "ntile", "lag", "lead", "first_value", "last_value", "nth_value"]
+WINDOW_AGGS = ["sum", "avg", "min", "max", "count", "count_star"]
+STAT_AGGS = ["stddev_samp", "stddev_pop", "var_samp", "var_pop", "stddev", "variance"]
 
 
 class Scope:
@@ -133,7 +144,12 @@ class Generator:
             field = self.pick(["year", "month", "day"])
             return Func(INT, "extract", [Lit(field, STR), self.value(scope, DATE, d)])
         if r < 0.88 and kind == INT:
+            if self.chance(0.3):
+                return Func(INT, "strpos", [self.value(scope, STR, d), Lit(self.pick(["'a'", "'e'", "' '", "'ly'"]), STR)])
             return Func(INT, "length", [self.value(scope, STR, d)])
+        if r < 0.88 and kind == DBL and self.chance(0.5):
+            # A double in PostgreSQL, an integer in DuckDB: compared as numbers.
+            return Func(DBL, "date_part", [Lit(self.pick(["'year'", "'month'", "'day'", "'dow'"]), STR), self.value(scope, DATE, d)])
         if r < 0.92 and kind == DEC:
             return Cast(DEC, self.value(scope, INT, d), "DECIMAL(15,2)")
         if r < 0.95 and kind == DBL:
@@ -141,7 +157,7 @@ class Generator:
         if r < 0.97 and kind == DEC:
             return Func(DEC, "round", [self.value(scope, DEC, d), Lit(self.pick(["0", "1"]), INT)])
         if r < 0.985:
-            return self.math(scope, kind, d)
+            return self.math(scope, kind, d) if self.chance(0.7) else self.greatest_least(scope, kind, d)
         if kind == INT:
             return Bin(INT, "-", self.value(scope, DATE, d), self.value(scope, DATE, d))
         return Func(kind, "nullif", [self.value(scope, kind, d), self.literal(kind)])
@@ -165,6 +181,8 @@ class Generator:
         return Func(DBL, name, [x])
 
     def string(self, scope, d):
+        if self.chance(0.25):
+            return self.string_func(scope, d)
         r = self.rng.random()
         if r < 0.25:
             return Func(STR, self.pick(["upper", "lower"]), [self.value(scope, STR, d)])
@@ -188,8 +206,45 @@ class Generator:
             return Func(STR, "md5", [self.value(scope, STR, d)])
         return Func(STR, "coalesce", [self.value(scope, STR, d), self.literal(STR)])
 
+    def string_func(self, scope, d):
+        """The string functions analysts reach for, with arguments both engines read
+        alike (simple regular expressions, non-negative pad lengths)."""
+        x = self.value(scope, STR, d)
+        n = lambda lo, hi: Lit(str(self.rng.randint(lo, hi)), INT)  # noqa: E731
+        r = self.rng.random()
+        if r < 0.12:
+            return Func(STR, self.pick(["left", "right"]), [x, n(-2, 6)])
+        if r < 0.24:
+            return Func(STR, self.pick(["lpad", "rpad"]), [x, n(0, 12), Lit(self.pick(["'*'", "'ab'", "' '"]), STR)])
+        if r < 0.34:
+            return Func(STR, "replace", [x, Lit(self.pick(["'a'", "'e'", "' '", "'the'"]), STR), Lit(self.pick(["''", "'#'", "'XY'"]), STR)])
+        if r < 0.42:
+            return Func(STR, "reverse", [x])
+        if r < 0.52:
+            return Func(STR, "split_part", [x, Lit(self.pick(["' '", "'e'", "','"]), STR), n(1, 3)])
+        if r < 0.62:
+            return Func(STR, "concat", [x, self.value(scope, self.pick([STR, INT, DATE]), d)])
+        if r < 0.7:
+            return Func(STR, "concat_ws", [Lit(self.pick(["','", "' - '"]), STR), x, self.value(scope, STR, d)])
+        if r < 0.85:
+            args = [x, Lit(self.pick(REGEX_PATTERNS), STR), Lit(self.pick(["''", "'#'", "'X'"]), STR)]
+            if self.chance(0.4):
+                args.append(Lit("'g'", STR))
+            return Func(STR, "regexp_replace", args)
+        return self.greatest_least(scope, STR, d)
+
+    def greatest_least(self, scope, kind, d):
+        """greatest / least of two or three values (NULLs ignored in both engines)."""
+        args = [self.value(scope, kind, d) for _ in range(self.rng.randint(2, 3))]
+        return Func(kind, self.pick(["greatest", "least"]), args)
+
     def date(self, scope, d):
         r = self.rng.random()
+        if r < 0.05:
+            return self.greatest_least(scope, DATE, d)
+        if r < 0.1:
+            trunc = Func(DATE, "date_trunc", [Lit(self.pick(["'month'", "'year'", "'quarter'"]), STR), self.value(scope, DATE, d)])
+            return Cast(DATE, trunc, "DATE")
         if r < 0.4:
             return Bin(DATE, self.pick(["+", "-"]), self.value(scope, DATE, d), Lit(str(self.rng.randint(0, 400)), INT))
         if r < 0.55:
@@ -391,6 +446,14 @@ class Generator:
     # ---- aggregates and whole queries --------------------------------------------------
 
     def aggregate(self, scope):
+        agg = self.plain_or_extended_aggregate(scope)
+        if self.chance(0.12):
+            agg.filter = self.predicate(scope, 1, allow_sub=False)
+        return agg
+
+    def plain_or_extended_aggregate(self, scope):
+        if self.chance(0.2):
+            return self.extended_aggregate(scope)
         func = self.pick(["count", "count", "sum", "avg", "min", "max", "count_star"])
         if func == "count_star":
             return Agg(INT, "count", None)
@@ -408,17 +471,141 @@ class Generator:
         arg = self.value(scope, kind, 1)
         return Agg(arg.kind, func, arg, self.chance(0.2))
 
+    def extended_aggregate(self, scope):
+        """string_agg, bool_and / bool_or, the statistical aggregates and the
+        ordered-set aggregates percentile_cont / percentile_disc."""
+        r = self.rng.random()
+        if r < 0.25:
+            arg = self.ordered_arg(scope, [STR])
+            sep = Lit(self.pick(["','", "' | '", "''"]), STR)
+            # Ordered by the value itself: ties are equal strings, so one answer.
+            return Agg(STR, "string_agg", arg, self.chance(0.2), extra=[sep], order=arg)
+        if r < 0.4:
+            return Agg(BOOL, self.pick(["bool_and", "bool_or"]), self.predicate(scope, 1, allow_sub=False))
+        if r < 0.65:
+            arg = self.value(scope, self.pick([INT, DEC, DBL]), 1)
+            return Agg(DBL, self.pick(STAT_AGGS), arg)
+        fraction = Lit(self.pick(["0", "0.25", "0.5", "0.9", "1"]), DBL)
+        direction = self.pick(["ASC", "DESC"])
+        if r < 0.82:
+            arg = self.ordered_arg(scope, [INT, DEC, DBL])
+            return Agg(DBL, "percentile_cont", fraction, within=(arg, direction))
+        arg = self.ordered_arg(scope, [INT, DEC, DATE, STR])
+        return Agg(arg.kind, "percentile_disc", fraction, within=(arg, direction))
+
+    def ordered_arg(self, scope, kinds):
+        """What an aggregate orders by: never a bare literal, which DuckDB refuses in
+        an aggregate's ORDER BY (PostgreSQL orders by the constant)."""
+        kind = self.pick(kinds)
+        arg = self.value(scope, kind, 1)
+        if isinstance(arg, Lit):
+            arg = self.column(scope, [kind]) or Func(kind, "coalesce", [arg, self.literal(kind)])
+        return arg
+
+    # ---- window functions ----------------------------------------------------------------
+
+    def window(self, value, unique):
+        """A window function call. `value(kind)` makes an argument or key valid in the
+        query (a column, or in a grouped query a group key or aggregate); `unique` lists
+        expressions that together tell every row apart (None when nothing does), which a
+        window ORDER BY ends in when the function's answer depends on the order of rows."""
+        partition = [value(self.pick([INT, CHAR, STR, DATE, BOOL])) for _ in range(self.rng.choices([0, 1, 2], [35, 50, 15])[0])]
+        order = [(value(self.pick([INT, DEC, DATE, STR, CHAR])), self.pick(["ASC", "DESC"]),
+                  self.pick(["NULLS FIRST", "NULLS LAST"])) for _ in range(self.rng.choices([0, 1, 2], [15, 60, 25])[0])]
+        total = order + [(e, "ASC", "NULLS LAST") for e in (unique or [])]
+        r = self.rng.random()
+        if unique is not None and r < 0.35:
+            func = self.pick(ORDER_WINDOW_FUNCS)
+            if func == "row_number":
+                return Window(INT, func, [], partition, total)
+            if func == "ntile":
+                return Window(INT, func, [Lit(str(self.rng.randint(1, 5)), INT)], partition, total)
+            kind = self.pick([INT, DEC, DATE, STR])
+            x = value(kind)
+            if func in ("lag", "lead"):
+                args = [x]
+                if self.chance(0.5):
+                    args.append(Lit(str(self.rng.randint(1, 3)), INT))
+                    if self.chance(0.5):
+                        args.append(self.literal(kind))
+                return Window(kind, func, args, partition, total)
+            args = [x] + ([Lit(str(self.rng.randint(1, 3)), INT)] if func == "nth_value" else [])
+            return Window(kind, func, args, partition, total, self.frame(total, rows_ok=True))
+        if r < 0.55:
+            func = self.pick(PEER_WINDOW_FUNCS)
+            return Window(DBL if func in ("percent_rank", "cume_dist") else INT, func, [], partition, order)
+        func = self.pick(WINDOW_AGGS)
+        if func == "count_star":
+            func, kind, args = "count", INT, [Lit("*", INT)]
+        elif func == "count":
+            kind, args = INT, [value(self.pick([INT, DEC, STR, DATE]))]
+        elif func in ("sum", "avg"):
+            arg = value(self.pick([INT, DEC, DBL]))
+            kind, args = (arg.kind if func == "sum" else (DBL if arg.kind == DBL else DEC)), [arg]
+        else:
+            arg = value(self.pick([INT, DEC, DATE, STR]))
+            kind, args = arg.kind, [arg]
+        if unique is not None and self.chance(0.4):
+            return Window(kind, func, args, partition, total, self.frame(total, rows_ok=True))
+        return Window(kind, func, args, partition, order, self.frame(order, rows_ok=False))
+
+    def frame(self, order, rows_ok):
+        """A frame clause for a window ordered by `order`, or None for the default: ROWS
+        only where `rows_ok` (the order is total), GROUPS and RANGE (offsets only over a
+        single numeric or date key) anywhere — they treat peers alike."""
+        bound = lambda: self.pick(  # noqa: E731
+            ["UNBOUNDED PRECEDING", "CURRENT ROW", "UNBOUNDED FOLLOWING"]
+            + [f"{self.rng.randint(0, 3)} {self.pick(['PRECEDING', 'FOLLOWING'])}"] * 3)
+        modes = ["GROUPS"] + (["ROWS", "ROWS"] if rows_ok else [])
+        if not order or self.chance(0.35):
+            return None
+        mode = self.pick(modes + ["RANGE"])
+        if mode == "RANGE":
+            key = order[0][0]
+            if len(order) == 1 and key.kind in (INT, DEC, DATE) and self.chance(0.7):
+                offset = {INT: lambda: str(self.rng.randint(0, 50)),
+                          DEC: lambda: self.pick(["0.5", "10.25", "1000"]),
+                          DATE: lambda: f"INTERVAL '{self.rng.randint(0, 60)} day'"}[key.kind]
+                return f"RANGE BETWEEN {offset()} PRECEDING AND {offset()} FOLLOWING"
+            return self.pick(["RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING",
+                              "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING"])
+        start, end = bound(), bound()
+        rank = lambda b: (0 if b.startswith("UNBOUNDED P") else 4 if b.startswith("UNBOUNDED F")  # noqa: E731
+                          else 2 if b == "CURRENT ROW" else 1 if b.endswith("PRECEDING") else 3)
+        if rank(start) > rank(end):
+            start, end = end, start
+        if start.startswith("UNBOUNDED F") or end.startswith("UNBOUNDED P"):
+            start, end = "UNBOUNDED PRECEDING", "CURRENT ROW"
+        return f"{mode} BETWEEN {start} AND {end}"
+
+    def unique_of(self, item, cols):
+        """Expressions that tell apart the rows of a FROM item, or None."""
+        if isinstance(item, Table) and item.name in UNIQUE_SETS:
+            names = UNIQUE_SETS[item.name]
+            return [Col(c.kind, q, c.name) for n in names for q, c in cols if c.name == n]
+        for q, c in cols:
+            if c.unique:
+                return [Col(c.kind, q, c.name)]
+        return None
+
     def query(self, depth=2):
         """One top-level query."""
         item, cols = self.from_item(depth)
         q = Select([], item)
         scope_cols = list(cols)
+        unique = self.unique_of(item, cols)
         for _ in range(self.rng.choices([0, 1, 2, 3], [30, 35, 25, 10])[0]):
             right, rcols = self.from_item(depth)
             on = self.join_condition(scope_cols, rcols, not q.joins)
             if on is None:
                 continue
             kind = self.rng.choices(["INNER", "LEFT", "RIGHT", "FULL"], [55, 30, 10, 5])[0]
+            # Joining many rows to one (INNER or LEFT) keeps the rows told apart by
+            # `unique`; any other join may repeat or add rows.
+            many_to_one = kind in ("INNER", "LEFT") and any(
+                q_ == on.right.qual and c.name == on.right.name and c.unique for q_, c in rcols)
+            if not many_to_one:
+                unique = None
             if self.chance(0.2):
                 extra = self.predicate(Scope(scope_cols + rcols), 0, allow_sub=False)
                 on = Bin(BOOL, "AND", on, extra)
@@ -429,12 +616,21 @@ class Generator:
             q.where.append(self.predicate(scope, 2))
         if self.chance(0.45):
             self.make_grouped(q, scope)
+            if not q.grouping and self.chance(0.15):
+                keys = list(q.group_by)
+                # Grouped rows are told apart by their keys (one row without keys).
+                value = lambda kind: self.grouped_value(scope, keys, kind)  # noqa: E731
+                q.items.append((self.window(value, keys), f"w{len(q.items)}"))
         else:
             for i in range(self.rng.randint(1, 4)):
                 kind = self.comparable_kind(scope) if self.chance(0.8) else self.pick([INT, DEC, STR, DATE, BOOL])
                 q.items.append((self.value(scope, kind, 2), f"x{i}"))
             if self.chance(0.1):
                 q.items.append((self.scalar_or_mark(scope), f"x{len(q.items)}"))
+            if self.chance(0.25):
+                value = lambda kind: self.value(scope, kind, 1)  # noqa: E731
+                for _ in range(self.rng.randint(1, 2)):
+                    q.items.append((self.window(value, unique), f"w{len(q.items)}"))
             q.distinct = self.chance(0.15)
         self.order_and_limit(q)
         if self.chance(0.1):
@@ -484,6 +680,19 @@ class Generator:
         q = self.scalar_select(scope, INT, 1)
         return ScalarQuery(INT, q) if q is not None else Lit("0", INT)
 
+    def grouped_value(self, scope, keys, kind):
+        """A value of `kind` in a grouped query: a group key or an aggregate."""
+        same = [k for k in keys if k.kind == kind]
+        if same and self.chance(0.6):
+            return self.pick(same)
+        if kind == INT:
+            return Agg(INT, "count", None if self.chance(0.5) else self.value(scope, INT, 1))
+        if kind in (DEC, DBL):
+            return Agg(kind, self.pick(["sum", "min", "max"]), self.value(scope, kind, 1))
+        if kind == BOOL:
+            return Agg(BOOL, "bool_or", self.predicate(scope, 1, allow_sub=False))
+        return Agg(kind, self.pick(["min", "max"]), self.value(scope, kind, 1))
+
     def make_grouped(self, q, scope):
         n_keys = self.rng.choices([0, 1, 2, 3], [25, 40, 25, 10])[0]
         for i in range(n_keys):
@@ -497,6 +706,10 @@ class Generator:
                     continue
             q.group_by.append(key)
             q.items.append((key, f"k{i}"))
+        if q.group_by and self.chance(0.15):
+            q.grouping = self.pick(["ROLLUP", "CUBE", "GROUPING SETS"])
+            if self.chance(0.5):
+                q.items.append((Func(INT, "grouping", list(q.group_by)), "g"))
         for i in range(self.rng.randint(1, 3)):
             q.items.append((self.aggregate(scope), f"a{i}"))
         if self.chance(0.3):
