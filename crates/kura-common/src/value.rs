@@ -47,6 +47,27 @@ impl Value {
     /// SQL ordering between two non-NULL values of comparable types; NULL sorts
     /// last here (callers handle NULLS FIRST/LAST). Text compares bytewise with
     /// trailing blanks ignored (CHAR semantics).
+    /// Orders values of a type whose trailing blanks count (VARCHAR, TEXT):
+    /// texts byte by byte, so `'a'` sorts before `'a '`; other values as
+    /// [`Value::total_cmp`], which compares texts as CHAR(n) does (blanks at
+    /// the end insignificant).
+    pub fn total_cmp_exact(&self, other: &Value) -> Ordering {
+        match (self, other) {
+            (Value::Text(a), Value::Text(b)) => a.cmp(b),
+            _ => self.total_cmp(other),
+        }
+    }
+
+    /// [`Value::total_cmp_exact`], or for values of a CHAR(n) type
+    /// ([`crate::DataType::Char`]) [`Value::total_cmp`].
+    pub fn total_cmp_of(&self, other: &Value, data_type: crate::DataType) -> Ordering {
+        if matches!(data_type, crate::DataType::Char(_)) {
+            self.total_cmp(other)
+        } else {
+            self.total_cmp_exact(other)
+        }
+    }
+
     pub fn total_cmp(&self, other: &Value) -> Ordering {
         use Value::*;
         match (self, other) {

@@ -123,7 +123,8 @@ pub enum SqlError {
     /// (grouping sets: 54001, GROUPING arguments: 54023).
     #[error("{message}")]
     Limit { message: String, code: &'static str },
-    /// A column where only constants may be (a frame offset): 42P10.
+    /// A column where only constants may be (a frame offset), an ORDER BY of a
+    /// DISTINCT aggregate beyond its arguments: 42P10.
     #[error("{pos}{message}")]
     InvalidColumnReference { message: String, pos: Pos },
     /// A bad TABLESAMPLE argument: 2202H (its percentage) or 2202G (its seed).

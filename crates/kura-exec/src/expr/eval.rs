@@ -540,6 +540,11 @@ fn may_fail(e: &PhysExpr) -> bool {
             ..
         } => true,
         PhysExpr::Func {
+            func: ScalarFunc::Text(f),
+            args,
+            ..
+        } => f.may_fail() || args.iter().any(may_fail),
+        PhysExpr::Func {
             func: ScalarFunc::Interval(f),
             args,
             ..

@@ -373,6 +373,8 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
         | ScalarFunc::ShiftRight => super::bitwise::call(func, args, out, n),
         ScalarFunc::Math(f) => super::math::call(f, args, out, n),
         ScalarFunc::Binary(f) => super::binary::call(f, args, out, n),
+        ScalarFunc::Text(f) => super::text::call(f, args, out, n),
+        ScalarFunc::DateField(f) => super::date_field::call(f, args, out, n),
         ScalarFunc::Interval(f) => super::interval::call(f, args, out, n),
         ScalarFunc::Json(f) => super::json::call(f, args, out, n),
         ScalarFunc::ToChar | ScalarFunc::ToDate | ScalarFunc::ToTimestamp => {

@@ -33,8 +33,8 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
                     }
                     let better = best.is_null()
                         || match func {
-                            ScalarFunc::Greatest => x.total_cmp(&best).is_gt(),
-                            _ => x.total_cmp(&best).is_lt(),
+                            ScalarFunc::Greatest => x.total_cmp_of(&best, out).is_gt(),
+                            _ => x.total_cmp_of(&best, out).is_lt(),
                         };
                     if better {
                         best = x;

@@ -10,6 +10,7 @@ pub mod budget;
 mod cast;
 mod compare;
 pub mod conjuncts;
+pub mod date_field;
 mod eval;
 mod func;
 mod func_format;
@@ -23,6 +24,7 @@ mod predicate;
 pub mod registry;
 mod select;
 pub mod sequence;
+pub mod text;
 
 pub use array::{array_elements, array_from_text, elements_of};
 pub use cast::{assign_vector, cast_typed, cast_value, cast_vector};
@@ -220,6 +222,11 @@ pub enum ScalarFunc {
     Interval(interval::IntervalFunc),
     /// An operator or function of json or jsonb values (see `json`).
     Json(json::JsonFunc),
+    /// One of the everyday string functions (see `text`).
+    Text(text::TextFunc),
+    /// A field of a date or timestamp beyond year/month/day/hour/minute/second
+    /// (see `date_field`).
+    DateField(date_field::DateField),
 }
 
 impl ScalarFunc {
@@ -313,6 +320,8 @@ impl ScalarFunc {
             ScalarFunc::BTrim => "btrim",
             ScalarFunc::Math(f) => f.name(),
             ScalarFunc::Binary(f) => f.name(),
+            ScalarFunc::Text(f) => f.name(),
+            ScalarFunc::DateField(f) => f.name(),
             ScalarFunc::Interval(f) => f.name(),
             ScalarFunc::Json(f) => f.name(),
         }

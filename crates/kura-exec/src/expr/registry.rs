@@ -50,6 +50,8 @@ pub enum Family {
     Session,
     /// json and jsonb (`binder::json_fn`; the set-returning ones `binder::table_fn`).
     Json,
+    /// The everyday string functions (`binder::text_fn`).
+    Text,
 }
 
 /// One signature: argument types and result type, by `pg_type.typname`.
@@ -96,6 +98,11 @@ use Volatility::{Immutable as I, Stable as ST, Volatile as V};
 const NUM: &[Signature] = &[sig(&["numeric"], "numeric"), sig(&["float8"], "float8")];
 const DOUBLE1: &[Signature] = &[sig(&["float8"], "float8")];
 const DOUBLE2: &[Signature] = &[sig(&["float8", "float8"], "float8")];
+const TEXT_INT: &[Signature] = &[sig(&["text", "int4"], "text")];
+const PAD: &[Signature] = &[
+    sig(&["text", "int4"], "text"),
+    sig(&["text", "int4", "text"], "text"),
+];
 const TRIM: &[Signature] = &[sig(&["text"], "text"), sig(&["text", "text"], "text")];
 const MOMENT: &[Signature] = &[sig(&["float8"], "float8")];
 const OID_TEXT: &[Signature] = &[sig(&["oid"], "text")];
@@ -375,6 +382,45 @@ pub static FUNCTIONS: &[Function] = &[
         &[sig(&["text", "text"], "timestamp")],
     ),
     f("random", S, V, F::Scalar, &[sig(&[], "float8")]),
+    // Everyday string functions.
+    f("left", S, I, F::Text, TEXT_INT),
+    f("right", S, I, F::Text, TEXT_INT),
+    f("lpad", S, I, F::Text, PAD),
+    f("rpad", S, I, F::Text, PAD),
+    f("reverse", S, I, F::Text, &[sig(&["text"], "text")]),
+    f("strpos", S, I, F::Text, &[sig(&["text", "text"], "int4")]),
+    f("concat", S, ST, F::Text, &[sig(&["any"], "text")]),
+    f(
+        "concat_ws",
+        S,
+        ST,
+        F::Text,
+        &[sig(&["text", "any"], "text")],
+    ),
+    f("initcap", S, I, F::Text, &[sig(&["text"], "text")]),
+    f(
+        "starts_with",
+        S,
+        I,
+        F::Text,
+        &[sig(&["text", "text"], "bool")],
+    ),
+    f(
+        "translate",
+        S,
+        I,
+        F::Text,
+        &[sig(&["text", "text", "text"], "text")],
+    ),
+    f("ascii", S, I, F::Text, &[sig(&["text"], "int4")]),
+    f("chr", S, I, F::Text, &[sig(&["int4"], "text")]),
+    f(
+        "to_hex",
+        S,
+        I,
+        F::Text,
+        &[sig(&["int4"], "text"), sig(&["int8"], "text")],
+    ),
     f("ltrim", S, I, F::Scalar, TRIM),
     f("rtrim", S, I, F::Scalar, TRIM),
     f("btrim", S, I, F::Scalar, TRIM),

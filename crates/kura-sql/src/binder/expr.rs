@@ -637,6 +637,16 @@ impl Binder<'_> {
                 } else {
                     x
                 };
+                if let Some(f) = date_field(field) {
+                    if matches!(x.data_type(), DataType::Date | DataType::Timestamp) {
+                        let data_type = f.result_type(x.data_type());
+                        return Ok(fold(PhysExpr::Func {
+                            func: ScalarFunc::DateField(f),
+                            args: vec![x],
+                            data_type,
+                        }));
+                    }
+                }
                 if x.data_type() == DataType::Timestamp {
                     let (func, data_type) = match field {
                         ast::DateTimeField::Hour => (ScalarFunc::ExtractHour, DataType::Integer),
@@ -682,6 +692,11 @@ impl Binder<'_> {
                     args: vec![x],
                     data_type: DataType::Integer,
                 }))
+            }
+            E::Position { expr, r#in } => {
+                // POSITION(sub IN s) is strpos(s, sub).
+                let args = vec![self.bind_expr(r#in, cx)?, self.bind_expr(expr, cx)?];
+                self.bind_text_fn("strpos", args, pos(e))
             }
             E::Substring {
                 expr,
@@ -1780,4 +1795,22 @@ fn param_literal(v: Value, _n: usize) -> PhysExpr {
         Value::Interval(_) => DataType::Interval,
     };
     PhysExpr::literal(v, t)
+}
+
+/// The `extract` fields `kura_exec::expr::date_field` computes.
+fn date_field(field: &ast::DateTimeField) -> Option<kura_exec::expr::date_field::DateField> {
+    use kura_exec::expr::date_field::DateField;
+    Some(match field {
+        ast::DateTimeField::Dow => DateField::Dow,
+        ast::DateTimeField::Isodow => DateField::IsoDow,
+        ast::DateTimeField::Doy => DateField::Doy,
+        ast::DateTimeField::Quarter => DateField::Quarter,
+        ast::DateTimeField::Week(None) => DateField::Week,
+        ast::DateTimeField::Isoyear => DateField::IsoYear,
+        ast::DateTimeField::Decade => DateField::Decade,
+        ast::DateTimeField::Century => DateField::Century,
+        ast::DateTimeField::Millennium => DateField::Millennium,
+        ast::DateTimeField::Epoch => DateField::Epoch,
+        _ => return None,
+    })
 }

@@ -133,12 +133,14 @@ impl Binder<'_> {
         let binary_fn = in_family(name, Family::Binary);
         let interval_fn = in_family(name, Family::Interval);
         let json_fn = in_family(name, Family::Json);
+        let text_fn = in_family(name, Family::Text);
         if !in_family(name, Family::Scalar)
             && !array_fn
             && !math_fn
             && !binary_fn
             && !interval_fn
             && !json_fn
+            && !text_fn
         {
             return Ok(None);
         }
@@ -192,6 +194,9 @@ impl Binder<'_> {
         if json_fn {
             return self.bind_json_fn(name, bound, p).map(Some);
         }
+        if text_fn {
+            return self.bind_text_fn(name, bound, p).map(Some);
+        }
         self.bind_more_scalar(name, bound, p).map(Some)
     }
 
@@ -237,13 +242,16 @@ impl Binder<'_> {
             "decade" => ast::DateTimeField::Decade,
             "century" => ast::DateTimeField::Century,
             "millennium" => ast::DateTimeField::Millennium,
+            "dow" => ast::DateTimeField::Dow,
+            "isodow" => ast::DateTimeField::Isodow,
+            "doy" => ast::DateTimeField::Doy,
+            "week" => ast::DateTimeField::Week(None),
+            "isoyear" => ast::DateTimeField::Isoyear,
             other => {
-                return Err(SqlError::unsupported(
-                    format!(
-                        "date_part('{other}', ...) (year, month, day, hour, minute and second are)"
-                    ),
-                    p,
-                ))
+                return Err(SqlError::InvalidValue {
+                    message: format!("unit \"{other}\" not recognized for type date or timestamp"),
+                    pos: p,
+                })
             }
         };
         let extract = ast::Expr::Extract {
@@ -435,10 +443,14 @@ impl Binder<'_> {
         }
         let ordered_set = matches!(name, "percentile_cont" | "percentile_disc" | "mode");
         if ordered_set && f.within_group.is_empty() {
-            return Err(SqlError::WrongObjectType {
-                message: format!("WITHIN GROUP is required for ordered-set aggregate {name}"),
-                pos: p,
-            });
+            // PostgreSQL looks for a plain function of the direct arguments'
+            // types, and names the one it did not find.
+            let (args, _) = call_args(f, name, p)?;
+            let bound = args
+                .iter()
+                .map(|a| self.bind_expr(a, cx))
+                .collect::<SqlResult<Vec<_>>>()?;
+            return Err(no_such(name, &bound, p));
         }
         if !ordered_set && !f.within_group.is_empty() {
             return Err(SqlError::WrongObjectType {
@@ -485,9 +497,7 @@ impl Binder<'_> {
             ));
         }
         let two_args = moment(name).is_some_and(|m| m.1 == 2) || name == "regr_count";
-        if distinct
-            && (two_args || ordered_set || matches!(name, "string_agg" | "array_agg" | "median"))
-        {
+        if distinct && (two_args || ordered_set || name == "median") {
             return Err(SqlError::unsupported(format!("DISTINCT in {name}()"), p));
         }
         let (args, star) = call_args(f, name, p)?;
@@ -506,6 +516,22 @@ impl Binder<'_> {
         let (args, within, order, filter) = bound?;
         for k in &order {
             super::json_fn::refuse_json_key(k.expr.data_type(), "ORDER BY", true)?;
+        }
+        if distinct {
+            // As in PostgreSQL: the rows DISTINCT keeps are told apart by the
+            // arguments alone, so the order can only be by them.
+            if order.iter().any(|k| !args.contains(&k.expr)) {
+                return Err(SqlError::InvalidColumnReference {
+                    message: "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list".into(),
+                    pos: p,
+                });
+            }
+            if matches!(
+                name,
+                "json_agg" | "jsonb_agg" | "json_object_agg" | "jsonb_object_agg"
+            ) {
+                return Err(SqlError::unsupported(format!("DISTINCT in {name}()"), p));
+            }
         }
         let mut call = self.more_aggregate_call(name, args, within, order, p)?;
         call.distinct = distinct;

@@ -25,6 +25,7 @@ mod setop;
 mod subquery;
 mod system;
 mod table_fn;
+mod text_fn;
 pub mod types;
 mod unnest;
 mod window;

@@ -58,7 +58,9 @@ pub(crate) fn new_acc(call: &AggCall) -> Acc {
         .arg
         .as_ref()
         .is_some_and(|a| a.data_type() == DataType::Double);
-    if call.distinct {
+    // string_agg and array_agg keep their rows anyway: DISTINCT drops the
+    // repeated ones when they are sorted (see `CollectAcc::finish`).
+    if call.distinct && !matches!(call.func, AggFunc::StringAgg | AggFunc::ArrayAgg) {
         let int_arg = call.arg.as_ref().is_some_and(|a| {
             matches!(
                 a.data_type().physical(),

@@ -6,7 +6,7 @@
 
 use std::cmp::Ordering;
 
-use kura_common::{Value, Vector};
+use kura_common::{DataType, Value, Vector};
 
 use crate::error::{ExecError, ExecResult};
 use crate::expr::budget;
@@ -146,10 +146,16 @@ impl CollectAcc {
                 AggFunc::StringAgg => {
                     // A stable sort: rows equal on the keys keep their arrival order.
                     rows.sort_by(|a, b| order_keys(call, &a.more[1..], &b.more[1..]));
+                    if call.distinct {
+                        distinct_rows(call, &mut rows, true);
+                    }
                     string_agg(&rows)?
                 }
                 AggFunc::ArrayAgg => {
                     rows.sort_by(|a, b| order_keys(call, &a.more[1..], &b.more[1..]));
+                    if call.distinct {
+                        distinct_rows(call, &mut rows, false);
+                    }
                     if rows.is_empty() {
                         Value::Null
                     } else {
@@ -188,8 +194,12 @@ impl CollectAcc {
                     }
                 }
                 AggFunc::PercentileDisc | AggFunc::Mode => {
+                    let t = call
+                        .arg
+                        .as_ref()
+                        .map_or(DataType::Boolean, |a| a.data_type());
                     rows.sort_by(|a, b| {
-                        let o = a.value.total_cmp(&b.value);
+                        let o = a.value.total_cmp_of(&b.value, t);
                         if descending {
                             o.reverse()
                         } else {
@@ -199,7 +209,7 @@ impl CollectAcc {
                     if rows.is_empty() {
                         Value::Null
                     } else if call.func == AggFunc::Mode {
-                        mode(&rows)
+                        mode(&rows, t)
                     } else {
                         match fraction {
                             // PostgreSQL: the first value whose position reaches
@@ -280,14 +290,44 @@ fn order_keys(call: &AggCall, a: &[Value], b: &[Value]) -> Ordering {
             (true, false) => Ordering::Greater,
             (false, true) if k.nulls_first => Ordering::Greater,
             (false, true) => Ordering::Less,
-            (false, false) if k.descending => y.total_cmp(x),
-            (false, false) => x.total_cmp(y),
+            (false, false) if k.descending => y.total_cmp_of(x, k.expr.data_type()),
+            (false, false) => x.total_cmp_of(y, k.expr.data_type()),
         };
         if o != Ordering::Equal {
             return o;
         }
     }
     Ordering::Equal
+}
+
+/// DISTINCT: keeps one of each set of rows with equal arguments (the value,
+/// and `string_agg`'s delimiter when `delimiter`), in the order of the call's
+/// ORDER BY keys and then of the value — as PostgreSQL, which sorts to find
+/// them, gives them without an ORDER BY. The keys are arguments (the binder
+/// sees to it), so equal rows are neighbours once sorted so.
+fn distinct_rows(call: &AggCall, rows: &mut Vec<&Row>, delimiter: bool) {
+    let t = call
+        .arg
+        .as_ref()
+        .map_or(DataType::Boolean, |a| a.data_type());
+    let args = |r: &Row| -> Vec<Value> {
+        let mut v = vec![r.value.clone()];
+        if delimiter {
+            v.push(r.more[0].clone());
+        }
+        v
+    };
+    let cmp_args = |a: &Row, b: &Row| {
+        args(a)
+            .iter()
+            .zip(args(b).iter())
+            .map(|(x, y)| x.total_cmp_of(y, t))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    // `more` holds the delimiter (array_agg: its filter), then the keys.
+    rows.sort_by(|a, b| order_keys(call, &a.more[1..], &b.more[1..]).then_with(|| cmp_args(a, b)));
+    rows.dedup_by(|b, a| cmp_args(a, b).is_eq());
 }
 
 /// The values joined, each after the first preceded by its own row's
@@ -346,12 +386,12 @@ fn percentile_cont(xs: &[f64], f: f64) -> f64 {
 }
 
 /// The most frequent value of sorted rows, the first in sort order among ties.
-fn mode(rows: &[&Row]) -> Value {
+fn mode(rows: &[&Row], t: DataType) -> Value {
     let (mut best, mut best_n) = (&rows[0].value, 0);
     let mut i = 0;
     while i < rows.len() {
         let mut j = i + 1;
-        while j < rows.len() && rows[j].value.total_cmp(&rows[i].value) == Ordering::Equal {
+        while j < rows.len() && rows[j].value.total_cmp_of(&rows[i].value, t) == Ordering::Equal {
             j += 1;
         }
         if j - i > best_n {
@@ -387,6 +427,6 @@ mod tests {
             })
             .collect();
         let refs: Vec<&Row> = rows.iter().collect();
-        assert_eq!(mode(&refs), Value::Integer(2));
+        assert_eq!(mode(&refs, DataType::Integer), Value::Integer(2));
     }
 }
