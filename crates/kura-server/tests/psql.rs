@@ -266,6 +266,9 @@ fn psql_describe_commands_list_the_catalog() {
     assert!(db.contains(" kB |") && db.contains("pg_default"), "{out}");
     let out = run("\\df array_length");
     assert!(out.contains("pg_catalog | array_length |"), "{out}");
+    // \df+ joins pg_language and asks for SQL bodies: every function is internal.
+    let out = run("\\df+ left");
+    assert!(out.contains("| left | text") && out.contains("| internal |"), "{out}");
     for cmd in ["\\dx", "\\dT", "\\dn+", "\\dv+"] {
         run(cmd);
     }

@@ -714,6 +714,7 @@ pub static FUNCTIONS: &[Function] = &[
         F::Catalog,
         OID_TEXT,
     ),
+    f("pg_get_function_sqlbody", S, ST, F::Catalog, OID_TEXT),
     f(
         "obj_description",
         S,

@@ -1029,8 +1029,10 @@ impl Binder<'_> {
                 )
             }
             // kura has no index predicates, partition keys, triggers, extended
-            // statistics or comments: these describe nothing.
+            // statistics, comments or functions written in SQL: these describe
+            // nothing.
             "pg_get_partkeydef"
+            | "pg_get_function_sqlbody"
             | "pg_get_triggerdef"
             | "pg_get_statisticsobjdef_columns"
             | "obj_description"

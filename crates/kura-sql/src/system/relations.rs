@@ -214,6 +214,14 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
     ),
     rel(
         PG,
+        "pg_language",
+        2612,
+        "r",
+        "oid:o lanname:t lanowner:o lanispl:b lanpltrusted:b lanplcallfoid:o \
+         laninline:o lanvalidator:o lanacl:a",
+    ),
+    rel(
+        PG,
         "pg_opclass",
         2616,
         "r",
@@ -972,6 +980,23 @@ fn rows(snap: &Snapshot, rel: &SystemRelation) -> Vec<Vec<Value>> {
                     s(&ix.name),
                     N,
                     s(&ix.definition()),
+                ]
+            })
+            .collect(),
+        // Every function of kura's is built in (`prolang` 12, internal).
+        (PG, "pg_language") => [(12, "internal"), (13, "c"), (14, "sql")]
+            .into_iter()
+            .map(|(oid, name)| {
+                vec![
+                    o(oid),
+                    s(name),
+                    o(OWNER_OID),
+                    b(false),
+                    b(oid == 14),
+                    o(0),
+                    o(0),
+                    o(0),
+                    N,
                 ]
             })
             .collect(),
