@@ -609,7 +609,11 @@ impl WriteTxn {
         if self.tables.contains_key(&key) {
             return Err(StorageError::TableExists(key));
         }
-        if self.views.contains_key(&key) || self.sequences.entries.contains_key(&key) {
+        // One namespace for every relation, as PostgreSQL's pg_class.
+        if self.views.contains_key(&key)
+            || self.indexes.contains_key(&key)
+            || self.sequences.entries.contains_key(&key)
+        {
             return Err(StorageError::RelationExists(key));
         }
         if schema.is_empty() {

@@ -93,7 +93,8 @@ pub(crate) fn create_table(tx: &Tx, ct: &ast::CreateTable) -> KuraResult<QueryRe
     let name = object_name(&ct.name);
     let def = table_rules::define(ct)?;
     tx.write(|txn| {
-        if ct.if_not_exists && txn.has_table(&name) {
+        // IF NOT EXISTS skips for a relation of any kind (PostgreSQL's NOTICE).
+        if ct.if_not_exists && txn.relation_exists(&name) {
             return Ok(());
         }
         txn.create_table(&name, def.schema.clone())?;
@@ -229,9 +230,7 @@ pub(crate) fn create_index(
     ci: &ast::CreateIndex,
     progress: Option<&crate::session::Progress>,
 ) -> KuraResult<QueryResult> {
-    if ci.predicate.is_some() {
-        return Err(KuraError::Unsupported("partial indexes".into()));
-    }
+    check_index_clauses(tx, ci)?;
     // Included columns are stored in the entries after the key, never searched.
     let include: Vec<String> = ci
         .include
@@ -241,6 +240,7 @@ pub(crate) fn create_index(
     let table = object_name(&ci.table_name);
     let mut columns = Vec::new();
     for c in &ci.columns {
+        index_column_options(c)?;
         match &c.column.expr {
             ast::Expr::Identifier(id) => columns.push(id.value.to_ascii_lowercase()),
             other => {
@@ -268,12 +268,94 @@ pub(crate) fn create_index(
                 }
             }
         }
-        if !(ci.if_not_exists && txn.has_index(&name)) {
+        if !(ci.if_not_exists && txn.relation_exists(&name)) {
             txn.create_covering_index(&name, &table, &columns, &include, ci.unique, &mut report)?;
         }
         Ok(())
     })?;
     Ok(QueryResult::command("CREATE INDEX"))
+}
+
+/// Refuses what CREATE INDEX may say that kura's one kind of index does not
+/// do: kura builds a B+tree with NULLs distinct, ascending, with no storage
+/// parameters, over all rows.
+fn check_index_clauses(tx: &Tx, ci: &ast::CreateIndex) -> KuraResult<()> {
+    let refused: [(bool, String); 7] = [
+        (
+            ci.predicate.is_some(),
+            "partial indexes (CREATE INDEX … WHERE)".into(),
+        ),
+        (
+            ci.using
+                .as_ref()
+                .is_some_and(|u| *u != ast::IndexType::BTree),
+            format!(
+                "index access method {} (kura's indexes are B-trees)",
+                ci.using
+                    .as_ref()
+                    .map(|u| u.to_string().to_ascii_lowercase())
+                    .unwrap_or_default()
+            ),
+        ),
+        (
+            ci.nulls_distinct == Some(false),
+            "CREATE UNIQUE INDEX … NULLS NOT DISTINCT".into(),
+        ),
+        (
+            !ci.with.is_empty(),
+            "index storage parameters (CREATE INDEX … WITH (…))".into(),
+        ),
+        (
+            !ci.index_options.is_empty(),
+            format!(
+                "index options {} (MySQL's)",
+                ci.index_options
+                    .iter()
+                    .map(|o| o.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        ),
+        (
+            !ci.alter_options.is_empty(),
+            "CREATE INDEX … LOCK / ALGORITHM (MySQL's)".into(),
+        ),
+        (ci.r#async, "CREATE ASYNC INDEX".into()),
+    ];
+    if let Some((_, what)) = refused.into_iter().find(|(present, _)| *present) {
+        return Err(KuraError::Unsupported(what));
+    }
+    // CONCURRENTLY builds the same index; kura's build holds the write
+    // transaction, which leaves readers be. PostgreSQL runs it only outside
+    // a transaction block.
+    if ci.concurrently && tx.in_block() {
+        return Err(KuraError::State {
+            sqlstate: "25001",
+            message: "CREATE INDEX CONCURRENTLY cannot run inside a transaction block".into(),
+        });
+    }
+    Ok(())
+}
+
+/// An index column's options: ascending with NULLs last (the default, which
+/// may be written) is the only order kura's index keeps; no operator class
+/// other than the type's own.
+fn index_column_options(c: &ast::IndexColumn) -> KuraResult<()> {
+    let o = &c.column.options;
+    let ascending = matches!(o.sort, None | Some(ast::OrderBySort::Asc));
+    if !ascending || o.nulls_first == Some(true) {
+        return Err(KuraError::Unsupported(format!(
+            "index column order {} (kura's indexes are ascending, NULLs last)",
+            c.column
+        )));
+    }
+    if let Some(class) = &c.operator_class {
+        return Err(KuraError::Unsupported(format!("operator class {class}")));
+    }
+    if c.column.with_fill.is_some() {
+        return Err(KuraError::Unsupported(format!("index column {}", c.column)));
+    }
+    Ok(())
 }
 
 /// Executes `DROP INDEX [IF EXISTS] a, b`.

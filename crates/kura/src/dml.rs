@@ -35,6 +35,20 @@ pub(crate) fn update(
             "UPDATE with FROM, ORDER BY or LIMIT".into(),
         ));
     }
+    let refused: [(bool, &str); 3] = [
+        (
+            !u.optimizer_hints.is_empty(),
+            "UPDATE /*+ optimizer hints */",
+        ),
+        (u.or.is_some(), "UPDATE OR … (SQLite's conflict clause)"),
+        (
+            u.output.is_some(),
+            "UPDATE … OUTPUT (RETURNING is PostgreSQL's)",
+        ),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
+        return Err(KuraError::Unsupported((*what).into()));
+    }
     let (table, relation, alias) = single_table(&u.table, "UPDATE")?;
     let returning = u.returning.as_deref().map(|items| Returning {
         items,
@@ -224,6 +238,26 @@ pub(crate) fn delete(
         return Err(KuraError::Unsupported(
             "DELETE with USING, ORDER BY or LIMIT".into(),
         ));
+    }
+    let refused: [(bool, &str); 3] = [
+        (
+            !d.optimizer_hints.is_empty(),
+            "DELETE /*+ optimizer hints */",
+        ),
+        (
+            !d.tables.is_empty(),
+            "DELETE t FROM … (MySQL's multi-table DELETE)",
+        ),
+        (
+            d.output.is_some(),
+            "DELETE … OUTPUT (RETURNING is PostgreSQL's)",
+        ),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
+        return Err(KuraError::Unsupported((*what).into()));
+    }
+    if matches!(d.from, FromTable::WithoutKeyword(_)) {
+        return Err(KuraError::Syntax("DELETE without FROM".into()));
     }
     let (table, relation, alias) = single_table(delete_target(d)?, "DELETE")?;
     let returning = d.returning.as_deref().map(|items| Returning {

@@ -578,8 +578,19 @@ fn check_insert_clauses(ins: &sqlparser::ast::Insert) -> KuraResult<()> {
     if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
         return Err(KuraError::Unsupported((*what).into()));
     }
-    if ins.multi_table_insert_type.is_some() {
+    if ins.multi_table_insert_type.is_some()
+        || !ins.multi_table_into_clauses.is_empty()
+        || !ins.multi_table_when_clauses.is_empty()
+        || ins.multi_table_else_clause.is_some()
+    {
         return Err(KuraError::Unsupported("multi-table INSERT".into()));
+    }
+    // Other dialects' spellings PostgreSQL's grammar does not have.
+    if !ins.into {
+        return Err(KuraError::Syntax("INSERT without INTO".into()));
+    }
+    if ins.has_table_keyword {
+        return Err(KuraError::Syntax("INSERT INTO TABLE (Hive's)".into()));
     }
     if ins.source.is_none() && !ins.columns.is_empty() {
         return Err(KuraError::Syntax(
@@ -673,6 +684,7 @@ fn run(
         Statement::Delete(d) => crate::dml::delete(ctx, d, params),
         Statement::Truncate(t) => crate::dml::truncate(ctx, t),
         Statement::CreateTable(ct) if ct.query.is_some() => {
+            crate::table_rules::check_clauses(ct)?;
             let q = ct
                 .query
                 .as_ref()
@@ -682,7 +694,9 @@ fn run(
                 true => crate::temp::create_tx(&ctx.tx)?,
                 false => ctx.tx,
             };
-            create_table_as(ctx, &tx, &object_name(&ct.name), q, ct.if_not_exists)
+            let with_data = ct.with_data.is_none_or(|w| w.data);
+            let name = object_name(&ct.name);
+            create_table_as(ctx, &tx, &name, q, ct.if_not_exists, with_data)
         }
         Statement::CreateView(v) => {
             if v.materialized {
@@ -976,16 +990,18 @@ fn create_table_as(
     name: &str,
     q: &Query,
     if_not_exists: bool,
+    with_data: bool,
 ) -> KuraResult<QueryResult> {
     let rows = tx.write(|txn| {
-        if txn.has_table(name) && if_not_exists {
+        if if_not_exists && txn.relation_exists(name) {
             return Ok(None);
         }
-        create_table_as_in(ctx, txn, name, q).map(Some)
+        create_table_as_in(ctx, txn, name, q, with_data).map(Some)
     })?;
     Ok(QueryResult::command(match rows {
-        Some(rows) => format!("SELECT {rows}"),
-        None => "CREATE TABLE AS".to_string(),
+        Some(rows) if with_data => format!("SELECT {rows}"),
+        // PostgreSQL's tag for WITH NO DATA, and for a table that was there.
+        _ => "CREATE TABLE AS".to_string(),
     }))
 }
 
@@ -994,6 +1010,7 @@ fn create_table_as_in(
     txn: &mut kura_storage::WriteTxn,
     name: &str,
     q: &Query,
+    with_data: bool,
 ) -> KuraResult<u64> {
     let planned = ctx.plan(q, None)?;
     if let Some((n, t)) = planned.columns.iter().find(|(_, t)| t.is_array()) {
@@ -1001,7 +1018,11 @@ fn create_table_as_in(
             "array column \"{n}\" of type {t} (tables cannot store arrays yet)"
         )));
     }
-    let batches = ctx.execute(&planned, &ctx.exec_context())?;
+    // WITH NO DATA: the query's columns only; it is not run (as in PostgreSQL).
+    let batches = match with_data {
+        true => ctx.execute(&planned, &ctx.exec_context())?,
+        false => Vec::new(),
+    };
     let schema = kura_storage::Schema::new(
         planned
             .columns

@@ -1068,7 +1068,7 @@ fn parse_sql(sql: &str) -> KuraResult<Vec<Statement>> {
                 .and_then(|mut p| p.parse_statements())
         })
     };
-    parse_with(PARSER_RECURSION_LIMIT)
+    let stmts = parse_with(PARSER_RECURSION_LIMIT)
         .map_err(|e| match e {
             // sqlparser sometimes swallows its recursion limit (a keyword
             // such as NOT is retried as a column name) and reports a syntax
@@ -1095,7 +1095,9 @@ fn parse_sql(sql: &str) -> KuraResult<Vec<Statement>> {
                     .to_string(),
             )
         }
-    })
+    })?;
+    crate::table_rules::refuse_dropped_column_words(sql, &stmts)?;
+    Ok(stmts)
 }
 
 /// How deeply parentheses, subqueries and calls may nest in the SQL text

@@ -5,8 +5,14 @@
 //! (0A000) here — never accepted and ignored.
 
 use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
-use sqlparser::ast::{self, ColumnOption, CreateTable, Expr, Ident, IndexColumn, TableConstraint};
+use sqlparser::ast::{
+    self, ColumnOption, CreateTable, Expr, Ident, IndexColumn, Statement, TableConstraint,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::tokenizer::{Token, Tokenizer};
 
+use kura_common::DataType;
 use kura_storage::rules::{CheckConstraint, ColumnDefault, ForeignKey, KeyConstraint, TableRules};
 use kura_storage::sequence::{Identity, OwnedBy, SequenceDef};
 use kura_storage::{ColumnDef, Schema};
@@ -27,9 +33,24 @@ fn unsupported<T>(what: impl Into<String>) -> KuraResult<T> {
 }
 
 /// Refuses every CREATE TABLE clause other than the columns, constraints,
-/// IF NOT EXISTS, AS query, TEMPORARY (handled by the caller) and UNLOGGED
-/// (every kura table is as durable as a logged one, which UNLOGGED permits).
+/// IF NOT EXISTS, AS query [WITH [NO] DATA], TEMPORARY (handled by the
+/// caller) and UNLOGGED (every kura table is as durable as a logged one,
+/// which UNLOGGED permits). `CREATE TABLE … AS` takes no column definitions
+/// (PostgreSQL's column names without types sqlparser does not read).
 pub(crate) fn check_clauses(ct: &CreateTable) -> KuraResult<()> {
+    if ct.query.is_some() && !(ct.columns.is_empty() && ct.constraints.is_empty()) {
+        return Err(KuraError::Syntax(
+            "CREATE TABLE … AS takes no column definitions or constraints".into(),
+        ));
+    }
+    if ct.with_data.is_some() && ct.query.is_none() {
+        return Err(KuraError::Syntax(
+            "WITH [NO] DATA belongs to CREATE TABLE … AS".into(),
+        ));
+    }
+    if ct.with_data.is_some_and(|w| w.statistics.is_some()) {
+        return unsupported("WITH DATA AND [NO] STATISTICS");
+    }
     // Named first: the clauses users of other databases write most.
     let named: [(bool, &str); 10] = [
         (ct.or_replace, "CREATE OR REPLACE TABLE"),
@@ -59,9 +80,83 @@ pub(crate) fn check_clauses(ct: &CreateTable) -> KuraResult<()> {
         .build();
     plain.unlogged = ct.unlogged;
     plain.query = ct.query.clone();
+    plain.with_data = ct.with_data;
     plain.on_commit = ct.on_commit;
     if plain != *ct {
         return unsupported(format!("CREATE TABLE clauses in: {ct}"));
+    }
+    Ok(())
+}
+
+/// Words sqlparser (0.63) takes at the end of a column definition and then
+/// drops when they are another dialect's column option (`a int AUTO_INCREMENT`,
+/// `a int IDENTITY`, `a int ASC`, `a int ON UPDATE`): it consumes the keyword
+/// before it checks the dialect, so the statement parses without a trace of
+/// the option, which would be ignored. PostgreSQL reads none of them there.
+const DROPPED_COLUMN_WORDS: &[Keyword] = &[
+    Keyword::AUTO_INCREMENT,
+    Keyword::AUTOINCREMENT,
+    Keyword::ASC,
+    Keyword::DESC,
+    Keyword::AS,
+    Keyword::UPDATE,
+    Keyword::SRID,
+    Keyword::IDENTITY,
+];
+
+/// Refuses (42601, as PostgreSQL does) a CREATE TABLE whose text holds more
+/// of the [`DROPPED_COLUMN_WORDS`] than the parsed statement does written out
+/// again: sqlparser dropped one of them. Everything else a statement holds is
+/// written out as it was read, so only a dropped word makes the counts
+/// differ. Each statement is compared with its own text (the tokens between
+/// semicolons), or, should those not pair up, all with all.
+pub(crate) fn refuse_dropped_column_words(sql: &str, stmts: &[Statement]) -> KuraResult<()> {
+    let creates_table =
+        |s: &Statement| matches!(s, Statement::CreateTable(ct) if !ct.columns.is_empty());
+    if !stmts.iter().any(creates_table) {
+        return Ok(());
+    }
+    let tokenize = |text: &str| Tokenizer::new(&PostgreSqlDialect {}, text).tokenize().ok();
+    let counts = |tokens: &[Token]| -> Vec<usize> {
+        DROPPED_COLUMN_WORDS
+            .iter()
+            .map(|k| {
+                tokens
+                    .iter()
+                    .filter(|t| matches!(t, Token::Word(w) if w.quote_style.is_none() && w.keyword == *k))
+                    .count()
+            })
+            .collect()
+    };
+    let Some(tokens) = tokenize(sql) else {
+        return Ok(());
+    };
+    let texts: Vec<&[Token]> = tokens
+        .split(|t| matches!(t, Token::SemiColon))
+        .filter(|c| c.iter().any(|t| !matches!(t, Token::Whitespace(_))))
+        .collect();
+    let pairs: Vec<(Vec<&Statement>, &[Token])> = if texts.len() == stmts.len() {
+        stmts
+            .iter()
+            .zip(texts)
+            .filter(|(s, _)| creates_table(s))
+            .map(|(s, t)| (vec![s], t))
+            .collect()
+    } else {
+        vec![(stmts.iter().collect(), tokens.as_slice())]
+    };
+    for (stmts, text) in pairs {
+        let again: Vec<String> = stmts.iter().map(|s| s.to_string()).collect();
+        let Some(read) = tokenize(&again.join(";\n")) else {
+            continue;
+        };
+        let (written, read) = (counts(text), counts(&read));
+        if let Some(i) = (0..written.len()).find(|&i| written[i] > read[i]) {
+            return Err(KuraError::Syntax(format!(
+                "syntax error at or near \"{:?}\": not a PostgreSQL column option",
+                DROPPED_COLUMN_WORDS[i]
+            )));
+        }
     }
     Ok(())
 }
@@ -125,7 +220,7 @@ pub(crate) fn define(ct: &CreateTable) -> KuraResult<TableDefinition> {
                     });
                 }
                 ColumnOption::PrimaryKey(pk) => {
-                    key_options(pk.index_type.is_some(), &pk.include, &pk.index_options)?;
+                    key_options(&pk.index_name, pk.index_type.is_some(), &pk.include, &pk.index_options)?;
                     characteristics(&pk.characteristics)?;
                     nullable = false;
                     let name_ = given.unwrap_or_else(|| namer.primary());
@@ -165,6 +260,17 @@ pub(crate) fn define(ct: &CreateTable) -> KuraResult<TableDefinition> {
                         .or_else(|| fk.name.as_ref().map(ident))
                         .unwrap_or_else(|| namer.foreign(std::slice::from_ref(&name)));
                     rules.foreign_keys.push(foreign_key(name_, &fk)?);
+                }
+                ColumnOption::Collation(_)
+                    if !matches!(data_type, DataType::Varchar(_) | DataType::Char(_)) =>
+                {
+                    return Err(KuraError::State {
+                        sqlstate: "42804",
+                        message: format!(
+                            "collations are not supported by type {}",
+                            c.data_type.to_string().to_ascii_lowercase()
+                        ),
+                    })
                 }
                 ColumnOption::Collation(c) => match object_name(c).as_str() {
                     // kura compares text bytewise, as the C collation does.
@@ -219,7 +325,12 @@ pub(crate) fn define(ct: &CreateTable) -> KuraResult<TableDefinition> {
     for c in &ct.constraints {
         match c {
             TableConstraint::PrimaryKey(pk) => {
-                key_options(pk.index_type.is_some(), &pk.include, &pk.index_options)?;
+                key_options(
+                    &pk.index_name,
+                    pk.index_type.is_some(),
+                    &pk.include,
+                    &pk.index_options,
+                )?;
                 characteristics(&pk.characteristics)?;
                 let cols = key_columns(&pk.columns)?;
                 for col in &mut columns {
@@ -392,10 +503,16 @@ fn check_default(e: &Expr) -> KuraResult<()> {
 }
 
 fn key_options(
+    index_name: &Option<Ident>,
     index_type: bool,
     include: &[Ident],
     index_options: &[ast::IndexOption],
 ) -> KuraResult<()> {
+    if let Some(name) = index_name {
+        return unsupported(format!(
+            "index name {name} in a key constraint (MySQL's; CONSTRAINT name is PostgreSQL's)"
+        ));
+    }
     if index_type || !include.is_empty() || !index_options.is_empty() {
         return unsupported("index options of a key constraint (USING, INCLUDE …)");
     }
@@ -403,7 +520,15 @@ fn key_options(
 }
 
 fn unique_options(u: &ast::UniqueConstraint) -> KuraResult<()> {
-    key_options(u.index_type.is_some(), &u.include, &u.index_options)?;
+    key_options(
+        &u.index_name,
+        u.index_type.is_some(),
+        &u.include,
+        &u.index_options,
+    )?;
+    if !u.index_type_display.is_none() {
+        return unsupported(format!("UNIQUE {} (MySQL's)", u.index_type_display));
+    }
     characteristics(&u.characteristics)?;
     if matches!(u.nulls_distinct, ast::NullsDistinctOption::NotDistinct) {
         return unsupported("UNIQUE NULLS NOT DISTINCT");
@@ -449,8 +574,17 @@ fn foreign_key(name: String, fk: &ast::ForeignKeyConstraint) -> KuraResult<Forei
     if !no_action(&fk.on_delete) || !no_action(&fk.on_update) {
         return unsupported("ON DELETE / ON UPDATE actions other than NO ACTION and RESTRICT");
     }
-    if fk.match_kind.is_some() {
-        return unsupported("MATCH in a foreign key");
+    // MATCH SIMPLE is how kura checks a key: not at all when a column is NULL.
+    if let Some(
+        m @ (ast::ConstraintReferenceMatchKind::Full | ast::ConstraintReferenceMatchKind::Partial),
+    ) = &fk.match_kind
+    {
+        return unsupported(format!("{m} in a foreign key"));
+    }
+    if let Some(name) = &fk.index_name {
+        return unsupported(format!(
+            "index name {name} in a foreign key (MySQL's; CONSTRAINT name is PostgreSQL's)"
+        ));
     }
     characteristics(&fk.characteristics)?;
     Ok(ForeignKey {
