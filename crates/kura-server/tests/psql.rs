@@ -268,7 +268,10 @@ fn psql_describe_commands_list_the_catalog() {
     assert!(out.contains("pg_catalog | array_length |"), "{out}");
     // \df+ joins pg_language and asks for SQL bodies: every function is internal.
     let out = run("\\df+ left");
-    assert!(out.contains("| left | text") && out.contains("| internal |"), "{out}");
+    assert!(
+        out.contains("| left | text") && out.contains("| internal |"),
+        "{out}"
+    );
     for cmd in ["\\dx", "\\dT", "\\dn+", "\\dv+"] {
         run(cmd);
     }
