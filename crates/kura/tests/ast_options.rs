@@ -43,7 +43,7 @@ const CASES: &[(&str, &str, Outcome)] = &[
     ("limit_clause", "SELECT a FROM t ORDER BY a LIMIT 1 OFFSET 1", Rows(&["2"])),
     ("limit_clause (MySQL's offset, limit)", "SELECT a FROM t ORDER BY a LIMIT 1, 1", Refused),
     ("fetch", "SELECT a FROM t ORDER BY a FETCH FIRST 2 ROWS ONLY", Rows(&["1", "2"])),
-    ("fetch with ties", "SELECT a FROM t ORDER BY a FETCH FIRST 1 ROWS WITH TIES", Refused),
+    ("fetch with ties", "SELECT b FROM t ORDER BY b FETCH FIRST 1 ROWS WITH TIES", Rows(&["x", "x"])),
     // Takes the write lock inside a transaction (kura has one writer at a time).
     ("locks", "SELECT a FROM t ORDER BY a FOR UPDATE", Rows(&["1", "2", "3"])),
     ("for_clause", "SELECT a FROM t FOR XML AUTO", Refused),
@@ -53,7 +53,7 @@ const CASES: &[(&str, &str, Outcome)] = &[
     // Select.
     ("optimizer_hints", "SELECT /*+ SeqScan(t) */ count(*) FROM t", Refused),
     ("distinct", "SELECT DISTINCT b FROM t ORDER BY b", Rows(&["x", "y"])),
-    ("distinct on", "SELECT DISTINCT ON (b) b, a FROM t ORDER BY b, a DESC", Refused),
+    ("distinct on", "SELECT DISTINCT ON (b) b, a FROM t ORDER BY b, a DESC", Rows(&["x|2", "y|3"])),
     // MySQL's; kura's dialect reads HIGH_PRIORITY as a column name.
     ("select_modifiers", "SELECT HIGH_PRIORITY a FROM t", NotRead),
     ("top", "SELECT TOP 1 a FROM t", Refused),

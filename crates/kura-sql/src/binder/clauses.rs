@@ -26,9 +26,6 @@ pub(super) fn check_query(q: &ast::Query) -> SqlResult<()> {
         return refuse("pipe operators (|>)", q);
     }
     if let Some(f) = &q.fetch {
-        if f.with_ties {
-            return refuse("FETCH … WITH TIES", q);
-        }
         if f.percent {
             return refuse("FETCH … PERCENT", q);
         }

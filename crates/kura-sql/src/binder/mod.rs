@@ -131,6 +131,9 @@ pub struct Binder<'a> {
     /// The statement's random base for TABLESAMPLE without REPEATABLE, drawn
     /// at the first such clause (see `sample`).
     sample_seed: Option<u64>,
+    /// `OFFSET m FETCH FIRST n ROWS WITH TIES` of the query whose SELECT is
+    /// bound next: (m, n), taken by that SELECT (see `query::with_ties`).
+    with_ties: Option<(usize, usize)>,
     /// Columns holding records (in their text form, see `kura_common::record`)
     /// and the names and types of their fields: `(keys).x` reads one.
     records: HashMap<ColId, Vec<(String, DataType)>>,
@@ -255,6 +258,7 @@ impl<'a> Binder<'a> {
             records: HashMap::new(),
             tables: HashMap::new(),
             sample_seed: None,
+            with_ties: None,
         }
     }
 

@@ -219,8 +219,8 @@ impl Binder<'_> {
                 const_usize(offset, "OFFSET")?,
             ),
         };
-        // `FETCH FIRST n ROWS ONLY` is the standard's LIMIT (WITH TIES and
-        // PERCENT were refused above).
+        // `FETCH FIRST n ROWS ONLY` is the standard's LIMIT (PERCENT was
+        // refused above); WITH TIES keeps the rows tied with the last one.
         let limit = match &q.fetch {
             None => limit,
             Some(_) if limit.is_some() => {
@@ -233,7 +233,24 @@ impl Binder<'_> {
                 None => Some(1),
             },
         };
-        let top_k = limit.map(|l| l.saturating_add(offset));
+        let mut top_k = limit.map(|l| l.saturating_add(offset));
+        let ties = q.fetch.as_ref().is_some_and(|f| f.with_ties);
+        if ties {
+            if order.is_empty() {
+                return Err(SqlError::Syntax(
+                    "WITH TIES cannot be specified without ORDER BY clause".into(),
+                ));
+            }
+            if !matches!(&*q.body, ast::SetExpr::Select(_)) {
+                return Err(SqlError::unsupported(
+                    "FETCH … WITH TIES over a set operation or VALUES",
+                    Pos::default(),
+                ));
+            }
+            // The SELECT cuts its sorted rows itself (see `with_ties`).
+            self.with_ties = Some((offset, limit.unwrap_or(1)));
+            top_k = None;
+        }
         let mut bound = match &*q.body {
             ast::SetExpr::Select(s) => self.bind_select(s, &order, top_k, outer)?,
             body => {
@@ -245,7 +262,7 @@ impl Binder<'_> {
                 }
             }
         };
-        if limit.is_some() || offset > 0 {
+        if !ties && (limit.is_some() || offset > 0) {
             bound.plan = Logical::Limit {
                 input: Box::new(bound.plan),
                 offset,
@@ -633,6 +650,7 @@ impl Binder<'_> {
             return self.bind_select(&rewritten, order, top_k, outer);
         }
         super::clauses::check_select(s)?;
+        let ties = self.with_ties.take();
         let (mut plan, scope) = self.bind_from(&s.from, outer)?;
 
         // WHERE: subquery predicates become semi/anti joins, the rest one filter.
@@ -749,12 +767,23 @@ impl Binder<'_> {
             Expr(PhysExpr),
         }
         let mut order_refs = Vec::new();
-        for o in order {
-            let r = match &o.expr {
+        // DISTINCT ON keys name what ORDER BY keys may: positions, output
+        // names, or expressions.
+        let distinct_on: Vec<&ast::Expr> = match &s.distinct {
+            Some(ast::Distinct::On(keys)) => keys.iter().collect(),
+            _ => Vec::new(),
+        };
+        let mut on_refs = Vec::new();
+        let clauses = order
+            .iter()
+            .map(|o| (&o.expr, Some(&o.options), "ORDER BY"))
+            .chain(distinct_on.iter().map(|e| (*e, None, "DISTINCT ON")));
+        for (expr, options, clause) in clauses {
+            let r = match expr {
                 e if position_literal(e).is_some() => OrderRef::Item(at_position(
                     &items,
                     position_literal(e).unwrap_or(0),
-                    "ORDER BY",
+                    clause,
                     e,
                 )?),
                 ast::Expr::Identifier(id) if items.iter().any(|i| i.0 == norm(id)) => {
@@ -768,7 +797,10 @@ impl Binder<'_> {
                     }
                 }
             };
-            order_refs.push((r, &o.options));
+            match options {
+                Some(o) => order_refs.push((r, o)),
+                None => on_refs.push(r),
+            }
         }
 
         let mut collector = cx.agg.take().unwrap_or_default();
@@ -917,7 +949,11 @@ impl Binder<'_> {
             if let Some(h) = having.take() {
                 having = Some(fix(self, &h, Pos::default())?);
             }
-            for (r, _) in order_refs.iter_mut() {
+            for r in order_refs
+                .iter_mut()
+                .map(|(r, _)| r)
+                .chain(on_refs.iter_mut())
+            {
                 if let OrderRef::Expr(e) = r {
                     *e = fix(self, e, Pos::default())?;
                 }
@@ -968,11 +1004,32 @@ impl Binder<'_> {
         }
         let mut keys = Vec::new();
         let mut hidden = false;
+        // DISTINCT ON's keys, as columns of the projection (hidden ones added).
+        let mut on_keys = Vec::new();
+        let mut on_hidden: Vec<(PhysExpr, PhysExpr)> = Vec::new();
+        for r in on_refs {
+            on_keys.push(match r {
+                OrderRef::Item(k) => col(exprs[k].1, exprs[k].0.data_type()),
+                OrderRef::Expr(e) => {
+                    hidden = true;
+                    let id = self.cols.add("?distinct on?", e.data_type());
+                    exprs.push((e.clone(), id));
+                    on_hidden.push((e.clone(), col(id, e.data_type())));
+                    col(id, e.data_type())
+                }
+            });
+        }
         for (r, opts) in order_refs {
             let e = match r {
                 OrderRef::Item(k) => col(exprs[k].1, exprs[k].0.data_type()),
+                // The same expression as a DISTINCT ON key: the same column.
+                OrderRef::Expr(e) if on_hidden.iter().any(|(x, _)| *x == e) => on_hidden
+                    .iter()
+                    .find(|(x, _)| *x == e)
+                    .map(|(_, c)| c.clone())
+                    .unwrap_or(e),
                 OrderRef::Expr(e) => {
-                    if s.distinct.is_some() {
+                    if matches!(s.distinct, Some(ast::Distinct::Distinct)) {
                         return Err(SqlError::InvalidValue {
                             message: "for SELECT DISTINCT, ORDER BY expressions must appear in select list".into(),
                             pos: Pos::default(),
@@ -1007,8 +1064,14 @@ impl Binder<'_> {
                 };
             }
             Some(ast::Distinct::On(_)) => {
-                return Err(SqlError::unsupported("DISTINCT ON", Pos::default()))
+                plan = self.plan_distinct_on(plan, on_keys, &keys)?;
+                hidden = true;
             }
+        }
+        if let Some((offset, n)) = ties {
+            plan = self.with_ties(plan, &keys, offset, n);
+            // The numbering columns go with the final projection.
+            hidden = true;
         }
         if !keys.is_empty() {
             plan = Logical::Sort {
@@ -1028,6 +1091,85 @@ impl Binder<'_> {
             };
         }
         Ok(BoundQuery { plan, out })
+    }
+
+    /// `SELECT DISTINCT ON (keys)`: the first row of each set of rows equal
+    /// on `keys` (NULLs equal), first in the ORDER BY's order `order` — whose
+    /// leading keys must be the DISTINCT ON keys, as PostgreSQL requires. The
+    /// row is the one `row_number()` over the keys' partitions numbers 1.
+    fn plan_distinct_on(
+        &mut self,
+        plan: Logical,
+        on_keys: Vec<PhysExpr>,
+        order: &[LSortKey],
+    ) -> SqlResult<Logical> {
+        if order
+            .iter()
+            .take(on_keys.len())
+            .any(|k| !on_keys.contains(&k.expr))
+        {
+            return Err(SqlError::InvalidColumnReference {
+                message: "SELECT DISTINCT ON expressions must match initial ORDER BY expressions"
+                    .into(),
+                pos: Pos::default(),
+            });
+        }
+        for k in &on_keys {
+            super::json_fn::refuse_json_key(k.data_type(), "DISTINCT ON", false)?;
+        }
+        let rn = self.cols.add("?row_number?", DataType::BigInt);
+        let numbered = Logical::Window {
+            input: Box::new(plan),
+            partition: on_keys,
+            order: order.to_vec(),
+            funcs: vec![(kura_exec::window_plan::WindowFunc::RowNumber, rn)],
+        };
+        Ok(Logical::Filter {
+            input: Box::new(numbered),
+            predicate: PhysExpr::Binary {
+                op: kura_exec::expr::BinaryOp::Eq,
+                left: Box::new(col(rn, DataType::BigInt)),
+                right: Box::new(PhysExpr::literal(Value::BigInt(1), DataType::BigInt)),
+                data_type: DataType::Boolean,
+            },
+        })
+    }
+
+    /// `OFFSET m FETCH FIRST n ROWS WITH TIES` over rows sorted by `keys`: the
+    /// rows after the first `m` up to the `m + n`-th and those tied with it —
+    /// the rows numbered past `m` whose rank (ties share the lowest) is at
+    /// most `m + n`.
+    fn with_ties(&mut self, plan: Logical, keys: &[LSortKey], offset: usize, n: usize) -> Logical {
+        use kura_exec::expr::BinaryOp;
+        use kura_exec::window_plan::WindowFunc;
+        let rn = self.cols.add("?row_number?", DataType::BigInt);
+        let rank = self.cols.add("?rank?", DataType::BigInt);
+        let big = |v: usize| {
+            PhysExpr::literal(
+                Value::BigInt(v.min(i64::MAX as usize) as i64),
+                DataType::BigInt,
+            )
+        };
+        let compare = |op, id, v| PhysExpr::Binary {
+            op,
+            left: Box::new(col(id, DataType::BigInt)),
+            right: Box::new(big(v)),
+            data_type: DataType::Boolean,
+        };
+        let numbered = Logical::Window {
+            input: Box::new(plan),
+            partition: Vec::new(),
+            order: keys.to_vec(),
+            funcs: vec![(WindowFunc::RowNumber, rn), (WindowFunc::Rank, rank)],
+        };
+        Logical::Filter {
+            input: Box::new(numbered),
+            predicate: conjunction(vec![
+                compare(BinaryOp::Gt, rn, offset),
+                compare(BinaryOp::LtEq, rank, offset.saturating_add(n)),
+            ])
+            .unwrap_or_else(|| PhysExpr::literal(Value::Boolean(true), DataType::Boolean)),
+        }
     }
 
     /// Attaches subquery joins (scalar, mark) on top of `plan`.
