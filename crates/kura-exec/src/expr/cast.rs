@@ -161,6 +161,11 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
                     s = s.chars().take(m as usize).collect();
                 }
             }
+            if matches!(to, DataType::Char(_)) {
+                // CHAR's trailing blanks are padding, held without them as a
+                // column holds them: `'a  '::char(3) || 'b'` is 'ab'.
+                s.truncate(s.trim_end_matches(' ').len());
+            }
             V::Text(s)
         }
         DataType::Interval => match v {
