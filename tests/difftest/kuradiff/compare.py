@@ -77,9 +77,16 @@ def differences(expected, actual, ordered, order_by=None):
 
 
 def _same_rows(e, a):
-    """The same rows in any order (values compared with the tolerance)."""
-    es, as_ = sorted(e, key=_sort_key), sorted(a, key=_sort_key)
+    """The same rows in any order (values compared with the tolerance): sorted
+    by numbers cut to 9 significant digits first, so that rows whose first
+    number differs only in the last bits (0.47140452079103146 and
+    0.4714045207910317) pair up by their next values."""
+    es, as_ = sorted(e, key=_tolerant_key), sorted(a, key=_tolerant_key)
     return all(same(x, y) for er, ar in zip(es, as_) for x, y in zip(er, ar))
+
+
+def _tolerant_key(row):
+    return [(k[0], float(f"{k[1]:.9g}"), k[2]) if k[0] == 1 else k for k in _sort_key(row)]
 
 
 def _sorted_by(rows, order_by):
