@@ -453,12 +453,15 @@ impl Binder<'_> {
             return Err(no_such(name, &bound, p));
         }
         if !ordered_set && !f.within_group.is_empty() {
-            return Err(SqlError::WrongObjectType {
-                message: format!(
-                    "{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP"
-                ),
-                pos: p,
-            });
+            // PostgreSQL looks for an ordered-set aggregate of the direct and
+            // the ordered arguments' types, and names the one it did not find.
+            let (args, _) = call_args(f, name, p)?;
+            let bound = args
+                .iter()
+                .chain(f.within_group.iter().map(|o| &o.expr))
+                .map(|a| self.bind_expr(a, cx))
+                .collect::<SqlResult<Vec<_>>>()?;
+            return Err(no_such(name, &bound, p));
         }
         let (mut distinct, mut order_by) = (false, Vec::new());
         if let ast::FunctionArguments::List(l) = &f.args {

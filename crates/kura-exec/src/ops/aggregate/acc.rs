@@ -95,7 +95,9 @@ pub(crate) fn new_acc(call: &AggCall) -> Acc {
             and: call.func == AggFunc::BoolAnd,
             vals: Vec::new(),
         },
-        AggFunc::Moment(m) => Acc::Moment(MomentAcc::new(m)),
+        AggFunc::Moment(m) => {
+            Acc::Moment(MomentAcc::new(m, call.arg.as_ref().map(|a| a.data_type())))
+        }
         AggFunc::StringAgg | AggFunc::PercentileCont | AggFunc::PercentileDisc | AggFunc::Mode => {
             Acc::Collect(CollectAcc::new(false))
         }
