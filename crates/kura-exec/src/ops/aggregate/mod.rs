@@ -619,6 +619,9 @@ impl AggregateSink {
         for p in 0..PARTITIONS {
             ctx.check_cancel()?;
             let mut st = AggState::new(&self.key_types, &self.calls, None);
+            // A partition's keys are spread over the whole range: an array
+            // over that range would hold mostly empty slots.
+            st.dense = None;
             for (src, by_part) in sources.iter_mut().zip(&groups_of) {
                 let sel = &by_part[p];
                 if sel.is_empty() {
