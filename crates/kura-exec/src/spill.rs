@@ -57,6 +57,8 @@ pub fn remove_stale(dir: &Path) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+    // Gone when empty: a database that spilled once leaves nothing beside it.
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// The error of a failed temporary-file write: a full disk (or the
@@ -488,7 +490,9 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("other")]);
-        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::remove_file(dir.join("other")).unwrap();
+        remove_stale(&dir);
+        assert!(!dir.exists());
     }
 
     #[test]

@@ -1035,7 +1035,10 @@ fn create_table_as_in(
 }
 
 /// Where a query spills: `temp_directory`, or beside the database file.
-pub(crate) fn temp_directory(settings: &Settings, database: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn temp_directory(
+    settings: &Settings,
+    database: &std::path::Path,
+) -> std::path::PathBuf {
     match settings.value("temp_directory") {
         dir if dir.is_empty() => default_temp_directory(database),
         dir => dir.into(),
