@@ -507,6 +507,22 @@ impl Acc {
         }
     }
 
+    /// [`Acc::merge`] of the groups `sel` of `other` only (`ids` marks the
+    /// others [`SKIP`]): a spilled aggregation folds a partition's groups
+    /// without walking every group of `other` for each partition.
+    pub(super) fn merge_some(&mut self, other: &mut Acc, ids: &[u32], sel: &[u32]) {
+        match (self, &mut *other) {
+            (Acc::Distinct(a), Acc::Distinct(b)) => a.merge(b, ids),
+            (Acc::Collect(a), Acc::Collect(b)) => a.merge(b, ids),
+            (this, _) => {
+                for &from in sel {
+                    let to = ids[from as usize];
+                    this.merge_group(to as usize, &*other, from as usize);
+                }
+            }
+        }
+    }
+
     /// Folds group `from` of `other` into group `to` of `self`.
     fn merge_group(&mut self, to: usize, other: &Acc, from: usize) {
         match (self, other) {

@@ -615,6 +615,9 @@ impl AggregateSink {
                 by_part
             })
             .collect();
+        // Each source's group numbers in the partition being built (SKIP for
+        // groups of other partitions), reset after each partition.
+        let mut ids: Vec<Vec<u32>> = sources.iter().map(|s| vec![SKIP; s.groups]).collect();
         let nkeys = self.key_types.len();
         for p in 0..PARTITIONS {
             ctx.check_cancel()?;
@@ -622,19 +625,21 @@ impl AggregateSink {
             // A partition's keys are spread over the whole range: an array
             // over that range would hold mostly empty slots.
             st.dense = None;
-            for (src, by_part) in sources.iter_mut().zip(&groups_of) {
+            for ((src, by_part), ids) in sources.iter_mut().zip(&groups_of).zip(&mut ids) {
                 let sel = &by_part[p];
                 if sel.is_empty() {
                     continue;
                 }
                 let keys: Vec<Vector> = src.keys.iter().map(|k| k.take(sel)).collect();
                 let new = st.group_ids(&keys, sel.len(), ctx)?;
-                let mut ids = vec![SKIP; src.groups];
                 for (&g, &id) in sel.iter().zip(&new) {
                     ids[g as usize] = id;
                 }
                 for (a, b) in st.accs.iter_mut().zip(&mut src.accs) {
-                    a.merge(b, &ids);
+                    a.merge_some(b, ids, sel);
+                }
+                for &g in sel {
+                    ids[g as usize] = SKIP;
                 }
                 self.charge_values(&mut st, ctx)?;
             }
