@@ -396,6 +396,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn temp_directory_keeps_its_case_and_the_temp_size_may_be_unlimited() {
+        let mut s = Settings::default();
+        assert_eq!(s.value("temp_directory"), "");
+        s.set("temp_directory", " /Data/Spill ").unwrap();
+        assert_eq!(s.value("temp_directory"), "/Data/Spill");
+        assert_eq!(s.max_temp_directory_size(), u64::MAX);
+        s.set("max_temp_directory_size", "1GB").unwrap();
+        assert_eq!(s.max_temp_directory_size(), 1 << 30);
+        s.set("max_temp_directory_size", "-1").unwrap();
+        assert_eq!(s.max_temp_directory_size(), u64::MAX);
+        assert!(s.set("max_temp_directory_size", "lots").is_err());
+    }
+
+    #[test]
     fn prefetch_window_is_typed_and_its_default_is_one_number() {
         let mut s = Settings::default();
         assert_eq!(s.prefetch_window(), DEFAULT_PREFETCH_WINDOW);
