@@ -68,6 +68,17 @@ pub fn parse_duration_ms(v: &str) -> Result<u64, String> {
     Ok(ms.round() as u64)
 }
 
+/// `unlimited` (or -1, PostgreSQL's spelling), or a size.
+fn validate_size_or_unlimited(v: &str) -> Result<(), String> {
+    if matches!(v.trim(), "unlimited" | "-1") {
+        return Ok(());
+    }
+    validate_size(v)
+}
+
+/// Settings whose value is a path: kept as written, not lower-cased.
+const CASE_KEPT: &[&str] = &["temp_directory"];
+
 /// `off`, or a size such as `64MB` (the second buffer tier's).
 fn validate_tier2(v: &str) -> Result<(), String> {
     if v.trim().eq_ignore_ascii_case("off") {
@@ -122,6 +133,22 @@ pub const SETTINGS: &[SettingSpec] = &[
         description: "bound on hash tables and sorts of one query",
         choices: &[],
         validate: Some(validate_size),
+        scope: Scope::Session,
+    },
+    SettingSpec {
+        name: "temp_directory",
+        default: "",
+        description: "where operators past memory_limit spill (hash aggregation); empty = beside the database file (<file>.tmp)",
+        choices: &[],
+        validate: None,
+        scope: Scope::Session,
+    },
+    SettingSpec {
+        name: "max_temp_directory_size",
+        default: "unlimited",
+        description: "bound on the bytes one query's temporary files hold at once (e.g. 10GB), or unlimited; past it the query fails (53100)",
+        choices: &[],
+        validate: Some(validate_size_or_unlimited),
         scope: Scope::Session,
     },
     SettingSpec {
@@ -295,7 +322,11 @@ impl Settings {
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let spec = Self::spec(name)
             .ok_or_else(|| format!("unrecognized configuration parameter \"{name}\""))?;
-        let v = value.trim().to_ascii_lowercase();
+        let v = if CASE_KEPT.contains(&spec.name) {
+            value.trim().to_string()
+        } else {
+            value.trim().to_ascii_lowercase()
+        };
         let v = match v.as_str() {
             "true" | "1" | "yes" if spec.choices == ["on", "off"] => "on".to_string(),
             "false" | "0" | "no" if spec.choices == ["on", "off"] => "off".to_string(),
@@ -349,6 +380,11 @@ impl Settings {
         crate::size::parse_size(&self.value("memory_limit")).unwrap_or(u64::MAX)
     }
 
+    /// `max_temp_directory_size` in bytes (`u64::MAX` when unlimited).
+    pub fn max_temp_directory_size(&self) -> u64 {
+        crate::size::parse_size(&self.value("max_temp_directory_size")).unwrap_or(u64::MAX)
+    }
+
     /// `prefetch_window` in pages (validated when set, so always in range).
     pub fn prefetch_window(&self) -> usize {
         parse_window(&self.value("prefetch_window")).unwrap_or(DEFAULT_PREFETCH_WINDOW)
@@ -358,6 +394,20 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temp_directory_keeps_its_case_and_the_temp_size_may_be_unlimited() {
+        let mut s = Settings::default();
+        assert_eq!(s.value("temp_directory"), "");
+        s.set("temp_directory", " /Data/Spill ").unwrap();
+        assert_eq!(s.value("temp_directory"), "/Data/Spill");
+        assert_eq!(s.max_temp_directory_size(), u64::MAX);
+        s.set("max_temp_directory_size", "1GB").unwrap();
+        assert_eq!(s.max_temp_directory_size(), 1 << 30);
+        s.set("max_temp_directory_size", "-1").unwrap();
+        assert_eq!(s.max_temp_directory_size(), u64::MAX);
+        assert!(s.set("max_temp_directory_size", "lots").is_err());
+    }
 
     #[test]
     fn prefetch_window_is_typed_and_its_default_is_one_number() {

@@ -85,6 +85,25 @@ impl MemoryTracker {
         Ok(())
     }
 
+    /// Bytes that may still be reserved before the query's or the shared
+    /// limit is reached.
+    pub fn room(&self) -> u64 {
+        let own = self.limit.saturating_sub(self.used());
+        match &self.parent {
+            Some(p) => own.min(p.limit.saturating_sub(p.used())),
+            None => own,
+        }
+    }
+
+    /// Counts `bytes` already allocated, even past the limit: what is held
+    /// then makes the next reservation fail, not this one.
+    pub fn charge(&self, bytes: u64) {
+        self.add(bytes);
+        if let Some(p) = &self.parent {
+            p.add(bytes);
+        }
+    }
+
     fn add(&self, bytes: u64) -> u64 {
         let now = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.peak.fetch_max(now, Ordering::Relaxed);
@@ -106,6 +125,15 @@ impl MemoryTracker {
 
     pub fn limit(&self) -> u64 {
         self.limit
+    }
+
+    /// Whether the query, or all queries together, hold more than `num / den`
+    /// of their limit: operators that can spill do so past this point, leaving
+    /// the rest of the budget for reading their spilled data back.
+    /// `extra` bytes more are counted as held (about to be).
+    pub fn past(&self, extra: u64, num: u64, den: u64) -> bool {
+        let over = |t: &MemoryTracker| t.used().saturating_add(extra) > t.limit / den * num;
+        over(self) || self.parent.as_deref().is_some_and(over)
     }
 
     pub fn used(&self) -> u64 {
@@ -136,6 +164,10 @@ pub struct OperatorStats {
     /// Scanned rows dropped because a join above had no match for their key
     /// (join-filter pushdown).
     pub join_filtered_rows: u64,
+    /// Bytes written to temporary files (an aggregation past its memory).
+    pub spilled_bytes: u64,
+    /// Temporary files written.
+    pub spill_files: u64,
 }
 
 /// Page counters of the buffer manager, read before and after a unit of
@@ -205,6 +237,8 @@ pub struct ExecContext {
     pub prefetch_window: usize,
     /// Per-pipeline LLC classes and the software scan policy (off by default).
     pub cache: crate::cache_class::CacheClasses,
+    /// Where operators spill, shared by the query's operators.
+    pub spill: Arc<crate::spill::SpillConfig>,
 }
 
 impl ExecContext {
@@ -226,6 +260,7 @@ impl ExecContext {
             prefetch: true,
             prefetch_window: DEFAULT_PREFETCH_WINDOW,
             cache: Default::default(),
+            spill: Default::default(),
         }
     }
 
@@ -259,6 +294,12 @@ impl ExecContext {
     /// Per-pipeline LLC classes and the software scan policy.
     pub fn with_cache_classes(mut self, cache: crate::cache_class::CacheClasses) -> Self {
         self.cache = cache;
+        self
+    }
+
+    /// Spills go to `dir`, at most `max_bytes` of them at once.
+    pub fn with_spill(mut self, dir: std::path::PathBuf, max_bytes: u64) -> Self {
+        self.spill = Arc::new(crate::spill::SpillConfig::new(dir, max_bytes));
         self
     }
 

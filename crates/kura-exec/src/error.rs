@@ -39,6 +39,10 @@ pub enum ExecError {
         "out of memory: {what} does not fit in the memory all running queries share ({limit} bytes); retry when fewer queries run, or raise the process's limit (kura --max-memory)"
     )]
     OutOfSharedMemory { what: &'static str, limit: u64 },
+    /// A temporary file that could not be written: the disk (or
+    /// `max_temp_directory_size`) is full.
+    #[error("{0}")]
+    DiskFull(String),
     #[error("canceling statement due to user request")]
     Canceled,
     #[error("more than one row returned by a subquery used as an expression")]
@@ -92,6 +96,7 @@ impl ExecError {
             ExecError::StringTooLong(_) => "22001",
             ExecError::TooLarge(_) => "54000",
             ExecError::OutOfMemory { .. } | ExecError::OutOfSharedMemory { .. } => "53200",
+            ExecError::DiskFull(_) => "53100",
             ExecError::Canceled => "57014",
             ExecError::SubqueryTooManyRows => "21000",
             ExecError::Storage(_) => "58030",

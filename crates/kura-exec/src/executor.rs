@@ -410,7 +410,8 @@ impl Executor<'_> {
                     let sink = Arc::new(
                         AggregateSink::new(group_by.clone(), aggregates.clone())
                             .with_key_range(*key_range)
-                            .with_label(label),
+                            .with_label(label)
+                            .with_node(node.id),
                     );
                     self.run_into(input, sink.clone(), node.id, shared)?;
                     Ok(sink.take())

@@ -25,6 +25,7 @@ pub mod sample;
 pub mod series;
 pub mod shared;
 pub mod source;
+pub mod spill;
 pub mod stream;
 pub mod window_plan;
 

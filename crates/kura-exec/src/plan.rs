@@ -728,7 +728,7 @@ impl PlanNode {
             let s = st.get(self.id).cloned().unwrap_or_default();
             let _ = write!(
                 line,
-                " [rows {} time {:.3} ms pages fixed {} read {}{}{}]",
+                " [rows {} time {:.3} ms pages fixed {} read {}{}{}{}]",
                 s.rows_out,
                 s.nanos as f64 / 1e6,
                 s.pages_fixed,
@@ -740,6 +740,14 @@ impl PlanNode {
                 },
                 if s.join_filtered_rows > 0 {
                     format!(" rows dropped by join filter {}", s.join_filtered_rows)
+                } else {
+                    String::new()
+                },
+                if s.spill_files > 0 {
+                    format!(
+                        " spilled {} bytes in {} files",
+                        s.spilled_bytes, s.spill_files
+                    )
                 } else {
                     String::new()
                 }

@@ -72,6 +72,9 @@ impl Database {
                 tier2: opts.tier2,
             },
         )?;
+        // Spill files a crash left behind (they normally have no name at all
+        // once open, see kura_exec::spill).
+        kura_exec::spill::remove_stale(&crate::query::default_temp_directory(path));
         let shared_memory = Arc::new(MemoryTracker::new(
             opts.max_memory.unwrap_or_else(default_max_memory),
         ));

@@ -348,6 +348,10 @@ impl QueryContext<'_> {
         // `SET execution_mode` picks serial, static or out-of-order execution.
         .with_settings(self.settings)
         .with_cache_classes(self.llc.classes(self.settings))
+        .with_spill(
+            temp_directory(self.settings, self.storage.path()),
+            self.settings.max_temp_directory_size(),
+        )
     }
 
     /// Plans and runs one query given as text — over `view` when given (a
@@ -1049,4 +1053,23 @@ fn create_table_as_in(
         }
     }
     Ok(rows)
+}
+
+/// Where a query spills: `temp_directory`, or beside the database file.
+pub(crate) fn temp_directory(
+    settings: &Settings,
+    database: &std::path::Path,
+) -> std::path::PathBuf {
+    match settings.value("temp_directory") {
+        dir if dir.is_empty() => default_temp_directory(database),
+        dir => dir.into(),
+    }
+}
+
+/// `<database file>.tmp`: spill files stay on the database's disk and are
+/// removed when the database opens after a crash.
+pub(crate) fn default_temp_directory(database: &std::path::Path) -> std::path::PathBuf {
+    let mut name = database.as_os_str().to_owned();
+    name.push(".tmp");
+    name.into()
 }

@@ -20,6 +20,9 @@ fn scale(dt: DataType) -> u8 {
     }
 }
 
+/// The group number of [`Acc::merge`]'s `ids` for a group not folded.
+pub(crate) const SKIP: u32 = u32::MAX;
+
 /// Accumulators of one aggregate, one slot per group.
 pub(crate) enum Acc {
     Count(Vec<i64>),
@@ -490,17 +493,35 @@ impl Acc {
         Ok(())
     }
 
-    /// Folds `other` (another worker's state of the same aggregate) into this one;
-    /// `ids[g]` is the group here of `other`'s group `g`.
     /// Folds `other` (a worker's state, dropped after) into this one; kept
-    /// values move rather than being copied.
+    /// values move rather than being copied. `ids[g]` is the group here of
+    /// `other`'s group `g`, or [`SKIP`] for a group left in `other` (a spilled
+    /// aggregation folds its state one partition at a time).
     pub(super) fn merge(&mut self, other: &mut Acc, ids: &[u32]) {
         match (self, &mut *other) {
             (Acc::Distinct(a), Acc::Distinct(b)) => a.merge(b, ids),
             (Acc::Collect(a), Acc::Collect(b)) => a.merge(b, ids),
             (this, _) => {
                 for (from, &to) in ids.iter().enumerate() {
-                    this.merge_group(to as usize, &*other, from);
+                    if to != SKIP {
+                        this.merge_group(to as usize, &*other, from);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Acc::merge`] of the groups `sel` of `other` only (`ids` marks the
+    /// others [`SKIP`]): a spilled aggregation folds a partition's groups
+    /// without walking every group of `other` for each partition.
+    pub(super) fn merge_some(&mut self, other: &mut Acc, ids: &[u32], sel: &[u32]) {
+        match (self, &mut *other) {
+            (Acc::Distinct(a), Acc::Distinct(b)) => a.merge(b, ids),
+            (Acc::Collect(a), Acc::Collect(b)) => a.merge(b, ids),
+            (this, _) => {
+                for &from in sel {
+                    let to = ids[from as usize];
+                    this.merge_group(to as usize, &*other, from as usize);
                 }
             }
         }

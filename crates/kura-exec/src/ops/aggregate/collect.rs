@@ -12,6 +12,8 @@ use crate::error::{ExecError, ExecResult};
 use crate::expr::budget;
 use crate::plan::{AggCall, AggFunc};
 
+use super::acc::SKIP;
+
 /// One input row kept: its group, the argument and, for `string_agg`, the
 /// delimiter followed by the ORDER BY keys.
 struct Row {
@@ -100,13 +102,21 @@ impl CollectAcc {
         std::mem::take(&mut self.grown)
     }
 
-    /// Moves `other`'s rows here (it is left empty), its group `g` becoming
-    /// group `ids[g]`.
+    /// Moves `other`'s rows here, its group `g` becoming group `ids[g]`; the
+    /// rows of groups marked [`SKIP`] stay in `other` (the rest of a spilled
+    /// aggregation's state, folded a partition at a time).
     pub(crate) fn merge(&mut self, other: &mut CollectAcc, ids: &[u32]) {
+        let mut kept = Vec::new();
         for mut r in std::mem::take(&mut other.rows) {
-            r.group = ids[r.group as usize];
-            self.push(r);
+            match ids[r.group as usize] {
+                SKIP => kept.push(r),
+                to => {
+                    r.group = to;
+                    self.push(r);
+                }
+            }
         }
+        other.rows = kept;
     }
 
     /// The result of every group, as a vector of `call.data_type`. Results

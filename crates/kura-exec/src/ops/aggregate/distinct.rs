@@ -11,6 +11,8 @@ use kura_common::{ColumnData, Value, Vector};
 use crate::error::{ExecError, ExecResult};
 use crate::keys::encode_row;
 
+use super::acc::SKIP;
+
 /// The pairs seen, each mapped to its place in `DistinctAcc::vals` (or to
 /// `NO_VALUE` when only counts are kept).
 enum Seen {
@@ -120,7 +122,8 @@ impl DistinctAcc {
     }
 
     /// Folds `other` (another worker's state of the same aggregate) into this one;
-    /// `ids[g]` is the group here of `other`'s group `g`.
+    /// `ids[g]` is the group here of `other`'s group `g`, or [`SKIP`] for a
+    /// group not folded now (a spilled aggregation's other partitions).
     pub(crate) fn merge(&mut self, other: &DistinctAcc, ids: &[u32]) {
         let value = |at: u32| {
             other
@@ -134,6 +137,9 @@ impl DistinctAcc {
             (Seen::Ints(m), Seen::Ints(o)) => {
                 for (&(g, v), &at) in o {
                     let to = ids[g as usize];
+                    if to == SKIP {
+                        continue;
+                    }
                     if let Entry::Vacant(e) = m.entry((to, v)) {
                         e.insert(found.add(to, || value(at)));
                     }
@@ -144,6 +150,9 @@ impl DistinctAcc {
                 for (key, &at) in o {
                     let g = u32::from_le_bytes(key[..4].try_into().expect("group prefix"));
                     let to = ids[g as usize];
+                    if to == SKIP {
+                        continue;
+                    }
                     buf.clear();
                     buf.extend_from_slice(&to.to_le_bytes());
                     buf.extend_from_slice(&key[4..]);

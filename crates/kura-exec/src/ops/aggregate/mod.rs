@@ -1,15 +1,18 @@
 //! Hash aggregation: group keys map to group numbers, each aggregate keeps a typed
 //! accumulator array indexed by group. Each worker aggregates into local state that
-//! is merged into the shared table at the end.
+//! is merged into the shared table at the end. Past half its memory limit an
+//! aggregation spills: rows are hash-partitioned by key to temporary files and
+//! each partition is aggregated in turn with the groups already held.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 
 use kura_common::{Batch, DataType, Vector, BATCH_SIZE};
 
-use crate::context::ExecContext;
+use crate::context::{ExecContext, NO_NODE};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::budget::ValueScope;
 use crate::expr::{compact_batch, PhysExpr};
@@ -26,12 +29,15 @@ mod common;
 mod dense;
 mod distinct;
 mod moments;
+mod spill;
 
+use acc::SKIP;
 use byte_codes::{ByteCodes, OneByteKeys};
 use byte_keys::ByteKeys;
 use dense::DenseGroups;
 /// The widest key range an aggregation numbers as an array from the start.
 pub use dense::MAX_RANGE_SLOTS;
+use spill::{partition_of, Partitions, MAX_LEVEL, PARTITIONS};
 
 pub(crate) use acc::{new_acc, Acc};
 
@@ -56,6 +62,9 @@ struct AggState {
     groups: usize,
     /// What the group tables and keys held when last reserved.
     reserved: u64,
+    /// Every byte this state reserved (tables, keys, accumulators' values):
+    /// what a spilled aggregation gives back once the state is done.
+    charged: u64,
     /// The group tables' capacities and ranges last named in the memory-object
     /// registry (profiling only).
     registered: ((usize, usize), Vec<(usize, usize)>),
@@ -76,6 +85,7 @@ impl AggState {
             accs: calls.iter().map(new_acc).collect(),
             groups: 0,
             reserved: 0,
+            charged: 0,
             registered: ((0, 0), Vec::new()),
         }
     }
@@ -229,6 +239,7 @@ impl AggState {
         let held = self.held_bytes() + (self.groups * 16 * self.accs.len()) as u64;
         let grown = held.saturating_sub(self.reserved);
         self.reserved = self.reserved.max(held);
+        self.charged += grown;
         ctx.memory.reserve(grown, "hash aggregation")
     }
 
@@ -429,6 +440,15 @@ pub struct AggregateSink {
     common_args: Vec<PhysExpr>,
     /// The planner's range of a single integer key (see `PlanKind::Aggregate`).
     key_range: Option<(i64, i64)>,
+    /// The plan node whose statistics show what was spilled.
+    node: usize,
+    /// Set once the aggregation spills: every worker then writes its rows to
+    /// `spilled` instead of aggregating them, and merges no more.
+    spilling: AtomicBool,
+    /// The spilled rows, partitioned by key (created at the first).
+    spilled: Mutex<Option<Arc<Partitions>>>,
+    /// Worker states not merged into `shared` because the aggregation spills.
+    held: Mutex<Vec<AggState>>,
 }
 
 impl AggregateSink {
@@ -466,7 +486,231 @@ impl AggregateSink {
             packed_columns,
             arg_columns,
             key_range: None,
+            node: NO_NODE,
+            spilling: AtomicBool::new(false),
+            spilled: Mutex::new(None),
+            held: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The plan node charged with spilled bytes (EXPLAIN ANALYZE).
+    pub fn with_node(mut self, node: usize) -> Self {
+        self.node = node;
+        self
+    }
+
+    /// Whether the aggregation spills from now on: it does already, or the
+    /// query holds more than half its memory (the other half is for reading
+    /// the partitions back). Without keys there is one group, and nothing to
+    /// partition.
+    fn spills(&self, ctx: &ExecContext, extra: u64) -> bool {
+        if self.group_by.is_empty() {
+            return false;
+        }
+        if self.spilling.load(Ordering::Relaxed) {
+            return true;
+        }
+        if ctx.memory.past(extra, 1, 2) {
+            self.spilling.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Writes a batch's rows to the partitions instead of aggregating them.
+    fn spill_batch(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        let batch = compact_batch(batch);
+        let n = batch.num_rows;
+        let keys = self
+            .group_by
+            .iter()
+            .map(|e| e.eval(&batch))
+            .collect::<ExecResult<Vec<_>>>()?;
+        // Only what the aggregates' arguments read is written.
+        let columns: Vec<Vector> = batch
+            .columns
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if self.arg_columns.get(i).copied().unwrap_or(false) {
+                    c
+                } else {
+                    Vector::new(c.data_type, 0)
+                }
+            })
+            .collect();
+        let parts = {
+            let mut spilled = self.spilled.lock().unwrap_or_else(|e| e.into_inner());
+            spilled
+                .get_or_insert_with(|| Arc::new(Partitions::new(0, self.node)))
+                .clone()
+        };
+        parts.add(&keys, &columns, n, ctx)
+    }
+
+    /// The result batches of a finished state (its keys are taken).
+    fn result_of(&self, st: &mut AggState) -> ExecResult<Vec<Batch>> {
+        let mut cols = std::mem::take(&mut st.keys);
+        for (acc, call) in st.accs.iter().zip(&self.calls) {
+            cols.push(acc.finish(call, st.groups)?);
+        }
+        let all = if cols.is_empty() {
+            Batch::with_rows(st.groups)
+        } else {
+            Batch::new(cols)
+        };
+        Ok(if st.groups <= BATCH_SIZE {
+            vec![all]
+        } else {
+            super::split(all)
+        })
+    }
+
+    /// The result of a spilled aggregation: every partition of the held
+    /// states' groups and of the spilled rows, aggregated in turn.
+    fn finish_spilled(
+        &self,
+        mut sources: Vec<AggState>,
+        parts: Arc<Partitions>,
+        ctx: &ExecContext,
+    ) -> ExecResult<Vec<Batch>> {
+        let mut out = Vec::new();
+        self.drain(&mut sources, &parts, ctx, &mut out)?;
+        for src in sources {
+            ctx.memory.release(src.charged);
+        }
+        // The result stays counted, as the table does when nothing spills;
+        // counted once built, since failing then would gain nothing.
+        let bytes: u64 = out
+            .iter()
+            .flat_map(|b| &b.columns)
+            .map(super::join::vector_bytes)
+            .sum();
+        ctx.memory.charge(bytes);
+        Ok(out)
+    }
+
+    /// Aggregates each partition at `parts`'s level in turn: its groups held
+    /// in `sources` (moved out of them), then its spilled rows, re-partitioned a
+    /// level down when they outgrow the memory left; emits the groups to `out`.
+    fn drain(
+        &self,
+        sources: &mut [AggState],
+        parts: &Partitions,
+        ctx: &ExecContext,
+        out: &mut Vec<Batch>,
+    ) -> ExecResult<()> {
+        let level = parts.level;
+        // Each source's groups by partition.
+        let groups_of: Vec<Vec<Vec<u32>>> = sources
+            .iter()
+            .map(|src| {
+                let mut by_part = vec![Vec::new(); PARTITIONS];
+                for (g, &p) in partition_of(level, &src.keys, src.groups)
+                    .iter()
+                    .enumerate()
+                {
+                    by_part[p as usize].push(g as u32);
+                }
+                by_part
+            })
+            .collect();
+        // Each source's group numbers in the partition being built (SKIP for
+        // groups of other partitions), reset after each partition.
+        let mut ids: Vec<Vec<u32>> = sources.iter().map(|s| vec![SKIP; s.groups]).collect();
+        let nkeys = self.key_types.len();
+        for p in 0..PARTITIONS {
+            ctx.check_cancel()?;
+            let mut st = AggState::new(&self.key_types, &self.calls, None);
+            // A partition's keys are spread over the whole range: an array
+            // over that range would hold mostly empty slots.
+            st.dense = None;
+            for ((src, by_part), ids) in sources.iter_mut().zip(&groups_of).zip(&mut ids) {
+                let sel = &by_part[p];
+                if sel.is_empty() {
+                    continue;
+                }
+                let keys: Vec<Vector> = src.keys.iter().map(|k| k.take(sel)).collect();
+                let new = st.group_ids(&keys, sel.len(), ctx)?;
+                for (&g, &id) in sel.iter().zip(&new) {
+                    ids[g as usize] = id;
+                }
+                for (a, b) in st.accs.iter_mut().zip(&mut src.accs) {
+                    a.merge_some(b, ids, sel);
+                }
+                for &g in sel {
+                    ids[g as usize] = SKIP;
+                }
+                self.charge_values(&mut st, ctx)?;
+            }
+            let mut sub: Option<Partitions> = None;
+            // The partition may take half the memory left: the other half is
+            // for re-partitioning it, should it need to be.
+            let mark = ctx.memory.used() + ctx.memory.room() / 2;
+            if let (Some(mut file), Some(types)) = (parts.take(p), parts.types()) {
+                let mut blocks = file.reader(types.to_vec())?;
+                let mut chunks = Vec::new();
+                while let Some((columns, n)) = blocks.next_block()? {
+                    ctx.check_cancel()?;
+                    chunks.clear();
+                    chunks_of(columns, n, &mut chunks);
+                    for (mut columns, n) in chunks.drain(..) {
+                        let args = columns.split_off(nkeys);
+                        let keys = columns;
+                        // Past the mark the partition's other rows go a
+                        // level down; one group cannot be split.
+                        if sub.is_none()
+                            && level < MAX_LEVEL
+                            && st.groups > 1
+                            && ctx.memory.used() > mark
+                        {
+                            sub = Some(Partitions::new(level + 1, self.node));
+                        }
+                        match &sub {
+                            Some(s) => s.add(&keys, &args, n, ctx)?,
+                            None => {
+                                let batch = Batch {
+                                    columns: args,
+                                    num_rows: n,
+                                    selection: None,
+                                };
+                                // The arguments' values live for this chunk, as a
+                                // pipeline's do for a batch.
+                                let _values = ValueScope::enter(&ctx.memory);
+                                let applied = st
+                                    .group_ids(&keys, n, ctx)
+                                    .and_then(|ids| self.update(&mut st, &ids, batch, ctx));
+                                applied.map_err(|e| one_group(e, st.groups))?;
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(sub) = sub {
+                sub.flush(ctx)?;
+                self.drain(std::slice::from_mut(&mut st), &sub, ctx, out)?;
+            } else {
+                // What building the results takes (sorting a group's values)
+                // is given back per partition; the results are counted with
+                // the whole result at the end.
+                let _values = ValueScope::enter(&ctx.memory);
+                out.extend(self.result_of(&mut st)?);
+            }
+            ctx.memory.release(st.charged);
+        }
+        Ok(())
+    }
+
+    /// Charges what a state's accumulators took for values since last asked.
+    fn charge_values(&self, st: &mut AggState, ctx: &ExecContext) -> ExecResult<()> {
+        for acc in &mut st.accs {
+            let grown = acc.take_grown();
+            if grown > 0 {
+                st.charged += grown;
+                ctx.memory.reserve(grown, "aggregate values")?;
+            }
+        }
+        Ok(())
     }
 
     /// Numbers the groups of a single integer key over `range` from the start
@@ -543,10 +787,50 @@ impl AggregateSink {
             }
             let grown = acc.take_grown();
             if grown > 0 {
+                st.charged += grown;
                 ctx.memory.reserve(grown, "aggregate values")?;
             }
         }
         Ok(())
+    }
+}
+
+/// Rows of a spilled block applied between two looks at the memory: a
+/// block's collected values (`string_agg`) may take several times its bytes.
+const CHUNK_ROWS: usize = 256;
+
+/// A block read back (`n` rows) as chunks of at most [`CHUNK_ROWS`] rows;
+/// empty columns (never read) stay empty.
+fn chunks_of(columns: Vec<Vector>, n: usize, out: &mut Vec<(Vec<Vector>, usize)>) {
+    if n <= CHUNK_ROWS {
+        out.push((columns, n));
+        return;
+    }
+    for start in (0..n).step_by(CHUNK_ROWS) {
+        let rows: Vec<u32> = (start as u32..n.min(start + CHUNK_ROWS) as u32).collect();
+        let part = columns
+            .iter()
+            .map(|c| {
+                if c.is_empty() {
+                    Vector::new(c.data_type, 0)
+                } else {
+                    c.take(&rows)
+                }
+            })
+            .collect();
+        out.push((part, rows.len()));
+    }
+}
+
+/// A spilled partition's group that alone passed the memory limit: no
+/// partitioning can help, and the error says so.
+fn one_group(e: ExecError, groups: usize) -> ExecError {
+    match e {
+        ExecError::OutOfMemory { limit, .. } if groups <= 1 => ExecError::OutOfMemory {
+            what: "a single group of a hash aggregation",
+            limit,
+        },
+        e => e,
     }
 }
 
@@ -589,6 +873,11 @@ impl Sink for AggregateSink {
         let st = local
             .downcast_mut::<AggState>()
             .ok_or_else(|| ExecError::Internal("aggregate state".into()))?;
+        // Decided before the batch changes any state: a reservation that fails
+        // halfway cannot be undone.
+        if self.spills(ctx, 0) {
+            return self.spill_batch(batch, ctx);
+        }
         if let (Some(cols), Some(sel)) = (&self.packed_columns, &batch.selection) {
             let keys: Vec<&Vector> = cols.iter().filter_map(|&c| batch.columns.get(c)).collect();
             if keys.len() == cols.len() {
@@ -615,6 +904,15 @@ impl Sink for AggregateSink {
         let mut local = *local
             .downcast::<AggState>()
             .map_err(|_| ExecError::Internal("aggregate state".into()))?;
+        // A merge may grow the shared table by as much as the worker's: past
+        // half the memory the worker's state is kept apart instead.
+        if self.spills(ctx, local.charged) {
+            self.held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(local);
+            return Ok(());
+        }
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         match shared.as_mut() {
             None => *shared = Some(local),
@@ -624,6 +922,9 @@ impl Sink for AggregateSink {
                 for (a, b) in global.accs.iter_mut().zip(&mut local.accs) {
                     a.merge(b, &ids);
                 }
+                // The worker's reservations stay with the state its groups
+                // went to (given back together if that state is spilled).
+                global.charged += local.charged;
             }
         }
         Ok(())
@@ -633,6 +934,21 @@ impl Sink for AggregateSink {
         // Results built from kept values (a `string_agg`) count while built.
         let _values = ValueScope::enter(&ctx.memory);
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if self.spilling.load(Ordering::Relaxed) {
+            let mut sources =
+                std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
+            sources.extend(shared.take());
+            let parts = self
+                .spilled
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            let parts = parts.unwrap_or_else(|| Arc::new(Partitions::new(0, self.node)));
+            parts.flush(ctx)?;
+            let batches = self.finish_spilled(sources, parts, ctx)?;
+            *self.result.lock().unwrap_or_else(|e| e.into_inner()) = batches;
+            return Ok(());
+        }
         let mut st = shared
             .take()
             .unwrap_or_else(|| AggState::new(&self.key_types, &self.calls, None));
@@ -640,21 +956,169 @@ impl Sink for AggregateSink {
             // An aggregate without GROUP BY returns one row even over no input.
             st.add_groups(1);
         }
-        let mut cols = std::mem::take(&mut st.keys);
-        for (acc, call) in st.accs.iter().zip(&self.calls) {
-            cols.push(acc.finish(call, st.groups)?);
-        }
-        let all = if cols.is_empty() {
-            Batch::with_rows(st.groups)
-        } else {
-            Batch::new(cols)
-        };
-        let mut out = self.result.lock().unwrap_or_else(|e| e.into_inner());
-        *out = if st.groups <= BATCH_SIZE {
-            vec![all]
-        } else {
-            super::split(all)
-        };
+        let batches = self.result_of(&mut st)?;
+        *self.result.lock().unwrap_or_else(|e| e.into_inner()) = batches;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use kura_common::Value;
+
+    use super::*;
+
+    fn col(index: usize, data_type: DataType) -> PhysExpr {
+        PhysExpr::Column { index, data_type }
+    }
+
+    /// Groups by (k, t) with count(*), sum(v), count(DISTINCT v), min(t),
+    /// string_agg(t, ',') and bool_and(v > 0)-like bool_and over column 3.
+    fn sink(dir: &std::path::Path) -> (AggregateSink, ExecContext, ExecContext) {
+        let text = DataType::Varchar(None);
+        let calls = vec![
+            AggCall::simple(AggFunc::CountStar, None, DataType::BigInt),
+            AggCall::simple(
+                AggFunc::Sum,
+                Some(col(1, DataType::BigInt)),
+                DataType::Decimal {
+                    precision: 38,
+                    scale: 0,
+                },
+            ),
+            AggCall {
+                distinct: true,
+                ..AggCall::simple(
+                    AggFunc::Count,
+                    Some(col(1, DataType::BigInt)),
+                    DataType::BigInt,
+                )
+            },
+            AggCall::simple(AggFunc::Min, Some(col(2, text)), text),
+            AggCall {
+                extra: vec![PhysExpr::Literal {
+                    value: Value::Text(",".into()),
+                    data_type: text,
+                }],
+                ..AggCall::simple(AggFunc::StringAgg, Some(col(2, text)), text)
+            },
+            AggCall::simple(
+                AggFunc::BoolAnd,
+                Some(col(3, DataType::Boolean)),
+                DataType::Boolean,
+            ),
+        ];
+        let s = AggregateSink::new(vec![col(0, DataType::BigInt), col(4, text)], calls);
+        let free = ExecContext::unbounded();
+        let small = ExecContext::new(Arc::new(AtomicBool::new(false)), 4 << 20)
+            .with_spill(dir.to_path_buf(), u64::MAX);
+        (s, free, small)
+    }
+
+    /// Row `i` of the input: 2,002 groups over keys with NULLs.
+    fn batch(from: usize, n: usize) -> Batch {
+        let text = DataType::Varchar(None);
+        let rows = from..from + n;
+        let value = |v: Option<Value>| v.unwrap_or(Value::Null);
+        let column = |ty: DataType, f: &dyn Fn(usize) -> Option<Value>| {
+            let vals: Vec<Value> = rows.clone().map(|i| value(f(i))).collect();
+            Vector::from_values(ty, &vals).unwrap()
+        };
+        Batch::new(vec![
+            column(DataType::BigInt, &|i| {
+                (i % 97 != 0).then_some(Value::BigInt((i % 2_000) as i64))
+            }),
+            column(DataType::BigInt, &|i| {
+                (i % 13 != 0).then_some(Value::BigInt((i % 7) as i64))
+            }),
+            column(text, &|i| Some(Value::Text(format!("s{}", i % 5)))),
+            column(DataType::Boolean, &|i| Some(Value::Boolean(i % 1000 != 3))),
+            column(text, &|i| Some(Value::Text(["a", "b"][i % 2].into()))),
+        ])
+    }
+
+    /// Every result row as text, sorted (string_agg's order is not defined:
+    /// its parts are sorted too).
+    fn run(s: &AggregateSink, ctx: &ExecContext) -> ExecResult<Vec<String>> {
+        let mut locals = vec![s.local(), s.local()];
+        for (i, from) in (0..200_000).step_by(1000).enumerate() {
+            s.consume(&mut locals[i % 2], batch(from, 1000), ctx)?;
+        }
+        for l in locals {
+            s.merge(l, ctx)?;
+        }
+        s.finish(ctx)?;
+        let mut rows = Vec::new();
+        for b in s.take() {
+            for r in 0..b.len() {
+                let mut vals: Vec<String> = b
+                    .columns
+                    .iter()
+                    .map(|c| format!("{:?}", c.get_value(r)))
+                    .collect();
+                let mut parts: Vec<&str> = vals[6].split(',').collect();
+                parts.sort();
+                vals[6] = parts.join(",");
+                rows.push(vals.join("|"));
+            }
+        }
+        rows.sort();
+        Ok(rows)
+    }
+
+    #[test]
+    fn a_spilled_aggregation_gives_the_same_groups() {
+        let dir = std::env::temp_dir().join(format!("kura-agg-spill-{}", std::process::id()));
+        let (s, free, _) = sink(&dir);
+        let expected = run(&s, &free).unwrap();
+        assert_eq!(expected.len(), 2_002);
+        let (s, _, small) = sink(&dir.clone());
+        let s = s.with_node(0);
+        let got = run(&s, &small).unwrap();
+        let stats = small.stats();
+        assert!(stats[0].spilled_bytes > 0, "nothing spilled");
+        assert_eq!(got, expected);
+        // Every temporary file is gone.
+        assert_eq!(small.spill.written(), 0);
+        let left = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(left, 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn one_group_past_the_limit_still_fails() {
+        let dir = std::env::temp_dir().join(format!("kura-agg-one-{}", std::process::id()));
+        let text = DataType::Varchar(None);
+        let calls = vec![AggCall {
+            extra: vec![PhysExpr::Literal {
+                value: Value::Text(",".into()),
+                data_type: text,
+            }],
+            ..AggCall::simple(AggFunc::StringAgg, Some(col(2, text)), text)
+        }];
+        // One key for every row: group by (k / 1e9).
+        let s = AggregateSink::new(vec![col(3, DataType::Boolean)], calls);
+        let small = ExecContext::new(Arc::new(AtomicBool::new(false)), 1 << 20)
+            .with_spill(dir.clone(), u64::MAX);
+        let mut local = s.local();
+        let mut result = Ok(());
+        for from in (0..200_000).step_by(1000) {
+            let mut b = batch(from, 1000);
+            b.columns[3] =
+                Vector::from_values(DataType::Boolean, &vec![Value::Boolean(true); 1000]).unwrap();
+            result = s.consume(&mut local, b, &small);
+            if result.is_err() {
+                break;
+            }
+        }
+        let result = result
+            .and_then(|_| s.merge(local, &small))
+            .and_then(|_| s.finish(&small));
+        let e = result.unwrap_err();
+        assert_eq!(e.sqlstate(), "53200");
+        assert!(e.to_string().contains("single group"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
