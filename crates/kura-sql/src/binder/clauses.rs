@@ -118,7 +118,7 @@ mod tests {
     #[test]
     fn clauses_kura_does_not_implement_are_refused() {
         for sql in [
-            "select * from t fetch first 1 rows with ties",
+            "select * from t fetch first 10 percent rows only",
             "select * into t2 from t",
             "select a from t qualify a > 1",
             "select top 1 a from t",
