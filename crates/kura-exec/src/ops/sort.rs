@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use kura_common::memobj;
@@ -170,6 +171,40 @@ impl SortSink {
     }
 }
 
+/// Sorts `idx` by `cmp`, asking `cancel` every `every` comparisons; a cancel
+/// unwinds out of the sort (without the panic hook: it is not a panic).
+/// Answering Equal from then on instead would break the total order the
+/// standard sort checks, and it panics on that.
+fn sort_canceling(
+    idx: &mut [u32],
+    mut cmp: impl FnMut(u32, u32) -> Ordering,
+    cancel: &dyn Fn() -> ExecResult<()>,
+    every: u32,
+) -> ExecResult<()> {
+    let mut compared = 0u32;
+    let mut stopped = None;
+    let sorted = catch_unwind(AssertUnwindSafe(|| {
+        idx.sort_by(|&x, &y| {
+            compared = compared.wrapping_add(1);
+            if compared.is_multiple_of(every) {
+                if let Err(e) = cancel() {
+                    stopped = Some(e);
+                    resume_unwind(Box::new(SortCanceled));
+                }
+            }
+            cmp(x, y)
+        })
+    }));
+    match (sorted, stopped) {
+        (Ok(()), _) => Ok(()),
+        (Err(payload), Some(e)) if payload.is::<SortCanceled>() => Err(e),
+        (Err(payload), _) => resume_unwind(payload),
+    }
+}
+
+/// The payload a canceled comparison sort unwinds with.
+struct SortCanceled;
+
 /// Sorts `batches` by `keys` into a run, cut to `limit` rows. `cancel` is
 /// asked between the steps and between columns: a run of millions of wide
 /// rows (a top-N over a cross product) takes seconds to sort and gather.
@@ -216,24 +251,13 @@ fn sort_run(
         }
         None => {
             // Comparing rows key by key is slow (a second for a few million
-            // rows): a cancel is asked every 65,536 comparisons, and once it
-            // came every comparison answers Equal, which ends the sort fast.
-            let mut compared = 0u32;
-            let mut canceled = false;
-            idx.sort_by(|&x, &y| {
-                if canceled {
-                    return std::cmp::Ordering::Equal;
-                }
-                compared = compared.wrapping_add(1);
-                if compared.is_multiple_of(65_536) && cancel().is_err() {
-                    canceled = true;
-                    return std::cmp::Ordering::Equal;
-                }
-                cmp_rows(sort_keys, &keys, x as usize, &keys, y as usize)
-            });
-            if canceled {
-                cancel()?;
-            }
+            // rows): a cancel is asked every 65,536 comparisons.
+            sort_canceling(
+                &mut idx,
+                |x, y| cmp_rows(sort_keys, &keys, x as usize, &keys, y as usize),
+                cancel,
+                65_536,
+            )?;
         }
     }
     if let Some(l) = limit {
@@ -571,6 +595,36 @@ mod tests {
                     tags(&expected.rows),
                     "{runs_of} runs, limit {limit:?}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_cancel_mid_comparison_sort_is_an_error_not_a_panic() {
+        // Cancels at every point of a sort of scattered keys with ties: the
+        // standard sort's merges see the comparisons before and after it.
+        let keys: Vec<u64> = (0..3_000u64).map(|i| i * 2_654_435_761 % 997 / 3).collect();
+        for every in [7, 64, 1_000] {
+            for stop_at in 1.. {
+                let asked = std::cell::Cell::new(0);
+                let cancel = || {
+                    asked.set(asked.get() + 1);
+                    if asked.get() > stop_at {
+                        Err(ExecError::Canceled)
+                    } else {
+                        Ok(())
+                    }
+                };
+                let mut idx: Vec<u32> = (0..keys.len() as u32).collect();
+                let cmp = |x: u32, y: u32| keys[x as usize].cmp(&keys[y as usize]);
+                match sort_canceling(&mut idx, cmp, &cancel, every) {
+                    Err(ExecError::Canceled) => {}
+                    Ok(()) => {
+                        assert!(idx.windows(2).all(|w| cmp(w[0], w[1]).is_le()));
+                        break;
+                    }
+                    Err(e) => panic!("{e}"),
+                }
             }
         }
     }
