@@ -168,6 +168,10 @@ pub struct OperatorStats {
     pub spilled_bytes: u64,
     /// Temporary files written.
     pub spill_files: u64,
+    /// Sorted runs a sort wrote to temporary files.
+    pub spill_runs: u64,
+    /// Merge passes over a sort's spilled runs.
+    pub spill_merge_passes: u64,
 }
 
 /// Page counters of the buffer manager, read before and after a unit of

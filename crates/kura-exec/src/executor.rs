@@ -22,7 +22,7 @@ use crate::ops::scan::ScanSource;
 use crate::ops::sort::SortSink;
 use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp, ReplicateOp};
 use crate::ops::window::WindowSink;
-use crate::pipeline::{Pipeline, Sink};
+use crate::pipeline::{Pipeline, Sink, Source};
 use crate::plan::{PlanKind, PlanNode};
 use crate::registry::{OperatorKind, OperatorRegistry};
 
@@ -32,11 +32,29 @@ use crate::registry::{OperatorKind, OperatorRegistry};
 /// (see [`crate::ops::join::filter`]), by the scan's node id.
 #[derive(Default)]
 struct SharedResults {
-    results: Mutex<HashMap<usize, Arc<Vec<Batch>>>>,
+    results: Mutex<HashMap<usize, Materialized>>,
     key_filters: Mutex<HashMap<usize, Vec<Arc<KeyFilter>>>>,
     /// Built join tables of shared builds (see [`crate::shared::mark_shared_builds`]),
     /// by shared-build number.
     tables: Mutex<HashMap<usize, Arc<JoinTable>>>,
+}
+
+/// The output of a materializing node: its rows in memory, or a source that
+/// reads them (a sort that spilled reads its sorted file), and their count.
+#[derive(Clone)]
+struct Materialized {
+    source: Arc<dyn Source>,
+    rows: usize,
+}
+
+impl Materialized {
+    fn batches(batches: Vec<Batch>) -> Materialized {
+        let rows = batches.iter().map(|b| b.len()).sum();
+        Materialized {
+            source: Arc::new(MemorySource::new(batches)),
+            rows,
+        }
+    }
 }
 
 /// Runs plans with a registry of operator implementations.
@@ -109,13 +127,18 @@ impl Executor<'_> {
     }
 
     fn materialized(&self, batches: Vec<Batch>, node: usize) -> Pipeline {
-        self.materialized_shared(Arc::new(batches), node)
+        Pipeline {
+            source: Arc::new(MemorySource::new(batches)),
+            source_node: node,
+            transforms: Vec::new(),
+        }
     }
 
-    fn materialized_shared(&self, batches: Arc<Vec<Batch>>, node: usize) -> Pipeline {
+    /// The pipeline reading a materializing node's output.
+    fn read_materialized(&self, out: Materialized) -> Pipeline {
         Pipeline {
-            source: Arc::new(MemorySource::shared(batches)),
-            source_node: node,
+            source: out.source,
+            source_node: crate::context::NO_NODE,
             transforms: Vec::new(),
         }
     }
@@ -129,6 +152,16 @@ impl Executor<'_> {
         shared: &SharedResults,
         compute: impl FnOnce() -> ExecResult<Vec<Batch>>,
     ) -> ExecResult<Pipeline> {
+        self.materializing_source(node, shared, || compute().map(Materialized::batches))
+    }
+
+    /// [`Executor::materializing`] of a node whose output may be a source.
+    fn materializing_source(
+        &self,
+        node: &PlanNode,
+        shared: &SharedResults,
+        compute: impl FnOnce() -> ExecResult<Materialized>,
+    ) -> ExecResult<Pipeline> {
         let done = node.shared.and_then(|k| {
             shared
                 .results
@@ -138,11 +171,11 @@ impl Executor<'_> {
                 .cloned()
         });
         if let Some(done) = done {
-            self.record_rows(node.id, &done);
-            return Ok(self.materialized_shared(done, crate::context::NO_NODE));
+            self.ctx.record(node.id, |s| s.rows_out += done.rows as u64);
+            return Ok(self.read_materialized(done));
         }
-        let out = Arc::new(compute()?);
-        self.record_rows(node.id, &out);
+        let out = compute()?;
+        self.ctx.record(node.id, |s| s.rows_out += out.rows as u64);
         if let Some(k) = node.shared {
             shared
                 .results
@@ -150,7 +183,7 @@ impl Executor<'_> {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(k, out.clone());
         }
-        Ok(self.materialized_shared(out, crate::context::NO_NODE))
+        Ok(self.read_materialized(out))
     }
 
     /// Builds the pipeline that produces `node`'s output, running every pipeline
@@ -417,25 +450,45 @@ impl Executor<'_> {
                     Ok(sink.take())
                 })?
             }
-            PlanKind::Sort { input, keys, limit } => self.materializing(node, shared, || {
-                let sink = Arc::new(SortSink::new(keys.clone(), input.output.clone(), *limit));
-                self.run_into(input, sink.clone(), node.id, shared)?;
-                Ok(sink.take())
-            })?,
+            PlanKind::Sort { input, keys, limit } => {
+                self.materializing_source(node, shared, || {
+                    let sink = Arc::new(
+                        SortSink::new(keys.clone(), input.output.clone(), *limit)
+                            .with_node(node.id),
+                    );
+                    self.run_into(input, sink.clone(), node.id, shared)?;
+                    Ok(match sink.take_spilled() {
+                        Some(file) => Materialized {
+                            rows: file.rows(),
+                            source: Arc::new(file),
+                        },
+                        None => Materialized::batches(sink.take()),
+                    })
+                })?
+            }
             PlanKind::Window {
                 input,
                 partition_by,
                 order_by,
                 functions,
-            } => self.materializing(node, shared, || {
-                let sink = Arc::new(WindowSink::new(
-                    partition_by.clone(),
-                    order_by.clone(),
-                    functions.clone(),
-                    input.output.clone(),
-                ));
+            } => self.materializing_source(node, shared, || {
+                let sink = Arc::new(
+                    WindowSink::new(
+                        partition_by.clone(),
+                        order_by.clone(),
+                        functions.clone(),
+                        input.output.clone(),
+                    )
+                    .with_node(node.id),
+                );
                 self.run_into(input, sink.clone(), node.id, shared)?;
-                Ok(sink.take())
+                Ok(match sink.take_spilled() {
+                    Some(file) => Materialized {
+                        rows: file.rows(),
+                        source: Arc::new(file),
+                    },
+                    None => Materialized::batches(sink.take()),
+                })
             })?,
             PlanKind::UnionAll { inputs } => self.materializing(node, shared, || {
                 let mut all = Vec::new();
@@ -447,11 +500,6 @@ impl Executor<'_> {
                 Ok(all)
             })?,
         })
-    }
-
-    fn record_rows(&self, node: usize, batches: &[Batch]) {
-        let rows: usize = batches.iter().map(|b| b.len()).sum();
-        self.ctx.record(node, |s| s.rows_out += rows as u64);
     }
 }
 

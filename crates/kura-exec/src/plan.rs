@@ -744,8 +744,16 @@ impl PlanNode {
                     String::new()
                 },
                 if s.spill_files > 0 {
+                    let runs = if s.spill_runs > 0 {
+                        format!(
+                            " ({} sorted runs, {} merge passes)",
+                            s.spill_runs, s.spill_merge_passes
+                        )
+                    } else {
+                        String::new()
+                    };
                     format!(
-                        " spilled {} bytes in {} files",
+                        " spilled {} bytes in {} files{runs}",
                         s.spilled_bytes, s.spill_files
                     )
                 } else {

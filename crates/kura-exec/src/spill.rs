@@ -84,6 +84,8 @@ pub struct SpillFile {
     path: Option<PathBuf>,
     bytes: u64,
     blocks: u64,
+    /// Where each block starts, for reading one block at a time by number.
+    starts: Vec<u64>,
     config: std::sync::Arc<SpillConfig>,
 }
 
@@ -115,6 +117,7 @@ impl SpillFile {
             path,
             bytes: 0,
             blocks: 0,
+            starts: Vec::new(),
             config: config.clone(),
         })
     }
@@ -149,8 +152,28 @@ impl SpillFile {
             )));
         }
         self.file.write_all(&block).map_err(write_error)?;
+        self.starts.push(self.bytes - len);
         self.blocks += 1;
         Ok(len)
+    }
+
+    /// Reads block `i` (below [`SpillFile::blocks`]) as vectors of `types`,
+    /// with one positioned read: several threads may read one file at once.
+    pub fn read_block(&self, i: usize, types: &[DataType]) -> ExecResult<(Vec<Vector>, usize)> {
+        let start = *self
+            .starts
+            .get(i)
+            .ok_or_else(|| corrupt("block number past the end"))?;
+        let end = self.starts.get(i + 1).copied().unwrap_or(self.bytes);
+        let mut block = vec![0u8; (end - start) as usize];
+        read_at(&self.file, &mut block, start).map_err(read_error)?;
+        if block.len() < 8 {
+            return Err(corrupt("block ends early"));
+        }
+        let raw_len = u32::from_le_bytes(block[4..8].try_into().unwrap_or_default()) as usize;
+        let raw = lz4_flex::block::decompress(&block[8..], raw_len)
+            .map_err(|e| corrupt(&format!("block does not decompress: {e}")))?;
+        decode_block(&raw, types)
     }
 
     /// Reads the blocks back from the start, as vectors of `types`.
@@ -178,6 +201,21 @@ impl Drop for SpillFile {
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// Fills `buf` from `file` at `offset` without moving a shared file position.
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    // Written blocks are flushed (no user-space buffer); a cloned handle may
+    // share the position, so reads of one file must not overlap here.
+    let mut f = file.try_clone()?;
+    f.seek(SeekFrom::Start(offset))?;
+    f.read_exact(buf)
 }
 
 /// The blocks of a [`SpillFile`], in the order written.

@@ -9,6 +9,7 @@ pub mod join;
 pub mod minmax;
 pub mod scan;
 pub mod sort;
+mod sort_spill;
 pub mod streaming;
 pub mod window;
 mod window_frame;

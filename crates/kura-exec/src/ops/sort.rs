@@ -1,18 +1,24 @@
 //! Sort: each worker sorts its input into a run; the runs are merged at the end
 //! (k-way merge), and a top-k limit truncates the result. Under a limit a worker
 //! keeps only its best `limit` rows as input arrives (top-N), so `ORDER BY ...
-//! LIMIT k` holds O(k) rows whatever the size of its input.
+//! LIMIT k` holds O(k) rows whatever the size of its input. Past half its
+//! memory limit a sort becomes an external merge sort (`sort_spill`): a
+//! worker's buffered rows are sorted into a run written to a temporary file,
+//! and at the end every run is merged from disk into one sorted file that the
+//! pipeline above reads a block at a time.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering as Atomic};
 use std::sync::Mutex;
 
 use kura_common::memobj;
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
+use super::sort_spill::{merge_runs, write_run, RunFormat, SortedRunSource, SpilledRun};
 use super::{concat, join::batch_bytes, split};
-use crate::context::ExecContext;
+use crate::context::{ExecContext, NO_NODE};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, compare_trim};
 use crate::pipeline::{LocalState, Sink};
@@ -82,9 +88,9 @@ pub(crate) fn cmp_rows(
 }
 
 /// A sorted run: the rows and their evaluated sort keys.
-struct Run {
-    rows: Batch,
-    keys: Vec<Vector>,
+pub(super) struct Run {
+    pub rows: Batch,
+    pub keys: Vec<Vector>,
     /// The first key's order-preserving integers (see [`int_prefix`]), in the
     /// run's order, when it has them: the merge compares these first.
     prefix: Option<Vec<u64>>,
@@ -121,14 +127,32 @@ fn top_n_threshold(limit: usize) -> usize {
 /// other on the calling thread: handing them to the workers costs more.
 const PARALLEL_SORT_ROWS: usize = kura_common::BATCH_SIZE * 4;
 
+/// A worker spills its buffered rows only once they are this many bytes: when
+/// the memory is held by others (a join's table below), runs of a few rows
+/// would only make the merge wide.
+const MIN_RUN_BYTES: u64 = 256 << 10;
+
 /// Sort breaker.
 pub struct SortSink {
     keys: Vec<SortKey>,
     types: Vec<DataType>,
     limit: Option<usize>,
-    /// Each worker's buffered input, sorted into runs (in parallel) at the end.
-    pending: Mutex<Vec<Vec<Batch>>>,
+    /// Each worker's buffered input (and the bytes reserved for it), sorted
+    /// into runs (in parallel) at the end.
+    pending: Mutex<Vec<(Vec<Batch>, u64)>>,
     result: Mutex<Vec<Batch>>,
+    /// The plan node whose statistics show what was spilled.
+    node: usize,
+    /// Runs written to temporary files, in the order written.
+    spilled: Mutex<Vec<SpilledRun>>,
+    /// The sorted result, when the sort spilled.
+    sorted_file: Mutex<Option<SortedRunSource>>,
+    /// Set once the query holds more than half its memory: from then on the
+    /// workers' rows gather in `overflow`, written out as a run whenever the
+    /// memory passes half again. A worker's own buffer may be small (a local
+    /// state per morsel) while all of them together are not.
+    spilling: AtomicBool,
+    overflow: Mutex<Buffered>,
 }
 
 impl SortSink {
@@ -139,11 +163,134 @@ impl SortSink {
             limit,
             pending: Mutex::new(Vec::new()),
             result: Mutex::new(Vec::new()),
+            node: NO_NODE,
+            spilled: Mutex::new(Vec::new()),
+            sorted_file: Mutex::new(None),
+            spilling: AtomicBool::new(false),
+            overflow: Mutex::new(Buffered::default()),
         }
     }
 
+    /// The plan node charged with spilled bytes (EXPLAIN ANALYZE).
+    pub fn with_node(mut self, node: usize) -> Self {
+        self.node = node;
+        self
+    }
+
+    /// The sorted rows, when the sort did not spill (else none).
     pub fn take(&self) -> Vec<Batch> {
         std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The sorted rows in a temporary file, when the sort spilled.
+    pub(crate) fn take_spilled(&self) -> Option<SortedRunSource> {
+        self.sorted_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    fn format(&self) -> RunFormat {
+        RunFormat {
+            types: self.types.clone(),
+            keys: self.keys.clone(),
+            node: self.node,
+        }
+    }
+
+    /// Sorts a worker's buffered rows into a run on disk and gives back their
+    /// memory.
+    fn spill(&self, buf: &mut Buffered, ctx: &ExecContext) -> ExecResult<()> {
+        let run = self.sort_run(std::mem::take(&mut buf.batches), ctx)?;
+        let spilled = write_run(run, &self.format(), ctx)?;
+        ctx.memory.release(buf.bytes);
+        (buf.rows, buf.bytes) = (0, 0);
+        self.spilled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(spilled);
+        Ok(())
+    }
+
+    /// Adds a batch (`bytes` big, not reserved yet) and the worker's buffered
+    /// rows to the shared overflow, which becomes a run on disk once the query
+    /// holds more than half its memory. Under a limit the overflow is first cut
+    /// to its best rows, as a worker's buffer is (top-N).
+    fn consume_spilling(
+        &self,
+        buf: &mut Buffered,
+        batch: Batch,
+        bytes: u64,
+        ctx: &ExecContext,
+    ) -> ExecResult<()> {
+        let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+        o.batches.append(&mut buf.batches);
+        o.rows += std::mem::take(&mut buf.rows) + batch.len();
+        o.bytes += std::mem::take(&mut buf.bytes) + bytes;
+        o.batches.push(batch);
+        match self.limit {
+            Some(limit) if o.rows >= top_n_threshold(limit) => {
+                let mut all = std::mem::take(&mut *o);
+                drop(o);
+                let run = self.sort_run(std::mem::take(&mut all.batches), ctx)?;
+                ctx.memory.release(all.bytes - bytes);
+                let kept = batch_bytes(&run.rows);
+                ctx.memory.reserve(kept, "sort")?;
+                let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
+                o.rows += run.rows.len();
+                o.bytes += kept;
+                o.batches.push(run.rows);
+                self.spill_if_full(o, ctx)
+            }
+            _ => {
+                ctx.memory.reserve(bytes, "sort")?;
+                self.spill_if_full(o, ctx)
+            }
+        }
+    }
+
+    /// Writes the overflow `o` as a run when the memory passed half: runs of
+    /// an eighth of the limit, so that few need merging; smaller ones only
+    /// when what others hold (states not merged yet) leaves too little.
+    fn spill_if_full(
+        &self,
+        mut o: std::sync::MutexGuard<'_, Buffered>,
+        ctx: &ExecContext,
+    ) -> ExecResult<()> {
+        let run_bytes = (ctx.memory.limit() / 8).max(MIN_RUN_BYTES);
+        let full = (o.bytes >= run_bytes && ctx.memory.past(0, 1, 2))
+            || (o.bytes >= MIN_RUN_BYTES && ctx.memory.past(0, 3, 4));
+        if !full {
+            return Ok(());
+        }
+        let mut full = std::mem::take(&mut *o);
+        // Sorted and written outside the lock: the others add on meanwhile.
+        drop(o);
+        self.spill(&mut full, ctx)
+    }
+
+    /// The end of a sort that spilled: the workers' remaining rows become runs
+    /// on disk too, and every run is merged into one sorted file.
+    fn finish_spilled(
+        &self,
+        pending: Vec<(Vec<Batch>, u64)>,
+        mut spilled: Vec<SpilledRun>,
+        ctx: &ExecContext,
+    ) -> ExecResult<()> {
+        let held: u64 = pending.iter().map(|p| p.1).sum();
+        // One run of all (in order): a state per morsel would make many small.
+        let all: Vec<Batch> = pending.into_iter().flat_map(|p| p.0).collect();
+        let runs = vec![self.sort_run(all, ctx)?];
+        let format = self.format();
+        for run in runs.into_iter().filter(|r| !r.rows.is_empty()) {
+            spilled.push(write_run(run, &format, ctx)?);
+        }
+        ctx.memory.release(held);
+        if let Some(run) = merge_runs(spilled, &format, self.limit, ctx)? {
+            *self.sorted_file.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(SortedRunSource::new(run, &format));
+        }
+        Ok(())
     }
 
     fn sort_run(&self, batches: Vec<Batch>, ctx: &ExecContext) -> ExecResult<Run> {
@@ -208,7 +355,7 @@ struct SortCanceled;
 /// Sorts `batches` by `keys` into a run, cut to `limit` rows. `cancel` is
 /// asked between the steps and between columns: a run of millions of wide
 /// rows (a top-N over a cross product) takes seconds to sort and gather.
-fn sort_run(
+pub(super) fn sort_run(
     sort_keys: &[SortKey],
     types: &[DataType],
     limit: Option<usize>,
@@ -434,6 +581,11 @@ impl Sink for SortSink {
             .downcast_mut::<Buffered>()
             .ok_or_else(|| ExecError::Internal("sort state".into()))?;
         let bytes = batch_bytes(&batch);
+        if self.spilling.load(Atomic::Relaxed) || ctx.memory.past(bytes, 1, 2) {
+            // Past half the limit: the rest is for merging the runs back.
+            self.spilling.store(true, Atomic::Relaxed);
+            return self.consume_spilling(buf, batch, bytes, ctx);
+        }
         buf.rows += batch.len();
         buf.bytes += bytes;
         buf.batches.push(batch);
@@ -452,19 +604,42 @@ impl Sink for SortSink {
         }
         ctx.memory.reserve(bytes, "sort")
     }
-    fn merge(&self, local: LocalState, _ctx: &ExecContext) -> ExecResult<()> {
+    fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
         let buf = *local
             .downcast::<Buffered>()
             .map_err(|_| ExecError::Internal("sort state".into()))?;
-        self.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(buf.batches);
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.push((buf.batches, buf.bytes));
+        // A local state per morsel holds few rows; together they pass the
+        // limit: the merged ones become one run on disk, in morsel order.
+        let held: u64 = pending.iter().map(|p| p.1).sum();
+        if held >= MIN_RUN_BYTES && ctx.memory.past(0, 1, 2) {
+            let mut all = Buffered {
+                batches: std::mem::take(&mut *pending)
+                    .into_iter()
+                    .flat_map(|p| p.0)
+                    .collect(),
+                rows: 0,
+                bytes: held,
+            };
+            drop(pending);
+            self.spill(&mut all, ctx)?;
+        }
         Ok(())
     }
     fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        let runs = self.sort_runs(pending, ctx)?;
+        let mut pending =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let overflow =
+            std::mem::take(&mut *self.overflow.lock().unwrap_or_else(|e| e.into_inner()));
+        if !overflow.batches.is_empty() {
+            pending.push((overflow.batches, overflow.bytes));
+        }
+        let spilled = std::mem::take(&mut *self.spilled.lock().unwrap_or_else(|e| e.into_inner()));
+        if !spilled.is_empty() {
+            return self.finish_spilled(pending, spilled, ctx);
+        }
+        let runs = self.sort_runs(pending.into_iter().map(|p| p.0).collect(), ctx)?;
         let merged = if runs.len() == 1 {
             runs.into_iter()
                 .next()

@@ -2,28 +2,38 @@
 //! partition and order keys, and appends one column per window function
 //! (ranking functions here; frames in `window_frame`, the functions reading
 //! other rows in `window_value`).
+//!
+//! Past half its memory limit a window with PARTITION BY sorts its input with
+//! the external merge sort (`sort_spill`) and computes its functions a chunk
+//! of whole partitions at a time as the sorted rows are read back, writing
+//! the result to a temporary file: memory holds one chunk, not the input. A
+//! window without PARTITION BY has one partition, which must fit in memory.
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering as Atomic};
 use std::sync::Mutex;
 
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
 use super::aggregate::new_acc;
 use super::join::{batch_bytes, vector_bytes};
-use super::sort::cmp_rows;
+use super::sort::{cmp_rows, SortSink};
+use super::sort_spill::{RunFormat, RunWriter, SortedRunSource};
 use super::{concat, split};
-use crate::context::ExecContext;
+use crate::context::{ExecContext, NO_NODE};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, PhysExpr};
-use crate::pipeline::{LocalState, Sink};
+use crate::pipeline::{LocalState, Sink, Source};
 use crate::plan::{FrameBound, FramePick, FrameUnits, SortKey, WindowFrame, WindowFunc};
 
 use super::{window_frame, window_value};
 
-/// A worker's buffered input.
+/// A worker's buffered input, or (once the window spills) its state of the
+/// external sort the rows go to instead.
 #[derive(Default)]
 struct Buffered {
     batches: Vec<Batch>,
+    sorting: Option<LocalState>,
 }
 
 /// Window breaker: every function of one node shares its window.
@@ -34,7 +44,20 @@ pub struct WindowSink {
     types: Vec<DataType>,
     input: Mutex<Vec<Batch>>,
     result: Mutex<Vec<Batch>>,
+    /// The plan node whose statistics show what was spilled.
+    node: usize,
+    /// Set once the window spills: every worker's rows then go to `sorter`.
+    spilling: AtomicBool,
+    /// The external sort by partition and order keys of a window that spills.
+    sorter: SortSink,
+    /// The result, when the window spilled.
+    result_file: Mutex<Option<SortedRunSource>>,
 }
+
+/// A spilled window's chunk of whole partitions is computed once its rows
+/// hold this share of the memory the query may still use (or this much).
+const CHUNK_SHARE: u64 = 8;
+const MAX_CHUNK_BYTES: u64 = 64 << 20;
 
 /// Where each sorted row stands: its partition, its peer group (rows equal on
 /// partition and order keys) and whether it starts a partition or a peer group;
@@ -57,18 +80,243 @@ impl WindowSink {
         functions: Vec<WindowFunc>,
         types: Vec<DataType>,
     ) -> WindowSink {
-        WindowSink {
+        let mut w = WindowSink {
             partition_by,
             order_by,
             functions,
+            sorter: SortSink::new(Vec::new(), types.clone(), None),
             types,
             input: Mutex::new(Vec::new()),
             result: Mutex::new(Vec::new()),
-        }
+            node: NO_NODE,
+            spilling: AtomicBool::new(false),
+            result_file: Mutex::new(None),
+        };
+        w.sorter = SortSink::new(w.sort_keys(), w.types.clone(), None);
+        w
     }
 
+    /// The plan node charged with spilled bytes (EXPLAIN ANALYZE).
+    pub fn with_node(mut self, node: usize) -> Self {
+        self.node = node;
+        self.sorter = self.sorter.with_node(node);
+        self
+    }
+
+    /// The result, when the window did not spill (else none).
     pub fn take(&self) -> Vec<Batch> {
         std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The result in a temporary file, when the window spilled.
+    pub(crate) fn take_spilled(&self) -> Option<SortedRunSource> {
+        self.result_file
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// Whether rows go to the external sort from now on: they do already, or
+    /// the query holds more than half its memory. Without PARTITION BY there is
+    /// one partition, computed in memory whatever its size.
+    fn spills(&self, ctx: &ExecContext, extra: u64) -> bool {
+        if self.partition_by.is_empty() {
+            return false;
+        }
+        if self.spilling.load(Atomic::Relaxed) {
+            return true;
+        }
+        if ctx.memory.past(extra, 1, 2) {
+            self.spilling.store(true, Atomic::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Hands `batches` (whose bytes were reserved here) to the external sort,
+    /// which reserves them anew.
+    fn to_sorter(
+        &self,
+        sorting: &mut LocalState,
+        batches: Vec<Batch>,
+        ctx: &ExecContext,
+    ) -> ExecResult<()> {
+        for b in batches {
+            ctx.memory.release(batch_bytes(&b));
+            self.sorter.consume(sorting, b, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// The window functions over `sorted` rows (sorted by partition and order
+    /// keys, whole partitions) whose keys are `vals`: the rows with one column
+    /// per function appended.
+    fn compute_all(
+        &self,
+        keys: &[SortKey],
+        sorted: Batch,
+        vals: &[Vector],
+        ctx: &ExecContext,
+    ) -> ExecResult<Batch> {
+        let rows = sorted.len();
+        let layout = self.layout(keys, vals, rows);
+        let mut computed = Vec::with_capacity(self.functions.len());
+        for f in &self.functions {
+            ctx.check_cancel()?;
+            let key = vals.get(self.partition_by.len());
+            let v = self.compute(f, &sorted, &layout, key)?;
+            ctx.memory.reserve(vector_bytes(&v), "window")?;
+            computed.push(v);
+        }
+        let mut columns = sorted.columns;
+        columns.extend(computed);
+        Ok(if columns.is_empty() {
+            Batch::with_rows(rows)
+        } else {
+            Batch::new(columns)
+        })
+    }
+
+    /// The end of a window that spilled: every row sorted by the external
+    /// sort, then the functions computed a chunk of whole partitions at a
+    /// time, each chunk's result written to a temporary file.
+    fn finish_spilled(&self, ctx: &ExecContext) -> ExecResult<()> {
+        let batches = std::mem::take(&mut *self.input.lock().unwrap_or_else(|e| e.into_inner()));
+        if !batches.is_empty() {
+            let mut sorting = self.sorter.local();
+            self.to_sorter(&mut sorting, batches, ctx)?;
+            self.sorter.merge(sorting, ctx)?;
+        }
+        self.sorter.finish(ctx)?;
+        // The sorted rows: from the sort's file, or in memory when it did not
+        // need one after all.
+        let file = self.sorter.take_spilled();
+        let mut in_memory = self.sorter.take().into_iter();
+        let mut block = 0;
+        let mut next = || -> ExecResult<Option<Batch>> {
+            match &file {
+                Some(f) if block < f.morsels() => {
+                    let mut got = None;
+                    f.produce(block, ctx, &mut |b| {
+                        got = Some(b);
+                        Ok(true)
+                    })?;
+                    block += 1;
+                    Ok(got)
+                }
+                Some(_) => Ok(None),
+                None => {
+                    // Reserved by the sort; reserved again below as a chunk's.
+                    let b = in_memory.next();
+                    ctx.memory.release(b.as_ref().map_or(0, batch_bytes));
+                    Ok(b)
+                }
+            }
+        };
+        let keys = self.sort_keys();
+        let np = self.partition_by.len();
+        let base_target = (ctx.memory.room() / CHUNK_SHARE).min(MAX_CHUNK_BYTES);
+        let mut target = base_target;
+        let mut out: Option<RunWriter> = None;
+        let mut out_types = Vec::new();
+        let (mut chunk, mut held) = (Vec::new(), 0u64);
+        loop {
+            let b = next()?;
+            let done = b.is_none();
+            if let Some(b) = b {
+                let bytes = batch_bytes(&b);
+                ctx.memory.reserve(bytes, "window partition")?;
+                held += bytes;
+                chunk.push(b);
+            }
+            if !done && held < target {
+                continue;
+            }
+            let all = concat(&self.types, std::mem::take(&mut chunk));
+            let rows = all.len();
+            if rows == 0 {
+                break;
+            }
+            let vals = keys
+                .iter()
+                .map(|k| k.expr.eval(&all))
+                .collect::<ExecResult<Vec<_>>>()?;
+            // The chunk ends where its last partition starts, which may go on
+            // in the rows not read yet.
+            let mut end = rows;
+            if !done {
+                end -= 1;
+                while end > 0
+                    && cmp_rows(&keys[..np], &vals[..np], end - 1, &vals[..np], end)
+                        == Ordering::Equal
+                {
+                    end -= 1;
+                }
+            }
+            if end == 0 {
+                // One partition so far: read on (its rows stay reserved), to
+                // twice as many rows before looking again.
+                chunk.push(all);
+                target = held.saturating_mul(2);
+                continue;
+            }
+            target = base_target;
+            let (head, vals) = if end == rows {
+                (all, vals)
+            } else {
+                let cut = |c: &Vector| c.slice(0, end);
+                let tail: Vec<Vector> = all
+                    .columns
+                    .iter()
+                    .map(|c| c.slice(end, rows - end))
+                    .collect();
+                chunk.push(if tail.is_empty() {
+                    Batch::with_rows(rows - end)
+                } else {
+                    Batch::new(tail)
+                });
+                let head = if all.columns.is_empty() {
+                    Batch::with_rows(end)
+                } else {
+                    Batch::new(all.columns.iter().map(cut).collect())
+                };
+                (head, vals.iter().map(cut).collect())
+            };
+            let result = self.compute_all(&keys, head, &vals, ctx)?;
+            let computed: u64 = result.columns[self.types.len()..]
+                .iter()
+                .map(vector_bytes)
+                .sum();
+            let w = match &mut out {
+                Some(w) => w,
+                None => {
+                    out_types = result.columns.iter().map(|c| c.data_type).collect();
+                    out.insert(RunWriter::new(self.node, ctx)?)
+                }
+            };
+            let n = result.len();
+            w.push(result.columns, n, ctx)?;
+            // The chunk's rows and results are on disk: what stays held is
+            // the next chunk's start.
+            ctx.memory.release(computed);
+            let rest: u64 = chunk.iter().map(batch_bytes).sum();
+            ctx.memory.release(held.saturating_sub(rest));
+            held = rest;
+            if done {
+                break;
+            }
+        }
+        ctx.memory.release(held);
+        if let Some(w) = out {
+            let format = RunFormat {
+                types: out_types,
+                keys: Vec::new(),
+                node: self.node,
+            };
+            *self.result_file.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(SortedRunSource::new(w.finish(ctx)?, &format));
+        }
+        Ok(())
     }
 
     /// Partition keys (in any fixed order: only their equality matters) then the
@@ -272,14 +520,23 @@ impl Sink for WindowSink {
         let buf = local
             .downcast_mut::<Buffered>()
             .ok_or_else(|| ExecError::Internal("window state".into()))?;
-        ctx.memory.reserve(batch_bytes(&batch), "window")?;
+        let bytes = batch_bytes(&batch);
+        if self.spills(ctx, bytes) {
+            let sorting = buf.sorting.get_or_insert_with(|| self.sorter.local());
+            self.to_sorter(sorting, std::mem::take(&mut buf.batches), ctx)?;
+            return self.sorter.consume(sorting, batch, ctx);
+        }
+        ctx.memory.reserve(bytes, "window")?;
         buf.batches.push(batch);
         Ok(())
     }
-    fn merge(&self, local: LocalState, _ctx: &ExecContext) -> ExecResult<()> {
+    fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
         let buf = *local
             .downcast::<Buffered>()
             .map_err(|_| ExecError::Internal("window state".into()))?;
+        if let Some(sorting) = buf.sorting {
+            self.sorter.merge(sorting, ctx)?;
+        }
         self.input
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -287,6 +544,9 @@ impl Sink for WindowSink {
         Ok(())
     }
     fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
+        if self.spilling.load(Atomic::Relaxed) {
+            return self.finish_spilled(ctx);
+        }
         let batches = std::mem::take(&mut *self.input.lock().unwrap_or_else(|e| e.into_inner()));
         let all = concat(&self.types, batches);
         let rows = all.num_rows;
@@ -305,22 +565,7 @@ impl Sink for WindowSink {
             Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
         };
         drop(all);
-        let layout = self.layout(&keys, &vals, rows);
-        let mut computed = Vec::with_capacity(self.functions.len());
-        for f in &self.functions {
-            ctx.check_cancel()?;
-            let key = vals.get(self.partition_by.len());
-            let v = self.compute(f, &sorted, &layout, key)?;
-            ctx.memory.reserve(vector_bytes(&v), "window")?;
-            computed.push(v);
-        }
-        let mut columns = sorted.columns;
-        columns.extend(computed);
-        let out = if columns.is_empty() {
-            Batch::with_rows(rows)
-        } else {
-            Batch::new(columns)
-        };
+        let out = self.compute_all(&keys, sorted, &vals, ctx)?;
         *self.result.lock().unwrap_or_else(|e| e.into_inner()) =
             if rows == 0 { Vec::new() } else { split(out) };
         Ok(())
