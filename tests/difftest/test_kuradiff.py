@@ -214,6 +214,15 @@ def _walk(node):
 
 
 class DuckDBBugTest(unittest.TestCase):
+    def test_more_rows_than_the_limit_is_duckdbs_error(self):
+        from kuradiff.known import duckdb_over_limit
+        q = Generator(1).query()
+        q.limit = 1
+        self.assertTrue(duckdb_over_limit(q, ["rows", [INT], [(None,), (None,)]]))
+        self.assertFalse(duckdb_over_limit(q, ["rows", [INT], [(None,)]]))
+        q.limit = None
+        self.assertFalse(duckdb_over_limit(q, ["rows", [INT], [(None,), (None,)]]))
+
     def test_internal_errors_are_duckdbs_not_refusals(self):
         self.assertTrue(duckdb_bug('INTERNAL Error: Failed to bind column reference "c0" [2.0]'))
         self.assertTrue(duckdb_bug("Invalid Input Error: BindBuiltinScalarFunction did not return a BoundFunctionExpression"))
