@@ -231,6 +231,12 @@ class DuckDBBugTest(unittest.TestCase):
         q.limit = None
         self.assertFalse(duckdb_over_limit(q, ["rows", [INT], [(None,), (None,)]]))
 
+    def test_date_equals_integer_refused_as_postgresql_refuses_it(self):
+        from kuradiff.known import known_refusal
+        sql = "SELECT 1 FROM orders AS t1 WHERE (t1.o_orderdate = 19950101)"
+        self.assertTrue(known_refusal(sql, "operator does not exist: DATE = INTEGER"))
+        self.assertFalse(known_refusal(sql, "column does not exist"))
+
     def test_internal_errors_are_duckdbs_not_refusals(self):
         self.assertTrue(duckdb_bug('INTERNAL Error: Failed to bind column reference "c0" [2.0]'))
         self.assertTrue(duckdb_bug("Invalid Input Error: BindBuiltinScalarFunction did not return a BoundFunctionExpression"))

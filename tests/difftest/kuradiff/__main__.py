@@ -17,7 +17,7 @@ from collections import Counter
 from . import compare, slt
 from .ast import Select
 from .engines import Crashed, DuckDB, Failed, KuraServer, TimedOut, copy_database, prepare_kura
-from .known import duckdb_bug, duckdb_over_limit, known_difference
+from .known import duckdb_bug, duckdb_over_limit, known_difference, known_refusal
 from .shrink import shrink
 from .sqlgen import Generator
 
@@ -133,6 +133,8 @@ class Tester:
                 return None
             return ("answered-invalid", f"DuckDB: {duck[1]}")
         if kura[0] == "error":
+            if known_refusal(q.sql(), kura[1]):
+                return None
             return ("kura-error", kura[1])
         if duckdb_over_limit(q, duck):
             # DuckDB is wrong, not kura (the shrinker must not follow it).

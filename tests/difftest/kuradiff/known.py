@@ -20,6 +20,17 @@ KNOWN = [
     ),
 ]
 
+# (pattern of kura's error, pattern the SQL must contain, why): SQL DuckDB answers
+# and PostgreSQL — whose semantics kura follows — refuses, as kura does.
+KNOWN_REFUSALS = [
+    (
+        r"operator does not exist: DATE = INTEGER",
+        r"= 19950101\b",
+        "DuckDB compares a date with an integer; PostgreSQL has no date = integer "
+        "operator (ERROR: operator does not exist: date = integer)",
+    ),
+]
+
 # DuckDB's own failures on valid SQL (its internal errors): the query has no
 # reference answer and is skipped.
 DUCKDB_BUGS = [
@@ -32,6 +43,10 @@ DUCKDB_BUGS = [
 
 def duckdb_bug(duckdb_error):
     return any(re.search(p, duckdb_error) for p in DUCKDB_BUGS)
+
+
+def known_refusal(sql, kura_error):
+    return any(re.search(e, kura_error) and re.search(s, sql) for e, s, _ in KNOWN_REFUSALS)
 
 
 def known_difference(sql, duckdb_error):
