@@ -1,4 +1,6 @@
-//! Committing a write transaction: the catalog as the transaction sees it, tables materialized, indexes rebuilt, pages written and freed, and the writer handed on; a transaction dropped without commit discards its pages.
+//! Committing a write transaction: the catalog as the transaction sees it, tables
+//! materialized, indexes rebuilt, pages written and freed, and the writer handed on; a
+//! transaction dropped without commit discards its pages.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Schema changes inside a write transaction: tables, indexes (plain, covering, unique), views, truncation, and defaults and constraints.
+//! Schema changes inside a write transaction: tables, indexes (plain, covering, unique),
+//! views, truncation, and defaults and constraints.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! COPY in a session: FROM STDIN and files, TO STDOUT and files, with the server's file-access rules.
+//! COPY in a session: FROM STDIN and files, TO STDOUT and files, with the server's file-
+//! access rules.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! SET and SHOW in a session: session settings, the database-wide ones, and the client settings drivers send.
+//! SET and SHOW in a session: session settings, the database-wide ones, and the client
+//! settings drivers send.
 
 use super::*;
 

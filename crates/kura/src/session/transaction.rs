@@ -1,4 +1,5 @@
-//! Transactions in a session: BEGIN, COMMIT, ROLLBACK, savepoints, and the state a failed statement leaves.
+//! Transactions in a session: BEGIN, COMMIT, ROLLBACK, savepoints, and the state a failed
+//! statement leaves.
 
 use super::*;
 

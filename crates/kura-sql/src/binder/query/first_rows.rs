@@ -1,4 +1,5 @@
-//! SELECT DISTINCT ON and FETCH … WITH TIES: the first rows of each group, or the rows tied with the last kept, by numbering windows and a filter.
+//! SELECT DISTINCT ON and FETCH … WITH TIES: the first rows of each group, or the rows tied
+//! with the last kept, by numbering windows and a filter.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Binding of one SELECT: FROM, WHERE, GROUP BY, HAVING, DISTINCT, the select list, windows and ORDER BY.
+//! Binding of one SELECT: FROM, WHERE, GROUP BY, HAVING, DISTINCT, the select list, windows
+//! and ORDER BY.
 
 use super::*;
 

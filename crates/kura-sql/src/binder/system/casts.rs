@@ -1,4 +1,5 @@
-//! `::regclass`, `::regtype`, `::regproc` and the other OID casts: names to OIDs and back through the snapshot.
+//! `::regclass`, `::regtype`, `::regproc` and the other OID casts: names to OIDs and back
+//! through the snapshot.
 
 use super::*;
 

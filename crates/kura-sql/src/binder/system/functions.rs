@@ -1,4 +1,5 @@
-//! The catalog functions clients call (`format_type`, `pg_get_indexdef`, `pg_table_is_visible`, `current_schemas` ...), as CASE expressions over the snapshot.
+//! The catalog functions clients call (`format_type`, `pg_get_indexdef`,
+//! `pg_table_is_visible`, `current_schemas` ...), as CASE expressions over the snapshot.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! System relations in FROM: the catalog snapshot a statement reads, the relations and views of pg_catalog and information_schema, and their never-filled array columns.
+//! System relations in FROM: the catalog snapshot a statement reads, the relations and
+//! views of pg_catalog and information_schema, and their never-filled array columns.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! pg_database, pg_roles, pg_user, pg_settings, pg_collation and the like: the server and its users.
+//! pg_database, pg_roles, pg_user, pg_settings, pg_collation and the like: the server and
+//! its users.
 
 use super::*;
 

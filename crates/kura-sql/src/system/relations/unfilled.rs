@@ -1,4 +1,6 @@
-//! The catalogs of things kura does not have (descriptions, triggers, rules, policies, publications, inheritance, partitions, foreign tables, enums): their columns, and no rows.
+//! The catalogs of things kura does not have (descriptions, triggers, rules, policies,
+//! publications, inheritance, partitions, foreign tables, enums): their columns, and no
+//! rows.
 
 use super::*;
 
