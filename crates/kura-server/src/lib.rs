@@ -15,7 +15,6 @@ pub mod kura_engine;
 pub mod run;
 pub mod server;
 pub mod split;
-mod sql_tokens;
 pub mod tls;
 mod trim;
 pub mod types;
