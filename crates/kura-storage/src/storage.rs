@@ -35,7 +35,6 @@ mod savepoint;
 mod sequences;
 
 use commit::all_pages;
-use ddl::rebuild;
 
 pub use savepoint::TxnSavepoint;
 

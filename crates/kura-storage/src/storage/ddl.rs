@@ -3,41 +3,6 @@
 
 use super::*;
 
-/// Rebuilds index `name` (`def`) from `table`'s rows. A failure is of rows
-/// this transaction added, not of the index's creation.
-pub(super) fn rebuild(
-    table: &Table,
-    name: &str,
-    def: &TxnIndex,
-    io: &mut PageIo,
-) -> StorageResult<BTreeIndex> {
-    key_columns(table, &def.columns)?;
-    include_columns(table, &def.include)?;
-    let built = build_covering_for_table(
-        table,
-        name,
-        &def.columns,
-        &def.include,
-        def.unique,
-        io,
-        &mut |_, _| {},
-    );
-    built.map_err(|e| match e {
-        StorageError::UniqueViolation {
-            index,
-            columns,
-            values,
-            ..
-        } => StorageError::UniqueViolation {
-            index,
-            columns,
-            values,
-            creating: false,
-        },
-        e => e,
-    })
-}
-
 impl WriteTxn {
     /// Replaces the defaults and constraints of `table` (which must exist).
     /// The indexes of its key constraints are created separately.
