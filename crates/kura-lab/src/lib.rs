@@ -3,6 +3,7 @@
 //! command line only parses arguments and prints; tests and benchmarks call these
 //! modules directly.
 
+pub mod cachesim;
 pub mod ceiling;
 pub mod fix;
 pub mod iops;

@@ -314,7 +314,7 @@ fn psql_describe_shows_keys_checks_foreign_keys_and_defaults() {
         out.contains("\"child_qty_check\" CHECK ((qty > 0))"),
         "{out}"
     );
-    // Foreign keys are in pg_constraint (tests/slt/constraints.slt); psql's \d
+    // Foreign keys are in pg_constraint (tests/slt/ddl_dml/constraints.slt); psql's \d
     // lists them only for tables with triggers, which kura does not have.
 }
 

@@ -341,75 +341,9 @@ pub fn col(id: ColId, ty: DataType) -> PhysExpr {
 
 /// Rewrites every column reference through `f`.
 pub fn map_columns(e: &PhysExpr, f: &mut dyn FnMut(ColId, DataType) -> PhysExpr) -> PhysExpr {
-    use PhysExpr as P;
     match e {
-        P::Column { index, data_type } => f(*index, *data_type),
-        P::Literal { .. } => e.clone(),
-        P::Binary {
-            op,
-            left,
-            right,
-            data_type,
-        } => P::Binary {
-            op: *op,
-            left: Box::new(map_columns(left, f)),
-            right: Box::new(map_columns(right, f)),
-            data_type: *data_type,
-        },
-        P::Not(x) => P::Not(Box::new(map_columns(x, f))),
-        P::Negate(x) => P::Negate(Box::new(map_columns(x, f))),
-        P::IsNull { expr, negated } => P::IsNull {
-            expr: Box::new(map_columns(expr, f)),
-            negated: *negated,
-        },
-        P::Cast { expr, to } => P::Cast {
-            expr: Box::new(map_columns(expr, f)),
-            to: *to,
-        },
-        P::Case {
-            whens,
-            otherwise,
-            data_type,
-        } => P::Case {
-            whens: whens
-                .iter()
-                .map(|(w, t)| (map_columns(w, f), map_columns(t, f)))
-                .collect(),
-            otherwise: otherwise.as_ref().map(|o| Box::new(map_columns(o, f))),
-            data_type: *data_type,
-        },
-        P::InList {
-            expr,
-            list,
-            negated,
-        } => P::InList {
-            expr: Box::new(map_columns(expr, f)),
-            list: list.clone(),
-            negated: *negated,
-        },
-        P::Like {
-            expr,
-            pattern,
-            negated,
-        } => P::Like {
-            expr: Box::new(map_columns(expr, f)),
-            pattern: pattern.clone(),
-            negated: *negated,
-        },
-        P::Func {
-            func,
-            args,
-            data_type,
-        } => P::Func {
-            func: *func,
-            args: args.iter().map(|a| map_columns(a, f)).collect(),
-            data_type: *data_type,
-        },
-        P::Sequence { seq, op, args } => P::Sequence {
-            seq: seq.clone(),
-            op: *op,
-            args: args.iter().map(|a| map_columns(a, f)).collect(),
-        },
+        PhysExpr::Column { index, data_type } => f(*index, *data_type),
+        _ => e.map_children(&mut |c| map_columns(c, f)),
     }
 }
 
@@ -418,75 +352,5 @@ pub fn replace_subexprs(e: &PhysExpr, from: &[(PhysExpr, ColId)]) -> PhysExpr {
     if let Some((x, id)) = from.iter().find(|(x, _)| x == e) {
         return col(*id, x.data_type());
     }
-    use PhysExpr as P;
-    match e {
-        P::Column { .. } | P::Literal { .. } => e.clone(),
-        P::Binary {
-            op,
-            left,
-            right,
-            data_type,
-        } => P::Binary {
-            op: *op,
-            left: Box::new(replace_subexprs(left, from)),
-            right: Box::new(replace_subexprs(right, from)),
-            data_type: *data_type,
-        },
-        P::Not(x) => P::Not(Box::new(replace_subexprs(x, from))),
-        P::Negate(x) => P::Negate(Box::new(replace_subexprs(x, from))),
-        P::IsNull { expr, negated } => P::IsNull {
-            expr: Box::new(replace_subexprs(expr, from)),
-            negated: *negated,
-        },
-        P::Cast { expr, to } => P::Cast {
-            expr: Box::new(replace_subexprs(expr, from)),
-            to: *to,
-        },
-        P::Case {
-            whens,
-            otherwise,
-            data_type,
-        } => P::Case {
-            whens: whens
-                .iter()
-                .map(|(w, t)| (replace_subexprs(w, from), replace_subexprs(t, from)))
-                .collect(),
-            otherwise: otherwise
-                .as_ref()
-                .map(|o| Box::new(replace_subexprs(o, from))),
-            data_type: *data_type,
-        },
-        P::InList {
-            expr,
-            list,
-            negated,
-        } => P::InList {
-            expr: Box::new(replace_subexprs(expr, from)),
-            list: list.clone(),
-            negated: *negated,
-        },
-        P::Like {
-            expr,
-            pattern,
-            negated,
-        } => P::Like {
-            expr: Box::new(replace_subexprs(expr, from)),
-            pattern: pattern.clone(),
-            negated: *negated,
-        },
-        P::Func {
-            func,
-            args,
-            data_type,
-        } => P::Func {
-            func: *func,
-            args: args.iter().map(|a| replace_subexprs(a, from)).collect(),
-            data_type: *data_type,
-        },
-        P::Sequence { seq, op, args } => P::Sequence {
-            seq: seq.clone(),
-            op: *op,
-            args: args.iter().map(|a| replace_subexprs(a, from)).collect(),
-        },
-    }
+    e.map_children(&mut |c| replace_subexprs(c, from))
 }

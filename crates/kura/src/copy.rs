@@ -17,7 +17,9 @@ use crate::enforce::{after_write, Change};
 use crate::error::{KuraError, KuraResult};
 use crate::query::QueryContext;
 use crate::result::QueryResult;
-use crate::session::Progress;
+
+/// Progress of long work: label, units done, units total.
+pub type Progress = dyn Fn(&str, u64, u64) + Send + Sync;
 
 /// Which files on the machine running kura a session's `COPY ... FROM 'file'`
 /// may read. The embedded database and the shell read any file their user

@@ -4,6 +4,7 @@
 //! take the declared types, else the types the statement implies.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use kura_common::{DataType, Value};
 use sqlparser::ast::{Ident, Statement};
@@ -11,7 +12,23 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::error::{KuraError, KuraResult};
-use crate::session::Prepared;
+use crate::result::ResultColumn;
+use crate::stack::DropOnStack;
+
+/// A statement parsed and described once, to run many times with parameters
+/// (`$1`, `$2`, ... — the PostgreSQL extended protocol).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub sql: String,
+    pub(crate) statement: DropOnStack<Statement>,
+    /// Types of `$1..$n`, as far as the statement determines them.
+    pub param_types: Vec<DataType>,
+    /// Result columns; empty for statements that return none.
+    pub columns: Vec<ResultColumn>,
+    /// What its syntax tree was reserved from the shared memory budget (a long
+    /// text), held while any copy of it lives.
+    pub(crate) parse_memory: Option<Arc<crate::limits::ParseMemory>>,
+}
 
 /// One `PREPARE`d statement.
 #[derive(Clone)]

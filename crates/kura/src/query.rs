@@ -21,10 +21,10 @@ use kura_sql::{
 };
 use kura_storage::{BufferManager, Catalog, Storage, Table};
 
+use crate::cancel::CancelHandle;
 use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
 use crate::result::{QueryResult, ResultColumn};
-use crate::session::CancelHandle;
 use crate::txn::Tx;
 
 pub(crate) struct QueryContext<'a> {

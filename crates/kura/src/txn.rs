@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use kura_common::settings::Settings;
 use kura_storage::{Catalog, Storage, TxnSavepoint, WriteTxn};
 
+use crate::cancel::CancelHandle;
 use crate::error::{KuraError, KuraResult};
-use crate::session::CancelHandle;
 
 /// The isolation level of a transaction, PostgreSQL's names. READ UNCOMMITTED
 /// behaves as READ COMMITTED, as in PostgreSQL.

@@ -2,7 +2,7 @@
 //! permanent table of the same name stays what others see), gone when that
 //! session ends and after the database is reopened, and written without the
 //! database's write lock. The single-session behaviour is in
-//! `tests/slt/temp_tables.slt`.
+//! `tests/slt/ddl_dml/temp_tables.slt`.
 
 use std::path::{Path, PathBuf};
 

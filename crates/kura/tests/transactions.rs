@@ -2,7 +2,7 @@
 //! waits, bounded by its statement_timeout), a transaction that only reads holds
 //! nobody up, a rollback leaves the file and the buffer pool as they were, and a
 //! commit survives reopening. The single-session semantics are in
-//! `tests/slt/transactions.slt`.
+//! `tests/slt/transactions/transactions.slt`.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -405,6 +405,8 @@ class Select(Node):
     distinct: bool = False
     ctes: list = field(default_factory=list)  # [(name, Select)]
     grouping: str = None  # None, "ROLLUP", "CUBE" or "GROUPING SETS" over group_by
+    distinct_on: int = 0  # DISTINCT ON the first this many ORDER BY positions
+
 
     def sql(self):
         s = ""
@@ -413,6 +415,8 @@ class Select(Node):
                 f"{n} ({', '.join(a for _, a in q.items)}) AS ({q.sql()})" for n, q in self.ctes
             ) + " "
         s += "SELECT " + ("DISTINCT " if self.distinct else "")
+        if self.distinct_on:
+            s += "DISTINCT ON (" + ", ".join(str(p) for p, _, _ in self.order_by[: self.distinct_on]) + ") "
         s += ", ".join(f"{e.sql()} AS {a}" for e, a in self.items)
         s += " FROM " + self.source.sql()
         for j in self.joins:
@@ -455,6 +459,8 @@ class Select(Node):
         out += [drop("joins", i) for i in range(len(self.joins))]
         if self.distinct:
             out.append(replace(self, distinct=False))
+        if self.distinct_on:
+            out.append(replace(self, distinct_on=0))
         if self.grouping:
             out.append(replace(self, grouping=None))
         if len(self.items) > 1:
@@ -463,11 +469,11 @@ class Select(Node):
                 order = [
                     (p - (p > i + 1), d, n) for p, d, n in self.order_by if p != i + 1
                 ]
-                out.append(replace(self, items=self.items[:i] + self.items[i + 1 :], order_by=order))
+                out.append(replace(self, items=self.items[:i] + self.items[i + 1 :], order_by=order, distinct_on=0))
         if self.group_by and not any(isinstance(e, Agg) for e, _ in self.items):
             out.append(replace(self, group_by=[], having=[]))
         if self.order_by and self.limit is None:
-            out.append(replace(self, order_by=[]))
+            out.append(replace(self, order_by=[], distinct_on=0))
         return out
 
 

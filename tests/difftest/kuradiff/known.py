@@ -20,6 +20,17 @@ KNOWN = [
     ),
 ]
 
+# (pattern of kura's error, pattern the SQL must contain, why): SQL DuckDB answers
+# and PostgreSQL — whose semantics kura follows — refuses, as kura does.
+KNOWN_REFUSALS = [
+    (
+        r"operator does not exist: DATE = INTEGER",
+        r"= 19950101\b",
+        "DuckDB compares a date with an integer; PostgreSQL has no date = integer "
+        "operator (ERROR: operator does not exist: date = integer)",
+    ),
+]
+
 # DuckDB's own failures on valid SQL (its internal errors): the query has no
 # reference answer and is skipped.
 DUCKDB_BUGS = [
@@ -34,5 +45,17 @@ def duckdb_bug(duckdb_error):
     return any(re.search(p, duckdb_error) for p in DUCKDB_BUGS)
 
 
+def known_refusal(sql, kura_error):
+    return any(re.search(e, kura_error) and re.search(s, sql) for e, s, _ in KNOWN_REFUSALS)
+
+
 def known_difference(sql, duckdb_error):
     return any(re.search(e, duckdb_error) and re.search(s, sql) for e, s, _ in KNOWN)
+
+
+def duckdb_over_limit(q, duck):
+    """DuckDB answered more rows than the query's LIMIT allows: DuckDB 2.0 returns
+    every row of some ORDER BY ... LIMIT queries over a RIGHT JOIN whose ON never
+    holds (SELECT l.x FROM lineitem l RIGHT JOIN part p ON l.l_discount < 0
+    ORDER BY 1 DESC NULLS FIRST LIMIT 1 gives 2,000 rows)."""
+    return duck[0] == "rows" and q.limit is not None and len(duck[2]) > q.limit

@@ -3,7 +3,7 @@ tables: joins along keys (inner and outer), filters of every type and operator, 
 BETWEEN, LIKE, IS NULL, CASE, arithmetic, mathematical, bitwise, string and date
 functions, aggregates with and without DISTINCT or FILTER over group keys, grouping
 sets, ordered-set and statistical aggregates, window functions over ROWS, RANGE and
-GROUPS frames, HAVING, ORDER BY / LIMIT, scalar, IN and EXISTS subqueries (correlated or
+GROUPS frames, HAVING, ORDER BY / LIMIT, DISTINCT ON, scalar, IN and EXISTS subqueries (correlated or
 not), derived tables and CTEs.
 
 It writes only SQL whose answer PostgreSQL and DuckDB define alike, so a difference is
@@ -733,7 +733,12 @@ class Generator:
         # Doubles equal within the tolerance but not exactly (an average over
         # window frames of different sizes) order differently in each engine, and
         # a LIMIT would then keep different rows.
-        if self.chance(0.6) and not any(e.kind == DBL for e, _ in q.items):
+        exact = not any(e.kind == DBL for e, _ in q.items)
+        if exact and not q.distinct and self.chance(0.12):
+            # The first row of each group of the leading keys; the order names
+            # every column, so which row is first is fixed.
+            q.distinct_on = self.rng.randint(1, min(2, len(positions)))
+        if self.chance(0.6) and exact:
             q.limit = self.pick([1, 3, 10, 100])
             if self.chance(0.3):
                 q.offset = self.pick([1, 5])

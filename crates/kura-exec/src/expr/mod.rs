@@ -438,6 +438,78 @@ impl PhysExpr {
         PhysExpr::Literal { value, data_type }
     }
 
+    /// This node with each direct child replaced by `f(child)`; leaves (columns,
+    /// literals) cloned. Rewrites written over it recurse only where they act.
+    pub fn map_children(&self, f: &mut dyn FnMut(&PhysExpr) -> PhysExpr) -> PhysExpr {
+        use PhysExpr as P;
+        let mut boxed = |x: &PhysExpr| Box::new(f(x));
+        match self {
+            P::Column { .. } | P::Literal { .. } => self.clone(),
+            P::Binary {
+                op,
+                left,
+                right,
+                data_type,
+            } => P::Binary {
+                op: *op,
+                left: boxed(left),
+                right: boxed(right),
+                data_type: *data_type,
+            },
+            P::Not(x) => P::Not(boxed(x)),
+            P::Negate(x) => P::Negate(boxed(x)),
+            P::IsNull { expr, negated } => P::IsNull {
+                expr: boxed(expr),
+                negated: *negated,
+            },
+            P::Cast { expr, to } => P::Cast {
+                expr: boxed(expr),
+                to: *to,
+            },
+            P::Case {
+                whens,
+                otherwise,
+                data_type,
+            } => P::Case {
+                whens: whens.iter().map(|(w, t)| (f(w), f(t))).collect(),
+                otherwise: otherwise.as_ref().map(|o| Box::new(f(o))),
+                data_type: *data_type,
+            },
+            P::InList {
+                expr,
+                list,
+                negated,
+            } => P::InList {
+                expr: boxed(expr),
+                list: list.clone(),
+                negated: *negated,
+            },
+            P::Like {
+                expr,
+                pattern,
+                negated,
+            } => P::Like {
+                expr: boxed(expr),
+                pattern: pattern.clone(),
+                negated: *negated,
+            },
+            P::Func {
+                func,
+                args,
+                data_type,
+            } => P::Func {
+                func: *func,
+                args: args.iter().map(f).collect(),
+                data_type: *data_type,
+            },
+            P::Sequence { seq, op, args } => P::Sequence {
+                seq: seq.clone(),
+                op: *op,
+                args: args.iter().map(f).collect(),
+            },
+        }
+    }
+
     /// Column indexes this expression reads.
     pub fn columns(&self, out: &mut Vec<usize>) {
         match self {
@@ -580,4 +652,66 @@ pub fn from_i128_vector(
 /// Numeric vector values as f64.
 pub fn floats_of(v: &kura_common::Vector) -> Vec<f64> {
     arith::to_f64(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(index: usize) -> PhysExpr {
+        PhysExpr::Column {
+            index,
+            data_type: DataType::Integer,
+        }
+    }
+
+    /// Renumbers every column by `f`, through `map_children` only.
+    fn renumber(e: &PhysExpr, f: &dyn Fn(usize) -> usize) -> PhysExpr {
+        match e {
+            PhysExpr::Column { index, data_type } => PhysExpr::Column {
+                index: f(*index),
+                data_type: *data_type,
+            },
+            _ => e.map_children(&mut |c| renumber(c, f)),
+        }
+    }
+
+    #[test]
+    fn map_children_reaches_every_child_of_every_node() {
+        let b = |x: PhysExpr| Box::new(x);
+        let tree = PhysExpr::Case {
+            whens: vec![(
+                PhysExpr::Binary {
+                    op: BinaryOp::Eq,
+                    left: b(column(0)),
+                    right: b(PhysExpr::Negate(b(column(1)))),
+                    data_type: DataType::Boolean,
+                },
+                PhysExpr::Func {
+                    func: ScalarFunc::Abs,
+                    args: vec![PhysExpr::Cast {
+                        expr: b(column(2)),
+                        to: DataType::BigInt,
+                    }],
+                    data_type: DataType::BigInt,
+                },
+            )],
+            otherwise: Some(b(PhysExpr::Not(b(PhysExpr::IsNull {
+                expr: b(PhysExpr::InList {
+                    expr: b(column(3)),
+                    list: vec![Value::Integer(1)],
+                    negated: false,
+                }),
+                negated: true,
+            })))),
+            data_type: DataType::BigInt,
+        };
+        let mut before = Vec::new();
+        tree.columns(&mut before);
+        assert_eq!(before, vec![0, 1, 2, 3]);
+        let mut after = Vec::new();
+        renumber(&tree, &|i| i + 10).columns(&mut after);
+        assert_eq!(after, vec![10, 11, 12, 13]);
+        assert_eq!(renumber(&tree, &|i| i), tree);
+    }
 }

@@ -1,0 +1,193 @@
+//! Binding of FROM: tables, derived tables, joins and table functions, with their scopes.
+
+use super::*;
+
+impl Binder<'_> {
+    /// FROM: a cross product of its items, each possibly with joins.
+    pub(super) fn bind_from(
+        &mut self,
+        from: &[ast::TableWithJoins],
+        outer: &[Scope],
+    ) -> SqlResult<(Logical, Scope)> {
+        let mut acc: Option<(Logical, Scope)> = None;
+        for twj in from {
+            let (mut plan, mut scope) = self.bind_factor(&twj.relation, outer)?;
+            for j in &twj.joins {
+                let (rplan, rscope) = self.bind_factor(&j.relation, outer)?;
+                let (jt, constraint, swap) = match &j.join_operator {
+                    ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => {
+                        (JoinType::Inner, Some(c), false)
+                    }
+                    ast::JoinOperator::CrossJoin(_) => (JoinType::Inner, None, false),
+                    ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => {
+                        (JoinType::Left, Some(c), false)
+                    }
+                    ast::JoinOperator::Right(c) | ast::JoinOperator::RightOuter(c) => {
+                        (JoinType::Left, Some(c), true)
+                    }
+                    ast::JoinOperator::FullOuter(c) => (JoinType::Full, Some(c), false),
+                    other => {
+                        return Err(SqlError::unsupported(
+                            format!("join type {other:?}")
+                                .chars()
+                                .take(40)
+                                .collect::<String>(),
+                            span_pos(&j.relation),
+                        ))
+                    }
+                };
+                let mut merged = scope.clone();
+                merged.cols.extend(rscope.cols.clone());
+                let on = match constraint {
+                    None | Some(ast::JoinConstraint::None) => Vec::new(),
+                    Some(ast::JoinConstraint::On(e)) => {
+                        let mut cx = ExprCtx::new(&merged, outer);
+                        cx.clause = Some("JOIN conditions");
+                        let b = self.bind_expr(e, &mut cx)?;
+                        if !cx.pending.is_empty() {
+                            return Err(SqlError::unsupported(
+                                "subqueries in JOIN ... ON",
+                                span_pos(e),
+                            ));
+                        }
+                        let mut v = Vec::new();
+                        crate::logical::conjuncts(
+                            self.check_bool(b, "JOIN/ON", span_pos(e))?,
+                            &mut v,
+                        );
+                        v
+                    }
+                    Some(ast::JoinConstraint::Using(names)) => {
+                        let mut v = Vec::new();
+                        for n in names {
+                            let (name, pos) = match n.0.last() {
+                                Some(ast::ObjectNamePart::Identifier(i)) => {
+                                    (norm(i), crate::binder::pos_of(i))
+                                }
+                                _ => return Err(SqlError::Syntax("bad USING column".into())),
+                            };
+                            let l = scope.lookup(None, &name);
+                            let r = rscope.lookup(None, &name);
+                            let (Some(l), Some(r)) = (l.first(), r.first()) else {
+                                return Err(SqlError::UnknownColumn {
+                                    name,
+                                    pos,
+                                    suggestion: None,
+                                });
+                            };
+                            v.push(self.comparison(
+                                kura_exec::expr::BinaryOp::Eq,
+                                col(l.id, l.ty),
+                                col(r.id, r.ty),
+                                pos,
+                            )?);
+                        }
+                        v
+                    }
+                    Some(ast::JoinConstraint::Natural) => {
+                        return Err(SqlError::unsupported("NATURAL JOIN", span_pos(&j.relation)))
+                    }
+                };
+                plan = if swap {
+                    Logical::Join {
+                        join_type: jt,
+                        left: Box::new(rplan),
+                        right: Box::new(plan),
+                        on,
+                        mark: None,
+                    }
+                } else {
+                    Logical::Join {
+                        join_type: jt,
+                        left: Box::new(plan),
+                        right: Box::new(rplan),
+                        on,
+                        mark: None,
+                    }
+                };
+                scope = merged;
+            }
+            acc = Some(match acc {
+                None => (plan, scope),
+                Some((p, mut s)) => {
+                    s.cols.extend(scope.cols);
+                    (
+                        Logical::Join {
+                            join_type: JoinType::Inner,
+                            left: Box::new(p),
+                            right: Box::new(plan),
+                            on: Vec::new(),
+                            mark: None,
+                        },
+                        s,
+                    )
+                }
+            });
+        }
+        Ok(acc.unwrap_or_else(|| {
+            (
+                Logical::Values {
+                    rows: vec![vec![]],
+                    cols: Vec::new(),
+                },
+                Scope::default(),
+            )
+        }))
+    }
+
+    pub(super) fn bind_factor(
+        &mut self,
+        f: &ast::TableFactor,
+        outer: &[Scope],
+    ) -> SqlResult<(Logical, Scope)> {
+        match f {
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                sample,
+                ..
+            } => match sample {
+                Some(s) => self.bind_sampled_relation(name, alias.as_ref(), s),
+                None => self.bind_relation(name, alias.as_ref()),
+            },
+            ast::TableFactor::Derived {
+                sample: Some(_),
+                subquery,
+                ..
+            } => Err(SqlError::unsupported(
+                "TABLESAMPLE on a subquery",
+                span_pos(subquery.as_ref()),
+            )),
+            ast::TableFactor::Derived {
+                subquery,
+                alias,
+                lateral: false,
+                ..
+            } => {
+                let q = self.bind_query(subquery, outer)?;
+                let qualifier = alias.as_ref().map_or(String::new(), |a| norm(&a.name));
+                self.derived_scope(q, &qualifier, &[], alias.as_ref())
+            }
+            ast::TableFactor::Table { args: Some(_), .. }
+            | ast::TableFactor::Function { .. }
+            | ast::TableFactor::UNNEST { .. } => self.bind_table_function(f, outer, span_pos(f)),
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias,
+            } => {
+                let (p, mut s) = self.bind_from(std::slice::from_ref(table_with_joins), outer)?;
+                if let Some(a) = alias {
+                    for c in &mut s.cols {
+                        c.qualifier = Some(norm(&a.name));
+                    }
+                }
+                Ok((p, s))
+            }
+            other => Err(SqlError::unsupported(
+                format!("FROM item {other}"),
+                span_pos(other),
+            )),
+        }
+    }
+}

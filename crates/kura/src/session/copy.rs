@@ -1,0 +1,115 @@
+//! COPY in a session: FROM STDIN and files, TO STDOUT and files, with the server's file-
+//! access rules.
+
+use super::*;
+
+impl Session {
+    /// Runs one `COPY t [(columns)] FROM STDIN` statement, reading its data
+    /// from `input` (a client's; see `kura serve`).
+    pub fn copy_in(
+        &mut self,
+        sql: &str,
+        input: &mut dyn crate::copy::CopyInput,
+    ) -> KuraResult<QueryResult> {
+        self.run_copy(sql, false, |s, stmt| match stmt {
+            Statement::Copy {
+                source,
+                options,
+                legacy_options,
+                ..
+            } => crate::copy::copy_from_input(
+                &s.query_context(),
+                source,
+                options,
+                legacy_options,
+                input,
+            ),
+            _ => unreachable!("run_copy passes COPY statements only"),
+        })
+    }
+
+    /// Checks a `COPY ... FROM STDIN` statement without running it (its
+    /// table, columns and options); any other statement passes.
+    pub fn check_copy(&mut self, sql: &str) -> KuraResult<()> {
+        match parse(sql)?.as_slice() {
+            [Statement::Copy {
+                source,
+                options,
+                legacy_options,
+                to: false,
+                ..
+            }] => {
+                crate::copy::check_copy_from(&self.query_context(), source, options, legacy_options)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs one `COPY t [(columns)] | (query) TO STDOUT` statement, its lines
+    /// going to `output` as the query runs.
+    pub fn copy_out(
+        &mut self,
+        sql: &str,
+        output: &mut dyn crate::copy_out::CopyOutput,
+    ) -> KuraResult<QueryResult> {
+        self.run_copy(sql, true, |s, stmt| s.copy_to(stmt, output))
+    }
+
+    /// One COPY statement of the direction `to`, run as `execute_statement`
+    /// runs statements (transaction state, time limit, contained panics).
+    pub(super) fn run_copy(
+        &mut self,
+        sql: &str,
+        to: bool,
+        f: impl FnOnce(&Self, &Statement) -> KuraResult<QueryResult>,
+    ) -> KuraResult<QueryResult> {
+        on_statement_stack(|| {
+            let statements = parse(sql);
+            crate::txn::after_statement(&mut self.lock_txn(), &statements);
+            let stmt = match statements?.as_slice() {
+                [stmt @ Statement::Copy { to: t, .. }] if *t == to => stmt.clone(),
+                _ => {
+                    return Err(KuraError::Invalid(format!(
+                        "expected one COPY ... {} statement",
+                        if to { "TO" } else { "FROM" }
+                    )))
+                }
+            };
+            self.check_transaction(&stmt)?;
+            self.cancel.start(self.settings.statement_timeout());
+            let r = guard(|| f(self, &stmt));
+            self.finish(r)
+        })
+    }
+
+    /// `COPY ... TO`: the source query's rows as lines into `output`.
+    pub(super) fn copy_to(
+        &self,
+        stmt: &Statement,
+        output: &mut dyn crate::copy_out::CopyOutput,
+    ) -> KuraResult<QueryResult> {
+        let Statement::Copy {
+            source,
+            options,
+            legacy_options,
+            ..
+        } = stmt
+        else {
+            return Err(KuraError::Internal("copy_to without COPY".into()));
+        };
+        let query = crate::copy_out::source_query(source)?;
+        let format = crate::copy_out::OutFormat::new(options, legacy_options)?;
+        let mut lines = crate::copy_out::Lines::new(format, output);
+        crate::query::run_streaming(&self.query_context(), &query, None, &mut lines)?;
+        let rows = lines.finish()?;
+        Ok(QueryResult::command(format!("COPY {rows}")))
+    }
+
+    /// `COPY ... TO 'file'`.
+    pub(super) fn copy_to_file(&self, stmt: &Statement, name: &str) -> KuraResult<QueryResult> {
+        let mut file = crate::copy_out::FileOutput::create(&self.file_access, name)?;
+        let r = self.copy_to(stmt, &mut file)?;
+        file.finish(name)?;
+        Ok(r)
+    }
+}

@@ -1,0 +1,268 @@
+//! SET and SHOW in a session: session settings, the database-wide ones, and the client
+//! settings drivers send.
+
+use super::*;
+
+/// Parameters PostgreSQL clients set or ask for that have no meaning in
+/// kura, with the values kura reports for them.
+pub(super) const CLIENT_SETTINGS: &[(&str, &str)] = &[
+    ("server_version", crate::identity::PG_VERSION),
+    ("server_version_num", crate::identity::PG_VERSION_NUM),
+    ("server_encoding", "UTF8"),
+    ("client_encoding", "UTF8"),
+    ("datestyle", "ISO, MDY"),
+    ("default_table_access_method", "heap"),
+    ("timezone", "UTC"),
+    ("standard_conforming_strings", "on"),
+    ("integer_datetimes", "on"),
+    ("intervalstyle", "postgres"),
+    // PostgreSQL's build-time limit on an index's columns, which pgjdbc
+    // reads before it lists keys; kura's indexes take as many.
+    ("max_index_keys", "32"),
+    ("search_path", "public"),
+    ("application_name", ""),
+    ("extra_float_digits", ""),
+];
+
+/// The value kura reports for client parameter `name` (`time zone` is SET's
+/// spelling of `timezone`).
+pub(crate) fn client_setting_value(name: &str) -> Option<&'static str> {
+    let name = if name == "time zone" {
+        "timezone"
+    } else {
+        name
+    };
+    CLIENT_SETTINGS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+}
+
+pub(super) fn is_client_setting(name: &str) -> bool {
+    client_setting_value(name).is_some()
+}
+
+/// Statements the session runs itself (not through the SQL engine).
+pub(super) fn is_local(stmt: &Statement) -> bool {
+    match stmt {
+        Statement::CreateTable(ct) => ct.query.is_none(),
+        Statement::Drop { object_type, .. } => matches!(
+            object_type,
+            sqlparser::ast::ObjectType::Table
+                | sqlparser::ast::ObjectType::View
+                | sqlparser::ast::ObjectType::Index
+        ),
+        Statement::CreateIndex(_) => true,
+        Statement::Copy { .. }
+        | Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Savepoint { .. }
+        | Statement::ReleaseSavepoint { .. }
+        | Statement::Set(_)
+        | Statement::ShowVariable { .. }
+        | Statement::ExplainTable { .. }
+        | Statement::ShowTables { .. }
+        | Statement::Discard { .. } => true,
+        s => is_session_statement(s),
+    }
+}
+
+impl Session {
+    /// `SET name = value` / `SET name TO value`.
+    pub(super) fn set(&mut self, set: &sqlparser::ast::Set) -> KuraResult<QueryResult> {
+        use sqlparser::ast::{Expr, Set};
+        if let Set::SetTransaction {
+            modes,
+            snapshot,
+            session,
+        } = set
+        {
+            if snapshot.is_some() {
+                return Err(KuraError::Unsupported("SET TRANSACTION SNAPSHOT".into()));
+            }
+            self.set_transaction(modes, *session)?;
+            return Ok(QueryResult::command("SET"));
+        }
+        let Set::SingleAssignment {
+            variable, values, ..
+        } = set
+        else {
+            return Err(KuraError::Unsupported(format!("{set}")));
+        };
+        let name = variable.to_string().to_ascii_lowercase();
+        let value = match values.as_slice() {
+            [Expr::Value(v)] => match &v.value {
+                sqlparser::ast::Value::SingleQuotedString(s) => s.clone(),
+                other => other.to_string(),
+            },
+            [Expr::Identifier(id)] => id.value.clone(),
+            [other] => other.to_string(),
+            _ => return Err(KuraError::Invalid(format!("SET {name} takes one value"))),
+        };
+        self.set_setting(&name, &value)?;
+        Ok(QueryResult::command("SET"))
+    }
+
+    /// Changes a setting, applying those that act on shared state at once.
+    pub fn set_setting(&mut self, name: &str, value: &str) -> KuraResult<()> {
+        if let Some(r) = self.set_transaction_setting(name, value) {
+            return r;
+        }
+        if Settings::spec(name).is_some_and(|s| s.scope == Scope::Database)
+            && !self.identity.superuser
+        {
+            return Err(KuraError::PermissionDenied(format!(
+                "permission denied to set parameter \"{}\": it changes every session of \
+                 the database, and user \"{}\" is not a superuser",
+                name.to_ascii_lowercase(),
+                self.identity.user
+            )));
+        }
+        if Settings::spec(name).is_none() && is_client_setting(name) {
+            // Settings PostgreSQL drivers send at connect time; accepted, no effect.
+            return Ok(());
+        }
+        if name.eq_ignore_ascii_case("llc_protect") {
+            // Database-wide, like resident_indexes: applied first, so a failed
+            // warm leaves the setting as it was.
+            let v = value.trim();
+            if v.is_empty() || v.eq_ignore_ascii_case("none") {
+                self.llc.release()?;
+            } else {
+                self.llc.protect(&self.storage, v)?;
+            }
+        }
+        if name.eq_ignore_ascii_case("resident_indexes") {
+            // Applied first: a set the pool cannot hold leaves the setting as it was.
+            self.storage.set_resident_indexes(value)?;
+        }
+        let before = self.settings.clone();
+        self.settings.set(name, value).map_err(KuraError::Invalid)?;
+        if name.eq_ignore_ascii_case("buffer_policy") {
+            self.storage.buffer().set_policy(value)?;
+        }
+        if ["tier2", "tier2_mode", "tier2_policy", "tier2_kind"]
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n))
+        {
+            if let Err(e) = self.apply_tier2(name) {
+                self.settings = before;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `SET tier2*` to the database's pool. The tier is database-wide:
+    /// `SET tier2` gives it a size (keeping the mode, policy and kind of the
+    /// tier in place, if any); `SET tier2_mode`/`tier2_policy`/`tier2_kind`
+    /// rebuild the tier in place
+    /// (a rebuilt tier starts empty) or, with none, only wait for `SET tier2`.
+    pub(super) fn apply_tier2(&mut self, name: &str) -> KuraResult<()> {
+        use kura_storage::{TierCapacity, TierConfig};
+        let bm = self.storage.buffer();
+        let mode = || {
+            kura_storage::buffer::parse_tier_mode(&self.settings.value("tier2_mode"))
+                .map_err(KuraError::Invalid)
+        };
+        let kind = || {
+            kura_storage::buffer::parse_tier_kind(&self.settings.value("tier2_kind"))
+                .map_err(KuraError::Invalid)
+        };
+        let config = match (name.to_ascii_lowercase().as_str(), bm.tier_config()) {
+            ("tier2", current) => {
+                let size = self.settings.value("tier2");
+                if size == "off" {
+                    return Ok(bm.set_tier(None)?);
+                }
+                let bytes = kura_common::size::parse_size(&size)
+                    .map_err(|e| KuraError::Invalid(format!("tier2: {e}")))?;
+                let mut c = match current {
+                    Some(c) => c,
+                    None => TierConfig {
+                        capacity: TierCapacity::Bytes(bytes),
+                        mode: mode()?,
+                        policy: self.settings.value("tier2_policy"),
+                        kind: kind()?,
+                    },
+                };
+                c.capacity = TierCapacity::Bytes(bytes);
+                c
+            }
+            (_, None) => return Ok(()),
+            ("tier2_mode", Some(mut c)) => {
+                c.mode = mode()?;
+                c
+            }
+            ("tier2_kind", Some(mut c)) => {
+                c.kind = kind()?;
+                c
+            }
+            (_, Some(mut c)) => {
+                c.policy = self.settings.value("tier2_policy");
+                c
+            }
+        };
+        Ok(bm.set_tier(Some(config))?)
+    }
+
+    /// `SHOW name` / `SHOW ALL`.
+    pub(super) fn show(&self, variable: &[sqlparser::ast::Ident]) -> KuraResult<QueryResult> {
+        let name = variable
+            .iter()
+            .map(|i| i.value.to_ascii_lowercase())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let text = DataType::Varchar(None);
+        if name == "all" {
+            let mut names = Vector::new(text, SETTINGS.len());
+            let mut values = Vector::new(text, SETTINGS.len());
+            let mut descr = Vector::new(text, SETTINGS.len());
+            for s in SETTINGS {
+                names.push_value(&Value::Text(s.name.into()));
+                values.push_value(&Value::Text(self.settings.value(s.name)));
+                descr.push_value(&Value::Text(s.description.into()));
+            }
+            let cols = ["name", "setting", "description"]
+                .iter()
+                .map(|n| ResultColumn {
+                    name: n.to_string(),
+                    data_type: text,
+                })
+                .collect();
+            return Ok(QueryResult::rows_of(
+                cols,
+                vec![Batch::new(vec![names, values, descr])],
+            ));
+        }
+        let name = match name.as_str() {
+            "transaction isolation level" => "transaction_isolation".to_string(),
+            _ => name,
+        };
+        let value = match self.settings.get(&name) {
+            Some(v) => v,
+            None if name == "is_superuser" => {
+                if self.identity.superuser { "on" } else { "off" }.to_string()
+            }
+            None => match self.transaction_setting(&name) {
+                Some(v) => v,
+                None => client_setting_value(&name)
+                    .ok_or_else(|| {
+                        KuraError::Invalid(format!(
+                            "unrecognized configuration parameter \"{name}\""
+                        ))
+                    })?
+                    .to_string(),
+            },
+        };
+        let v = Vector::from_values(text, &[Value::Text(value)]).expect("text vector");
+        Ok(QueryResult::rows_of(
+            vec![ResultColumn {
+                name,
+                data_type: text,
+            }],
+            vec![Batch::new(vec![v])],
+        ))
+    }
+}
