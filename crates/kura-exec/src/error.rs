@@ -116,6 +116,14 @@ impl ExecError {
 }
 
 impl ExecError {
+    /// Whether the error is the query's or the server's memory limit.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(
+            self,
+            ExecError::OutOfMemory { .. } | ExecError::OutOfSharedMemory { .. }
+        )
+    }
+
     /// An integer result or conversion that does not fit integer type `t`.
     pub fn integer_out_of_range(t: DataType) -> ExecError {
         ExecError::IntegerOutOfRange(format!("{} out of range", integer_name(t)))

@@ -16,6 +16,7 @@ use crate::ops::collect::CollectSink;
 use crate::ops::index::{IndexJoinSource, IndexJoinSpec, IndexScanSource};
 use crate::ops::join::batch_bytes;
 use crate::ops::join::filter::KeyFilter;
+use crate::ops::join::spill::{GraceJoinSource, ProbePartitionSink};
 use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec, JoinTable};
 use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
@@ -387,8 +388,11 @@ impl Executor<'_> {
                 let table = match built {
                     Some(table) => table,
                     None => {
-                        let sink =
-                            Arc::new(JoinBuildSink::new(spec.clone(), algorithm).with_label(label));
+                        let sink = Arc::new(
+                            JoinBuildSink::new(spec.clone(), algorithm.clone())
+                                .with_label(label)
+                                .at_level(0, node.id, probe.output.clone()),
+                        );
                         // The probe side's first reads overlap the merge of the build
                         // side's parts into one hash table.
                         self.compile(build, shared)?.run_around_merge(
@@ -397,6 +401,29 @@ impl Executor<'_> {
                             self.ctx,
                             &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
                         )?;
+                        if let Some(build_parts) = sink.take_spilled() {
+                            // Past the memory limit: a grace hash join, whose
+                            // partitions are joined one by one as a source.
+                            let probe_sink = Arc::new(ProbePartitionSink::new(
+                                spec.clone(),
+                                build_parts.level,
+                                node.id,
+                            ));
+                            self.run_into(probe, probe_sink.clone(), node.id, shared)?;
+                            let source = GraceJoinSource::new(
+                                spec,
+                                algorithm,
+                                build_parts,
+                                probe_sink.partitions(),
+                                probe.output.clone(),
+                                node.id,
+                            );
+                            return Ok(Pipeline {
+                                source: Arc::new(source),
+                                source_node: node.id,
+                                transforms: Vec::new(),
+                            });
+                        }
                         let table = sink.table()?;
                         if let Some(k) = node.shared_build {
                             let mut tables =

@@ -328,6 +328,7 @@ impl Session {
                 self.progress.as_deref(),
             ),
             Statement::Set(set) => self.set(set),
+            Statement::Reset(reset) => self.reset(&reset.reset),
             Statement::ShowVariable { variable } => self.show(variable),
             Statement::ExplainTable { table_name, .. } => {
                 crate::describe::describe(self, table_name.to_string().trim_matches('"'))

@@ -60,6 +60,7 @@ pub(super) fn is_local(stmt: &Statement) -> bool {
         | Statement::Savepoint { .. }
         | Statement::ReleaseSavepoint { .. }
         | Statement::Set(_)
+        | Statement::Reset(_)
         | Statement::ShowVariable { .. }
         | Statement::ExplainTable { .. }
         | Statement::ShowTables { .. }
@@ -96,12 +97,58 @@ impl Session {
                 sqlparser::ast::Value::SingleQuotedString(s) => s.clone(),
                 other => other.to_string(),
             },
+            [Expr::Identifier(id)]
+                if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default") =>
+            {
+                self.reset_setting(&name)?;
+                return Ok(QueryResult::command("SET"));
+            }
             [Expr::Identifier(id)] => id.value.clone(),
             [other] => other.to_string(),
             _ => return Err(KuraError::Invalid(format!("SET {name} takes one value"))),
         };
         self.set_setting(&name, &value)?;
         Ok(QueryResult::command("SET"))
+    }
+
+    /// `RESET name` / `RESET ALL`: back to the value a new session starts with.
+    pub(super) fn reset(&mut self, reset: &sqlparser::ast::Reset) -> KuraResult<QueryResult> {
+        use sqlparser::ast::Reset;
+        match reset {
+            Reset::ConfigurationParameter(name) => {
+                self.reset_setting(&name.to_string().to_ascii_lowercase())?
+            }
+            Reset::ALL => {
+                // Database-wide settings are not the session's to undo.
+                for spec in SETTINGS.iter().filter(|s| s.scope == Scope::Session) {
+                    self.set_setting(spec.name, spec.default)?;
+                }
+            }
+            Reset::SessionAuthorization => {
+                return Err(KuraError::Unsupported("RESET SESSION AUTHORIZATION".into()))
+            }
+        }
+        Ok(QueryResult::command("RESET"))
+    }
+
+    /// Sets `name` back to its default (`RESET name`, `SET name TO DEFAULT`).
+    pub(super) fn reset_setting(&mut self, name: &str) -> KuraResult<()> {
+        let Some(spec) = Settings::spec(name) else {
+            if is_client_setting(name) {
+                return Ok(());
+            }
+            return Err(KuraError::Invalid(format!(
+                "unrecognized configuration parameter \"{name}\""
+            )));
+        };
+        if spec.scope == Scope::Database {
+            // Its default is not what the database runs with (options given
+            // when it was opened): the value wanted must be named.
+            return Err(KuraError::Unsupported(format!(
+                "RESET of {name}, which changes every session of the database: SET it to the value wanted"
+            )));
+        }
+        self.set_setting(spec.name, spec.default)
     }
 
     /// Changes a setting, applying those that act on shared state at once.

@@ -29,15 +29,14 @@ mod common;
 mod dense;
 mod distinct;
 mod moments;
-mod spill;
 
+use crate::spill::partitions::{partition_of, Partitions, MAX_LEVEL, PARTITIONS};
 use acc::SKIP;
 use byte_codes::{ByteCodes, OneByteKeys};
 use byte_keys::ByteKeys;
 use dense::DenseGroups;
 /// The widest key range an aggregation numbers as an array from the start.
 pub use dense::MAX_RANGE_SLOTS;
-use spill::{partition_of, Partitions, MAX_LEVEL, PARTITIONS};
 
 pub(crate) use acc::{new_acc, Acc};
 

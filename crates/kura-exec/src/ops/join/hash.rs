@@ -43,7 +43,7 @@ impl JoinAlgorithm for HashJoin {
         let mut next = vec![NO_ROW; n];
         let any_null_safe = build.null_safe.iter().any(|&x| x);
         let direct = (single_int_key(&build.keys) && !any_null_safe)
-            .then(|| direct_span(&build.keys[0], n))
+            .then(|| direct_span(&build.keys[0], n, direct_floor(ctx)))
             .flatten();
         let table = if let Some((min, span)) = direct {
             let key = &build.keys[0];
@@ -136,9 +136,17 @@ impl JoinAlgorithm for HashJoin {
 const DIRECT_SLOTS_PER_ROW: usize = 4;
 const DIRECT_MIN_SLOTS: usize = 1 << 16;
 
+/// The floor of slots for small builds: [`DIRECT_MIN_SLOTS`], unless an
+/// eighth of the memory the query has left is less (a partition of a spilled
+/// join: few rows, keys spread over the whole range).
+fn direct_floor(ctx: &ExecContext) -> usize {
+    let room_slots = ctx.memory.room() / 8 / std::mem::size_of::<u32>() as u64;
+    DIRECT_MIN_SLOTS.min(room_slots.min(usize::MAX as u64) as usize)
+}
+
 /// `(min, span)` of a one-integer build key when it is dense enough for
 /// [`Table::Direct`]; `None` for an empty or all-NULL key or a wide span.
-fn direct_span(key: &Vector, rows: usize) -> Option<(i64, usize)> {
+fn direct_span(key: &Vector, rows: usize, floor: usize) -> Option<(i64, usize)> {
     let (mut min, mut max) = (i64::MAX, i64::MIN);
     for row in 0..rows {
         if let Some(k) = int_key(key, row) {
@@ -150,9 +158,7 @@ fn direct_span(key: &Vector, rows: usize) -> Option<(i64, usize)> {
         return None;
     }
     let span = (max as i128 - min as i128 + 1) as u128;
-    let limit = rows
-        .saturating_mul(DIRECT_SLOTS_PER_ROW)
-        .max(DIRECT_MIN_SLOTS);
+    let limit = rows.saturating_mul(DIRECT_SLOTS_PER_ROW).max(floor);
     (span <= limit as u128).then_some((min, span as usize))
 }
 
@@ -404,7 +410,7 @@ mod tests {
             let build: Vec<Option<i64>> = build.iter().map(at).collect();
             let mut probe: Vec<Option<i64>> = probe.iter().map(at).collect();
             probe.extend(extreme.map(Some));
-            let direct = direct_span(&ints(&build), build.len()).is_some();
+            let direct = direct_span(&ints(&build), build.len(), DIRECT_MIN_SLOTS).is_some();
             let keys: Vec<i128> = build.iter().flatten().map(|&k| k as i128).collect();
             let dense = match (keys.iter().min(), keys.iter().max()) {
                 (Some(lo), Some(hi)) => hi - lo < DIRECT_MIN_SLOTS as i128,

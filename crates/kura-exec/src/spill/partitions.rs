@@ -1,5 +1,6 @@
-//! A hash aggregation's spilled input rows: hash-partitioned by group key into
-//! temporary files, one per partition, to be aggregated a partition at a time.
+//! Rows spilled by key: hash-partitioned into temporary files, one per
+//! partition, to be processed a partition at a time (a hash aggregation's
+//! input rows by group key, a grace hash join's two inputs by join key).
 
 use std::sync::{Mutex, OnceLock};
 
@@ -7,32 +8,54 @@ use kura_common::{DataType, Vector};
 
 use crate::context::ExecContext;
 use crate::error::ExecResult;
+use kura_common::ColumnData;
+
 use crate::keys::encode_row;
 use crate::spill::{hash_bytes, SpillFile};
 
 /// Partitions per level: enough that a partition's groups fit in what the
 /// memory limit leaves (the rest re-partitions a level down), few enough that
 /// each partition's pending rows stay small.
-pub(super) const PARTITIONS: usize = 32;
+pub(crate) const PARTITIONS: usize = 32;
 
 /// Levels of re-partitioning before a partition is aggregated whatever its size
 /// (32^5 partitions split any set of groups that is not one group).
-pub(super) const MAX_LEVEL: u32 = 4;
+pub(crate) const MAX_LEVEL: u32 = 4;
 
 /// A partition's rows are written once this many wait (or [`FLUSH_BYTES`]).
 const FLUSH_ROWS: usize = 2048;
 const FLUSH_BYTES: u64 = 64 << 10;
 
 /// The partition (below [`PARTITIONS`]) of each of the first `n` rows of `keys`
-/// at `level`: the same for a group's key wherever it is met (a spilled row, a
-/// group held in memory), independent between levels.
-pub(super) fn partition_of(level: u32, keys: &[Vector], n: usize) -> Vec<u8> {
+/// at `level`: the same for a key wherever it is met (a spilled row, a group
+/// held in memory, either side of a join), independent between levels. An
+/// integer hashes by its value whatever its width, so that equal keys held
+/// in vectors of different widths land in the same partition; NULL is a
+/// value of its own (it matches NULL in a group and in `IS NOT DISTINCT FROM`).
+pub(crate) fn partition_of(level: u32, keys: &[Vector], n: usize) -> Vec<u8> {
     let seed = 0x6b75_7261_u64 ^ (level as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut buf = Vec::new();
     (0..n)
         .map(|row| {
             buf.clear();
-            encode_row(keys, row, true, &mut buf);
+            for k in keys {
+                let wide = match &k.data {
+                    _ if k.is_null(row) => None,
+                    ColumnData::I32(v) => Some(v[row] as i128),
+                    ColumnData::I64(v) => Some(v[row] as i128),
+                    ColumnData::I128(v) if k.data_type != DataType::Interval => Some(v[row]),
+                    _ => None,
+                };
+                match wide {
+                    Some(x) => {
+                        buf.push(1);
+                        buf.extend_from_slice(&x.to_le_bytes());
+                    }
+                    None => {
+                        encode_row(std::slice::from_ref(k), row, true, &mut buf);
+                    }
+                }
+            }
             let h = hash_bytes(seed, &buf);
             ((h as u128 * PARTITIONS as u128) >> 64) as u8
         })
@@ -50,10 +73,11 @@ struct Part {
 
 /// The spilled rows of one level of partitioning. Workers add rows at once;
 /// each partition is locked only while its rows are appended or written.
-pub(super) struct Partitions {
+pub struct Partitions {
     pub level: u32,
     parts: Vec<Mutex<Part>>,
-    /// The key types, then the input columns' types (set by the first rows).
+    /// The columns' types (set by the first rows): for an aggregation the key
+    /// types, then the input columns' types.
     types: OnceLock<Vec<DataType>>,
     /// The plan node charged with the bytes written.
     node: usize,
@@ -86,9 +110,25 @@ impl Partitions {
         if n == 0 {
             return Ok(());
         }
-        self.types
-            .get_or_init(|| keys.iter().chain(columns).map(|c| c.data_type).collect());
         let part = partition_of(self.level, keys, n);
+        let all: Vec<&Vector> = keys.iter().chain(columns).collect();
+        self.add_rows(&part, &all, n, ctx)
+    }
+
+    /// Adds `n` rows of `columns` (an empty column stands for one never read),
+    /// row `i` to partition `part[i]`.
+    pub fn add_rows(
+        &self,
+        part: &[u8],
+        columns: &[&Vector],
+        n: usize,
+        ctx: &ExecContext,
+    ) -> ExecResult<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.types
+            .get_or_init(|| columns.iter().map(|c| c.data_type).collect());
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); PARTITIONS];
         for (row, &p) in part.iter().enumerate() {
             rows[p as usize].push(row as u32);
@@ -97,13 +137,12 @@ impl Partitions {
             let mut part = self.parts[p].lock().unwrap_or_else(|e| e.into_inner());
             let part = &mut *part;
             if part.pending.is_empty() {
-                part.pending = keys
+                part.pending = columns
                     .iter()
-                    .chain(columns)
                     .map(|c| Vector::new(c.data_type, 0))
                     .collect();
             }
-            for (to, from) in part.pending.iter_mut().zip(keys.iter().chain(columns)) {
+            for (to, from) in part.pending.iter_mut().zip(columns.iter().copied()) {
                 if !from.is_empty() {
                     to.append(&from.take(sel));
                 }

@@ -1,6 +1,8 @@
 //! Temporary files for operators that spill to disk: where they go, a compact
 //! lz4-compressed block format for column vectors, and files that remove themselves.
 
+pub mod partitions;
+
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,255 @@
+//! Grace hash join: a join whose build side passes half the query's memory
+//! limit writes both inputs to temporary files, hash-partitioned by join key,
+//! and joins them a partition at a time — disk as the level of the memory
+//! hierarchy below RAM (paper 003's hash join, larger than memory). A
+//! partition whose build side is still too big is partitioned again, both
+//! sides, a level down.
+
+use std::sync::Arc;
+
+use kura_common::{Batch, DataType, Vector};
+
+use super::{JoinAlgorithm, JoinBuildSink, JoinProbeOp, JoinSpec};
+use crate::context::ExecContext;
+use crate::error::ExecResult;
+use crate::expr::budget::ValueScope;
+use crate::expr::compact_batch;
+use crate::pipeline::{Emit, LocalState, Sink, Source, Transform};
+use crate::plan::JoinType;
+use crate::spill::partitions::{partition_of, Partitions, PARTITIONS};
+use crate::spill::SpillFile;
+
+/// Whether a join can run partition by partition: it has equality keys (rows
+/// of different keys never meet) and is not null-aware (whether `x IN (…)` is
+/// unknown depends on every build row, not only those of `x`'s key), and both
+/// sides have columns to write.
+pub(super) fn can_partition(spec: &JoinSpec, probe_types: &[DataType]) -> bool {
+    !spec.build_keys.is_empty()
+        && !spec.join_type.null_aware()
+        && !spec.build_types.is_empty()
+        && !probe_types.is_empty()
+}
+
+/// Writes `batch`'s rows to `parts`, each by the partition of its `keys`.
+pub(super) fn spill_batch(
+    parts: &Partitions,
+    keys: &[crate::expr::PhysExpr],
+    batch: Batch,
+    ctx: &ExecContext,
+) -> ExecResult<()> {
+    let batch = compact_batch(batch);
+    let n = batch.num_rows;
+    if n == 0 {
+        return Ok(());
+    }
+    let key_values = keys
+        .iter()
+        .map(|k| k.eval(&batch))
+        .collect::<ExecResult<Vec<Vector>>>()?;
+    let part = partition_of(parts.level, &key_values, n);
+    let columns: Vec<&Vector> = batch.columns.iter().collect();
+    parts.add_rows(&part, &columns, n, ctx)
+}
+
+/// The probe side of a spilled join, written to partitions of the same level
+/// as the build side's (breaker of the probe pipeline).
+pub struct ProbePartitionSink {
+    spec: Arc<JoinSpec>,
+    parts: Arc<Partitions>,
+}
+
+impl ProbePartitionSink {
+    pub fn new(spec: Arc<JoinSpec>, level: u32, node: usize) -> ProbePartitionSink {
+        ProbePartitionSink {
+            spec,
+            parts: Arc::new(Partitions::new(level, node)),
+        }
+    }
+
+    /// The written partitions (after the pipeline ran).
+    pub fn partitions(&self) -> Arc<Partitions> {
+        self.parts.clone()
+    }
+}
+
+impl Sink for ProbePartitionSink {
+    fn local(&self) -> LocalState {
+        Box::new(())
+    }
+    fn consume(&self, _: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
+        spill_batch(&self.parts, &self.spec.probe_keys, batch, ctx)
+    }
+    fn merge(&self, _: LocalState, _: &ExecContext) -> ExecResult<()> {
+        Ok(())
+    }
+    fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
+        self.parts.flush(ctx)
+    }
+    fn local_per_worker(&self) -> bool {
+        true
+    }
+}
+
+/// The output of a spilled join: one morsel per partition, each joined in
+/// memory (its build rows indexed, its probe rows streamed past them).
+pub struct GraceJoinSource {
+    spec: Arc<JoinSpec>,
+    algorithm: Arc<dyn JoinAlgorithm>,
+    build: Arc<Partitions>,
+    probe: Arc<Partitions>,
+    probe_types: Vec<DataType>,
+    node: usize,
+}
+
+impl GraceJoinSource {
+    pub fn new(
+        spec: Arc<JoinSpec>,
+        algorithm: Arc<dyn JoinAlgorithm>,
+        build: Arc<Partitions>,
+        probe: Arc<Partitions>,
+        probe_types: Vec<DataType>,
+        node: usize,
+    ) -> GraceJoinSource {
+        GraceJoinSource {
+            spec,
+            algorithm,
+            build,
+            probe,
+            probe_types,
+            node,
+        }
+    }
+
+    /// Joins one partition: its build rows (`build`, `None` when it has none)
+    /// with its probe rows, at partitioning `level`. A build side that passes
+    /// half the memory again is partitioned a level down, and so is the probe
+    /// side with it.
+    fn join_partition(
+        &self,
+        level: u32,
+        build: Option<SpillFile>,
+        probe: Option<SpillFile>,
+        ctx: &ExecContext,
+        emit: &mut Emit,
+    ) -> ExecResult<bool> {
+        let jt = self.spec.join_type;
+        let keeps_probe_rows = matches!(
+            jt,
+            JoinType::Left | JoinType::Full | JoinType::Anti | JoinType::Mark | JoinType::Single
+        );
+        if (probe.is_none() && !jt.keeps_unmatched_build() && jt != JoinType::RightAnti)
+            || (build.is_none() && !keeps_probe_rows)
+        {
+            return Ok(true);
+        }
+        // A quarter of the memory left: the rows, then about as much again
+        // for their index, leave the other half for the partitions other
+        // workers join at the same time.
+        let sink = JoinBuildSink::new(self.spec.clone(), self.algorithm.clone())
+            .at_level(level + 1, self.node, self.probe_types.clone())
+            .with_budget(ctx.memory.room() / 4);
+        let mut local = sink.local();
+        if let Some(file) = &build {
+            for i in 0..file.blocks() as usize {
+                ctx.check_cancel()?;
+                let (columns, n) = file.read_block(i, &self.spec.build_types)?;
+                let _values = ValueScope::enter(&ctx.memory);
+                sink.consume(&mut local, rows_of(columns, n), ctx)?;
+            }
+        }
+        drop(build);
+        sink.merge(local, ctx)?;
+        let done = sink.finish(ctx);
+        let more = match done.map(|()| sink.take_spilled()) {
+            Ok(Some(sub_build)) => self.join_spilled(level + 1, sub_build, probe, ctx, emit),
+            Ok(None) => self.probe_partition(&sink, probe, ctx, emit),
+            Err(e) => Err(e),
+        };
+        ctx.memory.release(sink.reserved());
+        more
+    }
+
+    /// Streams a partition's probe rows past its built table, then emits the
+    /// table's tail (the unmatched build rows of outer joins).
+    fn probe_partition(
+        &self,
+        sink: &JoinBuildSink,
+        probe: Option<SpillFile>,
+        ctx: &ExecContext,
+        emit: &mut Emit,
+    ) -> ExecResult<bool> {
+        let op = JoinProbeOp::new(self.spec.clone(), sink.table()?, self.probe_types.clone());
+        if let Some(file) = &probe {
+            for i in 0..file.blocks() as usize {
+                ctx.check_cancel()?;
+                let (columns, n) = file.read_block(i, &self.probe_types)?;
+                // Values the join builds live for one block, as a pipeline's
+                // do for one batch (the morsel, a whole partition, is long).
+                let _values = ValueScope::enter(&ctx.memory);
+                if !op.apply_each(rows_of(columns, n), ctx, emit)? {
+                    return Ok(false);
+                }
+            }
+        }
+        match op.tail() {
+            Some(t) => emit(t),
+            None => Ok(true),
+        }
+    }
+
+    /// A partition whose build side was partitioned again at `level`: its
+    /// probe rows are partitioned the same way, and each sub-partition joined.
+    fn join_spilled(
+        &self,
+        level: u32,
+        build: Arc<Partitions>,
+        probe: Option<SpillFile>,
+        ctx: &ExecContext,
+        emit: &mut Emit,
+    ) -> ExecResult<bool> {
+        let sub_probe = Partitions::new(level, self.node);
+        if let Some(file) = &probe {
+            for i in 0..file.blocks() as usize {
+                ctx.check_cancel()?;
+                let (columns, n) = file.read_block(i, &self.probe_types)?;
+                let _values = ValueScope::enter(&ctx.memory);
+                spill_batch(&sub_probe, &self.spec.probe_keys, rows_of(columns, n), ctx)?;
+            }
+        }
+        drop(probe);
+        sub_probe.flush(ctx)?;
+        for p in 0..PARTITIONS {
+            if !self.join_partition(level, build.take(p), sub_probe.take(p), ctx, emit)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Source for GraceJoinSource {
+    fn morsels(&self) -> usize {
+        PARTITIONS
+    }
+
+    fn produce(&self, morsel: usize, ctx: &ExecContext, emit: &mut Emit) -> ExecResult<()> {
+        let level = self.build.level;
+        self.join_partition(
+            level,
+            self.build.take(morsel),
+            self.probe.take(morsel),
+            ctx,
+            emit,
+        )?;
+        Ok(())
+    }
+}
+
+/// A block read back from a partition, as a batch.
+fn rows_of(columns: Vec<Vector>, n: usize) -> Batch {
+    Batch {
+        columns,
+        num_rows: n,
+        selection: None,
+    }
+}
