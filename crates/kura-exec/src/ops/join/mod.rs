@@ -287,6 +287,16 @@ impl JoinBuildSink {
             .get_or_init(|| Arc::new(Partitions::new(self.level, self.node)))
     }
 
+    /// What a failed reservation names: at the deepest partitioning level,
+    /// rows that no further partitioning splits (one key's, a skewed key).
+    fn what(&self, what: &'static str) -> &'static str {
+        if self.level > MAX_LEVEL {
+            "a hash join partition of keys too frequent to split further (a skewed join key)"
+        } else {
+            what
+        }
+    }
+
     fn reserve(&self, bytes: u64, what: &'static str, ctx: &ExecContext) -> ExecResult<()> {
         // Counted even when the reservation fails: the tracker keeps them.
         self.reserved.fetch_add(bytes, Ordering::Relaxed);
@@ -352,7 +362,7 @@ impl Sink for JoinBuildSink {
         }
         self.rows
             .fetch_add(batch.num_rows as u64, Ordering::Relaxed);
-        self.reserve(bytes, "hash join build", ctx)?;
+        self.reserve(bytes, self.what("hash join build"), ctx)?;
         if let Some(v) = local.downcast_mut::<Vec<Batch>>() {
             v.push(batch);
         }
@@ -400,7 +410,8 @@ impl Sink for JoinBuildSink {
         } else {
             Ok(())
         };
-        if let Err(e) = room.and_then(|()| self.reserve(index.bytes(), "hash join table", ctx)) {
+        let what = self.what("hash join table");
+        if let Err(e) = room.and_then(|()| self.reserve(index.bytes(), what, ctx)) {
             if self.may_spill && e.is_out_of_memory() {
                 // The rows fit but their index does not: join by partitions.
                 drop(index);
