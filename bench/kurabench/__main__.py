@@ -3,6 +3,7 @@
 import argparse
 import datetime
 import os
+import re
 import shlex
 import signal
 import sys
@@ -53,6 +54,12 @@ def parse_args(argv):
     p.add_argument(
         "--threads", type=int, default=os.cpu_count(), help="threads for DuckDB and PostgreSQL's parallel workers"
     )
+    p.add_argument(
+        "--memory-limit",
+        help="memory limit of one query, e.g. 256MB, applied alike to kura (SET memory_limit) and DuckDB "
+        "(memory_limit), both spilling to disk past it; kura's bytes spilled per query are reported "
+        "(PostgreSQL keeps --pg-work-mem, SQLite its cache)",
+    )
     p.add_argument("--kura-buffer", help="kura's --buffer for warm runs (default: kura's own)")
     p.add_argument("--kura-cold-buffer", default="16MB", help="kura's --buffer for cold runs (default 16MB)")
     p.add_argument(
@@ -96,6 +103,8 @@ def parse_args(argv):
         p.error(str(e))
     if args.reps < 1:
         p.error("--reps must be at least 1")
+    if args.memory_limit is not None and not re.fullmatch(r"\s*\d+(\.\d+)?\s*[kKmMgGtT]i?[bB]\s*", args.memory_limit):
+        p.error(f"--memory-limit takes a size such as 256MB or 4GB, not {args.memory_limit!r}")
     args.must_pass_list = (
         args.system_list if args.must_pass is None else [s.strip() for s in args.must_pass.split(",") if s.strip()]
     )
@@ -115,7 +124,9 @@ def make_systems(args, work_dir):
             from .systems.kura import Kura
 
             owner = next((s for s in made if s.name == "kura"), None) if name == "kura-scan" else None
-            settings = KURA_SCAN_SETTINGS if name == "kura-scan" else None
+            settings = dict(KURA_SCAN_SETTINGS) if name == "kura-scan" else {}
+            if args.memory_limit:
+                settings["memory_limit"] = f"'{args.memory_limit}'"
             made.append(
                 Kura(
                     args.kura,
@@ -132,7 +143,7 @@ def make_systems(args, work_dir):
         elif name == "duckdb":
             from .systems.duckdb_system import DuckDB
 
-            made.append(DuckDB(work_dir, args.threads))
+            made.append(DuckDB(work_dir, args.threads, args.memory_limit))
         elif name == "postgres":
             from .systems.postgres import PostgreSQL
 
@@ -172,6 +183,7 @@ def main(argv=None):
         return 2
 
     run = suite.Run(args.sf, args.query_ids, args.mode_list, args.reps, args.timeout)
+    run.memory_limit = args.memory_limit
     dropper = machine.CacheDropper(args.drop_caches == "auto" and "cold" in args.mode_list)
     systems = make_systems(args, work_dir)
     suite.execute(systems, run, tbl_dir, dropper, log, with_indexes=not args.no_indexes, covering=args.covering)

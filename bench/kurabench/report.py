@@ -309,6 +309,16 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
     for mode in run.modes:
         lines += memory_section(run, mode)
 
+    if run.memory_limit:
+        lines += [f"## Spilled under memory_limit {run.memory_limit} (kura, warm)", ""]
+        lines.append(
+            "Bytes kura's operators wrote to temporary files per query (EXPLAIN ANALYZE of one more run); "
+            "DuckDB ran with the same memory_limit."
+        )
+        lines.append("")
+        rows = [[qid, f"{run.spilled[qid]:,}"] for qid in run.query_ids if qid in run.spilled]
+        lines += [table(["query", "bytes spilled"], rows), ""]
+
     if run.explains:
         lines += ["## Where kura is furthest behind (warm)", ""]
         lines.append("The queries with the largest ratio of kura's time to the fastest peer's, with kura's plan:")

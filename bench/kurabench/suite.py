@@ -2,6 +2,7 @@
 given the same indexes, every query run warm and cold, every result cross-checked."""
 
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -77,6 +78,8 @@ class Run:
     agreements: int = 0
     references: dict = field(default_factory=dict)  # query id -> answer file used, where one exists
     explains: list = field(default_factory=list)  # (query id, ratio, fastest peer, kura's EXPLAIN ANALYZE)
+    memory_limit: str = None  # --memory-limit, applied to kura and DuckDB
+    spilled: dict = field(default_factory=dict)  # query id -> bytes kura spilled (warm), under a memory limit
     # The suite's own RSS before any system started: the floor under in-process systems' peaks.
     suite_rss_kib: int = None
     started: float = field(default_factory=time.time)
@@ -327,6 +330,28 @@ def explain_furthest_behind(kura, run, query_list, log):
         log(f"kura: EXPLAIN ANALYZE {qid} ({ratio:.1f}x {peer})")
 
 
+_SPILLED = re.compile(r"spilled (\d+) bytes")
+
+
+def spilled_bytes(plan):
+    """The bytes every operator of an EXPLAIN ANALYZE spilled to temporary files."""
+    return sum(int(m.group(1)) for m in _SPILLED.finditer(plan))
+
+
+def measure_spills(kura, run, query_list, log):
+    """What each query kura answered spilled under the memory limit (one more run, with
+    EXPLAIN ANALYZE, after the measured ones)."""
+    for q in query_list:
+        outcome = run.systems["kura"].outcomes.get(("warm", q.id))
+        if outcome is None or outcome.status != "ok":
+            continue
+        try:
+            run.spilled[q.id] = spilled_bytes(kura.explain_analyze(q, run.timeout))
+        except QueryFailed as e:
+            log(f"kura: EXPLAIN ANALYZE {q.id} failed: {e}")
+    log(f"kura: {sum(1 for b in run.spilled.values() if b)} queries spilled under memory_limit {run.memory_limit}")
+
+
 def check_counts(run):
     """Row counts every system holds against the .tbl files' line counts."""
     problems = []
@@ -373,4 +398,6 @@ def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True, coveri
     kura = next((s for s in systems if s.name == "kura"), None)
     if kura is not None and "warm" in run.modes and not run.systems["kura"].load_error:
         explain_furthest_behind(kura, run, query_list, log)
+        if run.memory_limit:
+            measure_spills(kura, run, query_list, log)
     run.seconds = time.time() - run.started

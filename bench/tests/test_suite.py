@@ -185,6 +185,38 @@ class SharedDatabaseTest(unittest.TestCase):
         self.assertIn("kura's database, which was not loaded", run.systems["kura-scan"].load_error)
 
 
+class MemoryLimitTest(unittest.TestCase):
+    def test_the_limit_reaches_kura_and_duckdb_alike(self):
+        args = parse_args(
+            ["--kura", "kura", "--kura-client", "cli", "--systems", "kura,kura-scan,duckdb", "--memory-limit", "256MB"]
+        )
+        kura, scan, duck = make_systems(args, tempfile.gettempdir())
+        self.assertEqual(kura._set_statements(), ["SET memory_limit = '256MB'"])
+        self.assertEqual(scan._set_statements(), ["SET enable_index = off", "SET memory_limit = '256MB'"])
+        self.assertEqual(duck.memory_limit, "256MB")
+
+    def test_a_limit_that_is_no_size_is_refused(self):
+        with self.assertRaises(SystemExit):
+            parse_args(["--kura", "kura", "--systems", "duckdb", "--memory-limit", "lots"])
+
+    def test_spilled_bytes_are_summed_over_operators_and_reported(self):
+        plan = (
+            "hash_join: Inner [rows 5 spilled 1000 bytes in 64 files]\n"
+            "  sort: [rows 9 spilled 24 bytes in 2 files (3 sorted runs, 1 merge passes)]\n"
+            "  table_scan: t [rows 9]"
+        )
+        self.assertEqual(suite.spilled_bytes(plan), 1024)
+        self.assertEqual(suite.spilled_bytes("table_scan: t [rows 9]"), 0)
+        run = make_run()
+        run.memory_limit = "64MB"
+        run.spilled = {"Q1": 1024, "Q6": 0}
+        with tempfile.TemporaryDirectory() as out:
+            with open(report.write(run, out, "t", {}, "", "cmd", [], {}), encoding="utf-8") as f:
+                text = f.read()
+        self.assertIn("## Spilled under memory_limit 64MB (kura, warm)", text)
+        self.assertIn("| Q1 | 1,024 |", text)
+
+
 class ParserTest(unittest.TestCase):
     def test_kura_csv(self):
         columns, rows = parse_csv('n_name,total\nFRANCE,12.50\nGERMANY,\n"A, B",1\n')

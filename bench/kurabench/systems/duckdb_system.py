@@ -16,16 +16,19 @@ class DuckDB(System):
         "and the suite's own memory: compare with the RSS before the query"
     )
 
-    def __init__(self, work_dir, threads=None):
+    def __init__(self, work_dir, threads=None, memory_limit=None):
         import duckdb
 
         self.duckdb = duckdb
         self.path = os.path.join(work_dir, "duckdb.db")
         self.threads = threads
+        self.memory_limit = memory_limit
         self.con = None
 
     def _connect(self):
         config = {"threads": str(self.threads)} if self.threads else {}
+        if self.memory_limit:
+            config["memory_limit"] = self.memory_limit
         self.con = self.duckdb.connect(self.path, config=config)
 
     def start(self):
