@@ -309,7 +309,8 @@ impl JoinBuildSink {
         self.spilling.store(true, Ordering::Relaxed);
         let parts = self.partitions();
         for b in batches {
-            spill::spill_batch(parts, &self.spec.build_keys, b, ctx)?;
+            let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
+            spill::spill_batch(parts, keys, b, ctx)?;
         }
         ctx.memory.release(self.reserved.swap(0, Ordering::Relaxed));
         parts.flush(ctx)
@@ -358,7 +359,8 @@ impl Sink for JoinBuildSink {
             && (self.spilling.load(Ordering::Relaxed) || self.too_big(bytes, batch.num_rows, ctx))
         {
             self.spilling.store(true, Ordering::Relaxed);
-            return spill::spill_batch(self.partitions(), &self.spec.build_keys, batch, ctx);
+            let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
+            return spill::spill_batch(self.partitions(), keys, batch, ctx);
         }
         self.rows
             .fetch_add(batch.num_rows as u64, Ordering::Relaxed);

@@ -13,27 +13,39 @@ use super::{JoinAlgorithm, JoinBuildSink, JoinProbeOp, JoinSpec};
 use crate::context::ExecContext;
 use crate::error::ExecResult;
 use crate::expr::budget::ValueScope;
-use crate::expr::compact_batch;
+use crate::expr::{compact_batch, PhysExpr};
 use crate::pipeline::{Emit, LocalState, Sink, Source, Transform};
 use crate::plan::JoinType;
 use crate::spill::partitions::{partition_of, Partitions, PARTITIONS};
 use crate::spill::SpillFile;
 
-/// Whether a join can run partition by partition: it has equality keys (rows
-/// of different keys never meet) and is not null-aware (whether `x IN (…)` is
-/// unknown depends on every build row, not only those of `x`'s key), and both
-/// sides have columns to write.
+/// Whether a join can run partition by partition: it has keys to partition by
+/// (see [`partition_keys`]; rows of different keys never meet) and both sides
+/// have columns to write. An uncorrelated `NOT IN` cannot: whether a row's
+/// answer is NULL depends on every row of the subquery, not those of a key.
 pub(super) fn can_partition(spec: &JoinSpec, probe_types: &[DataType]) -> bool {
-    !spec.build_keys.is_empty()
-        && !spec.join_type.null_aware()
+    !partition_keys(spec, &spec.build_keys).is_empty()
         && !spec.build_types.is_empty()
         && !probe_types.is_empty()
+}
+
+/// The keys (of either side) a spilled join partitions by: all of them, or
+/// for a null-aware join (`NOT IN` with correlation) its correlation keys,
+/// all but the `IN` key — a row's set, the build rows of its correlation
+/// keys, then lies whole in its partition, where whether the row's answer is
+/// NULL (a NULL in the set) can be told.
+pub(super) fn partition_keys<'a>(spec: &JoinSpec, keys: &'a [PhysExpr]) -> &'a [PhysExpr] {
+    if spec.join_type.null_aware() {
+        &keys[..keys.len().saturating_sub(1)]
+    } else {
+        keys
+    }
 }
 
 /// Writes `batch`'s rows to `parts`, each by the partition of its `keys`.
 pub(super) fn spill_batch(
     parts: &Partitions,
-    keys: &[crate::expr::PhysExpr],
+    keys: &[PhysExpr],
     batch: Batch,
     ctx: &ExecContext,
 ) -> ExecResult<()> {
@@ -77,7 +89,8 @@ impl Sink for ProbePartitionSink {
         Box::new(())
     }
     fn consume(&self, _: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
-        spill_batch(&self.parts, &self.spec.probe_keys, batch, ctx)
+        let keys = partition_keys(&self.spec, &self.spec.probe_keys);
+        spill_batch(&self.parts, keys, batch, ctx)
     }
     fn merge(&self, _: LocalState, _: &ExecContext) -> ExecResult<()> {
         Ok(())
@@ -135,7 +148,13 @@ impl GraceJoinSource {
         let jt = self.spec.join_type;
         let keeps_probe_rows = matches!(
             jt,
-            JoinType::Left | JoinType::Full | JoinType::Anti | JoinType::Mark | JoinType::Single
+            JoinType::Left
+                | JoinType::Full
+                | JoinType::Anti
+                | JoinType::Mark
+                | JoinType::Single
+                | JoinType::NullAwareAnti
+                | JoinType::NullAwareMark
         );
         if (probe.is_none() && !jt.keeps_unmatched_build() && jt != JoinType::RightAnti)
             || (build.is_none() && !keeps_probe_rows)
@@ -213,7 +232,8 @@ impl GraceJoinSource {
                 ctx.check_cancel()?;
                 let (columns, n) = file.read_block(i, &self.probe_types)?;
                 let _values = ValueScope::enter(&ctx.memory);
-                spill_batch(&sub_probe, &self.spec.probe_keys, rows_of(columns, n), ctx)?;
+                let keys = partition_keys(&self.spec, &self.spec.probe_keys);
+                spill_batch(&sub_probe, keys, rows_of(columns, n), ctx)?;
             }
         }
         drop(probe);
