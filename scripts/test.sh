@@ -30,7 +30,8 @@ export KURA_TEST_SF01="${KURA_TEST_SF01:-1}"
 mkdir -p target
 echo "== cargo test (workspace) =="
 status=0
-cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || status=1
+# The cluster (`kura cluster`, behind a cargo feature) is built and tested here too.
+cargo test --workspace --features kura-cli/cluster --no-fail-fast 2>&1 | tee target/test-output.txt || status=1
 
 echo "== benchmark suite, SF 0.01 (kura, DuckDB, SQLite) =="
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"

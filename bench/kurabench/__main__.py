@@ -12,7 +12,7 @@ import time
 
 from . import paths, queries
 
-SYSTEMS = ["kura", "kura-scan", "duckdb", "postgres", "sqlite"]
+SYSTEMS = ["kura", "kura-scan", "kura-cluster", "duckdb", "postgres", "sqlite"]
 # kura-scan: kura with these session settings, on kura's database when kura runs too.
 KURA_SCAN_SETTINGS = {"enable_index": "off"}
 
@@ -28,7 +28,8 @@ def parse_args(argv):
         "--systems",
         default="kura,duckdb,postgres,sqlite",
         help="comma-separated, from: " + ", ".join(SYSTEMS) + " (kura-scan: kura's database, loaded once, "
-        "queried with SET enable_index = off)",
+        "queried with SET enable_index = off; kura-cluster: --cluster-shards local workers of kura shards run by "
+        "datafusion-distributed, queried through its front door)",
     )
     p.add_argument("--queries", default="all", help="all | tpch | selective | variants | ids like 1,6,q13,a,vc (default all)")
     p.add_argument("--reps", type=int, default=3, help="measured runs per query and mode; the median is reported")
@@ -59,6 +60,9 @@ def parse_args(argv):
         help="memory limit of one query, e.g. 256MB, applied alike to kura (SET memory_limit) and DuckDB "
         "(memory_limit), both spilling to disk past it; kura's bytes spilled per query are reported "
         "(PostgreSQL keeps --pg-work-mem, SQLite its cache)",
+    )
+    p.add_argument(
+        "--cluster-shards", type=int, default=2, help="kura-cluster's shards, one local worker each (default 2)"
     )
     p.add_argument("--kura-buffer", help="kura's --buffer for warm runs (default: kura's own)")
     p.add_argument("--kura-cold-buffer", default="16MB", help="kura's --buffer for cold runs (default 16MB)")
@@ -108,7 +112,12 @@ def parse_args(argv):
     args.must_pass_list = (
         args.system_list if args.must_pass is None else [s.strip() for s in args.must_pass.split(",") if s.strip()]
     )
-    if {"kura", "kura-scan"} & set(args.system_list) and not args.kura:
+    if "kura-cluster" in args.system_list:
+        if args.cluster_shards < 2:
+            p.error("--cluster-shards: a kura cluster has 2 or more shards")
+        if args.memory_limit is not None:
+            p.error("--memory-limit does not apply to kura-cluster (its shards and DataFusion have no common limit)")
+    if {"kura", "kura-scan", "kura-cluster"} & set(args.system_list) and not args.kura:
         p.error("kura needs --kura BINARY (bench/run builds and passes it)")
     # kura loads the database kura-scan then queries, so it must come first.
     if "kura" in args.system_list and "kura-scan" in args.system_list:
@@ -140,6 +149,12 @@ def make_systems(args, work_dir):
                     database_of=owner,
                 )
             )
+        elif name == "kura-cluster":
+            from .systems.kura_cluster import KuraCluster, has_cluster
+
+            if not has_cluster(args.kura):
+                raise SystemExit("kura-cluster: this kura binary has no `kura cluster` (build it with --features cluster)")
+            made.append(KuraCluster(args.kura, work_dir, args.sf, args.cluster_shards, args.kura_buffer))
         elif name == "duckdb":
             from .systems.duckdb_system import DuckDB
 

@@ -249,3 +249,23 @@ class ParserTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class KuraClusterTest(unittest.TestCase):
+    def test_the_cluster_needs_two_shards_and_takes_no_memory_limit(self):
+        with self.assertRaises(SystemExit):
+            parse_args(["--kura", "kura", "--systems", "kura-cluster", "--cluster-shards", "1"])
+        with self.assertRaises(SystemExit):
+            parse_args(["--kura", "kura", "--systems", "kura-cluster", "--memory-limit", "256MB"])
+
+    def test_the_front_door_is_started_on_the_shards_it_loaded(self):
+        from kurabench.systems.kura_cluster import KuraCluster
+
+        cluster = KuraCluster("kura", "bench-work", sf=1.0, shards=3, buffer="1GB")
+        cmd = cluster._server_command(5999)
+        self.assertEqual(cmd[:4], ["kura", "cluster", "up", "--local"])
+        self.assertEqual(cmd[4], "3")
+        self.assertIn(os.path.join("bench-work", "kura-cluster"), cmd)
+        self.assertEqual(cmd[-2:], ["--buffer", "1GB"])
+        cluster.cold = True
+        self.assertEqual(cluster._server_command(5999)[-2:], ["--buffer", "16MB"])

@@ -238,7 +238,7 @@ class Kura(System):
         port = free_port()
         log = open(self.log_path, "a", encoding="utf-8")
         self.server = subprocess.Popen(
-            [self.binary] + self._options() + ["serve", "--listen", f"127.0.0.1:{port}"],
+            self._server_command(port),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -247,7 +247,7 @@ class Kura(System):
         while True:
             if self.server.poll() is not None:
                 self._forget_server()
-                raise QueryFailed(f"kura serve exited at start (see {self.log_path})")
+                raise QueryFailed(f"{self.name} exited at start (see {self.log_path})")
             try:
                 self.con = psycopg.connect(
                     host="127.0.0.1", port=port, user="bench", dbname="kura", autocommit=True, connect_timeout=5
@@ -256,7 +256,7 @@ class Kura(System):
             except psycopg.OperationalError as e:
                 if time.time() > deadline:
                     self._stop_server()
-                    raise QueryFailed(f"kura serve did not accept connections: {e}") from e
+                    raise QueryFailed(f"{self.name} did not accept connections: {e}") from e
                 time.sleep(0.1)
         for stmt in self._set_statements():
             try:
@@ -264,6 +264,9 @@ class Kura(System):
             except psycopg.Error as e:
                 self._stop_server()
                 raise QueryFailed(f"kura serve rejected `{stmt}`: {e}") from e
+
+    def _server_command(self, port):
+        return [self.binary] + self._options() + ["serve", "--listen", f"127.0.0.1:{port}"]
 
     def _kill_server(self):
         if self.server is not None and self.server.poll() is None:

@@ -4,6 +4,8 @@
 mod bench_cmd;
 mod cache_cmd;
 mod cachesim;
+#[cfg(feature = "cluster")]
+mod cluster_cmd;
 mod format;
 mod profile_cmd;
 mod progress;
@@ -219,6 +221,13 @@ enum Command {
     /// Profile queries with performance counters or samples (paper 002): per
     /// operator, function and source line; --diff compares two saved profiles.
     Profile(Box<profile_cmd::ProfileArgs>),
+    /// A shared-nothing cluster of kura shards run by datafusion-distributed: load, worker,
+    /// query (built with the `cluster` feature).
+    #[cfg(feature = "cluster")]
+    Cluster {
+        #[command(subcommand)]
+        cmd: cluster_cmd::ClusterCommand,
+    },
     /// Memory-access traces: the simulated cache profile (Valgrind lackey + cache model).
     #[command(hide = true)]
     Trace {
@@ -251,6 +260,8 @@ impl Command {
             Command::Profile(a) => Some(a.db.clone()),
             Command::Trace { cmd } => cmd.db_args().cloned(),
             Command::Cache { cmd } => cmd.db_args(),
+            #[cfg(feature = "cluster")]
+            Command::Cluster { .. } => None,
         }
     }
 }
@@ -397,6 +408,8 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Trace { cmd }) => trace_cmd::run(&cli, cmd),
         Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
+        #[cfg(feature = "cluster")]
+        Some(Command::Cluster { cmd }) => cluster_cmd::run(cmd),
         Some(Command::Cache { cmd }) => cache_cmd::run(cmd, || cli.open().map(|(db, _)| db)),
         Some(Command::Bench { cmd }) => {
             if matches!(

@@ -6,6 +6,7 @@
 //! operator implementations, [`pipeline`] the source → transforms → breaker model
 //! and [`executor`] the compiler from plans to pipelines.
 
+pub mod arrow;
 pub mod cache_class;
 pub mod context;
 pub mod error;

@@ -84,6 +84,8 @@ pub(crate) struct Options {
     pub csv: Option<bool>,
     /// `FORMAT binary` (PostgreSQL's binary COPY format, see `copy_binary`).
     pub binary: bool,
+    /// `FORMAT parquet`: files only, written by `COPY ... TO` (see `copy_parquet`).
+    pub parquet: bool,
     pub delimiter: Option<u8>,
     pub header: bool,
     pub null: Option<String>,
@@ -120,6 +122,7 @@ impl Options {
                     "csv" => o.csv = Some(true),
                     "text" | "tbl" => o.csv = Some(false),
                     "binary" => o.binary = true,
+                    "parquet" => o.parquet = true,
                     other => return Err(KuraError::Unsupported(format!("COPY format {other}"))),
                 },
                 CopyOption::Delimiter(c) => o.delimiter = Some(byte(*c)?),
@@ -151,6 +154,24 @@ impl Options {
                 }
                 CopyLegacyOption::Binary => o.binary = true,
                 other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
+            }
+        }
+        if o.parquet {
+            let other = if o.csv.is_some() || o.binary {
+                Some("another FORMAT")
+            } else if o.delimiter.is_some() {
+                Some("DELIMITER")
+            } else if o.null.is_some() {
+                Some("NULL")
+            } else if o.header {
+                Some("HEADER")
+            } else {
+                None
+            };
+            if let Some(what) = other {
+                return Err(KuraError::Invalid(format!(
+                    "cannot specify {what} with FORMAT parquet"
+                )));
             }
         }
         if o.binary {
@@ -205,6 +226,11 @@ impl Options {
             ));
         }
         let lower = path.to_ascii_lowercase();
+        if self.parquet || (self.csv.is_none() && lower.ends_with(".parquet")) {
+            return Err(KuraError::Unsupported(format!(
+                "reading Parquet files (COPY FROM '{path}'): kura writes them (COPY ... TO) but does not read them yet"
+            )));
+        }
         let csv = self.csv.unwrap_or_else(|| lower.ends_with(".csv"));
         if !csv && !lower.ends_with(".tbl") {
             return self.client_format();
@@ -223,6 +249,11 @@ impl Options {
     /// `STDOUT`) and for files kura writes: text (tab, `\N`, backslash
     /// escapes) unless CSV (comma, an unquoted empty field for NULL).
     pub fn client_format(&self) -> KuraResult<TextFormat> {
+        if self.parquet {
+            return Err(KuraError::Unsupported(
+                "FORMAT parquet with STDIN or STDOUT: kura writes Parquet to files only (COPY ... TO 'file.parquet')".into(),
+            ));
+        }
         // Binary rows reach the loader as CSV lines (see `copy_binary`).
         let csv = self.csv.unwrap_or(self.binary);
         let delimiter = self.delimiter_and_null(if csv { b',' } else { b'\t' })?;

@@ -5,6 +5,7 @@ mod cancel;
 mod copy;
 pub mod copy_binary;
 mod copy_out;
+mod copy_parquet;
 mod cursor;
 pub mod database;
 pub mod ddl;

@@ -105,8 +105,27 @@ impl Session {
         Ok(QueryResult::command(format!("COPY {rows}")))
     }
 
-    /// `COPY ... TO 'file'`.
+    /// `COPY ... TO 'file'`: Parquet when `FORMAT parquet` says so or, without a format, the
+    /// name ends in `.parquet`; text or CSV otherwise.
     pub(super) fn copy_to_file(&self, stmt: &Statement, name: &str) -> KuraResult<QueryResult> {
+        if let Statement::Copy {
+            source,
+            options,
+            legacy_options,
+            ..
+        } = stmt
+        {
+            let opts = crate::copy::Options::parse(options, legacy_options)?;
+            let said = opts.csv.is_some() || opts.binary;
+            if opts.parquet || (!said && crate::copy_parquet::is_parquet_name(name)) {
+                let query = crate::copy_out::source_query(source)?;
+                let mut out = crate::copy_parquet::ParquetOutput::create(&self.file_access, name)?;
+                let ran =
+                    crate::query::run_streaming(&self.query_context(), &query, None, &mut out);
+                let rows = out.finish(ran.map(|_| ()))?;
+                return Ok(QueryResult::command(format!("COPY {rows}")));
+            }
+        }
         let mut file = crate::copy_out::FileOutput::create(&self.file_access, name)?;
         let r = self.copy_to(stmt, &mut file)?;
         file.finish(name)?;

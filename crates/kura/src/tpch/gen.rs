@@ -40,15 +40,28 @@ fn chunker<T: Display + Send>(iter: impl Iterator<Item = T> + Send + 'static) ->
 
 /// Line chunks of `table` at scale factor `sf`.
 pub fn table_chunks(table: &str, sf: f64) -> KuraResult<ChunkSource> {
+    table_chunks_part(table, sf, 1, 1)
+}
+
+/// Line chunks of part `part` (1-based) of `parts` of `table`: tpchgen's split, a range of
+/// keys per part, ORDERS and LINEITEM split alike by order (each order's line items in the
+/// order's part). REGION and NATION have one part.
+pub fn table_chunks_part(table: &str, sf: f64, part: i32, parts: i32) -> KuraResult<ChunkSource> {
+    if parts < 1 || part < 1 || part > parts {
+        return Err(KuraError::Invalid(format!(
+            "part {part} of {parts}: parts are numbered 1 to the part count"
+        )));
+    }
+    let (p, n) = (part, parts);
     Ok(match table {
-        "region" => chunker(RegionGenerator::new(sf, 1, 1).iter()),
-        "nation" => chunker(NationGenerator::new(sf, 1, 1).iter()),
-        "supplier" => chunker(SupplierGenerator::new(sf, 1, 1).iter()),
-        "customer" => chunker(CustomerGenerator::new(sf, 1, 1).iter()),
-        "part" => chunker(PartGenerator::new(sf, 1, 1).iter()),
-        "partsupp" => chunker(PartSuppGenerator::new(sf, 1, 1).iter()),
-        "orders" => chunker(OrderGenerator::new(sf, 1, 1).iter()),
-        "lineitem" => chunker(LineItemGenerator::new(sf, 1, 1).iter()),
+        "region" => chunker(RegionGenerator::new(sf, p, n).iter()),
+        "nation" => chunker(NationGenerator::new(sf, p, n).iter()),
+        "supplier" => chunker(SupplierGenerator::new(sf, p, n).iter()),
+        "customer" => chunker(CustomerGenerator::new(sf, p, n).iter()),
+        "part" => chunker(PartGenerator::new(sf, p, n).iter()),
+        "partsupp" => chunker(PartSuppGenerator::new(sf, p, n).iter()),
+        "orders" => chunker(OrderGenerator::new(sf, p, n).iter()),
+        "lineitem" => chunker(LineItemGenerator::new(sf, p, n).iter()),
         other => return Err(KuraError::Invalid(format!("unknown TPC-H table {other}"))),
     })
 }

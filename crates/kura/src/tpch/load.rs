@@ -8,7 +8,7 @@ use kura_storage::loader::{self, TextFormat};
 
 use crate::error::{KuraError, KuraResult};
 use crate::session::Session;
-use crate::tpch::gen::{check_sf, table_chunks, TABLES};
+use crate::tpch::gen::{check_sf, table_chunks, table_chunks_part, TABLES};
 
 /// The TPC-H DDL.
 pub const SCHEMA_SQL: &str = include_str!("schema.sql");
@@ -78,6 +78,14 @@ pub enum Source<'a> {
     Generate(f64),
     /// Read `TABLE.tbl` files from this directory.
     Files(&'a Path),
+    /// Generate part `part` (1-based) of `parts` at scale factor `sf` (one shard of a
+    /// cluster), except the tables in `whole`, generated complete.
+    GeneratePart {
+        sf: f64,
+        part: i32,
+        parts: i32,
+        whole: &'a [&'a str],
+    },
 }
 
 /// Drops any existing TPC-H tables, recreates them and loads every table, all
@@ -89,7 +97,7 @@ pub fn load(
     source: Source<'_>,
     progress: &(dyn Fn(&str, u64) + Sync),
 ) -> KuraResult<Vec<LoadReport>> {
-    if let Source::Generate(sf) = source {
+    if let Source::Generate(sf) | Source::GeneratePart { sf, .. } = source {
         check_sf(sf)?;
     }
     if session.in_transaction() {
@@ -144,6 +152,28 @@ fn load_in_transaction(
             Source::Generate(sf) => {
                 let mut chunks = table_chunks(table, *sf)?;
                 let name = format!("{table} (generated)");
+                Ok(loader::load_chunks(
+                    txn,
+                    table,
+                    &name,
+                    move || Ok(chunks()),
+                    &fmt,
+                    loader::default_threads(),
+                    Some(&report),
+                )?)
+            }
+            Source::GeneratePart {
+                sf,
+                part,
+                parts,
+                whole,
+            } => {
+                let mut chunks = if whole.contains(&table) {
+                    table_chunks(table, *sf)?
+                } else {
+                    table_chunks_part(table, *sf, *part, *parts)?
+                };
+                let name = format!("{table} (generated, part {part} of {parts})");
                 Ok(loader::load_chunks(
                     txn,
                     table,

@@ -1,0 +1,466 @@
+//! The coordinator: a DataFusion session over the cluster's kura tables, planned by
+//! datafusion-distributed with one task per shard routed to the shard's worker (paper 003 §2,
+//! the shared-nothing configuration of several servers).
+//!
+//! Connecting reads every worker's catalog (a catalog leaf, one task per worker), checks that
+//! the workers hold the shards `0..n` of one cluster with the same tables, and orders the
+//! workers by shard so task `i` of a shard leaf goes to the worker of shard `i`.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use arrow_array::{Array, Int32Array, RecordBatch, StringArray};
+use async_trait::async_trait;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionStateBuilder;
+use datafusion::logical_expr::{DdlStatement, LogicalPlan};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
+use datafusion::sql::sqlparser::dialect::dialect_from_str;
+use datafusion_distributed::{
+    DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedExt, DistributedLeafExec,
+    NetworkBoundaryExt, NetworkCoalesceExec, RouteTasksEvent, RouteTasksEventResponse,
+    ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse, SessionStateBuilderExt, WorkerResolver,
+};
+use url::Url;
+
+use crate::channel::{answers, KuraChannels};
+use crate::codec::KuraCodec;
+use crate::error::{DistError, DistResult};
+use crate::exec::KuraShardScanExec;
+use crate::fragment::ColumnDef;
+use crate::shard::REPLICATED;
+use crate::table::{KuraCatalogTable, KuraTable};
+
+/// The workers, in shard order.
+#[derive(Clone, Debug)]
+struct Workers(Arc<Vec<Url>>);
+
+#[async_trait]
+impl WorkerResolver for Workers {
+    fn get_urls(&self) -> Result<Vec<Url>> {
+        Ok(self.0.as_ref().clone())
+    }
+}
+
+/// A table of the cluster as the workers' catalogs describe it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableInfo {
+    pub name: String,
+    /// The key column it is split by, or `replicated`.
+    pub split: String,
+    pub columns: Vec<ColumnDef>,
+}
+
+/// A connected cluster.
+pub struct Cluster {
+    ctx: SessionContext,
+    workers: Vec<Url>,
+    cluster: String,
+    tables: Vec<TableInfo>,
+    /// The connections to the workers, shared by every session of this cluster.
+    channels: KuraChannels,
+}
+
+/// Parses `host:port` or a URL into a worker URL.
+pub fn worker_url(addr: &str) -> DistResult<Url> {
+    let text = if addr.contains("://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    };
+    Url::parse(&text)
+        .map_err(|e| DistError::Cluster(format!("{addr:?} is not a worker address: {e}")))
+}
+
+fn session(workers: Arc<Vec<Url>>, channels: &KuraChannels) -> SessionContext {
+    let mut config = SessionConfig::new();
+    // Numeric literals are decimals, as in kura and PostgreSQL (0.06 is exact).
+    config.options_mut().sql_parser.parse_float_as_decimal = true;
+    let n = workers.len();
+    let route_workers = workers.clone();
+    let state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .with_distributed_worker_resolver(Workers(workers))
+        .with_distributed_planner()
+        .with_distributed_user_codec(KuraCodec::coordinator())
+        .with_distributed_channel_resolver(channels.clone())
+        .with_distributed_desired_task_count_handler(desired_tasks)
+        .with_distributed_scale_up_leaf_node_handler(scale_up)
+        .with_distributed_route_tasks_handler(move |ev: RouteTasksEvent| {
+            route(ev, &route_workers, n)
+        })
+        .build();
+    SessionContext::from(state)
+}
+
+/// A shard leaf needs exactly one task per shard.
+fn desired_tasks(ev: DesiredTaskCountEvent) -> Option<Result<DesiredTaskCountEventResponse>> {
+    let scan = ev.plan.downcast_ref::<KuraShardScanExec>()?;
+    Some(Ok(DesiredTaskCountEventResponse::maximum(
+        scan.fragment().shards,
+    )))
+}
+
+/// Splits a shard leaf into one variant per shard. A shard leaf runs in a stage of one task
+/// per shard; when the planner gives its stage fewer tasks (an operator it runs in one task,
+/// such as the null-aware anti join of `NOT IN`, sits above the leaf in the same stage), the
+/// leaf becomes a stage of its own, one task per shard, gathered by a `NetworkCoalesceExec`
+/// into the stage's tasks.
+fn scale_up(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeEventResponse>> {
+    let scan = ev.plan.downcast_ref::<KuraShardScanExec>()?;
+    let shards = scan.fragment().shards;
+    let variants = (0..shards).map(|s| Arc::new(scan.for_shard(s)) as Arc<dyn ExecutionPlan>);
+    let leaf = match DistributedLeafExec::try_new(Arc::clone(ev.plan), variants) {
+        Ok(leaf) => Arc::new(leaf) as Arc<dyn ExecutionPlan>,
+        Err(e) => return Some(Err(e)),
+    };
+    let plan = match ev.task_count {
+        n if n == shards => Ok(leaf),
+        n if n >= 1 && n < shards => NetworkCoalesceExec::try_new(leaf, shards, n)
+            .map(|nc| Arc::new(nc) as Arc<dyn ExecutionPlan>),
+        n => Err(DistError::Cluster(format!(
+            "a kura shard leaf needs one task per shard ({shards}), the planner gave {n}"
+        ))
+        .into_datafusion()),
+    };
+    Some(plan.map(ScaleUpLeafNodeEventResponse::new))
+}
+
+/// Whether the stage headed by `plan` reads shards (its leaves, not those of the stages
+/// below its network boundaries).
+fn has_shard_leaf(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    if plan.downcast_ref::<KuraShardScanExec>().is_some() {
+        return true;
+    }
+    if let Some(leaf) = plan.downcast_ref::<DistributedLeafExec>() {
+        return leaf
+            .original()
+            .downcast_ref::<KuraShardScanExec>()
+            .is_some();
+    }
+    if plan.is_network_boundary() {
+        return false;
+    }
+    plan.children().into_iter().any(has_shard_leaf)
+}
+
+/// Task `i` of a stage reading shards goes to the worker of shard `i`; other stages are
+/// spread round robin.
+fn route(
+    ev: RouteTasksEvent,
+    workers: &Arc<Vec<Url>>,
+    shards: usize,
+) -> Option<Result<RouteTasksEventResponse>> {
+    if !has_shard_leaf(ev.plan) {
+        return None;
+    }
+    if ev.task_count != shards {
+        return Some(Err(DistError::Cluster(format!(
+            "a stage reading kura shards has {} tasks for {shards} shards",
+            ev.task_count
+        ))
+        .into_datafusion()));
+    }
+    Some(Ok(RouteTasksEventResponse::new(workers.as_ref().clone())))
+}
+
+/// A session over `workers` with the cluster's `tables` registered.
+fn tables_session(
+    workers: &[Url],
+    tables: &[TableInfo],
+    channels: &KuraChannels,
+) -> DistResult<SessionContext> {
+    let ctx = session(Arc::new(workers.to_vec()), channels);
+    for t in tables {
+        let table = KuraTable::try_new(
+            t.name.clone(),
+            t.columns.clone(),
+            t.split == REPLICATED,
+            workers.len(),
+        )?;
+        ctx.register_table(t.name.as_str(), Arc::new(table))?;
+    }
+    Ok(ctx)
+}
+
+fn strings<'a>(b: &'a RecordBatch, name: &str) -> DistResult<&'a StringArray> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .ok_or_else(|| DistError::Cluster(format!("catalog column {name} is missing")))
+}
+
+fn ints<'a>(b: &'a RecordBatch, name: &str) -> DistResult<&'a Int32Array> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<Int32Array>())
+        .ok_or_else(|| DistError::Cluster(format!("catalog column {name} is missing")))
+}
+
+/// One worker's answer to the catalog fragment.
+#[derive(Default)]
+struct WorkerCatalog {
+    shard: usize,
+    shards: usize,
+    cluster: String,
+    tables: BTreeMap<String, TableInfo>,
+}
+
+impl Cluster {
+    /// Connects to the workers (`host:port` or URLs, any order), reads and checks their
+    /// catalogs, and registers the cluster's tables.
+    pub async fn connect(addrs: &[String]) -> DistResult<Cluster> {
+        // datafusion-distributed spreads a plan over the workers it is given; with one worker
+        // it runs the whole plan in the coordinating process, where no shard is.
+        if addrs.len() < 2 {
+            return Err(DistError::Cluster(format!(
+                "{} worker(s) given: a kura cluster has 2 or more shards, one worker each",
+                addrs.len()
+            )));
+        }
+        let given: Vec<Url> = addrs
+            .iter()
+            .map(|a| worker_url(a))
+            .collect::<DistResult<_>>()?;
+        let n = given.len();
+        let channels = KuraChannels::default();
+        let ctx = session(Arc::new(given.clone()), &channels);
+        ctx.register_table("kura_catalog", Arc::new(KuraCatalogTable::try_new(n)?))?;
+        let batches = ctx
+            .sql("SELECT * FROM kura_catalog")
+            .await?
+            .collect()
+            .await?;
+        let mut by_task: BTreeMap<usize, WorkerCatalog> = BTreeMap::new();
+        for b in &batches {
+            let (task, shard, shards) = (ints(b, "task")?, ints(b, "shard")?, ints(b, "shards")?);
+            let (cluster, table, split) = (
+                strings(b, "cluster")?,
+                strings(b, "table_name")?,
+                strings(b, "split")?,
+            );
+            let (col, ty) = (strings(b, "column_name")?, strings(b, "column_type")?);
+            for i in 0..b.num_rows() {
+                let w = by_task.entry(task.value(i) as usize).or_default();
+                w.shard = shard.value(i) as usize;
+                w.shards = shards.value(i) as usize;
+                w.cluster = cluster.value(i).to_string();
+                let t = w
+                    .tables
+                    .entry(table.value(i).to_string())
+                    .or_insert_with(|| TableInfo {
+                        name: table.value(i).to_string(),
+                        split: split.value(i).to_string(),
+                        columns: Vec::new(),
+                    });
+                let data_type = serde_json::from_str(ty.value(i)).map_err(|e| {
+                    DistError::Cluster(format!("a column type from worker {}: {e}", task.value(i)))
+                })?;
+                t.columns.push(ColumnDef {
+                    name: col.value(i).to_string(),
+                    data_type,
+                });
+            }
+        }
+        if by_task.len() != n {
+            let missing: Vec<String> = (0..n)
+                .filter(|t| !by_task.contains_key(t))
+                .map(|t| given[t].to_string())
+                .collect();
+            return Err(DistError::Cluster(format!(
+                "no catalog from worker(s) {} (a worker without tables?)",
+                missing.join(", ")
+            )));
+        }
+        let mut ordered: Vec<Option<Url>> = vec![None; n];
+        let first = &by_task[&0];
+        for (task, w) in &by_task {
+            let url = &given[*task];
+            if w.shards != n {
+                return Err(DistError::Cluster(format!(
+                    "worker {url} holds shard {} of {}, but {n} workers were given (one per shard)",
+                    w.shard, w.shards
+                )));
+            }
+            if w.cluster != first.cluster {
+                return Err(DistError::Cluster(format!(
+                    "worker {url} holds a shard of cluster {:?}, worker {} of {:?}",
+                    w.cluster, given[0], first.cluster
+                )));
+            }
+            if w.tables != first.tables {
+                return Err(DistError::Cluster(format!(
+                    "worker {url}'s tables differ from worker {}'s",
+                    given[0]
+                )));
+            }
+            if let Some(other) = &ordered[w.shard] {
+                return Err(DistError::Cluster(format!(
+                    "workers {other} and {url} both hold shard {}",
+                    w.shard
+                )));
+            }
+            ordered[w.shard] = Some(url.clone());
+        }
+        let workers: Vec<Url> = ordered.into_iter().flatten().collect();
+        let tables: Vec<TableInfo> = first.tables.values().cloned().collect();
+        let cluster = first.cluster.clone();
+        Ok(Cluster {
+            ctx: tables_session(&workers, &tables, &channels)?,
+            workers,
+            cluster,
+            tables,
+            channels,
+        })
+    }
+
+    /// The same cluster in a session of its own (views and settings one client makes are
+    /// not another's: the front door gives each connection one).
+    pub fn new_session(&self) -> DistResult<Cluster> {
+        Ok(Cluster {
+            ctx: tables_session(&self.workers, &self.tables, &self.channels)?,
+            workers: self.workers.clone(),
+            cluster: self.cluster.clone(),
+            tables: self.tables.clone(),
+            channels: self.channels.clone(),
+        })
+    }
+
+    /// The workers in shard order.
+    pub fn workers(&self) -> &[Url] {
+        &self.workers
+    }
+
+    /// The cluster's name (written by `kura cluster load`).
+    pub fn name(&self) -> &str {
+        &self.cluster
+    }
+
+    pub fn tables(&self) -> &[TableInfo] {
+        &self.tables
+    }
+
+    /// The DataFusion session (for plans and settings).
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Runs the statements of `sql` in order and returns the batches of the last one that is
+    /// a query (as kura's TPC-H runner does: Q15's text is CREATE VIEW; SELECT; DROP VIEW).
+    /// Views live in this coordinator's session; those a failed text created are dropped.
+    pub async fn sql(&self, sql: &str) -> DistResult<Vec<RecordBatch>> {
+        self.sql_outcome(sql).await.map(|(batches, _)| batches)
+    }
+
+    /// [`Cluster::sql`], and whether the last statement was a query (one that returns rows,
+    /// perhaps none) rather than a statement such as CREATE VIEW or SET.
+    pub async fn sql_outcome(&self, sql: &str) -> DistResult<(Vec<RecordBatch>, bool)> {
+        let mut created = Vec::new();
+        let r = self.run_statements(sql, &mut created, false).await;
+        match r {
+            Ok((batches, _, query)) => Ok((batches, query)),
+            Err(e) => {
+                self.drop_views(&created);
+                Err(self.diagnose(e).await)
+            }
+        }
+    }
+
+    /// A failed query's error, naming the first worker that does not answer (gone, or
+    /// hung) when there is one: the query failed because of it, or will on the next try.
+    async fn diagnose(&self, error: DistError) -> DistError {
+        for (shard, url) in self.workers.iter().enumerate() {
+            if let Err(reason) = answers(&self.channels, url).await {
+                return DistError::WorkerDown {
+                    worker: url.to_string(),
+                    shard,
+                    reason,
+                    query_error: error.to_string(),
+                };
+            }
+        }
+        error
+    }
+
+    /// The distributed plan of each query of `sql`, as stages (the other statements, such as
+    /// CREATE VIEW, are run so the queries after them can be planned; views they create are
+    /// dropped again).
+    pub async fn explain(&self, sql: &str) -> DistResult<String> {
+        let mut created = Vec::new();
+        let r = self.run_statements(sql, &mut created, true).await;
+        self.drop_views(&created);
+        r.map(|(_, plans, _)| plans.join("\n"))
+    }
+
+    fn drop_views(&self, views: &[String]) {
+        for view in views {
+            // A view the text dropped itself is no longer there: nothing to undo.
+            let _ = self.ctx.deregister_table(view.as_str());
+        }
+    }
+
+    /// The statements of `sql` in the session's dialect (parsed before any await: the
+    /// dialect is not `Send`).
+    fn parse(&self, sql: &str) -> DistResult<VecDeque<DFStatement>> {
+        let state = self.ctx.state();
+        let options = state.config().options();
+        let dialect = dialect_from_str(options.sql_parser.dialect.as_ref()).ok_or_else(|| {
+            DistError::Cluster(format!(
+                "unknown SQL dialect {}",
+                options.sql_parser.dialect
+            ))
+        })?;
+        Ok(DFParserBuilder::new(sql)
+            .with_dialect(dialect.as_ref())
+            .with_recursion_limit(options.sql_parser.recursion_limit.get())
+            .build()?
+            .parse_statements()?)
+    }
+
+    /// Plans and runs the statements of `sql`, returning the batches of the last query, or
+    /// with `explain` each query's distributed plan instead of running it. The views created
+    /// are pushed to `created`. The flag says whether the last statement was a query.
+    async fn run_statements(
+        &self,
+        sql: &str,
+        created: &mut Vec<String>,
+        explain: bool,
+    ) -> DistResult<(Vec<RecordBatch>, Vec<String>, bool)> {
+        let statements = self.parse(sql)?;
+        if statements.is_empty() {
+            return Err(DistError::Cluster("no SQL statement given".into()));
+        }
+        let (mut batches, mut plans, mut last_query) = (Vec::new(), Vec::new(), false);
+        for statement in statements {
+            let plan = self.ctx.state().statement_to_plan(statement).await?;
+            let query = !matches!(
+                plan,
+                LogicalPlan::Ddl(_) | LogicalPlan::Dml(_) | LogicalPlan::Statement(_)
+            );
+            last_query = query;
+            if let LogicalPlan::Ddl(DdlStatement::CreateView(view)) = &plan {
+                created.push(view.name.to_string());
+            }
+            let df = self.ctx.execute_logical_plan(plan).await?;
+            if query && explain {
+                let physical = df.create_physical_plan().await?;
+                plans.push(datafusion_distributed::display_plan_ascii(
+                    physical.as_ref(),
+                    false,
+                ));
+            } else if query {
+                batches = df.collect().await?;
+            } else {
+                df.collect().await?;
+            }
+        }
+        Ok((batches, plans, last_query))
+    }
+}
+
+impl From<DistError> for DataFusionError {
+    fn from(e: DistError) -> Self {
+        e.into_datafusion()
+    }
+}

@@ -1,0 +1,160 @@
+//! The fragment a kura shard runs for one leaf of a distributed plan: which table, which
+//! columns, which filters (as kura SQL) and how many rows — or the shard's catalog (paper 003
+//! §2: the shared-nothing configuration, each server answering for its own data).
+
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+use kura_common::DataType;
+use serde::{Deserialize, Serialize};
+
+use crate::error::DistResult;
+
+/// A column of a fragment's output: its name and kura type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ColumnDef {
+    pub name: String,
+    pub data_type: DataType,
+}
+
+/// What the shard runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FragmentKind {
+    /// A scan of `table` with `filters` (kura SQL predicates, ANDed) and an optional row
+    /// limit; a `replicated` table is read on shard 0 only (every shard holds all of it).
+    Scan {
+        table: String,
+        filters: Vec<String>,
+        limit: Option<usize>,
+        replicated: bool,
+    },
+    /// The shard's identity and its tables' columns ([`catalog_columns`]).
+    Catalog,
+}
+
+/// One leaf's work, the same for every shard; the task says which shard runs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fragment {
+    pub kind: FragmentKind,
+    /// The output columns, in order.
+    pub columns: Vec<ColumnDef>,
+    /// How many shards the cluster has (one task each).
+    pub shards: usize,
+}
+
+/// The columns of the catalog fragment's rows.
+pub fn catalog_columns() -> Vec<ColumnDef> {
+    let c = |n: &str, t| ColumnDef {
+        name: n.to_string(),
+        data_type: t,
+    };
+    vec![
+        c("task", DataType::Integer),
+        c("shard", DataType::Integer),
+        c("shards", DataType::Integer),
+        c("cluster", DataType::Varchar(None)),
+        c("table_name", DataType::Varchar(None)),
+        c("split", DataType::Varchar(None)),
+        c("column_name", DataType::Varchar(None)),
+        c("column_type", DataType::Varchar(None)),
+    ]
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+impl Fragment {
+    /// The Arrow schema of the fragment's output (every column nullable).
+    pub fn schema(&self) -> DistResult<SchemaRef> {
+        let cols: Vec<_> = self
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.data_type, true))
+            .collect();
+        Ok(Arc::new(kura_exec::arrow::arrow_schema(&cols)?))
+    }
+
+    /// The kura SQL of a scan fragment (`None` for the catalog). A scan of no columns (a
+    /// `count(*)`) selects a constant the converter then drops, keeping the row count.
+    pub fn sql(&self) -> Option<String> {
+        let FragmentKind::Scan {
+            table,
+            filters,
+            limit,
+            ..
+        } = &self.kind
+        else {
+            return None;
+        };
+        let list = if self.columns.is_empty() {
+            "1".to_string()
+        } else {
+            self.columns
+                .iter()
+                .map(|c| quote(&c.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut sql = format!("SELECT {list} FROM {}", quote(table));
+        if !filters.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&filters.join(" AND "));
+        }
+        if let Some(n) = limit {
+            sql.push_str(&format!(" LIMIT {n}"));
+        }
+        Some(sql)
+    }
+
+    /// A short description for plan displays.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            FragmentKind::Catalog => "catalog".to_string(),
+            FragmentKind::Scan { replicated, .. } => format!(
+                "{}{}",
+                self.sql().unwrap_or_default(),
+                if *replicated {
+                    " (replicated: shard 0)"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_sql() {
+        let f = Fragment {
+            kind: FragmentKind::Scan {
+                table: "lineitem".into(),
+                filters: vec!["(\"l_quantity\" < 24)".into(), "(\"x\" IS NULL)".into()],
+                limit: Some(5),
+                replicated: false,
+            },
+            columns: vec![ColumnDef {
+                name: "l_quantity".into(),
+                data_type: DataType::Decimal {
+                    precision: 15,
+                    scale: 2,
+                },
+            }],
+            shards: 2,
+        };
+        assert_eq!(
+            f.sql().unwrap(),
+            "SELECT \"l_quantity\" FROM \"lineitem\" WHERE (\"l_quantity\" < 24) AND (\"x\" IS NULL) LIMIT 5"
+        );
+        let none = Fragment {
+            columns: vec![],
+            ..f.clone()
+        };
+        assert!(none.sql().unwrap().starts_with("SELECT 1 FROM"));
+        assert_eq!(f.schema().unwrap().field(0).name(), "l_quantity");
+    }
+}

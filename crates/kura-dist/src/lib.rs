@@ -1,0 +1,69 @@
+//! kura-dist: kura's shards as the leaves of a distributed plan run by datafusion-distributed
+//! (DataFusion + Arrow Flight) — paper 003 §2, kura "configured as a shared-nothing database of
+//! several Linux servers".
+//!
+//! [`load`] writes a cluster's shard databases; [`worker`] serves one shard as a Flight
+//! worker; [`cluster::Cluster`] is the coordinator (DataFusion's SQL planner over
+//! [`table::KuraTable`]s). A scan becomes a [`exec::KuraShardScanExec`] leaf carrying a
+//! [`fragment::Fragment`] (projection, filters as kura SQL, limit) that kura runs on its shard;
+//! [`codec::KuraCodec`] carries it to the workers, one task per shard routed to the shard's
+//! worker. DataFusion does the exchange, final aggregation and cross-shard joins.
+
+pub mod channel;
+pub mod cluster;
+pub mod codec;
+pub mod error;
+pub mod exec;
+pub mod filter;
+pub mod fragment;
+pub mod frontdoor;
+pub mod load;
+pub mod local;
+pub mod shard;
+pub mod table;
+pub mod worker;
+
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+
+pub use cluster::Cluster;
+pub use error::{DistError, DistResult};
+pub use shard::{ShardDb, ShardInfo};
+
+/// The multi-threaded runtime the blocking entry points run on.
+pub fn runtime() -> DistResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| DistError::Io {
+            what: "starting the async runtime".into(),
+            source: e,
+        })
+}
+
+/// `kura cluster query`: connects to `workers`, runs `sql` and returns its batches and the
+/// time the query took (connecting excluded).
+pub fn query_blocking(workers: &[String], sql: &str) -> DistResult<(Vec<RecordBatch>, Duration)> {
+    runtime()?.block_on(async {
+        let cluster = Cluster::connect(workers).await?;
+        let start = Instant::now();
+        let batches = cluster.sql(sql).await?;
+        Ok((batches, start.elapsed()))
+    })
+}
+
+/// `kura cluster query --explain`: the distributed plan of `sql`, as stages.
+pub fn explain_blocking(workers: &[String], sql: &str) -> DistResult<String> {
+    runtime()?.block_on(async {
+        let cluster = Cluster::connect(workers).await?;
+        cluster.explain(sql).await
+    })
+}
+
+/// Batches as a text table.
+pub fn format_batches(batches: &[RecordBatch]) -> DistResult<String> {
+    datafusion::arrow::util::pretty::pretty_format_batches(batches)
+        .map(|t| t.to_string())
+        .map_err(|e| DistError::DataFusion(e.into()))
+}

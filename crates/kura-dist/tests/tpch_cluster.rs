@@ -1,0 +1,319 @@
+//! TPC-H on a cluster of kura shards run by datafusion-distributed (paper 003 §2), compared
+//! with single-node kura on the whole data: 3 shards of SF 0.01, 3 Flight workers on
+//! localhost started in this process, kura's own query texts.
+//!
+//! `KURA_DIST_SF=0.1` runs it at another scale factor, `KURA_DIST_SHARDS=2` on other shards; `KURA_DIST_QUERIES=1,6` picks queries.
+//! Each query's time on the cluster and on single-node kura is printed (`--nocapture`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType as ArrowType;
+use datafusion::arrow::array::{
+    AsArray, Date32Array, Decimal128Array, Float64Array, Int16Array, Int32Array, Int64Array,
+};
+use kura::{Database, OpenOptions, Value};
+use kura_dist::{Cluster, ShardDb};
+
+/// The 22 TPC-H queries in kura's texts, checked against single-node kura.
+const QUERIES: &[&str] = &[
+    "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17",
+    "18", "19", "20", "21", "22",
+];
+
+#[derive(Debug, Clone)]
+enum Cell {
+    Null,
+    Num(f64),
+    Text(String),
+}
+
+fn same(a: &Cell, b: &Cell) -> bool {
+    match (a, b) {
+        (Cell::Null, Cell::Null) => true,
+        (Cell::Num(x), Cell::Num(y)) => (x - y).abs() <= 1e-6 * x.abs().max(y.abs()) + 1e-6,
+        (Cell::Text(x), Cell::Text(y)) => x.trim_end() == y.trim_end(),
+        _ => false,
+    }
+}
+
+fn kura_cell(v: &Value) -> Cell {
+    match v {
+        Value::Null => Cell::Null,
+        Value::Integer(x) => Cell::Num(*x as f64),
+        Value::BigInt(x) => Cell::Num(*x as f64),
+        Value::Double(x) => Cell::Num(*x),
+        Value::Decimal(x, s) => Cell::Num(*x as f64 / 10f64.powi(*s as i32)),
+        Value::Date(d) => Cell::Text(kura_common::date::format_date(*d)),
+        Value::Text(t) => Cell::Text(t.clone()),
+        other => Cell::Text(format!("{other:?}")),
+    }
+}
+
+fn arrow_cell(a: &dyn Array, i: usize) -> Cell {
+    if a.is_null(i) {
+        return Cell::Null;
+    }
+    let any = a.as_any();
+    match a.data_type() {
+        ArrowType::Int16 => Cell::Num(any.downcast_ref::<Int16Array>().unwrap().value(i) as f64),
+        ArrowType::Int32 => Cell::Num(any.downcast_ref::<Int32Array>().unwrap().value(i) as f64),
+        ArrowType::Int64 => Cell::Num(any.downcast_ref::<Int64Array>().unwrap().value(i) as f64),
+        ArrowType::Float64 => Cell::Num(any.downcast_ref::<Float64Array>().unwrap().value(i)),
+        ArrowType::Decimal128(_, s) => Cell::Num(
+            any.downcast_ref::<Decimal128Array>().unwrap().value(i) as f64 / 10f64.powi(*s as i32),
+        ),
+        ArrowType::Date32 => Cell::Text(kura_common::date::format_date(
+            any.downcast_ref::<Date32Array>().unwrap().value(i),
+        )),
+        ArrowType::Utf8 => Cell::Text(a.as_string::<i32>().value(i).to_string()),
+        ArrowType::Utf8View => Cell::Text(a.as_string_view().value(i).to_string()),
+        other => panic!("no comparison for Arrow type {other}"),
+    }
+}
+
+fn arrow_rows(batches: &[RecordBatch]) -> Vec<Vec<Cell>> {
+    let mut rows = Vec::new();
+    for b in batches {
+        for i in 0..b.num_rows() {
+            rows.push(
+                b.columns()
+                    .iter()
+                    .map(|c| arrow_cell(c.as_ref(), i))
+                    .collect(),
+            );
+        }
+    }
+    rows
+}
+
+fn sf() -> f64 {
+    std::env::var("KURA_DIST_SF")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.01)
+}
+
+fn shards() -> usize {
+    std::env::var("KURA_DIST_SHARDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+}
+
+fn small() -> OpenOptions {
+    OpenOptions {
+        buffer_bytes: Some(256 << 20),
+        max_memory: Some(1 << 30),
+        ..OpenOptions::default()
+    }
+}
+
+/// Starts one worker per shard on 127.0.0.1 in this process; returns their addresses.
+async fn start_workers(paths: &[std::path::PathBuf]) -> Vec<String> {
+    start_workers_with_dbs(paths).await.0
+}
+
+/// [`start_workers`], and the shard databases the workers serve (in shard order).
+async fn start_workers_with_dbs(paths: &[std::path::PathBuf]) -> (Vec<String>, Vec<Arc<ShardDb>>) {
+    let mut addrs = Vec::new();
+    let mut dbs = Vec::new();
+    for p in paths {
+        let db = Arc::new(ShardDb::open(p, small()).expect("open shard"));
+        dbs.push(db.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        addrs.push(listener.local_addr().unwrap().to_string());
+        tokio::spawn(async move {
+            kura_dist::worker::serve(db, listener)
+                .await
+                .expect("worker");
+        });
+    }
+    (addrs, dbs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tpch_on_shards_matches_single_node_kura() {
+    let (sf, shards) = (sf(), shards());
+    let dir = tempfile::tempdir().unwrap();
+    let loads = kura_dist::load::load_tpch(sf, shards, dir.path(), &small(), &|_, _| {})
+        .expect("load shards");
+    let paths: Vec<_> = loads.iter().map(|l| l.path.clone()).collect();
+
+    let whole = Database::open(&dir.path().join("whole.db"), small()).unwrap();
+    kura::tpch::load(
+        &mut whole.session(),
+        kura::tpch::load::Source::Generate(sf),
+        &|_, _| {},
+    )
+    .unwrap();
+
+    // Each shard holds a slice of the split tables, all of the replicated ones (counted
+    // before the workers open the shards: a database file has one owner at a time).
+    let count = |db: &Database, t: &str| {
+        let r = db
+            .session()
+            .execute(&format!("SELECT count(*) FROM {t}"))
+            .unwrap();
+        match &r.rows()[0][0] {
+            Value::BigInt(n) => *n,
+            other => panic!("{other:?}"),
+        }
+    };
+    let checked = [("lineitem", true), ("orders", true), ("nation", false)];
+    let mut totals = Vec::new();
+    for (table, split) in checked {
+        let total = count(&whole, table);
+        let parts: Vec<i64> = paths
+            .iter()
+            .map(|p| count(&Database::open(p, small()).unwrap(), table))
+            .collect();
+        if split {
+            assert_eq!(parts.iter().sum::<i64>(), total, "{table}: {parts:?}");
+            assert!(
+                parts.iter().all(|&n| n > 0 && n < total),
+                "{table}: {parts:?}"
+            );
+        } else {
+            assert!(parts.iter().all(|&n| n == total), "{table}: {parts:?}");
+        }
+        totals.push((table, total));
+    }
+
+    // The workers given in reverse: connecting orders them by the shard each holds.
+    let (mut addrs, dbs) = start_workers_with_dbs(&paths).await;
+    addrs.reverse();
+    let cluster = Cluster::connect(&addrs).await.expect("connect");
+    assert_eq!(
+        cluster.workers()[0].port(),
+        addrs[shards - 1].rsplit(':').next().unwrap().parse().ok()
+    );
+    assert_eq!(cluster.tables().len(), 8);
+    for (table, total) in totals {
+        let b = cluster
+            .sql(&format!("SELECT count(*) FROM {table}"))
+            .await
+            .unwrap();
+        let got = arrow_rows(&b);
+        assert!(
+            same(&got[0][0], &Cell::Num(total as f64)),
+            "{table}: {got:?} vs {total}"
+        );
+    }
+
+    // What each shard sends: a replicated table's rows from one shard only, a split
+    // table's slice from every shard.
+    let served = |t: &str| dbs.iter().map(|d| d.rows_served(t)).collect::<Vec<u64>>();
+    let (nation_before, orders_before) = (served("nation"), served("orders"));
+    cluster
+        .sql("SELECT n_name, o_orderkey FROM nation JOIN customer ON n_nationkey = c_nationkey JOIN orders ON c_custkey = o_custkey")
+        .await
+        .unwrap();
+    let delta = |after: Vec<u64>, before: &[u64]| -> Vec<u64> {
+        after.iter().zip(before).map(|(a, b)| a - b).collect()
+    };
+    let nation = delta(served("nation"), &nation_before);
+    assert_eq!(
+        nation.iter().sum::<u64>(),
+        25,
+        "nation rows sent by shard: {nation:?}"
+    );
+    assert_eq!(nation.iter().filter(|&&n| n > 0).count(), 1, "{nation:?}");
+    let orders = delta(served("orders"), &orders_before);
+    let orders_total = (sf * 1_500_000.0).round() as u64;
+    assert_eq!(orders.iter().sum::<u64>(), orders_total, "{orders:?}");
+    assert!(orders.iter().all(|&n| n > 0), "{orders:?}");
+
+    let chosen: Vec<String> = match std::env::var("KURA_DIST_QUERIES") {
+        Ok(list) => list.split(',').map(str::to_string).collect(),
+        Err(_) => QUERIES.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut failures = Vec::new();
+    let (mut t_cluster, mut t_single) = (0.0, 0.0);
+    for id in &chosen {
+        let text = kura::tpch::run::query_text(id).expect("query id");
+        let start = Instant::now();
+        let got = match cluster.sql(text).await {
+            Ok(b) => arrow_rows(&b),
+            Err(e) => {
+                let plan = cluster
+                    .explain(text)
+                    .await
+                    .unwrap_or_else(|e| e.to_string());
+                failures.push(format!("Q{id}: cluster error: {e}\n{plan}"));
+                continue;
+            }
+        };
+        let dt_cluster = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        // The last statement that returns rows (Q15 is CREATE VIEW; SELECT; DROP VIEW).
+        let want: Vec<Vec<Cell>> = whole
+            .session()
+            .execute_all(text)
+            .unwrap()
+            .into_iter()
+            .rev()
+            .find(|r| r.has_rows())
+            .expect("a query result")
+            .rows()
+            .iter()
+            .map(|r| r.iter().map(kura_cell).collect())
+            .collect();
+        let dt_single = start.elapsed().as_secs_f64();
+        t_cluster += dt_cluster;
+        t_single += dt_single;
+        println!(
+            "Q{id}: {} rows; cluster {:.3} s, single-node kura {:.3} s",
+            want.len(),
+            dt_cluster,
+            dt_single
+        );
+        if got.len() != want.len() {
+            failures.push(format!(
+                "Q{id}: {} rows, kura has {}",
+                got.len(),
+                want.len()
+            ));
+            continue;
+        }
+        for (r, (g, w)) in got.iter().zip(&want).enumerate() {
+            if g.len() != w.len() || !g.iter().zip(w).all(|(a, b)| same(a, b)) {
+                failures.push(format!("Q{id} row {r}: cluster {g:?}, kura {w:?}"));
+                break;
+            }
+        }
+    }
+    println!("total: cluster {t_cluster:.3} s, single-node kura {t_single:.3} s (SF {sf}, {shards} shards, localhost)");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let loads =
+        kura_dist::load::load_tpch(0.001, 2, dir.path(), &small(), &|_, _| {}).expect("load");
+    let paths: Vec<_> = loads.iter().map(|l| l.path.clone()).collect();
+    let addrs = start_workers(&paths).await;
+
+    // One worker: datafusion-distributed would run the plan in the coordinator.
+    let e = Cluster::connect(&addrs[..1]).await.err().expect("refused");
+    assert!(e.to_string().contains("2 or more shards"), "{e}");
+    assert!(kura_dist::load::load_tpch(0.001, 1, dir.path(), &small(), &|_, _| {}).is_err());
+
+    // The same shard twice.
+    let twice = vec![addrs[0].clone(), addrs[0].clone()];
+    let e = Cluster::connect(&twice).await.err().expect("refused");
+    assert!(e.to_string().contains("both hold shard"), "{e}");
+
+    // A file that is no shard database.
+    let plain = dir.path().join("plain.db");
+    Database::open(&plain, small()).unwrap();
+    let e = ShardDb::open(&plain, small()).unwrap_err();
+    assert!(e.to_string().contains("not a kura shard database"), "{e}");
+
+    // A query kura's tables cannot answer is DataFusion's plain error.
+    let cluster = Cluster::connect(&addrs).await.unwrap();
+    let e = cluster.sql("SELECT nope FROM lineitem").await.unwrap_err();
+    assert!(e.to_string().contains("nope"), "{e}");
+}
