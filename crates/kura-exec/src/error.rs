@@ -81,6 +81,10 @@ pub enum ExecError {
     /// A sequence function's error, with PostgreSQL's code.
     #[error("{message}")]
     Sequence { code: &'static str, message: String },
+    /// A file read as a table (`read_parquet`) that is missing, unreadable or not in
+    /// its format, with PostgreSQL's code (58P01 no such file, 42501, 22000 bad content).
+    #[error("{message}")]
+    File { code: &'static str, message: String },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -109,7 +113,8 @@ impl ExecError {
             ExecError::InvalidDatetimeFormat(_) => "22007",
             ExecError::WindowArgument { code, .. }
             | ExecError::Sequence { code, .. }
-            | ExecError::InvalidArgument { code, .. } => code,
+            | ExecError::InvalidArgument { code, .. }
+            | ExecError::File { code, .. } => code,
             ExecError::Internal(_) => "XX000",
         }
     }

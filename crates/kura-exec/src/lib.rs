@@ -12,6 +12,7 @@ pub mod context;
 pub mod error;
 pub mod executor;
 pub mod expr;
+pub mod files;
 pub mod index_source;
 pub mod keys;
 pub mod keys_packed;

@@ -128,6 +128,47 @@ pub trait CatalogProvider {
     fn database_bytes(&self) -> Option<u64> {
         None
     }
+    /// The files `pattern` names (a path, or a glob) as one table of `format`
+    /// (`read_parquet('f.parquet')`), if this session may read them.
+    fn file_table(
+        &self,
+        format: &FileFormat,
+        pattern: &str,
+    ) -> Result<Arc<dyn TableSource>, kura_exec::ExecError> {
+        let _ = pattern;
+        Err(kura_exec::ExecError::Unsupported(format!(
+            "reading {} files here (no database session)",
+            format.name()
+        )))
+    }
+}
+
+/// The file formats kura reads as tables, with what the statement says of the file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileFormat {
+    Parquet,
+    Csv(kura_exec::files::csv::CsvOptions),
+}
+
+impl FileFormat {
+    pub fn name(&self) -> &'static str {
+        match self {
+            FileFormat::Parquet => "Parquet",
+            FileFormat::Csv(_) => "CSV",
+        }
+    }
+
+    /// The format a file name's extension says (`FROM "f.parquet"`, `FROM "f.csv"`).
+    pub fn of_name(name: &str) -> Option<FileFormat> {
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with(".parquet") {
+            Some(FileFormat::Parquet)
+        } else if lower.ends_with(".csv") || lower.ends_with(".tsv") {
+            Some(FileFormat::Csv(Default::default()))
+        } else {
+            None
+        }
+    }
 }
 
 /// An in-memory catalog (tests, tools).

@@ -17,8 +17,8 @@ pub mod session;
 pub mod system;
 
 pub use catalog::{
-    CatalogProvider, ConstraintInfo, ConstraintKind, MemoryCatalog, SequenceInfo, TableRulesInfo,
-    ViewDefinition,
+    CatalogProvider, ConstraintInfo, ConstraintKind, FileFormat, MemoryCatalog, SequenceInfo,
+    TableRulesInfo, ViewDefinition,
 };
 pub use error::{SqlError, SqlResult};
 pub use planner::{describe_query, plan_query, PlannedQuery, PlannerOptions};

@@ -42,6 +42,20 @@ impl FileAccess {
         Ok(FileAccess::Under(dir.canonicalize()?))
     }
 
+    /// Whether this session may write server file `name` (`COPY ... TO 'file'`, in any
+    /// format): only where it may read any (the embedded database and the shell), never
+    /// for a server's clients (PostgreSQL asks for `pg_write_server_files`; a client
+    /// writes its own files with TO STDOUT).
+    pub fn check_write(&self, name: &str) -> KuraResult<()> {
+        if *self == FileAccess::Any {
+            return Ok(());
+        }
+        Err(KuraError::PermissionDenied(format!(
+            "COPY to a file on the server is off for clients of this server; \
+             use COPY ... TO STDOUT (psql's \\copy ... TO '{name}'): {name}"
+        )))
+    }
+
     /// The path to open for `name`, or why it may not be read.
     pub fn resolve(&self, name: &str) -> KuraResult<PathBuf> {
         match self {

@@ -245,16 +245,9 @@ pub(crate) struct FileOutput {
 
 impl FileOutput {
     /// Creates (or truncates) the file named `name`, if this session may write
-    /// server files: only where it may read any (the embedded database and the
-    /// shell), never for a server's clients (PostgreSQL asks for
-    /// `pg_write_server_files`; a client writes its own files with TO STDOUT).
+    /// server files (see [`FileAccess::check_write`]).
     pub fn create(access: &FileAccess, name: &str) -> KuraResult<FileOutput> {
-        if *access != FileAccess::Any {
-            return Err(KuraError::PermissionDenied(format!(
-                "COPY to a file on the server is off for clients of this server; \
-                 use COPY ... TO STDOUT (psql's \\copy ... TO '{name}'): {name}"
-            )));
-        }
+        access.check_write(name)?;
         let file =
             std::fs::File::create(name).map_err(|e| KuraError::Invalid(format!("{name}: {e}")))?;
         Ok(FileOutput {

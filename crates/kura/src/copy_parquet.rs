@@ -42,11 +42,7 @@ impl ParquetOutput {
     /// Prepares to write `name` (created when the query's columns are known), if this
     /// session may write server files (as `COPY ... TO 'file'` in text or CSV).
     pub fn create(access: &FileAccess, name: &str) -> KuraResult<ParquetOutput> {
-        if *access != FileAccess::Any {
-            return Err(KuraError::PermissionDenied(format!(
-                "COPY to a file on the server is off for clients of this server: {name}"
-            )));
-        }
+        access.check_write(name)?;
         let target = PathBuf::from(name);
         let file_name = target
             .file_name()

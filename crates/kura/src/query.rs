@@ -41,6 +41,8 @@ pub(crate) struct QueryContext<'a> {
     pub llc: &'a Arc<crate::llc::Llc>,
     /// What `version()`, `now()` ... read.
     pub info: Arc<kura_sql::SessionInfo>,
+    /// Which server files `read_parquet` may read.
+    pub file_access: &'a crate::copy::FileAccess,
 }
 
 /// A stored table as a scan source.
@@ -164,6 +166,7 @@ pub(crate) struct StorageCatalog<'a> {
     /// Where `nextval` draws values, and the session's `currval` state.
     storage: &'a Arc<Storage>,
     sequences: &'a Arc<crate::sequences::SessionSequences>,
+    file_access: &'a crate::copy::FileAccess,
 }
 
 impl CatalogProvider for StorageCatalog<'_> {
@@ -228,6 +231,13 @@ impl CatalogProvider for StorageCatalog<'_> {
     }
     fn database_bytes(&self) -> Option<u64> {
         Some(self.storage.page_count() * self.storage.page_size() as u64)
+    }
+    fn file_table(
+        &self,
+        format: &kura_sql::FileFormat,
+        pattern: &str,
+    ) -> Result<Arc<dyn TableSource>, ExecError> {
+        crate::files::open(self.file_access, format, pattern)
     }
     fn sequence(&self, name: &str) -> Option<kura_exec::expr::SeqRef> {
         let entry = self.catalog.sequence(name)?;
@@ -317,6 +327,7 @@ impl QueryContext<'_> {
             info: self.info.clone(),
             storage: self.storage,
             sequences: self.sequences,
+            file_access: self.file_access,
         }
     }
 
@@ -381,6 +392,7 @@ impl QueryContext<'_> {
             info: self.info.clone(),
             storage: self.storage,
             sequences: self.sequences,
+            file_access: self.file_access,
         };
         let planned = plan_query(&catalog, q, params, &self.options()).map_err(sql_error)?;
         self.execute(&planned, &self.exec_context())

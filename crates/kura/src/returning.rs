@@ -146,4 +146,11 @@ impl CatalogProvider for Overlay<'_> {
     fn database_bytes(&self) -> Option<u64> {
         self.inner.database_bytes()
     }
+    fn file_table(
+        &self,
+        format: &kura_sql::FileFormat,
+        pattern: &str,
+    ) -> Result<Arc<dyn TableSource>, kura_exec::ExecError> {
+        self.inner.file_table(format, pattern)
+    }
 }

@@ -9,6 +9,7 @@ mod binary_fn;
 mod bitwise;
 mod clauses;
 mod expr;
+mod file_fn;
 pub(crate) mod functions;
 mod grouping_sets;
 mod interval_fn;
@@ -323,6 +324,10 @@ impl<'a> Binder<'a> {
             .table(&rel)
             .or_else(|| self.system_relation(name, true));
         let Some(table) = table else {
+            if let Some(format) = crate::catalog::FileFormat::of_name(&rel) {
+                // `FROM "f.parquet"`: a name no relation has, with a file extension.
+                return self.bind_file(&format, &rel, &qualifier, alias, pos);
+            }
             if let Some(word) = reserved_word(name) {
                 // The parser reads `SELECT FROM WHERE` as a table named "where";
                 // PostgreSQL rejects the reserved word as a syntax error.

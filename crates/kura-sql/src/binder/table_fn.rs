@@ -140,6 +140,9 @@ impl Binder<'_> {
             Some(ast::ObjectNamePart::Identifier(i)) => norm(i),
             _ => return Err(SqlError::unsupported(format!("FROM item {name}"), p)),
         };
+        if super::file_fn::is_file_function(&name) {
+            return self.bind_file_function(&name, args, alias.as_ref(), ordinality, p);
+        }
         let exprs = args
             .iter()
             .map(|a| match a {

@@ -240,6 +240,7 @@ impl Session {
             sequences: &self.sequences,
             shared_memory: &self.shared_memory,
             llc: &self.llc,
+            file_access: &self.file_access,
             info: Arc::new(kura_sql::SessionInfo {
                 version: self.identity.version.clone(),
                 database: self.identity.database.clone(),

@@ -1,5 +1,5 @@
 //! kura vectors and batches to Arrow arrays and `RecordBatch`es, and kura types to an Arrow
-//! schema: the one converter of DESIGN.md "Files and Arrow" (used by the cluster, paper 003 §2).
+//! schema (the direction the cluster and COPY TO Parquet send).
 //!
 //! Columns move into Arrow buffers without a per-row path where the layout is the same
 //! (INTEGER, BIGINT, DOUBLE, DATE → Date32, TIMESTAMP → microseconds, text offsets and bytes

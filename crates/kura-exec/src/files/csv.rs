@@ -1,0 +1,338 @@
+//! CSV files as a table source (`read_csv`): a sniffer finds the delimiter, whether the
+//! first line is a header and each column's type from a sample (arrow-csv's inference:
+//! integers, doubles, booleans, dates, timestamps, text), then the files are decoded by
+//! arrow-csv through the Arrow converter. The decoded columns are held in memory while the
+//! statement runs (the files are read once, when the statement is planned).
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_csv::reader::{Format, ReaderBuilder};
+use arrow_schema::{DataType as ArrowType, Field, Schema};
+use kura_common::{DataType, Vector};
+
+use super::{io_error, BAD_FILE};
+use crate::arrow::{arrow_to_vector, kura_type};
+use crate::error::{ExecError, ExecResult};
+use crate::source::{ColumnStatistics, SourceColumn, TableSource, Zone};
+
+/// Lines the sniffer reads for the delimiter, and records for the types.
+const SNIFF_LINES: usize = 64;
+const SNIFF_RECORDS: usize = 20_000;
+/// Rows per row group (the unit of parallel scanning).
+const GROUP_ROWS: usize = 65_536;
+/// Delimiters the sniffer tries, most likely first.
+const DELIMITERS: [u8; 4] = [b',', b'\t', b';', b'|'];
+
+/// What the user said about the files; the sniffer fills in the rest.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CsvOptions {
+    pub header: Option<bool>,
+    pub delimiter: Option<u8>,
+    pub quote: Option<u8>,
+}
+
+/// CSV files decoded into columns.
+#[derive(Debug)]
+pub struct CsvTable {
+    columns: Vec<SourceColumn>,
+    data: Vec<Vector>,
+    rows: u64,
+}
+
+fn bad(path: &Path, what: impl std::fmt::Display) -> ExecError {
+    ExecError::File {
+        code: BAD_FILE,
+        message: format!("{}: {what}", path.display()),
+    }
+}
+
+/// The first `SNIFF_LINES` lines' bytes of `path`.
+fn head(path: &Path) -> ExecResult<Vec<u8>> {
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let mut buf = Vec::new();
+    let mut lines = 0;
+    for b in BufReader::new(file).bytes() {
+        let b = b.map_err(|e| io_error(path, e))?;
+        buf.push(b);
+        if b == b'\n' {
+            lines += 1;
+            if lines == SNIFF_LINES {
+                break;
+            }
+        }
+    }
+    Ok(buf)
+}
+
+/// Fields per line of `text` split at `delim` outside double quotes.
+fn fields_per_line(text: &[u8], delim: u8, quote: u8) -> Vec<usize> {
+    let mut counts = Vec::new();
+    let (mut n, mut quoted, mut any) = (1, false, false);
+    for &b in text {
+        if b == quote {
+            quoted = !quoted;
+        } else if !quoted && b == delim {
+            n += 1;
+        } else if !quoted && b == b'\n' {
+            if any {
+                counts.push(n);
+            }
+            (n, any) = (1, false);
+            continue;
+        }
+        if b != b'\r' {
+            any = true;
+        }
+    }
+    if any {
+        counts.push(n);
+    }
+    counts
+}
+
+/// The delimiter that splits the sample's lines into the same number (> 1) of fields most
+/// often; a comma when none does (a one-column file).
+fn sniff_delimiter(sample: &[u8], quote: u8) -> u8 {
+    let mut best = (b',', 0usize, 0usize);
+    for d in DELIMITERS {
+        let counts = fields_per_line(sample, d, quote);
+        let Some(&first) = counts.first() else {
+            continue;
+        };
+        let agree = counts.iter().filter(|&&c| c == first).count();
+        if first > 1 && (agree, first) > (best.1, best.2) {
+            best = (d, agree, first);
+        }
+    }
+    best.0
+}
+
+/// The types of the sample's records, with or without its first line as a header.
+fn infer(path: &Path, format: &Format) -> ExecResult<Schema> {
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    format
+        .infer_schema(BufReader::new(file), Some(SNIFF_RECORDS))
+        .map(|(schema, _)| schema)
+        .map_err(|e| bad(path, e))
+}
+
+/// Whether the first line is a header: some column is typed (not text) in the rest of the
+/// sample but its first-line value is not of that type; when every column is text, a first
+/// line of distinct, non-empty names is taken for a header.
+fn sniff_header(path: &Path, delim: u8, quote: u8) -> ExecResult<bool> {
+    let base = Format::default().with_delimiter(delim).with_quote(quote);
+    let with = infer(path, &base.clone().with_header(true))?;
+    let without = infer(path, &base.with_header(false))?;
+    let typed_below = with
+        .fields()
+        .iter()
+        .zip(without.fields())
+        .any(|(w, wo)| w.data_type() != &ArrowType::Utf8 && wo.data_type() == &ArrowType::Utf8);
+    if typed_below {
+        return Ok(true);
+    }
+    if with
+        .fields()
+        .iter()
+        .any(|f| f.data_type() != &ArrowType::Utf8)
+    {
+        // Typed columns that the first line fits too: it is data.
+        return Ok(false);
+    }
+    let names: Vec<&String> = with.fields().iter().map(|f| f.name()).collect();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    Ok(unique.len() == names.len() && names.iter().all(|n| !n.trim().is_empty()))
+}
+
+impl CsvTable {
+    /// Reads `paths` (at least one): the first file's sniffed layout and types are the
+    /// table's; every file must have as many fields per line.
+    pub fn open(paths: &[PathBuf], options: &CsvOptions) -> ExecResult<CsvTable> {
+        let Some(first) = paths.first() else {
+            return Err(ExecError::Internal("read_csv of no file".into()));
+        };
+        let quote = options.quote.unwrap_or(b'"');
+        let delim = match options.delimiter {
+            Some(d) => d,
+            None => sniff_delimiter(&head(first)?, quote),
+        };
+        let header = match options.header {
+            Some(h) => h,
+            None => sniff_header(first, delim, quote)?,
+        };
+        let format = Format::default()
+            .with_delimiter(delim)
+            .with_quote(quote)
+            .with_header(header);
+        let inferred = infer(first, &format)?;
+        let mut columns = Vec::with_capacity(inferred.fields().len());
+        let mut fields = Vec::with_capacity(inferred.fields().len());
+        for (i, f) in inferred.fields().iter().enumerate() {
+            // arrow-csv names headerless columns column_1 ...; kura (as DuckDB) column0 ...
+            let name = if header {
+                f.name().clone()
+            } else {
+                format!("column{i}")
+            };
+            let t = kura_type(f.data_type(), &name).map_err(|e| match e {
+                ExecError::Unsupported(m) => {
+                    ExecError::Unsupported(format!("{}: {m}", first.display()))
+                }
+                other => bad(first, other),
+            })?;
+            // A column all empty in the sample reads as text (arrow-csv: Null type).
+            let arrow_t = if f.data_type() == &ArrowType::Null {
+                ArrowType::Utf8
+            } else {
+                f.data_type().clone()
+            };
+            columns.push(SourceColumn {
+                name: name.clone(),
+                data_type: if f.data_type() == &ArrowType::Null {
+                    DataType::Varchar(None)
+                } else {
+                    t
+                },
+                nullable: true,
+            });
+            fields.push(Field::new(name, arrow_t, true));
+        }
+        let schema = Arc::new(Schema::new(fields));
+        let mut data: Vec<Vector> = columns
+            .iter()
+            .map(|c| Vector::new(c.data_type, 0))
+            .collect();
+        let mut rows = 0u64;
+        for path in paths {
+            let file = File::open(path).map_err(|e| io_error(path, e))?;
+            let reader = ReaderBuilder::new(schema.clone())
+                .with_format(format.clone())
+                .with_batch_size(GROUP_ROWS)
+                .build(BufReader::new(file))
+                .map_err(|e| bad(path, e))?;
+            for rb in reader {
+                let rb = rb.map_err(|e| bad(path, e))?;
+                for (i, c) in columns.iter().enumerate() {
+                    let v = arrow_to_vector(rb.column(i).as_ref(), c.data_type, &c.name)
+                        .map_err(|e| bad(path, e))?;
+                    data[i].append(&v);
+                }
+                rows += rb.num_rows() as u64;
+            }
+        }
+        Ok(CsvTable {
+            columns,
+            data,
+            rows,
+        })
+    }
+}
+
+impl TableSource for CsvTable {
+    fn name(&self) -> &str {
+        "read_csv"
+    }
+    fn columns(&self) -> &[SourceColumn] {
+        &self.columns
+    }
+    fn row_count(&self) -> u64 {
+        self.rows
+    }
+    fn column_stats(&self, _col: usize) -> Option<ColumnStatistics> {
+        None
+    }
+    fn zones(&self, _col: usize) -> Vec<Zone> {
+        Vec::new()
+    }
+    fn row_groups(&self) -> Vec<Range<u64>> {
+        (0..self.rows)
+            .step_by(GROUP_ROWS)
+            .map(|s| s..(s + GROUP_ROWS as u64).min(self.rows))
+            .collect()
+    }
+    fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
+        let v = self
+            .data
+            .get(col)
+            .ok_or_else(|| ExecError::Internal(format!("read_csv column {col}")))?;
+        let start = (first_row as usize).min(v.len());
+        let len = len.min(v.len() - start);
+        Ok(v.slice(start, len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kura_common::Value;
+
+    fn table(text: &str, options: &CsvOptions) -> ExecResult<CsvTable> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        std::fs::write(&path, text).unwrap();
+        CsvTable::open(&[path], options)
+    }
+
+    fn names(t: &CsvTable) -> Vec<(String, String)> {
+        t.columns
+            .iter()
+            .map(|c| (c.name.clone(), c.data_type.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn delimiter_header_and_types_are_sniffed() {
+        let t = table(
+            "id;name;price;day;ok\n1;ann;1.5;2024-01-02;true\n2;\"b;c\";;2024-02-03;false\n",
+            &CsvOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            names(&t),
+            [
+                ("id".into(), "BIGINT".into()),
+                ("name".into(), "VARCHAR".into()),
+                ("price".into(), "DOUBLE".into()),
+                ("day".into(), "DATE".into()),
+                ("ok".into(), "BOOLEAN".into()),
+            ]
+        );
+        assert_eq!(t.row_count(), 2);
+        assert_eq!(
+            t.read_range(1, 1, 1).unwrap().get_value(0),
+            Value::Text("b;c".into())
+        );
+        assert_eq!(t.read_range(2, 1, 1).unwrap().get_value(0), Value::Null);
+    }
+
+    #[test]
+    fn a_headerless_file_is_told_apart_and_options_win() {
+        let t = table("1\t2\n3\t4\n", &CsvOptions::default()).unwrap();
+        assert_eq!(names(&t)[0], ("column0".into(), "BIGINT".into()));
+        assert_eq!(t.row_count(), 2);
+        let t = table(
+            "a,b\nc,d\n",
+            &CsvOptions {
+                header: Some(false),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(t.row_count(), 2);
+        let t = table("a,b\nc,d\n", &CsvOptions::default()).unwrap();
+        assert_eq!((t.row_count(), t.columns[0].name.as_str()), (1, "a"));
+    }
+
+    #[test]
+    fn a_ragged_line_is_an_error_naming_the_file() {
+        let e = table("a,b\n1,2\n3\n", &CsvOptions::default()).unwrap_err();
+        assert_eq!(e.sqlstate(), BAD_FILE);
+        assert!(e.to_string().contains("t.csv"), "{e}");
+    }
+}

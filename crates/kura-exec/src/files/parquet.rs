@@ -1,0 +1,374 @@
+//! Parquet files as a table source (`read_parquet`): one or several files of the same
+//! columns read row group by row group, each column chunk decoded once (only the columns a
+//! query reads) through the Arrow converter, and each row group's statistics a zone map, so
+//! a filter's constant skips the row groups that cannot match.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow_array::Array;
+use kura_common::{DataType, Vector};
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::ProjectionMask;
+
+use super::{io_error, BAD_FILE};
+use crate::arrow::{arrow_to_vector, kura_type};
+use crate::error::{ExecError, ExecResult};
+use crate::source::{ColumnStatistics, SourceColumn, TableSource, Zone};
+
+/// kura's page size, the unit the planner's scan cost counts in.
+const COST_PAGE_BYTES: u64 = 64 * 1024;
+
+/// One file's footer, and where each of the table's columns is in it.
+struct ParquetFile {
+    path: PathBuf,
+    meta: ArrowReaderMetadata,
+    /// Root field index in this file of the table's column `i`.
+    field: Vec<usize>,
+}
+
+/// One row group: its file, its index there, and the table's rows it holds.
+struct Group {
+    file: usize,
+    index: usize,
+    rows: Range<u64>,
+}
+
+type Chunk = Arc<OnceLock<ExecResult<Arc<Vector>>>>;
+
+/// Decoded column chunks, (row group, column) → vector, the oldest dropped past `capacity`.
+struct ChunkCache {
+    map: HashMap<(usize, usize), Chunk>,
+    order: VecDeque<(usize, usize)>,
+    capacity: usize,
+}
+
+/// Parquet files read as one table.
+pub struct ParquetTable {
+    columns: Vec<SourceColumn>,
+    files: Vec<ParquetFile>,
+    groups: Vec<Group>,
+    rows: u64,
+    /// Per column, a zone per row group (empty when some row group lacks statistics).
+    zones: Vec<Vec<Zone>>,
+    /// Per column, its compressed bytes over all files.
+    bytes: Vec<u64>,
+    cache: Mutex<ChunkCache>,
+}
+
+impl std::fmt::Debug for ParquetTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetTable")
+            .field(
+                "files",
+                &self.files.iter().map(|x| &x.path).collect::<Vec<_>>(),
+            )
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+fn bad(path: &Path, what: impl std::fmt::Display) -> ExecError {
+    ExecError::File {
+        code: BAD_FILE,
+        message: format!("{}: {what}", path.display()),
+    }
+}
+
+/// `e` with the file named, keeping its SQLSTATE (a type kura lacks stays 0A000).
+fn in_file(path: &Path, e: ExecError) -> ExecError {
+    match e {
+        ExecError::Unsupported(m) => ExecError::Unsupported(format!("{}: {m}", path.display())),
+        other => bad(path, other),
+    }
+}
+
+impl ParquetTable {
+    /// Opens `paths` (at least one): their footers are read now; the first file's columns
+    /// are the table's, and every other file must have columns of those names and types.
+    pub fn open(paths: &[PathBuf]) -> ExecResult<ParquetTable> {
+        let Some(first) = paths.first() else {
+            return Err(ExecError::Internal("read_parquet of no file".into()));
+        };
+        let mut columns: Vec<SourceColumn> = Vec::new();
+        let mut files = Vec::with_capacity(paths.len());
+        for path in paths {
+            let file = File::open(path).map_err(|e| io_error(path, e))?;
+            // Plain Arrow types (no dictionary or view types from an embedded Arrow schema):
+            // the converter takes every layout, and statistics match the field types.
+            let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
+            let meta = ArrowReaderMetadata::load(&file, options)
+                .map_err(|e| bad(path, format!("not a Parquet file ({e})")))?;
+            let schema = meta.schema().clone();
+            if path == first {
+                for f in schema.fields() {
+                    columns.push(SourceColumn {
+                        name: f.name().clone(),
+                        data_type: kura_type(f.data_type(), f.name())
+                            .map_err(|e| in_file(path, e))?,
+                        nullable: f.is_nullable(),
+                    });
+                }
+            }
+            let mut field = Vec::with_capacity(columns.len());
+            for c in &columns {
+                let (i, f) = schema.column_with_name(&c.name).ok_or_else(|| {
+                    bad(
+                        path,
+                        format!(
+                            "has no column {:?} (the first file, {}, has)",
+                            c.name,
+                            first.display()
+                        ),
+                    )
+                })?;
+                let t = kura_type(f.data_type(), f.name()).map_err(|e| in_file(path, e))?;
+                if t != c.data_type {
+                    return Err(bad(
+                        path,
+                        format!(
+                            "column {:?} is {t} here but {} in {}",
+                            c.name,
+                            c.data_type,
+                            first.display()
+                        ),
+                    ));
+                }
+                field.push(i);
+            }
+            files.push(ParquetFile {
+                path: path.clone(),
+                meta,
+                field,
+            });
+        }
+        let mut groups = Vec::new();
+        let mut rows = 0u64;
+        for (fi, f) in files.iter().enumerate() {
+            for (gi, g) in f.meta.metadata().row_groups().iter().enumerate() {
+                let n = g.num_rows().max(0) as u64;
+                if n > 0 {
+                    groups.push(Group {
+                        file: fi,
+                        index: gi,
+                        rows: rows..rows + n,
+                    });
+                    rows += n;
+                }
+            }
+        }
+        let bytes = (0..columns.len())
+            .map(|c| {
+                files
+                    .iter()
+                    .flat_map(|f| {
+                        let leaf = leaf_of(f, c);
+                        f.meta.metadata().row_groups().iter().map(move |g| {
+                            leaf.map_or(0, |l| g.column(l).compressed_size().max(0) as u64)
+                        })
+                    })
+                    .sum()
+            })
+            .collect();
+        let zones = (0..columns.len())
+            .map(|c| zones_of(&files, &groups, &columns[c]).unwrap_or_default())
+            .collect();
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Ok(ParquetTable {
+            cache: Mutex::new(ChunkCache {
+                map: HashMap::new(),
+                order: VecDeque::new(),
+                capacity: columns.len().max(1) * (threads + 2),
+            }),
+            columns,
+            files,
+            groups,
+            rows,
+            zones,
+            bytes,
+        })
+    }
+
+    /// The files read, in order.
+    pub fn paths(&self) -> Vec<&Path> {
+        self.files.iter().map(|f| f.path.as_path()).collect()
+    }
+
+    /// Column `col` of row group `g`, decoded once while it stays in the cache.
+    fn chunk(&self, g: usize, col: usize) -> ExecResult<Arc<Vector>> {
+        let cell = {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(c) = cache.map.get(&(g, col)) {
+                c.clone()
+            } else {
+                let c: Chunk = Arc::default();
+                cache.map.insert((g, col), c.clone());
+                cache.order.push_back((g, col));
+                while cache.order.len() > cache.capacity {
+                    if let Some(old) = cache.order.pop_front() {
+                        cache.map.remove(&old);
+                    }
+                }
+                c
+            }
+        };
+        // Another reader of the same chunk waits for this decode instead of repeating it.
+        cell.get_or_init(|| self.decode(g, col).map(Arc::new))
+            .clone()
+    }
+
+    fn decode(&self, g: usize, col: usize) -> ExecResult<Vector> {
+        let group = &self.groups[g];
+        let f = &self.files[group.file];
+        let column = &self.columns[col];
+        let file = File::open(&f.path).map_err(|e| io_error(&f.path, e))?;
+        let rows = (group.rows.end - group.rows.start) as usize;
+        let mask = ProjectionMask::roots(f.meta.parquet_schema(), [f.field[col]]);
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, f.meta.clone())
+            .with_projection(mask)
+            .with_row_groups(vec![group.index])
+            .with_batch_size(rows.clamp(1, 1 << 20))
+            .build()
+            .map_err(|e| bad(&f.path, e))?;
+        let mut out: Option<Vector> = None;
+        for rb in reader {
+            let rb = rb.map_err(|e| bad(&f.path, e))?;
+            let v = arrow_to_vector(rb.column(0).as_ref(), column.data_type, &column.name)?;
+            match &mut out {
+                None => out = Some(v),
+                Some(o) => o.append(&v),
+            }
+        }
+        let v = out.unwrap_or_else(|| Vector::new(column.data_type, 0));
+        if v.len() != rows {
+            return Err(bad(
+                &f.path,
+                format!("row group {} gave {} rows of {rows}", group.index, v.len()),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// The row group holding table row `row`.
+    fn group_of(&self, row: u64) -> Option<usize> {
+        let g = self.groups.partition_point(|g| g.rows.end <= row);
+        (g < self.groups.len()).then_some(g)
+    }
+}
+
+/// The leaf (parquet column) index of the table's column `c` in file `f`, when the column
+/// is a flat leaf (all kura reads).
+fn leaf_of(f: &ParquetFile, c: usize) -> Option<usize> {
+    let schema = f.meta.parquet_schema();
+    let root = f.field[c];
+    (0..schema.num_columns()).find(|&l| schema.get_column_root_idx(l) == root)
+}
+
+/// A zone per row group of `column` from the files' statistics, or `None` when some row
+/// group has none to give (then no row group is skipped by this column).
+fn zones_of(files: &[ParquetFile], groups: &[Group], column: &SourceColumn) -> Option<Vec<Zone>> {
+    // NaN is left out of Parquet's float statistics but compares above every number in
+    // kura (as in PostgreSQL): a double's min/max would wrongly skip it.
+    if column.data_type == DataType::Double {
+        return None;
+    }
+    let mut zones = Vec::with_capacity(groups.len());
+    for f in files {
+        let meta = f.meta.metadata();
+        let conv =
+            StatisticsConverter::try_new(&column.name, f.meta.schema(), f.meta.parquet_schema())
+                .ok()?;
+        let mins = conv.row_group_mins(meta.row_groups()).ok()?;
+        let maxes = conv.row_group_maxes(meta.row_groups()).ok()?;
+        let nulls = conv.row_group_null_counts(meta.row_groups()).ok()?;
+        let mins = arrow_to_vector(mins.as_ref(), column.data_type, &column.name).ok()?;
+        let maxes = arrow_to_vector(maxes.as_ref(), column.data_type, &column.name).ok()?;
+        for (gi, g) in meta.row_groups().iter().enumerate() {
+            let n = g.num_rows().max(0) as u64;
+            if n == 0 {
+                continue;
+            }
+            let (min, max) = (mins.get_value(gi), maxes.get_value(gi));
+            let null_count = if nulls.is_null(gi) {
+                0
+            } else {
+                nulls.value(gi)
+            };
+            if (min.is_null() || max.is_null()) && null_count < n {
+                // No statistics for a row group with values: nothing is known.
+                return None;
+            }
+            zones.push(Zone {
+                first_row: 0,
+                row_count: n,
+                min,
+                max,
+                null_count,
+            });
+        }
+    }
+    if zones.len() != groups.len() {
+        return None;
+    }
+    for (z, g) in zones.iter_mut().zip(groups) {
+        z.first_row = g.rows.start;
+    }
+    Some(zones)
+}
+
+impl TableSource for ParquetTable {
+    fn name(&self) -> &str {
+        "read_parquet"
+    }
+    fn columns(&self) -> &[SourceColumn] {
+        &self.columns
+    }
+    fn row_count(&self) -> u64 {
+        self.rows
+    }
+    fn column_stats(&self, _col: usize) -> Option<ColumnStatistics> {
+        // Parquet keeps no distinct count, and a guess would mislead the join and grouping
+        // estimates more than none; the zones still give filters their selectivity.
+        None
+    }
+    fn zones(&self, col: usize) -> Vec<Zone> {
+        self.zones.get(col).cloned().unwrap_or_default()
+    }
+    fn row_groups(&self) -> Vec<Range<u64>> {
+        self.groups.iter().map(|g| g.rows.clone()).collect()
+    }
+    fn page_count(&self, col: usize) -> usize {
+        let bytes = self.bytes.get(col).copied().unwrap_or(0);
+        bytes.div_ceil(COST_PAGE_BYTES).max(1) as usize
+    }
+    fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
+        let column = self
+            .columns
+            .get(col)
+            .ok_or_else(|| ExecError::Internal(format!("read_parquet column {col}")))?;
+        let end = (first_row + len as u64).min(self.rows);
+        let mut out: Option<Vector> = None;
+        let mut row = first_row;
+        while row < end {
+            let g = self
+                .group_of(row)
+                .ok_or_else(|| ExecError::Internal(format!("read_parquet row {row}")))?;
+            let rows = &self.groups[g].rows;
+            let stop = end.min(rows.end);
+            let chunk = self.chunk(g, col)?;
+            let part = chunk.slice((row - rows.start) as usize, (stop - row) as usize);
+            match &mut out {
+                None => out = Some(part),
+                Some(o) => o.append(&part),
+            }
+            row = stop;
+        }
+        Ok(out.unwrap_or_else(|| Vector::new(column.data_type, 0)))
+    }
+}

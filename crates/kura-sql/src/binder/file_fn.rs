@@ -1,0 +1,196 @@
+//! Files in FROM: `read_parquet('f.parquet')`, `read_csv('f.csv', header => true)` (a path
+//! or a glob) and a quoted name with a file extension, `FROM "f.parquet"`, bound to the
+//! table the catalog opens for them (DESIGN.md "Files and Arrow").
+
+use sqlparser::ast;
+
+use super::expr::ExprCtx;
+use super::{norm, Binder, Scope};
+use crate::catalog::FileFormat;
+use crate::error::{Pos, SqlError, SqlResult};
+use crate::logical::Logical;
+use kura_common::Value;
+use kura_exec::expr::PhysExpr;
+
+/// Whether a FROM-clause function reads files (`read_parquet`, `read_csv`).
+pub(super) fn is_file_function(name: &str) -> bool {
+    matches!(
+        name,
+        "read_parquet" | "parquet_scan" | "read_csv" | "read_csv_auto"
+    )
+}
+
+/// A named argument's name and value (`header => true`).
+fn named(a: &ast::FunctionArg) -> Option<(String, &ast::Expr)> {
+    let (name, arg) = match a {
+        ast::FunctionArg::Named { name, arg, .. } => (norm(name), arg),
+        ast::FunctionArg::ExprNamed {
+            name: ast::Expr::Identifier(i),
+            arg,
+            ..
+        } => (norm(i), arg),
+        _ => return None,
+    };
+    match arg {
+        ast::FunctionArgExpr::Expr(e) => Some((name, e)),
+        _ => None,
+    }
+}
+
+impl Binder<'_> {
+    /// `read_parquet('pattern')` / `read_csv('pattern', header => true, delim => ';')` in
+    /// FROM, with its alias.
+    pub(super) fn bind_file_function(
+        &mut self,
+        name: &str,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+        ordinality: bool,
+        p: Pos,
+    ) -> SqlResult<(Logical, Scope)> {
+        if ordinality {
+            return Err(SqlError::unsupported(
+                format!("WITH ORDINALITY on {name}"),
+                p,
+            ));
+        }
+        let pattern = match args.first() {
+            Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))) => {
+                self.text_arg(e, name, p)?
+            }
+            _ => {
+                return Err(SqlError::UnknownFunction {
+                    name: format!("{name} without a file name (its first argument)"),
+                    pos: p,
+                    suggestion: None,
+                })
+            }
+        };
+        let csv = name.starts_with("read_csv");
+        let mut options = kura_exec::files::csv::CsvOptions::default();
+        for a in &args[1..] {
+            let Some((option, e)) = named(a) else {
+                return Err(SqlError::UnknownFunction {
+                    name: format!(
+                        "{name} with {} arguments (options are named: option => value)",
+                        args.len()
+                    ),
+                    pos: p,
+                    suggestion: None,
+                });
+            };
+            match option.as_str() {
+                "header" if csv => options.header = Some(self.bool_arg(e, name, p)?),
+                "delim" | "sep" | "delimiter" if csv => {
+                    options.delimiter = Some(self.byte_arg(e, &option, p)?)
+                }
+                "quote" if csv => options.quote = Some(self.byte_arg(e, &option, p)?),
+                other => {
+                    let known = if csv {
+                        " (header, delim, quote are)"
+                    } else {
+                        ""
+                    };
+                    return Err(SqlError::unsupported(
+                        format!("{name} option {other}{known}"),
+                        p,
+                    ));
+                }
+            }
+        }
+        let format = if csv {
+            FileFormat::Csv(options)
+        } else {
+            FileFormat::Parquet
+        };
+        let qualifier = alias.map_or(name.to_string(), |a| norm(&a.name));
+        self.bind_file(&format, &pattern, &qualifier, alias, p)
+    }
+
+    /// The table of the files `pattern` names, under `qualifier`.
+    pub(super) fn bind_file(
+        &mut self,
+        format: &FileFormat,
+        pattern: &str,
+        qualifier: &str,
+        alias: Option<&ast::TableAlias>,
+        p: Pos,
+    ) -> SqlResult<(Logical, Scope)> {
+        let table = self
+            .catalog
+            .file_table(format, pattern)
+            .map_err(|e| SqlError::Data {
+                message: e.to_string(),
+                code: e.sqlstate(),
+                pos: p,
+            })?;
+        if let Some(a) = alias {
+            if a.columns.len() > table.columns().len() {
+                return Err(SqlError::mismatch(
+                    format!(
+                        "table \"{qualifier}\" has {} columns available but {} columns specified",
+                        table.columns().len(),
+                        a.columns.len()
+                    ),
+                    p,
+                ));
+            }
+        }
+        self.scan_scope(table, qualifier, alias)
+    }
+
+    /// A constant argument of a file function.
+    fn const_arg(&mut self, e: &ast::Expr, name: &str, p: Pos) -> SqlResult<Value> {
+        let scope = Scope::default();
+        let mut cx = ExprCtx::new(&scope, &[]);
+        match super::types::fold(self.bind_expr(e, &mut cx)?) {
+            PhysExpr::Literal { value, .. } if cx.pending.is_empty() => Ok(value),
+            _ => Err(SqlError::unsupported(
+                format!("{name} with an argument that is not a constant"),
+                p,
+            )),
+        }
+    }
+
+    /// A text constant (the file name).
+    fn text_arg(&mut self, e: &ast::Expr, name: &str, p: Pos) -> SqlResult<String> {
+        match self.const_arg(e, name, p)? {
+            Value::Text(s) => Ok(s),
+            Value::Null => Err(SqlError::InvalidValue {
+                message: format!("{name}: the file name is NULL"),
+                pos: p,
+            }),
+            _ => Err(SqlError::TypeMismatch {
+                message: format!("{name} takes a file name (text)"),
+                pos: p,
+            }),
+        }
+    }
+
+    fn bool_arg(&mut self, e: &ast::Expr, name: &str, p: Pos) -> SqlResult<bool> {
+        match self.const_arg(e, name, p)? {
+            Value::Boolean(b) => Ok(b),
+            _ => Err(SqlError::TypeMismatch {
+                message: format!("{name}: header takes true or false"),
+                pos: p,
+            }),
+        }
+    }
+
+    /// One ASCII character (a delimiter or quote), `'\t'` or `E'\t'` for a tab.
+    fn byte_arg(&mut self, e: &ast::Expr, option: &str, p: Pos) -> SqlResult<u8> {
+        let text = self.text_arg(e, option, p)?;
+        let text = if text == "\\t" {
+            "\t".to_string()
+        } else {
+            text
+        };
+        match text.as_bytes() {
+            [b] if b.is_ascii() && *b != b'\n' && *b != b'\r' => Ok(*b),
+            _ => Err(SqlError::InvalidValue {
+                message: format!("{option} must be one ASCII character, not {text:?}"),
+                pos: p,
+            }),
+        }
+    }
+}
