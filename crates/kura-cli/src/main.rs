@@ -177,9 +177,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Load a delimited text file (CSV or dbgen .tbl) into an existing table.
+    /// Load a file (CSV, dbgen .tbl, Parquet) into a table; a .csv, .tsv or .parquet file
+    /// creates a table that does not exist from its columns (types sniffed from the file).
     Load {
-        /// The table to append to.
+        /// The table to append to or create.
         table: String,
         /// The file to read.
         file: PathBuf,
@@ -377,30 +378,30 @@ fn run(cli: Cli) -> Result<(), String> {
             ..
         }) => {
             let (_db, mut session) = cli.open()?;
-            let mut opts = vec![];
-            if let Some(d) = delimiter {
-                opts.push(format!("DELIMITER '{}'", d.to_string().replace('\'', "''")));
-            }
-            if *header {
-                opts.push("HEADER true".into());
-            }
-            if *csv {
-                opts.push("FORMAT csv".into());
-            }
-            if let Some(n) = null {
-                opts.push(format!("NULL '{}'", n.replace('\'', "''")));
-            }
-            let with = if opts.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", opts.join(", "))
+            let delimiter = match delimiter {
+                Some(d) if d.is_ascii() => Some(*d as u8),
+                Some(d) => {
+                    return Err(format!("--delimiter must be an ASCII character, not {d:?}"))
+                }
+                None => None,
             };
-            let path = file.display().to_string().replace('\'', "''");
+            let opts = kura::load_file::LoadOptions {
+                delimiter,
+                header: *header,
+                csv: *csv,
+                null: null.clone(),
+            };
             let start = std::time::Instant::now();
-            let r = session
-                .execute(&format!("COPY {table} FROM '{path}'{with}"))
+            let r = kura::load_file::load_file(&mut session, table, file, &opts)
                 .map_err(|e| e.to_string())?;
-            eprintln!("{} in {:.2} s", r.tag, start.elapsed().as_secs_f64());
+            if let Some(cols) = &r.created {
+                let cols: Vec<String> = cols
+                    .iter()
+                    .map(|(n, t)| format!("{n} {}", t.to_string().to_lowercase()))
+                    .collect();
+                eprintln!("created table {table} ({})", cols.join(", "));
+            }
+            eprintln!("COPY {} in {:.2} s", r.rows, start.elapsed().as_secs_f64());
             Ok(())
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),

@@ -1,6 +1,7 @@
 //! `kura load` and `kura -c` over the storage layer: loads report their row count,
 //! a bad row fails the command with `file:line:column` on stderr and a non-zero exit,
-//! the table keeps its rows, and a file that is no database is refused clearly.
+//! the table keeps its rows, and a file that is no database is refused clearly; a .csv or
+//! .parquet file creates a table that does not exist and says the types it chose.
 
 mod common;
 
@@ -171,4 +172,45 @@ fn load_null_sets_the_null_marker() {
     let err = String::from_utf8_lossy(&out.stderr);
     let expected = format!("{}:2:3: column n (INTEGER): empty value", bad.display());
     assert!(err.contains(&expected), "expected {expected:?} in:\n{err}");
+}
+
+#[test]
+fn load_creates_a_missing_table_from_the_files_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.kura");
+    let csv = dir.path().join("people.csv");
+    std::fs::write(&csv, "id;name;score\n1;ann;2.5\n2;bo;\n").unwrap();
+    let out = run_ok(&db, &["load", "people", csv.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("created table people (id bigint, name varchar, score double)"),
+        "{err}"
+    );
+    assert!(err.contains("COPY 2"), "{err}");
+    let pq = dir.path().join("people.parquet");
+    run_ok(&db, &["-c", &format!("COPY people TO '{}'", pq.display())]);
+    let out = run_ok(&db, &["load", "copied", pq.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("created table copied"));
+    let out = run_ok(
+        &db,
+        &[
+            "--format",
+            "csv",
+            "-c",
+            "SELECT count(*), sum(score) FROM copied",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l == "2,2.5"), "{text}");
+    // A file that does not say its columns still needs the table.
+    let tbl = dir.path().join("x.tbl");
+    std::fs::write(&tbl, "1|a|\n").unwrap();
+    let out = kura()
+        .arg("--db")
+        .arg(&db)
+        .args(["load", "nope", tbl.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }

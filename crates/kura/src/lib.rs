@@ -17,6 +17,7 @@ mod files;
 pub mod identity;
 mod limits;
 pub mod llc;
+pub mod load_file;
 mod on_conflict;
 pub mod pg_numeric;
 mod prepared;
