@@ -325,10 +325,32 @@ impl Vector {
         }
     }
 
-    /// Rows `start..start+len` as a new vector.
+    /// Rows `start..start+len` as a new vector: a copy of each contiguous run (not a
+    /// gather, as `take` is).
     pub fn slice(&self, start: usize, len: usize) -> Vector {
-        let idx: Vec<u32> = (start as u32..(start + len) as u32).collect();
-        self.take(&idx)
+        let r = start..start + len;
+        let data = match &self.data {
+            ColumnData::Bool(v) => ColumnData::Bool(v[r.clone()].to_vec()),
+            ColumnData::I32(v) => ColumnData::I32(v[r.clone()].to_vec()),
+            ColumnData::I64(v) => ColumnData::I64(v[r.clone()].to_vec()),
+            ColumnData::I128(v) => ColumnData::I128(v[r.clone()].to_vec()),
+            ColumnData::F64(v) => ColumnData::F64(v[r.clone()].to_vec()),
+            ColumnData::Str(v) => {
+                let (a, b) = (v.offsets[start], v.offsets[start + len]);
+                ColumnData::Str(StrVec {
+                    offsets: v.offsets[start..=start + len]
+                        .iter()
+                        .map(|&o| o - a)
+                        .collect(),
+                    data: v.data[a as usize..b as usize].to_vec(),
+                })
+            }
+        };
+        Vector {
+            data_type: self.data_type,
+            data,
+            validity: self.validity.as_ref().map(|v| v[r].to_vec()),
+        }
     }
 }
 
@@ -394,6 +416,28 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slice_is_take_of_a_range() {
+        let vals = [
+            Value::Text("ab".into()),
+            Value::Null,
+            Value::Text("héllo".into()),
+            Value::Text("".into()),
+            Value::Text("z".into()),
+        ];
+        let v = Vector::from_values(DataType::Varchar(None), &vals).unwrap();
+        for (start, len) in [(0, 5), (1, 3), (2, 2), (4, 1), (3, 0)] {
+            let idx: Vec<u32> = (start as u32..(start + len) as u32).collect();
+            assert_eq!(v.slice(start, len), v.take(&idx), "{start}+{len}");
+        }
+        let n = Vector::from_values(
+            DataType::BigInt,
+            &[Value::BigInt(1), Value::Null, Value::BigInt(3)],
+        )
+        .unwrap();
+        assert_eq!(n.slice(1, 2), n.take(&[1, 2]));
+    }
 
     #[test]
     fn push_get_take() {

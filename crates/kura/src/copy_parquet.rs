@@ -27,6 +27,9 @@ pub(crate) fn is_parquet_name(name: &str) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
 }
 
+/// Rows per row group kura writes.
+const ROW_GROUP_ROWS: usize = 122_880;
+
 /// A Parquet file being written from a query's batches.
 pub(crate) struct ParquetOutput {
     target: PathBuf,
@@ -68,8 +71,11 @@ impl ParquetOutput {
         let schema = Arc::new(kura_exec::arrow::arrow_schema(&described)?);
         let file = File::create(&self.temp)
             .map_err(|e| KuraError::Invalid(format!("{}: {e}", self.target.display())))?;
+        // Row groups of DuckDB's size: each is a morsel for a reader's workers and a zone
+        // for its filters, so the file should hold many (Arrow's default is 1,048,576 rows).
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .build();
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(props))
             .map_err(|e| parquet_error(&self.target, e))?;

@@ -108,7 +108,7 @@ fn a_query_an_empty_result_and_many_row_groups() {
     let batches = read(&empty);
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
 
-    // More rows than a row group holds (1,048,576), written as they come.
+    // More rows than a row group holds (122,880), written as they come.
     let big = dir.path().join("series.data");
     let r = s
         .execute(&format!(

@@ -8,8 +8,8 @@
 //! and narrow decimals, one loop over the slice).
 
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int16Array,
-    Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Decimal64Array, Float64Array,
+    Int16Array, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType as ArrowType;
@@ -52,6 +52,25 @@ pub fn kura_type(t: &ArrowType, column: &str) -> ExecResult<DataType> {
 /// Converts an Arrow array into a kura vector of type `t` (what [`kura_type`] gives for the
 /// array's type).
 pub fn arrow_to_vector(array: &dyn Array, t: DataType, column: &str) -> ExecResult<Vector> {
+    if let (DataType::Decimal { precision, scale }, ArrowType::Decimal64(_, s)) =
+        (t, array.data_type())
+    {
+        // A narrow decimal read as Decimal64 (what the Parquet reader is asked for): kura's
+        // own layout, scaled i64, moved without widening to Decimal128 and back.
+        if precision != 0 && precision <= MAX_I64_PRECISION && *s as i32 == scale as i32 {
+            if let Some(a) = downcast::<Decimal64Array>(array) {
+                let validity = a
+                    .logical_nulls()
+                    .filter(|n| n.null_count() > 0)
+                    .map(|n| n.iter().collect::<Vec<bool>>());
+                return Ok(Vector {
+                    data_type: t,
+                    data: ColumnData::I64(a.values().to_vec()),
+                    validity,
+                });
+            }
+        }
+    }
     let target = arrow_type(t, column)?;
     let options = CastOptions {
         safe: false,
@@ -184,7 +203,9 @@ mod tests {
     use crate::arrow::{arrow_schema, batch_to_arrow};
     use arrow_array::builder::StringDictionaryBuilder;
     use arrow_array::types::Int32Type;
-    use arrow_array::{LargeStringArray, TimestampNanosecondArray, UInt64Array, UInt8Array};
+    use arrow_array::{
+        Decimal64Array, LargeStringArray, TimestampNanosecondArray, UInt64Array, UInt8Array,
+    };
     use arrow_schema::TimeUnit;
     use kura_common::Value;
     use std::sync::Arc;
@@ -297,6 +318,26 @@ mod tests {
         let ns = TimestampNanosecondArray::from(vec![1_500_000_123i64]);
         let v = arrow_to_vector(&ns, DataType::Timestamp, "ts").unwrap();
         assert_eq!(v.get_value(0), Value::Timestamp(1_500_000));
+    }
+
+    #[test]
+    fn a_narrow_decimal64_moves_as_is_and_a_wide_one_is_cast() {
+        let a = Decimal64Array::from(vec![Some(12345), None, Some(-1)])
+            .with_precision_and_scale(15, 2)
+            .unwrap();
+        let t = kura_type(a.data_type(), "m").unwrap();
+        let v = arrow_to_vector(&a, t, "m").unwrap();
+        assert_eq!(v.data, ColumnData::I64(vec![12345, 0, -1]));
+        assert_eq!(
+            (v.get_value(0), v.get_value(1)),
+            (Value::Decimal(12345, 2), Value::Null)
+        );
+        let wide = DataType::Decimal {
+            precision: 30,
+            scale: 2,
+        };
+        let v = arrow_to_vector(&a, wide, "m").unwrap();
+        assert_eq!(v.get_value(2), Value::Decimal(-1, 2));
     }
 
     #[test]

@@ -103,8 +103,9 @@ impl ParquetTable {
             // Plain Arrow types (no dictionary or view types from an embedded Arrow schema):
             // the converter takes every layout, and statistics match the field types.
             let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
-            let meta = ArrowReaderMetadata::load(&file, options)
+            let meta = ArrowReaderMetadata::load(&file, options.clone())
                 .map_err(|e| bad(path, format!("not a Parquet file ({e})")))?;
+            let meta = narrow_decimals(meta, options).map_err(|e| bad(path, e))?;
             let schema = meta.schema().clone();
             if path == first {
                 for f in schema.fields() {
@@ -260,6 +261,47 @@ impl ParquetTable {
         let g = self.groups.partition_point(|g| g.rows.end <= row);
         (g < self.groups.len()).then_some(g)
     }
+}
+
+/// The reader's schema with decimals stored as 64-bit integers read as Decimal64 (kura's
+/// own layout for precision ≤ 18) instead of widened to Decimal128 and narrowed back.
+fn narrow_decimals(
+    meta: ArrowReaderMetadata,
+    options: ArrowReaderOptions,
+) -> parquet::errors::Result<ArrowReaderMetadata> {
+    let parquet = meta.parquet_schema();
+    let mut changed = false;
+    let fields: Vec<arrow_schema::FieldRef> = meta
+        .schema()
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(root, f)| {
+            let int64 = (0..parquet.num_columns()).any(|l| {
+                parquet.get_column_root_idx(l) == root
+                    && parquet.column(l).physical_type() == parquet::basic::Type::INT64
+            });
+            match f.data_type() {
+                arrow_schema::DataType::Decimal128(p, s) if int64 && *p <= 18 => {
+                    changed = true;
+                    Arc::new(
+                        f.as_ref()
+                            .clone()
+                            .with_data_type(arrow_schema::DataType::Decimal64(*p, *s)),
+                    )
+                }
+                _ => f.clone(),
+            }
+        })
+        .collect();
+    if !changed {
+        return Ok(meta);
+    }
+    let schema = Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        meta.schema().metadata().clone(),
+    ));
+    ArrowReaderMetadata::try_new(meta.metadata().clone(), options.with_schema(schema))
 }
 
 /// The leaf (parquet column) index of the table's column `c` in file `f`, when the column
