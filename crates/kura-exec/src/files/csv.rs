@@ -180,25 +180,22 @@ impl CsvTable {
             } else {
                 format!("column{i}")
             };
-            let t = kura_type(f.data_type(), &name).map_err(|e| match e {
-                ExecError::Unsupported(m) => {
-                    ExecError::Unsupported(format!("{}: {m}", first.display()))
-                }
-                other => bad(first, other),
-            })?;
-            // A column all empty in the sample reads as text (arrow-csv: Null type).
-            let arrow_t = if f.data_type() == &ArrowType::Null {
-                ArrowType::Utf8
+            // A column empty in every sampled line (arrow-csv's Null type; the trailing
+            // delimiter of a dbgen .tbl line makes one) reads as text.
+            let (t, arrow_t) = if f.data_type() == &ArrowType::Null {
+                (DataType::Varchar(None), ArrowType::Utf8)
             } else {
-                f.data_type().clone()
+                let t = kura_type(f.data_type(), &name).map_err(|e| match e {
+                    ExecError::Unsupported(m) => {
+                        ExecError::Unsupported(format!("{}: {m}", first.display()))
+                    }
+                    other => bad(first, other),
+                })?;
+                (t, f.data_type().clone())
             };
             columns.push(SourceColumn {
                 name: name.clone(),
-                data_type: if f.data_type() == &ArrowType::Null {
-                    DataType::Varchar(None)
-                } else {
-                    t
-                },
+                data_type: t,
                 nullable: true,
             });
             fields.push(Field::new(name, arrow_t, true));
@@ -327,6 +324,21 @@ mod tests {
         assert_eq!(t.row_count(), 2);
         let t = table("a,b\nc,d\n", &CsvOptions::default()).unwrap();
         assert_eq!((t.row_count(), t.columns[0].name.as_str()), (1, "a"));
+    }
+
+    #[test]
+    fn an_empty_column_reads_as_text() {
+        // dbgen's .tbl lines end in the delimiter: a last column empty everywhere.
+        let t = table("1|a|\n2|b|\n", &CsvOptions::default()).unwrap();
+        assert_eq!(
+            names(&t),
+            [
+                ("column0".into(), "BIGINT".into()),
+                ("column1".into(), "VARCHAR".into()),
+                ("column2".into(), "VARCHAR".into()),
+            ]
+        );
+        assert_eq!(t.read_range(2, 0, 2).unwrap().null_count(), 2);
     }
 
     #[test]
