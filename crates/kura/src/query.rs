@@ -43,6 +43,8 @@ pub(crate) struct QueryContext<'a> {
     pub info: Arc<kura_sql::SessionInfo>,
     /// Which server files `read_parquet` may read.
     pub file_access: &'a crate::copy::FileAccess,
+    /// Relations the program registered in the session, found ahead of tables.
+    pub registered: &'a crate::registered::Registered,
 }
 
 /// A stored table as a scan source.
@@ -167,10 +169,14 @@ pub(crate) struct StorageCatalog<'a> {
     storage: &'a Arc<Storage>,
     sequences: &'a Arc<crate::sequences::SessionSequences>,
     file_access: &'a crate::copy::FileAccess,
+    registered: &'a crate::registered::Registered,
 }
 
 impl CatalogProvider for StorageCatalog<'_> {
     fn table(&self, name: &str) -> Option<Arc<dyn TableSource>> {
+        if let Some(t) = self.registered.get(name) {
+            return Some(t);
+        }
         if let Some(temp) = &self.temp {
             if let Some(t) = table_source(temp, name) {
                 self.used_temp.set(true);
@@ -180,6 +186,9 @@ impl CatalogProvider for StorageCatalog<'_> {
         table_source(&self.catalog, name)
     }
     fn view(&self, name: &str) -> Option<ViewDefinition> {
+        if self.registered.get(name).is_some() {
+            return None;
+        }
         // A temporary table hides a view of its name too.
         if self.temp.as_ref().is_some_and(|t| t.table(name).is_some()) {
             return None;
@@ -191,6 +200,7 @@ impl CatalogProvider for StorageCatalog<'_> {
     }
     fn relation_names(&self) -> Vec<String> {
         let mut n = self.temp.as_ref().map_or(Vec::new(), |t| t.table_names());
+        n.extend(self.registered.names().cloned());
         n.extend(self.catalog.table_names());
         n.extend(self.catalog.view_names());
         n.sort();
@@ -328,6 +338,7 @@ impl QueryContext<'_> {
             storage: self.storage,
             sequences: self.sequences,
             file_access: self.file_access,
+            registered: self.registered,
         }
     }
 
@@ -393,6 +404,7 @@ impl QueryContext<'_> {
             storage: self.storage,
             sequences: self.sequences,
             file_access: self.file_access,
+            registered: self.registered,
         };
         let planned = plan_query(&catalog, q, params, &self.options()).map_err(sql_error)?;
         self.execute(&planned, &self.exec_context())

@@ -10,12 +10,15 @@
 
 use std::sync::Arc;
 
+use arrow_array::builder::{BinaryBuilder, ListBuilder, StringBuilder};
+use arrow_array::types::IntervalMonthDayNano;
 use arrow_array::{
     ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int16Array, Int32Array,
-    Int64Array, RecordBatch, RecordBatchOptions, StringArray, TimestampMicrosecondArray,
+    Int64Array, IntervalMonthDayNanoArray, RecordBatch, RecordBatchOptions, StringArray,
+    TimestampMicrosecondArray,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType as ArrowType, Field, IntervalUnit, Schema, SchemaRef, TimeUnit};
 use kura_common::decimal::MAX_PRECISION;
 use kura_common::{Batch, ColumnData, DataType, StrVec, Vector};
 
@@ -41,21 +44,23 @@ pub fn arrow_type(t: DataType, column: &str) -> ExecResult<ArrowType> {
         }
         DataType::Date => ArrowType::Date32,
         DataType::Timestamp => ArrowType::Timestamp(TimeUnit::Microsecond, None),
-        DataType::Varchar(_) | DataType::Char(_) => ArrowType::Utf8,
-        DataType::Array(_)
-        | DataType::Vector(_)
+        // Types kura holds as their text form travel as that text (Arrow's canonical UUID
+        // and JSON are extension types over the same or other layouts; plain text is what
+        // every reader takes).
+        DataType::Varchar(_)
+        | DataType::Char(_)
         | DataType::Uuid
-        | DataType::Bytea
-        | DataType::Interval
         | DataType::Json
-        | DataType::Jsonb => return Err(unsupported(t, column)),
+        | DataType::Jsonb
+        | DataType::Vector(_) => ArrowType::Utf8,
+        DataType::Bytea => ArrowType::Binary,
+        DataType::Interval => ArrowType::Interval(IntervalUnit::MonthDayNano),
+        DataType::Array(e) => ArrowType::List(Arc::new(Field::new(
+            "item",
+            arrow_type(e.data_type(), column)?,
+            true,
+        ))),
     })
-}
-
-fn unsupported(t: DataType, column: &str) -> ExecError {
-    ExecError::Unsupported(format!(
-        "converting column {column:?} of type {t} to Arrow (no Arrow mapping for {t})"
-    ))
 }
 
 /// The Arrow schema of named kura columns; `nullable[i]` says whether column `i` may hold NULL.
@@ -127,9 +132,67 @@ pub fn vector_to_arrow(v: Vector, target: &ArrowType, column: &str) -> ExecResul
             Arc::new(a)
         }
         (ColumnData::Str(s), ArrowType::Utf8) => Arc::new(utf8(s, nulls, column)?),
+        (ColumnData::Str(s), ArrowType::Binary) => {
+            // kura holds BYTEA as its hex text (`\x01ff`): one decode per value.
+            let mut b = BinaryBuilder::with_capacity(len, s.data.len() / 2);
+            for i in 0..len {
+                match nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+                    true => b.append_null(),
+                    false => b.append_value(
+                        kura_common::binary::bytea_bytes(s.get(i))
+                            .ok_or_else(|| mismatch("bytea not in hex form"))?,
+                    ),
+                }
+            }
+            Arc::new(b.finish())
+        }
+        (ColumnData::I128(x), ArrowType::Interval(IntervalUnit::MonthDayNano)) => {
+            let spans: Vec<IntervalMonthDayNano> = x
+                .iter()
+                .map(|&p| {
+                    let iv = kura_common::interval::Interval::unpack(p);
+                    IntervalMonthDayNano::new(iv.months, iv.days, iv.micros * 1000)
+                })
+                .collect();
+            Arc::new(IntervalMonthDayNanoArray::new(
+                ScalarBuffer::from(spans),
+                nulls,
+            ))
+        }
+        (ColumnData::Str(s), ArrowType::List(item)) => list(&s, nulls, item, column)?,
         _ => return Err(mismatch("physical form")),
     };
     Ok(array)
+}
+
+/// kura's arrays (held as PostgreSQL's text form `{1,NULL,3}`) as an Arrow list: each value
+/// is parsed into its elements, built as a list of text and cast to the element type.
+fn list(
+    s: &StrVec,
+    nulls: Option<NullBuffer>,
+    item: &arrow_schema::FieldRef,
+    column: &str,
+) -> ExecResult<ArrayRef> {
+    let mut b = ListBuilder::new(StringBuilder::new());
+    for i in 0..s.len() {
+        if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+            b.append_null();
+            continue;
+        }
+        let elems = kura_common::array::parse(s.get(i)).map_err(|e| {
+            ExecError::Internal(format!(
+                "column {column:?}: array value {:?}: {e:?}",
+                s.get(i)
+            ))
+        })?;
+        for e in elems {
+            b.values().append_option(e);
+        }
+        b.append(true);
+    }
+    let text = b.finish();
+    arrow_cast::cast(&text, &ArrowType::List(item.clone()))
+        .map_err(|e| ExecError::Internal(format!("column {column:?}: array elements: {e}")))
 }
 
 /// kura's string vector as a Utf8 array: the bytes move, the u32 offsets become i32 ones.

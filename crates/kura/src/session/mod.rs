@@ -57,6 +57,8 @@ pub struct Session {
     llc: Arc<crate::llc::Llc>,
     /// The session's temporary tables (dropped with the session).
     temp: crate::temp::TempTables,
+    /// Relations the program registered (`Session::register_arrow`).
+    pub(crate) registered: crate::registered::Registered,
     /// What `currval` returns in this session.
     sequences: Arc<crate::sequences::SessionSequences>,
 }
@@ -81,6 +83,7 @@ impl Session {
             prepared: Default::default(),
             cursors: Default::default(),
             temp: Default::default(),
+            registered: Default::default(),
             sequences: Default::default(),
         }
     }
@@ -241,6 +244,7 @@ impl Session {
             shared_memory: &self.shared_memory,
             llc: &self.llc,
             file_access: &self.file_access,
+            registered: &self.registered,
             info: Arc::new(kura_sql::SessionInfo {
                 version: self.identity.version.clone(),
                 database: self.identity.database.clone(),

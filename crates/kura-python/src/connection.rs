@@ -1,0 +1,252 @@
+//! A connection: a kura database opened in this process and one session on it, run with the
+//! GIL released and cancelled by Ctrl-C.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatchReader;
+use arrow_pyarrow::FromPyArrow;
+use kura::{CancelHandle, Database, KuraError, OpenOptions, QueryResult, Session, Value};
+use kura_common::DataType;
+use pyo3::prelude::*;
+
+use crate::errors::{db_error, db_error_with, InterfaceError, ProgrammingError};
+use crate::result::PyQueryResult;
+use crate::running::run_released;
+use crate::values::from_python;
+
+type Shared = Arc<Mutex<Option<(Database, Session)>>>;
+
+/// A database file open in this process, with one session on it.
+#[pyclass(module = "kura._kura", name = "Connection", frozen)]
+pub struct PyConnection {
+    state: Shared,
+    cancel: CancelHandle,
+    path: PathBuf,
+}
+
+fn size_option(text: Option<&str>, what: &str) -> PyResult<Option<u64>> {
+    text.map(|t| {
+        kura_common::size::parse_size(t)
+            .map_err(|e| ProgrammingError::new_err(format!("{what} {t:?}: {e}")))
+    })
+    .transpose()
+}
+
+fn closed() -> PyErr {
+    InterfaceError::new_err("the connection is closed")
+}
+
+impl PyConnection {
+    /// Runs `work` on the session with the GIL released.
+    fn with_session<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut Session) -> Result<T, KuraError> + Send,
+    ) -> PyResult<T> {
+        let state = self.state.clone();
+        let done = run_released(py, &self.cancel, move || {
+            let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
+            match guard.as_mut() {
+                Some((_, session)) => Ok(work(session)),
+                None => Err(()),
+            }
+        })?;
+        done.map_err(|()| closed())?.map_err(db_error)
+    }
+}
+
+/// The parameters' values, typed as the statement's placeholders are.
+fn bind(params: &Bound<'_, PyAny>, types: &[DataType]) -> PyResult<Vec<Value>> {
+    let mut values = Vec::new();
+    for (i, p) in params.try_iter()?.enumerate() {
+        values.push(from_python(&p?, types.get(i))?);
+    }
+    if values.len() != types.len() {
+        return Err(ProgrammingError::new_err(format!(
+            "the statement has {} parameter(s), {} value(s) were given",
+            types.len(),
+            values.len()
+        )));
+    }
+    Ok(values)
+}
+
+fn is_sequence(params: &Bound<'_, PyAny>) -> bool {
+    !params.is_none()
+        && !params.is_instance_of::<pyo3::types::PyString>()
+        && params.try_iter().is_ok()
+}
+
+#[pymethods]
+impl PyConnection {
+    /// Opens (creating when missing) the database file at `path`. `buffer` and `max_memory`
+    /// are sizes (`'256MB'`, `'2GB'`); missing, kura's defaults (a quarter of memory for the
+    /// buffer pool).
+    #[new]
+    #[pyo3(signature = (path, buffer=None, max_memory=None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        buffer: Option<&str>,
+        max_memory: Option<&str>,
+    ) -> PyResult<Self> {
+        let opts = OpenOptions {
+            buffer_bytes: size_option(buffer, "buffer size")?,
+            max_memory: size_option(max_memory, "max_memory")?,
+            ..OpenOptions::default()
+        };
+        let at = path.clone();
+        let db = py
+            .detach(move || Database::open(&at, opts))
+            .map_err(db_error)?;
+        let session = db.session();
+        let cancel = session.cancel_handle();
+        Ok(PyConnection {
+            state: Arc::new(Mutex::new(Some((db, session)))),
+            cancel,
+            path,
+        })
+    }
+
+    /// The database file.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Runs `sql` (several statements when no parameters are given; the last one's result is
+    /// returned) with `params` for its `?` or `$n` placeholders.
+    #[pyo3(signature = (sql, params=None))]
+    fn execute(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        params: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyQueryResult> {
+        let params = params.filter(|p| !p.is_none());
+        let result = match params {
+            None => self.with_session(py, |s| {
+                let mut all = s.execute_all(sql)?;
+                Ok(all.pop().unwrap_or_else(|| QueryResult::command("")))
+            })?,
+            Some(params) => {
+                if !is_sequence(params) {
+                    return Err(ProgrammingError::new_err(
+                        "parameters must be a sequence (a list or tuple) of values",
+                    ));
+                }
+                let sql = crate::qmark::number_placeholders(sql)
+                    .map_err(|m| db_error_with("42601", m))?;
+                let prepared = self.with_session(py, |s| s.prepare(&sql))?;
+                let values = bind(params, &prepared.param_types)?;
+                self.with_session(py, move |s| s.execute_prepared(&prepared, &values))?
+            }
+        };
+        Ok(PyQueryResult::new(result))
+    }
+
+    /// Runs one statement once per parameter sequence in `seq_of_params`, prepared once;
+    /// returns the rows changed in all.
+    fn executemany(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        seq_of_params: &Bound<'_, PyAny>,
+    ) -> PyResult<i64> {
+        let sql = crate::qmark::number_placeholders(sql).map_err(|m| db_error_with("42601", m))?;
+        let prepared = self.with_session(py, |s| s.prepare(&sql))?;
+        // Bound in chunks: values in memory stay bounded for a long iterator.
+        const CHUNK: usize = 4096;
+        let mut total = 0i64;
+        let mut rows: Vec<Vec<Value>> = Vec::with_capacity(CHUNK);
+        let mut iter = seq_of_params.try_iter()?;
+        loop {
+            rows.clear();
+            for p in iter.by_ref().take(CHUNK) {
+                let p = p?;
+                if !is_sequence(&p) {
+                    return Err(ProgrammingError::new_err(
+                        "each parameter set must be a sequence (a list or tuple) of values",
+                    ));
+                }
+                rows.push(bind(&p, &prepared.param_types)?);
+            }
+            if rows.is_empty() {
+                break;
+            }
+            let chunk = std::mem::take(&mut rows);
+            let prepared = &prepared;
+            let changed = self.with_session(py, move |s| {
+                let mut n = 0i64;
+                for values in &chunk {
+                    let r = s.execute_prepared(prepared, values)?;
+                    n += PyQueryResult::new(r).changed().max(0);
+                }
+                Ok(n)
+            })?;
+            total += changed;
+        }
+        Ok(total)
+    }
+
+    /// Makes `data` (a pyarrow Table or RecordBatchReader, or any object with
+    /// `__arrow_c_stream__`) queryable as `name` in this connection.
+    fn register(&self, py: Python<'_>, name: &str, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let reader = arrow_array::ffi_stream::ArrowArrayStreamReader::from_pyarrow_bound(data)?;
+        let schema = reader.schema();
+        let batches = py
+            .detach(move || reader.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| db_error_with("22000", format!("reading {name:?}: {e}")))?;
+        let name = name.to_string();
+        self.with_session(py, move |s| s.register_arrow(&name, &schema, &batches))
+    }
+
+    /// Forgets a registered relation; false when there was none of that name.
+    fn unregister(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let name = name.to_string();
+        self.with_session(py, move |s| Ok(s.unregister(&name)))
+    }
+
+    /// Whether a transaction (`BEGIN`) is open.
+    #[getter]
+    fn in_transaction(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with_session(py, |s| Ok(s.in_transaction()))
+    }
+
+    /// Asks the running statement to stop (from another thread; Ctrl-C does it too).
+    fn interrupt(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Generates TPC-H at scale factor `sf` and loads it (replacing any TPC-H tables), with
+    /// the primary-key indexes when `indexes`; returns each table's rows.
+    #[pyo3(signature = (sf, indexes=true))]
+    fn tpch_load(&self, py: Python<'_>, sf: f64, indexes: bool) -> PyResult<Vec<(String, u64)>> {
+        self.with_session(py, move |s| {
+            let reports = kura::tpch::load(s, kura::tpch::load::Source::Generate(sf), &|_, _| {})?;
+            if indexes {
+                kura::tpch::load::create_indexes(s, &|_| {})?;
+            }
+            Ok(reports.into_iter().map(|r| (r.table, r.rows)).collect())
+        })
+    }
+
+    /// Closes the session and the database (a transaction still open is rolled back).
+    fn close(&self, py: Python<'_>) {
+        let state = self.state.clone();
+        py.detach(move || {
+            let taken = state.lock().unwrap_or_else(|p| p.into_inner()).take();
+            drop(taken);
+        });
+    }
+
+    /// Whether `close` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+}
