@@ -3,7 +3,8 @@
 # PostgreSQL client, Maven, Valgrind; Python packages go into venvs the tests create), then
 # the Rust test suites — unit, property, sqllogictest, TPC-H checks at SF 0.01 and
 # 0.1, storage crash and corruption tests, runtime stress tests, cache simulator,
-# and the PostgreSQL-wire client tests (psql, psycopg, pgjdbc); then the benchmark
+# and the PostgreSQL-wire client tests (psql, psycopg, pgjdbc); then the Python package's
+# tests (its wheel installed into a fresh venv); then the benchmark
 # suite at SF 0.01 and the differential test against DuckDB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,9 @@ echo "== cargo test (workspace) =="
 status=0
 # The cluster (`kura cluster`, behind a cargo feature) is built and tested here too.
 cargo test --workspace --features kura-cli/cluster --no-fail-fast 2>&1 | tee target/test-output.txt || status=1
+
+echo "== Python: build the wheel (maturin), install it into a fresh venv, pytest =="
+bash crates/kura-python/test.sh || status=1
 
 echo "== benchmark suite, SF 0.01 (kura, DuckDB, SQLite) =="
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"

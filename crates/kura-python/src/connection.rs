@@ -56,16 +56,16 @@ impl PyConnection {
     }
 }
 
-/// The parameters' values, typed as the statement's placeholders are.
-fn bind(params: &Bound<'_, PyAny>, types: &[DataType]) -> PyResult<Vec<Value>> {
+/// The parameters' values for a statement of `count` placeholders, typed as far as the
+/// statement types them.
+fn bind(params: &Bound<'_, PyAny>, count: usize, types: &[DataType]) -> PyResult<Vec<Value>> {
     let mut values = Vec::new();
     for (i, p) in params.try_iter()?.enumerate() {
         values.push(from_python(&p?, types.get(i))?);
     }
-    if values.len() != types.len() {
+    if values.len() != count {
         return Err(ProgrammingError::new_err(format!(
-            "the statement has {} parameter(s), {} value(s) were given",
-            types.len(),
+            "the statement has {count} parameter(s), {} value(s) were given",
             values.len()
         )));
     }
@@ -136,10 +136,10 @@ impl PyConnection {
                         "parameters must be a sequence (a list or tuple) of values",
                     ));
                 }
-                let sql = crate::qmark::number_placeholders(sql)
+                let (sql, count) = crate::qmark::number_placeholders(sql)
                     .map_err(|m| db_error_with("42601", m))?;
                 let prepared = self.with_session(py, |s| s.prepare(&sql))?;
-                let values = bind(params, &prepared.param_types)?;
+                let values = bind(params, count, &prepared.param_types)?;
                 self.with_session(py, move |s| s.execute_prepared(&prepared, &values))?
             }
         };
@@ -154,7 +154,8 @@ impl PyConnection {
         sql: &str,
         seq_of_params: &Bound<'_, PyAny>,
     ) -> PyResult<i64> {
-        let sql = crate::qmark::number_placeholders(sql).map_err(|m| db_error_with("42601", m))?;
+        let (sql, count) =
+            crate::qmark::number_placeholders(sql).map_err(|m| db_error_with("42601", m))?;
         let prepared = self.with_session(py, |s| s.prepare(&sql))?;
         // Bound in chunks: values in memory stay bounded for a long iterator.
         const CHUNK: usize = 4096;
@@ -170,7 +171,7 @@ impl PyConnection {
                         "each parameter set must be a sequence (a list or tuple) of values",
                     ));
                 }
-                rows.push(bind(&p, &prepared.param_types)?);
+                rows.push(bind(&p, count, &prepared.param_types)?);
             }
             if rows.is_empty() {
                 break;

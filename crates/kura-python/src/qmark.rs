@@ -4,12 +4,10 @@
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
-/// `sql` with its `?` placeholders numbered `$1, $2, ...` in order; the text as is when it has
-/// none. Mixing `?` with `$n` is refused: which parameter is which would be a guess.
-pub fn number_placeholders(sql: &str) -> Result<String, String> {
-    if !sql.contains('?') {
-        return Ok(sql.to_string());
-    }
+/// `sql` with its `?` placeholders numbered `$1, $2, ...` in order, and how many parameters
+/// it takes (the highest `$n`). Mixing `?` with `$n` is refused: which parameter is which
+/// would be a guess.
+pub fn number_placeholders(sql: &str) -> Result<(String, usize), String> {
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
@@ -25,6 +23,7 @@ pub fn number_placeholders(sql: &str) -> Result<String, String> {
     };
     let mut qmarks = Vec::new();
     let mut numbered = false;
+    let mut highest = 0usize;
     for t in &tokens {
         match &t.token {
             // PostgreSQL's dialect reads a lone `?` as its operator token (jsonb's `?`):
@@ -34,12 +33,15 @@ pub fn number_placeholders(sql: &str) -> Result<String, String> {
                     .ok_or("a placeholder's position is outside the text")?;
                 qmarks.push(at);
             }
-            Token::Placeholder(p) if p.starts_with('$') => numbered = true,
+            Token::Placeholder(p) if p.starts_with('$') => {
+                numbered = true;
+                highest = highest.max(p[1..].parse().unwrap_or(0));
+            }
             _ => {}
         }
     }
     if qmarks.is_empty() {
-        return Ok(sql.to_string());
+        return Ok((sql.to_string(), highest));
     }
     if numbered {
         return Err("a statement uses both ? and $n placeholders; use one style".into());
@@ -52,5 +54,5 @@ pub fn number_placeholders(sql: &str) -> Result<String, String> {
         last = at + 1;
     }
     out.push_str(&sql[last..]);
-    Ok(out)
+    Ok((out, qmarks.len()))
 }

@@ -213,7 +213,7 @@ fn text_form(obj: &Bound<'_, PyAny>) -> PyResult<(String, Option<DataType>)> {
     }
     if obj.is_instance_of::<PyBytes>()
         || obj.is_instance_of::<PyByteArray>()
-        || obj.get_type().name()?.to_string() == "memoryview"
+        || obj.get_type().name()? == "memoryview"
     {
         let bytes = py.get_type::<PyBytes>().call1((obj,))?;
         let bytes = bytes.cast::<PyBytes>()?.as_bytes();

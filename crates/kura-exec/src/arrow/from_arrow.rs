@@ -71,7 +71,7 @@ pub fn arrow_to_vector(array: &dyn Array, t: DataType, column: &str) -> ExecResu
             }
         }
     }
-    let target = arrow_type(t, column)?;
+    let target = arrow_type(t);
     let options = CastOptions {
         safe: false,
         ..Default::default()
