@@ -52,6 +52,8 @@ pub enum Family {
     Json,
     /// The everyday string functions (`binder::text_fn`).
     Text,
+    /// Files read as tables (`binder::file_fn`).
+    Files,
 }
 
 /// One signature: argument types and result type, by `pg_type.typname`.
@@ -612,6 +614,30 @@ pub static FUNCTIONS: &[Function] = &[
         I,
         F::Series,
         &[sig(&["anyarray", "int4"], "int4")],
+    ),
+    // Files as tables: a path or glob; read_csv's options are named (`header => true`,
+    // `delim => ';'`, `quote => '"'`), which a positional signature cannot list.
+    f(
+        "read_parquet",
+        SRF,
+        V,
+        F::Files,
+        &[sig(&["text"], "record")],
+    ),
+    f(
+        "parquet_scan",
+        SRF,
+        V,
+        F::Files,
+        &[sig(&["text"], "record")],
+    ),
+    f("read_csv", SRF, V, F::Files, &[sig(&["text"], "record")]),
+    f(
+        "read_csv_auto",
+        SRF,
+        V,
+        F::Files,
+        &[sig(&["text"], "record")],
     ),
     // Window functions.
     f("row_number", W, I, F::Window, &[sig(&[], "int8")]),
