@@ -141,8 +141,17 @@ class _Rows:
     fetch_arrow_table = arrow
 
     def df(self):
-        """The remaining rows as a pandas DataFrame."""
-        return self.arrow().to_pandas()
+        """The remaining rows as a pandas DataFrame. As DuckDB's `df()` does, DECIMAL becomes
+        float64 and DATE datetime64 (pandas' own types, not a Python object per value);
+        `.arrow().to_pandas()` keeps `Decimal` and `date` objects."""
+        pa = _arrow_module()
+        table = self.arrow()
+        schema = pa.schema([
+            f.with_type(pa.float64()) if pa.types.is_decimal(f.type) else f for f in table.schema
+        ])
+        if schema != table.schema:
+            table = table.cast(schema)
+        return table.to_pandas(date_as_object=False)
 
     fetchdf = df
 
