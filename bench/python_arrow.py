@@ -51,7 +51,7 @@ def main():
         kura.tpch.load(k, sf=args.sf, indexes=False)
     d = duckdb.connect(dpath)
     d.execute(f"set threads = {args.threads}")
-    have = d.execute("select count(*) from information_schema.tables where table_name = 'lineitem'").fetchone()[0]
+    have = d.execute("select count(*) from information_schema.tables where table_name = 'lineitem'").fetchall()[0][0]
     if not have:
         print("copying the tables into DuckDB (through Parquet files kura writes) ...", flush=True)
         for t in ["lineitem", "orders"]:
