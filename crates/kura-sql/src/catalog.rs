@@ -148,6 +148,8 @@ pub trait CatalogProvider {
 pub enum FileFormat {
     Parquet,
     Csv(kura_exec::files::csv::CsvOptions),
+    /// Newline-delimited JSON objects, or one array of them.
+    Json,
 }
 
 impl FileFormat {
@@ -155,6 +157,7 @@ impl FileFormat {
         match self {
             FileFormat::Parquet => "Parquet",
             FileFormat::Csv(_) => "CSV",
+            FileFormat::Json => "JSON",
         }
     }
 
@@ -165,6 +168,11 @@ impl FileFormat {
             Some(FileFormat::Parquet)
         } else if lower.ends_with(".csv") || lower.ends_with(".tsv") {
             Some(FileFormat::Csv(Default::default()))
+        } else if [".json", ".jsonl", ".ndjson"]
+            .iter()
+            .any(|e| lower.ends_with(e))
+        {
+            Some(FileFormat::Json)
         } else {
             None
         }

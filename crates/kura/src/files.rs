@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kura_exec::files::csv::CsvTable;
+use kura_exec::files::json::JsonTable;
 use kura_exec::files::parquet::ParquetTable;
 use kura_exec::{ExecError, TableSource};
 use kura_sql::FileFormat;
@@ -59,5 +60,6 @@ pub(crate) fn open(
     match format {
         FileFormat::Parquet => Ok(Arc::new(ParquetTable::open(&paths)?)),
         FileFormat::Csv(options) => Ok(Arc::new(CsvTable::open(&paths, options)?)),
+        FileFormat::Json => Ok(Arc::new(JsonTable::open_json(&paths)?)),
     }
 }

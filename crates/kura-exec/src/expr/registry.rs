@@ -639,6 +639,22 @@ pub static FUNCTIONS: &[Function] = &[
         F::Files,
         &[sig(&["text"], "record")],
     ),
+    f("read_json", SRF, V, F::Files, &[sig(&["text"], "record")]),
+    f(
+        "read_json_auto",
+        SRF,
+        V,
+        F::Files,
+        &[sig(&["text"], "record")],
+    ),
+    f("read_ndjson", SRF, V, F::Files, &[sig(&["text"], "record")]),
+    f(
+        "read_ndjson_auto",
+        SRF,
+        V,
+        F::Files,
+        &[sig(&["text"], "record")],
+    ),
     // Window functions.
     f("row_number", W, I, F::Window, &[sig(&[], "int8")]),
     f("rank", W, I, F::Window, &[sig(&[], "int8")]),

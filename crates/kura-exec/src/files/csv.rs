@@ -1,29 +1,27 @@
 //! CSV files as a table source (`read_csv`): a sniffer finds the delimiter, whether the
 //! first line is a header and each column's type from a sample (arrow-csv's inference:
 //! integers, doubles, booleans, dates, timestamps, text), then the files are decoded by
-//! arrow-csv through the Arrow converter. The decoded columns are held in memory while the
-//! statement runs (the files are read once, when the statement is planned).
+//! arrow-csv through the Arrow converter into a [`DecodedTable`] (held in memory while the
+//! statement runs; the files are read once, when the statement is planned).
 
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_csv::reader::{Format, ReaderBuilder};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
-use kura_common::{DataType, Vector};
+use kura_common::DataType;
 
-use super::{io_error, BAD_FILE};
-use crate::arrow::{arrow_to_vector, kura_type};
+use super::decoded::{DecodedTable, GROUP_ROWS};
+use super::{bad, io_error};
+use crate::arrow::kura_type;
 use crate::error::{ExecError, ExecResult};
-use crate::source::{ColumnStatistics, SourceColumn, TableSource, Zone};
+use crate::source::SourceColumn;
 
 /// Lines the sniffer reads for the delimiter, and records for the types.
 const SNIFF_LINES: usize = 64;
 const SNIFF_RECORDS: usize = 20_000;
-/// Rows per row group (the unit of parallel scanning).
-const GROUP_ROWS: usize = 65_536;
 /// Delimiters the sniffer tries, most likely first.
 const DELIMITERS: [u8; 4] = [b',', b'\t', b';', b'|'];
 
@@ -36,19 +34,7 @@ pub struct CsvOptions {
 }
 
 /// CSV files decoded into columns.
-#[derive(Debug)]
-pub struct CsvTable {
-    columns: Vec<SourceColumn>,
-    data: Vec<Vector>,
-    rows: u64,
-}
-
-fn bad(path: &Path, what: impl std::fmt::Display) -> ExecError {
-    ExecError::File {
-        code: BAD_FILE,
-        message: format!("{}: {what}", path.display()),
-    }
-}
+pub type CsvTable = DecodedTable;
 
 /// The first `SNIFF_LINES` lines' bytes of `path`.
 fn head(path: &Path) -> ExecResult<Vec<u8>> {
@@ -150,6 +136,7 @@ fn sniff_header(path: &Path, delim: u8, quote: u8) -> ExecResult<bool> {
     Ok(unique.len() == names.len() && names.iter().all(|n| !n.trim().is_empty()))
 }
 
+/// Opening CSV files.
 impl CsvTable {
     /// Reads `paths` (at least one): the first file's sniffed layout and types are the
     /// table's; every file must have as many fields per line.
@@ -201,72 +188,22 @@ impl CsvTable {
             fields.push(Field::new(name, arrow_t, true));
         }
         let schema = Arc::new(Schema::new(fields));
-        let mut data: Vec<Vector> = columns
-            .iter()
-            .map(|c| Vector::new(c.data_type, 0))
-            .collect();
-        let mut rows = 0u64;
-        for path in paths {
+        DecodedTable::decode("read_csv", columns, paths, |path| {
             let file = File::open(path).map_err(|e| io_error(path, e))?;
-            let reader = ReaderBuilder::new(schema.clone())
+            ReaderBuilder::new(schema.clone())
                 .with_format(format.clone())
                 .with_batch_size(GROUP_ROWS)
                 .build(BufReader::new(file))
-                .map_err(|e| bad(path, e))?;
-            for rb in reader {
-                let rb = rb.map_err(|e| bad(path, e))?;
-                for (i, c) in columns.iter().enumerate() {
-                    let v = arrow_to_vector(rb.column(i).as_ref(), c.data_type, &c.name)
-                        .map_err(|e| bad(path, e))?;
-                    data[i].append(&v);
-                }
-                rows += rb.num_rows() as u64;
-            }
-        }
-        Ok(CsvTable {
-            columns,
-            data,
-            rows,
+                .map_err(|e| bad(path, e))
         })
-    }
-}
-
-impl TableSource for CsvTable {
-    fn name(&self) -> &str {
-        "read_csv"
-    }
-    fn columns(&self) -> &[SourceColumn] {
-        &self.columns
-    }
-    fn row_count(&self) -> u64 {
-        self.rows
-    }
-    fn column_stats(&self, _col: usize) -> Option<ColumnStatistics> {
-        None
-    }
-    fn zones(&self, _col: usize) -> Vec<Zone> {
-        Vec::new()
-    }
-    fn row_groups(&self) -> Vec<Range<u64>> {
-        (0..self.rows)
-            .step_by(GROUP_ROWS)
-            .map(|s| s..(s + GROUP_ROWS as u64).min(self.rows))
-            .collect()
-    }
-    fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
-        let v = self
-            .data
-            .get(col)
-            .ok_or_else(|| ExecError::Internal(format!("read_csv column {col}")))?;
-        let start = (first_row as usize).min(v.len());
-        let len = len.min(v.len() - start);
-        Ok(v.slice(start, len))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::BAD_FILE;
+    use crate::source::TableSource;
     use kura_common::Value;
 
     fn table(text: &str, options: &CsvOptions) -> ExecResult<CsvTable> {

@@ -1,8 +1,10 @@
-//! Files as tables (DESIGN.md "Files and Arrow"): `read_parquet` and `read_csv` are table
+//! Files as tables (DESIGN.md "Files and Arrow"): `read_parquet`, `read_csv` and `read_json` are table
 //! sources the scan reads by row group, like stored tables, so the out-of-order runtime
 //! runs them as morsels and zone maps (row-group statistics) skip what a filter excludes.
 
 pub mod csv;
+pub mod decoded;
+pub mod json;
 pub mod parquet;
 
 use std::path::PathBuf;
@@ -83,5 +85,13 @@ mod tests {
             expand("plain.parquet").unwrap(),
             [PathBuf::from("plain.parquet")]
         );
+    }
+}
+
+/// A file that cannot be read as its format says, named in the message.
+pub(crate) fn bad(path: &std::path::Path, what: impl std::fmt::Display) -> ExecError {
+    ExecError::File {
+        code: BAD_FILE,
+        message: format!("{}: {what}", path.display()),
     }
 }

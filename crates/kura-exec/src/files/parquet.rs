@@ -17,7 +17,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use super::{io_error, BAD_FILE};
+use super::{bad, io_error};
 use crate::arrow::{arrow_to_vector, kura_type};
 use crate::error::{ExecError, ExecResult};
 use crate::source::{ColumnStatistics, SourceColumn, TableSource, Zone};
@@ -71,13 +71,6 @@ impl std::fmt::Debug for ParquetTable {
             )
             .field("rows", &self.rows)
             .finish()
-    }
-}
-
-fn bad(path: &Path, what: impl std::fmt::Display) -> ExecError {
-    ExecError::File {
-        code: BAD_FILE,
-        message: format!("{}: {what}", path.display()),
     }
 }
 

@@ -1,4 +1,5 @@
-//! Files in FROM: `read_parquet('f.parquet')`, `read_csv('f.csv', header => true)` (a path
+//! Files in FROM: `read_parquet('f.parquet')`, `read_csv('f.csv', header => true)`,
+//! `read_json('f.jsonl')` (a path
 //! or a glob) and a quoted name with a file extension, `FROM "f.parquet"`, bound to the
 //! table the catalog opens for them (DESIGN.md "Files and Arrow").
 
@@ -16,7 +17,14 @@ use kura_exec::expr::PhysExpr;
 pub(super) fn is_file_function(name: &str) -> bool {
     matches!(
         name,
-        "read_parquet" | "parquet_scan" | "read_csv" | "read_csv_auto"
+        "read_parquet"
+            | "parquet_scan"
+            | "read_csv"
+            | "read_csv_auto"
+            | "read_json"
+            | "read_json_auto"
+            | "read_ndjson"
+            | "read_ndjson_auto"
     )
 }
 
@@ -100,6 +108,8 @@ impl Binder<'_> {
         }
         let format = if csv {
             FileFormat::Csv(options)
+        } else if name.starts_with("read_json") || name.starts_with("read_ndjson") {
+            FileFormat::Json
         } else {
             FileFormat::Parquet
         };

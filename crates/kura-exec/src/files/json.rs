@@ -1,0 +1,305 @@
+//! JSON files as a table source (`read_json`): newline-delimited objects (one per line, the
+//! `.jsonl` / `.ndjson` form) or one array of objects. Columns are the keys in the order they
+//! first appear; types come from a sample (arrow-json's inference: integers, doubles,
+//! booleans, text), and a text column whose sampled values are all dates or timestamps reads
+//! as DATE or TIMESTAMP. The files are decoded by arrow-json through the Arrow converter into a
+//! [`DecodedTable`]. Nested values (objects, arrays) are refused, naming the column.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_json::reader::infer_json_schema_from_iterator;
+use arrow_json::ReaderBuilder;
+use arrow_schema::{ArrowError, DataType as ArrowType, Field, Schema, SchemaRef, TimeUnit};
+use kura_common::DataType;
+use serde_json::Value as Json;
+
+use super::decoded::{DecodedTable, GROUP_ROWS};
+use super::{bad, io_error};
+use crate::arrow::kura_type;
+use crate::error::{ExecError, ExecResult};
+use crate::source::SourceColumn;
+
+/// Records the types are inferred from.
+const SNIFF_RECORDS: usize = 20_000;
+
+/// JSON files decoded into columns.
+pub type JsonTable = DecodedTable;
+
+/// Whether the file is one JSON array (else newline-delimited objects).
+fn is_array(path: &Path) -> ExecResult<bool> {
+    let mut reader = BufReader::new(File::open(path).map_err(|e| io_error(path, e))?);
+    loop {
+        let buf = reader.fill_buf().map_err(|e| io_error(path, e))?;
+        let Some(&b) = buf.first() else {
+            return Ok(false);
+        };
+        if b.is_ascii_whitespace() {
+            reader.consume(1);
+            continue;
+        }
+        return Ok(b == b'[');
+    }
+}
+
+/// An array file's objects (the whole file is parsed: an array has no line to stop at).
+fn array_rows(path: &Path) -> ExecResult<Vec<Json>> {
+    let file = File::open(path).map_err(|e| io_error(path, e))?;
+    match serde_json::from_reader(BufReader::new(file)) {
+        Ok(Json::Array(rows)) => Ok(rows),
+        Ok(_) => Err(bad(path, "not an array of JSON objects")),
+        Err(e) => Err(bad(path, format!("not JSON ({e})"))),
+    }
+}
+
+/// The first `SNIFF_RECORDS` objects of a newline-delimited file, and their keys in order.
+fn sample_lines(path: &Path) -> ExecResult<(Vec<Json>, Vec<String>)> {
+    let mut reader = BufReader::new(File::open(path).map_err(|e| io_error(path, e))?);
+    let mut out = Vec::new();
+    let mut keys = Vec::new();
+    let mut line = String::new();
+    let mut number = 0usize;
+    while out.len() < SNIFF_RECORDS {
+        line.clear();
+        number += 1;
+        if reader.read_line(&mut line).map_err(|e| io_error(path, e))? == 0 {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Json = serde_json::from_str(&line)
+            .map_err(|e| bad(path, format!("line {number} is not JSON ({e})")))?;
+        out.push(v);
+        keys.push(serde_json::from_str::<Keys>(&line).unwrap_or(Keys(Vec::new())));
+    }
+    let _ = reader.rewind();
+    Ok((out, key_order(keys)))
+}
+
+/// An object's keys in the order written (serde_json's own map sorts them).
+struct Keys(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for Keys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Keys, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Keys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Keys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                    keys.push(k);
+                }
+                Ok(Keys(keys))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// The union of `objects`' keys, each where it first appears.
+fn key_order(objects: impl IntoIterator<Item = Keys>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut order = Vec::new();
+    for Keys(keys) in objects {
+        for k in keys {
+            if seen.insert(k.clone()) {
+                order.push(k);
+            }
+        }
+    }
+    order
+}
+
+/// The type a text column's sampled values all have: DATE, TIMESTAMP or text.
+fn text_type(rows: &[Json], key: &str) -> ArrowType {
+    let texts: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.get(key).and_then(Json::as_str))
+        .collect();
+    if texts.is_empty() {
+        return ArrowType::Utf8;
+    }
+    let date = |t: &&str| t.len() == 10 && kura_common::date::parse_date(t).is_ok();
+    if texts.iter().all(date) {
+        return ArrowType::Date32;
+    }
+    let timestamp = |t: &&str| {
+        t.len() >= 16
+            && t.as_bytes()[10] == b' '
+            && kura_common::timestamp::parse_timestamp(t).is_ok()
+    };
+    if texts.iter().all(timestamp) {
+        return ArrowType::Timestamp(TimeUnit::Microsecond, None);
+    }
+    ArrowType::Utf8
+}
+
+/// The columns of the sampled `rows` (with keys `order`), and the Arrow schema the reader
+/// decodes with.
+fn infer(
+    path: &Path,
+    rows: &[Json],
+    order: Vec<String>,
+) -> ExecResult<(Vec<SourceColumn>, SchemaRef)> {
+    if let Some(r) = rows.iter().find(|r| !r.is_object()) {
+        let shown: String = r.to_string().chars().take(40).collect();
+        return Err(bad(path, format!("a record is not a JSON object: {shown}")));
+    }
+    let inferred = infer_json_schema_from_iterator(rows.iter().map(Ok::<_, ArrowError>))
+        .map_err(|e| bad(path, e))?;
+    let mut columns = Vec::new();
+    let mut fields = Vec::new();
+    for key in order {
+        let arrow_t = match inferred.field_with_name(&key).map(|f| f.data_type()) {
+            Ok(ArrowType::Null) | Err(_) => ArrowType::Utf8,
+            Ok(ArrowType::Utf8) => text_type(rows, &key),
+            Ok(t @ (ArrowType::List(_) | ArrowType::Struct(_))) => {
+                let what = if matches!(t, ArrowType::List(_)) {
+                    "arrays"
+                } else {
+                    "objects"
+                };
+                return Err(ExecError::Unsupported(format!(
+                    "{}: column {key:?} holds nested JSON ({what}); read_json reads \
+                     scalar fields (numbers, text, booleans, null) only",
+                    path.display()
+                )));
+            }
+            Ok(t) => t.clone(),
+        };
+        let t: DataType = kura_type(&arrow_t, &key)?;
+        columns.push(SourceColumn {
+            name: key.clone(),
+            data_type: t,
+            nullable: true,
+        });
+        fields.push(Field::new(key, arrow_t, true));
+    }
+    if columns.is_empty() {
+        return Err(bad(path, "no JSON object with a field in the file"));
+    }
+    Ok((columns, Arc::new(Schema::new(fields))))
+}
+
+/// Opening JSON files.
+impl JsonTable {
+    /// Reads `paths` (at least one): the first file's sampled keys and types are the table's;
+    /// a later file's key the first lacks is an error, a key it lacks reads as NULL.
+    pub fn open_json(paths: &[PathBuf]) -> ExecResult<JsonTable> {
+        let Some(first) = paths.first() else {
+            return Err(ExecError::Internal("read_json of no file".into()));
+        };
+        let (sample, order) = if is_array(first)? {
+            let mut rows = array_rows(first)?;
+            rows.truncate(SNIFF_RECORDS);
+            let file = File::open(first).map_err(|e| io_error(first, e))?;
+            let keys: Vec<Keys> = serde_json::from_reader(BufReader::new(file)).unwrap_or_default();
+            (rows, key_order(keys.into_iter().take(SNIFF_RECORDS)))
+        } else {
+            sample_lines(first)?
+        };
+        let (columns, schema) = infer(first, &sample, order)?;
+        drop(sample);
+        DecodedTable::decode("read_json", columns, paths, |path| {
+            let builder = ReaderBuilder::new(schema.clone())
+                .with_batch_size(GROUP_ROWS)
+                .with_strict_mode(true)
+                .with_coerce_primitive(true);
+            let batches: Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>>> =
+                if is_array(path)? {
+                    let rows = array_rows(path)?;
+                    let mut decoder = builder.build_decoder().map_err(|e| bad(path, e))?;
+                    let mut out = Vec::new();
+                    for chunk in rows.chunks(GROUP_ROWS) {
+                        decoder.serialize(chunk).map_err(|e| bad(path, e))?;
+                        if let Some(rb) = decoder.flush().map_err(|e| bad(path, e))? {
+                            out.push(Ok(rb));
+                        }
+                    }
+                    Box::new(out.into_iter())
+                } else {
+                    let file = File::open(path).map_err(|e| io_error(path, e))?;
+                    Box::new(
+                        builder
+                            .build(BufReader::new(file))
+                            .map_err(|e| bad(path, e))?,
+                    )
+                };
+            Ok(batches)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::TableSource;
+    use kura_common::Value;
+
+    fn table(text: &str, name: &str) -> ExecResult<JsonTable> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        JsonTable::open_json(&[path])
+    }
+
+    fn described(t: &JsonTable) -> Vec<String> {
+        t.columns
+            .iter()
+            .map(|c| format!("{} {}", c.name, c.data_type))
+            .collect()
+    }
+
+    #[test]
+    fn lines_and_arrays_read_alike() {
+        let lines = "{\"id\": 1, \"name\": \"ann\", \"day\": \"2024-01-02\", \"ok\": true}\n\
+                     \n\
+                     {\"id\": 2, \"score\": 2.5, \"name\": null, \"day\": \"2024-02-03\"}\n";
+        let array = "[{\"id\": 1, \"name\": \"ann\", \"day\": \"2024-01-02\", \"ok\": true},\
+                      {\"id\": 2, \"score\": 2.5, \"name\": null, \"day\": \"2024-02-03\"}]";
+        for t in [
+            table(lines, "t.jsonl").unwrap(),
+            table(array, "t.json").unwrap(),
+        ] {
+            assert_eq!(
+                described(&t),
+                [
+                    "id BIGINT",
+                    "name VARCHAR",
+                    "day DATE",
+                    "ok BOOLEAN",
+                    "score DOUBLE"
+                ]
+            );
+            assert_eq!(t.row_count(), 2);
+            let score = t.read_range(4, 0, 2).unwrap();
+            assert_eq!(score.get_value(0), Value::Null);
+            assert_eq!(score.get_value(1), Value::Double(2.5));
+            let day = t.read_range(2, 0, 2).unwrap();
+            assert_eq!(
+                day.get_value(1),
+                Value::Date(kura_common::date::parse_date("2024-02-03").unwrap())
+            );
+        }
+    }
+
+    #[test]
+    fn nested_and_broken_files_are_refused() {
+        let e = table("{\"a\": {\"b\": 1}}\n", "n.jsonl").unwrap_err();
+        assert!(e.to_string().contains("nested JSON"), "{e}");
+        let e = table("{\"a\": 1}\n{\"a\": \n", "b.jsonl").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        let e = table("[1, 2]", "s.json").unwrap_err();
+        assert!(e.to_string().contains("not a JSON object"), "{e}");
+        let e = table("", "e.jsonl").unwrap_err();
+        assert!(e.to_string().contains("no JSON object"), "{e}");
+    }
+}
