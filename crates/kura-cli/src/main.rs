@@ -463,6 +463,11 @@ fn run_sql_on_stack(
 ) -> Result<(), String> {
     let statements = kura::session::parse(sql).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
+    if opts.format == Format::Arrow && std::io::IsTerminal::is_terminal(&out) {
+        return Err(
+            "--format arrow writes binary Arrow IPC: redirect it to a file or a pipe".into(),
+        );
+    }
     for stmt in &statements {
         let r = session.execute_statement(stmt).map_err(|e| e.to_string())?;
         format::print(&mut out, &r, opts).map_err(|e| e.to_string())?;

@@ -1,5 +1,7 @@
 //! Printing results: an aligned table (or one record per block, `\x`) for people;
-//! RFC 4180 CSV, TSV, JSON, JSON lines and markdown for programs and documents.
+//! RFC 4180 CSV, TSV, JSON, JSON lines, markdown and Arrow IPC for programs and documents.
+
+mod arrow_stream;
 
 use std::io::{self, Write};
 
@@ -24,6 +26,8 @@ pub enum Format {
     Jsonl,
     /// A GitHub-flavoured markdown table.
     Markdown,
+    /// An Arrow IPC stream (binary: for a file or a pipe, `pyarrow.ipc.open_stream`).
+    Arrow,
 }
 
 impl Format {
@@ -51,6 +55,7 @@ impl Format {
             Format::JsonArrays => "json-arrays",
             Format::Jsonl => "jsonl",
             Format::Markdown => "markdown",
+            Format::Arrow => "arrow",
         }
     }
 }
@@ -132,6 +137,7 @@ pub fn print(out: &mut dyn Write, r: &QueryResult, opts: &Options) -> io::Result
             }
         }
         Format::Markdown => markdown(out, r, rows, opts)?,
+        Format::Arrow => arrow_stream::write(out, r, shown)?,
     }
     if shown < total {
         // On stderr for machine formats, so the data stays parseable.
