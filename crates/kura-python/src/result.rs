@@ -147,49 +147,14 @@ impl PyQueryResult {
         let converted: Result<(Vec<RecordBatch>, Arc<Schema>), kura::KuraError> =
             py.detach(move || {
                 let schema = Arc::new(kura_exec::arrow::arrow_schema(&columns)?);
-                let mut out = Vec::new();
-                // kura's batches are a few thousand rows; Arrow's consumers pay per chunk
-                // (each crosses the C interface and becomes a pandas block), so rows go
-                // over in chunks of ARROW_CHUNK_ROWS.
-                let mut pending: Option<Batch> = None;
-                for (s, b) in taken {
-                    let len = b.len();
-                    if s + len <= start {
-                        continue;
-                    }
-                    let b = b.compact();
-                    let b = if s < start {
-                        let skip = start - s;
-                        let columns = b
-                            .columns
-                            .iter()
-                            .map(|v| v.slice(skip, len - skip))
-                            .collect();
-                        let mut sliced = Batch::new(columns);
-                        sliced.num_rows = len - skip;
-                        sliced
-                    } else {
-                        b
-                    };
-                    let merged = match pending.take() {
-                        None => b,
-                        Some(mut m) => {
-                            for (all, part) in m.columns.iter_mut().zip(&b.columns) {
-                                all.append(part);
-                            }
-                            m.num_rows += b.num_rows;
-                            m
-                        }
-                    };
-                    if merged.num_rows >= ARROW_CHUNK_ROWS {
-                        out.push(kura_exec::arrow::batch_to_arrow(merged, &schema)?);
-                    } else {
-                        pending = Some(merged);
-                    }
-                }
-                if let Some(m) = pending {
-                    out.push(kura_exec::arrow::batch_to_arrow(m, &schema)?);
-                }
+                let batches = taken.into_iter().map(|(_, b)| b);
+                let out = kura_exec::arrow::batches_to_arrow(
+                    batches,
+                    &schema,
+                    start,
+                    usize::MAX,
+                    ARROW_CHUNK_ROWS,
+                )?;
                 Ok((out, schema))
             });
         let (batches, schema) = converted.map_err(db_error)?;

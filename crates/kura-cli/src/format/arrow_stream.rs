@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use arrow_ipc::writer::StreamWriter;
 use kura::QueryResult;
-use kura_common::Batch;
 
 fn other(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
@@ -21,21 +20,11 @@ pub fn write(out: &mut dyn Write, r: &QueryResult, rows: usize) -> io::Result<()
         .collect();
     let schema = Arc::new(kura_exec::arrow::arrow_schema(&columns).map_err(other)?);
     let mut writer = StreamWriter::try_new(out, &schema).map_err(other)?;
-    let mut left = rows;
-    for b in &r.batches {
-        if left == 0 {
-            break;
-        }
-        let b = b.clone().compact();
-        let b = if b.len() > left {
-            let mut cut = Batch::new(b.columns.iter().map(|v| v.slice(0, left)).collect());
-            cut.num_rows = left;
-            cut
-        } else {
-            b
-        };
-        left -= b.len();
-        let rb = kura_exec::arrow::batch_to_arrow(b, &schema).map_err(other)?;
+    // One IPC message per kura batch would be thousands of small ones.
+    let batches = r.batches.iter().cloned();
+    for rb in
+        kura_exec::arrow::batches_to_arrow(batches, &schema, 0, rows, 122_880).map_err(other)?
+    {
         writer.write(&rb).map_err(other)?;
     }
     writer.finish().map_err(other)

@@ -5,4 +5,4 @@ mod from_arrow;
 mod to_arrow;
 
 pub use from_arrow::{arrow_to_vector, batch_from_arrow, kura_type};
-pub use to_arrow::{arrow_schema, arrow_type, batch_to_arrow, vector_to_arrow};
+pub use to_arrow::{arrow_schema, arrow_type, batch_to_arrow, batches_to_arrow, vector_to_arrow};

@@ -245,6 +245,61 @@ pub fn batch_to_arrow(batch: Batch, schema: &SchemaRef) -> ExecResult<RecordBatc
     .map_err(|e| ExecError::Internal(format!("building an Arrow batch: {e}")))
 }
 
+/// Rows `skip .. skip + take` of `batches` as `RecordBatch`es of `schema`, merged into chunks
+/// of at least `chunk_rows` rows (kura's batches are a few thousand rows; Arrow's consumers
+/// pay per chunk: each crosses the C interface, becomes a pandas block, an IPC message).
+pub fn batches_to_arrow(
+    batches: impl IntoIterator<Item = Batch>,
+    schema: &SchemaRef,
+    skip: usize,
+    take: usize,
+    chunk_rows: usize,
+) -> ExecResult<Vec<RecordBatch>> {
+    let mut out = Vec::new();
+    let mut pending: Option<Batch> = None;
+    let (mut skip, mut left) = (skip, take);
+    for b in batches {
+        if left == 0 {
+            break;
+        }
+        let b = b.compact();
+        let len = b.len();
+        if len <= skip {
+            skip -= len;
+            continue;
+        }
+        let keep = (len - skip).min(left);
+        let b = if keep < len {
+            let mut cut = Batch::new(b.columns.iter().map(|v| v.slice(skip, keep)).collect());
+            cut.num_rows = keep;
+            cut
+        } else {
+            b
+        };
+        skip = 0;
+        left -= keep;
+        let merged = match pending.take() {
+            None => b,
+            Some(mut m) => {
+                for (all, part) in m.columns.iter_mut().zip(&b.columns) {
+                    all.append(part);
+                }
+                m.num_rows += b.num_rows;
+                m
+            }
+        };
+        if merged.num_rows >= chunk_rows {
+            out.push(batch_to_arrow(merged, schema)?);
+        } else {
+            pending = Some(merged);
+        }
+    }
+    if let Some(m) = pending {
+        out.push(batch_to_arrow(m, schema)?);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
