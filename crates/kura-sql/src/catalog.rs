@@ -128,14 +128,14 @@ pub trait CatalogProvider {
     fn database_bytes(&self) -> Option<u64> {
         None
     }
-    /// The files `pattern` names (a path, or a glob) as one table of `format`
+    /// The files `patterns` name (paths, or globs) as one table of `format`
     /// (`read_parquet('f.parquet')`), if this session may read them.
     fn file_table(
         &self,
         format: &FileFormat,
-        pattern: &str,
+        patterns: &[String],
     ) -> Result<Arc<dyn TableSource>, kura_exec::ExecError> {
-        let _ = pattern;
+        let _ = patterns;
         Err(kura_exec::ExecError::Unsupported(format!(
             "reading {} files here (no database session)",
             format.name()

@@ -14,12 +14,25 @@ use crate::copy::FileAccess;
 
 const PERMISSION_DENIED: &str = "42501";
 
-/// The table of the files `pattern` (a path or a glob) names, in `format`.
+/// The table of the files `patterns` (paths or globs) name, in `format`, in the order given.
 pub(crate) fn open(
     access: &FileAccess,
     format: &FileFormat,
-    pattern: &str,
+    patterns: &[String],
 ) -> Result<Arc<dyn TableSource>, ExecError> {
+    let mut paths = Vec::new();
+    for pattern in patterns {
+        paths.extend(expand(access, pattern)?);
+    }
+    match format {
+        FileFormat::Parquet => Ok(Arc::new(ParquetTable::open(&paths)?)),
+        FileFormat::Csv(options) => Ok(Arc::new(CsvTable::open_csv(&paths, options)?)),
+        FileFormat::Json => Ok(Arc::new(JsonTable::open_json(&paths)?)),
+    }
+}
+
+/// The files `pattern` names, where this session may read them.
+fn expand(access: &FileAccess, pattern: &str) -> Result<Vec<PathBuf>, ExecError> {
     let full = match access {
         FileAccess::Any => PathBuf::from(pattern),
         FileAccess::Under(dir) => dir.join(pattern),
@@ -57,9 +70,5 @@ pub(crate) fn open(
             *p = real;
         }
     }
-    match format {
-        FileFormat::Parquet => Ok(Arc::new(ParquetTable::open(&paths)?)),
-        FileFormat::Csv(options) => Ok(Arc::new(CsvTable::open(&paths, options)?)),
-        FileFormat::Json => Ok(Arc::new(JsonTable::open_json(&paths)?)),
-    }
+    Ok(paths)
 }

@@ -245,9 +245,9 @@ impl CatalogProvider for StorageCatalog<'_> {
     fn file_table(
         &self,
         format: &kura_sql::FileFormat,
-        pattern: &str,
+        patterns: &[String],
     ) -> Result<Arc<dyn TableSource>, ExecError> {
-        crate::files::open(self.file_access, format, pattern)
+        crate::files::open(self.file_access, format, patterns)
     }
     fn sequence(&self, name: &str) -> Option<kura_exec::expr::SeqRef> {
         let entry = self.catalog.sequence(name)?;

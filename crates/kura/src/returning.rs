@@ -149,8 +149,8 @@ impl CatalogProvider for Overlay<'_> {
     fn file_table(
         &self,
         format: &kura_sql::FileFormat,
-        pattern: &str,
+        patterns: &[String],
     ) -> Result<Arc<dyn TableSource>, kura_exec::ExecError> {
-        self.inner.file_table(format, pattern)
+        self.inner.file_table(format, patterns)
     }
 }

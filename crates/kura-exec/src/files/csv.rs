@@ -1,19 +1,21 @@
 //! CSV files as a table source (`read_csv`): a sniffer finds the delimiter, whether the
 //! first line is a header and each column's type from a sample (arrow-csv's inference:
-//! integers, doubles, booleans, dates, timestamps, text), then the files are decoded by
-//! arrow-csv through the Arrow converter into a [`DecodedTable`] (held in memory while the
-//! statement runs; the files are read once, when the statement is planned).
+//! integers, doubles, booleans, dates, timestamps, text); the files are then read as a
+//! [`TextTable`], piece by piece through arrow-csv and the Arrow converter while the
+//! statement runs.
 
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use arrow_csv::reader::{Format, ReaderBuilder};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use kura_common::DataType;
 
-use super::decoded::{DecodedTable, GROUP_ROWS};
+use super::split::{Piece, Syntax};
+use super::text::{TextTable, GROUP_ROWS};
 use super::{bad, io_error};
 use crate::arrow::kura_type;
 use crate::error::{ExecError, ExecResult};
@@ -31,10 +33,35 @@ pub struct CsvOptions {
     pub header: Option<bool>,
     pub delimiter: Option<u8>,
     pub quote: Option<u8>,
+    /// Names of the first columns, in order (the rest keep theirs).
+    pub names: Option<Vec<String>>,
+    /// Types of the first columns, in order, instead of the sniffed ones.
+    pub types: Option<Vec<DataType>>,
+    /// Every column read as text (DuckDB's `all_varchar`).
+    pub all_text: bool,
+    /// The text that means NULL (else an empty field does).
+    pub null: Option<String>,
 }
 
-/// CSV files decoded into columns.
-pub type CsvTable = DecodedTable;
+/// Whether arrow-csv parses fields straight into type `t` (the types kura holds as checked
+/// text — UUID, JSON, bounded VARCHAR — are read as TEXT and cast).
+fn parsed_directly(t: DataType) -> bool {
+    matches!(
+        t,
+        DataType::Boolean
+            | DataType::SmallInt
+            | DataType::Integer
+            | DataType::BigInt
+            | DataType::Double
+            | DataType::Decimal { .. }
+            | DataType::Date
+            | DataType::Timestamp
+            | DataType::Varchar(None)
+    )
+}
+
+/// CSV files read as a table.
+pub type CsvTable = TextTable;
 
 /// The first `SNIFF_LINES` lines' bytes of `path`.
 fn head(path: &Path) -> ExecResult<Vec<u8>> {
@@ -140,7 +167,7 @@ fn sniff_header(path: &Path, delim: u8, quote: u8) -> ExecResult<bool> {
 impl CsvTable {
     /// Reads `paths` (at least one): the first file's sniffed layout and types are the
     /// table's; every file must have as many fields per line.
-    pub fn open(paths: &[PathBuf], options: &CsvOptions) -> ExecResult<CsvTable> {
+    pub fn open_csv(paths: &[PathBuf], options: &CsvOptions) -> ExecResult<CsvTable> {
         let Some(first) = paths.first() else {
             return Err(ExecError::Internal("read_csv of no file".into()));
         };
@@ -153,23 +180,56 @@ impl CsvTable {
             Some(h) => h,
             None => sniff_header(first, delim, quote)?,
         };
-        let format = Format::default()
+        let mut format = Format::default()
             .with_delimiter(delim)
             .with_quote(quote)
             .with_header(header);
+        if let Some(null) = &options.null {
+            let exact = regex::Regex::new(&format!("^{}$", regex::escape(null)))
+                .map_err(|e| ExecError::Internal(format!("read_csv nullstr: {e}")))?;
+            format = format.with_null_regex(exact);
+        }
         let inferred = infer(first, &format)?;
+        let width = inferred.fields().len();
+        for (what, given) in [
+            ("names", options.names.as_ref().map(Vec::len)),
+            ("types", options.types.as_ref().map(Vec::len)),
+        ] {
+            if let Some(n) = given.filter(|&n| n > width) {
+                return Err(ExecError::File {
+                    code: "42601",
+                    message: format!(
+                        "read_csv: {n} {what} given for the {width} columns of {}",
+                        first.display()
+                    ),
+                });
+            }
+        }
+        let chosen = |i: usize| -> Option<DataType> {
+            if options.all_text {
+                return Some(DataType::Varchar(None));
+            }
+            options.types.as_ref().and_then(|t| t.get(i).copied())
+        };
+        if let Some(t) = (0..width).filter_map(chosen).find(|&t| !parsed_directly(t)) {
+            return Err(ExecError::Unsupported(format!(
+                "read_csv reading a column as {t} (read it as TEXT and cast)"
+            )));
+        }
         let mut columns = Vec::with_capacity(inferred.fields().len());
         let mut fields = Vec::with_capacity(inferred.fields().len());
         for (i, f) in inferred.fields().iter().enumerate() {
             // arrow-csv names headerless columns column_1 ...; kura (as DuckDB) column0 ...
-            let name = if header {
-                f.name().clone()
-            } else {
-                format!("column{i}")
+            let name = match options.names.as_ref().and_then(|n| n.get(i)) {
+                Some(n) => n.clone(),
+                None if header => f.name().clone(),
+                None => format!("column{i}"),
             };
             // A column empty in every sampled line (arrow-csv's Null type; the trailing
             // delimiter of a dbgen .tbl line makes one) reads as text.
-            let (t, arrow_t) = if f.data_type() == &ArrowType::Null {
+            let (t, arrow_t) = if let Some(t) = chosen(i) {
+                (t, crate::arrow::arrow_type(t))
+            } else if f.data_type() == &ArrowType::Null {
                 (DataType::Varchar(None), ArrowType::Utf8)
             } else {
                 let t = kura_type(f.data_type(), &name).map_err(|e| match e {
@@ -188,14 +248,30 @@ impl CsvTable {
             fields.push(Field::new(name, arrow_t, true));
         }
         let schema = Arc::new(Schema::new(fields));
-        DecodedTable::decode("read_csv", columns, paths, |path| {
-            let file = File::open(path).map_err(|e| io_error(path, e))?;
+        let pieces = format.clone().with_header(false);
+        let decode = move |path: &Path, piece: &Piece, bytes: &[u8]| {
+            // arrow-csv counts lines from the piece's start.
+            let located = |e| {
+                bad(
+                    path,
+                    format!("{e} (counting from record {})", piece.record + 1),
+                )
+            };
             ReaderBuilder::new(schema.clone())
-                .with_format(format.clone())
+                .with_format(pieces.clone())
                 .with_batch_size(GROUP_ROWS)
-                .build(BufReader::new(file))
-                .map_err(|e| bad(path, e))
-        })
+                .build(bytes)
+                .map_err(located)?
+                .collect::<Result<Vec<RecordBatch>, _>>()
+                .map_err(located)
+        };
+        TextTable::new(
+            "read_csv",
+            columns,
+            paths,
+            Syntax::Csv { quote, header },
+            Box::new(decode),
+        )
     }
 }
 
@@ -206,11 +282,12 @@ mod tests {
     use crate::source::TableSource;
     use kura_common::Value;
 
-    fn table(text: &str, options: &CsvOptions) -> ExecResult<CsvTable> {
+    fn table(text: &str, options: &CsvOptions) -> ExecResult<(tempfile::TempDir, CsvTable)> {
+        // The directory lives as long as the table: its files are read while it is scanned.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.csv");
         std::fs::write(&path, text).unwrap();
-        CsvTable::open(&[path], options)
+        Ok((dir, CsvTable::open_csv(&[path], options)?))
     }
 
     fn names(t: &CsvTable) -> Vec<(String, String)> {
@@ -222,7 +299,7 @@ mod tests {
 
     #[test]
     fn delimiter_header_and_types_are_sniffed() {
-        let t = table(
+        let (_dir, t) = table(
             "id;name;price;day;ok\n1;ann;1.5;2024-01-02;true\n2;\"b;c\";;2024-02-03;false\n",
             &CsvOptions::default(),
         )
@@ -247,10 +324,10 @@ mod tests {
 
     #[test]
     fn a_headerless_file_is_told_apart_and_options_win() {
-        let t = table("1\t2\n3\t4\n", &CsvOptions::default()).unwrap();
+        let (_dir, t) = table("1\t2\n3\t4\n", &CsvOptions::default()).unwrap();
         assert_eq!(names(&t)[0], ("column0".into(), "BIGINT".into()));
         assert_eq!(t.row_count(), 2);
-        let t = table(
+        let (_dir, t) = table(
             "a,b\nc,d\n",
             &CsvOptions {
                 header: Some(false),
@@ -259,14 +336,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.row_count(), 2);
-        let t = table("a,b\nc,d\n", &CsvOptions::default()).unwrap();
+        let (_dir, t) = table("a,b\nc,d\n", &CsvOptions::default()).unwrap();
         assert_eq!((t.row_count(), t.columns[0].name.as_str()), (1, "a"));
     }
 
     #[test]
     fn an_empty_column_reads_as_text() {
         // dbgen's .tbl lines end in the delimiter: a last column empty everywhere.
-        let t = table("1|a|\n2|b|\n", &CsvOptions::default()).unwrap();
+        let (_dir, t) = table("1|a|\n2|b|\n", &CsvOptions::default()).unwrap();
         assert_eq!(
             names(&t),
             [
@@ -283,5 +360,37 @@ mod tests {
         let e = table("a,b\n1,2\n3\n", &CsvOptions::default()).unwrap_err();
         assert_eq!(e.sqlstate(), BAD_FILE);
         assert!(e.to_string().contains("t.csv"), "{e}");
+    }
+
+    #[test]
+    fn a_file_of_several_pieces_reads_every_record_once() {
+        // Quoted line ends and blank lines near and across the pieces' cuts.
+        let mut text = String::from("id,note\n");
+        let n = 2 * GROUP_ROWS + 777;
+        for i in 0..n {
+            if i % 1000 == 999 {
+                text.push_str("\r\n");
+            }
+            if i % 3 == 0 {
+                text.push_str(&format!("{i},\"line\nend \"\"{i}\"\"\"\n"));
+            } else {
+                text.push_str(&format!("{i},plain {i}\n"));
+            }
+        }
+        let (_dir, t) = table(&text, &CsvOptions::default()).unwrap();
+        assert_eq!(t.row_count(), n as u64);
+        assert_eq!(t.row_groups().len(), 3);
+        let ids = t.read_range(0, 0, n).unwrap();
+        assert!((0..n).all(|i| ids.get_value(i) == Value::BigInt(i as i64)));
+        let at = GROUP_ROWS as u64 - 1;
+        let note = |i: u64| match i % 3 {
+            0 => Value::Text(format!("line\nend \"{i}\"")),
+            _ => Value::Text(format!("plain {i}")),
+        };
+        let notes = t.read_range(1, at, 2).unwrap();
+        assert_eq!(
+            (notes.get_value(0), notes.get_value(1)),
+            (note(at), note(at + 1))
+        );
     }
 }

@@ -2,11 +2,12 @@
 //! `.jsonl` / `.ndjson` form) or one array of objects. Columns are the keys in the order they
 //! first appear; types come from a sample (arrow-json's inference: integers, doubles,
 //! booleans, text), and a text column whose sampled values are all dates or timestamps reads
-//! as DATE or TIMESTAMP. The files are decoded by arrow-json through the Arrow converter into a
-//! [`DecodedTable`]. Nested values (objects, arrays) are refused, naming the column.
+//! as DATE or TIMESTAMP. The files are then read as a [`TextTable`], piece by piece through
+//! arrow-json and the Arrow converter while the statement runs. Nested values (objects,
+//! arrays) are refused, naming the column.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,7 +18,8 @@ use arrow_schema::{ArrowError, DataType as ArrowType, Field, Schema, SchemaRef, 
 use kura_common::DataType;
 use serde_json::Value as Json;
 
-use super::decoded::{DecodedTable, GROUP_ROWS};
+use super::split::{self, Piece, Syntax};
+use super::text::{TextTable, GROUP_ROWS};
 use super::{bad, io_error};
 use crate::arrow::kura_type;
 use crate::error::{ExecError, ExecResult};
@@ -26,58 +28,36 @@ use crate::source::SourceColumn;
 /// Records the types are inferred from.
 const SNIFF_RECORDS: usize = 20_000;
 
-/// JSON files decoded into columns.
-pub type JsonTable = DecodedTable;
+/// JSON files read as a table.
+pub type JsonTable = TextTable;
 
-/// Whether the file is one JSON array (else newline-delimited objects).
-fn is_array(path: &Path) -> ExecResult<bool> {
-    let mut reader = BufReader::new(File::open(path).map_err(|e| io_error(path, e))?);
-    loop {
-        let buf = reader.fill_buf().map_err(|e| io_error(path, e))?;
-        let Some(&b) = buf.first() else {
-            return Ok(false);
-        };
-        if b.is_ascii_whitespace() {
-            reader.consume(1);
-            continue;
-        }
-        return Ok(b == b'[');
+/// The first `SNIFF_RECORDS` objects of the file, and their keys in order (the file read only
+/// that far).
+fn sample(path: &Path) -> ExecResult<(Vec<Json>, Vec<String>)> {
+    let Some(piece) = split::head(path, Syntax::Json, SNIFF_RECORDS)? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let mut bytes = vec![0u8; (piece.bytes.end - piece.bytes.start) as usize];
+    File::open(path)
+        .and_then(|f| f.read_exact_at(&mut bytes, piece.bytes.start))
+        .map_err(|e| io_error(path, e))?;
+    let not_json = |e: serde_json::Error| bad(path, format!("not JSON ({e})"));
+    if piece.in_array {
+        let text = array_text(&bytes);
+        let rows: Vec<Json> = serde_json::from_slice(&text).map_err(not_json)?;
+        let keys: Vec<Keys> = serde_json::from_slice(&text).map_err(not_json)?;
+        Ok((rows, key_order(keys)))
+    } else {
+        let rows = serde_json::Deserializer::from_slice(&bytes)
+            .into_iter::<Json>()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(not_json)?;
+        let keys = serde_json::Deserializer::from_slice(&bytes)
+            .into_iter::<Keys>()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(not_json)?;
+        Ok((rows, key_order(keys)))
     }
-}
-
-/// An array file's objects (the whole file is parsed: an array has no line to stop at).
-fn array_rows(path: &Path) -> ExecResult<Vec<Json>> {
-    let file = File::open(path).map_err(|e| io_error(path, e))?;
-    match serde_json::from_reader(BufReader::new(file)) {
-        Ok(Json::Array(rows)) => Ok(rows),
-        Ok(_) => Err(bad(path, "not an array of JSON objects")),
-        Err(e) => Err(bad(path, format!("not JSON ({e})"))),
-    }
-}
-
-/// The first `SNIFF_RECORDS` objects of a newline-delimited file, and their keys in order.
-fn sample_lines(path: &Path) -> ExecResult<(Vec<Json>, Vec<String>)> {
-    let mut reader = BufReader::new(File::open(path).map_err(|e| io_error(path, e))?);
-    let mut out = Vec::new();
-    let mut keys = Vec::new();
-    let mut line = String::new();
-    let mut number = 0usize;
-    while out.len() < SNIFF_RECORDS {
-        line.clear();
-        number += 1;
-        if reader.read_line(&mut line).map_err(|e| io_error(path, e))? == 0 {
-            break;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Json = serde_json::from_str(&line)
-            .map_err(|e| bad(path, format!("line {number} is not JSON ({e})")))?;
-        out.push(v);
-        keys.push(serde_json::from_str::<Keys>(&line).unwrap_or(Keys(Vec::new())));
-    }
-    let _ = reader.rewind();
-    Ok((out, key_order(keys)))
 }
 
 /// An object's keys in the order written (serde_json's own map sorts them).
@@ -197,45 +177,45 @@ impl JsonTable {
         let Some(first) = paths.first() else {
             return Err(ExecError::Internal("read_json of no file".into()));
         };
-        let (sample, order) = if is_array(first)? {
-            let mut rows = array_rows(first)?;
-            rows.truncate(SNIFF_RECORDS);
-            let file = File::open(first).map_err(|e| io_error(first, e))?;
-            let keys: Vec<Keys> = serde_json::from_reader(BufReader::new(file)).unwrap_or_default();
-            (rows, key_order(keys.into_iter().take(SNIFF_RECORDS)))
-        } else {
-            sample_lines(first)?
-        };
+        let (sample, order) = sample(first)?;
         let (columns, schema) = infer(first, &sample, order)?;
         drop(sample);
-        DecodedTable::decode("read_json", columns, paths, |path| {
+        let decode = move |path: &Path, piece: &Piece, bytes: &[u8]| {
             let builder = ReaderBuilder::new(schema.clone())
                 .with_batch_size(GROUP_ROWS)
                 .with_strict_mode(true)
                 .with_coerce_primitive(true);
-            let batches: Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>>> =
-                if is_array(path)? {
-                    let rows = array_rows(path)?;
-                    let mut decoder = builder.build_decoder().map_err(|e| bad(path, e))?;
-                    let mut out = Vec::new();
-                    for chunk in rows.chunks(GROUP_ROWS) {
-                        decoder.serialize(chunk).map_err(|e| bad(path, e))?;
-                        if let Some(rb) = decoder.flush().map_err(|e| bad(path, e))? {
-                            out.push(Ok(rb));
-                        }
-                    }
-                    Box::new(out.into_iter())
-                } else {
-                    let file = File::open(path).map_err(|e| io_error(path, e))?;
-                    Box::new(
-                        builder
-                            .build(BufReader::new(file))
-                            .map_err(|e| bad(path, e))?,
-                    )
-                };
-            Ok(batches)
-        })
+            let batches: Result<Vec<RecordBatch>, ArrowError> = if piece.in_array {
+                let rows: Vec<Json> = serde_json::from_slice(&array_text(bytes))
+                    .map_err(|e| bad(path, format!("not JSON ({e})")))?;
+                let mut decoder = builder.build_decoder().map_err(|e| bad(path, e))?;
+                decoder
+                    .serialize(&rows)
+                    .and_then(|()| decoder.flush())
+                    .map(|rb| rb.into_iter().collect())
+            } else {
+                builder.build(bytes).map_err(|e| bad(path, e))?.collect()
+            };
+            batches.map_err(|e| bad(path, e))
+        };
+        TextTable::new("read_json", columns, paths, Syntax::Json, Box::new(decode))
     }
+}
+
+/// A piece of an array as an array of its own: its bytes with the file's brackets and the
+/// commas to the pieces beside it trimmed off, in new brackets.
+fn array_text(bytes: &[u8]) -> Vec<u8> {
+    let edge = |b: &u8| b.is_ascii_whitespace() || matches!(b, b'[' | b']' | b',');
+    let start = bytes.iter().position(|b| !edge(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !edge(b))
+        .map_or(start, |i| i + 1);
+    let mut text = Vec::with_capacity(end - start + 2);
+    text.push(b'[');
+    text.extend_from_slice(&bytes[start..end]);
+    text.push(b']');
+    text
 }
 
 #[cfg(test)]
@@ -244,11 +224,12 @@ mod tests {
     use crate::source::TableSource;
     use kura_common::Value;
 
-    fn table(text: &str, name: &str) -> ExecResult<JsonTable> {
+    fn table(text: &str, name: &str) -> ExecResult<(tempfile::TempDir, JsonTable)> {
+        // The directory lives as long as the table: its files are read while it is scanned.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
-        JsonTable::open_json(&[path])
+        Ok((dir, JsonTable::open_json(&[path])?))
     }
 
     fn described(t: &JsonTable) -> Vec<String> {
@@ -265,7 +246,7 @@ mod tests {
                      {\"id\": 2, \"score\": 2.5, \"name\": null, \"day\": \"2024-02-03\"}\n";
         let array = "[{\"id\": 1, \"name\": \"ann\", \"day\": \"2024-01-02\", \"ok\": true},\
                       {\"id\": 2, \"score\": 2.5, \"name\": null, \"day\": \"2024-02-03\"}]";
-        for t in [
+        for (_dir, t) in [
             table(lines, "t.jsonl").unwrap(),
             table(array, "t.json").unwrap(),
         ] {
@@ -301,5 +282,33 @@ mod tests {
         assert!(e.to_string().contains("not a JSON object"), "{e}");
         let e = table("", "e.jsonl").unwrap_err();
         assert!(e.to_string().contains("no JSON object"), "{e}");
+    }
+
+    #[test]
+    fn files_of_several_pieces_read_every_object_once() {
+        let n = GROUP_ROWS + 321;
+        let record = |i: usize| format!("{{\"id\": {i}, \"s\": \"}}{{ {i}\"}}");
+        let lines: Vec<String> = (0..n).map(record).collect();
+        let array = format!("[\n{}\n]\n", lines.join(",\n"));
+        let pretty = lines.join("\n").replace(", ", ",\n  ");
+        for (text, name) in [
+            (lines.join("\n"), "l.jsonl"),
+            (array, "a.json"),
+            (pretty, "p.json"),
+        ] {
+            let (_dir, t) = table(&text, name).unwrap();
+            assert_eq!(
+                (t.row_count(), t.row_groups().len()),
+                (n as u64, 2),
+                "{name}"
+            );
+            let ids = t.read_range(0, 0, n).unwrap();
+            assert!(
+                (0..n).all(|i| ids.get_value(i) == Value::BigInt(i as i64)),
+                "{name}"
+            );
+            let s = t.read_range(1, n as u64 - 1, 1).unwrap();
+            assert_eq!(s.get_value(0), Value::Text(format!("}}{{ {}", n - 1)));
+        }
     }
 }

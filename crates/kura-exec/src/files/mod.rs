@@ -2,10 +2,12 @@
 //! sources the scan reads by row group, like stored tables, so the out-of-order runtime
 //! runs them as morsels and zone maps (row-group statistics) skip what a filter excludes.
 
+mod cache;
 pub mod csv;
-pub mod decoded;
 pub mod json;
 pub mod parquet;
+mod split;
+pub mod text;
 
 use std::path::PathBuf;
 
@@ -59,6 +61,14 @@ pub fn io_error(path: &std::path::Path, e: std::io::Error) -> ExecError {
     }
 }
 
+/// A file that cannot be read as its format says, named in the message.
+pub(crate) fn bad(path: &std::path::Path, what: impl std::fmt::Display) -> ExecError {
+    ExecError::File {
+        code: BAD_FILE,
+        message: format!("{}: {what}", path.display()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,13 +95,5 @@ mod tests {
             expand("plain.parquet").unwrap(),
             [PathBuf::from("plain.parquet")]
         );
-    }
-}
-
-/// A file that cannot be read as its format says, named in the message.
-pub(crate) fn bad(path: &std::path::Path, what: impl std::fmt::Display) -> ExecError {
-    ExecError::File {
-        code: BAD_FILE,
-        message: format!("{}: {what}", path.display()),
     }
 }

@@ -3,11 +3,10 @@
 //! query reads) through the Arrow converter, and each row group's statistics a zone map, so
 //! a filter's constant skips the row groups that cannot match.
 
-use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use arrow_array::Array;
 use kura_common::{DataType, Vector};
@@ -17,6 +16,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
+use super::cache::{pieces_in_flight, stitch, DecodeCache};
 use super::{bad, io_error};
 use crate::arrow::{arrow_to_vector, kura_type};
 use crate::error::{ExecError, ExecResult};
@@ -40,15 +40,6 @@ struct Group {
     rows: Range<u64>,
 }
 
-type Chunk = Arc<OnceLock<ExecResult<Arc<Vector>>>>;
-
-/// Decoded column chunks, (row group, column) → vector, the oldest dropped past `capacity`.
-struct ChunkCache {
-    map: HashMap<(usize, usize), Chunk>,
-    order: VecDeque<(usize, usize)>,
-    capacity: usize,
-}
-
 /// Parquet files read as one table.
 pub struct ParquetTable {
     columns: Vec<SourceColumn>,
@@ -59,7 +50,10 @@ pub struct ParquetTable {
     zones: Vec<Vec<Zone>>,
     /// Per column, its compressed bytes over all files.
     bytes: Vec<u64>,
-    cache: Mutex<ChunkCache>,
+    /// Decoded column chunks by (row group, column).
+    cache: DecodeCache<(usize, usize), Vector>,
+    /// The row groups' row ranges.
+    ranges: Vec<Range<u64>>,
 }
 
 impl std::fmt::Debug for ParquetTable {
@@ -173,13 +167,9 @@ impl ParquetTable {
         let zones = (0..columns.len())
             .map(|c| zones_of(&files, &groups, &columns[c]).unwrap_or_default())
             .collect();
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(ParquetTable {
-            cache: Mutex::new(ChunkCache {
-                map: HashMap::new(),
-                order: VecDeque::new(),
-                capacity: columns.len().max(1) * (threads + 2),
-            }),
+            cache: DecodeCache::new(columns.len().max(1) * pieces_in_flight()),
+            ranges: groups.iter().map(|g| g.rows.clone()).collect(),
             columns,
             files,
             groups,
@@ -196,25 +186,7 @@ impl ParquetTable {
 
     /// Column `col` of row group `g`, decoded once while it stays in the cache.
     fn chunk(&self, g: usize, col: usize) -> ExecResult<Arc<Vector>> {
-        let cell = {
-            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(c) = cache.map.get(&(g, col)) {
-                c.clone()
-            } else {
-                let c: Chunk = Arc::default();
-                cache.map.insert((g, col), c.clone());
-                cache.order.push_back((g, col));
-                while cache.order.len() > cache.capacity {
-                    if let Some(old) = cache.order.pop_front() {
-                        cache.map.remove(&old);
-                    }
-                }
-                c
-            }
-        };
-        // Another reader of the same chunk waits for this decode instead of repeating it.
-        cell.get_or_init(|| self.decode(g, col).map(Arc::new))
-            .clone()
+        self.cache.get((g, col), || self.decode(g, col))
     }
 
     fn decode(&self, g: usize, col: usize) -> ExecResult<Vector> {
@@ -247,12 +219,6 @@ impl ParquetTable {
             ));
         }
         Ok(v)
-    }
-
-    /// The row group holding table row `row`.
-    fn group_of(&self, row: u64) -> Option<usize> {
-        let g = self.groups.partition_point(|g| g.rows.end <= row);
-        (g < self.groups.len()).then_some(g)
     }
 }
 
@@ -387,23 +353,12 @@ impl TableSource for ParquetTable {
             .columns
             .get(col)
             .ok_or_else(|| ExecError::Internal(format!("read_parquet column {col}")))?;
-        let end = (first_row + len as u64).min(self.rows);
-        let mut out: Option<Vector> = None;
-        let mut row = first_row;
-        while row < end {
-            let g = self
-                .group_of(row)
-                .ok_or_else(|| ExecError::Internal(format!("read_parquet row {row}")))?;
-            let rows = &self.groups[g].rows;
-            let stop = end.min(rows.end);
-            let chunk = self.chunk(g, col)?;
-            let part = chunk.slice((row - rows.start) as usize, (stop - row) as usize);
-            match &mut out {
-                None => out = Some(part),
-                Some(o) => o.append(&part),
-            }
-            row = stop;
-        }
-        Ok(out.unwrap_or_else(|| Vector::new(column.data_type, 0)))
+        stitch(
+            &self.ranges,
+            first_row,
+            len,
+            || Vector::new(column.data_type, 0),
+            |g| self.chunk(g, col),
+        )
     }
 }

@@ -28,6 +28,22 @@ pub(super) fn is_file_function(name: &str) -> bool {
     )
 }
 
+/// The type a name says (`'INTEGER'`, `'DECIMAL(15,2)'`), as in a cast.
+fn type_named(name: &str, p: Pos) -> SqlResult<kura_common::DataType> {
+    let t = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+        .try_with_sql(name)
+        .and_then(|mut parser| {
+            let t = parser.parse_data_type()?;
+            parser.expect_token(&sqlparser::tokenizer::Token::EOF)?;
+            Ok(t)
+        })
+        .map_err(|_| SqlError::InvalidValue {
+            message: format!("{name:?} is not a type"),
+            pos: p,
+        })?;
+    super::types::sql_type(&t, p)
+}
+
 /// A named argument's name and value (`header => true`).
 fn named(a: &ast::FunctionArg) -> Option<(String, &ast::Expr)> {
     let (name, arg) = match a {
@@ -62,9 +78,9 @@ impl Binder<'_> {
                 p,
             ));
         }
-        let pattern = match args.first() {
+        let patterns = match args.first() {
             Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))) => {
-                self.text_arg(e, name, p)?
+                self.text_list_arg(e, name, p)?
             }
             _ => {
                 return Err(SqlError::UnknownFunction {
@@ -93,9 +109,30 @@ impl Binder<'_> {
                     options.delimiter = Some(self.byte_arg(e, &option, p)?)
                 }
                 "quote" if csv => options.quote = Some(self.byte_arg(e, &option, p)?),
+                "names" | "column_names" if csv => {
+                    options.names = Some(self.text_list_arg(e, &option, p)?)
+                }
+                "types" | "column_types" | "dtypes" if csv => {
+                    let mut types = Vec::new();
+                    for t in self.text_list_arg(e, &option, p)? {
+                        types.push(type_named(&t, p)?);
+                    }
+                    options.types = Some(types);
+                }
+                "all_varchar" if csv => options.all_text = self.bool_arg(e, &option, p)?,
+                "nullstr" | "null" if csv => options.null = Some(self.text_arg(e, &option, p)?),
+                "columns" if csv => {
+                    return Err(SqlError::unsupported(
+                        format!(
+                            "{name} option columns (a {{name: type}} struct is DuckDB's syntax; \
+                             write names => ['a', 'b'], types => ['INTEGER', 'TEXT'])"
+                        ),
+                        p,
+                    ))
+                }
                 other => {
                     let known = if csv {
-                        " (header, delim, quote are)"
+                        " (header, delim, quote, names, types, all_varchar, nullstr are)"
                     } else {
                         ""
                     };
@@ -114,21 +151,21 @@ impl Binder<'_> {
             FileFormat::Parquet
         };
         let qualifier = alias.map_or(name.to_string(), |a| norm(&a.name));
-        self.bind_file(&format, &pattern, &qualifier, alias, p)
+        self.bind_file(&format, &patterns, &qualifier, alias, p)
     }
 
-    /// The table of the files `pattern` names, under `qualifier`.
+    /// The table of the files `patterns` name (paths or globs), under `qualifier`.
     pub(super) fn bind_file(
         &mut self,
         format: &FileFormat,
-        pattern: &str,
+        patterns: &[String],
         qualifier: &str,
         alias: Option<&ast::TableAlias>,
         p: Pos,
     ) -> SqlResult<(Logical, Scope)> {
         let table = self
             .catalog
-            .file_table(format, pattern)
+            .file_table(format, patterns)
             .map_err(|e| SqlError::Data {
                 message: e.to_string(),
                 code: e.sqlstate(),
@@ -154,6 +191,15 @@ impl Binder<'_> {
         let scope = Scope::default();
         let mut cx = ExprCtx::new(&scope, &[]);
         match super::types::fold(self.bind_expr(e, &mut cx)?) {
+            PhysExpr::Literal {
+                data_type: kura_common::DataType::Array(_),
+                ..
+            } => Err(SqlError::TypeMismatch {
+                message: format!(
+                    "{name} takes a list written as ['a', 'b'] or ARRAY['a', 'b'], not an array value"
+                ),
+                pos: p,
+            }),
             PhysExpr::Literal { value, .. } if cx.pending.is_empty() => Ok(value),
             _ => Err(SqlError::unsupported(
                 format!("{name} with an argument that is not a constant"),
@@ -177,11 +223,27 @@ impl Binder<'_> {
         }
     }
 
+    /// Text constants: one, or an array of them (`['a.csv', 'b.csv']`).
+    fn text_list_arg(&mut self, e: &ast::Expr, name: &str, p: Pos) -> SqlResult<Vec<String>> {
+        match e {
+            ast::Expr::Array(a) => {
+                if a.elem.is_empty() {
+                    return Err(SqlError::InvalidValue {
+                        message: format!("{name}: an empty list"),
+                        pos: p,
+                    });
+                }
+                a.elem.iter().map(|x| self.text_arg(x, name, p)).collect()
+            }
+            _ => Ok(vec![self.text_arg(e, name, p)?]),
+        }
+    }
+
     fn bool_arg(&mut self, e: &ast::Expr, name: &str, p: Pos) -> SqlResult<bool> {
         match self.const_arg(e, name, p)? {
             Value::Boolean(b) => Ok(b),
             _ => Err(SqlError::TypeMismatch {
-                message: format!("{name}: header takes true or false"),
+                message: format!("{name} takes true or false"),
                 pos: p,
             }),
         }

@@ -326,7 +326,7 @@ impl<'a> Binder<'a> {
         let Some(table) = table else {
             if let Some(format) = crate::catalog::FileFormat::of_name(&rel) {
                 // `FROM "f.parquet"`: a name no relation has, with a file extension.
-                return self.bind_file(&format, &rel, &qualifier, alias, pos);
+                return self.bind_file(&format, std::slice::from_ref(&rel), &qualifier, alias, pos);
             }
             if let Some(word) = reserved_word(name) {
                 // The parser reads `SELECT FROM WHERE` as a table named "where";
