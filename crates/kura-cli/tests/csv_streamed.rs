@@ -27,7 +27,7 @@ fn a_csv_larger_than_its_query_memory_streams() {
     let rows: u64 = 5_500_000;
     {
         let mut w = BufWriter::new(std::fs::File::create(&csv).unwrap());
-        writeln!(w, "id,amount,note").unwrap();
+        writeln!(w, "id,amount,pad,note").unwrap();
         for i in 0..rows {
             // ~120 bytes a line, a quoted line end now and then.
             let note = if i % 1000 == 0 {
@@ -35,7 +35,7 @@ fn a_csv_larger_than_its_query_memory_streams() {
             } else {
                 "plain"
             };
-            writeln!(w, "{i},{}.{:02},{note} {:0>90}", i % 997, i % 100, i).unwrap();
+            writeln!(w, "{i},{}.{:02},{:0>90},{note}", i % 997, i % 100, i).unwrap();
         }
     }
     let size = std::fs::metadata(&csv).unwrap().len();

@@ -12,6 +12,8 @@ use sqlparser::ast::{
 use kura_common::DataType;
 use kura_storage::loader::{self, LineChunker, TextFormat};
 
+use crate::copy_arrow::ArrowFormat;
+
 use crate::ddl::object_name;
 use crate::enforce::{after_write, Change};
 use crate::error::{KuraError, KuraResult};
@@ -98,8 +100,9 @@ pub(crate) struct Options {
     pub csv: Option<bool>,
     /// `FORMAT binary` (PostgreSQL's binary COPY format, see `copy_binary`).
     pub binary: bool,
-    /// `FORMAT parquet`: files only, written by `COPY ... TO` (see `copy_parquet`).
-    pub parquet: bool,
+    /// `FORMAT parquet` or `FORMAT json`: files only, written by `COPY ... TO` (see
+    /// `copy_arrow`).
+    pub arrow: Option<ArrowFormat>,
     pub delimiter: Option<u8>,
     pub header: bool,
     pub null: Option<String>,
@@ -136,8 +139,10 @@ impl Options {
                     "csv" => o.csv = Some(true),
                     "text" | "tbl" => o.csv = Some(false),
                     "binary" => o.binary = true,
-                    "parquet" => o.parquet = true,
-                    other => return Err(KuraError::Unsupported(format!("COPY format {other}"))),
+                    other => match ArrowFormat::named(other) {
+                        Some(f) => o.arrow = Some(f),
+                        None => return Err(KuraError::Unsupported(format!("COPY format {other}"))),
+                    },
                 },
                 CopyOption::Delimiter(c) => o.delimiter = Some(byte(*c)?),
                 CopyOption::Header(h) => o.header = *h,
@@ -170,7 +175,7 @@ impl Options {
                 other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
             }
         }
-        if o.parquet {
+        if let Some(format) = o.arrow {
             let other = if o.csv.is_some() || o.binary {
                 Some("another FORMAT")
             } else if o.delimiter.is_some() {
@@ -184,7 +189,8 @@ impl Options {
             };
             if let Some(what) = other {
                 return Err(KuraError::Invalid(format!(
-                    "cannot specify {what} with FORMAT parquet"
+                    "cannot specify {what} with FORMAT {}",
+                    format.name()
                 )));
             }
         }
@@ -240,9 +246,17 @@ impl Options {
             ));
         }
         let lower = path.to_ascii_lowercase();
-        if self.parquet || (self.csv.is_none() && lower.ends_with(".parquet")) {
+        let arrow = self
+            .arrow
+            .or_else(|| ArrowFormat::of_file(&lower).filter(|_| self.csv.is_none()));
+        if let Some(format) = arrow {
+            let reader = match format {
+                ArrowFormat::Parquet => "read_parquet",
+                ArrowFormat::Json => "read_json",
+            };
             return Err(KuraError::Unsupported(format!(
-                "reading Parquet files (COPY FROM '{path}'): kura writes them (COPY ... TO) but does not read them yet"
+                "COPY FROM a {} file ('{path}'): write INSERT INTO t SELECT * FROM {reader}('{path}')",
+                format.name()
             )));
         }
         let csv = self.csv.unwrap_or_else(|| lower.ends_with(".csv"));
@@ -263,10 +277,11 @@ impl Options {
     /// `STDOUT`) and for files kura writes: text (tab, `\N`, backslash
     /// escapes) unless CSV (comma, an unquoted empty field for NULL).
     pub fn client_format(&self) -> KuraResult<TextFormat> {
-        if self.parquet {
-            return Err(KuraError::Unsupported(
-                "FORMAT parquet with STDIN or STDOUT: kura writes Parquet to files only (COPY ... TO 'file.parquet')".into(),
-            ));
+        if let Some(format) = self.arrow {
+            return Err(KuraError::Unsupported(format!(
+                "FORMAT {0} with STDIN or STDOUT: kura writes {0} to files only (COPY ... TO 'file')",
+                format.name()
+            )));
         }
         // Binary rows reach the loader as CSV lines (see `copy_binary`).
         let csv = self.csv.unwrap_or(self.binary);
@@ -279,6 +294,7 @@ impl Options {
             delimiter,
             header: self.header,
             quoted: csv,
+            quote: b'"',
             null: Some(null.into_bytes()),
             escapes: !csv,
             columns: None,

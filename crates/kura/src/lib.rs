@@ -3,9 +3,9 @@
 
 mod cancel;
 mod copy;
+mod copy_arrow;
 pub mod copy_binary;
 mod copy_out;
-mod copy_parquet;
 mod cursor;
 pub mod database;
 pub mod ddl;

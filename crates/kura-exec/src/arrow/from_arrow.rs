@@ -8,8 +8,9 @@
 //! and narrow decimals, one loop over the slice).
 
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Decimal64Array, Float64Array,
-    Int16Array, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Decimal64Array,
+    Float64Array, Int16Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType as ArrowType;
@@ -41,6 +42,7 @@ pub fn kura_type(t: &ArrowType, column: &str) -> ExecResult<DataType> {
         ArrowType::Timestamp(_, _) => DataType::Timestamp,
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => DataType::Varchar(None),
         ArrowType::Dictionary(_, values) => kura_type(values, column)?,
+        ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => DataType::Bytea,
         other => {
             return Err(ExecError::Unsupported(format!(
                 "reading column {column:?} of Arrow type {other} (kura has no matching type)"
@@ -146,6 +148,20 @@ pub fn arrow_to_vector(array: &dyn Array, t: DataType, column: &str) -> ExecResu
         DataType::Varchar(_) | DataType::Char(_) => {
             let a = downcast::<StringArray>(array).ok_or_else(wrong)?;
             ColumnData::Str(str_vec(a, column)?)
+        }
+        DataType::Bytea => {
+            // kura holds BYTEA as its hex text (`\x01ff`): one encode per value.
+            let a = downcast::<BinaryArray>(array).ok_or_else(wrong)?;
+            let mut text = StrVec::with_capacity(len, a.value_data().len() * 2 + 2 * len);
+            for i in 0..len {
+                match a.is_null(i) {
+                    true => text.push(b""),
+                    false => {
+                        text.push(kura_common::binary::bytea_from_bytes(a.value(i)).as_bytes())
+                    }
+                }
+            }
+            ColumnData::Str(text)
         }
         _ => return Err(wrong()),
     };

@@ -1,21 +1,20 @@
 //! CSV files as a table source (`read_csv`): a sniffer finds the delimiter, whether the
 //! first line is a header and each column's type from a sample (arrow-csv's inference:
 //! integers, doubles, booleans, dates, timestamps, text); the files are then read as a
-//! [`TextTable`], piece by piece through arrow-csv and the Arrow converter while the
-//! statement runs.
+//! [`TextTable`], piece by piece while the statement runs, by kura's own loader parser
+//! (PostgreSQL's CSV rules, every kura type checked as `COPY FROM` checks it).
 
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use arrow_array::RecordBatch;
-use arrow_csv::reader::{Format, ReaderBuilder};
-use arrow_schema::{DataType as ArrowType, Field, Schema};
+use arrow_csv::reader::Format;
+use arrow_schema::{DataType as ArrowType, Schema};
 use kura_common::DataType;
+use kura_storage::loader::parse::{parse_chunk, TextFormat};
 
 use super::split::{Piece, Syntax};
-use super::text::{TextTable, GROUP_ROWS};
+use super::text::TextTable;
 use super::{bad, io_error};
 use crate::arrow::kura_type;
 use crate::error::{ExecError, ExecResult};
@@ -43,21 +42,9 @@ pub struct CsvOptions {
     pub null: Option<String>,
 }
 
-/// Whether arrow-csv parses fields straight into type `t` (the types kura holds as checked
-/// text — UUID, JSON, bounded VARCHAR — are read as TEXT and cast).
-fn parsed_directly(t: DataType) -> bool {
-    matches!(
-        t,
-        DataType::Boolean
-            | DataType::SmallInt
-            | DataType::Integer
-            | DataType::BigInt
-            | DataType::Double
-            | DataType::Decimal { .. }
-            | DataType::Date
-            | DataType::Timestamp
-            | DataType::Varchar(None)
-    )
+/// Whether kura's loader reads fields as type `t` (every type a table column may have).
+fn loadable(t: DataType) -> bool {
+    !matches!(t, DataType::Interval | DataType::Array(_))
 }
 
 /// CSV files read as a table.
@@ -211,13 +198,12 @@ impl CsvTable {
             }
             options.types.as_ref().and_then(|t| t.get(i).copied())
         };
-        if let Some(t) = (0..width).filter_map(chosen).find(|&t| !parsed_directly(t)) {
+        if let Some(t) = (0..width).filter_map(chosen).find(|&t| !loadable(t)) {
             return Err(ExecError::Unsupported(format!(
                 "read_csv reading a column as {t} (read it as TEXT and cast)"
             )));
         }
         let mut columns = Vec::with_capacity(inferred.fields().len());
-        let mut fields = Vec::with_capacity(inferred.fields().len());
         for (i, f) in inferred.fields().iter().enumerate() {
             // arrow-csv names headerless columns column_1 ...; kura (as DuckDB) column0 ...
             let name = match options.names.as_ref().and_then(|n| n.get(i)) {
@@ -227,43 +213,55 @@ impl CsvTable {
             };
             // A column empty in every sampled line (arrow-csv's Null type; the trailing
             // delimiter of a dbgen .tbl line makes one) reads as text.
-            let (t, arrow_t) = if let Some(t) = chosen(i) {
-                (t, crate::arrow::arrow_type(t))
+            let t = if let Some(t) = chosen(i) {
+                t
             } else if f.data_type() == &ArrowType::Null {
-                (DataType::Varchar(None), ArrowType::Utf8)
+                DataType::Varchar(None)
             } else {
-                let t = kura_type(f.data_type(), &name).map_err(|e| match e {
+                kura_type(f.data_type(), &name).map_err(|e| match e {
                     ExecError::Unsupported(m) => {
                         ExecError::Unsupported(format!("{}: {m}", first.display()))
                     }
                     other => bad(first, other),
-                })?;
-                (t, f.data_type().clone())
+                })?
             };
             columns.push(SourceColumn {
-                name: name.clone(),
+                name,
                 data_type: t,
                 nullable: true,
             });
-            fields.push(Field::new(name, arrow_t, true));
         }
-        let schema = Arc::new(Schema::new(fields));
-        let pieces = format.clone().with_header(false);
+        // arrow-csv sniffed; kura's loader decodes, with PostgreSQL's CSV rules (an unquoted
+        // empty field is NULL, a quoted one `""` is empty text) and its checks of each type.
+        let schema = kura_storage::catalog::Schema::new(
+            columns
+                .iter()
+                .map(|c| kura_storage::catalog::ColumnDef {
+                    name: c.name.clone(),
+                    data_type: c.data_type,
+                    nullable: true,
+                })
+                .collect(),
+        );
+        let text = TextFormat {
+            delimiter: delim,
+            header: false,
+            quoted: true,
+            quote,
+            null: options.null.clone().map(String::into_bytes),
+            ..TextFormat::default()
+        };
         let decode = move |path: &Path, piece: &Piece, bytes: &[u8]| {
-            // arrow-csv counts lines from the piece's start.
-            let located = |e| {
-                bad(
-                    path,
-                    format!("{e} (counting from record {})", piece.record + 1),
-                )
-            };
-            ReaderBuilder::new(schema.clone())
-                .with_format(pieces.clone())
-                .with_batch_size(GROUP_ROWS)
-                .build(bytes)
-                .map_err(located)?
-                .collect::<Result<Vec<RecordBatch>, _>>()
-                .map_err(located)
+            parse_chunk(bytes, &schema, &text, false, Some(false)).map_err(|e| ExecError::File {
+                code: e.code,
+                message: format!(
+                    "{}:{}:{}: {}",
+                    path.display(),
+                    piece.line + e.line + 1,
+                    e.column,
+                    e.what
+                ),
+            })
         };
         TextTable::new(
             "read_csv",
@@ -278,6 +276,7 @@ impl CsvTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::text::GROUP_ROWS;
     use crate::files::BAD_FILE;
     use crate::source::TableSource;
     use kura_common::Value;

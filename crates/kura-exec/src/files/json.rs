@@ -19,7 +19,7 @@ use kura_common::DataType;
 use serde_json::Value as Json;
 
 use super::split::{self, Piece, Syntax};
-use super::text::{TextTable, GROUP_ROWS};
+use super::text::{from_batches, TextTable, GROUP_ROWS};
 use super::{bad, io_error};
 use crate::arrow::kura_type;
 use crate::error::{ExecError, ExecResult};
@@ -113,7 +113,7 @@ fn text_type(rows: &[Json], key: &str) -> ArrowType {
     }
     let timestamp = |t: &&str| {
         t.len() >= 16
-            && t.as_bytes()[10] == b' '
+            && matches!(t.as_bytes()[10], b' ' | b'T')
             && kura_common::timestamp::parse_timestamp(t).is_ok()
     };
     if texts.iter().all(timestamp) {
@@ -180,6 +180,7 @@ impl JsonTable {
         let (sample, order) = sample(first)?;
         let (columns, schema) = infer(first, &sample, order)?;
         drop(sample);
+        let decoded = columns.clone();
         let decode = move |path: &Path, piece: &Piece, bytes: &[u8]| {
             let builder = ReaderBuilder::new(schema.clone())
                 .with_batch_size(GROUP_ROWS)
@@ -196,7 +197,7 @@ impl JsonTable {
             } else {
                 builder.build(bytes).map_err(|e| bad(path, e))?.collect()
             };
-            batches.map_err(|e| bad(path, e))
+            from_batches(path, &decoded, batches.map_err(|e| bad(path, e))?)
         };
         TextTable::new("read_json", columns, paths, Syntax::Json, Box::new(decode))
     }

@@ -38,6 +38,8 @@ pub(crate) struct Piece {
     pub rows: Range<u64>,
     /// The file's record the piece starts with (0 is the first after a header).
     pub record: u64,
+    /// The file's line the piece starts on, less one (lines before the piece).
+    pub line: u64,
     /// Whether the records are elements of a JSON array (the bytes may hold its brackets and
     /// the commas between elements).
     pub in_array: bool,
@@ -78,6 +80,8 @@ fn split_until(
             records: 0,
             row,
             record: 0,
+            lines: 0,
+            start_line: 0,
             in_array: false,
             enough,
             pieces: &mut pieces,
@@ -107,6 +111,9 @@ struct Cutter<'a> {
     row: u64,
     /// The file's record the current piece starts with.
     record: u64,
+    /// Line ends read so far, and before the current piece.
+    lines: u64,
+    start_line: u64,
     in_array: bool,
     /// Pieces after which the reading may stop.
     enough: usize,
@@ -125,6 +132,7 @@ impl Cutter<'_> {
     /// Skips the bytes before `at` (a header line): the first piece starts there.
     fn skip_to(&mut self, at: u64) {
         self.start = at;
+        self.start_line = self.lines;
     }
 
     fn cut(&mut self, end: u64) {
@@ -133,11 +141,13 @@ impl Cutter<'_> {
             bytes: self.start..end,
             rows: self.row..self.row + self.records,
             record: self.record,
+            line: self.start_line,
             in_array: self.in_array,
         });
         self.row += self.records;
         self.record += self.records;
         self.start = end;
+        self.start_line = self.lines;
         self.records = 0;
     }
 
@@ -188,7 +198,13 @@ fn csv_records(path: &Path, quote: u8, header: bool, cut: &mut Cutter) -> ExecRe
             if buf[at] == quote {
                 quoted = !quoted;
                 content = true;
-            } else if !quoted && content {
+                from = at + 1;
+                continue;
+            }
+            // A line end (the record's, when outside quotes) — counted either way, for the
+            // line numbers of errors.
+            cut.lines += 1;
+            if !quoted && content {
                 let end = offset + at as u64 + 1;
                 if header_pending {
                     header_pending = false;
@@ -219,8 +235,8 @@ fn csv_records(path: &Path, quote: u8, header: bool, cut: &mut Cutter) -> ExecRe
 fn json_records(path: &Path, cut: &mut Cutter) -> ExecResult<()> {
     let (mut depth, mut base) = (0u32, 0u32);
     let (mut in_string, mut escaped, mut started) = (false, false, false);
-    // Lines so far, and the line the open record started on (for errors).
-    let (mut line, mut record_line) = (1u64, 1u64);
+    // The line the open record started on (for errors).
+    let mut record_line = 1u64;
     let mut stray = None;
     let len = read_through(path, |buf, offset| {
         for (i, &b) in buf.iter().enumerate() {
@@ -235,7 +251,7 @@ fn json_records(path: &Path, cut: &mut Cutter) -> ExecResult<()> {
                 continue;
             }
             if b == b'\n' {
-                line += 1;
+                cut.lines += 1;
                 continue;
             }
             if depth <= base && !b.is_ascii_whitespace() {
@@ -246,11 +262,11 @@ fn json_records(path: &Path, cut: &mut Cutter) -> ExecResult<()> {
                     _ => false,
                 };
                 if !allowed {
-                    stray.get_or_insert((offset + i as u64, line));
+                    stray.get_or_insert((offset + i as u64, cut.lines + 1));
                     return false;
                 }
                 if b == b'{' {
-                    record_line = line;
+                    record_line = cut.lines + 1;
                 }
             }
             match b {

@@ -25,9 +25,29 @@ pub const GROUP_ROWS: usize = 65_536;
 /// kura's page size, the unit the planner's scan cost counts in.
 const COST_PAGE_BYTES: u64 = 64 * 1024;
 
-/// Decodes one piece's bytes (of the file named) into Arrow batches of the table's columns.
+/// Decodes one piece's bytes (of the file named) into the table's columns.
 pub(crate) type PieceDecoder =
-    Box<dyn Fn(&Path, &Piece, &[u8]) -> ExecResult<Vec<RecordBatch>> + Send + Sync>;
+    Box<dyn Fn(&Path, &Piece, &[u8]) -> ExecResult<Vec<Vector>> + Send + Sync>;
+
+/// Arrow batches (an Arrow reader's) as `columns`, through the converter.
+pub(crate) fn from_batches(
+    path: &Path,
+    columns: &[SourceColumn],
+    batches: Vec<RecordBatch>,
+) -> ExecResult<Vec<Vector>> {
+    let mut data: Vec<Vector> = columns
+        .iter()
+        .map(|c| Vector::new(c.data_type, 0))
+        .collect();
+    for rb in batches {
+        for (i, c) in columns.iter().enumerate() {
+            let v = arrow_to_vector(rb.column(i).as_ref(), c.data_type, &c.name)
+                .map_err(|e| bad(path, e))?;
+            data[i].append(&v);
+        }
+    }
+    Ok(data)
+}
 
 /// Text files read as one table, piece by piece.
 pub struct TextTable {
@@ -91,18 +111,7 @@ impl TextTable {
         File::open(path)
             .and_then(|f| f.read_exact_at(&mut buf, piece.bytes.start))
             .map_err(|e| io_error(path, e))?;
-        let mut data: Vec<Vector> = self
-            .columns
-            .iter()
-            .map(|c| Vector::new(c.data_type, 0))
-            .collect();
-        for rb in (self.decode)(path, piece, &buf)? {
-            for (i, c) in self.columns.iter().enumerate() {
-                let v = arrow_to_vector(rb.column(i).as_ref(), c.data_type, &c.name)
-                    .map_err(|e| bad(path, e))?;
-                data[i].append(&v);
-            }
-        }
+        let data = (self.decode)(path, piece, &buf)?;
         let expected = piece.rows.end - piece.rows.start;
         let decoded = data.first().map_or(0, |v| v.len() as u64);
         if decoded != expected {

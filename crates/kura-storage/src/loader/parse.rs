@@ -13,8 +13,11 @@ pub struct TextFormat {
     pub delimiter: u8,
     /// Whether the first line of the input is a header to skip.
     pub header: bool,
-    /// Fields may be enclosed in double quotes (CSV); `""` inside is one quote.
+    /// Fields may be enclosed in quotes (CSV); a doubled quote inside is one quote.
     pub quoted: bool,
+    /// The quote character of `quoted` fields (`"` unless a reader says otherwise; the
+    /// loader's `LineChunker` cuts chunks at `"`-quoted line ends only).
+    pub quote: u8,
     /// The text that stands for NULL (PostgreSQL's `NULL 'x'`): an unquoted
     /// field equal to it is NULL and no other field is. `None`: kura's default,
     /// `\N` or an unquoted empty field (in plain text, for non-text columns).
@@ -34,6 +37,7 @@ impl Default for TextFormat {
             delimiter: b'|',
             header: false,
             quoted: false,
+            quote: b'"',
             null: None,
             escapes: false,
             columns: None,
@@ -99,7 +103,7 @@ pub fn parse_chunk(
     while start < chunk.len() {
         // A record: a line, or in CSV lines joined by breaks inside quotes.
         let (end, breaks) = if fmt.quoted {
-            record_end(chunk, start)
+            record_end(chunk, start, fmt.quote)
         } else {
             let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |p| start + p);
             (end, 0)
@@ -155,7 +159,7 @@ pub fn parse_chunk(
                 let mut i = 0;
                 while i < inner.len() {
                     unquoted.push(inner[i]);
-                    i += if inner[i] == b'"' { 2 } else { 1 };
+                    i += if inner[i] == fmt.quote { 2 } else { 1 };
                 }
                 (&unquoted, true)
             } else if fmt.escapes && raw.contains(&b'\\') && fmt.null.as_deref() != Some(raw) {
@@ -188,12 +192,12 @@ pub fn parse_chunk(
 
 /// Where the CSV record starting at `start` ends (its `\n` outside quotes, or
 /// the chunk's end) and how many line breaks inside quotes it holds.
-fn record_end(chunk: &[u8], start: usize) -> (usize, u64) {
+fn record_end(chunk: &[u8], start: usize, quote: u8) -> (usize, u64) {
     let mut in_quotes = false;
     let mut breaks = 0;
-    for p in memchr::memchr2_iter(b'"', b'\n', &chunk[start..]) {
+    for p in memchr::memchr2_iter(quote, b'\n', &chunk[start..]) {
         let p = start + p;
-        if chunk[p] == b'"' {
+        if chunk[p] == quote {
             // `""` inside quotes toggles twice: the state stays right.
             in_quotes = !in_quotes;
         } else if in_quotes {
@@ -297,14 +301,15 @@ pub(crate) fn split_fields(
     let d = fmt.delimiter;
     let mut i = 0;
     loop {
-        if fmt.quoted && line.get(i) == Some(&b'"') {
+        let q = fmt.quote;
+        if fmt.quoted && line.get(i) == Some(&q) {
             let begin = i;
             i += 1;
             loop {
                 match line.get(i) {
                     None => return Err((begin, "unterminated quoted field".into())),
-                    Some(b'"') if line.get(i + 1) == Some(&b'"') => i += 2,
-                    Some(b'"') => {
+                    Some(&c) if c == q && line.get(i + 1) == Some(&q) => i += 2,
+                    Some(&c) if c == q => {
                         i += 1;
                         break;
                     }
@@ -510,7 +515,16 @@ fn parse_int(t: &[u8]) -> Option<i64> {
         b'+' => (false, &t[1..]),
         _ => (false, t),
     };
-    if digits.is_empty() || digits.len() > 19 {
+    if digits.is_empty() {
+        return None;
+    }
+    // Leading zeros do not count towards the 19 digits an i64 holds (`0000000042`).
+    let significant = digits
+        .iter()
+        .position(|&c| c != b'0')
+        .unwrap_or(digits.len() - 1);
+    let digits = &digits[significant..];
+    if digits.len() > 19 {
         return None;
     }
     // Accumulate towards the sign so i64::MIN parses too.
@@ -528,4 +542,20 @@ fn parse_int(t: &[u8]) -> Option<i64> {
         };
     }
     Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_int;
+
+    #[test]
+    fn integers_take_leading_zeros_and_both_extremes() {
+        assert_eq!(parse_int(b"0000000000000000000000000042"), Some(42));
+        assert_eq!(parse_int(b"-0009223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_int(b"00000"), Some(0));
+        assert_eq!(parse_int(b"9223372036854775808"), None);
+        assert_eq!(parse_int(b"12345678901234567890"), None);
+        assert_eq!(parse_int(b"-"), None);
+        assert_eq!(parse_int(b"1a"), None);
+    }
 }

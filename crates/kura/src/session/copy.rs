@@ -2,6 +2,7 @@
 //! access rules.
 
 use super::*;
+use crate::copy_arrow::{ArrowFileOutput, ArrowFormat};
 
 impl Session {
     /// Runs one `COPY t [(columns)] FROM STDIN` statement, reading its data
@@ -105,8 +106,9 @@ impl Session {
         Ok(QueryResult::command(format!("COPY {rows}")))
     }
 
-    /// `COPY ... TO 'file'`: Parquet when `FORMAT parquet` says so or, without a format, the
-    /// name ends in `.parquet`; text or CSV otherwise.
+    /// `COPY ... TO 'file'`: Parquet or JSON when `FORMAT parquet | json` says so or, without
+    /// a format, the name ends in `.parquet` / `.json`, `.jsonl`, `.ndjson`; text or CSV
+    /// otherwise.
     pub(super) fn copy_to_file(&self, stmt: &Statement, name: &str) -> KuraResult<QueryResult> {
         if let Statement::Copy {
             source,
@@ -117,9 +119,12 @@ impl Session {
         {
             let opts = crate::copy::Options::parse(options, legacy_options)?;
             let said = opts.csv.is_some() || opts.binary;
-            if opts.parquet || (!said && crate::copy_parquet::is_parquet_name(name)) {
+            let arrow = opts
+                .arrow
+                .or_else(|| ArrowFormat::of_file(name).filter(|_| !said));
+            if let Some(format) = arrow {
                 let query = crate::copy_out::source_query(source)?;
-                let mut out = crate::copy_parquet::ParquetOutput::create(&self.file_access, name)?;
+                let mut out = ArrowFileOutput::create(&self.file_access, name, format)?;
                 let ran =
                     crate::query::run_streaming(&self.query_context(), &query, None, &mut out);
                 let rows = out.finish(ran.map(|_| ()))?;
