@@ -9,8 +9,8 @@
 
 use arrow_array::{
     Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Decimal64Array,
-    Float64Array, Int16Array, Int32Array, Int64Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray,
+    FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array, RecordBatch,
+    StringArray, TimestampMicrosecondArray,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType as ArrowType;
@@ -42,7 +42,12 @@ pub fn kura_type(t: &ArrowType, column: &str) -> ExecResult<DataType> {
         ArrowType::Timestamp(_, _) => DataType::Timestamp,
         ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View => DataType::Varchar(None),
         ArrowType::Dictionary(_, values) => kura_type(values, column)?,
-        ArrowType::Binary | ArrowType::LargeBinary | ArrowType::BinaryView => DataType::Bytea,
+        // Sixteen fixed bytes are how Parquet (and DuckDB) store a UUID.
+        ArrowType::FixedSizeBinary(16) => DataType::Uuid,
+        ArrowType::Binary
+        | ArrowType::LargeBinary
+        | ArrowType::BinaryView
+        | ArrowType::FixedSizeBinary(_) => DataType::Bytea,
         other => {
             return Err(ExecError::Unsupported(format!(
                 "reading column {column:?} of Arrow type {other} (kura has no matching type)"
@@ -72,6 +77,29 @@ pub fn arrow_to_vector(array: &dyn Array, t: DataType, column: &str) -> ExecResu
                 });
             }
         }
+    }
+    if let (DataType::Uuid, ArrowType::FixedSizeBinary(16)) = (t, array.data_type()) {
+        let a = downcast::<FixedSizeBinaryArray>(array).ok_or_else(|| {
+            ExecError::Internal(format!("column {column:?}: a FixedSizeBinary(16) array"))
+        })?;
+        let mut text = StrVec::with_capacity(a.len(), a.len() * 36);
+        for i in 0..a.len() {
+            match a.is_null(i) {
+                true => text.push(b""),
+                false => {
+                    let bytes: &[u8; 16] = a.value(i).try_into().expect("16 bytes");
+                    text.push(kura_common::binary::uuid_from_bytes(bytes).as_bytes())
+                }
+            }
+        }
+        return Ok(Vector {
+            data_type: t,
+            data: ColumnData::Str(text),
+            validity: a
+                .logical_nulls()
+                .filter(|n| n.null_count() > 0)
+                .map(|n| n.iter().collect()),
+        });
     }
     let target = arrow_type(t);
     let options = CastOptions {
