@@ -216,6 +216,14 @@ impl Options {
         Ok(o)
     }
 
+    /// The Arrow-read format of file `name` (Parquet or JSON), when `FORMAT` says one or, no
+    /// format said, the name's extension does.
+    pub fn arrow_file(&self, name: &str) -> Option<ArrowFormat> {
+        let said = self.csv.is_some() || self.binary;
+        self.arrow
+            .or_else(|| ArrowFormat::of_file(name).filter(|_| !said))
+    }
+
     /// The delimiter, checked against the NULL marker as PostgreSQL does.
     fn delimiter_and_null(&self, default: u8) -> KuraResult<u8> {
         let delimiter = self.delimiter.unwrap_or(default);
@@ -246,16 +254,10 @@ impl Options {
             ));
         }
         let lower = path.to_ascii_lowercase();
-        let arrow = self
-            .arrow
-            .or_else(|| ArrowFormat::of_file(&lower).filter(|_| self.csv.is_none()));
-        if let Some(format) = arrow {
-            let reader = match format {
-                ArrowFormat::Parquet => "read_parquet",
-                ArrowFormat::Json => "read_json",
-            };
-            return Err(KuraError::Unsupported(format!(
-                "COPY FROM a {} file ('{path}'): write INSERT INTO t SELECT * FROM {reader}('{path}')",
+        if let Some(format) = self.arrow_file(&lower) {
+            // The session runs these as INSERT ... SELECT (see `Session::copy_from_arrow_file`).
+            return Err(KuraError::Internal(format!(
+                "COPY FROM a {} file through the text loader",
                 format.name()
             )));
         }
@@ -411,7 +413,7 @@ pub(crate) fn copy_from(
 }
 
 /// The table and column list a COPY ... FROM loads into.
-fn copy_table(source: &CopySource) -> KuraResult<(String, &[Ident])> {
+pub(crate) fn copy_table(source: &CopySource) -> KuraResult<(String, &[Ident])> {
     match source {
         CopySource::Table {
             table_name,

@@ -46,6 +46,43 @@ impl Session {
         }
     }
 
+    /// `COPY t [(columns)] FROM 'f.parquet' | 'f.json'`: the rows of `read_parquet` /
+    /// `read_json` inserted as `INSERT INTO t [(columns)] SELECT * FROM read_…('f')` would
+    /// (defaults, constraints and the transaction as for any insert), tagged `COPY n`.
+    pub(super) fn copy_from_arrow_file(
+        &mut self,
+        source: &sqlparser::ast::CopySource,
+        filename: &str,
+        format: ArrowFormat,
+    ) -> KuraResult<QueryResult> {
+        let (table, columns) = crate::copy::copy_table(source)?;
+        let reader = match format {
+            ArrowFormat::Parquet => "read_parquet",
+            ArrowFormat::Json => "read_json",
+        };
+        let target = match source {
+            sqlparser::ast::CopySource::Table { table_name, .. } => table_name.to_string(),
+            sqlparser::ast::CopySource::Query(_) => table,
+        };
+        let listed = if columns.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+            format!(" ({})", names.join(", "))
+        };
+        let sql = format!(
+            "INSERT INTO {target}{listed} SELECT * FROM {reader}('{}')",
+            filename.replace('\'', "''")
+        );
+        let insert = parse(&sql)?;
+        let [stmt] = insert.as_slice() else {
+            return Err(KuraError::Internal(format!("COPY FROM as {sql}")));
+        };
+        let done = self.dispatch(stmt)?;
+        let rows = done.tag.rsplit(' ').next().unwrap_or("0").to_string();
+        Ok(QueryResult::command(format!("COPY {rows}")))
+    }
+
     /// Runs one `COPY t [(columns)] | (query) TO STDOUT` statement, its lines
     /// going to `output` as the query runs.
     pub fn copy_out(

@@ -319,6 +319,22 @@ impl Session {
             )),
             Statement::Copy {
                 source,
+                target: sqlparser::ast::CopyTarget::File { filename },
+                options,
+                legacy_options,
+                ..
+            } if crate::copy::Options::parse(options, legacy_options)
+                .map(|o| o.arrow_file(filename))
+                .ok()
+                .flatten()
+                .is_some() =>
+            {
+                let opts = crate::copy::Options::parse(options, legacy_options)?;
+                let format = opts.arrow_file(filename).expect("checked by the guard");
+                self.copy_from_arrow_file(source, filename, format)
+            }
+            Statement::Copy {
+                source,
                 target,
                 options,
                 legacy_options,
