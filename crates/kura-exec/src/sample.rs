@@ -113,6 +113,9 @@ impl TableSource for SampledTable {
     fn row_groups(&self) -> Vec<Range<u64>> {
         self.inner.row_groups()
     }
+    fn project(&self, columns: &[usize]) {
+        self.inner.project(columns)
+    }
     fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
         self.inner.read_range(col, first_row, len)
     }

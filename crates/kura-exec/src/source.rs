@@ -49,6 +49,11 @@ pub trait TableSource: Send + Sync {
     fn zones(&self, col: usize) -> Vec<Zone>;
     /// Row ranges that are the natural unit of parallel scanning.
     fn row_groups(&self) -> Vec<Range<u64>>;
+    /// The columns a scan of this table will read, told as each scan is built (before it
+    /// reads): a table that decodes whole records (a CSV file) converts only those.
+    fn project(&self, columns: &[usize]) {
+        let _ = columns;
+    }
     fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector>;
     /// The buffer manager this table's pages live in, for asynchronous fixes
     /// (`None` for tables not stored in pages).

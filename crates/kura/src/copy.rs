@@ -300,6 +300,7 @@ impl Options {
             null: Some(null.into_bytes()),
             escapes: !csv,
             columns: None,
+            wanted: None,
         })
     }
 }

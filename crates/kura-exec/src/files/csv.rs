@@ -251,7 +251,11 @@ impl CsvTable {
             null: options.null.clone().map(String::into_bytes),
             ..TextFormat::default()
         };
-        let decode = move |path: &Path, piece: &Piece, bytes: &[u8]| {
+        let decode = move |path: &Path, piece: &Piece, bytes: &[u8], wanted: &[bool]| {
+            let text = TextFormat {
+                wanted: Some(wanted.to_vec()),
+                ..text.clone()
+            };
             parse_chunk(bytes, &schema, &text, false, Some(false)).map_err(|e| ExecError::File {
                 code: e.code,
                 message: format!(
@@ -391,5 +395,17 @@ mod tests {
             (notes.get_value(0), notes.get_value(1)),
             (note(at), note(at + 1))
         );
+    }
+
+    #[test]
+    fn a_scan_that_announces_its_columns_gets_them_and_others_still_read() {
+        let (_dir, t) = table("a,b,c\n1,x,2.5\n2,y,3.5\n", &CsvOptions::default()).unwrap();
+        t.project(&[2]);
+        let c = t.read_range(2, 0, 2).unwrap();
+        assert_eq!(c.get_value(1), Value::Double(3.5));
+        // Not announced: decoded on its own, the same values.
+        let b = t.read_range(1, 0, 2).unwrap();
+        assert_eq!(b.get_value(0), Value::Text("x".into()));
+        assert_eq!(t.read_range(0, 1, 1).unwrap().get_value(0), Value::BigInt(2));
     }
 }

@@ -181,7 +181,8 @@ impl JsonTable {
         let (columns, schema) = infer(first, &sample, order)?;
         drop(sample);
         let decoded = columns.clone();
-        let decode = move |path: &Path, piece: &Piece, bytes: &[u8]| {
+        // arrow-json decodes whole objects: every column, whatever the scans want.
+        let decode = move |path: &Path, piece: &Piece, bytes: &[u8], _: &[bool]| {
             let builder = ReaderBuilder::new(schema.clone())
                 .with_batch_size(GROUP_ROWS)
                 .with_strict_mode(true)

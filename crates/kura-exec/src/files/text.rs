@@ -7,7 +7,7 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use kura_common::Vector;
@@ -25,9 +25,13 @@ pub const GROUP_ROWS: usize = 65_536;
 /// kura's page size, the unit the planner's scan cost counts in.
 const COST_PAGE_BYTES: u64 = 64 * 1024;
 
-/// Decodes one piece's bytes (of the file named) into the table's columns.
+/// Decodes one piece's bytes (of the file named) into the table's columns: those marked
+/// wanted at least (others may be left empty).
 pub(crate) type PieceDecoder =
-    Box<dyn Fn(&Path, &Piece, &[u8]) -> ExecResult<Vec<Vector>> + Send + Sync>;
+    Box<dyn Fn(&Path, &Piece, &[u8], &[bool]) -> ExecResult<Vec<Vector>> + Send + Sync>;
+
+/// A piece's columns; `None` for one not decoded (no scan wanted it then).
+type Decoded = Vec<Option<Arc<Vector>>>;
 
 /// Arrow batches (an Arrow reader's) as `columns`, through the converter.
 pub(crate) fn from_batches(
@@ -61,7 +65,9 @@ pub struct TextTable {
     rows: u64,
     bytes: u64,
     decode: PieceDecoder,
-    cache: DecodeCache<usize, Vec<Arc<Vector>>>,
+    /// The columns the statement's scans read (see `TableSource::project`).
+    wanted: Mutex<Vec<bool>>,
+    cache: DecodeCache<usize, Decoded>,
 }
 
 impl std::fmt::Debug for TextTable {
@@ -89,6 +95,7 @@ impl TextTable {
         let bytes = pieces.iter().map(|p| p.bytes.end - p.bytes.start).sum();
         Ok(TextTable {
             name,
+            wanted: Mutex::new(vec![false; columns.len()]),
             columns,
             paths: paths.to_vec(),
             pieces,
@@ -100,31 +107,59 @@ impl TextTable {
         })
     }
 
-    /// The columns of piece `p`, decoded once while they stay in the cache.
-    fn piece(&self, p: usize) -> ExecResult<Arc<Vec<Arc<Vector>>>> {
-        self.cache.get(p, || self.decode_piece(&self.pieces[p]))
+    /// The columns of piece `p` the scans want, decoded once while they stay in the cache.
+    fn piece(&self, p: usize) -> ExecResult<Arc<Decoded>> {
+        self.cache.get(p, || {
+            let mut wanted = self
+                .wanted
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if !wanted.contains(&true) {
+                // Read without a scan saying what it reads: everything.
+                wanted.fill(true);
+            }
+            self.decode_piece(&self.pieces[p], &wanted)
+        })
     }
 
-    fn decode_piece(&self, piece: &Piece) -> ExecResult<Vec<Arc<Vector>>> {
+    /// Column `col` of piece `p`: from the cache, or — a column no scan announced when the
+    /// piece was decoded — decoded alone.
+    fn column(&self, p: usize, col: usize) -> ExecResult<Arc<Vector>> {
+        if let Some(v) = &self.piece(p)?[col] {
+            return Ok(v.clone());
+        }
+        let mut only = vec![false; self.columns.len()];
+        only[col] = true;
+        self.decode_piece(&self.pieces[p], &only)?[col]
+            .clone()
+            .ok_or_else(|| ExecError::Internal(format!("{} column {col} not decoded", self.name)))
+    }
+
+    fn decode_piece(&self, piece: &Piece, wanted: &[bool]) -> ExecResult<Decoded> {
         let path = &self.paths[piece.file];
         let mut buf = vec![0u8; (piece.bytes.end - piece.bytes.start) as usize];
         File::open(path)
             .and_then(|f| f.read_exact_at(&mut buf, piece.bytes.start))
             .map_err(|e| io_error(path, e))?;
-        let data = (self.decode)(path, piece, &buf)?;
-        let expected = piece.rows.end - piece.rows.start;
-        let decoded = data.first().map_or(0, |v| v.len() as u64);
-        if decoded != expected {
-            return Err(bad(
-                path,
-                format!(
-                    "{decoded} records decoded from byte {} where {expected} were found \
-                     (did the file change while it was read?)",
-                    piece.bytes.start
-                ),
-            ));
+        let data = (self.decode)(path, piece, &buf, wanted)?;
+        let expected = (piece.rows.end - piece.rows.start) as usize;
+        let mut out = Vec::with_capacity(data.len());
+        for (v, &w) in data.into_iter().zip(wanted) {
+            if w && v.len() != expected {
+                return Err(bad(
+                    path,
+                    format!(
+                        "{} records decoded from byte {} where {expected} were found \
+                         (did the file change while it was read?)",
+                        v.len(),
+                        piece.bytes.start
+                    ),
+                ));
+            }
+            out.push((v.len() == expected).then(|| Arc::new(v)));
         }
-        Ok(data.into_iter().map(Arc::new).collect())
+        Ok(out)
     }
 }
 
@@ -147,6 +182,14 @@ impl TableSource for TextTable {
     fn row_groups(&self) -> Vec<Range<u64>> {
         self.groups.clone()
     }
+    fn project(&self, columns: &[usize]) {
+        let mut wanted = self.wanted.lock().unwrap_or_else(|e| e.into_inner());
+        for &c in columns {
+            if let Some(w) = wanted.get_mut(c) {
+                *w = true;
+            }
+        }
+    }
     /// Every column costs the whole text: a record is parsed to reach any of its fields.
     fn page_count(&self, _col: usize) -> usize {
         self.bytes.div_ceil(COST_PAGE_BYTES).max(1) as usize
@@ -161,7 +204,7 @@ impl TableSource for TextTable {
             first_row,
             len,
             || Vector::new(column.data_type, 0),
-            |g| Ok(self.piece(g)?[col].clone()),
+            |g| self.column(g, col),
         )
     }
 }

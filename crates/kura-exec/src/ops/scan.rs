@@ -159,6 +159,7 @@ impl ScanSource {
         filter: Option<PhysExpr>,
         node: usize,
     ) -> ScanSource {
+        table.project(&columns);
         let n = table.row_count();
         let mut candidates = std::iter::once(0..n).collect::<Vec<_>>();
         for p in zone_predicates {

@@ -29,6 +29,9 @@ pub struct TextFormat {
     /// Which table columns the fields of a line fill, in order (`COPY t (b, a)`);
     /// `None`: every column, in table order. Columns left out are NULL.
     pub columns: Option<Vec<usize>>,
+    /// The columns to parse (`None`: all): a reader that needs a few columns of a wide file
+    /// leaves the other vectors empty and skips their fields' conversion.
+    pub wanted: Option<Vec<bool>>,
 }
 
 impl Default for TextFormat {
@@ -41,6 +44,7 @@ impl Default for TextFormat {
             null: None,
             escapes: false,
             columns: None,
+            wanted: None,
         }
     }
 }
@@ -151,6 +155,9 @@ pub fn parse_chunk(
             });
         }
         for (c, &(a, b, was_quoted)) in fields.iter().enumerate() {
+            if fmt.wanted.as_ref().is_some_and(|w| !w[c]) {
+                continue;
+            }
             let raw = &line[a..b];
             // `literal`: the field's text is data, never the NULL marker.
             let (text, literal): (&[u8], bool) = if was_quoted && fmt.quoted {
