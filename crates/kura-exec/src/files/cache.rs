@@ -65,13 +65,14 @@ pub(crate) fn pieces_in_flight() -> usize {
 }
 
 /// Rows `first_row .. first_row + len` (clipped to the table) of a table stored as
-/// consecutive `groups` (row ranges, ascending), stitched from the groups' vectors `part(g)`.
+/// consecutive `groups` (row ranges, ascending), stitched from the groups' parts:
+/// `part(g, offset, len)` is rows `offset .. offset + len` of group `g`.
 pub(crate) fn stitch(
     groups: &[Range<u64>],
     first_row: u64,
     len: usize,
     empty: impl FnOnce() -> Vector,
-    mut part: impl FnMut(usize) -> ExecResult<Arc<Vector>>,
+    mut part: impl FnMut(usize, usize, usize) -> ExecResult<Vector>,
 ) -> ExecResult<Vector> {
     let end = first_row + len as u64;
     let mut out: Option<Vector> = None;
@@ -80,8 +81,7 @@ pub(crate) fn stitch(
     while row < end && g < groups.len() {
         let rows = &groups[g];
         let stop = end.min(rows.end);
-        let v = part(g)?;
-        let piece = v.slice((row - rows.start) as usize, (stop - row) as usize);
+        let piece = part(g, (row - rows.start) as usize, (stop - row) as usize)?;
         match &mut out {
             None => out = Some(piece),
             Some(o) => o.append(&piece),
@@ -120,12 +120,12 @@ mod tests {
     #[test]
     fn ranges_are_stitched_across_groups() {
         let groups = [0..3u64, 3..5, 5..9];
-        let part = |g: usize| {
+        let part = |g: usize, offset: usize, len: usize| {
             let r = &groups[g];
             let vals: Vec<Value> = (r.start as i64..r.end as i64).map(Value::BigInt).collect();
-            Ok(Arc::new(
-                Vector::from_values(DataType::BigInt, &vals).unwrap(),
-            ))
+            Ok(Vector::from_values(DataType::BigInt, &vals)
+                .unwrap()
+                .slice(offset, len))
         };
         let empty = || Vector::new(DataType::BigInt, 0);
         let v = stitch(&groups, 2, 5, empty, part).unwrap();

@@ -406,6 +406,9 @@ mod tests {
         // Not announced: decoded on its own, the same values.
         let b = t.read_range(1, 0, 2).unwrap();
         assert_eq!(b.get_value(0), Value::Text("x".into()));
-        assert_eq!(t.read_range(0, 1, 1).unwrap().get_value(0), Value::BigInt(2));
+        assert_eq!(
+            t.read_range(0, 1, 1).unwrap().get_value(0),
+            Value::BigInt(2)
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::Array;
+use arrow_array::{Array, ArrayRef};
 use kura_common::{DataType, Vector};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{
@@ -51,7 +51,7 @@ pub struct ParquetTable {
     /// Per column, its compressed bytes over all files.
     bytes: Vec<u64>,
     /// Decoded column chunks by (row group, column).
-    cache: DecodeCache<(usize, usize), Vector>,
+    cache: DecodeCache<(usize, usize), ArrayRef>,
     /// The row groups' row ranges.
     ranges: Vec<Range<u64>>,
 }
@@ -184,15 +184,15 @@ impl ParquetTable {
         self.files.iter().map(|f| f.path.as_path()).collect()
     }
 
-    /// Column `col` of row group `g`, decoded once while it stays in the cache.
-    fn chunk(&self, g: usize, col: usize) -> ExecResult<Arc<Vector>> {
+    /// Column `col` of row group `g` as Arrow decoded it, once while it stays in the cache:
+    /// the scan's morsels convert their slices of it (one copy, into kura's vectors).
+    fn chunk(&self, g: usize, col: usize) -> ExecResult<Arc<ArrayRef>> {
         self.cache.get((g, col), || self.decode(g, col))
     }
 
-    fn decode(&self, g: usize, col: usize) -> ExecResult<Vector> {
+    fn decode(&self, g: usize, col: usize) -> ExecResult<ArrayRef> {
         let group = &self.groups[g];
         let f = &self.files[group.file];
-        let column = &self.columns[col];
         let file = File::open(&f.path).map_err(|e| io_error(&f.path, e))?;
         let rows = (group.rows.end - group.rows.start) as usize;
         let mask = ProjectionMask::roots(f.meta.parquet_schema(), [f.field[col]]);
@@ -202,23 +202,28 @@ impl ParquetTable {
             .with_batch_size(rows.clamp(1, 1 << 20))
             .build()
             .map_err(|e| bad(&f.path, e))?;
-        let mut out: Option<Vector> = None;
+        let mut arrays = Vec::new();
         for rb in reader {
-            let rb = rb.map_err(|e| bad(&f.path, e))?;
-            let v = arrow_to_vector(rb.column(0).as_ref(), column.data_type, &column.name)?;
-            match &mut out {
-                None => out = Some(v),
-                Some(o) => o.append(&v),
-            }
+            arrays.push(rb.map_err(|e| bad(&f.path, e))?.column(0).clone());
         }
-        let v = out.unwrap_or_else(|| Vector::new(column.data_type, 0));
-        if v.len() != rows {
+        let array = match arrays.len() {
+            1 => arrays.pop().expect("one array"),
+            _ => {
+                let parts: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+                arrow_select::concat::concat(&parts).map_err(|e| bad(&f.path, e))?
+            }
+        };
+        if array.len() != rows {
             return Err(bad(
                 &f.path,
-                format!("row group {} gave {} rows of {rows}", group.index, v.len()),
+                format!(
+                    "row group {} gave {} rows of {rows}",
+                    group.index,
+                    array.len()
+                ),
             ));
         }
-        Ok(v)
+        Ok(array)
     }
 }
 
@@ -358,7 +363,10 @@ impl TableSource for ParquetTable {
             first_row,
             len,
             || Vector::new(column.data_type, 0),
-            |g| self.chunk(g, col),
+            |g, offset, len| {
+                let slice = self.chunk(g, col)?.slice(offset, len);
+                arrow_to_vector(slice.as_ref(), column.data_type, &column.name)
+            },
         )
     }
 }

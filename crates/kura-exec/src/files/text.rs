@@ -204,7 +204,7 @@ impl TableSource for TextTable {
             first_row,
             len,
             || Vector::new(column.data_type, 0),
-            |g| self.column(g, col),
+            |g, offset, len| Ok(self.column(g, col)?.slice(offset, len)),
         )
     }
 }
