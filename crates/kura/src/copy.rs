@@ -414,7 +414,7 @@ pub(crate) fn copy_from(
 }
 
 /// The table and column list a COPY ... FROM loads into.
-pub(crate) fn copy_table(source: &CopySource) -> KuraResult<(String, &[Ident])> {
+fn copy_table(source: &CopySource) -> KuraResult<(String, &[Ident])> {
     match source {
         CopySource::Table {
             table_name,

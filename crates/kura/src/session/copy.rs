@@ -46,23 +46,51 @@ impl Session {
         }
     }
 
+    /// `COPY t [(columns)] FROM 'file'`: a Parquet or JSON file as `copy_from_arrow_file`,
+    /// any other through the text loader.
+    pub(super) fn copy_from(
+        &mut self,
+        source: &sqlparser::ast::CopySource,
+        target: &sqlparser::ast::CopyTarget,
+        options: &[sqlparser::ast::CopyOption],
+        legacy_options: &[sqlparser::ast::CopyLegacyOption],
+    ) -> KuraResult<QueryResult> {
+        if let sqlparser::ast::CopyTarget::File { filename } = target {
+            let opts = crate::copy::Options::parse(options, legacy_options)?;
+            if let Some(format) = opts.arrow_file(filename) {
+                return self.copy_from_arrow_file(source, filename, format);
+            }
+        }
+        crate::copy::copy_from(
+            &self.query_context(),
+            source,
+            target,
+            options,
+            legacy_options,
+            &self.file_access,
+            self.progress.as_deref(),
+        )
+    }
+
     /// `COPY t [(columns)] FROM 'f.parquet' | 'f.json'`: the rows of `read_parquet` /
     /// `read_json` inserted as `INSERT INTO t [(columns)] SELECT * FROM read_…('f')` would
     /// (defaults, constraints and the transaction as for any insert), tagged `COPY n`.
-    pub(super) fn copy_from_arrow_file(
+    fn copy_from_arrow_file(
         &mut self,
         source: &sqlparser::ast::CopySource,
         filename: &str,
         format: ArrowFormat,
     ) -> KuraResult<QueryResult> {
-        let (table, columns) = crate::copy::copy_table(source)?;
+        let sqlparser::ast::CopySource::Table {
+            table_name,
+            columns,
+        } = source
+        else {
+            return Err(KuraError::Unsupported("COPY (query) FROM".into()));
+        };
         let reader = match format {
             ArrowFormat::Parquet => "read_parquet",
             ArrowFormat::Json => "read_json",
-        };
-        let target = match source {
-            sqlparser::ast::CopySource::Table { table_name, .. } => table_name.to_string(),
-            sqlparser::ast::CopySource::Query(_) => table,
         };
         let listed = if columns.is_empty() {
             String::new()
@@ -71,7 +99,7 @@ impl Session {
             format!(" ({})", names.join(", "))
         };
         let sql = format!(
-            "INSERT INTO {target}{listed} SELECT * FROM {reader}('{}')",
+            "INSERT INTO {table_name}{listed} SELECT * FROM {reader}('{}')",
             filename.replace('\'', "''")
         );
         let insert = parse(&sql)?;

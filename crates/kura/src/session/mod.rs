@@ -319,35 +319,11 @@ impl Session {
             )),
             Statement::Copy {
                 source,
-                target: sqlparser::ast::CopyTarget::File { filename },
-                options,
-                legacy_options,
-                ..
-            } if crate::copy::Options::parse(options, legacy_options)
-                .map(|o| o.arrow_file(filename))
-                .ok()
-                .flatten()
-                .is_some() =>
-            {
-                let opts = crate::copy::Options::parse(options, legacy_options)?;
-                let format = opts.arrow_file(filename).expect("checked by the guard");
-                self.copy_from_arrow_file(source, filename, format)
-            }
-            Statement::Copy {
-                source,
                 target,
                 options,
                 legacy_options,
                 ..
-            } => crate::copy::copy_from(
-                &self.query_context(),
-                source,
-                target,
-                options,
-                legacy_options,
-                &self.file_access,
-                self.progress.as_deref(),
-            ),
+            } => self.copy_from(source, target, options, legacy_options),
             Statement::Set(set) => self.set(set),
             Statement::Reset(reset) => self.reset(&reset.reset),
             Statement::ShowVariable { variable } => self.show(variable),
