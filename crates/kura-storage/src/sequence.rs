@@ -87,7 +87,7 @@ impl SequenceDef {
     }
 
     /// The value after `state`, or `None` past the bounds without CYCLE.
-    fn next_after(&self, state: SeqState) -> Option<i64> {
+    pub fn next_after(&self, state: SeqState) -> Option<i64> {
         if !state.called {
             return Some(state.last);
         }

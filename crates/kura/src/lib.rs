@@ -13,6 +13,7 @@ mod describe;
 mod dml;
 mod enforce;
 pub mod error;
+mod export;
 mod files;
 pub mod identity;
 mod limits;

@@ -45,6 +45,9 @@ pub(crate) struct QueryContext<'a> {
     pub file_access: &'a crate::copy::FileAccess,
     /// Relations the program registered in the session, found ahead of tables.
     pub registered: &'a crate::registered::Registered,
+    /// A COPY's rows: values for `GENERATED ALWAYS` identity columns are written as
+    /// given (PostgreSQL's COPY does not check them; an INSERT is refused them).
+    pub copying: bool,
 }
 
 /// A stored table as a scan source.
@@ -935,7 +938,9 @@ fn insert_in(
             &all_defaults
         }
     };
-    crate::enforce::refuse_identity_values(txn, table, source, &positions, &schema)?;
+    if !ctx.copying {
+        crate::enforce::refuse_identity_values(txn, table, source, &positions, &schema)?;
+    }
     let rewritten =
         crate::enforce::replace_default_keywords(source, &positions, &schema, rules.as_ref())?;
     let width = positions.len();

@@ -167,8 +167,9 @@ fn object_name(name: &ast::ObjectName) -> SqlResult<(String, Pos)> {
     }
 }
 
-/// Words PostgreSQL reserves in every position, which cannot name a relation unquoted.
-const RESERVED: &[&str] = &[
+/// Words PostgreSQL reserves in every position, which cannot name a relation unquoted
+/// (and which SQL kura writes quotes, see `kura::export`).
+pub const RESERVED: &[&str] = &[
     "all",
     "analyse",
     "analyze",
@@ -177,6 +178,7 @@ const RESERVED: &[&str] = &[
     "array",
     "as",
     "asc",
+    "both",
     "case",
     "cast",
     "check",
@@ -184,6 +186,10 @@ const RESERVED: &[&str] = &[
     "column",
     "constraint",
     "create",
+    "current_date",
+    "current_time",
+    "current_timestamp",
+    "current_user",
     "default",
     "desc",
     "distinct",
@@ -200,10 +206,14 @@ const RESERVED: &[&str] = &[
     "group",
     "having",
     "in",
+    "initially",
     "intersect",
     "into",
+    "lateral",
     "leading",
     "limit",
+    "localtime",
+    "localtimestamp",
     "not",
     "null",
     "offset",
@@ -211,10 +221,14 @@ const RESERVED: &[&str] = &[
     "only",
     "or",
     "order",
+    "placing",
     "primary",
     "references",
     "returning",
     "select",
+    "session_user",
+    "some",
+    "symmetric",
     "table",
     "then",
     "to",
@@ -224,6 +238,7 @@ const RESERVED: &[&str] = &[
     "unique",
     "user",
     "using",
+    "variadic",
     "when",
     "where",
     "window",

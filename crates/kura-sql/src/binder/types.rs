@@ -78,7 +78,8 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
         }
         A::Boolean | A::Bool => DataType::Boolean,
         A::Uuid => DataType::Uuid,
-        A::Bytea => DataType::Bytea,
+        // BLOB is DuckDB's, SQLite's and MySQL's name for it.
+        A::Bytea | A::Blob(None) => DataType::Bytea,
         A::Interval {
             fields: None,
             precision: None,
@@ -121,8 +122,8 @@ pub fn sql_type(t: &ast::DataType, pos: Pos) -> SqlResult<DataType> {
                 pos,
             ))
         }
-        // Names PostgreSQL does not know either (its bytea is not BLOB).
-        t @ (A::Custom(..) | A::Blob(_)) => {
+        // Names PostgreSQL does not know either.
+        t @ A::Custom(..) => {
             return Err(SqlError::UnknownType {
                 name: t.to_string().to_lowercase(),
                 pos,

@@ -446,6 +446,20 @@ fn push_field(
             })?;
             out.push(x as i64);
         }
+        (ColumnData::I128(out), DataType::Interval) => {
+            let s = std::str::from_utf8(text).map_err(|_| "invalid UTF-8".to_string())?;
+            let span = kura_common::interval::parse_interval(s)
+                .and_then(|i| i.pack())
+                .map_err(|e| match e {
+                    kura_common::interval::IntervalError::Syntax => {
+                        format!("invalid interval {:?}", shown())
+                    }
+                    kura_common::interval::IntervalError::OutOfRange => {
+                        format!("interval {:?} out of range", shown())
+                    }
+                })?;
+            out.push(span);
+        }
         (ColumnData::I128(out), DataType::Decimal { precision, scale }) => {
             out.push(
                 parse_decimal_bytes(text, Some(precision), scale)

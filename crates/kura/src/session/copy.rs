@@ -74,7 +74,8 @@ impl Session {
 
     /// `COPY t [(columns)] FROM 'f.parquet' | 'f.json'`: the rows of `read_parquet` /
     /// `read_json` inserted as `INSERT INTO t [(columns)] SELECT * FROM read_…('f')` would
-    /// (defaults, constraints and the transaction as for any insert), tagged `COPY n`.
+    /// (defaults, constraints and the transaction as for any insert; an identity column
+    /// `GENERATED ALWAYS` takes the file's values, as in PostgreSQL), tagged `COPY n`.
     fn copy_from_arrow_file(
         &mut self,
         source: &sqlparser::ast::CopySource,
@@ -106,7 +107,9 @@ impl Session {
         let [stmt] = insert.as_slice() else {
             return Err(KuraError::Internal(format!("COPY FROM as {sql}")));
         };
-        let done = self.dispatch(stmt)?;
+        let mut ctx = self.query_context();
+        ctx.copying = true;
+        let done = crate::query::run_statement(&ctx, stmt)?;
         let rows = done.tag.rsplit(' ').next().unwrap_or("0").to_string();
         Ok(QueryResult::command(format!("COPY {rows}")))
     }

@@ -5,6 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 mod copy;
+mod database_io;
 mod parsing;
 mod prepare;
 mod session_statements;
@@ -245,6 +246,7 @@ impl Session {
             llc: &self.llc,
             file_access: &self.file_access,
             registered: &self.registered,
+            copying: false,
             info: Arc::new(kura_sql::SessionInfo {
                 version: self.identity.version.clone(),
                 database: self.identity.database.clone(),
@@ -306,6 +308,29 @@ impl Session {
                 names,
                 ..
             } => crate::temp::drop_indexes(&self.tx(), *if_exists, names),
+            Statement::Copy {
+                source: sqlparser::ast::CopySource::Table { table_name, .. },
+                to,
+                target,
+                options,
+                legacy_options,
+                ..
+            } if is_database_mark(table_name) => {
+                let sqlparser::ast::CopyTarget::File { filename } = target else {
+                    return Err(KuraError::Syntax(
+                        "EXPORT DATABASE / IMPORT DATABASE take a directory: 'dir'".into(),
+                    ));
+                };
+                match to {
+                    true => self.export_database(filename, options, legacy_options),
+                    false if options.is_empty() && legacy_options.is_empty() => {
+                        self.import_database(filename)
+                    }
+                    false => Err(KuraError::Unsupported(
+                        "options of IMPORT DATABASE (load.sql says how each file is read)".into(),
+                    )),
+                }
+            }
             Statement::Copy {
                 to: true,
                 target: sqlparser::ast::CopyTarget::File { filename },
