@@ -83,6 +83,29 @@ fn copy_dir_allows_only_files_below_it() {
         }
         let n = c.query_one("select count(*) from t", &[]).await.unwrap();
         assert_eq!(n.get::<_, i64>(0), 4);
+        // EXPORT DATABASE writes server files: never for a client. IMPORT DATABASE reads
+        // them: only below the directory.
+        let e = c.simple_query("export database 'out'").await.unwrap_err();
+        assert_eq!(code(&e), "42501", "{e}");
+        assert!(!data.join("out").exists());
+        let e = c.simple_query("import database '..'").await.unwrap_err();
+        assert_eq!(code(&e), "42501", "{e}");
+    });
+    // An export made beside the server is imported by its client.
+    let dump = data.join("dump");
+    std::fs::create_dir(&dump).unwrap();
+    std::fs::write(dump.join("schema.sql"), "CREATE TABLE u (x INTEGER);\n").unwrap();
+    std::fs::write(dump.join("u.csv"), "x\n7\n").unwrap();
+    std::fs::write(
+        dump.join("load.sql"),
+        "COPY u FROM 'elsewhere/u.csv' (FORMAT 'csv', header 1);\n",
+    )
+    .unwrap();
+    rt().block_on(async {
+        let c = connect(&s).await.unwrap();
+        c.simple_query("import database 'dump'").await.unwrap();
+        let n = c.query_one("select sum(x) from u", &[]).await.unwrap();
+        assert_eq!(n.get::<_, i64>(0), 7);
     });
 }
 

@@ -15,7 +15,13 @@ impl Session {
         options: &[sqlparser::ast::CopyOption],
         legacy: &[sqlparser::ast::CopyLegacyOption],
     ) -> KuraResult<QueryResult> {
-        self.file_access.check_write(dir)?;
+        if self.file_access != crate::copy::FileAccess::Any {
+            return Err(KuraError::PermissionDenied(format!(
+                "EXPORT DATABASE writes files on the server, which its clients may not \
+                 (export with the embedded database or the shell: kura --db FILE -c \
+                 \"EXPORT DATABASE '{dir}'\")"
+            )));
+        }
         let options = crate::export::ExportOptions::parse(options, legacy)?;
         self.in_own_transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", |s| {
             s.export_in_snapshot(dir, options)
