@@ -348,8 +348,8 @@ fn round_to_negative_digits() {
 
 #[test]
 fn unknown_types_are_named() {
-    let e = error("select cast(id as blob) from a");
-    assert!(e.contains("type \"blob\" does not exist"), "{e}");
+    let e = error("select cast(id as blobby) from a");
+    assert!(e.contains("type \"blobby\" does not exist"), "{e}");
     let e = error("select cast(id as frobtype) from a");
     assert!(e.contains("type \"frobtype\" does not exist"), "{e}");
 }
