@@ -188,23 +188,19 @@ pub struct MemoryCatalog {
 
 impl MemoryCatalog {
     pub fn add_table(&mut self, t: Arc<dyn TableSource>) {
-        self.tables
-            .retain(|x| !x.name().eq_ignore_ascii_case(t.name()));
+        self.tables.retain(|x| x.name() != t.name());
         self.tables.push(t);
     }
 }
 
 impl CatalogProvider for MemoryCatalog {
     fn table(&self, name: &str) -> Option<Arc<dyn TableSource>> {
-        self.tables
-            .iter()
-            .find(|t| t.name().eq_ignore_ascii_case(name))
-            .cloned()
+        self.tables.iter().find(|t| t.name() == name).cloned()
     }
     fn view(&self, name: &str) -> Option<ViewDefinition> {
         self.views
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     }
     fn relation_names(&self) -> Vec<String> {

@@ -33,11 +33,10 @@ impl Schema {
         Schema { columns }
     }
 
-    /// Position of a column by (case-insensitive) name.
+    /// Position of a column by name. Names are exact, as in PostgreSQL: SQL folds an
+    /// unquoted identifier to lower case before it asks, a quoted one keeps its case.
     pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.columns
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns.iter().position(|c| c.name == name)
     }
 
     pub fn len(&self) -> usize {
@@ -268,11 +267,6 @@ pub struct Catalog {
     pub(crate) free_pages: Vec<PageId>,
 }
 
-/// Catalog names are case-insensitive: stored lower-case (unquoted SQL identifiers).
-pub fn normalize(name: &str) -> String {
-    name.to_ascii_lowercase()
-}
-
 impl Catalog {
     pub(crate) fn empty(generation: u64) -> Self {
         Catalog {
@@ -296,7 +290,7 @@ impl Catalog {
     }
 
     pub fn table(&self, name: &str) -> Option<Arc<Table>> {
-        self.tables.get(&normalize(name)).cloned()
+        self.tables.get(name).cloned()
     }
 
     pub fn table_names(&self) -> Vec<String> {
@@ -304,7 +298,7 @@ impl Catalog {
     }
 
     pub fn view(&self, name: &str) -> Option<&ViewDef> {
-        self.views.get(&normalize(name))
+        self.views.get(name)
     }
 
     pub fn view_names(&self) -> Vec<String> {
@@ -312,18 +306,18 @@ impl Catalog {
     }
 
     pub fn index(&self, name: &str) -> Option<&IndexEntry> {
-        self.indexes.get(&normalize(name))
+        self.indexes.get(name)
     }
 
     /// Indexes of a table, by name.
     pub fn indexes_on(&self, table: &str) -> Vec<&IndexEntry> {
-        let t = normalize(table);
+        let t = table.to_string();
         self.indexes.values().filter(|i| i.table == t).collect()
     }
 
     /// The defaults and constraints of a table, if it has any.
     pub fn rules(&self, table: &str) -> Option<&TableRules> {
-        self.rules.get(&normalize(table))
+        self.rules.get(table)
     }
 
     /// Every table's defaults and constraints.
@@ -334,7 +328,7 @@ impl Catalog {
     /// Sequence `name`'s definition (its state as committed, not its current
     /// value: see `Storage::sequence_state`).
     pub fn sequence(&self, name: &str) -> Option<&SequenceEntry> {
-        self.sequences.get(&normalize(name))
+        self.sequences.get(name)
     }
 
     /// Every sequence, by name.

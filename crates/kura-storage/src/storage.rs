@@ -14,7 +14,7 @@ use kura_common::Batch;
 
 use crate::blob::{read_blob, write_blob, write_blob_into};
 use crate::buffer::BufferManager;
-use crate::catalog::{normalize, Catalog, CatalogFile, IndexEntry, Schema, TableEntry, ViewDef};
+use crate::catalog::{Catalog, CatalogFile, IndexEntry, Schema, TableEntry, ViewDef};
 use crate::error::{StorageError, StorageResult};
 use crate::file::{DbFile, Header, PageId, DEFAULT_PAGE_SIZE};
 use crate::index::{
@@ -565,25 +565,25 @@ impl WriteTxn {
     }
 
     pub fn has_table(&self, name: &str) -> bool {
-        self.tables.contains_key(&normalize(name))
+        self.tables.contains_key(name)
     }
 
     pub fn has_view(&self, name: &str) -> bool {
-        self.views.contains_key(&normalize(name))
+        self.views.contains_key(name)
     }
 
     pub fn has_index(&self, name: &str) -> bool {
-        self.indexes.contains_key(&normalize(name))
+        self.indexes.contains_key(name)
     }
 
     /// Schema of a table as this transaction sees it.
     pub fn schema(&self, name: &str) -> Option<&Schema> {
-        self.tables.get(&normalize(name)).map(|t| &t.schema)
+        self.tables.get(name).map(|t| &t.schema)
     }
 
     /// The defaults and constraints of a table as this transaction sees them.
     pub fn rules(&self, table: &str) -> Option<&TableRules> {
-        self.rules.get(&normalize(table))
+        self.rules.get(table)
     }
 
     /// The foreign keys of other tables (or the table itself) that reference
@@ -594,7 +594,7 @@ impl WriteTxn {
 
     /// Appends a batch to a table; returns the rows appended.
     pub fn append(&mut self, name: &str, batch: &Batch) -> StorageResult<u64> {
-        let key = normalize(name);
+        let key = name.to_string();
         let t = self
             .tables
             .get_mut(&key)
@@ -683,7 +683,7 @@ fn load_catalog(
 
 /// The foreign keys in `rules` that reference `table`, with their table.
 fn referencing(rules: &BTreeMap<String, TableRules>, table: &str) -> Vec<(String, ForeignKey)> {
-    let table = normalize(table);
+    let table = table.to_string();
     rules
         .values()
         .flat_map(|r| {

@@ -48,7 +48,14 @@ fn index_lifecycle() {
         t.commit().unwrap();
         let mut t = s.begin().unwrap();
         let mut last = (0, 0);
-        t.create_index("t_pk", "T", &["ID".into()], true, &mut |d, n| last = (d, n))
+        // Names are exact (SQL folds unquoted identifiers before they get here).
+        assert!(t
+            .create_index("t_pk", "T", &["id".into()], true, &mut |_, _| {})
+            .is_err());
+        assert!(t
+            .create_index("t_pk", "t", &["ID".into()], true, &mut |_, _| {})
+            .is_err());
+        t.create_index("t_pk", "t", &["id".into()], true, &mut |d, n| last = (d, n))
             .unwrap();
         assert_eq!(last, (1000, 1000));
         let err = t

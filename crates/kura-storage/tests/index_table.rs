@@ -70,7 +70,7 @@ fn index_over_a_stored_table() {
     let index = build_for_table(
         &table,
         "t_name_day",
-        &["NAME".into(), "day".into()],
+        &["name".into(), "day".into()],
         false,
         &mut sink,
         &mut |d, t| calls.push((d, t)),

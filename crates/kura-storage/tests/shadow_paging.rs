@@ -290,7 +290,7 @@ fn an_abandoned_transaction_changes_nothing() {
         "recreated in one transaction",
     );
     assert_eq!(
-        storage.catalog().view("W").map(|v| v.sql.as_str()),
+        storage.catalog().view("w").map(|v| v.sql.as_str()),
         Some("SELECT 1")
     );
 }

@@ -342,7 +342,7 @@ fn column_positions(
     }
     let mut out = Vec::with_capacity(columns.len());
     for c in columns {
-        let name = column_name(c);
+        let name = kura_sql::binder::norm(c);
         let i = schema.index_of(&name).ok_or_else(|| {
             KuraError::UndefinedColumn(format!(
                 "column \"{name}\" of relation \"{table}\" does not exist"
@@ -472,16 +472,6 @@ pub(crate) fn copy_from_input(
     Ok(QueryResult::command(format!("COPY {rows}")))
 }
 
-/// A column named in a COPY's list: as written when quoted, else folded to
-/// lower case.
-fn column_name(c: &Ident) -> String {
-    if c.quote_style.is_some() {
-        c.value.clone()
-    } else {
-        c.value.to_ascii_lowercase()
-    }
-}
-
 /// Checks `COPY ... FROM STDIN` as far as it can be without its data: its
 /// options, its table and the columns it names (the extended protocol's Parse
 /// reports these errors, as PostgreSQL's does, before any data is sent).
@@ -498,7 +488,7 @@ pub(crate) fn check_copy_from(
         .table(&table)
         .ok_or_else(|| kura_storage::StorageError::NoSuchTable(table.clone()))?;
     for c in columns {
-        let name = column_name(c);
+        let name = kura_sql::binder::norm(c);
         if t.schema().index_of(&name).is_none() {
             return Err(KuraError::UndefinedColumn(format!(
                 "column \"{name}\" of relation \"{table}\" does not exist"

@@ -232,17 +232,13 @@ pub(crate) fn create_index(
 ) -> KuraResult<QueryResult> {
     check_index_clauses(tx, ci)?;
     // Included columns are stored in the entries after the key, never searched.
-    let include: Vec<String> = ci
-        .include
-        .iter()
-        .map(|id| id.value.to_ascii_lowercase())
-        .collect();
+    let include: Vec<String> = ci.include.iter().map(crate::table_rules::ident).collect();
     let table = object_name(&ci.table_name);
     let mut columns = Vec::new();
     for c in &ci.columns {
         index_column_options(c)?;
         match &c.column.expr {
-            ast::Expr::Identifier(id) => columns.push(id.value.to_ascii_lowercase()),
+            ast::Expr::Identifier(id) => columns.push(crate::table_rules::ident(id)),
             other => {
                 return Err(KuraError::Unsupported(format!(
                     "index on expression {other}"

@@ -43,10 +43,9 @@ pub(crate) fn columns_of(names: &[&str]) -> Vec<ResultColumn> {
 
 /// `DESCRIBE name`: a table's columns with type and nullability, or a view's.
 pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryResult> {
-    let name = kura_storage::catalog::normalize(name);
     let catalog = session.catalog();
     // A temporary table first, as every statement resolves names.
-    if let Some(table) = session.tx().table(&name) {
+    if let Some(table) = session.tx().table(name) {
         let rows = table
             .schema()
             .columns
@@ -58,7 +57,7 @@ pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryRes
             .collect();
         return Ok(text_result(&DESCRIBE_COLUMNS, rows));
     }
-    if catalog.view(&name).is_some() {
+    if catalog.view(name).is_some() {
         // A view's column types are what its query binds to.
         let prepared = session.prepare(&format!("SELECT * FROM \"{name}\""))?;
         let rows = prepared
@@ -69,7 +68,7 @@ pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryRes
         return Ok(text_result(&DESCRIBE_COLUMNS, rows));
     }
     Err(KuraError::Storage(kura_storage::StorageError::NoSuchTable(
-        name,
+        name.to_string(),
     )))
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kura_common::{DataType, Value};
-use sqlparser::ast::{Ident, Statement};
+use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
@@ -76,15 +76,6 @@ fn missing(name: &str) -> KuraError {
     KuraError::State {
         sqlstate: "26000",
         message: format!("prepared statement \"{name}\" does not exist"),
-    }
-}
-
-/// A statement or cursor name as PostgreSQL folds it.
-pub(crate) fn name_of(id: &Ident) -> String {
-    if id.quote_style.is_some() {
-        id.value.clone()
-    } else {
-        id.value.to_ascii_lowercase()
     }
 }
 

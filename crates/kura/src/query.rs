@@ -746,7 +746,7 @@ fn run(
             let columns = v
                 .columns
                 .iter()
-                .map(|c| c.name.value.to_lowercase())
+                .map(|c| crate::table_rules::ident(&c.name))
                 .collect();
             ctx.tx.write(|txn| {
                 if v.or_replace && txn.has_view(&name) {

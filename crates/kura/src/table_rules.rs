@@ -181,7 +181,7 @@ pub(crate) fn define(ct: &CreateTable) -> KuraResult<TableDefinition> {
                 c.data_type.to_string().to_ascii_lowercase()
             )));
         }
-        let name = c.name.value.to_ascii_lowercase();
+        let name = ident(&c.name);
         let mut nullable = true;
         let serial = crate::sequences::serial_type(&c.data_type);
         let data_type = match serial {
@@ -595,13 +595,7 @@ fn foreign_key(name: String, fk: &ast::ForeignKeyConstraint) -> KuraResult<Forei
     })
 }
 
-pub(crate) fn ident(id: &Ident) -> String {
-    if id.quote_style.is_some() {
-        id.value.clone()
-    } else {
-        id.value.to_ascii_lowercase()
-    }
-}
+pub(crate) use kura_sql::binder::norm as ident;
 
 /// PostgreSQL's names for constraints given none: `t_pkey`, `t_a_key`,
 /// `t_a_check`, `t_a_fkey` (a number appended when taken).

@@ -183,7 +183,7 @@ impl Binder<'_> {
                 ));
             }
         }
-        self.scan_scope(table, qualifier, alias)
+        self.scan_scope(table, qualifier, alias, true)
     }
 
     /// A constant argument of a file function.

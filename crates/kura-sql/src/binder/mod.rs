@@ -147,12 +147,14 @@ pub(super) fn is_hidden(name: &str) -> bool {
     name.starts_with('\u{1}')
 }
 
-/// Lower-cases unquoted identifiers (PostgreSQL folding).
+/// An identifier as PostgreSQL names it: quoted, exactly as written; unquoted,
+/// with its ASCII letters lower-cased (PostgreSQL's `downcase_identifier`). Every
+/// name — tables, columns, sequences, statements — is folded here, then compared exactly.
 pub fn norm(id: &ast::Ident) -> String {
     if id.quote_style.is_some() {
         id.value.clone()
     } else {
-        id.value.to_lowercase()
+        id.value.to_ascii_lowercase()
     }
 }
 
@@ -164,6 +166,24 @@ fn object_name(name: &ast::ObjectName) -> SqlResult<(String, Pos)> {
     match name.0.last() {
         Some(ast::ObjectNamePart::Identifier(id)) => Ok((norm(id), pos_of(id))),
         _ => Err(SqlError::Syntax(format!("invalid name {name}"))),
+    }
+}
+
+/// A name written so that it reads back as itself: bare when it is lower case and no
+/// reserved word, else double-quoted (PostgreSQL's `quote_ident`).
+pub fn quote_ident(name: &str) -> String {
+    let bare = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !RESERVED.contains(&name);
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
     }
 }
 
@@ -298,7 +318,7 @@ impl<'a> Binder<'a> {
         let qualifier = alias.map_or(rel.clone(), |a| norm(&a.name));
         if Self::names_system_schema(name) {
             if let Some(table) = self.system_relation(name, false) {
-                let (plan, scope) = self.scan_scope(table, &qualifier, alias)?;
+                let (plan, scope) = self.scan_scope(table, &qualifier, alias, false)?;
                 self.note_null_arrays(&plan, &scope);
                 return Ok((plan, scope));
             }
@@ -360,17 +380,21 @@ impl<'a> Binder<'a> {
                 suggestion,
             });
         };
-        let (plan, scope) = self.scan_scope(table, &qualifier, alias)?;
+        let (plan, scope) = self.scan_scope(table, &qualifier, alias, false)?;
         self.note_null_arrays(&plan, &scope);
         Ok((plan, scope))
     }
 
-    /// The scan of a table and the scope it makes visible.
+    /// The scan of a table and the scope it makes visible. A table's columns are
+    /// named exactly as created (PostgreSQL: `"Odd Name"` stays so); a file's columns
+    /// are folded to lower case (`fold_names`), so a header's `Name` is reached as
+    /// `name`, quoted or not.
     fn scan_scope(
         &mut self,
         table: std::sync::Arc<dyn kura_exec::TableSource>,
         qualifier: &str,
         alias: Option<&ast::TableAlias>,
+        fold_names: bool,
     ) -> SqlResult<(Logical, Scope)> {
         let renames: Vec<String> = alias.map_or(Vec::new(), |a| {
             a.columns.iter().map(|c| norm(&c.name)).collect()
@@ -378,10 +402,10 @@ impl<'a> Binder<'a> {
         let mut cols = Vec::new();
         let mut scope = Scope::default();
         for (i, c) in table.columns().iter().enumerate() {
-            let name = renames
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| c.name.to_lowercase());
+            let name = renames.get(i).cloned().unwrap_or_else(|| match fold_names {
+                true => c.name.to_lowercase(),
+                false => c.name.clone(),
+            });
             let id = self.cols.add(&name, c.data_type);
             cols.push((i, id));
             scope.cols.push(ScopeCol {

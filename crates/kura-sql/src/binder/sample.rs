@@ -61,7 +61,7 @@ impl Binder<'_> {
         let sample = self.table_sample(sample, pos)?;
         let qualifier = alias.map_or(rel, |a| super::norm(&a.name));
         let sampled: Arc<dyn kura_exec::TableSource> = Arc::new(SampledTable::new(table, sample));
-        let (plan, scope) = self.scan_scope(sampled, &qualifier, alias)?;
+        let (plan, scope) = self.scan_scope(sampled, &qualifier, alias, false)?;
         self.note_null_arrays(&plan, &scope);
         Ok((plan, scope))
     }

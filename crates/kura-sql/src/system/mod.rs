@@ -421,17 +421,18 @@ impl Snapshot {
             .map(|s| s.oid)
     }
 
-    /// The name of a relation by OID, as `oid::regclass::text` prints it.
+    /// The name of a relation by OID, as `oid::regclass::text` prints it (quoted
+    /// where it must be to read back: `"MyTable"`).
     pub fn relation_name(&self, oid: i32) -> Option<String> {
         self.relations
             .iter()
             .find(|r| r.oid == oid)
-            .map(|r| r.name.clone())
+            .map(|r| crate::binder::quote_ident(&r.name))
             .or_else(|| {
                 self.indexes
                     .iter()
                     .find(|i| i.oid == oid)
-                    .map(|i| i.name.clone())
+                    .map(|i| crate::binder::quote_ident(&i.name))
             })
             .or_else(|| {
                 SYSTEM_RELATIONS

@@ -7,7 +7,7 @@ impl WriteTxn {
     /// Replaces the defaults and constraints of `table` (which must exist).
     /// The indexes of its key constraints are created separately.
     pub fn set_rules(&mut self, table: &str, mut rules: TableRules) -> StorageResult<()> {
-        let key = normalize(table);
+        let key = table.to_string();
         if !self.tables.contains_key(&key) {
             return Err(StorageError::NoSuchTable(key));
         }
@@ -21,7 +21,7 @@ impl WriteTxn {
     }
 
     pub fn create_table(&mut self, name: &str, schema: Schema) -> StorageResult<()> {
-        let key = normalize(name);
+        let key = name.to_string();
         if self.tables.contains_key(&key) {
             return Err(StorageError::TableExists(key));
         }
@@ -39,7 +39,7 @@ impl WriteTxn {
         }
         let mut seen = BTreeSet::new();
         for c in &schema.columns {
-            if !seen.insert(normalize(&c.name)) {
+            if !seen.insert(c.name.clone()) {
                 return Err(StorageError::Invalid(format!(
                     "column \"{}\" specified more than once",
                     c.name
@@ -61,7 +61,7 @@ impl WriteTxn {
     }
 
     pub fn drop_table(&mut self, name: &str) -> StorageResult<()> {
-        let key = normalize(name);
+        let key = name.to_string();
         if let Some((other, fk)) = referencing(&self.rules, &key)
             .into_iter()
             .find(|(other, _)| *other != key)
@@ -102,7 +102,7 @@ impl WriteTxn {
     /// Empties a table, keeping its schema and its indexes (rebuilt from what
     /// is appended next). UPDATE and DELETE rewrite a table this way.
     pub fn truncate(&mut self, name: &str) -> StorageResult<()> {
-        let key = normalize(name);
+        let key = name.to_string();
         let t = self
             .tables
             .get_mut(&key)
@@ -159,7 +159,7 @@ impl WriteTxn {
         unique: bool,
         progress: &mut dyn FnMut(u64, u64),
     ) -> StorageResult<()> {
-        let key = normalize(name);
+        let key = name.to_string();
         if self.indexes.contains_key(&key)
             || self.tables.contains_key(&key)
             || self.views.contains_key(&key)
@@ -167,7 +167,7 @@ impl WriteTxn {
         {
             return Err(StorageError::RelationExists(key));
         }
-        let tkey = normalize(table);
+        let tkey = table.to_string();
         let t = self
             .tables
             .get(&tkey)
@@ -233,7 +233,7 @@ impl WriteTxn {
     /// Drops an index; one that backs a PRIMARY KEY or UNIQUE constraint is
     /// dropped only with its table.
     pub fn drop_index(&mut self, name: &str) -> StorageResult<()> {
-        let key = normalize(name);
+        let key = name.to_string();
         if let Some(rules) = self
             .indexes
             .get(&key)
@@ -267,7 +267,7 @@ impl WriteTxn {
         sql: &str,
         columns: Vec<String>,
     ) -> StorageResult<()> {
-        let key = normalize(name);
+        let key = name.to_string();
         if self.tables.contains_key(&key)
             || self.views.contains_key(&key)
             || self.sequences.entries.contains_key(&key)
@@ -286,7 +286,7 @@ impl WriteTxn {
     }
 
     pub fn drop_view(&mut self, name: &str) -> StorageResult<()> {
-        let key = normalize(name);
+        let key = name.to_string();
         self.views
             .remove(&key)
             .map(|_| ())

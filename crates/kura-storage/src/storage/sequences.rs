@@ -3,7 +3,6 @@
 //! one namespace they share with tables, views and indexes.
 
 use super::WriteTxn;
-use crate::catalog::normalize;
 use crate::error::{StorageError, StorageResult};
 use crate::rules::TableRules;
 use crate::sequence::{SequenceDef, SequenceEntry};
@@ -12,7 +11,7 @@ impl WriteTxn {
     /// Creates sequence `def.name` (its `id` is assigned here) and returns
     /// its definition. Its values can be drawn at once.
     pub fn create_sequence(&mut self, mut def: SequenceDef) -> StorageResult<SequenceDef> {
-        let key = normalize(&def.name);
+        let key = def.name.clone();
         if self.tables.contains_key(&key)
             || self.views.contains_key(&key)
             || self.indexes.contains_key(&key)
@@ -45,7 +44,7 @@ impl WriteTxn {
     /// Drops sequence `name`; one a column's default or identity uses goes
     /// only with its table.
     pub fn drop_sequence(&mut self, name: &str) -> StorageResult<()> {
-        let key = normalize(name);
+        let key = name.to_string();
         let entry = self
             .sequences
             .entries
@@ -69,7 +68,7 @@ impl WriteTxn {
     /// Whether a table, view, index or sequence is named `name` (they share
     /// one namespace).
     pub fn relation_exists(&self, name: &str) -> bool {
-        let key = normalize(name);
+        let key = name.to_string();
         self.tables.contains_key(&key)
             || self.views.contains_key(&key)
             || self.indexes.contains_key(&key)
@@ -88,6 +87,6 @@ impl WriteTxn {
 
     /// Sequence `name` as this transaction sees it.
     pub fn sequence(&self, name: &str) -> Option<&SequenceEntry> {
-        self.sequences.entries.get(&normalize(name))
+        self.sequences.entries.get(name)
     }
 }

@@ -112,19 +112,7 @@ fn type_name(t: &kura_common::DataType) -> String {
 
 /// `name` as SQL writes it: bare when it reads back as itself, quoted otherwise.
 pub(crate) fn ident(name: &str) -> String {
-    let bare = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !kura_sql::binder::RESERVED.contains(&name);
-    if bare {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
+    kura_sql::binder::quote_ident(name)
 }
 
 /// The table constraints of `rules`, each named as it is.

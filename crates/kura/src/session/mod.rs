@@ -353,7 +353,7 @@ impl Session {
             Statement::Reset(reset) => self.reset(&reset.reset),
             Statement::ShowVariable { variable } => self.show(variable),
             Statement::ExplainTable { table_name, .. } => {
-                crate::describe::describe(self, table_name.to_string().trim_matches('"'))
+                crate::describe::describe(self, &crate::ddl::object_name(table_name))
             }
             Statement::ShowTables { .. } => Ok(crate::describe::show_tables(self)),
             s if is_session_statement(s) => self.session_statement(s, None),

@@ -26,7 +26,7 @@ pub(super) fn execute_name(n: &sqlparser::ast::ObjectName) -> String {
     match n.0.as_slice() {
         [part] => part
             .as_ident()
-            .map(crate::prepared::name_of)
+            .map(kura_sql::binder::norm)
             .unwrap_or_else(|| part.to_string()),
         _ => n.to_string(),
     }
@@ -210,7 +210,7 @@ impl Session {
                 (Vec::new(), p.prepared.columns.clone())
             }
             Statement::Fetch { name, into, .. } if into.is_none() => {
-                let c = self.cursors.get(&crate::prepared::name_of(name))?;
+                let c = self.cursors.get(&kura_sql::binder::norm(name))?;
                 (Vec::new(), c.columns.clone())
             }
             Statement::Declare { stmts } => {
@@ -234,14 +234,14 @@ impl Session {
         stmt: &Statement,
         params: Option<&[Value]>,
     ) -> KuraResult<QueryResult> {
-        use crate::prepared::{name_of, SqlPrepared};
+        use crate::prepared::SqlPrepared;
         match stmt {
             Statement::Prepare {
                 name,
                 data_types,
                 statement,
             } => {
-                let name = name_of(name);
+                let name = kura_sql::binder::norm(name);
                 // Checked first: a duplicate is refused before any work.
                 if self.prepared.get(&name).is_ok() {
                     return Err(KuraError::State {
@@ -284,7 +284,7 @@ impl Session {
                     self.prepared.remove(None)?;
                     return Ok(QueryResult::command("DEALLOCATE ALL"));
                 }
-                self.prepared.remove(Some(&name_of(name)))?;
+                self.prepared.remove(Some(&kura_sql::binder::norm(name)))?;
                 Ok(QueryResult::command("DEALLOCATE"))
             }
             Statement::Declare { stmts } => {
@@ -307,7 +307,7 @@ impl Session {
                         message: "DECLARE CURSOR can only be used in transaction blocks".into(),
                     });
                 }
-                let name = name_of(cursor);
+                let name = kura_sql::binder::norm(cursor);
                 if self.cursors.get(&name).is_ok() {
                     return Err(KuraError::State {
                         sqlstate: "42P03",
@@ -339,7 +339,8 @@ impl Session {
                 if into.is_some() && !move_only {
                     return Err(KuraError::Unsupported("FETCH ... INTO".into()));
                 }
-                self.cursors.fetch(&name_of(name), direction, move_only)
+                self.cursors
+                    .fetch(&kura_sql::binder::norm(name), direction, move_only)
             }
             Statement::Close { cursor } => {
                 let shared = self.shared_memory.clone();
@@ -349,7 +350,8 @@ impl Session {
                         Ok(QueryResult::command("CLOSE CURSOR ALL"))
                     }
                     sqlparser::ast::CloseCursor::Specific { name } => {
-                        self.cursors.close(Some(&name_of(name)), &shared)?;
+                        self.cursors
+                            .close(Some(&kura_sql::binder::norm(name)), &shared)?;
                         Ok(QueryResult::command("CLOSE CURSOR"))
                     }
                 }

@@ -196,13 +196,19 @@ impl Binder<'_> {
             .collect();
             return lookup(oid, pairs, TEXT);
         }
+        // Quoted where the name must be to read back, as PostgreSQL prints a regclass.
+        use crate::binder::quote_ident;
         let snap = self.snapshot();
         let pairs = snap
             .relations
             .iter()
-            .map(|r| (r.oid, r.name.clone()))
-            .chain(snap.indexes.iter().map(|i| (i.oid, i.name.clone())))
-            .chain(snap.sequences.iter().map(|q| (q.oid, q.info.name.clone())))
+            .map(|r| (r.oid, quote_ident(&r.name)))
+            .chain(snap.indexes.iter().map(|i| (i.oid, quote_ident(&i.name))))
+            .chain(
+                snap.sequences
+                    .iter()
+                    .map(|q| (q.oid, quote_ident(&q.info.name))),
+            )
             .chain(
                 crate::system::SYSTEM_RELATIONS
                     .iter()
