@@ -228,7 +228,9 @@ pub struct ModesArgs {
     /// Directory for the timeline CSV and PNG files.
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
-    /// Sequential read-ahead of out-of-order scans (`SET prefetch`): on or off.
+    /// Sequential read-ahead (`SET prefetch`) of the static and out-of-order runs: on
+    /// or off. The two serial lines set it themselves: "serial" (the paper's) runs
+    /// with it off, one page per read; "serial + read-ahead" with it on.
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     pub prefetch: String,
     /// Seconds of each ceiling measurement (one queue depth, one run).

@@ -1,9 +1,17 @@
 //! Paper 003's figures 2 and 3 and its mode table (`kura bench modes`): the selective
-//! queries (C), (A), (B), (D) in the three execution modes — cold, over a buffer far smaller than the data, with
-//! O_DIRECT reads — printing time, mean IOPS, mean CPU %, the speed-ups of
-//! out-of-order over serial and static, and out-of-order IOPS as a share of the
-//! disk's I/O ceiling (crate::ceiling: the best median of a repeated queue-depth
-//! sweep); writes each run's timeline as CSV and PNG.
+//! queries (C), (A), (B), (D) in the paper's three execution modes plus kura's serial
+//! mode with read-ahead — cold, over a buffer far smaller than the data, with
+//! O_DIRECT reads — printing time, mean IOPS, mean CPU %, read requests, the
+//! speed-ups of out-of-order over each of the others, and out-of-order IOPS as a
+//! share of the disk's I/O ceiling (crate::ceiling: the best median of a repeated
+//! queue-depth sweep); writes each run's timeline as CSV and PNG.
+//!
+//! "serial" is the paper's serial: one thread, synchronous, one page per read
+//! request (`execution_mode = serial` with `prefetch = off`). kura's serial mode
+//! with `prefetch = on` reads runs of consecutive pages with one `pread` each and
+//! beats a one-page-at-a-time disk; it is shown beside it as "serial + read-ahead",
+//! so the speed-up of out-of-order is reported against the paper's baseline and
+//! against the faster one.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use kura::tpch::run::session_query_text;
 use kura::{Database, OpenOptions};
-use kura_exec::runtime::{page_fix_stats, shared_runtime, take_max_in_flight, Timeline};
+use kura_exec::runtime::{shared_runtime, Timeline};
 
 use crate::ceiling::{self, Ceiling, DirectProbe, Plan};
 use crate::plot::{line_chart, line_chart_with, HLine, Labels, Series};
@@ -27,7 +35,8 @@ pub struct Config {
     pub queries: Vec<String>,
     /// Directory for the timeline CSV and PNG files.
     pub out: PathBuf,
-    /// Sequential read-ahead of out-of-order scans (`SET prefetch`): on or off.
+    /// Sequential read-ahead (`SET prefetch`, on or off) of the static and
+    /// out-of-order runs; the two serial lines set it themselves (off and on).
     pub prefetch: String,
     /// Seconds of each ceiling measurement (one depth, one repetition).
     pub ceiling_seconds: f64,
@@ -39,8 +48,65 @@ pub struct Config {
     pub counters: bool,
 }
 
-/// The execution modes, in the order of the paper's figures.
-pub const MODES: [&str; 3] = ["serial", "static", "ooo"];
+/// One line of the figures: a name and the session settings it runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModeSpec {
+    /// The name in tables, legends and CSV rows.
+    pub name: &'static str,
+    /// The name in file names (`modes-Q-FILE.csv`).
+    pub file: &'static str,
+    /// `SET execution_mode` of the run.
+    pub execution_mode: &'static str,
+    /// `SET prefetch` of the run; `None` takes [`Config::prefetch`].
+    pub prefetch: Option<&'static str>,
+}
+
+/// The lines, in the order of the paper's figures, with kura's read-ahead serial
+/// beside the paper's.
+pub const MODE_SPECS: [ModeSpec; 4] = [
+    ModeSpec {
+        name: "serial",
+        file: "serial",
+        execution_mode: "serial",
+        prefetch: Some("off"),
+    },
+    ModeSpec {
+        name: "serial + read-ahead",
+        file: "serial-read-ahead",
+        execution_mode: "serial",
+        prefetch: Some("on"),
+    },
+    ModeSpec {
+        name: "static",
+        file: "static",
+        execution_mode: "static",
+        prefetch: None,
+    },
+    ModeSpec {
+        name: "ooo",
+        file: "ooo",
+        execution_mode: "ooo",
+        prefetch: None,
+    },
+];
+
+/// The lines' names, in [`MODE_SPECS`]' order.
+pub const MODES: [&str; 4] = [
+    MODE_SPECS[0].name,
+    MODE_SPECS[1].name,
+    MODE_SPECS[2].name,
+    MODE_SPECS[3].name,
+];
+
+/// The paper's serial mode: synchronous, one page per read request.
+pub const SERIAL: &str = MODE_SPECS[0].name;
+/// kura's serial mode reading ahead (runs of pages with one request).
+pub const SERIAL_READ_AHEAD: &str = MODE_SPECS[1].name;
+
+/// The line called `name`.
+pub fn mode_spec(name: &str) -> Option<&'static ModeSpec> {
+    MODE_SPECS.iter().find(|m| m.name == name)
+}
 
 /// What one cold run measured (one row of the printed table).
 #[derive(Debug, Clone)]
@@ -54,8 +120,23 @@ pub struct ModeRun {
     pub iops: f64,
     /// Mean CPU busy % (100 = one core).
     pub cpu_pct: f64,
+    /// The most read requests in flight at once (the buffer manager's count:
+    /// synchronous and asynchronous reads alike).
     pub peak_in_flight: u64,
+    /// Pages read ahead (the buffer manager's read-ahead misses, synchronous
+    /// or asynchronous).
     pub read_ahead: u64,
+    /// Pages read from disk.
+    pub pages_read: u64,
+    /// Read requests that read them (one `pread` of a run of pages is one).
+    pub read_requests: u64,
+}
+
+impl ModeRun {
+    /// Pages per read request (1.0 when every request read one page).
+    pub fn pages_per_request(&self) -> f64 {
+        self.pages_read as f64 / self.read_requests.max(1) as f64
+    }
 }
 
 /// Everything the study measured: the disk's ceiling and every run, for reports
@@ -94,10 +175,10 @@ struct Measured {
     rows: usize,
     iops: f64,
     cpu_pct: f64,
-    /// The most asynchronous reads in flight at once (0 in serial and static mode).
     peak_in_flight: u64,
-    /// Pages read ahead by out-of-order scans.
     read_ahead: u64,
+    pages_read: u64,
+    read_requests: u64,
     timeline: Option<Timeline>,
     /// The counters of the run, as one line (with `counters`).
     counters: Option<String>,
@@ -114,7 +195,34 @@ fn process_cpu_secs() -> Option<f64> {
     Some(ticks / 100.0)
 }
 
+/// One cold run of query `id` (a to d, a variant, or a TPC-H query number) as
+/// the line `mode` (a [`ModeSpec`]'s name) runs it, without the ceiling sweep,
+/// timelines or charts: what the tests check the lines' read pattern with.
+pub fn cold_run(args: &Config, id: &str, mode: &str) -> Result<ModeRun, String> {
+    let m = run_cold(args, id, mode, Duration::from_millis(50))?;
+    Ok(m.row(id, mode))
+}
+
+impl Measured {
+    fn row(&self, id: &str, mode: &str) -> ModeRun {
+        ModeRun {
+            query: id.to_string(),
+            mode: mode.to_string(),
+            secs: self.secs,
+            rows: self.rows,
+            iops: self.iops,
+            cpu_pct: self.cpu_pct,
+            peak_in_flight: self.peak_in_flight,
+            read_ahead: self.read_ahead,
+            pages_read: self.pages_read,
+            read_requests: self.read_requests,
+        }
+    }
+}
+
+/// One cold run of query `id` as the line `mode` (a [`ModeSpec`]'s name) runs it.
 fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<Measured, String> {
+    let spec = mode_spec(mode).ok_or_else(|| format!("unknown mode line {mode:?}"))?;
     let (db_path, buffer) = (&args.db, args.buffer);
     // A fresh open per run: an empty buffer pool; O_DIRECT keeps the OS cache out.
     let opts = OpenOptions {
@@ -127,16 +235,19 @@ fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<M
     let sql = session_query_text(&mut session, id).map_err(|e| e.to_string())?;
     let sql: &str = &sql;
     session
-        .execute(&format!("SET execution_mode = '{mode}'"))
+        .execute(&format!("SET execution_mode = '{}'", spec.execution_mode))
         .map_err(|e| e.to_string())?;
     session
-        .execute(&format!("SET prefetch = {}", args.prefetch))
+        .execute(&format!(
+            "SET prefetch = {}",
+            spec.prefetch.unwrap_or(&args.prefetch)
+        ))
         .map_err(|e| e.to_string())?;
     let rt = shared_runtime().map_err(|e| e.to_string())?;
-    let reads0 = db.storage().buffer().stats().pages_read;
+    let bm = db.storage().buffer();
+    let io0 = bm.stats();
     let cpu0 = process_cpu_secs();
-    take_max_in_flight();
-    let ahead0 = page_fix_stats().prefetches;
+    bm.take_peak_reads_in_flight();
     rt.start_timeline_every(interval);
     let profiler = match args.counters {
         true => Some(kura_profile::Profiler::start_default().map_err(|e| e.to_string())?),
@@ -154,10 +265,10 @@ fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<M
         None => None,
     };
     let timeline = rt.stop_timeline();
-    let peak_in_flight = take_max_in_flight();
-    let read_ahead = page_fix_stats().prefetches - ahead0;
+    let peak_in_flight = bm.take_peak_reads_in_flight();
+    let io = bm.stats().since(&io0);
     let result = result?;
-    let reads = db.storage().buffer().stats().pages_read - reads0;
+    let reads = io.pages_read;
     let cpu_pct = match (cpu0, process_cpu_secs()) {
         (Some(a), Some(b)) if secs > 0.0 => (b - a) / secs * 100.0,
         _ => f64::NAN,
@@ -168,7 +279,9 @@ fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<M
         iops: reads as f64 / secs.max(1e-9),
         cpu_pct,
         peak_in_flight,
-        read_ahead,
+        read_ahead: io.prefetch_reads,
+        pages_read: io.pages_read,
+        read_requests: io.read_requests,
         timeline,
         counters,
     })
@@ -195,7 +308,8 @@ fn moving_average(points: &[(f64, f64)], window: usize) -> Vec<(f64, f64)> {
 const SAMPLES_PER_RUN: f64 = 40.0;
 
 /// Writes each mode's timeline as CSV, and one CPU % and one IOPS chart per query
-/// with a line per mode over time (the layout of paper 003's figures 2 and 3).
+/// with a line per mode over time (the layout of paper 003's figures 2 and 3, with
+/// the read-ahead serial as a fourth line).
 fn write_timelines(
     out: &Path,
     id: &str,
@@ -203,7 +317,8 @@ fn write_timelines(
     ceiling: &Ceiling,
 ) -> Result<(), String> {
     for (mode, timeline) in runs {
-        let path = out.join(format!("modes-{id}-{mode}.csv"));
+        let file = mode_spec(mode).map_or(*mode, |m| m.file);
+        let path = out.join(format!("modes-{id}-{file}.csv"));
         timeline
             .write_csv(&path)
             .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -386,7 +501,7 @@ pub fn run(
     let page = page_size(&args.db)?;
     writeln!(
         out,
-        "kura bench modes: {} with a {} MiB buffer, O_DIRECT, {} workers ({}), prefetch {}",
+        "kura bench modes: {} with a {} MiB buffer, O_DIRECT, {} workers ({}), prefetch {} in static and ooo",
         args.db.display(),
         args.buffer >> 20,
         rt.workers(),
@@ -417,49 +532,56 @@ pub fn run(
     std::fs::write(&csv, ceiling.csv()).map_err(|e| format!("{}: {e}", csv.display()))?;
     writeln!(
         out,
-        "{:<6} {:<7} {:>9} {:>8} {:>11} {:>7} {:>8} {:>10}",
-        "query", "mode", "time s", "rows", "mean IOPS", "CPU %", "peak QD", "read-ahead"
+        "serial is the paper's (synchronous, one page per read: prefetch off); \
+         serial + read-ahead is kura's serial with prefetch on (runs of pages per read)"
+    )
+    .map_err(|e| e.to_string())?;
+    writeln!(
+        out,
+        "{:<6} {:<19} {:>9} {:>8} {:>11} {:>7} {:>8} {:>9} {:>10}",
+        "query",
+        "mode",
+        "time s",
+        "rows",
+        "mean IOPS",
+        "CPU %",
+        "peak QD",
+        "pages/req",
+        "read-ahead"
     )
     .map_err(|e| e.to_string())?;
     let mut measured = Vec::new();
     for id in &args.queries {
         // Out-of-order runs first: it is the shortest, and its time sets one
-        // sampling interval for all three modes (comparable curves, and enough
+        // sampling interval for all the lines (comparable curves, and enough
         // samples for a sub-second run).
         let ooo = run_cold(args, id, "ooo", Duration::from_millis(5))?;
         let interval = Duration::from_secs_f64(ooo.secs / SAMPLES_PER_RUN)
             .clamp(Duration::from_millis(2), Duration::from_millis(500));
-        let ooo = run_cold(args, id, "ooo", interval)?;
-        let serial = run_cold(args, id, "serial", interval)?;
-        let stat = run_cold(args, id, "static", interval)?;
-        let times = [serial, stat, ooo];
+        let mut times = Vec::new();
+        for mode in MODES {
+            times.push(run_cold(args, id, mode, interval)?);
+        }
         for (mode, m) in MODES.iter().zip(&times) {
+            let row = m.row(id, mode);
             writeln!(
                 out,
-                "({:<4} {:<7} {:>9.3} {:>8} {:>11.0} {:>7.1} {:>8} {:>10}",
+                "({:<4} {:<19} {:>9.3} {:>8} {:>11.0} {:>7.1} {:>8} {:>9.2} {:>10}",
                 format!("{})", label(id)),
                 mode,
-                m.secs,
-                m.rows,
-                m.iops,
-                m.cpu_pct,
-                m.peak_in_flight,
-                m.read_ahead
+                row.secs,
+                row.rows,
+                row.iops,
+                row.cpu_pct,
+                row.peak_in_flight,
+                row.pages_per_request(),
+                row.read_ahead
             )
             .map_err(|e| e.to_string())?;
             if let Some(c) = &m.counters {
                 writeln!(out, "       counters: {c}").map_err(|e| e.to_string())?;
             }
-            measured.push(ModeRun {
-                query: id.clone(),
-                mode: mode.to_string(),
-                secs: m.secs,
-                rows: m.rows,
-                iops: m.iops,
-                cpu_pct: m.cpu_pct,
-                peak_in_flight: m.peak_in_flight,
-                read_ahead: m.read_ahead,
-            });
+            measured.push(row);
         }
         let runs: Vec<(&str, &Timeline)> = MODES
             .iter()
@@ -467,11 +589,12 @@ pub fn run(
             .filter_map(|(mode, m)| Some((*mode, m.timeline.as_ref()?)))
             .collect();
         write_timelines(&args.out, id, &runs, &ceiling)?;
-        let (serial, stat, ooo) = (&times[0], &times[1], &times[2]);
+        let (serial, ahead, stat, ooo) = (&times[0], &times[1], &times[2], &times[3]);
         writeln!(
             out,
-            "       ooo/serial {:.2}x   ooo/static {:.2}x   ooo IOPS = {:.0}% of the QD-{} ceiling (its runs reach up to {:.0}%)",
+            "       ooo/serial {:.2}x   ooo/(serial + read-ahead) {:.2}x   ooo/static {:.2}x   ooo IOPS = {:.0}% of the QD-{} ceiling (its runs reach up to {:.0}%)",
             serial.secs / ooo.secs,
+            ahead.secs / ooo.secs,
             stat.secs / ooo.secs,
             ceiling.percent(ooo.iops),
             ceiling.at_best().depth,

@@ -7,7 +7,10 @@
 use kura_lab::paper003::{self, Config, Peers, CSV_COLUMNS};
 
 const QUERIES: [&str; 2] = ["c", "vc"];
-const MODES: [&str; 3] = ["serial", "static", "ooo"];
+/// The paper's serial, kura's serial with read-ahead, static, out-of-order.
+const MODES: [&str; 4] = ["serial", "serial + read-ahead", "static", "ooo"];
+/// Their timeline CSVs' names.
+const MODE_FILES: [&str; 4] = ["serial", "serial-read-ahead", "static", "ooo"];
 
 /// Rows of a query's expected answer at SF 0.01 (the file has a header line).
 fn expected_rows(query: &str) -> usize {
@@ -45,8 +48,8 @@ fn the_kura_only_path_writes_figures_2_and_3_with_csv_and_markdown() {
             let bytes = std::fs::read(out.join(&name)).unwrap();
             assert!(bytes.len() > 1000 && bytes[..8] == PNG_SIGNATURE, "{name}");
         }
-        for mode in MODES {
-            assert!(out.join(format!("modes-{q}-{mode}.csv")).exists(), "{mode}");
+        for file in MODE_FILES {
+            assert!(out.join(format!("modes-{q}-{file}.csv")).exists(), "{file}");
         }
     }
     assert!(!out.join("fig4-cold.png").exists());

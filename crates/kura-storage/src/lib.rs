@@ -19,8 +19,8 @@ mod txn_io;
 
 pub use buffer::{
     forbid_blocking_waits, set_sync_read_observer, thread_io, BufferManager, BufferStats,
-    FixAttempt, InFlight, PageGuard, ReadTicket, SyncRead, TierCapacity, TierConfig, TierKind,
-    TierStats, TraceKind,
+    FixAttempt, InFlight, PageGuard, ReadRequest, ReadTicket, SyncRead, TierCapacity, TierConfig,
+    TierKind, TierStats, TraceKind,
 };
 pub use catalog::{Catalog, ColumnDef, IndexEntry, Schema, ViewDef};
 pub use error::{StorageError, StorageResult};

@@ -175,6 +175,8 @@ async fn read_ticket(bm: &Arc<BufferManager>, mut ticket: ReadTicket) -> Storage
     let size = file.page_size();
     let result = {
         let _counted = InFlightCount::start();
+        // The pool counts it as one request, in flight until it returns.
+        let _request = bm.start_read();
         read_at(file.raw_fd(), page * size as u64, buffer(size)).await
     };
     let read = match result {

@@ -155,7 +155,10 @@ impl BufferManager {
                 FixAttempt::Hit(g) => return Ok(g),
                 FixAttempt::Miss(mut t) => {
                     observer::note(SyncRead::Submitted);
-                    let r = self.core.file.read_page_raw(page, t.buffer());
+                    let r = {
+                        let _request = self.start_read();
+                        self.core.file.read_page_raw(page, t.buffer())
+                    };
                     observer::note(SyncRead::Completed { pages: 1 });
                     return self.complete(t, r);
                 }
@@ -180,7 +183,10 @@ impl BufferManager {
         // Aligned: the file may be open with O_DIRECT.
         let mut buf = crate::file::aligned::AlignedBuf::new(core.page_size);
         observer::note(SyncRead::Submitted);
-        let r = core.file.read_page_raw(page, &mut buf);
+        let r = {
+            let _request = core.counters.start_read();
+            core.file.read_page_raw(page, &mut buf)
+        };
         observer::note(SyncRead::Completed { pages: 1 });
         r?;
         core.file.verify_page(page, &buf[..core.page_size])?;

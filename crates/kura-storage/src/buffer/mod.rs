@@ -26,7 +26,7 @@ mod trace;
 mod waiters;
 
 pub use observer::{set_sync_read_observer, SyncRead};
-pub use stats::BufferStats;
+pub use stats::{BufferStats, ReadRequest};
 pub use thread_io::thread_io;
 pub use tier::{parse_tier_kind, parse_tier_mode, TierCapacity, TierConfig, TierKind, TierStats};
 
@@ -370,6 +370,22 @@ impl BufferManager {
     /// Stops tracing and flushes the trace files.
     pub fn stop_trace(&self) -> StorageResult<()> {
         self.core.trace.stop()
+    }
+
+    /// Starts one disk read request of this pool's pages (the caller's `pread`
+    /// or ring read); it counts in [`BufferStats::read_requests`] and as in
+    /// flight until the returned guard is dropped. The pool's own synchronous
+    /// reads call it; a runtime that reads a [`ReadTicket`] itself calls it
+    /// around that read, so requests and the peak count every read alike.
+    pub fn start_read(&self) -> ReadRequest<'_> {
+        self.core.counters.start_read()
+    }
+
+    /// The most read requests in flight at once since the last call (or since
+    /// the pool opened), restarting the peak from the reads in flight now: a
+    /// benchmark calls it before and after a run to learn the run's queue depth.
+    pub fn take_peak_reads_in_flight(&self) -> u64 {
+        self.core.counters.take_peak_reads_in_flight()
     }
 
     /// Counts pages written to the file by the storage layer.

@@ -91,6 +91,7 @@ impl BufferManager {
         let first = run[0].page;
         let r = {
             let mut bufs: Vec<&mut [u8]> = run.iter_mut().map(|t| t.buffer()).collect();
+            let _request = self.start_read();
             self.core.file.read_pages_into(first, &mut bufs)
         };
         observer::note(SyncRead::Completed { pages: run.len() });

@@ -1,5 +1,6 @@
 //! Buffer manager counters: fixes, hits, misses, pages and bytes read and
-//! written, and the second tier's hits, misses, demotions and bytes held.
+//! written, read requests and the most of them in flight at once, and the second
+//! tier's hits, misses, demotions and bytes held.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,6 +16,39 @@ pub(super) struct Counters {
     pub bytes_read: AtomicU64,
     pub bytes_written: AtomicU64,
     pub prefetch_reads: AtomicU64,
+    pub read_requests: AtomicU64,
+    pub reads_in_flight: AtomicU64,
+    pub peak_reads_in_flight: AtomicU64,
+}
+
+/// One disk read request of the pool's pages, from its start until it returns
+/// (see [`super::BufferManager::start_read`]): counted as a request and as in
+/// flight while it lives.
+pub struct ReadRequest<'a> {
+    counters: &'a Counters,
+}
+
+impl Counters {
+    pub(super) fn start_read(&self) -> ReadRequest<'_> {
+        self.read_requests.fetch_add(1, Ordering::Relaxed);
+        let now = self.reads_in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak_reads_in_flight.fetch_max(now, Ordering::Relaxed);
+        ReadRequest { counters: self }
+    }
+
+    /// The peak since the last call, restarted from the reads in flight now.
+    pub(super) fn take_peak_reads_in_flight(&self) -> u64 {
+        let now = self.reads_in_flight.load(Ordering::Relaxed);
+        self.peak_reads_in_flight.swap(now, Ordering::Relaxed)
+    }
+}
+
+impl Drop for ReadRequest<'_> {
+    fn drop(&mut self) {
+        self.counters
+            .reads_in_flight
+            .fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A snapshot of the counters since the database was opened; diff two snapshots
@@ -31,6 +65,14 @@ pub struct BufferStats {
     /// Misses taken by read-ahead ([`super::BufferManager::try_prefetch`]); their
     /// reads are part of `pages_read` once complete.
     pub prefetch_reads: u64,
+    /// Disk read requests (one `pread` or one ring read): a coalesced read of a
+    /// run of consecutive pages is one request for several of `pages_read`, so
+    /// `pages_read == read_requests` means every request read one page.
+    pub read_requests: u64,
+    /// The most read requests in flight at once since the pool was opened or
+    /// [`super::BufferManager::take_peak_reads_in_flight`] was last called (a
+    /// level, not a count: [`BufferStats::since`] keeps the later one's).
+    pub peak_reads_in_flight: u64,
     /// Pool misses served by the second tier (no disk read).
     pub tier_hits: u64,
     /// Pool misses the second tier did not hold (`misses` = tier hits + tier
@@ -64,6 +106,8 @@ impl Counters {
             bytes_read: l(&self.bytes_read),
             bytes_written: l(&self.bytes_written),
             prefetch_reads: l(&self.prefetch_reads),
+            read_requests: l(&self.read_requests),
+            peak_reads_in_flight: l(&self.peak_reads_in_flight),
             tier_hits: tier.hits,
             tier_misses: tier.misses,
             tier_demotions: tier.demotions,
@@ -87,6 +131,8 @@ impl BufferStats {
             bytes_read: self.bytes_read - earlier.bytes_read,
             bytes_written: self.bytes_written - earlier.bytes_written,
             prefetch_reads: self.prefetch_reads - earlier.prefetch_reads,
+            read_requests: self.read_requests - earlier.read_requests,
+            peak_reads_in_flight: self.peak_reads_in_flight,
             tier_hits: self.tier_hits - earlier.tier_hits,
             tier_misses: self.tier_misses - earlier.tier_misses,
             tier_demotions: self.tier_demotions - earlier.tier_demotions,
