@@ -50,6 +50,15 @@ fn loadable(t: DataType) -> bool {
 /// CSV files read as a table.
 pub type CsvTable = TextTable;
 
+/// The name of column `i` of `count` in a file without a header, as DuckDB names it
+/// (arrow-csv would say `column_1`): `column0` … `column9`, and with more than ten
+/// columns zero-padded to the last one's digits, `column00` … `column15`, so that
+/// queries written for one engine run on the other.
+fn headerless_name(i: usize, count: usize) -> String {
+    let width = count.saturating_sub(1).max(1).to_string().len();
+    format!("column{i:0width$}")
+}
+
 /// The first `SNIFF_LINES` lines' bytes of `path`.
 fn head(path: &Path) -> ExecResult<Vec<u8>> {
     let file = File::open(path).map_err(|e| io_error(path, e))?;
@@ -204,12 +213,12 @@ impl CsvTable {
             )));
         }
         let mut columns = Vec::with_capacity(inferred.fields().len());
+        let count = inferred.fields().len();
         for (i, f) in inferred.fields().iter().enumerate() {
-            // arrow-csv names headerless columns column_1 ...; kura (as DuckDB) column0 ...
             let name = match options.names.as_ref().and_then(|n| n.get(i)) {
                 Some(n) => n.clone(),
                 None if header => f.name().clone(),
-                None => format!("column{i}"),
+                None => headerless_name(i, count),
             };
             // A column empty in every sampled line (arrow-csv's Null type; the trailing
             // delimiter of a dbgen .tbl line makes one) reads as text.
@@ -329,6 +338,11 @@ mod tests {
     fn a_headerless_file_is_told_apart_and_options_win() {
         let (_dir, t) = table("1\t2\n3\t4\n", &CsvOptions::default()).unwrap();
         assert_eq!(names(&t)[0], ("column0".into(), "BIGINT".into()));
+        assert_eq!(headerless_name(0, 1), "column0");
+        assert_eq!(headerless_name(9, 10), "column9");
+        assert_eq!(headerless_name(0, 11), "column00");
+        assert_eq!(headerless_name(15, 16), "column15");
+        assert_eq!(headerless_name(7, 101), "column007");
         assert_eq!(t.row_count(), 2);
         let (_dir, t) = table(
             "a,b\nc,d\n",
