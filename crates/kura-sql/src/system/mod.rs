@@ -421,27 +421,6 @@ impl Snapshot {
             .map(|s| s.oid)
     }
 
-    /// The name of a relation by OID, as `oid::regclass::text` prints it (quoted
-    /// where it must be to read back: `"MyTable"`).
-    pub fn relation_name(&self, oid: i32) -> Option<String> {
-        self.relations
-            .iter()
-            .find(|r| r.oid == oid)
-            .map(|r| crate::binder::quote_ident(&r.name))
-            .or_else(|| {
-                self.indexes
-                    .iter()
-                    .find(|i| i.oid == oid)
-                    .map(|i| crate::binder::quote_ident(&i.name))
-            })
-            .or_else(|| {
-                SYSTEM_RELATIONS
-                    .iter()
-                    .find(|s| s.oid == oid)
-                    .map(|s| s.name.to_string())
-            })
-    }
-
     /// The system relation `schema.name` (schema `pg_catalog` when not given).
     pub fn relation(&self, schema: Option<&str>, name: &str) -> Option<Arc<dyn TableSource>> {
         system_relation(self, schema.unwrap_or("pg_catalog"), name)
