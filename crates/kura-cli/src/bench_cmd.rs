@@ -121,9 +121,9 @@ pub struct LlcArgs {
     /// With --recorded: which of the paper's tables to make (4-5, 9, 10, 11).
     #[arg(long, value_delimiter = ',', default_values_t = kura_lab::llc_recorded::TABLES.map(String::from), requires = "recorded")]
     pub tables: Vec<String>,
-    /// With --recorded: the cache geometry (a sysfs `cpu0/cache` directory) the
-    /// tables are sized from and replayed through [default: this machine's].
-    #[arg(long, value_name = "DIR", requires = "recorded")]
+    /// The cache geometry (a sysfs `cpu0/cache` directory) the tables are sized
+    /// from and the accesses replayed through [default: this machine's].
+    #[arg(long, value_name = "DIR")]
     pub geometry: Option<PathBuf>,
     /// With --recorded: the Valgrind executable.
     #[arg(
@@ -172,8 +172,9 @@ pub struct MemsweepArgs {
     /// [default: 1, or 0.1 with --quick].
     #[arg(long)]
     pub sf: Option<f64>,
-    /// Buffer sizes, e.g. 16MiB,32MiB,64MiB [default: doubling from 16 MiB up to the
-    /// data size; with --quick the smallest, a middle one and the largest].
+    /// Buffer sizes, e.g. 16MiB,32MiB,64MiB [default: powers of two from a quarter
+    /// of the smallest shape's measured working set up to one holding the largest;
+    /// with --quick the smallest, a middle one and the largest].
     #[arg(long, value_delimiter = ',', value_parser = crate::parse_size_arg)]
     pub buffers: Vec<u64>,
     /// A few minutes' run: SF 0.1 and three buffer sizes.
@@ -377,6 +378,9 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             if let Some(r) = a.reps {
                 cfg.reps = r;
             }
+            if let Some(g) = &a.geometry {
+                cfg.geometry_root = g.clone();
+            }
             kura_lab::llc::run(&cfg, &mut out).map(|_| ())
         }
         BenchCommand::Paper003(a) => run_paper003(a, &mut out),
@@ -463,10 +467,7 @@ fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), St
     cfg.reps = a.reps.unwrap_or(3);
     cfg.resident = !a.no_resident;
     cfg.buffers = a.buffers.clone();
-    if a.quick && cfg.buffers.is_empty() {
-        let data = kura_lab::memsweep::ensure_database(&cfg, out)?;
-        cfg.buffers = kura_lab::memsweep::quick_buffers(data);
-    }
+    cfg.quick = a.quick;
     let mut bar: Option<indicatif::ProgressBar> = None;
     let started = std::time::Instant::now();
     kura_lab::memsweep::run(&cfg, out, &mut |done, total| {

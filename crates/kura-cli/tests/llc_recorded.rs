@@ -14,17 +14,7 @@ fn valgrind_present() -> bool {
 }
 
 fn cache(root: &std::path::Path, i: usize, level: u8, kind: &str, size: &str, ways: u32) {
-    let d = root.join(format!("index{i}"));
-    std::fs::create_dir_all(&d).unwrap();
-    for (f, v) in [
-        ("level", level.to_string()),
-        ("type", kind.to_string()),
-        ("size", size.to_string()),
-        ("ways_of_associativity", ways.to_string()),
-        ("coherency_line_size", "64".to_string()),
-    ] {
-        std::fs::write(d.join(f), format!("{v}\n")).unwrap();
-    }
+    kura_cache::cpu::geometry::write_sysfs_cache(root, i, level, kind, size, ways).unwrap();
 }
 
 #[test]

@@ -17,14 +17,14 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use kura::{Database, OpenOptions};
 use kura_cache::cpu::{
     geometry::data_hierarchy, read_sysfs, LevelConfig, LevelCounters, PartitionSim,
 };
 use kura_common::memobj::{Event, ObjectKind, ObjectMap};
 use kura_profile::simulated::{child_args, record, ProfileOptions, RecordOptions};
 
-use crate::llc::{create_filled, err, protect_masks, xorshift, Sizes, JOIN, QUERY_A, QUERY_B};
+use crate::llc::setup::{self, object_bytes, premise_line, Llc, Needs};
+use crate::llc::{err, protect_masks, JOIN, QUERY_A, QUERY_B};
 
 /// Classes of the replay: accesses to the protected object (protected ways),
 /// A's other accesses, B's accesses (both in the other ways).
@@ -197,16 +197,31 @@ pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>
             cfg.geometry_root.display()
         ));
     };
-    let sizes = Sizes::of(llc.size, true);
     let studies = studies(&cfg.tables)?;
     let db_path = cfg.out.join("llc-recorded.db");
-    let object_bytes = build_database(&db_path, &sizes, &studies)?;
+    let cache = Llc {
+        bytes: llc.size,
+        ways: llc.ways,
+    };
+    let needs = Needs {
+        index_join: studies.iter().any(|st| st.table == "9"),
+        tpch: studies
+            .iter()
+            .any(|st| st.table == "10" || st.table == "11"),
+    };
+    let (db, sizes, measured) = setup::build_sized(&db_path, &cache, true, needs, out)?;
+    writeln!(out, "{}", premise_line(&cache, &measured)).map_err(err)?;
+    let object_bytes = studies
+        .iter()
+        .map(|st| object_bytes(&db, &st.protected))
+        .collect::<Result<Vec<u64>, String>>()?;
+    drop(db);
     writeln!(
         out,
-        "recorded stream (valgrind lackey), replayed through {}: A {} KiB, B {} KiB, index join {} probes into {} keys, {} runs each",
+        "recorded stream (valgrind lackey), replayed through {}: A {} KiB of pages, B {} KiB, index join {} probes into {} keys, {} runs each",
         llc.describe(),
-        sizes.a_rows * 8 / 1024,
-        sizes.b_rows * 8 / 1024,
+        measured.a_bytes / 1024,
+        measured.b_bytes / 1024,
         sizes.probe_keys,
         sizes.index_keys,
         cfg.reps
@@ -380,47 +395,6 @@ fn replay<'a>(
     sim.feed(&batch);
     let mark = mark.ok_or("the traced run ended before its measured queries")?;
     Ok((mark, sim))
-}
-
-/// Tables A and B, and what the studies need besides (the index join's tables,
-/// TPC-H SF 0.01); returns the bytes of each study's protected object, at most
-/// what leaves the LLC's smallest way to everything else.
-fn build_database(path: &Path, sizes: &Sizes, studies: &[Study]) -> Result<Vec<u64>, String> {
-    let _ = std::fs::remove_file(path);
-    let db = Database::open(path, OpenOptions::default()).map_err(err)?;
-    let mut s = db.session();
-    create_filled(&db, &mut s, "table_a", sizes.a_rows, |i| (i % 1000) as i64)?;
-    create_filled(&db, &mut s, "table_b", sizes.b_rows, |i| (i % 1000) as i64)?;
-    if studies.iter().any(|st| st.table == "9") {
-        create_filled(&db, &mut s, "tbl_a", sizes.index_keys, |i| i as i64)?;
-        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
-        let keys: Vec<u64> = (0..sizes.probe_keys)
-            .map(|_| next() % sizes.index_keys)
-            .collect();
-        create_filled(&db, &mut s, "tbl_b", sizes.probe_keys, |i| {
-            keys[i as usize] as i64
-        })?;
-        s.execute("CREATE INDEX tbl_a_k ON tbl_a (k)")
-            .map_err(err)?;
-    }
-    if studies
-        .iter()
-        .any(|st| st.table == "10" || st.table == "11")
-    {
-        kura::tpch::load(&mut s, kura::tpch::load::Source::Generate(0.01), &|_, _| {})
-            .map_err(err)?;
-    }
-    let page = db.storage().page_size() as u64;
-    studies
-        .iter()
-        .map(|st| {
-            let mut pages = 0u64;
-            for object in &st.protected {
-                pages += db.storage().object_pages(object).map_err(err)?.len() as u64;
-            }
-            Ok(pages * page)
-        })
-        .collect()
 }
 
 fn ratio(c: &LevelCounters) -> f64 {

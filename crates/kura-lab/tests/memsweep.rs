@@ -71,3 +71,47 @@ fn a_tiny_sweep_writes_the_csv_with_every_column() {
     }
     assert!(report.contains("improvement ratio"), "{report}");
 }
+
+/// Without --buffers the sweep measures each shape's working set, says whether
+/// the premise holds, and picks buffers around the working sets: at the
+/// smallest every shape reads pages (and prefetch reads ahead for the scan), at
+/// the largest none does — the effect paper 001 charts, counted, not timed.
+#[test]
+fn chosen_buffers_straddle_the_working_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config::quick(dir.path().join("sweep.db"), dir.path().join("out"));
+    cfg.sf = 0.01;
+    cfg.policies = vec!["lru".into()];
+    cfg.shapes = vec!["scan".into(), "join4".into()];
+    cfg.resident = false;
+    cfg.reps = 1;
+    let mut report = Vec::new();
+    let points = memsweep::run(&cfg, &mut report, &mut |_, _| {}).unwrap();
+    let report = String::from_utf8(report).unwrap();
+    let premise = report
+        .lines()
+        .find(|l| l.starts_with("premise"))
+        .unwrap_or_else(|| panic!("no premise line: {report}"));
+    assert!(premise.starts_with("premise holds"), "{report}");
+    assert!(
+        premise.contains("scan ") && premise.contains("join4 "),
+        "{premise}"
+    );
+    let smallest = points.iter().map(|p| p.buffer).min().unwrap();
+    let largest = points.iter().map(|p| p.buffer).max().unwrap();
+    assert!(smallest * 4 <= largest, "{report}");
+    for p in &points {
+        assert!(p.error.is_none(), "{p:?}");
+        if p.buffer == smallest {
+            assert!(p.pages_read > 0, "misses at the smallest buffer: {p:?}");
+        }
+        if p.buffer == largest {
+            assert_eq!(p.pages_read, 0, "fits the largest buffer: {p:?}");
+        }
+    }
+    let scan_small = points
+        .iter()
+        .find(|p| p.shape == "scan" && p.buffer == smallest && p.prefetch)
+        .unwrap();
+    assert!(scan_small.prefetched > 0, "{scan_small:?}");
+}

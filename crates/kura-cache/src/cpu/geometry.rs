@@ -192,6 +192,32 @@ pub fn read_sysfs(root: &Path) -> Result<Vec<Geometry>, CacheError> {
     Ok(caches)
 }
 
+/// Writes one cache's directory (`indexN/level`, `type`, `size`, ...) of a sysfs
+/// `cpu0/cache` layout under `root`: another machine's geometry for studies
+/// (`--geometry DIR`) and tests; `kind` is `Data`, `Instruction` or `Unified`,
+/// `size` as sysfs writes it (`32K`).
+pub fn write_sysfs_cache(
+    root: &Path,
+    index: usize,
+    level: u8,
+    kind: &str,
+    size: &str,
+    ways: u32,
+) -> std::io::Result<()> {
+    let dir = root.join(format!("index{index}"));
+    fs::create_dir_all(&dir)?;
+    for (field, value) in [
+        ("level", level.to_string()),
+        ("type", kind.to_string()),
+        ("size", size.to_string()),
+        ("ways_of_associativity", ways.to_string()),
+        ("coherency_line_size", "64".to_string()),
+    ] {
+        fs::write(dir.join(field), format!("{value}\n"))?;
+    }
+    Ok(())
+}
+
 /// The data-side hierarchy (L1d, L2, L3, ...): instruction caches dropped.
 pub fn data_hierarchy(caches: &[Geometry]) -> Vec<Geometry> {
     caches

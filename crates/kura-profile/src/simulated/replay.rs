@@ -243,20 +243,11 @@ mod tests {
     fn geometry() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (i, (level, kind, size, ways)) in [(1, "Data", "1K", 2), (2, "Unified", "4K", 4)]
-            .iter()
+            .into_iter()
             .enumerate()
         {
-            let d = dir.path().join(format!("index{i}"));
-            std::fs::create_dir(&d).unwrap();
-            for (f, v) in [
-                ("level", level.to_string()),
-                ("type", kind.to_string()),
-                ("size", size.to_string()),
-                ("ways_of_associativity", ways.to_string()),
-                ("coherency_line_size", "64".into()),
-            ] {
-                std::fs::write(d.join(f), v).unwrap();
-            }
+            kura_cache::cpu::geometry::write_sysfs_cache(dir.path(), i, level, kind, size, ways)
+                .unwrap();
         }
         dir
     }

@@ -33,6 +33,8 @@ use kura::{Database, OpenOptions};
 
 use crate::plot::{line_chart_log2_x, Labels, Series};
 
+pub mod premise;
+
 /// One query shape of the study.
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
@@ -92,8 +94,11 @@ pub struct Config {
     pub sf: f64,
     /// The database (built with paper 003's indexes if missing).
     pub db: PathBuf,
-    /// Buffer sizes in bytes; empty = doubling from 16 MiB up to the data size.
+    /// Buffer sizes in bytes; empty = chosen around the shapes' measured working
+    /// sets ([`premise::buffers_for`]).
     pub buffers: Vec<u64>,
+    /// Three buffer sizes instead of every power of two between the extremes.
+    pub quick: bool,
     /// Replacement policies; the first is the baseline of the prefetch and
     /// resident runs, the others run with prefetch on.
     pub policies: Vec<String>,
@@ -101,7 +106,8 @@ pub struct Config {
     pub shapes: Vec<String>,
     /// Execution mode of every run (`serial`, `static`, `ooo`).
     pub mode: String,
-    /// Measured warm runs per point (after one warm-up run); the median is kept.
+    /// Measured warm runs per point (after one warm-up run), more while the
+    /// runs add up to less than [`MIN_POINT_SECS`]; the median is kept.
     pub reps: usize,
     /// Also run each index shape with its indexes resident (whole, and interior nodes only).
     pub resident: bool,
@@ -110,13 +116,14 @@ pub struct Config {
 }
 
 impl Config {
-    /// `--quick`: SF 0.1, three buffer sizes (set by the caller from the data
-    /// size, see [`quick_buffers`]), median of three warm runs per point.
+    /// `--quick`: SF 0.1, three buffer sizes around the measured working sets,
+    /// median of three or more warm runs per point.
     pub fn quick(db: PathBuf, out: PathBuf) -> Config {
         Config {
             sf: 0.1,
             db,
             buffers: Vec::new(),
+            quick: true,
             policies: default_policies(),
             shapes: Vec::new(),
             mode: "serial".into(),
@@ -221,27 +228,6 @@ pub fn ensure_database(cfg: &Config, out: &mut dyn Write) -> Result<u64, String>
     Ok(db.storage().page_count() * db.storage().page_size() as u64)
 }
 
-/// The default buffer sizes: 16 MiB doubling while below the data size, then
-/// the data size rounded up to a power of two (everything fits).
-pub fn default_buffers(data_bytes: u64) -> Vec<u64> {
-    let mut sizes = Vec::new();
-    let mut b: u64 = 16 << 20;
-    while b < data_bytes {
-        sizes.push(b);
-        b *= 2;
-    }
-    sizes.push(b);
-    sizes
-}
-
-/// `--quick`'s buffer sizes: the smallest, one in the middle, the largest.
-pub fn quick_buffers(data_bytes: u64) -> Vec<u64> {
-    let all = default_buffers(data_bytes);
-    let mut pick = vec![all[0], all[all.len() / 2], all[all.len() - 1]];
-    pick.dedup();
-    pick
-}
-
 /// What one point runs.
 struct Variant<'a> {
     shape: &'a Shape,
@@ -308,7 +294,10 @@ fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
         .execute(v.shape.sql)
         .map_err(|e| format!("{}: {e}", v.shape.name))?;
     let mut runs = Vec::new();
-    for _ in 0..cfg.reps.max(1) {
+    let mut spent = 0.0;
+    // A point of a few milliseconds is noise on a shared machine: repeat it
+    // until the runs add up to MIN_POINT_SECS (within reason).
+    while runs.len() < cfg.reps.max(1) || (spent < MIN_POINT_SECS && runs.len() < 200) {
         let before = bm.stats();
         let cpu0 = process_cpu_secs();
         let t0 = Instant::now();
@@ -316,6 +305,7 @@ fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
             .execute(v.shape.sql)
             .map_err(|e| format!("{}: {e}", v.shape.name))?;
         let total = t0.elapsed().as_secs_f64();
+        spent += total;
         let cpu = process_cpu_secs() - cpu0;
         let d = bm.stats().since(&before);
         runs.push((total, cpu, d, result.row_count()));
@@ -331,6 +321,9 @@ fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
     point.rows = rows;
     Ok(point)
 }
+
+/// The least time the measured runs of one point add up to.
+pub const MIN_POINT_SECS: f64 = 0.1;
 
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64
@@ -407,21 +400,33 @@ pub fn run(
         kura_cache::make_buffer_policy(p, 64).map_err(|e| e.to_string())?;
     }
     let data = ensure_database(cfg, out)?;
-    let mut buffers = if cfg.buffers.is_empty() {
-        default_buffers(data)
+    let working_sets = premise::measure(&cfg.db, &shapes, &cfg.mode, data)?;
+    let chosen = cfg.buffers.is_empty();
+    let mut buffers = if chosen {
+        premise::buffers_for(&working_sets, cfg.quick)
     } else {
         cfg.buffers.clone()
     };
     buffers.sort_unstable();
     buffers.dedup();
+    writeln!(out, "{}", premise::line(&working_sets, &buffers)).map_err(w)?;
+    if let (true, Some(why)) = (chosen, premise::failure(&working_sets, &buffers)) {
+        // Buffers the study chose itself and that still miss the premise would
+        // only chart noise; sizes the user gave are run as asked.
+        return Err(format!(
+            "paper 001's premise does not hold on {}: {why}",
+            cfg.db.display()
+        ));
+    }
     writeln!(
         out,
-        "kura bench memsweep: {} ({:.1} MiB of data), {} mode, O_DIRECT, warm, median of {} run(s); buffers {} MiB",
+        "kura bench memsweep: {} ({:.1} MiB of data), {} mode, O_DIRECT, warm, median of {} or more runs (at least {} ms per point); buffers {} MiB",
         cfg.db.display(),
         mib(data),
         cfg.mode,
         cfg.reps.max(1),
-        buffers.iter().map(|&b| format!("{:.0}", mib(b))).collect::<Vec<_>>().join(", ")
+        MIN_POINT_SECS * 1e3,
+        buffers.iter().map(|&b| format!("{}", mib(b))).collect::<Vec<_>>().join(", ")
     )
     .map_err(w)?;
     let plan = plan(cfg, &shapes, &buffers);

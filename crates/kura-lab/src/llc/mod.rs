@@ -7,20 +7,22 @@
 //! ([`kura_cache::cpu::PartitionSim`]); the stream is derived from the engine's
 //! own objects (the pages of the columns and index nodes each query reads), not
 //! recorded. The software scan policy (`llc_scan_policy = flush`) is measured.
+//! The workload is sized in pages so the premise holds ([`setup`]), and the
+//! output opens by saying whether it does.
+
+pub mod report;
+pub mod setup;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use kura::llc::llc_bytes;
-use kura::tpch::load::Source;
-use kura::{Batch, DataType, Database, OpenOptions, Session, Value};
+use kura::{Database, Session, Value};
 use kura_cache::cpu::{
     geometry::data_hierarchy, read_sysfs, LevelConfig, PartitionSim, SYSFS_CACHE_DIR,
 };
-use kura_common::Vector;
 
-use crate::plot::{grouped_bar_chart, BarGroup, Labels};
+use setup::{object_bytes, premise_line, Llc};
 
 /// The study's parameters.
 #[derive(Debug, Clone)]
@@ -33,6 +35,9 @@ pub struct Config {
     pub reps: usize,
     /// Scratch database path (rebuilt when its sizes do not match).
     pub db: Option<PathBuf>,
+    /// A sysfs `cpu0/cache` directory: the geometry the tables are sized from
+    /// and the accesses replayed through (this machine's by default).
+    pub geometry_root: PathBuf,
 }
 
 impl Config {
@@ -42,6 +47,7 @@ impl Config {
             quick,
             reps: if quick { 10 } else { 100 },
             db: None,
+            geometry_root: PathBuf::from(SYSFS_CACHE_DIR),
         }
     }
 }
@@ -77,6 +83,8 @@ pub enum Kind {
 
 /// What the run found, for the caller to print or test.
 pub struct Report {
+    /// Whether the premise holds, with the measured sizes: the output's first line.
+    pub premise: String,
     pub rows: Vec<Row>,
     pub llc_bytes: u64,
     pub cat: bool,
@@ -86,123 +94,25 @@ pub struct Report {
 
 const LINE: u64 = 64;
 
-/// This machine's data caches (sysfs), LRU sets: the simulation's geometry.
-fn machine_levels() -> Result<Vec<LevelConfig>, String> {
-    let caches = read_sysfs(Path::new(SYSFS_CACHE_DIR)).map_err(|e| e.to_string())?;
+/// The data caches described under `root` (sysfs), LRU sets: the simulation's geometry.
+fn machine_levels(root: &Path) -> Result<Vec<LevelConfig>, String> {
+    let caches = read_sysfs(root).map_err(|e| format!("{}: {e}", root.display()))?;
     let levels: Vec<LevelConfig> = data_hierarchy(&caches)
         .into_iter()
         .take(4)
         .map(LevelConfig::lru)
         .collect();
     if levels.is_empty() {
-        return Err("sysfs describes no data caches: nothing to simulate".into());
+        return Err(format!(
+            "{} describes no data caches: nothing to simulate",
+            root.display()
+        ));
     }
     Ok(levels)
 }
 
 pub(crate) fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
-}
-
-/// Sizes of the workload from the LLC: table A's column fits (half the LLC), table
-/// B's does not (twice it, 1.5× with --quick); the index holds about 0.4 LLC.
-pub(crate) struct Sizes {
-    pub(crate) a_rows: u64,
-    pub(crate) b_rows: u64,
-    pub(crate) index_keys: u64,
-    pub(crate) probe_keys: u64,
-}
-
-impl Sizes {
-    pub(crate) fn of(llc: u64, quick: bool) -> Sizes {
-        let rows = |bytes: u64| (bytes / 8).max(1024);
-        Sizes {
-            a_rows: rows(llc / 2),
-            b_rows: rows(if quick { llc * 3 / 2 } else { llc * 2 }),
-            index_keys: rows(llc * 4 / 10 / 2),
-            probe_keys: 1000,
-        }
-    }
-}
-
-pub(crate) fn create_filled(
-    db: &Database,
-    s: &mut Session,
-    name: &str,
-    rows: u64,
-    value: impl Fn(u64) -> i64,
-) -> Result<(), String> {
-    s.execute(&format!("CREATE TABLE {name} (k BIGINT, val BIGINT)"))
-        .map_err(err)?;
-    let mut txn = db.storage().begin().map_err(err)?;
-    let chunk = 65_536u64;
-    let mut start = 0;
-    while start < rows {
-        let n = chunk.min(rows - start);
-        let mut k = Vector::new(DataType::BigInt, n as usize);
-        let mut v = Vector::new(DataType::BigInt, n as usize);
-        for i in start..start + n {
-            k.push_value(&Value::BigInt(i as i64));
-            v.push_value(&Value::BigInt(value(i)));
-        }
-        txn.append(name, &Batch::new(vec![k, v])).map_err(err)?;
-        start += n;
-    }
-    txn.commit().map_err(err)
-}
-
-/// A deterministic pseudo-random sequence (xorshift), for probe keys.
-pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    }
-}
-
-/// Builds the scratch database (tables A, B, the index join's tables and TPC-H SF
-/// 0.01) unless one with these sizes exists.
-fn ensure_database(path: &Path, sizes: &Sizes, out: &mut dyn Write) -> Result<Database, String> {
-    let db = Database::open(path, OpenOptions::default()).map_err(err)?;
-    let mut s = db.session();
-    let count = |s: &mut Session, t: &str| -> Option<i64> {
-        let rows = s.execute(&format!("SELECT count(*) FROM {t}")).ok()?.rows();
-        match rows.first()?.first()? {
-            Value::BigInt(n) => Some(*n),
-            Value::Integer(n) => Some(i64::from(*n)),
-            _ => None,
-        }
-    };
-    let ready = count(&mut s, "table_a") == Some(sizes.a_rows as i64)
-        && count(&mut s, "table_b") == Some(sizes.b_rows as i64)
-        && count(&mut s, "tbl_a") == Some(sizes.index_keys as i64)
-        && count(&mut s, "tbl_b") == Some(sizes.probe_keys as i64)
-        && count(&mut s, "lineitem").is_some_and(|n| n > 0);
-    if ready {
-        return Ok(db);
-    }
-    drop(s);
-    drop(db);
-    let _ = std::fs::remove_file(path);
-    writeln!(out, "building {} ...", path.display()).map_err(err)?;
-    let db = Database::open(path, OpenOptions::default()).map_err(err)?;
-    let mut s = db.session();
-    create_filled(&db, &mut s, "table_a", sizes.a_rows, |i| (i % 1000) as i64)?;
-    create_filled(&db, &mut s, "table_b", sizes.b_rows, |i| (i % 1000) as i64)?;
-    create_filled(&db, &mut s, "tbl_a", sizes.index_keys, |i| i as i64)?;
-    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
-    let keys: Vec<u64> = (0..sizes.probe_keys)
-        .map(|_| next() % sizes.index_keys)
-        .collect();
-    create_filled(&db, &mut s, "tbl_b", sizes.probe_keys, |i| {
-        keys[i as usize] as i64
-    })?;
-    s.execute("CREATE INDEX tbl_a_k ON tbl_a (k)")
-        .map_err(err)?;
-    kura::tpch::load(&mut s, Source::Generate(0.01), &|_, _| {}).map_err(err)?;
-    drop(s);
-    Ok(db)
 }
 
 /// Runs `sql` once; its wall time in ms.
@@ -332,21 +242,27 @@ pub(crate) fn protect_masks(
 
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-    let llc = llc_bytes();
-    if llc == 0 {
-        return Err(
-            "this machine's LLC size is unknown (sysfs): the tables cannot be sized".into(),
-        );
-    }
-    let levels = machine_levels()?;
-    let sizes = Sizes::of(llc, cfg.quick);
+    let levels = machine_levels(&cfg.geometry_root)?;
+    let geometry = &levels.last().ok_or("no cache levels")?.geometry;
+    let llc = Llc {
+        bytes: geometry.size,
+        ways: geometry.ways,
+    };
     let path = cfg.db.clone().unwrap_or_else(|| {
         cfg.out
             .join(if cfg.quick { "llc-quick.db" } else { "llc.db" })
     });
-    let db = ensure_database(&path, &sizes, out)?;
+    let (db, sizes, measured) = setup::open_or_build(&path, &llc, cfg.quick, out)?;
+    let premise = premise_line(&llc, &measured);
+    writeln!(out, "{premise}").map_err(err)?;
     let status = db.llc().status();
     let mut notes = vec![status.detection.clone()];
+    if cfg.geometry_root != Path::new(SYSFS_CACHE_DIR) {
+        notes.push(format!(
+            "geometry from {} (not this machine's): the simulated misses are that cache's, the times this machine's",
+            cfg.geometry_root.display()
+        ));
+    }
     // Times on a shared machine are only as good as its load: say what it was.
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
         let avg: Vec<&str> = load.split_whitespace().take(3).collect();
@@ -365,9 +281,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
     // ---- Tables 4–5: A (fits) and B (does not), interleaved vs in blocks.
     writeln!(
         out,
-        "tables 4-5: A {} MB, B {} MB, {} runs each",
-        (sizes.a_rows * 8) >> 20,
-        (sizes.b_rows * 8) >> 20,
+        "tables 4-5: A {} rows ({:.1} MiB of pages), B {} rows ({:.1} MiB), {} runs each",
+        sizes.a_rows,
+        measured.a_bytes as f64 / (1 << 20) as f64,
+        sizes.b_rows,
+        measured.b_bytes as f64 / (1 << 20) as f64,
         reps
     )
     .map_err(err)?;
@@ -614,6 +532,18 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         ),
     ] {
         let sql = kura::tpch::run::query_text(id).ok_or("TPC-H query text missing")?;
+        // The paper's premise for these tables: the query's columns fit the LLC.
+        let working_set = object_bytes(&db, columns)?;
+        if working_set > llc.room() {
+            let why = format!(
+                "table {table} skipped: Q{id}'s columns take {:.1} MiB of pages, more than fits this LLC with a way to spare ({:.1} MiB)",
+                working_set as f64 / (1 << 20) as f64,
+                llc.room() as f64 / (1 << 20) as f64
+            );
+            writeln!(out, "{why}").map_err(err)?;
+            notes.push(why);
+            continue;
+        }
         writeln!(out, "table {table}: TPC-H Q{id} after a sweep (scan of B)").map_err(err)?;
         let after = |s: &mut Session, sweep: bool| -> Result<f64, String> {
             timed(s, sql)?; // warm
@@ -693,15 +623,16 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
             .join(", ")
     ));
     let report = Report {
+        premise,
         rows,
-        llc_bytes: llc,
+        llc_bytes: llc.bytes,
         cat: status.cat,
         detection: status.detection,
         notes,
     };
-    write_csv(&cfg.out.join("llc.csv"), &report.rows)?;
-    charts(&cfg.out, &report.rows)?;
-    print(&report, out)?;
+    report::write_csv(&cfg.out.join("llc.csv"), &report.rows)?;
+    report::charts(&cfg.out, &report.rows)?;
+    report::print(&report, out)?;
     writeln!(
         out,
         "wrote {} and llc_*.png",
@@ -735,149 +666,6 @@ fn switch_cost() -> Result<f64, String> {
     result
 }
 
-fn pct(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{:.1} %", v * 100.0))
-}
-
-fn print(r: &Report, out: &mut dyn Write) -> Result<(), String> {
-    writeln!(out, "LLC {} MiB; {}", r.llc_bytes >> 20, r.detection).map_err(err)?;
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
-    t.set_header(vec![
-        "table",
-        "query",
-        "condition",
-        "time ms (measured)",
-        "LLC miss, off (simulated)",
-        "LLC miss, on (simulated)",
-        "paper",
-    ]);
-    for row in &r.rows {
-        t.add_row(vec![
-            row.table.to_string(),
-            row.query.clone(),
-            row.condition.clone(),
-            format!("{:.2}", row.time_ms),
-            pct(row.sim_off),
-            pct(row.sim_on),
-            row.paper.to_string(),
-        ]);
-    }
-    writeln!(out, "{t}").map_err(err)?;
-    for n in &r.notes {
-        writeln!(out, "- {n}").map_err(err)?;
-    }
-    Ok(())
-}
-
-pub fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    w.write_record([
-        "table",
-        "query",
-        "condition",
-        "time_ms",
-        "sim_llc_miss_off",
-        "sim_llc_miss_on",
-        "paper",
-    ])
-    .map_err(err)?;
-    let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.4}"));
-    for r in rows {
-        w.write_record([
-            r.table.to_string(),
-            r.query.clone(),
-            r.condition.clone(),
-            format!("{:.3}", r.time_ms),
-            opt(r.sim_off),
-            opt(r.sim_on),
-            r.paper.to_string(),
-        ])
-        .map_err(err)?;
-    }
-    w.flush().map_err(err)
-}
-
-/// Short chart label of an experiment.
-fn short(r: &Row) -> String {
-    let q = r.query.split(' ').next().unwrap_or("");
-    match r.table {
-        "4-5" => format!("T4-5 {q}"),
-        "9" => "T9 join".into(),
-        t => format!("T{t} {q}"),
-    }
-}
-
-/// Two charts: each experiment's time when disturbed and with the flush policy,
-/// relative to its undisturbed time (measured; the paper's penalty is A
-/// interleaved / A in blocks = 1.23), and the disturbed runs' simulated LLC miss
-/// ratios with partitioning off and on.
-fn charts(dir: &Path, rows: &[Row]) -> Result<(), String> {
-    let mut names: Vec<String> = Vec::new();
-    for r in rows {
-        let n = short(r);
-        if !names.contains(&n) {
-            names.push(n);
-        }
-    }
-    let time = |name: &str, kind: Kind| {
-        rows.iter()
-            .find(|r| short(r) == name && r.kind == kind)
-            .map(|r| r.time_ms)
-    };
-    let groups: Vec<BarGroup> = names
-        .iter()
-        .filter_map(|n| {
-            let quiet = time(n, Kind::Quiet)?;
-            Some(BarGroup {
-                label: n.clone(),
-                values: vec![
-                    1.0,
-                    time(n, Kind::Disturbed).map_or(f64::NAN, |t| t / quiet),
-                    time(n, Kind::Flush).map_or(f64::NAN, |t| t / quiet),
-                ],
-            })
-        })
-        .collect();
-    grouped_bar_chart(
-        &dir.join("llc_time.png"),
-        &Labels {
-            title: "Time relative to undisturbed (measured, no CAT here)",
-            x: "experiment (table of paper 000)",
-            y: "time / undisturbed time",
-        },
-        &[
-            "undisturbed (blocks / alone / warm)".to_string(),
-            "with the big scan between".to_string(),
-            "big scan with llc_scan_policy = flush".to_string(),
-        ],
-        &groups,
-    )?;
-    let groups: Vec<BarGroup> = rows
-        .iter()
-        .filter(|r| r.kind == Kind::Disturbed)
-        .filter_map(|r| {
-            Some(BarGroup {
-                label: short(r),
-                values: vec![r.sim_off? * 100.0, r.sim_on? * 100.0],
-            })
-        })
-        .collect();
-    grouped_bar_chart(
-        &dir.join("llc_miss.png"),
-        &Labels {
-            title: "LLC misses with the big scan between, partitioning off vs on (simulated)",
-            x: "experiment (table of paper 000)",
-            y: "LLC miss %",
-        },
-        &[
-            "partitioning off".to_string(),
-            "partitioning on (CAT model)".to_string(),
-        ],
-        &groups,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -895,14 +683,6 @@ mod tests {
     }
 
     #[test]
-    fn sizes_follow_the_llc() {
-        let s = Sizes::of(32 << 20, true);
-        assert_eq!(s.a_rows * 8, 16 << 20);
-        assert_eq!(s.b_rows * 8, 48 << 20);
-        assert!(Sizes::of(32 << 20, false).b_rows * 8 == 64 << 20);
-    }
-
-    #[test]
     fn the_csv_has_a_row_per_cell() {
         let dir = tempfile::tempdir().unwrap();
         let rows = vec![Row {
@@ -916,13 +696,13 @@ mod tests {
             kind: Kind::Disturbed,
         }];
         let p = dir.path().join("llc.csv");
-        write_csv(&p, &rows).unwrap();
+        report::write_csv(&p, &rows).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(
             text.contains("9,index join,alternated,1.500,0.7700,,x"),
             "{text}"
         );
-        charts(dir.path(), &rows).unwrap();
+        report::charts(dir.path(), &rows).unwrap();
         assert!(dir.path().join("llc_miss.png").exists());
     }
 }
