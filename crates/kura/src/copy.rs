@@ -1,5 +1,5 @@
 //! `COPY table [(columns)] FROM 'file' | STDIN (DELIMITER '|', HEADER, FORMAT csv,
-//! NULL 'x')`: the bulk loader behind SQL. The whole input loads in one
+//! NULL 'x', ESCAPE '\')`: the bulk loader behind SQL. The whole input loads in one
 //! transaction — all or nothing. (`COPY ... TO` is in `copy_out`.)
 
 use std::io::Read;
@@ -104,6 +104,8 @@ pub(crate) struct Options {
     /// `copy_arrow`).
     pub arrow: Option<ArrowFormat>,
     pub delimiter: Option<u8>,
+    /// CSV's `ESCAPE` (the quote itself unless said).
+    pub escape: Option<u8>,
     pub header: bool,
     pub null: Option<String>,
 }
@@ -112,18 +114,19 @@ impl Options {
     /// Reads the options of a COPY statement (both syntaxes).
     pub fn parse(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> KuraResult<Options> {
         let mut o = Options::default();
-        let byte = |c: char| -> KuraResult<u8> {
+        let one_byte = |what: &str, c: char| -> KuraResult<u8> {
             u8::try_from(c as u32)
                 .ok()
                 .filter(|b| b.is_ascii() && *b != b'\n' && *b != b'\r')
                 .ok_or_else(|| {
                     KuraError::Invalid(format!(
-                        "COPY delimiter must be a single one-byte character, got {c:?}"
+                        "COPY {what} must be a single one-byte character, got {c:?}"
                     ))
                 })
         };
-        // Only the default quote and escape character are supported; saying
-        // them explicitly is harmless.
+        let byte = |c: char| one_byte("delimiter", c);
+        // Only the default quote character is supported; saying it explicitly is
+        // harmless.
         let quote = |what: &str, c: char| -> KuraResult<()> {
             if c == '"' {
                 Ok(())
@@ -148,7 +151,7 @@ impl Options {
                 CopyOption::Header(h) => o.header = *h,
                 CopyOption::Null(n) => o.null = Some(n.clone()),
                 CopyOption::Quote(c) => quote("QUOTE", *c)?,
-                CopyOption::Escape(c) => quote("ESCAPE", *c)?,
+                CopyOption::Escape(c) => o.escape = Some(one_byte("escape", *c)?),
                 CopyOption::Encoding(e)
                     if matches!(e.to_ascii_lowercase().as_str(), "utf8" | "utf-8") => {}
                 other => return Err(KuraError::Unsupported(format!("COPY option {other}"))),
@@ -164,7 +167,9 @@ impl Options {
                         match c {
                             CopyLegacyCsvOption::Header => o.header = true,
                             CopyLegacyCsvOption::Quote(c) => quote("QUOTE", *c)?,
-                            CopyLegacyCsvOption::Escape(c) => quote("ESCAPE", *c)?,
+                            CopyLegacyCsvOption::Escape(c) => {
+                                o.escape = Some(one_byte("escape", *c)?)
+                            }
                             other => {
                                 return Err(KuraError::Unsupported(format!("COPY option {other}")))
                             }
@@ -184,6 +189,8 @@ impl Options {
                 Some("NULL")
             } else if o.header {
                 Some("HEADER")
+            } else if o.escape.is_some() {
+                Some("ESCAPE")
             } else {
                 None
             };
@@ -204,6 +211,8 @@ impl Options {
                 Some("NULL")
             } else if o.header {
                 Some("HEADER")
+            } else if o.escape.is_some() {
+                Some("ESCAPE")
             } else {
                 None
             };
@@ -222,6 +231,14 @@ impl Options {
         let said = self.csv.is_some() || self.binary;
         self.arrow
             .or_else(|| ArrowFormat::of_file(name).filter(|_| !said))
+    }
+
+    /// The escape character of a CSV format; PostgreSQL's error for one in the text format.
+    fn escape(&self, csv: bool) -> KuraResult<Option<u8>> {
+        if self.escape.is_some() && !csv {
+            return Err(KuraError::Invalid("COPY ESCAPE requires CSV mode".into()));
+        }
+        Ok(self.escape)
     }
 
     /// The delimiter, checked against the NULL marker as PostgreSQL does.
@@ -270,6 +287,7 @@ impl Options {
             delimiter,
             header: self.header,
             quoted: csv,
+            escape: self.escape(csv)?,
             null: self.null.clone().map(String::into_bytes),
             ..TextFormat::default()
         })
@@ -297,6 +315,9 @@ impl Options {
             header: self.header,
             quoted: csv,
             quote: b'"',
+            escape: self.escape(csv)?,
+            date_format: None,
+            timestamp_format: None,
             null: Some(null.into_bytes()),
             escapes: !csv,
             columns: None,
@@ -452,7 +473,7 @@ pub(crate) fn copy_from_input(
         } else {
             Box::new(EndMarker::new(input))
         };
-        let mut chunker = LineChunker::new(reader).quoted(fmt.quoted);
+        let mut chunker = LineChunker::new(reader).for_format(&fmt);
         let rows = loader::load_chunks(
             txn,
             &table,

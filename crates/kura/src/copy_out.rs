@@ -28,6 +28,8 @@ pub struct OutFormat {
     /// PostgreSQL's binary format (see `copy_binary`); the rest is unused.
     pub binary: bool,
     delimiter: u8,
+    /// Written before a quote (or itself) inside a quoted CSV field.
+    escape: u8,
     null: Vec<u8>,
     header: bool,
 }
@@ -40,6 +42,7 @@ impl OutFormat {
             binary: opts.binary,
             csv: fmt.quoted,
             delimiter: fmt.delimiter,
+            escape: fmt.escape_char(),
             null: fmt.null.unwrap_or_default(),
             header: fmt.header,
         })
@@ -99,8 +102,10 @@ impl OutFormat {
             }
             out.push(b'"');
             for &b in v {
-                if b == b'"' {
-                    out.push(b'"');
+                // PostgreSQL's rule: the quote and the escape itself are escaped (with the
+                // default escape, the quote, a quote is doubled).
+                if b == b'"' || b == self.escape {
+                    out.push(self.escape);
                 }
                 out.push(b);
             }
@@ -322,5 +327,22 @@ mod tests {
             csv().row_line(&row),
             b"plain,\"a,b\",\"say \"\"hi\"\"\",\"\",,\"two\nlines\"\n"
         );
+    }
+
+    #[test]
+    fn csv_with_an_escape_writes_it_before_quotes_and_itself() {
+        let escaped = OutFormat::new(
+            &[
+                CopyOption::Format(Ident::new("csv")),
+                CopyOption::Escape('\\'),
+            ],
+            &[],
+        )
+        .unwrap();
+        let row = [
+            Value::Text("say \"hi\" \\o/".into()),
+            Value::Text("a\\b".into()),
+        ];
+        assert_eq!(escaped.row_line(&row), b"\"say \\\"hi\\\" \\\\o/\",a\\b\n");
     }
 }

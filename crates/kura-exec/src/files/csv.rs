@@ -1,17 +1,23 @@
 //! CSV files as a table source (`read_csv`): a sniffer finds the delimiter, whether the
 //! first line is a header and each column's type from a sample (arrow-csv's inference:
-//! integers, doubles, booleans, dates, timestamps, text); the files are then read as a
-//! [`TextTable`], piece by piece while the statement runs, by kura's own loader parser
-//! (PostgreSQL's CSV rules, every kura type checked as `COPY FROM` checks it).
+//! integers, doubles, booleans, dates, timestamps, text; dates and timestamps also in the
+//! strftime formats given); the files are then read as a [`TextTable`], piece by piece
+//! while the statement runs, by kura's own loader parser (PostgreSQL's CSV rules, every
+//! kura type checked as `COPY FROM` checks it).
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use arrow_array::{Array, StringArray};
 use arrow_csv::reader::Format;
-use arrow_schema::{DataType as ArrowType, Schema};
+use arrow_schema::{DataType as ArrowType, Field, Schema};
 use kura_common::DataType;
-use kura_storage::loader::parse::{parse_chunk, TextFormat};
+pub use kura_storage::loader::parse::check_datetime_format;
+use kura_storage::loader::parse::{
+    date_with_format, parse_chunk, timestamp_with_format, TextFormat,
+};
 
 use super::split::{Piece, Syntax};
 use super::text::TextTable;
@@ -32,6 +38,14 @@ pub struct CsvOptions {
     pub header: Option<bool>,
     pub delimiter: Option<u8>,
     pub quote: Option<u8>,
+    /// The character before a quote inside a quoted field that makes it data (`None`: the
+    /// quote itself, so a doubled quote is one).
+    pub escape: Option<u8>,
+    /// Lines at the top of each file passed over before the header or the data.
+    pub skip: u64,
+    /// strftime formats of DATE and TIMESTAMP fields (`%d/%m/%Y`); `None`: ISO 8601.
+    pub date_format: Option<String>,
+    pub timestamp_format: Option<String>,
     /// Names of the first columns, in order (the rest keep theirs).
     pub names: Option<Vec<String>>,
     /// Types of the first columns, in order, instead of the sniffed ones.
@@ -59,12 +73,29 @@ fn headerless_name(i: usize, count: usize) -> String {
     format!("column{i:0width$}")
 }
 
-/// The first `SNIFF_LINES` lines' bytes of `path`.
-fn head(path: &Path) -> ExecResult<Vec<u8>> {
+/// `path` opened past its first `skip` lines.
+fn open_after(path: &Path, skip: u64) -> ExecResult<BufReader<File>> {
     let file = File::open(path).map_err(|e| io_error(path, e))?;
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    for _ in 0..skip {
+        line.clear();
+        if reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io_error(path, e))?
+            == 0
+        {
+            break;
+        }
+    }
+    Ok(reader)
+}
+
+/// The first `SNIFF_LINES` lines' bytes of `path` after its first `skip`.
+fn head(path: &Path, skip: u64) -> ExecResult<Vec<u8>> {
     let mut buf = Vec::new();
     let mut lines = 0;
-    for b in BufReader::new(file).bytes() {
+    for b in open_after(path, skip)?.bytes() {
         let b = b.map_err(|e| io_error(path, e))?;
         buf.push(b);
         if b == b'\n' {
@@ -77,12 +108,20 @@ fn head(path: &Path) -> ExecResult<Vec<u8>> {
     Ok(buf)
 }
 
-/// Fields per line of `text` split at `delim` outside double quotes.
-fn fields_per_line(text: &[u8], delim: u8, quote: u8) -> Vec<usize> {
+/// Fields per line of `text` split at `delim` outside quotes.
+fn fields_per_line(text: &[u8], delim: u8, quote: u8, escape: u8) -> Vec<usize> {
     let mut counts = Vec::new();
     let (mut n, mut quoted, mut any) = (1, false, false);
-    for &b in text {
-        if b == quote {
+    let mut bytes = text.iter();
+    while let Some(&b) = bytes.next() {
+        if quoted && b == escape && escape != quote {
+            // The quote (or escape) it escapes is data, not the quoted field's end.
+            if let Some(&next) = bytes.clone().next() {
+                if next == quote || next == escape {
+                    bytes.next();
+                }
+            }
+        } else if b == quote {
             quoted = !quoted;
         } else if !quoted && b == delim {
             n += 1;
@@ -105,10 +144,10 @@ fn fields_per_line(text: &[u8], delim: u8, quote: u8) -> Vec<usize> {
 
 /// The delimiter that splits the sample's lines into the same number (> 1) of fields most
 /// often; a comma when none does (a one-column file).
-fn sniff_delimiter(sample: &[u8], quote: u8) -> u8 {
+fn sniff_delimiter(sample: &[u8], quote: u8, escape: u8) -> u8 {
     let mut best = (b',', 0usize, 0usize);
     for d in DELIMITERS {
-        let counts = fields_per_line(sample, d, quote);
+        let counts = fields_per_line(sample, d, quote, escape);
         let Some(&first) = counts.first() else {
             continue;
         };
@@ -120,22 +159,85 @@ fn sniff_delimiter(sample: &[u8], quote: u8) -> u8 {
     best.0
 }
 
-/// The types of the sample's records, with or without its first line as a header.
-fn infer(path: &Path, format: &Format) -> ExecResult<Schema> {
-    let file = File::open(path).map_err(|e| io_error(path, e))?;
+/// The types of the sample's records (after the first `skip` lines), with or without its
+/// first line as a header.
+fn infer(path: &Path, skip: u64, format: &Format) -> ExecResult<Schema> {
     format
-        .infer_schema(BufReader::new(file), Some(SNIFF_RECORDS))
+        .infer_schema(open_after(path, skip)?, Some(SNIFF_RECORDS))
         .map(|(schema, _)| schema)
         .map_err(|e| bad(path, e))
+}
+
+/// The sample's fields (after the first `skip` lines) as text, column by column; a NULL
+/// for an empty field or the NULL text.
+fn sample_text(
+    path: &Path,
+    skip: u64,
+    format: &Format,
+    width: usize,
+) -> ExecResult<Vec<StringArray>> {
+    let fields: Vec<Field> = (0..width)
+        .map(|i| Field::new(format!("c{i}"), ArrowType::Utf8, true))
+        .collect();
+    let mut reader = arrow_csv::ReaderBuilder::new(Arc::new(Schema::new(fields)))
+        .with_format(format.clone())
+        .with_batch_size(SNIFF_RECORDS)
+        .build(open_after(path, skip)?)
+        .map_err(|e| bad(path, e))?;
+    let Some(batch) = reader.next().transpose().map_err(|e| bad(path, e))? else {
+        return Ok(vec![StringArray::from(Vec::<&str>::new()); width]);
+    };
+    batch
+        .columns()
+        .iter()
+        .map(|c| {
+            c.as_any()
+                .downcast_ref::<StringArray>()
+                .cloned()
+                .ok_or_else(|| ExecError::Internal("read_csv sample is not text".into()))
+        })
+        .collect()
+}
+
+/// The type of a sampled column given `sniffed` (arrow-csv's), with the user's date and
+/// timestamp formats: DATE when every value (one at least) reads with the date format, else
+/// TIMESTAMP when every one reads with the timestamp format. A column arrow-csv found ISO
+/// dates (timestamps) in is text when a different date (timestamp) format is given, as in
+/// DuckDB, whose sniffer then tries that format only.
+fn with_formats(sniffed: DataType, values: &StringArray, options: &CsvOptions) -> DataType {
+    if !matches!(
+        sniffed,
+        DataType::Varchar(_) | DataType::Date | DataType::Timestamp
+    ) {
+        return sniffed;
+    }
+    let all_read = |read: &dyn Fn(&[u8]) -> bool| {
+        let mut present = values.iter().flatten().peekable();
+        present.peek().is_some() && present.all(|v| read(v.as_bytes()))
+    };
+    if let Some(f) = &options.date_format {
+        if all_read(&|v| date_with_format(v, f).is_ok()) {
+            return DataType::Date;
+        }
+    }
+    if let Some(f) = &options.timestamp_format {
+        if all_read(&|v| timestamp_with_format(v, f).is_ok()) {
+            return DataType::Timestamp;
+        }
+    }
+    match sniffed {
+        DataType::Date if options.date_format.is_some() => DataType::Varchar(None),
+        DataType::Timestamp if options.timestamp_format.is_some() => DataType::Varchar(None),
+        other => other,
+    }
 }
 
 /// Whether the first line is a header: some column is typed (not text) in the rest of the
 /// sample but its first-line value is not of that type; when every column is text, a first
 /// line of distinct, non-empty names is taken for a header.
-fn sniff_header(path: &Path, delim: u8, quote: u8) -> ExecResult<bool> {
-    let base = Format::default().with_delimiter(delim).with_quote(quote);
-    let with = infer(path, &base.clone().with_header(true))?;
-    let without = infer(path, &base.with_header(false))?;
+fn sniff_header(path: &Path, skip: u64, base: &Format) -> ExecResult<bool> {
+    let with = infer(path, skip, &base.clone().with_header(true))?;
+    let without = infer(path, skip, &base.clone().with_header(false))?;
     let typed_below = with
         .fields()
         .iter()
@@ -167,25 +269,38 @@ impl CsvTable {
         let Some(first) = paths.first() else {
             return Err(ExecError::Internal("read_csv of no file".into()));
         };
+        for f in [&options.date_format, &options.timestamp_format]
+            .into_iter()
+            .flatten()
+        {
+            check_datetime_format(f).map_err(|m| ExecError::File {
+                code: "22023",
+                message: format!("read_csv: {m}"),
+            })?;
+        }
         let quote = options.quote.unwrap_or(b'"');
+        let escape = options.escape.unwrap_or(quote);
+        let skip = options.skip;
         let delim = match options.delimiter {
             Some(d) => d,
-            None => sniff_delimiter(&head(first)?, quote),
+            None => sniff_delimiter(&head(first, skip)?, quote, escape),
         };
+        let mut base = Format::default().with_delimiter(delim).with_quote(quote);
+        if escape != quote {
+            // arrow-csv's default already reads a doubled quote as one.
+            base = base.with_escape(escape);
+        }
         let header = match options.header {
             Some(h) => h,
-            None => sniff_header(first, delim, quote)?,
+            None => sniff_header(first, skip, &base)?,
         };
-        let mut format = Format::default()
-            .with_delimiter(delim)
-            .with_quote(quote)
-            .with_header(header);
+        let mut format = base.with_header(header);
         if let Some(null) = &options.null {
             let exact = regex::Regex::new(&format!("^{}$", regex::escape(null)))
                 .map_err(|e| ExecError::Internal(format!("read_csv nullstr: {e}")))?;
             format = format.with_null_regex(exact);
         }
-        let inferred = infer(first, &format)?;
+        let inferred = infer(first, skip, &format)?;
         let width = inferred.fields().len();
         for (what, given) in [
             ("names", options.names.as_ref().map(Vec::len)),
@@ -212,6 +327,12 @@ impl CsvTable {
                 "read_csv reading a column as {t} (read it as TEXT and cast)"
             )));
         }
+        let formats_given = options.date_format.is_some() || options.timestamp_format.is_some();
+        let sample = if formats_given && (0..width).any(|i| chosen(i).is_none()) {
+            sample_text(first, skip, &format, width)?
+        } else {
+            Vec::new()
+        };
         let mut columns = Vec::with_capacity(inferred.fields().len());
         let count = inferred.fields().len();
         for (i, f) in inferred.fields().iter().enumerate() {
@@ -233,6 +354,10 @@ impl CsvTable {
                     }
                     other => bad(first, other),
                 })?
+            };
+            let t = match sample.get(i) {
+                Some(values) if chosen(i).is_none() => with_formats(t, values, options),
+                _ => t,
             };
             columns.push(SourceColumn {
                 name,
@@ -257,6 +382,9 @@ impl CsvTable {
             header: false,
             quoted: true,
             quote,
+            escape: Some(escape),
+            date_format: options.date_format.clone(),
+            timestamp_format: options.timestamp_format.clone(),
             null: options.null.clone().map(String::into_bytes),
             ..TextFormat::default()
         };
@@ -280,7 +408,12 @@ impl CsvTable {
             "read_csv",
             columns,
             paths,
-            Syntax::Csv { quote, header },
+            Syntax::Csv {
+                quote,
+                escape,
+                header,
+                skip,
+            },
             Box::new(decode),
         )
     }
@@ -424,5 +557,70 @@ mod tests {
             t.read_range(0, 1, 1).unwrap().get_value(0),
             Value::BigInt(2)
         );
+    }
+
+    #[test]
+    fn skipped_lines_come_before_the_sniffing_and_count_in_errors() {
+        let text = "tool output, 3 lines\nof notes;\nid;day\n1;2024-01-02\n2;x\n";
+        let options = CsvOptions {
+            skip: 2,
+            ..Default::default()
+        };
+        let (_dir, t) = table(text, &options).unwrap();
+        assert_eq!(names(&t)[0], ("id".into(), "BIGINT".into()));
+        assert_eq!(t.row_count(), 2);
+        let (_dir, t) = table(
+            text,
+            &CsvOptions {
+                types: Some(vec![DataType::Integer, DataType::Date]),
+                ..options
+            },
+        )
+        .unwrap();
+        let e = t.read_range(1, 0, 2).unwrap_err().to_string();
+        assert!(e.contains("t.csv:5:3: column day (DATE)"), "{e}");
+    }
+
+    #[test]
+    fn an_escaped_quote_stays_in_its_field_through_sniffing_and_splitting() {
+        let options = CsvOptions {
+            escape: Some(b'\\'),
+            ..Default::default()
+        };
+        let (_dir, t) = table("k;note\n1;\"a \\\";\n\\\\ b\"\n2;plain\n", &options).unwrap();
+        assert_eq!(t.row_count(), 2);
+        assert_eq!(
+            t.read_range(1, 0, 1).unwrap().get_value(0),
+            Value::Text("a \";\n\\ b".into())
+        );
+    }
+
+    #[test]
+    fn formats_type_the_columns_they_read() {
+        let options = CsvOptions {
+            date_format: Some("%d/%m/%Y".into()),
+            timestamp_format: Some("%d/%m/%Y %H:%M".into()),
+            ..Default::default()
+        };
+        let (_dir, t) = table(
+            "d,ts,iso,n\n02/01/1970,02/01/1970 00:01,1970-01-02,3\n,,,\n",
+            &options,
+        )
+        .unwrap();
+        assert_eq!(
+            names(&t),
+            [
+                ("d".into(), "DATE".into()),
+                ("ts".into(), "TIMESTAMP".into()),
+                ("iso".into(), "VARCHAR".into()),
+                ("n".into(), "BIGINT".into()),
+            ]
+        );
+        assert_eq!(t.read_range(0, 0, 1).unwrap().get_value(0), Value::Date(1));
+        assert_eq!(
+            t.read_range(1, 0, 1).unwrap().get_value(0),
+            Value::Timestamp(86_400_000_000 + 60_000_000)
+        );
+        assert_eq!(t.read_range(0, 1, 1).unwrap().get_value(0), Value::Null);
     }
 }

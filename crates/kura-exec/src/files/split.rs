@@ -8,6 +8,8 @@ use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use kura_storage::loader::parse::QuoteState;
+
 use super::{bad, io_error};
 use crate::error::ExecResult;
 
@@ -20,9 +22,15 @@ const PIECE_BYTES: u64 = 8 << 20;
 /// How records are written in the files.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Syntax {
-    /// One record per line; a quoted field may hold line ends. With `header`, each file's
+    /// One record per line; a quoted field may hold line ends (and, after `escape`, the
+    /// quote). Each file's first `skip` lines are passed over; then, with `header`, the
     /// first record names the columns and is not a row.
-    Csv { quote: u8, header: bool },
+    Csv {
+        quote: u8,
+        escape: u8,
+        header: bool,
+        skip: u64,
+    },
     /// JSON objects, one after another (newline-delimited) or the elements of one array.
     Json,
 }
@@ -87,7 +95,18 @@ fn split_until(
             pieces: &mut pieces,
         };
         match syntax {
-            Syntax::Csv { quote, header } => csv_records(path, quote, header, &mut cutter)?,
+            Syntax::Csv {
+                quote,
+                escape,
+                header,
+                skip,
+            } => csv_records(
+                path,
+                QuoteState::new(quote, escape),
+                header,
+                skip,
+                &mut cutter,
+            )?,
             Syntax::Json => json_records(path, &mut cutter)?,
         }
         row = cutter.row;
@@ -183,28 +202,39 @@ fn read_through(path: &Path, mut each: impl FnMut(&[u8], u64) -> bool) -> ExecRe
     }
 }
 
-/// CSV records: line ends outside quotes (a doubled quote inside a quoted field toggles
-/// twice). Blank lines are not records, as arrow-csv skips them.
-fn csv_records(path: &Path, quote: u8, header: bool, cut: &mut Cutter) -> ExecResult<()> {
-    let mut quoted = false;
+/// CSV records: line ends outside quotes (the loader's rules of quotes and escapes), after
+/// the lines skipped. Blank lines are not records, as arrow-csv skips them.
+fn csv_records(
+    path: &Path,
+    mut quotes: QuoteState,
+    header: bool,
+    skip: u64,
+    cut: &mut Cutter,
+) -> ExecResult<()> {
+    // Lines still to pass over, whatever they hold (DuckDB's `skip` counts lines).
+    let mut skip_left = skip;
     // Whether the current line has a byte other than `\r`.
     let mut content = false;
     let mut header_pending = header;
     let len = read_through(path, |buf, offset| {
         let mut from = 0;
-        while let Some(i) = memchr::memchr2(b'\n', quote, &buf[from..]) {
-            let at = from + i;
-            content = content || buf[from..at].iter().any(|&b| b != b'\r');
-            if buf[at] == quote {
-                quoted = !quoted;
-                content = true;
-                from = at + 1;
-                continue;
+        while skip_left > 0 {
+            let Some(i) = memchr::memchr(b'\n', &buf[from..]) else {
+                return true;
+            };
+            from += i + 1;
+            cut.lines += 1;
+            skip_left -= 1;
+            if skip_left == 0 {
+                cut.skip_to(offset + from as u64);
             }
+        }
+        while let Some(at) = quotes.next_line_end(buf, from) {
+            content = content || buf[from..at].iter().any(|&b| b != b'\r');
             // A line end (the record's, when outside quotes) — counted either way, for the
             // line numbers of errors.
             cut.lines += 1;
-            if !quoted && content {
+            if !quotes.in_quotes() && content {
                 let end = offset + at as u64 + 1;
                 if header_pending {
                     header_pending = false;
@@ -334,7 +364,9 @@ mod tests {
 
     const CSV: Syntax = Syntax::Csv {
         quote: b'"',
+        escape: b'"',
         header: false,
+        skip: 0,
     };
 
     #[test]
@@ -349,7 +381,9 @@ mod tests {
         );
         let header = Syntax::Csv {
             quote: b'"',
+            escape: b'"',
             header: true,
+            skip: 0,
         };
         assert_eq!(
             pieces("h\n1\n2\n", header, 10),

@@ -109,6 +109,14 @@ impl Binder<'_> {
                     options.delimiter = Some(self.byte_arg(e, &option, p)?)
                 }
                 "quote" if csv => options.quote = Some(self.byte_arg(e, &option, p)?),
+                "escape" if csv => options.escape = Some(self.byte_arg(e, &option, p)?),
+                "skip" if csv => options.skip = self.count_arg(e, &option, p)?,
+                "dateformat" | "date_format" if csv => {
+                    options.date_format = Some(self.format_arg(e, &option, p)?)
+                }
+                "timestampformat" | "timestamp_format" if csv => {
+                    options.timestamp_format = Some(self.format_arg(e, &option, p)?)
+                }
                 "names" | "column_names" if csv => {
                     options.names = Some(self.text_list_arg(e, &option, p)?)
                 }
@@ -132,7 +140,8 @@ impl Binder<'_> {
                 }
                 other => {
                     let known = if csv {
-                        " (header, delim, quote, names, types, all_varchar, nullstr are)"
+                        " (header, delim, quote, escape, skip, names, types, all_varchar, \
+                         nullstr, dateformat, timestampformat are)"
                     } else {
                         ""
                     };
@@ -208,16 +217,21 @@ impl Binder<'_> {
         }
     }
 
-    /// A text constant (the file name).
+    /// A text constant: the file name of function `name`, or the value of option `name`.
     fn text_arg(&mut self, e: &ast::Expr, name: &str, p: Pos) -> SqlResult<String> {
+        let what = if is_file_function(name) {
+            "a file name"
+        } else {
+            "text"
+        };
         match self.const_arg(e, name, p)? {
             Value::Text(s) => Ok(s),
             Value::Null => Err(SqlError::InvalidValue {
-                message: format!("{name}: the file name is NULL"),
+                message: format!("{name}: {what} is NULL"),
                 pos: p,
             }),
             _ => Err(SqlError::TypeMismatch {
-                message: format!("{name} takes a file name (text)"),
+                message: format!("{name} takes {what}"),
                 pos: p,
             }),
         }
@@ -247,6 +261,36 @@ impl Binder<'_> {
                 pos: p,
             }),
         }
+    }
+
+    /// A count of zero or more (lines to skip).
+    fn count_arg(&mut self, e: &ast::Expr, option: &str, p: Pos) -> SqlResult<u64> {
+        let n = match self.const_arg(e, option, p)? {
+            Value::Integer(n) => i64::from(n),
+            Value::BigInt(n) => n,
+            _ => {
+                return Err(SqlError::TypeMismatch {
+                    message: format!("{option} takes a whole number"),
+                    pos: p,
+                })
+            }
+        };
+        u64::try_from(n).map_err(|_| SqlError::InvalidValue {
+            message: format!("{option} must be 0 or more, not {n}"),
+            pos: p,
+        })
+    }
+
+    /// A strftime format (`'%d/%m/%Y'`), checked.
+    fn format_arg(&mut self, e: &ast::Expr, option: &str, p: Pos) -> SqlResult<String> {
+        let format = self.text_arg(e, option, p)?;
+        kura_exec::files::csv::check_datetime_format(&format).map_err(|m| {
+            SqlError::InvalidValue {
+                message: format!("{option}: {m}"),
+                pos: p,
+            }
+        })?;
+        Ok(format)
     }
 
     /// One ASCII character (a delimiter or quote), `'\t'` or `E'\t'` for a tab.

@@ -44,7 +44,8 @@ pub struct LineChunker<R: Read> {
     next_line: u64,
     eof: bool,
     chunk_bytes: usize,
-    quoted: bool,
+    /// The quote and escape characters of quoted fields (CSV); `None`: no field is quoted.
+    quotes: Option<(u8, u8)>,
 }
 
 impl<R: Read> LineChunker<R> {
@@ -55,14 +56,14 @@ impl<R: Read> LineChunker<R> {
             next_line: 1,
             eof: false,
             chunk_bytes: CHUNK_BYTES,
-            quoted: false,
+            quotes: None,
         }
     }
 
-    /// Whether fields may be quoted (CSV), so that chunks end only where a
+    /// Chunks for text in `fmt`: when its fields may be quoted (CSV), they end only where a
     /// record does.
-    pub fn quoted(mut self, quoted: bool) -> Self {
-        self.quoted = quoted;
+    pub fn for_format(mut self, fmt: &TextFormat) -> Self {
+        self.quotes = fmt.quoted.then(|| (fmt.quote, fmt.escape_char()));
         self
     }
 
@@ -83,10 +84,11 @@ impl<R: Read> LineChunker<R> {
         }
         if !self.eof {
             // Keep the partial last line for the next chunk.
-            let cut = if self.quoted && self.chunk_bytes <= MAX_RECORD_BYTES {
-                parse::last_record_end(&buf)
-            } else {
-                memchr::memrchr(b'\n', &buf)
+            let cut = match self.quotes {
+                Some((quote, escape)) if self.chunk_bytes <= MAX_RECORD_BYTES => {
+                    parse::last_record_end(&buf, quote, escape)
+                }
+                _ => memchr::memrchr(b'\n', &buf),
             };
             match cut {
                 Some(p) => self.carry = buf.split_off(p + 1),
@@ -294,7 +296,7 @@ pub fn load_file(
     progress: Option<Progress<'_>>,
 ) -> StorageResult<u64> {
     let file = std::fs::File::open(path).map_err(|e| StorageError::io(path, "open", e))?;
-    let mut chunker = LineChunker::new(file).quoted(fmt.quoted);
+    let mut chunker = LineChunker::new(file).for_format(fmt);
     let name = path.display().to_string();
     load_chunks(
         txn,

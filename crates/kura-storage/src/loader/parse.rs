@@ -15,9 +15,16 @@ pub struct TextFormat {
     pub header: bool,
     /// Fields may be enclosed in quotes (CSV); a doubled quote inside is one quote.
     pub quoted: bool,
-    /// The quote character of `quoted` fields (`"` unless a reader says otherwise; the
-    /// loader's `LineChunker` cuts chunks at `"`-quoted line ends only).
+    /// The quote character of `quoted` fields (`"` unless a reader says otherwise).
     pub quote: u8,
+    /// The character that, inside a quoted field, makes the quote (or itself) that follows
+    /// it data (PostgreSQL's and DuckDB's `ESCAPE`); `None`: the quote itself, so a doubled
+    /// quote is one. Before any other character, and outside quotes, it is data.
+    pub escape: Option<u8>,
+    /// chrono `strftime` formats DATE and TIMESTAMP fields are read with (DuckDB's
+    /// `dateformat`, `timestampformat`); `None`: ISO 8601, as PostgreSQL reads them.
+    pub date_format: Option<String>,
+    pub timestamp_format: Option<String>,
     /// The text that stands for NULL (PostgreSQL's `NULL 'x'`): an unquoted
     /// field equal to it is NULL and no other field is. `None`: kura's default,
     /// `\N` or an unquoted empty field (in plain text, for non-text columns).
@@ -34,6 +41,13 @@ pub struct TextFormat {
     pub wanted: Option<Vec<bool>>,
 }
 
+impl TextFormat {
+    /// The escape character of quoted fields (the quote itself unless one is given).
+    pub fn escape_char(&self) -> u8 {
+        self.escape.unwrap_or(self.quote)
+    }
+}
+
 impl Default for TextFormat {
     fn default() -> Self {
         TextFormat {
@@ -41,6 +55,9 @@ impl Default for TextFormat {
             header: false,
             quoted: false,
             quote: b'"',
+            escape: None,
+            date_format: None,
+            timestamp_format: None,
             null: None,
             escapes: false,
             columns: None,
@@ -107,7 +124,7 @@ pub fn parse_chunk(
     while start < chunk.len() {
         // A record: a line, or in CSV lines joined by breaks inside quotes.
         let (end, breaks) = if fmt.quoted {
-            record_end(chunk, start, fmt.quote)
+            record_end(chunk, start, fmt)
         } else {
             let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |p| start + p);
             (end, 0)
@@ -163,10 +180,16 @@ pub fn parse_chunk(
             let (text, literal): (&[u8], bool) = if was_quoted && fmt.quoted {
                 unquoted.clear();
                 let inner = &raw[1..raw.len() - 1];
+                let escape = fmt.escape_char();
                 let mut i = 0;
                 while i < inner.len() {
+                    // `split_fields` checked that an escape before a quote or itself is
+                    // always followed by one; any other escape is data.
+                    if inner[i] == escape && escaped(inner.get(i + 1), fmt) {
+                        i += 1;
+                    }
                     unquoted.push(inner[i]);
-                    i += if inner[i] == fmt.quote { 2 } else { 1 };
+                    i += 1;
                 }
                 (&unquoted, true)
             } else if fmt.escapes && raw.contains(&b'\\') && fmt.null.as_deref() != Some(raw) {
@@ -199,36 +222,104 @@ pub fn parse_chunk(
 
 /// Where the CSV record starting at `start` ends (its `\n` outside quotes, or
 /// the chunk's end) and how many line breaks inside quotes it holds.
-fn record_end(chunk: &[u8], start: usize, quote: u8) -> (usize, u64) {
-    let mut in_quotes = false;
+fn record_end(chunk: &[u8], start: usize, fmt: &TextFormat) -> (usize, u64) {
+    let mut quotes = QuoteState::new(fmt.quote, fmt.escape_char());
     let mut breaks = 0;
-    for p in memchr::memchr2_iter(quote, b'\n', &chunk[start..]) {
-        let p = start + p;
-        if chunk[p] == quote {
-            // `""` inside quotes toggles twice: the state stays right.
-            in_quotes = !in_quotes;
-        } else if in_quotes {
-            breaks += 1;
-        } else {
+    let mut from = start;
+    while let Some(p) = quotes.next_line_end(chunk, from) {
+        if !quotes.in_quotes() {
             return (p, breaks);
         }
+        breaks += 1;
+        from = p + 1;
     }
     (chunk.len(), breaks)
 }
 
 /// The position of the last `\n` of `buf` that ends a CSV record (outside
 /// quotes), `buf` starting at a record's start.
-pub(crate) fn last_record_end(buf: &[u8]) -> Option<usize> {
-    let mut in_quotes = false;
+pub(crate) fn last_record_end(buf: &[u8], quote: u8, escape: u8) -> Option<usize> {
+    let mut quotes = QuoteState::new(quote, escape);
     let mut last = None;
-    for p in memchr::memchr2_iter(b'"', b'\n', buf) {
-        if buf[p] == b'"' {
-            in_quotes = !in_quotes;
-        } else if !in_quotes {
+    let mut from = 0;
+    while let Some(p) = quotes.next_line_end(buf, from) {
+        if !quotes.in_quotes() {
             last = Some(p);
         }
+        from = p + 1;
     }
     last
+}
+
+/// Whether CSV text is inside a quoted field, followed through a byte stream that may come
+/// in several buffers: the one state machine that finds where records end, so that every
+/// reader of CSV (the loader, `read_csv`'s splitter) cuts records at the same line ends.
+#[derive(Debug, Clone, Copy)]
+pub struct QuoteState {
+    quote: u8,
+    escape: u8,
+    in_quotes: bool,
+    /// The previous buffer ended with an escape character inside quotes.
+    escape_pending: bool,
+}
+
+impl QuoteState {
+    /// Outside quotes, before any byte.
+    pub fn new(quote: u8, escape: u8) -> QuoteState {
+        QuoteState {
+            quote,
+            escape,
+            in_quotes: false,
+            escape_pending: false,
+        }
+    }
+
+    /// Whether the bytes followed so far end inside a quoted field.
+    pub fn in_quotes(&self) -> bool {
+        self.in_quotes
+    }
+
+    /// The position of the next `\n` in `buf` at or after `from` (inside quotes or not: ask
+    /// `in_quotes`), the state followed up to it; `None` when there is none, the state then
+    /// followed to the end of `buf` (the next buffer continues from there).
+    pub fn next_line_end(&mut self, buf: &[u8], mut from: usize) -> Option<usize> {
+        let distinct_escape = self.escape != self.quote;
+        if std::mem::take(&mut self.escape_pending) {
+            // The escape ended the previous buffer: the quote or escape opening this one is
+            // data; anything else is read as usual.
+            if buf
+                .get(from)
+                .is_some_and(|&b| b == self.quote || b == self.escape)
+            {
+                from += 1;
+            }
+        }
+        loop {
+            let rest = buf.get(from..)?;
+            let found = if distinct_escape && self.in_quotes {
+                memchr::memchr3(self.quote, self.escape, b'\n', rest)
+            } else {
+                // A doubled quote inside quotes toggles twice: the state stays right.
+                memchr::memchr2(self.quote, b'\n', rest)
+            };
+            let at = from + found?;
+            let b = buf[at];
+            if b == b'\n' {
+                return Some(at);
+            }
+            from = at + 1;
+            if b == self.quote {
+                self.in_quotes = !self.in_quotes;
+                continue;
+            }
+            // An escape inside quotes: the quote or escape after it is data.
+            match buf.get(at + 1) {
+                Some(&n) if n == self.quote || n == self.escape => from = at + 2,
+                Some(_) => {}
+                None => self.escape_pending = true,
+            }
+        }
+    }
 }
 
 /// The SQLSTATE of a value that did not load, from `push_field`'s message.
@@ -307,6 +398,7 @@ pub(crate) fn split_fields(
     out.clear();
     let d = fmt.delimiter;
     let mut i = 0;
+    let escape = fmt.escape_char();
     loop {
         let q = fmt.quote;
         if fmt.quoted && line.get(i) == Some(&q) {
@@ -315,7 +407,7 @@ pub(crate) fn split_fields(
             loop {
                 match line.get(i) {
                     None => return Err((begin, "unterminated quoted field".into())),
-                    Some(&c) if c == q && line.get(i + 1) == Some(&q) => i += 2,
+                    Some(&c) if c == escape && escaped(line.get(i + 1), fmt) => i += 2,
                     Some(&c) if c == q => {
                         i += 1;
                         break;
@@ -346,6 +438,12 @@ pub(crate) fn split_fields(
             }
         }
     }
+}
+
+/// Whether the byte after an escape character inside quotes is one it escapes: the quote,
+/// or the escape itself.
+fn escaped(next: Option<&u8>, fmt: &TextFormat) -> bool {
+    next.is_some_and(|&n| n == fmt.quote || n == fmt.escape_char())
 }
 
 /// Where a field with backslash escapes that starts at `i` ends: the first
@@ -428,10 +526,11 @@ fn push_field(
             out.push(x as i32);
         }
         (ColumnData::I64(out), DataType::Timestamp) => {
-            out.push(
-                kura_common::timestamp::parse_timestamp_bytes(text)
+            out.push(match &fmt.timestamp_format {
+                Some(format) => timestamp_with_format(text, format)?,
+                None => kura_common::timestamp::parse_timestamp_bytes(text)
                     .ok_or_else(|| format!("invalid timestamp {:?}", shown()))?,
-            );
+            });
         }
         (ColumnData::I64(out), DataType::BigInt) => {
             out.push(parse_int(text).ok_or_else(|| format!("invalid integer {:?}", shown()))?);
@@ -475,10 +574,11 @@ fn push_field(
             );
         }
         (ColumnData::I32(out), DataType::Date) => {
-            out.push(
-                parse_date_bytes(text)
+            out.push(match &fmt.date_format {
+                Some(format) => date_with_format(text, format)?,
+                None => parse_date_bytes(text)
                     .ok_or_else(|| format!("invalid date {:?} (expected YYYY-MM-DD)", shown()))?,
-            );
+            });
         }
         (ColumnData::Bool(out), DataType::Boolean) => {
             let b = match text.to_ascii_lowercase().as_slice() {
@@ -529,6 +629,52 @@ fn push_field(
     Ok(())
 }
 
+/// Whether `format` is a chrono `strftime` format (`%d/%m/%Y`), else what is wrong.
+pub fn check_datetime_format(format: &str) -> Result<(), String> {
+    use chrono::format::{Item, StrftimeItems};
+    if StrftimeItems::new(format).any(|item| item == Item::Error) {
+        return Err(format!(
+            "{format:?} is not a valid strftime format (such as '%d/%m/%Y %H:%M:%S')"
+        ));
+    }
+    Ok(())
+}
+
+/// A DATE (days since 1970-01-01) read from `text` with the strftime `format`.
+pub fn date_with_format(text: &[u8], format: &str) -> Result<i32, String> {
+    use chrono::Datelike;
+    let shown = || String::from_utf8_lossy(text).into_owned();
+    let date = std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| chrono::NaiveDate::parse_from_str(s.trim(), format).ok())
+        .ok_or_else(|| format!("invalid date {:?} (expected format {format})", shown()))?;
+    kura_common::date::checked_date(i64::from(kura_common::date::days_from_civil(
+        date.year(),
+        date.month(),
+        date.day(),
+    )))
+    .ok_or_else(|| format!("date {:?} out of range", shown()))
+}
+
+/// A TIMESTAMP (microseconds since 1970-01-01 00:00:00) read from `text` with the strftime
+/// `format`.
+pub fn timestamp_with_format(text: &[u8], format: &str) -> Result<i64, String> {
+    use chrono::{Datelike, Timelike};
+    use kura_common::timestamp::{from_date, MICROS_PER_SECOND};
+    let shown = || String::from_utf8_lossy(text).into_owned();
+    let at = std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| chrono::NaiveDateTime::parse_from_str(s.trim(), format).ok())
+        .ok_or_else(|| format!("invalid timestamp {:?} (expected format {format})", shown()))?;
+    let days = kura_common::date::days_from_civil(at.year(), at.month(), at.day());
+    let micros = from_date(days)
+        + i64::from(at.num_seconds_from_midnight()) * MICROS_PER_SECOND
+        + i64::from(at.nanosecond() / 1000);
+    Some(micros)
+        .filter(|&m| kura_common::timestamp::in_range(m))
+        .ok_or_else(|| format!("timestamp {:?} out of range", shown()))
+}
+
 fn parse_int(t: &[u8]) -> Option<i64> {
     let t = t.trim_ascii();
     let (neg, digits) = match t.first()? {
@@ -567,7 +713,8 @@ fn parse_int(t: &[u8]) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_int;
+    use super::*;
+    use crate::catalog::ColumnDef;
 
     #[test]
     fn integers_take_leading_zeros_and_both_extremes() {
@@ -578,5 +725,88 @@ mod tests {
         assert_eq!(parse_int(b"12345678901234567890"), None);
         assert_eq!(parse_int(b"-"), None);
         assert_eq!(parse_int(b"1a"), None);
+    }
+
+    fn csv(escape: Option<u8>) -> TextFormat {
+        TextFormat {
+            delimiter: b',',
+            quoted: true,
+            escape,
+            ..TextFormat::default()
+        }
+    }
+
+    fn text_column(chunk: &[u8], fmt: &TextFormat) -> Result<Vec<String>, String> {
+        let schema = Schema::new(vec![
+            ColumnDef {
+                name: "a".into(),
+                data_type: DataType::Varchar(None),
+                nullable: true,
+            },
+            ColumnDef {
+                name: "b".into(),
+                data_type: DataType::Varchar(None),
+                nullable: true,
+            },
+        ]);
+        let cols = parse_chunk(chunk, &schema, fmt, false, Some(false))
+            .map_err(|e| format!("{}:{}: {}", e.line, e.column, e.what))?;
+        Ok((0..cols[1].len())
+            .map(|i| cols[1].get_value(i).to_string())
+            .collect())
+    }
+
+    #[test]
+    fn an_escape_other_than_the_quote_escapes_quotes_and_itself_inside_quotes() {
+        let fmt = csv(Some(b'\\'));
+        let chunk = b"1,\"a\\\"b\"\n2,\"c\\\\\"\n3,\"x\\dy\"\n4,p\\q\n5,\"two\\\"\nlines\"\n";
+        assert_eq!(
+            text_column(chunk, &fmt).unwrap(),
+            ["a\"b", "c\\", "x\\dy", "p\\q", "two\"\nlines"]
+        );
+        // A doubled quote is then the field's end followed by a stray quote.
+        let e = text_column(b"1,\"a\"\"b\"\n", &fmt).unwrap_err();
+        assert!(e.contains("after closing quote"), "{e}");
+        // The default escape is the quote: doubled, as before.
+        assert_eq!(
+            text_column(b"1,\"a\"\"b\\\"\n", &csv(None)).unwrap(),
+            ["a\"b\\"]
+        );
+    }
+
+    #[test]
+    fn record_ends_follow_escapes_across_buffers() {
+        // `\"` inside quotes does not close them, even when the buffer ends between the two.
+        let text = b"1,\"a\\\"\nb\"\n2,c\n";
+        for cut in 0..text.len() {
+            let mut quotes = QuoteState::new(b'"', b'\\');
+            let mut ends = Vec::new();
+            for (offset, buf) in [(0, &text[..cut]), (cut, &text[cut..])] {
+                let mut from = 0;
+                while let Some(at) = quotes.next_line_end(buf, from) {
+                    if !quotes.in_quotes() {
+                        ends.push(offset + at);
+                    }
+                    from = at + 1;
+                }
+            }
+            assert_eq!(ends, [9, 13], "cut at {cut}");
+        }
+        assert_eq!(last_record_end(text, b'"', b'\\'), Some(13));
+        assert_eq!(last_record_end(&text[..9], b'"', b'\\'), None);
+    }
+
+    #[test]
+    fn dates_and_timestamps_read_with_a_strftime_format() {
+        assert_eq!(date_with_format(b"02/01/1970", "%d/%m/%Y"), Ok(1));
+        assert_eq!(
+            timestamp_with_format(b"01/01/1970 00:00:01.5", "%d/%m/%Y %H:%M:%S%.f"),
+            Ok(1_500_000)
+        );
+        let e = date_with_format(b"1970-01-02", "%d/%m/%Y").unwrap_err();
+        assert_eq!(e, "invalid date \"1970-01-02\" (expected format %d/%m/%Y)");
+        assert!(timestamp_with_format(b"02/01/1970", "%d/%m/%Y").is_err());
+        assert!(check_datetime_format("%d/%m/%Y %H:%M").is_ok());
+        assert!(check_datetime_format("%d/%Q").is_err());
     }
 }
