@@ -183,16 +183,8 @@ impl Options {
         if let Some(format) = o.arrow {
             let other = if o.csv.is_some() || o.binary {
                 Some("another FORMAT")
-            } else if o.delimiter.is_some() {
-                Some("DELIMITER")
-            } else if o.null.is_some() {
-                Some("NULL")
-            } else if o.header {
-                Some("HEADER")
-            } else if o.escape.is_some() {
-                Some("ESCAPE")
             } else {
-                None
+                o.text_option()
             };
             if let Some(what) = other {
                 return Err(KuraError::Invalid(format!(
@@ -205,16 +197,8 @@ impl Options {
             // PostgreSQL's rules: the binary format has no text options.
             let text_option = if o.csv.is_some() {
                 Some("FORMAT csv or text")
-            } else if o.delimiter.is_some() {
-                Some("DELIMITER")
-            } else if o.null.is_some() {
-                Some("NULL")
-            } else if o.header {
-                Some("HEADER")
-            } else if o.escape.is_some() {
-                Some("ESCAPE")
             } else {
-                None
+                o.text_option()
             };
             if let Some(what) = text_option {
                 return Err(KuraError::Invalid(format!(
@@ -225,12 +209,41 @@ impl Options {
         Ok(o)
     }
 
+    /// The first option given that only the text formats have (the binary and
+    /// Arrow formats refuse it rather than ignore it).
+    fn text_option(&self) -> Option<&'static str> {
+        if self.delimiter.is_some() {
+            Some("DELIMITER")
+        } else if self.null.is_some() {
+            Some("NULL")
+        } else if self.header {
+            Some("HEADER")
+        } else if self.escape.is_some() {
+            Some("ESCAPE")
+        } else {
+            None
+        }
+    }
+
     /// The Arrow-read format of file `name` (Parquet or JSON), when `FORMAT` says one or, no
-    /// format said, the name's extension does.
-    pub fn arrow_file(&self, name: &str) -> Option<ArrowFormat> {
-        let said = self.csv.is_some() || self.binary;
-        self.arrow
-            .or_else(|| ArrowFormat::of_file(name).filter(|_| !said))
+    /// format said, the name's extension does; a text option with a format taken from the
+    /// extension is refused (it would be ignored).
+    pub fn arrow_file(&self, name: &str) -> KuraResult<Option<ArrowFormat>> {
+        if self.arrow.is_some() || self.csv.is_some() || self.binary {
+            return Ok(self.arrow);
+        }
+        let Some(format) = ArrowFormat::of_file(&name.to_ascii_lowercase()) else {
+            return Ok(None);
+        };
+        if let Some(what) = self.text_option() {
+            return Err(KuraError::Invalid(format!(
+                "cannot specify {what} for a {} file (its name says FORMAT {}; say FORMAT csv \
+                 or text to read or write it as text)",
+                format.name(),
+                format.name()
+            )));
+        }
+        Ok(Some(format))
     }
 
     /// The escape character of a CSV format; PostgreSQL's error for one in the text format.
@@ -271,7 +284,7 @@ impl Options {
             ));
         }
         let lower = path.to_ascii_lowercase();
-        if let Some(format) = self.arrow_file(&lower) {
+        if let Some(format) = self.arrow_file(&lower)? {
             // The session runs these as INSERT ... SELECT (see `Session::copy_from_arrow_file`).
             return Err(KuraError::Internal(format!(
                 "COPY FROM a {} file through the text loader",

@@ -57,7 +57,7 @@ impl Session {
     ) -> KuraResult<QueryResult> {
         if let sqlparser::ast::CopyTarget::File { filename } = target {
             let opts = crate::copy::Options::parse(options, legacy_options)?;
-            if let Some(format) = opts.arrow_file(filename) {
+            if let Some(format) = opts.arrow_file(filename)? {
                 return self.copy_from_arrow_file(source, filename, format);
             }
         }
@@ -186,11 +186,7 @@ impl Session {
         } = stmt
         {
             let opts = crate::copy::Options::parse(options, legacy_options)?;
-            let said = opts.csv.is_some() || opts.binary;
-            let arrow = opts
-                .arrow
-                .or_else(|| ArrowFormat::of_file(name).filter(|_| !said));
-            if let Some(format) = arrow {
+            if let Some(format) = opts.arrow_file(name)? {
                 let query = crate::copy_out::source_query(source)?;
                 let mut out = ArrowFileOutput::create(&self.file_access, name, format)?;
                 let ran =
