@@ -199,10 +199,7 @@ pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>
     };
     let studies = studies(&cfg.tables)?;
     let db_path = cfg.out.join("llc-recorded.db");
-    let cache = Llc {
-        bytes: llc.size,
-        ways: llc.ways,
-    };
+    let cache = Llc::of(&llc);
     let needs = Needs {
         index_join: studies.iter().any(|st| st.table == "9"),
         tpch: studies

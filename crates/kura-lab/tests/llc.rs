@@ -79,6 +79,7 @@ fn the_quick_run_states_its_premise_and_shows_the_papers_direction() {
     // The scratch database is reused for the same LLC and mode.
     let llc = setup::Llc {
         bytes: 2 << 20,
+        hardware_bytes: 2 << 20,
         ways: 16,
     };
     let mut again = Vec::new();

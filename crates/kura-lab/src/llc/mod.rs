@@ -243,11 +243,7 @@ pub(crate) fn protect_masks(
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
     let levels = machine_levels(&cfg.geometry_root)?;
-    let geometry = &levels.last().ok_or("no cache levels")?.geometry;
-    let llc = Llc {
-        bytes: geometry.size,
-        ways: geometry.ways,
-    };
+    let llc = Llc::of(&levels.last().ok_or("no cache levels")?.geometry);
     let path = cfg.db.clone().unwrap_or_else(|| {
         cfg.out
             .join(if cfg.quick { "llc-quick.db" } else { "llc.db" })

@@ -18,14 +18,32 @@ use super::err;
 /// them smaller than this (36 bits keeps sums of millions of them in a BIGINT).
 pub(crate) const VALUE_BITS: u32 = 36;
 
-/// The LLC the workload is sized for: its bytes and ways.
+/// The LLC the workload is sized for: its bytes as modelled (sets rounded down to a
+/// power of two), the hardware's bytes, and its ways.
 #[derive(Debug, Clone, Copy)]
 pub struct Llc {
     pub bytes: u64,
+    pub hardware_bytes: u64,
     pub ways: u32,
 }
 
 impl Llc {
+    /// The LLC of a cache geometry (sysfs), as modelled and as built.
+    pub fn of(g: &kura_cache::cpu::Geometry) -> Llc {
+        Llc {
+            bytes: g.size,
+            hardware_bytes: u64::from(g.hardware_sets) * u64::from(g.ways) * u64::from(g.line_size),
+            ways: g.ways,
+        }
+    }
+
+    /// What B must exceed: the larger of the model and the hardware, so that B
+    /// leaves both the simulated and the real LLC (a sliced L3 of 480 MiB is
+    /// modelled as 256 MiB).
+    pub fn largest(&self) -> u64 {
+        self.bytes.max(self.hardware_bytes)
+    }
+
     /// The most an object may take and still fit with one way left to the rest
     /// (what warm-and-protect needs: the object's ways plus one for set imbalance).
     pub fn room(&self) -> u64 {
@@ -52,11 +70,14 @@ pub(crate) struct Targets {
 }
 
 impl Targets {
-    pub(crate) fn of(llc: u64, quick: bool) -> Targets {
+    /// A and the index from the modelled LLC (they must fit it and the hardware's,
+    /// the smaller), B from the larger.
+    pub(crate) fn of(llc: &Llc, quick: bool) -> Targets {
+        let b = llc.largest();
         Targets {
-            a: llc / 2,
-            b: if quick { llc * 3 / 2 } else { llc * 2 },
-            index: llc * 4 / 10,
+            a: llc.bytes / 2,
+            b: if quick { b * 3 / 2 } else { b * 2 },
+            index: llc.bytes * 4 / 10,
         }
     }
 }
@@ -110,11 +131,11 @@ pub fn premise_failure(llc: &Llc, m: &Measured) -> Option<String> {
         ));
     }
     // B must push everything out: clearly more than the LLC, not just about it.
-    if m.b_bytes < llc.bytes * 5 / 4 {
+    if m.b_bytes < llc.largest() * 5 / 4 {
         why.push(format!(
             "B's column ({:.1} MiB) is not larger than the LLC ({:.1} MiB) by a quarter",
             mib(m.b_bytes),
-            mib(llc.bytes)
+            mib(llc.largest())
         ));
     }
     if m.index_bytes > llc.room() {
@@ -130,8 +151,13 @@ pub fn premise_failure(llc: &Llc, m: &Measured) -> Option<String> {
 /// The line that opens the study's output.
 pub fn premise_line(llc: &Llc, m: &Measured) -> String {
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let hardware = if llc.hardware_bytes != llc.bytes {
+        format!(" (the hardware's {:.1} MiB)", mib(llc.hardware_bytes))
+    } else {
+        String::new()
+    };
     let sizes = format!(
-        "A's column {:.1} MiB of pages, B's {:.1} MiB, the join's index {:.1} MiB; LLC {:.1} MiB, {}-way",
+        "A's column {:.1} MiB of pages, B's {:.1} MiB, the join's index {:.1} MiB; LLC {:.1} MiB{hardware}, {}-way",
         mib(m.a_bytes),
         mib(m.b_bytes),
         mib(m.index_bytes),
@@ -252,7 +278,7 @@ pub(crate) fn build_sized(
     needs: Needs,
     out: &mut dyn Write,
 ) -> Result<(Database, Sizes, Measured), String> {
-    let targets = Targets::of(llc.bytes, quick);
+    let targets = Targets::of(llc, quick);
     let mut sizes = Sizes::guess(&targets);
     for attempt in 0..2 {
         writeln!(
@@ -367,17 +393,39 @@ mod tests {
 
     #[test]
     fn targets_straddle_the_llc() {
-        let t = Targets::of(32 << 20, true);
+        let llc = Llc {
+            bytes: 32 << 20,
+            hardware_bytes: 32 << 20,
+            ways: 16,
+        };
+        let t = Targets::of(&llc, true);
         assert_eq!((t.a, t.b), (16 << 20, 48 << 20));
-        assert_eq!(Targets::of(32 << 20, false).b, 64 << 20);
+        assert_eq!(Targets::of(&llc, false).b, 64 << 20);
         let s = Sizes::guess(&t);
         assert_eq!(s.a_rows, (16u64 << 20) * 8 / 36);
+        // a sliced L3: 480 MiB of hardware modelled as 256 MiB
+        let sliced = Llc {
+            bytes: 256 << 20,
+            hardware_bytes: 480 << 20,
+            ways: 16,
+        };
+        let t = Targets::of(&sliced, true);
+        assert_eq!((t.a, t.b), (128 << 20, 720 << 20));
+        let m = Measured {
+            a_bytes: 135 << 20,
+            b_bytes: 405 << 20,
+            index_bytes: 77 << 20,
+        };
+        let why = premise_failure(&sliced, &m).unwrap();
+        assert!(why.contains("than the LLC (480.0 MiB)"), "{why}");
+        assert!(premise_line(&sliced, &m).contains("LLC 256.0 MiB (the hardware's 480.0 MiB)"));
     }
 
     #[test]
     fn the_premise_names_what_fails() {
         let llc = Llc {
             bytes: 32 << 20,
+            hardware_bytes: 32 << 20,
             ways: 16,
         };
         let ok = Measured {
@@ -405,7 +453,12 @@ mod tests {
 
     #[test]
     fn rescaling_meets_the_targets() {
-        let t = Targets::of(32 << 20, true);
+        let llc = Llc {
+            bytes: 32 << 20,
+            hardware_bytes: 32 << 20,
+            ways: 16,
+        };
+        let t = Targets::of(&llc, true);
         let s = Sizes::guess(&t);
         let m = Measured {
             a_bytes: t.a / 4,
