@@ -23,7 +23,9 @@
 //!   the whole of LINEITEM, ORDERS and CUSTOMER and their indexes).
 //!
 //! The `fixes` column of the CSV is the pages each run touched (counted by the
-//! buffer manager), `pages_read` those it had to read.
+//! buffer manager), `pages_read` those it had to read. Before any point, each
+//! shape's working set is measured and the buffers checked against it
+//! ([`premise`]); the fix counts above change with compression, the check does not.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -228,6 +230,31 @@ pub fn ensure_database(cfg: &Config, out: &mut dyn Write) -> Result<u64, String>
     Ok(db.storage().page_count() * db.storage().page_size() as u64)
 }
 
+/// Opens the database with `opts` and a session set for `shape`: the execution
+/// mode, prefetch on or off, then the shape's own settings.
+pub(crate) fn shape_session(
+    db_path: &Path,
+    opts: OpenOptions,
+    mode: &str,
+    prefetch: bool,
+    shape: &Shape,
+) -> Result<(Database, kura::Session), String> {
+    let db = Database::open(db_path, opts).map_err(|e| e.to_string())?;
+    let mut session = db.session();
+    let on_off = if prefetch { "on" } else { "off" };
+    let mut setup = vec![
+        format!("SET execution_mode = '{mode}'"),
+        format!("SET prefetch = {on_off}"),
+    ];
+    setup.extend(shape.settings.iter().map(|s| s.to_string()));
+    for sql in &setup {
+        session
+            .execute(sql)
+            .map_err(|e| format!("{}: {sql}: {e}", shape.name))?;
+    }
+    Ok((db, session))
+}
+
 /// What one point runs.
 struct Variant<'a> {
     shape: &'a Shape,
@@ -261,19 +288,7 @@ fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
         buffer_policy: Some(v.policy.to_string()),
         ..OpenOptions::default()
     };
-    let db = Database::open(&cfg.db, opts).map_err(|e| e.to_string())?;
-    let mut session = db.session();
-    let on_off = if v.prefetch { "on" } else { "off" };
-    let mut setup = vec![
-        format!("SET execution_mode = '{}'", cfg.mode),
-        format!("SET prefetch = {on_off}"),
-    ];
-    setup.extend(v.shape.settings.iter().map(|s| s.to_string()));
-    for sql in &setup {
-        session
-            .execute(sql)
-            .map_err(|e| format!("{}: {sql}: {e}", v.shape.name))?;
-    }
+    let (db, mut session) = shape_session(&cfg.db, opts, &cfg.mode, v.prefetch, v.shape)?;
     if v.resident {
         let list = v.shape.indexes.join(",");
         let list = if v.interior {

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use kura::{Database, OpenOptions};
+use kura::OpenOptions;
 
-use super::Shape;
+use super::{shape_session, Shape};
 
 /// One shape's working set.
 #[derive(Debug, Clone)]
@@ -41,18 +41,7 @@ pub fn measure(
             buffered_io: false,
             ..OpenOptions::default()
         };
-        let db = Database::open(db_path, opts).map_err(|e| e.to_string())?;
-        let mut session = db.session();
-        let mut setup = vec![
-            format!("SET execution_mode = '{mode}'"),
-            "SET prefetch = off".to_string(),
-        ];
-        setup.extend(shape.settings.iter().map(|s| s.to_string()));
-        for sql in &setup {
-            session
-                .execute(sql)
-                .map_err(|e| format!("{}: {sql}: {e}", shape.name))?;
-        }
+        let (db, mut session) = shape_session(db_path, opts, mode, false, shape)?;
         let bm = db.storage().buffer().clone();
         let before = bm.stats();
         session
