@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every kura test on a fresh machine: installs what the tests need (the
-# PostgreSQL client, Maven, Valgrind; Python packages go into venvs the tests create), then
+# PostgreSQL client and server, Maven, Valgrind; Python packages go into venvs the tests create), then
 # the Rust test suites — unit, property, sqllogictest, TPC-H checks at SF 0.01 and
 # 0.1, storage crash and corruption tests, runtime stress tests, cache simulator,
 # and the PostgreSQL-wire client tests (psql, psycopg, pgjdbc); then the Python package's
@@ -15,6 +15,8 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # The simulated memory profile's test traces TPC-H Q6 under Valgrind's lackey.
 command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
+# Paper 002's pgbench profile runs a PostgreSQL 15 server (and pgbench) under lackey.
+ls /usr/lib/postgresql/15/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql-15)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "== installing ${need_apt[*]} =="
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -124,3 +124,36 @@ fn reads_this_machines_geometry_when_sysfs_describes_it() {
     assert!(h.levels() >= 1);
     assert_eq!(h.level(0).geometry().level, 1);
 }
+
+/// Write-invalidate: a line another core wrote misses at every level next time,
+/// in narrow (8- and 16-way) and wide (32-way) sets alike; other lines stay.
+#[test]
+fn an_invalidated_line_misses_everywhere_and_its_neighbours_stay() {
+    use kura_cache::cpu::geometry::Geometry;
+    use kura_cache::cpu::hierarchy::{Hierarchy, LevelConfig};
+    for (w1, w2) in [(8u32, 16u32), (16, 32)] {
+        let mut h = Hierarchy::new(vec![
+            LevelConfig::lru(Geometry::new(1, 32 << 10, w1, 64).unwrap()),
+            LevelConfig::lru(Geometry::new(2, 1 << 20, w2, 64).unwrap()),
+        ])
+        .unwrap();
+        for a in [0u64, 64, 128] {
+            h.access(a, 0);
+        }
+        assert_eq!(h.access(64, 0).served_by, 0);
+        h.invalidate(64);
+        assert_eq!(h.access(0, 0).served_by, 0, "{w1}/{w2}: a neighbour stays");
+        assert_eq!(
+            h.access(64, 0).served_by,
+            2,
+            "{w1}/{w2}: missed at both levels"
+        );
+        assert_eq!(h.access(64, 0).served_by, 0, "{w1}/{w2}: filled again");
+        // Invalidating the line just looked up (the L1 shortcut) works too.
+        h.invalidate(64);
+        assert_eq!(h.access(64, 0).served_by, 2);
+        // A line not cached: nothing happens.
+        h.invalidate(1 << 30);
+        assert_eq!(h.access(128, 0).served_by, 0);
+    }
+}

@@ -30,6 +30,10 @@ pub enum BenchCommand {
     /// A TPC-H database over a pool alone and over a pool with a compressed second
     /// tier, inclusive and exclusive (paper 004): hit ratio per level, disk reads, time.
     Twotier(TwotierArgs),
+    /// Paper 002's tables 5-6: PostgreSQL under pgbench (scale 1, 10 clients), its
+    /// backends' L1 and L2 misses per function and the share of LWLock and
+    /// spin-lock functions (simulated caches under Valgrind where there is no PMU).
+    PgbenchProfile(PgbenchProfileArgs),
 }
 
 /// Options of `kura bench twotier` (the pool size is `--buffer`, default 4 MiB).
@@ -283,6 +287,41 @@ pub struct IopsArgs {
     pub workers: usize,
 }
 
+/// Options of `kura bench pgbench-profile`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PgbenchProfileArgs {
+    /// pgbench's scale factor.
+    #[arg(long, default_value_t = 1)]
+    pub scale: u32,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 10)]
+    pub clients: u32,
+    /// Transactions per client [default: 100; --quick: 20; the paper: 1000].
+    #[arg(long)]
+    pub transactions: Option<u32>,
+    /// A short run (20 transactions per client).
+    #[arg(long)]
+    pub quick: bool,
+    /// Rows per table.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Directory of PostgreSQL's server programs [default: PostgreSQL 15's, or pg_config --bindir].
+    #[arg(long, value_name = "DIR")]
+    pub pg_bindir: Option<PathBuf>,
+    /// Port of the throw-away cluster's Unix socket.
+    #[arg(long, default_value_t = 54329)]
+    pub port: u16,
+    /// The Valgrind executable.
+    #[arg(long, value_name = "PATH", default_value = "valgrind")]
+    pub valgrind: PathBuf,
+    /// Directory describing the cache geometry (sysfs layout).
+    #[arg(long, value_name = "DIR", default_value = kura_cache::cpu::SYSFS_CACHE_DIR)]
+    pub geometry: PathBuf,
+    /// Directory for pgbench_profile.{txt,csv,json} (and the cluster while it runs).
+    #[arg(long, default_value = "pgbench-profile")]
+    pub out: PathBuf,
+}
+
 impl BenchCommand {
     pub fn db_args(&self) -> Option<crate::DbArgs> {
         match self {
@@ -324,6 +363,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
         )
         .map(|_| ()),
         BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
+        BenchCommand::PgbenchProfile(a) => run_pgbench_profile(a, &mut out),
         BenchCommand::Twotier(a) => kura_lab::twotier::run(
             &kura_lab::twotier::Config {
                 db: db.to_path_buf(),
@@ -503,4 +543,28 @@ fn ceiling_progress() -> impl FnMut(usize, usize) {
             b.finish_and_clear();
         }
     }
+}
+
+fn run_pgbench_profile(a: &PgbenchProfileArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+    use kura_lab::pgbench_profile as pp;
+    if a.quick && a.transactions.is_some() {
+        return Err("give --quick or --transactions, not both".into());
+    }
+    let transactions = a.transactions.unwrap_or(if a.quick { 20 } else { 100 });
+    let mut cfg = pp::Config::paper(a.out.clone(), transactions);
+    cfg.scale = a.scale;
+    cfg.clients = a.clients;
+    cfg.top = a.top;
+    cfg.bindir = a.pg_bindir.clone();
+    cfg.port = a.port;
+    cfg.valgrind = a.valgrind.clone();
+    cfg.geometry_root = a.geometry.clone();
+    let outcome = pp::run(&cfg, &mut std::io::stderr())?;
+    write!(out, "{}", outcome.report).map_err(|e| e.to_string())?;
+    writeln!(
+        out,
+        "wrote {}/pgbench_profile.txt, .csv and .json",
+        a.out.display()
+    )
+    .map_err(|e| e.to_string())
 }

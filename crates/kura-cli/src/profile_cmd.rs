@@ -17,6 +17,8 @@ use kura_profile::{diff, overhead, run, Profile};
 
 use crate::DbArgs;
 
+mod other;
+
 /// Arguments of `kura profile`.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ProfileArgs {
@@ -31,7 +33,7 @@ pub struct ProfileArgs {
     /// A named query to profile: tpch:1 … tpch:22, tpch:a … tpch:d (repeat, or separate with commas).
     #[arg(long = "query", value_name = "NAME", value_delimiter = ',')]
     queries: Vec<String>,
-    /// Sample instead of counting, on EVENT (default: cpu-clock where there is no
+    /// Sample instead of counting (with --pid: the event sampled), on EVENT (default: cpu-clock where there is no
     /// hardware PMU); e.g. --sample cpu-clock, --sample mem-loads.
     #[arg(long, value_name = "EVENT", num_args = 0..=1, default_missing_value = "default")]
     sample: Option<String>,
@@ -75,6 +77,30 @@ pub struct ProfileArgs {
     /// Session settings for the queries, e.g. --set execution_mode=serial.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     settings: Vec<String>,
+    /// Profile a running process instead of queries (repeat for several): its
+    /// threads are sampled from outside for --seconds.
+    #[arg(long = "pid", value_name = "PID", conflicts_with_all = ["commands", "queries", "program"])]
+    pub(crate) pids: Vec<u32>,
+    /// How long --pid samples (it stops earlier when the processes end, or on Ctrl-C).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        requires = "pids"
+    )]
+    pub(crate) seconds: f64,
+    /// Report the share of a group of functions: NAME=PATTERN[,PATTERN...]
+    /// (functions whose names contain a pattern), e.g. --group locks=LWLock,s_lock.
+    #[arg(long = "group", value_name = "NAME=PATTERNS")]
+    pub(crate) groups: Vec<String>,
+    /// Directory describing the cache geometry for the simulated caches (sysfs layout).
+    #[arg(long, value_name = "DIR", default_value = kura_cache::cpu::SYSFS_CACHE_DIR)]
+    pub(crate) geometry: PathBuf,
+    /// Profile another program: `kura profile [OPTIONS] -- COMMAND ARGS...` runs it
+    /// under Valgrind's lackey, every process it forks or executes included, and
+    /// replays each through the simulated caches.
+    #[arg(last = true, value_name = "COMMAND", conflicts_with_all = ["commands", "queries"])]
+    pub(crate) program: Vec<std::ffi::OsString>,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -180,8 +206,15 @@ pub fn run(
         print!("{}", diff::render(&diff::diff(&a, &b), args.top));
         return Ok(());
     }
+    if !args.program.is_empty() {
+        return other::trace_command(args);
+    }
     // SAFETY: geteuid has no arguments and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
+    if !args.pids.is_empty() {
+        check_perf_allowed(std::path::Path::new("/proc/sys"), root).map_err(|e| e.to_string())?;
+        return other::sample_pids(args);
+    }
     check_perf_allowed(std::path::Path::new("/proc/sys"), root).map_err(|e| e.to_string())?;
     let pmu = Pmu::this_machine();
     let plan = Plan::new(args, &pmu);

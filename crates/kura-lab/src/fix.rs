@@ -98,6 +98,73 @@ pub struct Report {
     pub misses_per_sec: f64,
     /// (query, median warm seconds, fixes per run, ns per fix).
     pub queries: Vec<(String, f64, u64, f64)>,
+    /// Work of two threads of pure arithmetic over one thread's.
+    pub alu_scaling: f64,
+}
+
+impl Report {
+    /// Fixes per second of 2 threads over 1, for a policy and pattern.
+    pub fn scaling(&self, policy: &str, pattern: Pattern) -> Option<f64> {
+        let rate = |threads| {
+            self.hits
+                .iter()
+                .find(|h| h.policy == policy && h.pattern == pattern.name() && h.threads == threads)
+                .map(|h| h.point.fixes_per_sec)
+        };
+        Some(rate(2)? / rate(1)?)
+    }
+}
+
+/// Two threads of register-only arithmetic against one: what the cores give
+/// when nothing is shared (a VM's two vCPUs may be one core's hyperthreads).
+pub fn alu_scaling(duration: Duration) -> f64 {
+    let work = |threads: usize| -> f64 {
+        let total = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let total = &total;
+                s.spawn(move || {
+                    let mut x = XorShift::new(t as u64 + 1);
+                    let began = Instant::now();
+                    let mut n = 0u64;
+                    while began.elapsed() < duration {
+                        for _ in 0..4096 {
+                            std::hint::black_box(x.below(1 << 20));
+                        }
+                        n += 4096;
+                    }
+                    total.fetch_add(n, Ordering::Relaxed);
+                });
+            }
+        });
+        total.load(Ordering::Relaxed) as f64
+    };
+    let one = work(1);
+    work(2) / one.max(1.0)
+}
+
+/// What the hit table says about two-thread scaling, in a line per policy.
+pub fn scaling_findings(r: &Report) -> Vec<String> {
+    let mut policies: Vec<&str> = r.hits.iter().map(|h| h.policy.as_str()).collect();
+    policies.dedup();
+    policies
+        .into_iter()
+        .filter_map(|p| {
+            let seq = r.scaling(p, Pattern::Sequential)?;
+            let own = r.scaling(p, Pattern::Partitioned)?;
+            let why = if own > seq * 1.2 {
+                "every frame's pin word is written by both threads in turn (a coherence miss \
+                 per fix); with a range of its own each thread keeps its frames in its own cache"
+            } else {
+                "sharing frames costs little here; the limit is the machine's own scaling"
+            };
+            Some(format!(
+                "{p}: 2-thread hit scaling {seq:.2}x sequential (both threads walk all pages), \
+                 {own:.2}x own range, arithmetic alone {:.2}x: {why}",
+                r.alu_scaling
+            ))
+        })
+        .collect()
 }
 
 /// A page file of `pages` sealed pages, removed when dropped.
@@ -165,17 +232,40 @@ impl XorShift {
     }
 }
 
-/// Fixes resident pages from `threads` threads for `duration`: `random` draws
-/// page ids at random, otherwise each thread walks the pages in order from its
-/// own starting point. Each fix reads one byte of the page, as a reader would.
+/// The order in which the threads of a hit run fix pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// Every thread walks all pages in order, each from its own starting point:
+    /// every frame is pinned by both threads in turn.
+    Sequential,
+    /// Each thread walks its own range of the pages in order (as a parallel scan
+    /// hands each worker its own pages): no frame is shared.
+    Partitioned,
+    /// Page ids drawn at random over all pages.
+    Random,
+}
+
+impl Pattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Sequential => "sequential",
+            Pattern::Partitioned => "own range",
+            Pattern::Random => "random",
+        }
+    }
+}
+
+/// Fixes resident pages from `threads` threads for `duration` in `pattern`'s
+/// order. Each fix reads one byte of the page, as a reader would.
 pub fn hit_run(
     bm: &Arc<BufferManager>,
     first: u64,
     pages: u64,
     threads: usize,
-    random: bool,
+    pattern: Pattern,
     duration: Duration,
 ) -> Result<HitPoint, String> {
+    let random = pattern == Pattern::Random;
     let start = Arc::new(Barrier::new(threads));
     let total = Arc::new(AtomicU64::new(0));
     let ns_sum = Arc::new(AtomicU64::new(0));
@@ -194,6 +284,12 @@ pub fn hit_run(
             s.spawn(move || {
                 let mut rng = XorShift::new(t as u64 + 7);
                 let mut next = t as u64 * pages / threads as u64;
+                // The range this thread walks: all pages, or its own share.
+                let (lo, hi) = if pattern == Pattern::Partitioned {
+                    (next, (t as u64 + 1) * pages / threads as u64)
+                } else {
+                    (0, pages)
+                };
                 let mut sink = 0u64;
                 start.wait();
                 let began = Instant::now();
@@ -205,7 +301,7 @@ pub fn hit_run(
                         let idx = if random {
                             rng.below(pages)
                         } else {
-                            next = if next + 1 == pages { 0 } else { next + 1 };
+                            next = if next + 1 >= hi { lo } else { next + 1 };
                             next
                         };
                         match bm.fix(first + idx) {
@@ -357,7 +453,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         for p in 0..cfg.pages {
             drop(bm.fix(scratch.first + p).map_err(|e| e.to_string())?);
         }
-        for (pattern, random) in [("sequential", false), ("random", true)] {
+        for pattern in [Pattern::Sequential, Pattern::Partitioned, Pattern::Random] {
             let (mut one, mut one_cpu) = (f64::NAN, f64::NAN);
             for threads in [1usize, 2] {
                 let mut ns = Vec::new();
@@ -369,7 +465,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
                         scratch.first,
                         cfg.pages,
                         threads,
-                        random,
+                        pattern,
                         Duration::from_secs_f64(cfg.seconds),
                     )?;
                     ns.push(p.ns_per_fix);
@@ -389,7 +485,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
                     out,
                     "{:<8} {:<10} {:>7} {:>12.1} {:>14.0} {:>8.2}x {:>12.1} {:>11.2}x",
                     policy,
-                    pattern,
+                    pattern.name(),
                     threads,
                     point.ns_per_fix,
                     point.fixes_per_sec,
@@ -402,7 +498,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
                 .map_err(e)?;
                 report.hits.push(HitRow {
                     policy: policy.clone(),
-                    pattern,
+                    pattern: pattern.name(),
                     threads,
                     point,
                 });
@@ -414,6 +510,21 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
                 bm.pinned_frames()
             ));
         }
+    }
+    // The machine's own two-thread scaling, and what the patterns say about the
+    // difference between sequential and own-range walks.
+    let alu: Vec<f64> = (0..cfg.reps.max(1))
+        .map(|_| alu_scaling(Duration::from_secs_f64(cfg.seconds)))
+        .collect();
+    report.alu_scaling = median(alu);
+    writeln!(
+        out,
+        "this machine: 2 threads of pure arithmetic do {:.2}x the work of one",
+        report.alu_scaling
+    )
+    .map_err(e)?;
+    for line in scaling_findings(&report) {
+        writeln!(out, "{line}").map_err(e)?;
     }
     let rt = shared_runtime().map_err(|e| e.to_string())?;
     report.misses_per_sec = miss_run(&scratch, cfg.pages, cfg)?;
@@ -477,7 +588,8 @@ mod tests {
         cfg.depth = 4;
         let mut out = Vec::new();
         let r = run(&cfg, &mut out).unwrap();
-        assert_eq!(r.hits.len(), 2 * 2 * 2);
+        assert_eq!(r.hits.len(), 2 * 3 * 2);
+        assert!(r.alu_scaling > 0.0);
         assert!(r.hits.iter().all(|h| h.point.ns_per_fix > 0.0));
         assert!(r.misses_per_sec > 0.0);
         assert!(String::from_utf8(out).unwrap().contains("misses:"));

@@ -14,5 +14,6 @@ pub mod memsweep;
 pub mod modes;
 pub mod paper003;
 pub mod paper004;
+pub mod pgbench_profile;
 pub mod plot;
 pub mod twotier;

@@ -26,4 +26,5 @@ pub use error::ProfileError;
 pub use events::{Event, Pmu};
 pub use report::Profile;
 
+pub mod foreign;
 pub mod simulated;

@@ -141,6 +141,25 @@ fn convert(s: &perf_event_open::sample::record::sample::Sample, ibs: bool) -> Op
     Some(out)
 }
 
+/// Threads of process `pid`, from /proc (none if it is gone or hidden).
+pub fn threads_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The process of thread `tid` (its thread group), while it exists.
+pub fn process_of(tid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// Samples being taken; [`LiveSampler::stop`] returns them.
 pub struct LiveSampler {
     stop: Arc<AtomicBool>,
@@ -234,10 +253,38 @@ impl LiveSampler {
     /// kernel does not let a per-thread sampler with a ring buffer be inherited,
     /// so the drain thread looks for new threads every 20 ms and samples them too.
     pub fn start(cfg: SampleConfig, pmu: &Pmu) -> Result<LiveSampler, ProfileError> {
+        Self::start_listing(cfg, pmu, own_threads)
+    }
+
+    /// Samples the threads of other processes (`pids`), new threads included,
+    /// until stopped. Samples carry the thread id; [`process_of`] names the
+    /// process.
+    pub fn start_on_processes(
+        cfg: SampleConfig,
+        pmu: &Pmu,
+        pids: Vec<u32>,
+    ) -> Result<LiveSampler, ProfileError> {
+        for &pid in &pids {
+            if threads_of(pid).is_empty() {
+                return Err(ProfileError::Invalid(format!(
+                    "no process {pid} (or no permission to see its threads)"
+                )));
+            }
+        }
+        Self::start_listing(cfg, pmu, move || {
+            Ok(pids.iter().flat_map(|&p| threads_of(p)).collect())
+        })
+    }
+
+    fn start_listing(
+        cfg: SampleConfig,
+        pmu: &Pmu,
+        list: impl Fn() -> Result<Vec<u32>, ProfileError> + Send + 'static,
+    ) -> Result<LiveSampler, ProfileError> {
         let mut opts = opts(&cfg, pmu);
         let mut samplers = HashMap::new();
         let mut clock_refused = false;
-        for tid in own_threads()? {
+        for tid in list()? {
             // The first open settles whether the kernel takes the clock option.
             let opened = if samplers.is_empty() && !clock_refused {
                 let (r, refused) = open_clock_or_not(&mut opts, |o| {
@@ -287,7 +334,7 @@ impl LiveSampler {
                     // a ring buffer fills (~10,000 samples/s fill one in ~100 ms),
                     // and seldom enough not to compete with the workload.
                     std::thread::park_timeout(DRAIN_EVERY);
-                    for tid in own_threads()? {
+                    for tid in list()? {
                         if tid != me && !samplers.contains_key(&tid) {
                             if let Some(s) = open_on(tid, &cfg, &pmu, &opts)? {
                                 samplers.insert(tid, s);

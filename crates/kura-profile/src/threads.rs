@@ -26,7 +26,7 @@ const PF_EXITING: u64 = 0x4;
 /// EINVAL, ENODEV, depending on how far the exit got), so the error alone does
 /// not say it; the thread's flags in `/proc` do, and stay set until it is gone.
 pub fn thread_ending(tid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{tid}/stat")) else {
         return true;
     };
     // The command name, in parentheses, may hold spaces: fields follow the last ')'.

@@ -323,6 +323,15 @@ impl Hierarchy {
         }
     }
 
+    /// Drops the line of byte address `addr` from every level (another core
+    /// wrote it); the next access to it misses everywhere.
+    pub fn invalidate(&mut self, addr: u64) {
+        for level in &mut self.levels {
+            let line = level.line_of(addr);
+            level.invalidate(line);
+        }
+    }
+
     /// Replays byte addresses for one class (counters as [`Self::access`]).
     pub fn replay(&mut self, addrs: &[u64], class: usize) {
         if self.classifiers.iter().any(Option::is_some) {

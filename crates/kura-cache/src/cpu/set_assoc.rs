@@ -647,6 +647,25 @@ impl SetAssoc {
         misses
     }
 
+    /// Drops `line` if it is cached — another core wrote it (write-invalidate
+    /// coherence). Its way becomes empty, the first to be filled; the next access
+    /// to the line misses. Whether it was cached.
+    pub fn invalidate(&mut self, line: u64) -> bool {
+        let set = self.set_of_line(line);
+        let Some(way) = self.find(set, line) else {
+            return false;
+        };
+        match self.kind {
+            Kind::Narrow8 => self.meta8[set].fps.set(way, 0),
+            Kind::Narrow16 => self.meta16[set].fps.set(way, 0),
+            Kind::Wide => self.valid[set] &= !(1u64 << way),
+        }
+        if self.last_line == line {
+            self.last_line = NO_LINE;
+        }
+        true
+    }
+
     /// Forgets every line (a cache flush); masks stay.
     pub fn clear(&mut self) {
         let order = match self.replacement {

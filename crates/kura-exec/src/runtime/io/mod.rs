@@ -16,9 +16,22 @@ pub(crate) enum IoDriver {
 }
 
 /// Whether io_uring works here: creating a ring and completing a no-op
-/// through it (seccomp filters may allow the first and refuse the second).
+/// through it (seccomp filters may allow the first and refuse the second). Not
+/// under Valgrind: it keeps its scheduler lock while a worker waits in
+/// `io_uring_enter`, so every other thread of the program would wait forever.
 pub(crate) fn probe_uring() -> std::io::Result<()> {
+    if under_valgrind(std::env::var_os("LD_PRELOAD").as_deref()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "running under Valgrind, which blocks every thread while one waits for io_uring",
+        ));
+    }
     UringDriver::probe()
+}
+
+/// Valgrind preloads its core library into the program it runs.
+fn under_valgrind(ld_preload: Option<&std::ffi::OsStr>) -> bool {
+    ld_preload.is_some_and(|p| p.to_string_lossy().contains("vgpreload_core"))
 }
 
 /// Opens a file read-only with O_DIRECT (no OS page cache), for reads with
@@ -60,5 +73,20 @@ pub(crate) fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> std::io::Result<u
         if err.kind() != std::io::ErrorKind::Interrupted {
             return Err(err);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn valgrind_is_recognised_by_its_preloaded_core() {
+        use std::ffi::OsStr;
+        assert!(super::under_valgrind(Some(OsStr::new(
+            "/usr/libexec/valgrind/vgpreload_core-amd64-linux.so"
+        ))));
+        assert!(!super::under_valgrind(Some(OsStr::new(
+            "/usr/lib/libjemalloc.so"
+        ))));
+        assert!(!super::under_valgrind(None));
     }
 }
