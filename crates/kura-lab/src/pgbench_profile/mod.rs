@@ -55,14 +55,19 @@ impl Config {
 }
 
 /// The functions of each group whose share is reported: PostgreSQL's
-/// lightweight locks, and its spin lock (`s_lock` is where a contended
-/// `SpinLockAcquire` waits).
+/// lightweight locks, and its spin locks (`s_lock` is where a contended
+/// `SpinLockAcquire` waits; `LockBufHdr` spins on a buffer header's lock bit).
 pub fn lock_groups() -> Vec<(&'static str, Vec<String>)> {
     vec![
         ("LWLock functions", vec!["LWLock".to_string()]),
         (
             "spin-lock functions",
-            vec!["s_lock".into(), "SpinLock".into(), "spin_delay".into()],
+            vec![
+                "s_lock".into(),
+                "SpinLock".into(),
+                "spin_delay".into(),
+                "LockBufHdr".into(),
+            ],
         ),
     ]
 }
@@ -169,6 +174,7 @@ pub fn run(cfg: &Config, progress: &mut dyn std::io::Write) -> Result<Outcome, S
             cfg.transactions.to_string(),
         ],
         || tracing.count_from_now(),
+        progress,
     );
     let stop = cluster.stop();
     let trace = tracing.finish().map_err(|e| e.to_string())?;

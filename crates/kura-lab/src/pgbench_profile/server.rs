@@ -269,12 +269,13 @@ impl Cluster {
 
 impl Cluster {
     /// Runs pgbench with `args` and `-P 1`, calling `on_running` at its first
-    /// progress report (all clients connected, transactions under way); its
-    /// standard output.
+    /// progress report (all clients connected, transactions under way) and
+    /// passing the reports on to `progress`; its standard output.
     pub fn pgbench_reporting(
         &self,
         args: &[String],
         on_running: impl FnOnce(),
+        progress: &mut dyn std::io::Write,
     ) -> Result<String, String> {
         use std::io::BufRead;
         let mut cmd = Command::new(self.bindir.join("pgbench"));
@@ -300,6 +301,7 @@ impl Cluster {
                 if let Some(f) = on_running.take() {
                     f();
                 }
+                let _ = writeln!(progress, "pgbench {line}");
             } else if !line.trim().is_empty() {
                 errors.push(line);
             }

@@ -117,6 +117,8 @@ struct Gathered {
 const LOG_PREFIX: &str = "lackey.";
 /// Bytes read per system call.
 const CHUNK: usize = 1 << 20;
+/// Chunks read from one log before the reader turns to the next.
+const CHUNKS_PER_TURN: usize = 4;
 /// Read bytes are given back to the file system in steps of this size.
 const PUNCH_STEP: u64 = 64 << 20;
 /// How often the reader looks for new logs and re-reads memory maps.
@@ -497,7 +499,10 @@ impl<F: FnMut() -> Hierarchy> Reader<F> {
         }
         let (line_size, levels, counting) = (self.line_size, self.levels, self.counting);
         let mut progressed = false;
-        loop {
+        // A few chunks per turn, then the next process: the processes' traces
+        // interleave finely, and the reader soon looks for new logs and for the
+        // region opening again, however fast one process writes.
+        for _ in 0..CHUNKS_PER_TURN {
             let log = self.logs.get_mut(&pid).expect("known log");
             let n = match log.file.read(&mut self.buf) {
                 Ok(0) => {
