@@ -220,7 +220,8 @@ enum Command {
         cmd: bench_cmd::BenchCommand,
     },
     /// Profile queries with performance counters or samples (paper 002): per
-    /// operator, function and source line; --diff compares two saved profiles.
+    /// operator, function and source line; --diff compares two saved profiles;
+    /// `-- COMMAND` and --pid profile other programs.
     Profile(Box<profile_cmd::ProfileArgs>),
     /// A shared-nothing cluster of kura shards run by datafusion-distributed: load, worker,
     /// query (built with the `cluster` feature).
