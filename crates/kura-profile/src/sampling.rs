@@ -20,6 +20,7 @@ use crate::counters::{open_error, with_perf_event};
 use crate::events::{Event, Pmu};
 use crate::records::{parse_ibs_op, Sample};
 use crate::threads::{current_tid, own_threads, thread_ending};
+pub use crate::threads::{process_of, threads_of};
 use crate::ProfileError;
 
 /// How often the drain thread empties the ring buffers and looks for new threads.
@@ -139,25 +140,6 @@ fn convert(s: &perf_event_open::sample::record::sample::Sample, ibs: bool) -> Op
         }
     }
     Some(out)
-}
-
-/// Threads of process `pid`, from /proc (none if it is gone or hidden).
-pub fn threads_of(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|dir| {
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The process of thread `tid` (its thread group), while it exists.
-pub fn process_of(tid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Samples being taken; [`LiveSampler::stop`] returns them.

@@ -1,5 +1,6 @@
-//! Threads of this process as the kernel lists them: their ids, the caller's,
-//! and whether one has begun to exit (the profiler opens counters on each).
+//! Threads as the kernel lists them — this process's or another's — the
+//! caller's id, a thread's process, and whether one has begun to exit (the
+//! profiler opens counters on each).
 
 use crate::ProfileError;
 
@@ -9,13 +10,33 @@ pub fn current_tid() -> u32 {
     (unsafe { libc::gettid() }) as u32
 }
 
+/// The thread ids listed in a `/proc/.../task` directory.
+fn task_ids(dir: std::fs::ReadDir) -> Vec<u32> {
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
 /// Threads of this process, from /proc/self/task.
 pub fn own_threads() -> Result<Vec<u32>, ProfileError> {
     let dir = std::fs::read_dir("/proc/self/task")
         .map_err(|e| ProfileError::io("listing /proc/self/task", e))?;
-    Ok(dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect())
+    Ok(task_ids(dir))
+}
+
+/// Threads of process `pid`, from /proc (none if it is gone or hidden).
+pub fn threads_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(task_ids)
+        .unwrap_or_default()
+}
+
+/// The process of thread `tid` (its thread group), while it exists.
+pub fn process_of(tid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// The kernel's flag on a task that has begun to exit (`PF_EXITING`).

@@ -296,17 +296,7 @@ fn render(
     }
     let _ = writeln!(out);
     for g in &p.groups {
-        let _ = writeln!(
-            out,
-            "{}: {}",
-            g.name,
-            g.shares
-                .iter()
-                .zip(&p.metrics)
-                .map(|(s, m)| format!("{:.1} % of {m}", s * 100.0))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let _ = writeln!(out, "{}: {}", g.name, g.shares_text(&p.metrics));
     }
     out
 }

@@ -4,7 +4,10 @@
 //! outside ([`pid`]); both give a [`ForeignProfile`] of functions, source lines
 //! and processes.
 
+mod log;
 pub mod pid;
+mod procfs;
+mod reader;
 pub mod report;
 pub mod trace;
 

@@ -12,33 +12,15 @@ use crate::events::Pmu;
 use crate::sampling::{process_of, LiveSampler, SampleConfig};
 use crate::simulated::child::{parse_maps, Mapping};
 
+use super::procfs::{command_line, merge_code_maps};
+
 use super::report::{rows_from_addresses, ForeignProfile, ProcessRow};
 
 /// Executable file mappings of `pid` added to `maps` (kept after it ends).
 fn remember_maps(pid: u32, maps: &mut Vec<Mapping>) {
-    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
-        return;
-    };
-    for m in parse_maps(&text) {
-        if m.path.starts_with('/')
-            && m.perms.contains('x')
-            && !maps.iter().any(|k| k.start == m.start && k.path == m.path)
-        {
-            maps.push(m);
-        }
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+        merge_code_maps(&parse_maps(&text), maps);
     }
-}
-
-fn command_of(pid: u32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| {
-            String::from_utf8_lossy(&c)
-                .split('\0')
-                .filter(|s| !s.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
 }
 
 /// Samples `pids` for `duration` (or until they have all ended, or `interrupt`
@@ -63,7 +45,7 @@ pub fn sample_processes(
             for tid in crate::sampling::threads_of(pid) {
                 owner.insert(tid, pid);
             }
-            let c = command_of(pid);
+            let c = command_line(pid);
             if !c.is_empty() {
                 commands.insert(pid, c);
             }

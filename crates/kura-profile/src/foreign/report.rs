@@ -47,6 +47,18 @@ pub struct GroupShare {
     pub functions: Vec<String>,
 }
 
+impl GroupShare {
+    /// `2.1 % of accesses, 0.3 % of L1d misses, ...` for the profile's `metrics`.
+    pub fn shares_text(&self, metrics: &[String]) -> String {
+        self.shares
+            .iter()
+            .zip(metrics)
+            .map(|(s, m)| format!("{:.1} % of {m}", s * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// A profile of a program kura does not run itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ForeignProfile {
@@ -266,12 +278,7 @@ impl ForeignProfile {
                 out,
                 "\n{}: {} ({} functions{})",
                 g.name,
-                g.shares
-                    .iter()
-                    .zip(&self.metrics)
-                    .map(|(s, m)| format!("{:.1} % of {m}", s * 100.0))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                g.shares_text(&self.metrics),
                 g.functions.len(),
                 if g.functions.is_empty() {
                     String::new()
