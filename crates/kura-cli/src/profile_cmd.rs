@@ -241,6 +241,18 @@ pub fn run(
     if args.period == Some(0) {
         return Err("the sampling period must be at least 1 (0 would never sample)".into());
     }
+    // Options of the other-program profiles mean nothing for queries: refused,
+    // not ignored.
+    if !args.groups.is_empty() {
+        return Err("--group applies to `-- COMMAND` and --pid profiles, not to queries".into());
+    }
+    if args.geometry != Path::new(kura_cache::cpu::SYSFS_CACHE_DIR) {
+        return Err(
+            "--geometry applies to `-- COMMAND` profiles; the queries' simulated cache uses \
+             this machine's (`kura trace profile --geometry DIR` takes another)"
+                .into(),
+        );
+    }
     let queries = workload(args)?;
     let simulate = plan.simulate && simulation_possible(args, &plan)?;
     // The database stays open while its session runs queries.
