@@ -68,7 +68,7 @@ def main():
     results = []
 
     # 1. Scan: decode every record, sum a number.
-    scan_k = f"select count(*), sum(column4) from read_csv('{tbl}', delim => '|', header => false)"
+    scan_k = f"select count(*), sum(column04) from read_csv('{tbl}', delim => '|', header => false)"
     scan_d = f"select count(*), sum(column04) from read_csv('{tbl}', delim = '|', header = false)"
     tk = timed(lambda: kura(scan_k), args.reps)
     td = timed(lambda: duck.execute(scan_d).fetchall(), args.reps)

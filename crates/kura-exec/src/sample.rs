@@ -113,6 +113,9 @@ impl TableSource for SampledTable {
     fn row_groups(&self) -> Vec<Range<u64>> {
         self.inner.row_groups()
     }
+    fn decodes_whole_groups(&self) -> bool {
+        self.inner.decodes_whole_groups()
+    }
     fn project(&self, columns: &[usize]) {
         self.inner.project(columns)
     }

@@ -49,6 +49,12 @@ pub trait TableSource: Send + Sync {
     fn zones(&self, col: usize) -> Vec<Zone>;
     /// Row ranges that are the natural unit of parallel scanning.
     fn row_groups(&self) -> Vec<Range<u64>>;
+    /// Whether a row group is decoded as a whole the first time any of its rows is read
+    /// (a Parquet column chunk, a piece of a CSV file): then a scan hands each worker whole
+    /// groups, since two workers in one group would wait on each other's decode.
+    fn decodes_whole_groups(&self) -> bool {
+        false
+    }
     /// The columns a scan of this table will read, told as each scan is built (before it
     /// reads): a table that decodes whole records (a CSV file) converts only those.
     fn project(&self, columns: &[usize]) {

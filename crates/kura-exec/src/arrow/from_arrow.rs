@@ -7,10 +7,11 @@
 //! buffers are then copied whole into the vector (no per-row path, except widening SMALLINT
 //! and narrow decimals, one loop over the slice).
 
+use arrow_array::types::Int32Type;
 use arrow_array::{
     Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Decimal64Array,
-    FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array, RecordBatch,
-    StringArray, TimestampMicrosecondArray,
+    DictionaryArray, FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array,
+    RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType as ArrowType;
@@ -75,6 +76,19 @@ pub fn arrow_to_vector(array: &dyn Array, t: DataType, column: &str) -> ExecResu
                     data: ColumnData::I64(a.values().to_vec()),
                     validity,
                 });
+            }
+        }
+    }
+    if let (DataType::Varchar(_) | DataType::Char(_), ArrowType::Dictionary(k, v)) =
+        (t, array.data_type())
+    {
+        if **k == ArrowType::Int32 && **v == ArrowType::Utf8 {
+            // Dictionary-encoded text (how Parquet readers hand low-cardinality columns):
+            // each key's value copied straight into the vector, one pass.
+            if let Some(a) = downcast::<DictionaryArray<Int32Type>>(array) {
+                if let Some(values) = downcast::<StringArray>(a.values().as_ref()) {
+                    return Ok(dictionary_text(a, values, t));
+                }
             }
         }
     }
@@ -204,6 +218,49 @@ fn downcast<T: 'static>(a: &dyn Array) -> Option<&T> {
     a.as_any().downcast_ref::<T>()
 }
 
+/// A dictionary of text expanded into kura's string vector of type `t`: offsets first (a
+/// running sum of the keys' lengths), then the bytes — a gather of single bytes when every
+/// value is one byte long (flags and codes), so no row pays a copy call.
+fn dictionary_text(a: &DictionaryArray<Int32Type>, values: &StringArray, t: DataType) -> Vector {
+    let validity = a
+        .logical_nulls()
+        .filter(|n| n.null_count() > 0)
+        .map(|n| n.iter().collect::<Vec<bool>>());
+    // A NULL's key may point anywhere: it reads as the empty placeholder.
+    let key = |i: usize, k: i32| match &validity {
+        Some(v) if !v[i] => None,
+        _ => Some(k as usize),
+    };
+    let keys = a.keys().values();
+    let mut offsets = Vec::with_capacity(keys.len() + 1);
+    offsets.push(0u32);
+    let mut end = 0u32;
+    for (i, &k) in keys.iter().enumerate() {
+        end += key(i, k).map_or(0, |k| values.value_length(k) as u32);
+        offsets.push(end);
+    }
+    let one_byte = validity.is_none() && (0..values.len()).all(|v| values.value_length(v) == 1);
+    let data = if one_byte {
+        let bytes: Vec<u8> = (0..values.len())
+            .map(|v| values.value(v).as_bytes()[0])
+            .collect();
+        keys.iter().map(|&k| bytes[k as usize]).collect()
+    } else {
+        let mut data = Vec::with_capacity(end as usize);
+        for (i, &k) in keys.iter().enumerate() {
+            if let Some(k) = key(i, k) {
+                data.extend_from_slice(values.value(k).as_bytes());
+            }
+        }
+        data
+    };
+    Vector {
+        data_type: t,
+        data: ColumnData::Str(StrVec { offsets, data }),
+        validity,
+    }
+}
+
 /// A Utf8 array's offsets (rebased to 0) and bytes as kura's string vector.
 fn str_vec(a: &StringArray, column: &str) -> ExecResult<StrVec> {
     let offsets = a.value_offsets();
@@ -330,6 +387,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn dictionary_text_expands_keys_nulls_and_slices() {
+        use kura_common::Value;
+        let text = |v: &Vector| -> Vec<Value> { (0..v.len()).map(|i| v.get_value(i)).collect() };
+        let s = |x: &str| Value::Text(x.into());
+        // One-byte values without NULLs take the gather; a slice keeps its own rows.
+        let mut flags = StringDictionaryBuilder::<Int32Type>::new();
+        for f in ["R", "A", "R", "N", "A"] {
+            flags.append_value(f);
+        }
+        let flags = flags.finish();
+        let t = DataType::Varchar(None);
+        let v = arrow_to_vector(&flags, t, "f").unwrap();
+        assert_eq!(text(&v), vec![s("R"), s("A"), s("R"), s("N"), s("A")]);
+        let v = arrow_to_vector(&flags.slice(2, 2), t, "f").unwrap();
+        assert_eq!(text(&v), vec![s("R"), s("N")]);
+        // Longer values and NULLs: the NULL holds the empty placeholder and is NULL.
+        let mut modes = StringDictionaryBuilder::<Int32Type>::new();
+        modes.append_value("TRUCK");
+        modes.append_null();
+        modes.append_value("é");
+        modes.append_value("TRUCK");
+        let modes = modes.finish();
+        let v = arrow_to_vector(&modes, t, "m").unwrap();
+        assert_eq!(text(&v), vec![s("TRUCK"), Value::Null, s("é"), s("TRUCK")]);
+        assert_eq!(v.validity, Some(vec![true, false, true, true]));
     }
 
     #[test]

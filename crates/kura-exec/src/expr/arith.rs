@@ -42,6 +42,14 @@ pub fn to_f64(v: &Vector) -> Vec<f64> {
     }
 }
 
+/// Any numeric vector as f64, borrowed when it already is one (no copy on the hot path).
+pub fn f64_view(v: &Vector) -> std::borrow::Cow<'_, [f64]> {
+    match &v.data {
+        ColumnData::F64(x) => std::borrow::Cow::Borrowed(x),
+        _ => std::borrow::Cow::Owned(to_f64(v)),
+    }
+}
+
 /// Rescales every value from scale `from` to `to` (rounding half away from zero).
 pub fn rescale_all(v: &mut [i128], from: u8, to: u8) -> ExecResult<()> {
     if from == to {
@@ -132,28 +140,28 @@ pub fn arithmetic(op: BinaryOp, l: &Vector, r: &Vector, out: DataType) -> ExecRe
     let validity = merge_validity(&l.validity, &r.validity);
     let valid = |i: usize| validity.as_ref().is_none_or(|v| v[i]);
     if out == DataType::Double {
-        let a = to_f64(l);
-        let b = to_f64(r);
-        let mut res = Vec::with_capacity(a.len());
-        for i in 0..a.len() {
-            let v = match op {
-                BinaryOp::Add => a[i] + b[i],
-                BinaryOp::Sub => a[i] - b[i],
-                BinaryOp::Mul => a[i] * b[i],
-                BinaryOp::Div | BinaryOp::Mod => {
-                    if b[i] == 0.0 && valid(i) {
-                        return Err(ExecError::DivisionByZero);
-                    }
-                    if op == BinaryOp::Div {
-                        a[i] / b[i]
-                    } else {
-                        a[i] % b[i]
-                    }
-                }
-                _ => return Err(ExecError::Internal(format!("{op:?} is not arithmetic"))),
-            };
-            res.push(v);
+        let (a, b) = (f64_view(l), f64_view(r));
+        let (a, b) = (&a[..], &b[..]);
+        // One loop per operator (not a match per row), so each one vectorizes.
+        fn each(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> Vec<f64> {
+            a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
         }
+        let res = match op {
+            BinaryOp::Add => each(a, b, |x, y| x + y),
+            BinaryOp::Sub => each(a, b, |x, y| x - y),
+            BinaryOp::Mul => each(a, b, |x, y| x * y),
+            BinaryOp::Div | BinaryOp::Mod => {
+                if (0..a.len().min(b.len())).any(|i| b[i] == 0.0 && valid(i)) {
+                    return Err(ExecError::DivisionByZero);
+                }
+                if op == BinaryOp::Div {
+                    each(a, b, |x, y| x / y)
+                } else {
+                    each(a, b, |x, y| x % y)
+                }
+            }
+            _ => return Err(ExecError::Internal(format!("{op:?} is not arithmetic"))),
+        };
         return Ok(Vector {
             data_type: out,
             data: ColumnData::F64(res),

@@ -654,6 +654,11 @@ pub fn floats_of(v: &kura_common::Vector) -> Vec<f64> {
     arith::to_f64(v)
 }
 
+/// [`floats_of`] without a copy when the vector already holds doubles.
+pub fn floats_view(v: &kura_common::Vector) -> std::borrow::Cow<'_, [f64]> {
+    arith::f64_view(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::basic::{Encoding, Type as PhysicalType};
 
 use super::cache::{pieces_in_flight, stitch, DecodeCache};
 use super::{bad, io_error};
@@ -92,7 +93,7 @@ impl ParquetTable {
             let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
             let meta = ArrowReaderMetadata::load(&file, options.clone())
                 .map_err(|e| bad(path, format!("not a Parquet file ({e})")))?;
-            let meta = narrow_decimals(meta, options).map_err(|e| bad(path, e))?;
+            let meta = reader_schema(meta, options).map_err(|e| bad(path, e))?;
             let schema = meta.schema().clone();
             if path == first {
                 for f in schema.fields() {
@@ -227,13 +228,17 @@ impl ParquetTable {
     }
 }
 
-/// The reader's schema with decimals stored as 64-bit integers read as Decimal64 (kura's
-/// own layout for precision ≤ 18) instead of widened to Decimal128 and narrowed back.
-fn narrow_decimals(
+/// The reader's schema, asking Arrow for kura's layouts where the file allows: decimals
+/// stored as 64-bit integers read as Decimal64 (kura's own layout for precision ≤ 18)
+/// instead of widened to Decimal128 and narrowed back, and text that every row group stores
+/// dictionary-encoded read as a dictionary array (keys into the distinct values, expanded
+/// once into kura's vectors) instead of expanded by the reader and copied again.
+fn reader_schema(
     meta: ArrowReaderMetadata,
     options: ArrowReaderOptions,
 ) -> parquet::errors::Result<ArrowReaderMetadata> {
     let parquet = meta.parquet_schema();
+    let row_groups = meta.metadata().row_groups();
     let mut changed = false;
     let fields: Vec<arrow_schema::FieldRef> = meta
         .schema()
@@ -241,20 +246,35 @@ fn narrow_decimals(
         .iter()
         .enumerate()
         .map(|(root, f)| {
-            let int64 = (0..parquet.num_columns()).any(|l| {
-                parquet.get_column_root_idx(l) == root
-                    && parquet.column(l).physical_type() == parquet::basic::Type::INT64
-            });
-            match f.data_type() {
+            let leaves: Vec<usize> = (0..parquet.num_columns())
+                .filter(|&l| parquet.get_column_root_idx(l) == root)
+                .collect();
+            let flat = leaves.len() == 1;
+            let int64 = flat && parquet.column(leaves[0]).physical_type() == PhysicalType::INT64;
+            let narrowed = match f.data_type() {
                 arrow_schema::DataType::Decimal128(p, s) if int64 && *p <= 18 => {
-                    changed = true;
-                    Arc::new(
-                        f.as_ref()
-                            .clone()
-                            .with_data_type(arrow_schema::DataType::Decimal64(*p, *s)),
-                    )
+                    Some(arrow_schema::DataType::Decimal64(*p, *s))
                 }
-                _ => f.clone(),
+                arrow_schema::DataType::Utf8
+                    if flat
+                        && !row_groups.is_empty()
+                        && row_groups
+                            .iter()
+                            .all(|g| all_dictionary_encoded(g.column(leaves[0]))) =>
+                {
+                    Some(arrow_schema::DataType::Dictionary(
+                        Box::new(arrow_schema::DataType::Int32),
+                        Box::new(arrow_schema::DataType::Utf8),
+                    ))
+                }
+                _ => None,
+            };
+            match narrowed {
+                Some(t) => {
+                    changed = true;
+                    Arc::new(f.as_ref().clone().with_data_type(t))
+                }
+                None => f.clone(),
             }
         })
         .collect();
@@ -266,6 +286,29 @@ fn narrow_decimals(
         meta.schema().metadata().clone(),
     ));
     ArrowReaderMetadata::try_new(meta.metadata().clone(), options.with_schema(schema))
+}
+
+/// Whether every data page of a column chunk is dictionary-encoded (a chunk whose
+/// dictionary overflowed falls back to plain pages; read as a dictionary, those would be
+/// hashed into one again).
+fn all_dictionary_encoded(c: &parquet::file::metadata::ColumnChunkMetaData) -> bool {
+    let dictionary =
+        |e: &Encoding| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY);
+    if c.dictionary_page_offset().is_none() {
+        return false;
+    }
+    if let Some(mask) = c.page_encoding_stats_mask() {
+        return mask.is_only(Encoding::PLAIN_DICTIONARY) || mask.is_only(Encoding::RLE_DICTIONARY);
+    }
+    if let Some(stats) = c.page_encoding_stats() {
+        return stats
+            .iter()
+            .filter(|s| s.page_type != parquet::basic::PageType::DICTIONARY_PAGE)
+            .all(|s| dictionary(&s.encoding));
+    }
+    // No page statistics (DuckDB writes none): the chunk's encodings must all be
+    // dictionary ones or the level encodings.
+    c.encodings().all(|e| dictionary(&e) || e == Encoding::RLE)
 }
 
 /// The leaf (parquet column) index of the table's column `c` in file `f`, when the column
@@ -348,6 +391,9 @@ impl TableSource for ParquetTable {
     }
     fn row_groups(&self) -> Vec<Range<u64>> {
         self.groups.iter().map(|g| g.rows.clone()).collect()
+    }
+    fn decodes_whole_groups(&self) -> bool {
+        true
     }
     fn page_count(&self, col: usize) -> usize {
         let bytes = self.bytes.get(col).copied().unwrap_or(0);

@@ -182,6 +182,9 @@ impl TableSource for TextTable {
     fn row_groups(&self) -> Vec<Range<u64>> {
         self.groups.clone()
     }
+    fn decodes_whole_groups(&self) -> bool {
+        true
+    }
     fn project(&self, columns: &[usize]) {
         let mut wanted = self.wanted.lock().unwrap_or_else(|e| e.into_inner());
         for &c in columns {

@@ -1,4 +1,5 @@
-//! Table scan: morsels of at most [`MORSEL_ROWS`] rows within a row group; page min/max (zone maps) narrow each row
+//! Table scan: morsels of at most [`MORSEL_ROWS`] rows within a row group (whole groups of
+//! a source that decodes a group at a time); page min/max (zone maps) narrow each row
 //! group to the row ranges that can satisfy the pushed-down predicates, then the
 //! remaining rows are read batch by batch and filtered. The scan names the pages
 //! of each morsel so the out-of-order mode can fix them asynchronously first
@@ -126,7 +127,12 @@ fn late_columns(filter: &PhysExpr, columns: usize) -> Option<Vec<bool>> {
     (used.iter().any(|&i| i < late.len()) && late.contains(&true)).then_some(late)
 }
 
-fn cut_morsels(groups: &[Range<u64>], candidates: &[Range<u64>]) -> Vec<Vec<Range<u64>>> {
+/// The candidate rows of each group cut into morsels of at most `morsel_rows` rows.
+fn cut_morsels(
+    groups: &[Range<u64>],
+    candidates: &[Range<u64>],
+    morsel_rows: u64,
+) -> Vec<Vec<Range<u64>>> {
     let mut morsels = Vec::new();
     for group in groups {
         let mut current: Vec<Range<u64>> = Vec::new();
@@ -134,11 +140,11 @@ fn cut_morsels(groups: &[Range<u64>], candidates: &[Range<u64>]) -> Vec<Vec<Rang
         for r in intersect(std::slice::from_ref(group), candidates) {
             let mut start = r.start;
             while start < r.end {
-                let end = r.end.min(start + (MORSEL_ROWS - rows));
+                let end = r.end.min(start.saturating_add(morsel_rows - rows));
                 current.push(start..end);
                 rows += end - start;
                 start = end;
-                if rows == MORSEL_ROWS {
+                if rows == morsel_rows {
                     morsels.push(std::mem::take(&mut current));
                     rows = 0;
                 }
@@ -190,7 +196,14 @@ impl ScanSource {
         if groups.is_empty() && n > 0 {
             groups = std::iter::once(0..n).collect();
         }
-        let morsels = cut_morsels(&groups, &candidates);
+        let morsel_rows = if table.decodes_whole_groups() && groups.len() > 1 {
+            // A group's first read decodes all of it; with several groups, each worker
+            // takes whole ones rather than waiting on another's decode of a shared group.
+            u64::MAX
+        } else {
+            MORSEL_ROWS
+        };
+        let morsels = cut_morsels(&groups, &candidates, morsel_rows);
         let late = filter.as_ref().and_then(|f| late_columns(f, columns.len()));
         ScanSource {
             table,
@@ -785,7 +798,7 @@ mod tests {
     fn morsels_cover_the_candidates_in_row_order() {
         let groups = vec![0..10_000, 10_000..25_000];
         let candidates = vec![100..200, 9_000..12_000, 20_000..25_000];
-        let morsels = cut_morsels(&groups, &candidates);
+        let morsels = cut_morsels(&groups, &candidates, MORSEL_ROWS);
         let flat: Vec<Range<u64>> = morsels.iter().flatten().cloned().collect();
         let mut rows = 0;
         let mut last_end = 0;
@@ -803,5 +816,14 @@ mod tests {
         assert!(morsels
             .iter()
             .all(|m| m.iter().all(|r| r.end <= 10_000) || m.iter().all(|r| r.start >= 10_000)));
+        // Whole groups: one morsel per group with candidates, holding all of them.
+        let whole = cut_morsels(&groups, &candidates, u64::MAX);
+        assert_eq!(
+            whole,
+            vec![
+                vec![100..200, 9_000..10_000],
+                vec![10_000..12_000, 20_000..25_000]
+            ]
+        );
     }
 }

@@ -381,7 +381,17 @@ impl Acc {
             }
             Acc::SumFloat { sums, seen } => {
                 let a = arg.ok_or_else(|| ExecError::Internal("sum without argument".into()))?;
-                let x = crate::expr::floats_of(a);
+                let x = crate::expr::floats_view(a);
+                if a.validity.is_none() {
+                    for (&gi, &v) in g.iter().zip(x.iter()) {
+                        sums[gi as usize] += v;
+                    }
+                    match batch {
+                        Some(b) => seen.iter_mut().zip(b).for_each(|(s, &n)| *s |= n > 0),
+                        None => g.iter().for_each(|&gi| seen[gi as usize] = true),
+                    }
+                    return Ok(());
+                }
                 for i in 0..g.len() {
                     if valid(i) {
                         sums[g[i] as usize] += x[i];
@@ -391,7 +401,14 @@ impl Acc {
             }
             Acc::AvgFloat { sums, counts } => {
                 let a = arg.ok_or_else(|| ExecError::Internal("avg without argument".into()))?;
-                let x = crate::expr::floats_of(a);
+                let x = crate::expr::floats_view(a);
+                if a.validity.is_none() {
+                    for (&gi, &v) in g.iter().zip(x.iter()) {
+                        sums[gi as usize] += v;
+                    }
+                    add_counts(counts);
+                    return Ok(());
+                }
                 for i in 0..g.len() {
                     if valid(i) {
                         sums[g[i] as usize] += x[i];
