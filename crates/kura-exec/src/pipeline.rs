@@ -75,6 +75,17 @@ pub trait Source: Send + Sync {
         let _ = (morsel, round);
         Ok(None)
     }
+    /// File ranges `produce(morsel)` will read (see [`crate::source::TableSource::file_reads`]):
+    /// the out-of-order mode reads them asynchronously first and hands them back with
+    /// [`Source::supply`].
+    fn file_reads(&self, morsel: usize) -> Vec<crate::source::FileRead> {
+        let _ = morsel;
+        Vec::new()
+    }
+    /// The bytes of one of [`Source::file_reads`]' ranges, read.
+    fn supply(&self, read: &crate::source::FileRead, data: runtime::AlignedBuf) {
+        let _ = (read, data);
+    }
     /// Bytes of a structure every morsel probes again (an index's nodes): what a
     /// cache-sensitive pipeline would keep in the LLC.
     fn reused_bytes(&self) -> u64 {
@@ -538,6 +549,10 @@ impl Run {
                 read_ahead(bm, pages, self.clone());
             }
         }
+        let reads = self.charged(|| self.source.file_reads(morsel));
+        if !reads.is_empty() {
+            read_files(self.source.as_ref(), reads).await?;
+        }
         let mut pinned = Vec::new();
         let mut next = self.charged(|| self.source.pages_for(morsel));
         let mut round = 0;
@@ -702,6 +717,46 @@ impl Run {
         ctx.record(*node, |s| s.nanos += ns);
         Ok(more)
     }
+}
+
+type ReadFuture = Pin<Box<dyn Future<Output = std::io::Result<runtime::AlignedBuf>> + Send>>;
+
+/// Reads every range concurrently from one task (on a worker, all onto its io_uring before
+/// the task suspends) and hands each to the source as it completes.
+async fn read_files(source: &dyn Source, reads: Vec<crate::source::FileRead>) -> ExecResult<()> {
+    let mut pending: Vec<Option<ReadFuture>> = reads
+        .iter()
+        .map(|r| {
+            let buf = runtime::AlignedBuf::new(r.len);
+            Some(Box::pin(runtime::read_exact_at(r.fd, r.offset, buf)) as ReadFuture)
+        })
+        .collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (i, slot) in pending.iter_mut().enumerate() {
+            if let Some(fut) = slot {
+                match fut.as_mut().poll(cx) {
+                    Poll::Ready(Ok(data)) => {
+                        source.supply(&reads[i], data);
+                        *slot = None;
+                    }
+                    Poll::Ready(Err(e)) => {
+                        return Poll::Ready(Err(ExecError::File {
+                            code: "58030",
+                            message: format!("could not read file: {e}"),
+                        }))
+                    }
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    })
+    .await
 }
 
 type FixFuture = Pin<Box<dyn Future<Output = StorageResult<PageGuard>> + Send>>;

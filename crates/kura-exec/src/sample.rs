@@ -125,6 +125,12 @@ impl TableSource for SampledTable {
     fn buffer_manager(&self) -> Option<Arc<BufferManager>> {
         self.inner.buffer_manager()
     }
+    fn file_reads(&self, col: usize, rows: Range<u64>) -> Vec<crate::source::FileRead> {
+        self.inner.file_reads(col, rows)
+    }
+    fn supply(&self, read: &crate::source::FileRead, data: crate::runtime::AlignedBuf) {
+        self.inner.supply(read, data)
+    }
     fn pages(&self, col: usize, rows: Range<u64>) -> Vec<PageId> {
         self.inner.pages(col, rows)
     }

@@ -39,6 +39,17 @@ pub struct SourceColumn {
     pub nullable: bool,
 }
 
+/// A byte range of a file a table source reads (see [`TableSource::file_reads`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRead {
+    /// The open file, kept open by the table for as long as it lives.
+    pub fd: std::os::unix::io::RawFd,
+    pub offset: u64,
+    pub len: usize,
+    /// What the table calls the range (a Parquet table: row group and column).
+    pub key: (usize, usize),
+}
+
 /// Something a scan can read by column and row range.
 pub trait TableSource: Send + Sync {
     fn name(&self) -> &str;
@@ -65,6 +76,18 @@ pub trait TableSource: Send + Sync {
     /// (`None` for tables not stored in pages).
     fn buffer_manager(&self) -> Option<Arc<BufferManager>> {
         None
+    }
+    /// Byte ranges of files that reading rows `rows` of column `col` needs and that are
+    /// not yet in memory (a Parquet column chunk): an out-of-order scan reads them through
+    /// its worker's io_uring and hands them back with [`TableSource::supply`] before it
+    /// decodes the rows. Empty for tables in pages or read otherwise.
+    fn file_reads(&self, col: usize, rows: Range<u64>) -> Vec<FileRead> {
+        let _ = (col, rows);
+        Vec::new()
+    }
+    /// The bytes of a range [`TableSource::file_reads`] named, read.
+    fn supply(&self, read: &FileRead, data: crate::runtime::AlignedBuf) {
+        let _ = (read, data);
     }
     /// Pages holding rows `rows` of column `col`, in row order (empty when the
     /// table is not stored in pages). An out-of-order scan fixes these

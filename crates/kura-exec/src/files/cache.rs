@@ -37,6 +37,12 @@ impl<K: Hash + Eq + Clone, V> DecodeCache<K, V> {
         }
     }
 
+    /// Whether the piece `key` is here (decoded, or being decoded).
+    pub fn contains(&self, key: &K) -> bool {
+        let e = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        e.map.contains_key(key)
+    }
+
     /// The piece `key`, decoded by `decode` unless it is here.
     pub fn get(&self, key: K, decode: impl FnOnce() -> ExecResult<V>) -> ExecResult<Arc<V>> {
         let cell = {

@@ -6,6 +6,7 @@ mod cache;
 pub mod csv;
 pub mod json;
 pub mod parquet;
+mod prefetched;
 mod split;
 pub mod text;
 

@@ -3,10 +3,12 @@
 //! query reads) through the Arrow converter, and each row group's statistics a zone map, so
 //! a filter's constant skips the row groups that cannot match.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, ArrayRef};
 use kura_common::{DataType, Vector};
@@ -18,10 +20,12 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::{Encoding, Type as PhysicalType};
 
 use super::cache::{pieces_in_flight, stitch, DecodeCache};
+use super::prefetched::Prefetched;
 use super::{bad, io_error};
 use crate::arrow::{arrow_to_vector, kura_type};
 use crate::error::{ExecError, ExecResult};
-use crate::source::{ColumnStatistics, SourceColumn, TableSource, Zone};
+use crate::runtime::AlignedBuf;
+use crate::source::{ColumnStatistics, FileRead, SourceColumn, TableSource, Zone};
 
 /// kura's page size, the unit the planner's scan cost counts in.
 const COST_PAGE_BYTES: u64 = 64 * 1024;
@@ -29,6 +33,8 @@ const COST_PAGE_BYTES: u64 = 64 * 1024;
 /// One file's footer, and where each of the table's columns is in it.
 struct ParquetFile {
     path: PathBuf,
+    /// Open for as long as the table lives: column chunks are read from it.
+    file: Arc<File>,
     meta: ArrowReaderMetadata,
     /// Root field index in this file of the table's column `i`.
     field: Vec<usize>,
@@ -55,6 +61,8 @@ pub struct ParquetTable {
     cache: DecodeCache<(usize, usize), ArrayRef>,
     /// The row groups' row ranges.
     ranges: Vec<Range<u64>>,
+    /// Column chunks read ahead by the scan (io_uring), by (row group, column), until decoded.
+    supplied: Mutex<HashMap<(usize, usize), AlignedBuf>>,
 }
 
 impl std::fmt::Debug for ParquetTable {
@@ -133,6 +141,7 @@ impl ParquetTable {
             }
             files.push(ParquetFile {
                 path: path.clone(),
+                file: Arc::new(file),
                 meta,
                 field,
             });
@@ -171,6 +180,7 @@ impl ParquetTable {
         Ok(ParquetTable {
             cache: DecodeCache::new(columns.len().max(1) * pieces_in_flight()),
             ranges: groups.iter().map(|g| g.rows.clone()).collect(),
+            supplied: Mutex::default(),
             columns,
             files,
             groups,
@@ -185,6 +195,10 @@ impl ParquetTable {
         self.files.iter().map(|f| f.path.as_path()).collect()
     }
 
+    fn lock_supplied(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, usize), AlignedBuf>> {
+        self.supplied.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Column `col` of row group `g` as Arrow decoded it, once while it stays in the cache:
     /// the scan's morsels convert their slices of it (one copy, into kura's vectors).
     fn chunk(&self, g: usize, col: usize) -> ExecResult<Arc<ArrayRef>> {
@@ -194,10 +208,22 @@ impl ParquetTable {
     fn decode(&self, g: usize, col: usize) -> ExecResult<ArrayRef> {
         let group = &self.groups[g];
         let f = &self.files[group.file];
-        let file = File::open(&f.path).map_err(|e| io_error(&f.path, e))?;
         let rows = (group.rows.end - group.rows.start) as usize;
         let mask = ProjectionMask::roots(f.meta.parquet_schema(), [f.field[col]]);
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, f.meta.clone())
+        let read_ahead = self.lock_supplied().remove(&(g, col));
+        let chunk = match (read_ahead, leaf_of(f, col)) {
+            (Some(data), Some(leaf)) => {
+                let (start, _) = f
+                    .meta
+                    .metadata()
+                    .row_group(group.index)
+                    .column(leaf)
+                    .byte_range();
+                Prefetched::new(f.file.clone(), start, data)
+            }
+            _ => Prefetched::unread(f.file.clone()),
+        };
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, f.meta.clone())
             .with_projection(mask)
             .with_row_groups(vec![group.index])
             .with_batch_size(rows.clamp(1, 1 << 20))
@@ -394,6 +420,39 @@ impl TableSource for ParquetTable {
     }
     fn decodes_whole_groups(&self) -> bool {
         true
+    }
+    fn file_reads(&self, col: usize, rows: Range<u64>) -> Vec<FileRead> {
+        let first = self.groups.partition_point(|g| g.rows.end <= rows.start);
+        let supplied = self.lock_supplied();
+        let mut reads = Vec::new();
+        for (g, group) in self.groups.iter().enumerate().skip(first) {
+            if group.rows.start >= rows.end {
+                break;
+            }
+            let f = &self.files[group.file];
+            let Some(leaf) = leaf_of(f, col) else {
+                continue;
+            };
+            if supplied.contains_key(&(g, col)) || self.cache.contains(&(g, col)) {
+                continue;
+            }
+            let (offset, len) = f
+                .meta
+                .metadata()
+                .row_group(group.index)
+                .column(leaf)
+                .byte_range();
+            reads.push(FileRead {
+                fd: f.file.as_raw_fd(),
+                offset,
+                len: len as usize,
+                key: (g, col),
+            });
+        }
+        reads
+    }
+    fn supply(&self, read: &FileRead, data: AlignedBuf) {
+        self.lock_supplied().insert(read.key, data);
     }
     fn page_count(&self, col: usize) -> usize {
         let bytes = self.bytes.get(col).copied().unwrap_or(0);

@@ -403,6 +403,27 @@ impl Source for ScanSource {
         Some((bm, pages))
     }
 
+    fn file_reads(&self, morsel: usize) -> Vec<crate::source::FileRead> {
+        let Some(ranges) = self.morsels.get(morsel) else {
+            return Vec::new();
+        };
+        let mut reads: Vec<crate::source::FileRead> = Vec::new();
+        for &col in &self.columns {
+            for r in ranges {
+                for read in self.table.file_reads(col, r.clone()) {
+                    if !reads.iter().any(|x| x.key == read.key) {
+                        reads.push(read);
+                    }
+                }
+            }
+        }
+        reads
+    }
+
+    fn supply(&self, read: &crate::source::FileRead, data: crate::runtime::AlignedBuf) {
+        self.table.supply(read, data)
+    }
+
     fn produce(&self, morsel: usize, ctx: &ExecContext, emit: &mut Emit) -> ExecResult<()> {
         let Some(ranges) = self.morsels.get(morsel) else {
             return Ok(());
