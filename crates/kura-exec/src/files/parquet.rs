@@ -18,7 +18,7 @@ use parquet::arrow::ProjectionMask;
 
 use super::cache::{pieces_in_flight, stitch, DecodeCache};
 use super::{bad, io_error};
-use crate::arrow::{arrow_to_vector, kura_type};
+use crate::arrow::{arrow_to_vector, kura_type, parquet_interval};
 use crate::error::{ExecError, ExecResult};
 use crate::source::{ColumnStatistics, SourceColumn, TableSource, Zone};
 
@@ -29,6 +29,9 @@ const COST_PAGE_BYTES: u64 = 64 * 1024;
 struct ParquetFile {
     path: PathBuf,
     meta: ArrowReaderMetadata,
+    /// With INTERVAL columns: the footer with them read as months alone (`meta` reads
+    /// their days and milliseconds; Arrow has no type of all three from Parquet).
+    months: Option<ArrowReaderMetadata>,
     /// Root field index in this file of the table's column `i`.
     field: Vec<usize>,
 }
@@ -92,7 +95,8 @@ impl ParquetTable {
             let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
             let meta = ArrowReaderMetadata::load(&file, options.clone())
                 .map_err(|e| bad(path, format!("not a Parquet file ({e})")))?;
-            let meta = narrow_decimals(meta, options).map_err(|e| bad(path, e))?;
+            let meta = narrow_decimals(meta, options.clone()).map_err(|e| bad(path, e))?;
+            let months = interval_months(&meta, options).map_err(|e| bad(path, e))?;
             let schema = meta.schema().clone();
             if path == first {
                 for f in schema.fields() {
@@ -133,6 +137,7 @@ impl ParquetTable {
             files.push(ParquetFile {
                 path: path.clone(),
                 meta,
+                months,
                 field,
             });
         }
@@ -191,12 +196,26 @@ impl ParquetTable {
     }
 
     fn decode(&self, g: usize, col: usize) -> ExecResult<ArrayRef> {
+        let f = &self.files[self.groups[g].file];
+        let rest = self.read(g, col, &f.meta)?;
+        match (&f.months, self.columns[col].data_type) {
+            (Some(months), DataType::Interval) => {
+                let months = self.read(g, col, months)?;
+                parquet_interval::from_parquet(&months, &rest, &self.columns[col].name)
+                    .map_err(|e| in_file(&f.path, e))
+            }
+            _ => Ok(rest),
+        }
+    }
+
+    /// Column `col` of row group `g` read through `meta` (one of its file's footers).
+    fn read(&self, g: usize, col: usize, meta: &ArrowReaderMetadata) -> ExecResult<ArrayRef> {
         let group = &self.groups[g];
         let f = &self.files[group.file];
         let file = File::open(&f.path).map_err(|e| io_error(&f.path, e))?;
         let rows = (group.rows.end - group.rows.start) as usize;
         let mask = ProjectionMask::roots(f.meta.parquet_schema(), [f.field[col]]);
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, f.meta.clone())
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta.clone())
             .with_projection(mask)
             .with_row_groups(vec![group.index])
             .with_batch_size(rows.clamp(1, 1 << 20))
@@ -268,6 +287,39 @@ fn narrow_decimals(
     ArrowReaderMetadata::try_new(meta.metadata().clone(), options.with_schema(schema))
 }
 
+/// With INTERVAL columns in `meta`'s schema (a day-time interval each, as Arrow reads
+/// them): the footer that reads them as year-month intervals, their months.
+fn interval_months(
+    meta: &ArrowReaderMetadata,
+    options: ArrowReaderOptions,
+) -> parquet::errors::Result<Option<ArrowReaderMetadata>> {
+    let months = arrow_schema::DataType::Interval(arrow_schema::IntervalUnit::YearMonth);
+    if !meta
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), arrow_schema::DataType::Interval(_)))
+    {
+        return Ok(None);
+    }
+    let fields: Vec<arrow_schema::FieldRef> = meta
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            arrow_schema::DataType::Interval(_) => {
+                Arc::new(f.as_ref().clone().with_data_type(months.clone()))
+            }
+            _ => f.clone(),
+        })
+        .collect();
+    let schema = Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        meta.schema().metadata().clone(),
+    ));
+    ArrowReaderMetadata::try_new(meta.metadata().clone(), options.with_schema(schema)).map(Some)
+}
+
 /// The leaf (parquet column) index of the table's column `c` in file `f`, when the column
 /// is a flat leaf (all kura reads).
 fn leaf_of(f: &ParquetFile, c: usize) -> Option<usize> {
@@ -280,8 +332,9 @@ fn leaf_of(f: &ParquetFile, c: usize) -> Option<usize> {
 /// group has none to give (then no row group is skipped by this column).
 fn zones_of(files: &[ParquetFile], groups: &[Group], column: &SourceColumn) -> Option<Vec<Zone>> {
     // NaN is left out of Parquet's float statistics but compares above every number in
-    // kura (as in PostgreSQL): a double's min/max would wrongly skip it.
-    if column.data_type == DataType::Double {
+    // kura (as in PostgreSQL): a double's min/max would wrongly skip it. INTERVAL has no
+    // order in Parquet, and statistics read through Arrow would lack the months.
+    if matches!(column.data_type, DataType::Double | DataType::Interval) {
         return None;
     }
     let mut zones = Vec::with_capacity(groups.len());
