@@ -748,6 +748,55 @@ pub fn raw_trim(text: &str) -> &str {
     text.trim_matches([' ', '\t', '\n', '\r'])
 }
 
+/// A json text (valid JSON) without the white space between its tokens, keys, numbers and
+/// escapes as written: the one-line form files hold a value in (a line-delimited JSON
+/// file's record is one line). Borrowed when there is nothing to remove.
+pub fn compact(text: &str) -> std::borrow::Cow<'_, str> {
+    let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let bytes = text.as_bytes();
+    // Blanks inside strings are kept, so only a blank outside one means work.
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut needed = false;
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if ws(b) {
+            needed = true;
+            break;
+        }
+    }
+    if !needed {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if ws(b) {
+            continue;
+        }
+        out.push(b);
+    }
+    // Only ASCII blanks were removed: the rest is the input's UTF-8 unchanged.
+    std::borrow::Cow::Owned(String::from_utf8(out).expect("UTF-8 in, UTF-8 out"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -885,5 +934,17 @@ mod tests {
         assert_eq!(kids[0], (Some("a".into()), "[1, 2]"));
         assert_eq!(kids[1], (Some("a".into()), "\"x\""));
         assert!(raw_children("3").unwrap().is_none());
+    }
+
+    #[test]
+    fn compact_drops_blanks_between_tokens_only() {
+        assert_eq!(
+            compact("{\"a\": [1, 2],\n \"b c\": \"x \\\" y\"}"),
+            "{\"a\":[1,2],\"b c\":\"x \\\" y\"}"
+        );
+        assert!(matches!(
+            compact("[1,\"a b\"]"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -115,6 +115,53 @@ def test_duckdb_writes_kura_reads(con, tmp_path, fmt):
     assert ordered(got) == ordered(want)
 
 
+INTERVALS = [
+    (1, "1 month 2 days 3 seconds", "1 mon 2 days 00:00:03", "1 month 2 days 00:00:03"),
+    (2, "30 hours", "30:00:00", "30:00:00"),
+    (3, None, None, None),
+    (4, "14 years 5 milliseconds", "14 years 00:00:00.005", "14 years 00:00:00.005"),
+]
+
+
+def test_intervals_in_parquet_both_ways(con, tmp_path):
+    """Parquet's INTERVAL (months, days, milliseconds): kura writes it, DuckDB reads INTERVAL
+    and writes it, kura reads INTERVAL; a negative one is refused (as DuckDB refuses it)."""
+    values = ", ".join(f"({n}, {'NULL' if v is None else repr(v)}::interval)"
+                       for n, v, _, _ in INTERVALS)
+    path = str(tmp_path / "k.parquet")
+    con.execute(f"copy (select * from (values {values}) v(n, i)) to '{path}'")
+    d = duckdb.connect()
+    assert d.sql(f"select distinct typeof(i) from '{path}'").fetchall() == [("INTERVAL",)]
+    got = d.sql(f"select n, i::varchar from '{path}' order by n").fetchall()
+    assert got == [(n, duck) for n, _, _, duck in INTERVALS]
+    path = str(tmp_path / "d.parquet")
+    d.execute(f"copy (select * from (values {values}) v(n, i)) to '{path}'")
+    got = con.sql(f"select n, pg_typeof(i), i::text from read_parquet('{path}') order by n"
+                  ).fetchall()
+    assert got == [(n, "interval", k) for n, _, k, _ in INTERVALS]
+    with pytest.raises(Exception, match="negative"):
+        con.execute(f"copy (select interval '-1 day' as i) to '{tmp_path}/neg.parquet'")
+    assert not os.path.exists(f"{tmp_path}/neg.parquet")
+
+
+def test_nested_json_both_ways(con, tmp_path):
+    """Nested JSON: DuckDB's structs and JSON read by kura as JSON, its lists of one type as
+    arrays; kura's JSON and arrays written nested, read by DuckDB as JSON and lists."""
+    d = duckdb.connect()
+    path = str(tmp_path / "d.jsonl")
+    d.execute("copy (select {a: 1, b: [1, 2]} as s, [1, 2, null] as l, ['x', null] as t, "
+              f"'{{\"x\": [true]}}'::json as j) to '{path}'")
+    got = con.sql(f"select pg_typeof(s), s, pg_typeof(l), l, pg_typeof(t), t, j->'x'->>0 "
+                  f"from read_json('{path}')").fetchall()
+    assert got == [("json", '{"a":1,"b":[1,2]}', "bigint[]", [1, 2, None], "text[]",
+                    ["x", None], "true")]
+    path = str(tmp_path / "k.jsonl")
+    con.execute("copy (select '{\"a\": {\"b\": [1, 2]}}'::json as j, "
+                f"'{{1,NULL,3}}'::int[] as l) to '{path}'")
+    got = d.sql(f"select typeof(j), j.a.b[1]::int, typeof(l), l from '{path}'").fetchall()
+    assert got == [("STRUCT(a STRUCT(b BIGINT[]))", 1, "BIGINT[]", [1, None, 3])]
+
+
 def test_empty_files_both_ways(con, tmp_path):
     d = duckdb.connect()
     d.execute("create table e (i integer, t varchar)")

@@ -11,18 +11,19 @@ use arrow_array::types::Int32Type;
 use arrow_array::{
     Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Decimal64Array,
     DictionaryArray, FixedSizeBinaryArray, Float64Array, Int16Array, Int32Array, Int64Array,
-    RecordBatch, StringArray, TimestampMicrosecondArray,
+    IntervalMonthDayNanoArray, ListArray, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::DataType as ArrowType;
 use kura_common::decimal::{MAX_I64_PRECISION, MAX_PRECISION};
-use kura_common::{Batch, ColumnData, DataType, StrVec, Vector};
+use kura_common::interval::Interval;
+use kura_common::{Batch, ColumnData, DataType, ElemType, StrVec, Value, Vector};
 
 use super::to_arrow::arrow_type;
 use crate::error::{ExecError, ExecResult};
 
 /// The kura type an Arrow column of type `t` reads as; `column` names it in the error for
-/// a type kura has no counterpart of (nested types, intervals, binary, times of day).
+/// a type kura has no counterpart of (structs, maps, lists of those, times of day).
 pub fn kura_type(t: &ArrowType, column: &str) -> ExecResult<DataType> {
     Ok(match t {
         ArrowType::Boolean => DataType::Boolean,
@@ -49,6 +50,19 @@ pub fn kura_type(t: &ArrowType, column: &str) -> ExecResult<DataType> {
         | ArrowType::LargeBinary
         | ArrowType::BinaryView
         | ArrowType::FixedSizeBinary(_) => DataType::Bytea,
+        ArrowType::Interval(_) => DataType::Interval,
+        // A list of a type kura has arrays of: that array type (one dimension).
+        ArrowType::List(item) | ArrowType::LargeList(item) => {
+            match kura_type(item.data_type(), column)?.array_of() {
+                Some(t) => t,
+                None => {
+                    return Err(ExecError::Unsupported(format!(
+                        "reading column {column:?} of Arrow type {t} (kura has no arrays of \
+                         its elements' type)"
+                    )))
+                }
+            }
+        }
         other => {
             return Err(ExecError::Unsupported(format!(
                 "reading column {column:?} of Arrow type {other} (kura has no matching type)"
@@ -114,6 +128,9 @@ pub fn arrow_to_vector(array: &dyn Array, t: DataType, column: &str) -> ExecResu
                 .filter(|n| n.null_count() > 0)
                 .map(|n| n.iter().collect()),
         });
+    }
+    if let DataType::Array(e) = t {
+        return list_to_vector(array, e, column);
     }
     let target = arrow_type(t);
     let options = CastOptions {
@@ -187,7 +204,8 @@ pub fn arrow_to_vector(array: &dyn Array, t: DataType, column: &str) -> ExecResu
                 ColumnData::I128(a.values().to_vec())
             }
         }
-        DataType::Varchar(_) | DataType::Char(_) => {
+        // JSON read as text is the reader's own output (read_json's), checked JSON.
+        DataType::Varchar(_) | DataType::Char(_) | DataType::Json => {
             let a = downcast::<StringArray>(array).ok_or_else(wrong)?;
             ColumnData::Str(str_vec(a, column)?)
         }
@@ -205,12 +223,93 @@ pub fn arrow_to_vector(array: &dyn Array, t: DataType, column: &str) -> ExecResu
             }
             ColumnData::Str(text)
         }
+        DataType::Interval => {
+            let a = downcast::<IntervalMonthDayNanoArray>(array).ok_or_else(wrong)?;
+            ColumnData::I128(intervals(a, column)?)
+        }
         _ => return Err(wrong()),
     };
     Ok(Vector {
         data_type: t,
         data,
         validity,
+    })
+}
+
+/// Arrow's (months, days, nanoseconds) as kura's packed intervals; a part below a
+/// microsecond (kura's unit) is refused rather than dropped.
+fn intervals(a: &IntervalMonthDayNanoArray, column: &str) -> ExecResult<Vec<i128>> {
+    let mut out = Vec::with_capacity(a.len());
+    for (i, v) in a.values().iter().enumerate() {
+        if a.is_null(i) {
+            out.push(0);
+            continue;
+        }
+        let refuse = |what: &str| ExecError::InvalidArgument {
+            code: "22008",
+            message: format!(
+                "column {column:?}: the interval of {} months, {} days and {} nanoseconds {what}",
+                v.months, v.days, v.nanoseconds
+            ),
+        };
+        if v.nanoseconds % 1000 != 0 {
+            return Err(refuse(
+                "has a part below a microsecond, which kura does not hold",
+            ));
+        }
+        let iv = Interval::new(v.months, v.days, v.nanoseconds / 1000);
+        out.push(iv.pack().map_err(|_| refuse("is out of range"))?);
+    }
+    Ok(out)
+}
+
+/// An Arrow list as kura's array values (PostgreSQL's text form `{1,NULL,3}`): the elements
+/// converted as a vector of their type, then each list written from its elements' values.
+fn list_to_vector(array: &dyn Array, e: ElemType, column: &str) -> ExecResult<Vector> {
+    let t = DataType::Array(e);
+    let target = arrow_type(t);
+    let cast: ArrayRef;
+    let array: &dyn Array = if array.data_type() == &target {
+        array
+    } else {
+        let options = CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        cast = cast_with_options(array, &target, &options)
+            .map_err(|e| ExecError::OutOfRange(format!("column {column:?}: {e}")))?;
+        cast.as_ref()
+    };
+    let list = downcast::<ListArray>(array).ok_or_else(|| {
+        ExecError::Internal(format!("column {column:?}: an Arrow {target} array"))
+    })?;
+    // Only the elements of these rows (a slice of a larger list shares its child array).
+    let offsets = list.value_offsets();
+    let first = offsets[0] as usize;
+    let children = list
+        .values()
+        .slice(first, offsets[list.len()] as usize - first);
+    let elems = arrow_to_vector(children.as_ref(), e.data_type(), column)?;
+    let mut text = StrVec::with_capacity(list.len(), elems.len() * 4 + 2 * list.len());
+    let mut row: Vec<Value> = Vec::new();
+    for i in 0..list.len() {
+        if list.is_null(i) {
+            text.push(b"");
+            continue;
+        }
+        row.clear();
+        row.extend(
+            (offsets[i] as usize..offsets[i + 1] as usize).map(|j| elems.get_value(j - first)),
+        );
+        text.push(kura_common::array::format_values(&row).as_bytes());
+    }
+    Ok(Vector {
+        data_type: t,
+        data: ColumnData::Str(text),
+        validity: list
+            .logical_nulls()
+            .filter(|n| n.null_count() > 0)
+            .map(|n| n.iter().collect()),
     })
 }
 

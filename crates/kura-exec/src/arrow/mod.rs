@@ -2,6 +2,7 @@
 //! the cluster (paper 003 §2), COPY TO Parquet and the file readers (`read_parquet`).
 
 mod from_arrow;
+pub mod parquet_interval;
 mod to_arrow;
 
 pub use from_arrow::{arrow_to_vector, batch_from_arrow, kura_type};

@@ -22,7 +22,7 @@ use parquet::basic::{Encoding, Type as PhysicalType};
 use super::cache::{pieces_in_flight, stitch, DecodeCache};
 use super::prefetched::Prefetched;
 use super::{bad, io_error};
-use crate::arrow::{arrow_to_vector, kura_type};
+use crate::arrow::{arrow_to_vector, kura_type, parquet_interval};
 use crate::error::{ExecError, ExecResult};
 use crate::runtime::AlignedBuf;
 use crate::source::{ColumnStatistics, FileRead, SourceColumn, TableSource, Zone};
@@ -36,6 +36,9 @@ struct ParquetFile {
     /// Open for as long as the table lives: column chunks are read from it.
     file: Arc<File>,
     meta: ArrowReaderMetadata,
+    /// With INTERVAL columns: the footer with them read as months alone (`meta` reads
+    /// their days and milliseconds; Arrow has no type of all three from Parquet).
+    months: Option<ArrowReaderMetadata>,
     /// Root field index in this file of the table's column `i`.
     field: Vec<usize>,
 }
@@ -101,7 +104,8 @@ impl ParquetTable {
             let options = ArrowReaderOptions::new().with_skip_arrow_metadata(true);
             let meta = ArrowReaderMetadata::load(&file, options.clone())
                 .map_err(|e| bad(path, format!("not a Parquet file ({e})")))?;
-            let meta = reader_schema(meta, options).map_err(|e| bad(path, e))?;
+            let meta = reader_schema(meta, options.clone()).map_err(|e| bad(path, e))?;
+            let months = interval_months(&meta, options).map_err(|e| bad(path, e))?;
             let schema = meta.schema().clone();
             if path == first {
                 for f in schema.fields() {
@@ -143,6 +147,7 @@ impl ParquetTable {
                 path: path.clone(),
                 file: Arc::new(file),
                 meta,
+                months,
                 field,
             });
         }
@@ -206,6 +211,20 @@ impl ParquetTable {
     }
 
     fn decode(&self, g: usize, col: usize) -> ExecResult<ArrayRef> {
+        let f = &self.files[self.groups[g].file];
+        let rest = self.read(g, col, &f.meta)?;
+        match (&f.months, self.columns[col].data_type) {
+            (Some(months), DataType::Interval) => {
+                let months = self.read(g, col, months)?;
+                parquet_interval::from_parquet(&months, &rest, &self.columns[col].name)
+                    .map_err(|e| in_file(&f.path, e))
+            }
+            _ => Ok(rest),
+        }
+    }
+
+    /// Column `col` of row group `g` read through `meta` (one of its file's footers).
+    fn read(&self, g: usize, col: usize, meta: &ArrowReaderMetadata) -> ExecResult<ArrayRef> {
         let group = &self.groups[g];
         let f = &self.files[group.file];
         let rows = (group.rows.end - group.rows.start) as usize;
@@ -223,7 +242,7 @@ impl ParquetTable {
             }
             _ => Prefetched::unread(f.file.clone()),
         };
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, f.meta.clone())
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(chunk, meta.clone())
             .with_projection(mask)
             .with_row_groups(vec![group.index])
             .with_batch_size(rows.clamp(1, 1 << 20))
@@ -337,6 +356,39 @@ fn all_dictionary_encoded(c: &parquet::file::metadata::ColumnChunkMetaData) -> b
     c.encodings().all(|e| dictionary(&e) || e == Encoding::RLE)
 }
 
+/// With INTERVAL columns in `meta`'s schema (a day-time interval each, as Arrow reads
+/// them): the footer that reads them as year-month intervals, their months.
+fn interval_months(
+    meta: &ArrowReaderMetadata,
+    options: ArrowReaderOptions,
+) -> parquet::errors::Result<Option<ArrowReaderMetadata>> {
+    let months = arrow_schema::DataType::Interval(arrow_schema::IntervalUnit::YearMonth);
+    if !meta
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), arrow_schema::DataType::Interval(_)))
+    {
+        return Ok(None);
+    }
+    let fields: Vec<arrow_schema::FieldRef> = meta
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            arrow_schema::DataType::Interval(_) => {
+                Arc::new(f.as_ref().clone().with_data_type(months.clone()))
+            }
+            _ => f.clone(),
+        })
+        .collect();
+    let schema = Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        meta.schema().metadata().clone(),
+    ));
+    ArrowReaderMetadata::try_new(meta.metadata().clone(), options.with_schema(schema)).map(Some)
+}
+
 /// The leaf (parquet column) index of the table's column `c` in file `f`, when the column
 /// is a flat leaf (all kura reads).
 fn leaf_of(f: &ParquetFile, c: usize) -> Option<usize> {
@@ -349,8 +401,9 @@ fn leaf_of(f: &ParquetFile, c: usize) -> Option<usize> {
 /// group has none to give (then no row group is skipped by this column).
 fn zones_of(files: &[ParquetFile], groups: &[Group], column: &SourceColumn) -> Option<Vec<Zone>> {
     // NaN is left out of Parquet's float statistics but compares above every number in
-    // kura (as in PostgreSQL): a double's min/max would wrongly skip it.
-    if column.data_type == DataType::Double {
+    // kura (as in PostgreSQL): a double's min/max would wrongly skip it. INTERVAL has no
+    // order in Parquet, and statistics read through Arrow would lack the months.
+    if matches!(column.data_type, DataType::Double | DataType::Interval) {
         return None;
     }
     let mut zones = Vec::with_capacity(groups.len());

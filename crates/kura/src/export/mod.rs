@@ -61,7 +61,8 @@ impl DataFormat {
 pub(crate) struct ExportOptions {
     pub format: DataFormat,
     /// Whether the statement named the format: an unsaid Parquet falls back to CSV for
-    /// a table Parquet cannot hold here (INTERVAL columns); a said one refuses it.
+    /// a table Parquet may not hold (INTERVAL columns: Parquet's INTERVAL has no sign and
+    /// nothing below a millisecond); a said one refuses it.
     pub said: bool,
 }
 
@@ -150,8 +151,9 @@ pub(crate) fn plan(
             (DataFormat::Parquet, Some(c)) if options.said => {
                 return Err(KuraError::Unsupported(format!(
                     "EXPORT DATABASE in Parquet: column \"{}\" of table \"{table}\" is an \
-                     INTERVAL, which kura does not write to Parquet (export with FORMAT csv, \
-                     or leave FORMAT unsaid: such tables are then written as CSV)",
+                     INTERVAL, which Parquet holds only without sign or microseconds (export \
+                     with FORMAT csv, or leave FORMAT unsaid: such tables are then written as \
+                     CSV)",
                     c.name
                 )))
             }
