@@ -7,116 +7,15 @@ Names and columns are checked when a relation is made (a describe, not a run), a
 binds a relation when it is made.
 """
 
-import re
 import secrets
 
 from . import _kura
 from ._arrow import arrow_module, to_pandas, to_polars
+from ._compose import BARE, JOINS, Select, list_text, quote, table_name, text_of, unnamed
 from ._kura import ProgrammingError
 
-_BARE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Rows `repr` and `show` read: the first ones are drawn, the count says whether there are more.
 _SHOW_LIMIT = 10000
-# Join kinds, as DuckDB names them, and their SQL; semi and anti joins are EXISTS tests.
-_JOINS = {
-    "inner": "INNER JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN",
-    "outer": "FULL OUTER JOIN", "full": "FULL OUTER JOIN", "cross": "CROSS JOIN",
-    "semi": "EXISTS", "anti": "NOT EXISTS",
-}
-
-
-def quote(name):
-    return '"' + str(name).replace('"', '""') + '"'
-
-
-def table_name(name):
-    """A table's name as SQL: each dotted part of a plain name folded to lower case as an
-    unquoted name is, anything else quoted as written."""
-    if '"' in name:
-        return name
-    return ".".join(quote(p.lower()) if _BARE.match(p) else quote(p) for p in name.split("."))
-
-
-def _unnamed():
-    return f"unnamed_relation_{secrets.token_hex(8)}"
-
-
-def _text_of(value, what):
-    if isinstance(value, str):
-        return value
-    raise ProgrammingError(f"{what} must be SQL text (a str), not {type(value).__name__}")
-
-
-def _list_text(value, what):
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_text_of(v, what) for v in value)
-    return _text_of(value, what)
-
-
-class _Select:
-    """One SELECT being built: its FROM, and the clauses the steps so far have filled. A step
-    goes into the same SELECT when SQL's order of clauses gives it the meaning it has after
-    the earlier steps; otherwise the SELECT becomes a subquery of a new one."""
-
-    __slots__ = ("base", "alias", "aliases", "where", "items", "groups", "aggregated",
-                 "distinct", "order", "limit")
-
-    def __init__(self, base, alias, aliases=None):
-        self.base = base            # the FROM text without an alias
-        self.alias = alias          # the single source's alias (None for a join)
-        self.aliases = aliases if aliases is not None else [alias]
-        self.where = []
-        self.items = "*"
-        self.groups = None
-        self.aggregated = False
-        self.distinct = False
-        self.order = None
-        self.limit = None           # (n, offset)
-
-    def copy(self):
-        c = _Select(self.base, self.alias, list(self.aliases))
-        for k in ("where", "items", "groups", "aggregated", "distinct", "order", "limit"):
-            setattr(c, k, getattr(self, k))
-        c.where = list(self.where)
-        return c
-
-    def bare(self):
-        return (not self.where and self.items == "*" and not self.aggregated
-                and not self.distinct and self.order is None and self.limit is None)
-
-    def admits(self, step):
-        plain = self.items == "*" and not self.aggregated
-        if step == "filter":
-            return plain and self.limit is None
-        if step in ("project", "aggregate"):
-            # ORDER BY reads output names first, so a projection after it would change it.
-            return plain and not self.distinct and self.order is None and self.limit is None
-        if step == "distinct":
-            return not self.distinct and self.order is None and self.limit is None
-        if step == "order":
-            return not self.distinct and self.order is None and self.limit is None
-        if step == "limit":
-            return self.limit is None
-        return False
-
-    def from_text(self):
-        if self.alias is None or self.base == quote(self.alias):
-            return self.base
-        return f"{self.base} AS {quote(self.alias)}"
-
-    def render(self):
-        out = "SELECT " + ("DISTINCT " if self.distinct else "") + self.items
-        out += " FROM " + self.from_text()
-        if self.where:
-            out += " WHERE " + " AND ".join(f"({w})" for w in self.where)
-        if self.groups:
-            out += " GROUP BY " + self.groups
-        if self.order is not None:
-            out += " ORDER BY " + self.order
-        if self.limit is not None:
-            n, offset = self.limit
-            out += f" LIMIT {n}" + (f" OFFSET {offset}" if offset else "")
-        return out
 
 
 class Relation:
@@ -133,7 +32,7 @@ class Relation:
         self._text = text
         self._select = select
         self._params = list(params) if params else None
-        self._alias = alias or (select.alias if select is not None else None) or _unnamed()
+        self._alias = alias or (select.alias if select is not None else None) or unnamed()
         self._held = held
         self._pending = None
         self._pos = 0
@@ -219,7 +118,7 @@ class Relation:
         over it as a subquery under its alias."""
         if self._bare_single():
             return self._select.copy()
-        return _Select(f"(\n{self._plain_sql()}\n)", self._alias)
+        return Select(f"(\n{self._plain_sql()}\n)", self._alias)
 
     def _bare_single(self):
         return self._select is not None and self._select.bare() and self._select.alias is not None
@@ -229,14 +128,14 @@ class Relation:
         if self._select is not None and self._select.admits(kind):
             sel = self._select.copy()
         else:
-            sel = _Select(f"(\n{self._plain_sql()}\n)", self._alias)
+            sel = Select(f"(\n{self._plain_sql()}\n)", self._alias)
         apply(sel)
         return Relation(self._con, select=sel, params=self._params, alias=self._alias,
                         check=check)
 
     def filter(self, filter_expr):
         """The rows for which the SQL condition `filter_expr` holds."""
-        cond = _text_of(filter_expr, "a filter condition")
+        cond = text_of(filter_expr, "a filter condition")
         return self._step("filter", lambda s: s.where.append(cond))
 
     def project(self, *args, groups=""):
@@ -244,7 +143,7 @@ class Relation:
         `groups`, aggregates grouped by them."""
         if not args:
             raise TypeError("project() needs at least one expression or column name")
-        items = ", ".join(_list_text(a, "a projection") for a in args)
+        items = ", ".join(list_text(a, "a projection") for a in args)
         if groups:
             return self.aggregate(items, groups)
 
@@ -258,8 +157,8 @@ class Relation:
         """The aggregates `aggr_expr` (SQL text or a list of it) grouped by `group_expr`; with
         no groups, over all rows (DuckDB groups by the expressions that are not aggregates
         there: kura needs them named in `group_expr`)."""
-        items = _list_text(aggr_expr, "an aggregate")
-        groups = _list_text(group_expr, "a group expression") if group_expr else None
+        items = list_text(aggr_expr, "an aggregate")
+        groups = list_text(group_expr, "a group expression") if group_expr else None
 
         def apply(s):
             s.items, s.groups, s.aggregated = items, groups, True
@@ -267,7 +166,7 @@ class Relation:
 
     def order(self, order_expr):
         """The rows ordered by the SQL `order_expr` (`a DESC, b`)."""
-        order = _text_of(order_expr, "an order")
+        order = text_of(order_expr, "an order")
 
         def apply(s):
             s.order = order
@@ -277,7 +176,7 @@ class Relation:
         """The rows ordered by each of `args` in turn."""
         if not args:
             raise ProgrammingError("sort() needs at least one expression")
-        return self.order(", ".join(_text_of(a, "an order") for a in args))
+        return self.order(", ".join(text_of(a, "an order") for a in args))
 
     def limit(self, n, offset=0):
         """At most `n` rows, after skipping `offset`."""
@@ -302,7 +201,7 @@ class Relation:
             sel = self._select.copy()
             sel.alias, sel.aliases = alias, [alias]
         else:
-            sel = _Select(f"(\n{self._plain_sql()}\n)", alias)
+            sel = Select(f"(\n{self._plain_sql()}\n)", alias)
         return Relation(self._con, select=sel, params=self._params, alias=alias)
 
     def _other(self, other):
@@ -320,9 +219,9 @@ class Relation:
         right, outer (full), semi, anti, or cross (no condition)."""
         other = self._other(other_rel)
         kind = str(how).strip().lower()
-        if kind not in _JOINS:
+        if kind not in JOINS:
             raise ProgrammingError(
-                f"unsupported join type {how!r}, try one of: {', '.join(_JOINS)}")
+                f"unsupported join type {how!r}, try one of: {', '.join(JOINS)}")
         left, left_aliases = self._from_item()
         right, right_aliases = other._from_item(len(self._params or ()))
         folded = [a.lower() for a in left_aliases + right_aliases]
@@ -332,11 +231,11 @@ class Relation:
                 "relations using 'rel = rel.set_alias(<new alias>)'")
         using = None
         if isinstance(condition, (list, tuple)):
-            using = [_text_of(c, "a join column") for c in condition]
-        elif isinstance(condition, str) and _BARE.match(condition.strip()):
+            using = [text_of(c, "a join column") for c in condition]
+        elif isinstance(condition, str) and BARE.match(condition.strip()):
             using = [condition.strip()]
         elif condition is not None:
-            condition = _text_of(condition, "a join condition")
+            condition = text_of(condition, "a join condition")
         if kind == "cross":
             if condition is not None:
                 raise ProgrammingError("a cross join takes no condition")
@@ -350,7 +249,7 @@ class Relation:
             on = " USING (" + ", ".join(using) + ")"
         elif condition is not None:
             on = f" ON {condition}"
-        sel = _Select(f"{left} {_JOINS[kind]} {right}{on}", None, left_aliases + right_aliases)
+        sel = Select(f"{left} {JOINS[kind]} {right}{on}", None, left_aliases + right_aliases)
         return Relation(self._con, select=sel, params=params, alias=f"{kind}_{secrets.token_hex(8)}")
 
     def _exists(self, other, right, right_aliases, condition, using, kind, params):
@@ -364,8 +263,8 @@ class Relation:
                 f"{quote(left_alias)}.{c} = {quote(right_aliases[0])}.{c}" for c in using)
         else:
             sel = self._select.copy() if self._select is not None and self._select.admits(
-                "filter") else _Select(f"(\n{self._plain_sql()}\n)", self._alias)
-        sel.where.append(f"{_JOINS[kind]} (SELECT 1 FROM {right} WHERE {condition})")
+                "filter") else Select(f"(\n{self._plain_sql()}\n)", self._alias)
+        sel.where.append(f"{JOINS[kind]} (SELECT 1 FROM {right} WHERE {condition})")
         return Relation(self._con, select=sel, params=params, alias=self._alias)
 
     def cross(self, other_rel):
@@ -589,4 +488,4 @@ def query(con, text, params=None, alias=None):
 def table(con, name):
     """`Connection.table`: the table or view `name` as a relation."""
     plain = name.split(".")[-1].strip('"')
-    return Relation(con, select=_Select(table_name(name), plain))
+    return Relation(con, select=Select(table_name(name), plain))
