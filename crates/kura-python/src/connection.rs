@@ -2,6 +2,7 @@
 //! GIL released and cancelled by Ctrl-C.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatchReader;
@@ -10,12 +11,11 @@ use kura::{CancelHandle, Database, KuraError, OpenOptions, QueryResult, Session,
 use kura_common::DataType;
 use pyo3::prelude::*;
 
-use crate::errors::{db_error, db_error_with, InterfaceError, ProgrammingError};
+use crate::errors::{db_error, db_error_with, InterfaceError, InternalError, ProgrammingError};
 use crate::result::PyQueryResult;
 use crate::running::run_released;
+use crate::stream::{Job, Pipe, Shared};
 use crate::values::from_python;
-
-type Shared = Arc<Mutex<Option<(Database, Session)>>>;
 
 /// A database file open in this process, with one session on it.
 #[pyclass(module = "kura._kura", name = "Connection", frozen)]
@@ -23,6 +23,10 @@ pub struct PyConnection {
     state: Shared,
     cancel: CancelHandle,
     path: PathBuf,
+    /// The query streaming to a reader, if any: it holds the session while it runs.
+    active: Mutex<Option<Arc<Pipe>>>,
+    /// Whether `close` was called, known without the session (a stream may hold it).
+    is_closed: AtomicBool,
 }
 
 fn size_option(text: Option<&str>, what: &str) -> PyResult<Option<u64>> {
@@ -38,12 +42,23 @@ fn closed() -> PyErr {
 }
 
 impl PyConnection {
+    /// Ends a query still streaming to a reader: the session is needed by another statement
+    /// (as in DuckDB, a later statement closes the pending result).
+    fn stop_stream(&self) {
+        if let Some(pipe) = self.active.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            if pipe.running() {
+                pipe.stop();
+            }
+        }
+    }
+
     /// Runs `work` on the session with the GIL released.
     fn with_session<T: Send>(
         &self,
         py: Python<'_>,
         work: impl FnOnce(&mut Session) -> Result<T, KuraError> + Send,
     ) -> PyResult<T> {
+        self.stop_stream();
         let state = self.state.clone();
         let done = run_released(py, &self.cancel, move || {
             let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
@@ -54,6 +69,57 @@ impl PyConnection {
         })?;
         done.map_err(|()| closed())?.map_err(db_error)
     }
+
+    /// Starts `sql` (one query) streaming on a thread of its own, with `params` bound.
+    fn start_stream(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        params: Option<&Bound<'_, PyAny>>,
+        capacity: usize,
+    ) -> PyResult<Arc<Pipe>> {
+        let job = match params.filter(|p| !p.is_none()) {
+            None => Job::Text(sql.to_string()),
+            Some(params) => {
+                let (prepared, values) = self.prepare_bound(py, sql, params)?;
+                Job::Prepared(Box::new(prepared), values)
+            }
+        };
+        self.stop_stream();
+        let pipe = crate::stream::start(self.state.clone(), job, capacity)
+            .map_err(|e| InternalError::new_err(format!("starting the query's thread: {e}")))?;
+        *self.active.lock().unwrap_or_else(|p| p.into_inner()) = Some(pipe.clone());
+        Ok(pipe)
+    }
+
+    /// `sql` prepared, with `params` (a sequence) bound to its placeholders.
+    fn prepare_bound(
+        &self,
+        py: Python<'_>,
+        sql: &str,
+        params: &Bound<'_, PyAny>,
+    ) -> PyResult<(kura::Prepared, Vec<Value>)> {
+        if !is_sequence(params) {
+            return Err(ProgrammingError::new_err(
+                "parameters must be a sequence (a list or tuple) of values",
+            ));
+        }
+        let (sql, count) =
+            crate::qmark::number_placeholders(sql).map_err(|m| db_error_with("42601", m))?;
+        let prepared = self.with_session(py, |s| s.prepare(&sql))?;
+        let values = bind(params, count, &prepared.param_types)?;
+        Ok((prepared, values))
+    }
+}
+
+/// The statements `sql` holds and whether the last is a query (a SELECT, VALUES, TABLE, or
+/// set operation of them), parsed without a session.
+fn classify(sql: &str) -> Result<(usize, bool), KuraError> {
+    kura::stack::on_statement_stack(|| {
+        let statements = kura::session::parse(sql)?;
+        let query = matches!(statements.last(), Some(sqlparser::ast::Statement::Query(_)));
+        Ok((statements.len(), query))
+    })
 }
 
 /// The parameters' values for a statement of `count` placeholders, typed as far as the
@@ -106,7 +172,73 @@ impl PyConnection {
             state: Arc::new(Mutex::new(Some((db, session)))),
             cancel,
             path,
+            active: Mutex::new(None),
+            is_closed: AtomicBool::new(false),
         })
+    }
+
+    /// How many statements `sql` holds and whether the last one is a query; a syntax error
+    /// raises.
+    fn classify(&self, py: Python<'_>, sql: &str) -> PyResult<(usize, bool)> {
+        let sql = sql.to_string();
+        py.detach(move || classify(&sql)).map_err(db_error)
+    }
+
+    /// Runs every statement of `sql` but the last; returns the last one's text.
+    fn run_leading(&self, py: Python<'_>, sql: &str) -> PyResult<String> {
+        self.with_session(py, |s| {
+            kura::stack::on_statement_stack(|| {
+                let statements = kura::session::parse(sql)?;
+                let Some((last, before)) = statements.split_last() else {
+                    return Err(KuraError::Syntax("empty query".into()));
+                };
+                for stmt in before {
+                    s.execute_statement(stmt)?;
+                }
+                Ok(last.to_string())
+            })
+        })
+    }
+
+    /// The columns (name, type) one statement would return, without running it.
+    fn describe(&self, py: Python<'_>, sql: &str) -> PyResult<Vec<(String, String)>> {
+        let (sql, _) =
+            crate::qmark::number_placeholders(sql).map_err(|m| db_error_with("42601", m))?;
+        let prepared = self.with_session(py, |s| s.prepare(&sql))?;
+        Ok(prepared
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.data_type.to_string().to_lowercase()))
+            .collect())
+    }
+
+    /// Runs one query and returns its rows as a pyarrow Table of chunks of `chunk_rows`,
+    /// converted while the query runs.
+    #[pyo3(signature = (sql, params=None, chunk_rows=crate::result::ARROW_CHUNK_ROWS))]
+    fn arrow_table<'py>(
+        &self,
+        py: Python<'py>,
+        sql: &str,
+        params: Option<&Bound<'py, PyAny>>,
+        chunk_rows: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let pipe = self.start_stream(py, sql, params, crate::stream::UNBOUNDED)?;
+        crate::arrow_out::table(py, pipe, &self.cancel, chunk_rows)
+    }
+
+    /// Starts one query and returns a pyarrow RecordBatchReader of its rows in chunks of
+    /// about `chunk_rows`. The query holds the connection until it is read to its end or
+    /// the reader is let go of; another statement on the connection ends it.
+    #[pyo3(signature = (sql, params=None, chunk_rows=crate::result::ARROW_CHUNK_ROWS))]
+    fn arrow_reader<'py>(
+        &self,
+        py: Python<'py>,
+        sql: &str,
+        params: Option<&Bound<'py, PyAny>>,
+        chunk_rows: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let pipe = self.start_stream(py, sql, params, crate::stream::READER_QUEUE)?;
+        crate::arrow_out::reader(py, pipe, &self.cancel, chunk_rows)
     }
 
     /// The database file.
@@ -131,15 +263,7 @@ impl PyConnection {
                 Ok(all.pop().unwrap_or_else(|| QueryResult::command("")))
             })?,
             Some(params) => {
-                if !is_sequence(params) {
-                    return Err(ProgrammingError::new_err(
-                        "parameters must be a sequence (a list or tuple) of values",
-                    ));
-                }
-                let (sql, count) = crate::qmark::number_placeholders(sql)
-                    .map_err(|m| db_error_with("42601", m))?;
-                let prepared = self.with_session(py, |s| s.prepare(&sql))?;
-                let values = bind(params, count, &prepared.param_types)?;
+                let (prepared, values) = self.prepare_bound(py, sql, params)?;
                 self.with_session(py, move |s| s.execute_prepared(&prepared, &values))?
             }
         };
@@ -235,6 +359,8 @@ impl PyConnection {
 
     /// Closes the session and the database (a transaction still open is rolled back).
     fn close(&self, py: Python<'_>) {
+        self.is_closed.store(true, Ordering::Relaxed);
+        self.stop_stream();
         let state = self.state.clone();
         py.detach(move || {
             let taken = state.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -245,9 +371,6 @@ impl PyConnection {
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.is_closed.load(Ordering::Relaxed)
     }
 }

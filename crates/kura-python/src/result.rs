@@ -16,7 +16,7 @@ use crate::errors::db_error;
 use crate::values::row_to_python;
 
 /// Rows per Arrow chunk handed to Python (DuckDB's row-group size).
-const ARROW_CHUNK_ROWS: usize = 122_880;
+pub const ARROW_CHUNK_ROWS: usize = 122_880;
 
 /// What one statement returned.
 #[pyclass(module = "kura._kura", name = "Result", frozen)]
@@ -135,10 +135,17 @@ impl PyQueryResult {
         Ok(out)
     }
 
-    /// The rows from `start` on as a pyarrow Table. The batches move into Arrow: rows can be
-    /// read either way, but after this call no longer by `rows`.
-    fn arrow<'py>(&self, py: Python<'py>, start: usize) -> PyResult<Bound<'py, PyAny>> {
-        let taken = std::mem::take(&mut *self.batches.lock().unwrap_or_else(|p| p.into_inner()));
+    /// The rows from `start` on as a pyarrow Table. The batches move into Arrow unless `keep`
+    /// (then they are copied): rows can be read either way, but after a move no longer by
+    /// `rows`.
+    #[pyo3(signature = (start, keep=false))]
+    fn arrow<'py>(&self, py: Python<'py>, start: usize, keep: bool) -> PyResult<Bound<'py, PyAny>> {
+        let mut held = self.batches.lock().unwrap_or_else(|p| p.into_inner());
+        let taken = match keep {
+            true => held.clone(),
+            false => std::mem::take(&mut *held),
+        };
+        drop(held);
         let columns: Vec<(String, DataType, bool)> = self
             .columns
             .iter()

@@ -5,7 +5,11 @@
     kura.tpch.load(con, sf=0.1)
     con.sql("select l_returnflag, count(*) from lineitem group by 1").fetchall()
     con.sql("select * from nation").df()   # pandas; .arrow() for pyarrow, .pl() for polars
+    con.table("nation").filter("n_regionkey = 1").project("n_name").fetchall()
     con.register("people", some_dataframe) # query a DataFrame or Arrow table by name
+
+`Connection.sql` and `Connection.table` give lazy relations (see `kura.relation`): composing
+them runs nothing, reading their rows runs the query, again on every read.
 
 PEP 249 (DB-API 2.0): `connect`, `Connection.cursor()`, `Cursor.execute(sql, params)`,
 `executemany`, `fetchone/fetchmany/fetchall`, `description`, `rowcount`, and the exception
@@ -22,7 +26,8 @@ import shutil
 import tempfile
 import weakref
 
-from . import _kura
+from . import _kura, relation
+from ._arrow import arrow_module, to_pandas, to_polars
 from ._kura import (  # noqa: F401  (PEP 249's exception classes)
     DatabaseError,
     DataError,
@@ -35,6 +40,8 @@ from ._kura import (  # noqa: F401  (PEP 249's exception classes)
     ProgrammingError,
     Warning,
 )
+
+from .relation import Relation  # noqa: E402
 
 __version__ = _kura.__version__
 apilevel = "2.0"
@@ -64,19 +71,11 @@ def _description(columns):
     return [(name, type_name, None, None, None, None, None) for name, type_name in columns]
 
 
-def _arrow_module():
-    try:
-        import pyarrow
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise InterfaceError("results as Arrow need pyarrow: pip install pyarrow") from e
-    return pyarrow
-
-
 def _to_arrow(data):
     """A Python object registered as a table, as something with an Arrow C stream."""
     if hasattr(data, "__arrow_c_stream__"):
         return data
-    pa = _arrow_module()
+    pa = arrow_module()
     module = type(data).__module__.split(".")[0]
     if module == "pandas":
         return pa.Table.from_pandas(data, preserve_index=False)
@@ -133,7 +132,7 @@ class _Rows:
     def arrow(self):
         """The remaining rows as a pyarrow Table."""
         r = self._need_rows()
-        _arrow_module()
+        arrow_module()
         table = r.arrow(self._pos)
         self._pos = r.num_rows
         return table
@@ -141,27 +140,15 @@ class _Rows:
     fetch_arrow_table = arrow
 
     def df(self):
-        """The remaining rows as a pandas DataFrame. As DuckDB's `df()` does, DECIMAL becomes
-        float64 and DATE datetime64 (pandas' own types, not a Python object per value);
-        `.arrow().to_pandas()` keeps `Decimal` and `date` objects."""
-        pa = _arrow_module()
-        table = self.arrow()
-        schema = pa.schema([
-            f.with_type(pa.float64()) if pa.types.is_decimal(f.type) else f for f in table.schema
-        ])
-        if schema != table.schema:
-            table = table.cast(schema)
-        return table.to_pandas(date_as_object=False)
+        """The remaining rows as a pandas DataFrame (DECIMAL as float64, DATE as datetime64,
+        as DuckDB's `df()`); `.arrow().to_pandas()` keeps `Decimal` and `date` objects."""
+        return to_pandas(self.arrow())
 
     fetchdf = df
 
     def pl(self):
         """The remaining rows as a polars DataFrame (needs polars)."""
-        try:
-            import polars
-        except ImportError as e:
-            raise InterfaceError("results as polars need polars: pip install polars") from e
-        return polars.from_arrow(self.arrow())
+        return to_polars(self.arrow())
 
     def __iter__(self):
         while True:
@@ -219,59 +206,6 @@ class Cursor(_Rows):
         self.close()
 
 
-class Relation(_Rows):
-    """A query's result (`Connection.sql`): rows as tuples, or `.arrow()`, `.df()`, `.pl()`.
-
-    The statement ran when `sql` was called. Read once, the rows are gone; reading again
-    runs the query again (as a DuckDB relation does)."""
-
-    arraysize = 1024
-
-    def __init__(self, connection, sql, result):
-        super().__init__(result)
-        self._connection = connection
-        self._sql = sql
-
-    def _need_rows(self):
-        r = super()._need_rows()
-        if self._pos >= r.num_rows and self._pos > 0:
-            self._result = self._connection._native_open().execute(self._sql)
-            self._pos = 0
-            r = self._result
-        return r
-
-    @property
-    def columns(self):
-        return [name for name, _ in self._result.columns]
-
-    @property
-    def types(self):
-        return [type_name for _, type_name in self._result.columns]
-
-    def __len__(self):
-        return self._result.num_rows
-
-    def show(self, max_rows=20):
-        print(self._render(max_rows))
-
-    def _render(self, max_rows=20):
-        r = self._result
-        rows = r.rows(0, max_rows)
-        header = [name for name, _ in r.columns]
-        cells = [[("NULL" if v is None else str(v)) for v in row] for row in rows]
-        widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(header)]
-        line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-        out = [line, "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |", line]
-        out += ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
-        out.append(line)
-        if r.num_rows > max_rows:
-            out.append(f"({r.num_rows} rows, {max_rows} shown)")
-        return "\n".join(out)
-
-    def __repr__(self):
-        return self._render()
-
-
 class Connection:
     """A kura database open in this process (see `connect`)."""
 
@@ -324,17 +258,20 @@ class Connection:
     def executemany(self, sql, seq_of_parameters):
         return self.cursor().executemany(sql, seq_of_parameters)
 
-    def sql(self, query, params=None):
-        """Runs `query`; returns a Relation for a statement with rows, else None."""
-        result = self._native_open().execute(query, params)
-        if not result.has_rows:
-            return None
-        return Relation(self, query, result)
+    def sql(self, query, params=None, *, alias=None):
+        """A lazy Relation for a query (SELECT, VALUES, WITH, ...): it runs when its rows are
+        read, again on every read. Another statement runs now: a Relation holding its rows
+        if it returns some (SHOW, EXPLAIN, RETURNING), else None. In a text of several
+        statements the ones before the last run now."""
+        return relation.query(self, query, params, alias)
 
     query = sql
 
     def table(self, name):
-        return self.sql(f'SELECT * FROM "{name}"')
+        """The table (or view) `name` as a lazy Relation."""
+        return relation.table(self, name)
+
+    view = table
 
     def register(self, name, data):
         """Makes `data` (pandas or polars DataFrame, pyarrow Table, dict of columns)
