@@ -50,6 +50,9 @@ pub struct ScopeCol {
     pub name: String,
     pub id: ColId,
     pub ty: DataType,
+    /// A join's input column that `JOIN ... USING` merged into one output column: still
+    /// reachable by its table's name (`a.x`, `a.*`), but not as `x` nor by `*`.
+    pub qualified_only: bool,
 }
 
 /// The columns a FROM clause makes visible.
@@ -63,7 +66,11 @@ impl Scope {
         self.cols
             .iter()
             .filter(|c| {
-                c.name == name && qualifier.is_none_or(|q| c.qualifier.as_deref() == Some(q))
+                c.name == name
+                    && match qualifier {
+                        None => !c.qualified_only,
+                        Some(q) => c.qualifier.as_deref() == Some(q),
+                    }
             })
             .collect()
     }
@@ -413,6 +420,7 @@ impl<'a> Binder<'a> {
                 name,
                 id,
                 ty: c.data_type,
+                qualified_only: false,
             });
         }
         Ok((
@@ -448,6 +456,7 @@ impl<'a> Binder<'a> {
                 name: n,
                 id: *id,
                 ty: self.cols.ty(*id),
+                qualified_only: false,
             });
         }
         Ok((q.plan, scope))

@@ -375,6 +375,7 @@ impl Binder<'_> {
                 name: name.clone(),
                 id: vid,
                 ty: vt,
+                qualified_only: false,
             });
             names.push(name);
         }
@@ -407,7 +408,7 @@ impl Binder<'_> {
 
     /// `scope`'s columns carried through a projection under fresh ids, and
     /// the scope that names them.
-    fn carry(&mut self, scope: &Scope) -> (Vec<(PhysExpr, ColId)>, Scope) {
+    pub(crate) fn carry(&mut self, scope: &Scope) -> (Vec<(PhysExpr, ColId)>, Scope) {
         let mut out = scope.clone();
         let exprs = out
             .cols

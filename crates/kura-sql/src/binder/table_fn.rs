@@ -277,6 +277,7 @@ impl Binder<'_> {
                 name: n,
                 id,
                 ty: *t,
+                qualified_only: false,
             });
         }
         let rows = match rows {

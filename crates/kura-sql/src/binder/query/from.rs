@@ -38,6 +38,8 @@ impl Binder<'_> {
                 };
                 let mut merged = scope.clone();
                 merged.cols.extend(rscope.cols.clone());
+                // `USING (x)`: the pairs of columns merged into one output `x`.
+                let mut using: Vec<(ScopeCol, ScopeCol, Pos)> = Vec::new();
                 let on = match constraint {
                     None | Some(ast::JoinConstraint::None) => Vec::new(),
                     Some(ast::JoinConstraint::On(e)) => {
@@ -81,6 +83,7 @@ impl Binder<'_> {
                                 col(r.id, r.ty),
                                 pos,
                             )?);
+                            using.push(((*l).clone(), (*r).clone(), pos));
                         }
                         v
                     }
@@ -106,6 +109,14 @@ impl Binder<'_> {
                     }
                 };
                 scope = merged;
+                if !using.is_empty() {
+                    let kind = match (jt, swap) {
+                        (JoinType::Full, _) => UsingSide::Either,
+                        (_, true) => UsingSide::Right,
+                        _ => UsingSide::Left,
+                    };
+                    (plan, scope) = self.merge_using(plan, scope, &using, kind)?;
+                }
             }
             acc = Some(match acc {
                 None => (plan, scope),
@@ -178,6 +189,8 @@ impl Binder<'_> {
             } => {
                 let (p, mut s) = self.bind_from(std::slice::from_ref(table_with_joins), outer)?;
                 if let Some(a) = alias {
+                    // The alias names the join's output: USING's merged-away inputs go.
+                    s.cols.retain(|c| !c.qualified_only);
                     for c in &mut s.cols {
                         c.qualifier = Some(norm(&a.name));
                     }
@@ -189,5 +202,81 @@ impl Binder<'_> {
                 span_pos(other),
             )),
         }
+    }
+}
+
+/// Which input a `JOIN ... USING` column takes its value from.
+#[derive(Clone, Copy)]
+enum UsingSide {
+    /// Inner and left joins: the left input's (never NULL where the row matched).
+    Left,
+    /// Right joins: the right input's.
+    Right,
+    /// Full joins: whichever is not NULL (`COALESCE(l, r)`).
+    Either,
+}
+
+impl Binder<'_> {
+    /// The scope of `a JOIN b USING (x, ...)` as PostgreSQL makes it: each USING column once
+    /// and first (`x`, of the common type), then the other columns of the left and right
+    /// inputs; the inputs' own `x` stay reachable as `a.x` / `b.x` only.
+    fn merge_using(
+        &mut self,
+        plan: Logical,
+        scope: Scope,
+        using: &[(ScopeCol, ScopeCol, Pos)],
+        side: UsingSide,
+    ) -> SqlResult<(Logical, Scope)> {
+        let is_pair_member = |c: &ScopeCol| {
+            using
+                .iter()
+                .any(|(l, r, _)| (c.id == l.id || c.id == r.id) && c.name == l.name)
+        };
+        // A column of the join's scope is carried through a projection under a new id;
+        // the merged values are computed from the join's own columns.
+        let (mut exprs, carried) = self.carry(&scope);
+        let mut cols = Vec::with_capacity(carried.cols.len() + using.len());
+        for (l, r, pos) in using {
+            let ty = super::super::types::common_type(l.ty, r.ty).ok_or_else(|| {
+                SqlError::mismatch(
+                    format!(
+                        "JOIN/USING types {} and {} cannot be matched for column \"{}\"",
+                        l.ty, r.ty, l.name
+                    ),
+                    *pos,
+                )
+            })?;
+            let value = |c: &ScopeCol| super::super::types::coerce(col(c.id, c.ty), ty, *pos);
+            let e = match side {
+                UsingSide::Left => value(l)?,
+                UsingSide::Right => value(r)?,
+                UsingSide::Either => PhysExpr::Func {
+                    func: kura_exec::expr::ScalarFunc::Coalesce,
+                    args: vec![value(l)?, value(r)?],
+                    data_type: ty,
+                },
+            };
+            let id = self.cols.add(&l.name, ty);
+            exprs.push((e, id));
+            cols.push(ScopeCol {
+                qualifier: None,
+                name: l.name.clone(),
+                id,
+                ty,
+                qualified_only: false,
+            });
+        }
+        for (c, original) in carried.cols.iter().zip(&scope.cols) {
+            let mut c = c.clone();
+            if is_pair_member(original) {
+                c.qualified_only = true;
+            }
+            cols.push(c);
+        }
+        let plan = Logical::Project {
+            input: Box::new(plan),
+            exprs,
+        };
+        Ok((plan, Scope { cols }))
     }
 }

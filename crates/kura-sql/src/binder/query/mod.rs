@@ -316,6 +316,7 @@ impl Binder<'_> {
                     name: n.clone(),
                     id: *id,
                     ty: self.cols.ty(*id),
+                    qualified_only: false,
                 })
                 .collect(),
         };

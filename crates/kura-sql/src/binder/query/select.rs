@@ -78,7 +78,7 @@ impl Binder<'_> {
                     for c in scope
                         .cols
                         .iter()
-                        .filter(|c| !crate::binder::is_hidden(&c.name))
+                        .filter(|c| !crate::binder::is_hidden(&c.name) && !c.qualified_only)
                     {
                         items.push((c.name.clone(), col(c.id, c.ty), Pos::default()));
                     }
