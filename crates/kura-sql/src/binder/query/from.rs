@@ -60,35 +60,29 @@ impl Binder<'_> {
                         v
                     }
                     Some(ast::JoinConstraint::Using(names)) => {
-                        let mut v = Vec::new();
+                        let mut named = Vec::new();
                         for n in names {
-                            let (name, pos) = match n.0.last() {
+                            match n.0.last() {
                                 Some(ast::ObjectNamePart::Identifier(i)) => {
-                                    (norm(i), crate::binder::pos_of(i))
+                                    named.push((norm(i), crate::binder::pos_of(i)))
                                 }
                                 _ => return Err(SqlError::Syntax("bad USING column".into())),
-                            };
-                            let l = scope.lookup(None, &name);
-                            let r = rscope.lookup(None, &name);
-                            let (Some(l), Some(r)) = (l.first(), r.first()) else {
-                                return Err(SqlError::UnknownColumn {
-                                    name,
-                                    pos,
-                                    suggestion: None,
-                                });
-                            };
-                            v.push(self.comparison(
-                                kura_exec::expr::BinaryOp::Eq,
-                                col(l.id, l.ty),
-                                col(r.id, r.ty),
-                                pos,
-                            )?);
-                            using.push(((*l).clone(), (*r).clone(), pos));
+                            }
                         }
-                        v
+                        self.using_pairs(&scope, &rscope, &named, &mut using)?
                     }
                     Some(ast::JoinConstraint::Natural) => {
-                        return Err(SqlError::unsupported("NATURAL JOIN", span_pos(&j.relation)))
+                        // NATURAL: USING every column name both sides show (none: a
+                        // cross product), in the left side's order.
+                        let pos = span_pos(&j.relation);
+                        let mut named: Vec<(String, Pos)> = Vec::new();
+                        for c in scope.cols.iter().filter(|c| visible(c)) {
+                            let shared = rscope.cols.iter().any(|r| visible(r) && r.name == c.name);
+                            if shared && !named.iter().any(|(n, _)| *n == c.name) {
+                                named.push((c.name.clone(), pos));
+                            }
+                        }
+                        self.using_pairs(&scope, &rscope, &named, &mut using)?
                     }
                 };
                 plan = if swap {
@@ -205,6 +199,11 @@ impl Binder<'_> {
     }
 }
 
+/// Whether a column is one `SELECT *` shows (what NATURAL JOIN matches by name).
+fn visible(c: &ScopeCol) -> bool {
+    !c.qualified_only && !crate::binder::is_hidden(&c.name)
+}
+
 /// Which input a `JOIN ... USING` column takes its value from.
 #[derive(Clone, Copy)]
 enum UsingSide {
@@ -217,6 +216,37 @@ enum UsingSide {
 }
 
 impl Binder<'_> {
+    /// The equality conditions of `USING (named)` between the two sides, each pair of
+    /// columns noted in `using`.
+    fn using_pairs(
+        &mut self,
+        left: &Scope,
+        right: &Scope,
+        named: &[(String, Pos)],
+        using: &mut Vec<(ScopeCol, ScopeCol, Pos)>,
+    ) -> SqlResult<Vec<PhysExpr>> {
+        let mut on = Vec::new();
+        for (name, pos) in named {
+            let l = left.lookup(None, name);
+            let r = right.lookup(None, name);
+            let (Some(l), Some(r)) = (l.first(), r.first()) else {
+                return Err(SqlError::UnknownColumn {
+                    name: name.clone(),
+                    pos: *pos,
+                    suggestion: None,
+                });
+            };
+            on.push(self.comparison(
+                kura_exec::expr::BinaryOp::Eq,
+                col(l.id, l.ty),
+                col(r.id, r.ty),
+                *pos,
+            )?);
+            using.push(((*l).clone(), (*r).clone(), *pos));
+        }
+        Ok(on)
+    }
+
     /// The scope of `a JOIN b USING (x, ...)` as PostgreSQL makes it: each USING column once
     /// and first (`x`, of the common type), then the other columns of the left and right
     /// inputs; the inputs' own `x` stay reachable as `a.x` / `b.x` only.
