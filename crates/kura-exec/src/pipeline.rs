@@ -86,6 +86,10 @@ pub trait Source: Send + Sync {
     fn supply(&self, read: &crate::source::FileRead, data: runtime::AlignedBuf) {
         let _ = (read, data);
     }
+    /// Drops a supplied range the morsel has not used.
+    fn discard(&self, read: &crate::source::FileRead) {
+        let _ = read;
+    }
     /// Bytes of a structure every morsel probes again (an index's nodes): what a
     /// cache-sensitive pipeline would keep in the LLC.
     fn reused_bytes(&self) -> u64 {
@@ -186,6 +190,9 @@ struct Run {
     error: Mutex<Option<ExecError>>,
     /// How many morsels ahead a scan task reads ahead (0: no read-ahead).
     read_ahead: AtomicUsize,
+    /// Morsels whose file ranges are read ahead and not yet decoded (see
+    /// [`Run::take_file_slot`]).
+    file_morsels: AtomicUsize,
     /// The pipeline's cache class, when classes or the scan policy are on.
     class: Option<CacheClass>,
     /// Out-of-order mode, for a sink with [`Sink::local_per_worker`]: each
@@ -294,6 +301,7 @@ impl Pipeline {
             stopped: AtomicBool::new(false),
             error: Mutex::new(None),
             read_ahead: AtomicUsize::new(0),
+            file_morsels: AtomicUsize::new(0),
             class,
             worker_locals: Mutex::new(Vec::new()),
         });
@@ -535,6 +543,17 @@ impl Run {
         next.max(from + 1)
     }
 
+    /// A place among the few morsels whose file ranges may be read ahead at once (a few
+    /// per worker), held until the morsel has run: every morsel's task starts at once, and
+    /// unbounded, their reads would bring the whole file into memory before any is
+    /// decoded. `None` when all are taken: the morsel then reads as it decodes.
+    fn take_file_slot(&self) -> Option<FileSlot<'_>> {
+        let limit = std::thread::available_parallelism().map_or(2, |n| n.get()) * 2;
+        let taken = self.file_morsels.fetch_add(1, Ordering::AcqRel);
+        let slot = FileSlot(&self.file_morsels);
+        (taken < limit).then_some(slot)
+    }
+
     /// One morsel as a task: fixes its pages asynchronously (all at once, so its
     /// reads are in flight together), then runs it over the now resident pages.
     /// With read-ahead on, it first starts the reads of the morsel `read_ahead`
@@ -550,8 +569,12 @@ impl Run {
             }
         }
         let reads = self.charged(|| self.source.file_reads(morsel));
-        if !reads.is_empty() {
-            read_files(self.source.as_ref(), reads).await?;
+        let _file_slot = match reads.is_empty() {
+            false => self.take_file_slot(),
+            true => None,
+        };
+        if _file_slot.is_some() {
+            read_files(self.source.as_ref(), &reads).await?;
         }
         let mut pinned = Vec::new();
         let mut next = self.charged(|| self.source.pages_for(morsel));
@@ -600,6 +623,13 @@ impl Run {
             None => self.sink.local(),
         };
         let ran = self.morsel(morsel, &mut local);
+        if _file_slot.is_some() {
+            // What the morsel did not decode (a filter rejected every row before a column
+            // was needed) is not kept for later.
+            for r in &reads {
+                self.source.discard(r);
+            }
+        }
         let local = match worker {
             Some(w) => {
                 self.put_worker_local(w, local);
@@ -719,11 +749,20 @@ impl Run {
     }
 }
 
+/// A morsel's place among those reading file ranges ahead; given back when dropped.
+struct FileSlot<'a>(&'a AtomicUsize);
+
+impl Drop for FileSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 type ReadFuture = Pin<Box<dyn Future<Output = std::io::Result<runtime::AlignedBuf>> + Send>>;
 
 /// Reads every range concurrently from one task (on a worker, all onto its io_uring before
 /// the task suspends) and hands each to the source as it completes.
-async fn read_files(source: &dyn Source, reads: Vec<crate::source::FileRead>) -> ExecResult<()> {
+async fn read_files(source: &dyn Source, reads: &[crate::source::FileRead]) -> ExecResult<()> {
     let mut pending: Vec<Option<ReadFuture>> = reads
         .iter()
         .map(|r| {

@@ -131,6 +131,9 @@ impl TableSource for SampledTable {
     fn supply(&self, read: &crate::source::FileRead, data: crate::runtime::AlignedBuf) {
         self.inner.supply(read, data)
     }
+    fn discard(&self, read: &crate::source::FileRead) {
+        self.inner.discard(read)
+    }
     fn pages(&self, col: usize, rows: Range<u64>) -> Vec<PageId> {
         self.inner.pages(col, rows)
     }

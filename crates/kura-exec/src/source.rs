@@ -89,6 +89,10 @@ pub trait TableSource: Send + Sync {
     fn supply(&self, read: &FileRead, data: crate::runtime::AlignedBuf) {
         let _ = (read, data);
     }
+    /// Drops a supplied range that was not decoded (its rows were all filtered out first).
+    fn discard(&self, read: &FileRead) {
+        let _ = read;
+    }
     /// Pages holding rows `rows` of column `col`, in row order (empty when the
     /// table is not stored in pages). An out-of-order scan fixes these
     /// concurrently before decoding the rows.

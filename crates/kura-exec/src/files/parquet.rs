@@ -507,6 +507,9 @@ impl TableSource for ParquetTable {
     fn supply(&self, read: &FileRead, data: AlignedBuf) {
         self.lock_supplied().insert(read.key, data);
     }
+    fn discard(&self, read: &FileRead) {
+        self.lock_supplied().remove(&read.key);
+    }
     fn page_count(&self, col: usize) -> usize {
         let bytes = self.bytes.get(col).copied().unwrap_or(0);
         bytes.div_ceil(COST_PAGE_BYTES).max(1) as usize

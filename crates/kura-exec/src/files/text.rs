@@ -1,11 +1,14 @@
 //! Text files (CSV, JSON) as a table read while the statement runs: when it is planned, one
 //! pass finds where each row group's records are (`split`); each piece is then read with one
-//! positioned read, decoded by an Arrow reader through the converter, and kept only while
+//! read (through the worker's io_uring when the out-of-order scan reads it ahead, else one
+//! positioned read), decoded by an Arrow reader through the converter, and kept only while
 //! the scan works on it — a file larger than memory streams through.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +20,8 @@ use super::split::{split, Piece, Syntax};
 use super::{bad, io_error};
 use crate::arrow::arrow_to_vector;
 use crate::error::{ExecError, ExecResult};
-use crate::source::{ColumnStatistics, SourceColumn, TableSource, Zone};
+use crate::runtime::AlignedBuf;
+use crate::source::{ColumnStatistics, FileRead, SourceColumn, TableSource, Zone};
 
 /// Records per piece (the unit of parallel scanning).
 pub const GROUP_ROWS: usize = 65_536;
@@ -59,6 +63,8 @@ pub struct TextTable {
     name: &'static str,
     pub(crate) columns: Vec<SourceColumn>,
     paths: Vec<PathBuf>,
+    /// The files, open for as long as the table lives.
+    files: Vec<File>,
     pieces: Vec<Piece>,
     /// The pieces' row ranges.
     groups: Vec<Range<u64>>,
@@ -68,6 +74,8 @@ pub struct TextTable {
     /// The columns the statement's scans read (see `TableSource::project`).
     wanted: Mutex<Vec<bool>>,
     cache: DecodeCache<usize, Decoded>,
+    /// Pieces read ahead by the scan (io_uring), by index, until decoded.
+    supplied: Mutex<HashMap<usize, AlignedBuf>>,
 }
 
 impl std::fmt::Debug for TextTable {
@@ -93,17 +101,23 @@ impl TextTable {
         let groups: Vec<Range<u64>> = pieces.iter().map(|p| p.rows.clone()).collect();
         let rows = groups.last().map_or(0, |r| r.end);
         let bytes = pieces.iter().map(|p| p.bytes.end - p.bytes.start).sum();
+        let files = paths
+            .iter()
+            .map(|p| File::open(p).map_err(|e| io_error(p, e)))
+            .collect::<ExecResult<Vec<_>>>()?;
         Ok(TextTable {
             name,
             wanted: Mutex::new(vec![false; columns.len()]),
             columns,
             paths: paths.to_vec(),
+            files,
             pieces,
             groups,
             rows,
             bytes,
             decode,
             cache: DecodeCache::new(pieces_in_flight()),
+            supplied: Mutex::default(),
         })
     }
 
@@ -119,7 +133,7 @@ impl TextTable {
                 // Read without a scan saying what it reads: everything.
                 wanted.fill(true);
             }
-            self.decode_piece(&self.pieces[p], &wanted)
+            self.decode_piece(p, &wanted)
         })
     }
 
@@ -131,18 +145,29 @@ impl TextTable {
         }
         let mut only = vec![false; self.columns.len()];
         only[col] = true;
-        self.decode_piece(&self.pieces[p], &only)?[col]
+        self.decode_piece(p, &only)?[col]
             .clone()
             .ok_or_else(|| ExecError::Internal(format!("{} column {col} not decoded", self.name)))
     }
 
-    fn decode_piece(&self, piece: &Piece, wanted: &[bool]) -> ExecResult<Decoded> {
+    fn lock_supplied(&self) -> std::sync::MutexGuard<'_, HashMap<usize, AlignedBuf>> {
+        self.supplied.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn decode_piece(&self, p: usize, wanted: &[bool]) -> ExecResult<Decoded> {
+        let piece = &self.pieces[p];
         let path = &self.paths[piece.file];
-        let mut buf = vec![0u8; (piece.bytes.end - piece.bytes.start) as usize];
-        File::open(path)
-            .and_then(|f| f.read_exact_at(&mut buf, piece.bytes.start))
-            .map_err(|e| io_error(path, e))?;
-        let data = (self.decode)(path, piece, &buf, wanted)?;
+        let read_ahead = self.lock_supplied().remove(&p);
+        let data = match read_ahead {
+            Some(buf) => (self.decode)(path, piece, &buf, wanted)?,
+            None => {
+                let mut buf = vec![0u8; (piece.bytes.end - piece.bytes.start) as usize];
+                self.files[piece.file]
+                    .read_exact_at(&mut buf, piece.bytes.start)
+                    .map_err(|e| io_error(path, e))?;
+                (self.decode)(path, piece, &buf, wanted)?
+            }
+        };
         let expected = (piece.rows.end - piece.rows.start) as usize;
         let mut out = Vec::with_capacity(data.len());
         for (v, &w) in data.into_iter().zip(wanted) {
@@ -184,6 +209,33 @@ impl TableSource for TextTable {
     }
     fn decodes_whole_groups(&self) -> bool {
         true
+    }
+    fn file_reads(&self, _col: usize, rows: Range<u64>) -> Vec<FileRead> {
+        let first = self.groups.partition_point(|g| g.end <= rows.start);
+        let supplied = self.lock_supplied();
+        let mut reads = Vec::new();
+        for p in first..self.pieces.len() {
+            let piece = &self.pieces[p];
+            if piece.rows.start >= rows.end {
+                break;
+            }
+            if supplied.contains_key(&p) || self.cache.contains(&p) {
+                continue;
+            }
+            reads.push(FileRead {
+                fd: self.files[piece.file].as_raw_fd(),
+                offset: piece.bytes.start,
+                len: (piece.bytes.end - piece.bytes.start) as usize,
+                key: (p, 0),
+            });
+        }
+        reads
+    }
+    fn supply(&self, read: &FileRead, data: AlignedBuf) {
+        self.lock_supplied().insert(read.key.0, data);
+    }
+    fn discard(&self, read: &FileRead) {
+        self.lock_supplied().remove(&read.key.0);
     }
     fn project(&self, columns: &[usize]) {
         let mut wanted = self.wanted.lock().unwrap_or_else(|e| e.into_inner());

@@ -424,6 +424,10 @@ impl Source for ScanSource {
         self.table.supply(read, data)
     }
 
+    fn discard(&self, read: &crate::source::FileRead) {
+        self.table.discard(read)
+    }
+
     fn produce(&self, morsel: usize, ctx: &ExecContext, emit: &mut Emit) -> ExecResult<()> {
         let Some(ranges) = self.morsels.get(morsel) else {
             return Ok(());
