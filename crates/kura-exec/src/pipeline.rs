@@ -758,74 +758,22 @@ impl Drop for FileSlot<'_> {
     }
 }
 
-type ReadFuture = Pin<Box<dyn Future<Output = std::io::Result<runtime::AlignedBuf>> + Send>>;
+/// A boxed future giving a result.
+type BoxedResult<'a, T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'a>>;
 
-/// Reads every range concurrently from one task (on a worker, all onto its io_uring before
-/// the task suspends) and hands each to the source as it completes.
-async fn read_files(source: &dyn Source, reads: &[crate::source::FileRead]) -> ExecResult<()> {
-    let mut pending: Vec<Option<ReadFuture>> = reads
-        .iter()
-        .map(|r| {
-            let buf = runtime::AlignedBuf::new(r.len);
-            Some(Box::pin(runtime::read_exact_at(r.fd, r.offset, buf)) as ReadFuture)
-        })
-        .collect();
+/// Polls every future from one task until all are done (on a worker, every read is
+/// submitted before the task first suspends), their results in order; the first error ends
+/// it.
+async fn all_of<T, E>(futures: Vec<BoxedResult<'_, T, E>>) -> Result<Vec<T>, E> {
+    let mut pending: Vec<_> = futures.into_iter().map(Some).collect();
+    let mut done: Vec<Option<T>> = (0..pending.len()).map(|_| None).collect();
     std::future::poll_fn(|cx| {
         let mut waiting = false;
         for (i, slot) in pending.iter_mut().enumerate() {
             if let Some(fut) = slot {
                 match fut.as_mut().poll(cx) {
-                    Poll::Ready(Ok(data)) => {
-                        source.supply(&reads[i], data);
-                        *slot = None;
-                    }
-                    Poll::Ready(Err(e)) => {
-                        return Poll::Ready(Err(ExecError::File {
-                            code: "58030",
-                            message: format!("could not read file: {e}"),
-                        }))
-                    }
-                    Poll::Pending => waiting = true,
-                }
-            }
-        }
-        if waiting {
-            Poll::Pending
-        } else {
-            Poll::Ready(Ok(()))
-        }
-    })
-    .await
-}
-
-type FixFuture = Pin<Box<dyn Future<Output = StorageResult<PageGuard>> + Send>>;
-
-/// Fixes every page concurrently from one task: all misses are submitted before
-/// the task suspends, and it resumes as their reads complete.
-async fn fix_all(
-    bm: &Arc<BufferManager>,
-    pages: &[PageId],
-) -> StorageResult<(Vec<PageGuard>, u64)> {
-    let read = Arc::new(AtomicU64::new(0));
-    let mut pending: Vec<Option<FixFuture>> = pages
-        .iter()
-        .map(|&page| {
-            let (bm, read) = (bm.clone(), read.clone());
-            Some(Box::pin(async move {
-                let (guard, was_read) = runtime::fix_async_reading(&bm, page).await?;
-                read.fetch_add(u64::from(was_read), Ordering::Relaxed);
-                Ok(guard)
-            }) as FixFuture)
-        })
-        .collect();
-    let mut guards: Vec<Option<PageGuard>> = (0..pages.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut waiting = false;
-        for (i, slot) in pending.iter_mut().enumerate() {
-            if let Some(fut) = slot {
-                match fut.as_mut().poll(cx) {
-                    Poll::Ready(Ok(g)) => {
-                        guards[i] = Some(g);
+                    Poll::Ready(Ok(v)) => {
+                        done[i] = Some(v);
                         *slot = None;
                     }
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
@@ -840,10 +788,48 @@ async fn fix_all(
         }
     })
     .await?;
-    Ok((
-        guards.into_iter().flatten().collect(),
-        read.load(Ordering::Relaxed),
-    ))
+    Ok(done.into_iter().flatten().collect())
+}
+
+/// Reads every range concurrently and hands each to the source.
+async fn read_files(source: &dyn Source, reads: &[crate::source::FileRead]) -> ExecResult<()> {
+    let futures = reads
+        .iter()
+        .map(|r| {
+            let buf = runtime::AlignedBuf::new(r.len);
+            Box::pin(runtime::read_exact_at(r.fd, r.offset, buf)) as BoxedResult<'_, _, _>
+        })
+        .collect();
+    let data = all_of(futures).await.map_err(|e| ExecError::File {
+        code: "58030",
+        message: format!("could not read file: {e}"),
+    })?;
+    for (r, d) in reads.iter().zip(data) {
+        source.supply(r, d);
+    }
+    Ok(())
+}
+
+/// Fixes every page concurrently from one task: all misses are submitted before
+/// the task suspends, and it resumes as their reads complete.
+async fn fix_all(
+    bm: &Arc<BufferManager>,
+    pages: &[PageId],
+) -> StorageResult<(Vec<PageGuard>, u64)> {
+    let read = Arc::new(AtomicU64::new(0));
+    let futures = pages
+        .iter()
+        .map(|&page| {
+            let (bm, read) = (bm.clone(), read.clone());
+            Box::pin(async move {
+                let (guard, was_read) = runtime::fix_async_reading(&bm, page).await?;
+                read.fetch_add(u64::from(was_read), Ordering::Relaxed);
+                Ok(guard)
+            }) as BoxedResult<'_, _, _>
+        })
+        .collect();
+    let guards = all_of(futures).await?;
+    Ok((guards, read.load(Ordering::Relaxed)))
 }
 
 /// How many morsels ahead of itself a scan task reads ahead: past the morsels

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use kura_common::Vector;
 
+use crate::runtime::AlignedBuf;
+
 use crate::error::ExecResult;
 
 type Cell<V> = Arc<OnceLock<ExecResult<Arc<V>>>>;
@@ -62,6 +64,29 @@ impl<K: Hash + Eq + Clone, V> DecodeCache<K, V> {
             }
         };
         cell.get_or_init(|| decode().map(Arc::new)).clone()
+    }
+}
+
+/// Pieces of a file the scan read ahead (through io_uring), by key, until they are decoded or
+/// the morsel that read them is done.
+pub(crate) struct ReadAhead<K>(Mutex<HashMap<K, AlignedBuf>>);
+
+impl<K: Hash + Eq> ReadAhead<K> {
+    pub fn new() -> ReadAhead<K> {
+        ReadAhead(Mutex::new(HashMap::new()))
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, AlignedBuf>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    pub fn put(&self, key: K, data: AlignedBuf) {
+        self.lock().insert(key, data);
+    }
+    /// The bytes read for `key`, taken out (or dropped, when the caller does not use them).
+    pub fn take(&self, key: &K) -> Option<AlignedBuf> {
+        self.lock().remove(key)
+    }
+    pub fn holds(&self, key: &K) -> bool {
+        self.lock().contains_key(key)
     }
 }
 

@@ -3,12 +3,11 @@
 //! query reads) through the Arrow converter, and each row group's statistics a zone map, so
 //! a filter's constant skips the row groups that cannot match.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef};
 use kura_common::{DataType, Vector};
@@ -19,7 +18,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{Encoding, Type as PhysicalType};
 
-use super::cache::{pieces_in_flight, stitch, DecodeCache};
+use super::cache::{pieces_in_flight, stitch, DecodeCache, ReadAhead};
 use super::prefetched::Prefetched;
 use super::{bad, io_error};
 use crate::arrow::{arrow_to_vector, kura_type, parquet_interval};
@@ -65,7 +64,7 @@ pub struct ParquetTable {
     /// The row groups' row ranges.
     ranges: Vec<Range<u64>>,
     /// Column chunks read ahead by the scan (io_uring), by (row group, column), until decoded.
-    supplied: Mutex<HashMap<(usize, usize), AlignedBuf>>,
+    supplied: ReadAhead<(usize, usize)>,
 }
 
 impl std::fmt::Debug for ParquetTable {
@@ -185,7 +184,7 @@ impl ParquetTable {
         Ok(ParquetTable {
             cache: DecodeCache::new(columns.len().max(1) * pieces_in_flight()),
             ranges: groups.iter().map(|g| g.rows.clone()).collect(),
-            supplied: Mutex::default(),
+            supplied: ReadAhead::new(),
             columns,
             files,
             groups,
@@ -198,10 +197,6 @@ impl ParquetTable {
     /// The files read, in order.
     pub fn paths(&self) -> Vec<&Path> {
         self.files.iter().map(|f| f.path.as_path()).collect()
-    }
-
-    fn lock_supplied(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, usize), AlignedBuf>> {
-        self.supplied.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Column `col` of row group `g` as Arrow decoded it, once while it stays in the cache:
@@ -229,7 +224,7 @@ impl ParquetTable {
         let f = &self.files[group.file];
         let rows = (group.rows.end - group.rows.start) as usize;
         let mask = ProjectionMask::roots(f.meta.parquet_schema(), [f.field[col]]);
-        let read_ahead = self.lock_supplied().remove(&(g, col));
+        let read_ahead = self.supplied.take(&(g, col));
         let chunk = match (read_ahead, leaf_of(f, col)) {
             (Some(data), Some(leaf)) => {
                 let (start, _) = f
@@ -476,7 +471,6 @@ impl TableSource for ParquetTable {
     }
     fn file_reads(&self, col: usize, rows: Range<u64>) -> Vec<FileRead> {
         let first = self.groups.partition_point(|g| g.rows.end <= rows.start);
-        let supplied = self.lock_supplied();
         let mut reads = Vec::new();
         for (g, group) in self.groups.iter().enumerate().skip(first) {
             if group.rows.start >= rows.end {
@@ -486,7 +480,7 @@ impl TableSource for ParquetTable {
             let Some(leaf) = leaf_of(f, col) else {
                 continue;
             };
-            if supplied.contains_key(&(g, col)) || self.cache.contains(&(g, col)) {
+            if self.supplied.holds(&(g, col)) || self.cache.contains(&(g, col)) {
                 continue;
             }
             let (offset, len) = f
@@ -505,10 +499,10 @@ impl TableSource for ParquetTable {
         reads
     }
     fn supply(&self, read: &FileRead, data: AlignedBuf) {
-        self.lock_supplied().insert(read.key, data);
+        self.supplied.put(read.key, data);
     }
     fn discard(&self, read: &FileRead) {
-        self.lock_supplied().remove(&read.key);
+        self.supplied.take(&read.key);
     }
     fn page_count(&self, col: usize) -> usize {
         let bytes = self.bytes.get(col).copied().unwrap_or(0);

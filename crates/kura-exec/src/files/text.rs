@@ -4,7 +4,6 @@
 //! positioned read), decoded by an Arrow reader through the converter, and kept only while
 //! the scan works on it — a file larger than memory streams through.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -15,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use kura_common::Vector;
 
-use super::cache::{pieces_in_flight, stitch, DecodeCache};
+use super::cache::{pieces_in_flight, stitch, DecodeCache, ReadAhead};
 use super::split::{split, Piece, Syntax};
 use super::{bad, io_error};
 use crate::arrow::arrow_to_vector;
@@ -75,7 +74,7 @@ pub struct TextTable {
     wanted: Mutex<Vec<bool>>,
     cache: DecodeCache<usize, Decoded>,
     /// Pieces read ahead by the scan (io_uring), by index, until decoded.
-    supplied: Mutex<HashMap<usize, AlignedBuf>>,
+    supplied: ReadAhead<usize>,
 }
 
 impl std::fmt::Debug for TextTable {
@@ -117,7 +116,7 @@ impl TextTable {
             bytes,
             decode,
             cache: DecodeCache::new(pieces_in_flight()),
-            supplied: Mutex::default(),
+            supplied: ReadAhead::new(),
         })
     }
 
@@ -150,14 +149,10 @@ impl TextTable {
             .ok_or_else(|| ExecError::Internal(format!("{} column {col} not decoded", self.name)))
     }
 
-    fn lock_supplied(&self) -> std::sync::MutexGuard<'_, HashMap<usize, AlignedBuf>> {
-        self.supplied.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn decode_piece(&self, p: usize, wanted: &[bool]) -> ExecResult<Decoded> {
         let piece = &self.pieces[p];
         let path = &self.paths[piece.file];
-        let read_ahead = self.lock_supplied().remove(&p);
+        let read_ahead = self.supplied.take(&p);
         let data = match read_ahead {
             Some(buf) => (self.decode)(path, piece, &buf, wanted)?,
             None => {
@@ -212,14 +207,13 @@ impl TableSource for TextTable {
     }
     fn file_reads(&self, _col: usize, rows: Range<u64>) -> Vec<FileRead> {
         let first = self.groups.partition_point(|g| g.end <= rows.start);
-        let supplied = self.lock_supplied();
         let mut reads = Vec::new();
         for p in first..self.pieces.len() {
             let piece = &self.pieces[p];
             if piece.rows.start >= rows.end {
                 break;
             }
-            if supplied.contains_key(&p) || self.cache.contains(&p) {
+            if self.supplied.holds(&p) || self.cache.contains(&p) {
                 continue;
             }
             reads.push(FileRead {
@@ -232,10 +226,10 @@ impl TableSource for TextTable {
         reads
     }
     fn supply(&self, read: &FileRead, data: AlignedBuf) {
-        self.lock_supplied().insert(read.key.0, data);
+        self.supplied.put(read.key.0, data);
     }
     fn discard(&self, read: &FileRead) {
-        self.lock_supplied().remove(&read.key.0);
+        self.supplied.take(&read.key.0);
     }
     fn project(&self, columns: &[usize]) {
         let mut wanted = self.wanted.lock().unwrap_or_else(|e| e.into_inner());
