@@ -12,6 +12,7 @@ pub mod policies;
 pub mod policy;
 pub mod reuse;
 pub mod sim;
+pub mod sim_config;
 pub mod trace;
 pub mod two_level;
 mod util;

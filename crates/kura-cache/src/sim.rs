@@ -8,60 +8,9 @@ use std::sync::Mutex;
 use crate::error::CacheError;
 use crate::fast::{self, DenseTrace, FastCache};
 use crate::policy::{serve, BlockId, Policy};
-use crate::two_level::{Mode, TwoLevel, TwoLevelStats};
+pub use crate::sim_config::{Level, SimConfig};
+use crate::two_level::{TwoLevel, TwoLevelStats};
 use crate::{make_policy_seeded, DEFAULT_SEED};
-
-/// One cache level: a policy by name and its size in blocks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Level {
-    pub policy: String,
-    pub capacity: usize,
-}
-
-impl Level {
-    pub fn new(policy: impl Into<String>, capacity: usize) -> Self {
-        Self {
-            policy: policy.into(),
-            capacity,
-        }
-    }
-}
-
-/// A single cache (`lower: None`) or an upper cache over a lower one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SimConfig {
-    pub upper: Level,
-    pub lower: Option<(Level, Mode)>,
-    /// Seed of the randomised policies (RAND); the lower level gets `seed + 1`.
-    pub seed: u64,
-}
-
-impl SimConfig {
-    pub fn single(policy: impl Into<String>, capacity: usize) -> Self {
-        Self {
-            upper: Level::new(policy, capacity),
-            lower: None,
-            seed: DEFAULT_SEED,
-        }
-    }
-
-    pub fn two_level(upper: Level, lower: Level, mode: Mode) -> Self {
-        Self {
-            upper,
-            lower: Some((lower, mode)),
-            seed: DEFAULT_SEED,
-        }
-    }
-
-    /// e.g. `lru(1000)` or `lru(1000) / mru(2000) exclusive`.
-    pub fn describe(&self) -> String {
-        let upper = format!("{}({})", self.upper.policy, self.upper.capacity);
-        match &self.lower {
-            None => upper,
-            Some((l, mode)) => format!("{upper} / {}({}) {}", l.policy, l.capacity, mode.name()),
-        }
-    }
-}
 
 /// A configuration and what replaying the trace through it counted. For a single
 /// cache the "upper" counters are the cache's and nothing reaches a lower level.

@@ -117,6 +117,14 @@ pub enum PhysicalType {
 }
 
 impl DataType {
+    /// Decimal scale of the type: digits after the point (0 for every non-decimal type).
+    pub fn decimal_scale(self) -> u8 {
+        match self {
+            DataType::Decimal { scale, .. } => scale,
+            _ => 0,
+        }
+    }
+
     pub fn physical(&self) -> PhysicalType {
         match self {
             DataType::Boolean => PhysicalType::Bool,

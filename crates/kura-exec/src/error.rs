@@ -154,6 +154,31 @@ pub fn integer_name(t: DataType) -> &'static str {
 
 pub type ExecResult<T> = Result<T, ExecError>;
 
+impl From<kura_common::json::JsonError> for ExecError {
+    /// JSON text that does not parse, with PostgreSQL's SQLSTATE.
+    fn from(e: kura_common::json::JsonError) -> Self {
+        ExecError::InvalidArgument {
+            code: e.code,
+            message: e.message,
+        }
+    }
+}
+
+impl ExecError {
+    /// Array text `text` that does not read as an array.
+    pub fn malformed_array(text: &str, e: kura_common::array::ArrayTextError) -> ExecError {
+        match e {
+            kura_common::array::ArrayTextError::Malformed(detail) => ExecError::MalformedArray {
+                text: text.to_string(),
+                detail,
+            },
+            kura_common::array::ArrayTextError::Unsupported(what) => {
+                ExecError::Unsupported(what.to_string())
+            }
+        }
+    }
+}
+
 impl From<kura_storage::StorageError> for ExecError {
     /// A storage failure met while executing: damage (checksum, corrupt page —
     /// SQLSTATE XX001) kept apart from I/O failures.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::{open_perf_group, Counts, GroupReader};
+use crate::counters::{open_perf_group, CounterSource, Counts, GroupReader, PerfSource};
 use crate::events::{Event, Pmu};
 use crate::threads::{own_threads, thread_ending};
 use crate::ProfileError;
@@ -113,6 +113,29 @@ impl Profiler {
     /// The counts since start; closes the counters.
     pub fn stop(mut self) -> Result<Reading, ProfileError> {
         self.read()
+    }
+}
+
+// The counters' interfaces implemented by the profiler (a process-wide group).
+
+impl GroupReader for Profiler {
+    fn read(&mut self) -> Result<Vec<u64>, ProfileError> {
+        let r = Profiler::read(self)?;
+        Ok(self
+            .events()
+            .iter()
+            .map(|e| r.counts.get(*e).unwrap_or(0))
+            .collect())
+    }
+}
+
+impl CounterSource for PerfSource {
+    fn open_group(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
+        open_perf_group(events, 0, false)
+    }
+
+    fn open_process(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
+        Ok(Box::new(Profiler::start(events)?))
     }
 }
 

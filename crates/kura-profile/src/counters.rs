@@ -27,17 +27,6 @@ pub trait CounterSource: Send + Sync {
     fn open_process(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError>;
 }
 
-impl GroupReader for crate::api::Profiler {
-    fn read(&mut self) -> Result<Vec<u64>, ProfileError> {
-        let r = crate::api::Profiler::read(self)?;
-        Ok(self
-            .events()
-            .iter()
-            .map(|e| r.counts.get(*e).unwrap_or(0))
-            .collect())
-    }
-}
-
 /// The kernel's counters, through the perf-event-open crate.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PerfSource;
@@ -229,16 +218,6 @@ pub(crate) fn open_perf_group(
         .enable()
         .map_err(|e| ProfileError::io("enabling a counter group", e))?;
     Ok(Box::new(PerfGroup { group }))
-}
-
-impl CounterSource for PerfSource {
-    fn open_group(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
-        open_perf_group(events, 0, false)
-    }
-
-    fn open_process(&self, events: &[Event]) -> Result<Box<dyn GroupReader>, ProfileError> {
-        Ok(Box::new(crate::api::Profiler::start(events)?))
-    }
 }
 
 /// A source that hands out recorded counter values: each group it opens returns

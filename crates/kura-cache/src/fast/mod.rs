@@ -17,7 +17,7 @@ mod two_q;
 pub use dense::DenseTrace;
 
 use crate::policies::RecencyKind;
-use crate::sim::{Level, SimConfig};
+use crate::sim_config::{Level, SimConfig};
 use crate::two_level::{Mode, Served, TwoLevelStats};
 
 /// Policies with a fast-path port (names as [`crate::make_policy`] accepts them).

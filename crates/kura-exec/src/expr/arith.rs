@@ -8,14 +8,6 @@ use super::arith_narrow;
 use super::BinaryOp;
 use crate::error::{ExecError, ExecResult};
 
-/// Decimal scale of a type (0 for integers and dates).
-pub fn scale_of(dt: DataType) -> u8 {
-    match dt {
-        DataType::Decimal { scale, .. } => scale,
-        _ => 0,
-    }
-}
-
 /// Integer-like values widened to i128 (their scale is the vector type's scale).
 pub fn to_i128(v: &Vector) -> Vec<i128> {
     match &v.data {
@@ -30,7 +22,7 @@ pub fn to_i128(v: &Vector) -> Vec<i128> {
 
 /// Any numeric vector as f64.
 pub fn to_f64(v: &Vector) -> Vec<f64> {
-    let s = scale_of(v.data_type);
+    let s = v.data_type.decimal_scale();
     let div = 10f64.powi(s as i32);
     match &v.data {
         ColumnData::F64(x) => x.clone(),
@@ -184,7 +176,11 @@ pub(super) fn wide(
     validity: Option<Vec<bool>>,
 ) -> ExecResult<Vector> {
     let valid = |i: usize| validity.as_ref().is_none_or(|v| v[i]);
-    let (sa, sb, so) = (scale_of(l.data_type), scale_of(r.data_type), scale_of(out));
+    let (sa, sb, so) = (
+        l.data_type.decimal_scale(),
+        r.data_type.decimal_scale(),
+        out.decimal_scale(),
+    );
     let mut a = to_i128(l);
     let mut b = to_i128(r);
     let overflow =

@@ -11,7 +11,6 @@ use kura_common::decimal::pow10;
 use kura_common::types::PhysicalType;
 use kura_common::{ColumnData, DataType, Value, Vector};
 
-use super::arith::scale_of;
 use crate::expr::BinaryOp;
 
 /// `l op r` in 64-bit arithmetic, or `None` when the 128-bit path must decide
@@ -26,7 +25,11 @@ pub fn arithmetic(
     if !matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) {
         return None;
     }
-    let (sa, sb, so) = (scale_of(l.data_type), scale_of(r.data_type), scale_of(out));
+    let (sa, sb, so) = (
+        l.data_type.decimal_scale(),
+        r.data_type.decimal_scale(),
+        out.decimal_scale(),
+    );
     let a = as_i64(l)?;
     let b = as_i64(r)?;
     if a.len() != b.len() {
@@ -59,7 +62,11 @@ pub fn with_constant(
     if !matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) {
         return None;
     }
-    let (sv, sc, so) = (scale_of(v.data_type), scale_of(c_type), scale_of(out));
+    let (sv, sc, so) = (
+        v.data_type.decimal_scale(),
+        c_type.decimal_scale(),
+        out.decimal_scale(),
+    );
     let c: i64 = match (c, c_type) {
         (Value::Integer(x), t) if t.is_integer() => *x as i64,
         (Value::BigInt(x), t) if t.is_integer() => *x,

@@ -5,55 +5,12 @@
 
 use std::cmp::Ordering;
 
-use kura_common::array::{self, ArrayTextError};
+use kura_common::array;
 use kura_common::{DataType, Value, Vector};
 
-use super::cast::cast_value;
+use super::cast::elements_of;
 use super::{BinaryOp, ScalarFunc};
 use crate::error::{ExecError, ExecResult};
-
-pub(super) fn text_error(text: &str, e: ArrayTextError) -> ExecError {
-    match e {
-        ArrayTextError::Malformed(detail) => ExecError::MalformedArray {
-            text: text.to_string(),
-            detail,
-        },
-        ArrayTextError::Unsupported(what) => ExecError::Unsupported(what.to_string()),
-    }
-}
-
-/// The elements of array text `text` as values of `elem`.
-pub fn array_elements(text: &str, elem: DataType) -> ExecResult<Vec<Value>> {
-    array::parse(text)
-        .map_err(|e| text_error(text, e))?
-        .into_iter()
-        .map(|e| match e {
-            None => Ok(Value::Null),
-            Some(t) => cast_value(&Value::Text(t), elem),
-        })
-        .collect()
-}
-
-/// The elements of a value of array or vector type `t` held as `text`.
-pub fn elements_of(text: &str, t: DataType) -> ExecResult<Vec<Value>> {
-    match t {
-        DataType::Vector(e) => array::parse_vector(text)
-            .map_err(|err| text_error(text, err))?
-            .into_iter()
-            .map(|x| match x {
-                None => Ok(Value::Null),
-                Some(x) => cast_value(&Value::Text(x), e.data_type()),
-            })
-            .collect(),
-        _ => array_elements(text, t.element().unwrap_or(DataType::Varchar(None))),
-    }
-}
-
-/// Array text in any form (`'{1, 2}'`) as the canonical text of an array of
-/// `elem`: what a cast to `elem[]` gives.
-pub fn array_from_text(text: &str, elem: DataType) -> ExecResult<String> {
-    Ok(array::format_values(&array_elements(text, elem)?))
-}
 
 /// The element type of an array-typed argument.
 fn elem_of(v: &Vector) -> ExecResult<DataType> {
@@ -373,21 +330,5 @@ mod tests {
             any_all(BinaryOp::NotEq, true, &Value::Null, &[], false),
             Value::Boolean(true)
         );
-    }
-
-    #[test]
-    fn casts_normalise_array_text() {
-        assert_eq!(
-            array_from_text(" { 1 , 2,NULL}", DataType::Integer).unwrap(),
-            "{1,2,NULL}"
-        );
-        assert!(matches!(
-            array_from_text("{a}", DataType::Integer),
-            Err(ExecError::InvalidText { .. })
-        ));
-        assert!(matches!(
-            array_from_text("1", DataType::Integer),
-            Err(ExecError::MalformedArray { .. })
-        ));
     }
 }

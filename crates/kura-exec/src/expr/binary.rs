@@ -118,7 +118,7 @@ fn text(v: &Value) -> Option<&str> {
 pub fn call(f: BinaryFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
     let bytea_arg = args.first().is_some_and(|a| a.data_type == DataType::Bytea);
     let mut rng = rand::thread_rng();
-    super::func::row_by_row(f.name(), out, n, |r| {
+    super::row_kernel::row_by_row(f.name(), out, n, |r| {
         let vals: Vec<Value> = args.iter().map(|a| a.get_value(r)).collect();
         let v = if f == BinaryFunc::RandomUuid {
             let mut b: [u8; 16] = rng.gen();

@@ -47,7 +47,7 @@ fn apply(func: ScalarFunc, a: i64, b: i64, out: DataType) -> i64 {
 
 /// Applies one of this module's operators to argument vectors of `n` rows.
 pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
-    super::func::row_by_row(func.name(), out, n, |r| {
+    super::row_kernel::row_by_row(func.name(), out, n, |r| {
         let a = int(args, 0, r);
         let b = if func == ScalarFunc::BitNot {
             Some(0)

@@ -2,9 +2,10 @@
 //! (text parsing, formatting) for the rest.
 
 use kura_common::decimal::{parse_decimal_bytes, rescale};
-use kura_common::{date, DataType, Value, Vector};
+use kura_common::json::{self, Json};
+use kura_common::{array, date, DataType, Value, Vector};
 
-use super::arith::{from_i128, rescale_all, scale_of, to_f64, to_i128};
+use super::arith::{from_i128, rescale_all, to_f64, to_i128};
 use super::compare::trim_blanks;
 use crate::error::{ExecError, ExecResult};
 
@@ -197,27 +198,23 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
         },
         // json keeps its text once it is read as JSON; jsonb its canonical text.
         DataType::Json => match v {
-            V::Text(s) => {
-                V::Text(kura_common::json::json_input(s).map_err(super::json::input_error)?)
-            }
+            V::Text(s) => V::Text(kura_common::json::json_input(s).map_err(ExecError::from)?),
             _ => return Err(invalid(to, &v.to_string())),
         },
         DataType::Jsonb => match v {
-            V::Text(s) => {
-                V::Text(kura_common::json::jsonb_input(s).map_err(super::json::input_error)?)
-            }
+            V::Text(s) => V::Text(kura_common::json::jsonb_input(s).map_err(ExecError::from)?),
             _ => return Err(invalid(to, &v.to_string())),
         },
         // Arrays are text: any array or array literal re-reads as `to`'s elements.
         DataType::Array(e) => match v {
-            V::Text(s) => V::Text(super::array::array_from_text(s, e.data_type())?),
+            V::Text(s) => V::Text(array_from_text(s, e.data_type())?),
             _ => return Err(invalid(to, &v.to_string())),
         },
         // A catalog vector from its text (`1 3`) or an array's (`{1,3}`):
         // each element checked as `e`, written back in the vector's form.
         DataType::Vector(_) => match v {
             V::Text(s) => {
-                let elems = super::array::elements_of(s, to)?;
+                let elems = elements_of(s, to)?;
                 if elems.iter().any(Value::is_null) {
                     return Err(invalid(to, s));
                 }
@@ -236,12 +233,12 @@ pub fn cast_value(v: &Value, to: DataType) -> ExecResult<Value> {
 pub fn cast_typed(v: &Value, from: DataType, to: DataType) -> ExecResult<Value> {
     match (v, from) {
         (Value::Text(held), DataType::Vector(_)) if to.is_array() => {
-            let elems = super::array::elements_of(held, from)?;
+            let elems = elements_of(held, from)?;
             cast_value(&Value::Text(kura_common::array::format_values(&elems)), to)
         }
         // A jsonb scalar to a number or boolean, by its kind.
         (Value::Text(held), DataType::Jsonb) if to.is_numeric() || to == DataType::Boolean => {
-            super::json::cast_from_jsonb(held, to)
+            cast_from_jsonb(held, to)
         }
         // jsonb's text is valid json as it is.
         (Value::Text(held), DataType::Jsonb) if to == DataType::Json => {
@@ -269,7 +266,7 @@ pub fn cast_vector(v: &Vector, to: DataType) -> ExecResult<Vector> {
     let int_like = |d: DataType| d.is_integer() || matches!(d, DataType::Decimal { .. });
     if int_like(from) && int_like(to) {
         let mut x = to_i128(v);
-        rescale_all(&mut x, scale_of(from), scale_of(to))?;
+        rescale_all(&mut x, from.decimal_scale(), to.decimal_scale())?;
         if let DataType::Decimal { precision, .. } = to {
             let lim = 10u128.pow(precision as u32);
             if x.iter()
@@ -400,6 +397,92 @@ fn double_to_scaled(f: f64, scale: u8) -> Option<i128> {
     Some(if negative { -x } else { x })
 }
 
+// Array text and jsonb scalars: the casts into and out of compound types, which
+// cast their elements again (so they live beside `cast_value`).
+
+/// The elements of array text `text` as values of `elem`.
+pub fn array_elements(text: &str, elem: DataType) -> ExecResult<Vec<Value>> {
+    array::parse(text)
+        .map_err(|e| ExecError::malformed_array(text, e))?
+        .into_iter()
+        .map(|e| match e {
+            None => Ok(Value::Null),
+            Some(t) => cast_value(&Value::Text(t), elem),
+        })
+        .collect()
+}
+
+/// The elements of a value of array or vector type `t` held as `text`.
+pub fn elements_of(text: &str, t: DataType) -> ExecResult<Vec<Value>> {
+    match t {
+        DataType::Vector(e) => array::parse_vector(text)
+            .map_err(|err| ExecError::malformed_array(text, err))?
+            .into_iter()
+            .map(|x| match x {
+                None => Ok(Value::Null),
+                Some(x) => cast_value(&Value::Text(x), e.data_type()),
+            })
+            .collect(),
+        _ => array_elements(text, t.element().unwrap_or(DataType::Varchar(None))),
+    }
+}
+
+/// Array text in any form (`'{1, 2}'`) as the canonical text of an array of
+/// `elem`: what a cast to `elem[]` gives.
+pub fn array_from_text(text: &str, elem: DataType) -> ExecResult<String> {
+    Ok(array::format_values(&array_elements(text, elem)?))
+}
+
+/// A jsonb scalar cast to a number or boolean (`'1.5'::jsonb::int`):
+/// PostgreSQL's error when it is another kind (`cannot cast jsonb object to
+/// type integer`).
+pub fn cast_from_jsonb(s: &str, to: DataType) -> ExecResult<Value> {
+    let j = json::jsonb_value(s).map_err(ExecError::from)?;
+    let target = match to {
+        DataType::Boolean => "boolean",
+        DataType::SmallInt => "smallint",
+        DataType::Integer => "integer",
+        DataType::BigInt => "bigint",
+        DataType::Double => "double precision",
+        _ => "numeric",
+    };
+    let wrong = || ExecError::InvalidArgument {
+        code: "22023",
+        message: format!("cannot cast jsonb {} to type {target}", cast_kind(&j)),
+    };
+    match (&j, to) {
+        (Json::Bool(b), DataType::Boolean) => Ok(Value::Boolean(*b)),
+        (Json::Number(n), t) if t.is_integer() => {
+            // numeric to integer rounds half away from zero.
+            let (int, frac) = n.split_once('.').unwrap_or((n, ""));
+            let up = frac.as_bytes().first().is_some_and(|d| *d >= b'5');
+            let x: i128 = int
+                .parse()
+                .map_err(|_| ExecError::integer_out_of_range(t))?;
+            let x = match (up, n.starts_with('-')) {
+                (false, _) => x,
+                (true, false) => x + 1,
+                (true, true) => x - 1,
+            };
+            cast_value(&Value::Text(x.to_string()), t)
+        }
+        (Json::Number(n), t) if t.is_numeric() => cast_value(&Value::Text(n.clone()), t),
+        _ => Err(wrong()),
+    }
+}
+
+/// PostgreSQL's name of a jsonb value's kind in cast errors.
+fn cast_kind(j: &Json) -> &'static str {
+    match j {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(_) => "numeric",
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,5 +528,21 @@ mod tests {
         assert!(v.is_null(1));
         let big = Vector::from_values(DataType::Integer, &[Value::Integer(1 << 20)]).unwrap();
         assert!(cast_vector(&big, DataType::SmallInt).is_err());
+    }
+
+    #[test]
+    fn casts_normalise_array_text() {
+        assert_eq!(
+            array_from_text(" { 1 , 2,NULL}", DataType::Integer).unwrap(),
+            "{1,2,NULL}"
+        );
+        assert!(matches!(
+            array_from_text("{a}", DataType::Integer),
+            Err(ExecError::InvalidText { .. })
+        ));
+        assert!(matches!(
+            array_from_text("1", DataType::Integer),
+            Err(ExecError::MalformedArray { .. })
+        ));
     }
 }

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 
 use kura_common::{ColumnData, DataType, Value, Vector};
 
-use super::arith::{merge_validity, rescale_all, scale_of, to_f64, to_i128};
+use super::arith::{merge_validity, rescale_all, to_f64, to_i128};
 use super::BinaryOp;
 use crate::error::{ExecError, ExecResult};
 
@@ -90,7 +90,7 @@ pub fn constant_in_width(
         Value::Decimal(x, scale) => (x, scale),
         _ => return None,
     };
-    let s = scale_of(column);
+    let s = column.decimal_scale();
     if t > s {
         return None;
     }
@@ -196,7 +196,7 @@ pub fn compare(op: BinaryOp, l: &Vector, r: &Vector) -> ExecResult<Vector> {
             )))
         }
         _ => {
-            let (sa, sb) = (scale_of(l.data_type), scale_of(r.data_type));
+            let (sa, sb) = (l.data_type.decimal_scale(), r.data_type.decimal_scale());
             let s = sa.max(sb);
             let mut a = to_i128(l);
             let mut b = to_i128(r);

@@ -64,7 +64,7 @@ pub fn call(f: DateField, args: &[Vector], out: DataType, n: usize) -> ExecResul
     let a = args
         .first()
         .ok_or_else(|| ExecError::Internal(format!("{} needs an argument", f.name())))?;
-    super::func::row_by_row(f.name(), out, n, |r| {
+    super::row_kernel::row_by_row(f.name(), out, n, |r| {
         Ok(match a.get_value(r) {
             Value::Date(d) => of_day(f, d, None),
             Value::Timestamp(t) => of_day(f, to_date(t), Some(t)),

@@ -3,7 +3,7 @@
 
 use kura_common::{date, ColumnData, DataType, StrVec, Value, Vector};
 
-use super::arith::{from_i128, scale_of, to_i128};
+use super::arith::{from_i128, to_i128};
 use super::cast::cast_vector;
 use super::ScalarFunc;
 use crate::error::{ExecError, ExecResult};
@@ -51,24 +51,6 @@ fn constant_int_arg(args: &[Vector], i: usize) -> Option<i64> {
 }
 
 /// Applies `func` to argument vectors of `n` rows.
-/// A vector of `n` values of type `out`, the `r`-th computed by `value(r)`:
-/// the kernel of functions evaluated a row at a time.
-pub(super) fn row_by_row(
-    name: &str,
-    out: DataType,
-    n: usize,
-    mut value: impl FnMut(usize) -> ExecResult<Value>,
-) -> ExecResult<Vector> {
-    let mut res = Vector::new(out, n);
-    for r in 0..n {
-        let v = value(r)?;
-        if !res.push_value(&v) {
-            return Err(ExecError::Internal(format!("{name} gave {v}")));
-        }
-    }
-    Ok(res)
-}
-
 pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
     let arg = |i: usize| {
         args.get(i)
@@ -438,11 +420,15 @@ pub fn call(func: ScalarFunc, args: &[Vector], out: DataType, n: usize) -> ExecR
             if digits >= 0 {
                 return cast_vector(a, out).or_else(|_| {
                     let mut x = to_i128(a);
-                    super::arith::rescale_all(&mut x, scale_of(a.data_type), scale_of(out))?;
+                    super::arith::rescale_all(
+                        &mut x,
+                        a.data_type.decimal_scale(),
+                        out.decimal_scale(),
+                    )?;
                     from_i128(x, a.validity.clone(), out)
                 });
             }
-            let in_scale = scale_of(a.data_type) as u32;
+            let in_scale = a.data_type.decimal_scale() as u32;
             let shift = 10i128.pow(in_scale);
             // A unit beyond i128 exceeds every value: all round to 0.
             let unit = 10i128.checked_pow(in_scale + (-digits).min(40) as u32);

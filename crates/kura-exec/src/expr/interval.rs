@@ -7,7 +7,7 @@ use kura_common::interval::{age, timestamp_difference, Interval, IntervalError, 
 use kura_common::{ColumnData, DataType, Value, Vector};
 
 use super::cast::interval_out_of_range;
-use super::func::row_by_row;
+use super::row_kernel::row_by_row;
 use crate::error::{ExecError, ExecResult};
 
 /// The functions this module evaluates (`ScalarFunc::Interval`).

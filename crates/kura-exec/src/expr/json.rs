@@ -123,15 +123,7 @@ fn null_key(message: String) -> ExecError {
 /// A held value that does not decode: json input takes escapes (`\u0000`,
 /// a lone surrogate) that operators, as PostgreSQL's, refuse to decode.
 fn corrupt(e: JsonError) -> ExecError {
-    input_error(e)
-}
-
-/// A JSON input error, with PostgreSQL's SQLSTATE.
-pub fn input_error(e: JsonError) -> ExecError {
-    ExecError::InvalidArgument {
-        code: e.code,
-        message: e.message,
-    }
+    ExecError::from(e)
 }
 
 /// The text forms of a text[] value (path or key list); NULL elements too.
@@ -156,7 +148,7 @@ pub fn to_json(v: &Value, t: DataType) -> ExecResult<Json> {
         (Value::Text(s), DataType::Jsonb) => json::jsonb_value(s).map_err(corrupt)?,
         (Value::Text(s), DataType::Array(_) | DataType::Vector(_)) => {
             let elem = t.element().unwrap_or(DataType::Varchar(None));
-            let items = super::array::elements_of(s, t)?;
+            let items = super::cast::elements_of(s, t)?;
             Json::Array(
                 items
                     .iter()
@@ -173,7 +165,7 @@ pub fn to_json(v: &Value, t: DataType) -> ExecResult<Json> {
 fn output(j: Json, out: DataType) -> ExecResult<Value> {
     Ok(Value::Text(match out {
         DataType::Json => json_text(&j),
-        _ => json::to_jsonb(j).map_err(input_error)?.to_string(),
+        _ => json::to_jsonb(j).map_err(ExecError::from)?.to_string(),
     }))
 }
 
@@ -396,60 +388,6 @@ fn delete(j: Json, what: &Value, what_type: DataType) -> ExecResult<Json> {
                 .collect(),
         )),
         _ => Err(scalar()),
-    }
-}
-
-/// PostgreSQL's name of a jsonb value's kind in cast errors.
-fn cast_kind(j: &Json) -> &'static str {
-    match j {
-        Json::Null => "null",
-        Json::Bool(_) => "boolean",
-        Json::Number(_) => "numeric",
-        Json::String(_) => "string",
-        Json::Array(_) => "array",
-        Json::Object(_) => "object",
-    }
-}
-
-/// A jsonb scalar cast to a number or boolean (`'1.5'::jsonb::int`):
-/// PostgreSQL's error when it is another kind (`cannot cast jsonb object to
-/// type integer`).
-pub fn cast_from_jsonb(s: &str, to: DataType) -> ExecResult<Value> {
-    let j = json::jsonb_value(s).map_err(corrupt)?;
-    let target = match to {
-        DataType::Boolean => "boolean",
-        DataType::SmallInt => "smallint",
-        DataType::Integer => "integer",
-        DataType::BigInt => "bigint",
-        DataType::Double => "double precision",
-        _ => "numeric",
-    };
-    let wrong = || {
-        invalid(format!(
-            "cannot cast jsonb {} to type {target}",
-            cast_kind(&j)
-        ))
-    };
-    match (&j, to) {
-        (Json::Bool(b), DataType::Boolean) => Ok(Value::Boolean(*b)),
-        (Json::Number(n), t) if t.is_integer() => {
-            // numeric to integer rounds half away from zero.
-            let (int, frac) = n.split_once('.').unwrap_or((n, ""));
-            let up = frac.as_bytes().first().is_some_and(|d| *d >= b'5');
-            let x: i128 = int
-                .parse()
-                .map_err(|_| ExecError::integer_out_of_range(t))?;
-            let x = match (up, n.starts_with('-')) {
-                (false, _) => x,
-                (true, false) => x + 1,
-                (true, true) => x - 1,
-            };
-            super::cast::cast_value(&Value::Text(x.to_string()), t)
-        }
-        (Json::Number(n), t) if t.is_numeric() => {
-            super::cast::cast_value(&Value::Text(n.clone()), t)
-        }
-        _ => Err(wrong()),
     }
 }
 

@@ -264,7 +264,7 @@ pub fn call(f: MathFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult
         DataType::Decimal { scale, .. } => scale,
         _ => 0,
     };
-    super::func::row_by_row(f.name(), out, n, |r| {
+    super::row_kernel::row_by_row(f.name(), out, n, |r| {
         let vals: Vec<Value> = args.iter().map(|a| a.get_value(r)).collect();
         // trunc's digits are a constant the binder fixed the type by.
         let data = match f {

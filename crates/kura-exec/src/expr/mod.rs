@@ -20,13 +20,15 @@ pub mod json;
 pub mod like;
 pub mod math;
 pub mod pg;
+pub mod pg_types;
 mod predicate;
 pub mod registry;
+mod row_kernel;
 mod select;
 pub mod sequence;
 pub mod text;
 
-pub use array::{array_elements, array_from_text, elements_of};
+pub use cast::{array_elements, array_from_text, elements_of};
 pub use cast::{assign_vector, cast_typed, cast_value, cast_vector};
 pub use like::LikePattern;
 pub use predicate::{eval_predicate, selection_of};

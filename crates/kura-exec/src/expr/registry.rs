@@ -1062,7 +1062,7 @@ pub fn by_oid(oid: i64) -> Option<(&'static Function, &'static Signature)> {
 
 /// A type name as `format_type` spells it (`float8` → `double precision`).
 pub fn type_display(typname: &str) -> String {
-    super::pg::type_display(typname).unwrap_or_else(|| typname.to_string())
+    super::pg_types::type_display(typname).unwrap_or_else(|| typname.to_string())
 }
 
 /// `pg_get_function_arguments`: the argument types, comma-separated.
@@ -1137,7 +1137,7 @@ mod tests {
             for s in f.signatures {
                 for t in s.args.iter().chain(std::iter::once(&s.result)) {
                     assert!(
-                        super::super::pg::type_oid(t).is_some(),
+                        super::super::pg_types::type_oid(t).is_some(),
                         "{}: no type {t}",
                         f.name
                     );

@@ -82,7 +82,7 @@ fn invalid(code: &'static str, message: impl Into<String>) -> ExecError {
 pub fn call(f: TextFunc, args: &[Vector], out: DataType, n: usize) -> ExecResult<Vector> {
     // Text built so far in this batch, for the memory limit (see `budget`).
     let mut built = 0usize;
-    super::func::row_by_row(f.name(), out, n, |r| {
+    super::row_kernel::row_by_row(f.name(), out, n, |r| {
         let vals: Vec<Value> = args.iter().map(|a| a.get_value(r)).collect();
         let v = match f {
             TextFunc::Concat => {

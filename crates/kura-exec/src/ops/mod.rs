@@ -9,10 +9,12 @@ pub mod join;
 pub mod minmax;
 pub mod scan;
 pub mod sort;
+mod sort_run;
 mod sort_spill;
 pub mod streaming;
 pub mod window;
 mod window_frame;
+mod window_layout;
 mod window_value;
 
 use kura_common::{Batch, DataType, Value, Vector};

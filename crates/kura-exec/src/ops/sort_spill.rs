@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use kura_common::{Batch, ColumnData, DataType, StrVec, Vector, BATCH_SIZE};
 
 use super::join::vector_bytes;
-use super::sort::{cmp_rows, Run};
+use super::sort_run::{cmp_rows, Run};
 use crate::context::ExecContext;
 use crate::error::ExecResult;
 use crate::pipeline::{Emit, Source};

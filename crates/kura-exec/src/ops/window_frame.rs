@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use kura_common::{Batch, DataType, Vector};
 
 use super::aggregate::{new_acc, Acc};
-use super::sort::cmp_values;
-use super::window::Layout;
+use super::sort_run::cmp_values;
+use super::window_layout::Layout;
 use super::NO_ROW;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{floats_of, ints_of, PhysExpr};

@@ -4,8 +4,8 @@
 
 use kura_common::{ColumnData, DataType, Vector};
 
-use super::window::Layout;
 use super::window_frame::{pick, Bounds};
+use super::window_layout::Layout;
 use super::{take_or_null, NO_ROW};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::ints_of;

@@ -361,14 +361,6 @@ impl IntDomain {
     }
 }
 
-/// Scale of a DECIMAL column type (0 for other integer-valued types).
-fn scale_of(t: DataType) -> u8 {
-    match t {
-        DataType::Decimal { scale, .. } => scale,
-        _ => 0,
-    }
-}
-
 /// `v / 10^d` rounded down and up.
 fn div_floor_ceil(v: i128, d: u32) -> (i128, i128) {
     let p = 10i128.checked_pow(d);
@@ -405,7 +397,7 @@ fn mismatch(t: DataType, v: &Value) -> StorageError {
 /// Converts a non-NULL value into the domain of a key column of type `t`.
 pub fn column_key(t: DataType, v: &Value) -> StorageResult<ColumnKey> {
     if let Some(dom) = IntDomain::of(t) {
-        let s = scale_of(t);
+        let s = t.decimal_scale();
         return match (t, v) {
             (DataType::Date, Value::Date(d)) => Ok(dom.key(*d as i128, *d as i128)),
             (DataType::Date, _) | (_, Value::Date(_)) => Err(mismatch(t, v)),

@@ -13,15 +13,7 @@ use crate::error::{ExecError, ExecResult};
 use crate::ops::minmax::MinMaxAcc;
 use crate::plan::{AggCall, AggFunc};
 
-fn scale(dt: DataType) -> u8 {
-    match dt {
-        DataType::Decimal { scale, .. } => scale,
-        _ => 0,
-    }
-}
-
-/// The group number of [`Acc::merge`]'s `ids` for a group not folded.
-pub(crate) const SKIP: u32 = u32::MAX;
+use super::group_map::SKIP;
 
 /// Accumulators of one aggregate, one slot per group.
 pub(crate) enum Acc {
@@ -592,7 +584,10 @@ impl Acc {
     /// The final value of every group, as a vector of `call.data_type`.
     pub(crate) fn finish(&self, call: &AggCall, groups: usize) -> ExecResult<Vector> {
         let out = call.data_type;
-        let in_scale = call.arg.as_ref().map_or(0, |a| scale(a.data_type()));
+        let in_scale = call
+            .arg
+            .as_ref()
+            .map_or(0, |a| a.data_type().decimal_scale());
         let mut v = Vector::new(out, groups);
         let push = |v: &mut Vector, x: Value| -> ExecResult<()> {
             let x = crate::expr::cast_value(&x, out)?;
@@ -660,7 +655,7 @@ impl Acc {
                 }
             }
             Acc::AvgInt { sums, counts } => {
-                let out_scale = scale(out);
+                let out_scale = out.decimal_scale();
                 for g in 0..groups {
                     if counts[g] == 0 {
                         push(&mut v, Value::Null)?;

@@ -12,7 +12,7 @@ use crate::error::{ExecError, ExecResult};
 use crate::expr::budget;
 use crate::plan::{AggCall, AggFunc};
 
-use super::acc::SKIP;
+use super::group_map::SKIP;
 
 /// One input row kept: its group, the argument and, for `string_agg`, the
 /// delimiter followed by the ORDER BY keys.

@@ -11,7 +11,7 @@ use kura_common::{ColumnData, Value, Vector};
 use crate::error::{ExecError, ExecResult};
 use crate::keys::encode_row;
 
-use super::acc::SKIP;
+use super::group_map::SKIP;
 
 /// The pairs seen, each mapped to its place in `DistinctAcc::vals` (or to
 /// `NO_VALUE` when only counts are kept).

@@ -28,15 +28,16 @@ mod collect;
 mod common;
 mod dense;
 mod distinct;
+mod group_map;
 mod moments;
 
 use crate::spill::partitions::{partition_of, Partitions, MAX_LEVEL, PARTITIONS};
-use acc::SKIP;
 use byte_codes::{ByteCodes, OneByteKeys};
 use byte_keys::ByteKeys;
 use dense::DenseGroups;
 /// The widest key range an aggregation numbers as an array from the start.
 pub use dense::MAX_RANGE_SLOTS;
+use group_map::SKIP;
 
 pub(crate) use acc::{new_acc, Acc};
 

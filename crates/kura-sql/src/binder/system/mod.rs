@@ -66,8 +66,8 @@ fn type_name_of(x: &PhysExpr) -> String {
     if is_untyped_null(x) {
         return "unknown".into();
     }
-    let (oid, _) = kura_exec::expr::pg::pg_type_of(x.data_type());
-    kura_exec::expr::pg::format_type(oid.into(), None).unwrap_or_else(|| "unknown".into())
+    let (oid, _) = kura_exec::expr::pg_types::pg_type_of(x.data_type());
+    kura_exec::expr::pg_types::format_type(oid.into(), None).unwrap_or_else(|| "unknown".into())
 }
 
 /// A type named by `::name` that kura stores as one of its own.

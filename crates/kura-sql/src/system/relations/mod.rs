@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use kura_common::{DataType, Value, Vector};
-use kura_exec::expr::pg::{pg_type_of, pg_types};
+use kura_exec::expr::pg_types::{pg_type_of, pg_types};
 use kura_exec::{MemTable, SourceColumn, TableSource};
 
 use super::*;

@@ -20,7 +20,7 @@ pub(super) const PG_PROC: SystemRelation = rel(
 fn pg_proc_rows(_snap: &Snapshot) -> Vec<Vec<Value>> {
     {
         use kura_exec::expr::registry::{proc_oid, Kind, Volatility, FUNCTIONS};
-        let type_oid = |t: &str| kura_exec::expr::pg::type_oid(t).unwrap_or(0);
+        let type_oid = |t: &str| kura_exec::expr::pg_types::type_oid(t).unwrap_or(0);
         FUNCTIONS
             .iter()
             .flat_map(|f| f.signatures.iter().map(move |sig| (f, sig)))
