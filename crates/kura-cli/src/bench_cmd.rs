@@ -349,7 +349,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 reps: a.reps,
             },
             &mut out,
-        ),
+        )
+        .map_err(String::from),
         BenchCommand::Iops(a) => kura_lab::iops::run(
             &kura_lab::iops::Config {
                 size: a.size,
@@ -361,7 +362,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             },
             &mut out,
         )
-        .map(|_| ()),
+        .map(|_| ())
+        .map_err(String::from),
         BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
         BenchCommand::PgbenchProfile(a) => run_pgbench_profile(a, &mut out),
         BenchCommand::Twotier(a) => kura_lab::twotier::run(
@@ -378,7 +380,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             },
             &mut out,
         )
-        .map(|_| ()),
+        .map(|_| ())
+        .map_err(String::from),
         BenchCommand::Fix(a) => kura_lab::fix::run(
             &kura_lab::fix::Config {
                 dir: a.dir.clone(),
@@ -393,7 +396,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             },
             &mut out,
         )
-        .map(|_| ()),
+        .map(|_| ())
+        .map_err(String::from),
         BenchCommand::Llc(a) if a.recorded => {
             let cfg = kura_lab::llc_recorded::RecordedConfig {
                 out: a.out.clone(),
@@ -411,7 +415,9 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 reps: a.reps.unwrap_or(3),
                 tables: a.tables.clone(),
             };
-            kura_lab::llc_recorded::run(&cfg, &mut out).map(|_| ())
+            kura_lab::llc_recorded::run(&cfg, &mut out)
+                .map(|_| ())
+                .map_err(String::from)
         }
         BenchCommand::Llc(a) => {
             let mut cfg = kura_lab::llc::Config::new(a.out.clone(), a.quick);
@@ -421,7 +427,9 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             if let Some(g) = &a.geometry {
                 cfg.geometry_root = g.clone();
             }
-            kura_lab::llc::run(&cfg, &mut out).map(|_| ())
+            kura_lab::llc::run(&cfg, &mut out)
+                .map(|_| ())
+                .map_err(String::from)
         }
         BenchCommand::Paper003(a) => run_paper003(a, &mut out),
         BenchCommand::Modes(a) => kura_lab::modes::run(
@@ -438,7 +446,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut out,
             &mut ceiling_progress(),
         )
-        .map(|_| ()),
+        .map(|_| ())
+        .map_err(String::from),
     }
 }
 
@@ -490,7 +499,9 @@ fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> Result<(), St
     cfg.db = a.db.clone();
     cfg.covering = a.covering;
     cfg.timeline_queries = a.timeline_queries.clone();
-    kura_lab::paper003::run(&cfg, out, &mut ceiling_progress()).map(|_| ())
+    kura_lab::paper003::run(&cfg, out, &mut ceiling_progress())
+        .map(|_| ())
+        .map_err(String::from)
 }
 
 fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
@@ -527,6 +538,7 @@ fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), St
         }
     })
     .map(|_| ())
+    .map_err(String::from)
 }
 
 /// A bar over the ceiling's measurements (on a terminal).

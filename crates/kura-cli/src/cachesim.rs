@@ -289,6 +289,7 @@ pub fn run(args: CachesimArgs) -> Result<(), String> {
                 out: a.out,
             };
             with_progress("simulating", |p| cachesim::sweep::run(&config, out, p))
+                .map_err(String::from)
         }
         CachesimCommand::Reuse(a) => {
             let config = ReuseConfig {
@@ -297,7 +298,7 @@ pub fn run(args: CachesimArgs) -> Result<(), String> {
                 bin: a.bin,
                 out: a.out,
             };
-            cachesim::reuse::run(&config, out)
+            cachesim::reuse::run(&config, out).map_err(String::from)
         }
         CachesimCommand::Paper004(a) => run_paper004(a),
         CachesimCommand::Bench(a) => {
@@ -312,9 +313,11 @@ pub fn run(args: CachesimArgs) -> Result<(), String> {
                 threads: a.threads,
                 cpu_accesses: a.cpu_accesses,
             };
-            cachesim::bench::run(&config, out)
+            cachesim::bench::run(&config, out).map_err(String::from)
         }
-        CachesimCommand::Convert(a) => cachesim::convert(&(&a.trace).into(), &a.out, out),
+        CachesimCommand::Convert(a) => {
+            cachesim::convert(&(&a.trace).into(), &a.out, out).map_err(String::from)
+        }
     }
 }
 
@@ -341,6 +344,7 @@ fn run_paper004(args: Paper004Args) -> Result<(), String> {
     with_progress("simulating", |p| {
         kura_lab::paper004::run(&config, &mut std::io::stdout(), p)
     })
+    .map_err(String::from)
 }
 
 fn progress(total: usize, what: &str) -> ProgressBar {

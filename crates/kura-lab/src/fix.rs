@@ -16,6 +16,8 @@ use kura_storage::file::page::{seal, PageKind};
 use kura_storage::file::DbFile;
 use kura_storage::BufferManager;
 
+use crate::error::{At, LabError, LabResult};
+
 /// The study's parameters.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -178,15 +180,14 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn create(dir: &Path, pages: u64) -> Result<Scratch, String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    fn create(dir: &Path, pages: u64) -> LabResult<Scratch> {
+        std::fs::create_dir_all(dir).at(dir.display())?;
         let path = dir.join(format!("kura-bench-fix-{}.db", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        let (file, _) = DbFile::open(&path, kura_storage::DEFAULT_PAGE_SIZE, false)
-            .map_err(|e| e.to_string())?;
+        let (file, _) = DbFile::open(&path, kura_storage::DEFAULT_PAGE_SIZE, false)?;
         let scratch = Scratch {
             path,
-            first: file.len_pages().map_err(|e| e.to_string())?,
+            first: file.len_pages()?,
         };
         let ps = file.page_size();
         let chunk = 64u64;
@@ -199,17 +200,15 @@ impl Scratch {
                 page[16..24].copy_from_slice(&(scratch.first + p + i).to_le_bytes());
                 seal(page, PageKind::Blob, scratch.first + p + i);
             }
-            file.write_pages(scratch.first + p, &buf[..n as usize * ps])
-                .map_err(|e| e.to_string())?;
+            file.write_pages(scratch.first + p, &buf[..n as usize * ps])?;
             p += n;
         }
-        file.sync().map_err(|e| e.to_string())?;
+        file.sync()?;
         Ok(scratch)
     }
 
-    fn open(&self, direct: bool) -> Result<Arc<DbFile>, String> {
-        let (file, _) = DbFile::open(&self.path, kura_storage::DEFAULT_PAGE_SIZE, direct)
-            .map_err(|e| e.to_string())?;
+    fn open(&self, direct: bool) -> LabResult<Arc<DbFile>> {
+        let (file, _) = DbFile::open(&self.path, kura_storage::DEFAULT_PAGE_SIZE, direct)?;
         Ok(Arc::new(file))
     }
 }
@@ -268,13 +267,13 @@ pub fn hit_run(
     threads: usize,
     pattern: Pattern,
     duration: Duration,
-) -> Result<HitPoint, String> {
+) -> LabResult<HitPoint> {
     let random = pattern == Pattern::Random;
     let start = Arc::new(Barrier::new(threads));
     let total = Arc::new(AtomicU64::new(0));
     let ns_sum = Arc::new(AtomicU64::new(0));
     let cpu_sum = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(std::sync::Mutex::new(None::<String>));
+    let failed = Arc::new(std::sync::Mutex::new(None::<kura_storage::StorageError>));
     std::thread::scope(|s| {
         for t in 0..threads {
             let (bm, start, total, ns_sum, cpu_sum, failed) = (
@@ -311,8 +310,7 @@ pub fn hit_run(
                         match bm.fix(first + idx) {
                             Ok(g) => sink = sink.wrapping_add(g[0] as u64),
                             Err(e) => {
-                                *failed.lock().unwrap_or_else(|p| p.into_inner()) =
-                                    Some(e.to_string());
+                                *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                                 break 'outer;
                             }
                         }
@@ -331,7 +329,10 @@ pub fn hit_run(
         }
     });
     if let Some(e) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        return Err(format!("fix failed: {e}"));
+        return Err(LabError::StorageAt {
+            what: "fix failed".into(),
+            source: Box::new(e),
+        });
     }
     let total = total.load(Ordering::Relaxed).max(1) as f64;
     let ns = ns_sum.load(Ordering::Relaxed) as f64;
@@ -356,11 +357,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Random misses through the shared runtime's asynchronous fix path (io_uring
 /// where available), O_DIRECT, over a pool of a sixteenth of the pages.
-fn miss_run(scratch: &Scratch, pages: u64, cfg: &Config) -> Result<f64, String> {
+fn miss_run(scratch: &Scratch, pages: u64, cfg: &Config) -> LabResult<f64> {
     let file = scratch.open(true)?;
-    let bm = BufferManager::new(file, (pages / 16).max(64) as usize, "clock")
-        .map_err(|e| e.to_string())?;
-    let rt = shared_runtime().map_err(|e| e.to_string())?;
+    let bm = BufferManager::new(file, (pages / 16).max(64) as usize, "clock")?;
+    let rt = shared_runtime()?;
     let before = bm.stats();
     let duration = Duration::from_secs_f64(cfg.miss_seconds);
     let started = Instant::now();
@@ -382,32 +382,31 @@ fn miss_run(scratch: &Scratch, pages: u64, cfg: &Config) -> Result<f64, String> 
         }
         Ok::<(), BoxError>(())
     })
-    .map_err(|e| format!("asynchronous fix failed: {e}"))?;
+    .at("asynchronous fix failed")?;
     let secs = started.elapsed().as_secs_f64();
     let s = bm.stats().since(&before);
     Ok(s.misses as f64 / secs.max(1e-9))
 }
 
 /// Warm runs of an index query: median seconds, fixes per run, ns per fix.
-fn query_run(db_path: &Path, id: &str, reps: usize) -> Result<(f64, u64, f64), String> {
-    let sql = query_text(id).ok_or_else(|| format!("unknown query {id}"))?;
+fn query_run(db_path: &Path, id: &str, reps: usize) -> LabResult<(f64, u64, f64)> {
+    let sql = query_text(id).ok_or_else(|| LabError::Invalid(format!("unknown query {id}")))?;
     let db = Database::open(
         db_path,
         OpenOptions {
             buffered_io: true,
             ..OpenOptions::default()
         },
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let mut session = db.session();
     // Warm-up: every page the query needs is then resident.
-    session.execute(sql).map_err(|e| e.to_string())?;
+    session.execute(sql)?;
     let mut times = Vec::new();
     let mut fixes = 0;
     for _ in 0..reps.max(1) {
         let before = db.storage().buffer().stats();
         let t = Instant::now();
-        session.execute(sql).map_err(|e| e.to_string())?;
+        session.execute(sql)?;
         times.push(t.elapsed().as_secs_f64());
         fixes = db.storage().buffer().stats().since(&before).fixes;
     }
@@ -416,13 +415,15 @@ fn query_run(db_path: &Path, id: &str, reps: usize) -> Result<(f64, u64, f64), S
 }
 
 /// Runs the study and prints its tables to `out`.
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
-    let e = |e: std::io::Error| e.to_string();
+pub fn run(cfg: &Config, out: &mut dyn Write) -> LabResult<Report> {
     if cfg.pages < 64 {
-        return Err(format!("--pages must be at least 64, got {}", cfg.pages));
+        return Err(LabError::Invalid(format!(
+            "--pages must be at least 64, got {}",
+            cfg.pages
+        )));
     }
     if !(cfg.seconds > 0.0 && cfg.miss_seconds > 0.0) {
-        return Err("--seconds must be positive".into());
+        return Err(LabError::Invalid("--seconds must be positive".into()));
     }
     let scratch = Scratch::create(&cfg.dir, cfg.pages)?;
     let mut report = Report::default();
@@ -430,14 +431,12 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         out,
         "kura bench fix: {} pages of 16 KiB, all resident; {:.2} s per point, median of {} runs",
         cfg.pages, cfg.seconds, cfg.reps
-    )
-    .map_err(e)?;
+    )?;
     writeln!(
         out,
         "(ns per fix: wall time per fix on each thread; CPU ns/fix: the thread's CPU time per fix; \
          CPU scaling = threads x CPU ns/fix of 1 thread / CPU ns/fix)"
-    )
-    .map_err(e)?;
+    )?;
     writeln!(
         out,
         "{:<8} {:<10} {:>7} {:>12} {:>14} {:>9} {:>12} {:>12}",
@@ -449,13 +448,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         "scaling",
         "CPU ns/fix",
         "CPU scaling"
-    )
-    .map_err(e)?;
+    )?;
     for policy in &cfg.policies {
-        let bm = BufferManager::new(scratch.open(false)?, cfg.pages as usize + 64, policy)
-            .map_err(|e| e.to_string())?;
+        let bm = BufferManager::new(scratch.open(false)?, cfg.pages as usize + 64, policy)?;
         for p in 0..cfg.pages {
-            drop(bm.fix(scratch.first + p).map_err(|e| e.to_string())?);
+            drop(bm.fix(scratch.first + p)?);
         }
         for pattern in [Pattern::Sequential, Pattern::Partitioned, Pattern::Random] {
             let (mut one, mut one_cpu) = (f64::NAN, f64::NAN);
@@ -498,8 +495,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
                     // What the threads would do together if each kept its CPU cost
                     // per fix and had a core of its own.
                     threads as f64 * one_cpu / point.cpu_ns_per_fix
-                )
-                .map_err(e)?;
+                )?;
                 report.hits.push(HitRow {
                     policy: policy.clone(),
                     pattern: pattern.name(),
@@ -509,10 +505,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
             }
         }
         if bm.pinned_frames() != 0 {
-            return Err(format!(
+            return Err(LabError::Check(format!(
                 "{} frames still pinned after the hit runs",
                 bm.pinned_frames()
-            ));
+            )));
         }
     }
     // The machine's own two-thread scaling, and what the patterns say about the
@@ -525,12 +521,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         out,
         "this machine: 2 threads of pure arithmetic do {:.2}x the work of one",
         report.alu_scaling
-    )
-    .map_err(e)?;
+    )?;
     for line in scaling_findings(&report) {
-        writeln!(out, "{line}").map_err(e)?;
+        writeln!(out, "{line}")?;
     }
-    let rt = shared_runtime().map_err(|e| e.to_string())?;
+    let rt = shared_runtime()?;
     report.misses_per_sec = miss_run(&scratch, cfg.pages, cfg)?;
     writeln!(
         out,
@@ -543,14 +538,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         } else {
             "synchronous reads"
         }
-    )
-    .map_err(e)?;
+    )?;
     if let Some(db) = &cfg.db {
         if !db.exists() {
-            return Err(format!(
+            return Err(LabError::Missing(format!(
                 "no database at {0}: load one first (kura --db {0} tpch load --sf 0.1 --indexes)",
                 db.display()
-            ));
+            )));
         }
         writeln!(
             out,
@@ -558,8 +552,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
             db.display(),
             rt.workers(),
             cfg.query_reps
-        )
-        .map_err(e)?;
+        )?;
         for id in ["b", "c"] {
             let (secs, fixes, ns) = query_run(db, id, cfg.query_reps)?;
             writeln!(
@@ -569,8 +562,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
                 secs * 1e3,
                 fixes,
                 ns
-            )
-            .map_err(e)?;
+            )?;
             report.queries.push((id.to_uppercase(), secs, fixes, ns));
         }
     }

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use kura_exec::runtime::{buffer, open_direct, read_at, spawn, BoxError, Runtime, RuntimeConfig};
 
+use crate::error::{At, LabError, LabResult};
+
 /// What to measure: a temporary file of `size` bytes in `dir`, read at random in
 /// blocks of `block` bytes at each queue depth for `seconds`.
 #[derive(Debug, Clone)]
@@ -36,32 +38,36 @@ pub struct IopsResult {
 }
 
 /// Runs the benchmark and writes one line per queue depth to `out`.
-pub fn run(args: &Config, out: &mut dyn Write) -> Result<Vec<IopsResult>, String> {
+pub fn run(args: &Config, out: &mut dyn Write) -> LabResult<Vec<IopsResult>> {
     if args.block == 0 || !args.block.is_multiple_of(4096) {
-        return Err(format!(
+        return Err(LabError::Invalid(format!(
             "--block must be a positive multiple of 4096, got {}",
             args.block
-        ));
+        )));
     }
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
-        return Err(format!("--seconds must be positive, got {}", args.seconds));
+        return Err(LabError::Invalid(format!(
+            "--seconds must be positive, got {}",
+            args.seconds
+        )));
     }
     if args.depths.is_empty() || args.depths.contains(&0) {
-        return Err("--depths needs positive queue depths".to_string());
+        return Err(LabError::Invalid(
+            "--depths needs positive queue depths".to_string(),
+        ));
     }
     let blocks = args.size / args.block as u64;
     if blocks == 0 {
-        return Err(format!(
+        return Err(LabError::Invalid(format!(
             "--size {} is smaller than one block of {} bytes",
             args.size, args.block
-        ));
+        )));
     }
     let test_file = TestFile::create(&args.dir, blocks * args.block as u64)?;
     let runtime = Runtime::new(RuntimeConfig {
         workers: args.workers,
         ..RuntimeConfig::default()
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     let path_kind = if runtime.uses_io_uring() {
         "io_uring"
     } else {
@@ -77,7 +83,7 @@ pub fn run(args: &Config, out: &mut dyn Write) -> Result<Vec<IopsResult>, String
         runtime.workers(),
         args.seconds
     )
-    .map_err(io_err)?;
+    .at("writing the report")?;
     let file = Arc::new(test_file.open_direct()?);
     for &depth in &args.depths {
         let r = measure(
@@ -97,14 +103,10 @@ pub fn run(args: &Config, out: &mut dyn Write) -> Result<Vec<IopsResult>, String
             r.reads,
             r.elapsed.as_secs_f64()
         )
-        .map_err(io_err)?;
+        .at("writing the report")?;
         results.push(r);
     }
     Ok(results)
-}
-
-fn io_err(e: std::io::Error) -> String {
-    format!("writing the report: {e}")
 }
 
 /// Random reads of `block` bytes over `blocks` blocks of `file` by `depth`
@@ -119,7 +121,7 @@ pub fn measure(
     block: usize,
     depth: usize,
     duration: Duration,
-) -> Result<IopsResult, String> {
+) -> LabResult<IopsResult> {
     let reads = Arc::new(AtomicU64::new(0));
     let (file, counter) = (file.clone(), reads.clone());
     runtime
@@ -153,7 +155,7 @@ pub fn measure(
             }
             Ok::<(), BoxError>(())
         })
-        .map_err(|e| format!("read failed: {e}"))?;
+        .at("read failed")?;
     let reads = reads.load(Ordering::Relaxed);
     let secs = duration.as_secs_f64();
     Ok(IopsResult {
@@ -171,11 +173,11 @@ struct TestFile {
 }
 
 impl TestFile {
-    fn create(dir: &Path, size: u64) -> Result<TestFile, String> {
+    fn create(dir: &Path, size: u64) -> LabResult<TestFile> {
         let path = dir.join(format!("kura-bench-iops-{}.tmp", std::process::id()));
         let test_file = TestFile { path };
         let mut file = File::create(&test_file.path)
-            .map_err(|e| format!("cannot create {}: {e}", test_file.path.display()))?;
+            .at(format_args!("cannot create {}", test_file.path.display()))?;
         // Random content, so no layer below can shortcut zero or repeated blocks.
         let mut rng = XorShift::new(0x6b75_7261);
         let mut chunk = vec![0u8; 1 << 20];
@@ -187,20 +189,23 @@ impl TestFile {
                 word.copy_from_slice(&bytes[..word.len()]);
             }
             file.write_all(&chunk[..n])
-                .map_err(|e| format!("cannot write {}: {e}", test_file.path.display()))?;
+                .at(format_args!("cannot write {}", test_file.path.display()))?;
             written += n as u64;
         }
         file.sync_all()
-            .map_err(|e| format!("cannot sync {}: {e}", test_file.path.display()))?;
+            .at(format_args!("cannot sync {}", test_file.path.display()))?;
         Ok(test_file)
     }
 
-    fn open_direct(&self) -> Result<File, String> {
+    fn open_direct(&self) -> LabResult<File> {
         open_direct(&self.path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::Unsupported {
-                format!("{e} (tmpfs?); choose another --dir")
+                LabError::NoDirectIo(e)
             } else {
-                format!("cannot open {} with O_DIRECT: {e}", self.path.display())
+                LabError::IoAt {
+                    what: format!("cannot open {} with O_DIRECT", self.path.display()),
+                    source: e,
+                }
             }
         })
     }
@@ -268,7 +273,7 @@ mod tests {
         match result {
             Ok(r) => assert_eq!(r.len(), 2),
             // Some CI file systems refuse O_DIRECT; that must be a clear error.
-            Err(e) => assert!(e.contains("O_DIRECT"), "unexpected error: {e}"),
+            Err(e) => assert!(e.to_string().contains("O_DIRECT"), "unexpected error: {e}"),
         }
         assert_eq!(leftovers, 0, "the test file must be removed");
     }
@@ -285,6 +290,7 @@ mod tests {
         };
         assert!(run(&args, &mut std::io::sink())
             .unwrap_err()
+            .to_string()
             .contains("--block"));
         assert!(run(
             &Config {
@@ -295,6 +301,7 @@ mod tests {
             &mut std::io::sink()
         )
         .unwrap_err()
+        .to_string()
         .contains("--depths"));
         assert!(run(
             &Config {
@@ -305,6 +312,7 @@ mod tests {
             &mut std::io::sink()
         )
         .unwrap_err()
+        .to_string()
         .contains("--seconds"));
         assert!(run(
             &Config {
@@ -315,6 +323,7 @@ mod tests {
             &mut std::io::sink()
         )
         .unwrap_err()
+        .to_string()
         .contains("--size"));
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod cachesim;
 pub mod ceiling;
+pub mod error;
 pub mod fix;
 pub mod iops;
 pub mod llc;
@@ -17,3 +18,5 @@ pub mod paper004;
 pub mod pgbench_profile;
 pub mod plot;
 pub mod twotier;
+
+pub use error::{LabError, LabResult};

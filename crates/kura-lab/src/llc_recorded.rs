@@ -23,8 +23,9 @@ use kura_cache::cpu::{
 use kura_common::memobj::{Event, ObjectKind, ObjectMap};
 use kura_profile::simulated::{child_args, record, ProfileOptions, RecordOptions};
 
+use crate::error::{At, LabError, LabResult};
 use crate::llc::setup::{self, object_bytes, premise_line, Llc, Needs};
-use crate::llc::{err, protect_masks, JOIN, QUERY_A, QUERY_B};
+use crate::llc::{protect_masks, JOIN, QUERY_A, QUERY_B};
 
 /// Classes of the replay: accesses to the protected object (protected ways),
 /// A's other accesses, B's accesses (both in the other ways).
@@ -80,11 +81,11 @@ struct Study {
     patterns: &'static [(&'static str, bool)],
 }
 
-fn studies(tables: &[String]) -> Result<Vec<Study>, String> {
+fn studies(tables: &[String]) -> LabResult<Vec<Study>> {
     let tpch = |id: &str| {
         kura::tpch::run::query_text(id)
             .map(str::to_string)
-            .ok_or_else(|| format!("TPC-H Q{id}: no query text"))
+            .ok_or_else(|| LabError::Missing(format!("TPC-H Q{id}: no query text")))
     };
     let mut out = Vec::new();
     for t in tables {
@@ -143,10 +144,10 @@ fn studies(tables: &[String]) -> Result<Vec<Study>, String> {
                 patterns: &[("after a sweep", true)],
             },
             other => {
-                return Err(format!(
+                return Err(LabError::Invalid(format!(
                     "no table {other} in the recorded study (tables: {})",
                     TABLES.join(", ")
-                ))
+                )))
             }
         });
     }
@@ -183,19 +184,19 @@ fn sequence(interleaved: bool, reps: usize) -> Vec<usize> {
 }
 
 /// Records both patterns and replays them; writes `llc_recorded.csv`.
-pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>, String> {
-    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-    let caches = read_sysfs(&cfg.geometry_root).map_err(err)?;
+pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> LabResult<Vec<RecordedRow>> {
+    std::fs::create_dir_all(&cfg.out).at(cfg.out.display())?;
+    let caches = read_sysfs(&cfg.geometry_root)?;
     let levels: Vec<LevelConfig> = data_hierarchy(&caches)
         .into_iter()
         .take(4)
         .map(LevelConfig::lru)
         .collect();
     let Some(llc) = levels.last().map(|l| l.geometry.clone()) else {
-        return Err(format!(
+        return Err(LabError::Unavailable(format!(
             "{} describes no data caches: nothing to replay",
             cfg.geometry_root.display()
-        ));
+        )));
     };
     let studies = studies(&cfg.tables)?;
     let db_path = cfg.out.join("llc-recorded.db");
@@ -207,11 +208,11 @@ pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>
             .any(|st| st.table == "10" || st.table == "11"),
     };
     let (db, sizes, measured) = setup::build_sized(&db_path, &cache, true, needs, out)?;
-    writeln!(out, "{}", premise_line(&cache, &measured)).map_err(err)?;
+    writeln!(out, "{}", premise_line(&cache, &measured))?;
     let object_bytes = studies
         .iter()
         .map(|st| object_bytes(&db, &st.protected))
-        .collect::<Result<Vec<u64>, String>>()?;
+        .collect::<LabResult<Vec<u64>>>()?;
     drop(db);
     writeln!(
         out,
@@ -222,8 +223,7 @@ pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>
         sizes.probe_keys,
         sizes.index_keys,
         cfg.reps
-    )
-    .map_err(err)?;
+    )?;
     let mut rows = Vec::new();
     for (study, bytes) in studies.iter().zip(object_bytes) {
         let names: Vec<&str> = study
@@ -238,8 +238,7 @@ pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>
             study.name,
             names.join(", "),
             bytes / 1024
-        )
-        .map_err(err)?;
+        )?;
         for &(pattern, interleaved) in study.patterns {
             let seq = sequence(interleaved, cfg.reps.max(1));
             let sql: Vec<String> = seq
@@ -280,7 +279,7 @@ pub fn run(cfg: &RecordedConfig, out: &mut dyn Write) -> Result<Vec<RecordedRow>
                 }
             });
             let _ = std::fs::remove_file(&dump);
-            let recorded = recorded.map_err(err)?;
+            let recorded = recorded?;
             let mut sim = partitioned(&levels, bytes)?;
             let (mark, sim) = replay(
                 &touches,
@@ -334,13 +333,12 @@ fn add(into: &mut LevelCounters, c: &LevelCounters) {
 /// The model with paper 000's masks: the protected object in its ways,
 /// everything else (A's other accesses, B's) in the rest. An object larger
 /// than the LLC gets all ways but one.
-fn partitioned(levels: &[LevelConfig], object_bytes: u64) -> Result<PartitionSim, String> {
+fn partitioned(levels: &[LevelConfig], object_bytes: u64) -> LabResult<PartitionSim> {
     let (protected, others) = protect_masks(levels, object_bytes)?;
-    PartitionSim::new(
+    Ok(PartitionSim::new(
         levels.to_vec(),
         &[(OBJECT, protected), (A_OTHER, others), (B_ALL, others)],
-    )
-    .map_err(err)
+    )?)
 }
 
 /// Replays the touches in order, each in its class: the registry events up to
@@ -354,7 +352,7 @@ fn replay<'a>(
     protected_names: &[&str],
     line_size: u64,
     sim: &'a mut PartitionSim,
-) -> Result<(kura_cache::cpu::Mark, &'a PartitionSim), String> {
+) -> LabResult<(kura_cache::cpu::Mark, &'a PartitionSim)> {
     let mut map = ObjectMap::new();
     let mut applied = 0usize;
     let mut mark = None;
@@ -390,7 +388,9 @@ fn replay<'a>(
         batch.push((addr, class));
     }
     sim.feed(&batch);
-    let mark = mark.ok_or("the traced run ended before its measured queries")?;
+    let mark = mark.ok_or_else(|| {
+        LabError::Check("the traced run ended before its measured queries".into())
+    })?;
     Ok((mark, sim))
 }
 
@@ -398,7 +398,7 @@ fn ratio(c: &LevelCounters) -> f64 {
     c.misses as f64 / c.accesses.max(1) as f64
 }
 
-fn print(rows: &[RecordedRow], out: &mut dyn Write) -> Result<(), String> {
+fn print(rows: &[RecordedRow], out: &mut dyn Write) -> LabResult<()> {
     writeln!(
         out,
         "{:<6} {:<18} {:<22} {:>12} {:>12} {:>12} {:>10} {:>10}",
@@ -410,8 +410,7 @@ fn print(rows: &[RecordedRow], out: &mut dyn Write) -> Result<(), String> {
         "misses on",
         "ratio off",
         "ratio on"
-    )
-    .map_err(err)?;
+    )?;
     for r in rows {
         writeln!(
             out,
@@ -424,14 +423,13 @@ fn print(rows: &[RecordedRow], out: &mut dyn Write) -> Result<(), String> {
             r.on.misses,
             100.0 * ratio(&r.off),
             100.0 * ratio(&r.on)
-        )
-        .map_err(err)?;
+        )?;
     }
     Ok(())
 }
 
-fn write_csv(path: &Path, rows: &[RecordedRow]) -> Result<(), String> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn write_csv(path: &Path, rows: &[RecordedRow]) -> LabResult<()> {
+    let mut w = csv::Writer::from_path(path).at(path.display())?;
     w.write_record([
         "table",
         "pattern",
@@ -440,8 +438,7 @@ fn write_csv(path: &Path, rows: &[RecordedRow]) -> Result<(), String> {
         "llc_misses_off",
         "llc_accesses_on",
         "llc_misses_on",
-    ])
-    .map_err(err)?;
+    ])?;
     for r in rows {
         w.write_record([
             r.table.to_string(),
@@ -451,10 +448,9 @@ fn write_csv(path: &Path, rows: &[RecordedRow]) -> Result<(), String> {
             r.off.misses.to_string(),
             r.on.accesses.to_string(),
             r.on.misses.to_string(),
-        ])
-        .map_err(err)?;
+        ])?;
     }
-    w.flush().map_err(|e| format!("{}: {e}", path.display()))
+    w.flush().at(path.display())
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ use std::time::Instant;
 use kura::tpch::load::Source;
 use kura::{Database, OpenOptions};
 
+use crate::error::{At, LabResult};
+
 /// The study's parameters.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -25,13 +27,13 @@ struct Run {
     rows: u64,
 }
 
-fn load_once(dir: &std::path::Path, source: Source<'_>) -> Result<Run, String> {
+fn load_once(dir: &std::path::Path, source: Source<'_>) -> LabResult<Run> {
     let path = dir.join("bench-load.db");
     let _ = std::fs::remove_file(&path);
-    let db = Database::open(&path, OpenOptions::default()).map_err(|e| e.to_string())?;
+    let db = Database::open(&path, OpenOptions::default())?;
     let mut session = db.session();
     let start = Instant::now();
-    let reports = kura::tpch::load(&mut session, source, &|_, _| {}).map_err(|e| e.to_string())?;
+    let reports = kura::tpch::load(&mut session, source, &|_, _| {})?;
     let secs = start.elapsed().as_secs_f64();
     drop(session);
     drop(db);
@@ -48,7 +50,7 @@ fn median(mut runs: Vec<Run>) -> Run {
     runs.swap_remove(runs.len() / 2)
 }
 
-fn report(out: &mut dyn Write, label: &str, r: &Run) -> Result<(), String> {
+fn report(out: &mut dyn Write, label: &str, r: &Run) -> LabResult<()> {
     writeln!(
         out,
         "{label:<22} {:>8.2} s  {:>8.1} MB/s  {:>12.0} rows/s  ({:.1} MB, {} rows)",
@@ -57,12 +59,12 @@ fn report(out: &mut dyn Write, label: &str, r: &Run) -> Result<(), String> {
         r.rows as f64 / r.secs,
         r.bytes as f64 / 1e6,
         r.rows
-    )
-    .map_err(|e| e.to_string())
+    )?;
+    Ok(())
 }
 
 /// Runs the study, writing its report to `out`.
-pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
+pub fn run(args: &Config, out: &mut dyn Write) -> LabResult<()> {
     let tmp;
     let dir = match &args.dir {
         Some(d) => d.clone(),
@@ -71,7 +73,7 @@ pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
             tmp.clone()
         }
     };
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).at(dir.display())?;
     let reps = args.reps.max(1);
     writeln!(
         out,
@@ -79,8 +81,7 @@ pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
         args.sf,
         reps,
         kura_storage::loader::default_threads()
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let mut gen_runs = Vec::new();
     for _ in 0..reps {
         gen_runs.push(load_once(&dir, Source::Generate(args.sf))?);
@@ -89,14 +90,13 @@ pub fn run(args: &Config, out: &mut dyn Write) -> Result<(), String> {
     let tbl_dir = dir.join(format!("sf{}", args.sf));
     if !tbl_dir.join("lineitem.tbl").exists() {
         let start = Instant::now();
-        kura::tpch::generate_files(args.sf, &tbl_dir, &|_, _| {}).map_err(|e| e.to_string())?;
+        kura::tpch::generate_files(args.sf, &tbl_dir, &|_, _| {})?;
         writeln!(
             out,
             "(.tbl files written to {} in {:.1} s)",
             tbl_dir.display(),
             start.elapsed().as_secs_f64()
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
     }
     let mut file_runs = Vec::new();
     for _ in 0..reps {

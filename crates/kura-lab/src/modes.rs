@@ -22,6 +22,7 @@ use kura::{Database, OpenOptions};
 use kura_exec::runtime::{shared_runtime, Timeline};
 
 use crate::ceiling::{self, Ceiling, DirectProbe, Plan};
+use crate::error::{At, LabError, LabResult};
 use crate::plot::{line_chart, line_chart_with, HLine, Labels, Series};
 
 /// The study's parameters.
@@ -198,7 +199,7 @@ fn process_cpu_secs() -> Option<f64> {
 /// One cold run of query `id` (a to d, a variant, or a TPC-H query number) as
 /// the line `mode` (a [`ModeSpec`]'s name) runs it, without the ceiling sweep,
 /// timelines or charts: what the tests check the lines' read pattern with.
-pub fn cold_run(args: &Config, id: &str, mode: &str) -> Result<ModeRun, String> {
+pub fn cold_run(args: &Config, id: &str, mode: &str) -> LabResult<ModeRun> {
     let m = run_cold(args, id, mode, Duration::from_millis(50))?;
     Ok(m.row(id, mode))
 }
@@ -221,8 +222,9 @@ impl Measured {
 }
 
 /// One cold run of query `id` as the line `mode` (a [`ModeSpec`]'s name) runs it.
-fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<Measured, String> {
-    let spec = mode_spec(mode).ok_or_else(|| format!("unknown mode line {mode:?}"))?;
+fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> LabResult<Measured> {
+    let spec =
+        mode_spec(mode).ok_or_else(|| LabError::Invalid(format!("unknown mode line {mode:?}")))?;
     let (db_path, buffer) = (&args.db, args.buffer);
     // A fresh open per run: an empty buffer pool; O_DIRECT keeps the OS cache out.
     let opts = OpenOptions {
@@ -230,38 +232,32 @@ fn run_cold(args: &Config, id: &str, mode: &str, interval: Duration) -> Result<M
         buffered_io: false,
         ..OpenOptions::default()
     };
-    let db = Database::open(db_path, opts).map_err(|e| e.to_string())?;
+    let db = Database::open(db_path, opts)?;
     let mut session = db.session();
-    let sql = session_query_text(&mut session, id).map_err(|e| e.to_string())?;
+    let sql = session_query_text(&mut session, id)?;
     let sql: &str = &sql;
-    session
-        .execute(&format!("SET execution_mode = '{}'", spec.execution_mode))
-        .map_err(|e| e.to_string())?;
-    session
-        .execute(&format!(
-            "SET prefetch = {}",
-            spec.prefetch.unwrap_or(&args.prefetch)
-        ))
-        .map_err(|e| e.to_string())?;
-    let rt = shared_runtime().map_err(|e| e.to_string())?;
+    session.execute(&format!("SET execution_mode = '{}'", spec.execution_mode))?;
+    session.execute(&format!(
+        "SET prefetch = {}",
+        spec.prefetch.unwrap_or(&args.prefetch)
+    ))?;
+    let rt = shared_runtime()?;
     let bm = db.storage().buffer();
     let io0 = bm.stats();
     let cpu0 = process_cpu_secs();
     bm.take_peak_reads_in_flight();
     rt.start_timeline_every(interval);
     let profiler = match args.counters {
-        true => Some(kura_profile::Profiler::start_default().map_err(|e| e.to_string())?),
+        true => Some(kura_profile::Profiler::start_default()?),
         false => None,
     };
     let started = Instant::now();
     let result = session
         .execute(sql)
-        .map_err(|e| format!("query {id} in {mode} mode: {e}"));
+        .at(format_args!("query {id} in {mode} mode"));
     let secs = started.elapsed().as_secs_f64();
     let counters = match profiler {
-        Some(p) => Some(kura_profile::report::counts_line(
-            &p.stop().map_err(|e| e.to_string())?.counts,
-        )),
+        Some(p) => Some(kura_profile::report::counts_line(&p.stop()?.counts)),
         None => None,
     };
     let timeline = rt.stop_timeline();
@@ -315,13 +311,11 @@ fn write_timelines(
     id: &str,
     runs: &[(&str, &Timeline)],
     ceiling: &Ceiling,
-) -> Result<(), String> {
+) -> LabResult<()> {
     for (mode, timeline) in runs {
         let file = mode_spec(mode).map_or(*mode, |m| m.file);
         let path = out.join(format!("modes-{id}-{file}.csv"));
-        timeline
-            .write_csv(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        timeline.write_csv(&path).at(path.display())?;
     }
     // A sub-second run is drawn in milliseconds: seconds ticks would need more
     // decimals than the axis prints and repeat one label.
@@ -452,22 +446,20 @@ fn write_timelines(
 }
 
 /// The database's page size (the unit of every read the queries do).
-fn page_size(db_path: &Path) -> Result<usize, String> {
-    let db = Database::open(db_path, OpenOptions::default()).map_err(|e| e.to_string())?;
+fn page_size(db_path: &Path) -> LabResult<usize> {
+    let db = Database::open(db_path, OpenOptions::default())?;
     let size = db.storage().buffer().page_size();
     Ok(size)
 }
 
 /// Runs the benchmark and prints one table row per query and mode.
 /// Prints the queue-depth sweep: median and spread per depth, the ceiling marked.
-fn write_ceiling(out: &mut dyn Write, c: &Ceiling) -> Result<(), String> {
-    let e = |e: std::io::Error| e.to_string();
+fn write_ceiling(out: &mut dyn Write, c: &Ceiling) -> LabResult<()> {
     writeln!(
         out,
         "{:>6} {:>12} {:>12} {:>12}",
         "QD", "median IOPS", "min", "max"
-    )
-    .map_err(e)?;
+    )?;
     for (i, d) in c.sweep.iter().enumerate() {
         writeln!(
             out,
@@ -477,8 +469,7 @@ fn write_ceiling(out: &mut dyn Write, c: &Ceiling) -> Result<(), String> {
             d.min(),
             d.max(),
             if i == c.best { "   <- ceiling" } else { "" }
-        )
-        .map_err(e)?;
+        )?;
     }
     Ok(())
 }
@@ -489,15 +480,15 @@ pub fn run(
     args: &Config,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Report, String> {
+) -> LabResult<Report> {
     if !args.db.exists() {
-        return Err(format!(
+        return Err(LabError::Missing(format!(
             "no database at {0}: load one first (kura --db {0} tpch load --sf 1 --indexes)",
             args.db.display()
-        ));
+        )));
     }
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-    let rt = shared_runtime().map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&args.out).at(args.out.display())?;
+    let rt = shared_runtime()?;
     let page = page_size(&args.db)?;
     writeln!(
         out,
@@ -511,8 +502,7 @@ pub fn run(
             "synchronous reads"
         },
         args.prefetch
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let plan = Plan::standard(args.ceiling_seconds, args.ceiling_reps);
     writeln!(
         out,
@@ -523,19 +513,17 @@ pub fn run(
         plan.depths,
         plan.reps,
         plan.duration.as_secs_f64()
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let probe = DirectProbe::open(rt, &args.db, page)?;
     let ceiling = ceiling::measure(&probe, &plan, progress)?;
     write_ceiling(out, &ceiling)?;
     let csv = args.out.join("modes-ceiling.csv");
-    std::fs::write(&csv, ceiling.csv()).map_err(|e| format!("{}: {e}", csv.display()))?;
+    std::fs::write(&csv, ceiling.csv()).at(csv.display())?;
     writeln!(
         out,
         "serial is the paper's (synchronous, one page per read: prefetch off); \
          serial + read-ahead is kura's serial with prefetch on (runs of pages per read)"
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     writeln!(
         out,
         "{:<6} {:<19} {:>9} {:>8} {:>11} {:>7} {:>8} {:>9} {:>10}",
@@ -548,8 +536,7 @@ pub fn run(
         "peak QD",
         "pages/req",
         "read-ahead"
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let mut measured = Vec::new();
     for id in &args.queries {
         // Out-of-order runs first: it is the shortest, and its time sets one
@@ -576,10 +563,9 @@ pub fn run(
                 row.peak_in_flight,
                 row.pages_per_request(),
                 row.read_ahead
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             if let Some(c) = &m.counters {
-                writeln!(out, "       counters: {c}").map_err(|e| e.to_string())?;
+                writeln!(out, "       counters: {c}")?;
             }
             measured.push(row);
         }
@@ -599,8 +585,7 @@ pub fn run(
             ceiling.percent(ooo.iops),
             ceiling.at_best().depth,
             ceiling.percent_limit()
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
     }
     Ok(Report {
         ceiling,

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use kura::{Database, OpenOptions};
 
+use crate::error::{At, LabError, LabResult};
 use crate::modes::{self, ModeRun, MODES, SERIAL, SERIAL_READ_AHEAD};
 use crate::plot::{grouped_bar_chart_log_y, BarGroup, Labels};
 
@@ -136,12 +137,8 @@ pub struct Summary {
     pub files: Vec<PathBuf>,
 }
 
-fn io_err(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
-    move |e| format!("{}: {e}", path.display())
-}
-
-fn say(out: &mut dyn Write, line: &str) -> Result<(), String> {
-    writeln!(out, "{line}").map_err(|e| e.to_string())
+fn say(out: &mut dyn Write, line: &str) -> LabResult<()> {
+    Ok(writeln!(out, "{line}")?)
 }
 
 /// Scale factor as the suite names it (0.01, 1, 10).
@@ -151,7 +148,7 @@ fn sf_name(sf: f64) -> String {
 
 /// Opens `db`, building TPC-H at `sf` with paper 003's indexes (and the covering
 /// ones when `covering`) when it does not exist.
-fn ensure_database(db: &Path, sf: f64, covering: bool, out: &mut dyn Write) -> Result<(), String> {
+fn ensure_database(db: &Path, sf: f64, covering: bool, out: &mut dyn Write) -> LabResult<()> {
     if db.exists() {
         return Ok(());
     }
@@ -169,18 +166,16 @@ fn ensure_database(db: &Path, sf: f64, covering: bool, out: &mut dyn Write) -> R
         ),
     )?;
     let started = Instant::now();
-    let database = Database::open(db, OpenOptions::default()).map_err(|e| e.to_string())?;
+    let database = Database::open(db, OpenOptions::default())?;
     let mut session = database.session();
     kura::tpch::load(
         &mut session,
         kura::tpch::load::Source::Generate(sf),
         &|_, _| {},
-    )
-    .map_err(|e| e.to_string())?;
-    kura::tpch::load::create_indexes(&mut session, &|_| {}).map_err(|e| e.to_string())?;
+    )?;
+    kura::tpch::load::create_indexes(&mut session, &|_| {})?;
     if covering {
-        kura::tpch::load::create_covering_indexes(&mut session, &|_| {})
-            .map_err(|e| e.to_string())?;
+        kura::tpch::load::create_covering_indexes(&mut session, &|_| {})?;
     }
     say(
         out,
@@ -194,8 +189,8 @@ pub fn run(
     cfg: &Config,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Summary, String> {
-    std::fs::create_dir_all(&cfg.out).map_err(io_err(&cfg.out))?;
+) -> LabResult<Summary> {
+    std::fs::create_dir_all(&cfg.out).at(cfg.out.display())?;
     let (db, scratch_db) = match &cfg.db {
         Some(db) => (db.clone(), false),
         None => (
@@ -273,10 +268,10 @@ pub fn run(
     files.extend(write_peer_charts(&cfg.out, cfg.sf, &peers)?);
     let settings = read_settings(&cfg.out.join("peers"));
     let csv_path = cfg.out.join("paper003.csv");
-    std::fs::write(&csv_path, summary_csv(&measured.runs, &peers)).map_err(io_err(&csv_path))?;
+    std::fs::write(&csv_path, summary_csv(&measured.runs, &peers)).at(csv_path.display())?;
     let md_path = cfg.out.join("paper003.md");
     let md = markdown(cfg, &measured, &peers, &notes, &settings, &files);
-    std::fs::write(&md_path, &md).map_err(io_err(&md_path))?;
+    std::fs::write(&md_path, &md).at(md_path.display())?;
     files.push(csv_path);
     files.push(md_path);
     say(out, "")?;
@@ -294,7 +289,7 @@ pub fn run(
 
 /// Gives the timeline charts of `crate::modes` the paper's figure numbers:
 /// figure 2 is CPU %, figure 3 IOPS.
-fn rename_timeline_charts(out: &Path, queries: &[String]) -> Result<Vec<PathBuf>, String> {
+fn rename_timeline_charts(out: &Path, queries: &[String]) -> LabResult<Vec<PathBuf>> {
     let mut files = Vec::new();
     for q in queries {
         for (from, to) in [
@@ -302,7 +297,7 @@ fn rename_timeline_charts(out: &Path, queries: &[String]) -> Result<Vec<PathBuf>
             (format!("modes-{q}-iops.png"), format!("fig3-{q}-iops.png")),
         ] {
             let (from, to) = (out.join(from), out.join(to));
-            std::fs::rename(&from, &to).map_err(io_err(&from))?;
+            std::fs::rename(&from, &to).at(from.display())?;
             files.push(to);
         }
     }
@@ -325,9 +320,9 @@ fn run_suite(
     script: &Path,
     kura: &Path,
     out: &mut dyn Write,
-) -> Result<(Vec<PeerRow>, Vec<String>), String> {
+) -> LabResult<(Vec<PeerRow>, Vec<String>)> {
     let results = cfg.out.join("peers");
-    std::fs::create_dir_all(&results).map_err(io_err(&results))?;
+    std::fs::create_dir_all(&results).at(results.display())?;
     // The suite's work directory (the .tbl files, every system's database) is scratch
     // and must be reachable by the PostgreSQL server's own user: the system's temp
     // directory, not OUT.
@@ -354,13 +349,11 @@ fn run_suite(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let log_path = results.join("bench-run.log");
-    let mut log = std::fs::File::create(&log_path).map_err(io_err(&log_path))?;
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("{}: {e}", script.display()))?;
+    let mut log = std::fs::File::create(&log_path).at(log_path.display())?;
+    let mut child = command.spawn().at(script.display())?;
     // stderr goes to the log from its own thread, so a full pipe never stalls the suite.
     let stderr = child.stderr.take();
-    let err_log = log.try_clone().map_err(io_err(&log_path))?;
+    let err_log = log.try_clone().at(log_path.display())?;
     let err_thread = std::thread::spawn(move || {
         let mut err_log = err_log;
         if let Some(e) = stderr {
@@ -375,16 +368,16 @@ fn run_suite(
             say(out, &format!("  bench/run: {line}"))?;
         }
     }
-    let status = child.wait().map_err(|e| e.to_string());
+    let status = child.wait();
     let _ = err_thread.join();
     let _ = std::fs::remove_dir_all(&work);
     let status = status?;
     let mut notes = Vec::new();
     let csv = find_suite_csv(&results, cfg.sf).ok_or_else(|| {
-        format!(
+        LabError::External(format!(
             "bench/run failed ({status}) and wrote no CSV; see {}",
             log_path.display()
-        )
+        ))
     })?;
     if !status.success() {
         notes.push(format!(
@@ -423,15 +416,14 @@ fn find_suite_csv(dir: &Path, sf: f64) -> Option<PathBuf> {
 
 /// Reads the suite's per-query CSV (columns system, mode, query, status, wrong,
 /// median_s, ...).
-pub fn read_peer_csv(path: &Path) -> Result<Vec<PeerRow>, String> {
-    let err = |e: csv::Error| format!("{}: {e}", path.display());
-    let mut reader = csv::Reader::from_path(path).map_err(err)?;
-    let header = reader.headers().map_err(err)?.clone();
+pub fn read_peer_csv(path: &Path) -> LabResult<Vec<PeerRow>> {
+    let mut reader = csv::Reader::from_path(path).at(path.display())?;
+    let header = reader.headers().at(path.display())?.clone();
     let col = |name: &str| {
         header
             .iter()
             .position(|h| h == name)
-            .ok_or_else(|| format!("{}: no column {name}", path.display()))
+            .ok_or_else(|| LabError::Missing(format!("{}: no column {name}", path.display())))
     };
     let (system, mode, query, status, wrong, median) = (
         col("system")?,
@@ -443,7 +435,7 @@ pub fn read_peer_csv(path: &Path) -> Result<Vec<PeerRow>, String> {
     );
     let mut rows = Vec::new();
     for record in reader.records() {
-        let r = record.map_err(err)?;
+        let r = record.at(path.display())?;
         let is_wrong = &r[wrong] == "yes";
         let status = if is_wrong { "wrong" } else { &r[status] };
         rows.push(PeerRow {
@@ -516,7 +508,7 @@ fn figures() -> [(u8, &'static [&'static str], &'static [&'static str]); 2] {
 
 /// Figures 4 and 5, cold and warm: median times per query, a bar per system, log
 /// scale. Nothing is drawn for a figure no system ran.
-pub fn write_peer_charts(out: &Path, sf: f64, rows: &[PeerRow]) -> Result<Vec<PathBuf>, String> {
+pub fn write_peer_charts(out: &Path, sf: f64, rows: &[PeerRow]) -> LabResult<Vec<PathBuf>> {
     let mut files = Vec::new();
     for (fig, queries, wanted) in figures() {
         let systems = systems_in(rows, wanted);

@@ -11,6 +11,7 @@ use std::time::Instant;
 use comfy_table::{presets::UTF8_FULL, Table};
 use kura_cache::paper004::{Paper004, Paper004Row};
 
+use crate::error::{At, LabResult};
 use crate::plot::{line_chart, Labels, Series};
 
 /// The experiment's parameters.
@@ -25,12 +26,12 @@ pub struct Config {
     pub out: PathBuf,
 }
 
-fn create_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+fn create_dir(dir: &Path) -> LabResult<()> {
+    std::fs::create_dir_all(dir).at(dir.display())
 }
 
-fn write_file(path: &Path, contents: &str) -> Result<(), String> {
-    std::fs::write(path, contents).map_err(|e| format!("{}: {e}", path.display()))
+fn write_file(path: &Path, contents: &str) -> LabResult<()> {
+    std::fs::write(path, contents).at(path.display())
 }
 
 /// Runs the experiment, writing its report to `out` and the CSV, table and figures to
@@ -39,7 +40,7 @@ pub fn run(
     args: &Config,
     out: &mut dyn Write,
     progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<(), String> {
+) -> LabResult<()> {
     let mut p = if args.quick {
         Paper004::quick()
     } else {
@@ -57,19 +58,15 @@ pub fn run(
         p.block_size,
         (p.warmup_per_block + p.measured_per_block) * p.data_blocks(),
         p.warmup_requests(),
-    )
-        .map_err(|e| e.to_string())?;
+    )?;
     let started = Instant::now();
-    let rows = p
-        .run(threads, &|n| progress(n, total))
-        .map_err(|e| e.to_string())?;
-    writeln!(out, "simulated in {:.1} s", started.elapsed().as_secs_f64())
-        .map_err(|e| e.to_string())?;
+    let rows = p.run(threads, &|n| progress(n, total))?;
+    writeln!(out, "simulated in {:.1} s", started.elapsed().as_secs_f64())?;
 
     create_dir(&args.out)?;
     write_file(&args.out.join("paper004.csv"), &paper004_csv(&p, &rows))?;
     let table = paper004_table(&p, &rows);
-    writeln!(out, "{table}").map_err(|e| e.to_string())?;
+    writeln!(out, "{table}")?;
     write_file(&args.out.join("paper004.txt"), &format!("{table}\n"))?;
     let largest = p.lower_bytes.iter().copied().max().unwrap_or(0);
     let (scale, unit) = if largest >= 1_000_000_000 {
@@ -125,15 +122,14 @@ pub fn run(
             &series,
             Some(0.0..1.0),
         )?;
-        writeln!(out, "wrote {}", path.display()).map_err(|e| e.to_string())?;
+        writeln!(out, "wrote {}", path.display())?;
     }
     writeln!(
         out,
         "wrote {} and {}",
         args.out.join("paper004.csv").display(),
         args.out.join("paper004.txt").display()
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     Ok(())
 }
 

@@ -11,6 +11,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
+use crate::error::{LabError, LabResult};
+
 const FONT_BYTES: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
 const FONT: &str = "sans-serif";
 const SIZE: (u32, u32) = (1000, 640);
@@ -106,21 +108,23 @@ pub struct BarGroup {
     pub values: Vec<f64>,
 }
 
-fn ensure_font() -> Result<(), String> {
-    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
-    REGISTERED
-        .get_or_init(|| {
-            register_font(FONT, FontStyle::Normal, FONT_BYTES)
-                .map_err(|_| "the embedded chart font could not be loaded".to_string())
-        })
-        .clone()
+fn ensure_font() -> LabResult<()> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let registered =
+        *REGISTERED.get_or_init(|| register_font(FONT, FontStyle::Normal, FONT_BYTES).is_ok());
+    if registered {
+        Ok(())
+    } else {
+        Err(LabError::Font)
+    }
 }
 
-fn draw_err(e: impl std::fmt::Display) -> String {
-    format!("drawing chart: {e}")
+/// Plotters' error as text: its type depends on the backend.
+fn draw_err(e: impl std::fmt::Display) -> LabError {
+    LabError::Plot(e.to_string())
 }
 
-fn canvas(path: &Path) -> Result<DrawingArea<BitMapBackend<'_>, Shift>, String> {
+fn canvas(path: &Path) -> LabResult<DrawingArea<BitMapBackend<'_>, Shift>> {
     ensure_font()?;
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(draw_err)?;
@@ -170,7 +174,7 @@ fn marker<DB: DrawingBackend>(
     (x, y): (i32, i32),
     series: usize,
     c: RGBColor,
-) -> Result<(), String> {
+) -> LabResult<()> {
     let (r, hollow) = marker_radius(series);
     let style = if hollow {
         c.stroke_width(2)
@@ -273,7 +277,7 @@ pub fn line_chart(
     labels: &Labels,
     series: &[Series],
     y_range: Option<Range<f64>>,
-) -> Result<(), String> {
+) -> LabResult<()> {
     line_chart_with(path, labels, series, &[], y_range)
 }
 
@@ -285,7 +289,7 @@ pub fn line_chart_log2_x(
     labels: &Labels,
     series: &[Series],
     y_range: Option<Range<f64>>,
-) -> Result<(), String> {
+) -> LabResult<()> {
     let logged: Vec<Series> = series
         .iter()
         .map(|s| Series {
@@ -318,7 +322,7 @@ pub fn line_chart_with(
     series: &[Series],
     hlines: &[HLine],
     y_range: Option<Range<f64>>,
-) -> Result<(), String> {
+) -> LabResult<()> {
     draw_lines(path, labels, series, hlines, y_range, false)
 }
 
@@ -329,7 +333,7 @@ fn draw_lines(
     hlines: &[HLine],
     y_range: Option<Range<f64>>,
     log2_x: bool,
-) -> Result<(), String> {
+) -> LabResult<()> {
     let root = canvas(path)?;
     let all = || series.iter().flat_map(|s| s.points.iter());
     let x_range = padded_range(all().map(|p| p.0), 0.0..1.0);
@@ -485,7 +489,7 @@ fn legend_font() -> TextStyle<'static> {
 fn legend_width<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     names: &[&str],
-) -> Result<i32, String> {
+) -> LabResult<i32> {
     let mut widest = 0;
     for n in names {
         let (w, _) = root
@@ -501,7 +505,7 @@ fn legend_width<DB: DrawingBackend>(
 fn draw_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     entries: &[Entry],
-) -> Result<(), String> {
+) -> LabResult<()> {
     if entries.is_empty() {
         return Ok(());
     }
@@ -567,9 +571,11 @@ pub fn grouped_bar_chart(
     labels: &Labels,
     series_names: &[String],
     groups: &[BarGroup],
-) -> Result<(), String> {
+) -> LabResult<()> {
     if groups.iter().any(|g| g.values.len() != series_names.len()) {
-        return Err("every bar group needs one value per series".into());
+        return Err(LabError::Invalid(
+            "every bar group needs one value per series".into(),
+        ));
     }
     let root = canvas(path)?;
     let y_max = groups
@@ -684,9 +690,11 @@ pub fn grouped_bar_chart_log_y(
     labels: &Labels,
     series_names: &[String],
     groups: &[BarGroup],
-) -> Result<(), String> {
+) -> LabResult<()> {
     if groups.iter().any(|g| g.values.len() != series_names.len()) {
-        return Err("every bar group needs one value per series".into());
+        return Err(LabError::Invalid(
+            "every bar group needs one value per series".into(),
+        ));
     }
     let root = canvas(path)?;
     let (lo, hi) =

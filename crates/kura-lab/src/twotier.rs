@@ -13,6 +13,7 @@ use kura::{Database, OpenOptions};
 use kura_cache::Mode;
 use kura_storage::{BufferStats, TierCapacity, TierConfig, TierKind};
 
+use crate::error::{At, LabError, LabResult};
 use crate::plot::{grouped_bar_chart, BarGroup, Labels};
 
 /// The study's parameters.
@@ -64,12 +65,12 @@ fn pct(part: u64, whole: u64) -> String {
 }
 
 /// Runs every configuration and prints the summary; returns every point.
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
+pub fn run(cfg: &Config, out: &mut dyn Write) -> LabResult<Vec<Point>> {
     if !cfg.db.is_file() {
-        return Err(format!(
+        return Err(LabError::Missing(format!(
             "{}: no database there (make one with `kura tpch load`)",
             cfg.db.display()
-        ));
+        )));
     }
     let mut points = Vec::new();
     let mut totals: Vec<(&'static str, BufferStats, f64)> = Vec::new();
@@ -89,7 +90,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
                 ..OpenOptions::default()
             },
         )
-        .map_err(|e| format!("{}: {e}", cfg.db.display()))?;
+        .at(cfg.db.display())?;
         let bm = db.storage().buffer().clone();
         let mut session = db.session();
         let start = bm.stats();
@@ -99,11 +100,14 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
                 let before = bm.stats();
                 let t = Instant::now();
                 let runs = run_queries(&mut session, std::slice::from_ref(q), None, 1)
-                    .map_err(|e| format!("query {q}: {e}"))?;
+                    .at(format_args!("query {q}"))?;
                 let seconds = t.elapsed().as_secs_f64();
                 if let Some(r) = runs.first() {
                     if r.times.is_empty() {
-                        return Err(format!("{name}: query {q}: {}", r.status));
+                        return Err(LabError::QueryFailed(format!(
+                            "{name}: query {q}: {}",
+                            r.status
+                        )));
                     }
                 }
                 points.push(Point {
@@ -143,7 +147,6 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
             format!("{secs:.3}"),
         ]);
     }
-    let w = |e: std::io::Error| e.to_string();
     writeln!(
         out,
         "kura bench twotier: {} — pool {} bytes, tier {} bytes ({}, {}), queries {}, {} passes",
@@ -154,13 +157,12 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
         cfg.tier_policy,
         cfg.queries.join(","),
         cfg.passes.max(1)
-    )
-    .map_err(w)?;
-    writeln!(out, "{table}").map_err(w)?;
+    )?;
+    writeln!(out, "{table}")?;
 
-    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+    std::fs::create_dir_all(&cfg.out).at(cfg.out.display())?;
     let csv_path = cfg.out.join("twotier.csv");
-    let mut csv = csv::Writer::from_path(&csv_path).map_err(|e| e.to_string())?;
+    let mut csv = csv::Writer::from_path(&csv_path)?;
     csv.write_record([
         "config",
         "pass",
@@ -173,8 +175,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
         "disk_reads",
         "demotions",
         "tier_bytes",
-    ])
-    .map_err(|e| e.to_string())?;
+    ])?;
     for p in &points {
         let s = &p.stats;
         csv.write_record([
@@ -189,10 +190,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
             s.pages_read.to_string(),
             s.tier_demotions.to_string(),
             s.tier_bytes.to_string(),
-        ])
-        .map_err(|e| e.to_string())?;
+        ])?;
     }
-    csv.flush().map_err(|e| e.to_string())?;
+    csv.flush()?;
 
     // Disk reads per query (all passes), one bar per configuration.
     let names: Vec<String> = CONFIGS.iter().map(|(n, _)| n.to_string()).collect();
@@ -228,6 +228,6 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Vec<Point>, String> {
         &names,
         &groups,
     )?;
-    writeln!(out, "wrote {} and {}", csv_path.display(), chart.display()).map_err(w)?;
+    writeln!(out, "wrote {} and {}", csv_path.display(), chart.display())?;
     Ok(points)
 }

@@ -14,6 +14,7 @@ use kura_cache::trace::{binary, synthetic};
 use kura_cache::{Level, Mode, SimConfig, DEFAULT_SEED, POLICY_NAMES};
 
 use super::{say, thread_cpu_seconds};
+use crate::error::{LabError, LabResult};
 use crate::paper004::percent;
 
 /// Replay-speed measurement: policies on a Zipf or binary trace.
@@ -41,7 +42,7 @@ pub struct BenchConfig {
     pub cpu_accesses: usize,
 }
 
-fn bench_config(policy: &str, capacity: usize) -> Result<SimConfig, String> {
+fn bench_config(policy: &str, capacity: usize) -> LabResult<SimConfig> {
     if policy.eq_ignore_ascii_case(DEMOTE) {
         Ok(SimConfig::two_level(
             Level::new("lru", capacity),
@@ -51,10 +52,10 @@ fn bench_config(policy: &str, capacity: usize) -> Result<SimConfig, String> {
     } else if POLICY_NAMES.contains(&policy.to_ascii_lowercase().as_str()) {
         Ok(SimConfig::single(policy, capacity))
     } else {
-        Err(format!(
+        Err(LabError::Invalid(format!(
             "unknown policy '{policy}'; valid: {}, {DEMOTE}",
             POLICY_NAMES.join(", ")
-        ))
+        )))
     }
 }
 
@@ -72,7 +73,7 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, Option<f64>) {
 }
 
 /// Times each policy's replay and prints the rates to `out`.
-pub fn run(args: &BenchConfig, out: &mut dyn Write) -> Result<(), String> {
+pub fn run(args: &BenchConfig, out: &mut dyn Write) -> LabResult<()> {
     let configs = args
         .policies
         .iter()
@@ -83,9 +84,9 @@ pub fn run(args: &BenchConfig, out: &mut dyn Write) -> Result<(), String> {
     let (trace, prepare) = match &args.file {
         Some(path) => {
             say!(out, "mapping binary trace {}", path.display());
-            mapped = binary::open(path).map_err(|e| e.to_string())?;
+            mapped = binary::open(path)?;
             let (trace, wall, _) = timed(|| mapped.dense());
-            (trace.map_err(|e| e.to_string())?, wall)
+            (trace?, wall)
         }
         None => {
             say!(
@@ -95,14 +96,13 @@ pub fn run(args: &BenchConfig, out: &mut dyn Write) -> Result<(), String> {
                 args.requests,
                 args.blocks
             );
-            generated = synthetic::zipf(args.blocks, args.alpha, args.requests, DEFAULT_SEED)
-                .map_err(|e| e.to_string())?;
+            generated = synthetic::zipf(args.blocks, args.alpha, args.requests, DEFAULT_SEED)?;
             let (trace, wall, _) = timed(|| DenseTrace::from_ids(&generated.requests));
             (trace, wall)
         }
     };
     if trace.is_empty() {
-        return Err("the trace has no requests".into());
+        return Err(LabError::Missing("the trace has no requests".into()));
     }
     say!(
             out,
@@ -129,7 +129,7 @@ pub fn run(args: &BenchConfig, out: &mut dyn Write) -> Result<(), String> {
     table.set_header(header);
     for config in &configs {
         let (stats, secs, cpu) = timed(|| simulate_dense(config, &trace, 0));
-        let stats = stats.map_err(|e| e.to_string())?;
+        let stats = stats?;
         let mut row = vec![
             config.describe(),
             cpu.map_or("n/a".into(), rate),
@@ -138,7 +138,7 @@ pub fn run(args: &BenchConfig, out: &mut dyn Write) -> Result<(), String> {
         ];
         if let Some(wide) = &wide {
             let (reference, ref_secs, ref_cpu) = timed(|| simulate_reference(config, wide, 0));
-            let reference = reference.map_err(|e| e.to_string())?;
+            let reference = reference?;
             let (fast_s, ref_s) = (cpu.unwrap_or(secs), ref_cpu.unwrap_or(ref_secs));
             row.extend([
                 rate(ref_s),
@@ -147,10 +147,10 @@ pub fn run(args: &BenchConfig, out: &mut dyn Write) -> Result<(), String> {
             ]);
             if reference != stats {
                 say!(out, "{table}");
-                return Err(format!(
+                return Err(LabError::Check(format!(
                     "{}: the fast path counted {stats:?}, the reference {reference:?}",
                     config.describe()
-                ));
+                )));
             }
         }
         table.add_row(row);
@@ -172,7 +172,7 @@ const CLASSIFIED_ACCESSES: usize = 2_000_000;
 
 /// Replay speed of the set-associative CPU-cache model (this machine's geometry):
 /// L1d alone and the whole data hierarchy, on three address streams.
-fn bench_cpu_model(n: usize, out: &mut dyn Write) -> Result<(), String> {
+fn bench_cpu_model(n: usize, out: &mut dyn Write) -> LabResult<()> {
     use kura_cache::cpu::{CacheKind, Geometry, Hierarchy, LevelConfig, Replacement, SetAssoc};
     let root = Path::new(kura_cache::cpu::SYSFS_CACHE_DIR);
     let levels: Vec<LevelConfig> = match kura_cache::cpu::read_sysfs(root) {
@@ -188,14 +188,14 @@ fn bench_cpu_model(n: usize, out: &mut dyn Write) -> Result<(), String> {
             say!(out, "no cache geometry from sysfs ({why}); using 32 KiB/8-way L1d, 512 KiB/8-way L2, 32 MiB/16-way L3");
             let level = |l, size, ways| Geometry::new(l, size, ways, 64).map(LevelConfig::lru);
             vec![
-                level(1, 32 << 10, 8).map_err(|e| e.to_string())?,
-                level(2, 512 << 10, 8).map_err(|e| e.to_string())?,
-                level(3, 32 << 20, 16).map_err(|e| e.to_string())?,
+                level(1, 32 << 10, 8)?,
+                level(2, 512 << 10, 8)?,
+                level(3, 32 << 20, 16)?,
             ]
         }
     };
     let hierarchy = || Hierarchy::new(levels.clone());
-    let describe = hierarchy().map_err(|e| e.to_string())?;
+    let describe = hierarchy()?;
     let names: Vec<String> = (0..describe.levels())
         .map(|i| describe.level(i).geometry().describe())
         .collect();
@@ -227,7 +227,7 @@ fn bench_cpu_model(n: usize, out: &mut dyn Write) -> Result<(), String> {
     let rate = |s: f64| format!("{:.1}", n as f64 / s / 1e6);
     for (name, addrs) in &streams {
         let l1 = describe.level(0).geometry().clone();
-        let mut single = SetAssoc::new(l1, Replacement::Lru).map_err(|e| e.to_string())?;
+        let mut single = SetAssoc::new(l1, Replacement::Lru)?;
         let (misses, wall, cpu) = timed(|| single.replay(addrs, 0));
         table.add_row(vec![
             name.to_string(),
@@ -236,7 +236,7 @@ fn bench_cpu_model(n: usize, out: &mut dyn Write) -> Result<(), String> {
             rate(wall),
             percent(misses as f64 / n as f64),
         ]);
-        let mut h = hierarchy().map_err(|e| e.to_string())?;
+        let mut h = hierarchy()?;
         let ((), wall, cpu) = timed(|| h.replay(addrs, 0));
         let last = h.counters(0)[h.levels() - 1];
         table.add_row(vec![
@@ -259,8 +259,7 @@ fn bench_cpu_model(n: usize, out: &mut dyn Write) -> Result<(), String> {
                     ..l
                 })
                 .collect(),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let ((), wall, cpu) = timed(|| classified.replay(first, 0));
         let last = classified.counters(0)[classified.levels() - 1];
         let m = first.len();
@@ -287,10 +286,9 @@ fn bench_parallel(
     configs: &[SimConfig],
     trace: &DenseTrace<'_>,
     out: &mut dyn Write,
-) -> Result<(), String> {
+) -> LabResult<()> {
     let started = Instant::now();
-    let results =
-        simulate_all_dense(configs, trace, 0, args.threads, &|_| {}).map_err(|e| e.to_string())?;
+    let results = simulate_all_dense(configs, trace, 0, args.threads, &|_| {})?;
     let secs = started.elapsed().as_secs_f64();
     let total = (configs.len() * trace.len()) as f64;
     let mut table = Table::new();

@@ -17,10 +17,12 @@ use kura_cache::trace::csv::{Columns, CsvSpec};
 use kura_cache::trace::{binary, csv, oracle, synthetic, text};
 use kura_cache::{Level, SimResult, Trace, DEFAULT_SEED};
 
+use crate::error::{At, LabError, LabResult};
+
 /// Writes a line to a study's report (stdout for the command line).
 macro_rules! say {
     ($out:expr, $($arg:tt)*) => {
-        writeln!($out, $($arg)*).map_err(|e| e.to_string())?
+        writeln!($out, $($arg)*)?
     };
 }
 pub(crate) use say;
@@ -115,76 +117,74 @@ impl Default for TraceSpec {
 }
 
 /// Bytes in `text` (`4096`, `64KiB`, `2GB` = 2 GiB: kura's one size reader).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    kura_common::size::parse_size(text).map_err(|e| e.to_string())
+pub fn parse_bytes(text: &str) -> LabResult<u64> {
+    Ok(kura_common::size::parse_size(text)?)
 }
 
 /// A size in blocks: a bare integer is a block count, anything with a unit is bytes.
-pub fn parse_blocks(text: &str, block_size: u64) -> Result<usize, String> {
+pub fn parse_blocks(text: &str, block_size: u64) -> LabResult<usize> {
     let blocks = if let Ok(n) = text.trim().parse::<u64>() {
         n
     } else {
         parse_bytes(text)? / block_size
     };
     if blocks == 0 {
-        return Err(format!("cache size '{text}' is less than one block"));
+        return Err(LabError::Invalid(format!(
+            "cache size '{text}' is less than one block"
+        )));
     }
     Ok(blocks as usize)
 }
 
 /// `POLICY:SIZE`.
-pub fn parse_level(text: &str, block_size: u64) -> Result<Level, String> {
-    let (policy, size) = text
-        .split_once(':')
-        .ok_or_else(|| format!("expected POLICY:SIZE (e.g. lru:64MiB), got '{text}'"))?;
+pub fn parse_level(text: &str, block_size: u64) -> LabResult<Level> {
+    let (policy, size) = text.split_once(':').ok_or_else(|| {
+        LabError::Invalid(format!(
+            "expected POLICY:SIZE (e.g. lru:64MiB), got '{text}'"
+        ))
+    })?;
     Ok(Level::new(policy.trim(), parse_blocks(size, block_size)?))
 }
 
-pub fn block_size(args: &TraceSpec) -> Result<u64, String> {
+pub fn block_size(args: &TraceSpec) -> LabResult<u64> {
     match parse_bytes(&args.block_size)? {
-        0 => Err("block size must be positive".into()),
+        0 => Err(LabError::Invalid("block size must be positive".into())),
         b => Ok(b),
     }
 }
 
 /// Loads the trace and renumbers its blocks densely (hit ratios and distances do not
 /// change; the policies' block index becomes a plain table).
-pub fn load_trace(args: &TraceSpec) -> Result<Trace, String> {
+pub fn load_trace(args: &TraceSpec) -> LabResult<Trace> {
     let mut trace = read_trace(args)?;
     trace.densify();
     Ok(trace)
 }
 
-pub fn read_trace(args: &TraceSpec) -> Result<Trace, String> {
+pub fn read_trace(args: &TraceSpec) -> LabResult<Trace> {
     let bs = block_size(args)?;
     let file = || {
-        args.file
-            .clone()
-            .ok_or_else(|| format!("--trace {:?} needs --file", args.trace).to_lowercase())
+        args.file.clone().ok_or_else(|| {
+            LabError::Invalid(format!("--trace {:?} needs --file", args.trace).to_lowercase())
+        })
     };
-    let e = |e: kura_cache::CacheError| e.to_string();
     let mut trace = match args.trace {
-        TraceKind::Uniform => {
-            synthetic::uniform(args.blocks, args.requests, args.seed).map_err(e)?
-        }
-        TraceKind::Zipf => {
-            synthetic::zipf(args.blocks, args.alpha, args.requests, args.seed).map_err(e)?
-        }
-        TraceKind::Loop => synthetic::sequential_loop(args.blocks, args.requests).map_err(e)?,
+        TraceKind::Uniform => synthetic::uniform(args.blocks, args.requests, args.seed)?,
+        TraceKind::Zipf => synthetic::zipf(args.blocks, args.alpha, args.requests, args.seed)?,
+        TraceKind::Loop => synthetic::sequential_loop(args.blocks, args.requests)?,
         TraceKind::Scan => synthetic::scan_with_hot_set(
             args.hot_blocks,
             args.blocks,
             args.hot_fraction,
             args.requests,
             args.seed,
-        )
-        .map_err(e)?,
-        TraceKind::Text => return text::read(&file()?, bs).map_err(e),
-        TraceKind::Oracle => return oracle::read(&file()?, bs).map_err(e),
+        )?,
+        TraceKind::Text => return Ok(text::read(&file()?, bs)?),
+        TraceKind::Oracle => return Ok(oracle::read(&file()?, bs)?),
         TraceKind::Binary => {
             let path = file()?;
-            let mapped = binary::open(&path).map_err(e)?;
-            let ids = mapped.dense().map_err(e)?.to_block_ids();
+            let mapped = binary::open(&path)?;
+            let ids = mapped.dense()?.to_block_ids();
             let mut trace = Trace::new(path.display().to_string(), ids, mapped.block_size);
             if args.block_size != DEFAULT_BLOCK_SIZE {
                 trace.block_size = bs;
@@ -192,17 +192,17 @@ pub fn read_trace(args: &TraceSpec) -> Result<Trace, String> {
             return Ok(trace);
         }
         TraceKind::Csv | TraceKind::Msr => {
-            return csv::read(&file()?, &csv_spec(args, bs)?).map_err(e);
+            return Ok(csv::read(&file()?, &csv_spec(args, bs)?)?);
         }
     };
     trace.block_size = bs;
     Ok(trace)
 }
 
-pub fn csv_spec(args: &TraceSpec, block_size: u64) -> Result<CsvSpec, String> {
+pub fn csv_spec(args: &TraceSpec, block_size: u64) -> LabResult<CsvSpec> {
     let col = |c: usize, what: &str| {
         c.checked_sub(1)
-            .ok_or_else(|| format!("{what} columns are numbered from 1"))
+            .ok_or_else(|| LabError::Invalid(format!("{what} columns are numbered from 1")))
     };
     let columns = match (
         args.csv_id_column,
@@ -215,21 +215,20 @@ pub fn csv_spec(args: &TraceSpec, block_size: u64) -> Result<CsvSpec, String> {
             size: col(s, "--csv-size-column")?,
         },
         (None, None, None) if args.trace == TraceKind::Msr => CsvSpec::msr().columns,
-        _ => return Err(
+        _ => return Err(LabError::Invalid(
             "csv traces need --csv-id-column, or both --csv-offset-column and --csv-size-column"
                 .into(),
-        ),
+        )),
     };
     let filter = match &args.csv_filter {
         None => None,
         Some(f) => {
-            let (c, v) = f
-                .split_once('=')
-                .ok_or_else(|| format!("--csv-filter expects COL=VALUE, got '{f}'"))?;
-            let c: usize = c
-                .trim()
-                .parse()
-                .map_err(|_| format!("--csv-filter column must be a number, got '{c}'"))?;
+            let (c, v) = f.split_once('=').ok_or_else(|| {
+                LabError::Invalid(format!("--csv-filter expects COL=VALUE, got '{f}'"))
+            })?;
+            let c: usize = c.trim().parse().map_err(|_| {
+                LabError::Invalid(format!("--csv-filter column must be a number, got '{c}'"))
+            })?;
             Some((col(c, "--csv-filter")?, v.trim().to_string()))
         }
     };
@@ -242,12 +241,12 @@ pub fn csv_spec(args: &TraceSpec, block_size: u64) -> Result<CsvSpec, String> {
     })
 }
 
-pub fn create_dir(dir: &Path) -> Result<(), String> {
-    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+pub fn create_dir(dir: &Path) -> LabResult<()> {
+    fs::create_dir_all(dir).at(dir.display())
 }
 
-pub fn write_file(path: &Path, contents: &str) -> Result<(), String> {
-    fs::write(path, contents).map_err(|e| format!("{}: {e}", path.display()))
+pub fn write_file(path: &Path, contents: &str) -> LabResult<()> {
+    fs::write(path, contents).at(path.display())
 }
 
 pub const CSV_HEADER: &str = "trace,upper_policy,upper_blocks,lower_policy,lower_blocks,mode,requests,upper_hits,upper_hit_ratio,lower_requests,lower_hits,lower_hit_ratio,overall_hit_ratio";
@@ -283,10 +282,10 @@ pub fn csv_row(trace: &str, label: &str, r: &SimResult) -> String {
 }
 
 /// Writes `spec`'s trace in kura's binary format (dense ids, read by mmap) to `path`.
-pub fn convert(spec: &TraceSpec, path: &Path, out: &mut dyn Write) -> Result<(), String> {
+pub fn convert(spec: &TraceSpec, path: &Path, out: &mut dyn Write) -> LabResult<()> {
     let trace = load_trace(spec)?;
     let dense = DenseTrace::from_ids(&trace.requests);
-    binary::write(path, &dense, trace.block_size).map_err(|e| e.to_string())?;
+    binary::write(path, &dense, trace.block_size)?;
     say!(
         out,
         "wrote {}: {} requests over {} distinct blocks of {} bytes",
@@ -461,7 +460,8 @@ mod tests {
             &mut std::io::sink(),
             &|_, _| {},
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("not a kura binary trace"), "{err}");
         fs::remove_dir_all(out).unwrap();
     }
@@ -490,6 +490,7 @@ mod tests {
         bad.policies = vec!["nope".into()];
         assert!(bench::run(&bad, &mut std::io::sink())
             .unwrap_err()
+            .to_string()
             .contains("unknown policy 'nope'"));
     }
 
@@ -500,13 +501,16 @@ mod tests {
         fs::write(&path, "# kura page trace\n1\n2\nx\n").unwrap();
         let mut args = trace_args(TraceKind::Text);
         args.file = Some(path.clone());
-        let err = load_trace(&args).unwrap_err();
+        let err = load_trace(&args).unwrap_err().to_string();
         assert!(
             err.ends_with("pages.txt:4: expected a block id (an unsigned integer), found 'x'"),
             "{err}"
         );
         args.file = None;
-        assert!(load_trace(&args).unwrap_err().contains("--file"));
+        assert!(load_trace(&args)
+            .unwrap_err()
+            .to_string()
+            .contains("--file"));
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -526,7 +530,10 @@ mod tests {
         // the simulator renumbers blocks densely in order of first request
         assert_eq!(load_trace(&args).unwrap().requests, vec![0, 1]);
         args.trace = TraceKind::Csv;
-        assert!(load_trace(&args).unwrap_err().contains("--csv-id-column"));
+        assert!(load_trace(&args)
+            .unwrap_err()
+            .to_string()
+            .contains("--csv-id-column"));
         args.csv_id_column = Some(5);
         assert_eq!(read_trace(&args).unwrap().requests, vec![8192]);
         fs::remove_dir_all(dir).unwrap();

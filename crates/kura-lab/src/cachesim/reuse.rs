@@ -11,6 +11,7 @@ use kura_cache::sim::misses_of;
 use kura_cache::Trace;
 
 use super::{create_dir, load_trace, parse_bytes, parse_level, say, write_file, TraceSpec};
+use crate::error::LabResult;
 use crate::paper004::human_bytes;
 use crate::plot::{grouped_bar_chart, BarGroup, Labels};
 
@@ -28,12 +29,11 @@ pub struct ReuseConfig {
 }
 
 /// Writes reuse.csv and reuse.png to `args.out` and a summary to `out`.
-pub fn run(args: &ReuseConfig, out: &mut dyn Write) -> Result<(), String> {
+pub fn run(args: &ReuseConfig, out: &mut dyn Write) -> LabResult<()> {
     let mut trace = load_trace(&args.trace)?;
     if let Some(u) = &args.upper {
         let level = parse_level(u, trace.block_size)?;
-        let misses =
-            misses_of(&level.policy, level.capacity, &trace.requests).map_err(|e| e.to_string())?;
+        let misses = misses_of(&level.policy, level.capacity, &trace.requests)?;
         trace = Trace::new(
             format!("{} below {}({})", trace.name, level.policy, level.capacity),
             misses,

@@ -15,6 +15,7 @@ use super::{
     create_dir, csv_row, load_trace, parse_blocks, parse_level, say, write_file, Progress,
     TraceKind, TraceSpec, CSV_HEADER,
 };
+use crate::error::{LabError, LabResult};
 use crate::paper004::{human_bytes, percent};
 use crate::plot::{line_chart, Labels, Series};
 
@@ -40,10 +41,10 @@ pub struct SweepConfig {
 
 /// Runs the sweep: writes results.csv and hit_ratio.png to `args.out`, and the
 /// table of hit ratios to `out`.
-pub fn run(args: &SweepConfig, out: &mut dyn Write, progress: Progress) -> Result<(), String> {
+pub fn run(args: &SweepConfig, out: &mut dyn Write, progress: Progress) -> LabResult<()> {
     // A binary trace is replayed from its mapping; other traces are loaded.
     let mapped = match (args.trace.trace, &args.trace.file) {
-        (TraceKind::Binary, Some(path)) => Some(binary::open(path).map_err(|e| e.to_string())?),
+        (TraceKind::Binary, Some(path)) => Some(binary::open(path)?),
         _ => None,
     };
     let trace = match &mapped {
@@ -59,7 +60,10 @@ pub fn run(args: &SweepConfig, out: &mut dyn Write, progress: Progress) -> Resul
     };
     let requests = mapped.as_ref().map_or(trace.len(), |m| m.len());
     if requests == 0 {
-        return Err(format!("trace {} has no requests", trace.name));
+        return Err(LabError::Missing(format!(
+            "trace {} has no requests",
+            trace.name
+        )));
     }
     let bs = trace.block_size;
     let sizes = args
@@ -81,7 +85,9 @@ pub fn run(args: &SweepConfig, out: &mut dyn Write, progress: Progress) -> Resul
         for &size in &sizes {
             let mut config = match (&upper, policy.as_str()) {
                 (None, DEMOTE) => {
-                    return Err("'demote' is a two-level method: give --upper POLICY:SIZE".into())
+                    return Err(LabError::Invalid(
+                        "'demote' is a two-level method: give --upper POLICY:SIZE".into(),
+                    ))
                 }
                 (None, p) => SimConfig::single(p, size),
                 (Some(u), DEMOTE) => {
@@ -99,12 +105,11 @@ pub fn run(args: &SweepConfig, out: &mut dyn Write, progress: Progress) -> Resul
     let on_done = |n: usize| progress(n, total);
     let results = match &mapped {
         Some(m) => {
-            let dense = m.dense().map_err(|e| e.to_string())?;
+            let dense = m.dense()?;
             simulate_all_dense(&configs, &dense, args.warmup, threads, &on_done)
         }
         None => simulate_all(&configs, &trace.requests, args.warmup, threads, &on_done),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
 
     let two_level = upper.is_some();
     let ratio = |r: &SimResult| {

@@ -16,9 +16,11 @@ use std::time::Duration;
 
 use kura_exec::runtime::{open_direct, Runtime};
 
+use crate::error::{At, LabError, LabResult};
+
 /// Runs random reads at one queue depth for a while and reports reads per second.
 pub trait Probe {
-    fn iops(&self, depth: usize, duration: Duration) -> Result<f64, String>;
+    fn iops(&self, depth: usize, duration: Duration) -> LabResult<f64>;
 }
 
 /// How the ceiling is measured.
@@ -146,9 +148,11 @@ pub fn measure(
     probe: &dyn Probe,
     plan: &Plan,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Ceiling, String> {
+) -> LabResult<Ceiling> {
     if plan.depths.is_empty() || plan.depths.contains(&0) {
-        return Err("the ceiling needs positive queue depths".into());
+        return Err(LabError::Invalid(
+            "the ceiling needs positive queue depths".into(),
+        ));
     }
     let deepest = *plan.depths.iter().max().expect("non-empty");
     if !plan.warmup.is_zero() {
@@ -185,12 +189,11 @@ pub struct DirectProbe<'r> {
 }
 
 impl<'r> DirectProbe<'r> {
-    pub fn open(runtime: &'r Runtime, db_path: &Path, page: usize) -> Result<Self, String> {
-        let file =
-            Arc::new(open_direct(db_path).map_err(|e| format!("{}: {e}", db_path.display()))?);
-        let blocks = file.metadata().map_err(|e| e.to_string())?.len() / page as u64;
+    pub fn open(runtime: &'r Runtime, db_path: &Path, page: usize) -> LabResult<Self> {
+        let file = Arc::new(open_direct(db_path).at(db_path.display())?);
+        let blocks = file.metadata()?.len() / page as u64;
         if blocks == 0 {
-            return Err(format!("{} is empty", db_path.display()));
+            return Err(LabError::Missing(format!("{} is empty", db_path.display())));
         }
         Ok(DirectProbe {
             runtime,
@@ -202,7 +205,7 @@ impl<'r> DirectProbe<'r> {
 }
 
 impl Probe for DirectProbe<'_> {
-    fn iops(&self, depth: usize, duration: Duration) -> Result<f64, String> {
+    fn iops(&self, depth: usize, duration: Duration) -> LabResult<f64> {
         crate::iops::measure(
             self.runtime,
             &self.file,

@@ -72,7 +72,7 @@ impl FakeDevice {
 struct FakeProbe(Arc<FakeDevice>);
 
 impl Probe for FakeProbe {
-    fn iops(&self, depth: usize, duration: Duration) -> Result<f64, String> {
+    fn iops(&self, depth: usize, duration: Duration) -> LabResult<f64> {
         Ok(self.0.run(depth, duration))
     }
 }

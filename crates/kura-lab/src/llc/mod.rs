@@ -22,6 +22,7 @@ use kura_cache::cpu::{
     geometry::data_hierarchy, read_sysfs, LevelConfig, PartitionSim, SYSFS_CACHE_DIR,
 };
 
+use crate::error::{At, LabError, LabResult};
 use setup::{object_bytes, premise_line, Llc};
 
 /// The study's parameters.
@@ -95,30 +96,30 @@ pub struct Report {
 const LINE: u64 = 64;
 
 /// The data caches described under `root` (sysfs), LRU sets: the simulation's geometry.
-fn machine_levels(root: &Path) -> Result<Vec<LevelConfig>, String> {
-    let caches = read_sysfs(root).map_err(|e| format!("{}: {e}", root.display()))?;
+fn machine_levels(root: &Path) -> LabResult<Vec<LevelConfig>> {
+    let caches = read_sysfs(root).at(root.display())?;
     let levels: Vec<LevelConfig> = data_hierarchy(&caches)
         .into_iter()
         .take(4)
         .map(LevelConfig::lru)
         .collect();
     if levels.is_empty() {
-        return Err(format!(
+        return Err(LabError::Unavailable(format!(
             "{} describes no data caches: nothing to simulate",
             root.display()
-        ));
+        )));
     }
     Ok(levels)
 }
 
-pub(crate) fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
+fn no_cache_levels() -> LabError {
+    LabError::Unavailable("no cache levels".into())
 }
 
 /// Runs `sql` once; its wall time in ms.
-fn timed(s: &mut Session, sql: &str) -> Result<f64, String> {
+fn timed(s: &mut Session, sql: &str) -> LabResult<f64> {
     let t0 = Instant::now();
-    s.execute(sql).map_err(|e| format!("{sql}: {e}"))?;
+    s.execute(sql).at(sql)?;
     Ok(t0.elapsed().as_secs_f64() * 1e3)
 }
 
@@ -137,9 +138,9 @@ pub(crate) const JOIN: &str = "SELECT count(*) FROM tbl_b JOIN tbl_a ON tbl_b.va
 /// The byte addresses of every line of an object's pages, in page order. A
 /// page's address stands for its buffer frame (frames are contiguous, so lines
 /// map onto LLC sets as the frames' would).
-fn object_lines(db: &Database, object: &str) -> Result<Vec<u64>, String> {
+fn object_lines(db: &Database, object: &str) -> LabResult<Vec<u64>> {
     let page = db.storage().page_size() as u64;
-    let pages = db.storage().object_pages(object).map_err(err)?;
+    let pages = db.storage().object_pages(object)?;
     Ok(pages
         .iter()
         .flat_map(|&p| (0..page / LINE).map(move |l| p * page + l * LINE))
@@ -189,16 +190,13 @@ fn probe_lines(
 }
 
 /// Index pages of `name`, split into interior nodes and leaves (page ids).
-fn index_nodes(db: &Database, name: &str) -> Result<(Vec<u64>, Vec<u64>, u32), String> {
+fn index_nodes(db: &Database, name: &str) -> LabResult<(Vec<u64>, Vec<u64>, u32)> {
     let catalog = db.storage().catalog();
     let entry = catalog
         .index(name)
-        .ok_or_else(|| format!("index {name} is missing"))?;
+        .ok_or_else(|| LabError::Missing(format!("index {name} is missing")))?;
     let tree = entry.tree.clone();
-    let pages = db
-        .storage()
-        .object_pages(&format!("index:{name}"))
-        .map_err(err)?;
+    let pages = db.storage().object_pages(&format!("index:{name}"))?;
     let leaves = tree.leaf_count as usize;
     let split = pages.len().saturating_sub(leaves);
     Ok((
@@ -217,21 +215,23 @@ fn ratios(sim: &PartitionSim, mark: &kura_cache::cpu::Mark, class: usize) -> (f6
 /// Warm-and-protect masks on the model: the sensitive object (class 0) gets the
 /// top ways it needs (at least one more than its size, for set imbalance), the
 /// streaming work (class 1) every other way.
-pub(crate) fn protect(levels: &[LevelConfig], object_bytes: u64) -> Result<PartitionSim, String> {
+pub(crate) fn protect(levels: &[LevelConfig], object_bytes: u64) -> LabResult<PartitionSim> {
     let (protected, others) = protect_masks(levels, object_bytes)?;
-    PartitionSim::new(levels.to_vec(), &[(0, protected), (1, others)]).map_err(err)
+    Ok(PartitionSim::new(
+        levels.to_vec(),
+        &[(0, protected), (1, others)],
+    )?)
 }
 
 /// The LLC way masks of warm-and-protect: (the object's top ways — as many as it
 /// needs plus one, for set imbalance — and every other way).
-pub(crate) fn protect_masks(
-    levels: &[LevelConfig],
-    object_bytes: u64,
-) -> Result<(u64, u64), String> {
-    let llc = &levels.last().ok_or("no cache levels")?.geometry;
+pub(crate) fn protect_masks(levels: &[LevelConfig], object_bytes: u64) -> LabResult<(u64, u64)> {
+    let llc = &levels.last().ok_or_else(no_cache_levels)?.geometry;
     let ways = llc.ways;
     if ways < 2 {
-        return Err(format!("a {ways}-way LLC cannot be partitioned"));
+        return Err(LabError::Premise(format!(
+            "a {ways}-way LLC cannot be partitioned"
+        )));
     }
     let way_bytes = llc.size / u64::from(ways);
     let needed = ((object_bytes.div_ceil(way_bytes)) as u32 + 1).clamp(1, ways - 1);
@@ -240,17 +240,17 @@ pub(crate) fn protect_masks(
     Ok((all & !others, others))
 }
 
-pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
-    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+pub fn run(cfg: &Config, out: &mut dyn Write) -> LabResult<Report> {
+    std::fs::create_dir_all(&cfg.out).at(cfg.out.display())?;
     let levels = machine_levels(&cfg.geometry_root)?;
-    let llc = Llc::of(&levels.last().ok_or("no cache levels")?.geometry);
+    let llc = Llc::of(&levels.last().ok_or_else(no_cache_levels)?.geometry);
     let path = cfg.db.clone().unwrap_or_else(|| {
         cfg.out
             .join(if cfg.quick { "llc-quick.db" } else { "llc.db" })
     });
     let (db, sizes, measured) = setup::open_or_build(&path, &llc, cfg.quick, out)?;
     let premise = premise_line(&llc, &measured);
-    writeln!(out, "{premise}").map_err(err)?;
+    writeln!(out, "{premise}")?;
     let status = db.llc().status();
     let mut notes = vec![status.detection.clone()];
     if cfg.geometry_root != Path::new(SYSFS_CACHE_DIR) {
@@ -271,7 +271,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
     let reps = cfg.reps.max(1);
     let mut s = db.session();
     // One thread, as SQLite ran the paper's queries.
-    s.execute("SET execution_mode = serial").map_err(err)?;
+    s.execute("SET execution_mode = serial")?;
     let mut rows = Vec::new();
 
     // ---- Tables 4–5: A (fits) and B (does not), interleaved vs in blocks.
@@ -283,9 +283,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         sizes.b_rows,
         measured.b_bytes as f64 / (1 << 20) as f64,
         reps
-    )
-    .map_err(err)?;
-    let pattern = |s: &mut Session, interleaved: bool| -> Result<(f64, f64), String> {
+    )?;
+    let pattern = |s: &mut Session, interleaved: bool| -> LabResult<(f64, f64)> {
         let (mut ta, mut tb) = (Vec::new(), Vec::new());
         // one warm-up of each, so no run pays for reading the file
         timed(s, QUERY_A)?;
@@ -307,9 +306,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
     };
     let (a1, b1) = pattern(&mut s, true)?;
     let (a2, b2) = pattern(&mut s, false)?;
-    s.execute("SET llc_scan_policy = 'flush'").map_err(err)?;
+    s.execute("SET llc_scan_policy = 'flush'")?;
     let (a3, b3) = pattern(&mut s, true)?;
-    s.execute("SET llc_scan_policy = 'normal'").map_err(err)?;
+    s.execute("SET llc_scan_policy = 'normal'")?;
 
     // simulated: the pages of each query's column, A class 0, B class 1
     let a_lines = object_lines(&db, "column:table_a.val")?;
@@ -399,14 +398,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         out,
         "table 9: index join of {} probes into {} keys, alternated with B",
         sizes.probe_keys, sizes.index_keys
-    )
-    .map_err(err)?;
+    )?;
     // The paper's plan: an index nested-loop join into tbl_a's index.
-    s.execute("SET enable_seqscan = off").map_err(err)?;
-    let protected = db
-        .llc()
-        .protect(db.storage(), "index:tbl_a_k")
-        .map_err(err)?;
+    s.execute("SET enable_seqscan = off")?;
+    let protected = db.llc().protect(db.storage(), "index:tbl_a_k")?;
     notes.push(format!(
         "warmed index tbl_a_k: {} pages, {:.1} MB, {} lines in {:.1} ms ({})",
         protected.pages,
@@ -419,7 +414,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
             "not protected: no CAT"
         }
     ));
-    let join_pattern = |s: &mut Session, alternate: bool| -> Result<f64, String> {
+    let join_pattern = |s: &mut Session, alternate: bool| -> LabResult<f64> {
         timed(s, JOIN)?;
         let mut t = Vec::new();
         for _ in 0..reps {
@@ -432,17 +427,16 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
     };
     let j_alone = join_pattern(&mut s, false)?;
     let j_alt = join_pattern(&mut s, true)?;
-    s.execute("SET llc_scan_policy = 'flush'").map_err(err)?;
+    s.execute("SET llc_scan_policy = 'flush'")?;
     let j_flush = join_pattern(&mut s, true)?;
-    s.execute("SET llc_scan_policy = 'normal'").map_err(err)?;
-    s.execute("SET enable_seqscan = on").map_err(err)?;
-    db.llc().release().map_err(err)?;
+    s.execute("SET llc_scan_policy = 'normal'")?;
+    s.execute("SET enable_seqscan = on")?;
+    db.llc().release()?;
 
     let (interior, leaves, height) = index_nodes(&db, "tbl_a_k")?;
     let page = db.storage().page_size() as u64;
     let probe_keys: Vec<i64> = s
-        .execute("SELECT val FROM tbl_b")
-        .map_err(err)?
+        .execute("SELECT val FROM tbl_b")?
         .rows()
         .iter()
         .filter_map(|r| match r.first() {
@@ -527,7 +521,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
             ][..],
         ),
     ] {
-        let sql = kura::tpch::run::query_text(id).ok_or("TPC-H query text missing")?;
+        let sql = kura::tpch::run::query_text(id)
+            .ok_or_else(|| LabError::Missing("TPC-H query text missing".into()))?;
         // The paper's premise for these tables: the query's columns fit the LLC.
         let working_set = object_bytes(&db, columns)?;
         if working_set > llc.room() {
@@ -536,12 +531,12 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
                 working_set as f64 / (1 << 20) as f64,
                 llc.room() as f64 / (1 << 20) as f64
             );
-            writeln!(out, "{why}").map_err(err)?;
+            writeln!(out, "{why}")?;
             notes.push(why);
             continue;
         }
-        writeln!(out, "table {table}: TPC-H Q{id} after a sweep (scan of B)").map_err(err)?;
-        let after = |s: &mut Session, sweep: bool| -> Result<f64, String> {
+        writeln!(out, "table {table}: TPC-H Q{id} after a sweep (scan of B)")?;
+        let after = |s: &mut Session, sweep: bool| -> LabResult<f64> {
             timed(s, sql)?; // warm
             let mut t = Vec::new();
             for _ in 0..reps {
@@ -554,9 +549,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         };
         let warm_t = after(&mut s, false)?;
         let swept_t = after(&mut s, true)?;
-        s.execute("SET llc_scan_policy = 'flush'").map_err(err)?;
+        s.execute("SET llc_scan_policy = 'flush'")?;
         let flush_t = after(&mut s, true)?;
-        s.execute("SET llc_scan_policy = 'normal'").map_err(err)?;
+        s.execute("SET llc_scan_policy = 'normal'")?;
         // simulated: Q's columns warmed (class 0), the sweep B (class 1), Q again
         let mut q_lines = Vec::new();
         for c in columns {
@@ -633,30 +628,29 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<Report, String> {
         out,
         "wrote {} and llc_*.png",
         cfg.out.join("llc.csv").display()
-    )
-    .map_err(err)?;
+    )?;
     Ok(report)
 }
 
 /// Mean nanoseconds of one `tasks` write, against a tree in a temporary directory.
-fn switch_cost() -> Result<f64, String> {
+fn switch_cost() -> LabResult<f64> {
     let dir = std::env::temp_dir().join(format!("kura-llc-switch-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let l3 = dir.join("info/L3");
-    std::fs::create_dir_all(&l3).map_err(err)?;
+    std::fs::create_dir_all(&l3)?;
     for (name, value) in [
         ("cbm_mask", "ffff"),
         ("min_cbm_bits", "1"),
         ("num_closids", "16"),
         ("shareable_bits", "0"),
     ] {
-        std::fs::write(l3.join(name), format!("{value}\n")).map_err(err)?;
+        std::fs::write(l3.join(name), format!("{value}\n"))?;
     }
-    std::fs::write(dir.join("schemata"), "L3:0=ffff\n").map_err(err)?;
-    let result = (|| {
-        let rdt = kura_rdt::Resctrl::open(&dir).map_err(err)?;
-        let p = kura_rdt::Partition::new(rdt, 2).map_err(err)?;
-        Ok(kura_rdt::measure_switch(&p, 1000).map_err(err)?.as_nanos() as f64)
+    std::fs::write(dir.join("schemata"), "L3:0=ffff\n")?;
+    let result = (|| -> LabResult<f64> {
+        let rdt = kura_rdt::Resctrl::open(&dir)?;
+        let p = kura_rdt::Partition::new(rdt, 2)?;
+        Ok(kura_rdt::measure_switch(&p, 1000)?.as_nanos() as f64)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result

@@ -5,15 +5,16 @@ use std::path::Path;
 
 use crate::plot::{grouped_bar_chart, BarGroup, Labels};
 
-use super::{err, Kind, Report, Row};
+use super::{Kind, Report, Row};
+use crate::error::{At, LabResult};
 
 fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{:.1} %", v * 100.0))
 }
 
-pub(crate) fn print(r: &Report, out: &mut dyn Write) -> Result<(), String> {
-    writeln!(out, "{}", r.premise).map_err(err)?;
-    writeln!(out, "LLC {} MiB; {}", r.llc_bytes >> 20, r.detection).map_err(err)?;
+pub(crate) fn print(r: &Report, out: &mut dyn Write) -> LabResult<()> {
+    writeln!(out, "{}", r.premise)?;
+    writeln!(out, "LLC {} MiB; {}", r.llc_bytes >> 20, r.detection)?;
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header(vec![
@@ -36,15 +37,15 @@ pub(crate) fn print(r: &Report, out: &mut dyn Write) -> Result<(), String> {
             row.paper.to_string(),
         ]);
     }
-    writeln!(out, "{t}").map_err(err)?;
+    writeln!(out, "{t}")?;
     for n in &r.notes {
-        writeln!(out, "- {n}").map_err(err)?;
+        writeln!(out, "- {n}")?;
     }
     Ok(())
 }
 
-pub fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn write_csv(path: &Path, rows: &[Row]) -> LabResult<()> {
+    let mut w = csv::Writer::from_path(path).at(path.display())?;
     w.write_record([
         "table",
         "query",
@@ -53,8 +54,7 @@ pub fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
         "sim_llc_miss_off",
         "sim_llc_miss_on",
         "paper",
-    ])
-    .map_err(err)?;
+    ])?;
     let opt = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:.4}"));
     for r in rows {
         w.write_record([
@@ -65,10 +65,9 @@ pub fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
             opt(r.sim_off),
             opt(r.sim_on),
             r.paper.to_string(),
-        ])
-        .map_err(err)?;
+        ])?;
     }
-    w.flush().map_err(err)
+    Ok(w.flush()?)
 }
 
 /// Short chart label of an experiment.
@@ -85,7 +84,7 @@ fn short(r: &Row) -> String {
 /// relative to its undisturbed time (measured; the paper's penalty is A
 /// interleaved / A in blocks = 1.23), and the disturbed runs' simulated LLC miss
 /// ratios with partitioning off and on.
-pub(crate) fn charts(dir: &Path, rows: &[Row]) -> Result<(), String> {
+pub(crate) fn charts(dir: &Path, rows: &[Row]) -> LabResult<()> {
     let mut names: Vec<String> = Vec::new();
     for r in rows {
         let n = short(r);

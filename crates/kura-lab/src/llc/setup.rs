@@ -12,7 +12,7 @@ use kura::tpch::load::Source;
 use kura::{Batch, DataType, Database, OpenOptions, Session, Value};
 use kura_common::Vector;
 
-use super::err;
+use crate::error::{LabError, LabResult};
 
 /// Bits of the values of A's and B's `val` column: random, so no encoding makes
 /// them smaller than this (36 bits keeps sums of millions of them in a BIGINT).
@@ -177,10 +177,9 @@ pub(crate) fn create_filled(
     name: &str,
     rows: u64,
     mut value: impl FnMut(u64) -> i64,
-) -> Result<(), String> {
-    s.execute(&format!("CREATE TABLE {name} (k BIGINT, val BIGINT)"))
-        .map_err(err)?;
-    let mut txn = db.storage().begin().map_err(err)?;
+) -> LabResult<()> {
+    s.execute(&format!("CREATE TABLE {name} (k BIGINT, val BIGINT)"))?;
+    let mut txn = db.storage().begin()?;
     let chunk = 65_536u64;
     let mut start = 0;
     while start < rows {
@@ -191,10 +190,10 @@ pub(crate) fn create_filled(
             k.push_value(&Value::BigInt(i as i64));
             v.push_value(&Value::BigInt(value(i)));
         }
-        txn.append(name, &Batch::new(vec![k, v])).map_err(err)?;
+        txn.append(name, &Batch::new(vec![k, v]))?;
         start += n;
     }
-    txn.commit().map_err(err)
+    Ok(txn.commit()?)
 }
 
 /// A deterministic pseudo-random sequence (xorshift).
@@ -222,9 +221,9 @@ pub(crate) struct Needs {
 }
 
 /// Writes the workload into a new database at `path` (an old file is removed).
-pub(crate) fn build(path: &Path, sizes: &Sizes, needs: Needs) -> Result<Database, String> {
+pub(crate) fn build(path: &Path, sizes: &Sizes, needs: Needs) -> LabResult<Database> {
     let _ = std::fs::remove_file(path);
-    let db = Database::open(path, OpenOptions::default()).map_err(err)?;
+    let db = Database::open(path, OpenOptions::default())?;
     let mut s = db.session();
     create_filled(&db, &mut s, "table_a", sizes.a_rows, random_values(0xa5a5))?;
     create_filled(&db, &mut s, "table_b", sizes.b_rows, random_values(0x5a5a))?;
@@ -237,27 +236,26 @@ pub(crate) fn build(path: &Path, sizes: &Sizes, needs: Needs) -> Result<Database
         create_filled(&db, &mut s, "tbl_b", sizes.probe_keys, |i| {
             keys[i as usize] as i64
         })?;
-        s.execute("CREATE INDEX tbl_a_k ON tbl_a (k)")
-            .map_err(err)?;
+        s.execute("CREATE INDEX tbl_a_k ON tbl_a (k)")?;
     }
     if needs.tpch {
-        kura::tpch::load(&mut s, Source::Generate(0.01), &|_, _| {}).map_err(err)?;
+        kura::tpch::load(&mut s, Source::Generate(0.01), &|_, _| {})?;
     }
     drop(s);
     Ok(db)
 }
 
 /// Bytes of the pages of storage objects (`column:t.c`, `index:name`).
-pub fn object_bytes(db: &Database, objects: &[&str]) -> Result<u64, String> {
+pub fn object_bytes(db: &Database, objects: &[&str]) -> LabResult<u64> {
     let page = db.storage().page_size() as u64;
     let mut pages = 0u64;
     for object in objects {
-        pages += db.storage().object_pages(object).map_err(err)?.len() as u64;
+        pages += db.storage().object_pages(object)?.len() as u64;
     }
     Ok(pages * page)
 }
 
-pub(crate) fn measure(db: &Database, index_join: bool) -> Result<Measured, String> {
+pub(crate) fn measure(db: &Database, index_join: bool) -> LabResult<Measured> {
     Ok(Measured {
         a_bytes: object_bytes(db, &["column:table_a.val"])?,
         b_bytes: object_bytes(db, &["column:table_b.val"])?,
@@ -277,7 +275,7 @@ pub(crate) fn build_sized(
     quick: bool,
     needs: Needs,
     out: &mut dyn Write,
-) -> Result<(Database, Sizes, Measured), String> {
+) -> LabResult<(Database, Sizes, Measured)> {
     let targets = Targets::of(llc, quick);
     let mut sizes = Sizes::guess(&targets);
     for attempt in 0..2 {
@@ -292,20 +290,19 @@ pub(crate) fn build_sized(
             } else {
                 String::new()
             }
-        )
-        .map_err(err)?;
+        )?;
         let db = build(path, &sizes, needs)?;
         let measured = measure(&db, needs.index_join)?;
         match premise_failure(llc, &measured) {
             None => return Ok((db, sizes, measured)),
             Some(why) if attempt == 0 => {
-                writeln!(out, "resizing to the measured pages: {why}").map_err(err)?;
+                writeln!(out, "resizing to the measured pages: {why}")?;
                 sizes = sizes.rescaled(&targets, &measured);
             }
             Some(why) => {
-                return Err(format!(
+                return Err(LabError::Premise(format!(
                     "the study's premise does not hold even after resizing: {why}"
-                ))
+                )))
             }
         }
     }
@@ -316,15 +313,14 @@ pub(crate) fn build_sized(
 /// later run reuses it only for the same LLC and mode.
 const MARKER: &str = "llc_setup";
 
-pub(crate) fn write_marker(db: &Database, llc: &Llc, quick: bool, s: &Sizes) -> Result<(), String> {
+pub(crate) fn write_marker(db: &Database, llc: &Llc, quick: bool, s: &Sizes) -> LabResult<()> {
     let mut session = db.session();
     session
         .execute(&format!(
             "CREATE TABLE {MARKER} (llc_bytes BIGINT, ways INT, quick BOOLEAN, a_rows BIGINT, b_rows BIGINT, index_keys BIGINT, probe_keys BIGINT);
              INSERT INTO {MARKER} VALUES ({}, {}, {quick}, {}, {}, {}, {})",
             llc.bytes, llc.ways, s.a_rows, s.b_rows, s.index_keys, s.probe_keys
-        ))
-        .map_err(err)?;
+        ))?;
     Ok(())
 }
 
@@ -366,7 +362,7 @@ pub fn open_or_build(
     llc: &Llc,
     quick: bool,
     out: &mut dyn Write,
-) -> Result<(Database, Sizes, Measured), String> {
+) -> LabResult<(Database, Sizes, Measured)> {
     let needs = Needs {
         index_join: true,
         tpch: true,

@@ -33,6 +33,7 @@ use std::time::Instant;
 
 use kura::{Database, OpenOptions};
 
+use crate::error::{At, LabError, LabResult};
 use crate::plot::{line_chart_log2_x, Labels, Series};
 
 pub mod premise;
@@ -196,35 +197,33 @@ fn process_cpu_secs() -> f64 {
 
 /// Opens `cfg.db`, building it (tables and paper 003's indexes) when missing.
 /// Returns the data size in bytes.
-pub fn ensure_database(cfg: &Config, out: &mut dyn Write) -> Result<u64, String> {
+pub fn ensure_database(cfg: &Config, out: &mut dyn Write) -> LabResult<u64> {
     let fresh = !cfg.db.exists();
-    let db = Database::open(&cfg.db, OpenOptions::default()).map_err(|e| e.to_string())?;
+    let db = Database::open(&cfg.db, OpenOptions::default())?;
     if fresh {
         writeln!(
             out,
             "building {} (TPC-H SF {} with paper 003's indexes)...",
             cfg.db.display(),
             cfg.sf
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let mut session = db.session();
         kura::tpch::load(
             &mut session,
             kura::tpch::load::Source::Generate(cfg.sf),
             &|_, _| {},
-        )
-        .map_err(|e| e.to_string())?;
-        kura::tpch::load::create_indexes(&mut session, &|_| {}).map_err(|e| e.to_string())?;
+        )?;
+        kura::tpch::load::create_indexes(&mut session, &|_| {})?;
     }
     let catalog = db.storage().catalog();
     let needed = SHAPES.iter().flat_map(|s| s.indexes.iter());
     for index in needed {
         if catalog.index(index).is_none() {
-            return Err(format!(
+            return Err(LabError::Missing(format!(
                 "{} lacks index {index}: build it with `kura tpch load --indexes`, or give \
                  another --db",
                 cfg.db.display()
-            ));
+            )));
         }
     }
     Ok(db.storage().page_count() * db.storage().page_size() as u64)
@@ -238,8 +237,8 @@ pub(crate) fn shape_session(
     mode: &str,
     prefetch: bool,
     shape: &Shape,
-) -> Result<(Database, kura::Session), String> {
-    let db = Database::open(db_path, opts).map_err(|e| e.to_string())?;
+) -> LabResult<(Database, kura::Session)> {
+    let db = Database::open(db_path, opts)?;
     let mut session = db.session();
     let on_off = if prefetch { "on" } else { "off" };
     let mut setup = vec![
@@ -250,7 +249,7 @@ pub(crate) fn shape_session(
     for sql in &setup {
         session
             .execute(sql)
-            .map_err(|e| format!("{}: {sql}: {e}", shape.name))?;
+            .at(format_args!("{}: {sql}", shape.name))?;
     }
     Ok((db, session))
 }
@@ -265,7 +264,7 @@ struct Variant<'a> {
     interior: bool,
 }
 
-fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
+fn measure(cfg: &Config, v: &Variant) -> LabResult<Point> {
     let mut point = Point {
         shape: v.shape.name,
         buffer: v.buffer,
@@ -305,9 +304,7 @@ fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
     }
     let bm = db.storage().buffer().clone();
     // Warm-up: the measured runs find whatever the pool keeps of this one.
-    session
-        .execute(v.shape.sql)
-        .map_err(|e| format!("{}: {e}", v.shape.name))?;
+    session.execute(v.shape.sql).at(v.shape.name)?;
     let mut runs = Vec::new();
     let mut spent = 0.0;
     // A point of a few milliseconds is noise on a shared machine: repeat it
@@ -316,9 +313,7 @@ fn measure(cfg: &Config, v: &Variant) -> Result<Point, String> {
         let before = bm.stats();
         let cpu0 = process_cpu_secs();
         let t0 = Instant::now();
-        let result = session
-            .execute(v.shape.sql)
-            .map_err(|e| format!("{}: {e}", v.shape.name))?;
+        let result = session.execute(v.shape.sql).at(v.shape.name)?;
         let total = t0.elapsed().as_secs_f64();
         spent += total;
         let cpu = process_cpu_secs() - cpu0;
@@ -395,8 +390,7 @@ pub fn run(
     cfg: &Config,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<Vec<Point>, String> {
-    let w = |e: std::io::Error| e.to_string();
+) -> LabResult<Vec<Point>> {
     let shapes: Vec<Shape> = if cfg.shapes.is_empty() {
         SHAPES.to_vec()
     } else {
@@ -407,12 +401,16 @@ pub fn run(
                     .iter()
                     .find(|s| s.name.eq_ignore_ascii_case(n))
                     .copied()
-                    .ok_or_else(|| format!("unknown shape '{n}'; shapes: scan, join3, join4"))
+                    .ok_or_else(|| {
+                        LabError::Invalid(format!(
+                            "unknown shape '{n}'; shapes: scan, join3, join4"
+                        ))
+                    })
             })
             .collect::<Result<_, _>>()?
     };
     for p in &cfg.policies {
-        kura_cache::make_buffer_policy(p, 64).map_err(|e| e.to_string())?;
+        kura_cache::make_buffer_policy(p, 64)?;
     }
     let data = ensure_database(cfg, out)?;
     let working_sets = premise::measure(&cfg.db, &shapes, &cfg.mode, data)?;
@@ -424,14 +422,14 @@ pub fn run(
     };
     buffers.sort_unstable();
     buffers.dedup();
-    writeln!(out, "{}", premise::line(&working_sets, &buffers)).map_err(w)?;
+    writeln!(out, "{}", premise::line(&working_sets, &buffers))?;
     if let (true, Some(why)) = (chosen, premise::failure(&working_sets, &buffers)) {
         // Buffers the study chose itself and that still miss the premise would
         // only chart noise; sizes the user gave are run as asked.
-        return Err(format!(
+        return Err(LabError::Premise(format!(
             "paper 001's premise does not hold on {}: {why}",
             cfg.db.display()
-        ));
+        )));
     }
     writeln!(
         out,
@@ -442,15 +440,14 @@ pub fn run(
         cfg.reps.max(1),
         MIN_POINT_SECS * 1e3,
         buffers.iter().map(|&b| format!("{}", mib(b))).collect::<Vec<_>>().join(", ")
-    )
-    .map_err(w)?;
+    )?;
     let plan = plan(cfg, &shapes, &buffers);
     let mut points = Vec::with_capacity(plan.len());
     for (i, v) in plan.iter().enumerate() {
         points.push(measure(cfg, v)?);
         progress(i + 1, plan.len());
     }
-    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+    std::fs::create_dir_all(&cfg.out).at(cfg.out.display())?;
     let csv = cfg.out.join("memsweep.csv");
     write_csv(&csv, &points)?;
     print_table(out, &points)?;
@@ -461,7 +458,7 @@ pub fn run(
         // with its indexes resident) ...
         let png = cfg.out.join(format!("memsweep-{}.png", shape.name));
         chart(&png, shape, &points, "", &|p| p.policy == base)?;
-        writeln!(out, "chart: {}", png.display()).map_err(w)?;
+        writeln!(out, "chart: {}", png.display())?;
         // ... and the replacement policies, prefetch on.
         if cfg.policies.len() > 1 {
             let png = cfg
@@ -470,10 +467,10 @@ pub fn run(
             chart(&png, shape, &points, ", by policy", &|p| {
                 p.prefetch && !p.resident
             })?;
-            writeln!(out, "chart: {}", png.display()).map_err(w)?;
+            writeln!(out, "chart: {}", png.display())?;
         }
     }
-    writeln!(out, "csv: {}", csv.display()).map_err(w)?;
+    writeln!(out, "csv: {}", csv.display())?;
     Ok(points)
 }
 
@@ -495,10 +492,9 @@ fn variant_label(p: &Point) -> String {
 }
 
 /// Writes the points as CSV (columns [`CSV_COLUMNS`]).
-pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), String> {
-    let err = |e: csv::Error| format!("{}: {e}", path.display());
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    w.write_record(CSV_COLUMNS).map_err(err)?;
+pub fn write_csv(path: &Path, points: &[Point]) -> LabResult<()> {
+    let mut w = csv::Writer::from_path(path).at(path.display())?;
+    w.write_record(CSV_COLUMNS).at(path.display())?;
     for p in points {
         let num = |x: f64| {
             if x.is_nan() {
@@ -527,12 +523,12 @@ pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), String> {
             p.rows.to_string(),
             p.error.clone().unwrap_or_default(),
         ])
-        .map_err(err)?;
+        .at(path.display())?;
     }
-    w.flush().map_err(|e| format!("{}: {e}", path.display()))
+    w.flush().at(path.display())
 }
 
-fn print_table(out: &mut dyn Write, points: &[Point]) -> Result<(), String> {
+fn print_table(out: &mut dyn Write, points: &[Point]) -> LabResult<()> {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::ASCII_MARKDOWN);
     t.set_header([
@@ -573,7 +569,7 @@ fn print_table(out: &mut dyn Write, points: &[Point]) -> Result<(), String> {
             p.prefetched.to_string(),
         ]);
     }
-    writeln!(out, "{t}").map_err(|e| e.to_string())
+    Ok(writeln!(out, "{t}")?)
 }
 
 /// Time at the smallest buffer / time at the largest, total and CPU, per
@@ -599,13 +595,11 @@ fn print_ratios(
     points: &[Point],
     shapes: &[Shape],
     policies: &[String],
-) -> Result<(), String> {
-    let w = |e: std::io::Error| e.to_string();
+) -> LabResult<()> {
     writeln!(
         out,
         "\nimprovement ratio = time at the smallest buffer / time at the largest (paper 001: 4-way index join 10.20x total, 1.28x CPU)"
-    )
-    .map_err(w)?;
+    )?;
     let mut labels: Vec<String> = Vec::new();
     for p in points {
         let l = variant_label(p);
@@ -620,8 +614,7 @@ fn print_ratios(
                     out,
                     "  {:<6} {:<28} total {:>6.2}x  CPU {:>5.2}x",
                     shape.name, l, total, cpu
-                )
-                .map_err(w)?;
+                )?;
             }
         }
     }
@@ -635,8 +628,7 @@ fn print_ratios(
             out,
             "at the smallest buffer ({:.0} MiB), speed-up over {base} (prefetch on; {base}'s time / the variant's):",
             mib(smallest)
-        )
-        .map_err(w)?;
+        )?;
         for shape in shapes {
             let at = |policy: &str, resident: Option<bool>| {
                 points
@@ -665,7 +657,7 @@ fn print_ratios(
             if let Some(t) = at(base, Some(true)) {
                 line.push_str(&format!(", {base}+interior resident {:.2}x", b / t));
             }
-            writeln!(out, "{line}").map_err(w)?;
+            writeln!(out, "{line}")?;
         }
     }
     Ok(())
@@ -679,7 +671,7 @@ fn chart(
     points: &[Point],
     subtitle: &str,
     keep: &dyn Fn(&Point) -> bool,
-) -> Result<(), String> {
+) -> LabResult<()> {
     let points: Vec<&Point> = points.iter().filter(|p| keep(p)).collect();
     let mut labels: Vec<String> = Vec::new();
     for p in points.iter().filter(|p| p.shape == shape.name) {

@@ -9,6 +9,7 @@ use std::path::Path;
 use kura::OpenOptions;
 
 use super::{shape_session, Shape};
+use crate::error::{At, LabResult};
 
 /// One shape's working set.
 #[derive(Debug, Clone)]
@@ -33,7 +34,7 @@ pub fn measure(
     shapes: &[Shape],
     mode: &str,
     data_bytes: u64,
-) -> Result<Vec<WorkingSet>, String> {
+) -> LabResult<Vec<WorkingSet>> {
     let mut sets = Vec::new();
     for shape in shapes {
         let opts = OpenOptions {
@@ -44,9 +45,7 @@ pub fn measure(
         let (db, mut session) = shape_session(db_path, opts, mode, false, shape)?;
         let bm = db.storage().buffer().clone();
         let before = bm.stats();
-        session
-            .execute(shape.sql)
-            .map_err(|e| format!("{}: {e}", shape.name))?;
+        session.execute(shape.sql).at(shape.name)?;
         let d = bm.stats().since(&before);
         sets.push(WorkingSet {
             shape: shape.name,

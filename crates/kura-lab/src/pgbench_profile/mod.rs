@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use kura_profile::foreign::{self, ForeignProfile, TraceOptions};
 
+use crate::error::{At, LabError, LabResult};
 use server::Cluster;
 
 /// The run's settings.
@@ -98,15 +99,16 @@ fn say(progress: &mut dyn std::io::Write, line: &str) {
 }
 
 /// Runs the experiment; progress lines go to `progress`.
-pub fn run(cfg: &Config, progress: &mut dyn std::io::Write) -> Result<Outcome, String> {
+pub fn run(cfg: &Config, progress: &mut dyn std::io::Write) -> LabResult<Outcome> {
     if cfg.clients == 0 || cfg.transactions == 0 || cfg.scale == 0 {
-        return Err("--clients, --transactions and --scale must be at least 1".into());
+        return Err(LabError::Invalid(
+            "--clients, --transactions and --scale must be at least 1".into(),
+        ));
     }
     let bindir = server::find_bindir(cfg.bindir.as_deref())?;
-    kura_profile::simulated::record::check_valgrind(&cfg.valgrind).map_err(|e| e.to_string())?;
+    kura_profile::simulated::record::check_valgrind(&cfg.valgrind)?;
     let version = server::version(&bindir);
-    std::fs::create_dir_all(&cfg.out)
-        .map_err(|e| format!("creating {}: {e}", cfg.out.display()))?;
+    std::fs::create_dir_all(&cfg.out).at(format_args!("creating {}", cfg.out.display()))?;
     // The cluster lives in the temporary directory: the server's account must
     // reach it, and `out` may be inside a directory only we can enter.
     let cluster_dir =
@@ -149,7 +151,7 @@ pub fn run(cfg: &Config, progress: &mut dyn std::io::Write) -> Result<Outcome, S
         run_as: cluster.run_as,
         output: Some(cluster.log.clone()),
     };
-    let mut tracing = foreign::start(&opts).map_err(|e| e.to_string())?;
+    let mut tracing = foreign::start(&opts)?;
     if let Err(e) = cluster.wait_ready(Duration::from_secs(600), || tracing.has_exited()) {
         let _ = tracing.kill();
         return Err(e);
@@ -177,7 +179,7 @@ pub fn run(cfg: &Config, progress: &mut dyn std::io::Write) -> Result<Outcome, S
         progress,
     );
     let stop = cluster.stop();
-    let trace = tracing.finish().map_err(|e| e.to_string())?;
+    let trace = tracing.finish()?;
     let bench = bench?;
     stop?;
     let transactions = server::transactions(&bench).unwrap_or(0);
@@ -204,10 +206,9 @@ pub fn run(cfg: &Config, progress: &mut dyn std::io::Write) -> Result<Outcome, S
     }
     let report = render(cfg, &profile, transactions, traced_tps, backends);
     let json = cfg.out.join("pgbench_profile.json");
-    profile.save(&json).map_err(|e| e.to_string())?;
+    profile.save(&json)?;
     write_csv(&profile, &cfg.out.join("pgbench_profile.csv"))?;
-    std::fs::write(cfg.out.join("pgbench_profile.txt"), &report)
-        .map_err(|e| format!("writing the report: {e}"))?;
+    std::fs::write(cfg.out.join("pgbench_profile.txt"), &report).at("writing the report")?;
     drop(cluster);
     Ok(Outcome {
         profile,
@@ -321,17 +322,17 @@ pub fn paper_ranks(p: &ForeignProfile, m: usize) -> Vec<String> {
         .collect()
 }
 
-fn write_csv(p: &ForeignProfile, path: &Path) -> Result<(), String> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn write_csv(p: &ForeignProfile, path: &Path) -> LabResult<()> {
+    let mut w = csv::Writer::from_path(path).at(path.display())?;
     let mut head = vec!["function".to_string(), "module".to_string()];
     head.extend(p.metrics.iter().cloned());
-    w.write_record(&head).map_err(|e| e.to_string())?;
+    w.write_record(&head)?;
     let mut rows: Vec<_> = p.functions.iter().collect();
     rows.sort_by(|a, b| b.values.get(1).cmp(&a.values.get(1)));
     for r in rows {
         let mut rec = vec![r.name.clone(), r.context.clone()];
         rec.extend(r.values.iter().map(u64::to_string));
-        w.write_record(&rec).map_err(|e| e.to_string())?;
+        w.write_record(&rec)?;
     }
-    w.flush().map_err(|e| e.to_string())
+    Ok(w.flush()?)
 }

@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use crate::error::{At, LabError, LabResult};
+
 /// The database user the cluster is made for (trust authentication).
 pub const USER: &str = "kura";
 
 /// The directory of PostgreSQL's server programs: `bindir` if given, else
 /// PostgreSQL 15's Debian location, any other version's, then `pg_config`'s.
-pub fn find_bindir(bindir: Option<&Path>) -> Result<PathBuf, String> {
+pub fn find_bindir(bindir: Option<&Path>) -> LabResult<PathBuf> {
     let has = |d: &Path| {
         ["postgres", "initdb", "pg_ctl", "pgbench"]
             .iter()
@@ -22,10 +24,10 @@ pub fn find_bindir(bindir: Option<&Path>) -> Result<PathBuf, String> {
         return if has(d) {
             Ok(d.to_path_buf())
         } else {
-            Err(format!(
+            Err(LabError::Unavailable(format!(
                 "{} has no postgres, initdb, pg_ctl and pgbench",
                 d.display()
-            ))
+            )))
         };
     }
     let mut candidates = vec![PathBuf::from("/usr/lib/postgresql/15/bin")];
@@ -38,9 +40,11 @@ pub fn find_bindir(bindir: Option<&Path>) -> Result<PathBuf, String> {
         candidates.push(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
     }
     candidates.into_iter().find(|d| has(d)).ok_or_else(|| {
-        "PostgreSQL's server programs were not found (postgres, initdb, pg_ctl, pgbench): \
-         install them, e.g. `apt-get install postgresql-15`, or give --pg-bindir"
-            .to_string()
+        LabError::Unavailable(
+            "PostgreSQL's server programs were not found (postgres, initdb, pg_ctl, pgbench): \
+             install them, e.g. `apt-get install postgresql-15`, or give --pg-bindir"
+                .to_string(),
+        )
     })
 }
 
@@ -54,7 +58,7 @@ pub fn version(bindir: &Path) -> String {
 }
 
 /// The account to run the server as: none when not root; as root, `postgres`.
-pub fn run_as() -> Result<Option<(u32, u32)>, String> {
+pub fn run_as() -> LabResult<Option<(u32, u32)>> {
     // SAFETY: geteuid has no arguments and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Ok(None);
@@ -64,10 +68,10 @@ pub fn run_as() -> Result<Option<(u32, u32)>, String> {
     // any other call could reuse its static buffer.
     let pw = unsafe { libc::getpwnam(name.as_ptr()) };
     if pw.is_null() {
-        return Err(
+        return Err(LabError::Unavailable(
             "PostgreSQL refuses to run as root and there is no 'postgres' account to run it as"
                 .into(),
-        );
+        ));
     }
     // SAFETY: non-null result of getpwnam.
     let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
@@ -86,15 +90,17 @@ pub struct Cluster {
 
 impl Cluster {
     /// Makes `dir` afresh and runs initdb in it.
-    pub fn init(bindir: &Path, dir: &Path, port: u16) -> Result<Cluster, String> {
+    pub fn init(bindir: &Path, dir: &Path, port: u16) -> LabResult<Cluster> {
         let run_as = run_as()?;
         if dir.exists() {
-            std::fs::remove_dir_all(dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
+            std::fs::remove_dir_all(dir).at(format_args!("removing {}", dir.display()))?;
         }
-        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).at(format_args!("creating {}", dir.display()))?;
         if let Some((uid, gid)) = run_as {
-            std::os::unix::fs::chown(dir, Some(uid), Some(gid))
-                .map_err(|e| format!("handing {} to the postgres account: {e}", dir.display()))?;
+            std::os::unix::fs::chown(dir, Some(uid), Some(gid)).at(format_args!(
+                "handing {} to the postgres account",
+                dir.display()
+            ))?;
         }
         let c = Cluster {
             bindir: bindir.to_path_buf(),
@@ -139,7 +145,7 @@ impl Cluster {
     }
 
     /// Runs one of PostgreSQL's programs (as the server's account); its output.
-    pub fn tool(&self, program: &str, args: &[OsString]) -> Result<Output, String> {
+    pub fn tool(&self, program: &str, args: &[OsString]) -> LabResult<Output> {
         let mut cmd = Command::new(self.bindir.join(program));
         cmd.args(args);
         if let Some((uid, gid)) = self.run_as {
@@ -148,15 +154,13 @@ impl Cluster {
             // Its home is not ours: programs that look for one find theirs.
             cmd.env("HOME", &self.dir);
         }
-        let out = cmd
-            .output()
-            .map_err(|e| format!("starting {program}: {e}"))?;
+        let out = cmd.output().at(format_args!("starting {program}"))?;
         if !out.status.success() {
-            return Err(format!(
+            return Err(LabError::External(format!(
                 "{program} failed: {}{}",
                 String::from_utf8_lossy(&out.stderr).trim(),
                 self.log_tail()
-            ));
+            )));
         }
         Ok(out)
     }
@@ -173,7 +177,7 @@ impl Cluster {
     }
 
     /// Starts the server with pg_ctl (untraced) and waits for it.
-    pub fn start(&self) -> Result<(), String> {
+    pub fn start(&self) -> LabResult<()> {
         let opts = self
             .server_args()
             .iter()
@@ -201,7 +205,7 @@ impl Cluster {
     }
 
     /// Stops the server (fast: sessions are ended, then a checkpoint).
-    pub fn stop(&self) -> Result<(), String> {
+    pub fn stop(&self) -> LabResult<()> {
         self.tool(
             "pg_ctl",
             &[
@@ -223,7 +227,7 @@ impl Cluster {
         &self,
         timeout: Duration,
         mut gave_up: impl FnMut() -> bool,
-    ) -> Result<(), String> {
+    ) -> LabResult<()> {
         let start = Instant::now();
         while start.elapsed() < timeout {
             let ready = Command::new(self.bindir.join("pg_isready"))
@@ -236,22 +240,22 @@ impl Cluster {
                 return Ok(());
             }
             if gave_up() {
-                return Err(format!(
+                return Err(LabError::External(format!(
                     "the server ended before it was ready{}",
                     self.log_tail()
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(500));
         }
-        Err(format!(
+        Err(LabError::External(format!(
             "the server was not ready after {} s{}",
             timeout.as_secs(),
             self.log_tail()
-        ))
+        )))
     }
 
     /// Runs pgbench with `args` against database `postgres`; its standard output.
-    pub fn pgbench(&self, args: &[String]) -> Result<String, String> {
+    pub fn pgbench(&self, args: &[String]) -> LabResult<String> {
         let mut all: Vec<OsString> = vec![
             "-h".into(),
             self.dir.clone().into(),
@@ -276,7 +280,7 @@ impl Cluster {
         args: &[String],
         on_running: impl FnOnce(),
         progress: &mut dyn std::io::Write,
-    ) -> Result<String, String> {
+    ) -> LabResult<String> {
         use std::io::BufRead;
         let mut cmd = Command::new(self.bindir.join("pgbench"));
         cmd.args(["-h"])
@@ -286,7 +290,7 @@ impl Cluster {
             .arg("postgres")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| format!("starting pgbench: {e}"))?;
+        let mut child = cmd.spawn().at("starting pgbench")?;
         let stdout = child.stdout.take().expect("piped");
         let reader = std::thread::spawn(move || {
             let mut text = String::new();
@@ -306,19 +310,19 @@ impl Cluster {
                 errors.push(line);
             }
         }
-        let status = child
-            .wait()
-            .map_err(|e| format!("waiting for pgbench: {e}"))?;
+        let status = child.wait().at("waiting for pgbench")?;
         let text = reader.join().unwrap_or_default();
         if !status.success() {
-            return Err(format!(
+            return Err(LabError::External(format!(
                 "pgbench failed: {}{}",
                 errors.join("\n"),
                 self.log_tail()
-            ));
+            )));
         }
         if on_running.is_some() {
-            return Err("pgbench finished without a progress report (under a second?)".into());
+            return Err(LabError::External(
+                "pgbench finished without a progress report (under a second?)".into(),
+            ));
         }
         Ok(text)
     }
