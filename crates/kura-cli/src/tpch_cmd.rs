@@ -160,14 +160,14 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             let load_hint = || {
                 format!(
                     "load TPC-H first (kura --db {} tpch load --sf {sf}) or add --load",
-                    cli.db.display()
+                    cli.db().display()
                 )
             };
             // Not created empty just to fail every query on a missing table.
-            if !cli.db.exists() {
+            if !cli.db().exists() {
                 return Err(format!(
                     "no database at {}: {}",
-                    cli.db.display(),
+                    cli.db().display(),
                     load_hint()
                 ));
             }
@@ -175,7 +175,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             if session.storage().catalog().table("lineitem").is_none() {
                 return Err(format!(
                     "{} holds no TPC-H tables: {}",
-                    cli.db.display(),
+                    cli.db().display(),
                     load_hint()
                 ));
             }

@@ -107,15 +107,15 @@ fn profile(cli: &Cli, args: &ProfileArgs) -> Result<(), String> {
     for s in &sql {
         kura::session::parse(s).map_err(|e| e.to_string())?;
     }
-    if !cli.db.exists() {
+    if !cli.db().exists() {
         if args.queries.is_empty() {
-            return Err(format!("database {} does not exist", cli.db.display()));
+            return Err(format!("database {} does not exist", cli.db().display()));
         }
         // The TPC-H database is built untraced, with the ordinary loader.
         eprintln!(
             "note: building the TPC-H database at SF {} in {}",
             args.sf,
-            cli.db.display()
+            cli.db().display()
         );
         let (_db, mut session) = cli.open()?;
         session.set_progress(None);
@@ -129,7 +129,7 @@ fn profile(cli: &Cli, args: &ProfileArgs) -> Result<(), String> {
     let program =
         std::env::current_exe().map_err(|e| format!("finding the kura executable: {e}"))?;
     let mut opts = simulated::ProfileOptions::new(
-        cli.db.clone(),
+        cli.db().to_path_buf(),
         sql,
         program,
         CHILD_COMMAND.iter().map(OsString::from).collect(),
@@ -152,7 +152,7 @@ fn profile(cli: &Cli, args: &ProfileArgs) -> Result<(), String> {
 /// inside the region, then the dump.
 fn run_child(cli: &Cli, args: &ChildArgs) -> Result<(), String> {
     child::handshake().map_err(|e| e.to_string())?;
-    let db = kura::Database::open(&cli.db, cli.open_options()).map_err(|e| e.to_string())?;
+    let db = kura::Database::open(cli.db(), cli.open_options()).map_err(|e| e.to_string())?;
     let mut session = db.session();
     // One thread and synchronous reads: Valgrind runs threads one at a time
     // anyway, and it deadlocks on a worker blocked in io_uring_enter (it does not
