@@ -44,8 +44,8 @@ pub struct TwotierArgs {
     pub tier2: u64,
     /// compressed (lz4 page images in kura's memory) or page_cache (the OS page
     /// cache of the database file; needs O_DIRECT, so not with --buffered-io).
-    #[arg(long, default_value = "compressed", value_parser = kura_storage::buffer::parse_tier_kind)]
-    pub kind: kura_storage::TierKind,
+    #[arg(long, default_value = "compressed", value_parser = kura::buffer::parse_tier_kind)]
+    pub kind: kura::buffer::TierKind,
     /// Replacement policy of the tier.
     #[arg(long, default_value = "lru")]
     pub tier2_policy: String,
@@ -315,7 +315,7 @@ pub struct PgbenchProfileArgs {
     #[arg(long, value_name = "PATH", default_value = "valgrind")]
     pub valgrind: PathBuf,
     /// Directory describing the cache geometry (sysfs layout).
-    #[arg(long, value_name = "DIR", default_value = kura_cache::cpu::SYSFS_CACHE_DIR)]
+    #[arg(long, value_name = "DIR", default_value = kura::profile::SYSFS_CACHE_DIR)]
     pub geometry: PathBuf,
     /// Directory for pgbench_profile.{txt,csv,json} (and the cluster while it runs).
     #[arg(long, default_value = "pgbench-profile")]
@@ -407,7 +407,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 geometry_root: a
                     .geometry
                     .clone()
-                    .unwrap_or_else(|| PathBuf::from(kura_cache::cpu::SYSFS_CACHE_DIR)),
+                    .unwrap_or_else(|| PathBuf::from(kura::profile::SYSFS_CACHE_DIR)),
                 reps: a.reps.unwrap_or(3),
                 tables: a.tables.clone(),
             };

@@ -20,6 +20,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use kura::buffer::{TierCapacity, TierConfig, TierMode, TraceKind};
 use kura::{Database, OpenOptions, Session};
 use kura_common::size::parse_size;
 
@@ -114,28 +115,25 @@ pub struct TierArgs {
     tier2_pages: Option<usize>,
     /// exclusive (default; pool victims go down, a tier hit moves the page up —
     /// paper 004) or inclusive (pages read from disk go into both levels).
-    #[arg(long, value_name = "MODE", value_parser = kura_storage::buffer::parse_tier_mode, help_heading = DB_OPTIONS)]
-    tier2_mode: Option<kura_cache::Mode>,
+    #[arg(long, value_name = "MODE", value_parser = kura::buffer::parse_tier_mode, help_heading = DB_OPTIONS)]
+    tier2_mode: Option<kura::buffer::TierMode>,
     /// Replacement policy of the second tier (default lru).
     #[arg(long, value_name = "POLICY", help_heading = DB_OPTIONS)]
     tier2_policy: Option<String>,
     /// compressed (default; lz4 page images in kura's memory) or page_cache (the
     /// OS page cache of the database file, bounded to the tier's size by kura).
-    #[arg(long, value_name = "KIND", value_parser = kura_storage::buffer::parse_tier_kind, help_heading = DB_OPTIONS)]
-    tier2_kind: Option<kura_storage::TierKind>,
+    #[arg(long, value_name = "KIND", value_parser = kura::buffer::parse_tier_kind, help_heading = DB_OPTIONS)]
+    tier2_kind: Option<kura::buffer::TierKind>,
 }
 
 impl TierArgs {
-    fn config(&self) -> Option<kura_storage::TierConfig> {
+    fn config(&self) -> Option<TierConfig> {
         let capacity = match (self.tier2, self.tier2_pages) {
-            (Some(b), _) => kura_storage::TierCapacity::Bytes(b),
-            (None, Some(n)) => kura_storage::TierCapacity::Pages(n),
+            (Some(b), _) => TierCapacity::Bytes(b),
+            (None, Some(n)) => TierCapacity::Pages(n),
             (None, None) => return None,
         };
-        let mut c = kura_storage::TierConfig::new(
-            capacity,
-            self.tier2_mode.unwrap_or(kura_cache::Mode::Exclusive),
-        );
+        let mut c = TierConfig::new(capacity, self.tier2_mode.unwrap_or(TierMode::Exclusive));
         if let Some(p) = &self.tier2_policy {
             c.policy = p.clone();
         }
@@ -310,9 +308,9 @@ impl Cli {
             let bm = db.storage().buffer();
             let mut reads = path.clone().into_os_string();
             reads.push(".reads");
-            bm.start_trace(kura_storage::TraceKind::Requests, path)
+            bm.start_trace(TraceKind::Requests, path)
                 .map_err(|e| e.to_string())?;
-            bm.start_trace(kura_storage::TraceKind::Reads, std::path::Path::new(&reads))
+            bm.start_trace(TraceKind::Reads, std::path::Path::new(&reads))
                 .map_err(|e| e.to_string())?;
         }
         Ok(db)

@@ -8,12 +8,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kura::profile::counters::PerfSource;
+use kura::profile::events::{check_perf_allowed, Event, Pmu};
+use kura::profile::run::{Options, Step};
+use kura::profile::sampling::{default_period, SampleConfig};
+use kura::profile::{diff, overhead, report, run, simulated, Profile, SYSFS_CACHE_DIR};
 use kura::{Database, Session};
-use kura_profile::counters::PerfSource;
-use kura_profile::events::{check_perf_allowed, Event, Pmu};
-use kura_profile::run::{Options, Step};
-use kura_profile::sampling::{default_period, SampleConfig};
-use kura_profile::{diff, overhead, run, Profile};
 
 use crate::DbArgs;
 
@@ -94,7 +94,7 @@ pub struct ProfileArgs {
     #[arg(long = "group", value_name = "NAME=PATTERNS")]
     pub(crate) groups: Vec<String>,
     /// Directory describing the cache geometry for the simulated caches (sysfs layout).
-    #[arg(long, value_name = "DIR", default_value = kura_cache::cpu::SYSFS_CACHE_DIR)]
+    #[arg(long, value_name = "DIR", default_value = SYSFS_CACHE_DIR)]
     pub(crate) geometry: PathBuf,
     /// Profile another program: `kura profile [OPTIONS] -- COMMAND ARGS...` runs it
     /// under Valgrind's lackey, every process it forks or executes included, and
@@ -188,8 +188,7 @@ impl Plan {
 fn page_names(db: &Database) -> run::PageNamer {
     let storage = db.storage().clone();
     Box::new(move || {
-        let name = kura_storage::resident::page_namer(storage.buffer().file(), &storage.catalog())
-            .map_err(|e| e.to_string())?;
+        let name = kura::profile::page_namer(&storage).map_err(|e| e.to_string())?;
         Ok(Box::new(name))
     })
 }
@@ -246,7 +245,7 @@ pub fn run(
     if !args.groups.is_empty() {
         return Err("--group applies to `-- COMMAND` and --pid profiles, not to queries".into());
     }
-    if args.geometry != Path::new(kura_cache::cpu::SYSFS_CACHE_DIR) {
+    if args.geometry != Path::new(SYSFS_CACHE_DIR) {
         return Err(
             "--geometry applies to `-- COMMAND` profiles; the queries' simulated cache uses \
              this machine's (`kura trace profile --geometry DIR` takes another)"
@@ -301,7 +300,7 @@ pub fn run(
         let (rows, chosen) =
             measure_overhead(&mut session, &queries, args, repeat, &pmu, overhead_event)?;
         let profile = Profile {
-            version: kura_profile::report::FORMAT_VERSION,
+            version: report::FORMAT_VERSION,
             mode: "overhead".into(),
             events: vec![overhead_event],
             note: pmu.note(),
@@ -384,7 +383,7 @@ fn measure_overhead(
     repeat: usize,
     pmu: &Pmu,
     event: Event,
-) -> Result<(Vec<kura_profile::report::OverheadRow>, Option<u64>), String> {
+) -> Result<(Vec<report::OverheadRow>, Option<u64>), String> {
     let base = args.period.unwrap_or_else(|| default_period(event));
     let periods = [base / 10, base / 4, base, base * 4];
     let periods: Vec<u64> = periods.into_iter().filter(|p| *p > 0).collect();
@@ -452,10 +451,10 @@ fn simulated_profile(
     args: &ProfileArgs,
     db_path: &Path,
     queries: &[(String, String)],
-) -> Result<kura_profile::simulated::SimulatedProfile, String> {
+) -> Result<simulated::SimulatedProfile, String> {
     let program =
         std::env::current_exe().map_err(|e| format!("finding the kura executable: {e}"))?;
-    let mut opts = kura_profile::simulated::ProfileOptions::new(
+    let mut opts = simulated::ProfileOptions::new(
         db_path.to_path_buf(),
         queries.iter().map(|(_, sql)| sql.clone()).collect(),
         program,
@@ -470,7 +469,7 @@ fn simulated_profile(
         "note: tracing the queries under valgrind lackey for the simulated cache \
          (slow: about a minute for TPC-H Q6 at SF 0.01; --no-simulate leaves it out)"
     );
-    kura_profile::simulated::profile(&opts).map_err(|e| e.to_string())
+    simulated::profile(&opts).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

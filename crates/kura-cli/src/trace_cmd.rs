@@ -1,14 +1,14 @@
 //! `kura trace` (hidden): the simulated memory profile — queries traced under
 //! Valgrind's lackey and replayed through kura-cache's model of this machine's
-//! caches (`kura_profile::simulated`) — and the child mode that the trace runs.
+//! caches (`kura::profile::simulated`) — and the child mode that the trace runs.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use kura::profile::simulated::{self, child};
 use kura_common::memobj;
-use kura_profile::simulated::{self, child};
 
 use crate::Cli;
 
@@ -44,7 +44,7 @@ pub struct ProfileArgs {
     #[arg(long)]
     warmup: bool,
     /// Directory describing the cache geometry (sysfs layout).
-    #[arg(long, value_name = "DIR", default_value = kura_cache::cpu::SYSFS_CACHE_DIR)]
+    #[arg(long, value_name = "DIR", default_value = kura::profile::SYSFS_CACHE_DIR)]
     geometry: PathBuf,
     /// The Valgrind executable.
     #[arg(long, value_name = "PATH", default_value = "valgrind")]
@@ -189,7 +189,6 @@ fn run_child(cli: &Cli, args: &ChildArgs) -> Result<(), String> {
     })?;
     // Buffer pages are named by the column or index they belong to.
     let storage = db.storage();
-    let name_page = kura_storage::resident::page_namer(storage.buffer().file(), &storage.catalog())
-        .map_err(|e| e.to_string())?;
+    let name_page = kura::profile::page_namer(storage).map_err(|e| e.to_string())?;
     child::write_dump(&args.dump, name_page).map_err(|e| e.to_string())
 }

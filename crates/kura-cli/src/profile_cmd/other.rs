@@ -1,13 +1,13 @@
 //! `kura profile -- COMMAND` and `kura profile --pid PID`: paper 002's profiler
-//! on programs other than kura (kura_profile::foreign); this only parses and prints.
+//! on programs other than kura (`kura::profile::foreign`); this only parses and prints.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kura_profile::events::{Event, Pmu};
-use kura_profile::foreign::{self, ForeignProfile, TraceOptions};
-use kura_profile::sampling::{default_period, SampleConfig};
+use kura::profile::events::{Event, Pmu};
+use kura::profile::foreign::{self, ForeignProfile, TraceOptions};
+use kura::profile::sampling::{default_period, SampleConfig};
 
 use super::ProfileArgs;
 
