@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use crate::error::{CliError, CliResult};
+
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// Generate+load and load-from-.tbl throughput (MB/s, rows/s).
@@ -339,7 +341,7 @@ impl BenchCommand {
 const COLD_BUFFER: u64 = 64 << 20;
 
 /// Runs a benchmark; `db` and `buffer` are the global `--db` and `--buffer`.
-pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Result<(), String> {
+pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> CliResult<()> {
     let mut out = std::io::stdout();
     match cmd {
         BenchCommand::Load(a) => kura_lab::load::run(
@@ -349,7 +351,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 reps: a.reps,
             },
             &mut out,
-        ),
+        )
+        .map_err(CliError::lab),
         BenchCommand::Iops(a) => kura_lab::iops::run(
             &kura_lab::iops::Config {
                 size: a.size,
@@ -361,7 +364,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             },
             &mut out,
         )
-        .map(|_| ()),
+        .map(|_| ())
+        .map_err(CliError::lab),
         BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
         BenchCommand::PgbenchProfile(a) => run_pgbench_profile(a, &mut out),
         BenchCommand::Twotier(a) => kura_lab::twotier::run(
@@ -378,7 +382,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             },
             &mut out,
         )
-        .map(|_| ()),
+        .map(|_| ())
+        .map_err(CliError::lab),
         BenchCommand::Fix(a) => kura_lab::fix::run(
             &kura_lab::fix::Config {
                 dir: a.dir.clone(),
@@ -393,12 +398,13 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             },
             &mut out,
         )
-        .map(|_| ()),
+        .map(|_| ())
+        .map_err(CliError::lab),
         BenchCommand::Llc(a) if a.recorded => {
             let cfg = kura_lab::llc_recorded::RecordedConfig {
                 out: a.out.clone(),
                 program: std::env::current_exe()
-                    .map_err(|e| format!("finding the kura executable: {e}"))?,
+                    .map_err(CliError::io_in("finding the kura executable"))?,
                 child_command: crate::trace_cmd::CHILD_COMMAND
                     .iter()
                     .map(std::ffi::OsString::from)
@@ -411,7 +417,9 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 reps: a.reps.unwrap_or(3),
                 tables: a.tables.clone(),
             };
-            kura_lab::llc_recorded::run(&cfg, &mut out).map(|_| ())
+            kura_lab::llc_recorded::run(&cfg, &mut out)
+                .map(|_| ())
+                .map_err(CliError::lab)
         }
         BenchCommand::Llc(a) => {
             let mut cfg = kura_lab::llc::Config::new(a.out.clone(), a.quick);
@@ -421,7 +429,9 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             if let Some(g) = &a.geometry {
                 cfg.geometry_root = g.clone();
             }
-            kura_lab::llc::run(&cfg, &mut out).map(|_| ())
+            kura_lab::llc::run(&cfg, &mut out)
+                .map(|_| ())
+                .map_err(CliError::lab)
         }
         BenchCommand::Paper003(a) => run_paper003(a, &mut out),
         BenchCommand::Modes(a) => kura_lab::modes::run(
@@ -438,7 +448,8 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut out,
             &mut ceiling_progress(),
         )
-        .map(|_| ()),
+        .map(|_| ())
+        .map_err(CliError::lab),
     }
 }
 
@@ -450,9 +461,9 @@ fn find_bench_run(start: &std::path::Path) -> Option<PathBuf> {
     })
 }
 
-fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> Result<(), String> {
+fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> CliResult<()> {
     use kura_lab::paper003::{Config, Peers};
-    let exe = std::env::current_exe().map_err(|e| format!("locating this kura binary: {e}"))?;
+    let exe = std::env::current_exe().map_err(CliError::io_in("locating this kura binary"))?;
     let peers = if a.no_peers {
         Peers::Skip("--no-peers".into())
     } else {
@@ -490,15 +501,17 @@ fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> Result<(), St
     cfg.db = a.db.clone();
     cfg.covering = a.covering;
     cfg.timeline_queries = a.timeline_queries.clone();
-    kura_lab::paper003::run(&cfg, out, &mut ceiling_progress()).map(|_| ())
+    kura_lab::paper003::run(&cfg, out, &mut ceiling_progress())
+        .map(|_| ())
+        .map_err(CliError::lab)
 }
 
-fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
     let sf = a.sf.unwrap_or(if a.quick { 0.1 } else { 1.0 });
     let db =
         a.db.clone()
             .unwrap_or_else(|| a.out.join(format!("memsweep-sf{sf}.db")));
-    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    std::fs::create_dir_all(&a.out).map_err(CliError::io_in(a.out.display().to_string()))?;
     let mut cfg = kura_lab::memsweep::Config::quick(db, a.out.clone());
     cfg.sf = sf;
     cfg.policies = a.policies.clone();
@@ -527,6 +540,7 @@ fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), St
         }
     })
     .map(|_| ())
+    .map_err(CliError::lab)
 }
 
 /// A bar over the ceiling's measurements (on a terminal).
@@ -545,10 +559,12 @@ fn ceiling_progress() -> impl FnMut(usize, usize) {
     }
 }
 
-fn run_pgbench_profile(a: &PgbenchProfileArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+fn run_pgbench_profile(a: &PgbenchProfileArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
     use kura_lab::pgbench_profile as pp;
     if a.quick && a.transactions.is_some() {
-        return Err("give --quick or --transactions, not both".into());
+        return Err(CliError::Usage(
+            "give --quick or --transactions, not both".into(),
+        ));
     }
     let transactions = a.transactions.unwrap_or(if a.quick { 20 } else { 100 });
     let mut cfg = pp::Config::paper(a.out.clone(), transactions);
@@ -559,12 +575,12 @@ fn run_pgbench_profile(a: &PgbenchProfileArgs, out: &mut dyn std::io::Write) -> 
     cfg.port = a.port;
     cfg.valgrind = a.valgrind.clone();
     cfg.geometry_root = a.geometry.clone();
-    let outcome = pp::run(&cfg, &mut std::io::stderr())?;
-    write!(out, "{}", outcome.report).map_err(|e| e.to_string())?;
+    let outcome = pp::run(&cfg, &mut std::io::stderr()).map_err(CliError::lab)?;
+    write!(out, "{}", outcome.report)?;
     writeln!(
         out,
         "wrote {}/pgbench_profile.txt, .csv and .json",
         a.out.display()
-    )
-    .map_err(|e| e.to_string())
+    )?;
+    Ok(())
 }

@@ -6,6 +6,7 @@ mod cache_cmd;
 mod cachesim;
 #[cfg(feature = "cluster")]
 mod cluster_cmd;
+mod error;
 mod format;
 mod profile_cmd;
 mod progress;
@@ -24,6 +25,7 @@ use kura::buffer::{TierCapacity, TierConfig, TierMode, TraceKind};
 use kura::{Database, OpenOptions, Session};
 use kura_common::size::parse_size;
 
+use error::{CliError, CliResult};
 use format::Format;
 
 /// Heading of the options that apply wherever a database is opened (before or after
@@ -296,27 +298,27 @@ impl Cli {
 
     /// Opens the database (saying so when the file is new) and starts the page
     /// traces `--trace-pages` asks for.
-    fn open_database(&self) -> Result<Database, String> {
+    fn open_database(&self) -> CliResult<Database> {
         if !self.db().exists() {
             eprintln!(
                 "note: {} does not exist; creating a new, empty database",
                 self.db().display()
             );
         }
-        let db = Database::open(self.db(), self.open_options()).map_err(|e| e.to_string())?;
+        let db = Database::open(self.db(), self.open_options())?;
         if let Some(path) = &self.database.trace_pages {
             let bm = db.storage().buffer();
             let mut reads = path.clone().into_os_string();
             reads.push(".reads");
             bm.start_trace(TraceKind::Requests, path)
-                .map_err(|e| e.to_string())?;
+                .map_err(kura::KuraError::from)?;
             bm.start_trace(TraceKind::Reads, std::path::Path::new(&reads))
-                .map_err(|e| e.to_string())?;
+                .map_err(kura::KuraError::from)?;
         }
         Ok(db)
     }
 
-    fn open(&self) -> Result<(Database, Session), String> {
+    fn open(&self) -> CliResult<(Database, Session)> {
         let db = self.open_database()?;
         let mut session = db.session();
         session.set_progress(progress::for_loads());
@@ -348,7 +350,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> CliResult<()> {
     match &cli.sub {
         Some(Command::Load {
             table,
@@ -363,7 +365,9 @@ fn run(cli: Cli) -> Result<(), String> {
             let delimiter = match delimiter {
                 Some(d) if d.is_ascii() => Some(*d as u8),
                 Some(d) => {
-                    return Err(format!("--delimiter must be an ASCII character, not {d:?}"))
+                    return Err(CliError::Usage(format!(
+                        "--delimiter must be an ASCII character, not {d:?}"
+                    )))
                 }
                 None => None,
             };
@@ -374,8 +378,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 null: null.clone(),
             };
             let start = std::time::Instant::now();
-            let r = kura::load_file::load_file(&mut session, table, file, &opts)
-                .map_err(|e| e.to_string())?;
+            let r = kura::load_file::load_file(&mut session, table, file, &opts)?;
             if let Some(cols) = &r.created {
                 let cols: Vec<String> = cols
                     .iter()
@@ -392,7 +395,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Serve(args)) => serve::run(args, cli.db(), cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
         #[cfg(feature = "cluster")]
-        Some(Command::Cluster { cmd }) => cluster_cmd::run(cmd),
+        Some(Command::Cluster { cmd }) => cluster_cmd::run(cmd).map_err(CliError::Cluster),
         Some(Command::Cache { cmd }) => cache_cmd::run(cmd, || cli.open().map(|(db, _)| db)),
         Some(Command::Bench { cmd }) => {
             if matches!(
@@ -404,12 +407,12 @@ fn run(cli: Cli) -> Result<(), String> {
                 || cli.database.tier2.config().is_some()
                 || cli.database.recover_header)
             {
-                return Err(
+                return Err(CliError::Usage(
                     "bench modes and paper003 open the database cold with O_DIRECT and its own buffer for \
                      each run: --buffered-io, --buffer-policy, --trace-pages, --tier2 and \
                      --recover-header do not apply"
                         .into(),
-                );
+                ));
             }
             bench_cmd::run(cmd, cli.db(), cli.database.buffer)
         }
@@ -423,9 +426,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 shell::run(&mut session, shell::shell_options(opts))
             } else {
                 let mut sql = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut sql)
-                    .map_err(|e| e.to_string())?;
+                std::io::stdin().read_to_string(&mut sql)?;
                 run_sql(&mut session, &sql, &opts)
             }
         }
@@ -433,28 +434,24 @@ fn run(cli: Cli) -> Result<(), String> {
 }
 
 /// Runs SQL non-interactively, printing each statement's result as it finishes.
-fn run_sql(session: &mut Session, sql: &str, opts: &format::Options) -> Result<(), String> {
+fn run_sql(session: &mut Session, sql: &str, opts: &format::Options) -> CliResult<()> {
     // The parsed statements may be too deep for this thread's stack to drop.
     kura::stack::on_statement_stack(|| run_sql_on_stack(session, sql, opts))
 }
 
-fn run_sql_on_stack(
-    session: &mut Session,
-    sql: &str,
-    opts: &format::Options,
-) -> Result<(), String> {
-    let statements = kura::session::parse(sql).map_err(|e| e.to_string())?;
+fn run_sql_on_stack(session: &mut Session, sql: &str, opts: &format::Options) -> CliResult<()> {
+    let statements = kura::session::parse(sql)?;
     let mut out = std::io::stdout().lock();
     if opts.format == Format::Arrow && std::io::IsTerminal::is_terminal(&out) {
-        return Err(
+        return Err(CliError::Usage(
             "--format arrow writes binary Arrow IPC: redirect it to a file or a pipe".into(),
-        );
+        ));
     }
     for stmt in &statements {
-        let r = session.execute_statement(stmt).map_err(|e| e.to_string())?;
-        format::print(&mut out, &r, opts).map_err(|e| e.to_string())?;
+        let r = session.execute_statement(stmt)?;
+        format::print(&mut out, &r, opts)?;
     }
-    out.flush().map_err(|e| e.to_string())
+    Ok(out.flush()?)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 pub use kura_cache::cpu::SYSFS_CACHE_DIR;
 pub use kura_profile::{
     counters, diff, events, foreign, overhead, report, run, sampling, simulated, Event, Pmu,
-    Profile,
+    Profile, ProfileError,
 };
 
 use kura_storage::Storage;
