@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use crate::error::{CliError, CliResult};
+
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// Generate+load and load-from-.tbl throughput (MB/s, rows/s).
@@ -44,8 +46,8 @@ pub struct TwotierArgs {
     pub tier2: u64,
     /// compressed (lz4 page images in kura's memory) or page_cache (the OS page
     /// cache of the database file; needs O_DIRECT, so not with --buffered-io).
-    #[arg(long, default_value = "compressed", value_parser = kura_storage::buffer::parse_tier_kind)]
-    pub kind: kura_storage::TierKind,
+    #[arg(long, default_value = "compressed", value_parser = kura::buffer::parse_tier_kind)]
+    pub kind: kura::buffer::TierKind,
     /// Replacement policy of the tier.
     #[arg(long, default_value = "lru")]
     pub tier2_policy: String,
@@ -315,7 +317,7 @@ pub struct PgbenchProfileArgs {
     #[arg(long, value_name = "PATH", default_value = "valgrind")]
     pub valgrind: PathBuf,
     /// Directory describing the cache geometry (sysfs layout).
-    #[arg(long, value_name = "DIR", default_value = kura_cache::cpu::SYSFS_CACHE_DIR)]
+    #[arg(long, value_name = "DIR", default_value = kura::profile::SYSFS_CACHE_DIR)]
     pub geometry: PathBuf,
     /// Directory for pgbench_profile.{txt,csv,json} (and the cluster while it runs).
     #[arg(long, default_value = "pgbench-profile")]
@@ -339,7 +341,7 @@ impl BenchCommand {
 const COLD_BUFFER: u64 = 64 << 20;
 
 /// Runs a benchmark; `db` and `buffer` are the global `--db` and `--buffer`.
-pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Result<(), String> {
+pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> CliResult<()> {
     let mut out = std::io::stdout();
     match cmd {
         BenchCommand::Load(a) => kura_lab::load::run(
@@ -350,7 +352,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             },
             &mut out,
         )
-        .map_err(String::from),
+        .map_err(CliError::from),
         BenchCommand::Iops(a) => kura_lab::iops::run(
             &kura_lab::iops::Config {
                 size: a.size,
@@ -363,7 +365,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut out,
         )
         .map(|_| ())
-        .map_err(String::from),
+        .map_err(CliError::from),
         BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
         BenchCommand::PgbenchProfile(a) => run_pgbench_profile(a, &mut out),
         BenchCommand::Twotier(a) => kura_lab::twotier::run(
@@ -381,7 +383,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut out,
         )
         .map(|_| ())
-        .map_err(String::from),
+        .map_err(CliError::from),
         BenchCommand::Fix(a) => kura_lab::fix::run(
             &kura_lab::fix::Config {
                 dir: a.dir.clone(),
@@ -397,12 +399,12 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut out,
         )
         .map(|_| ())
-        .map_err(String::from),
+        .map_err(CliError::from),
         BenchCommand::Llc(a) if a.recorded => {
             let cfg = kura_lab::llc_recorded::RecordedConfig {
                 out: a.out.clone(),
                 program: std::env::current_exe()
-                    .map_err(|e| format!("finding the kura executable: {e}"))?,
+                    .map_err(CliError::io_in("finding the kura executable"))?,
                 child_command: crate::trace_cmd::CHILD_COMMAND
                     .iter()
                     .map(std::ffi::OsString::from)
@@ -411,13 +413,13 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
                 geometry_root: a
                     .geometry
                     .clone()
-                    .unwrap_or_else(|| PathBuf::from(kura_cache::cpu::SYSFS_CACHE_DIR)),
+                    .unwrap_or_else(|| PathBuf::from(kura::profile::SYSFS_CACHE_DIR)),
                 reps: a.reps.unwrap_or(3),
                 tables: a.tables.clone(),
             };
             kura_lab::llc_recorded::run(&cfg, &mut out)
                 .map(|_| ())
-                .map_err(String::from)
+                .map_err(CliError::from)
         }
         BenchCommand::Llc(a) => {
             let mut cfg = kura_lab::llc::Config::new(a.out.clone(), a.quick);
@@ -429,7 +431,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             }
             kura_lab::llc::run(&cfg, &mut out)
                 .map(|_| ())
-                .map_err(String::from)
+                .map_err(CliError::from)
         }
         BenchCommand::Paper003(a) => run_paper003(a, &mut out),
         BenchCommand::Modes(a) => kura_lab::modes::run(
@@ -447,7 +449,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Res
             &mut ceiling_progress(),
         )
         .map(|_| ())
-        .map_err(String::from),
+        .map_err(CliError::from),
     }
 }
 
@@ -459,9 +461,9 @@ fn find_bench_run(start: &std::path::Path) -> Option<PathBuf> {
     })
 }
 
-fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> Result<(), String> {
+fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> CliResult<()> {
     use kura_lab::paper003::{Config, Peers};
-    let exe = std::env::current_exe().map_err(|e| format!("locating this kura binary: {e}"))?;
+    let exe = std::env::current_exe().map_err(CliError::io_in("locating this kura binary"))?;
     let peers = if a.no_peers {
         Peers::Skip("--no-peers".into())
     } else {
@@ -501,15 +503,15 @@ fn run_paper003(a: &Paper003Args, out: &mut dyn std::io::Write) -> Result<(), St
     cfg.timeline_queries = a.timeline_queries.clone();
     kura_lab::paper003::run(&cfg, out, &mut ceiling_progress())
         .map(|_| ())
-        .map_err(String::from)
+        .map_err(CliError::from)
 }
 
-fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
     let sf = a.sf.unwrap_or(if a.quick { 0.1 } else { 1.0 });
     let db =
         a.db.clone()
             .unwrap_or_else(|| a.out.join(format!("memsweep-sf{sf}.db")));
-    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    std::fs::create_dir_all(&a.out).map_err(CliError::io_in(a.out.display().to_string()))?;
     let mut cfg = kura_lab::memsweep::Config::quick(db, a.out.clone());
     cfg.sf = sf;
     cfg.policies = a.policies.clone();
@@ -538,7 +540,7 @@ fn run_memsweep(a: &MemsweepArgs, out: &mut dyn std::io::Write) -> Result<(), St
         }
     })
     .map(|_| ())
-    .map_err(String::from)
+    .map_err(CliError::from)
 }
 
 /// A bar over the ceiling's measurements (on a terminal).
@@ -557,10 +559,12 @@ fn ceiling_progress() -> impl FnMut(usize, usize) {
     }
 }
 
-fn run_pgbench_profile(a: &PgbenchProfileArgs, out: &mut dyn std::io::Write) -> Result<(), String> {
+fn run_pgbench_profile(a: &PgbenchProfileArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
     use kura_lab::pgbench_profile as pp;
     if a.quick && a.transactions.is_some() {
-        return Err("give --quick or --transactions, not both".into());
+        return Err(CliError::Usage(
+            "give --quick or --transactions, not both".into(),
+        ));
     }
     let transactions = a.transactions.unwrap_or(if a.quick { 20 } else { 100 });
     let mut cfg = pp::Config::paper(a.out.clone(), transactions);
@@ -571,12 +575,12 @@ fn run_pgbench_profile(a: &PgbenchProfileArgs, out: &mut dyn std::io::Write) -> 
     cfg.port = a.port;
     cfg.valgrind = a.valgrind.clone();
     cfg.geometry_root = a.geometry.clone();
-    let outcome = pp::run(&cfg, &mut std::io::stderr())?;
-    write!(out, "{}", outcome.report).map_err(|e| e.to_string())?;
+    let outcome = pp::run(&cfg, &mut std::io::stderr()).map_err(CliError::from)?;
+    write!(out, "{}", outcome.report)?;
     writeln!(
         out,
         "wrote {}/pgbench_profile.txt, .csv and .json",
         a.out.display()
-    )
-    .map_err(|e| e.to_string())
+    )?;
+    Ok(())
 }

@@ -4,6 +4,8 @@
 use clap::Subcommand;
 use kura::Database;
 
+use crate::error::{CliError, CliResult};
+
 #[derive(Subcommand)]
 pub enum CacheCommand {
     /// resctrl/CAT on this machine (or why not, and what kura does instead), the
@@ -45,10 +47,7 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
 
-pub fn run(
-    cmd: &CacheCommand,
-    open: impl FnOnce() -> Result<Database, String>,
-) -> Result<(), String> {
+pub fn run(cmd: &CacheCommand, open: impl FnOnce() -> CliResult<Database>) -> CliResult<()> {
     let db = open()?;
     let llc = db.llc();
     match cmd {
@@ -76,13 +75,11 @@ pub fn run(
                 .get(..kura::llc::HASH_JOIN_PREFIX.len())
                 .is_some_and(|h| h.eq_ignore_ascii_case(kura::llc::HASH_JOIN_PREFIX))
             {
-                return Err(format!(
+                return Err(CliError::Usage(format!(
                     "{object}: a hash join's table exists only while its query runs; use SET llc_protect = '{object}' in the session that runs it"
-                ));
+                )));
             }
-            let p = llc
-                .protect(db.storage(), object)
-                .map_err(|e| e.to_string())?;
+            let p = llc.protect(db.storage(), object)?;
             println!(
                 "warmed {}: {} pages, {}, {} cache lines read in {:.2} ms",
                 p.object,
@@ -101,10 +98,10 @@ pub fn run(
             if *hold > 0.0 {
                 std::thread::sleep(std::time::Duration::from_secs_f64(*hold));
             }
-            llc.release().map_err(|e| e.to_string())?;
+            llc.release()?;
         }
         CacheCommand::Release { .. } => {
-            let removed = llc.remove_stale_groups().map_err(|e| e.to_string())?;
+            let removed = llc.remove_stale_groups()?;
             if removed.is_empty() {
                 println!("no stale kura groups");
             } else {

@@ -17,6 +17,7 @@
 
 use std::path::PathBuf;
 
+use crate::error::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use kura_cache::sim::default_threads;
@@ -271,7 +272,7 @@ impl From<&TraceArgs> for TraceSpec {
     }
 }
 
-pub fn run(args: CachesimArgs) -> Result<(), String> {
+pub fn run(args: CachesimArgs) -> CliResult<()> {
     let out = &mut std::io::stdout();
     match args.command {
         CachesimCommand::Run(a) => {
@@ -289,7 +290,7 @@ pub fn run(args: CachesimArgs) -> Result<(), String> {
                 out: a.out,
             };
             with_progress("simulating", |p| cachesim::sweep::run(&config, out, p))
-                .map_err(String::from)
+                .map_err(CliError::from)
         }
         CachesimCommand::Reuse(a) => {
             let config = ReuseConfig {
@@ -298,7 +299,7 @@ pub fn run(args: CachesimArgs) -> Result<(), String> {
                 bin: a.bin,
                 out: a.out,
             };
-            cachesim::reuse::run(&config, out).map_err(String::from)
+            cachesim::reuse::run(&config, out).map_err(CliError::from)
         }
         CachesimCommand::Paper004(a) => run_paper004(a),
         CachesimCommand::Bench(a) => {
@@ -313,10 +314,10 @@ pub fn run(args: CachesimArgs) -> Result<(), String> {
                 threads: a.threads,
                 cpu_accesses: a.cpu_accesses,
             };
-            cachesim::bench::run(&config, out).map_err(String::from)
+            cachesim::bench::run(&config, out).map_err(CliError::from)
         }
         CachesimCommand::Convert(a) => {
-            cachesim::convert(&(&a.trace).into(), &a.out, out).map_err(String::from)
+            cachesim::convert(&(&a.trace).into(), &a.out, out).map_err(CliError::from)
         }
     }
 }
@@ -334,7 +335,7 @@ fn with_progress<T>(what: &str, f: impl FnOnce(cachesim::Progress) -> T) -> T {
     result
 }
 
-fn run_paper004(args: Paper004Args) -> Result<(), String> {
+fn run_paper004(args: Paper004Args) -> CliResult<()> {
     let config = kura_lab::paper004::Config {
         quick: args.quick,
         measured_per_block: args.measured_per_block,
@@ -344,7 +345,7 @@ fn run_paper004(args: Paper004Args) -> Result<(), String> {
     with_progress("simulating", |p| {
         kura_lab::paper004::run(&config, &mut std::io::stdout(), p)
     })
-    .map_err(String::from)
+    .map_err(CliError::from)
 }
 
 fn progress(total: usize, what: &str) -> ProgressBar {

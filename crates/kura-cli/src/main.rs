@@ -6,6 +6,7 @@ mod cache_cmd;
 mod cachesim;
 #[cfg(feature = "cluster")]
 mod cluster_cmd;
+mod error;
 mod format;
 mod profile_cmd;
 mod progress;
@@ -15,22 +16,25 @@ mod tpch_cmd;
 mod trace_cmd;
 
 use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use kura::buffer::{TierCapacity, TierConfig, TierMode, TraceKind};
 use kura::{Database, OpenOptions, Session};
 use kura_common::size::parse_size;
 
+use error::{CliError, CliResult};
 use format::Format;
 
 /// Heading of the options that apply wherever a database is opened (before or after
 /// the subcommand).
 const DB_OPTIONS: &str = "Database options";
 
-/// The database options as a subcommand that opens the database takes them (after
-/// its name); they override the same options given before it.
+/// The database options, declared once: `kura` takes them before a subcommand and
+/// each subcommand that opens the database after its name; those after it override
+/// the same options given before it (`DbArgs::merge`).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct DbArgs {
     /// Database file [default: kura.db].
@@ -62,6 +66,43 @@ pub struct DbArgs {
     tier2: TierArgs,
 }
 
+impl DbArgs {
+    /// Takes the options given after a subcommand (`later`) over those before it.
+    fn merge(&mut self, later: &DbArgs) {
+        if later.db.is_some() {
+            self.db = later.db.clone();
+        }
+        if later.buffer.is_some() {
+            self.buffer = later.buffer;
+        }
+        if later.max_memory.is_some() {
+            self.max_memory = later.max_memory;
+        }
+        self.buffered_io |= later.buffered_io;
+        self.recover_header |= later.recover_header;
+        if later.buffer_policy.is_some() {
+            self.buffer_policy = later.buffer_policy.clone();
+        }
+        if later.trace_pages.is_some() {
+            self.trace_pages = later.trace_pages.clone();
+        }
+        let (t, d) = (&mut self.tier2, &later.tier2);
+        if d.tier2.is_some() || d.tier2_pages.is_some() {
+            t.tier2 = d.tier2;
+            t.tier2_pages = d.tier2_pages;
+        }
+        if d.tier2_mode.is_some() {
+            t.tier2_mode = d.tier2_mode;
+        }
+        if d.tier2_policy.is_some() {
+            t.tier2_policy = d.tier2_policy.clone();
+        }
+        if d.tier2_kind.is_some() {
+            t.tier2_kind = d.tier2_kind;
+        }
+    }
+}
+
 /// The second buffer tier below the pool (compressed pages in DRAM, or the OS
 /// page cache).
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -76,44 +117,25 @@ pub struct TierArgs {
     tier2_pages: Option<usize>,
     /// exclusive (default; pool victims go down, a tier hit moves the page up —
     /// paper 004) or inclusive (pages read from disk go into both levels).
-    #[arg(long, value_name = "MODE", value_parser = kura_storage::buffer::parse_tier_mode, help_heading = DB_OPTIONS)]
-    tier2_mode: Option<kura_cache::Mode>,
+    #[arg(long, value_name = "MODE", value_parser = kura::buffer::parse_tier_mode, help_heading = DB_OPTIONS)]
+    tier2_mode: Option<kura::buffer::TierMode>,
     /// Replacement policy of the second tier (default lru).
     #[arg(long, value_name = "POLICY", help_heading = DB_OPTIONS)]
     tier2_policy: Option<String>,
     /// compressed (default; lz4 page images in kura's memory) or page_cache (the
     /// OS page cache of the database file, bounded to the tier's size by kura).
-    #[arg(long, value_name = "KIND", value_parser = kura_storage::buffer::parse_tier_kind, help_heading = DB_OPTIONS)]
-    tier2_kind: Option<kura_storage::TierKind>,
+    #[arg(long, value_name = "KIND", value_parser = kura::buffer::parse_tier_kind, help_heading = DB_OPTIONS)]
+    tier2_kind: Option<kura::buffer::TierKind>,
 }
 
 impl TierArgs {
-    fn merge(&mut self, d: &TierArgs) {
-        if d.tier2.is_some() || d.tier2_pages.is_some() {
-            self.tier2 = d.tier2;
-            self.tier2_pages = d.tier2_pages;
-        }
-        if d.tier2_mode.is_some() {
-            self.tier2_mode = d.tier2_mode;
-        }
-        if d.tier2_policy.is_some() {
-            self.tier2_policy = d.tier2_policy.clone();
-        }
-        if d.tier2_kind.is_some() {
-            self.tier2_kind = d.tier2_kind;
-        }
-    }
-
-    fn config(&self) -> Option<kura_storage::TierConfig> {
+    fn config(&self) -> Option<TierConfig> {
         let capacity = match (self.tier2, self.tier2_pages) {
-            (Some(b), _) => kura_storage::TierCapacity::Bytes(b),
-            (None, Some(n)) => kura_storage::TierCapacity::Pages(n),
+            (Some(b), _) => TierCapacity::Bytes(b),
+            (None, Some(n)) => TierCapacity::Pages(n),
             (None, None) => return None,
         };
-        let mut c = kura_storage::TierConfig::new(
-            capacity,
-            self.tier2_mode.unwrap_or(kura_cache::Mode::Exclusive),
-        );
+        let mut c = TierConfig::new(capacity, self.tier2_mode.unwrap_or(TierMode::Exclusive));
         if let Some(p) = &self.tier2_policy {
             c.policy = p.clone();
         }
@@ -128,36 +150,13 @@ impl TierArgs {
 #[command(
     name = "kura",
     version,
-    about = "kura — an analytic SQL database that knows its memory hierarchy"
+    about = "kura — an analytic SQL database that knows its memory hierarchy",
+    // Before a subcommand `--db` has its default (after one, none: the one before counts).
+    mut_arg("db", |a| a.help("Database file").default_value("kura.db"))
 )]
 struct Cli {
-    /// Database file.
-    #[arg(long, default_value = "kura.db", help_heading = DB_OPTIONS)]
-    db: PathBuf,
-    /// Buffer pool size, e.g. 256MB or 4GiB (default: a quarter of RAM).
-    #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
-    buffer: Option<u64>,
-    /// Read through the OS page cache instead of O_DIRECT.
-    #[arg(long, help_heading = DB_OPTIONS)]
-    buffered_io: bool,
-    /// Buffer replacement policy (lru, clock, arc, 2q, ...).
-    #[arg(long, help_heading = DB_OPTIONS)]
-    buffer_policy: Option<String>,
-    /// Record the buffer manager's page accesses: page ids asked for into FILE, page
-    /// ids read from disk into FILE.reads (input for `kura cachesim --trace text`).
-    #[arg(long, value_name = "FILE", help_heading = DB_OPTIONS)]
-    trace_pages: Option<PathBuf>,
-    /// If the newest header slot is damaged, open the previous commit instead of
-    /// refusing (the newest commit is lost; a warning names it).
-    #[arg(long, help_heading = DB_OPTIONS)]
-    recover_header: bool,
-    /// Memory all running queries together may hold in hash tables, sorts and
-    /// results, e.g. 8GB (default: three fifths of RAM); each query is also bound
-    /// by its `memory_limit` setting.
-    #[arg(long, value_parser = parse_size_arg, help_heading = DB_OPTIONS)]
-    max_memory: Option<u64>,
     #[command(flatten)]
-    tier2: TierArgs,
+    database: DbArgs,
     /// Output format for query results.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -269,37 +268,21 @@ impl Command {
 }
 
 impl Cli {
-    /// Takes the database options a subcommand was given over those before it.
-    fn apply(&mut self, d: &DbArgs) {
-        if let Some(db) = &d.db {
-            self.db = db.clone();
-        }
-        if d.buffer.is_some() {
-            self.buffer = d.buffer;
-        }
-        if d.max_memory.is_some() {
-            self.max_memory = d.max_memory;
-        }
-        self.buffered_io |= d.buffered_io;
-        self.recover_header |= d.recover_header;
-        if d.buffer_policy.is_some() {
-            self.buffer_policy = d.buffer_policy.clone();
-        }
-        if d.trace_pages.is_some() {
-            self.trace_pages = d.trace_pages.clone();
-        }
-        self.tier2.merge(&d.tier2);
+    /// The database file: `--db`, after the subcommand or before it, or kura.db.
+    fn db(&self) -> &Path {
+        self.database.db.as_deref().unwrap_or(Path::new("kura.db"))
     }
 
     fn open_options(&self) -> OpenOptions {
+        let d = &self.database;
         OpenOptions {
-            buffer_bytes: self.buffer,
-            buffered_io: self.buffered_io,
-            buffer_policy: self.buffer_policy.clone(),
+            buffer_bytes: d.buffer,
+            buffered_io: d.buffered_io,
+            buffer_policy: d.buffer_policy.clone(),
             page_size: None,
-            recover_header: self.recover_header,
-            max_memory: self.max_memory,
-            tier2: self.tier2.config(),
+            recover_header: d.recover_header,
+            max_memory: d.max_memory,
+            tier2: d.tier2.config(),
             ..OpenOptions::default()
         }
     }
@@ -315,27 +298,27 @@ impl Cli {
 
     /// Opens the database (saying so when the file is new) and starts the page
     /// traces `--trace-pages` asks for.
-    fn open_database(&self) -> Result<Database, String> {
-        if !self.db.exists() {
+    fn open_database(&self) -> CliResult<Database> {
+        if !self.db().exists() {
             eprintln!(
                 "note: {} does not exist; creating a new, empty database",
-                self.db.display()
+                self.db().display()
             );
         }
-        let db = Database::open(&self.db, self.open_options()).map_err(|e| e.to_string())?;
-        if let Some(path) = &self.trace_pages {
+        let db = Database::open(self.db(), self.open_options())?;
+        if let Some(path) = &self.database.trace_pages {
             let bm = db.storage().buffer();
             let mut reads = path.clone().into_os_string();
             reads.push(".reads");
-            bm.start_trace(kura_storage::TraceKind::Requests, path)
-                .map_err(|e| e.to_string())?;
-            bm.start_trace(kura_storage::TraceKind::Reads, std::path::Path::new(&reads))
-                .map_err(|e| e.to_string())?;
+            bm.start_trace(TraceKind::Requests, path)
+                .map_err(kura::KuraError::from)?;
+            bm.start_trace(TraceKind::Reads, std::path::Path::new(&reads))
+                .map_err(kura::KuraError::from)?;
         }
         Ok(db)
     }
 
-    fn open(&self) -> Result<(Database, Session), String> {
+    fn open(&self) -> CliResult<(Database, Session)> {
         let db = self.open_database()?;
         let mut session = db.session();
         session.set_progress(progress::for_loads());
@@ -356,7 +339,7 @@ fn main() -> ExitCode {
         .init();
     let mut cli = Cli::parse();
     if let Some(d) = cli.sub.as_ref().and_then(Command::db_args) {
-        cli.apply(&d);
+        cli.database.merge(&d);
     }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -367,7 +350,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> CliResult<()> {
     match &cli.sub {
         Some(Command::Load {
             table,
@@ -382,7 +365,9 @@ fn run(cli: Cli) -> Result<(), String> {
             let delimiter = match delimiter {
                 Some(d) if d.is_ascii() => Some(*d as u8),
                 Some(d) => {
-                    return Err(format!("--delimiter must be an ASCII character, not {d:?}"))
+                    return Err(CliError::Usage(format!(
+                        "--delimiter must be an ASCII character, not {d:?}"
+                    )))
                 }
                 None => None,
             };
@@ -393,8 +378,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 null: null.clone(),
             };
             let start = std::time::Instant::now();
-            let r = kura::load_file::load_file(&mut session, table, file, &opts)
-                .map_err(|e| e.to_string())?;
+            let r = kura::load_file::load_file(&mut session, table, file, &opts)?;
             if let Some(cols) = &r.created {
                 let cols: Vec<String> = cols
                     .iter()
@@ -406,31 +390,31 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::Tpch { cmd }) => tpch_cmd::run(&cli, cmd),
-        Some(Command::Profile(args)) => profile_cmd::run(args, &cli.db, || cli.open()),
+        Some(Command::Profile(args)) => profile_cmd::run(args, cli.db(), || cli.open()),
         Some(Command::Trace { cmd }) => trace_cmd::run(&cli, cmd),
-        Some(Command::Serve(args)) => serve::run(args, &cli.db, cli.open_database()?),
+        Some(Command::Serve(args)) => serve::run(args, cli.db(), cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
         #[cfg(feature = "cluster")]
-        Some(Command::Cluster { cmd }) => cluster_cmd::run(cmd),
+        Some(Command::Cluster { cmd }) => cluster_cmd::run(cmd).map_err(CliError::Cluster),
         Some(Command::Cache { cmd }) => cache_cmd::run(cmd, || cli.open().map(|(db, _)| db)),
         Some(Command::Bench { cmd }) => {
             if matches!(
                 cmd,
                 bench_cmd::BenchCommand::Modes(_) | bench_cmd::BenchCommand::Paper003(_)
-            ) && (cli.buffered_io
-                || cli.buffer_policy.is_some()
-                || cli.trace_pages.is_some()
-                || cli.tier2.config().is_some()
-                || cli.recover_header)
+            ) && (cli.database.buffered_io
+                || cli.database.buffer_policy.is_some()
+                || cli.database.trace_pages.is_some()
+                || cli.database.tier2.config().is_some()
+                || cli.database.recover_header)
             {
-                return Err(
+                return Err(CliError::Usage(
                     "bench modes and paper003 open the database cold with O_DIRECT and its own buffer for \
                      each run: --buffered-io, --buffer-policy, --trace-pages, --tier2 and \
                      --recover-header do not apply"
                         .into(),
-                );
+                ));
             }
-            bench_cmd::run(cmd, &cli.db, cli.buffer)
+            bench_cmd::run(cmd, cli.db(), cli.database.buffer)
         }
         None => {
             let (_db, mut session) = cli.open()?;
@@ -442,9 +426,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 shell::run(&mut session, shell::shell_options(opts))
             } else {
                 let mut sql = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut sql)
-                    .map_err(|e| e.to_string())?;
+                std::io::stdin().read_to_string(&mut sql)?;
                 run_sql(&mut session, &sql, &opts)
             }
         }
@@ -452,28 +434,24 @@ fn run(cli: Cli) -> Result<(), String> {
 }
 
 /// Runs SQL non-interactively, printing each statement's result as it finishes.
-fn run_sql(session: &mut Session, sql: &str, opts: &format::Options) -> Result<(), String> {
+fn run_sql(session: &mut Session, sql: &str, opts: &format::Options) -> CliResult<()> {
     // The parsed statements may be too deep for this thread's stack to drop.
     kura::stack::on_statement_stack(|| run_sql_on_stack(session, sql, opts))
 }
 
-fn run_sql_on_stack(
-    session: &mut Session,
-    sql: &str,
-    opts: &format::Options,
-) -> Result<(), String> {
-    let statements = kura::session::parse(sql).map_err(|e| e.to_string())?;
+fn run_sql_on_stack(session: &mut Session, sql: &str, opts: &format::Options) -> CliResult<()> {
+    let statements = kura::session::parse(sql)?;
     let mut out = std::io::stdout().lock();
     if opts.format == Format::Arrow && std::io::IsTerminal::is_terminal(&out) {
-        return Err(
+        return Err(CliError::Usage(
             "--format arrow writes binary Arrow IPC: redirect it to a file or a pipe".into(),
-        );
+        ));
     }
     for stmt in &statements {
-        let r = session.execute_statement(stmt).map_err(|e| e.to_string())?;
-        format::print(&mut out, &r, opts).map_err(|e| e.to_string())?;
+        let r = session.execute_statement(stmt)?;
+        format::print(&mut out, &r, opts)?;
     }
-    out.flush().map_err(|e| e.to_string())
+    Ok(out.flush()?)
 }
 
 #[cfg(test)]
@@ -483,7 +461,7 @@ mod tests {
     fn parsed(args: &[&str]) -> Cli {
         let mut cli = Cli::try_parse_from(args).expect("arguments parse");
         if let Some(d) = cli.sub.as_ref().and_then(Command::db_args) {
-            cli.apply(&d);
+            cli.database.merge(&d);
         }
         cli
     }
@@ -565,15 +543,21 @@ mod tests {
     #[test]
     fn database_options_count_before_or_after_the_subcommand() {
         let cli = parsed(&["kura", "--db", "x.db", "bench", "modes"]);
-        assert_eq!(cli.db, PathBuf::from("x.db"));
+        assert_eq!(cli.db(), Path::new("x.db"));
         let cli = parsed(&["kura", "bench", "modes", "--db", "y.db", "--buffer", "8MiB"]);
-        assert_eq!((cli.db, cli.buffer), (PathBuf::from("y.db"), Some(8 << 20)));
+        assert_eq!(
+            (cli.db(), cli.database.buffer),
+            (Path::new("y.db"), Some(8 << 20))
+        );
         let cli = parsed(&[
             "kura", "--db", "x.db", "tpch", "run", "--db", "y.db", "--buffer", "1MiB",
         ]);
-        assert_eq!((cli.db, cli.buffer), (PathBuf::from("y.db"), Some(1 << 20)));
+        assert_eq!(
+            (cli.db(), cli.database.buffer),
+            (Path::new("y.db"), Some(1 << 20))
+        );
         let cli = parsed(&["kura", "load", "t", "f.tbl", "--buffered-io"]);
-        assert!(cli.buffered_io);
+        assert!(cli.database.buffered_io);
         // Commands that open no database do not take (or list) its options.
         assert!(Cli::try_parse_from([
             "kura", "tpch", "gen", "--sf", "1", "--out", "d", "--db", "x"

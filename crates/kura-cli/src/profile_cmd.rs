@@ -8,13 +8,14 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kura::profile::counters::PerfSource;
+use kura::profile::events::{check_perf_allowed, Event, Pmu};
+use kura::profile::run::{Options, Step};
+use kura::profile::sampling::{default_period, SampleConfig};
+use kura::profile::{diff, overhead, report, run, simulated, Profile, SYSFS_CACHE_DIR};
 use kura::{Database, Session};
-use kura_profile::counters::PerfSource;
-use kura_profile::events::{check_perf_allowed, Event, Pmu};
-use kura_profile::run::{Options, Step};
-use kura_profile::sampling::{default_period, SampleConfig};
-use kura_profile::{diff, overhead, run, Profile};
 
+use crate::error::{CliError, CliResult};
 use crate::DbArgs;
 
 mod other;
@@ -94,7 +95,7 @@ pub struct ProfileArgs {
     #[arg(long = "group", value_name = "NAME=PATTERNS")]
     pub(crate) groups: Vec<String>,
     /// Directory describing the cache geometry for the simulated caches (sysfs layout).
-    #[arg(long, value_name = "DIR", default_value = kura_cache::cpu::SYSFS_CACHE_DIR)]
+    #[arg(long, value_name = "DIR", default_value = SYSFS_CACHE_DIR)]
     pub(crate) geometry: PathBuf,
     /// Profile another program: `kura profile [OPTIONS] -- COMMAND ARGS...` runs it
     /// under Valgrind's lackey, every process it forks or executes included, and
@@ -106,17 +107,20 @@ pub struct ProfileArgs {
 }
 
 /// The SQL of each query to profile, with its name.
-fn workload(args: &ProfileArgs) -> Result<Vec<(String, String)>, String> {
+fn workload(args: &ProfileArgs) -> CliResult<Vec<(String, String)>> {
     let mut out = Vec::new();
     for q in &args.queries {
         let (kind, id) = q.split_once(':').unwrap_or(("tpch", q.as_str()));
         if !kind.eq_ignore_ascii_case("tpch") {
-            return Err(format!(
+            return Err(CliError::Usage(format!(
                 "--query {q}: unknown query set '{kind}' (known: tpch)"
-            ));
+            )));
         }
-        let sql = kura::tpch::run::query_text(id)
-            .ok_or_else(|| format!("--query {q}: no TPC-H query '{id}' (1 … 22, a … d)"))?;
+        let sql = kura::tpch::run::query_text(id).ok_or_else(|| {
+            CliError::Usage(format!(
+                "--query {q}: no TPC-H query '{id}' (1 … 22, a … d)"
+            ))
+        })?;
         out.push((
             format!("tpch:{}", kura::tpch::run::query_label(id)),
             sql.to_string(),
@@ -131,17 +135,19 @@ fn workload(args: &ProfileArgs) -> Result<Vec<(String, String)>, String> {
         out.push((name, sql.clone()));
     }
     if out.is_empty() {
-        return Err("nothing to profile: give -c \"SQL\" or --query tpch:N".into());
+        return Err(CliError::Usage(
+            "nothing to profile: give -c \"SQL\" or --query tpch:N".into(),
+        ));
     }
     Ok(out)
 }
 
 /// Runs every statement of `sql` to completion (the rows are dropped).
-fn execute(session: &mut Session, sql: &str) -> Result<(), String> {
+fn execute(session: &mut Session, sql: &str) -> kura::KuraResult<()> {
     kura::stack::on_statement_stack(|| {
-        let statements = kura::session::parse(sql).map_err(|e| e.to_string())?;
+        let statements = kura::session::parse(sql)?;
         for stmt in &statements {
-            session.execute_statement(stmt).map_err(|e| e.to_string())?;
+            session.execute_statement(stmt)?;
         }
         Ok(())
     })
@@ -188,8 +194,7 @@ impl Plan {
 fn page_names(db: &Database) -> run::PageNamer {
     let storage = db.storage().clone();
     Box::new(move || {
-        let name = kura_storage::resident::page_namer(storage.buffer().file(), &storage.catalog())
-            .map_err(|e| e.to_string())?;
+        let name = kura::profile::page_namer(&storage).map_err(|e| e.to_string())?;
         Ok(Box::new(name))
     })
 }
@@ -198,11 +203,11 @@ fn page_names(db: &Database) -> run::PageNamer {
 pub fn run(
     args: &ProfileArgs,
     db_path: &Path,
-    open: impl FnOnce() -> Result<(Database, Session), String>,
-) -> Result<(), String> {
+    open: impl FnOnce() -> CliResult<(Database, Session)>,
+) -> CliResult<()> {
     if let Some(files) = &args.diff {
-        let a = Profile::load(&files[0]).map_err(|e| e.to_string())?;
-        let b = Profile::load(&files[1]).map_err(|e| e.to_string())?;
+        let a = Profile::load(&files[0])?;
+        let b = Profile::load(&files[1])?;
         print!("{}", diff::render(&diff::diff(&a, &b), args.top));
         return Ok(());
     }
@@ -212,10 +217,10 @@ pub fn run(
     // SAFETY: geteuid has no arguments and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     if !args.pids.is_empty() {
-        check_perf_allowed(std::path::Path::new("/proc/sys"), root).map_err(|e| e.to_string())?;
+        check_perf_allowed(std::path::Path::new("/proc/sys"), root)?;
         return other::sample_pids(args);
     }
-    check_perf_allowed(std::path::Path::new("/proc/sys"), root).map_err(|e| e.to_string())?;
+    check_perf_allowed(std::path::Path::new("/proc/sys"), root)?;
     let pmu = Pmu::this_machine();
     let plan = Plan::new(args, &pmu);
     let sample_name = match &args.sample {
@@ -228,30 +233,36 @@ pub fn run(
             let event = if name == "default" {
                 pmu.default_sample_event()
             } else {
-                Event::parse(name).map_err(|e| e.to_string())?
+                Event::parse(name)?
             };
             let period = args.period.unwrap_or_else(|| default_period(event));
-            Some(SampleConfig::new(event, period, &pmu).map_err(|e| e.to_string())?)
+            Some(SampleConfig::new(event, period, &pmu)?)
         }
         None if args.period.is_some() && !args.overhead && !plan.default_sampling => {
-            return Err("--period applies to --sample (or --overhead)".into())
+            return Err(CliError::Usage(
+                "--period applies to --sample (or --overhead)".into(),
+            ))
         }
         None => None,
     };
     if args.period == Some(0) {
-        return Err("the sampling period must be at least 1 (0 would never sample)".into());
+        return Err(CliError::Usage(
+            "the sampling period must be at least 1 (0 would never sample)".into(),
+        ));
     }
     // Options of the other-program profiles mean nothing for queries: refused,
     // not ignored.
     if !args.groups.is_empty() {
-        return Err("--group applies to `-- COMMAND` and --pid profiles, not to queries".into());
+        return Err(CliError::Usage(
+            "--group applies to `-- COMMAND` and --pid profiles, not to queries".into(),
+        ));
     }
-    if args.geometry != Path::new(kura_cache::cpu::SYSFS_CACHE_DIR) {
-        return Err(
+    if args.geometry != Path::new(SYSFS_CACHE_DIR) {
+        return Err(CliError::Usage(
             "--geometry applies to `-- COMMAND` profiles; the queries' simulated cache uses \
              this machine's (`kura trace profile --geometry DIR` takes another)"
                 .into(),
-        );
+        ));
     }
     let queries = workload(args)?;
     let simulate = plan.simulate && simulation_possible(args, &plan)?;
@@ -260,10 +271,10 @@ pub fn run(
     for s in &args.settings {
         let (name, value) = s
             .split_once('=')
-            .ok_or_else(|| format!("--set {s}: expected NAME=VALUE"))?;
+            .ok_or_else(|| CliError::Usage(format!("--set {s}: expected NAME=VALUE")))?;
         session
             .execute(&format!("SET {} = '{}'", name.trim(), value.trim()))
-            .map_err(|e| format!("--set {s}: {e}"))?;
+            .map_err(CliError::db_in(format!("--set {s}")))?;
     }
     if let Some(note) = pmu.note() {
         eprintln!("note: {note}");
@@ -276,14 +287,14 @@ pub fn run(
     // One untimed run first: buffer pool, runtime threads and plan caches warm,
     // and a query that fails says so before any profiling starts.
     for (name, sql) in &queries {
-        execute(&mut session, sql).map_err(|e| format!("{name}: {e}"))?;
+        execute(&mut session, sql).map_err(CliError::db_in(name))?;
     }
     let repeat = match args.repeat {
         Some(n) => n.max(1),
         None => {
             let t0 = std::time::Instant::now();
             for (name, sql) in &queries {
-                execute(&mut session, sql).map_err(|e| format!("{name}: {e}"))?;
+                execute(&mut session, sql).map_err(CliError::db_in(name))?;
             }
             let n = repeats_for(t0.elapsed());
             if n > 1 {
@@ -301,7 +312,7 @@ pub fn run(
         let (rows, chosen) =
             measure_overhead(&mut session, &queries, args, repeat, &pmu, overhead_event)?;
         let profile = Profile {
-            version: kura_profile::report::FORMAT_VERSION,
+            version: report::FORMAT_VERSION,
             mode: "overhead".into(),
             events: vec![overhead_event],
             note: pmu.note(),
@@ -311,7 +322,7 @@ pub fn run(
         print!("{}", profile.render(args.top));
         print_chosen(chosen, overhead_event);
         if let Some(path) = &args.json {
-            profile.save(path).map_err(|e| e.to_string())?;
+            profile.save(path)?;
         }
         return Ok(());
     }
@@ -324,7 +335,7 @@ pub fn run(
                 name: name.clone(),
                 run: Box::new(move || {
                     for _ in 0..repeat {
-                        execute(&mut session.borrow_mut(), sql)?;
+                        execute(&mut session.borrow_mut(), sql).map_err(|e| e.to_string())?;
                     }
                     Ok(())
                 }),
@@ -339,7 +350,7 @@ pub fn run(
         source_root: source_root(),
         page_names: Some(page_names(&db)),
     };
-    let mut profile = run::profile(&mut steps, &opts).map_err(|e| e.to_string())?;
+    let mut profile = run::profile(&mut steps, &opts)?;
     // Both hold the database (the session, the page namer's storage).
     drop(steps);
     drop(opts);
@@ -369,7 +380,7 @@ pub fn run(
         profile.simulated = Some(sim.section());
     }
     if let Some(path) = &args.json {
-        profile.save(path).map_err(|e| e.to_string())?;
+        profile.save(path)?;
         eprintln!("profile saved to {}", path.display());
     }
     Ok(())
@@ -384,7 +395,7 @@ fn measure_overhead(
     repeat: usize,
     pmu: &Pmu,
     event: Event,
-) -> Result<(Vec<kura_profile::report::OverheadRow>, Option<u64>), String> {
+) -> CliResult<(Vec<report::OverheadRow>, Option<u64>)> {
     let base = args.period.unwrap_or_else(|| default_period(event));
     let periods = [base / 10, base / 4, base, base * 4];
     let periods: Vec<u64> = periods.into_iter().filter(|p| *p > 0).collect();
@@ -396,7 +407,9 @@ fn measure_overhead(
         }
         Ok(())
     };
-    overhead::measure(&mut all, pmu, event, &periods, args.runs).map_err(|e| e.to_string())
+    Ok(overhead::measure(
+        &mut all, pmu, event, &periods, args.runs,
+    )?)
 }
 
 /// Runs of the workload that take about [`PROFILED_WORK`] when one takes `once`
@@ -426,7 +439,7 @@ fn print_chosen(chosen: Option<u64>, event: Event) {
 
 /// Whether the simulated cache can run. Asked for with `--simulate`, a missing
 /// Valgrind is an error; as the no-PMU default, one line says it is left out.
-fn simulation_possible(args: &ProfileArgs, plan: &Plan) -> Result<bool, String> {
+fn simulation_possible(args: &ProfileArgs, plan: &Plan) -> CliResult<bool> {
     let present = std::process::Command::new(&args.valgrind)
         .arg("--version")
         .output()
@@ -439,7 +452,7 @@ fn simulation_possible(args: &ProfileArgs, plan: &Plan) -> Result<bool, String> 
         args.valgrind.display()
     );
     if args.simulate {
-        return Err(why);
+        return Err(CliError::Failed(why));
     }
     debug_assert!(plan.simulate);
     eprintln!("note: {why}; profiling without it");
@@ -452,10 +465,10 @@ fn simulated_profile(
     args: &ProfileArgs,
     db_path: &Path,
     queries: &[(String, String)],
-) -> Result<kura_profile::simulated::SimulatedProfile, String> {
+) -> CliResult<simulated::SimulatedProfile> {
     let program =
-        std::env::current_exe().map_err(|e| format!("finding the kura executable: {e}"))?;
-    let mut opts = kura_profile::simulated::ProfileOptions::new(
+        std::env::current_exe().map_err(CliError::io_in("finding the kura executable"))?;
+    let mut opts = simulated::ProfileOptions::new(
         db_path.to_path_buf(),
         queries.iter().map(|(_, sql)| sql.clone()).collect(),
         program,
@@ -470,7 +483,7 @@ fn simulated_profile(
         "note: tracing the queries under valgrind lackey for the simulated cache \
          (slow: about a minute for TPC-H Q6 at SF 0.01; --no-simulate leaves it out)"
     );
-    kura_profile::simulated::profile(&opts).map_err(|e| e.to_string())
+    Ok(simulated::profile(&opts)?)
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kura::{Database, FileAccess};
+
+use crate::error::{CliError, CliResult};
 use kura_server::{
     parse_listen, serve_until_signal, Auth, Credentials, KuraEngine, ServerConfig, Tls,
 };
@@ -64,16 +66,18 @@ pub struct Args {
 }
 
 /// Serves `database` (opened from `db`) until SIGINT/SIGTERM.
-pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
-    let listen = parse_listen(&args.listen).map_err(|e| e.to_string())?;
+pub fn run(args: &Args, db: &Path, database: Database) -> CliResult<()> {
+    let listen = parse_listen(&args.listen).map_err(server)?;
     let credentials = match (&args.password_file, &args.password) {
-        (Some(f), _) => Some(Credentials::from_password_file(f)?),
-        (None, Some(p)) if p.is_empty() => return Err("the password is empty".into()),
+        (Some(f), _) => Some(Credentials::from_password_file(f).map_err(CliError::Server)?),
+        (None, Some(p)) if p.is_empty() => {
+            return Err(CliError::Usage("the password is empty".into()))
+        }
         (None, Some(p)) => Some(Credentials::single(args.user.as_deref(), p)),
         (None, None) => None,
     };
     let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(Tls::from_pem_files(cert, key).map_err(|e| e.to_string())?),
+        (Some(cert), Some(key)) => Some(Tls::from_pem_files(cert, key).map_err(server)?),
         _ => None,
     };
     if tls.is_none() && credentials.is_some() && !listen.ip().is_loopback() {
@@ -82,9 +86,8 @@ pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
         );
     }
     let file_access = match &args.copy_dir {
-        Some(dir) => {
-            FileAccess::under(dir).map_err(|e| format!("--copy-dir {}: {e}", dir.display()))?
-        }
+        Some(dir) => FileAccess::under(dir)
+            .map_err(CliError::io_in(format!("--copy-dir {}", dir.display())))?,
         None => FileAccess::Denied,
     };
     quiet_panics();
@@ -114,7 +117,7 @@ pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
             db.display()
         );
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(server)?;
     eprintln!(
         "kura serve: shut down after {} connections{}",
         summary.connections,
@@ -127,6 +130,11 @@ pub fn run(args: &Args, db: &Path, database: Database) -> Result<(), String> {
     // The last reference: dropping it closes the database file.
     drop(engine);
     Ok(())
+}
+
+/// A server error, as the server words it.
+fn server(e: impl std::fmt::Display) -> CliError {
+    CliError::Server(e.to_string())
 }
 
 /// A panic is caught where it happens (a statement fails with an internal error,

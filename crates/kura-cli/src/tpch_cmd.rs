@@ -9,6 +9,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 
 use kura::tpch::load::{LoadReport, Source};
 
+use crate::error::{CliError, CliResult};
 use crate::progress;
 use crate::Cli;
 
@@ -75,13 +76,12 @@ impl TpchCommand {
     }
 }
 
-pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
+pub fn run(cli: &Cli, cmd: &TpchCommand) -> CliResult<()> {
     match cmd {
         TpchCommand::Gen { sf, out } => {
             let start = Instant::now();
             let bar = progress::TableBytes::new("generating", estimated_tbl_bytes(*sf));
-            let files = kura::tpch::generate_files(*sf, out, &|t, b| bar.update(t, b))
-                .map_err(|e| e.to_string())?;
+            let files = kura::tpch::generate_files(*sf, out, &|t, b| bar.update(t, b))?;
             bar.finish();
             let total: u64 = files.iter().map(|(_, b)| b).sum();
             for (t, bytes) in &files {
@@ -116,8 +116,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             // The session's own per-COPY bar would restart for every table.
             session.set_progress(None);
             let bar = progress::TableBytes::new("loading", total);
-            let reports = kura::tpch::load(&mut session, source, &|t, b| bar.update(t, b))
-                .map_err(|e| e.to_string())?;
+            let reports = kura::tpch::load(&mut session, source, &|t, b| bar.update(t, b))?;
             bar.finish();
             print_load_table(&reports, start.elapsed().as_secs_f64());
             if *indexes {
@@ -160,40 +159,40 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             let load_hint = || {
                 format!(
                     "load TPC-H first (kura --db {} tpch load --sf {sf}) or add --load",
-                    cli.db.display()
+                    cli.db().display()
                 )
             };
             // Not created empty just to fail every query on a missing table.
-            if !cli.db.exists() {
-                return Err(format!(
+            if !cli.db().exists() {
+                return Err(CliError::Failed(format!(
                     "no database at {}: {}",
-                    cli.db.display(),
+                    cli.db().display(),
                     load_hint()
-                ));
+                )));
             }
             let (_db, mut session) = cli.open()?;
             if session.storage().catalog().table("lineitem").is_none() {
-                return Err(format!(
+                return Err(CliError::Failed(format!(
                     "{} holds no TPC-H tables: {}",
-                    cli.db.display(),
+                    cli.db().display(),
                     load_hint()
-                ));
+                )));
             }
             for s in settings {
                 let (name, value) = s
                     .split_once('=')
-                    .ok_or_else(|| format!("--set {s}: expected NAME=VALUE"))?;
+                    .ok_or_else(|| CliError::Usage(format!("--set {s}: expected NAME=VALUE")))?;
                 session
                     .execute(&format!("SET {} = '{}'", name.trim(), value.trim()))
-                    .map_err(|e| format!("--set {s}: {e}"))?;
+                    .map_err(CliError::db_in(format!("--set {s}")))?;
             }
             let answers = if *check {
                 Some(kura::tpch::run::answers_dir(*sf).ok_or_else(|| {
-                    format!(
+                    CliError::Failed(format!(
                         "no reference answers for SF {sf}: expected shared/tpch/answers/{} beside the repository, or set {}",
                         kura::tpch::run::sf_dir_name(*sf),
                         kura::tpch::run::ANSWERS_ENV
-                    )
+                    ))
                 })?)
             } else {
                 None
@@ -208,8 +207,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
             };
             // Resolved here (none given: the 22 TPC-H queries), since they run one at
             // a time below and an empty list would run nothing.
-            let ids: Vec<String> = kura::tpch::run::resolve_ids(&asked)
-                .map_err(|e| e.to_string())?
+            let ids: Vec<String> = kura::tpch::run::resolve_ids(&asked)?
                 .into_iter()
                 .map(String::from)
                 .collect();
@@ -236,8 +234,7 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                     std::slice::from_ref(id),
                     answers.as_deref(),
                     *reps,
-                )
-                .map_err(|e| e.to_string())?;
+                )?;
                 runs.append(&mut r);
                 if let Some(b) = &bar {
                     b.inc(1);
@@ -277,11 +274,11 @@ pub fn run(cli: &Cli, cmd: &TpchCommand) -> Result<(), String> {
                 reps.max(&1)
             );
             if failures > 0 {
-                return Err(format!(
+                return Err(CliError::Failed(format!(
                     "{failures} of {} queries failed or gave wrong answers{}",
                     runs.len(),
                     sf_note.map_or(String::new(), |n| format!(" ({n})"))
-                ));
+                )));
             }
             Ok(())
         }
@@ -361,7 +358,7 @@ type IndexBuild = fn(
 
 /// Builds the indexes of `sql` with `build`, with a progress bar, and prints
 /// each index's build time.
-fn build_indexes(session: &mut kura::Session, sql: &str, build: IndexBuild) -> Result<(), String> {
+fn build_indexes(session: &mut kura::Session, sql: &str, build: IndexBuild) -> CliResult<()> {
     let start = Instant::now();
     let count = sql.split(';').filter(|s| s.contains("CREATE")).count();
     let bar =
@@ -371,8 +368,7 @@ fn build_indexes(session: &mut kura::Session, sql: &str, build: IndexBuild) -> R
             b.set_message(name.to_string());
             b.inc(1);
         }
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

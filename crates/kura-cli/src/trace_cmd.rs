@@ -1,15 +1,16 @@
 //! `kura trace` (hidden): the simulated memory profile — queries traced under
 //! Valgrind's lackey and replayed through kura-cache's model of this machine's
-//! caches (`kura_profile::simulated`) — and the child mode that the trace runs.
+//! caches (`kura::profile::simulated`) — and the child mode that the trace runs.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use kura::profile::simulated::{self, child};
 use kura_common::memobj;
-use kura_profile::simulated::{self, child};
 
+use crate::error::{CliError, CliResult};
 use crate::Cli;
 
 /// The words that select the child mode (the protocol's arguments follow).
@@ -44,7 +45,7 @@ pub struct ProfileArgs {
     #[arg(long)]
     warmup: bool,
     /// Directory describing the cache geometry (sysfs layout).
-    #[arg(long, value_name = "DIR", default_value = kura_cache::cpu::SYSFS_CACHE_DIR)]
+    #[arg(long, value_name = "DIR", default_value = kura::profile::SYSFS_CACHE_DIR)]
     geometry: PathBuf,
     /// The Valgrind executable.
     #[arg(long, value_name = "PATH", default_value = "valgrind")]
@@ -77,7 +78,7 @@ impl TraceCommand {
     }
 }
 
-pub fn run(cli: &Cli, cmd: &TraceCommand) -> Result<(), String> {
+pub fn run(cli: &Cli, cmd: &TraceCommand) -> CliResult<()> {
     match cmd {
         TraceCommand::Profile(args) => profile(cli, args),
         TraceCommand::Child(args) => run_child(cli, args),
@@ -85,37 +86,44 @@ pub fn run(cli: &Cli, cmd: &TraceCommand) -> Result<(), String> {
 }
 
 /// `tpch:6` → Q6's text; anything else is an error naming the form.
-fn tpch_query(spec: &str) -> Result<String, String> {
-    let id = spec
-        .strip_prefix("tpch:")
-        .ok_or_else(|| format!("--query takes tpch:N (N from 1 to 22 or a-d), got '{spec}'"))?;
+fn tpch_query(spec: &str) -> CliResult<String> {
+    let id = spec.strip_prefix("tpch:").ok_or_else(|| {
+        CliError::Usage(format!(
+            "--query takes tpch:N (N from 1 to 22 or a-d), got '{spec}'"
+        ))
+    })?;
     kura::tpch::run::query_text(id)
         .map(str::to_string)
-        .ok_or_else(|| format!("no TPC-H query '{id}' (1 to 22, or a-d)"))
+        .ok_or_else(|| CliError::Usage(format!("no TPC-H query '{id}' (1 to 22, or a-d)")))
 }
 
-fn profile(cli: &Cli, args: &ProfileArgs) -> Result<(), String> {
+fn profile(cli: &Cli, args: &ProfileArgs) -> CliResult<()> {
     let mut sql = Vec::new();
     for q in &args.queries {
         sql.push(tpch_query(q.trim())?);
     }
     sql.extend(args.sql.iter().cloned());
     if sql.is_empty() {
-        return Err("nothing to profile: give -c SQL or --query tpch:N".into());
+        return Err(CliError::Usage(
+            "nothing to profile: give -c SQL or --query tpch:N".into(),
+        ));
     }
     // Syntax errors now, not after starting Valgrind.
     for s in &sql {
-        kura::session::parse(s).map_err(|e| e.to_string())?;
+        kura::session::parse(s)?;
     }
-    if !cli.db.exists() {
+    if !cli.db().exists() {
         if args.queries.is_empty() {
-            return Err(format!("database {} does not exist", cli.db.display()));
+            return Err(CliError::Failed(format!(
+                "database {} does not exist",
+                cli.db().display()
+            )));
         }
         // The TPC-H database is built untraced, with the ordinary loader.
         eprintln!(
             "note: building the TPC-H database at SF {} in {}",
             args.sf,
-            cli.db.display()
+            cli.db().display()
         );
         let (_db, mut session) = cli.open()?;
         session.set_progress(None);
@@ -123,13 +131,12 @@ fn profile(cli: &Cli, args: &ProfileArgs) -> Result<(), String> {
             &mut session,
             kura::tpch::load::Source::Generate(args.sf),
             &|_, _| {},
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
     }
     let program =
-        std::env::current_exe().map_err(|e| format!("finding the kura executable: {e}"))?;
+        std::env::current_exe().map_err(CliError::io_in("finding the kura executable"))?;
     let mut opts = simulated::ProfileOptions::new(
-        cli.db.clone(),
+        cli.db().to_path_buf(),
         sql,
         program,
         CHILD_COMMAND.iter().map(OsString::from).collect(),
@@ -139,37 +146,36 @@ fn profile(cli: &Cli, args: &ProfileArgs) -> Result<(), String> {
     opts.geometry_root = args.geometry.clone();
     opts.valgrind = args.valgrind.clone();
     eprintln!("note: tracing under valgrind lackey (slow: about a minute for TPC-H Q6 at SF 0.01)");
-    let profile = simulated::profile(&opts).map_err(|e| e.to_string())?;
+    let profile = simulated::profile(&opts)?;
     print!("{}", profile.render());
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&profile).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        let text = serde_json::to_string_pretty(&profile)?;
+        std::fs::write(path, text)
+            .map_err(CliError::io_in(format!("writing {}", path.display())))?;
     }
     Ok(())
 }
 
 /// The traced run: handshake, open, (warm up), then each query as one class
 /// inside the region, then the dump.
-fn run_child(cli: &Cli, args: &ChildArgs) -> Result<(), String> {
-    child::handshake().map_err(|e| e.to_string())?;
-    let db = kura::Database::open(&cli.db, cli.open_options()).map_err(|e| e.to_string())?;
+fn run_child(cli: &Cli, args: &ChildArgs) -> CliResult<()> {
+    child::handshake()?;
+    let db = kura::Database::open(cli.db(), cli.open_options())?;
     let mut session = db.session();
     // One thread and synchronous reads: Valgrind runs threads one at a time
     // anyway, and it deadlocks on a worker blocked in io_uring_enter (it does not
     // release its scheduler lock around that call).
-    session
-        .execute("SET execution_mode = serial")
-        .map_err(|e| e.to_string())?;
+    session.execute("SET execution_mode = serial")?;
     let parsed = args
         .sql
         .iter()
-        .map(|s| kura::session::parse(s).map_err(|e| e.to_string()))
+        .map(|s| kura::session::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
-    kura::stack::on_statement_stack(|| -> Result<(), String> {
+    kura::stack::on_statement_stack(|| -> kura::KuraResult<()> {
         if args.warmup {
             for statements in &parsed {
                 for stmt in statements {
-                    session.execute_statement(stmt).map_err(|e| e.to_string())?;
+                    session.execute_statement(stmt)?;
                 }
             }
         }
@@ -180,7 +186,7 @@ fn run_child(cli: &Cli, args: &ChildArgs) -> Result<(), String> {
                 let r = session.execute_statement(stmt);
                 if let Err(e) = r {
                     memobj::region_stop();
-                    return Err(e.to_string());
+                    return Err(e);
                 }
             }
         }
@@ -189,7 +195,6 @@ fn run_child(cli: &Cli, args: &ChildArgs) -> Result<(), String> {
     })?;
     // Buffer pages are named by the column or index they belong to.
     let storage = db.storage();
-    let name_page = kura_storage::resident::page_namer(storage.buffer().file(), &storage.catalog())
-        .map_err(|e| e.to_string())?;
-    child::write_dump(&args.dump, name_page).map_err(|e| e.to_string())
+    let name_page = kura::profile::page_namer(storage)?;
+    Ok(child::write_dump(&args.dump, name_page)?)
 }

@@ -116,14 +116,6 @@ pub enum LabError {
 
 pub type LabResult<T> = Result<T, LabError>;
 
-// Serves callers that still report errors as text (the command line's commands
-// return `String` errors): the text is the error's Display.
-impl From<LabError> for String {
-    fn from(e: LabError) -> String {
-        e.to_string()
-    }
-}
-
 /// Errors that take what a study was doing in front of their words.
 pub(crate) trait WithWhat {
     fn with_what(self, what: String) -> LabError;
@@ -200,6 +192,6 @@ mod tests {
             LabError::Plot("bad".into()).to_string(),
             "drawing chart: bad"
         );
-        assert_eq!(String::from(LabError::Invalid("--x".into())), "--x");
+        assert_eq!(LabError::Invalid("--x".into()).to_string(), "--x");
     }
 }

@@ -1,6 +1,8 @@
 //! kura: the database façade every front end uses — `Database::open`, sessions
 //! that `execute` SQL, loading, settings — joining the layers' errors into one.
 
+pub mod arrow;
+pub mod buffer;
 mod cancel;
 mod copy;
 mod copy_arrow;
@@ -23,6 +25,7 @@ mod on_conflict;
 pub mod params;
 pub mod pg_numeric;
 mod prepared;
+pub mod profile;
 mod query;
 mod registered;
 pub mod result;
@@ -44,3 +47,4 @@ pub use result::{QueryResult, ResultColumn, RowSink};
 pub use session::{CancelHandle, Prepared, Progress, Session};
 
 pub use kura_common::{Batch, DataType, Value};
+pub use kura_storage::Storage;

@@ -1,5 +1,5 @@
 //! `--format arrow`: a result as an Arrow IPC stream (schema, then record batches), through
-//! kura-exec's Arrow converter — what pyarrow, polars and DuckDB read without parsing text.
+//! the façade's Arrow converter (`kura::arrow`) — what pyarrow, polars and DuckDB read without parsing text.
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -18,13 +18,11 @@ pub fn write(out: &mut dyn Write, r: &QueryResult, rows: usize) -> io::Result<()
         .iter()
         .map(|c| (c.name.clone(), c.data_type, true))
         .collect();
-    let schema = Arc::new(kura_exec::arrow::arrow_schema(&columns).map_err(other)?);
+    let schema = Arc::new(kura::arrow::arrow_schema(&columns).map_err(other)?);
     let mut writer = StreamWriter::try_new(out, &schema).map_err(other)?;
     // One IPC message per kura batch would be thousands of small ones.
     let batches = r.batches.iter().cloned();
-    for rb in
-        kura_exec::arrow::batches_to_arrow(batches, &schema, 0, rows, 122_880).map_err(other)?
-    {
+    for rb in kura::arrow::batches_to_arrow(batches, &schema, 0, rows, 122_880).map_err(other)? {
         writer.write(&rb).map_err(other)?;
     }
     writer.finish().map_err(other)

@@ -1,21 +1,24 @@
 //! `kura profile -- COMMAND` and `kura profile --pid PID`: paper 002's profiler
-//! on programs other than kura (kura_profile::foreign); this only parses and prints.
+//! on programs other than kura (`kura::profile::foreign`); this only parses and prints.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kura_profile::events::{Event, Pmu};
-use kura_profile::foreign::{self, ForeignProfile, TraceOptions};
-use kura_profile::sampling::{default_period, SampleConfig};
+use kura::profile::events::{Event, Pmu};
+use kura::profile::foreign::{self, ForeignProfile, TraceOptions};
+use kura::profile::sampling::{default_period, SampleConfig};
 
 use super::ProfileArgs;
+use crate::error::{CliError, CliResult};
 
 /// `--group NAME=P1,P2` → (NAME, [P1, P2]).
-pub(crate) fn parse_group(text: &str) -> Result<(String, Vec<String>), String> {
-    let (name, patterns) = text
-        .split_once('=')
-        .ok_or_else(|| format!("--group {text}: expected NAME=PATTERN[,PATTERN...]"))?;
+pub(crate) fn parse_group(text: &str) -> CliResult<(String, Vec<String>)> {
+    let (name, patterns) = text.split_once('=').ok_or_else(|| {
+        CliError::Usage(format!(
+            "--group {text}: expected NAME=PATTERN[,PATTERN...]"
+        ))
+    })?;
     let patterns: Vec<String> = patterns
         .split(',')
         .map(str::trim)
@@ -23,28 +26,28 @@ pub(crate) fn parse_group(text: &str) -> Result<(String, Vec<String>), String> {
         .map(String::from)
         .collect();
     if name.trim().is_empty() || patterns.is_empty() {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "--group {text}: expected NAME=PATTERN[,PATTERN...]"
-        ));
+        )));
     }
     Ok((name.trim().to_string(), patterns))
 }
 
-fn finish(mut profile: ForeignProfile, args: &ProfileArgs) -> Result<(), String> {
+fn finish(mut profile: ForeignProfile, args: &ProfileArgs) -> CliResult<()> {
     for g in &args.groups {
         let (name, patterns) = parse_group(g)?;
         profile.add_group(&name, &patterns);
     }
     print!("{}", profile.render(args.top));
     if let Some(path) = &args.json {
-        profile.save(path).map_err(|e| e.to_string())?;
+        profile.save(path)?;
         eprintln!("saved {}", path.display());
     }
     Ok(())
 }
 
 /// Options of the query profile that mean nothing for another program.
-fn refuse_query_options(args: &ProfileArgs, what: &str) -> Result<(), String> {
+fn refuse_query_options(args: &ProfileArgs, what: &str) -> CliResult<()> {
     let refused = [
         (args.count, "--count"),
         (args.overhead, "--overhead"),
@@ -53,23 +56,27 @@ fn refuse_query_options(args: &ProfileArgs, what: &str) -> Result<(), String> {
         (!args.settings.is_empty(), "--set"),
     ];
     if let Some((_, flag)) = refused.iter().find(|(on, _)| *on) {
-        return Err(format!("{flag} applies to profiling queries, not {what}"));
+        return Err(CliError::Usage(format!(
+            "{flag} applies to profiling queries, not {what}"
+        )));
     }
     Ok(())
 }
 
 /// `kura profile -- COMMAND ARGS...`: the simulated profile of a whole program.
-pub(super) fn trace_command(args: &ProfileArgs) -> Result<(), String> {
+pub(super) fn trace_command(args: &ProfileArgs) -> CliResult<()> {
     refuse_query_options(args, "-- COMMAND")?;
     if args.sample.is_some() || args.period.is_some() {
-        return Err(
+        return Err(CliError::Usage(
             "-- COMMAND traces the program under Valgrind (simulated caches); to sample a \
              running program use --pid PID with --sample"
                 .into(),
-        );
+        ));
     }
     if args.no_simulate {
-        return Err("-- COMMAND is the simulated profile; --no-simulate leaves nothing".into());
+        return Err(CliError::Usage(
+            "-- COMMAND is the simulated profile; --no-simulate leaves nothing".into(),
+        ));
     }
     for g in &args.groups {
         parse_group(g)?;
@@ -95,9 +102,7 @@ pub(super) fn trace_command(args: &ProfileArgs) -> Result<(), String> {
         run_as: None,
         output: None,
     };
-    let trace = foreign::start(&opts)
-        .and_then(|t| t.finish())
-        .map_err(|e| e.to_string())?;
+    let trace = foreign::start(&opts).and_then(|t| t.finish())?;
     let status = trace.status;
     let header = vec![format!(
         "profile of `{shown}`: {} process{}, {:.1} s under lackey, {} MiB of trace read{}",
@@ -115,17 +120,20 @@ pub(super) fn trace_command(args: &ProfileArgs) -> Result<(), String> {
 }
 
 /// `kura profile --pid PID...`: running processes sampled from outside.
-pub(super) fn sample_pids(args: &ProfileArgs) -> Result<(), String> {
+pub(super) fn sample_pids(args: &ProfileArgs) -> CliResult<()> {
     refuse_query_options(args, "--pid")?;
     if args.simulate {
-        return Err(
+        return Err(CliError::Usage(
             "--simulate needs the program started under Valgrind: use `kura profile -- COMMAND`; \
              a running process can only be sampled"
                 .into(),
-        );
+        ));
     }
     if !(args.seconds > 0.0 && args.seconds.is_finite()) {
-        return Err(format!("--seconds {}: must be above 0", args.seconds));
+        return Err(CliError::Usage(format!(
+            "--seconds {}: must be above 0",
+            args.seconds
+        )));
     }
     for g in &args.groups {
         parse_group(g)?;
@@ -133,10 +141,10 @@ pub(super) fn sample_pids(args: &ProfileArgs) -> Result<(), String> {
     let pmu = Pmu::this_machine();
     let event = match args.sample.as_deref() {
         None | Some("default") => pmu.default_sample_event(),
-        Some(name) => Event::parse(name).map_err(|e| e.to_string())?,
+        Some(name) => Event::parse(name)?,
     };
     let period = args.period.unwrap_or_else(|| default_period(event));
-    let cfg = SampleConfig::new(event, period, &pmu).map_err(|e| e.to_string())?;
+    let cfg = SampleConfig::new(event, period, &pmu)?;
     let interrupt = Arc::new(AtomicBool::new(false));
     {
         let flag = interrupt.clone();
@@ -159,8 +167,7 @@ pub(super) fn sample_pids(args: &ProfileArgs) -> Result<(), String> {
         &pmu,
         Duration::from_secs_f64(args.seconds),
         &interrupt,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     finish(profile, args)
 }
 
@@ -177,7 +184,10 @@ mod tests {
                 vec!["LWLock".to_string(), "s_lock".to_string()]
             )
         );
-        assert!(parse_group("locks").unwrap_err().contains("NAME=PATTERN"));
+        assert!(parse_group("locks")
+            .unwrap_err()
+            .to_string()
+            .contains("NAME=PATTERN"));
         assert!(parse_group("=x").is_err() && parse_group("a=").is_err());
     }
 }

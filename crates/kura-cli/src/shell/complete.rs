@@ -10,7 +10,7 @@ use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
-use kura_storage::Storage;
+use kura::Storage;
 
 const KEYWORDS: &[&str] = &[
     "SELECT",

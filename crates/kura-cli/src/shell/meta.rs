@@ -8,6 +8,7 @@ use kura::{Batch, DataType, QueryResult, ResultColumn, Value};
 use kura_common::Vector;
 
 use super::{Flow, Shell};
+use crate::error::{CliError, CliResult};
 use crate::format::{Expanded, Format};
 
 const HELP: &str = "\
@@ -51,7 +52,7 @@ pub const DOT_COMMANDS: &[&str] = &[
 ];
 
 /// Runs one meta-command line.
-pub fn run(shell: &mut Shell, line: &str) -> Result<Flow, String> {
+pub fn run(shell: &mut Shell, line: &str) -> CliResult<Flow> {
     let line = line.trim().trim_end_matches(';').trim();
     let (cmd, arg) = match line.split_once(char::is_whitespace) {
         Some((c, a)) => (c, a.trim()),
@@ -93,8 +94,8 @@ pub fn run(shell: &mut Shell, line: &str) -> Result<Flow, String> {
         ".mode" => pset(shell, Some(&format!("format {}", arg.unwrap_or(""))))?,
         ".nullvalue" => pset(shell, Some(&format!("null {}", arg.unwrap_or(""))))?,
         "\\i" | "\\include" | ".read" => {
-            let path = arg.ok_or("usage: \\i FILE")?;
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+            let path = arg.ok_or_else(|| CliError::Usage("usage: \\i FILE".into()))?;
+            let text = std::fs::read_to_string(path).map_err(CliError::io_in(path))?;
             for l in text.lines() {
                 if shell.feed_line(l) == Flow::Quit {
                     return Ok(Flow::Quit);
@@ -107,7 +108,10 @@ pub fn run(shell: &mut Shell, line: &str) -> Result<Flow, String> {
             shell
                 .output()
                 .redirect(path.clone())
-                .map_err(|e| format!("{}: {e}", path.unwrap_or_default().display()))?;
+                .map_err(|e| CliError::IoIn {
+                    context: path.unwrap_or_default().display().to_string(),
+                    source: e,
+                })?;
             eprintln!("Results go to {}.", shell.output().target());
         }
         "\\d" | ".schema" => match arg {
@@ -117,22 +121,28 @@ pub fn run(shell: &mut Shell, line: &str) -> Result<Flow, String> {
         "\\dt" | ".tables" => list(shell, &["table"], arg)?,
         "\\di" | ".indexes" => list(shell, &["index"], arg)?,
         "\\dv" => list(shell, &["view"], arg)?,
-        other => return Err(format!("unknown command {other} (\\? for help)")),
+        other => {
+            return Err(CliError::Usage(format!(
+                "unknown command {other} (\\? for help)"
+            )))
+        }
     }
     Ok(Flow::Continue)
 }
 
-fn on_off(arg: Option<&str>, toggled: bool) -> Result<bool, String> {
+fn on_off(arg: Option<&str>, toggled: bool) -> CliResult<bool> {
     match arg.map(str::to_ascii_lowercase).as_deref() {
         None => Ok(toggled),
         Some("on" | "true" | "1") => Ok(true),
         Some("off" | "false" | "0") => Ok(false),
-        Some(other) => Err(format!("expected on or off, got '{other}'")),
+        Some(other) => Err(CliError::Usage(format!(
+            "expected on or off, got '{other}'"
+        ))),
     }
 }
 
 /// `\pset NAME VALUE` (and `\pset` alone: the current settings).
-fn pset(shell: &mut Shell, arg: Option<&str>) -> Result<(), String> {
+fn pset(shell: &mut Shell, arg: Option<&str>) -> CliResult<()> {
     let Some(arg) = arg else {
         let o = &shell.opts;
         println!("format    {}", o.format.name());
@@ -153,9 +163,9 @@ fn pset(shell: &mut Shell, arg: Option<&str>) -> Result<(), String> {
     match name {
         "format" => {
             let f = Format::parse(value).ok_or_else(|| {
-                format!(
+                CliError::Usage(format!(
                     "unknown format '{value}': table, csv, tsv, json, json-arrays, jsonl, markdown"
-                )
+                ))
             })?;
             shell.set_format(f);
             println!("Output format is {}.", f.name());
@@ -169,9 +179,9 @@ fn pset(shell: &mut Shell, arg: Option<&str>) -> Result<(), String> {
                 "\\t" | "tab" => b'\t',
                 v if v.len() == 1 => v.as_bytes()[0],
                 _ => {
-                    return Err(format!(
+                    return Err(CliError::Usage(format!(
                         "the delimiter must be one character, got '{value}'"
-                    ))
+                    )))
                 }
             };
             shell.opts.delimiter = d;
@@ -180,7 +190,7 @@ fn pset(shell: &mut Shell, arg: Option<&str>) -> Result<(), String> {
         "maxrows" => {
             let n: usize = value
                 .parse()
-                .map_err(|_| format!("maxrows takes a number, got '{value}'"))?;
+                .map_err(|_| CliError::Usage(format!("maxrows takes a number, got '{value}'")))?;
             shell.opts.max_rows = (n > 0).then_some(n);
             println!(
                 "Showing at most {} rows.",
@@ -193,7 +203,7 @@ fn pset(shell: &mut Shell, arg: Option<&str>) -> Result<(), String> {
             println!("Pager usage is {}.", if on { "on" } else { "off" });
         }
         "expanded" => run(shell, &format!("\\x {value}")).map(|_| ())?,
-        other => return Err(format!("unknown \\pset option '{other}'")),
+        other => return Err(CliError::Usage(format!("unknown \\pset option '{other}'"))),
     }
     Ok(())
 }
@@ -215,7 +225,7 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 }
 
 /// Prints `rows` as a result in the shell's format (so `\o` and `\pset` apply).
-fn show(shell: &mut Shell, names: &[&str], rows: Vec<Vec<String>>) -> Result<(), String> {
+fn show(shell: &mut Shell, names: &[&str], rows: Vec<Vec<String>>) -> CliResult<()> {
     let text = DataType::Varchar(None);
     let columns = names
         .iter()
@@ -232,19 +242,16 @@ fn show(shell: &mut Shell, names: &[&str], rows: Vec<Vec<String>>) -> Result<(),
         .collect();
     let r = QueryResult::rows_of(columns, vec![Batch::new(vectors)]);
     let opts = shell.opts.clone();
-    shell.output().print(&r, &opts).map_err(|e| e.to_string())
+    Ok(shell.output().print(&r, &opts)?)
 }
 
 /// One line of a meta-command's own text, where results go (`\o`).
-fn say(shell: &mut Shell, line: &str) -> Result<(), String> {
-    shell
-        .output()
-        .write_text(&format!("{line}\n"))
-        .map_err(|e| e.to_string())
+fn say(shell: &mut Shell, line: &str) -> CliResult<()> {
+    Ok(shell.output().write_text(&format!("{line}\n"))?)
 }
 
 /// `\dt`, `\di`, `\dv`, `\d`: the relations of the given kinds matching `pattern`.
-fn list(shell: &mut Shell, kinds: &[&str], pattern: Option<&str>) -> Result<(), String> {
+fn list(shell: &mut Shell, kinds: &[&str], pattern: Option<&str>) -> CliResult<()> {
     let catalog = shell.session().storage().catalog();
     let pattern = pattern.unwrap_or("*");
     let mut rows = Vec::new();
@@ -300,7 +307,7 @@ fn list(shell: &mut Shell, kinds: &[&str], pattern: Option<&str>) -> Result<(), 
 
 /// `\d PATTERN`: columns and indexes of each matching table, columns and query of
 /// each matching view.
-fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
+fn describe(shell: &mut Shell, pattern: &str) -> CliResult<()> {
     let catalog = shell.session().storage().catalog();
     let mut found = false;
     // The session's temporary tables first, then the database's.
@@ -355,10 +362,7 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
         }
         found = true;
         say(shell, &format!("View \"{name}\""))?;
-        let described = shell
-            .session()
-            .execute(&format!("DESCRIBE \"{name}\""))
-            .map_err(|e| e.to_string())?;
+        let described = shell.session().execute(&format!("DESCRIBE \"{name}\""))?;
         let rows = described
             .rows()
             .into_iter()
@@ -370,7 +374,9 @@ fn describe(shell: &mut Shell, pattern: &str) -> Result<(), String> {
         }
     }
     if !found {
-        return Err(format!("Did not find any relation named \"{pattern}\"."));
+        return Err(CliError::Failed(format!(
+            "Did not find any relation named \"{pattern}\"."
+        )));
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ use rustyline::{CompletionType, Config, Editor};
 
 use kura::{CancelHandle, Session};
 
+use crate::error::{CliError, CliResult};
 use crate::format::{Expanded, Format, Options};
 use complete::SqlHelper;
 use output::Output;
@@ -50,17 +51,15 @@ pub struct Shell<'s> {
     cancel: CancelHandle,
 }
 
-pub fn run(session: &mut Session, opts: Options) -> Result<(), String> {
+pub fn run(session: &mut Session, opts: Options) -> CliResult<()> {
     let config = Config::builder()
-        .max_history_size(10_000)
-        .map_err(|e| e.to_string())?
+        .max_history_size(10_000)?
         .auto_add_history(false)
         // As psql and bash: Tab completes the common prefix, a second Tab lists the
         // choices (cycling would pick WHEN for `whe` where WHERE was meant).
         .completion_type(CompletionType::List)
         .build();
-    let mut rl: Editor<SqlHelper, FileHistory> =
-        Editor::with_config(config).map_err(|e| e.to_string())?;
+    let mut rl: Editor<SqlHelper, FileHistory> = Editor::with_config(config)?;
     rl.set_helper(Some(SqlHelper::new(session.storage().clone())));
     let history = history_path();
     if let Some(h) = &history {
@@ -107,7 +106,7 @@ pub fn run(session: &mut Session, opts: Options) -> Result<(), String> {
                 eprintln!("(Ctrl-C again to exit, or \\q)");
             }
             Err(ReadlineError::Eof) => break,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
@@ -165,7 +164,7 @@ impl<'s> Shell<'s> {
 
     /// Ctrl-C while a statement runs cancels it; at the prompt rustyline reads the
     /// key itself (the terminal is in raw mode), so the handler sees only the former.
-    fn install_ctrl_c(&self) -> Result<(), String> {
+    fn install_ctrl_c(&self) -> CliResult<()> {
         let (busy, interrupted, cancel) = (
             self.busy.clone(),
             self.interrupted.clone(),
@@ -177,7 +176,7 @@ impl<'s> Shell<'s> {
                 cancel.cancel();
             }
         })
-        .map_err(|e| format!("cannot install the Ctrl-C handler: {e}"))
+        .map_err(CliError::CtrlC)
     }
 
     /// The history entry `line` completes, if any: a meta-command on its own, or
