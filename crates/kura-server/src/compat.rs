@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::split::strip_leading_comments;
+use crate::sql_scan::strip_leading_comments;
 
 /// PostgreSQL parameters a client may set or show, with their defaults. kura's
 /// own settings (execution_mode, ...) are not here: the engine owns those.

@@ -14,7 +14,7 @@ pub mod gate;
 pub mod kura_engine;
 pub mod run;
 pub mod server;
-pub mod split;
+pub mod sql_scan;
 pub mod tls;
 mod trim;
 pub mod types;

@@ -44,7 +44,7 @@ pub(crate) enum Direction {
 /// Whether `stmt` (one statement) is a COPY with the client, and which way.
 pub(crate) fn direction(stmt: &str) -> Option<Direction> {
     // Cheap test first: only statements that start with COPY are parsed.
-    let head = skip_comments(stmt);
+    let head = crate::sql_scan::strip_leading_comments(stmt);
     if !head
         .get(..4)
         .is_some_and(|w| w.eq_ignore_ascii_case("copy"))
@@ -68,20 +68,6 @@ pub(crate) fn direction(stmt: &str) -> Option<Direction> {
             _ => None,
         }
     })
-}
-
-/// `s` without leading white space and comments.
-fn skip_comments(mut s: &str) -> &str {
-    loop {
-        s = s.trim_start();
-        if let Some(rest) = s.strip_prefix("--") {
-            s = rest.split_once('\n').map_or("", |(_, r)| r);
-        } else if let Some(rest) = s.strip_prefix("/*") {
-            s = rest.split_once("*/").map_or("", |(_, r)| r);
-        } else {
-            return s;
-        }
-    }
 }
 
 /// What the connection sends the loader.

@@ -31,7 +31,7 @@ use super::{Connection, Runner};
 use crate::codec::decode_param;
 use crate::compat::{self, Compat};
 use crate::engine::{Engine, EngineError, EngineSession, Outcome, Shape};
-use crate::split;
+use crate::sql_scan;
 use crate::types::{from_pg_type, pg_type};
 
 /// A parsed statement: answered by the server, or prepared by the engine.
@@ -72,7 +72,7 @@ impl<S: EngineSession> QueryParser for Parser<S> {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        if split::statements(sql).len() > 1 {
+        if sql_scan::statements(sql).len() > 1 {
             return Err(user_error(EngineError::new(
                 "42601",
                 "cannot insert multiple commands into a prepared statement",

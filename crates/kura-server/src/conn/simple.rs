@@ -18,7 +18,7 @@ use super::respond::{error_info, in_failed_transaction, outcome_response};
 use super::{copy, Connection};
 use crate::compat::{self, Compat};
 use crate::engine::{Engine, EngineError, EngineSession};
-use crate::split;
+use crate::sql_scan;
 
 #[async_trait]
 impl<E: Engine> SimpleQueryHandler for Connection<E> {
@@ -33,11 +33,15 @@ impl<E: Engine> SimpleQueryHandler for Connection<E> {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let first = split::statements(&query.query)
-            .first()
-            .and_then(|s| compat::recognise(s));
-        if let Some(c) = first {
-            super::resume_status(client, &c);
+        // Only a failed transaction's status is set here: the text is split
+        // once more (for this) only then.
+        if client.transaction_status() == TransactionStatus::Error {
+            let first = sql_scan::statements(&query.query)
+                .first()
+                .and_then(|s| compat::recognise(s));
+            if let Some(c) = first {
+                super::resume_status(client, &c);
+            }
         }
         self._on_query(client, query).await
     }
@@ -51,7 +55,7 @@ impl<E: Engine> SimpleQueryHandler for Connection<E> {
     {
         let mut tx = client.transaction_status();
         let mut out = Vec::new();
-        let statements = split::statements(query);
+        let statements = sql_scan::statements(query);
         let count = statements.len();
         // A COPY the client left unfinished ends (unloaded) before anything else runs.
         self.abandon_copy_in().await;

@@ -3,8 +3,6 @@
 //! described once by `Session::prepare` and run with bound values by
 //! `Session::execute_prepared`.
 
-mod placeholders;
-
 use std::sync::Arc;
 
 use kura::{Database, FileAccess, KuraError, QueryResult, Session};
@@ -200,7 +198,10 @@ impl EngineSession for KuraSession {
 
     fn prepare(&mut self, sql: &str) -> Result<(KuraPrepared, Shape), EngineError> {
         let prepared = self.session.prepare(sql).map_err(engine_error)?;
-        let params = param_shape(&prepared.param_types, placeholders::count(sql));
+        let params = param_shape(
+            &prepared.param_types,
+            crate::sql_scan::placeholder_count(sql),
+        );
         let columns_open = prepared.columns.is_empty() && returns_rows(sql);
         let shape = Shape {
             params,
