@@ -1,11 +1,12 @@
 //! The settings registry (`kura_common::settings::SETTINGS`) is the truth about
 //! kura's settings: `SET` checks values by their type, `SHOW`, `SHOW ALL` and
 //! `pg_settings` list every setting with its type and scope, server settings
-//! are the open database's and refused by `SET` (55P02), and a database-wide
-//! setting is one value every session reads.
+//! are the open database's and refused by `SET` (55P02), a database-wide
+//! setting is one value every session reads, and the README's settings table
+//! is the one the registry renders.
 
 use kura::{Database, OpenOptions, Session};
-use kura_common::settings::SETTINGS;
+use kura_common::settings::{markdown_table, SETTINGS};
 
 fn open(opts: OpenOptions) -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();
@@ -180,4 +181,31 @@ fn a_database_wide_setting_is_one_value_for_every_session() {
     }
     let e = a.execute("SET enable_seqscan = 'maybe'").unwrap_err();
     assert_eq!(e.sqlstate(), "22023");
+}
+
+/// The README's table between its markers; set KURA_UPDATE_README=1 to
+/// rewrite it from the registry.
+#[test]
+fn readme_settings_table_is_the_registrys() {
+    const BEGIN: &str = "<!-- settings table: made from kura_common::settings::SETTINGS -->\n";
+    const END: &str = "<!-- end of settings table -->";
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
+    let readme = std::fs::read_to_string(path).unwrap();
+    let start = readme
+        .find(BEGIN)
+        .expect("README has the settings table's begin marker")
+        + BEGIN.len();
+    let end = readme[start..]
+        .find(END)
+        .expect("README has the end marker")
+        + start;
+    let table = markdown_table();
+    if readme[start..end] != table {
+        if std::env::var_os("KURA_UPDATE_README").is_some() {
+            let updated = format!("{}{table}{}", &readme[..start], &readme[end..]);
+            std::fs::write(path, updated).unwrap();
+        } else {
+            panic!("README's settings table differs from the settings registry; run this test with KURA_UPDATE_README=1");
+        }
+    }
 }
