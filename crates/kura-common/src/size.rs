@@ -36,7 +36,7 @@ pub fn parse_size(text: &str) -> CommonResult<u64> {
 pub fn format_setting(bytes: u64) -> String {
     const UNITS: [(&str, u32); 4] = [("TB", 40), ("GB", 30), ("MB", 20), ("kB", 10)];
     for (unit, shift) in UNITS {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
