@@ -30,6 +30,19 @@ pub fn parse_size(text: &str) -> CommonResult<u64> {
     Ok(bytes as u64)
 }
 
+/// Formats a byte count as a setting's value, as PostgreSQL shows one: in the
+/// largest unit that holds it whole (`8MB`, `4GB`, `16kB`, `1000B`), read
+/// back by [`parse_size`] as the same count.
+pub fn format_setting(bytes: u64) -> String {
+    const UNITS: [(&str, u32); 4] = [("TB", 40), ("GB", 30), ("MB", 20), ("kB", 10)];
+    for (unit, shift) in UNITS {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
 /// Formats a byte count for people: `1.5 GiB`, `256 MiB`, `512 B`.
 pub fn format_size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -65,5 +78,23 @@ mod tests {
         assert_eq!(parse_size("1.5 MiB").unwrap(), 3 << 19);
         assert_eq!(format_size(256 << 20), "256 MiB");
         assert_eq!(format_size(100), "100 B");
+        // GB is 1024³ bytes, as in PostgreSQL, both ways.
+        assert_eq!(parse_size("1GB").unwrap(), 1 << 30);
+        assert_eq!(format_setting(8 << 20), "8MB");
+        assert_eq!(format_setting(3 << 30), "3GB");
+        assert_eq!(format_setting(16 << 10), "16kB");
+        assert_eq!(format_setting(1000), "1000B");
+        assert_eq!(format_setting(0), "0B");
+        for b in [
+            0,
+            1000,
+            16 << 10,
+            8 << 20,
+            3 << 30,
+            5 << 40,
+            (1 << 20) + 1024,
+        ] {
+            assert_eq!(parse_size(&format_setting(b)).unwrap(), b);
+        }
     }
 }

@@ -221,8 +221,6 @@ impl ExecutionMode {
     }
 }
 
-pub use kura_common::settings::DEFAULT_PREFETCH_WINDOW;
-
 /// Everything an operator may consult while running. Cloning is cheap and the
 /// clones share the cancel flag, memory budget and statistics: a parallel
 /// pipeline hands one clone to each of its tasks.
@@ -262,7 +260,7 @@ impl ExecContext {
             io: None,
             mode: ExecutionMode::default(),
             prefetch: true,
-            prefetch_window: DEFAULT_PREFETCH_WINDOW,
+            prefetch_window: kura_common::settings::default_prefetch_window(),
             cache: Default::default(),
             spill: Default::default(),
         }
@@ -318,7 +316,7 @@ impl ExecContext {
         if let Some(mode) = ExecutionMode::parse(&settings.value("execution_mode")) {
             self.mode = mode;
         }
-        self.prefetch = settings.value("prefetch") != "off";
+        self.prefetch = settings.flag("prefetch");
         self.prefetch_window = settings.prefetch_window();
         self
     }

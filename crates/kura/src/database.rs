@@ -3,10 +3,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use kura_common::settings::DatabaseSettings;
+use kura_common::size::format_setting;
 use kura_exec::context::MemoryTracker;
 use kura_storage::{Storage, StorageOptions};
 
-use crate::error::KuraResult;
+use crate::error::{KuraError, KuraResult};
 use crate::session::Session;
 
 /// How to open a database (`--buffer`, `--buffered-io`, `--buffer-policy`,
@@ -46,6 +48,53 @@ pub fn default_max_memory() -> u64 {
         .unwrap_or(4 << 30)
 }
 
+/// The settings of a database as opened: the server settings (the pool's
+/// size, the query memory budget), the actual values, and the database-wide
+/// ones its startup options set (the pool's policy, the second tier).
+/// `given`: whether `--buffer`, `--max-memory` and `--buffer-policy` were.
+fn open_settings(
+    storage: &Storage,
+    shared_memory: &MemoryTracker,
+    given: (bool, bool, bool),
+) -> KuraResult<DatabaseSettings> {
+    let invalid = |e: kura_common::settings::SettingError| KuraError::Internal(e.to_string());
+    let settings = DatabaseSettings::default();
+    let bm = storage.buffer();
+    let pool = bm.capacity() as u64 * bm.page_size() as u64;
+    let boot = format_setting(kura_storage::default_buffer_bytes());
+    settings
+        .init(
+            "shared_buffers",
+            &format_setting(pool),
+            Some(&boot),
+            given.0,
+        )
+        .map_err(invalid)?;
+    let boot = format_setting(default_max_memory());
+    let limit = format_setting(shared_memory.limit());
+    settings
+        .init("max_memory", &limit, Some(&boot), given.1)
+        .map_err(invalid)?;
+    settings
+        .init("buffer_policy", bm.policy_name(), None, given.2)
+        .map_err(invalid)?;
+    if let Some(tier) = bm.tier_config() {
+        let bytes = match tier.capacity {
+            kura_storage::TierCapacity::Bytes(b) => b,
+            kura_storage::TierCapacity::Pages(n) => n as u64 * bm.page_size() as u64,
+        };
+        for (name, value) in [
+            ("tier2", format_setting(bytes)),
+            ("tier2_mode", tier.mode.name().to_string()),
+            ("tier2_kind", tier.kind.name().to_string()),
+            ("tier2_policy", tier.policy.clone()),
+        ] {
+            settings.init(name, &value, None, true).map_err(invalid)?;
+        }
+    }
+    Ok(settings)
+}
+
 /// An open kura database; cheap to clone, shared by all sessions.
 #[derive(Clone)]
 pub struct Database {
@@ -54,6 +103,9 @@ pub struct Database {
     shared_memory: Arc<MemoryTracker>,
     /// LLC partitioning by memory object (paper 000).
     llc: Arc<crate::llc::Llc>,
+    /// The database-wide settings and the server settings it was opened with,
+    /// which every session reads.
+    settings: Arc<DatabaseSettings>,
 }
 
 impl Database {
@@ -61,6 +113,11 @@ impl Database {
     /// (an existing file that is not a kura database is refused).
     pub fn open(path: &Path, opts: OpenOptions) -> KuraResult<Database> {
         let defaults = StorageOptions::default();
+        let given = (
+            opts.buffer_bytes.is_some(),
+            opts.max_memory.is_some(),
+            opts.buffer_policy.is_some(),
+        );
         let storage = Storage::open(
             path,
             StorageOptions {
@@ -81,7 +138,9 @@ impl Database {
         let root = opts
             .resctrl_root
             .unwrap_or_else(|| kura_rdt::DEFAULT_ROOT.into());
+        let settings = Arc::new(open_settings(&storage, &shared_memory, given)?);
         Ok(Database {
+            settings,
             storage,
             shared_memory,
             llc: Arc::new(match opts.llc_bytes {
@@ -102,6 +161,7 @@ impl Database {
             self.storage.clone(),
             self.shared_memory.clone(),
             self.llc.clone(),
+            self.settings.clone(),
         )
     }
 

@@ -275,7 +275,7 @@ impl Llc {
     /// The cache-class part of a query's context, from the session's settings.
     pub fn classes(self: &Arc<Self>, settings: &Settings) -> CacheClasses {
         let scan_policy = ScanPolicy::parse(&settings.value("llc_scan_policy")).unwrap_or_default();
-        let switch: Option<Arc<dyn ClassSwitch>> = (settings.value("llc_classes") == "on"
+        let switch: Option<Arc<dyn ClassSwitch>> = (settings.flag("llc_classes")
             && matches!(self.detection(), Detection::Available(_)))
         .then(|| Arc::new(GroupSwitch(self.clone())) as Arc<dyn ClassSwitch>);
         let hash_tables = lock(&self.armed).clone().map(|key| {

@@ -351,10 +351,10 @@ impl QueryContext<'_> {
                 &self.settings.value("join_algorithm"),
             )
             .into(),
-            enable_index: self.settings.value("enable_index") == "on",
-            enable_seqscan: self.settings.value("enable_seqscan") == "on",
-            enable_right_join: self.settings.value("enable_right_join") == "on",
-            enable_eager_aggregate: self.settings.value("enable_eager_aggregate") == "on",
+            enable_index: self.settings.flag("enable_index"),
+            enable_seqscan: self.settings.flag("enable_seqscan"),
+            enable_right_join: self.settings.flag("enable_right_join"),
+            enable_eager_aggregate: self.settings.flag("enable_eager_aggregate"),
             interrupt: Some({
                 let cancel = self.cancel.clone();
                 kura_sql::interrupt::Interrupt(Arc::new(move || cancel.is_canceled()))

@@ -2,7 +2,7 @@
 //! settings `pg_catalog.pg_settings` lists (kura's own and the PostgreSQL client
 //! parameters it answers) and the tables' defaults and constraints.
 
-use kura_common::settings::{Settings, SETTINGS};
+use kura_common::settings::{Scope, SettingSpec, Settings, SETTINGS};
 use kura_sql::system::SysSetting;
 
 /// PostgreSQL parameters clients read from `pg_settings`, with the values kura
@@ -26,21 +26,54 @@ const CLIENT_PARAMETERS: &[&str] = &[
 
 /// kura's settings with their current values, then the client parameters.
 pub(crate) fn settings(settings: &Settings) -> Vec<SysSetting> {
-    let own = SETTINGS.iter().map(|spec| SysSetting {
-        name: spec.name.to_string(),
-        setting: settings.value(spec.name),
-        description: spec.description.to_string(),
-        category: "kura".to_string(),
-    });
+    let own = SETTINGS.iter().map(|spec| setting_row(spec, settings));
     let client = CLIENT_PARAMETERS.iter().filter_map(|name| {
-        Some(SysSetting {
-            name: name.to_string(),
-            setting: crate::session::client_setting_value(name)?.to_string(),
-            description: "PostgreSQL client parameter".to_string(),
-            category: "client".to_string(),
-        })
+        let value = crate::session::client_setting_value(name)?;
+        Some(SysSetting::text(
+            name,
+            value,
+            "PostgreSQL client parameter",
+            "client",
+        ))
     });
     own.chain(client).collect()
+}
+
+/// One of kura's settings as `pg_settings` shows it, from the registry: sizes
+/// in bytes and times in milliseconds (`unit`), as PostgreSQL's integer
+/// settings; `reset_val` is what `RESET` gives (the default of a session
+/// setting; the others are not reset).
+fn setting_row(spec: &'static SettingSpec, settings: &Settings) -> SysSetting {
+    let entry = settings.entry(spec.name).expect("registered");
+    let pg = |text: &str| match spec.ty.parse(text) {
+        Ok((text, value)) => value.pg_setting(&text),
+        Err(_) => text.to_string(),
+    };
+    let boot_val = pg(&settings.boot(spec.name).expect("registered"));
+    let setting = entry.value.pg_setting(&entry.text);
+    let reset_val = match spec.scope {
+        Scope::Session => boot_val.clone(),
+        Scope::Database | Scope::Server => setting.clone(),
+    };
+    let range = spec.ty.range();
+    SysSetting {
+        name: spec.name.to_string(),
+        setting,
+        description: spec.description.to_string(),
+        category: "kura".to_string(),
+        unit: spec.ty.unit().map(str::to_string),
+        context: spec.scope.context().to_string(),
+        vartype: spec.ty.vartype().to_string(),
+        source: entry.source.name().to_string(),
+        min_val: range.map(|(min, _)| min.to_string()),
+        max_val: range.map(|(_, max)| max.to_string()),
+        enumvals: spec
+            .ty
+            .choices()
+            .map(|c| c.iter().map(|v| v.to_string()).collect()),
+        boot_val,
+        reset_val,
+    }
 }
 
 /// A table's rules as the system catalogs show them.

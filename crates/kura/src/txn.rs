@@ -491,10 +491,7 @@ impl<'a> Tx<'a> {
 
 /// `lock_timeout`; `None` when a wait for the write lock is unbounded.
 fn lock_timeout(settings: &Settings) -> Option<Duration> {
-    match kura_common::settings::parse_duration_ms(&settings.value("lock_timeout")) {
-        Ok(0) | Err(_) => None,
-        Ok(ms) => Some(Duration::from_millis(ms)),
-    }
+    settings.lock_timeout()
 }
 
 fn read_only_error() -> KuraError {

@@ -23,7 +23,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
-use kura_common::settings::{Scope, Settings, SETTINGS};
+use kura_common::settings::{Scope, SettingError, Settings, SETTINGS};
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_storage::Storage;
 
@@ -69,12 +69,13 @@ impl Session {
         storage: Arc<Storage>,
         shared_memory: Arc<kura_exec::context::MemoryTracker>,
         llc: Arc<crate::llc::Llc>,
+        database_settings: Arc<kura_common::settings::DatabaseSettings>,
     ) -> Self {
         Session {
             llc,
             shared_memory,
             storage,
-            settings: Settings::default(),
+            settings: Settings::for_database(database_settings),
             cancel: CancelHandle::default(),
             progress: None,
             file_access: crate::copy::FileAccess::Any,

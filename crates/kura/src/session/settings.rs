@@ -42,6 +42,18 @@ pub(super) fn is_client_setting(name: &str) -> bool {
     client_setting_value(name).is_some()
 }
 
+/// The error a refused `SET` gives: 55P02 for a server setting, 22023 for
+/// the rest (an unknown name too, as kura always answered).
+pub(super) fn setting_error(e: SettingError) -> KuraError {
+    match e {
+        SettingError::ReadOnly(_) => KuraError::State {
+            sqlstate: e.sqlstate(),
+            message: e.to_string(),
+        },
+        e => KuraError::Invalid(e.to_string()),
+    }
+}
+
 /// Statements the session runs itself (not through the SQL engine).
 pub(super) fn is_local(stmt: &Statement) -> bool {
     match stmt {
@@ -119,9 +131,9 @@ impl Session {
                 self.reset_setting(&name.to_string().to_ascii_lowercase())?
             }
             Reset::ALL => {
-                // Database-wide settings are not the session's to undo.
+                // Database-wide and server settings are not the session's to undo.
                 for spec in SETTINGS.iter().filter(|s| s.scope == Scope::Session) {
-                    self.set_setting(spec.name, spec.default)?;
+                    self.settings.reset(spec.name).map_err(setting_error)?;
                 }
             }
             Reset::SessionAuthorization => {
@@ -141,14 +153,16 @@ impl Session {
                 "unrecognized configuration parameter \"{name}\""
             )));
         };
-        if spec.scope == Scope::Database {
+        match spec.scope {
             // Its default is not what the database runs with (options given
             // when it was opened): the value wanted must be named.
-            return Err(KuraError::Unsupported(format!(
+            Scope::Database => Err(KuraError::Unsupported(format!(
                 "RESET of {name}, which changes every session of the database: SET it to the value wanted"
-            )));
+            ))),
+            Scope::Server | Scope::Session => {
+                self.settings.reset(spec.name).map_err(setting_error)
+            }
         }
-        self.set_setting(spec.name, spec.default)
     }
 
     /// Changes a setting, applying those that act on shared state at once.
@@ -156,20 +170,34 @@ impl Session {
         if let Some(r) = self.set_transaction_setting(name, value) {
             return r;
         }
-        if Settings::spec(name).is_some_and(|s| s.scope == Scope::Database)
-            && !self.identity.superuser
-        {
-            return Err(KuraError::PermissionDenied(format!(
-                "permission denied to set parameter \"{}\": it changes every session of \
-                 the database, and user \"{}\" is not a superuser",
-                name.to_ascii_lowercase(),
-                self.identity.user
-            )));
+        let Some(spec) = Settings::spec(name) else {
+            if is_client_setting(name) {
+                // Settings PostgreSQL drivers send at connect time; accepted, no effect.
+                return Ok(());
+            }
+            return Err(setting_error(SettingError::Unknown(name.to_string())));
+        };
+        match spec.scope {
+            Scope::Session => return self.settings.set(name, value).map_err(setting_error),
+            Scope::Server => return Err(setting_error(SettingError::ReadOnly(spec.name))),
+            Scope::Database if !self.identity.superuser => {
+                return Err(KuraError::PermissionDenied(format!(
+                    "permission denied to set parameter \"{}\": it changes every session of \
+                     the database, and user \"{}\" is not a superuser",
+                    spec.name, self.identity.user
+                )));
+            }
+            Scope::Database => {}
         }
-        if Settings::spec(name).is_none() && is_client_setting(name) {
-            // Settings PostgreSQL drivers send at connect time; accepted, no effect.
-            return Ok(());
-        }
+        // A database-wide setting: the value is checked, then applied to the
+        // database, then stored where every session reads it; a change the
+        // database refuses leaves the setting as it was.
+        spec.ty.parse(value).map_err(|message| {
+            setting_error(SettingError::Invalid {
+                name: spec.name,
+                message,
+            })
+        })?;
         if name.eq_ignore_ascii_case("llc_protect") {
             // Database-wide, like resident_indexes: applied first, so a failed
             // warm leaves the setting as it was.
@@ -184,17 +212,17 @@ impl Session {
             // Applied first: a set the pool cannot hold leaves the setting as it was.
             self.storage.set_resident_indexes(value)?;
         }
-        let before = self.settings.clone();
-        self.settings.set(name, value).map_err(KuraError::Invalid)?;
         if name.eq_ignore_ascii_case("buffer_policy") {
             self.storage.buffer().set_policy(value)?;
         }
+        let before = self.settings.entry(spec.name).expect("registered");
+        self.settings.set(name, value).map_err(setting_error)?;
         if ["tier2", "tier2_mode", "tier2_policy", "tier2_kind"]
             .iter()
             .any(|n| name.eq_ignore_ascii_case(n))
         {
             if let Err(e) = self.apply_tier2(name) {
-                self.settings = before;
+                self.settings.restore(spec.name, before);
                 return Err(e);
             }
         }
@@ -219,12 +247,9 @@ impl Session {
         };
         let config = match (name.to_ascii_lowercase().as_str(), bm.tier_config()) {
             ("tier2", current) => {
-                let size = self.settings.value("tier2");
-                if size == "off" {
+                let Some(bytes) = self.settings.size("tier2") else {
                     return Ok(bm.set_tier(None)?);
-                }
-                let bytes = kura_common::size::parse_size(&size)
-                    .map_err(|e| KuraError::Invalid(format!("tier2: {e}")))?;
+                };
                 let mut c = match current {
                     Some(c) => c,
                     None => TierConfig {

@@ -5,7 +5,7 @@
 
 use sqlparser::ast::{TransactionAccessMode, TransactionMode};
 
-use super::Session;
+use super::{setting_error, Session};
 use crate::error::{KuraError, KuraResult};
 use crate::txn::{Isolation, TxnState};
 
@@ -52,7 +52,7 @@ impl Session {
         if let Some(level) = isolation {
             self.settings
                 .set("default_transaction_isolation", level.name())
-                .map_err(KuraError::Invalid)?;
+                .map_err(setting_error)?;
         }
         if let Some(ro) = read_only {
             self.settings
@@ -60,7 +60,7 @@ impl Session {
                     "default_transaction_read_only",
                     if ro { "on" } else { "off" },
                 )
-                .map_err(KuraError::Invalid)?;
+                .map_err(setting_error)?;
         }
         Ok(())
     }
@@ -121,13 +121,9 @@ impl Session {
         }
         if name.eq_ignore_ascii_case("transaction_read_only") {
             // Read as every on/off setting is read.
-            let mut parsed = kura_common::settings::Settings::default();
-            return Some(match parsed.set("default_transaction_read_only", value) {
-                Ok(()) => self.set_transaction_modes(
-                    None,
-                    Some(parsed.flag("default_transaction_read_only")),
-                ),
-                Err(_) => Err(invalid()),
+            return Some(match kura_common::settings::parse_bool(value) {
+                Some(read_only) => self.set_transaction_modes(None, Some(read_only)),
+                None => Err(invalid()),
             });
         }
         None

@@ -103,7 +103,8 @@ pub const SYSTEM_RELATIONS: &[SystemRelation] = &[
 ];
 
 impl SystemRelation {
-    /// Positions of its array columns (always NULL).
+    /// Positions of its array columns that are always NULL (`:a`; `:s` and
+    /// `:x` are filled arrays of smallint and text).
     pub fn array_columns(&self) -> Vec<usize> {
         self.columns
             .split_whitespace()
@@ -129,6 +130,7 @@ impl SystemRelation {
                         "v" => DataType::INT2VECTOR,
                         "w" => DataType::OIDVECTOR,
                         "s" => DataType::Array(kura_common::ElemType::SmallInt),
+                        "x" => DataType::Array(kura_common::ElemType::Varchar(None)),
                         _ => DataType::Varchar(None),
                     },
                     nullable: true,

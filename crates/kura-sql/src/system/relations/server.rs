@@ -107,7 +107,7 @@ pub(super) const PG_SETTINGS: SystemRelation = rel(
     12003,
     "v",
     "name:t setting:t unit:t category:t short_desc:t extra_desc:t context:t \
-         vartype:t source:t min_val:t max_val:t enumvals:a boot_val:t reset_val:t \
+         vartype:t source:t min_val:t max_val:t enumvals:x boot_val:t reset_val:t \
          sourcefile:t sourceline:i pending_restart:b",
     pg_settings_rows,
 );
@@ -116,21 +116,26 @@ fn pg_settings_rows(snap: &Snapshot) -> Vec<Vec<Value>> {
     snap.settings
         .iter()
         .map(|st| {
+            let text = |v: &Option<String>| v.as_deref().map_or(N, s);
+            let enumvals = st.enumvals.as_ref().map_or(N, |vals| {
+                let vals: Vec<Value> = vals.iter().map(|v| s(v)).collect();
+                Value::Text(kura_common::array::format_values(&vals))
+            });
             vec![
                 s(&st.name),
                 s(&st.setting),
-                N,
+                text(&st.unit),
                 s(&st.category),
                 s(&st.description),
                 N,
-                s("user"),
-                s("string"),
-                s("default"),
-                N,
-                N,
-                N,
-                s(&st.setting),
-                s(&st.setting),
+                s(&st.context),
+                s(&st.vartype),
+                s(&st.source),
+                text(&st.min_val),
+                text(&st.max_val),
+                enumvals,
+                s(&st.boot_val),
+                s(&st.reset_val),
                 N,
                 N,
                 b(false),
