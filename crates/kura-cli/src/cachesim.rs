@@ -20,10 +20,9 @@ use std::path::PathBuf;
 use crate::error::{CliError, CliResult};
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use kura_cache::sim::default_threads;
-use kura_cache::{Mode, DEFAULT_SEED};
 use kura_lab::cachesim::{
-    self, bench::BenchConfig, reuse::ReuseConfig, sweep::SweepConfig, TraceSpec,
+    self, bench::BenchConfig, default_threads, reuse::ReuseConfig, sweep::SweepConfig, Mode,
+    TraceSpec, DEFAULT_SEED,
 };
 
 #[derive(Debug, Clone, Args)]

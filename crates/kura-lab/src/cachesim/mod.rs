@@ -8,6 +8,11 @@ pub mod bench;
 pub mod reuse;
 pub mod sweep;
 
+/// What `kura cachesim`'s options name: the two-level mode, the randomised policies'
+/// seed and the replay threads by default.
+pub use kura_cache::sim::default_threads;
+pub use kura_cache::{Mode, DEFAULT_SEED};
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,7 +20,7 @@ use std::path::{Path, PathBuf};
 use kura_cache::fast::DenseTrace;
 use kura_cache::trace::csv::{Columns, CsvSpec};
 use kura_cache::trace::{binary, csv, oracle, synthetic, text};
-use kura_cache::{Level, SimResult, Trace, DEFAULT_SEED};
+use kura_cache::{Level, SimResult, Trace};
 
 use crate::error::{At, LabError, LabResult};
 
