@@ -14,8 +14,8 @@ mod registry;
 mod session;
 mod value;
 
-pub use registry::{default_prefetch_window, markdown_table, SETTINGS};
-pub use session::{DatabaseSettings, Entry, Settings};
+pub use registry::{markdown_table, SETTINGS};
+pub use session::{default_prefetch_window, DatabaseSettings, Entry, Settings};
 pub use value::{
     parse_bool, parse_duration_ms, Scope, SettingError, SettingSpec, SettingType, SettingValue,
     Source,

@@ -1,7 +1,6 @@
 //! The registry: every setting kura knows, with its default and description,
 //! and the README's table made from it.
 
-use super::session::Settings;
 use super::value::{Scope, SettingSpec, SettingType};
 
 /// Every setting kura knows. Layers add theirs here so `SHOW ALL`, `pg_settings`
@@ -192,12 +191,6 @@ pub const SETTINGS: &[SettingSpec] = &[
         scope: Scope::Server,
     },
 ];
-
-/// Pages a serial or static scan reads ahead when no settings say otherwise:
-/// `prefetch_window`'s default.
-pub fn default_prefetch_window() -> usize {
-    Settings::default().prefetch_window()
-}
 
 /// The README's table of settings, made from [`SETTINGS`]
 /// (`crates/kura/tests/settings_registry.rs` keeps the README equal to it).

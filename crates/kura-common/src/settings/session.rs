@@ -288,3 +288,9 @@ impl Settings {
         self.integer("prefetch_window") as usize
     }
 }
+
+/// Pages a serial or static scan reads ahead when no settings say otherwise:
+/// `prefetch_window`'s default.
+pub fn default_prefetch_window() -> usize {
+    Settings::default().prefetch_window()
+}
