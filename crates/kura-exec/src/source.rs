@@ -134,7 +134,7 @@ pub trait TableSource: Send + Sync {
         self.indexes()
     }
     /// The `TABLESAMPLE` the scan takes of this table, if any.
-    fn sample(&self) -> Option<&crate::sample::TableSample> {
+    fn sample(&self) -> Option<&crate::sample::spec::TableSample> {
         None
     }
     /// Rows `first_row + sel[i]` of column `col` (`sel` ascending, each below

@@ -14,6 +14,7 @@ pub mod gate;
 pub mod kura_engine;
 pub mod run;
 pub mod server;
+mod shared;
 pub mod sql_scan;
 pub mod tls;
 mod trim;

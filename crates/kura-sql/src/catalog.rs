@@ -75,7 +75,7 @@ impl ConstraintInfo {
     pub fn definition(&self) -> String {
         let list = |cols: &[String]| {
             cols.iter()
-                .map(|c| crate::system::quote_ident(c))
+                .map(|c| kura_exec::expr::pg::quote_ident(c))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -86,7 +86,7 @@ impl ConstraintInfo {
             ConstraintKind::ForeignKey { table, columns } => format!(
                 "FOREIGN KEY ({}) REFERENCES {}({})",
                 list(&self.columns),
-                crate::system::quote_ident(table),
+                kura_exec::expr::pg::quote_ident(table),
                 list(columns)
             ),
         }

@@ -10,21 +10,101 @@ use super::pg_types::{format_type, regtype_in};
 use super::ScalarFunc;
 use crate::error::{ExecError, ExecResult};
 
-/// An identifier as PostgreSQL's `quote_ident` writes it: quoted unless it is
-/// lower case letters, digits and underscores not starting with a digit.
-pub fn quote_ident(s: &str) -> String {
-    let plain = s
+/// A name written so that it reads back as itself: bare when it is lower case and no
+/// reserved word, else double-quoted (PostgreSQL's `quote_ident`).
+pub fn quote_ident(name: &str) -> String {
+    let bare = name
         .chars()
         .next()
         .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
-        s.to_string()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !RESERVED.contains(&name);
+    if bare {
+        name.to_string()
     } else {
-        format!("\"{}\"", s.replace('"', "\"\""))
+        format!("\"{}\"", name.replace('"', "\"\""))
     }
 }
+
+/// Words PostgreSQL reserves in every position, which cannot name a relation unquoted
+/// (and which SQL kura writes quotes).
+pub const RESERVED: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "current_date",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "from",
+    "grant",
+    "group",
+    "having",
+    "in",
+    "initially",
+    "intersect",
+    "into",
+    "lateral",
+    "leading",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "not",
+    "null",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "select",
+    "session_user",
+    "some",
+    "symmetric",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "when",
+    "where",
+    "window",
+    "with",
+];
 
 /// `pg_size_pretty`: bytes below 10 kB, then the largest unit that keeps the
 /// number below 10240, rounded half away from zero (PostgreSQL's rule).

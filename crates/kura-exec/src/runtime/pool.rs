@@ -12,7 +12,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::io::buf::{alloc_raw, free_raw, round_up, AlignedBuf, IO_ALIGN};
+use super::io::buf::{alloc_raw, free_raw, round_up, AlignedBuf, ReturnTo, IO_ALIGN};
 
 /// Size classes 4 KiB, 8 KiB, ... 8 MiB; larger buffers are never cached.
 const CLASSES: usize = 12;
@@ -113,8 +113,8 @@ impl BufferPool {
     }
 }
 
-impl PoolShared {
-    pub(crate) fn give_back(&self, ptr: NonNull<u8>, cap: usize) {
+impl ReturnTo for PoolShared {
+    fn give_back(&self, ptr: NonNull<u8>, cap: usize) {
         kura_common::memobj::unregister(ptr.as_ptr() as usize, cap);
         let (class, class_cap) = class_of(cap);
         if class < CLASSES

@@ -12,7 +12,7 @@ use kura_cache::cpu::Hierarchy;
 
 use crate::simulated::lackey::Parser;
 
-use super::trace::ProcessTrace;
+use super::process::ProcessTrace;
 
 /// One log being read.
 pub(super) struct Log {

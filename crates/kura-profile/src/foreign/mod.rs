@@ -6,6 +6,7 @@
 
 mod log;
 pub mod pid;
+mod process;
 mod procfs;
 mod reader;
 pub mod report;

@@ -15,8 +15,8 @@ use crate::simulated::child::parse_maps;
 use crate::simulated::replay::MAX_LEVELS;
 
 use super::log::Log;
+use super::process::{Gathered, ProcessTrace};
 use super::procfs::{command_line, merge_code_maps};
-use super::trace::{Gathered, ProcessTrace};
 
 pub(super) const LOG_PREFIX: &str = "lackey.";
 /// Bytes read per system call.

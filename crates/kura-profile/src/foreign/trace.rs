@@ -14,7 +14,6 @@
 //! what each process logged before that still goes through its caches (they are
 //! warm when counting starts) but is not counted.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -27,11 +26,12 @@ use std::time::{Duration, Instant};
 use kura_cache::cpu::Hierarchy;
 
 use crate::error::ProfileError;
-use crate::simulated::child::Mapping;
 use crate::simulated::record::check_valgrind;
-use crate::simulated::replay::MAX_LEVELS;
 
+use super::process::Gathered;
 use super::reader::{Reader, LOG_PREFIX};
+
+pub use super::process::{IpCounts, ProcessTrace};
 
 /// How to run the traced program.
 #[derive(Clone, Debug)]
@@ -50,36 +50,6 @@ pub struct TraceOptions {
     /// Where the program's standard output and error go (inherited when `None`,
     /// else appended to this file).
     pub output: Option<PathBuf>,
-}
-
-/// Counts of one instruction address.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IpCounts {
-    pub accesses: u64,
-    pub misses: [u64; MAX_LEVELS],
-}
-
-/// One traced process image (a process that executes another program becomes a
-/// second image with the same pid).
-#[derive(Clone, Debug, Default)]
-pub struct ProcessTrace {
-    pub pid: u32,
-    /// Its command line as `/proc` last showed it (servers rewrite theirs).
-    pub command: String,
-    /// Instructions and data accesses counted (inside the region).
-    pub instructions: u64,
-    pub accesses: u64,
-    pub misses: [u64; MAX_LEVELS],
-    pub per_ip: HashMap<u64, IpCounts>,
-    /// Executable file mappings seen while it ran.
-    pub maps: Vec<Mapping>,
-    /// Log lines that were not lackey records.
-    pub malformed: u64,
-    /// When its log was first seen, from the start of the trace.
-    pub first_seen: Duration,
-    /// Lines it had cached that another process's write to shared memory took
-    /// away (inside the region): each costs it a miss when it looks again.
-    pub invalidated: u64,
 }
 
 /// A finished trace.
@@ -103,14 +73,6 @@ pub struct Tracing {
     reader: Option<JoinHandle<Result<Gathered, ProfileError>>>,
     scratch: PathBuf,
     start: Instant,
-}
-
-/// What the reader thread hands back.
-pub(super) struct Gathered {
-    pub(super) processes: Vec<ProcessTrace>,
-    pub(super) level_names: Vec<String>,
-    pub(super) level_geometry: Vec<String>,
-    pub(super) log_bytes: u64,
 }
 
 /// Starts the program under lackey.

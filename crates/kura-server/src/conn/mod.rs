@@ -22,7 +22,7 @@ use pgwire::api::{ErrorHandler, PgWireServerHandlers};
 use crate::cancel::CancelByKey;
 use crate::compat::ClientParameters;
 use crate::engine::{Engine, EngineSession};
-use crate::server::Shared;
+use crate::shared::Shared;
 
 pub use runner::Runner;
 

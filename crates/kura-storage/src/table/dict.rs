@@ -18,6 +18,10 @@ use kura_common::vector::StrVec;
 
 use super::packed::{self, Packing};
 
+/// What a vector of text can hold at most (its offsets are 32-bit).
+pub const TOO_MUCH_TEXT: &str =
+    "more than 4 GiB of text in one batch of rows (a vector's limit); read fewer rows at a time";
+
 /// Bytes before the dictionary's offsets: its size (4), reserved (4).
 const DICT_HEAD: usize = 8;
 /// Rows looked at before a page whose values mostly differ gives up on a
@@ -192,7 +196,7 @@ impl<'a> Page<'a> {
             // The bound is only a bound: the exact length decides.
             let total: u64 = codes.iter().map(|&c| lens[c as usize] as u64).sum();
             if out.data.len() as u64 + total > u32::MAX as u64 {
-                return Err(super::encode::TOO_MUCH_TEXT.to_string());
+                return Err(TOO_MUCH_TEXT.to_string());
             }
         }
         match longest {

@@ -430,7 +430,7 @@ pub fn decode_into(
         (ColumnData::Str(s), PhysicalType::Str) => {
             let (offsets_at, a, bytes) = text.expect("text span checked above");
             if s.data.len() + bytes.len() > u32::MAX as usize {
-                Err(TOO_MUCH_TEXT.to_string())
+                Err(dict::TOO_MUCH_TEXT.to_string())
             } else {
                 let (data_before, offsets_before) = (s.data.len(), s.offsets.len());
                 let base = data_before as u32;
@@ -508,10 +508,6 @@ fn append_le<T: LeBytes<W>, const W: usize>(out: &mut Vec<T>, src: &[u8]) {
         );
     }
 }
-
-/// What a vector of text can hold at most (its offsets are 32-bit).
-pub const TOO_MUCH_TEXT: &str =
-    "more than 4 GiB of text in one batch of rows (a vector's limit); read fewer rows at a time";
 
 /// Checks that the offsets of a text page lie inside it and that rows
 /// `from..to` span bytes inside it, and returns where the offsets start, the first offset, and the bytes

@@ -178,7 +178,7 @@ impl Table {
             ));
         };
         if s.data.len() + len > u32::MAX as usize {
-            return Err(StorageError::TooLarge(encode::TOO_MUCH_TEXT.into()));
+            return Err(StorageError::TooLarge(dict::TOO_MUCH_TEXT.into()));
         }
         let mut value = Vec::with_capacity(len);
         value.extend_from_slice(&inline[..inline.len().min(len)]);

@@ -5,7 +5,12 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::super::pool::PoolShared;
+/// Where a pooled buffer goes when it is dropped (the worker's pool). A trait,
+/// so buffers need not know the pool that hands them out.
+pub(crate) trait ReturnTo: Send + Sync {
+    /// Takes back memory that `alloc_raw(cap)` allocated.
+    fn give_back(&self, ptr: NonNull<u8>, cap: usize);
+}
 
 /// Alignment of every I/O buffer: O_DIRECT needs the memory, the offset and
 /// the length aligned to the device's logical block; 4 KiB covers all
@@ -18,7 +23,7 @@ pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
     cap: usize,
-    pool: Option<Arc<PoolShared>>,
+    pool: Option<Arc<dyn ReturnTo>>,
 }
 
 // SAFETY: the buffer exclusively owns its allocation, like a Vec<u8>.
@@ -66,7 +71,7 @@ impl AlignedBuf {
         ptr: NonNull<u8>,
         len: usize,
         cap: usize,
-        pool: Arc<PoolShared>,
+        pool: Arc<dyn ReturnTo>,
     ) -> Self {
         AlignedBuf {
             ptr,
