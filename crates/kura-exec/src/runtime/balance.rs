@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::worker::Shared;
+use super::shared::Shared;
 
 /// One planned move of runnable tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub(crate) fn monitor_main(shared: Arc<Shared>) {
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
         {
-            recorder.sample_if_due(&shared, now);
+            recorder.sample_if_due(&*shared, now);
         }
     }
 }

@@ -1,22 +1,60 @@
 //! The thread-local worker context: lets code running inside a task spawn
 //! children onto its own worker (local binding), submit reads on that worker's
 //! ring, take buffers from its pool, and yield.
+//!
+//! The worker's thread-local state is defined here, below the worker loop
+//! (`worker.rs`, which adds the loop's methods), since everything running in a
+//! task reaches its worker through it.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::os::unix::io::RawFd;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use super::error::BoxError;
 use super::io::buf::AlignedBuf;
 use super::io::uring::IoOp;
 use super::io::IoDriver;
+use super::shared::{Shared, Slot};
 use super::stats::{add, Counters};
-use super::task::{Task, TaskFuture};
-use super::worker::WorkerLocal;
+use super::task::{Schedule, Task, TaskFuture};
+
+/// The part of a worker only its own thread touches.
+pub(crate) struct WorkerLocal {
+    pub(crate) index: usize,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) queue: RefCell<VecDeque<Arc<Task>>>,
+    /// The task being polled (its scope receives spawned children).
+    pub(crate) current: RefCell<Option<Arc<Task>>>,
+    pub(crate) io: RefCell<IoDriver>,
+    /// Reused by each reap, so reaping allocates nothing.
+    pub(crate) wakers: RefCell<Vec<Waker>>,
+}
+
+impl WorkerLocal {
+    pub(crate) fn new(shared: Arc<Shared>, index: usize, io: IoDriver) -> WorkerLocal {
+        WorkerLocal {
+            index,
+            shared,
+            queue: RefCell::new(VecDeque::new()),
+            current: RefCell::new(None),
+            io: RefCell::new(io),
+            wakers: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn slot(&self) -> &Slot {
+        &self.shared.slots[self.index]
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.slot().counters
+    }
+}
 
 thread_local! {
     static CURRENT: RefCell<Option<Rc<WorkerLocal>>> = const { RefCell::new(None) };
@@ -42,6 +80,22 @@ impl Drop for EnterGuard {
 
 pub(crate) fn current() -> Option<Rc<WorkerLocal>> {
     CURRENT.with(|c| c.borrow().clone())
+}
+
+// Here rather than beside `Shared`: the fast path needs the thread's worker.
+impl Schedule for Shared {
+    /// Puts a woken or new task into its home worker's queue: directly when on
+    /// that worker's thread, else through its injector.
+    fn schedule(&self, task: Arc<Task>) {
+        let home = task.home();
+        if let Some(local) = current() {
+            if local.index == home && std::ptr::eq(Arc::as_ptr(&local.shared), self) {
+                local.queue.borrow_mut().push_back(task);
+                return;
+            }
+        }
+        self.slots[home].inject([task]);
+    }
 }
 
 /// Boxes a user future into the runtime's task type.

@@ -13,15 +13,16 @@ use std::time::{Duration, Instant};
 
 use super::balance::monitor_main;
 use super::config::{IoBackend, RuntimeConfig};
-use super::context::{self, erase};
+use super::context::{self, erase, WorkerLocal};
 use super::error::{BoxError, RuntimeError};
 use super::io::{probe_uring, IoDriver};
 use super::os_thread;
-use super::scope::Scope;
-use super::stats::{add, Counters, RuntimeStats};
-use super::task::Task;
+use super::shared::{Shared, Slot};
+use super::stats::{add, RuntimeStats};
+use super::sync_reads::{count_outside_workers_in, count_sync_read};
+use super::task::{Task, TaskFuture, TaskScope};
 use super::timeline::{Timeline, TimelineRecorder};
-use super::worker::{worker_main, Shared, WorkerLocal};
+use super::worker::worker_main;
 
 /// The per-core task runtime.
 pub struct Runtime {
@@ -70,7 +71,7 @@ impl Runtime {
         };
         let shared = Arc::new(Shared::new(config.clone(), workers, uring)?);
         // Serial and static mode read pages with pread: count those reads too.
-        kura_storage::set_sync_read_observer(super::page_fix::count_sync_read);
+        kura_storage::set_sync_read_observer(count_sync_read);
         let mut runtime = Runtime {
             shared: shared.clone(),
             threads: Vec::with_capacity(workers),
@@ -143,7 +144,7 @@ impl Runtime {
             return Err(RuntimeError::Reentrant);
         }
         let (future, output) = with_output(root);
-        let scope = Scope::new(self.shared.clone());
+        let scope = TaskScope::new(self.shared.clone());
         let worker = self.root_worker();
         let task = Task::new(scope.clone(), worker, false, future);
         add(&self.shared.slots[worker].counters.spawned, 1);
@@ -168,7 +169,7 @@ impl Runtime {
         let slot = &self.shared.slots[index];
         slot.attach_cpu_clock();
         let (future, output) = with_output(root);
-        let scope = Scope::new(self.shared.clone());
+        let scope = TaskScope::new(self.shared.clone());
         let local = Rc::new(WorkerLocal::new(self.shared.clone(), index, IoDriver::Sync));
         let guard = context::enter(local.clone());
         let task = Task::new(scope.clone(), index, true, future);
@@ -189,7 +190,7 @@ impl Runtime {
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return f(),
         };
-        struct Detach<'a>(&'a super::worker::Slot);
+        struct Detach<'a>(&'a Slot);
         impl Drop for Detach<'_> {
             fn drop(&mut self) {
                 self.0.detach_cpu_clock();
@@ -201,9 +202,10 @@ impl Runtime {
         f()
     }
 
-    /// Counters of the caller's slot (serial work outside the workers).
-    pub(crate) fn caller_counters(&self) -> &Counters {
-        &self.shared.slots[self.shared.caller_slot()].counters
+    /// Makes this runtime's caller slot count the synchronous reads of threads
+    /// outside any worker; for the process-wide runtime, as it starts.
+    pub(crate) fn count_outside_workers(&self) {
+        count_outside_workers_in(self.shared.clone());
     }
 
     /// Static mode: part `i` runs on worker `i % workers`, the parts of one
@@ -221,7 +223,7 @@ impl Runtime {
         let started = Instant::now();
         let count = parts.len();
         let results: PartResults<T> = Arc::new(Mutex::new((0..count).map(|_| None).collect()));
-        let scope = Scope::new(self.shared.clone());
+        let scope = TaskScope::new(self.shared.clone());
         let workers = self.shared.workers;
         let mut per_worker: Vec<Vec<Arc<Task>>> = (0..workers).map(|_| Vec::new()).collect();
         for (i, part) in parts.into_iter().enumerate() {
@@ -285,7 +287,7 @@ impl Runtime {
     /// Starts recording a timeline sampled every `interval` (at least 1 ms), e.g.
     /// finer than the configured interval for a sub-second query.
     pub fn start_timeline_every(&self, interval: Duration) {
-        let recorder = TimelineRecorder::start(&self.shared, interval);
+        let recorder = TimelineRecorder::start(&*self.shared, interval);
         *self
             .shared
             .timeline
@@ -307,7 +309,7 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()?;
-        Some(recorder.finish(&self.shared))
+        Some(recorder.finish(&*self.shared))
     }
 
     /// The worker with the fewest runnable tasks, rotating among equals.
@@ -327,7 +329,7 @@ type Output<T> = Arc<Mutex<Option<T>>>;
 type PartResults<T> = Arc<Mutex<Vec<Option<(T, Duration)>>>>;
 
 /// Wraps a root future so that its value is kept for the caller.
-fn with_output<F, T, E>(root: F) -> (super::task::TaskFuture, Output<T>)
+fn with_output<F, T, E>(root: F) -> (TaskFuture, Output<T>)
 where
     F: Future<Output = Result<T, E>> + Send + 'static,
     T: Send + 'static,
@@ -343,7 +345,7 @@ where
     (future, output)
 }
 
-fn finish<T>(scope: &Scope, output: &Output<T>) -> Result<T, RuntimeError> {
+fn finish<T>(scope: &TaskScope, output: &Output<T>) -> Result<T, RuntimeError> {
     if let Some(error) = scope.take_error() {
         return Err(error);
     }

@@ -14,7 +14,12 @@ static SHARED: OnceLock<Result<Runtime, String>> = OnceLock::new();
 /// A failure to start is remembered and reported on every call.
 pub fn shared_runtime() -> Result<&'static Runtime, RuntimeError> {
     SHARED
-        .get_or_init(|| Runtime::new(RuntimeConfig::default()).map_err(|e| e.to_string()))
+        .get_or_init(|| {
+            let runtime = Runtime::new(RuntimeConfig::default()).map_err(|e| e.to_string())?;
+            // Before it is published: whoever sees the runtime sees its reads counted.
+            runtime.count_outside_workers();
+            Ok(runtime)
+        })
         .as_ref()
         .map_err(|e| RuntimeError::Start(e.clone()))
 }

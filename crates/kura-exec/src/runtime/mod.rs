@@ -48,13 +48,16 @@ mod context;
 mod error;
 mod event;
 mod executor;
+mod fix_stats;
 mod global;
 pub mod io;
 mod os_thread;
 mod page_fix;
 mod pool;
 mod scope;
+mod shared;
 mod stats;
+mod sync_reads;
 mod task;
 mod timeline;
 mod worker;
@@ -65,14 +68,12 @@ pub use context::{buffer, current_worker, spawn, yield_now, YieldNow};
 pub use error::{BoxError, RuntimeError};
 pub use event::{completion, Completer, Completion, Wait};
 pub use executor::{Runtime, StaticRun};
+pub use fix_stats::{page_fix_stats, reads_in_flight, take_max_in_flight, PageFixStats};
 pub use global::{shared_runtime, started_shared_runtime};
 pub use io::buf::{AlignedBuf, IO_ALIGN};
 pub use io::open_direct;
 pub use io::read::{read_at, read_at_blocking, read_exact_at, ReadAt};
-pub use page_fix::{
-    fix_async, fix_async_reading, page_fix_stats, prefetch_async, reads_in_flight,
-    take_max_in_flight, PageFixStats,
-};
+pub use page_fix::{fix_async, fix_async_reading, prefetch_async};
 pub use pool::BufferPool;
 pub use stats::{RuntimeStats, WorkerStats};
 pub use timeline::{Timeline, TimelineSample};

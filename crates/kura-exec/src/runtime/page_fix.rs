@@ -6,108 +6,23 @@
 //! read-ahead ([`prefetch_async`]) is still reading.
 
 use std::future::poll_fn;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use kura_storage::{
-    BufferManager, FixAttempt, InFlight, PageGuard, PageId, ReadTicket, StorageError,
-    StorageResult, SyncRead,
+    BufferManager, FixAttempt, InFlight, PageGuard, PageId, ReadTicket, StorageError, StorageResult,
 };
 
 use super::context::{self, buffer};
+use super::fix_stats::{count_frame_wait, count_prefetch, count_shared_wait, InFlightCount};
 use super::io::read::read_at;
-use super::stats::{add, Counters};
-
-/// Counters of the asynchronous fixes since the process started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PageFixStats {
-    /// Reads issued by asynchronous fixes.
-    pub reads: u64,
-    /// Fixes that waited for another task's read of the same page.
-    pub shared_waits: u64,
-    /// The largest number of asynchronous reads in flight at one time.
-    pub max_in_flight: u64,
-    /// Read-ahead reads issued ([`prefetch_async`]); also counted in `reads`.
-    pub prefetches: u64,
-    /// Fixes that found every frame pinned and let other tasks run before trying
-    /// again (see [`fix_async_reading`]).
-    pub frame_waits: u64,
-}
-
-static READS: AtomicU64 = AtomicU64::new(0);
-static SHARED_WAITS: AtomicU64 = AtomicU64::new(0);
-static IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
-static MAX_IN_FLIGHT: AtomicU64 = AtomicU64::new(0);
-static PREFETCHES: AtomicU64 = AtomicU64::new(0);
-static FRAME_WAITS: AtomicU64 = AtomicU64::new(0);
 
 /// How long an asynchronous fix keeps trying while every frame is pinned before
 /// it reports the pool exhausted: far longer than other tasks hold their pins
 /// (a morsel's reads and its decoding), short enough that a pool truly too small
 /// for the query fails with a clear error rather than hanging.
 const FRAME_WAIT: Duration = Duration::from_secs(10);
-
-/// A snapshot of the asynchronous fix counters.
-pub fn page_fix_stats() -> PageFixStats {
-    PageFixStats {
-        reads: READS.load(Ordering::Relaxed),
-        shared_waits: SHARED_WAITS.load(Ordering::Relaxed),
-        max_in_flight: MAX_IN_FLIGHT.load(Ordering::Relaxed),
-        prefetches: PREFETCHES.load(Ordering::Relaxed),
-        frame_waits: FRAME_WAITS.load(Ordering::Relaxed),
-    }
-}
-
-/// The largest number of asynchronous reads in flight since the last call (or
-/// since the process started), restarting the maximum from the current count: a
-/// benchmark calls it before and after a run to learn the run's peak queue depth.
-pub fn take_max_in_flight() -> u64 {
-    MAX_IN_FLIGHT.swap(IN_FLIGHT.load(Ordering::Relaxed), Ordering::Relaxed)
-}
-
-/// Reads asynchronously in flight right now.
-pub fn reads_in_flight() -> u64 {
-    IN_FLIGHT.load(Ordering::Relaxed)
-}
-
-/// Decrements the in-flight count even when the awaiting task is dropped.
-struct InFlightCount;
-
-impl InFlightCount {
-    fn start() -> InFlightCount {
-        READS.fetch_add(1, Ordering::Relaxed);
-        let now = IN_FLIGHT.fetch_add(1, Ordering::Relaxed) + 1;
-        MAX_IN_FLIGHT.fetch_max(now, Ordering::Relaxed);
-        InFlightCount
-    }
-}
-
-impl Drop for InFlightCount {
-    fn drop(&mut self) {
-        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Counts a synchronous page read of the buffer manager (serial and static mode
-/// read with `pread`, which the runtime does not issue) in the running worker's
-/// counters, or in the shared runtime's caller slot on any other thread, so that
-/// IOPS and timelines of every mode count the same reads.
-pub(crate) fn count_sync_read(phase: SyncRead) {
-    let count = |c: &Counters| match phase {
-        SyncRead::Submitted => add(&c.io_submitted, 1),
-        SyncRead::Completed { pages } => {
-            add(&c.io_completed, 1);
-            add(&c.extra_run_pages, pages.saturating_sub(1) as u64);
-        }
-    };
-    if context::current().is_some() {
-        context::with_counters(count);
-    } else if let Some(rt) = super::global::started_shared_runtime() {
-        count(rt.caller_counters());
-    }
-}
 
 /// Fixes `page` without blocking the worker: see the module doc.
 pub async fn fix_async(bm: &Arc<BufferManager>, page: PageId) -> StorageResult<PageGuard> {
@@ -134,7 +49,7 @@ pub async fn fix_async_reading(
                 if exhausted_since.is_none_or(|t| t.elapsed() < FRAME_WAIT) =>
             {
                 exhausted_since.get_or_insert_with(Instant::now);
-                FRAME_WAITS.fetch_add(1, Ordering::Relaxed);
+                count_frame_wait();
                 context::yield_now().await;
                 continue;
             }
@@ -144,7 +59,7 @@ pub async fn fix_async_reading(
             FixAttempt::Hit(guard) => return Ok((guard, false)),
             FixAttempt::Miss(ticket) => return Ok((read_ticket(bm, ticket).await?, true)),
             FixAttempt::InFlight(waiting) => {
-                SHARED_WAITS.fetch_add(1, Ordering::Relaxed);
+                count_shared_wait();
                 let waiting = until_done(waiting).await;
                 if let Some(guard) = waiting.wait() {
                     return Ok((guard, false));
@@ -163,7 +78,7 @@ pub async fn prefetch_async(bm: &Arc<BufferManager>, page: PageId) -> bool {
     let Some(ticket) = bm.try_prefetch(page) else {
         return false;
     };
-    PREFETCHES.fetch_add(1, Ordering::Relaxed);
+    count_prefetch();
     drop(read_ticket(bm, ticket).await);
     true
 }

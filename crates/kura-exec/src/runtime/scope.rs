@@ -1,14 +1,19 @@
 //! A scope: the tree of tasks started by one root (one query), waited for as a
 //! whole; the first error or panic cancels the rest.
+//!
+//! Generic over the scheduler its tasks are woken onto, so that it names no
+//! task and no worker: tasks hold their scope, not the other way round.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use super::error::RuntimeError;
-use super::worker::Shared;
 
-pub(crate) struct Scope {
-    pub(crate) runtime: Arc<Shared>,
+pub(crate) struct Scope<S> {
+    /// Where the scope's tasks go when woken (one per runtime, shared by its
+    /// scopes); kept here rather than in every task to spare a reference count
+    /// per spawn.
+    pub(crate) scheduler: S,
     pending: AtomicUsize,
     cancelled: AtomicBool,
     first_error: Mutex<Option<RuntimeError>>,
@@ -16,10 +21,10 @@ pub(crate) struct Scope {
     done_cv: Condvar,
 }
 
-impl Scope {
-    pub(crate) fn new(runtime: Arc<Shared>) -> Arc<Scope> {
+impl<S> Scope<S> {
+    pub(crate) fn new(scheduler: S) -> Arc<Scope<S>> {
         Arc::new(Scope {
-            runtime,
+            scheduler,
             pending: AtomicUsize::new(0),
             cancelled: AtomicBool::new(false),
             first_error: Mutex::new(None),
@@ -83,11 +88,10 @@ impl Scope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::RuntimeConfig;
 
-    fn scope() -> Arc<Scope> {
-        let shared = Shared::new(RuntimeConfig::default(), 1, false).expect("slots");
-        Scope::new(Arc::new(shared))
+    /// The scope's bookkeeping does not involve its scheduler.
+    fn scope() -> Arc<Scope<()>> {
+        Scope::new(())
     }
 
     #[test]

@@ -15,6 +15,16 @@ use super::scope::Scope;
 /// The coroutine type every task is erased to.
 pub(crate) type TaskFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
 
+/// Puts a woken task back into a runnable queue. The runtime's shared state
+/// implements it; a trait, so that tasks and scopes sit below the workers
+/// instead of naming them.
+pub(crate) trait Schedule: Send + Sync {
+    fn schedule(&self, task: Arc<Task>);
+}
+
+/// The scope of a runtime's tasks: woken onto that runtime's queues.
+pub(crate) type TaskScope = Scope<Arc<dyn Schedule>>;
+
 /// Blocked: in no queue, waiting for a wake.
 const IDLE: u8 = 0;
 /// In exactly one runnable queue.
@@ -34,7 +44,7 @@ pub(crate) struct Task {
     home: AtomicUsize,
     /// Static-mode parts stay where they were placed.
     pub(crate) pinned: bool,
-    pub(crate) scope: Arc<Scope>,
+    pub(crate) scope: Arc<TaskScope>,
     future: UnsafeCell<Option<TaskFuture>>,
 }
 
@@ -54,7 +64,7 @@ pub(crate) enum PollOutcome {
 impl Task {
     /// A new task, SCHEDULED: the caller must put it into `home`'s queue.
     pub(crate) fn new(
-        scope: Arc<Scope>,
+        scope: Arc<TaskScope>,
         home: usize,
         pinned: bool,
         future: TaskFuture,
@@ -144,7 +154,7 @@ impl Task {
             {
                 Ok(_) => {
                     if next == SCHEDULED {
-                        self.scope.runtime.schedule(self.clone());
+                        self.scope.scheduler.schedule(self.clone());
                     }
                     return;
                 }

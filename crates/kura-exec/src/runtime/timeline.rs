@@ -5,10 +5,9 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::worker::Shared;
+use super::fix_stats::reads_in_flight;
 
 /// One interval of a timeline.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,31 +93,27 @@ pub(crate) struct TimelineRecorder {
     samples: Vec<TimelineSample>,
 }
 
-/// Page reads so far, by every slot.
-fn completed(shared: &Shared) -> u64 {
-    shared
-        .slots
-        .iter()
-        .map(|s| {
-            s.counters.io_completed.load(Ordering::Relaxed)
-                + s.counters.extra_run_pages.load(Ordering::Relaxed)
-        })
-        .sum()
-}
-
-fn cpu_ns(shared: &Shared) -> u64 {
-    shared.slots.iter().map(|s| s.cpu_ns()).sum()
+/// The running totals of a runtime that a recorder samples. The runtime's
+/// shared state provides them, which also holds the recorder: a trait, so that
+/// this file need not name that state.
+pub(crate) trait Totals {
+    /// CPU nanoseconds used so far by all the runtime's threads (monotonic).
+    fn cpu_ns(&self) -> u64;
+    /// Page reads so far, by every thread of the runtime.
+    fn pages_read(&self) -> u64;
+    /// Worker threads of the runtime.
+    fn workers(&self) -> usize;
 }
 
 impl TimelineRecorder {
-    pub(crate) fn start(shared: &Shared, interval: Duration) -> TimelineRecorder {
+    pub(crate) fn start(totals: &impl Totals, interval: Duration) -> TimelineRecorder {
         let now = Instant::now();
         TimelineRecorder {
             start: now,
             last: now,
             interval: interval.max(Duration::from_millis(1)),
-            last_cpu_ns: cpu_ns(shared),
-            last_completed: completed(shared),
+            last_cpu_ns: totals.cpu_ns(),
+            last_completed: totals.pages_read(),
             samples: Vec::new(),
         }
     }
@@ -127,39 +122,39 @@ impl TimelineRecorder {
         self.last + self.interval
     }
 
-    pub(crate) fn sample_if_due(&mut self, shared: &Shared, now: Instant) {
+    pub(crate) fn sample_if_due(&mut self, totals: &impl Totals, now: Instant) {
         if now >= self.next_due() {
-            self.sample(shared, now);
+            self.sample(totals, now);
         }
     }
 
-    fn sample(&mut self, shared: &Shared, now: Instant) {
+    fn sample(&mut self, totals: &impl Totals, now: Instant) {
         let width = now.duration_since(self.last).as_secs_f64();
         if width <= 0.0 {
             return;
         }
-        let cpu = cpu_ns(shared);
+        let cpu = totals.cpu_ns();
         let used = cpu.saturating_sub(self.last_cpu_ns);
-        let done = completed(shared);
+        let done = totals.pages_read();
         self.samples.push(TimelineSample {
             at: now.duration_since(self.start),
             cpu_busy_pct: used as f64 / 1e9 / width * 100.0,
             iops: done.saturating_sub(self.last_completed) as f64 / width,
-            in_flight: super::page_fix::reads_in_flight(),
+            in_flight: reads_in_flight(),
         });
         self.last = now;
         self.last_cpu_ns = cpu;
         self.last_completed = done;
     }
 
-    pub(crate) fn finish(mut self, shared: &Shared) -> Timeline {
+    pub(crate) fn finish(mut self, totals: &impl Totals) -> Timeline {
         let now = Instant::now();
         if now.duration_since(self.last) >= Duration::from_millis(1) || self.samples.is_empty() {
-            self.sample(shared, now.max(self.last + Duration::from_nanos(1)));
+            self.sample(totals, now.max(self.last + Duration::from_nanos(1)));
         }
         Timeline {
             interval: self.interval,
-            workers: shared.workers,
+            workers: totals.workers(),
             samples: self.samples,
         }
     }
