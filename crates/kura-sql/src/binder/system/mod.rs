@@ -13,8 +13,8 @@ use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
 use kura_exec::{SourceColumn, TableSource};
 use sqlparser::ast;
 
-use super::expr::ExprCtx;
 use super::types::{coerce, fold, is_null_literal, is_untyped_null};
+use super::vocab::ExprCtx;
 use super::{norm, Binder, Params};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::system::{RelKind, Snapshot, SnapshotInput, OWNER, OWNER_OID};
