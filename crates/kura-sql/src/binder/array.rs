@@ -6,8 +6,8 @@ use kura_common::{DataType, Value};
 use kura_exec::expr::{array_elements, BinaryOp, PhysExpr, ScalarFunc};
 use sqlparser::ast;
 
-use super::expr::{param_marker, ExprCtx};
 use super::types::{as_array, coerce, common_type, fold, is_null_literal, is_untyped_null};
+use super::vocab::{param_marker, ExprCtx};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 

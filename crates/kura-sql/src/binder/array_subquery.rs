@@ -6,7 +6,7 @@ use kura_common::Value;
 use kura_exec::expr::{PhysExpr, ScalarFunc};
 use sqlparser::ast;
 
-use super::expr::ExprCtx;
+use super::vocab::ExprCtx;
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 

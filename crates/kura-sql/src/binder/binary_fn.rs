@@ -6,8 +6,8 @@ use kura_common::{DataType, Value};
 use kura_exec::expr::binary::BinaryFunc;
 use kura_exec::expr::{PhysExpr, ScalarFunc};
 
-use super::functions::no_such;
 use super::types::{coerce, fold, is_null_literal, is_untyped_literal};
+use super::vocab::no_such;
 use super::Binder;
 use crate::error::{Pos, SqlResult};
 

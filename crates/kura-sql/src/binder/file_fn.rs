@@ -5,7 +5,7 @@
 
 use sqlparser::ast;
 
-use super::expr::ExprCtx;
+use super::vocab::ExprCtx;
 use super::{norm, Binder, Scope};
 use crate::catalog::FileFormat;
 use crate::error::{Pos, SqlError, SqlResult};

@@ -8,8 +8,8 @@ use kura_exec::expr::{PhysExpr, ScalarFunc};
 use kura_exec::{AggCall, AggFunc, Moment, SortKey};
 use sqlparser::ast;
 
-use super::expr::ExprCtx;
 use super::types::{coerce, common_type, fold, is_null_literal, is_untyped_null};
+use super::vocab::{no_such, param_marker, sort_key, ExprCtx};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::col;
@@ -41,25 +41,6 @@ fn moment(name: &str) -> Option<(Moment, usize)> {
         "regr_sxy" => (Moment::RegrSxy, 2),
         _ => return None,
     })
-}
-
-/// `function name(types) does not exist` (42883), as PostgreSQL words it.
-pub(super) fn no_such(name: &str, args: &[PhysExpr], p: Pos) -> SqlError {
-    let types: Vec<String> = args
-        .iter()
-        .map(|a| {
-            if is_untyped_null(a) {
-                "unknown".to_string()
-            } else {
-                a.data_type().to_string()
-            }
-        })
-        .collect();
-    SqlError::UnknownFunction {
-        name: format!("{name}({})", types.join(", ")),
-        pos: p,
-        suggestion: None,
-    }
 }
 
 /// An argument of a numeric statistic: a number (an untyped NULL is a double).
@@ -586,7 +567,7 @@ impl Binder<'_> {
             .collect::<SqlResult<Vec<_>>>()?;
         let mut key = |o: &ast::OrderByExpr, cx: &mut ExprCtx| -> SqlResult<SortKey> {
             let e = self.bind_expr(&o.expr, cx)?;
-            let k = super::query::sort_key(e, &o.options);
+            let k = sort_key(e, &o.options);
             Ok(SortKey {
                 expr: k.expr,
                 descending: k.descending,
@@ -723,7 +704,7 @@ impl Binder<'_> {
                 let [v] = args.as_slice() else {
                     return Err(no_such(&args));
                 };
-                let v = if is_untyped_null(v) || super::expr::param_marker(v).is_some() {
+                let v = if is_untyped_null(v) || param_marker(v).is_some() {
                     coerce(PhysExpr::literal(Value::Null, TEXT), TEXT, p)?
                 } else {
                     v.clone()

@@ -9,8 +9,8 @@ use kura_common::{DataType, Value};
 use kura_exec::expr::PhysExpr;
 use sqlparser::ast;
 
-use super::expr::ExprCtx;
 use super::unnest::subst;
+use super::vocab::ExprCtx;
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, ColId, Logical};

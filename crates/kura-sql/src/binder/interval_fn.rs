@@ -8,8 +8,8 @@ use kura_exec::expr::interval::{IntervalField, IntervalFunc};
 use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
 use sqlparser::ast;
 
-use super::functions::no_such;
 use super::types::{coerce, fold, is_null_literal, is_untyped_literal, is_untyped_null};
+use super::vocab::{no_such, pos};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 
@@ -55,6 +55,12 @@ fn out_of_range(p: Pos) -> SqlError {
         message: "interval out of range".into(),
         pos: p,
     }
+}
+
+/// An interval literal: months, days and microseconds (the clock units).
+pub(super) fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
+    let v = interval_literal(iv, pos(&iv.value))?;
+    Ok((v.months, v.days, v.micros))
 }
 
 /// An interval constant.

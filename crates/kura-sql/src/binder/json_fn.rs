@@ -10,8 +10,8 @@ use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
 use kura_exec::{AggCall, AggFunc};
 use sqlparser::ast;
 
-use super::functions::no_such;
 use super::types::{coerce, fold, is_null_literal, is_untyped_literal};
+use super::vocab::no_such;
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::ColId;

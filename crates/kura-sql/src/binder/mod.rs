@@ -3,6 +3,7 @@
 //! too, directly as joins (semi/anti/mark/single), decorrelated by pulling their
 //! correlated predicates up into the join condition (see `subquery`).
 
+mod aggregate_fn;
 mod array;
 mod array_subquery;
 mod binary_fn;
@@ -29,6 +30,7 @@ mod table_fn;
 mod text_fn;
 pub mod types;
 mod unnest;
+mod vocab;
 mod window;
 mod window_frame;
 

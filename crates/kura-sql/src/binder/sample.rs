@@ -9,8 +9,8 @@ use kura_common::{Batch, DataType, Value};
 use kura_exec::sample::{check_percent, SampleMethod, SampledTable, TableSample};
 use sqlparser::ast::{self, Spanned};
 
-use super::expr::ExprCtx;
 use super::types::coerce;
+use super::vocab::ExprCtx;
 use super::{object_name, Binder, Scope};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::Logical;

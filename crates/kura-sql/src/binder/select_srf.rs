@@ -18,8 +18,8 @@ use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
 use kura_exec::WindowFunc;
 use sqlparser::ast;
 
-use super::expr::ExprCtx;
 use super::types::{coerce, fold};
+use super::vocab::ExprCtx;
 use super::{norm, Binder, Scope, ScopeCol};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, ColId, Logical};

@@ -7,9 +7,9 @@ use kura_common::{DataType, Value};
 use kura_exec::expr::{PhysExpr, SeqOp};
 use sqlparser::ast;
 
-use super::expr::ExprCtx;
 use super::functions::call_args;
 use super::types::{coerce, fold};
+use super::vocab::ExprCtx;
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 

@@ -112,7 +112,7 @@ impl Binder<'_> {
                     PhysExpr::Literal {
                         value: Value::Text(s),
                         ..
-                    } if !s.starts_with(super::expr::PARAM_MARK) => s.clone(),
+                    } if !s.starts_with(super::vocab::PARAM_MARK) => s.clone(),
                     // NULL gives NULL; so does a statement being described
                     // (`$1`, or `$1::text`, which stands as a NULL then): its
                     // result is text, whichever setting the parameter names.

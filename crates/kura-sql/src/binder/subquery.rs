@@ -12,8 +12,8 @@ use kura_exec::expr::{BinaryOp, PhysExpr};
 use kura_exec::JoinType;
 use sqlparser::ast::{self, Spanned};
 
-use super::expr::ExprCtx;
 use super::types::{coerce, common_type, is_untyped_null};
+use super::vocab::ExprCtx;
 use super::{Binder, Pending, Scope};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, conjunction, conjuncts, refs_of, ColId, Logical};

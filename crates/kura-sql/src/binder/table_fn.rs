@@ -9,8 +9,9 @@ use kura_common::{date, DataType, Value};
 use kura_exec::expr::{array_elements, PhysExpr};
 use sqlparser::ast;
 
-use super::expr::{interval, param_marker, ExprCtx};
+use super::interval_fn::interval;
 use super::types::{coerce, fold, is_untyped_null};
+use super::vocab::{param_marker, ExprCtx};
 use super::{norm, Binder, Scope, ScopeCol};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::Logical;

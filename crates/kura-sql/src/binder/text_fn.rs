@@ -6,8 +6,8 @@ use kura_common::DataType;
 use kura_exec::expr::text::TextFunc;
 use kura_exec::expr::{PhysExpr, ScalarFunc};
 
-use super::functions::no_such;
 use super::types::{coerce, fold, is_untyped_literal, is_untyped_null};
+use super::vocab::no_such;
 use super::Binder;
 use crate::error::{Pos, SqlResult};
 

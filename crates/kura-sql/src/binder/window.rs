@@ -7,34 +7,16 @@ use kura_exec::expr::PhysExpr;
 use kura_exec::{FramePick, WindowFunc};
 use sqlparser::ast;
 
-use super::expr::{aggregate_call, is_core_aggregate, ExprCtx};
-use super::query::sort_key;
+use super::aggregate_fn::{aggregate_call, is_core_aggregate};
 use super::types::{coerce, common_type, is_untyped_null};
+use super::vocab::{sort_key, ExprCtx, WindowCall, WindowCollector};
 use super::window_frame::{named_windows, over_spec};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, ColId, LSortKey, Logical};
 
-/// One window function call: what it computes and over which window.
-#[derive(Clone, PartialEq)]
-pub struct WindowCall {
-    pub func: WindowFunc,
-    pub partition: Vec<PhysExpr>,
-    pub order: Vec<LSortKey>,
-    pub id: ColId,
-}
-
-/// The window calls of one SELECT.
-#[derive(Default)]
-pub struct WindowCollector {
-    pub calls: Vec<WindowCall>,
-    /// Set while a call's arguments and window are bound: a window function there
-    /// is nested, which SQL forbids.
-    nested: bool,
-    /// The SELECT's WINDOW clause, resolved.
-    named: Vec<(String, ast::WindowSpec)>,
-}
-
+// The collector type is in vocab.rs, beside the ExprCtx that holds one (window
+// binding needs ExprCtx, so the type cannot live here without an import loop).
 impl WindowCollector {
     /// A collector for a SELECT with WINDOW clause `defs`.
     pub fn new(defs: &[ast::NamedWindowDefinition]) -> SqlResult<WindowCollector> {

@@ -6,8 +6,9 @@ use kura_exec::expr::PhysExpr;
 use kura_exec::{FrameBound, FrameUnits, WindowFrame};
 use sqlparser::ast;
 
-use super::expr::{interval, ExprCtx};
+use super::interval_fn::interval;
 use super::types::coerce;
+use super::vocab::ExprCtx;
 use super::{norm, Binder};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{refs_of, LSortKey};

@@ -2,12 +2,6 @@
 
 use super::*;
 
-/// An interval literal: months, days and microseconds (the clock units).
-pub(in crate::binder) fn interval(iv: &ast::Interval) -> SqlResult<(i32, i32, i64)> {
-    let v = crate::binder::interval_fn::interval_literal(iv, pos(&iv.value))?;
-    Ok((v.months, v.days, v.micros))
-}
-
 /// `timestamp ± interval`: months first (day clamped as for dates), then days
 /// and the clock part.
 pub(super) fn add_timestamp_interval(

@@ -3,20 +3,6 @@
 
 use super::*;
 
-/// Prefix of the placeholder literal standing for `$n` while a statement is described.
-pub(in crate::binder) const PARAM_MARK: &str = "\u{0}$";
-
-/// The parameter number a describe-time placeholder stands for.
-pub(in crate::binder) fn param_marker(e: &PhysExpr) -> Option<usize> {
-    match e {
-        PhysExpr::Literal {
-            value: Value::Text(t),
-            ..
-        } => t.strip_prefix(PARAM_MARK)?.parse().ok(),
-        _ => None,
-    }
-}
-
 /// A parameter value as a literal of its own type.
 pub(super) fn param_literal(v: Value, _n: usize) -> PhysExpr {
     let t = match &v {

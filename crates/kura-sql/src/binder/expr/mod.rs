@@ -5,19 +5,22 @@
 //! the kind of expression; each kind's binding is in a file of its own.
 
 use kura_common::{DataType, Value};
-use kura_exec::expr::registry::{Family, Kind};
 use kura_exec::expr::{BinaryOp, LikePattern, PhysExpr, ScalarFunc};
-use kura_exec::{AggCall, AggFunc};
-use sqlparser::ast::{self, Spanned};
+use sqlparser::ast;
 
+use super::interval_fn::{interval_literal, interval_value};
 use super::types::{
     arith_type, coerce, common_type, fold, is_null_literal, is_untyped_null, number_literal,
-    sql_type, text_null, DIV_SCALE,
+    sql_type, text_null,
 };
-use super::{norm, pos_of, AggCollector, Binder, Pending, Scope};
+use super::vocab::{param_marker, pos, ExprCtx, MAX_EXPR_DEPTH, PARAM_MARK};
+use super::{norm, pos_of, Binder};
 use crate::error::{did_you_mean, Pos, SqlError, SqlResult};
 use crate::logical::col;
 
+// The files below name each other's helpers directly (`use super::operators::bin`)
+// rather than through a glob here: a glob would make this file import them while
+// they import it (`use super::*`), a loop.
 mod calls;
 mod case;
 mod cast;
@@ -26,41 +29,6 @@ mod literals;
 mod operators;
 mod predicates;
 mod special_forms;
-
-pub(super) use calls::{aggregate_call, is_core_aggregate};
-pub(super) use datetime::interval;
-use datetime::*;
-pub(super) use literals::{param_marker, PARAM_MARK};
-use operators::*;
-
-/// Where an expression is bound.
-pub struct ExprCtx<'s> {
-    pub scope: &'s Scope,
-    pub outer: &'s [Scope],
-    /// Set while binding an aggregating SELECT: aggregates are collected here.
-    pub agg: Option<AggCollector>,
-    pub pending: Vec<Pending>,
-    /// The clause being bound (`WHERE`, `GROUP BY`, ...), named by errors about what
-    /// the clause cannot hold.
-    pub clause: Option<&'static str>,
-    pub(super) in_aggregate: bool,
-    /// Set where window functions may appear (a SELECT's list and ORDER BY).
-    pub win: Option<super::window::WindowCollector>,
-}
-
-impl<'s> ExprCtx<'s> {
-    pub fn new(scope: &'s Scope, outer: &'s [Scope]) -> ExprCtx<'s> {
-        ExprCtx {
-            scope,
-            outer,
-            agg: None,
-            pending: Vec::new(),
-            clause: None,
-            in_aggregate: false,
-            win: None,
-        }
-    }
-}
 
 /// A quoted string constant (its type is still open, like PostgreSQL's `unknown`).
 fn is_text_literal(e: &PhysExpr) -> bool {
@@ -72,52 +40,6 @@ fn is_text_literal(e: &PhysExpr) -> bool {
         }
     )
 }
-
-/// Where an expression starts. sqlparser computes an expression's span from all
-/// of its parts, so asking it at every level of a long `a OR b OR ...` chain or
-/// for every item of an IN list would make binding quadratic; the start is
-/// found by walking down to the leftmost operand instead. The walk is bounded:
-/// an expression deeper than [`MAX_EXPR_DEPTH`] is refused anyway, and an
-/// unbounded walk at every level of it would be quadratic again.
-fn pos(e: &ast::Expr) -> Pos {
-    use ast::Expr as E;
-    let mut x = e;
-    for step in 0.. {
-        if step > MAX_EXPR_DEPTH {
-            return Pos::default();
-        }
-        x = match x {
-            E::BinaryOp { left, .. } => left,
-            E::InList { expr, .. }
-            | E::InSubquery { expr, .. }
-            | E::Between { expr, .. }
-            | E::Like { expr, .. }
-            | E::ILike { expr, .. }
-            | E::IsNull(expr)
-            | E::IsNotNull(expr)
-            | E::IsTrue(expr)
-            | E::IsFalse(expr)
-            | E::IsNotTrue(expr)
-            | E::IsNotFalse(expr)
-            | E::IsDistinctFrom(expr, _)
-            | E::IsNotDistinctFrom(expr, _) => expr,
-            _ => break,
-        };
-    }
-    let p = Pos::from_span(x.span());
-    if p.line == 0 {
-        Pos::from_span(e.span())
-    } else {
-        p
-    }
-}
-
-/// The deepest expression nesting the binder accepts. Every later pass (folding,
-/// optimizer rewrites, EXPLAIN, evaluation, dropping the tree) recurses over
-/// the bound tree, so a limit here bounds the stack all of them need: the
-/// session runs each statement on a stack sized for this depth. AND/OR chains
-/// and IN lists do not count against it: they are bound flat.
-pub const MAX_EXPR_DEPTH: usize = 2000;
 
 impl Binder<'_> {
     pub fn bind_expr(&mut self, e: &ast::Expr, cx: &mut ExprCtx) -> SqlResult<PhysExpr> {
@@ -174,10 +96,7 @@ impl Binder<'_> {
                     pos(e),
                 )
             }
-            E::Interval(iv) => super::interval_fn::interval_value(
-                super::interval_fn::interval_literal(iv, pos(e))?,
-                pos(e),
-            ),
+            E::Interval(iv) => interval_value(interval_literal(iv, pos(e))?, pos(e)),
             E::BinaryOp {
                 op: op @ (ast::BinaryOperator::And | ast::BinaryOperator::Or),
                 ..

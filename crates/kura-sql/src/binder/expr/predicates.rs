@@ -1,6 +1,7 @@
 //! Predicates: IS [NOT] NULL / DISTINCT FROM / TRUE / FALSE, BETWEEN, IN lists
 //! and LIKE / ILIKE.
 
+use super::operators::{balanced, bin};
 use super::*;
 
 impl Binder<'_> {

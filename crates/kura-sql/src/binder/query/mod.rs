@@ -8,8 +8,8 @@ use kura_exec::expr::PhysExpr;
 use kura_exec::JoinType;
 use sqlparser::ast::{self, Spanned};
 
-use super::expr::ExprCtx;
 use super::types::{coerce, common_type};
+use super::vocab::{sort_key, ExprCtx};
 use super::{norm, AggCollector, Binder, BoundQuery, Pending, Scope, ScopeCol};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{col, conjunction, refs_of, replace_subexprs, ColId, LSortKey, Logical};
@@ -401,20 +401,4 @@ pub(super) fn refuse_array_order(e: &PhysExpr) -> SqlResult<()> {
         ));
     }
     Ok(())
-}
-
-pub(super) fn sort_key(expr: PhysExpr, o: &ast::OrderByOptions) -> LSortKey {
-    let descending = o.sort.as_ref().is_some_and(|s| match s {
-        ast::OrderBySort::Desc => true,
-        // `USING >` orders descending (other operators are refused).
-        ast::OrderBySort::Using(op) => op.to_string() == ">",
-        ast::OrderBySort::Asc => false,
-    });
-    // PostgreSQL: NULLs sort as larger than every value by default.
-    let nulls_first = o.nulls_first.unwrap_or(descending);
-    LSortKey {
-        expr,
-        descending,
-        nulls_first,
-    }
 }

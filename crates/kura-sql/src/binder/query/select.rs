@@ -55,9 +55,7 @@ impl Binder<'_> {
         // Select list, HAVING and ORDER BY are bound collecting aggregates.
         let mut cx = ExprCtx::new(&scope, outer);
         cx.agg = Some(AggCollector::default());
-        cx.win = Some(crate::binder::window::WindowCollector::new(
-            &s.named_window,
-        )?);
+        cx.win = Some(crate::binder::vocab::WindowCollector::new(&s.named_window)?);
         let mut items: Vec<(String, PhysExpr, Pos)> = Vec::new();
         for item in &s.projection {
             match item {

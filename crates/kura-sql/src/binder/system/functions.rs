@@ -73,33 +73,6 @@ pub(super) fn serial_sequence_of(
     }
 }
 
-/// `CASE WHEN key = k1 THEN v1 ... END`: a lookup in a table known when binding.
-pub(super) fn lookup(key: PhysExpr, pairs: Vec<(Value, Value)>, t: DataType) -> PhysExpr {
-    let kt = key.data_type();
-    let whens: Vec<(PhysExpr, PhysExpr)> = pairs
-        .into_iter()
-        .map(|(k, v)| {
-            (
-                PhysExpr::Binary {
-                    op: kura_exec::expr::BinaryOp::Eq,
-                    left: Box::new(key.clone()),
-                    right: Box::new(PhysExpr::literal(k, kt)),
-                    data_type: DataType::Boolean,
-                },
-                PhysExpr::literal(v, t),
-            )
-        })
-        .collect();
-    if whens.is_empty() {
-        return typed_null(t);
-    }
-    fold(PhysExpr::Case {
-        whens,
-        otherwise: None,
-        data_type: t,
-    })
-}
-
 impl Binder<'_> {
     /// The catalog functions; `None` for any other function.
     pub(super) fn bind_system_function(

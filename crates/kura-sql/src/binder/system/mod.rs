@@ -13,8 +13,8 @@ use kura_exec::expr::{BinaryOp, PhysExpr, ScalarFunc};
 use kura_exec::{SourceColumn, TableSource};
 use sqlparser::ast;
 
-use super::expr::ExprCtx;
 use super::types::{coerce, fold, is_null_literal, is_untyped_null};
+use super::vocab::ExprCtx;
 use super::{norm, Binder, Params};
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::system::{RelKind, Snapshot, SnapshotInput, OWNER, OWNER_OID};
@@ -22,8 +22,6 @@ use crate::system::{RelKind, Snapshot, SnapshotInput, OWNER, OWNER_OID};
 mod casts;
 mod functions;
 mod relations;
-
-use functions::*;
 
 const TEXT: DataType = DataType::Varchar(None);
 
@@ -39,6 +37,36 @@ fn typed_null(t: DataType) -> PhysExpr {
         expr: Box::new(PhysExpr::literal(Value::Null, t)),
         to: t,
     }
+}
+
+// Here rather than in functions.rs, which uses it too: this file and casts.rs use
+// it as well, and functions.rs imports this file, so taking it from there would
+// make an import loop.
+/// `CASE WHEN key = k1 THEN v1 ... END`: a lookup in a table known when binding.
+fn lookup(key: PhysExpr, pairs: Vec<(Value, Value)>, t: DataType) -> PhysExpr {
+    let kt = key.data_type();
+    let whens: Vec<(PhysExpr, PhysExpr)> = pairs
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                PhysExpr::Binary {
+                    op: kura_exec::expr::BinaryOp::Eq,
+                    left: Box::new(key.clone()),
+                    right: Box::new(PhysExpr::literal(k, kt)),
+                    data_type: DataType::Boolean,
+                },
+                PhysExpr::literal(v, t),
+            )
+        })
+        .collect();
+    if whens.is_empty() {
+        return typed_null(t);
+    }
+    fold(PhysExpr::Case {
+        whens,
+        otherwise: None,
+        data_type: t,
+    })
 }
 
 /// The unqualified name of a function or type, if it is unqualified or in
