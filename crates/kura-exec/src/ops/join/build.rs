@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
-use super::{spill, BuildSide, JoinAlgorithm, JoinSpec, JoinTable};
+use super::{spill, BuildSide, Held, JoinAlgorithm, JoinSpec, JoinTable};
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::compact_batch;
@@ -85,16 +85,21 @@ impl JoinBuildSink {
     }
 
     /// Whether `bytes` more rows make the build side spill: past half of the
-    /// query's memory for a whole join; past its own budget for a partition
+    /// memory the query leaves it for a whole join; past its own budget for a partition
     /// of a spilled one, so that partitions joined at once by several workers
     /// do not push each other down a level for what the others hold.
     /// The index is not built yet: it is counted at [`INDEX_BYTES_PER_ROW`].
     fn too_big(&self, bytes: u64, rows: usize, ctx: &ExecContext) -> bool {
         let rows = self.rows.load(Ordering::Relaxed) + rows as u64;
         let index = rows.saturating_mul(INDEX_BYTES_PER_ROW);
+        let own = self.reserved().saturating_add(bytes + index);
         match self.budget {
-            Some(budget) => self.reserved().saturating_add(bytes + index) > budget,
-            None => ctx.memory.past(bytes + index, 1, 2),
+            Some(budget) => own > budget,
+            // Half of what the query leaves this build (its room plus what the
+            // build already holds): a small build spills only when others hold
+            // nearly everything, and a large one while half is still left
+            // for reading its partitions back.
+            None => own > ctx.memory.room().saturating_add(self.reserved()) / 2,
         }
     }
 
@@ -265,11 +270,15 @@ impl Sink for JoinBuildSink {
         } else {
             None
         };
+        // From here the table holds the reservation: it is given back when the
+        // table is dropped, not when the query ends.
+        let held = Held::new(ctx.memory.clone(), self.reserved.swap(0, Ordering::Relaxed));
         let mut table = JoinTable {
             side,
             index,
             correlation,
             protection: None,
+            held: Some(held),
         };
         table.register(&self.spec, self.label.as_deref());
         if let Some(hook) = &ctx.cache.hash_tables {

@@ -585,6 +585,7 @@ mod tests {
             index,
             correlation: None,
             protection: None,
+            held: None,
         })
     }
 

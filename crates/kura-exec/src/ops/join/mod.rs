@@ -96,6 +96,30 @@ pub struct JoinTable {
     /// Warm-and-protect of this table in the LLC, while it lives (`llc_protect
     /// = 'hash_join:...'`); dropped with the table.
     protection: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// The query memory the build side reserved for the table, given back when
+    /// the table is dropped (its probe pipeline done): a finished join must not
+    /// count against the operators that run after it, or they spill — and a
+    /// spilled join's partitions fail — for memory nobody holds.
+    #[allow(dead_code)] // held for its Drop
+    held: Option<Held>,
+}
+
+/// Bytes reserved from a query's memory tracker, released on drop.
+pub(crate) struct Held {
+    memory: Arc<crate::context::MemoryTracker>,
+    bytes: u64,
+}
+
+impl Held {
+    pub(crate) fn new(memory: Arc<crate::context::MemoryTracker>, bytes: u64) -> Held {
+        Held { memory, bytes }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.memory.release(self.bytes);
+    }
 }
 
 impl JoinTable {
@@ -107,6 +131,7 @@ impl JoinTable {
             index,
             correlation: None,
             protection: None,
+            held: None,
         }
     }
 
