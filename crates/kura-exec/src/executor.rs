@@ -466,7 +466,7 @@ impl Executor<'_> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 });
-                self.materializing(node, shared, || {
+                self.materializing_source(node, shared, || {
                     let sink = Arc::new(
                         AggregateSink::new(group_by.clone(), aggregates.clone())
                             .with_key_range(*key_range)
@@ -474,7 +474,13 @@ impl Executor<'_> {
                             .with_node(node.id),
                     );
                     self.run_into(input, sink.clone(), node.id, shared)?;
-                    Ok(sink.take())
+                    Ok(match sink.take_spilled() {
+                        Some(file) => Materialized {
+                            rows: file.rows(),
+                            source: Arc::new(file),
+                        },
+                        None => Materialized::batches(sink.take()),
+                    })
                 })?
             }
             PlanKind::Sort { input, keys, limit } => {

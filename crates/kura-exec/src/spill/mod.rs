@@ -2,6 +2,7 @@
 //! lz4-compressed block format for column vectors, and files that remove themselves.
 
 pub mod partitions;
+pub mod result;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};

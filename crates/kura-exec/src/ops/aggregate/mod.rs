@@ -32,6 +32,7 @@ mod group_map;
 mod moments;
 
 use crate::spill::partitions::{partition_of, Partitions, MAX_LEVEL, PARTITIONS};
+use crate::spill::result::ResultFile;
 use byte_codes::{ByteCodes, OneByteKeys};
 use byte_keys::ByteKeys;
 use dense::DenseGroups;
@@ -428,6 +429,8 @@ pub struct AggregateSink {
     key_types: Vec<DataType>,
     shared: Mutex<Option<AggState>>,
     result: Mutex<Vec<Batch>>,
+    /// The result, when the aggregation spilled.
+    spilled_result: Mutex<Option<ResultFile>>,
     /// How profiles name the grouping keys (e.g. `lineitem.l_returnflag`).
     label: Option<String>,
     /// When the keys are plain columns that pack: those columns, read in place
@@ -482,6 +485,7 @@ impl AggregateSink {
             key_types,
             shared: Mutex::new(None),
             result: Mutex::new(Vec::new()),
+            spilled_result: Mutex::new(None),
             label: None,
             packed_columns,
             arg_columns,
@@ -567,26 +571,21 @@ impl AggregateSink {
     }
 
     /// The result of a spilled aggregation: every partition of the held
-    /// states' groups and of the spilled rows, aggregated in turn.
+    /// states' groups and of the spilled rows, aggregated in turn, its groups
+    /// written to a temporary file as each partition is done. Memory was what
+    /// made it spill: the whole result held (and counted) would take the room
+    /// the operators reading it need, and with many groups pass the limit.
     fn finish_spilled(
         &self,
         mut sources: Vec<AggState>,
         parts: Arc<Partitions>,
         ctx: &ExecContext,
-    ) -> ExecResult<Vec<Batch>> {
-        let mut out = Vec::new();
+    ) -> ExecResult<ResultFile> {
+        let mut out = ResultFile::new(self.node);
         self.drain(&mut sources, &parts, ctx, &mut out)?;
         for src in sources {
             ctx.memory.release(src.charged);
         }
-        // The result stays counted, as the table does when nothing spills;
-        // counted once built, since failing then would gain nothing.
-        let bytes: u64 = out
-            .iter()
-            .flat_map(|b| &b.columns)
-            .map(super::join::vector_bytes)
-            .sum();
-        ctx.memory.charge(bytes);
         Ok(out)
     }
 
@@ -598,7 +597,7 @@ impl AggregateSink {
         sources: &mut [AggState],
         parts: &Partitions,
         ctx: &ExecContext,
-        out: &mut Vec<Batch>,
+        out: &mut ResultFile,
     ) -> ExecResult<()> {
         let level = parts.level;
         // Each source's groups by partition.
@@ -694,7 +693,9 @@ impl AggregateSink {
                 // is given back per partition; the results are counted with
                 // the whole result at the end.
                 let _values = ValueScope::enter(&ctx.memory);
-                out.extend(self.result_of(&mut st)?);
+                for b in self.result_of(&mut st)? {
+                    out.add(b, ctx)?;
+                }
             }
             ctx.memory.release(st.charged);
         }
@@ -739,8 +740,18 @@ impl AggregateSink {
         format!("hash aggregation on {keys}")
     }
 
+    /// The result held in memory (empty when the aggregation spilled: see
+    /// [`AggregateSink::take_spilled`]).
     pub fn take(&self) -> Vec<Batch> {
         std::mem::take(&mut *self.result.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The result of an aggregation that spilled, on disk.
+    pub fn take_spilled(&self) -> Option<ResultFile> {
+        self.spilled_result
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// Adds a compacted batch's rows, of groups `ids`, to every aggregate.
@@ -945,8 +956,11 @@ impl Sink for AggregateSink {
                 .take();
             let parts = parts.unwrap_or_else(|| Arc::new(Partitions::new(0, self.node)));
             parts.flush(ctx)?;
-            let batches = self.finish_spilled(sources, parts, ctx)?;
-            *self.result.lock().unwrap_or_else(|e| e.into_inner()) = batches;
+            let file = self.finish_spilled(sources, parts, ctx)?;
+            *self
+                .spilled_result
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(file);
             return Ok(());
         }
         let mut st = shared
@@ -1051,7 +1065,11 @@ mod tests {
         }
         s.finish(ctx)?;
         let mut rows = Vec::new();
-        for b in s.take() {
+        let batches = match s.take_spilled() {
+            Some(file) => file.read_all()?,
+            None => s.take(),
+        };
+        for b in batches {
             for r in 0..b.len() {
                 let mut vals: Vec<String> = b
                     .columns
