@@ -159,23 +159,3 @@ fn q18s_small_joins_stay_in_memory_beside_a_spilling_aggregation() {
         );
     }
 }
-
-/// A spilled aggregation's result goes to a temporary file and is read back
-/// as a source: held in memory (and counted) it took the room the joins above
-/// it needed, and Q18 failed with "a skewed join key" at SF 0.01 under 384kB
-/// (at SF 10 under 256MB, its 15 M groups alone passed the limit). Not much
-/// lower: below about 320kB its aggregation's fixed needs pass the limit.
-#[test]
-fn q18_answers_where_its_aggregations_result_would_not_fit_beside_its_joins() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path(), None);
-    let mut s = db.session();
-    let q18 = kura::tpch::run::query_text("18").unwrap();
-    let expected = rows(&mut s, q18);
-    s.execute("SET memory_limit = '384kB'").unwrap();
-    for mode in ["serial", "static", "ooo"] {
-        s.execute(&format!("SET execution_mode = '{mode}'"))
-            .unwrap();
-        assert_eq!(rows(&mut s, q18), expected, "{mode}");
-    }
-}
