@@ -8,7 +8,6 @@ mod errors;
 mod qmark;
 mod result;
 mod running;
-mod sigint;
 mod stream;
 mod values;
 
