@@ -151,8 +151,10 @@ pub fn run(cfg: &Config, progress: &mut dyn std::io::Write) -> LabResult<Outcome
         run_as: cluster.run_as,
         output: Some(cluster.log.clone()),
     };
+    let log_from = cluster.log_len();
     let mut tracing = foreign::start(&opts)?;
-    if let Err(e) = cluster.wait_ready(Duration::from_secs(600), || tracing.has_exited()) {
+    if let Err(e) = cluster.wait_ready(Duration::from_secs(600), log_from, || tracing.has_exited())
+    {
         let _ = tracing.kill();
         return Err(e);
     }

@@ -222,22 +222,41 @@ impl Cluster {
         .map(|_| ())
     }
 
-    /// Waits until the server takes connections (pg_isready), or `gave_up` says stop.
+    /// How long the server's log is now: `wait_ready` reads only what follows.
+    pub fn log_len(&self) -> u64 {
+        std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Waits until the server says in its log (past `log_from`) that it takes
+    /// connections, then checks once with pg_isready; or `gave_up` says stop.
+    ///
+    /// The log is watched rather than probed because under Valgrind every probe
+    /// forks a traced backend that takes seconds to start: probes every half
+    /// second that give up after pg_isready's 3 s leave backends piling up until
+    /// the server refuses everyone ("too many clients already").
     pub fn wait_ready(
         &self,
         timeout: Duration,
+        log_from: u64,
         mut gave_up: impl FnMut() -> bool,
     ) -> LabResult<()> {
         let start = Instant::now();
         while start.elapsed() < timeout {
-            let ready = Command::new(self.bindir.join("pg_isready"))
-                .args(["-q", "-h"])
-                .arg(&self.dir)
-                .args(["-p", &self.port.to_string(), "-U", USER, "-d", "postgres"])
-                .status()
-                .is_ok_and(|s| s.success());
-            if ready {
-                return Ok(());
+            if self.log_says_ready(log_from) {
+                let left = timeout.saturating_sub(start.elapsed()).as_secs().max(30);
+                let ready = Command::new(self.bindir.join("pg_isready"))
+                    .args(["-q", "-t", &left.to_string(), "-h"])
+                    .arg(&self.dir)
+                    .args(["-p", &self.port.to_string(), "-U", USER, "-d", "postgres"])
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if ready {
+                    return Ok(());
+                }
+                return Err(LabError::External(format!(
+                    "the server said it was ready but did not answer within {left} s{}",
+                    self.log_tail()
+                )));
             }
             if gave_up() {
                 return Err(LabError::External(format!(
@@ -252,6 +271,18 @@ impl Cluster {
             timeout.as_secs(),
             self.log_tail()
         )))
+    }
+
+    /// Whether the log, past `from`, has the postmaster's "ready" line.
+    fn log_says_ready(&self, from: u64) -> bool {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(&self.log) else {
+            return false;
+        };
+        let mut text = String::new();
+        f.seek(SeekFrom::Start(from)).is_ok()
+            && f.read_to_string(&mut text).is_ok()
+            && text.contains("ready to accept connections")
     }
 
     /// Runs pgbench with `args` against database `postgres`; its standard output.
