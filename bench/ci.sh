@@ -6,7 +6,8 @@
 #     enable_index = off), DuckDB and SQLite, warm and cold: report and charts produced,
 #     every result cross-checked with no disagreement, every system's row counts equal
 #     to the .tbl files', kura/kura-scan ratios reported, and a peak RSS for every query
-#     kura and DuckDB answered, warm and cold, with the kura/duckdb geometric mean.
+#     kura and DuckDB answered, warm and cold, with the kura/duckdb geometric mean;
+#  4. TPC-H's throughput test (2 streams) on kura and DuckDB: every query answered right.
 # Set KURA_BIN to use an existing kura binary instead of a release build.
 set -euo pipefail
 BENCH="$(cd "$(dirname "$0")" && pwd)"
@@ -85,4 +86,13 @@ missing = [
 print("\n".join(missing), file=sys.stderr)
 sys.exit(1 if missing or not rows else 0)
 PY
-echo "bench CI: PASS ($report)"
+echo "== throughput test, SF 0.01: 2 concurrent streams under --max-memory 64MB"
+"$BENCH/run" "${kura_args[@]}" --sf 0.01 --systems kura,duckdb --queries none --streams 2 --max-memory 64MB \
+    --modes warm --reps 1 --timeout 120 --drop-caches no --work-dir "$out/work" --out "$out/streams" ||
+    fail "the throughput test failed (see above)"
+streams_report="$(ls "$out"/streams/*-sf0.01.md)"
+for system in kura duckdb; do
+    grep -Eq "^- throughput test, $system: 2 streams in \*\*[0-9.]+ s\*\*, 0 queries failed, 0 wrong$" \
+        "$streams_report" || fail "$system's throughput test did not answer every query right"
+done
+echo "bench CI: PASS ($report, $streams_report)"

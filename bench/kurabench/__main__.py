@@ -62,6 +62,19 @@ def parse_args(argv):
         "(PostgreSQL keeps --pg-work-mem, SQLite its cache)",
     )
     p.add_argument(
+        "--max-memory",
+        help="memory all running queries together may hold, e.g. 2GB: kura's --max-memory, DuckDB's "
+        "memory_limit (one process; it takes the place of --memory-limit there)",
+    )
+    p.add_argument(
+        "--streams",
+        type=int,
+        default=0,
+        help="after the per-query runs, TPC-H's throughput test: this many concurrent streams of the 22 "
+        "queries in the specification's orders, one session each, on every system that has sessions "
+        "(total and per-stream time, failures, answers checked); --queries none runs only this",
+    )
+    p.add_argument(
         "--cluster-shards", type=int, default=2, help="kura-cluster's shards, one local worker each (default 2)"
     )
     p.add_argument("--kura-buffer", help="kura's --buffer for warm runs (default: kura's own)")
@@ -107,8 +120,15 @@ def parse_args(argv):
         p.error(str(e))
     if args.reps < 1:
         p.error("--reps must be at least 1")
-    if args.memory_limit is not None and not re.fullmatch(r"\s*\d+(\.\d+)?\s*[kKmMgGtT]i?[bB]\s*", args.memory_limit):
-        p.error(f"--memory-limit takes a size such as 256MB or 4GB, not {args.memory_limit!r}")
+    for option, value in (("--memory-limit", args.memory_limit), ("--max-memory", args.max_memory)):
+        if value is not None and not re.fullmatch(r"\s*\d+(\.\d+)?\s*[kKmMgGtT]i?[bB]\s*", value):
+            p.error(f"{option} takes a size such as 256MB or 4GB, not {value!r}")
+    from .throughput import MAX_STREAMS
+
+    if not 0 <= args.streams <= MAX_STREAMS:
+        p.error(f"--streams takes 1 to {MAX_STREAMS} (the specification's orders kept here)")
+    if not args.query_ids and not args.streams:
+        p.error("--queries none leaves nothing to run without --streams")
     args.must_pass_list = (
         args.system_list if args.must_pass is None else [s.strip() for s in args.must_pass.split(",") if s.strip()]
     )
@@ -147,6 +167,7 @@ def make_systems(args, work_dir):
                     name=name,
                     session_settings=settings,
                     database_of=owner,
+                    max_memory=args.max_memory,
                 )
             )
         elif name == "kura-cluster":
@@ -158,7 +179,7 @@ def make_systems(args, work_dir):
         elif name == "duckdb":
             from .systems.duckdb_system import DuckDB
 
-            made.append(DuckDB(work_dir, args.threads, args.memory_limit))
+            made.append(DuckDB(work_dir, args.threads, args.max_memory or args.memory_limit))
         elif name == "postgres":
             from .systems.postgres import PostgreSQL
 
@@ -199,6 +220,8 @@ def main(argv=None):
 
     run = suite.Run(args.sf, args.query_ids, args.mode_list, args.reps, args.timeout)
     run.memory_limit = args.memory_limit
+    run.max_memory = args.max_memory
+    run.streams = args.streams
     dropper = machine.CacheDropper(args.drop_caches == "auto" and "cold" in args.mode_list)
     systems = make_systems(args, work_dir)
     suite.execute(systems, run, tbl_dir, dropper, log, with_indexes=not args.no_indexes, covering=args.covering)

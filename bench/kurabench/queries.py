@@ -52,10 +52,12 @@ def variant_parameter(query_id, sf):
 
 
 def resolve(spec):
-    """Query ids from a user's list: 'all', 'tpch', 'selective', or ids like 1, q6, Q06, a."""
+    """Query ids from a user's list: 'all', 'tpch', 'selective', 'none', or ids like 1, q6, Q06, a."""
     ids = []
     for part in [p.strip() for p in spec.split(",") if p.strip()]:
         lower = part.lower()
+        if lower == "none":
+            continue
         if lower == "all":
             ids += ALL
         elif lower == "tpch":
@@ -74,7 +76,7 @@ def resolve(spec):
                 ids.append("v" + lower[1].upper())
             else:
                 raise ValueError(
-                    f"unknown query {part!r} (expected 1-22, a-d, va, vc, vd, tpch, selective, variants or all)"
+                    f"unknown query {part!r} (expected 1-22, a-d, va, vc, vd, tpch, selective, variants, all or none)"
                 )
     return list(dict.fromkeys(ids))
 

@@ -3,12 +3,13 @@ peak memory, ratios kura/peer with their geometric means, loading and index buil
 machine, the systems' versions and settings, the cross-check and every failure."""
 
 import csv
+import dataclasses
 import datetime
 import json
 import math
 import os
 
-from . import memory, queries
+from . import memory, queries, throughput
 
 BASE = "kura"
 
@@ -198,6 +199,16 @@ def summary_lines(run, failures_found):
             f"- {name}: {answered} of {total} query runs answered correctly"
             + ("; load failed" if sr.load_error else "")
         )
+    for t in run.throughput:
+        if t.error:
+            out.append(f"- throughput test, {t.system}: not run ({t.error})")
+            continue
+        failed = sum(len(r.failed) for r in t.runs)
+        wrong = sum(len(r.wrong) for r in t.runs)
+        out.append(
+            f"- throughput test, {t.system}: {t.streams} streams in **{t.seconds:.1f} s**, "
+            f"{failed} queries failed, {wrong} wrong"
+        )
     checked = run.agreements + len(run.disagreements)
     out.append(f"- cross-check: {checked} comparisons, **{len(run.disagreements)} disagreements**")
     out.append(
@@ -318,6 +329,19 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
         lines.append("")
         rows = [[qid, f"{run.spilled[qid]:,}"] for qid in run.query_ids if qid in run.spilled]
         lines += [table(["query", "bytes spilled"], rows), ""]
+
+    if run.throughput:
+        limits = []
+        if run.max_memory:
+            limits.append(f"--max-memory {run.max_memory} (kura), memory_limit {run.max_memory} (DuckDB)")
+        if run.memory_limit:
+            limits.append(f"memory_limit {run.memory_limit} per query (kura)")
+        note = (
+            "Each stream runs the 22 queries in the TPC-H specification's order for it (Appendix A), "
+            "one session each, all streams started together; total = first query started to last one "
+            "finished. " + ("Limits: " + "; ".join(limits) + "." if limits else "No memory limits.")
+        )
+        lines += throughput.report_lines(run.throughput, note)
 
     if run.explains:
         lines += ["## Where kura is furthest behind (warm)", ""]
@@ -480,6 +504,7 @@ def write_json(run, path, machine_info, failures_found):
             for name, sr in run.systems.items()
         },
         "disagreements": [d.__dict__ for d in run.disagreements],
+        "throughput": [dataclasses.asdict(t) for t in run.throughput],
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1)

@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from . import compare, memory, paths, queries, schema, tbl
+from . import compare, memory, paths, queries, schema, tbl, throughput
 from .systems.base import QueryFailed, Unsupported
 
 
@@ -79,6 +79,9 @@ class Run:
     references: dict = field(default_factory=dict)  # query id -> answer file used, where one exists
     explains: list = field(default_factory=list)  # (query id, ratio, fastest peer, kura's EXPLAIN ANALYZE)
     memory_limit: str = None  # --memory-limit, applied to kura and DuckDB
+    max_memory: str = None  # --max-memory: kura's --max-memory, DuckDB's memory_limit
+    streams: int = 0  # --streams: the throughput test's concurrent streams (0: none)
+    throughput: list = field(default_factory=list)  # throughput.Throughput per system
     spilled: dict = field(default_factory=dict)  # query id -> bytes kura spilled (warm), under a memory limit
     # The suite's own RSS before any system started: the floor under in-process systems' peaks.
     suite_rss_kib: int = None
@@ -374,6 +377,9 @@ def failures(run, must_pass):
         for (mode, qid), outcome in sr.outcomes.items():
             if outcome.status in ("error", "timeout"):
                 found.append(f"{name}: {qid} ({mode}) {outcome.status}: {outcome.error}")
+    for test in run.throughput:
+        # Wrong answers fail every system's run; failed queries those that must pass.
+        found += [p for p in throughput.problems(test) if test.system in must_pass or " wrong: " in p]
     return found
 
 
@@ -389,6 +395,13 @@ def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True, coveri
         try:
             if prepare_system(system, run, tbl_dir, tables, indexes, log):
                 run_system(system, run, query_list, drop_os_cache, log)
+                if run.streams:
+                    log(f"{system.name}: throughput test, {run.streams} streams")
+                    run.throughput.append(
+                        throughput.run(
+                            system, run.sf, run.streams, run.timeout, lambda q: reference_answer(run.sf, q), log
+                        )
+                    )
         finally:
             try:
                 system.stop()

@@ -85,6 +85,12 @@ class System:
         memory.NotMeasurable with the reason when no such local process can be named."""
         raise NotMeasurable("this system names no process that runs its queries")
 
+    def open_session(self):
+        """A session of its own for one of several concurrent clients (the throughput
+        test): an object with `execute(query, timeout)` like this system's, and `close()`.
+        Raises QueryFailed when the system cannot serve concurrent clients."""
+        raise QueryFailed(f"{self.name} has no concurrent sessions in this suite")
+
     def prepare_cold(self, drop_os_cache):
         """Empties this system's caches before a cold run (restart, small buffer)."""
 

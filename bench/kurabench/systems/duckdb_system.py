@@ -82,21 +82,24 @@ class DuckDB(System):
         raise Unsupported("ART indexes serve no range scans (DuckDB prunes with zone maps)")
 
     def execute(self, query, timeout):
-        timer = threading.Timer(timeout, self.con.interrupt) if timeout else None
+        return self._execute_on(self.con, query, timeout)
+
+    def _execute_on(self, con, query, timeout):
+        timer = threading.Timer(timeout, con.interrupt) if timeout else None
         if timer:
             timer.start()
         start = time.perf_counter()
         result = None
         try:
             for stmt in query.statements:
-                cursor = self.con.execute(stmt)
+                cursor = con.execute(stmt)
                 if is_select(stmt):
                     result = ([d[0] for d in cursor.description], cursor.fetchall())
         except self.duckdb.InterruptException as e:
-            self._drop_views(query)
+            self._drop_views(con, query)
             raise QueryFailed(f"time limit of {timeout:g} s reached", timed_out=True) from e
         except self.duckdb.Error as e:
-            self._drop_views(query)
+            self._drop_views(con, query)
             raise QueryFailed(str(e).splitlines()[0]) from e
         finally:
             if timer:
@@ -106,13 +109,18 @@ class DuckDB(System):
             raise QueryFailed("the query text holds no SELECT")
         return Result(result[0], compare.normalize_rows(result[1]), seconds, "client")
 
+    def open_session(self):
+        # A cursor is a connection of its own to the same database in this process:
+        # its queries run in parallel with the others' (DuckDB releases the GIL).
+        return _Session(self, self.con.cursor())
+
     def query_pid(self):
         return os.getpid()
 
-    def _drop_views(self, query):
+    def _drop_views(self, con, query):
         # A query broken off after CREATE VIEW (Q15) must not leave the view behind.
         for view in created_views(query):
-            self.con.execute(f"DROP VIEW IF EXISTS {view}")
+            con.execute(f"DROP VIEW IF EXISTS {view}")
 
     def prepare_cold(self, drop_os_cache):
         # Closing the database empties DuckDB's buffer pool.
@@ -122,3 +130,17 @@ class DuckDB(System):
 
     def prepare_warm(self):
         pass
+
+
+class _Session:
+    """One concurrent client of the throughput test: a connection of its own."""
+
+    def __init__(self, system, con):
+        self.system = system
+        self.con = con
+
+    def execute(self, query, timeout):
+        return self.system._execute_on(self.con, query, timeout)
+
+    def close(self):
+        self.con.close()

@@ -42,6 +42,7 @@ class Kura(System):
         name="kura",
         session_settings=None,
         database_of=None,
+        max_memory=None,
     ):
         self.name = name
         self.binary = binary
@@ -53,6 +54,9 @@ class Kura(System):
         self.path = database_of.path if database_of else os.path.join(work_dir, "kura.db")
         self.log_path = os.path.join(work_dir, f"{name}-serve.log")
         self.buffer = buffer
+        # --max-memory: what all running queries together may hold (default: kura's own).
+        self.max_memory = max_memory
+        self.port = None
         self.cold_buffer = cold_buffer
         self.client = client or ("serve" if has_serve(binary) else "cli")
         # A `kura -c` process starts with an empty buffer, so only the OS page cache can
@@ -71,6 +75,8 @@ class Kura(System):
 
     def _options(self):
         options = ["--db", self.path]
+        if self.max_memory:
+            options += ["--max-memory", self.max_memory]
         if self.cold:
             options += ["--buffer", self.cold_buffer]
         else:
@@ -112,6 +118,8 @@ class Kura(System):
             "buffer (warm)": self.buffer or "default (a quarter of RAM)",
             "I/O (warm)": "buffered (OS page cache)" if self.warm_io == "buffered" else "O_DIRECT",
         }
+        if self.max_memory:
+            values["--max-memory"] = self.max_memory
         if self.session_settings:
             values["session settings"] = ", ".join(f"`{stmt}`" for stmt in self._set_statements())
         if self.shares_database_of:
@@ -194,10 +202,34 @@ class Kura(System):
         return "\n".join(out.splitlines()[1:])
 
     def _execute_served(self, query, timeout):
+        self._ensure_server()
+        return self._execute_on(self.con, query, timeout)
+
+    def open_session(self):
+        if self.client != "serve":
+            # Each run is a process of its own already: concurrent by nature.
+            return _ProcessSession(self)
         import psycopg
 
         self._ensure_server()
-        con = self.con
+        try:
+            con = self._connect(self.port)
+            for stmt in self._set_statements():
+                con.execute(stmt)
+        except psycopg.Error as e:
+            raise QueryFailed(f"{self.name}: a further session was refused: {e}") from e
+        return _ServedSession(self, con)
+
+    def _connect(self, port):
+        import psycopg
+
+        return psycopg.connect(
+            host="127.0.0.1", port=port, user="bench", dbname="kura", autocommit=True, connect_timeout=5
+        )
+
+    def _execute_on(self, con, query, timeout):
+        import psycopg
+
         timers = []
         if timeout:
             timers = [
@@ -235,7 +267,7 @@ class Kura(System):
         import psycopg
 
         self._stop_server()
-        port = free_port()
+        port = self.port = free_port()
         log = open(self.log_path, "a", encoding="utf-8")
         self.server = subprocess.Popen(
             self._server_command(port),
@@ -249,9 +281,7 @@ class Kura(System):
                 self._forget_server()
                 raise QueryFailed(f"{self.name} exited at start (see {self.log_path})")
             try:
-                self.con = psycopg.connect(
-                    host="127.0.0.1", port=port, user="bench", dbname="kura", autocommit=True, connect_timeout=5
-                )
+                self.con = self._connect(port)
                 break
             except psycopg.OperationalError as e:
                 if time.time() > deadline:
@@ -305,6 +335,36 @@ class Kura(System):
         if self.cold:
             self._stop_server()
         self.cold = False
+
+
+class _ServedSession:
+    """One concurrent client of the throughput test: a connection of its own to the server."""
+
+    def __init__(self, system, con):
+        self.system = system
+        self.con = con
+
+    def execute(self, query, timeout):
+        return self.system._execute_on(self.con, query, timeout)
+
+    def close(self):
+        try:
+            self.con.close()
+        except Exception:  # the server may be gone already
+            pass
+
+
+class _ProcessSession:
+    """One concurrent client when every run is a `kura -c` process."""
+
+    def __init__(self, system):
+        self.system = system
+
+    def execute(self, query, timeout):
+        return self.system.execute(query, timeout)
+
+    def close(self):
+        pass
 
 
 def has_serve(binary):

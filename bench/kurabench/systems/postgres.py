@@ -146,20 +146,27 @@ class PostgreSQL(System):
         self.con.execute("VACUUM ANALYZE")
 
     def execute(self, query, timeout):
-        self.con.execute(f"SET statement_timeout = {int(timeout * 1000) if timeout else 0}")
+        return self._execute_on(self.con, query, timeout)
+
+    def open_session(self):
+        con = self.psycopg.connect(host="127.0.0.1", port=self.port, user=USER, dbname="postgres", autocommit=True)
+        return _Session(self, con)
+
+    def _execute_on(self, con, query, timeout):
+        con.execute(f"SET statement_timeout = {int(timeout * 1000) if timeout else 0}")
         start = time.perf_counter()
         result = None
         try:
-            with self.con.cursor() as cur:
+            with con.cursor() as cur:
                 for stmt in query.statements:
                     cur.execute(stmt)
                     if is_select(stmt):
                         result = ([d.name for d in cur.description], cur.fetchall())
         except self.psycopg.errors.QueryCanceled as e:
-            self._drop_views(query)
+            self._drop_views(con, query)
             raise QueryFailed(f"time limit of {timeout:g} s reached", timed_out=True) from e
         except self.psycopg.Error as e:
-            self._drop_views(query)
+            self._drop_views(con, query)
             raise QueryFailed(str(e).splitlines()[0]) from e
         seconds = time.perf_counter() - start
         if result is None:
@@ -171,9 +178,9 @@ class PostgreSQL(System):
             raise NotMeasurable("no connection to the server")
         return self.backend_pid
 
-    def _drop_views(self, query):
+    def _drop_views(self, con, query):
         for view in created_views(query):
-            self.con.execute(f"DROP VIEW IF EXISTS {view}")
+            con.execute(f"DROP VIEW IF EXISTS {view}")
 
     def prepare_cold(self, drop_os_cache):
         self._stop_server()
@@ -186,3 +193,17 @@ class PostgreSQL(System):
             self._stop_server()
             self.current = dict(self.warm)
             self._start_server()
+
+
+class _Session:
+    """One concurrent client of the throughput test: a connection (a backend) of its own."""
+
+    def __init__(self, system, con):
+        self.system = system
+        self.con = con
+
+    def execute(self, query, timeout):
+        return self.system._execute_on(self.con, query, timeout)
+
+    def close(self):
+        self.con.close()
