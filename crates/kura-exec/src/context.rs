@@ -127,21 +127,64 @@ impl MemoryTracker {
         self.limit
     }
 
-    /// Whether the query, or all queries together, hold more than `num / den`
-    /// of their limit: operators that can spill do so past this point, leaving
-    /// the rest of the budget for reading their spilled data back.
-    /// `extra` bytes more are counted as held (about to be).
-    pub fn past(&self, extra: u64, num: u64, den: u64) -> bool {
-        let over = |t: &MemoryTracker| t.used().saturating_add(extra) > t.limit / den * num;
-        over(self) || self.parent.as_deref().is_some_and(over)
-    }
-
     pub fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed)
     }
 
     pub fn peak(&self) -> u64 {
         self.peak.load(Ordering::Relaxed)
+    }
+}
+
+/// What one spilling operator (aggregation, sort, window) holds of its query's
+/// memory. It spills past a share of what the query leaves *it* — its own bytes
+/// plus the room left — not past a share of what the whole query holds: a join
+/// table below or beside it is not its to free, and counting it made an
+/// aggregation spill while it held little (as a hash join's build side did).
+#[derive(Debug, Default)]
+pub struct OwnShare {
+    held: AtomicU64,
+}
+
+impl OwnShare {
+    /// Reserves `bytes` from `memory` as this operator's (counted here even
+    /// when the reservation fails: the tracker keeps them too).
+    pub fn reserve(
+        &self,
+        memory: &MemoryTracker,
+        bytes: u64,
+        what: &'static str,
+    ) -> ExecResult<()> {
+        self.counted(bytes);
+        memory.reserve(bytes, what)
+    }
+
+    /// Gives `bytes` of this operator's back to `memory`.
+    pub fn release(&self, memory: &MemoryTracker, bytes: u64) {
+        let _ = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
+                Some(h.saturating_sub(bytes))
+            });
+        memory.release(bytes);
+    }
+
+    /// Counts `bytes` the operator reserved from the tracker itself.
+    pub fn counted(&self, bytes: u64) {
+        self.held.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn held(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Whether `extra` more bytes take this operator past `num / den` of what
+    /// the query (and all queries together) leave it: its own bytes plus the
+    /// room left. Alone in its query that is `num / den` of the limit; the
+    /// rest is for reading its spilled data back.
+    pub fn past(&self, memory: &MemoryTracker, extra: u64, num: u64, den: u64) -> bool {
+        let own = self.held();
+        own.saturating_add(extra) > memory.room().saturating_add(own) / den * num
     }
 }
 
@@ -408,6 +451,24 @@ mod tests {
         drop(a);
         assert_eq!(shared.used(), 0);
         assert_eq!(shared.peak(), 110);
+    }
+
+    #[test]
+    fn an_operator_spills_past_its_own_share_not_the_querys() {
+        let memory = MemoryTracker::new(100);
+        // Another operator's table holds 60 of 100.
+        memory.reserve(60, "join table").unwrap();
+        let share = OwnShare::default();
+        share.reserve(&memory, 10, "sort").unwrap();
+        // Half of what the query leaves it: (30 left + 10 own) / 2 = 20.
+        assert!(!share.past(&memory, 10, 1, 2));
+        assert!(share.past(&memory, 11, 1, 2));
+        share.release(&memory, 10);
+        assert_eq!((share.held(), memory.used()), (0, 60));
+        // Alone in its query, half of the limit.
+        memory.release(60);
+        assert!(!share.past(&memory, 50, 1, 2));
+        assert!(share.past(&memory, 51, 1, 2));
     }
 
     #[test]

@@ -159,3 +159,34 @@ fn q18s_small_joins_stay_in_memory_beside_a_spilling_aggregation() {
         );
     }
 }
+
+/// An aggregation above a join whose table holds much of the query's memory:
+/// its groups stay in memory while they fit in half of what the query leaves
+/// it. It used to spill once the whole query held half the limit — the
+/// join's table, which only the join can give back, counted as its own.
+#[test]
+fn an_aggregation_beside_a_big_join_table_spills_past_its_own_share_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path(), None);
+    let mut s = db.session();
+    // 2,000 groups (parts) over a join of orders with their comments: at 3MB
+    // the whole query's peak (1.6MB) passed half the limit and the
+    // aggregation spilled 1MB; its own groups are far from half of what the
+    // query leaves it.
+    let sql = "SELECT l_partkey, count(*), sum(length(o_comment)), sum(l_quantity) \
+               FROM lineitem JOIN orders ON l_orderkey = o_orderkey \
+               GROUP BY l_partkey ORDER BY l_partkey";
+    let expected = rows(&mut s, sql);
+    assert!(expected.len() > 1000, "{}", expected.len());
+    s.execute("SET memory_limit = '3MB'").unwrap();
+    for mode in ["serial", "ooo"] {
+        s.execute(&format!("SET execution_mode = '{mode}'"))
+            .unwrap();
+        assert_eq!(rows(&mut s, sql), expected, "{mode}");
+        let p = plan(&mut s, sql);
+        assert!(
+            !p.lines().any(|l| l.contains("spilled")),
+            "{mode}: nothing should spill at this limit: {p}"
+        );
+    }
+}

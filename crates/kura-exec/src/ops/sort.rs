@@ -19,7 +19,7 @@ use kura_common::{Batch, ColumnData, DataType, Vector};
 use super::sort_run::{cmp_rows, Run};
 use super::sort_spill::{merge_runs, write_run, RunFormat, SortedRunSource, SpilledRun};
 use super::{concat, join::batch_bytes, split};
-use crate::context::{ExecContext, NO_NODE};
+use crate::context::{ExecContext, OwnShare, NO_NODE};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::compact_batch;
 use crate::pipeline::{LocalState, Sink};
@@ -64,12 +64,14 @@ pub struct SortSink {
     spilled: Mutex<Vec<SpilledRun>>,
     /// The sorted result, when the sort spilled.
     sorted_file: Mutex<Option<SortedRunSource>>,
-    /// Set once the query holds more than half its memory: from then on the
-    /// workers' rows gather in `overflow`, written out as a run whenever the
-    /// memory passes half again. A worker's own buffer may be small (a local
+    /// Set once the sort holds more than half of what its query leaves it (its
+    /// rows plus the room left): from then on the workers' rows gather in
+    /// `overflow`, written out as a run whenever it passes half again. A worker's own buffer may be small (a local
     /// state per morsel) while all of them together are not.
     spilling: AtomicBool,
     overflow: Mutex<Buffered>,
+    /// The rows this sort holds of the query's memory.
+    share: OwnShare,
 }
 
 impl SortSink {
@@ -85,6 +87,7 @@ impl SortSink {
             sorted_file: Mutex::new(None),
             spilling: AtomicBool::new(false),
             overflow: Mutex::new(Buffered::default()),
+            share: OwnShare::default(),
         }
     }
 
@@ -120,7 +123,7 @@ impl SortSink {
     fn spill(&self, buf: &mut Buffered, ctx: &ExecContext) -> ExecResult<()> {
         let run = self.sort_run(std::mem::take(&mut buf.batches), ctx)?;
         let spilled = write_run(run, &self.format(), ctx)?;
-        ctx.memory.release(buf.bytes);
+        self.share.release(&ctx.memory, buf.bytes);
         (buf.rows, buf.bytes) = (0, 0);
         self.spilled
             .lock()
@@ -130,8 +133,8 @@ impl SortSink {
     }
 
     /// Adds a batch (`bytes` big, not reserved yet) and the worker's buffered
-    /// rows to the shared overflow, which becomes a run on disk once the query
-    /// holds more than half its memory. Under a limit the overflow is first cut
+    /// rows to the shared overflow, which becomes a run on disk once the sort
+    /// holds more than half of what its query leaves it. Under a limit the overflow is first cut
     /// to its best rows, as a worker's buffer is (top-N).
     fn consume_spilling(
         &self,
@@ -150,9 +153,9 @@ impl SortSink {
                 let mut all = std::mem::take(&mut *o);
                 drop(o);
                 let run = self.sort_run(std::mem::take(&mut all.batches), ctx)?;
-                ctx.memory.release(all.bytes - bytes);
+                self.share.release(&ctx.memory, all.bytes - bytes);
                 let kept = batch_bytes(&run.rows);
-                ctx.memory.reserve(kept, "sort")?;
+                self.share.reserve(&ctx.memory, kept, "sort")?;
                 let mut o = self.overflow.lock().unwrap_or_else(|e| e.into_inner());
                 o.rows += run.rows.len();
                 o.bytes += kept;
@@ -160,7 +163,7 @@ impl SortSink {
                 self.spill_if_full(o, ctx)
             }
             _ => {
-                ctx.memory.reserve(bytes, "sort")?;
+                self.share.reserve(&ctx.memory, bytes, "sort")?;
                 self.spill_if_full(o, ctx)
             }
         }
@@ -175,8 +178,8 @@ impl SortSink {
         ctx: &ExecContext,
     ) -> ExecResult<()> {
         let run_bytes = (ctx.memory.limit() / 8).max(MIN_RUN_BYTES);
-        let full = (o.bytes >= run_bytes && ctx.memory.past(0, 1, 2))
-            || (o.bytes >= MIN_RUN_BYTES && ctx.memory.past(0, 3, 4));
+        let full = (o.bytes >= run_bytes && self.share.past(&ctx.memory, 0, 1, 2))
+            || (o.bytes >= MIN_RUN_BYTES && self.share.past(&ctx.memory, 0, 3, 4));
         if !full {
             return Ok(());
         }
@@ -202,7 +205,7 @@ impl SortSink {
         for run in runs.into_iter().filter(|r| !r.rows.is_empty()) {
             spilled.push(write_run(run, &format, ctx)?);
         }
-        ctx.memory.release(held);
+        self.share.release(&ctx.memory, held);
         if let Some(run) = merge_runs(spilled, &format, self.limit, ctx)? {
             *self.sorted_file.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(SortedRunSource::new(run, &format));
@@ -498,8 +501,8 @@ impl Sink for SortSink {
             .downcast_mut::<Buffered>()
             .ok_or_else(|| ExecError::Internal("sort state".into()))?;
         let bytes = batch_bytes(&batch);
-        if self.spilling.load(Atomic::Relaxed) || ctx.memory.past(bytes, 1, 2) {
-            // Past half the limit: the rest is for merging the runs back.
+        if self.spilling.load(Atomic::Relaxed) || self.share.past(&ctx.memory, bytes, 1, 2) {
+            // Past half of its share: the rest is for merging the runs back.
             self.spilling.store(true, Atomic::Relaxed);
             return self.consume_spilling(buf, batch, bytes, ctx);
         }
@@ -511,15 +514,15 @@ impl Sink for SortSink {
                 // Top-N: keep this worker's best `limit` rows; the rest can never
                 // be in the result, and dropping them is what bounds memory.
                 let run = self.sort_run(std::mem::take(&mut buf.batches), ctx)?;
-                ctx.memory.release(buf.bytes - bytes);
+                self.share.release(&ctx.memory, buf.bytes - bytes);
                 let kept = batch_bytes(&run.rows);
                 buf.rows = run.rows.len();
                 buf.bytes = kept;
                 buf.batches.push(run.rows);
-                return ctx.memory.reserve(kept, "sort");
+                return self.share.reserve(&ctx.memory, kept, "sort");
             }
         }
-        ctx.memory.reserve(bytes, "sort")
+        self.share.reserve(&ctx.memory, bytes, "sort")
     }
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
         let buf = *local
@@ -530,7 +533,7 @@ impl Sink for SortSink {
         // A local state per morsel holds few rows; together they pass the
         // limit: the merged ones become one run on disk, in morsel order.
         let held: u64 = pending.iter().map(|p| p.1).sum();
-        if held >= MIN_RUN_BYTES && ctx.memory.past(0, 1, 2) {
+        if held >= MIN_RUN_BYTES && self.share.past(&ctx.memory, 0, 1, 2) {
             let mut all = Buffered {
                 batches: std::mem::take(&mut *pending)
                     .into_iter()

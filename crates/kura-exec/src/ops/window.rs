@@ -21,7 +21,7 @@ use super::sort::SortSink;
 use super::sort_run::cmp_rows;
 use super::sort_spill::{RunFormat, RunWriter, SortedRunSource};
 use super::{concat, split};
-use crate::context::{ExecContext, NO_NODE};
+use crate::context::{ExecContext, OwnShare, NO_NODE};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, PhysExpr};
 use crate::pipeline::{LocalState, Sink, Source};
@@ -54,6 +54,8 @@ pub struct WindowSink {
     sorter: SortSink,
     /// The result, when the window spilled.
     result_file: Mutex<Option<SortedRunSource>>,
+    /// The rows and results this window holds of the query's memory.
+    share: OwnShare,
 }
 
 /// A spilled window's chunk of whole partitions is computed once its rows
@@ -78,6 +80,7 @@ impl WindowSink {
             result: Mutex::new(Vec::new()),
             node: NO_NODE,
             spilling: AtomicBool::new(false),
+            share: OwnShare::default(),
             result_file: Mutex::new(None),
         };
         w.sorter = SortSink::new(w.sort_keys(), w.types.clone(), None);
@@ -105,7 +108,7 @@ impl WindowSink {
     }
 
     /// Whether rows go to the external sort from now on: they do already, or
-    /// the query holds more than half its memory. Without PARTITION BY there is
+    /// the window holds more than half of what its query leaves it. Without PARTITION BY there is
     /// one partition, computed in memory whatever its size.
     fn spills(&self, ctx: &ExecContext, extra: u64) -> bool {
         if self.partition_by.is_empty() {
@@ -114,7 +117,7 @@ impl WindowSink {
         if self.spilling.load(Atomic::Relaxed) {
             return true;
         }
-        if ctx.memory.past(extra, 1, 2) {
+        if self.share.past(&ctx.memory, extra, 1, 2) {
             self.spilling.store(true, Atomic::Relaxed);
             return true;
         }
@@ -130,7 +133,7 @@ impl WindowSink {
         ctx: &ExecContext,
     ) -> ExecResult<()> {
         for b in batches {
-            ctx.memory.release(batch_bytes(&b));
+            self.share.release(&ctx.memory, batch_bytes(&b));
             self.sorter.consume(sorting, b, ctx)?;
         }
         Ok(())
@@ -153,7 +156,8 @@ impl WindowSink {
             ctx.check_cancel()?;
             let key = vals.get(self.partition_by.len());
             let v = self.compute(f, &sorted, &layout, key)?;
-            ctx.memory.reserve(vector_bytes(&v), "window")?;
+            self.share
+                .reserve(&ctx.memory, vector_bytes(&v), "window")?;
             computed.push(v);
         }
         let mut columns = sorted.columns;
@@ -286,7 +290,7 @@ impl WindowSink {
             w.push(result.columns, n, ctx)?;
             // The chunk's rows and results are on disk: what stays held is
             // the next chunk's start.
-            ctx.memory.release(computed);
+            self.share.release(&ctx.memory, computed);
             let rest: u64 = chunk.iter().map(batch_bytes).sum();
             ctx.memory.release(held.saturating_sub(rest));
             held = rest;
@@ -467,7 +471,7 @@ impl Sink for WindowSink {
             self.to_sorter(sorting, std::mem::take(&mut buf.batches), ctx)?;
             return self.sorter.consume(sorting, batch, ctx);
         }
-        ctx.memory.reserve(bytes, "window")?;
+        self.share.reserve(&ctx.memory, bytes, "window")?;
         buf.batches.push(batch);
         Ok(())
     }

@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 
 use kura_common::{Batch, DataType, Vector, BATCH_SIZE};
 
-use crate::context::{ExecContext, NO_NODE};
+use crate::context::{ExecContext, OwnShare, NO_NODE};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::budget::ValueScope;
 use crate::expr::{compact_batch, PhysExpr};
@@ -452,6 +452,9 @@ pub struct AggregateSink {
     spilled: Mutex<Option<Arc<Partitions>>>,
     /// Worker states not merged into `shared` because the aggregation spills.
     held: Mutex<Vec<AggState>>,
+    /// What the states reserved of the query's memory (counted as batches are
+    /// consumed; given back with the states).
+    share: OwnShare,
 }
 
 impl AggregateSink {
@@ -494,6 +497,7 @@ impl AggregateSink {
             spilling: AtomicBool::new(false),
             spilled: Mutex::new(None),
             held: Mutex::new(Vec::new()),
+            share: OwnShare::default(),
         }
     }
 
@@ -503,9 +507,9 @@ impl AggregateSink {
         self
     }
 
-    /// Whether the aggregation spills from now on: it does already, or the
-    /// query holds more than half its memory (the other half is for reading
-    /// the partitions back). Without keys there is one group, and nothing to
+    /// Whether the aggregation spills from now on: it does already, or it
+    /// holds more than half of what its query leaves it (its groups plus the
+    /// room left; the other half is for reading the partitions back). Without keys there is one group, and nothing to
     /// partition.
     fn spills(&self, ctx: &ExecContext, extra: u64) -> bool {
         if self.group_by.is_empty() {
@@ -514,11 +518,40 @@ impl AggregateSink {
         if self.spilling.load(Ordering::Relaxed) {
             return true;
         }
-        if ctx.memory.past(extra, 1, 2) {
+        if self.share.past(&ctx.memory, extra, 1, 2) {
             self.spilling.store(true, Ordering::Relaxed);
             return true;
         }
         false
+    }
+
+    /// Groups a batch's rows into `st` and updates their accumulators.
+    fn aggregate_batch(
+        &self,
+        st: &mut AggState,
+        batch: Batch,
+        ctx: &ExecContext,
+    ) -> ExecResult<()> {
+        if let (Some(cols), Some(sel)) = (&self.packed_columns, &batch.selection) {
+            let keys: Vec<&Vector> = cols.iter().filter_map(|&c| batch.columns.get(c)).collect();
+            if keys.len() == cols.len() {
+                if let Some(ids) = st.packed_group_ids_at(&keys, sel, ctx)? {
+                    st.register(|| self.operator());
+                    let args = compact_read(batch, &self.arg_columns);
+                    return self.update(st, &ids, args, ctx);
+                }
+            }
+        }
+        let batch = compact_batch(batch);
+        let n = batch.num_rows;
+        let keys = self
+            .group_by
+            .iter()
+            .map(|e| e.eval(&batch))
+            .collect::<ExecResult<Vec<_>>>()?;
+        let ids = st.group_ids(&keys, n, ctx)?;
+        st.register(|| self.operator());
+        self.update(st, &ids, batch, ctx)
     }
 
     /// Writes a batch's rows to the partitions instead of aggregating them.
@@ -885,30 +918,18 @@ impl Sink for AggregateSink {
             .downcast_mut::<AggState>()
             .ok_or_else(|| ExecError::Internal("aggregate state".into()))?;
         // Decided before the batch changes any state: a reservation that fails
-        // halfway cannot be undone.
-        if self.spills(ctx, 0) {
+        // halfway cannot be undone. A fresh state's tables are allocated but
+        // not reserved yet (a dense table over the keys' estimated span): its
+        // first batch reserves them.
+        let allocated = st.held_bytes().saturating_sub(st.reserved);
+        if self.spills(ctx, allocated) {
             return self.spill_batch(batch, ctx);
         }
-        if let (Some(cols), Some(sel)) = (&self.packed_columns, &batch.selection) {
-            let keys: Vec<&Vector> = cols.iter().filter_map(|&c| batch.columns.get(c)).collect();
-            if keys.len() == cols.len() {
-                if let Some(ids) = st.packed_group_ids_at(&keys, sel, ctx)? {
-                    st.register(|| self.operator());
-                    let args = compact_read(batch, &self.arg_columns);
-                    return self.update(st, &ids, args, ctx);
-                }
-            }
-        }
-        let batch = compact_batch(batch);
-        let n = batch.num_rows;
-        let keys = self
-            .group_by
-            .iter()
-            .map(|e| e.eval(&batch))
-            .collect::<ExecResult<Vec<_>>>()?;
-        let ids = st.group_ids(&keys, n, ctx)?;
-        st.register(|| self.operator());
-        self.update(st, &ids, batch, ctx)
+        // What the state reserves for this batch is the aggregation's own.
+        let before = st.charged;
+        let done = self.aggregate_batch(st, batch, ctx);
+        self.share.counted(st.charged - before);
+        done
     }
 
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
