@@ -136,11 +136,11 @@ impl MemoryTracker {
     }
 }
 
-/// What one spilling operator (aggregation, sort, window) holds of its query's
-/// memory. It spills past a share of what the query leaves *it* — its own bytes
-/// plus the room left — not past a share of what the whole query holds: a join
-/// table below or beside it is not its to free, and counting it made an
-/// aggregation spill while it held little (as a hash join's build side did).
+/// What one spilling operator (a hash join's build side, an aggregation, a
+/// sort, a window) holds of its query's memory. It spills past a share of what
+/// the query leaves *it* — its own bytes plus the room left — not past a share
+/// of what the whole query holds: another operator's table is not its to free,
+/// and counting it made operators spill while they held little.
 #[derive(Debug, Default)]
 pub struct OwnShare {
     held: AtomicU64,
@@ -176,6 +176,12 @@ impl OwnShare {
 
     pub fn held(&self) -> u64 {
         self.held.load(Ordering::Relaxed)
+    }
+
+    /// Hands every byte held to the caller, who gives them back (a built
+    /// join table holds its reservation until dropped).
+    pub fn take(&self) -> u64 {
+        self.held.swap(0, Ordering::Relaxed)
     }
 
     /// Whether `extra` more bytes take this operator past `num / den` of what

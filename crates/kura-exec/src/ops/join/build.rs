@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
 use super::{spill, BuildSide, Held, JoinAlgorithm, JoinSpec, JoinTable};
-use crate::context::ExecContext;
+use crate::context::{ExecContext, OwnShare};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::compact_batch;
 use crate::ops::concat;
@@ -40,8 +40,9 @@ pub struct JoinBuildSink {
     /// Set once the build side spills: every batch then goes to `spilled`.
     spilling: AtomicBool,
     spilled: OnceLock<Arc<Partitions>>,
-    /// Bytes this sink reserved (given back when a partition is done).
-    reserved: AtomicU64,
+    /// Bytes this sink reserved (given back when a partition is done, or
+    /// handed to the built table).
+    share: OwnShare,
     /// Build rows held in memory.
     rows: AtomicU64,
 }
@@ -60,7 +61,7 @@ impl JoinBuildSink {
             node: crate::context::NO_NODE,
             spilling: AtomicBool::new(false),
             spilled: OnceLock::new(),
-            reserved: AtomicU64::new(0),
+            share: OwnShare::default(),
             rows: AtomicU64::new(0),
         }
     }
@@ -92,14 +93,13 @@ impl JoinBuildSink {
     fn too_big(&self, bytes: u64, rows: usize, ctx: &ExecContext) -> bool {
         let rows = self.rows.load(Ordering::Relaxed) + rows as u64;
         let index = rows.saturating_mul(INDEX_BYTES_PER_ROW);
-        let own = self.reserved().saturating_add(bytes + index);
         match self.budget {
-            Some(budget) => own > budget,
+            Some(budget) => self.reserved().saturating_add(bytes + index) > budget,
             // Half of what the query leaves this build (its room plus what the
             // build already holds): a small build spills only when others hold
             // nearly everything, and a large one while half is still left
             // for reading its partitions back.
-            None => own > ctx.memory.room().saturating_add(self.reserved()) / 2,
+            None => self.share.past(&ctx.memory, bytes + index, 1, 2),
         }
     }
 
@@ -112,7 +112,7 @@ impl JoinBuildSink {
 
     /// Bytes this sink reserved from the query's memory.
     pub fn reserved(&self) -> u64 {
-        self.reserved.load(Ordering::Relaxed)
+        self.share.held()
     }
 
     fn partitions(&self) -> &Arc<Partitions> {
@@ -131,9 +131,7 @@ impl JoinBuildSink {
     }
 
     fn reserve(&self, bytes: u64, what: &'static str, ctx: &ExecContext) -> ExecResult<()> {
-        // Counted even when the reservation fails: the tracker keeps them.
-        self.reserved.fetch_add(bytes, Ordering::Relaxed);
-        ctx.memory.reserve(bytes, what)
+        self.share.reserve(&ctx.memory, bytes, what)
     }
 
     /// Writes `batches` (rows held before the spill began) to the partitions,
@@ -145,7 +143,7 @@ impl JoinBuildSink {
             let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
             spill::spill_batch(parts, keys, b, ctx)?;
         }
-        ctx.memory.release(self.reserved.swap(0, Ordering::Relaxed));
+        ctx.memory.release(self.share.take());
         parts.flush(ctx)
     }
 
@@ -272,7 +270,7 @@ impl Sink for JoinBuildSink {
         };
         // From here the table holds the reservation: it is given back when the
         // table is dropped, not when the query ends.
-        let held = Held::new(ctx.memory.clone(), self.reserved.swap(0, Ordering::Relaxed));
+        let held = Held::new(ctx.memory.clone(), self.share.take());
         let mut table = JoinTable {
             side,
             index,
