@@ -372,12 +372,37 @@ fn run_static(run: &Arc<Run>, morsels: Range<usize>) -> ExecResult<Vec<LocalStat
 }
 
 /// Out-of-order mode: a task per morsel; each keeps its own local state.
+/// Morsel tasks spawned at once: a source of a hundred million morsels (a
+/// `generate_series` of a trillion rows) runs them a window after the other
+/// instead of holding a task and a result slot for each (gigabytes before
+/// the first row). A window is long enough that its end costs nothing.
+const TASK_WINDOW: usize = 1 << 16;
+
 fn run_out_of_order(run: &Arc<Run>, morsels: Range<usize>) -> ExecResult<Vec<LocalState>> {
-    let rt = run.ctx.runtime()?;
     if run.ctx.prefetch {
         run.read_ahead
             .store(read_ahead_distance(run.source.as_ref()), Ordering::Relaxed);
     }
+    let mut locals = Vec::new();
+    let mut start = morsels.start;
+    while start < morsels.end {
+        let end = morsels.end.min(start + TASK_WINDOW);
+        locals.extend(run_window(run, start..end)?);
+        if run.stopped.load(Ordering::Relaxed) {
+            break;
+        }
+        start = end;
+    }
+    let per_worker =
+        std::mem::take(&mut *run.worker_locals.lock().unwrap_or_else(|p| p.into_inner()));
+    locals.extend(per_worker.into_iter().flatten());
+    Ok(locals)
+}
+
+/// One task per morsel of `morsels` on the runtime; their local states in
+/// morsel order.
+fn run_window(run: &Arc<Run>, morsels: Range<usize>) -> ExecResult<Vec<LocalState>> {
+    let rt = run.ctx.runtime()?;
     let first = morsels.start;
     let slots: Arc<Vec<Mutex<Option<LocalState>>>> =
         Arc::new(morsels.clone().map(|_| Mutex::new(None)).collect());
@@ -404,12 +429,9 @@ fn run_out_of_order(run: &Arc<Run>, morsels: Range<usize>) -> ExecResult<Vec<Loc
     }
     let slots = Arc::try_unwrap(slots)
         .map_err(|_| ExecError::Internal("a morsel task outlived its pipeline".into()))?;
-    let per_worker =
-        std::mem::take(&mut *run.worker_locals.lock().unwrap_or_else(|p| p.into_inner()));
     Ok(slots
         .into_iter()
         .filter_map(|s| s.into_inner().unwrap_or_else(|p| p.into_inner()))
-        .chain(per_worker.into_iter().flatten())
         .collect())
 }
 

@@ -95,6 +95,9 @@ impl TableSource for SeriesTable {
     fn zones(&self, _col: usize) -> Vec<Zone> {
         Vec::new()
     }
+    fn uniform_row_groups(&self) -> Option<u64> {
+        Some(GROUP_ROWS)
+    }
     fn row_groups(&self) -> Vec<Range<u64>> {
         (0..self.count)
             .step_by(GROUP_ROWS as usize)

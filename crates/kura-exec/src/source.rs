@@ -60,6 +60,13 @@ pub trait TableSource: Send + Sync {
     fn zones(&self, col: usize) -> Vec<Zone>;
     /// Row ranges that are the natural unit of parallel scanning.
     fn row_groups(&self) -> Vec<Range<u64>>;
+    /// `Some(rows)` when every row group but the last holds `rows` rows, in row
+    /// order from 0 — a table computed as it is read (`generate_series`), whose
+    /// groups a scan then numbers instead of listing: a series of a trillion
+    /// rows has 15 million of them.
+    fn uniform_row_groups(&self) -> Option<u64> {
+        None
+    }
     /// Whether a row group is decoded as a whole the first time any of its rows is read
     /// (a Parquet column chunk, a piece of a CSV file): then a scan hands each worker whole
     /// groups, since two workers in one group would wait on each other's decode.

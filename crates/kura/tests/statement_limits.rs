@@ -255,3 +255,42 @@ fn a_prepared_long_text_holds_its_parse_memory_while_it_lives() {
     );
     drop((second, third));
 }
+
+/// Peak resident memory of this process (VmHWM), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+/// A series of a trillion rows is read as it is computed: its scan numbers its
+/// morsels instead of listing them, and the out-of-order runtime spawns them a
+/// window at a time. It used to list 120 million morsels and spawn a task for
+/// each before reading a row: gigabytes a second until the machine ran out.
+#[test]
+fn a_trillion_row_series_runs_in_little_memory_until_its_time_limit() {
+    with_db(|s| {
+        let before = peak_rss();
+        s.execute("SET statement_timeout = '500ms'").unwrap();
+        for mode in ["serial", "static", "ooo"] {
+            s.execute(&format!("SET execution_mode = {mode}")).unwrap();
+            let t0 = std::time::Instant::now();
+            let err = s
+                .execute("SELECT count(*) FROM generate_series(1, 1000000000000)")
+                .unwrap_err();
+            assert_eq!(err.sqlstate(), "57014", "{mode}: {err}");
+            assert!(t0.elapsed().as_secs() < 30, "{mode}: {:?}", t0.elapsed());
+        }
+        let grown = peak_rss().saturating_sub(before);
+        assert!(grown < 256 << 20, "the peak RSS grew by {grown} bytes");
+        s.execute("SET statement_timeout = 0").unwrap();
+        assert_eq!(
+            scalar(
+                s,
+                "SELECT count(*), sum(g) FROM generate_series(1, 300000) g"
+            ),
+            Value::BigInt(300_000)
+        );
+    });
+}

@@ -99,7 +99,7 @@ pub struct ScanSource {
     /// The row ranges of each morsel: candidate rows of one row group, cut into
     /// pieces of at most [`MORSEL_ROWS`] so that even a small table gives every
     /// worker work, in row order.
-    morsels: Vec<Vec<Range<u64>>>,
+    morsels: Morsels,
     /// `TABLESAMPLE BERNOULLI`: the rows of each batch kept (SYSTEM is applied
     /// to `candidates` instead, so its skipped pages are never read).
     bernoulli: Option<TableSample>,
@@ -125,6 +125,55 @@ fn late_columns(filter: &PhysExpr, columns: usize) -> Option<Vec<bool>> {
     filter.columns(&mut used);
     let late: Vec<bool> = (0..columns).map(|i| !used.contains(&i)).collect();
     (used.iter().any(|&i| i < late.len()) && late.contains(&true)).then_some(late)
+}
+
+/// A scan's morsels: listed, or numbered when every row is a candidate and the
+/// table's row groups are uniform (a `generate_series` of a trillion rows would
+/// list 120 million morsels, gigabytes, before reading its first row).
+enum Morsels {
+    Listed(Vec<Vec<Range<u64>>>),
+    /// Morsel `i` is rows `i * rows_each ..` (the last one shorter) of `rows`.
+    Numbered {
+        rows: u64,
+        rows_each: u64,
+    },
+}
+
+impl Morsels {
+    fn len(&self) -> usize {
+        match self {
+            Morsels::Listed(m) => m.len(),
+            Morsels::Numbered { rows, rows_each } => rows.div_ceil(*rows_each) as usize,
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<std::borrow::Cow<'_, [Range<u64>]>> {
+        match self {
+            Morsels::Listed(m) => m.get(i).map(|r| std::borrow::Cow::Borrowed(r.as_slice())),
+            Morsels::Numbered { rows, rows_each } => {
+                let start = (i as u64).checked_mul(*rows_each).filter(|s| s < rows)?;
+                let end = start.saturating_add(*rows_each).min(*rows);
+                Some(std::borrow::Cow::Owned(vec![start..end]))
+            }
+        }
+    }
+}
+
+/// The candidate rows of `table`'s row groups cut into morsels.
+fn listed_morsels(table: &dyn TableSource, candidates: &[Range<u64>]) -> Vec<Vec<Range<u64>>> {
+    let n = table.row_count();
+    let mut groups = table.row_groups();
+    if groups.is_empty() && n > 0 {
+        groups = std::iter::once(0..n).collect();
+    }
+    let morsel_rows = if table.decodes_whole_groups() && groups.len() > 1 {
+        // A group's first read decodes all of it; with several groups, each worker
+        // takes whole ones rather than waiting on another's decode of a shared group.
+        u64::MAX
+    } else {
+        MORSEL_ROWS
+    };
+    cut_morsels(&groups, candidates, morsel_rows)
 }
 
 /// The candidate rows of each group cut into morsels of at most `morsel_rows` rows.
@@ -192,18 +241,14 @@ impl ScanSource {
             candidates = intersect(&candidates, &keep);
         }
         let bernoulli = sample.filter(|s| s.method == SampleMethod::Bernoulli);
-        let mut groups = table.row_groups();
-        if groups.is_empty() && n > 0 {
-            groups = std::iter::once(0..n).collect();
-        }
-        let morsel_rows = if table.decodes_whole_groups() && groups.len() > 1 {
-            // A group's first read decodes all of it; with several groups, each worker
-            // takes whole ones rather than waiting on another's decode of a shared group.
-            u64::MAX
-        } else {
-            MORSEL_ROWS
+        let every_row = candidates.len() == 1 && candidates[0] == (0..n);
+        let morsels = match table.uniform_row_groups() {
+            Some(group) if every_row && group % MORSEL_ROWS == 0 => Morsels::Numbered {
+                rows: n,
+                rows_each: MORSEL_ROWS,
+            },
+            _ => Morsels::Listed(listed_morsels(table.as_ref(), &candidates)),
         };
-        let morsels = cut_morsels(&groups, &candidates, morsel_rows);
         let late = filter.as_ref().and_then(|f| late_columns(f, columns.len()));
         ScanSource {
             table,
@@ -392,7 +437,7 @@ impl Source for ScanSource {
         let mut pages = Vec::new();
         let mut seen = HashSet::new();
         for &col in &self.columns {
-            for r in ranges {
+            for r in ranges.iter() {
                 for page in self.table.pages(col, r.clone()) {
                     if seen.insert(page) {
                         pages.push(page);
@@ -409,7 +454,7 @@ impl Source for ScanSource {
         };
         let mut reads: Vec<crate::source::FileRead> = Vec::new();
         for &col in &self.columns {
-            for r in ranges {
+            for r in ranges.iter() {
                 for read in self.table.file_reads(col, r.clone()) {
                     if !reads.iter().any(|x| x.key == read.key) {
                         reads.push(read);

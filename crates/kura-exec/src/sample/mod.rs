@@ -47,6 +47,9 @@ impl TableSource for SampledTable {
     fn row_groups(&self) -> Vec<Range<u64>> {
         self.inner.row_groups()
     }
+    fn uniform_row_groups(&self) -> Option<u64> {
+        self.inner.uniform_row_groups()
+    }
     fn decodes_whole_groups(&self) -> bool {
         self.inner.decodes_whole_groups()
     }
