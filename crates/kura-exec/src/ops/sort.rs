@@ -66,8 +66,9 @@ pub struct SortSink {
     sorted_file: Mutex<Option<SortedRunSource>>,
     /// Set once the sort holds more than half of what its query leaves it (its
     /// rows plus the room left): from then on the workers' rows gather in
-    /// `overflow`, written out as a run whenever it passes half again. A worker's own buffer may be small (a local
-    /// state per morsel) while all of them together are not.
+    /// `overflow`, written out as a run whenever it passes half again. A
+    /// worker's own buffer may be small (a local state per morsel) while all
+    /// of them together are not.
     spilling: AtomicBool,
     overflow: Mutex<Buffered>,
     /// The rows this sort holds of the query's memory.
@@ -134,8 +135,9 @@ impl SortSink {
 
     /// Adds a batch (`bytes` big, not reserved yet) and the worker's buffered
     /// rows to the shared overflow, which becomes a run on disk once the sort
-    /// holds more than half of what its query leaves it. Under a limit the overflow is first cut
-    /// to its best rows, as a worker's buffer is (top-N).
+    /// holds more than half of what its query leaves it, or at once when the
+    /// batch does not fit what is left. Under a limit the overflow is first
+    /// cut to its best rows, as a worker's buffer is (top-N).
     fn consume_spilling(
         &self,
         buf: &mut Buffered,
@@ -161,6 +163,16 @@ impl SortSink {
                 o.bytes += kept;
                 o.batches.push(run.rows);
                 self.spill_if_full(o, ctx)
+            }
+            _ if ctx.memory.room() < bytes => {
+                // Too little left to hold even this batch (what other operators
+                // hold, finished windows' results before this one): the overflow
+                // goes to disk now however small the run. Counted until written.
+                self.share.counted(bytes);
+                ctx.memory.charge(bytes);
+                let mut full = std::mem::take(&mut *o);
+                drop(o);
+                self.spill(&mut full, ctx)
             }
             _ => {
                 self.share.reserve(&ctx.memory, bytes, "sort")?;
