@@ -153,7 +153,9 @@ impl Morsels {
             Morsels::Numbered { rows, rows_each } => {
                 let start = (i as u64).checked_mul(*rows_each).filter(|s| s < rows)?;
                 let end = start.saturating_add(*rows_each).min(*rows);
-                Some(std::borrow::Cow::Owned(vec![start..end]))
+                Some(std::borrow::Cow::Owned(
+                    std::iter::once(start..end).collect(),
+                ))
             }
         }
     }
