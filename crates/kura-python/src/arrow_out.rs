@@ -11,6 +11,7 @@ use kura::{CancelHandle, ResultColumn};
 use pyo3::prelude::*;
 
 use crate::errors::{db_error, InterfaceError, InternalError};
+use crate::sigint::Watch;
 use crate::stream::{schema_of, Chunker, Failure, Next, Pipe};
 
 /// How long the caller waits without the GIL before it lets Python's signal handlers run.
@@ -19,6 +20,7 @@ const SIGNAL_POLL: Duration = Duration::from_millis(50);
 const CLOSED: &str = "the connection is closed";
 const STOPPED: &str = "the result was closed: a later statement ran on its connection";
 const PANICKED: &str = "the query's thread stopped (a panic)";
+const INTERRUPTED: &str = "canceling statement due to user request (Ctrl-C while reading)";
 
 /// A failure as the Python exception of its kind.
 pub fn failure_error(f: Failure) -> PyErr {
@@ -113,13 +115,27 @@ pub fn table<'py>(
     table.into_pyarrow(py)
 }
 
-/// A stream read by Arrow's consumers a chunk at a time. It blocks without checking for
-/// Ctrl-C: its consumer may call it from a thread of its own while the main thread holds the
-/// GIL, and taking the GIL there would deadlock.
+/// A stream read by Arrow's consumers a chunk at a time. It waits without the GIL: its
+/// consumer may call it from a thread of its own while the main thread holds the GIL, and
+/// taking the GIL there would deadlock. So Ctrl-C is watched through kura's own SIGINT
+/// handler ([`crate::sigint`]): a signal during a read cancels the query and fails the read,
+/// and Python raises its KeyboardInterrupt as usual.
 struct Reader {
     pipe: Arc<Pipe>,
+    cancel: CancelHandle,
     chunker: Chunker,
     done: bool,
+}
+
+impl Reader {
+    /// Ends the query after Ctrl-C: cancelled, waited for (so that the session is free).
+    fn interrupted(&mut self) -> ArrowError {
+        self.cancel.cancel();
+        self.pipe.stop();
+        while !matches!(self.pipe.next(SIGNAL_POLL), Next::Done | Next::Failed(_)) {}
+        self.done = true;
+        ArrowError::ExternalError(INTERRUPTED.into())
+    }
 }
 
 impl Iterator for Reader {
@@ -127,8 +143,12 @@ impl Iterator for Reader {
 
     fn next(&mut self) -> Option<Self::Item> {
         let external = |e: String| ArrowError::ExternalError(e.into());
+        let watch = Watch::start();
         while !self.done {
-            match self.pipe.next(Duration::from_secs(3600)) {
+            if watch.fired() {
+                return Some(Err(self.interrupted()));
+            }
+            match self.pipe.next(SIGNAL_POLL) {
                 Next::Rows(b) => match self.chunker.push(b) {
                     Ok(Some(rb)) => return Some(Ok(rb)),
                     Ok(None) => {}
@@ -181,6 +201,7 @@ pub fn reader<'py>(
     let schema = schema_of(&columns).map_err(db_error)?;
     let reader = Reader {
         pipe,
+        cancel: cancel.clone(),
         chunker: Chunker::new(schema, chunk_rows),
         done: false,
     };

@@ -8,6 +8,7 @@ mod errors;
 mod qmark;
 mod result;
 mod running;
+mod sigint;
 mod stream;
 mod values;
 

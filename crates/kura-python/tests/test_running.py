@@ -1,6 +1,8 @@
 """Statements run with the GIL released and stop when cancelled (Ctrl-C, `interrupt`)."""
 
 import _thread
+import os
+import signal
 import threading
 import time
 
@@ -47,3 +49,31 @@ def test_interrupt_from_another_thread(con):
         con.execute(LONG)
     assert e.value.sqlstate == "57014"
     assert con.execute("select 2").fetchone() == (2,)
+
+
+def test_ctrl_c_cancels_a_record_batch_reader(con):
+    # pyarrow reads with the GIL released, so Python cannot see the signal there: kura's own
+    # SIGINT handler (chained before Python's) cancels the query. A real signal, as Ctrl-C sends.
+    # Runs for minutes unless cancelled, so a read that ignores Ctrl-C cannot pass.
+    reader = con.sql("select count(*) from generate_series(1, 1000000000000) a").to_arrow_reader()
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    read_for = None
+    failed = None
+    interrupted = False
+    try:
+        try:
+            reader.read_next_batch()
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:  # the read's error; Python's KeyboardInterrupt follows
+            failed = e
+        read_for = time.monotonic() - start
+        time.sleep(5)
+    except KeyboardInterrupt:
+        interrupted = True
+        read_for = read_for or time.monotonic() - start
+    assert interrupted, "Python's KeyboardInterrupt was not raised"
+    assert read_for < 5, f"the read went on {read_for:.1f} s after Ctrl-C"
+    assert failed is None or "Ctrl-C" in str(failed), failed
+    assert con.execute("select 3").fetchone() == (3,)
