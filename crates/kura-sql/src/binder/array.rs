@@ -6,8 +6,8 @@ use kura_common::{DataType, Value};
 use kura_exec::expr::{array_elements, BinaryOp, PhysExpr, ScalarFunc};
 use sqlparser::ast;
 
-use super::types::{as_array, coerce, common_type, fold, is_null_literal, is_untyped_null};
-use super::vocab::{param_marker, ExprCtx};
+use super::types::{as_array, coerce, common_type, fold, is_null_literal};
+use super::vocab::{is_unknown, no_such, param_marker, ExprCtx};
 use super::Binder;
 use crate::error::{Pos, SqlError, SqlResult};
 
@@ -25,21 +25,6 @@ pub(super) fn shifted(e: PhysExpr, shift: i32) -> PhysExpr {
         right: Box::new(PhysExpr::literal(Value::Integer(shift), DataType::Integer)),
         data_type: DataType::Integer,
     })
-}
-
-/// A quoted literal not yet given a type (PostgreSQL's `unknown`).
-fn is_untyped_text(e: &PhysExpr) -> bool {
-    matches!(
-        e,
-        PhysExpr::Literal {
-            value: Value::Text(_),
-            data_type: DataType::Varchar(None),
-        }
-    ) && param_marker(e).is_none()
-}
-
-fn untyped(e: &PhysExpr) -> bool {
-    is_untyped_text(e) || is_untyped_null(e)
 }
 
 /// The array type of elements of `t` (refused for an array: one dimension only).
@@ -104,7 +89,7 @@ impl Binder<'_> {
         }
         let typed: Vec<&PhysExpr> = items
             .iter()
-            .filter(|i| !untyped(i) && param_marker(i).is_none())
+            .filter(|i| !is_unknown(i) && param_marker(i).is_none())
             .collect();
         let mut ty: Option<DataType> = None;
         for i in typed {
@@ -147,8 +132,8 @@ impl Binder<'_> {
         let op = comparison_op(op, p)?;
         // Untyped sides take their type from the other, as in PostgreSQL:
         // `x = ANY('{1,2}')`, `x = ANY($1)`, `$1 = ANY(array)`.
-        let l_open = untyped(&l) || param_marker(&l).is_some();
-        let r = if untyped(&r) || param_marker(&r).is_some() {
+        let l_open = is_unknown(&l) || param_marker(&l).is_some();
+        let r = if is_unknown(&r) || param_marker(&r).is_some() {
             let elem = if l_open { TEXT } else { l.data_type() };
             let t = array_type(elem, p)?;
             let r = self.type_param(r, t);
@@ -352,23 +337,7 @@ impl Binder<'_> {
         args: Vec<PhysExpr>,
         p: Pos,
     ) -> SqlResult<PhysExpr> {
-        let no_such = |args: &[PhysExpr]| {
-            let types: Vec<String> = args
-                .iter()
-                .map(|a| {
-                    if untyped(a) {
-                        "unknown".to_string()
-                    } else {
-                        a.data_type().to_string()
-                    }
-                })
-                .collect();
-            SqlError::UnknownFunction {
-                name: format!("{name}({})", types.join(", ")),
-                pos: p,
-                suggestion: None,
-            }
-        };
+        let no_such = |args: &[PhysExpr]| no_such(name, args, p);
         // An untyped literal where an array goes is read as one (of text, or
         // of the other argument's element type).
         let array_arg =
@@ -376,7 +345,7 @@ impl Binder<'_> {
                 if a.data_type().is_array() {
                     return as_array(a, p);
                 }
-                if untyped(&a) || param_marker(&a).is_some() {
+                if is_unknown(&a) || param_marker(&a).is_some() {
                     let t = array_type(elem.unwrap_or(TEXT), p)?;
                     let a = b.type_param(a, t);
                     return coerce(a, t, p);
@@ -465,7 +434,7 @@ impl Binder<'_> {
             }
             ("array_append" | "array_position", Some(a), Some(x), None) => {
                 let shift = a.data_type().lower_bound() - 1;
-                let elem = (!untyped(&x)).then(|| x.data_type());
+                let elem = (!is_unknown(&x)).then(|| x.data_type());
                 let a = array_arg(self, a, elem)?;
                 let (a, x) = self.array_and_element(a, x, p)?;
                 if name == "array_append" {
@@ -477,7 +446,7 @@ impl Binder<'_> {
                 }
             }
             ("array_prepend", Some(x), Some(a), None) => {
-                let elem = (!untyped(&x)).then(|| x.data_type());
+                let elem = (!is_unknown(&x)).then(|| x.data_type());
                 let a = array_arg(self, a, elem)?;
                 let (a, x) = self.array_and_element(a, x, p)?;
                 let t = a.data_type();
@@ -513,8 +482,8 @@ impl Binder<'_> {
     pub(super) fn array_concat(&mut self, a: PhysExpr, b: PhysExpr, p: Pos) -> SqlResult<PhysExpr> {
         let name = match (a.data_type().is_array(), b.data_type().is_array()) {
             (true, true) => "array_cat",
-            (true, false) if untyped(&b) => "array_cat",
-            (false, true) if untyped(&a) => "array_cat",
+            (true, false) if is_unknown(&b) => "array_cat",
+            (false, true) if is_unknown(&a) => "array_cat",
             (true, false) => "array_append",
             _ => "array_prepend",
         };
@@ -532,7 +501,7 @@ impl Binder<'_> {
             .data_type()
             .element()
             .ok_or_else(|| SqlError::Internal("array argument".into()))?;
-        if untyped(&x) || param_marker(&x).is_some() {
+        if is_unknown(&x) || param_marker(&x).is_some() {
             let x = self.type_param(x, elem);
             return Ok((a, coerce(x, elem, p)?));
         }

@@ -3,7 +3,7 @@
 //! expression dispatcher, the function families and query binding all use these;
 //! this file uses none of them, so they can all import it without a loop.
 
-use kura_common::Value;
+use kura_common::{DataType, Value};
 use kura_exec::expr::PhysExpr;
 use kura_exec::WindowFunc;
 use sqlparser::ast::{self, Spanned};
@@ -123,12 +123,26 @@ pub(super) fn param_marker(e: &PhysExpr) -> Option<usize> {
     }
 }
 
+/// A quoted literal or NULL not yet given a type, not a parameter: what
+/// PostgreSQL calls `unknown` (and names so in "function f(unknown) does not
+/// exist").
+pub(super) fn is_unknown(e: &PhysExpr) -> bool {
+    let untyped_text = matches!(
+        e,
+        PhysExpr::Literal {
+            value: Value::Text(_),
+            data_type: DataType::Varchar(None),
+        }
+    ) && param_marker(e).is_none();
+    untyped_text || is_untyped_null(e)
+}
+
 /// `function name(types) does not exist` (42883), as PostgreSQL words it.
 pub(super) fn no_such(name: &str, args: &[PhysExpr], p: Pos) -> SqlError {
     let types: Vec<String> = args
         .iter()
         .map(|a| {
-            if is_untyped_null(a) {
+            if is_unknown(a) {
                 "unknown".to_string()
             } else {
                 a.data_type().to_string()
