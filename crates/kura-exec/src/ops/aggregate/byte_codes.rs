@@ -20,6 +20,9 @@ pub(super) struct ByteCodes {
 }
 
 impl ByteCodes {
+    /// Bytes a table takes.
+    pub(super) const BYTES: u64 = (CODES * std::mem::size_of::<u32>()) as u64;
+
     pub(super) fn new() -> ByteCodes {
         let groups: Box<[u32]> = vec![UNKNOWN; CODES].into_boxed_slice();
         ByteCodes {

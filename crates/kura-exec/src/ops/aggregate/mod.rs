@@ -34,6 +34,10 @@ mod moments;
 use crate::spill::partitions::{partition_of, Partitions, MAX_LEVEL, PARTITIONS};
 use crate::spill::result::ResultFile;
 use byte_codes::{ByteCodes, OneByteKeys};
+
+/// The one-byte keys' table is built only while it takes at most this share
+/// of the memory the query has left.
+const BYTE_CODES_ROOM_SHARE: u64 = 16;
 use byte_keys::ByteKeys;
 use dense::DenseGroups;
 /// The widest key range an aggregation numbers as an array from the start.
@@ -145,7 +149,7 @@ impl AggState {
         let key_refs: Vec<&Vector> = keys.iter().collect();
         if single_int_key(keys) {
             self.int_group_ids(&keys[0], n, &mut ids, &mut new_rows);
-        } else if !self.one_byte_group_ids(&key_refs, n, None, &mut ids, &mut new_rows)? {
+        } else if !self.one_byte_group_ids(&key_refs, n, None, &mut ids, &mut new_rows, ctx)? {
             match self.pack(keys, n) {
                 Some(packed) => self.packed_group_ids(&packed, &mut ids, &mut new_rows),
                 None => self.byte_group_ids(keys, n, &mut ids, &mut new_rows),
@@ -166,10 +170,17 @@ impl AggState {
         selected: Option<&[u32]>,
         ids: &mut Vec<u32>,
         new_rows: &mut Vec<u32>,
+        ctx: &ExecContext,
     ) -> ExecResult<bool> {
         let Some((layout, map)) = self.packed.as_mut() else {
             return Ok(false);
         };
+        // The table is a fixed 256 kB per worker: a speed-up, not worth a
+        // query under a small memory limit (Q1 under 512kB failed for it).
+        if self.byte_codes.is_none() && ByteCodes::BYTES * BYTE_CODES_ROOM_SHARE > ctx.memory.room()
+        {
+            return Ok(false);
+        }
         let Some(codes) = OneByteKeys::of(keys) else {
             return Ok(false);
         };
@@ -210,7 +221,7 @@ impl AggState {
     ) -> ExecResult<Option<Vec<u32>>> {
         let mut ids = Vec::with_capacity(selected.len());
         let mut new_rows = Vec::new();
-        if !self.one_byte_group_ids(keys, 0, Some(selected), &mut ids, &mut new_rows)? {
+        if !self.one_byte_group_ids(keys, 0, Some(selected), &mut ids, &mut new_rows, ctx)? {
             let Some((layout, _)) = &self.packed else {
                 return Ok(None);
             };
