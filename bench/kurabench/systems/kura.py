@@ -10,6 +10,7 @@ import csv
 import io
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -105,8 +106,11 @@ class Kura(System):
     def start(self):
         if self.shares_database_of:
             return  # the owner's fresh database, not to be removed
+        # The database file and its temporary directory (spill files, `<file>.tmp`).
         for stale in (self.path, self.path + ".tmp"):
-            if os.path.exists(stale):
+            if os.path.isdir(stale):
+                shutil.rmtree(stale)
+            elif os.path.exists(stale):
                 os.remove(stale)
 
     def version(self):
