@@ -178,6 +178,33 @@ impl MinMaxAcc {
         }
     }
 
+    /// Groups `from..to`'s extremes as one column a spilled aggregation
+    /// writes (NULL where a group saw no value); [`MinMaxAcc::update`] folds
+    /// it back. Integer slots keep their 128-bit form: no conversion either way.
+    pub fn state(&self, from: usize, to: usize) -> ExecResult<Vector> {
+        let validity = Some(self.seen[from..to].to_vec());
+        Ok(match &self.slots {
+            Slots::Int(v) => Vector {
+                data_type: DataType::Decimal {
+                    precision: 38,
+                    scale: 0,
+                },
+                data: ColumnData::I128(v[from..to].to_vec()),
+                validity,
+            },
+            Slots::Float(v) => Vector {
+                data_type: DataType::Double,
+                data: ColumnData::F64(v[from..to].to_vec()),
+                validity,
+            },
+            Slots::Other(v) => {
+                Vector::from_values(self.arg_type, &v[from..to]).ok_or_else(|| {
+                    ExecError::Internal(format!("min/max values of {}", self.arg_type))
+                })?
+            }
+        })
+    }
+
     /// The extreme of every group (NULL where a group saw no value), as type `out`.
     pub fn finish(&self, groups: usize, out: DataType) -> ExecResult<Vector> {
         let validity = Some(self.seen[..groups].to_vec());

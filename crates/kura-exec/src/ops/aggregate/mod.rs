@@ -1,8 +1,10 @@
 //! Hash aggregation: group keys map to group numbers, each aggregate keeps a typed
 //! accumulator array indexed by group. Each worker aggregates into local state that
 //! is merged into the shared table at the end. Past half its memory limit an
-//! aggregation spills: rows are hash-partitioned by key to temporary files and
-//! each partition is aggregated in turn with the groups already held.
+//! aggregation spills: a worker writes its groups' partial states, hash-partitioned
+//! by key, to temporary files and starts again with an empty table (aggregates whose
+//! state is a set or a list of values write the input rows instead); at the end each
+//! partition is aggregated in turn with the groups still held.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -456,10 +458,16 @@ pub struct AggregateSink {
     key_range: Option<(i64, i64)>,
     /// The plan node whose statistics show what was spilled.
     node: usize,
-    /// Set once the aggregation spills: every worker then writes its rows to
-    /// `spilled` instead of aggregating them, and merges no more.
+    /// Set once the aggregation spills: a worker then writes its state to
+    /// `spilled` whenever it passes the aggregation's share (or, when
+    /// `spills_states` is false, writes every row there instead of aggregating
+    /// it), and merges no more.
     spilling: AtomicBool,
-    /// The spilled rows, partitioned by key (created at the first).
+    /// Whether every aggregate's state is a few columns per group (counts,
+    /// sums, averages, extremes): the aggregation then spills partial states,
+    /// each group once per state written, not the rows that made them.
+    spills_states: bool,
+    /// The spilled states or rows, partitioned by key (created at the first).
     spilled: Mutex<Option<Arc<Partitions>>>,
     /// Worker states not merged into `shared` because the aggregation spills.
     held: Mutex<Vec<AggState>>,
@@ -492,7 +500,10 @@ impl AggregateSink {
         read.into_iter().for_each(|c| arg_columns[c] = true);
         let mut args: Vec<&mut PhysExpr> = calls.iter_mut().flat_map(|c| c.exprs_mut()).collect();
         let common_args = common::extract(&mut args, width);
+        let spills_states =
+            !group_by.is_empty() && calls.iter().all(|c| new_acc(c).state_width().is_some());
         AggregateSink {
+            spills_states,
             common_args,
             group_by,
             calls,
@@ -536,6 +547,52 @@ impl AggregateSink {
         false
     }
 
+    /// Whether `extra` more bytes take the aggregation past half of what its
+    /// query leaves it (the other half is for reading the partitions back).
+    fn past_share(&self, ctx: &ExecContext, extra: u64) -> bool {
+        !self.group_by.is_empty() && self.share.past(&ctx.memory, extra, 1, 2)
+    }
+
+    /// The partitions spilled states or rows go to.
+    fn partitions(&self) -> Arc<Partitions> {
+        let mut spilled = self.spilled.lock().unwrap_or_else(|e| e.into_inner());
+        spilled
+            .get_or_insert_with(|| Arc::new(Partitions::new(0, self.node)))
+            .clone()
+    }
+
+    /// Writes a worker's groups (keys and partial states) to the partitions
+    /// and gives its memory back; `st` starts again empty. Keys met again
+    /// later make new partial states, folded together per partition at the end.
+    fn spill_state(&self, st: &mut AggState, ctx: &ExecContext) -> ExecResult<()> {
+        self.spilling.store(true, Ordering::Relaxed);
+        let mut old = std::mem::replace(st, AggState::new(&self.key_types, &self.calls, None));
+        let written = self.write_state(&mut old, ctx);
+        self.share.release(&ctx.memory, old.charged);
+        written
+    }
+
+    /// [`AggregateSink::spill_state`]'s writing, a chunk of groups at a time
+    /// (the state's columns are copied out as they are written).
+    fn write_state(&self, st: &mut AggState, ctx: &ExecContext) -> ExecResult<()> {
+        if st.groups == 0 {
+            return Ok(());
+        }
+        let parts = self.partitions();
+        let keys = std::mem::take(&mut st.keys);
+        for from in (0..st.groups).step_by(STATE_CHUNK_GROUPS) {
+            ctx.check_cancel()?;
+            let to = st.groups.min(from + STATE_CHUNK_GROUPS);
+            let chunk: Vec<Vector> = keys.iter().map(|k| k.slice(from, to - from)).collect();
+            let mut states = Vec::new();
+            for acc in &st.accs {
+                acc.state(from, to, &mut states)?;
+            }
+            parts.add(&chunk, &states, to - from, ctx)?;
+        }
+        Ok(())
+    }
+
     /// Groups a batch's rows into `st` and updates their accumulators.
     fn aggregate_batch(
         &self,
@@ -565,7 +622,8 @@ impl AggregateSink {
         self.update(st, &ids, batch, ctx)
     }
 
-    /// Writes a batch's rows to the partitions instead of aggregating them.
+    /// Writes a batch's rows to the partitions instead of aggregating them
+    /// (when the aggregates' states are not columns: see `spills_states`).
     fn spill_batch(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
         let batch = compact_batch(batch);
         let n = batch.num_rows;
@@ -587,13 +645,7 @@ impl AggregateSink {
                 }
             })
             .collect();
-        let parts = {
-            let mut spilled = self.spilled.lock().unwrap_or_else(|e| e.into_inner());
-            spilled
-                .get_or_insert_with(|| Arc::new(Partitions::new(0, self.node)))
-                .clone()
-        };
-        parts.add(&keys, &columns, n, ctx)
+        self.partitions().add(&keys, &columns, n, ctx)
     }
 
     /// The result batches of a finished state (its keys are taken).
@@ -696,7 +748,12 @@ impl AggregateSink {
                 while let Some((columns, n)) = blocks.next_block()? {
                     ctx.check_cancel()?;
                     chunks.clear();
-                    chunks_of(columns, n, &mut chunks);
+                    if self.spills_states {
+                        // A state row's values are fixed in size: no chunking.
+                        chunks.push((columns, n));
+                    } else {
+                        chunks_of(columns, n, &mut chunks);
+                    }
                     for (mut columns, n) in chunks.drain(..) {
                         let args = columns.split_off(nkeys);
                         let keys = columns;
@@ -711,6 +768,13 @@ impl AggregateSink {
                         }
                         match &sub {
                             Some(s) => s.add(&keys, &args, n, ctx)?,
+                            None if self.spills_states => {
+                                let applied = st.group_ids(&keys, n, ctx).and_then(|ids| {
+                                    self.merge_states(&mut st, &ids, &args)?;
+                                    self.charge_values(&mut st, ctx)
+                                });
+                                applied.map_err(|e| one_group(e, st.groups))?;
+                            }
                             None => {
                                 let batch = Batch {
                                     columns: args,
@@ -742,6 +806,23 @@ impl AggregateSink {
                 }
             }
             ctx.memory.release(st.charged);
+        }
+        Ok(())
+    }
+
+    /// Folds spilled partial states (the columns [`Acc::state`] wrote, in
+    /// the aggregates' order) into groups `ids` of `st`.
+    fn merge_states(&self, st: &mut AggState, ids: &[u32], states: &[Vector]) -> ExecResult<()> {
+        let mut at = 0;
+        for acc in &mut st.accs {
+            let width = acc
+                .state_width()
+                .ok_or_else(|| ExecError::Internal("aggregate state width".into()))?;
+            let cols = states
+                .get(at..at + width)
+                .ok_or_else(|| ExecError::Internal("spilled aggregate states".into()))?;
+            acc.merge_state(ids, cols)?;
+            at += width;
         }
         Ok(())
     }
@@ -850,6 +931,10 @@ impl AggregateSink {
     }
 }
 
+/// Groups written per chunk when a worker spills its state: the copies of the
+/// state's columns stay small beside the state itself.
+const STATE_CHUNK_GROUPS: usize = 16 * BATCH_SIZE;
+
 /// Rows of a spilled block applied between two looks at the memory: a
 /// block's collected values (`string_agg`) may take several times its bytes.
 const CHUNK_ROWS: usize = 256;
@@ -933,7 +1018,15 @@ impl Sink for AggregateSink {
         // not reserved yet (a dense table over the keys' estimated span): its
         // first batch reserves them.
         let allocated = st.held_bytes().saturating_sub(st.reserved);
-        if self.spills(ctx, allocated) {
+        if self.spills_states {
+            // Past its share a worker writes its groups out and goes on
+            // aggregating into an empty table: rows keep being folded into
+            // groups, so what reaches the disk is at most one partial state
+            // per group and table, not every row.
+            if self.past_share(ctx, allocated) {
+                self.spill_state(st, ctx)?;
+            }
+        } else if self.spills(ctx, allocated) {
             return self.spill_batch(batch, ctx);
         }
         // What the state reserves for this batch is the aggregation's own.
@@ -948,7 +1041,13 @@ impl Sink for AggregateSink {
             .downcast::<AggState>()
             .map_err(|_| ExecError::Internal("aggregate state".into()))?;
         // A merge may grow the shared table by as much as the worker's: past
-        // half the memory the worker's state is kept apart instead.
+        // half the memory the worker's state is written out (or kept apart,
+        // when states are not columns) instead.
+        if self.spills_states
+            && (self.spilling.load(Ordering::Relaxed) || self.past_share(ctx, local.charged))
+        {
+            return self.spill_state(&mut local, ctx);
+        }
         if self.spills(ctx, local.charged) {
             self.held
                 .lock()
@@ -1137,6 +1236,130 @@ mod tests {
         assert_eq!(small.spill.written(), 0);
         let left = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
         assert_eq!(left, 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Groups by (k, t) with aggregates whose state is a few columns: all of
+    /// count(*), count(v), sum(v), avg(v), min(t), max(v), bool_or, and a
+    /// double sum and avg; or (`all` false) count(*) and sum(v) only.
+    fn state_sink(all: bool) -> AggregateSink {
+        let text = DataType::Varchar(None);
+        let big = || Some(col(1, DataType::BigInt));
+        let wide = DataType::Decimal {
+            precision: 38,
+            scale: 0,
+        };
+        let double = || {
+            Some(PhysExpr::Cast {
+                expr: Box::new(col(1, DataType::BigInt)),
+                to: DataType::Double,
+            })
+        };
+        let mut calls = vec![
+            AggCall::simple(AggFunc::CountStar, None, DataType::BigInt),
+            AggCall::simple(AggFunc::Sum, big(), wide),
+        ];
+        if all {
+            calls.extend([
+                AggCall::simple(AggFunc::Count, big(), DataType::BigInt),
+                AggCall::simple(AggFunc::Avg, big(), wide),
+                AggCall::simple(AggFunc::Min, Some(col(2, text)), text),
+                AggCall::simple(AggFunc::Max, big(), DataType::BigInt),
+                AggCall::simple(
+                    AggFunc::BoolOr,
+                    Some(col(3, DataType::Boolean)),
+                    DataType::Boolean,
+                ),
+                AggCall::simple(AggFunc::Sum, double(), DataType::Double),
+                AggCall::simple(AggFunc::Avg, double(), DataType::Double),
+            ]);
+        }
+        AggregateSink::new(vec![col(0, DataType::BigInt), col(4, text)], calls)
+    }
+
+    /// Row `i` of the state sink's input: key `i / per_key` (NULL every 97th
+    /// row), t "a" or "b" by key, v NULL in every row of keys ending in 3.
+    fn state_batch(from: usize, n: usize, per_key: usize) -> Batch {
+        let text = DataType::Varchar(None);
+        let mut b = batch(from, n);
+        let rows = from..from + n;
+        let key = |i: usize| (i / per_key) as i64;
+        let keys: Vec<Value> = rows
+            .clone()
+            .map(|i| {
+                if i % 97 == 0 {
+                    Value::Null
+                } else {
+                    Value::BigInt(key(i))
+                }
+            })
+            .collect();
+        let v: Vec<Value> = rows
+            .clone()
+            .map(|i| {
+                if key(i) % 10 == 3 {
+                    Value::Null
+                } else {
+                    Value::BigInt((i % 1_000) as i64 - 300)
+                }
+            })
+            .collect();
+        let t: Vec<Value> = rows
+            .map(|i| Value::Text(["a", "b"][key(i) as usize % 2].into()))
+            .collect();
+        b.columns[0] = Vector::from_values(DataType::BigInt, &keys).unwrap();
+        b.columns[1] = Vector::from_values(DataType::BigInt, &v).unwrap();
+        b.columns[4] = Vector::from_values(text, &t).unwrap();
+        b
+    }
+
+    /// The sorted result rows of 200,000 input rows, `per_key` rows a key.
+    fn run_states(s: &AggregateSink, ctx: &ExecContext, per_key: usize) -> ExecResult<Vec<String>> {
+        let mut locals = vec![s.local(), s.local()];
+        for (i, from) in (0..200_000).step_by(1000).enumerate() {
+            s.consume(&mut locals[i % 2], state_batch(from, 1000, per_key), ctx)?;
+        }
+        for l in locals {
+            s.merge(l, ctx)?;
+        }
+        s.finish(ctx)?;
+        let batches = match s.take_spilled() {
+            Some(file) => file.read_all()?,
+            None => s.take(),
+        };
+        let mut rows: Vec<String> = batches
+            .iter()
+            .flat_map(|b| (0..b.len()).map(move |r| format!("{:?}", b.row(r))))
+            .collect();
+        rows.sort();
+        Ok(rows)
+    }
+
+    #[test]
+    fn a_spilled_aggregation_writes_partial_states_and_gives_the_same_groups() {
+        let dir = std::env::temp_dir().join(format!("kura-agg-states-{}", std::process::id()));
+        for (all, per_key) in [(true, 4), (false, 8)] {
+            let s = state_sink(all);
+            assert!(s.spills_states);
+            let expected = run_states(&s, &ExecContext::unbounded(), per_key).unwrap();
+            // Every key, and the NULL key with "a" and with "b".
+            assert_eq!(expected.len(), 200_000 / per_key + 2);
+            assert!(expected.iter().any(|r| r.contains("Null")));
+            let small = ExecContext::new(Arc::new(AtomicBool::new(false)), 1 << 20)
+                .with_spill(dir.clone(), u64::MAX);
+            let s = state_sink(all).with_node(0);
+            let got = run_states(&s, &small, per_key).unwrap();
+            assert_eq!(got, expected);
+            let spilled = small.stats()[0].spilled_bytes;
+            assert!(spilled > 0, "nothing spilled");
+            if !all {
+                // States, not rows: a partial state per key (and table it
+                // was in) is a quarter of the rows' 16 bytes of key and value.
+                assert!(spilled < 200_000 * 16 / 2, "{spilled} bytes spilled");
+            }
+            assert_eq!(small.memory.used(), 0);
+            assert_eq!(small.spill.written(), 0);
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 
