@@ -93,6 +93,51 @@ impl ConstraintInfo {
     }
 }
 
+/// A setting as `pg_settings` shows it (its columns, by name).
+#[derive(Debug, Clone)]
+pub struct SysSetting {
+    pub name: String,
+    pub setting: String,
+    pub description: String,
+    /// `kura` for kura's own settings, `client` for the PostgreSQL parameters.
+    pub category: String,
+    /// The unit of `setting`, `min_val` and `max_val` (`B`, `ms`).
+    pub unit: Option<String>,
+    /// `user`, `superuser` or `postmaster`: who may change it, and when.
+    pub context: String,
+    /// `bool`, `enum`, `integer`, `real` or `string`.
+    pub vartype: String,
+    /// Where the value came from: `default`, `session`, `command line` ...
+    pub source: String,
+    pub min_val: Option<String>,
+    pub max_val: Option<String>,
+    /// An enum setting's values.
+    pub enumvals: Option<Vec<String>>,
+    pub boot_val: String,
+    pub reset_val: String,
+}
+
+impl SysSetting {
+    /// A string parameter any session may set, at its default.
+    pub fn text(name: &str, setting: &str, description: &str, category: &str) -> SysSetting {
+        SysSetting {
+            name: name.to_string(),
+            setting: setting.to_string(),
+            description: description.to_string(),
+            category: category.to_string(),
+            unit: None,
+            context: "user".to_string(),
+            vartype: "string".to_string(),
+            source: "default".to_string(),
+            min_val: None,
+            max_val: None,
+            enumvals: None,
+            boot_val: setting.to_string(),
+            reset_val: setting.to_string(),
+        }
+    }
+}
+
 /// Name lookup for the binder.
 pub trait CatalogProvider {
     fn table(&self, name: &str) -> Option<Arc<dyn TableSource>>;
@@ -100,7 +145,7 @@ pub trait CatalogProvider {
     /// Every table and view name (for "did you mean" hints).
     fn relation_names(&self) -> Vec<String>;
     /// The settings `pg_catalog.pg_settings` lists.
-    fn settings(&self) -> Vec<crate::system::SysSetting> {
+    fn settings(&self) -> Vec<SysSetting> {
         Vec::new()
     }
     /// The session a statement runs in (`version()`, `now()` ...); `None` where

@@ -24,7 +24,8 @@ use std::collections::{HashMap, HashSet};
 use kura_exec::expr::PhysExpr;
 use kura_exec::{AggCall, AggFunc};
 
-use super::estimate::{estimate, Estimate};
+use super::cardinality::Estimate;
+use super::estimate::estimate;
 use super::join_order::order_region;
 use super::pushdown::{flatten, substitute};
 use crate::logical::{col, map_columns, refs_of, ColId, Columns, Logical};

@@ -7,7 +7,7 @@
 use kura_common::DataType;
 use kura_exec::expr::{BinaryOp, PhysExpr};
 
-use super::estimate::Estimate;
+use super::cardinality::Estimate;
 use crate::logical::ColId;
 
 /// One member of a class: a column and the input (bit) it belongs to.

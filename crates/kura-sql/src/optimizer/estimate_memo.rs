@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
 
-use super::estimate::Estimate;
+use super::cardinality::Estimate;
 use crate::logical::Logical;
 
 struct Memo {

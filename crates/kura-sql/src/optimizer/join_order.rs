@@ -8,8 +8,9 @@ use std::collections::HashSet;
 use kura_exec::expr::PhysExpr;
 use kura_exec::JoinType;
 
+use super::cardinality::Estimate;
 use super::equivalence::Classes;
-use super::estimate::{covered, estimate, join_rows, joined, Estimate};
+use super::estimate::{covered, estimate, join_rows, joined};
 use crate::logical::{conjunction, refs_of, ColId, Logical};
 
 struct Part {

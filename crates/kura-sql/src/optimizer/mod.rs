@@ -4,6 +4,7 @@
 //! decorrelated aggregates, and eager aggregation below joins.
 
 pub mod access;
+pub mod cardinality;
 mod eager;
 mod equivalence;
 pub mod estimate;

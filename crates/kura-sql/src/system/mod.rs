@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use kura_exec::{SourceColumn, TableSource};
 
+pub use crate::catalog::SysSetting;
 pub use relations::{is_function_name, system_relation, SYSTEM_RELATIONS};
 
 /// OID of namespace `pg_catalog` (PostgreSQL's).
@@ -131,51 +132,6 @@ pub struct SysDefault {
     /// The column, numbered from 1.
     pub column: usize,
     pub sql: String,
-}
-
-/// A setting as `pg_settings` shows it (its columns, by name).
-#[derive(Debug, Clone)]
-pub struct SysSetting {
-    pub name: String,
-    pub setting: String,
-    pub description: String,
-    /// `kura` for kura's own settings, `client` for the PostgreSQL parameters.
-    pub category: String,
-    /// The unit of `setting`, `min_val` and `max_val` (`B`, `ms`).
-    pub unit: Option<String>,
-    /// `user`, `superuser` or `postmaster`: who may change it, and when.
-    pub context: String,
-    /// `bool`, `enum`, `integer`, `real` or `string`.
-    pub vartype: String,
-    /// Where the value came from: `default`, `session`, `command line` ...
-    pub source: String,
-    pub min_val: Option<String>,
-    pub max_val: Option<String>,
-    /// An enum setting's values.
-    pub enumvals: Option<Vec<String>>,
-    pub boot_val: String,
-    pub reset_val: String,
-}
-
-impl SysSetting {
-    /// A string parameter any session may set, at its default.
-    pub fn text(name: &str, setting: &str, description: &str, category: &str) -> SysSetting {
-        SysSetting {
-            name: name.to_string(),
-            setting: setting.to_string(),
-            description: description.to_string(),
-            category: category.to_string(),
-            unit: None,
-            context: "user".to_string(),
-            vartype: "string".to_string(),
-            source: "default".to_string(),
-            min_val: None,
-            max_val: None,
-            enumvals: None,
-            boot_val: setting.to_string(),
-            reset_val: setting.to_string(),
-        }
-    }
 }
 
 /// Everything the system catalogs show, with OIDs assigned.
