@@ -11,42 +11,9 @@ use kura_common::DataType;
 use crate::file::PageId;
 use crate::index::BTreeIndex;
 use crate::rules::TableRules;
+pub use crate::schema::{ColumnDef, Schema};
 use crate::sequence::SequenceEntry;
 use crate::table::Table;
-
-/// A column of a table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ColumnDef {
-    pub name: String,
-    pub data_type: DataType,
-    pub nullable: bool,
-}
-
-/// A table's columns, in order.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Schema {
-    pub columns: Vec<ColumnDef>,
-}
-
-impl Schema {
-    pub fn new(columns: Vec<ColumnDef>) -> Self {
-        Schema { columns }
-    }
-
-    /// Position of a column by name. Names are exact, as in PostgreSQL: SQL folds an
-    /// unquoted identifier to lower case before it asks, a quoted one keeps its case.
-    pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name == name)
-    }
-
-    pub fn len(&self) -> usize {
-        self.columns.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.columns.is_empty()
-    }
-}
 
 /// A stored view: its defining SQL and output column names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

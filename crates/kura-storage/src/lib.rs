@@ -10,8 +10,10 @@ pub mod error;
 pub mod file;
 pub mod index;
 pub mod loader;
+mod memory;
 pub mod resident;
 pub mod rules;
+pub mod schema;
 pub mod sequence;
 pub mod storage;
 pub mod table;
@@ -22,10 +24,10 @@ pub use buffer::{
     FixAttempt, InFlight, PageGuard, ReadRequest, ReadTicket, SyncRead, TierCapacity, TierConfig,
     TierKind, TierStats, TraceKind,
 };
-pub use catalog::{Catalog, ColumnDef, IndexEntry, Schema, ViewDef};
+pub use catalog::{Catalog, IndexEntry, ViewDef};
 pub use error::{StorageError, StorageResult};
 pub use file::{PageId, DEFAULT_PAGE_SIZE};
-pub use storage::{
-    default_buffer_bytes, physical_memory, Storage, StorageOptions, TxnSavepoint, WriteTxn,
-};
+pub use memory::physical_memory;
+pub use schema::{ColumnDef, Schema};
+pub use storage::{default_buffer_bytes, Storage, StorageOptions, TxnSavepoint, WriteTxn};
 pub use table::{ColumnStats, PageZone, Table, TableMeta};

@@ -22,6 +22,7 @@ use crate::index::{
     from_table::{include_columns, key_columns},
     BTreeIndex,
 };
+use crate::memory::physical_memory;
 use crate::rules::{ForeignKey, TableRules};
 use crate::sequence::{SeqState, SequenceEntry, SequenceValues, TxnSequences};
 use crate::table::meta::TableMeta;
@@ -76,18 +77,6 @@ pub fn default_buffer_bytes() -> u64 {
     physical_memory()
         .map(|m| (m / 4).max(64 << 20))
         .unwrap_or(1 << 30)
-}
-
-/// Bytes of physical memory, when the OS tells.
-pub fn physical_memory() -> Option<u64> {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
 }
 
 struct WriterState {

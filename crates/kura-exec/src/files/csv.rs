@@ -367,10 +367,10 @@ impl CsvTable {
         }
         // arrow-csv sniffed; kura's loader decodes, with PostgreSQL's CSV rules (an unquoted
         // empty field is NULL, a quoted one `""` is empty text) and its checks of each type.
-        let schema = kura_storage::catalog::Schema::new(
+        let schema = kura_storage::Schema::new(
             columns
                 .iter()
-                .map(|c| kura_storage::catalog::ColumnDef {
+                .map(|c| kura_storage::ColumnDef {
                     name: c.name.clone(),
                     data_type: c.data_type,
                     nullable: true,

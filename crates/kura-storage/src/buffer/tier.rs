@@ -223,7 +223,7 @@ impl Tier {
         file: &Arc<DbFile>,
     ) -> StorageResult<Tier> {
         let page_size = file.page_size();
-        check_fits_in_memory(&config, page_size, crate::storage::physical_memory())?;
+        check_fits_in_memory(&config, page_size, crate::memory::physical_memory())?;
         let blocks = match (config.kind, config.capacity) {
             (_, TierCapacity::Pages(n)) => n,
             (TierKind::Compressed, TierCapacity::Bytes(b)) => {

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use kura_common::{Batch, Vector};
 
-use crate::catalog::Schema;
 use crate::error::{StorageError, StorageResult};
+use crate::schema::Schema;
 use crate::storage::WriteTxn;
 pub use parse::TextFormat;
 

@@ -5,7 +5,7 @@ use kura_common::date::parse_date_bytes;
 use kura_common::decimal::parse_decimal_bytes;
 use kura_common::{ColumnData, DataType, Vector};
 
-use crate::catalog::Schema;
+use crate::schema::Schema;
 
 /// How the text is laid out.
 #[derive(Debug, Clone)]
@@ -714,7 +714,7 @@ fn parse_int(t: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::ColumnDef;
+    use crate::schema::ColumnDef;
 
     #[test]
     fn integers_take_leading_zeros_and_both_extremes() {

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use kura_common::{ColumnData, DataType, Vector};
 
 use crate::buffer::{BufferManager, PageGuard};
-use crate::catalog::Schema;
 use crate::error::{StorageError, StorageResult};
 use crate::file::page::PageKind;
 use crate::file::PageId;
+use crate::schema::Schema;
 pub use meta::{PageZone, TableMeta};
 pub use stats::ColumnStats;
 

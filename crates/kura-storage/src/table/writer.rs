@@ -7,10 +7,10 @@ use kura_common::{Batch, ColumnData, DataType, Value, Vector, MAX_VALUE_BYTES};
 use super::encode;
 use super::meta::{PageZone, TableMeta};
 use super::ROW_GROUP_ROWS;
-use crate::catalog::Schema;
 use crate::error::{StorageError, StorageResult};
 use crate::file::page::{PageKind, PAGE_HEADER};
 use crate::file::PageId;
+use crate::schema::Schema;
 use crate::txn_io::PageIo;
 
 /// Accumulates appended rows and writes full row groups as they fill.
