@@ -47,6 +47,14 @@ def parse_args(argv):
     )
     p.add_argument("--no-indexes", action="store_true", help="build no secondary indexes")
     p.add_argument(
+        "--remove-databases",
+        action="store_true",
+        help="delete each system's database once its queries have run and it has stopped, so only one "
+        "system's database is on disk at a time (for large scale factors on a small disk); kura's is kept, "
+        "as the steps after all systems ran (EXPLAIN ANALYZE) use it, and so are kura-cluster's shards. "
+        "Each database's size on disk is reported either way",
+    )
+    p.add_argument(
         "--covering",
         action="store_true",
         help="also build kura's covering indexes for (A)-(D) and their variants (crates/kura/src/tpch/covering.sql, "
@@ -222,6 +230,7 @@ def main(argv=None):
     run.memory_limit = args.memory_limit
     run.max_memory = args.max_memory
     run.streams = args.streams
+    run.remove_databases = args.remove_databases
     dropper = machine.CacheDropper(args.drop_caches == "auto" and "cold" in args.mode_list)
     systems = make_systems(args, work_dir)
     suite.execute(systems, run, tbl_dir, dropper, log, with_indexes=not args.no_indexes, covering=args.covering)

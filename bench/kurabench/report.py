@@ -244,17 +244,17 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
 
     lines += ["## Loading", ""]
     tables = list(run.expected_counts)
-    header = ["system", "total s"] + tables
+    header = ["system", "total s", "database bytes"] + tables
     rows = []
     for name, sr in run.systems.items():
         if sr.shares_database_of and not sr.load_error:
-            rows.append([name, f"{sr.shares_database_of}'s database"] + ["—"] * len(tables))
+            rows.append([name, f"{sr.shares_database_of}'s database", "—"] + ["—"] * len(tables))
             continue
         if sr.load is None:
-            rows.append([name, "FAILED"] + ["—"] * len(tables))
+            rows.append([name, "FAILED", "—"] + ["—"] * len(tables))
             continue
         rows.append(
-            [name, f"{sr.load.seconds:.2f}"]
+            [name, f"{sr.load.seconds:.2f}", "—" if sr.database_bytes is None else f"{sr.database_bytes:,}"]
             + [f"{sr.load.tables[t]:.2f}" if t in sr.load.tables else "—" for t in tables]
         )
     lines += [table(header, rows), ""]
@@ -481,6 +481,7 @@ def write_json(run, path, machine_info, failures_found):
                 "shares_database_of": sr.shares_database_of,
                 "load_seconds": sr.load.seconds if sr.load else None,
                 "load_tables": sr.load.tables if sr.load else {},
+                "database_bytes": sr.database_bytes,
                 "load_error": sr.load_error,
                 "counts": sr.counts,
                 "indexes": sr.indexes,

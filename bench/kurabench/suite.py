@@ -3,6 +3,7 @@ given the same indexes, every query run warm and cold, every result cross-checke
 
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,6 +55,7 @@ class SystemRun:
     analyze_seconds: float = None
     outcomes: dict = field(default_factory=dict)  # (mode, query id) -> Outcome
     shares_database_of: str = None  # the system whose loaded database this one queries
+    database_bytes: int = None  # its database's size on disk after loading, indexing and analyzing
 
 
 @dataclass
@@ -83,6 +85,7 @@ class Run:
     streams: int = 0  # --streams: the throughput test's concurrent streams (0: none)
     throughput: list = field(default_factory=list)  # throughput.Throughput per system
     spilled: dict = field(default_factory=dict)  # query id -> bytes kura spilled (warm), under a memory limit
+    remove_databases: bool = False  # --remove-databases: each database deleted once its system is done
     # The suite's own RSS before any system started: the floor under in-process systems' peaks.
     suite_rss_kib: int = None
     started: float = field(default_factory=time.time)
@@ -158,7 +161,39 @@ def prepare_system(system, run, tbl_dir, tables, indexes, log):
         sr.load_error = f"after loading: {type(e).__name__}: {e}"
         log(f"{system.name}: FAILED: {sr.load_error}")
         return False
+    if system.database_files():
+        sr.database_bytes = disk_bytes(system.database_files())
+        log(f"{system.name}: database {sr.database_bytes:,} bytes on disk")
     return True
+
+
+def disk_bytes(paths):
+    """Bytes the files and directories take on disk (allocated blocks, as du counts them)."""
+    total = 0
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            for root, _, names in os.walk(path):
+                total += sum(os.lstat(os.path.join(root, n)).st_blocks * 512 for n in names)
+        elif os.path.lexists(path):
+            total += os.lstat(path).st_blocks * 512
+    return total
+
+
+def remove_database(system, log):
+    """Deletes a stopped system's database (--remove-databases), to make room on the disk for
+    the next system's. kura's stays: the steps after all systems ran query it (EXPLAIN ANALYZE)."""
+    if system.name == "kura":
+        return
+    paths = [p for p in system.database_files() if os.path.lexists(p)]
+    if not paths:
+        return
+    freed = disk_bytes(paths)
+    for path in paths:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    log(f"{system.name}: database removed ({freed:,} bytes freed)")
 
 
 def build_indexes(system, sr, indexes, log):
@@ -407,6 +442,8 @@ def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True, coveri
                 system.stop()
             except Exception as e:  # a failed stop must not hide the run's results
                 print(f"{system.name}: stop failed: {e}", file=sys.stderr)
+            if run.remove_databases:
+                remove_database(system, log)
     cross_check(run, query_list)
     kura = next((s for s in systems if s.name == "kura"), None)
     if kura is not None and "warm" in run.modes and not run.systems["kura"].load_error:

@@ -186,6 +186,68 @@ class SharedDatabaseTest(unittest.TestCase):
         self.assertIn("kura's database, which was not loaded", run.systems["kura-scan"].load_error)
 
 
+class FileSystem(FakeSystem):
+    """A fake system whose database is a file and a directory in a temporary directory."""
+
+    def __init__(self, name, directory):
+        super().__init__(name)
+        self.files = [os.path.join(directory, f"{name}.db"), os.path.join(directory, f"{name}.db.tmp")]
+
+    def load(self, tbl_dir, tables):
+        self.found_at_load = sorted(n for n in os.listdir(os.path.dirname(self.files[0])) if ".db" in n)
+        with open(self.files[0], "wb") as f:
+            f.write(b"x" * 10000)
+        os.makedirs(self.files[1])
+        with open(os.path.join(self.files[1], "spill"), "wb") as f:
+            f.write(b"y" * 5000)
+        return super().load(tbl_dir, tables)
+
+    def database_files(self):
+        return self.files
+
+    def execute(self, query, timeout):
+        return Result(["x"], [("1",)], 0.1, "client")
+
+
+class RemoveDatabasesTest(unittest.TestCase):
+    def test_the_option_is_parsed_and_off_by_default(self):
+        self.assertFalse(parse_args(["--systems", "duckdb"]).remove_databases)
+        self.assertTrue(parse_args(["--systems", "duckdb", "--remove-databases"]).remove_databases)
+
+    def test_each_database_is_measured_and_all_but_kuras_removed_after_its_queries(self):
+        with tempfile.TemporaryDirectory() as d:
+            tbl_dir = os.path.join(d, "tbl")
+            os.makedirs(tbl_dir)
+            for t in schema.TABLES:
+                with open(tbl.path(tbl_dir, t), "w") as f:
+                    f.write("1|\n")
+            duck, kura = FileSystem("duckdb", d), FileSystem("kura", d)
+            run = suite.Run(123.0, ["Q6"], ["warm"], 1, 60.0)
+            run.remove_databases = True
+            suite.execute([duck, kura], run, tbl_dir, lambda: None, lambda m: None, with_indexes=False)
+            for system in (duck, kura):
+                # Allocated blocks: at least the bytes written, file and directory together.
+                self.assertGreaterEqual(run.systems[system.name].database_bytes, 15000)
+            self.assertFalse(any(os.path.exists(p) for p in duck.files))
+            self.assertEqual(kura.found_at_load, [])  # duckdb's was gone before kura loaded
+            self.assertTrue(all(os.path.exists(p) for p in kura.files))
+            self.assertEqual(run.agreements, 1)  # answers are kept after the database is gone
+            with tempfile.TemporaryDirectory() as out:
+                with open(report.write(run, out, "t", {}, "", "cmd", [], {}), encoding="utf-8") as f:
+                    text = f.read()
+            self.assertIn(f"| duckdb | 1.00 | {run.systems['duckdb'].database_bytes:,} |", text)
+
+    def test_removing_deletes_file_and_directory_but_never_kuras(self):
+        with tempfile.TemporaryDirectory() as d:
+            duck, kura = FileSystem("duckdb", d), FileSystem("kura", d)
+            duck.load("tbl", [])
+            kura.load("tbl", [])
+            suite.remove_database(kura, lambda m: None)
+            suite.remove_database(duck, lambda m: None)
+            self.assertTrue(all(os.path.exists(p) for p in kura.files))
+            self.assertFalse(any(os.path.exists(p) for p in duck.files))
+
+
 class MemoryLimitTest(unittest.TestCase):
     def test_the_limit_reaches_kura_and_kura_scan(self):
         args = parse_args(["--kura", "kura", "--kura-client", "cli", "--systems", "kura,kura-scan", "--memory-limit", "256MB"])

@@ -65,6 +65,12 @@ class System:
     def count_rows(self, table):
         raise NotImplementedError
 
+    def database_files(self):
+        """The files and directories this system's own loaded database occupies (none when it
+        queries another system's database or keeps it elsewhere), for its size on disk and
+        --remove-databases."""
+        return []
+
     def create_index(self, index):
         """Builds one index; raises Unsupported when the system has no such index."""
         raise Unsupported("no secondary indexes")

@@ -37,6 +37,9 @@ class DuckDB(System):
                 os.remove(stale)
         self._connect()
 
+    def database_files(self):
+        return [self.path, self.path + ".wal"]
+
     def stop(self):
         if self.con is not None:
             self.con.close()

@@ -113,6 +113,12 @@ class Kura(System):
             elif os.path.exists(stale):
                 os.remove(stale)
 
+    def database_files(self):
+        if self.shares_database_of:
+            return []
+        # The database file and its temporary directory (spill files, `<file>.tmp`).
+        return [self.path, self.path + ".tmp"]
+
     def version(self):
         done = subprocess.run([self.binary, "--version"], capture_output=True, text=True)
         return done.stdout.strip() or "kura (version unknown)"

@@ -110,6 +110,9 @@ class PostgreSQL(System):
             self._run(["pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop"], check=False)
             self.running = False
 
+    def database_files(self):
+        return [self.data]
+
     def stop(self):
         self._stop_server()
 

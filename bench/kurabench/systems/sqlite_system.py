@@ -36,6 +36,9 @@ class SQLite(System):
                 os.remove(stale)
         self._connect()
 
+    def database_files(self):
+        return [self.path, self.path + "-journal", self.path + "-wal"]
+
     def stop(self):
         if self.con is not None:
             self.con.close()
