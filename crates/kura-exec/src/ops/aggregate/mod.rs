@@ -6,7 +6,7 @@
 //! state is a set or a list of values write the input rows instead); at the end each
 //! partition is aggregated in turn with the groups still held.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hashbrown::hash_map::Entry;
@@ -14,7 +14,7 @@ use hashbrown::HashMap;
 
 use kura_common::{Batch, DataType, Vector, BATCH_SIZE};
 
-use crate::context::{ExecContext, OwnShare, NO_NODE};
+use crate::context::{ExecContext, MemoryTracker, OwnShare, NO_NODE};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::budget::ValueScope;
 use crate::expr::{compact_batch, PhysExpr};
@@ -467,6 +467,10 @@ pub struct AggregateSink {
     /// sums, averages, extremes): the aggregation then spills partial states,
     /// each group once per state written, not the rows that made them.
     spills_states: bool,
+    /// Rows aggregated into worker tables, and the groups they made there:
+    /// how many groups a batch is likely to add.
+    rows_seen: AtomicU64,
+    groups_made: AtomicU64,
     /// The spilled states or rows, partitioned by key (created at the first).
     spilled: Mutex<Option<Arc<Partitions>>>,
     /// Worker states not merged into `shared` because the aggregation spills.
@@ -504,6 +508,8 @@ impl AggregateSink {
             !group_by.is_empty() && calls.iter().all(|c| new_acc(c).state_width().is_some());
         AggregateSink {
             spills_states,
+            rows_seen: AtomicU64::new(0),
+            groups_made: AtomicU64::new(0),
             common_args,
             group_by,
             calls,
@@ -748,12 +754,7 @@ impl AggregateSink {
                 while let Some((columns, n)) = blocks.next_block()? {
                     ctx.check_cancel()?;
                     chunks.clear();
-                    if self.spills_states {
-                        // A state row's values are fixed in size: no chunking.
-                        chunks.push((columns, n));
-                    } else {
-                        chunks_of(columns, n, &mut chunks);
-                    }
+                    chunks_of(columns, n, &mut chunks);
                     for (mut columns, n) in chunks.drain(..) {
                         let args = columns.split_off(nkeys);
                         let keys = columns;
@@ -931,6 +932,10 @@ impl AggregateSink {
     }
 }
 
+/// About what a new group takes besides its accumulators' slots (its key,
+/// its table entry), for deciding before a batch whether it fits.
+const GROUP_BYTES_BOUND: usize = 64;
+
 /// Groups written per chunk when a worker spills its state: the copies of the
 /// state's columns stay small beside the state itself.
 const STATE_CHUNK_GROUPS: usize = 16 * BATCH_SIZE;
@@ -1023,16 +1028,41 @@ impl Sink for AggregateSink {
             // aggregating into an empty table: rows keep being folded into
             // groups, so what reaches the disk is at most one partial state
             // per group and table, not every row.
-            if self.past_share(ctx, allocated) {
+            // What this batch's rows will likely add as new groups: as many
+            // as the rows so far made per row (Q1: none; Q18: one in four).
+            let rows = batch.selection.as_ref().map_or(batch.num_rows, |s| s.len()) as u64;
+            let per_group = (16 * self.calls.len() + GROUP_BYTES_BOUND) as u64;
+            let seen = self.rows_seen.load(Ordering::Relaxed);
+            let made = self.groups_made.load(Ordering::Relaxed);
+            let batch_bound = (rows * per_group).saturating_mul(made) / seen.max(1);
+            if self.past_share(ctx, allocated + batch_bound) {
                 self.spill_state(st, ctx)?;
+                if self.past_share(ctx, batch_bound) {
+                    // Even an empty table is past the share (other workers'
+                    // tables or other operators hold the memory): the batch is
+                    // folded on its own, uncounted like rows on their way to a
+                    // file, and written out as states.
+                    let mut loose = ctx.clone();
+                    loose.memory = Arc::new(MemoryTracker::new(u64::MAX));
+                    let mut alone = AggState::new(&self.key_types, &self.calls, None);
+                    self.aggregate_batch(&mut alone, batch, &loose)?;
+                    return self.write_state(&mut alone, ctx);
+                }
             }
         } else if self.spills(ctx, allocated) {
             return self.spill_batch(batch, ctx);
         }
         // What the state reserves for this batch is the aggregation's own.
         let before = st.charged;
+        let (rows, groups) = (
+            batch.selection.as_ref().map_or(batch.num_rows, |s| s.len()),
+            st.groups,
+        );
         let done = self.aggregate_batch(st, batch, ctx);
         self.share.counted(st.charged - before);
+        self.rows_seen.fetch_add(rows as u64, Ordering::Relaxed);
+        self.groups_made
+            .fetch_add(st.groups.saturating_sub(groups) as u64, Ordering::Relaxed);
         done
     }
 
@@ -1360,6 +1390,24 @@ mod tests {
             assert_eq!(small.memory.used(), 0);
             assert_eq!(small.spill.written(), 0);
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_batch_past_the_share_even_alone_goes_to_disk_as_states() {
+        // Another operator holds most of the memory: the aggregation is past
+        // its share with an empty table, so each batch is folded on its own
+        // and written out (a batch's groups alone would not fit the room).
+        let dir = std::env::temp_dir().join(format!("kura-agg-alone-{}", std::process::id()));
+        let expected = run_states(&state_sink(true), &ExecContext::unbounded(), 1).unwrap();
+        let small = ExecContext::new(Arc::new(AtomicBool::new(false)), 1 << 20)
+            .with_spill(dir.clone(), u64::MAX);
+        small.memory.reserve(700 << 10, "another operator").unwrap();
+        let s = state_sink(true).with_node(0);
+        let got = run_states(&s, &small, 1).unwrap();
+        assert_eq!(got, expected);
+        assert!(small.stats()[0].spilled_bytes > 0, "nothing spilled");
+        assert_eq!(small.memory.used(), 700 << 10);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
