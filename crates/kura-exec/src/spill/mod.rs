@@ -87,6 +87,7 @@ pub struct SpillFile {
     path: Option<PathBuf>,
     bytes: u64,
     blocks: u64,
+    rows: u64,
     /// Where each block starts, for reading one block at a time by number.
     starts: Vec<u64>,
     config: std::sync::Arc<SpillConfig>,
@@ -120,6 +121,7 @@ impl SpillFile {
             path,
             bytes: 0,
             blocks: 0,
+            rows: 0,
             starts: Vec::new(),
             config: config.clone(),
         })
@@ -133,6 +135,11 @@ impl SpillFile {
     /// Blocks written so far.
     pub fn blocks(&self) -> u64 {
         self.blocks
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
     }
 
     /// Appends one block of `columns` (`rows` rows; a column may be empty,
@@ -157,6 +164,7 @@ impl SpillFile {
         self.file.write_all(&block).map_err(write_error)?;
         self.starts.push(self.bytes - len);
         self.blocks += 1;
+        self.rows += rows as u64;
         Ok(len)
     }
 
@@ -370,6 +378,19 @@ impl<'a> Cursor<'a> {
             .map(|c| f(c.try_into().unwrap_or([0; N])))
             .collect())
     }
+}
+
+/// A deterministic 64-bit hash of an integer key under `seed` (see
+/// [`hash_bytes`]): the same for a value whatever the width it is held in.
+pub fn hash_int(seed: u64, x: i128) -> u64 {
+    let mut h =
+        seed ^ (x as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((x >> 64) as u64).rotate_left(29);
+    // fmix64: every input bit reaches every output bit.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// A deterministic 64-bit hash of `bytes` (an encoded key) under `seed`:

@@ -11,7 +11,7 @@ use crate::error::ExecResult;
 use kura_common::ColumnData;
 
 use crate::keys::encode_row;
-use crate::spill::{hash_bytes, SpillFile};
+use crate::spill::{hash_bytes, hash_int, SpillFile};
 
 /// Partitions per level: enough that a partition's groups fit in what the
 /// memory limit leaves (the rest re-partitions a level down), few enough that
@@ -34,6 +34,19 @@ const FLUSH_BYTES: u64 = 64 << 10;
 /// value of its own (it matches NULL in a group and in `IS NOT DISTINCT FROM`).
 pub(crate) fn partition_of(level: u32, keys: &[Vector], n: usize) -> Vec<u8> {
     let seed = 0x6b75_7261_u64 ^ (level as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // One integer key (order keys, part keys): hashed as its value, without
+    // encoding each row first (a tenth of a spilled aggregation's time went
+    // to encoding and hashing bytes).
+    if let [k] = keys {
+        match &k.data {
+            ColumnData::I32(v) => return int_partitions(seed, k, v, n),
+            ColumnData::I64(v) => return int_partitions(seed, k, v, n),
+            ColumnData::I128(v) if k.data_type != DataType::Interval => {
+                return int_partitions(seed, k, v, n)
+            }
+            _ => {}
+        }
+    }
     let mut buf = Vec::new();
     (0..n)
         .map(|row| {
@@ -56,8 +69,28 @@ pub(crate) fn partition_of(level: u32, keys: &[Vector], n: usize) -> Vec<u8> {
                     }
                 }
             }
-            let h = hash_bytes(seed, &buf);
-            ((h as u128 * PARTITIONS as u128) >> 64) as u8
+            of(hash_bytes(seed, &buf))
+        })
+        .collect()
+}
+
+/// The partition of a hash.
+fn of(h: u64) -> u8 {
+    ((h as u128 * PARTITIONS as u128) >> 64) as u8
+}
+
+/// [`partition_of`] for one integer key of values `v` (NULLs hash as
+/// encoded, as in the general case).
+fn int_partitions<T: Copy + Into<i128>>(seed: u64, k: &Vector, v: &[T], n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|row| {
+            if k.is_null(row) {
+                let mut buf = Vec::new();
+                encode_row(std::slice::from_ref(k), row, true, &mut buf);
+                of(hash_bytes(seed, &buf))
+            } else {
+                of(hash_int(seed, v[row].into()))
+            }
         })
         .collect()
 }

@@ -749,6 +749,13 @@ impl AggregateSink {
             // for re-partitioning it, should it need to be.
             let mark = ctx.memory.used() + ctx.memory.room() / 2;
             if let (Some(mut file), Some(types)) = (parts.take(p), parts.types()) {
+                if self.spills_states && single_int_type(&self.key_types) {
+                    // A state per group and table it was in: about the groups
+                    // to come, so the map does not rehash its way there (as
+                    // far as a quarter of the room allows).
+                    let fit = ctx.memory.room() / 4 / INT_MAP_ENTRY_BYTES;
+                    st.int_map.reserve(file.rows().min(fit) as usize);
+                }
                 let mut blocks = file.reader(types.to_vec())?;
                 let mut chunks = Vec::new();
                 while let Some((columns, n)) = blocks.next_block()? {
@@ -930,6 +937,16 @@ impl AggregateSink {
         }
         Ok(())
     }
+}
+
+/// What an entry of a single integer key's group map takes, spare room
+/// included (a bucket of 12 bytes and a control byte at a load of 7/8 or less).
+const INT_MAP_ENTRY_BYTES: u64 = 24;
+
+/// Whether the group key is one integer column (grouped in `int_map`).
+fn single_int_type(types: &[DataType]) -> bool {
+    use kura_common::types::PhysicalType;
+    matches!(types, [t] if matches!(t.physical(), PhysicalType::I32 | PhysicalType::I64))
 }
 
 /// About what a new group takes besides its accumulators' slots (its key,
