@@ -10,6 +10,13 @@ use kura_common::{ColumnData, DataType, Value, Vector};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{cast_vector, from_i128_vector};
 
+/// The type a 128-bit aggregate state (an exact sum, an integer extreme) is
+/// written as when a spilling aggregation writes its states.
+pub(crate) const WIDE_STATE: DataType = DataType::Decimal {
+    precision: 38,
+    scale: 0,
+};
+
 /// The extreme per group, in the representation of the argument's type.
 #[derive(Debug)]
 enum Slots {
@@ -185,10 +192,7 @@ impl MinMaxAcc {
         let validity = Some(self.seen[from..to].to_vec());
         Ok(match &self.slots {
             Slots::Int(v) => Vector {
-                data_type: DataType::Decimal {
-                    precision: 38,
-                    scale: 0,
-                },
+                data_type: WIDE_STATE,
                 data: ColumnData::I128(v[from..to].to_vec()),
                 validity,
             },

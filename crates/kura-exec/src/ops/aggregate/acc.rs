@@ -10,7 +10,7 @@ use super::collect::CollectAcc;
 use super::distinct::DistinctAcc;
 use super::moments::MomentAcc;
 use crate::error::{ExecError, ExecResult};
-use crate::ops::minmax::MinMaxAcc;
+use crate::ops::minmax::{MinMaxAcc, WIDE_STATE};
 use crate::plan::{AggCall, AggFunc};
 
 use super::group_map::SKIP;
@@ -847,12 +847,6 @@ impl Acc {
 /// `s` that fit 38 digits (1.5 million TPC-H Q18 order sums no longer go through
 /// a cast of a `Value` each). `None` leaves them to the general path, which also
 /// reports an overflow. Groups never seen hold 0 (they are NULL by validity).
-/// The type a 128-bit state (an exact sum, an integer extreme) is written as.
-const WIDE_STATE: DataType = DataType::Decimal {
-    precision: 38,
-    scale: 0,
-};
-
 /// Two `bool_and` (`and`) / `bool_or` states combined (0: no row yet, else
 /// 1 + the value so far).
 fn fold_bool(and: bool, a: u8, b: u8) -> u8 {

@@ -1040,6 +1040,7 @@ impl Sink for AggregateSink {
         // not reserved yet (a dense table over the keys' estimated span): its
         // first batch reserves them.
         let allocated = st.held_bytes().saturating_sub(st.reserved);
+        let rows = batch.selection.as_ref().map_or(batch.num_rows, |s| s.len());
         if self.spills_states {
             // Past its share a worker writes its groups out and goes on
             // aggregating into an empty table: rows keep being folded into
@@ -1047,7 +1048,7 @@ impl Sink for AggregateSink {
             // per group and table, not every row.
             // What this batch's rows will likely add as new groups: as many
             // as the rows so far made per row (Q1: none; Q18: one in four).
-            let rows = batch.selection.as_ref().map_or(batch.num_rows, |s| s.len()) as u64;
+            let rows = rows as u64;
             let per_group = (16 * self.calls.len() + GROUP_BYTES_BOUND) as u64;
             let seen = self.rows_seen.load(Ordering::Relaxed);
             let made = self.groups_made.load(Ordering::Relaxed);
@@ -1071,10 +1072,7 @@ impl Sink for AggregateSink {
         }
         // What the state reserves for this batch is the aggregation's own.
         let before = st.charged;
-        let (rows, groups) = (
-            batch.selection.as_ref().map_or(batch.num_rows, |s| s.len()),
-            st.groups,
-        );
+        let groups = st.groups;
         let done = self.aggregate_batch(st, batch, ctx);
         self.share.counted(st.charged - before);
         self.rows_seen.fetch_add(rows as u64, Ordering::Relaxed);
