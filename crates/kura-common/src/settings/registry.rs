@@ -31,7 +31,7 @@ pub const SETTINGS: &[SettingSpec] = &[
         name: "temp_directory",
         ty: SettingType::Text { keep_case: true },
         default: "",
-        description: "where operators past memory_limit spill (hash aggregation); empty = beside the database file (<file>.tmp)",
+        description: "where operators past memory_limit spill (hash joins, aggregations, sorts, windows); empty = beside the database file (<file>.tmp)",
         scope: Scope::Session,
     },
     SettingSpec {
