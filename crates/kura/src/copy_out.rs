@@ -7,8 +7,9 @@ use sqlparser::ast::{CopyLegacyOption, CopyOption, CopySource, Statement};
 
 use kura_common::{Batch, DataType, Value};
 
-use crate::copy::{FileAccess, Options};
+use crate::copy::Options;
 use crate::error::{KuraError, KuraResult};
+use crate::file_access::FileAccess;
 use crate::result::{ResultColumn, RowSink};
 
 /// Where a `COPY ... TO STDOUT` sends its output (to the client, over the wire).

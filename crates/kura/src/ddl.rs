@@ -8,6 +8,7 @@ use kura_common::DataType;
 use kura_storage::{Schema, StorageError};
 
 use crate::error::{KuraError, KuraResult};
+pub use crate::names::object_name;
 use crate::result::QueryResult;
 use crate::table_rules;
 use crate::txn::Tx;
@@ -72,18 +73,6 @@ pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
         Err(kura_sql::SqlError::UnknownType { name, .. }) => Err(KuraError::UndefinedType(name)),
         Err(e) => Err(e.into()),
     }
-}
-
-/// Name of a table as the catalog keys it (last part of a qualified name).
-pub fn object_name(name: &ObjectName) -> String {
-    name.0
-        .last()
-        .map(|p| match p.as_ident() {
-            Some(id) if id.quote_style.is_some() => id.value.clone(),
-            Some(id) => id.value.to_ascii_lowercase(),
-            None => p.to_string(),
-        })
-        .unwrap_or_default()
 }
 
 /// Executes `CREATE TABLE name (columns...)` (without AS SELECT): the table,
@@ -228,17 +217,17 @@ fn comparable(a: DataType, b: DataType) -> bool {
 pub(crate) fn create_index(
     tx: &Tx,
     ci: &ast::CreateIndex,
-    progress: Option<&crate::session::Progress>,
+    progress: Option<&crate::progress::Progress>,
 ) -> KuraResult<QueryResult> {
     check_index_clauses(tx, ci)?;
     // Included columns are stored in the entries after the key, never searched.
-    let include: Vec<String> = ci.include.iter().map(crate::table_rules::ident).collect();
+    let include: Vec<String> = ci.include.iter().map(crate::names::ident).collect();
     let table = object_name(&ci.table_name);
     let mut columns = Vec::new();
     for c in &ci.columns {
         index_column_options(c)?;
         match &c.column.expr {
-            ast::Expr::Identifier(id) => columns.push(crate::table_rules::ident(id)),
+            ast::Expr::Identifier(id) => columns.push(crate::names::ident(id)),
             other => {
                 return Err(KuraError::Unsupported(format!(
                     "index on expression {other}"

@@ -15,8 +15,8 @@ use kura_exec::expr::assign_vector;
 use kura_storage::rules::{ForeignKey, TableRules};
 use kura_storage::{Catalog, Schema, WriteTxn};
 
-use crate::dml::quote_ident;
 use crate::error::{KuraError, KuraResult};
+use crate::names::quote_ident;
 use crate::query::QueryContext;
 
 /// The value each column of `schema` gets when an INSERT leaves it out: its
@@ -177,7 +177,7 @@ pub(crate) fn refuse_identity_update(
         let ast::AssignmentTarget::ColumnName(name) = &a.target else {
             continue;
         };
-        let column = crate::ddl::object_name(name);
+        let column = crate::names::object_name(name);
         let always = txn.sequences().any(|s| {
             s.def.identity == Some(Identity::Always)
                 && s.def

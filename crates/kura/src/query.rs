@@ -22,8 +22,8 @@ use kura_sql::{
 use kura_storage::{BufferManager, Catalog, Storage, Table};
 
 use crate::cancel::CancelHandle;
-use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
+use crate::names::object_name;
 use crate::result::{QueryResult, ResultColumn};
 use crate::txn::Tx;
 
@@ -42,7 +42,7 @@ pub(crate) struct QueryContext<'a> {
     /// What `version()`, `now()` ... read.
     pub info: Arc<kura_sql::SessionInfo>,
     /// Which server files `read_parquet` may read.
-    pub file_access: &'a crate::copy::FileAccess,
+    pub file_access: &'a crate::file_access::FileAccess,
     /// Relations the program registered in the session, found ahead of tables.
     pub registered: &'a crate::registered::Registered,
     /// A COPY's rows: values for `GENERATED ALWAYS` identity columns are written as
@@ -171,7 +171,7 @@ pub(crate) struct StorageCatalog<'a> {
     /// Where `nextval` draws values, and the session's `currval` state.
     storage: &'a Arc<Storage>,
     sequences: &'a Arc<crate::sequences::SessionSequences>,
-    file_access: &'a crate::copy::FileAccess,
+    file_access: &'a crate::file_access::FileAccess,
     registered: &'a crate::registered::Registered,
 }
 
@@ -698,7 +698,7 @@ fn run(
                 alias: ins
                     .table_alias
                     .as_ref()
-                    .map(|a| crate::table_rules::ident(&a.alias)),
+                    .map(|a| crate::names::ident(&a.alias)),
                 columns: &columns,
                 source: ins.source.as_deref(),
                 on_conflict: ins.on.as_ref(),
@@ -746,7 +746,7 @@ fn run(
             let columns = v
                 .columns
                 .iter()
-                .map(|c| crate::table_rules::ident(&c.name))
+                .map(|c| crate::names::ident(&c.name))
                 .collect();
             ctx.tx.write(|txn| {
                 if v.or_replace && txn.has_view(&name) {

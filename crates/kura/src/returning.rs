@@ -14,8 +14,8 @@ use kura_exec::{MemTable, TableSource};
 use kura_sql::{CatalogProvider, ViewDefinition};
 use kura_storage::Schema;
 
-use crate::dml::quote_ident;
 use crate::error::{KuraError, KuraResult};
+use crate::names::quote_ident;
 use crate::query::QueryContext;
 use crate::result::{QueryResult, ResultColumn};
 

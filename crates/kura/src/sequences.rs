@@ -14,8 +14,8 @@ use kura_exec::{ExecError, ExecResult};
 use kura_storage::sequence::{Identity, OwnedBy, SequenceDef, SequenceEntry};
 use kura_storage::Storage;
 
-use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
+use crate::names::object_name;
 use crate::result::QueryResult;
 use crate::txn::Tx;
 

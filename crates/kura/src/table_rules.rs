@@ -17,8 +17,9 @@ use kura_storage::rules::{CheckConstraint, ColumnDefault, ForeignKey, KeyConstra
 use kura_storage::sequence::{Identity, OwnedBy, SequenceDef};
 use kura_storage::{ColumnDef, Schema};
 
-use crate::ddl::{convert_type, object_name};
+use crate::ddl::convert_type;
 use crate::error::{KuraError, KuraResult};
+use crate::names::{ident, object_name};
 
 /// A table as CREATE TABLE defines it.
 pub(crate) struct TableDefinition {
@@ -594,8 +595,6 @@ fn foreign_key(name: String, fk: &ast::ForeignKeyConstraint) -> KuraResult<Forei
         ref_columns: fk.referred_columns.iter().map(ident).collect(),
     })
 }
-
-pub(crate) use kura_sql::binder::norm as ident;
 
 /// PostgreSQL's names for constraints given none: `t_pkey`, `t_a_key`,
 /// `t_a_check`, `t_a_fkey` (a number appended when taken).

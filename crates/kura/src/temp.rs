@@ -19,8 +19,8 @@ use sqlparser::ast::{self, ObjectName, ObjectType, Statement};
 
 use kura_storage::{Storage, StorageOptions};
 
-use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
+use crate::names::object_name;
 use crate::result::QueryResult;
 use crate::txn::{Tx, TxnState};
 

@@ -28,9 +28,9 @@ use kura_common::{Batch, DataType, Value, Vector};
 use kura_storage::Storage;
 
 pub use crate::cancel::CancelHandle;
-pub use crate::copy::Progress;
 use crate::error::{KuraError, KuraResult};
 pub use crate::prepared::Prepared;
+pub use crate::progress::Progress;
 use crate::result::{QueryResult, ResultColumn, RowSink};
 use crate::stack::{on_statement_stack, DropOnStack, MAX_STATEMENT_BYTES};
 use crate::txn::{Isolation, Tx, TxnState};
@@ -41,7 +41,7 @@ pub struct Session {
     settings: Settings,
     cancel: CancelHandle,
     progress: Option<Arc<Progress>>,
-    file_access: crate::copy::FileAccess,
+    file_access: crate::file_access::FileAccess,
     /// Inside `BEGIN ... COMMIT` or not.
     txn: std::sync::Mutex<TxnState>,
     /// The database's memory budget shared by every session's queries.
@@ -78,7 +78,7 @@ impl Session {
             settings: Settings::for_database(database_settings),
             cancel: CancelHandle::default(),
             progress: None,
-            file_access: crate::copy::FileAccess::Any,
+            file_access: crate::file_access::FileAccess::Any,
             txn: std::sync::Mutex::new(TxnState::Idle),
             identity: crate::identity::Identity::default(),
             txn_start: None,
@@ -97,7 +97,7 @@ impl Session {
     }
 
     /// Which server files `COPY ... FROM 'file'` may read in this session.
-    pub fn set_file_access(&mut self, access: crate::copy::FileAccess) {
+    pub fn set_file_access(&mut self, access: crate::file_access::FileAccess) {
         self.file_access = access;
     }
 
@@ -297,7 +297,7 @@ impl Session {
             } => crate::sequences::drop_sequences(&self.tx(), *if_exists, names, *cascade),
             Statement::CreateIndex(ci) => {
                 let tx = self.tx();
-                let tx = match tx.is_temp(&crate::ddl::object_name(&ci.table_name)) {
+                let tx = match tx.is_temp(&crate::names::object_name(&ci.table_name)) {
                     true => crate::temp::ddl_tx(&tx, "CREATE INDEX")?,
                     false => tx,
                 };
@@ -354,7 +354,7 @@ impl Session {
             Statement::Reset(reset) => self.reset(&reset.reset),
             Statement::ShowVariable { variable } => self.show(variable),
             Statement::ExplainTable { table_name, .. } => {
-                crate::describe::describe(self, &crate::ddl::object_name(table_name))
+                crate::describe::describe(self, &crate::names::object_name(table_name))
             }
             Statement::ShowTables { .. } => Ok(crate::describe::show_tables(self)),
             s if is_session_statement(s) => self.session_statement(s, None),
