@@ -152,7 +152,7 @@ pub(crate) fn source_query(source: &CopySource) -> KuraResult<Statement> {
                     .join(", ")
             };
             let sql = format!("SELECT {list} FROM {table_name}");
-            let mut stmts = crate::session::parse(&sql)?;
+            let mut stmts = crate::parsing::parse(&sql)?;
             match (stmts.pop(), stmts.is_empty()) {
                 (Some(s), true) => Ok(s),
                 _ => Err(KuraError::Internal(format!("COPY source query: {sql}"))),

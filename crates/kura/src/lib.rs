@@ -4,6 +4,7 @@
 pub mod arrow;
 pub mod buffer;
 mod cancel;
+mod client_settings;
 mod copy;
 mod copy_arrow;
 pub mod copy_binary;
@@ -25,6 +26,7 @@ pub mod load_file;
 mod names;
 mod on_conflict;
 pub mod params;
+mod parsing;
 pub mod pg_numeric;
 mod prepared;
 pub mod profile;

@@ -299,7 +299,7 @@ impl ConflictSkip {
             quote_ident(table),
             assignments.join(", ")
         );
-        let ast::Statement::Update(u) = crate::session::parse(&sql)?
+        let ast::Statement::Update(u) = crate::parsing::parse(&sql)?
             .pop()
             .ok_or_else(|| KuraError::Internal(format!("not an UPDATE: {sql}")))?
         else {

@@ -387,7 +387,7 @@ impl QueryContext<'_> {
         params: Option<Vec<Value>>,
         view: Option<Arc<Catalog>>,
     ) -> KuraResult<Vec<Batch>> {
-        let statements = crate::session::parse(sql)?;
+        let statements = crate::parsing::parse(sql)?;
         let [Statement::Query(q)] = statements.as_slice() else {
             return Err(KuraError::Internal(format!("not one query: {sql}")));
         };
@@ -931,7 +931,7 @@ fn insert_in(
         Some(q) => q,
         None => {
             let row = vec!["DEFAULT"; positions.len()].join(", ");
-            all_defaults = match crate::session::parse(&format!("VALUES ({row})"))?.pop() {
+            all_defaults = match crate::parsing::parse(&format!("VALUES ({row})"))?.pop() {
                 Some(Statement::Query(q)) => *q,
                 _ => return Err(KuraError::Internal("DEFAULT VALUES".into())),
             };

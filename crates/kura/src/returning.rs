@@ -35,7 +35,7 @@ impl Returning<'_> {
             .clone()
             .unwrap_or_else(|| quote_ident(self.table));
         let sql = format!("SELECT {} FROM {ROWS} AS {name}", items.join(", "));
-        match crate::session::parse(&sql)?.pop() {
+        match crate::parsing::parse(&sql)?.pop() {
             Some(Statement::Query(q)) => Ok(*q),
             _ => Err(KuraError::Internal(format!("RETURNING as a query: {sql}"))),
         }

@@ -197,7 +197,7 @@ pub(crate) fn nextval_sql(name: &str) -> String {
 /// a default is computed per row, and keeps its sequence from being dropped.
 pub(crate) fn sequences_used(sql: &str) -> Vec<String> {
     use std::ops::ControlFlow;
-    let Ok(stmts) = crate::session::parse(&format!("SELECT {sql}")) else {
+    let Ok(stmts) = crate::parsing::parse(&format!("SELECT {sql}")) else {
         return Vec::new();
     };
     let mut found = Vec::new();

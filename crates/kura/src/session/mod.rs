@@ -13,15 +13,10 @@ mod settings;
 mod transaction;
 mod transaction_modes;
 
-pub use parsing::parse;
-use parsing::*;
 use session_statements::*;
-pub(crate) use settings::client_setting_value;
 use settings::*;
 
 use sqlparser::ast::Statement;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 
 use kura_common::settings::{Scope, SettingError, Settings, SETTINGS};
 use kura_common::{Batch, DataType, Value, Vector};
@@ -29,10 +24,12 @@ use kura_storage::Storage;
 
 pub use crate::cancel::CancelHandle;
 use crate::error::{KuraError, KuraResult};
+use crate::parsing::is_database_mark;
+pub use crate::parsing::parse;
 pub use crate::prepared::Prepared;
 pub use crate::progress::Progress;
 use crate::result::{QueryResult, ResultColumn, RowSink};
-use crate::stack::{on_statement_stack, DropOnStack, MAX_STATEMENT_BYTES};
+use crate::stack::{on_statement_stack, DropOnStack};
 use crate::txn::{Isolation, Tx, TxnState};
 
 /// One connection's state.
@@ -226,7 +223,7 @@ impl Session {
             .map(|s| (s.name.to_string(), self.settings.value(s.name)))
             .collect();
         settings.extend(
-            CLIENT_SETTINGS
+            crate::client_settings::CLIENT_SETTINGS
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_string())),
         );
