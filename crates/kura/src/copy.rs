@@ -18,7 +18,7 @@ use crate::error::{KuraError, KuraResult};
 use crate::file_access::FileAccess;
 use crate::names::object_name;
 use crate::progress::Progress;
-use crate::query::QueryContext;
+use crate::query_context::QueryContext;
 use crate::result::QueryResult;
 
 /// Where a `COPY ... FROM STDIN` reads its data (the client's, over the wire).

@@ -20,7 +20,7 @@ use kura_storage::{Schema, WriteTxn};
 use crate::enforce::{after_write, Change};
 use crate::error::{KuraError, KuraResult};
 use crate::names::{object_name, quote_ident};
-use crate::query::QueryContext;
+use crate::query_context::QueryContext;
 use crate::result::QueryResult;
 use crate::returning::Returning;
 
@@ -99,7 +99,7 @@ fn returning_columns(
         return Ok(Vec::new());
     };
     let (table, _, alias) = single_table(target, what)?;
-    crate::query::returning_columns(
+    crate::returning::returning_columns(
         ctx,
         &Returning {
             items,

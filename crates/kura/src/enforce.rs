@@ -17,7 +17,7 @@ use kura_storage::{Catalog, Schema, WriteTxn};
 
 use crate::error::{KuraError, KuraResult};
 use crate::names::quote_ident;
-use crate::query::QueryContext;
+use crate::query_context::QueryContext;
 
 /// The value each column of `schema` gets when an INSERT leaves it out: its
 /// DEFAULT evaluated once for the statement (kura's `now()` and the like are

@@ -17,7 +17,7 @@ use sqlparser::ast::{self, ConflictTarget, DoUpdate, OnConflictAction, OnInsert}
 
 use crate::error::{KuraError, KuraResult};
 use crate::names::quote_ident;
-use crate::query::QueryContext;
+use crate::query_context::QueryContext;
 
 /// The keys an INSERT's rows are checked against, as table column positions,
 /// and what a conflict does.

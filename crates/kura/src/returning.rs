@@ -16,7 +16,7 @@ use kura_storage::Schema;
 
 use crate::error::{KuraError, KuraResult};
 use crate::names::quote_ident;
-use crate::query::QueryContext;
+use crate::query_context::QueryContext;
 use crate::result::{QueryResult, ResultColumn};
 
 /// A RETURNING list and the table (and alias) it reads.
@@ -95,13 +95,26 @@ impl Returning<'_> {
     }
 }
 
+/// The columns a RETURNING list gives over its table as the statement sees it.
+pub(crate) fn returning_columns(
+    ctx: &QueryContext,
+    returning: &Returning,
+) -> KuraResult<Vec<ResultColumn>> {
+    let t = ctx.tx.table(returning.table).ok_or_else(|| {
+        KuraError::Storage(kura_storage::StorageError::NoSuchTable(
+            returning.table.to_string(),
+        ))
+    })?;
+    returning.columns(ctx, t.schema())
+}
+
 /// The name the rows go by (no user relation can have it: names starting
 /// with `__kura` are kura's).
 const ROWS: &str = "__kura_returning_rows";
 
 /// `rows` as an in-memory table named `name` with the columns of `schema`.
 fn rows_table(name: &str, schema: &Schema, rows: Vec<Batch>) -> Arc<dyn TableSource> {
-    let columns = crate::query::source_columns(schema);
+    let columns = crate::storage_table::source_columns(schema);
     let types: Vec<_> = schema.columns.iter().map(|c| c.data_type).collect();
     let all = kura_exec::ops::concat(&types, rows);
     MemTable::new(name, columns, all.columns).into_arc()

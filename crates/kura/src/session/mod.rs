@@ -216,7 +216,7 @@ impl Session {
         self.tx().temp_catalog()
     }
 
-    pub(crate) fn query_context(&self) -> crate::query::QueryContext<'_> {
+    pub(crate) fn query_context(&self) -> crate::query_context::QueryContext<'_> {
         let statement_start = kura_common::timestamp::now_utc();
         let mut settings: Vec<(String, String)> = SETTINGS
             .iter()
@@ -234,7 +234,7 @@ impl Session {
         }
         let superuser = if self.identity.superuser { "on" } else { "off" };
         settings.push(("is_superuser".to_string(), superuser.to_string()));
-        crate::query::QueryContext {
+        crate::query_context::QueryContext {
             storage: &self.storage,
             settings: &self.settings,
             cancel: &self.cancel,

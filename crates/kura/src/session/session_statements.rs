@@ -161,8 +161,11 @@ impl Session {
                         message: format!("cursor \"{name}\" already exists"),
                     });
                 }
-                let result =
-                    crate::query::collect(&self.query_context(), q, params.map(|p| p.to_vec()))?;
+                let result = crate::query_context::collect(
+                    &self.query_context(),
+                    q,
+                    params.map(|p| p.to_vec()),
+                )?;
                 let shared = self.shared_memory.clone();
                 self.cursors.declare(
                     &name,
@@ -226,7 +229,8 @@ impl Session {
         let Some(Statement::Query(q)) = parsed.pop() else {
             return Err(KuraError::Internal("EXECUTE arguments".into()));
         };
-        let r = crate::query::collect(&self.query_context(), &q, params.map(|p| p.to_vec()))?;
+        let r =
+            crate::query_context::collect(&self.query_context(), &q, params.map(|p| p.to_vec()))?;
         r.rows()
             .pop()
             .ok_or_else(|| KuraError::Internal("EXECUTE arguments gave no row".into()))
