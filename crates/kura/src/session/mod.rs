@@ -54,7 +54,7 @@ pub struct Session {
     /// The database's LLC control, shared by every session.
     llc: Arc<crate::llc::Llc>,
     /// The session's temporary tables (dropped with the session).
-    temp: crate::temp::TempTables,
+    temp: crate::txn::TempTables,
     /// Relations the program registered (`Session::register_arrow`).
     pub(crate) registered: crate::registered::Registered,
     /// What `currval` returns in this session.
