@@ -5,14 +5,17 @@
 //! (0A000) here — never accepted and ignored.
 
 use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
-use sqlparser::ast::{self, ColumnOption, CreateTable, Expr, Ident, IndexColumn, TableConstraint};
+use sqlparser::ast::{
+    self, CharacterLength, ColumnOption, CreateTable, ExactNumberInfo, Expr, Ident, IndexColumn,
+    TableConstraint,
+};
 
+use kura_common::decimal::MAX_PRECISION;
 use kura_common::DataType;
 use kura_storage::rules::{CheckConstraint, ColumnDefault, ForeignKey, KeyConstraint, TableRules};
 use kura_storage::sequence::{Identity, OwnedBy, SequenceDef};
 use kura_storage::{ColumnDef, Schema};
 
-use crate::ddl::convert_type;
 use crate::error::{KuraError, KuraResult};
 use crate::names::{ident, object_name};
 
@@ -82,6 +85,68 @@ pub(crate) fn check_clauses(ct: &CreateTable) -> KuraResult<()> {
         return unsupported(format!("CREATE TABLE clauses in: {ct}"));
     }
     Ok(())
+}
+
+/// Maps a SQL column type to kura's type, with a clear error for what kura
+/// lacks. The names are the binder's (`CAST` reads the same ones); a column
+/// is stricter: its lengths and DECIMAL precision are checked, not
+/// clamped, and arrays, catalog vectors and serial pseudo-types (only
+/// CREATE TABLE makes those, [`define`]) are refused.
+pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
+    use ast::DataType as T;
+    match t {
+        T::Varchar(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::CharacterVarying(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::Char(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::Character(Some(CharacterLength::IntegerLength { length, .. }))
+            if *length == 0 || u32::try_from(*length).is_err() =>
+        {
+            return Err(KuraError::Invalid(format!(
+                "invalid length {length} for type {t}"
+            )))
+        }
+        T::Decimal(info) | T::Numeric(info) => {
+            let (p, s) = match info {
+                ExactNumberInfo::None => (MAX_PRECISION as u64, 0),
+                ExactNumberInfo::Precision(p) => (*p, 0),
+                ExactNumberInfo::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
+            };
+            if p == 0 || p > MAX_PRECISION as u64 || s > p {
+                return Err(KuraError::Invalid(format!(
+                    "DECIMAL precision must be 1..{MAX_PRECISION} and scale 0..precision (got {p},{s})"
+                )));
+            }
+        }
+        T::Array(_) => {
+            return Err(KuraError::Unsupported(format!(
+                "array column type {} (tables cannot store arrays yet)",
+                t.to_string().to_ascii_lowercase()
+            )))
+        }
+        // Other systems' names the binder's CAST reads but PostgreSQL has no
+        // column type of: a column keeps to PostgreSQL's (FLOAT64 excepted,
+        // which CREATE TABLE always read as double precision).
+        T::TinyInt(_) | T::Nvarchar(_) | T::Datetime(_) | T::TimestampNtz(_) => {
+            return Err(KuraError::UndefinedType(t.to_string().to_ascii_lowercase()))
+        }
+        T::Float64 => return Ok(DataType::Double),
+        T::Custom(name, _) if crate::sequences::serial_type(t).is_some() => {
+            return Err(KuraError::UndefinedType(format!(
+                "{} (serial types exist only as CREATE TABLE column types)",
+                name.to_string().to_ascii_lowercase()
+            )))
+        }
+        _ => {}
+    }
+    match kura_sql::binder::types::sql_type(t, kura_sql::error::Pos::default()) {
+        Ok(DataType::Vector(_)) => Err(KuraError::Unsupported(format!(
+            "column type {} (a catalog type)",
+            t.to_string().to_ascii_lowercase()
+        ))),
+        Ok(ty) => Ok(ty),
+        Err(kura_sql::SqlError::UnknownType { name, .. }) => Err(KuraError::UndefinedType(name)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The schema and rules of `CREATE TABLE name (columns, constraints)`.
