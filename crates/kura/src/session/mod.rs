@@ -8,6 +8,7 @@ mod copy;
 mod database_io;
 mod parsing;
 mod prepare;
+mod registered;
 mod session_statements;
 mod settings;
 mod transaction;
@@ -351,9 +352,13 @@ impl Session {
             Statement::Reset(reset) => self.reset(&reset.reset),
             Statement::ShowVariable { variable } => self.show(variable),
             Statement::ExplainTable { table_name, .. } => {
-                crate::describe::describe(self, &crate::names::object_name(table_name))
+                let name = crate::names::object_name(table_name);
+                let catalog = self.catalog();
+                // A temporary table first, as every statement resolves names.
+                let table = self.tx().table(&name);
+                crate::describe::describe(&name, table, &catalog, |sql| self.prepare(sql))
             }
-            Statement::ShowTables { .. } => Ok(crate::describe::show_tables(self)),
+            Statement::ShowTables { .. } => Ok(crate::describe::show_tables(&self.tx())),
             s if is_session_statement(s) => self.session_statement(s, None),
             other => crate::query::run_statement(&self.query_context(), other),
         }
