@@ -24,8 +24,8 @@ use parquet::schema::types::ColumnPath;
 use kura_common::{Batch, DataType};
 use kura_exec::arrow::parquet_interval;
 
-use crate::copy::FileAccess;
 use crate::error::{KuraError, KuraResult};
+use crate::file_access::FileAccess;
 use crate::result::{ResultColumn, RowSink};
 
 /// The file formats COPY TO writes through Arrow.

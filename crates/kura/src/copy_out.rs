@@ -7,8 +7,9 @@ use sqlparser::ast::{CopyLegacyOption, CopyOption, CopySource, Statement};
 
 use kura_common::{Batch, DataType, Value};
 
-use crate::copy::{FileAccess, Options};
+use crate::copy::Options;
 use crate::error::{KuraError, KuraResult};
+use crate::file_access::FileAccess;
 use crate::result::{ResultColumn, RowSink};
 
 /// Where a `COPY ... TO STDOUT` sends its output (to the client, over the wire).
@@ -151,7 +152,7 @@ pub(crate) fn source_query(source: &CopySource) -> KuraResult<Statement> {
                     .join(", ")
             };
             let sql = format!("SELECT {list} FROM {table_name}");
-            let mut stmts = crate::session::parse(&sql)?;
+            let mut stmts = crate::parsing::parse(&sql)?;
             match (stmts.pop(), stmts.is_empty()) {
                 (Some(s), true) => Ok(s),
                 _ => Err(KuraError::Internal(format!("COPY source query: {sql}"))),

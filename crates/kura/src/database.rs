@@ -131,7 +131,7 @@ impl Database {
         )?;
         // Spill files a crash left behind (they normally have no name at all
         // once open, see kura_exec::spill).
-        kura_exec::spill::remove_stale(&crate::query::default_temp_directory(path));
+        kura_exec::spill::remove_stale(&crate::query_context::default_temp_directory(path));
         let shared_memory = Arc::new(MemoryTracker::new(
             opts.max_memory.unwrap_or_else(default_max_memory),
         ));

@@ -1,90 +1,17 @@
-//! CREATE TABLE / DROP TABLE: SQL column types mapped onto kura's types and the
-//! catalog changed in one write transaction.
+//! CREATE TABLE / DROP TABLE, CREATE INDEX / DROP INDEX: the catalog changed in one
+//! write transaction.
 
-use sqlparser::ast::{self, CharacterLength, ExactNumberInfo, ObjectName, ObjectType};
+use sqlparser::ast::{self, ObjectName, ObjectType};
 
-use kura_common::decimal::MAX_PRECISION;
 use kura_common::DataType;
 use kura_storage::{Schema, StorageError};
 
 use crate::error::{KuraError, KuraResult};
+pub use crate::names::object_name;
 use crate::result::QueryResult;
 use crate::table_rules;
+pub use crate::table_rules::convert_type;
 use crate::txn::Tx;
-
-/// Maps a SQL column type to kura's type, with a clear error for what kura
-/// lacks. The names are the binder's (`CAST` reads the same ones); a column
-/// is stricter: its lengths and DECIMAL precision are checked, not
-/// clamped, and arrays, catalog vectors and serial pseudo-types (only
-/// CREATE TABLE makes those, `table_rules`) are refused.
-pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
-    use ast::DataType as T;
-    match t {
-        T::Varchar(Some(CharacterLength::IntegerLength { length, .. }))
-        | T::CharacterVarying(Some(CharacterLength::IntegerLength { length, .. }))
-        | T::Char(Some(CharacterLength::IntegerLength { length, .. }))
-        | T::Character(Some(CharacterLength::IntegerLength { length, .. }))
-            if *length == 0 || u32::try_from(*length).is_err() =>
-        {
-            return Err(KuraError::Invalid(format!(
-                "invalid length {length} for type {t}"
-            )))
-        }
-        T::Decimal(info) | T::Numeric(info) => {
-            let (p, s) = match info {
-                ExactNumberInfo::None => (MAX_PRECISION as u64, 0),
-                ExactNumberInfo::Precision(p) => (*p, 0),
-                ExactNumberInfo::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
-            };
-            if p == 0 || p > MAX_PRECISION as u64 || s > p {
-                return Err(KuraError::Invalid(format!(
-                    "DECIMAL precision must be 1..{MAX_PRECISION} and scale 0..precision (got {p},{s})"
-                )));
-            }
-        }
-        T::Array(_) => {
-            return Err(KuraError::Unsupported(format!(
-                "array column type {} (tables cannot store arrays yet)",
-                t.to_string().to_ascii_lowercase()
-            )))
-        }
-        // Other systems' names the binder's CAST reads but PostgreSQL has no
-        // column type of: a column keeps to PostgreSQL's (FLOAT64 excepted,
-        // which CREATE TABLE always read as double precision).
-        T::TinyInt(_) | T::Nvarchar(_) | T::Datetime(_) | T::TimestampNtz(_) => {
-            return Err(KuraError::UndefinedType(t.to_string().to_ascii_lowercase()))
-        }
-        T::Float64 => return Ok(DataType::Double),
-        T::Custom(name, _) if crate::sequences::serial_type(t).is_some() => {
-            return Err(KuraError::UndefinedType(format!(
-                "{} (serial types exist only as CREATE TABLE column types)",
-                name.to_string().to_ascii_lowercase()
-            )))
-        }
-        _ => {}
-    }
-    match kura_sql::binder::types::sql_type(t, kura_sql::error::Pos::default()) {
-        Ok(DataType::Vector(_)) => Err(KuraError::Unsupported(format!(
-            "column type {} (a catalog type)",
-            t.to_string().to_ascii_lowercase()
-        ))),
-        Ok(ty) => Ok(ty),
-        Err(kura_sql::SqlError::UnknownType { name, .. }) => Err(KuraError::UndefinedType(name)),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Name of a table as the catalog keys it (last part of a qualified name).
-pub fn object_name(name: &ObjectName) -> String {
-    name.0
-        .last()
-        .map(|p| match p.as_ident() {
-            Some(id) if id.quote_style.is_some() => id.value.clone(),
-            Some(id) => id.value.to_ascii_lowercase(),
-            None => p.to_string(),
-        })
-        .unwrap_or_default()
-}
 
 /// Executes `CREATE TABLE name (columns...)` (without AS SELECT): the table,
 /// the unique indexes of its keys and its rules, in one write transaction.
@@ -228,17 +155,17 @@ fn comparable(a: DataType, b: DataType) -> bool {
 pub(crate) fn create_index(
     tx: &Tx,
     ci: &ast::CreateIndex,
-    progress: Option<&crate::session::Progress>,
+    progress: Option<&crate::progress::Progress>,
 ) -> KuraResult<QueryResult> {
     check_index_clauses(tx, ci)?;
     // Included columns are stored in the entries after the key, never searched.
-    let include: Vec<String> = ci.include.iter().map(crate::table_rules::ident).collect();
+    let include: Vec<String> = ci.include.iter().map(crate::names::ident).collect();
     let table = object_name(&ci.table_name);
     let mut columns = Vec::new();
     for c in &ci.columns {
         index_column_options(c)?;
         match &c.column.expr {
-            ast::Expr::Identifier(id) => columns.push(crate::table_rules::ident(id)),
+            ast::Expr::Identifier(id) => columns.push(crate::names::ident(id)),
             other => {
                 return Err(KuraError::Unsupported(format!(
                     "index on expression {other}"

@@ -1,11 +1,15 @@
 //! `DESCRIBE name` and `SHOW TABLES`: the catalog as result rows, so any client (the
 //! shell, psql over the wire) can list relations and their columns.
 
+use std::sync::Arc;
+
 use kura_common::{Batch, DataType, Value, Vector};
+use kura_storage::{Catalog, Table};
 
 use crate::error::{KuraError, KuraResult};
+use crate::prepared::Prepared;
 use crate::result::{QueryResult, ResultColumn};
-use crate::session::Session;
+use crate::txn::Tx;
 
 const TEXT: DataType = DataType::Varchar(None);
 
@@ -42,10 +46,16 @@ pub(crate) fn columns_of(names: &[&str]) -> Vec<ResultColumn> {
 }
 
 /// `DESCRIBE name`: a table's columns with type and nullability, or a view's.
-pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryResult> {
-    let catalog = session.catalog();
-    // A temporary table first, as every statement resolves names.
-    if let Some(table) = session.tx().table(name) {
+/// `table` is the table `name` names as statements see it (a temporary table
+/// first), `catalog` the one they read; `prepare` describes a query's text, as
+/// the session prepares a statement (a view's columns are its query's).
+pub(crate) fn describe(
+    name: &str,
+    table: Option<Arc<Table>>,
+    catalog: &Catalog,
+    prepare: impl FnOnce(&str) -> KuraResult<Prepared>,
+) -> KuraResult<QueryResult> {
+    if let Some(table) = table {
         let rows = table
             .schema()
             .columns
@@ -59,7 +69,7 @@ pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryRes
     }
     if catalog.view(name).is_some() {
         // A view's column types are what its query binds to.
-        let prepared = session.prepare(&format!("SELECT * FROM \"{name}\""))?;
+        let prepared = prepare(&format!("SELECT * FROM \"{name}\""))?;
         let rows = prepared
             .columns
             .iter()
@@ -73,9 +83,9 @@ pub(crate) fn describe(session: &mut Session, name: &str) -> KuraResult<QueryRes
 }
 
 /// `SHOW TABLES`: every table and view, by name.
-pub(crate) fn show_tables(session: &Session) -> QueryResult {
-    let catalog = session.catalog();
-    let temp = session.tx().temp_catalog();
+pub(crate) fn show_tables(tx: &Tx) -> QueryResult {
+    let catalog = tx.catalog();
+    let temp = tx.temp_catalog();
     let mut rows: Vec<Vec<String>> = temp
         .iter()
         .flat_map(|t| t.table_names())

@@ -17,10 +17,10 @@ use kura_common::{Batch, DataType, Value, Vector};
 use kura_exec::expr::assign_vector;
 use kura_storage::{Schema, WriteTxn};
 
-use crate::ddl::object_name;
 use crate::enforce::{after_write, Change};
 use crate::error::{KuraError, KuraResult};
-use crate::query::QueryContext;
+use crate::names::{object_name, quote_ident};
+use crate::query_context::QueryContext;
 use crate::result::QueryResult;
 use crate::returning::Returning;
 
@@ -99,7 +99,7 @@ fn returning_columns(
         return Ok(Vec::new());
     };
     let (table, _, alias) = single_table(target, what)?;
-    crate::query::returning_columns(
+    crate::returning::returning_columns(
         ctx,
         &Returning {
             items,
@@ -411,9 +411,4 @@ fn merge(old: &Vector, new: &Vector, hit: &[bool], data_type: DataType) -> Vecto
         });
     }
     out
-}
-
-/// `name` as a quoted SQL identifier (catalog names are stored as written).
-pub(crate) fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
 }

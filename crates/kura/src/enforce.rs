@@ -15,9 +15,9 @@ use kura_exec::expr::assign_vector;
 use kura_storage::rules::{ForeignKey, TableRules};
 use kura_storage::{Catalog, Schema, WriteTxn};
 
-use crate::dml::quote_ident;
 use crate::error::{KuraError, KuraResult};
-use crate::query::QueryContext;
+use crate::names::quote_ident;
+use crate::query_context::QueryContext;
 
 /// The value each column of `schema` gets when an INSERT leaves it out: its
 /// DEFAULT evaluated once for the statement (kura's `now()` and the like are
@@ -58,7 +58,7 @@ fn differs_per_row(sql: &str) -> bool {
 /// Whether `sql` calls a function whose every call gives a new value.
 fn calls_volatile(sql: &str) -> bool {
     use std::ops::ControlFlow;
-    let Ok(stmts) = crate::session::parse(&format!("SELECT {sql}")) else {
+    let Ok(stmts) = crate::parsing::parse(&format!("SELECT {sql}")) else {
         return false;
     };
     ast::visit_expressions(&stmts, |e| match e {
@@ -115,7 +115,7 @@ pub(crate) fn with_row_defaults(
         "SELECT __kura_source.*, {} FROM ({source}) AS __kura_source",
         defaults.join(", ")
     );
-    match crate::session::parse(&sql)?.pop() {
+    match crate::parsing::parse(&sql)?.pop() {
         Some(Statement::Query(q)) => Ok(*q),
         _ => Err(KuraError::Internal(format!("not a query: {sql}"))),
     }
@@ -177,7 +177,7 @@ pub(crate) fn refuse_identity_update(
         let ast::AssignmentTarget::ColumnName(name) = &a.target else {
             continue;
         };
-        let column = crate::ddl::object_name(name);
+        let column = crate::names::object_name(name);
         let always = txn.sequences().any(|s| {
             s.def.identity == Some(Identity::Always)
                 && s.def
@@ -259,7 +259,7 @@ pub(crate) fn sql_type(t: kura_common::DataType) -> String {
 }
 
 fn parse_expr(sql: &str) -> KuraResult<Expr> {
-    let stmts = crate::session::parse(&format!("SELECT {sql}"))?;
+    let stmts = crate::parsing::parse(&format!("SELECT {sql}"))?;
     if let [Statement::Query(q)] = stmts.as_slice() {
         if let SetExpr::Select(s) = &*q.body {
             if let [ast::SelectItem::UnnamedExpr(e)] = s.projection.as_slice() {

@@ -10,7 +10,7 @@ use kura_exec::files::parquet::ParquetTable;
 use kura_exec::{ExecError, TableSource};
 use kura_sql::FileFormat;
 
-use crate::copy::FileAccess;
+use crate::file_access::FileAccess;
 
 const PERMISSION_DENIED: &str = "42501";
 

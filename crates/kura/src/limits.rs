@@ -131,47 +131,6 @@ pub(crate) fn reserve_parse(
     }
 }
 
-/// Parses a long text on a thread of its own while `canceled` is asked every
-/// 10 ms: sqlparser cannot be interrupted, and a text of a few megabytes
-/// parses for seconds. On cancellation the caller gets `Ok(None)` at once; the
-/// parse finishes in the background and then frees its tree and `memory`.
-pub(crate) fn parse_interruptibly(
-    sql: &str,
-    memory: Option<ParseMemory>,
-    canceled: impl Fn() -> bool,
-) -> KuraResult<Option<(Vec<sqlparser::ast::Statement>, Option<ParseMemory>)>> {
-    use std::sync::mpsc;
-    use std::time::Duration;
-    let (tx, rx) = mpsc::channel();
-    let text = sql.to_string();
-    let spawned = std::thread::Builder::new()
-        .name("kura-parse".into())
-        .stack_size(crate::stack::STATEMENT_STACK)
-        .spawn(move || {
-            let parsed = crate::session::parse(&text);
-            // When nobody waits any more, the tree and the reservation are
-            // dropped here, on this thread's large stack.
-            if let Err(mpsc::SendError((parsed, memory))) = tx.send((parsed, memory)) {
-                drop(parsed);
-                drop(memory);
-            }
-        });
-    if spawned.is_err() {
-        // No thread to spare: parse here, uninterruptibly.
-        return crate::session::parse(sql).map(|p| Some((p, None)));
-    }
-    loop {
-        match rx.recv_timeout(Duration::from_millis(10)) {
-            Ok((parsed, memory)) => return parsed.map(|p| Some((p, memory))),
-            Err(mpsc::RecvTimeoutError::Timeout) if canceled() => return Ok(None),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(KuraError::Internal("the parser thread stopped".into()))
-            }
-        }
-    }
-}
-
 /// Whether a text is long enough to be parsed on a thread of its own.
 pub(crate) fn parses_long(sql: &str) -> bool {
     sql.len() >= COUNTED_TEXT_BYTES

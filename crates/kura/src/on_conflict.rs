@@ -15,9 +15,9 @@ use kura_storage::rules::TableRules;
 use kura_storage::{Schema, WriteTxn};
 use sqlparser::ast::{self, ConflictTarget, DoUpdate, OnConflictAction, OnInsert};
 
-use crate::dml::quote_ident;
 use crate::error::{KuraError, KuraResult};
-use crate::query::QueryContext;
+use crate::names::quote_ident;
+use crate::query_context::QueryContext;
 
 /// The keys an INSERT's rows are checked against, as table column positions,
 /// and what a conflict does.
@@ -74,7 +74,7 @@ impl ConflictSkip {
         let chosen: Vec<_> = match &c.conflict_target {
             None => all.iter().collect(),
             Some(ConflictTarget::Columns(cols)) => {
-                let mut want: Vec<String> = cols.iter().map(crate::table_rules::ident).collect();
+                let mut want: Vec<String> = cols.iter().map(crate::names::ident).collect();
                 want.sort();
                 all.iter()
                     .filter(|k| {
@@ -86,7 +86,7 @@ impl ConflictSkip {
                     .collect()
             }
             Some(ConflictTarget::OnConstraint(name)) => {
-                let name = crate::ddl::object_name(name);
+                let name = crate::names::object_name(name);
                 let found: Vec<_> = all.iter().filter(|k| k.name == name).collect();
                 if found.is_empty() {
                     return Err(KuraError::State {
@@ -299,7 +299,7 @@ impl ConflictSkip {
             quote_ident(table),
             assignments.join(", ")
         );
-        let ast::Statement::Update(u) = crate::session::parse(&sql)?
+        let ast::Statement::Update(u) = crate::parsing::parse(&sql)?
             .pop()
             .ok_or_else(|| KuraError::Internal(format!("not an UPDATE: {sql}")))?
         else {

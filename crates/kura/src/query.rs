@@ -2,491 +2,20 @@
 //! CREATE TABLE AS, CREATE VIEW — planned by kura-sql over the storage catalog and
 //! run by kura-exec; plus describing and running statements with `$n` parameters.
 
-use std::ops::Range;
-use std::sync::Arc;
 use std::time::Instant;
 
 use sqlparser::ast::{Query, Statement};
 
-use kura_common::settings::Settings;
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_exec::expr::assign_vector;
-use kura_exec::{
-    ColumnStatistics, ExecContext, ExecError, ExecResult, Executor, IndexSource, IoCounters,
-    OperatorRegistry, SourceColumn, TableSource, Zone,
-};
-use kura_sql::{
-    describe_query, plan_query, CatalogProvider, PlannedQuery, PlannerOptions, SqlError,
-    ViewDefinition,
-};
-use kura_storage::{BufferManager, Catalog, Storage, Table};
+use kura_sql::describe_query;
 
-use crate::cancel::CancelHandle;
-use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
+use crate::names::object_name;
+use crate::query_context::{exec_error, sql_error, QueryContext};
 use crate::result::{QueryResult, ResultColumn};
+use crate::returning::returning_columns;
 use crate::txn::Tx;
-
-pub(crate) struct QueryContext<'a> {
-    pub storage: &'a Arc<Storage>,
-    pub settings: &'a Settings,
-    pub cancel: &'a CancelHandle,
-    /// The committed database, or the session's open transaction.
-    pub tx: Tx<'a>,
-    /// The session's `currval` state.
-    pub sequences: &'a Arc<crate::sequences::SessionSequences>,
-    /// The budget all running queries share.
-    pub shared_memory: &'a Arc<kura_exec::context::MemoryTracker>,
-    /// LLC classes and the software scan policy (paper 000).
-    pub llc: &'a Arc<crate::llc::Llc>,
-    /// What `version()`, `now()` ... read.
-    pub info: Arc<kura_sql::SessionInfo>,
-    /// Which server files `read_parquet` may read.
-    pub file_access: &'a crate::copy::FileAccess,
-    /// Relations the program registered in the session, found ahead of tables.
-    pub registered: &'a crate::registered::Registered,
-    /// A COPY's rows: values for `GENERATED ALWAYS` identity columns are written as
-    /// given (PostgreSQL's COPY does not check them; an INSERT is refused them).
-    pub copying: bool,
-}
-
-/// A stored table as a scan source.
-struct StorageTable {
-    table: Arc<Table>,
-    columns: Vec<SourceColumn>,
-    /// Its indexes, each with whether it is stale (listed, not read).
-    indexes: Vec<(Arc<IndexSource>, bool)>,
-}
-
-impl TableSource for StorageTable {
-    fn name(&self) -> &str {
-        self.table.name()
-    }
-    fn columns(&self) -> &[SourceColumn] {
-        &self.columns
-    }
-    fn row_count(&self) -> u64 {
-        self.table.row_count()
-    }
-    fn column_stats(&self, col: usize) -> Option<ColumnStatistics> {
-        let s = self.table.column_stats(col);
-        Some(ColumnStatistics {
-            min: s.min.clone(),
-            max: s.max.clone(),
-            null_count: s.null_count,
-            distinct: s.distinct,
-        })
-    }
-    fn zones(&self, col: usize) -> Vec<Zone> {
-        self.table
-            .zones(col)
-            .iter()
-            .map(|z| Zone {
-                first_row: z.first_row,
-                row_count: z.row_count as u64,
-                min: z.min.clone(),
-                max: z.max.clone(),
-                null_count: z.null_count as u64,
-            })
-            .collect()
-    }
-    fn row_groups(&self) -> Vec<Range<u64>> {
-        self.table.row_groups()
-    }
-    fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
-        self.table
-            .read_range(col, first_row, len)
-            .map_err(ExecError::from)
-    }
-    fn read_selected(
-        &self,
-        col: usize,
-        first_row: u64,
-        len: usize,
-        sel: &[u32],
-    ) -> ExecResult<Vector> {
-        self.table
-            .read_selected(col, first_row, len, sel)
-            .map_err(ExecError::from)
-    }
-    fn buffer_manager(&self) -> Option<Arc<BufferManager>> {
-        Some(self.table.buffer().clone())
-    }
-    fn pages(&self, col: usize, rows: Range<u64>) -> Vec<kura_storage::PageId> {
-        let end = rows.end.min(self.table.row_count());
-        if col >= self.columns.len() || rows.start >= end {
-            return Vec::new();
-        }
-        let zones = self.table.zones(col);
-        let first = self.table.zone_of(col, rows.start);
-        zones[first..]
-            .iter()
-            .take_while(|z| z.first_row < end)
-            .map(|z| z.page)
-            .collect()
-    }
-    fn row_pages(&self, col: usize, rows: &[u64]) -> Vec<kura_storage::PageId> {
-        if col >= self.columns.len() {
-            return Vec::new();
-        }
-        self.table.row_pages(col, rows)
-    }
-    fn page_count(&self, col: usize) -> usize {
-        if col < self.columns.len() {
-            self.table.zones(col).len().max(1)
-        } else {
-            1
-        }
-    }
-    fn indexes(&self) -> Vec<Arc<IndexSource>> {
-        self.indexes
-            .iter()
-            .filter(|(_, stale)| !stale)
-            .map(|(ix, _)| ix.clone())
-            .collect()
-    }
-    fn listed_indexes(&self) -> Vec<Arc<IndexSource>> {
-        self.indexes.iter().map(|(ix, _)| ix.clone()).collect()
-    }
-    fn stored_pages(&self) -> (u64, u64) {
-        (
-            self.table.stored_pages(),
-            self.table.buffer().page_size() as u64,
-        )
-    }
-    fn fetch_rows(&self, col: usize, row_ids: &[u64]) -> ExecResult<Vector> {
-        self.table.fetch_rows(col, row_ids).map_err(ExecError::from)
-    }
-}
-
-/// The committed catalog as the planner sees it: the session's temporary
-/// tables first, then the database's tables and views.
-pub(crate) struct StorageCatalog<'a> {
-    catalog: Arc<Catalog>,
-    temp: Option<Arc<Catalog>>,
-    /// Set once a name resolved to a temporary table.
-    used_temp: std::cell::Cell<bool>,
-    settings: &'a Settings,
-    info: Arc<kura_sql::SessionInfo>,
-    /// Where `nextval` draws values, and the session's `currval` state.
-    storage: &'a Arc<Storage>,
-    sequences: &'a Arc<crate::sequences::SessionSequences>,
-    file_access: &'a crate::copy::FileAccess,
-    registered: &'a crate::registered::Registered,
-}
-
-impl CatalogProvider for StorageCatalog<'_> {
-    fn table(&self, name: &str) -> Option<Arc<dyn TableSource>> {
-        if let Some(t) = self.registered.get(name) {
-            return Some(t);
-        }
-        if let Some(temp) = &self.temp {
-            if let Some(t) = table_source(temp, name) {
-                self.used_temp.set(true);
-                return Some(t);
-            }
-        }
-        table_source(&self.catalog, name)
-    }
-    fn view(&self, name: &str) -> Option<ViewDefinition> {
-        if self.registered.get(name).is_some() {
-            return None;
-        }
-        // A temporary table hides a view of its name too.
-        if self.temp.as_ref().is_some_and(|t| t.table(name).is_some()) {
-            return None;
-        }
-        self.catalog.view(name).map(|v| ViewDefinition {
-            sql: v.sql.clone(),
-            columns: v.columns.clone(),
-        })
-    }
-    fn relation_names(&self) -> Vec<String> {
-        let mut n = self.temp.as_ref().map_or(Vec::new(), |t| t.table_names());
-        n.extend(self.registered.names().cloned());
-        n.extend(self.catalog.table_names());
-        n.extend(self.catalog.view_names());
-        n.sort();
-        n.dedup();
-        n
-    }
-    fn settings(&self) -> Vec<kura_sql::system::SysSetting> {
-        crate::system_catalog::settings(self.settings)
-    }
-    fn rules(&self, table: &str) -> kura_sql::TableRulesInfo {
-        let mut info = self
-            .catalog
-            .rules(table)
-            .map(crate::system_catalog::rules_info)
-            .unwrap_or_default();
-        // An identity column shows as one (attidentity), not as a DEFAULT,
-        // as in PostgreSQL.
-        let identity: Vec<&str> = self
-            .catalog
-            .sequences()
-            .filter(|e| e.def.identity.is_some())
-            .filter_map(|e| e.def.owned_by.as_ref())
-            .filter(|o| o.table == table)
-            .map(|o| o.column.as_str())
-            .collect();
-        info.defaults
-            .retain(|(c, _)| !identity.contains(&c.as_str()));
-        info
-    }
-    fn session(&self) -> Option<&kura_sql::SessionInfo> {
-        Some(&self.info)
-    }
-    fn sequences(&self) -> Vec<kura_sql::SequenceInfo> {
-        self.catalog
-            .sequences()
-            .map(|e| crate::sequences::info(self.storage, e))
-            .collect()
-    }
-    fn database_bytes(&self) -> Option<u64> {
-        Some(self.storage.page_count() * self.storage.page_size() as u64)
-    }
-    fn file_table(
-        &self,
-        format: &kura_sql::FileFormat,
-        patterns: &[String],
-    ) -> Result<Arc<dyn TableSource>, ExecError> {
-        crate::files::open(self.file_access, format, patterns)
-    }
-    fn sequence(&self, name: &str) -> Option<kura_exec::expr::SeqRef> {
-        let entry = self.catalog.sequence(name)?;
-        Some(crate::sequences::handle(
-            self.storage,
-            self.sequences,
-            &entry.def,
-        ))
-    }
-}
-
-/// A table's columns as a scan source describes them.
-pub(crate) fn source_columns(schema: &kura_storage::Schema) -> Vec<SourceColumn> {
-    schema
-        .columns
-        .iter()
-        .map(|c| SourceColumn {
-            name: c.name.clone(),
-            data_type: c.data_type,
-            nullable: c.nullable,
-        })
-        .collect()
-}
-
-/// Table `name` of `catalog` as a scan source, with its indexes.
-fn table_source(catalog: &Catalog, name: &str) -> Option<Arc<dyn TableSource>> {
-    let table = catalog.table(name)?;
-    let columns = source_columns(table.schema());
-    let indexes = catalog
-        .indexes_on(table.name())
-        .into_iter()
-        .filter_map(|ix| {
-            let cols = ix
-                .columns
-                .iter()
-                .map(|c| table.schema().index_of(c))
-                .collect::<Option<Vec<usize>>>()?;
-            let include = ix
-                .include
-                .iter()
-                .map(|c| table.schema().index_of(c))
-                .collect::<Option<Vec<usize>>>()?;
-            let source = IndexSource::new(
-                &ix.name,
-                cols,
-                ix.unique,
-                ix.tree.clone(),
-                table.buffer().clone(),
-            )
-            .with_include(include);
-            Some((Arc::new(source), ix.stale))
-        })
-        .collect();
-    Some(Arc::new(StorageTable {
-        table,
-        columns,
-        indexes,
-    }))
-}
-
-/// Buffer-manager counters for EXPLAIN ANALYZE: the calling thread's fixes and
-/// reads, so that work charged to an operator on one worker does not take in
-/// what the other workers did meanwhile.
-struct ThreadIo;
-
-impl IoCounters for ThreadIo {
-    fn counters(&self) -> (u64, u64) {
-        kura_storage::thread_io()
-    }
-}
-
-fn sql_error(e: SqlError) -> KuraError {
-    KuraError::from(e)
-}
-
-fn exec_error(e: ExecError) -> KuraError {
-    KuraError::from(e)
-}
-
-impl QueryContext<'_> {
-    pub(crate) fn catalog(&self) -> StorageCatalog<'_> {
-        StorageCatalog {
-            catalog: self.tx.catalog(),
-            temp: self.tx.temp_catalog(),
-            used_temp: Default::default(),
-            settings: self.settings,
-            info: self.info.clone(),
-            storage: self.storage,
-            sequences: self.sequences,
-            file_access: self.file_access,
-            registered: self.registered,
-        }
-    }
-
-    pub(crate) fn options(&self) -> PlannerOptions {
-        PlannerOptions {
-            join_operator: OperatorRegistry::join_for_setting(
-                &self.settings.value("join_algorithm"),
-            )
-            .into(),
-            enable_index: self.settings.flag("enable_index"),
-            enable_seqscan: self.settings.flag("enable_seqscan"),
-            enable_right_join: self.settings.flag("enable_right_join"),
-            enable_eager_aggregate: self.settings.flag("enable_eager_aggregate"),
-            interrupt: Some({
-                let cancel = self.cancel.clone();
-                kura_sql::interrupt::Interrupt(Arc::new(move || cancel.is_canceled()))
-            }),
-        }
-    }
-
-    pub(crate) fn exec_context(&self) -> ExecContext {
-        let cancel = self.cancel.clone();
-        ExecContext::with_cancel_check(
-            Arc::new(move || cancel.is_canceled()),
-            self.settings.memory_limit(),
-        )
-        .with_shared_memory(self.shared_memory.clone())
-        .with_io(Arc::new(ThreadIo))
-        // `SET execution_mode` picks serial, static or out-of-order execution.
-        .with_settings(self.settings)
-        .with_cache_classes(self.llc.classes(self.settings))
-        .with_spill(
-            temp_directory(self.settings, self.storage.path()),
-            self.settings.max_temp_directory_size(),
-        )
-    }
-
-    /// Plans and runs one query given as text — over `view` when given (a
-    /// write transaction's own state), else what the statement reads.
-    pub(crate) fn run_sql(
-        &self,
-        sql: &str,
-        params: Option<Vec<Value>>,
-        view: Option<Arc<Catalog>>,
-    ) -> KuraResult<Vec<Batch>> {
-        let statements = crate::session::parse(sql)?;
-        let [Statement::Query(q)] = statements.as_slice() else {
-            return Err(KuraError::Internal(format!("not one query: {sql}")));
-        };
-        // A view is of the storage writing now: the session's temporary one
-        // while a temporary table is written, else the database's.
-        let (catalog, temp) = match view {
-            Some(v) if self.tx.temp.writing() => (self.tx.catalog(), Some(v)),
-            Some(v) => (v, self.tx.temp_catalog()),
-            None => (self.tx.catalog(), self.tx.temp_catalog()),
-        };
-        let catalog = StorageCatalog {
-            catalog,
-            temp,
-            used_temp: Default::default(),
-            settings: self.settings,
-            info: self.info.clone(),
-            storage: self.storage,
-            sequences: self.sequences,
-            file_access: self.file_access,
-            registered: self.registered,
-        };
-        let planned = plan_query(&catalog, q, params, &self.options()).map_err(sql_error)?;
-        self.execute(&planned, &self.exec_context())
-    }
-
-    pub(crate) fn plan(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<PlannedQuery> {
-        plan_query(&self.catalog(), q, params, &self.options()).map_err(sql_error)
-    }
-
-    pub(crate) fn execute(
-        &self,
-        planned: &PlannedQuery,
-        exec: &ExecContext,
-    ) -> KuraResult<Vec<Batch>> {
-        let registry = OperatorRegistry::default();
-        Executor {
-            registry: &registry,
-            ctx: exec,
-        }
-        .run(&planned.plan)
-        .map_err(exec_error)
-    }
-
-    /// Runs a query handing its rows to `sink` as they are produced; the
-    /// result returned has the columns and the `SELECT n` tag but no rows.
-    pub(crate) fn query_streaming(
-        &self,
-        q: &Query,
-        params: Option<Vec<Value>>,
-        sink: &mut dyn crate::result::RowSink,
-    ) -> KuraResult<QueryResult> {
-        let planned = self.plan(q, params)?;
-        let columns = result_columns(&planned);
-        sink.columns(&columns);
-        let registry = OperatorRegistry::default();
-        let exec = self.exec_context();
-        let mut rows = 0usize;
-        Executor {
-            registry: &registry,
-            ctx: &exec,
-        }
-        .run_streaming(&planned.plan, &mut |b| {
-            rows += b.len();
-            Ok(sink.rows(b))
-        })
-        .map_err(exec_error)?;
-        Ok(QueryResult {
-            columns,
-            batches: Vec::new(),
-            tag: format!("SELECT {rows}"),
-        })
-    }
-
-    fn query(&self, q: &Query, params: Option<Vec<Value>>) -> KuraResult<QueryResult> {
-        let planned = self.plan(q, params)?;
-        let batches = self.execute(&planned, &self.exec_context())?;
-        Ok(QueryResult::rows_of(result_columns(&planned), batches))
-    }
-}
-
-/// Runs a query and collects its rows (a cursor's, `EXECUTE`'s arguments).
-pub(crate) fn collect(
-    ctx: &QueryContext,
-    q: &Query,
-    params: Option<Vec<Value>>,
-) -> KuraResult<QueryResult> {
-    ctx.query(q, params)
-}
-
-fn result_columns(planned: &PlannedQuery) -> Vec<ResultColumn> {
-    planned
-        .columns
-        .iter()
-        .map(|(n, t)| ResultColumn {
-            name: n.clone(),
-            data_type: *t,
-        })
-        .collect()
-}
 
 pub(crate) fn run_statement(ctx: &QueryContext, stmt: &Statement) -> KuraResult<QueryResult> {
     run(ctx, stmt, None)
@@ -548,19 +77,6 @@ pub(crate) fn describe(
         Statement::Delete(d) => Ok((Vec::new(), crate::dml::returning_columns_of_delete(ctx, d)?)),
         _ => Ok((Vec::new(), Vec::new())),
     }
-}
-
-/// The columns a RETURNING list gives over its table as the statement sees it.
-pub(crate) fn returning_columns(
-    ctx: &QueryContext,
-    returning: &crate::returning::Returning,
-) -> KuraResult<Vec<ResultColumn>> {
-    let t = ctx.tx.table(returning.table).ok_or_else(|| {
-        KuraError::Storage(kura_storage::StorageError::NoSuchTable(
-            returning.table.to_string(),
-        ))
-    })?;
-    returning.columns(ctx, t.schema())
 }
 
 /// Runs a statement; a query's rows go to `sink` as they are produced, any
@@ -698,7 +214,7 @@ fn run(
                 alias: ins
                     .table_alias
                     .as_ref()
-                    .map(|a| crate::table_rules::ident(&a.alias)),
+                    .map(|a| crate::names::ident(&a.alias)),
                 columns: &columns,
                 source: ins.source.as_deref(),
                 on_conflict: ins.on.as_ref(),
@@ -746,7 +262,7 @@ fn run(
             let columns = v
                 .columns
                 .iter()
-                .map(|c| crate::table_rules::ident(&c.name))
+                .map(|c| crate::names::ident(&c.name))
                 .collect();
             ctx.tx.write(|txn| {
                 if v.or_replace && txn.has_view(&name) {
@@ -931,7 +447,7 @@ fn insert_in(
         Some(q) => q,
         None => {
             let row = vec!["DEFAULT"; positions.len()].join(", ");
-            all_defaults = match crate::session::parse(&format!("VALUES ({row})"))?.pop() {
+            all_defaults = match crate::parsing::parse(&format!("VALUES ({row})"))?.pop() {
                 Some(Statement::Query(q)) => *q,
                 _ => return Err(KuraError::Internal("DEFAULT VALUES".into())),
             };
@@ -1082,23 +598,4 @@ fn create_table_as_in(
         }
     }
     Ok(rows)
-}
-
-/// Where a query spills: `temp_directory`, or beside the database file.
-pub(crate) fn temp_directory(
-    settings: &Settings,
-    database: &std::path::Path,
-) -> std::path::PathBuf {
-    match settings.value("temp_directory") {
-        dir if dir.is_empty() => default_temp_directory(database),
-        dir => dir.into(),
-    }
-}
-
-/// `<database file>.tmp`: spill files stay on the database's disk and are
-/// removed when the database opens after a crash.
-pub(crate) fn default_temp_directory(database: &std::path::Path) -> std::path::PathBuf {
-    let mut name = database.as_os_str().to_owned();
-    name.push(".tmp");
-    name.into()
 }

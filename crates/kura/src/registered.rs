@@ -12,7 +12,6 @@ use kura_exec::arrow::{batch_from_arrow, kura_type};
 use kura_exec::{MemTable, SourceColumn, TableSource};
 
 use crate::error::{KuraError, KuraResult};
-use crate::session::Session;
 
 /// The session's registered relations by name (lower case, as an unquoted name binds).
 #[derive(Default)]
@@ -26,23 +25,10 @@ impl Registered {
     pub(crate) fn names(&self) -> impl Iterator<Item = &String> {
         self.0.keys()
     }
-}
 
-/// The relation's name as the binder looks it up: an unquoted name is folded to lower case.
-fn key(name: &str) -> KuraResult<String> {
-    if name.is_empty() {
-        return Err(KuraError::Invalid(
-            "a registered relation needs a name".into(),
-        ));
-    }
-    Ok(name.to_lowercase())
-}
-
-impl Session {
-    /// Makes Arrow data queryable as `name` in this session (until [`Session::unregister`]
-    /// or the session's end), replacing an earlier registration of that name. The data is
-    /// converted to kura's vectors once, here: later changes to the caller's copy are not seen.
-    pub fn register_arrow(
+    /// Arrow data as relation `name`, replacing an earlier registration of that name,
+    /// converted to kura's vectors once, here.
+    pub(crate) fn register_arrow(
         &mut self,
         name: &str,
         schema: &Schema,
@@ -67,19 +53,22 @@ impl Session {
             }
         }
         let table = MemTable::new(&key, columns, data);
-        self.registered.0.insert(key, Arc::new(table));
+        self.0.insert(key, Arc::new(table));
         Ok(())
     }
 
-    /// Forgets a registered relation; false when none has that name.
-    pub fn unregister(&mut self, name: &str) -> bool {
-        key(name).is_ok_and(|k| self.registered.0.remove(&k).is_some())
+    /// Forgets relation `name`; false when none has that name.
+    pub(crate) fn unregister(&mut self, name: &str) -> bool {
+        key(name).is_ok_and(|k| self.0.remove(&k).is_some())
     }
+}
 
-    /// The names of this session's registered relations, sorted.
-    pub fn registered_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.registered.names().cloned().collect();
-        names.sort();
-        names
+/// The relation's name as the binder looks it up: an unquoted name is folded to lower case.
+fn key(name: &str) -> KuraResult<String> {
+    if name.is_empty() {
+        return Err(KuraError::Invalid(
+            "a registered relation needs a name".into(),
+        ));
     }
+    Ok(name.to_lowercase())
 }

@@ -14,9 +14,9 @@ use kura_exec::{MemTable, TableSource};
 use kura_sql::{CatalogProvider, ViewDefinition};
 use kura_storage::Schema;
 
-use crate::dml::quote_ident;
 use crate::error::{KuraError, KuraResult};
-use crate::query::QueryContext;
+use crate::names::quote_ident;
+use crate::query_context::QueryContext;
 use crate::result::{QueryResult, ResultColumn};
 
 /// A RETURNING list and the table (and alias) it reads.
@@ -35,7 +35,7 @@ impl Returning<'_> {
             .clone()
             .unwrap_or_else(|| quote_ident(self.table));
         let sql = format!("SELECT {} FROM {ROWS} AS {name}", items.join(", "));
-        match crate::session::parse(&sql)?.pop() {
+        match crate::parsing::parse(&sql)?.pop() {
             Some(Statement::Query(q)) => Ok(*q),
             _ => Err(KuraError::Internal(format!("RETURNING as a query: {sql}"))),
         }
@@ -95,13 +95,26 @@ impl Returning<'_> {
     }
 }
 
+/// The columns a RETURNING list gives over its table as the statement sees it.
+pub(crate) fn returning_columns(
+    ctx: &QueryContext,
+    returning: &Returning,
+) -> KuraResult<Vec<ResultColumn>> {
+    let t = ctx.tx.table(returning.table).ok_or_else(|| {
+        KuraError::Storage(kura_storage::StorageError::NoSuchTable(
+            returning.table.to_string(),
+        ))
+    })?;
+    returning.columns(ctx, t.schema())
+}
+
 /// The name the rows go by (no user relation can have it: names starting
 /// with `__kura` are kura's).
 const ROWS: &str = "__kura_returning_rows";
 
 /// `rows` as an in-memory table named `name` with the columns of `schema`.
 fn rows_table(name: &str, schema: &Schema, rows: Vec<Batch>) -> Arc<dyn TableSource> {
-    let columns = crate::query::source_columns(schema);
+    let columns = crate::storage_table::source_columns(schema);
     let types: Vec<_> = schema.columns.iter().map(|c| c.data_type).collect();
     let all = kura_exec::ops::concat(&types, rows);
     MemTable::new(name, columns, all.columns).into_arc()

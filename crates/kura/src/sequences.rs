@@ -14,8 +14,8 @@ use kura_exec::{ExecError, ExecResult};
 use kura_storage::sequence::{Identity, OwnedBy, SequenceDef, SequenceEntry};
 use kura_storage::Storage;
 
-use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
+use crate::names::object_name;
 use crate::result::QueryResult;
 use crate::txn::Tx;
 
@@ -197,7 +197,7 @@ pub(crate) fn nextval_sql(name: &str) -> String {
 /// a default is computed per row, and keeps its sequence from being dropped.
 pub(crate) fn sequences_used(sql: &str) -> Vec<String> {
     use std::ops::ControlFlow;
-    let Ok(stmts) = crate::session::parse(&format!("SELECT {sql}")) else {
+    let Ok(stmts) = crate::parsing::parse(&format!("SELECT {sql}")) else {
         return Vec::new();
     };
     let mut found = Vec::new();

@@ -28,7 +28,7 @@ const CLIENT_PARAMETERS: &[&str] = &[
 pub(crate) fn settings(settings: &Settings) -> Vec<SysSetting> {
     let own = SETTINGS.iter().map(|spec| setting_row(spec, settings));
     let client = CLIENT_PARAMETERS.iter().filter_map(|name| {
-        let value = crate::session::client_setting_value(name)?;
+        let value = crate::client_settings::client_setting_value(name)?;
         Some(SysSetting::text(
             name,
             value,

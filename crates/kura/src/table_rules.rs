@@ -6,19 +6,18 @@
 
 use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
 use sqlparser::ast::{
-    self, ColumnOption, CreateTable, Expr, Ident, IndexColumn, Statement, TableConstraint,
+    self, CharacterLength, ColumnOption, CreateTable, ExactNumberInfo, Expr, Ident, IndexColumn,
+    TableConstraint,
 };
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, Tokenizer};
 
+use kura_common::decimal::MAX_PRECISION;
 use kura_common::DataType;
 use kura_storage::rules::{CheckConstraint, ColumnDefault, ForeignKey, KeyConstraint, TableRules};
 use kura_storage::sequence::{Identity, OwnedBy, SequenceDef};
 use kura_storage::{ColumnDef, Schema};
 
-use crate::ddl::{convert_type, object_name};
 use crate::error::{KuraError, KuraResult};
+use crate::names::{ident, object_name};
 
 /// A table as CREATE TABLE defines it.
 pub(crate) struct TableDefinition {
@@ -88,77 +87,66 @@ pub(crate) fn check_clauses(ct: &CreateTable) -> KuraResult<()> {
     Ok(())
 }
 
-/// Words sqlparser (0.63) takes at the end of a column definition and then
-/// drops when they are another dialect's column option (`a int AUTO_INCREMENT`,
-/// `a int IDENTITY`, `a int ASC`, `a int ON UPDATE`): it consumes the keyword
-/// before it checks the dialect, so the statement parses without a trace of
-/// the option, which would be ignored. PostgreSQL reads none of them there.
-const DROPPED_COLUMN_WORDS: &[Keyword] = &[
-    Keyword::AUTO_INCREMENT,
-    Keyword::AUTOINCREMENT,
-    Keyword::ASC,
-    Keyword::DESC,
-    Keyword::AS,
-    Keyword::UPDATE,
-    Keyword::SRID,
-    Keyword::IDENTITY,
-];
-
-/// Refuses (42601, as PostgreSQL does) a CREATE TABLE whose text holds more
-/// of the [`DROPPED_COLUMN_WORDS`] than the parsed statement does written out
-/// again: sqlparser dropped one of them. Everything else a statement holds is
-/// written out as it was read, so only a dropped word makes the counts
-/// differ. Each statement is compared with its own text (the tokens between
-/// semicolons), or, should those not pair up, all with all.
-pub(crate) fn refuse_dropped_column_words(sql: &str, stmts: &[Statement]) -> KuraResult<()> {
-    let creates_table =
-        |s: &Statement| matches!(s, Statement::CreateTable(ct) if !ct.columns.is_empty());
-    if !stmts.iter().any(creates_table) {
-        return Ok(());
-    }
-    let tokenize = |text: &str| Tokenizer::new(&PostgreSqlDialect {}, text).tokenize().ok();
-    let counts = |tokens: &[Token]| -> Vec<usize> {
-        DROPPED_COLUMN_WORDS
-            .iter()
-            .map(|k| {
-                tokens
-                    .iter()
-                    .filter(|t| matches!(t, Token::Word(w) if w.quote_style.is_none() && w.keyword == *k))
-                    .count()
-            })
-            .collect()
-    };
-    let Some(tokens) = tokenize(sql) else {
-        return Ok(());
-    };
-    let texts: Vec<&[Token]> = tokens
-        .split(|t| matches!(t, Token::SemiColon))
-        .filter(|c| c.iter().any(|t| !matches!(t, Token::Whitespace(_))))
-        .collect();
-    let pairs: Vec<(Vec<&Statement>, &[Token])> = if texts.len() == stmts.len() {
-        stmts
-            .iter()
-            .zip(texts)
-            .filter(|(s, _)| creates_table(s))
-            .map(|(s, t)| (vec![s], t))
-            .collect()
-    } else {
-        vec![(stmts.iter().collect(), tokens.as_slice())]
-    };
-    for (stmts, text) in pairs {
-        let again: Vec<String> = stmts.iter().map(|s| s.to_string()).collect();
-        let Some(read) = tokenize(&again.join(";\n")) else {
-            continue;
-        };
-        let (written, read) = (counts(text), counts(&read));
-        if let Some(i) = (0..written.len()).find(|&i| written[i] > read[i]) {
-            return Err(KuraError::Syntax(format!(
-                "syntax error at or near \"{:?}\": not a PostgreSQL column option",
-                DROPPED_COLUMN_WORDS[i]
-            )));
+/// Maps a SQL column type to kura's type, with a clear error for what kura
+/// lacks. The names are the binder's (`CAST` reads the same ones); a column
+/// is stricter: its lengths and DECIMAL precision are checked, not
+/// clamped, and arrays, catalog vectors and serial pseudo-types (only
+/// CREATE TABLE makes those, [`define`]) are refused.
+pub fn convert_type(t: &ast::DataType) -> KuraResult<DataType> {
+    use ast::DataType as T;
+    match t {
+        T::Varchar(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::CharacterVarying(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::Char(Some(CharacterLength::IntegerLength { length, .. }))
+        | T::Character(Some(CharacterLength::IntegerLength { length, .. }))
+            if *length == 0 || u32::try_from(*length).is_err() =>
+        {
+            return Err(KuraError::Invalid(format!(
+                "invalid length {length} for type {t}"
+            )))
         }
+        T::Decimal(info) | T::Numeric(info) => {
+            let (p, s) = match info {
+                ExactNumberInfo::None => (MAX_PRECISION as u64, 0),
+                ExactNumberInfo::Precision(p) => (*p, 0),
+                ExactNumberInfo::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
+            };
+            if p == 0 || p > MAX_PRECISION as u64 || s > p {
+                return Err(KuraError::Invalid(format!(
+                    "DECIMAL precision must be 1..{MAX_PRECISION} and scale 0..precision (got {p},{s})"
+                )));
+            }
+        }
+        T::Array(_) => {
+            return Err(KuraError::Unsupported(format!(
+                "array column type {} (tables cannot store arrays yet)",
+                t.to_string().to_ascii_lowercase()
+            )))
+        }
+        // Other systems' names the binder's CAST reads but PostgreSQL has no
+        // column type of: a column keeps to PostgreSQL's (FLOAT64 excepted,
+        // which CREATE TABLE always read as double precision).
+        T::TinyInt(_) | T::Nvarchar(_) | T::Datetime(_) | T::TimestampNtz(_) => {
+            return Err(KuraError::UndefinedType(t.to_string().to_ascii_lowercase()))
+        }
+        T::Float64 => return Ok(DataType::Double),
+        T::Custom(name, _) if crate::sequences::serial_type(t).is_some() => {
+            return Err(KuraError::UndefinedType(format!(
+                "{} (serial types exist only as CREATE TABLE column types)",
+                name.to_string().to_ascii_lowercase()
+            )))
+        }
+        _ => {}
     }
-    Ok(())
+    match kura_sql::binder::types::sql_type(t, kura_sql::error::Pos::default()) {
+        Ok(DataType::Vector(_)) => Err(KuraError::Unsupported(format!(
+            "column type {} (a catalog type)",
+            t.to_string().to_ascii_lowercase()
+        ))),
+        Ok(ty) => Ok(ty),
+        Err(kura_sql::SqlError::UnknownType { name, .. }) => Err(KuraError::UndefinedType(name)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The schema and rules of `CREATE TABLE name (columns, constraints)`.
@@ -594,8 +582,6 @@ fn foreign_key(name: String, fk: &ast::ForeignKeyConstraint) -> KuraResult<Forei
         ref_columns: fk.referred_columns.iter().map(ident).collect(),
     })
 }
-
-pub(crate) use kura_sql::binder::norm as ident;
 
 /// PostgreSQL's names for constraints given none: `t_pkey`, `t_a_key`,
 /// `t_a_check`, `t_a_fkey` (a number appended when taken).

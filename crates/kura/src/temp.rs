@@ -13,68 +13,20 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::Arc;
 
 use sqlparser::ast::{self, ObjectName, ObjectType, Statement};
 
 use kura_storage::{Storage, StorageOptions};
 
-use crate::ddl::object_name;
 use crate::error::{KuraError, KuraResult};
+use crate::names::object_name;
 use crate::result::QueryResult;
-use crate::txn::{Tx, TxnState};
+use crate::txn::{TempTables, Tx};
 
 /// Buffer pool of a session's temporary storage: temporary tables are scratch
 /// space, and every session may have some.
 const TEMP_BUFFER_BYTES: u64 = 32 << 20;
-
-/// A session's temporary tables: its private storage, made at the first
-/// `CREATE TEMP TABLE`, and that storage's transaction state.
-#[derive(Default)]
-pub(crate) struct TempTables {
-    storage: OnceLock<Arc<Storage>>,
-    pub(crate) state: Mutex<TxnState>,
-}
-
-impl TempTables {
-    pub(crate) fn storage(&self) -> Option<&Arc<Storage>> {
-        self.storage.get()
-    }
-
-    /// Whether a statement is writing the private storage now.
-    pub(crate) fn writing(&self) -> bool {
-        crate::txn::is_writing(&self.lock())
-    }
-
-    pub(crate) fn lock(&self) -> MutexGuard<'_, TxnState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The private storage, made now if the session has none yet.
-    fn storage_or_create(&self, page_size: usize) -> KuraResult<&Arc<Storage>> {
-        if let Some(s) = self.storage.get() {
-            return Ok(s);
-        }
-        let path = temp_path();
-        let storage = Storage::open(
-            &path,
-            StorageOptions {
-                page_size,
-                buffer_bytes: TEMP_BUFFER_BYTES,
-                // The temporary directory may be a tmpfs, which has no O_DIRECT.
-                direct_io: false,
-                ..StorageOptions::default()
-            },
-        );
-        // The open file lives on unlinked: nothing of it outlives the
-        // session, nor a crash, nor is it ever visible by name.
-        let _ = std::fs::remove_file(&path);
-        let _ = self.storage.set(storage?);
-        self.storage
-            .get()
-            .ok_or_else(|| KuraError::Internal("temporary storage not set".into()))
-    }
-}
 
 /// A fresh file name in the temporary directory.
 fn temp_path() -> PathBuf {
@@ -89,25 +41,23 @@ fn temp_path() -> PathBuf {
     ))
 }
 
-/// Brings the private storage's state in line with the session's transaction
-/// before it is used: a `BEGIN` since opens it too, a failed statement fails it.
-/// (COMMIT and ROLLBACK end it explicitly: see [`end_transaction`].)
-pub(crate) fn follow(main: &TxnState, temp: &mut TxnState) {
-    match (main, &*temp) {
-        (TxnState::Open(open), TxnState::Idle) => {
-            // Writes to temporary tables are allowed in a read-only
-            // transaction, as in PostgreSQL.
-            crate::txn::begin(temp, open.isolation, false);
-            // The savepoints so far, as markers: going back to one of them
-            // forgets everything this part writes.
-            crate::txn::set_savepoint_markers(temp, crate::txn::savepoint_markers(main));
-        }
-        (TxnState::Failed(_), TxnState::Open(_)) => temp.fail(),
-        // A transaction ended without its temporary part (cannot happen:
-        // the session's COMMIT and ROLLBACK end both); it is not kept open.
-        (TxnState::Idle, TxnState::Open(_) | TxnState::Failed(_)) => *temp = TxnState::Idle,
-        _ => {}
-    }
+/// A session's private storage, in a fresh file of the temporary directory.
+fn open_private_storage(page_size: usize) -> KuraResult<Arc<Storage>> {
+    let path = temp_path();
+    let storage = Storage::open(
+        &path,
+        StorageOptions {
+            page_size,
+            buffer_bytes: TEMP_BUFFER_BYTES,
+            // The temporary directory may be a tmpfs, which has no O_DIRECT.
+            direct_io: false,
+            ..StorageOptions::default()
+        },
+    );
+    // The open file lives on unlinked: nothing of it outlives the
+    // session, nor a crash, nor is it ever visible by name.
+    let _ = std::fs::remove_file(&path);
+    Ok(storage?)
 }
 
 /// After the session's COMMIT (`committed`: its writes are durable) or
@@ -163,7 +113,8 @@ pub(crate) fn create_tx<'a>(tx: &Tx<'a>) -> KuraResult<Tx<'a>> {
     if tx.read_only_block() {
         return ddl_tx(tx, "CREATE TABLE");
     }
-    tx.temp.storage_or_create(tx.storage.page_size())?;
+    tx.temp
+        .storage_or_open(|| open_private_storage(tx.storage.page_size()))?;
     tx.temp_tx()
         .ok_or_else(|| KuraError::Internal("no temporary storage".into()))
 }

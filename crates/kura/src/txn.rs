@@ -28,7 +28,7 @@
 //! form a cycle: there are no deadlocks to detect. A wait honours
 //! `lock_timeout` (55P03), `statement_timeout` and cancellation (57014).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use kura_common::settings::Settings;
@@ -216,6 +216,44 @@ impl TxnState {
     }
 }
 
+/// A session's temporary tables: their private storage, made at the first
+/// `CREATE TEMP TABLE` (see `temp`), and that storage's transaction state, which
+/// follows the session's transaction.
+#[derive(Default)]
+pub(crate) struct TempTables {
+    storage: OnceLock<Arc<Storage>>,
+    pub(crate) state: Mutex<TxnState>,
+}
+
+impl TempTables {
+    pub(crate) fn storage(&self) -> Option<&Arc<Storage>> {
+        self.storage.get()
+    }
+
+    /// Whether a statement is writing the private storage now.
+    pub(crate) fn writing(&self) -> bool {
+        is_writing(&self.lock())
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, TxnState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The private storage, opened by `open` now if the session has none yet.
+    pub(crate) fn storage_or_open(
+        &self,
+        open: impl FnOnce() -> KuraResult<Arc<Storage>>,
+    ) -> KuraResult<&Arc<Storage>> {
+        if let Some(s) = self.storage.get() {
+            return Ok(s);
+        }
+        let _ = self.storage.set(open()?);
+        self.storage
+            .get()
+            .ok_or_else(|| KuraError::Internal("temporary storage not set".into()))
+    }
+}
+
 /// How often a statement waiting for another session's write transaction
 /// checks for cancellation and its time limits.
 const WAIT_SLICE: Duration = Duration::from_millis(50);
@@ -229,7 +267,7 @@ pub(crate) struct Tx<'a> {
     pub cancel: &'a CancelHandle,
     pub settings: &'a Settings,
     /// The session's temporary tables.
-    pub temp: &'a crate::temp::TempTables,
+    pub temp: &'a TempTables,
 }
 
 impl<'a> Tx<'a> {
@@ -238,7 +276,7 @@ impl<'a> Tx<'a> {
         let storage = self.temp.storage()?;
         if !Arc::ptr_eq(storage, self.storage) {
             let main = self.lock();
-            crate::temp::follow(&main, &mut self.temp.lock());
+            follow(&main, &mut self.temp.lock());
         }
         Some(Tx {
             storage,
@@ -644,6 +682,27 @@ pub(crate) fn set_savepoint_markers(state: &mut TxnState, names: Vec<String>) {
                 cursors: 0,
             })
             .collect();
+    }
+}
+
+/// Brings the private storage's state in line with the session's transaction
+/// before it is used: a `BEGIN` since opens it too, a failed statement fails it.
+/// (COMMIT and ROLLBACK end it explicitly: see `temp::end_transaction`.)
+fn follow(main: &TxnState, temp: &mut TxnState) {
+    match (main, &*temp) {
+        (TxnState::Open(open), TxnState::Idle) => {
+            // Writes to temporary tables are allowed in a read-only
+            // transaction, as in PostgreSQL.
+            begin(temp, open.isolation, false);
+            // The savepoints so far, as markers: going back to one of them
+            // forgets everything this part writes.
+            set_savepoint_markers(temp, savepoint_markers(main));
+        }
+        (TxnState::Failed(_), TxnState::Open(_)) => temp.fail(),
+        // A transaction ended without its temporary part (cannot happen:
+        // the session's COMMIT and ROLLBACK end both); it is not kept open.
+        (TxnState::Idle, TxnState::Open(_) | TxnState::Failed(_)) => *temp = TxnState::Idle,
+        _ => {}
     }
 }
 

@@ -15,7 +15,7 @@ impl Session {
         options: &[sqlparser::ast::CopyOption],
         legacy: &[sqlparser::ast::CopyLegacyOption],
     ) -> KuraResult<QueryResult> {
-        if self.file_access != crate::copy::FileAccess::Any {
+        if self.file_access != crate::file_access::FileAccess::Any {
             return Err(KuraError::PermissionDenied(format!(
                 "EXPORT DATABASE writes files on the server, which its clients may not \
                  (export with the embedded database or the shell: kura --db FILE -c \

@@ -8,31 +8,29 @@ mod copy;
 mod database_io;
 mod parsing;
 mod prepare;
+mod registered;
 mod session_statements;
 mod settings;
 mod transaction;
 mod transaction_modes;
 
-pub use parsing::parse;
-use parsing::*;
 use session_statements::*;
-pub(crate) use settings::client_setting_value;
 use settings::*;
 
 use sqlparser::ast::Statement;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 
 use kura_common::settings::{Scope, SettingError, Settings, SETTINGS};
 use kura_common::{Batch, DataType, Value, Vector};
 use kura_storage::Storage;
 
 pub use crate::cancel::CancelHandle;
-pub use crate::copy::Progress;
 use crate::error::{KuraError, KuraResult};
+use crate::parsing::is_database_mark;
+pub use crate::parsing::parse;
 pub use crate::prepared::Prepared;
+pub use crate::progress::Progress;
 use crate::result::{QueryResult, ResultColumn, RowSink};
-use crate::stack::{on_statement_stack, DropOnStack, MAX_STATEMENT_BYTES};
+use crate::stack::{on_statement_stack, DropOnStack};
 use crate::txn::{Isolation, Tx, TxnState};
 
 /// One connection's state.
@@ -41,7 +39,7 @@ pub struct Session {
     settings: Settings,
     cancel: CancelHandle,
     progress: Option<Arc<Progress>>,
-    file_access: crate::copy::FileAccess,
+    file_access: crate::file_access::FileAccess,
     /// Inside `BEGIN ... COMMIT` or not.
     txn: std::sync::Mutex<TxnState>,
     /// The database's memory budget shared by every session's queries.
@@ -57,7 +55,7 @@ pub struct Session {
     /// The database's LLC control, shared by every session.
     llc: Arc<crate::llc::Llc>,
     /// The session's temporary tables (dropped with the session).
-    temp: crate::temp::TempTables,
+    temp: crate::txn::TempTables,
     /// Relations the program registered (`Session::register_arrow`).
     pub(crate) registered: crate::registered::Registered,
     /// What `currval` returns in this session.
@@ -78,7 +76,7 @@ impl Session {
             settings: Settings::for_database(database_settings),
             cancel: CancelHandle::default(),
             progress: None,
-            file_access: crate::copy::FileAccess::Any,
+            file_access: crate::file_access::FileAccess::Any,
             txn: std::sync::Mutex::new(TxnState::Idle),
             identity: crate::identity::Identity::default(),
             txn_start: None,
@@ -97,7 +95,7 @@ impl Session {
     }
 
     /// Which server files `COPY ... FROM 'file'` may read in this session.
-    pub fn set_file_access(&mut self, access: crate::copy::FileAccess) {
+    pub fn set_file_access(&mut self, access: crate::file_access::FileAccess) {
         self.file_access = access;
     }
 
@@ -219,14 +217,14 @@ impl Session {
         self.tx().temp_catalog()
     }
 
-    pub(crate) fn query_context(&self) -> crate::query::QueryContext<'_> {
+    pub(crate) fn query_context(&self) -> crate::query_context::QueryContext<'_> {
         let statement_start = kura_common::timestamp::now_utc();
         let mut settings: Vec<(String, String)> = SETTINGS
             .iter()
             .map(|s| (s.name.to_string(), self.settings.value(s.name)))
             .collect();
         settings.extend(
-            CLIENT_SETTINGS
+            crate::client_settings::CLIENT_SETTINGS
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_string())),
         );
@@ -237,7 +235,7 @@ impl Session {
         }
         let superuser = if self.identity.superuser { "on" } else { "off" };
         settings.push(("is_superuser".to_string(), superuser.to_string()));
-        crate::query::QueryContext {
+        crate::query_context::QueryContext {
             storage: &self.storage,
             settings: &self.settings,
             cancel: &self.cancel,
@@ -297,7 +295,7 @@ impl Session {
             } => crate::sequences::drop_sequences(&self.tx(), *if_exists, names, *cascade),
             Statement::CreateIndex(ci) => {
                 let tx = self.tx();
-                let tx = match tx.is_temp(&crate::ddl::object_name(&ci.table_name)) {
+                let tx = match tx.is_temp(&crate::names::object_name(&ci.table_name)) {
                     true => crate::temp::ddl_tx(&tx, "CREATE INDEX")?,
                     false => tx,
                 };
@@ -354,9 +352,13 @@ impl Session {
             Statement::Reset(reset) => self.reset(&reset.reset),
             Statement::ShowVariable { variable } => self.show(variable),
             Statement::ExplainTable { table_name, .. } => {
-                crate::describe::describe(self, &crate::ddl::object_name(table_name))
+                let name = crate::names::object_name(table_name);
+                let catalog = self.catalog();
+                // A temporary table first, as every statement resolves names.
+                let table = self.tx().table(&name);
+                crate::describe::describe(&name, table, &catalog, |sql| self.prepare(sql))
             }
-            Statement::ShowTables { .. } => Ok(crate::describe::show_tables(self)),
+            Statement::ShowTables { .. } => Ok(crate::describe::show_tables(&self.tx())),
             s if is_session_statement(s) => self.session_statement(s, None),
             other => crate::query::run_statement(&self.query_context(), other),
         }
