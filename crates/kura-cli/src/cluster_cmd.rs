@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use kura::OpenOptions;
+use kura_dist::DistError;
 use kura_server::{parse_listen, ServerConfig};
+
+use crate::error::{CliError, CliResult};
 
 #[derive(Subcommand)]
 pub enum ClusterCommand {
@@ -86,11 +89,10 @@ pub enum ClusterLoad {
     },
 }
 
-fn load_tpch(sf: f64, shards: usize, dir: &Path) -> Result<(), String> {
+fn load_tpch(sf: f64, shards: usize, dir: &Path) -> CliResult<()> {
     let loads = kura_dist::load::load_tpch(sf, shards, dir, &OpenOptions::default(), &|k, t| {
         eprint!("\rshard {k}: {t:<10}")
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     eprintln!();
     for l in loads {
         println!(
@@ -104,8 +106,8 @@ fn load_tpch(sf: f64, shards: usize, dir: &Path) -> Result<(), String> {
 }
 
 /// Serves the front door until Ctrl-C, saying how to connect.
-fn serve(workers: &[String], listen: &str) -> Result<(), String> {
-    let config = ServerConfig::new(parse_listen(listen).map_err(|e| e.to_string())?);
+fn serve(workers: &[String], listen: &str) -> CliResult<()> {
+    let config = ServerConfig::new(parse_listen(listen).map_err(DistError::from)?);
     let summary = kura_dist::frontdoor::serve_blocking(workers, config, |addr, cluster| {
         eprintln!(
             "kura cluster serve: cluster {} of {} shards on {addr}; connect with \
@@ -115,8 +117,7 @@ fn serve(workers: &[String], listen: &str) -> Result<(), String> {
             addr.ip(),
             addr.port()
         );
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     eprintln!(
         "kura cluster serve: shut down after {} connections",
         summary.connections
@@ -124,7 +125,7 @@ fn serve(workers: &[String], listen: &str) -> Result<(), String> {
     Ok(())
 }
 
-pub fn run(cmd: &ClusterCommand) -> Result<(), String> {
+pub fn run(cmd: &ClusterCommand) -> CliResult<()> {
     match cmd {
         ClusterCommand::Load {
             what: ClusterLoad::Tpch { sf, shards, dir },
@@ -138,9 +139,9 @@ pub fn run(cmd: &ClusterCommand) -> Result<(), String> {
             buffer,
         } => {
             if *local < 2 {
-                return Err(format!(
+                return Err(CliError::Usage(format!(
                     "--local {local}: a kura cluster has 2 or more shards, one worker each"
-                ));
+                )));
             }
             let dbs: Vec<PathBuf> = (0..*local)
                 .map(|k| kura_dist::load::shard_path(dir, k))
@@ -153,9 +154,8 @@ pub fn run(cmd: &ClusterCommand) -> Result<(), String> {
             } else {
                 load_tpch(*sf, *local, dir)?;
             }
-            let exe = std::env::current_exe().map_err(|e| format!("finding kura's binary: {e}"))?;
-            let workers = kura_dist::local::LocalWorkers::start(&exe, &dbs, *buffer)
-                .map_err(|e| e.to_string())?;
+            let exe = std::env::current_exe().map_err(CliError::io_in("finding kura's binary"))?;
+            let workers = kura_dist::local::LocalWorkers::start(&exe, &dbs, *buffer)?;
             for (k, (addr, pid)) in workers.addrs.iter().zip(workers.pids()).enumerate() {
                 eprintln!("kura cluster up: worker of shard {k} on {addr} (pid {pid})");
             }
@@ -181,8 +181,8 @@ pub fn run(cmd: &ClusterCommand) -> Result<(), String> {
                     shard_db.display(),
                     info.cluster
                 );
-            })
-            .map_err(|e| e.to_string())
+            })?;
+            Ok(())
         }
         ClusterCommand::Query {
             workers,
@@ -190,17 +190,13 @@ pub fn run(cmd: &ClusterCommand) -> Result<(), String> {
             sql,
         } => {
             if *explain {
-                let plan = kura_dist::explain_blocking(workers, sql).map_err(|e| e.to_string())?;
+                let plan = kura_dist::explain_blocking(workers, sql)?;
                 println!("{plan}");
                 return Ok(());
             }
-            let (batches, took) =
-                kura_dist::query_blocking(workers, sql).map_err(|e| e.to_string())?;
+            let (batches, took) = kura_dist::query_blocking(workers, sql)?;
             let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-            println!(
-                "{}",
-                kura_dist::format_batches(&batches).map_err(|e| e.to_string())?
-            );
+            println!("{}", kura_dist::format_batches(&batches)?);
             eprintln!("({rows} rows, {:.3} s)", took.as_secs_f64());
             Ok(())
         }

@@ -28,8 +28,8 @@ pub enum CliError {
     Server(String),
     /// From `kura cluster` (datafusion-distributed).
     #[cfg(feature = "cluster")]
-    #[error("{0}")]
-    Cluster(String),
+    #[error(transparent)]
+    Cluster(#[from] kura_dist::DistError),
     /// From the interactive shell's line editor.
     #[error(transparent)]
     Shell(#[from] rustyline::error::ReadlineError),

@@ -403,7 +403,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Some(Command::Serve(args)) => serve::run(args, cli.db(), cli.open_database()?),
         Some(Command::Cachesim(args)) => cachesim::run(args.as_ref().clone()),
         #[cfg(feature = "cluster")]
-        Some(Command::Cluster { cmd }) => cluster_cmd::run(cmd).map_err(CliError::Cluster),
+        Some(Command::Cluster { cmd }) => cluster_cmd::run(cmd),
         Some(Command::Cache { cmd }) => cache_cmd::run(cmd, || cli.open().map(|(db, _)| db)),
         Some(Command::Bench { cmd }) => {
             if matches!(
