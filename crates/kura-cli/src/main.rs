@@ -326,16 +326,8 @@ impl Cli {
     }
 }
 
-/// Operators allocate and free blocks of a batch's size (16–32 KiB) many times
-/// a batch; glibc serves those from its sorted bins (`_int_malloc` was a tenth
-/// of TPC-H Q1's samples) and mimalloc from per-thread free lists: at SF 10,
-/// Q18 ran in half the time (TPC-H SF 10, warm, 2 cores).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
-    // Before any thread starts. What still goes through glibc (C libraries'
-    // allocations) keeps batch-sized blocks in the heap for reuse.
+    // Before any thread starts: batch-sized blocks stay in the heap for reuse.
     kura_common::allocator::tune();
     tracing_subscriber::fmt()
         .with_env_filter(

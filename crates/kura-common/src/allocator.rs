@@ -13,10 +13,6 @@
 //! after a large query each could keep up to `TRIM_THRESHOLD + TOP_PAD` of free
 //! memory resident: at TPC-H SF 1, nine arenas kept about 190 MB no query used.
 //! Capping arenas at the core count (query workers are one per core) bounds that.
-//!
-//! The `kura` binary allocates through mimalloc (see its `main.rs`); this tuning
-//! holds for what still goes through glibc there, and for programs that embed
-//! kura with the system allocator.
 
 /// Blocks below this size come from the heap, not from their own mapping.
 pub const MMAP_THRESHOLD: usize = 32 << 20;

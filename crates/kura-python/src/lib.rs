@@ -14,12 +14,6 @@ mod values;
 
 use pyo3::prelude::*;
 
-/// The engine's allocations inside Python go through mimalloc, as in the `kura`
-/// binary (batch-sized blocks from per-thread free lists, not glibc's bins);
-/// Python's own objects keep Python's allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[pymodule]
 fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<connection::PyConnection>()?;
