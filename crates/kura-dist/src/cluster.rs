@@ -30,6 +30,7 @@ use crate::codec::KuraCodec;
 use crate::error::{DistError, DistResult};
 use crate::exec::KuraShardScanExec;
 use crate::fragment::ColumnDef;
+use crate::partial_agg::PushPartialAggregate;
 use crate::shard::REPLICATED;
 use crate::table::{KuraCatalogTable, KuraTable};
 
@@ -83,6 +84,8 @@ fn session(workers: Arc<Vec<Url>>, channels: &KuraChannels) -> SessionContext {
     let state = SessionStateBuilder::new()
         .with_default_features()
         .with_config(config)
+        // Appended after DataFusion's rules; datafusion-distributed cuts stages afterwards.
+        .with_physical_optimizer_rule(Arc::new(PushPartialAggregate))
         .with_distributed_worker_resolver(Workers(workers))
         .with_distributed_planner()
         .with_distributed_user_codec(KuraCodec::coordinator())

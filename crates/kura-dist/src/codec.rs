@@ -102,6 +102,7 @@ mod tests {
                 filters: vec!["(\"o_orderkey\" < 10)".into()],
                 limit: None,
                 replicated: false,
+                aggregate: None,
             },
             columns: vec![ColumnDef {
                 name: "o_orderkey".into(),

@@ -145,7 +145,9 @@ impl KuraShardScanExec {
                 let sql = self.fragment.sql().unwrap_or_default();
                 let table = table.clone();
                 let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_BATCHES);
-                let no_columns = self.fragment.columns.is_empty();
+                let no_columns =
+                    self.fragment.columns.is_empty() && self.fragment.aggregate().is_none();
+                let cast = self.fragment.aggregate().is_some();
                 let thread_schema = schema.clone();
                 std::thread::Builder::new()
                     .name(format!("kura-shard{shard}-scan"))
@@ -154,6 +156,8 @@ impl KuraShardScanExec {
                             tx,
                             schema: thread_schema,
                             no_columns,
+                            cast,
+                            kura_types: Vec::new(),
                             db: db.clone(),
                             table,
                         };
@@ -182,13 +186,20 @@ struct ArrowSink {
     tx: tokio::sync::mpsc::Sender<Result<RecordBatch>>,
     schema: SchemaRef,
     no_columns: bool,
+    /// Whether kura's columns become `schema`'s types by a cast (a partial aggregation's
+    /// states, whose Arrow types are DataFusion's, not kura's).
+    cast: bool,
+    /// The types of kura's result columns.
+    kura_types: Vec<kura_common::DataType>,
     /// Where the rows sent are counted, under `table`.
     db: Arc<ShardDb>,
     table: String,
 }
 
 impl RowSink for ArrowSink {
-    fn columns(&mut self, _columns: &[ResultColumn]) {}
+    fn columns(&mut self, columns: &[ResultColumn]) {
+        self.kura_types = columns.iter().map(|c| c.data_type).collect();
+    }
 
     fn rows(&mut self, batch: Batch) -> bool {
         self.db.count_served(&self.table, batch.len() as u64);
@@ -197,8 +208,12 @@ impl RowSink for ArrowSink {
         } else {
             batch
         };
-        let rb = kura_exec::arrow::batch_to_arrow(batch, &self.schema)
-            .map_err(|e| DataFusionError::External(Box::new(DistError::from(e))));
+        let rb = if self.cast {
+            crate::convert::batch_to_arrow_cast(batch, &self.kura_types, &self.schema)
+        } else {
+            kura_exec::arrow::batch_to_arrow(batch, &self.schema).map_err(DistError::from)
+        }
+        .map_err(|e| DataFusionError::External(Box::new(e)));
         let failed = rb.is_err();
         // A closed channel means the consumer is gone: stop the query.
         self.tx.blocking_send(rb).is_ok() && !failed

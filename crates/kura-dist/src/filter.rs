@@ -92,7 +92,7 @@ fn column(name: &str, schema: &Schema) -> Option<String> {
 /// Whether every value of `from` is the same value in `to` (so kura may compare the column
 /// uncast): integers to wider integers or to decimals with room, decimals to decimals with at
 /// least as many digits on both sides of the point.
-fn widens_losslessly(from: &ArrowType, to: &ArrowType) -> bool {
+pub(crate) fn widens_losslessly(from: &ArrowType, to: &ArrowType) -> bool {
     use ArrowType::*;
     let int_digits = |t: &ArrowType| match t {
         Int16 => Some(5),
@@ -118,6 +118,11 @@ fn literal(e: &Expr) -> Option<String> {
     let Expr::Literal(v, _) = e else {
         return None;
     };
+    scalar_sql(v)
+}
+
+/// A value as kura SQL text (`None` for NULL and types without a translation).
+pub(crate) fn scalar_sql(v: &ScalarValue) -> Option<String> {
     Some(match v {
         ScalarValue::Boolean(Some(b)) => b.to_string().to_uppercase(),
         ScalarValue::Int8(Some(x)) => x.to_string(),

@@ -4,11 +4,13 @@
 
 use std::sync::Arc;
 
-use arrow_schema::SchemaRef;
+use std::str::FromStr;
+
+use arrow_schema::{DataType as ArrowType, Field, Schema, SchemaRef};
 use kura_common::DataType;
 use serde::{Deserialize, Serialize};
 
-use crate::error::DistResult;
+use crate::error::{DistError, DistResult};
 
 /// A column of a fragment's output: its name and kura type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,9 +29,33 @@ pub enum FragmentKind {
         filters: Vec<String>,
         limit: Option<usize>,
         replicated: bool,
+        /// The partial aggregation the shard runs over the scan's rows, if any: its output
+        /// replaces the columns.
+        aggregate: Option<PartialAggregate>,
     },
     /// The shard's identity and its tables' columns ([`catalog_columns`]).
     Catalog,
+}
+
+/// A partial aggregation run on the shard (DataFusion's first phase, computed by kura): the
+/// output is DataFusion's partial aggregation's — the groups, then each aggregate's states.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartialAggregate {
+    /// The grouping expressions (kura SQL over the table's columns).
+    pub group_by: Vec<String>,
+    /// Every output column as kura SQL: the groups, then each aggregate state.
+    pub outputs: Vec<String>,
+    /// The output columns as DataFusion expects them.
+    pub fields: Vec<OutputField>,
+}
+
+/// An output column of a partial aggregation, as its Arrow field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputField {
+    pub name: String,
+    /// The Arrow type, as Arrow writes it (`Decimal128(25, 2)`).
+    pub arrow_type: String,
+    pub nullable: bool,
 }
 
 /// One leaf's work, the same for every shard; the task says which shard runs it.
@@ -65,8 +91,33 @@ fn quote(name: &str) -> String {
 }
 
 impl Fragment {
-    /// The Arrow schema of the fragment's output (every column nullable).
+    /// The partial aggregation the shard runs, if any.
+    pub fn aggregate(&self) -> Option<&PartialAggregate> {
+        match &self.kind {
+            FragmentKind::Scan { aggregate, .. } => aggregate.as_ref(),
+            FragmentKind::Catalog => None,
+        }
+    }
+
+    /// The Arrow schema of the fragment's output (every scanned column nullable; a partial
+    /// aggregation's as DataFusion has it).
     pub fn schema(&self) -> DistResult<SchemaRef> {
+        if let Some(agg) = self.aggregate() {
+            let fields = agg
+                .fields
+                .iter()
+                .map(|f| {
+                    let t = ArrowType::from_str(&f.arrow_type).map_err(|e| {
+                        DistError::Cluster(format!(
+                            "the type {:?} of a partial aggregation's {}: {e}",
+                            f.arrow_type, f.name
+                        ))
+                    })?;
+                    Ok(Field::new(&f.name, t, f.nullable))
+                })
+                .collect::<DistResult<Vec<_>>>()?;
+            return Ok(Arc::new(Schema::new(fields)));
+        }
         let cols: Vec<_> = self
             .columns
             .iter()
@@ -82,12 +133,15 @@ impl Fragment {
             table,
             filters,
             limit,
+            aggregate,
             ..
         } = &self.kind
         else {
             return None;
         };
-        let list = if self.columns.is_empty() {
+        let list = if let Some(agg) = aggregate {
+            agg.outputs.join(", ")
+        } else if self.columns.is_empty() {
             "1".to_string()
         } else {
             self.columns
@@ -100,6 +154,10 @@ impl Fragment {
         if !filters.is_empty() {
             sql.push_str(" WHERE ");
             sql.push_str(&filters.join(" AND "));
+        }
+        if let Some(agg) = aggregate.as_ref().filter(|a| !a.group_by.is_empty()) {
+            sql.push_str(" GROUP BY ");
+            sql.push_str(&agg.group_by.join(", "));
         }
         if let Some(n) = limit {
             sql.push_str(&format!(" LIMIT {n}"));
@@ -136,6 +194,7 @@ mod tests {
                 filters: vec!["(\"l_quantity\" < 24)".into(), "(\"x\" IS NULL)".into()],
                 limit: Some(5),
                 replicated: false,
+                aggregate: None,
             },
             columns: vec![ColumnDef {
                 name: "l_quantity".into(),

@@ -5,13 +5,15 @@
 //! [`load`] writes a cluster's shard databases; [`worker`] serves one shard as a Flight
 //! worker; [`cluster::Cluster`] is the coordinator (DataFusion's SQL planner over
 //! [`table::KuraTable`]s). A scan becomes a [`exec::KuraShardScanExec`] leaf carrying a
-//! [`fragment::Fragment`] (projection, filters as kura SQL, limit) that kura runs on its shard;
+//! [`fragment::Fragment`] (projection, filters as kura SQL, limit, and — by
+//! [`partial_agg`] — the first phase of an aggregation) that kura runs on its shard;
 //! [`codec::KuraCodec`] carries it to the workers, one task per shard routed to the shard's
 //! worker. DataFusion does the exchange, final aggregation and cross-shard joins.
 
 pub mod channel;
 pub mod cluster;
 pub mod codec;
+pub mod convert;
 pub mod error;
 pub mod exec;
 pub mod filter;
@@ -19,6 +21,8 @@ pub mod fragment;
 pub mod frontdoor;
 pub mod load;
 pub mod local;
+pub mod partial_agg;
+pub mod physical_sql;
 pub mod shard;
 pub mod table;
 pub mod worker;

@@ -108,6 +108,7 @@ impl TableProvider for KuraTable {
                 filters,
                 limit,
                 replicated: self.replicated,
+                aggregate: None,
             },
             columns,
             shards: self.shards,
