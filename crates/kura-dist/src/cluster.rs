@@ -27,11 +27,12 @@ use url::Url;
 
 use crate::channel::{answers, KuraChannels};
 use crate::codec::KuraCodec;
+use crate::colocated_join::PushColocatedJoins;
 use crate::error::{DistError, DistResult};
 use crate::exec::KuraShardScanExec;
 use crate::fragment::ColumnDef;
 use crate::partial_agg::PushPartialAggregate;
-use crate::shard::REPLICATED;
+use crate::placement::Placement;
 use crate::table::{KuraCatalogTable, KuraTable};
 
 /// The workers, in shard order.
@@ -49,7 +50,7 @@ impl WorkerResolver for Workers {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableInfo {
     pub name: String,
-    /// The key column it is split by, or `replicated`.
+    /// How it is spread: the shard map's text ([`Placement`]).
     pub split: String,
     pub columns: Vec<ColumnDef>,
 }
@@ -85,7 +86,8 @@ fn session(workers: Arc<Vec<Url>>, channels: &KuraChannels) -> SessionContext {
         .with_default_features()
         .with_config(config)
         // Appended after DataFusion's rules; datafusion-distributed cuts stages afterwards.
-        .with_physical_optimizer_rule(Arc::new(PushPartialAggregate))
+        .with_physical_optimizer_rule(Arc::new(PushColocatedJoins::from_env()))
+        .with_physical_optimizer_rule(Arc::new(PushPartialAggregate::from_env()))
         .with_distributed_worker_resolver(Workers(workers))
         .with_distributed_planner()
         .with_distributed_user_codec(KuraCodec::coordinator())
@@ -181,7 +183,7 @@ fn tables_session(
         let table = KuraTable::try_new(
             t.name.clone(),
             t.columns.clone(),
-            t.split == REPLICATED,
+            Placement::parse(&t.split),
             workers.len(),
         )?;
         ctx.register_table(t.name.as_str(), Arc::new(table))?;

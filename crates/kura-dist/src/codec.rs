@@ -101,7 +101,10 @@ mod tests {
                 table: "orders".into(),
                 filters: vec!["(\"o_orderkey\" < 10)".into()],
                 limit: None,
-                replicated: false,
+                placement: crate::placement::Placement::Split {
+                    column: "o_orderkey".into(),
+                    partitioning: Some("orderkey".into()),
+                },
                 aggregate: None,
             },
             columns: vec![ColumnDef {

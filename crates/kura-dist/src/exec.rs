@@ -138,16 +138,20 @@ impl KuraShardScanExec {
                     futures::stream::once(async { Ok(rb) }),
                 )))
             }
-            FragmentKind::Scan { replicated, .. } if *replicated && shard != 0 => Ok(Box::pin(
-                RecordBatchStreamAdapter::new(schema, futures::stream::empty()),
-            )),
-            FragmentKind::Scan { table, .. } => {
+            FragmentKind::Scan { .. } | FragmentKind::Query { .. }
+                if self.fragment.replicated() && shard != 0 =>
+            {
+                Ok(Box::pin(RecordBatchStreamAdapter::new(
+                    schema,
+                    futures::stream::empty(),
+                )))
+            }
+            FragmentKind::Scan { .. } | FragmentKind::Query { .. } => {
                 let sql = self.fragment.sql().unwrap_or_default();
-                let table = table.clone();
+                let table = self.fragment.counted_as();
                 let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_BATCHES);
-                let no_columns =
-                    self.fragment.columns.is_empty() && self.fragment.aggregate().is_none();
-                let cast = self.fragment.aggregate().is_some();
+                let cast = self.fragment.casts_output();
+                let no_columns = self.fragment.columns.is_empty() && !cast;
                 let thread_schema = schema.clone();
                 std::thread::Builder::new()
                     .name(format!("kura-shard{shard}-scan"))

@@ -11,6 +11,7 @@ use kura_common::DataType;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{DistError, DistResult};
+use crate::placement::Placement;
 
 /// A column of a fragment's output: its name and kura type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,15 +24,28 @@ pub struct ColumnDef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum FragmentKind {
     /// A scan of `table` with `filters` (kura SQL predicates, ANDed) and an optional row
-    /// limit; a `replicated` table is read on shard 0 only (every shard holds all of it).
+    /// limit; a replicated table is read on shard 0 only (every shard holds all of it).
     Scan {
         table: String,
         filters: Vec<String>,
         limit: Option<usize>,
-        replicated: bool,
+        placement: Placement,
         /// The partial aggregation the shard runs over the scan's rows, if any: its output
         /// replaces the columns.
         aggregate: Option<PartialAggregate>,
+    },
+    /// A query over several tables of the shard — a join of tables that hold equal keys on
+    /// the same shard, or of a split table with replicated ones — as kura SQL whose columns
+    /// are `fields`. Read on shard 0 only when every table in it is `replicated`.
+    Query {
+        sql: String,
+        /// The tables it reads (where its rows are counted).
+        tables: Vec<String>,
+        replicated: bool,
+        /// The partitioning its rows follow and the output columns holding the key, when a
+        /// further join on them may run on the shards too.
+        key: Option<(String, Vec<usize>)>,
+        fields: Vec<OutputField>,
     },
     /// The shard's identity and its tables' columns ([`catalog_columns`]).
     Catalog,
@@ -95,21 +109,72 @@ impl Fragment {
     pub fn aggregate(&self) -> Option<&PartialAggregate> {
         match &self.kind {
             FragmentKind::Scan { aggregate, .. } => aggregate.as_ref(),
-            FragmentKind::Catalog => None,
+            FragmentKind::Query { .. } | FragmentKind::Catalog => None,
+        }
+    }
+
+    /// Whether every shard holds all of the fragment's rows (it is then read on shard 0).
+    pub fn replicated(&self) -> bool {
+        match &self.kind {
+            FragmentKind::Scan { placement, .. } => placement.is_replicated(),
+            FragmentKind::Query { replicated, .. } => *replicated,
+            FragmentKind::Catalog => false,
+        }
+    }
+
+    /// The output columns given as Arrow fields (a partial aggregation's or a query's), if
+    /// they are not the scanned columns.
+    fn output_fields(&self) -> Option<&[OutputField]> {
+        match &self.kind {
+            FragmentKind::Query { fields, .. } => Some(fields),
+            _ => self.aggregate().map(|a| a.fields.as_slice()),
+        }
+    }
+
+    /// Whether kura's result columns are cast to the output's Arrow types (which DataFusion
+    /// chose) rather than converted as kura's own.
+    pub fn casts_output(&self) -> bool {
+        self.output_fields().is_some()
+    }
+
+    /// Each output column as kura SQL, for a query over the fragment as the derived table
+    /// `alias` (a query's columns are `c0`, `c1`, ...), or — `None`, a scan only — over its
+    /// table itself.
+    pub fn column_refs(&self, alias: Option<&str>) -> Vec<String> {
+        let names: Vec<String> = match &self.kind {
+            FragmentKind::Query { fields, .. } => {
+                (0..fields.len()).map(|i| quote(&format!("c{i}"))).collect()
+            }
+            _ => self.columns.iter().map(|c| quote(&c.name)).collect(),
+        };
+        match alias {
+            Some(a) => names
+                .into_iter()
+                .map(|n| format!("{}.{n}", quote(a)))
+                .collect(),
+            None => names,
+        }
+    }
+
+    /// Where the fragment's rows are counted (its table, or its tables joined by `+`).
+    pub fn counted_as(&self) -> String {
+        match &self.kind {
+            FragmentKind::Scan { table, .. } => table.clone(),
+            FragmentKind::Query { tables, .. } => tables.join("+"),
+            FragmentKind::Catalog => String::new(),
         }
     }
 
     /// The Arrow schema of the fragment's output (every scanned column nullable; a partial
     /// aggregation's as DataFusion has it).
     pub fn schema(&self) -> DistResult<SchemaRef> {
-        if let Some(agg) = self.aggregate() {
-            let fields = agg
-                .fields
+        if let Some(fields) = self.output_fields() {
+            let fields = fields
                 .iter()
                 .map(|f| {
                     let t = ArrowType::from_str(&f.arrow_type).map_err(|e| {
                         DistError::Cluster(format!(
-                            "the type {:?} of a partial aggregation's {}: {e}",
+                            "the type {:?} of a shard fragment's {}: {e}",
                             f.arrow_type, f.name
                         ))
                     })?;
@@ -126,9 +191,13 @@ impl Fragment {
         Ok(Arc::new(kura_exec::arrow::arrow_schema(&cols)?))
     }
 
-    /// The kura SQL of a scan fragment (`None` for the catalog). A scan of no columns (a
-    /// `count(*)`) selects a constant the converter then drops, keeping the row count.
+    /// The kura SQL of a scan or query fragment (`None` for the catalog). A scan of no
+    /// columns (a `count(*)`) selects a constant the converter then drops, keeping the row
+    /// count.
     pub fn sql(&self) -> Option<String> {
+        if let FragmentKind::Query { sql, .. } = &self.kind {
+            return Some(sql.clone());
+        }
         let FragmentKind::Scan {
             table,
             filters,
@@ -169,10 +238,10 @@ impl Fragment {
     pub fn describe(&self) -> String {
         match &self.kind {
             FragmentKind::Catalog => "catalog".to_string(),
-            FragmentKind::Scan { replicated, .. } => format!(
+            FragmentKind::Scan { .. } | FragmentKind::Query { .. } => format!(
                 "{}{}",
                 self.sql().unwrap_or_default(),
-                if *replicated {
+                if self.replicated() {
                     " (replicated: shard 0)"
                 } else {
                     ""
@@ -193,7 +262,7 @@ mod tests {
                 table: "lineitem".into(),
                 filters: vec!["(\"l_quantity\" < 24)".into(), "(\"x\" IS NULL)".into()],
                 limit: Some(5),
-                replicated: false,
+                placement: Placement::Replicated,
                 aggregate: None,
             },
             columns: vec![ColumnDef {

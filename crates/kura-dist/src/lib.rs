@@ -13,6 +13,7 @@
 pub mod channel;
 pub mod cluster;
 pub mod codec;
+pub mod colocated_join;
 pub mod convert;
 pub mod error;
 pub mod exec;
@@ -23,6 +24,7 @@ pub mod load;
 pub mod local;
 pub mod partial_agg;
 pub mod physical_sql;
+pub mod placement;
 pub mod shard;
 pub mod table;
 pub mod worker;

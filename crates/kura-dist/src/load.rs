@@ -18,14 +18,16 @@ use crate::shard::{write_info, ShardInfo, REPLICATED};
 /// Tables every shard holds whole.
 pub const TPCH_REPLICATED: [&str; 3] = ["region", "nation", "supplier"];
 
-/// How each TPC-H table is spread: its split key, or `replicated`.
+/// How each TPC-H table is spread (the shard map's text, [`crate::placement::Placement`]):
+/// its split key and partitioning, or `replicated`. PARTSUPP's generator takes its slice
+/// by PART's rows, LINEITEM's by ORDERS' — hence the shared partitionings.
 pub fn tpch_split(table: &str) -> &'static str {
     match table {
-        "orders" => "o_orderkey",
-        "lineitem" => "l_orderkey",
-        "customer" => "c_custkey",
-        "part" => "p_partkey",
-        "partsupp" => "ps_partkey",
+        "orders" => "o_orderkey:orderkey",
+        "lineitem" => "l_orderkey:orderkey",
+        "customer" => "c_custkey:custkey",
+        "part" => "p_partkey:partkey",
+        "partsupp" => "ps_partkey:partkey",
         _ => REPLICATED,
     }
 }

@@ -30,8 +30,28 @@ use crate::physical_sql::to_kura_sql;
 
 /// Replaces `AggregateExec(Partial)` over a kura shard scan by the scan aggregating on the
 /// shard.
-#[derive(Debug, Default)]
-pub struct PushPartialAggregate;
+#[derive(Debug)]
+pub struct PushPartialAggregate {
+    enabled: bool,
+}
+
+/// Set to `off` in the coordinator's environment to leave every join and aggregation to
+/// DataFusion, as before they ran on the shards (to measure what running them there gains).
+pub const PUSHDOWN_ENV: &str = "KURA_CLUSTER_PUSHDOWN";
+
+/// Whether joins and partial aggregations run on the shards ([`PUSHDOWN_ENV`]).
+pub fn pushdown_enabled() -> bool {
+    std::env::var(PUSHDOWN_ENV).map_or(true, |v| v != "off")
+}
+
+impl PushPartialAggregate {
+    /// On unless [`PUSHDOWN_ENV`] is `off`.
+    pub fn from_env() -> Self {
+        PushPartialAggregate {
+            enabled: pushdown_enabled(),
+        }
+    }
+}
 
 impl PhysicalOptimizerRule for PushPartialAggregate {
     fn optimize(
@@ -39,6 +59,9 @@ impl PhysicalOptimizerRule for PushPartialAggregate {
         plan: Arc<dyn ExecutionPlan>,
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !self.enabled {
+            return Ok(plan);
+        }
         plan.transform_down(|node| {
             let Some(agg) = node.downcast_ref::<AggregateExec>() else {
                 return Ok(Transformed::no(node));
@@ -73,16 +96,6 @@ fn pushed(agg: &AggregateExec) -> crate::error::DistResult<Option<KuraShardScanE
         return Ok(None);
     };
     let fragment = leaf.fragment();
-    let FragmentKind::Scan {
-        table,
-        filters,
-        limit: None,
-        replicated,
-        aggregate: None,
-    } = &fragment.kind
-    else {
-        return Ok(None);
-    };
     let input_schema = agg.input_schema();
     let sql = |e: &Arc<dyn PhysicalExpr>| to_kura_sql(e, &inputs, &input_schema);
     let Some(group_by) = agg
@@ -126,19 +139,52 @@ fn pushed(agg: &AggregateExec) -> crate::error::DistResult<Option<KuraShardScanE
             nullable: f.is_nullable(),
         })
         .collect();
-    let fragment = Fragment {
-        kind: FragmentKind::Scan {
+    let kind = match &fragment.kind {
+        FragmentKind::Scan {
+            table,
+            filters,
+            limit: None,
+            placement,
+            aggregate: None,
+        } => FragmentKind::Scan {
             table: table.clone(),
             filters: filters.clone(),
             limit: None,
-            replicated: *replicated,
+            placement: placement.clone(),
             aggregate: Some(PartialAggregate {
                 group_by,
                 outputs,
                 fields,
             }),
         },
-        columns: fragment.columns.clone(),
+        // A query's rows (a join on the shards) aggregated as a derived table.
+        FragmentKind::Query {
+            sql,
+            tables,
+            replicated,
+            ..
+        } => {
+            let mut text = format!("SELECT {} FROM ({sql}) AS q", outputs.join(", "));
+            if !group_by.is_empty() {
+                text.push_str(" GROUP BY ");
+                text.push_str(&group_by.join(", "));
+            }
+            FragmentKind::Query {
+                sql: text,
+                tables: tables.clone(),
+                replicated: *replicated,
+                key: None,
+                fields,
+            }
+        }
+        _ => return Ok(None),
+    };
+    let fragment = Fragment {
+        kind,
+        columns: match fragment.kind {
+            FragmentKind::Query { .. } => Vec::new(),
+            _ => fragment.columns.clone(),
+        },
         shards: fragment.shards,
     };
     let leaf = KuraShardScanExec::try_new(Arc::new(fragment), None, None)?;
@@ -154,13 +200,11 @@ fn pushed(agg: &AggregateExec) -> crate::error::DistResult<Option<KuraShardScanE
 /// anything else.
 fn kura_inputs(plan: &Arc<dyn ExecutionPlan>) -> Option<(&KuraShardScanExec, Vec<String>)> {
     if let Some(leaf) = plan.downcast_ref::<KuraShardScanExec>() {
-        let names = leaf
-            .fragment()
-            .columns
-            .iter()
-            .map(|c| format!("\"{}\"", c.name.replace('"', "\"\"")))
-            .collect();
-        return Some((leaf, names));
+        let alias = match leaf.fragment().kind {
+            FragmentKind::Query { .. } => Some("q"),
+            _ => None,
+        };
+        return Some((leaf, leaf.fragment().column_refs(alias)));
     }
     if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
         let (leaf, below) = kura_inputs(p.input())?;

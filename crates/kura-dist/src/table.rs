@@ -18,13 +18,14 @@ use crate::error::{DistError, DistResult};
 use crate::exec::KuraShardScanExec;
 use crate::filter::to_kura_sql;
 use crate::fragment::{catalog_columns, ColumnDef, Fragment, FragmentKind};
+use crate::placement::Placement;
 
 /// One table of the cluster.
 #[derive(Debug, Clone)]
 pub struct KuraTable {
     name: String,
     columns: Vec<ColumnDef>,
-    replicated: bool,
+    placement: Placement,
     shards: usize,
     schema: SchemaRef,
 }
@@ -33,7 +34,7 @@ impl KuraTable {
     pub fn try_new(
         name: String,
         columns: Vec<ColumnDef>,
-        replicated: bool,
+        placement: Placement,
         shards: usize,
     ) -> DistResult<Self> {
         let schema = Fragment {
@@ -45,7 +46,7 @@ impl KuraTable {
         Ok(KuraTable {
             name,
             columns,
-            replicated,
+            placement,
             shards,
             schema,
         })
@@ -107,7 +108,7 @@ impl TableProvider for KuraTable {
                 table: self.name.clone(),
                 filters,
                 limit,
-                replicated: self.replicated,
+                placement: self.placement.clone(),
                 aggregate: None,
             },
             columns,

@@ -1,0 +1,401 @@
+//! Joins run on the shards (paper 003 §2, phase 2 of the shared-nothing configuration): a
+//! physical optimizer rule that replaces a DataFusion hash join of two kura shard leaves by one
+//! leaf whose fragment joins them in kura, when every shard can answer for its own rows —
+//! both tables split by the join key in the same partitioning (ORDERS and LINEITEM by order
+//! key), or one side replicated on every shard (NATION, SUPPLIER). The join's rows then never
+//! cross the network; a further join or a partial aggregation
+//! ([`crate::partial_agg`]) may build on the new leaf.
+//!
+//! Inner, semi and anti hash joins on equal keys (NULL matching nothing), with a join filter
+//! kura can evaluate ([`crate::physical_sql`]); the sides reached through projections and
+//! repartitions. The join's parent keeps what it required of its input: a hash partitioning
+//! is restored by a repartition above the leaf, a single partition by a coalesce.
+
+use std::sync::Arc;
+
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{JoinSide, JoinType, NullEquality};
+use datafusion::config::ConfigOptions;
+use datafusion::error::Result;
+use datafusion::physical_expr::{Distribution, Partitioning};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::joins::HashJoinExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::{
+    ChildrenPropertiesMode, ExecutionPlan, ExecutionPlanProperties, ReplaceChildrenOptions,
+};
+
+use crate::error::{DistError, DistResult};
+use crate::exec::KuraShardScanExec;
+use crate::fragment::{Fragment, FragmentKind, OutputField};
+use crate::physical_sql::to_kura_sql;
+use crate::placement::Placement;
+
+/// Replaces hash joins of co-located kura shard leaves by one leaf joining on the shards.
+#[derive(Debug)]
+pub struct PushColocatedJoins {
+    enabled: bool,
+}
+
+impl PushColocatedJoins {
+    /// On unless [`crate::partial_agg::PUSHDOWN_ENV`] is `off`.
+    pub fn from_env() -> Self {
+        PushColocatedJoins {
+            enabled: crate::partial_agg::pushdown_enabled(),
+        }
+    }
+}
+
+impl PhysicalOptimizerRule for PushColocatedJoins {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _config: &ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !self.enabled {
+            return Ok(plan);
+        }
+        // Bottom-up, at each join's parent: an inner join becomes a leaf before the join
+        // above it is looked at.
+        plan.transform_up(|node| {
+            let children = node.children();
+            let required = node.input_distribution_requirements();
+            let orderings = node.required_input_ordering();
+            let mut changed = false;
+            let mut new_children = Vec::with_capacity(children.len());
+            for (i, child) in children.into_iter().enumerate() {
+                let keeps_order = orderings.get(i).is_some_and(|o| o.is_some());
+                let replacement = match child.downcast_ref::<HashJoinExec>() {
+                    Some(join) if !keeps_order => {
+                        pushed(join).map_err(DistError::into_datafusion)?
+                    }
+                    _ => None,
+                };
+                match replacement {
+                    Some(leaf) => {
+                        changed = true;
+                        let leaf: Arc<dyn ExecutionPlan> = Arc::new(leaf);
+                        let partitions = child.output_partitioning().partition_count();
+                        new_children.push(match required.child_distribution(i) {
+                            Some(Distribution::KeyPartitioned(exprs)) => {
+                                Arc::new(RepartitionExec::try_new(
+                                    leaf,
+                                    Partitioning::Hash(exprs.clone(), partitions),
+                                )?) as Arc<dyn ExecutionPlan>
+                            }
+                            Some(Distribution::SinglePartition) => {
+                                Arc::new(CoalescePartitionsExec::new(leaf))
+                            }
+                            Some(Distribution::UnspecifiedDistribution) | None => leaf,
+                            // The deprecated name of KeyPartitioned, or a requirement
+                            // this rule does not know: leave the join to DataFusion.
+                            Some(_) => Arc::clone(child),
+                        });
+                    }
+                    None => new_children.push(Arc::clone(child)),
+                }
+            }
+            if !changed {
+                return Ok(Transformed::no(node));
+            }
+            Ok(Transformed::yes(node.replace_children(
+                new_children,
+                ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
+            )?))
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "kura_push_colocated_joins"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// One side of a join: its shard leaf, its output columns as kura SQL over the leaf as a
+/// derived table, and where its rows live.
+struct Side<'a> {
+    leaf: &'a KuraShardScanExec,
+    columns: Vec<String>,
+    placement: SidePlacement,
+}
+
+/// Where a side's rows live: on every shard, or split in a partitioning with the key in
+/// the given SQL expressions of its columns.
+enum SidePlacement {
+    Replicated,
+    Split {
+        partitioning: String,
+        keys: Vec<String>,
+    },
+    /// Split in a way no join may rely on.
+    Unknown,
+}
+
+/// The leaf joining `join`'s sides on the shards, when it gives the same rows.
+fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
+    let join_type = *join.join_type();
+    let semi_or_anti = match join_type {
+        JoinType::Inner => None,
+        JoinType::LeftSemi => Some((JoinSide::Left, "EXISTS")),
+        JoinType::LeftAnti => Some((JoinSide::Left, "NOT EXISTS")),
+        JoinType::RightSemi => Some((JoinSide::Right, "EXISTS")),
+        JoinType::RightAnti => Some((JoinSide::Right, "NOT EXISTS")),
+        _ => return Ok(None),
+    };
+    if join.null_aware || join.null_equality() != NullEquality::NullEqualsNothing {
+        return Ok(None);
+    }
+    let (Some(left), Some(right)) = (side(join.left(), "l"), side(join.right(), "r")) else {
+        return Ok(None);
+    };
+    let (lschema, rschema) = (join.left().schema(), join.right().schema());
+    let mut on = Vec::new();
+    for (l, r) in join.on() {
+        let (Some(l), Some(r)) = (
+            to_kura_sql(l, &left.columns, &lschema),
+            to_kura_sql(r, &right.columns, &rschema),
+        ) else {
+            return Ok(None);
+        };
+        on.push((l, r));
+    }
+    // Where the joined rows live, if every shard can answer for its own.
+    let placement = match (&left.placement, &right.placement) {
+        (SidePlacement::Replicated, SidePlacement::Replicated) => SidePlacement::Replicated,
+        (
+            SidePlacement::Split {
+                partitioning: lp,
+                keys: lk,
+            },
+            SidePlacement::Split {
+                partitioning: rp,
+                keys: rk,
+            },
+        ) if lp == rp && on.iter().any(|(l, r)| lk.contains(l) && rk.contains(r)) => {
+            let mut keys = lk.clone();
+            keys.extend(rk.iter().cloned());
+            SidePlacement::Split {
+                partitioning: lp.clone(),
+                keys,
+            }
+        }
+        // A split side against a replicated one: each shard joins its slice with all of the
+        // other — except where the replicated side's rows are the ones kept (a semi or anti
+        // join would keep them once per shard).
+        (split @ SidePlacement::Split { .. }, SidePlacement::Replicated)
+            if !matches!(semi_or_anti, Some((JoinSide::Right, _))) =>
+        {
+            clone_placement(split)
+        }
+        (SidePlacement::Replicated, split @ SidePlacement::Split { .. })
+            if !matches!(semi_or_anti, Some((JoinSide::Left, _))) =>
+        {
+            clone_placement(split)
+        }
+        _ => return Ok(None),
+    };
+    // The filter over its intermediate columns, each taken from one side.
+    let filter = match join.filter() {
+        None => None,
+        Some(f) => {
+            let inputs: Option<Vec<String>> = f
+                .column_indices()
+                .iter()
+                .map(|c| match c.side {
+                    JoinSide::Left => left.columns.get(c.index).cloned(),
+                    JoinSide::Right => right.columns.get(c.index).cloned(),
+                    JoinSide::None => None,
+                })
+                .collect();
+            let Some(inputs) = inputs else {
+                return Ok(None);
+            };
+            match to_kura_sql(f.expression(), &inputs, f.schema()) {
+                Some(sql) => Some(sql),
+                None => return Ok(None),
+            }
+        }
+    };
+    let mut conditions: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
+    conditions.extend(filter);
+    let (lsql, rsql) = (
+        left.leaf.fragment().sql().unwrap_or_default(),
+        right.leaf.fragment().sql().unwrap_or_default(),
+    );
+    // The join's columns before its own projection, and the FROM clause.
+    let (columns, from) = match semi_or_anti {
+        None => {
+            let mut all = left.columns.clone();
+            all.extend(right.columns.iter().cloned());
+            (
+                all,
+                format!(
+                    "({lsql}) AS \"l\" JOIN ({rsql}) AS \"r\" ON {}",
+                    conditions.join(" AND ")
+                ),
+            )
+        }
+        Some((kept, exists)) => {
+            let (kept_side, kept_sql, other_sql, other_alias, kept_alias) = match kept {
+                JoinSide::Left => (&left, &lsql, &rsql, "r", "l"),
+                _ => (&right, &rsql, &lsql, "l", "r"),
+            };
+            (
+                kept_side.columns.clone(),
+                format!(
+                    "({kept_sql}) AS \"{kept_alias}\" WHERE {exists} (SELECT 1 FROM ({other_sql}) AS \"{other_alias}\" WHERE {})",
+                    conditions.join(" AND ")
+                ),
+            )
+        }
+    };
+    let columns: Vec<String> = match &join.projection {
+        Some(p) => p.iter().map(|&i| columns[i].clone()).collect(),
+        None => columns,
+    };
+    let schema = join.schema();
+    if columns.len() != schema.fields().len() {
+        return Ok(None);
+    }
+    let select: Vec<String> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{c} AS \"c{i}\""))
+        .collect();
+    let key = match &placement {
+        SidePlacement::Split { partitioning, keys } => {
+            let at: Vec<usize> = columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| keys.contains(c))
+                .map(|(i, _)| i)
+                .collect();
+            (!at.is_empty()).then(|| (partitioning.clone(), at))
+        }
+        _ => None,
+    };
+    let mut tables = tables_of(left.leaf.fragment());
+    tables.extend(tables_of(right.leaf.fragment()));
+    let fields = schema
+        .fields()
+        .iter()
+        .map(|f| OutputField {
+            name: f.name().clone(),
+            arrow_type: f.data_type().to_string(),
+            nullable: f.is_nullable(),
+        })
+        .collect();
+    let fragment = Fragment {
+        kind: FragmentKind::Query {
+            sql: format!("SELECT {} FROM {from}", select.join(", ")),
+            tables,
+            replicated: matches!(placement, SidePlacement::Replicated),
+            key,
+            fields,
+        },
+        columns: Vec::new(),
+        shards: left.leaf.fragment().shards,
+    };
+    let leaf = KuraShardScanExec::try_new(Arc::new(fragment), None, None)?;
+    if leaf.schema().fields() != schema.fields() {
+        return Ok(None);
+    }
+    Ok(Some(leaf))
+}
+
+fn clone_placement(p: &SidePlacement) -> SidePlacement {
+    match p {
+        SidePlacement::Replicated => SidePlacement::Replicated,
+        SidePlacement::Split { partitioning, keys } => SidePlacement::Split {
+            partitioning: partitioning.clone(),
+            keys: keys.clone(),
+        },
+        SidePlacement::Unknown => SidePlacement::Unknown,
+    }
+}
+
+fn tables_of(f: &Fragment) -> Vec<String> {
+    match &f.kind {
+        FragmentKind::Scan { table, .. } => vec![table.clone()],
+        FragmentKind::Query { tables, .. } => tables.clone(),
+        FragmentKind::Catalog => Vec::new(),
+    }
+}
+
+/// The join side under `plan` — a scan without a limit or aggregation, or a query leaf —
+/// reached through projections, repartitions and coalescing (which change how rows are
+/// spread over partitions, not which rows there are), with its columns as kura SQL over the
+/// derived table `alias`.
+fn side<'a>(plan: &'a Arc<dyn ExecutionPlan>, alias: &str) -> Option<Side<'a>> {
+    if let Some(leaf) = plan.downcast_ref::<KuraShardScanExec>() {
+        let f = leaf.fragment();
+        let columns = f.column_refs(Some(alias));
+        let placement = match &f.kind {
+            FragmentKind::Scan {
+                limit: None,
+                aggregate: None,
+                placement,
+                ..
+            } => match placement {
+                Placement::Replicated => SidePlacement::Replicated,
+                Placement::Split {
+                    column,
+                    partitioning: Some(p),
+                } => SidePlacement::Split {
+                    partitioning: p.clone(),
+                    keys: f
+                        .columns
+                        .iter()
+                        .zip(&columns)
+                        .filter(|(c, _)| &c.name == column)
+                        .map(|(_, sql)| sql.clone())
+                        .collect(),
+                },
+                Placement::Split { .. } => SidePlacement::Unknown,
+            },
+            FragmentKind::Query {
+                replicated: true, ..
+            } => SidePlacement::Replicated,
+            FragmentKind::Query { key, .. } => match key {
+                Some((p, at)) => SidePlacement::Split {
+                    partitioning: p.clone(),
+                    keys: at.iter().filter_map(|&i| columns.get(i).cloned()).collect(),
+                },
+                None => SidePlacement::Unknown,
+            },
+            _ => return None,
+        };
+        return Some(Side {
+            leaf,
+            columns,
+            placement,
+        });
+    }
+    if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
+        let below = side(p.input(), alias)?;
+        let schema = p.input().schema();
+        let columns = p
+            .expr()
+            .iter()
+            .map(|e| to_kura_sql(&e.expr, &below.columns, &schema))
+            .collect::<Option<Vec<_>>>()?;
+        return Some(Side { columns, ..below });
+    }
+    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
+        return side(r.input(), alias);
+    }
+    if let Some(c) = plan.downcast_ref::<CoalescePartitionsExec>() {
+        // A fetch (LIMIT) on the coalesce is a global limit: not the shards' to apply.
+        if c.fetch().is_some() {
+            return None;
+        }
+        return side(c.input(), alias);
+    }
+    None
+}
