@@ -6,7 +6,8 @@
 //! worker; [`cluster::Cluster`] is the coordinator (DataFusion's SQL planner over
 //! [`table::KuraTable`]s). A scan becomes a [`exec::KuraShardScanExec`] leaf carrying a
 //! [`fragment::Fragment`] (projection, filters as kura SQL, limit, and — by
-//! [`partial_agg`] — the first phase of an aggregation) that kura runs on its shard;
+//! [`colocated_join`] and [`partial_agg`] — joins of co-located tables and the first phase of
+//! an aggregation) that kura runs on its shard;
 //! [`codec::KuraCodec`] carries it to the workers, one task per shard routed to the shard's
 //! worker. DataFusion does the exchange, final aggregation and cross-shard joins.
 

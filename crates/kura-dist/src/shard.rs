@@ -2,8 +2,9 @@
 //! of which slice it is (paper 003 §2: one server of the shared-nothing configuration).
 //!
 //! `kura_shard(shard, shards, cluster)` names the shard, and `kura_shard_tables(table_name,
-//! split)` says how each table is spread: by a key column (a slice per shard) or
-//! `replicated` (whole on every shard). Both are written by `kura cluster load` and checked
+//! split)` says how each table is spread: by a key column (a slice per shard, with the
+//! partitioning it shares with other tables: [`crate::placement`]) or `replicated` (whole on
+//! every shard). Both are written by `kura cluster load` and checked
 //! when a worker starts and when each task arrives.
 
 use std::collections::BTreeMap;
