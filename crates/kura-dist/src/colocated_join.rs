@@ -282,15 +282,7 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
     };
     let mut tables = tables_of(left.leaf.fragment());
     tables.extend(tables_of(right.leaf.fragment()));
-    let fields = schema
-        .fields()
-        .iter()
-        .map(|f| OutputField {
-            name: f.name().clone(),
-            arrow_type: f.data_type().to_string(),
-            nullable: f.is_nullable(),
-        })
-        .collect();
+    let fields = OutputField::of_schema(&schema);
     let fragment = Fragment {
         kind: FragmentKind::Query {
             sql: format!("SELECT {} FROM {from}", select.join(", ")),

@@ -191,7 +191,7 @@ struct ArrowSink {
     schema: SchemaRef,
     no_columns: bool,
     /// Whether kura's columns become `schema`'s types by a cast (a partial aggregation's
-    /// states, whose Arrow types are DataFusion's, not kura's).
+    /// states or a join's columns, whose Arrow types DataFusion chose, not kura).
     cast: bool,
     /// The types of kura's result columns.
     kura_types: Vec<kura_common::DataType>,

@@ -72,6 +72,21 @@ pub struct OutputField {
     pub nullable: bool,
 }
 
+impl OutputField {
+    /// The fields of `schema`, as a fragment carries them to the workers.
+    pub fn of_schema(schema: &Schema) -> Vec<OutputField> {
+        schema
+            .fields()
+            .iter()
+            .map(|f| OutputField {
+                name: f.name().clone(),
+                arrow_type: f.data_type().to_string(),
+                nullable: f.is_nullable(),
+            })
+            .collect()
+    }
+}
+
 /// One leaf's work, the same for every shard; the task says which shard runs it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fragment {

@@ -130,15 +130,7 @@ fn pushed(agg: &AggregateExec) -> crate::error::DistResult<Option<KuraShardScanE
     if outputs.len() != schema.fields().len() {
         return Ok(None);
     }
-    let fields = schema
-        .fields()
-        .iter()
-        .map(|f| OutputField {
-            name: f.name().clone(),
-            arrow_type: f.data_type().to_string(),
-            nullable: f.is_nullable(),
-        })
-        .collect();
+    let fields = OutputField::of_schema(&schema);
     let kind = match &fragment.kind {
         FragmentKind::Scan {
             table,
