@@ -31,22 +31,29 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 export KURA_TEST_SF01="${KURA_TEST_SF01:-1}"
 
 mkdir -p target
+# Free disk at each stage, so that a run that fills the disk says so.
+disk() { echo "== free disk: $(df -h --output=avail . | tail -1 | tr -d ' ') =="; }
+disk
 echo "== cargo test (workspace) =="
 status=0
 # The cluster (`kura cluster`, behind a cargo feature) is built and tested here too.
 cargo test --workspace --features kura-cli/cluster --no-fail-fast 2>&1 | tee target/test-output.txt || status=1
 
+disk
 echo "== Python: build the wheel (maturin), install it into a fresh venv, pytest =="
 bash crates/kura-python/test.sh || status=1
 
+disk
 echo "== benchmark suite, SF 0.01 (kura, DuckDB, SQLite) =="
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
 KURA_BIN="$target_dir/debug/kura" bash bench/ci.sh || status=1
 
+disk
 echo "== differential test against DuckDB, SF 0.01 (300 seeded queries, 9 settings each) =="
 python3 -m unittest discover -s tests/difftest || status=1
 tests/difftest/run --kura "$target_dir/debug/kura" --queries "${KURA_DIFFTEST_QUERIES:-300}" \
     --seed "${KURA_DIFFTEST_SEED:-1}" --work "$target_dir/difftest-ci" || status=1
 
+disk
 exit $status
