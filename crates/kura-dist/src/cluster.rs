@@ -33,6 +33,7 @@ use crate::exec::KuraShardScanExec;
 use crate::fragment::ColumnDef;
 use crate::partial_agg::PushPartialAggregate;
 use crate::placement::Placement;
+use crate::regroup_joins::RegroupForColocation;
 use crate::table::{KuraCatalogTable, KuraTable};
 
 /// The workers, in shard order.
@@ -86,6 +87,7 @@ fn session(workers: Arc<Vec<Url>>, channels: &KuraChannels) -> SessionContext {
         .with_default_features()
         .with_config(config)
         // Appended after DataFusion's rules; datafusion-distributed cuts stages afterwards.
+        .with_optimizer_rule(Arc::new(RegroupForColocation::from_env()))
         .with_physical_optimizer_rule(Arc::new(PushColocatedJoins::from_env()))
         .with_physical_optimizer_rule(Arc::new(PushPartialAggregate::from_env()))
         .with_distributed_worker_resolver(Workers(workers))

@@ -26,6 +26,7 @@ pub mod local;
 pub mod partial_agg;
 pub mod physical_sql;
 pub mod placement;
+pub mod regroup_joins;
 pub mod shard;
 pub mod table;
 pub mod worker;

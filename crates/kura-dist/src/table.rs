@@ -55,6 +55,11 @@ impl KuraTable {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// How the table is spread over the shards.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
 }
 
 #[async_trait]

@@ -280,6 +280,10 @@ async fn tpch_on_shards_matches_single_node_kura() {
         ("SELECT s_name, count(*) FROM lineitem l1 JOIN supplier ON s_suppkey = l1.l_suppkey JOIN orders ON o_orderkey = l1.l_orderkey WHERE o_orderstatus = 'F' AND EXISTS (SELECT 1 FROM lineitem l2 WHERE l2.l_orderkey = l1.l_orderkey AND l2.l_suppkey <> l1.l_suppkey) GROUP BY s_name ORDER BY 2 DESC, s_name LIMIT 5", true),
         ("SELECT n_name FROM nation WHERE EXISTS (SELECT 1 FROM customer WHERE c_nationkey = n_nationkey AND c_acctbal > 9000) ORDER BY n_name", false),
         ("SELECT count(*), sum(o_totalprice) FROM customer JOIN orders ON c_custkey = o_custkey WHERE c_mktsegment = 'BUILDING'", false),
+        // The FROM order joins CUSTOMER with ORDERS first: regrouped, ORDERS meets LINEITEM
+        // on the shards (and the column order is the query's).
+        ("SELECT c_name, o_orderkey, l_linenumber FROM customer, orders, lineitem WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND c_mktsegment = 'BUILDING' AND l_quantity > 49 ORDER BY o_orderkey, l_linenumber LIMIT 20", true),
+        ("SELECT l_linenumber, c_name, o_orderkey FROM lineitem, orders, customer WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND c_mktsegment = 'BUILDING' AND l_quantity > 49 ORDER BY o_orderkey, l_linenumber LIMIT 20", true),
     ];
     for (q, on_shards) in joins {
         let plan = cluster.explain(q).await.unwrap();
