@@ -141,8 +141,8 @@ def parse_args(argv):
         args.system_list if args.must_pass is None else [s.strip() for s in args.must_pass.split(",") if s.strip()]
     )
     if "kura-cluster" in args.system_list:
-        if args.cluster_shards < 2:
-            p.error("--cluster-shards: a kura cluster has 2 or more shards")
+        if args.cluster_shards < 1:
+            p.error("--cluster-shards: a kura cluster has 1 or more shards")
         if args.memory_limit is not None:
             p.error("--memory-limit does not apply to kura-cluster (its shards and DataFusion have no common limit)")
     if {"kura", "kura-scan", "kura-cluster"} & set(args.system_list) and not args.kura:

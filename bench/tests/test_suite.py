@@ -314,9 +314,9 @@ if __name__ == "__main__":
 
 
 class KuraClusterTest(unittest.TestCase):
-    def test_the_cluster_needs_two_shards_and_takes_no_memory_limit(self):
+    def test_the_cluster_needs_a_shard_and_takes_no_memory_limit(self):
         with self.assertRaises(SystemExit):
-            parse_args(["--kura", "kura", "--systems", "kura-cluster", "--cluster-shards", "1"])
+            parse_args(["--kura", "kura", "--systems", "kura-cluster", "--cluster-shards", "0"])
         with self.assertRaises(SystemExit):
             parse_args(["--kura", "kura", "--systems", "kura-cluster", "--memory-limit", "256MB"])
 

@@ -54,7 +54,7 @@ pub enum ClusterCommand {
     /// Try a cluster on this machine: load TPC-H into N shards (unless DIR has them), start
     /// N worker processes on loopback ports and a front door; Ctrl-C stops them all.
     Up {
-        /// Number of local workers (and shards), 2 or more.
+        /// Number of local workers (and shards), 1 or more.
         #[arg(long)]
         local: usize,
         /// TPC-H scale factor of the shards.
@@ -80,7 +80,7 @@ pub enum ClusterLoad {
         /// Scale factor.
         #[arg(long)]
         sf: f64,
-        /// Number of shards (2 or more, one worker each).
+        /// Number of shards (1 or more, one worker each).
         #[arg(long)]
         shards: usize,
         /// Directory for shard0.db, shard1.db, ...
@@ -138,9 +138,9 @@ pub fn run(cmd: &ClusterCommand) -> CliResult<()> {
             listen,
             buffer,
         } => {
-            if *local < 2 {
+            if *local < 1 {
                 return Err(CliError::Usage(format!(
-                    "--local {local}: a kura cluster has 2 or more shards, one worker each"
+                    "--local {local}: a kura cluster has 1 or more shards, one worker each"
                 )));
             }
             let dbs: Vec<PathBuf> = (0..*local)

@@ -14,14 +14,11 @@ use async_trait::async_trait;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan};
-use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use datafusion_distributed::{
-    DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedExt, DistributedLeafExec,
-    NetworkBoundaryExt, NetworkCoalesceExec, RouteTasksEvent, RouteTasksEventResponse,
-    ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse, SessionStateBuilderExt, WorkerResolver,
+    DistributedExt, RouteTasksEvent, SessionStateBuilderExt, WorkerResolver,
 };
 use url::Url;
 
@@ -29,12 +26,13 @@ use crate::channel::{answers, KuraChannels};
 use crate::codec::KuraCodec;
 use crate::colocated_join::PushColocatedJoins;
 use crate::error::{DistError, DistResult};
-use crate::exec::KuraShardScanExec;
 use crate::fragment::ColumnDef;
+use crate::one_shard::OneShardBoundaries;
 use crate::partial_agg::PushPartialAggregate;
 use crate::placement::Placement;
 use crate::regroup_joins::RegroupForColocation;
 use crate::table::{KuraCatalogTable, KuraTable};
+use crate::tasks::{desired_tasks, route, scale_up};
 
 /// The workers, in shard order.
 #[derive(Clone, Debug)]
@@ -90,6 +88,7 @@ fn session(workers: Arc<Vec<Url>>, channels: &KuraChannels) -> SessionContext {
         .with_optimizer_rule(Arc::new(RegroupForColocation::from_env()))
         .with_physical_optimizer_rule(Arc::new(PushColocatedJoins::from_env()))
         .with_physical_optimizer_rule(Arc::new(PushPartialAggregate::from_env()))
+        .with_physical_optimizer_rule(Arc::new(OneShardBoundaries))
         .with_distributed_worker_resolver(Workers(workers))
         .with_distributed_planner()
         .with_distributed_user_codec(KuraCodec::coordinator())
@@ -101,77 +100,6 @@ fn session(workers: Arc<Vec<Url>>, channels: &KuraChannels) -> SessionContext {
         })
         .build();
     SessionContext::from(state)
-}
-
-/// A shard leaf needs exactly one task per shard.
-fn desired_tasks(ev: DesiredTaskCountEvent) -> Option<Result<DesiredTaskCountEventResponse>> {
-    let scan = ev.plan.downcast_ref::<KuraShardScanExec>()?;
-    Some(Ok(DesiredTaskCountEventResponse::maximum(
-        scan.fragment().shards,
-    )))
-}
-
-/// Splits a shard leaf into one variant per shard. A shard leaf runs in a stage of one task
-/// per shard; when the planner gives its stage fewer tasks (an operator it runs in one task,
-/// such as the null-aware anti join of `NOT IN`, sits above the leaf in the same stage), the
-/// leaf becomes a stage of its own, one task per shard, gathered by a `NetworkCoalesceExec`
-/// into the stage's tasks.
-fn scale_up(ev: ScaleUpLeafNodeEvent) -> Option<Result<ScaleUpLeafNodeEventResponse>> {
-    let scan = ev.plan.downcast_ref::<KuraShardScanExec>()?;
-    let shards = scan.fragment().shards;
-    let variants = (0..shards).map(|s| Arc::new(scan.for_shard(s)) as Arc<dyn ExecutionPlan>);
-    let leaf = match DistributedLeafExec::try_new(Arc::clone(ev.plan), variants) {
-        Ok(leaf) => Arc::new(leaf) as Arc<dyn ExecutionPlan>,
-        Err(e) => return Some(Err(e)),
-    };
-    let plan = match ev.task_count {
-        n if n == shards => Ok(leaf),
-        n if n >= 1 && n < shards => NetworkCoalesceExec::try_new(leaf, shards, n)
-            .map(|nc| Arc::new(nc) as Arc<dyn ExecutionPlan>),
-        n => Err(DistError::Cluster(format!(
-            "a kura shard leaf needs one task per shard ({shards}), the planner gave {n}"
-        ))
-        .into_datafusion()),
-    };
-    Some(plan.map(ScaleUpLeafNodeEventResponse::new))
-}
-
-/// Whether the stage headed by `plan` reads shards (its leaves, not those of the stages
-/// below its network boundaries).
-fn has_shard_leaf(plan: &Arc<dyn ExecutionPlan>) -> bool {
-    if plan.downcast_ref::<KuraShardScanExec>().is_some() {
-        return true;
-    }
-    if let Some(leaf) = plan.downcast_ref::<DistributedLeafExec>() {
-        return leaf
-            .original()
-            .downcast_ref::<KuraShardScanExec>()
-            .is_some();
-    }
-    if plan.is_network_boundary() {
-        return false;
-    }
-    plan.children().into_iter().any(has_shard_leaf)
-}
-
-/// Task `i` of a stage reading shards goes to the worker of shard `i`; other stages are
-/// spread round robin.
-fn route(
-    ev: RouteTasksEvent,
-    workers: &Arc<Vec<Url>>,
-    shards: usize,
-) -> Option<Result<RouteTasksEventResponse>> {
-    if !has_shard_leaf(ev.plan) {
-        return None;
-    }
-    if ev.task_count != shards {
-        return Some(Err(DistError::Cluster(format!(
-            "a stage reading kura shards has {} tasks for {shards} shards",
-            ev.task_count
-        ))
-        .into_datafusion()));
-    }
-    Some(Ok(RouteTasksEventResponse::new(workers.as_ref().clone())))
 }
 
 /// A session over `workers` with the cluster's `tables` registered.
@@ -218,13 +146,11 @@ impl Cluster {
     /// Connects to the workers (`host:port` or URLs, any order), reads and checks their
     /// catalogs, and registers the cluster's tables.
     pub async fn connect(addrs: &[String]) -> DistResult<Cluster> {
-        // datafusion-distributed spreads a plan over the workers it is given; with one worker
-        // it runs the whole plan in the coordinating process, where no shard is.
-        if addrs.len() < 2 {
-            return Err(DistError::Cluster(format!(
-                "{} worker(s) given: a kura cluster has 2 or more shards, one worker each",
-                addrs.len()
-            )));
+        // One worker is a cluster of one shard ([`crate::one_shard`] keeps its leaves there).
+        if addrs.is_empty() {
+            return Err(DistError::Cluster(
+                "no worker given: a kura cluster has 1 or more shards, one worker each".into(),
+            ));
         }
         let given: Vec<Url> = addrs
             .iter()

@@ -6,9 +6,10 @@
 //! cross the network; a further join or a partial aggregation
 //! ([`crate::partial_agg`]) may build on the new leaf.
 //!
-//! Inner, semi and anti hash joins on equal keys (NULL matching nothing), with a join filter
-//! kura can evaluate ([`crate::physical_sql`]); the sides reached through projections and
-//! repartitions. The join's parent keeps what it required of its input: a hash partitioning
+//! Inner, semi, anti and outer hash joins on equal keys (NULL matching nothing), with a join
+//! filter kura can evaluate ([`crate::physical_sql`]); the sides reached through projections
+//! and repartitions ([`crate::join_side`]). On a cluster of one shard every join of its
+//! leaves qualifies. The join's parent keeps what it required of its input: a hash partitioning
 //! is restored by a repartition above the leaf, a single partition by a coalesce.
 
 use std::sync::Arc;
@@ -21,7 +22,6 @@ use datafusion::physical_expr::{Distribution, Partitioning};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::joins::HashJoinExec;
-use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{
     ChildrenPropertiesMode, ExecutionPlan, ExecutionPlanProperties, ReplaceChildrenOptions,
@@ -30,8 +30,8 @@ use datafusion::physical_plan::{
 use crate::error::{DistError, DistResult};
 use crate::exec::KuraShardScanExec;
 use crate::fragment::{Fragment, FragmentKind, OutputField};
+use crate::join_side::{clone_placement, side, tables_of, SidePlacement};
 use crate::physical_sql::to_kura_sql;
-use crate::placement::Placement;
 
 /// Replaces hash joins of co-located kura shard leaves by one leaf joining on the shards.
 #[derive(Debug)]
@@ -117,35 +117,58 @@ impl PhysicalOptimizerRule for PushColocatedJoins {
     }
 }
 
-/// One side of a join: its shard leaf, its output columns as kura SQL over the leaf as a
-/// derived table, and where its rows live.
-struct Side<'a> {
-    leaf: &'a KuraShardScanExec,
-    columns: Vec<String>,
-    placement: SidePlacement,
+/// The joins that may run on the shards.
+#[derive(Clone, Copy)]
+enum JoinKind {
+    Inner,
+    /// A semi or anti join keeping the rows of one side: `EXISTS` or `NOT EXISTS`.
+    Filtering(JoinSide, &'static str),
+    /// A left or right outer join, preserving the given side.
+    Outer(JoinSide),
+    Full,
 }
 
-/// Where a side's rows live: on every shard, or split in a partitioning with the key in
-/// the given SQL expressions of its columns.
-enum SidePlacement {
-    Replicated,
-    Split {
-        partitioning: String,
-        keys: Vec<String>,
-    },
-    /// Split in a way no join may rely on.
-    Unknown,
+impl JoinKind {
+    /// Whether rows of `side` come out whether or not they match.
+    fn keeps_unmatched(self, side: JoinSide) -> bool {
+        match self {
+            JoinKind::Inner => false,
+            JoinKind::Filtering(kept, _) | JoinKind::Outer(kept) => kept == side,
+            JoinKind::Full => true,
+        }
+    }
+
+    /// Whether `side`'s columns are NULL in rows of the other side that matched nothing.
+    fn pads_with_nulls(self, side: JoinSide) -> bool {
+        match self {
+            JoinKind::Outer(kept) => kept != side,
+            JoinKind::Full => true,
+            JoinKind::Inner | JoinKind::Filtering(..) => false,
+        }
+    }
+
+    /// The SQL join of two derived tables (not for semi and anti joins).
+    fn sql_join(self) -> &'static str {
+        match self {
+            JoinKind::Outer(JoinSide::Left) => "LEFT JOIN",
+            JoinKind::Outer(_) => "RIGHT JOIN",
+            JoinKind::Full => "FULL JOIN",
+            JoinKind::Inner | JoinKind::Filtering(..) => "JOIN",
+        }
+    }
 }
 
 /// The leaf joining `join`'s sides on the shards, when it gives the same rows.
 fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
-    let join_type = *join.join_type();
-    let semi_or_anti = match join_type {
-        JoinType::Inner => None,
-        JoinType::LeftSemi => Some((JoinSide::Left, "EXISTS")),
-        JoinType::LeftAnti => Some((JoinSide::Left, "NOT EXISTS")),
-        JoinType::RightSemi => Some((JoinSide::Right, "EXISTS")),
-        JoinType::RightAnti => Some((JoinSide::Right, "NOT EXISTS")),
+    let kind = match *join.join_type() {
+        JoinType::Inner => JoinKind::Inner,
+        JoinType::LeftSemi => JoinKind::Filtering(JoinSide::Left, "EXISTS"),
+        JoinType::LeftAnti => JoinKind::Filtering(JoinSide::Left, "NOT EXISTS"),
+        JoinType::RightSemi => JoinKind::Filtering(JoinSide::Right, "EXISTS"),
+        JoinType::RightAnti => JoinKind::Filtering(JoinSide::Right, "NOT EXISTS"),
+        JoinType::Left => JoinKind::Outer(JoinSide::Left),
+        JoinType::Right => JoinKind::Outer(JoinSide::Right),
+        JoinType::Full => JoinKind::Full,
         _ => return Ok(None),
     };
     if join.null_aware || join.null_equality() != NullEquality::NullEqualsNothing {
@@ -178,23 +201,31 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
                 keys: rk,
             },
         ) if lp == rp && on.iter().any(|(l, r)| lk.contains(l) && rk.contains(r)) => {
-            let mut keys = lk.clone();
-            keys.extend(rk.iter().cloned());
+            // The key columns of a side whose rows may come out without a match are NULL
+            // there: only the other side's still say where a row lives.
+            let mut keys = Vec::new();
+            if !kind.pads_with_nulls(JoinSide::Left) {
+                keys.extend(lk.iter().cloned());
+            }
+            if !kind.pads_with_nulls(JoinSide::Right) {
+                keys.extend(rk.iter().cloned());
+            }
             SidePlacement::Split {
                 partitioning: lp.clone(),
                 keys,
             }
         }
         // A split side against a replicated one: each shard joins its slice with all of the
-        // other — except where the replicated side's rows are the ones kept (a semi or anti
-        // join would keep them once per shard).
+        // other — except where the replicated side's rows come out whether or not they
+        // match (kept by a semi or anti join, preserved by an outer join): every shard
+        // would give them once.
         (split @ SidePlacement::Split { .. }, SidePlacement::Replicated)
-            if !matches!(semi_or_anti, Some((JoinSide::Right, _))) =>
+            if !kind.keeps_unmatched(JoinSide::Right) =>
         {
             clone_placement(split)
         }
         (SidePlacement::Replicated, split @ SidePlacement::Split { .. })
-            if !matches!(semi_or_anti, Some((JoinSide::Left, _))) =>
+            if !kind.keeps_unmatched(JoinSide::Left) =>
         {
             clone_placement(split)
         }
@@ -229,19 +260,8 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
         right.leaf.fragment().sql().unwrap_or_default(),
     );
     // The join's columns before its own projection, and the FROM clause.
-    let (columns, from) = match semi_or_anti {
-        None => {
-            let mut all = left.columns.clone();
-            all.extend(right.columns.iter().cloned());
-            (
-                all,
-                format!(
-                    "({lsql}) AS \"l\" JOIN ({rsql}) AS \"r\" ON {}",
-                    conditions.join(" AND ")
-                ),
-            )
-        }
-        Some((kept, exists)) => {
+    let (columns, from) = match kind {
+        JoinKind::Filtering(kept, exists) => {
             let (kept_side, kept_sql, other_sql, other_alias, kept_alias) = match kept {
                 JoinSide::Left => (&left, &lsql, &rsql, "r", "l"),
                 _ => (&right, &rsql, &lsql, "l", "r"),
@@ -250,6 +270,18 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
                 kept_side.columns.clone(),
                 format!(
                     "({kept_sql}) AS \"{kept_alias}\" WHERE {exists} (SELECT 1 FROM ({other_sql}) AS \"{other_alias}\" WHERE {})",
+                    conditions.join(" AND ")
+                ),
+            )
+        }
+        _ => {
+            let mut all = left.columns.clone();
+            all.extend(right.columns.iter().cloned());
+            (
+                all,
+                format!(
+                    "({lsql}) AS \"l\" {} ({rsql}) AS \"r\" ON {}",
+                    kind.sql_join(),
                     conditions.join(" AND ")
                 ),
             )
@@ -299,95 +331,4 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
         return Ok(None);
     }
     Ok(Some(leaf))
-}
-
-fn clone_placement(p: &SidePlacement) -> SidePlacement {
-    match p {
-        SidePlacement::Replicated => SidePlacement::Replicated,
-        SidePlacement::Split { partitioning, keys } => SidePlacement::Split {
-            partitioning: partitioning.clone(),
-            keys: keys.clone(),
-        },
-        SidePlacement::Unknown => SidePlacement::Unknown,
-    }
-}
-
-fn tables_of(f: &Fragment) -> Vec<String> {
-    match &f.kind {
-        FragmentKind::Scan { table, .. } => vec![table.clone()],
-        FragmentKind::Query { tables, .. } => tables.clone(),
-        FragmentKind::Catalog => Vec::new(),
-    }
-}
-
-/// The join side under `plan` — a scan without a limit or aggregation, or a query leaf —
-/// reached through projections, repartitions and coalescing (which change how rows are
-/// spread over partitions, not which rows there are), with its columns as kura SQL over the
-/// derived table `alias`.
-fn side<'a>(plan: &'a Arc<dyn ExecutionPlan>, alias: &str) -> Option<Side<'a>> {
-    if let Some(leaf) = plan.downcast_ref::<KuraShardScanExec>() {
-        let f = leaf.fragment();
-        let columns = f.column_refs(Some(alias));
-        let placement = match &f.kind {
-            FragmentKind::Scan {
-                limit: None,
-                aggregate: None,
-                placement,
-                ..
-            } => match placement {
-                Placement::Replicated => SidePlacement::Replicated,
-                Placement::Split {
-                    column,
-                    partitioning: Some(p),
-                } => SidePlacement::Split {
-                    partitioning: p.clone(),
-                    keys: f
-                        .columns
-                        .iter()
-                        .zip(&columns)
-                        .filter(|(c, _)| &c.name == column)
-                        .map(|(_, sql)| sql.clone())
-                        .collect(),
-                },
-                Placement::Split { .. } => SidePlacement::Unknown,
-            },
-            FragmentKind::Query {
-                replicated: true, ..
-            } => SidePlacement::Replicated,
-            FragmentKind::Query { key, .. } => match key {
-                Some((p, at)) => SidePlacement::Split {
-                    partitioning: p.clone(),
-                    keys: at.iter().filter_map(|&i| columns.get(i).cloned()).collect(),
-                },
-                None => SidePlacement::Unknown,
-            },
-            _ => return None,
-        };
-        return Some(Side {
-            leaf,
-            columns,
-            placement,
-        });
-    }
-    if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
-        let below = side(p.input(), alias)?;
-        let schema = p.input().schema();
-        let columns = p
-            .expr()
-            .iter()
-            .map(|e| to_kura_sql(&e.expr, &below.columns, &schema))
-            .collect::<Option<Vec<_>>>()?;
-        return Some(Side { columns, ..below });
-    }
-    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
-        return side(r.input(), alias);
-    }
-    if let Some(c) = plan.downcast_ref::<CoalescePartitionsExec>() {
-        // A fetch (LIMIT) on the coalesce is a global limit: not the shards' to apply.
-        if c.fetch().is_some() {
-            return None;
-        }
-        return side(c.input(), alias);
-    }
-    None
 }

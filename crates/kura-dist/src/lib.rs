@@ -21,14 +21,17 @@ pub mod exec;
 pub mod filter;
 pub mod fragment;
 pub mod frontdoor;
+pub mod join_side;
 pub mod load;
 pub mod local;
+pub mod one_shard;
 pub mod partial_agg;
 pub mod physical_sql;
 pub mod placement;
 pub mod regroup_joins;
 pub mod shard;
 pub mod table;
+pub mod tasks;
 pub mod worker;
 
 use std::time::{Duration, Instant};

@@ -54,9 +54,9 @@ pub fn load_tpch(
     opts: &OpenOptions,
     progress: &(dyn Fn(usize, &str) + Sync),
 ) -> DistResult<Vec<ShardLoad>> {
-    if shards < 2 || shards > i32::MAX as usize {
+    if shards < 1 || shards > i32::MAX as usize {
         return Err(DistError::Cluster(format!(
-            "a cluster needs 2 or more shards, got {shards}"
+            "a cluster needs 1 or more shards, got {shards}"
         )));
     }
     std::fs::create_dir_all(dir).map_err(|e| DistError::Io {

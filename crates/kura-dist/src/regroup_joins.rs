@@ -5,7 +5,8 @@
 //! order) when B and C are tables split in the same partitioning and the outer join's keys
 //! pair their split columns — then [`crate::colocated_join`] runs B ⋈ C on the shards.
 //!
-//! Only inner joins are regrouped (associative, whatever the conditions); the outer join's
+//! Only where B or C is read through a filter ([`filtered`]: otherwise the join on the shards
+//! sends more than the two tables would). Only inner joins are regrouped (associative, whatever the conditions); the outer join's
 //! keys must use only B's and C's columns, and the filters of both joins go on the new upper
 //! join, where every column is in scope. A projection of columns between the two joins (as
 //! projection pushdown leaves one) is looked through; the result is projected to the outer
@@ -90,7 +91,7 @@ fn regrouped(plan: &LogicalPlan) -> Result<Option<LogicalPlan>> {
         if !outer.on.iter().all(|(l, _)| uses_only(l, b.schema())) {
             continue;
         }
-        if !colocated(b, c, &outer.on) {
+        if !colocated(b, c, &outer.on) || !(filtered(b) || filtered(c)) {
             continue;
         }
         let bc = Join::try_new(
@@ -155,6 +156,22 @@ fn regrouped(plan: &LogicalPlan) -> Result<Option<LogicalPlan>> {
 /// Whether every column `e` refers to is one of `schema`'s.
 fn uses_only(e: &Expr, schema: &DFSchema) -> bool {
     e.column_refs().iter().all(|c| schema.has_column(c))
+}
+
+/// Whether `plan` reads its table through a filter. Only then is the regrouping worth it: a
+/// join of two unfiltered co-located tables on their key (every LINEITEM row with its ORDERS
+/// row) sends as many rows as the larger table, each as wide as both, which is more than the
+/// two tables sent apart (TPC-H Q18 at SF 1 on two shards: 1.37 s regrouped, 0.95 s not). A
+/// filter on either side makes the join send fewer rows than that side's table (Q3: 0.36 s →
+/// 0.16 s, Q5, Q10).
+fn filtered(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::TableScan(scan) => !scan.filters.is_empty(),
+        LogicalPlan::Filter(_) => true,
+        LogicalPlan::Projection(p) => filtered(&p.input),
+        LogicalPlan::SubqueryAlias(a) => filtered(&a.input),
+        _ => false,
+    }
 }
 
 /// Whether `b` and `c` read tables split in one partitioning, and `on` pairs their split

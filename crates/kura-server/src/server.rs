@@ -190,6 +190,11 @@ impl<E: Engine> Server<E> {
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, addr)) => {
                         connections += 1;
+                        // As PostgreSQL does: a reply's last message is not held back until
+                        // the client acknowledges the one before (Nagle's algorithm).
+                        if let Err(e) = stream.set_nodelay(true) {
+                            tracing::debug!(%addr, "TCP_NODELAY: {e}");
+                        }
                         let shared = self.shared.clone();
                         let tls = self.tls.clone();
                         let auth_timeout = self.auth_timeout;
