@@ -30,7 +30,7 @@ use datafusion::physical_plan::{
 use crate::error::{DistError, DistResult};
 use crate::exec::KuraShardScanExec;
 use crate::fragment::{Fragment, FragmentKind, OutputField};
-use crate::join_side::{clone_placement, side, tables_of, SidePlacement};
+use crate::join_side::{side, tables_of, SidePlacement};
 use crate::physical_sql::to_kura_sql;
 
 /// Replaces hash joins of co-located kura shard leaves by one leaf joining on the shards.
@@ -222,12 +222,12 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
         (split @ SidePlacement::Split { .. }, SidePlacement::Replicated)
             if !kind.keeps_unmatched(JoinSide::Right) =>
         {
-            clone_placement(split)
+            split.clone()
         }
         (SidePlacement::Replicated, split @ SidePlacement::Split { .. })
             if !kind.keeps_unmatched(JoinSide::Left) =>
         {
-            clone_placement(split)
+            split.clone()
         }
         _ => return Ok(None),
     };

@@ -23,6 +23,7 @@ pub(crate) struct Side<'a> {
 
 /// Where a side's rows live: on every shard (or on the only one), or split in a
 /// partitioning with the key in the given SQL expressions of its columns.
+#[derive(Clone)]
 pub(crate) enum SidePlacement {
     Replicated,
     Split {
@@ -31,17 +32,6 @@ pub(crate) enum SidePlacement {
     },
     /// Split in a way no join may rely on.
     Unknown,
-}
-
-pub(crate) fn clone_placement(p: &SidePlacement) -> SidePlacement {
-    match p {
-        SidePlacement::Replicated => SidePlacement::Replicated,
-        SidePlacement::Split { partitioning, keys } => SidePlacement::Split {
-            partitioning: partitioning.clone(),
-            keys: keys.clone(),
-        },
-        SidePlacement::Unknown => SidePlacement::Unknown,
-    }
 }
 
 pub(crate) fn tables_of(f: &Fragment) -> Vec<String> {
