@@ -24,13 +24,14 @@ use url::Url;
 
 use crate::channel::{answers, KuraChannels};
 use crate::codec::KuraCodec;
-use crate::colocated_join::PushColocatedJoins;
 use crate::error::{DistError, DistResult};
 use crate::fragment::ColumnDef;
 use crate::one_shard::OneShardBoundaries;
 use crate::partial_agg::PushPartialAggregate;
 use crate::placement::Placement;
+use crate::push_rule::PushToShards;
 use crate::regroup_joins::RegroupForColocation;
+use crate::semi_join_down::SemiJoinsDown;
 use crate::table::{KuraCatalogTable, KuraTable};
 use crate::tasks::{desired_tasks, route, scale_up};
 
@@ -85,8 +86,9 @@ fn session(workers: Arc<Vec<Url>>, channels: &KuraChannels) -> SessionContext {
         .with_default_features()
         .with_config(config)
         // Appended after DataFusion's rules; datafusion-distributed cuts stages afterwards.
+        .with_optimizer_rule(Arc::new(SemiJoinsDown::from_env()))
         .with_optimizer_rule(Arc::new(RegroupForColocation::from_env()))
-        .with_physical_optimizer_rule(Arc::new(PushColocatedJoins::from_env()))
+        .with_physical_optimizer_rule(Arc::new(PushToShards::from_env()))
         .with_physical_optimizer_rule(Arc::new(PushPartialAggregate::from_env()))
         .with_physical_optimizer_rule(Arc::new(OneShardBoundaries))
         .with_distributed_worker_resolver(Workers(workers))

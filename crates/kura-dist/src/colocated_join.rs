@@ -1,6 +1,6 @@
 //! Joins run on the shards (paper 003 §2, phase 2 of the shared-nothing configuration): a
-//! physical optimizer rule that replaces a DataFusion hash join of two kura shard leaves by one
-//! leaf whose fragment joins them in kura, when every shard can answer for its own rows —
+//! DataFusion hash join of two kura shard leaves becomes one leaf whose fragment joins them
+//! in kura, when every shard can answer for its own rows —
 //! both tables split by the join key in the same partitioning (ORDERS and LINEITEM by order
 //! key), or one side replicated on every shard (NATION, SUPPLIER). The join's rows then never
 //! cross the network; a further join or a partial aggregation
@@ -9,113 +9,21 @@
 //! Inner, semi, anti and outer hash joins on equal keys (NULL matching nothing), with a join
 //! filter kura can evaluate ([`crate::physical_sql`]); the sides reached through projections
 //! and repartitions ([`crate::join_side`]). On a cluster of one shard every join of its
-//! leaves qualifies. The join's parent keeps what it required of its input: a hash partitioning
-//! is restored by a repartition above the leaf, a single partition by a coalesce.
+//! leaves qualifies. [`crate::push_rule`] is the optimizer rule that applies it.
 
 use std::sync::Arc;
 
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use arrow_schema::SchemaRef;
 use datafusion::common::{JoinSide, JoinType, NullEquality};
-use datafusion::config::ConfigOptions;
-use datafusion::error::Result;
-use datafusion::physical_expr::{Distribution, Partitioning};
-use datafusion::physical_optimizer::PhysicalOptimizerRule;
-use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::joins::HashJoinExec;
-use datafusion::physical_plan::repartition::RepartitionExec;
-use datafusion::physical_plan::{
-    ChildrenPropertiesMode, ExecutionPlan, ExecutionPlanProperties, ReplaceChildrenOptions,
-};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::joins::utils::JoinFilter;
+use datafusion::physical_plan::joins::{HashJoinExec, NestedLoopJoinExec};
+use datafusion::physical_plan::ExecutionPlan;
 
-use crate::error::{DistError, DistResult};
+use crate::error::DistResult;
 use crate::exec::KuraShardScanExec;
-use crate::fragment::{Fragment, FragmentKind, OutputField};
-use crate::join_side::{side, tables_of, SidePlacement};
+use crate::join_side::{query_leaf, side, tables_of, SidePlacement};
 use crate::physical_sql::to_kura_sql;
-
-/// Replaces hash joins of co-located kura shard leaves by one leaf joining on the shards.
-#[derive(Debug)]
-pub struct PushColocatedJoins {
-    enabled: bool,
-}
-
-impl PushColocatedJoins {
-    /// On unless [`crate::partial_agg::PUSHDOWN_ENV`] is `off`.
-    pub fn from_env() -> Self {
-        PushColocatedJoins {
-            enabled: crate::partial_agg::pushdown_enabled(),
-        }
-    }
-}
-
-impl PhysicalOptimizerRule for PushColocatedJoins {
-    fn optimize(
-        &self,
-        plan: Arc<dyn ExecutionPlan>,
-        _config: &ConfigOptions,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        if !self.enabled {
-            return Ok(plan);
-        }
-        // Bottom-up, at each join's parent: an inner join becomes a leaf before the join
-        // above it is looked at.
-        plan.transform_up(|node| {
-            let children = node.children();
-            let required = node.input_distribution_requirements();
-            let orderings = node.required_input_ordering();
-            let mut changed = false;
-            let mut new_children = Vec::with_capacity(children.len());
-            for (i, child) in children.into_iter().enumerate() {
-                let keeps_order = orderings.get(i).is_some_and(|o| o.is_some());
-                let replacement = match child.downcast_ref::<HashJoinExec>() {
-                    Some(join) if !keeps_order => {
-                        pushed(join).map_err(DistError::into_datafusion)?
-                    }
-                    _ => None,
-                };
-                match replacement {
-                    Some(leaf) => {
-                        changed = true;
-                        let leaf: Arc<dyn ExecutionPlan> = Arc::new(leaf);
-                        let partitions = child.output_partitioning().partition_count();
-                        new_children.push(match required.child_distribution(i) {
-                            Some(Distribution::KeyPartitioned(exprs)) => {
-                                Arc::new(RepartitionExec::try_new(
-                                    leaf,
-                                    Partitioning::Hash(exprs.clone(), partitions),
-                                )?) as Arc<dyn ExecutionPlan>
-                            }
-                            Some(Distribution::SinglePartition) => {
-                                Arc::new(CoalescePartitionsExec::new(leaf))
-                            }
-                            Some(Distribution::UnspecifiedDistribution) | None => leaf,
-                            // The deprecated name of KeyPartitioned, or a requirement
-                            // this rule does not know: leave the join to DataFusion.
-                            Some(_) => Arc::clone(child),
-                        });
-                    }
-                    None => new_children.push(Arc::clone(child)),
-                }
-            }
-            if !changed {
-                return Ok(Transformed::no(node));
-            }
-            Ok(Transformed::yes(node.replace_children(
-                new_children,
-                ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
-            )?))
-        })
-        .map(|t| t.data)
-    }
-
-    fn name(&self) -> &str {
-        "kura_push_colocated_joins"
-    }
-
-    fn schema_check(&self) -> bool {
-        true
-    }
-}
 
 /// The joins that may run on the shards.
 #[derive(Clone, Copy)]
@@ -158,9 +66,53 @@ impl JoinKind {
     }
 }
 
-/// The leaf joining `join`'s sides on the shards, when it gives the same rows.
-fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
-    let kind = match *join.join_type() {
+/// What a join is, whichever DataFusion operator runs it.
+struct JoinParts<'a> {
+    join_type: JoinType,
+    left: &'a Arc<dyn ExecutionPlan>,
+    right: &'a Arc<dyn ExecutionPlan>,
+    /// Equal keys (none for a nested-loop join).
+    on: Vec<(Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>)>,
+    filter: Option<&'a JoinFilter>,
+    projection: Option<&'a [usize]>,
+    schema: SchemaRef,
+}
+
+/// The leaf joining a hash join's sides on the shards, when it gives the same rows.
+pub(crate) fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
+    if join.null_aware || join.null_equality() != NullEquality::NullEqualsNothing {
+        return Ok(None);
+    }
+    pushed_join(JoinParts {
+        join_type: *join.join_type(),
+        left: join.left(),
+        right: join.right(),
+        on: join.on().to_vec(),
+        filter: join.filter(),
+        projection: join.projection.as_deref(),
+        schema: join.schema(),
+    })
+}
+
+/// The leaf joining a nested-loop join's sides on the shards (a join on a condition other
+/// than equal keys, or a cross join with a one-row aggregate: TPC-H Q22), when one side is
+/// replicated.
+pub(crate) fn pushed_nested_loop(
+    join: &NestedLoopJoinExec,
+) -> DistResult<Option<KuraShardScanExec>> {
+    pushed_join(JoinParts {
+        join_type: *join.join_type(),
+        left: join.left(),
+        right: join.right(),
+        on: Vec::new(),
+        filter: join.filter(),
+        projection: join.projection().as_deref(),
+        schema: join.schema(),
+    })
+}
+
+fn pushed_join(join: JoinParts) -> DistResult<Option<KuraShardScanExec>> {
+    let kind = match join.join_type {
         JoinType::Inner => JoinKind::Inner,
         JoinType::LeftSemi => JoinKind::Filtering(JoinSide::Left, "EXISTS"),
         JoinType::LeftAnti => JoinKind::Filtering(JoinSide::Left, "NOT EXISTS"),
@@ -171,15 +123,12 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
         JoinType::Full => JoinKind::Full,
         _ => return Ok(None),
     };
-    if join.null_aware || join.null_equality() != NullEquality::NullEqualsNothing {
-        return Ok(None);
-    }
-    let (Some(left), Some(right)) = (side(join.left(), "l"), side(join.right(), "r")) else {
+    let (Some(left), Some(right)) = (side(join.left, "l"), side(join.right, "r")) else {
         return Ok(None);
     };
-    let (lschema, rschema) = (join.left().schema(), join.right().schema());
+    let (lschema, rschema) = (join.left.schema(), join.right.schema());
     let mut on = Vec::new();
-    for (l, r) in join.on() {
+    for (l, r) in &join.on {
         let (Some(l), Some(r)) = (
             to_kura_sql(l, &left.columns, &lschema),
             to_kura_sql(r, &right.columns, &rschema),
@@ -232,7 +181,7 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
         _ => return Ok(None),
     };
     // The filter over its intermediate columns, each taken from one side.
-    let filter = match join.filter() {
+    let filter = match join.filter {
         None => None,
         Some(f) => {
             let inputs: Option<Vec<String>> = f
@@ -255,6 +204,13 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
     };
     let mut conditions: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
     conditions.extend(filter);
+    // A join without a condition: only the cross product of an inner join.
+    if conditions.is_empty() {
+        if !matches!(kind, JoinKind::Inner) {
+            return Ok(None);
+        }
+        conditions.push("TRUE".to_string());
+    }
     let (lsql, rsql) = (
         left.leaf.fragment().sql().unwrap_or_default(),
         right.leaf.fragment().sql().unwrap_or_default(),
@@ -287,48 +243,18 @@ fn pushed(join: &HashJoinExec) -> DistResult<Option<KuraShardScanExec>> {
             )
         }
     };
-    let columns: Vec<String> = match &join.projection {
+    let columns: Vec<String> = match join.projection {
         Some(p) => p.iter().map(|&i| columns[i].clone()).collect(),
         None => columns,
     };
-    let schema = join.schema();
-    if columns.len() != schema.fields().len() {
-        return Ok(None);
-    }
-    let select: Vec<String> = columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| format!("{c} AS \"c{i}\""))
-        .collect();
-    let key = match &placement {
-        SidePlacement::Split { partitioning, keys } => {
-            let at: Vec<usize> = columns
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| keys.contains(c))
-                .map(|(i, _)| i)
-                .collect();
-            (!at.is_empty()).then(|| (partitioning.clone(), at))
-        }
-        _ => None,
-    };
     let mut tables = tables_of(left.leaf.fragment());
     tables.extend(tables_of(right.leaf.fragment()));
-    let fields = OutputField::of_schema(&schema);
-    let fragment = Fragment {
-        kind: FragmentKind::Query {
-            sql: format!("SELECT {} FROM {from}", select.join(", ")),
-            tables,
-            replicated: matches!(placement, SidePlacement::Replicated),
-            key,
-            fields,
-        },
-        columns: Vec::new(),
-        shards: left.leaf.fragment().shards,
-    };
-    let leaf = KuraShardScanExec::try_new(Arc::new(fragment), None, None)?;
-    if leaf.schema().fields() != schema.fields() {
-        return Ok(None);
-    }
-    Ok(Some(leaf))
+    query_leaf(
+        &columns,
+        &from,
+        tables,
+        &placement,
+        &join.schema,
+        left.leaf.fragment().shards,
+    )
 }

@@ -8,8 +8,11 @@ use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::ExecutionPlan;
 
+use arrow_schema::SchemaRef;
+
+use crate::error::DistResult;
 use crate::exec::KuraShardScanExec;
-use crate::fragment::{Fragment, FragmentKind};
+use crate::fragment::{Fragment, FragmentKind, OutputField};
 use crate::physical_sql::to_kura_sql;
 use crate::placement::Placement;
 
@@ -123,4 +126,54 @@ pub(crate) fn side<'a>(plan: &'a Arc<dyn ExecutionPlan>, alias: &str) -> Option<
         return side(c.input(), alias);
     }
     None
+}
+
+/// The leaf that runs `SELECT outputs FROM from` on each of `shards` shards, its columns
+/// named `c0`, `c1`, ... and typed as `schema` (`None` when the leaf would not give exactly
+/// that schema); its rows live as `placement` says, the key in whichever outputs are key
+/// expressions.
+pub(crate) fn query_leaf(
+    outputs: &[String],
+    from: &str,
+    tables: Vec<String>,
+    placement: &SidePlacement,
+    schema: &SchemaRef,
+    shards: usize,
+) -> DistResult<Option<KuraShardScanExec>> {
+    if outputs.len() != schema.fields().len() {
+        return Ok(None);
+    }
+    let select: Vec<String> = outputs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{c} AS \"c{i}\""))
+        .collect();
+    let key = match placement {
+        SidePlacement::Split { partitioning, keys } => {
+            let at: Vec<usize> = outputs
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| keys.contains(c))
+                .map(|(i, _)| i)
+                .collect();
+            (!at.is_empty()).then(|| (partitioning.clone(), at))
+        }
+        _ => None,
+    };
+    let fragment = Fragment {
+        kind: FragmentKind::Query {
+            sql: format!("SELECT {} FROM {from}", select.join(", ")),
+            tables,
+            replicated: matches!(placement, SidePlacement::Replicated),
+            key,
+            fields: OutputField::of_schema(schema),
+        },
+        columns: Vec::new(),
+        shards,
+    };
+    let leaf = KuraShardScanExec::try_new(Arc::new(fragment), None, None)?;
+    if leaf.schema().fields() != schema.fields() {
+        return Ok(None);
+    }
+    Ok(Some(leaf))
 }

@@ -5,9 +5,10 @@
 //! [`load`] writes a cluster's shard databases; [`worker`] serves one shard as a Flight
 //! worker; [`cluster::Cluster`] is the coordinator (DataFusion's SQL planner over
 //! [`table::KuraTable`]s). A scan becomes a [`exec::KuraShardScanExec`] leaf carrying a
-//! [`fragment::Fragment`] (projection, filters as kura SQL, limit, and — by
-//! [`colocated_join`] and [`partial_agg`] — joins of co-located tables and the first phase of
-//! an aggregation) that kura runs on its shard;
+//! [`fragment::Fragment`] (projection, filters as kura SQL, limit, and — by [`push_rule`]:
+//! [`colocated_join`], [`complete_agg`], [`shard_filter`], then [`partial_agg`] — joins of
+//! co-located tables, aggregations whose groups each live on one shard, the filters above
+//! them, and the first phase of the other aggregations) that kura runs on its shard;
 //! [`codec::KuraCodec`] carries it to the workers, one task per shard routed to the shard's
 //! worker. DataFusion does the exchange, final aggregation and cross-shard joins.
 
@@ -15,6 +16,7 @@ pub mod channel;
 pub mod cluster;
 pub mod codec;
 pub mod colocated_join;
+pub mod complete_agg;
 pub mod convert;
 pub mod error;
 pub mod exec;
@@ -28,8 +30,11 @@ pub mod one_shard;
 pub mod partial_agg;
 pub mod physical_sql;
 pub mod placement;
+pub mod push_rule;
 pub mod regroup_joins;
+pub mod semi_join_down;
 pub mod shard;
+pub mod shard_filter;
 pub mod table;
 pub mod tasks;
 pub mod worker;

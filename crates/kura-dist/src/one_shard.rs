@@ -14,8 +14,11 @@ use std::sync::Arc;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::config::ConfigOptions;
 use datafusion::error::Result;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion_distributed::NetworkCoalesceExec;
 
@@ -36,10 +39,11 @@ impl PhysicalOptimizerRule for OneShardBoundaries {
         _config: &ConfigOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let bounded = plan.transform_up(|node| match node.downcast_ref::<KuraShardScanExec>() {
-            Some(leaf) if leaf.fragment().shards == 1 => Ok(Transformed::yes(Arc::new(
-                NetworkCoalesceExec::try_new(node, ONE_SHARD_TASKS, 1)?,
-            )
-                as Arc<dyn ExecutionPlan>)),
+            Some(leaf) if leaf.fragment().shards == 1 => {
+                let boundary: Arc<dyn ExecutionPlan> =
+                    Arc::new(NetworkCoalesceExec::try_new(node, ONE_SHARD_TASKS, 1)?);
+                Ok(Transformed::yes(shielded(boundary)?))
+            }
             _ => Ok(Transformed::no(node)),
         })?;
         // A plan with boundaries of its own is run as given: one output partition, as the
@@ -58,4 +62,23 @@ impl PhysicalOptimizerRule for OneShardBoundaries {
     fn schema_check(&self) -> bool {
         true
     }
+}
+
+/// `boundary` under a projection of all its columns. datafusion-distributed pushes the fetch
+/// of a boundary's parent into the stage below it as a row limit — right under a coalesce
+/// or a limit, wrong under a top-k sort (`ORDER BY ... LIMIT`), which would then sort a few
+/// arbitrary rows: the distributed planner puts its own boundaries above such sorts, but
+/// these boundaries sit under whatever the coordinator runs. The projection has no fetch.
+fn shielded(boundary: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    let schema = boundary.schema();
+    let columns: Vec<ProjectionExpr> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| ProjectionExpr {
+            expr: Arc::new(Column::new(f.name(), i)) as Arc<dyn PhysicalExpr>,
+            alias: f.name().clone(),
+        })
+        .collect();
+    Ok(Arc::new(ProjectionExec::try_new(columns, boundary)?))
 }

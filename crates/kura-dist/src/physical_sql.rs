@@ -3,18 +3,20 @@
 //!
 //! As in [`crate::filter`], only forms whose value is the same in both engines are translated:
 //! columns, literals, `+ - *` (no division: the engines round decimal quotients differently),
-//! comparisons, AND/OR/NOT, IS [NOT] NULL, LIKE, IN lists, CASE, and lossless widening casts.
+//! comparisons, AND/OR/NOT, IS [NOT] NULL, LIKE, IN lists, CASE, lossless widening casts,
+//! and a few scalar functions (the year of a date, a substring).
 //! Anything else keeps the aggregation in DataFusion.
 
 use std::sync::Arc;
 
 use arrow_schema::{DataType as ArrowType, Schema};
+use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Operator;
 use datafusion::physical_expr::expressions::{
     BinaryExpr, CaseExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, LikeExpr,
     Literal, NegativeExpr, NotExpr,
 };
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 
 use crate::filter::{scalar_sql, widens_losslessly};
 
@@ -107,6 +109,9 @@ pub fn to_kura_sql(
         sql.push_str(" END)");
         return Some(sql);
     }
+    if let Some(f) = expr.downcast_ref::<ScalarFunctionExpr>() {
+        return function_sql(f, inputs, schema);
+    }
     if let Some(c) = expr.downcast_ref::<CastExpr>() {
         let from = c.expr().data_type(schema).ok()?;
         if !widens_losslessly(&from, c.cast_type()) {
@@ -115,6 +120,48 @@ pub fn to_kura_sql(
         return rec(c.expr());
     }
     None
+}
+
+/// The scalar functions both engines compute alike: `date_part` of a date's year, month or
+/// day (TPC-H Q7-Q9's `extract(year from ...)`), and `substr` from a literal position of a
+/// literal length (Q22's country codes), both counting characters.
+fn function_sql(f: &ScalarFunctionExpr, inputs: &[String], schema: &Schema) -> Option<String> {
+    let rec = |e: &Arc<dyn PhysicalExpr>| to_kura_sql(e, inputs, schema);
+    let literal =
+        |e: &Arc<dyn PhysicalExpr>| e.downcast_ref::<Literal>().map(|l| l.value().clone());
+    match (f.name(), f.args()) {
+        ("date_part", [part, value]) => {
+            let Some(ScalarValue::Utf8(Some(part))) = literal(part) else {
+                return None;
+            };
+            let part = part.to_ascii_uppercase();
+            if !matches!(part.as_str(), "YEAR" | "MONTH" | "DAY")
+                || value.data_type(schema).ok()? != ArrowType::Date32
+            {
+                return None;
+            }
+            Some(format!("EXTRACT({part} FROM {})", rec(value)?))
+        }
+        ("substr", [text, start, rest @ ..]) if rest.len() <= 1 => {
+            if !matches!(
+                text.data_type(schema).ok()?,
+                ArrowType::Utf8 | ArrowType::Utf8View
+            ) {
+                return None;
+            }
+            let positive = |e: &Arc<dyn PhysicalExpr>| match literal(e)? {
+                ScalarValue::Int64(Some(n)) if n >= 1 => Some(n),
+                _ => None,
+            };
+            let mut sql = format!("substr({}, {}", rec(text)?, positive(start)?);
+            if let [len] = rest {
+                sql.push_str(&format!(", {}", positive(len)?));
+            }
+            sql.push(')');
+            Some(sql)
+        }
+        _ => None,
+    }
 }
 
 /// Whether kura's `+ - *` of these operands is DataFusion's value: integers (both engines

@@ -168,6 +168,8 @@ fn filtered(plan: &LogicalPlan) -> bool {
     match plan {
         LogicalPlan::TableScan(scan) => !scan.filters.is_empty(),
         LogicalPlan::Filter(_) => true,
+        // A semi join keeps some of its left input's rows ([`crate::semi_join_down`]).
+        LogicalPlan::Join(j) => j.join_type == JoinType::LeftSemi,
         LogicalPlan::Projection(p) => filtered(&p.input),
         LogicalPlan::SubqueryAlias(a) => filtered(&a.input),
         _ => false,
@@ -193,6 +195,11 @@ fn split_of(plan: &LogicalPlan) -> Option<(String, String)> {
         LogicalPlan::TableScan(scan) => {
             let provider = source_as_provider(&scan.source).ok()?;
             let table = provider.downcast_ref::<KuraTable>()?;
+            // One shard joins every table where it is: regrouping would only fix a join
+            // order that kura, planning the shard's whole query, chooses better itself.
+            if table.shards() == 1 {
+                return None;
+            }
             match table.placement() {
                 Placement::Split {
                     column,
@@ -202,6 +209,7 @@ fn split_of(plan: &LogicalPlan) -> Option<(String, String)> {
             }
         }
         LogicalPlan::Filter(f) => split_of(&f.input),
+        LogicalPlan::Join(j) if j.join_type == JoinType::LeftSemi => split_of(&j.left),
         LogicalPlan::Projection(p) => split_of(&p.input),
         LogicalPlan::SubqueryAlias(a) => split_of(&a.input),
         _ => None,

@@ -60,6 +60,11 @@ impl KuraTable {
     pub fn placement(&self) -> &Placement {
         &self.placement
     }
+
+    /// How many shards the cluster has.
+    pub fn shards(&self) -> usize {
+        self.shards
+    }
 }
 
 #[async_trait]

@@ -34,6 +34,9 @@ const JOINS: &[(&str, bool)] = &[
     // on the shards (and the column order is the query's).
     ("SELECT c_name, o_orderkey, l_linenumber FROM customer, orders, lineitem WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND c_mktsegment = 'BUILDING' AND l_quantity > 49 ORDER BY o_orderkey, l_linenumber LIMIT 20", true),
     ("SELECT l_linenumber, c_name, o_orderkey FROM lineitem, orders, customer WHERE c_custkey = o_custkey AND l_orderkey = o_orderkey AND c_mktsegment = 'BUILDING' AND l_quantity > 49 ORDER BY o_orderkey, l_linenumber LIMIT 20", true),
+    // TPC-H Q18's shape: the IN subquery's semi join moved onto ORDERS, whose kept orders
+    // then meet LINEITEM on the shards.
+    ("SELECT c_name, o_orderkey, sum(l_quantity) FROM customer, orders, lineitem WHERE o_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 250) AND c_custkey = o_custkey AND o_orderkey = l_orderkey GROUP BY c_name, o_orderkey ORDER BY o_orderkey", true),
     // Outer joins: the preserved side split with the other co-partitioned or replicated
     // (each shard gives its own rows' unmatched ones); not a replicated preserved side
     // (every shard would give its unmatched rows) nor across partitionings (TPC-H Q13).
@@ -43,6 +46,23 @@ const JOINS: &[(&str, bool)] = &[
     ("SELECT n_name, count(c_custkey) FROM nation LEFT JOIN customer ON c_nationkey = n_nationkey AND c_acctbal > 9900 GROUP BY n_name ORDER BY n_name", false),
     ("SELECT c_count, count(*) FROM (SELECT c_custkey, count(o_orderkey) AS c_count FROM customer LEFT JOIN orders ON c_custkey = o_custkey AND o_comment NOT LIKE '%special%requests%' GROUP BY c_custkey) c GROUP BY c_count ORDER BY 2 DESC, 1 DESC", false),
 ];
+
+/// Aggregations, and whether a cluster of several shards computes them whole on the shards
+/// (every group on one shard: grouped by the split key; one shard computes every one whole).
+const COMPLETE_AGGREGATES: &[(&str, bool)] = &[
+    ("SELECT l_orderkey, sum(l_quantity) FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 300 ORDER BY l_orderkey", true),
+    ("SELECT l_orderkey, avg(l_extendedprice), count(DISTINCT l_suppkey), min(l_shipdate), max(l_comment), count(*) FROM lineitem WHERE l_orderkey < 2000 GROUP BY l_orderkey ORDER BY l_orderkey", true),
+    ("SELECT o_orderkey, o_orderdate, sum(l_quantity) FROM orders, lineitem WHERE o_orderkey = l_orderkey AND o_orderkey IN (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 300) GROUP BY o_orderkey, o_orderdate ORDER BY o_orderkey", true),
+    ("SELECT l_partkey, avg(l_quantity), count(*) FROM lineitem GROUP BY l_partkey HAVING count(*) > 40 ORDER BY l_partkey", false),
+    ("SELECT avg(l_quantity), sum(l_quantity), count(*) FROM lineitem WHERE l_orderkey < 0", false),
+    ("SELECT n_regionkey, sum(n_nationkey), count(*) FROM nation GROUP BY n_regionkey HAVING count(*) = 5 ORDER BY n_regionkey", true),
+];
+
+/// Whether DataFusion aggregates anything in the plan of `q` (rather than the shards).
+async fn aggregates_in_datafusion(cluster: &Cluster, q: &str) -> bool {
+    let plan = cluster.explain(q).await.unwrap();
+    plan.lines().any(|l| l.contains("AggregateExec"))
+}
 
 #[derive(Debug, Clone)]
 enum Cell {
@@ -405,6 +425,18 @@ async fn tpch_on_shards_matches_single_node_kura() {
         assert_same_answer(&cluster, &whole, q).await;
     }
 
+    // Aggregations whose groups each live on one shard run whole there, HAVING included,
+    // and a semi join with them too (TPC-H Q18's subquery).
+    for (q, complete) in COMPLETE_AGGREGATES {
+        assert_eq!(
+            !aggregates_in_datafusion(&cluster, q).await,
+            *complete,
+            "{q}\n{}",
+            cluster.explain(q).await.unwrap()
+        );
+        assert_same_answer(&cluster, &whole, q).await;
+    }
+
     let failures = compare_tpch(&cluster, &whole, sf, shards).await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -429,6 +461,15 @@ async fn one_shard_cluster() {
     for (q, _) in JOINS {
         assert!(
             joins_on_shards(&cluster, q).await,
+            "{q}\n{}",
+            cluster.explain(q).await.unwrap()
+        );
+        assert_same_answer(&cluster, &whole, q).await;
+    }
+    // One shard holds every group: every aggregation is computed there.
+    for (q, _) in COMPLETE_AGGREGATES {
+        assert!(
+            !aggregates_in_datafusion(&cluster, q).await,
             "{q}\n{}",
             cluster.explain(q).await.unwrap()
         );

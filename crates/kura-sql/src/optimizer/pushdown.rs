@@ -12,13 +12,13 @@ use kura_exec::JoinType;
 
 use super::estimate::{covered, estimate};
 use super::join_order::order_region;
-use crate::logical::{conjunction, conjuncts, map_columns, ColId, Logical};
+use crate::logical::{col, conjunction, conjuncts, map_columns, ColId, Columns, Logical};
 
 /// Optimizes a plan (push-down and join ordering, then magic-set restriction);
 /// `right_joins`: whether the planner may build a semi/anti join's preserved side
 /// (`SET enable_right_join`), which makes the restriction of the other redundant.
-pub fn optimize(plan: Logical, right_joins: bool) -> Logical {
-    super::magic::restrict(push(plan, Vec::new()), right_joins)
+pub fn optimize(plan: Logical, cols: &Columns, right_joins: bool) -> Logical {
+    super::magic::restrict(push(plan, Vec::new(), cols), right_joins)
 }
 
 fn filter(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
@@ -130,13 +130,13 @@ fn split_preds(preds: Vec<PhysExpr>) -> Vec<PhysExpr> {
     out
 }
 
-fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
+fn push(plan: Logical, preds: Vec<PhysExpr>, cols: &Columns) -> Logical {
     let preds = split_preds(preds);
     match plan {
         Logical::Filter { input, predicate } => {
             let mut all = preds;
             all.push(predicate);
-            push(*input, all)
+            push(*input, all, cols)
         }
         Logical::Scan {
             table,
@@ -156,7 +156,8 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
         } => {
             let mut rels = Vec::new();
             let mut all = preds;
-            flatten(plan, &mut rels, &mut all);
+            let mut renames = Vec::new();
+            flatten_renaming(plan, &mut rels, &mut all, &mut renames);
             let all = split_preds(all);
             // Derived single-input filters from ORs spanning inputs.
             let mut extra = Vec::new();
@@ -193,9 +194,23 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             let rels: Vec<Logical> = rels
                 .into_iter()
                 .zip(local)
-                .map(|(r, l)| push(r, l))
+                .map(|(r, l)| push(r, l, cols))
                 .collect();
-            order_region(rels, region_preds)
+            let ordered = order_region(rels, region_preds);
+            if renames.is_empty() {
+                return ordered;
+            }
+            // The names the region's derived tables gave their columns, above it.
+            let mut exprs: Vec<(PhysExpr, ColId)> = ordered
+                .output()
+                .into_iter()
+                .map(|id| (col(id, cols.ty(id)), id))
+                .collect();
+            exprs.extend(renames);
+            Logical::Project {
+                input: Box::new(ordered),
+                exprs,
+            }
         }
         Logical::Join {
             join_type: JoinType::Semi,
@@ -203,7 +218,7 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             right,
             on,
             mark: None,
-        } if sinks(&left, &right, &on) => push(sink_semi(*left, *right, on), preds),
+        } if sinks(&left, &right, &on) => push(sink_semi(*left, *right, on), preds, cols),
         Logical::Join {
             join_type,
             left,
@@ -238,8 +253,8 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             down.extend(into_left);
             let j = Logical::Join {
                 join_type,
-                left: Box::new(push(*left, down)),
-                right: Box::new(push(*right, into_right)),
+                left: Box::new(push(*left, down, cols)),
+                right: Box::new(push(*right, into_right, cols)),
                 on: keep,
                 mark,
             };
@@ -252,7 +267,7 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             let down = down.iter().map(|p| substitute(p, &exprs)).collect();
             filter(
                 Logical::Project {
-                    input: Box::new(push(*input, down)),
+                    input: Box::new(push(*input, down, cols)),
                     exprs,
                 },
                 above,
@@ -266,7 +281,7 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             let down = down.iter().map(|p| substitute(p, &group)).collect();
             filter(
                 Logical::Aggregate {
-                    input: Box::new(push(*input, down)),
+                    input: Box::new(push(*input, down, cols)),
                     group,
                     aggs,
                 },
@@ -278,13 +293,13 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             keys,
             limit: None,
         } => Logical::Sort {
-            input: Box::new(push(*input, preds)),
+            input: Box::new(push(*input, preds, cols)),
             keys,
             limit: None,
         },
         Logical::Sort { input, keys, limit } => filter(
             Logical::Sort {
-                input: Box::new(push(*input, Vec::new())),
+                input: Box::new(push(*input, Vec::new(), cols)),
                 keys,
                 limit,
             },
@@ -296,22 +311,31 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
             limit,
         } => filter(
             Logical::Limit {
-                input: Box::new(push(*input, Vec::new())),
+                input: Box::new(push(*input, Vec::new(), cols)),
                 offset,
                 limit,
             },
             preds,
         ),
-        Logical::Union { inputs, cols } => {
+        Logical::Union {
+            inputs,
+            cols: union_cols,
+        } => {
             let inputs = inputs
                 .into_iter()
-                .map(|(p, ids)| (push(p, Vec::new()), ids))
+                .map(|(p, ids)| (push(p, Vec::new(), cols), ids))
                 .collect();
-            filter(Logical::Union { inputs, cols }, preds)
+            filter(
+                Logical::Union {
+                    inputs,
+                    cols: union_cols,
+                },
+                preds,
+            )
         }
         // Filtering commutes with repeating rows.
         Logical::Replicate { input, count } => Logical::Replicate {
-            input: Box::new(push(*input, preds)),
+            input: Box::new(push(*input, preds, cols)),
             count,
         },
         // A predicate on partition key columns only keeps or drops whole
@@ -334,7 +358,7 @@ fn push(plan: Logical, preds: Vec<PhysExpr>) -> Logical {
                 preds.into_iter().partition(|p| covered(p, &keys));
             filter(
                 Logical::Window {
-                    input: Box::new(push(*input, down)),
+                    input: Box::new(push(*input, down, cols)),
                     partition,
                     order,
                     funcs,
@@ -440,6 +464,51 @@ pub(super) fn substitute(p: &PhysExpr, defs: &[(PhysExpr, ColId)]) -> PhysExpr {
             data_type: ty,
         },
     })
+}
+
+/// [`flatten`], and through projections that only name columns (a derived table in FROM,
+/// such as the nested joins a cluster's shard runs): its inputs join the region, so the
+/// orderer sees every table rather than one fixed join per derived table. The predicates
+/// gathered above such a projection are rewritten to its input's columns, and `renames`
+/// collects its columns for a projection above the ordered region.
+fn flatten_renaming(
+    plan: Logical,
+    rels: &mut Vec<Logical>,
+    preds: &mut Vec<PhysExpr>,
+    renames: &mut Vec<(PhysExpr, ColId)>,
+) {
+    match plan {
+        Logical::Join {
+            join_type: JoinType::Inner,
+            left,
+            right,
+            on,
+            mark: None,
+        } => {
+            preds.extend(on);
+            flatten_renaming(*left, rels, preds, renames);
+            flatten_renaming(*right, rels, preds, renames);
+        }
+        Logical::Filter { input, predicate } => {
+            preds.push(predicate);
+            flatten_renaming(*input, rels, preds, renames);
+        }
+        Logical::Project { input, exprs }
+            if exprs
+                .iter()
+                .all(|(e, _)| matches!(e, PhysExpr::Column { .. })) =>
+        {
+            for p in preds.iter_mut() {
+                *p = substitute(p, &exprs);
+            }
+            for r in renames.iter_mut() {
+                r.0 = substitute(&r.0, &exprs);
+            }
+            renames.extend(exprs);
+            flatten_renaming(*input, rels, preds, renames);
+        }
+        other => rels.push(other),
+    }
 }
 
 /// Collects the inputs and predicates of a tree of inner joins and filters.

@@ -79,7 +79,7 @@ pub fn plan_query(
     let bound = binder.bind_query(query, &[])?;
     check_result_width(bound.out.len())?;
     let mut cols = binder.cols;
-    let mut logical = optimize(bound.plan, opts.enable_right_join);
+    let mut logical = optimize(bound.plan, &cols, opts.enable_right_join);
     if opts.enable_eager_aggregate {
         logical = eager_aggregate(logical, &mut cols);
     }
