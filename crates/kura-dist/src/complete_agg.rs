@@ -88,18 +88,13 @@ pub(crate) fn pushed(agg: &AggregateExec) -> DistResult<Option<KuraShardScanExec
         if !a.order_bys().is_empty() || a.ignore_nulls() {
             return Ok(None);
         }
-        let args = a.expressions();
-        let arg = match args.as_slice() {
-            [] => None,
+        let (arg, arg_type) = match a.expressions().as_slice() {
+            [] => (None, None),
             [e] => match sql(e) {
-                Some(s) => Some(s),
+                Some(s) => (Some(s), Some(e.data_type(&input_schema)?)),
                 None => return Ok(None),
             },
             _ => return Ok(None),
-        };
-        let arg_type = match args.first() {
-            Some(e) => Some(e.data_type(&input_schema)?),
-            None => None,
         };
         let out = schema.field(group_by.len() + i).data_type();
         let Some(value) = value_sql(
@@ -152,8 +147,10 @@ fn value_sql(
                 // too, and the quotient is shifted back to the target scale. No rows: NULL.
                 (ArrowType::Decimal128(_, s), ArrowType::Decimal128(_, t)) if t >= s => {
                     let shift = 10i128.checked_pow(*t as u32)?;
-                    let unit = format!("0.{}1", "0".repeat((*t as usize).saturating_sub(1)));
-                    let unit = if *t == 0 { "1".to_string() } else { unit };
+                    let unit = match *t {
+                        0 => "1".to_string(),
+                        t => format!("0.{}1", "0".repeat(t as usize - 1)),
+                    };
                     Some(format!(
                         "(CAST(CAST(sum({arg}) * {shift} AS BIGINT) / NULLIF(count({arg}), 0) AS DECIMAL(38, 0)) * {unit})"
                     ))

@@ -57,6 +57,27 @@ fn pushed(node: &Arc<dyn ExecutionPlan>) -> DistResult<Option<KuraShardScanExec>
     Ok(None)
 }
 
+/// `leaf` where `child` was, as its parent requires its input to be spread: a hash
+/// partitioning restored by a repartition, a single partition by a coalesce.
+fn in_place_of(
+    child: &Arc<dyn ExecutionPlan>,
+    leaf: KuraShardScanExec,
+    required: Option<&Distribution>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let leaf: Arc<dyn ExecutionPlan> = Arc::new(leaf);
+    Ok(match required {
+        Some(Distribution::KeyPartitioned(exprs)) => Arc::new(RepartitionExec::try_new(
+            leaf,
+            Partitioning::Hash(exprs.clone(), child.output_partitioning().partition_count()),
+        )?),
+        Some(Distribution::SinglePartition) => Arc::new(CoalescePartitionsExec::new(leaf)),
+        Some(Distribution::UnspecifiedDistribution) | None => leaf,
+        // The deprecated name of KeyPartitioned, or a requirement this rule does not know:
+        // leave the node to DataFusion.
+        Some(_) => Arc::clone(child),
+    })
+}
+
 impl PhysicalOptimizerRule for PushToShards {
     fn optimize(
         &self,
@@ -86,24 +107,11 @@ impl PhysicalOptimizerRule for PushToShards {
                     match replacement {
                         Some(leaf) => {
                             changed = true;
-                            let leaf: Arc<dyn ExecutionPlan> = Arc::new(leaf);
-                            let partitions = child.output_partitioning().partition_count();
-                            new_children.push(match required.child_distribution(i) {
-                                Some(Distribution::KeyPartitioned(exprs)) => {
-                                    Arc::new(RepartitionExec::try_new(
-                                        leaf,
-                                        Partitioning::Hash(exprs.clone(), partitions),
-                                    )?)
-                                        as Arc<dyn ExecutionPlan>
-                                }
-                                Some(Distribution::SinglePartition) => {
-                                    Arc::new(CoalescePartitionsExec::new(leaf))
-                                }
-                                Some(Distribution::UnspecifiedDistribution) | None => leaf,
-                                // The deprecated name of KeyPartitioned, or a requirement
-                                // this rule does not know: leave the node to DataFusion.
-                                Some(_) => Arc::clone(child),
-                            });
+                            new_children.push(in_place_of(
+                                child,
+                                leaf,
+                                required.child_distribution(i),
+                            )?);
                         }
                         None => new_children.push(Arc::clone(child)),
                     }

@@ -154,7 +154,7 @@ fn regrouped(plan: &LogicalPlan) -> Result<Option<LogicalPlan>> {
 }
 
 /// Whether every column `e` refers to is one of `schema`'s.
-fn uses_only(e: &Expr, schema: &DFSchema) -> bool {
+pub(crate) fn uses_only(e: &Expr, schema: &DFSchema) -> bool {
     e.column_refs().iter().all(|c| schema.has_column(c))
 }
 

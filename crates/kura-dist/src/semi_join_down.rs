@@ -14,10 +14,11 @@
 use std::sync::Arc;
 
 use datafusion::common::tree_node::Transformed;
-use datafusion::common::DFSchema;
 use datafusion::error::Result;
 use datafusion::logical_expr::{Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder};
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
+
+use crate::regroup_joins::uses_only;
 
 /// Moves semi joins below inner joins, onto the input holding their keys.
 #[derive(Debug)]
@@ -56,10 +57,6 @@ impl OptimizerRule for SemiJoinsDown {
             None => Ok(Transformed::no(plan)),
         }
     }
-}
-
-fn uses_only(e: &Expr, schema: &DFSchema) -> bool {
-    e.column_refs().iter().all(|c| schema.has_column(c))
 }
 
 /// `plan` with its semi join moved below the inner join under it (as far down as it goes),

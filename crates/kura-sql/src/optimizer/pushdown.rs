@@ -157,7 +157,7 @@ fn push(plan: Logical, preds: Vec<PhysExpr>, cols: &Columns) -> Logical {
             let mut rels = Vec::new();
             let mut all = preds;
             let mut renames = Vec::new();
-            flatten_renaming(plan, &mut rels, &mut all, &mut renames);
+            flatten_with(plan, &mut rels, &mut all, Some(&mut renames));
             let all = split_preds(all);
             // Derived single-input filters from ORs spanning inputs.
             let mut extra = Vec::new();
@@ -466,16 +466,21 @@ pub(super) fn substitute(p: &PhysExpr, defs: &[(PhysExpr, ColId)]) -> PhysExpr {
     })
 }
 
-/// [`flatten`], and through projections that only name columns (a derived table in FROM,
-/// such as the nested joins a cluster's shard runs): its inputs join the region, so the
-/// orderer sees every table rather than one fixed join per derived table. The predicates
-/// gathered above such a projection are rewritten to its input's columns, and `renames`
-/// collects its columns for a projection above the ordered region.
-fn flatten_renaming(
+/// Collects the inputs and predicates of a tree of inner joins and filters.
+pub(super) fn flatten(plan: Logical, rels: &mut Vec<Logical>, preds: &mut Vec<PhysExpr>) {
+    flatten_with(plan, rels, preds, None)
+}
+
+/// [`flatten`], and — given `renames` — through projections that only name columns (a
+/// derived table in FROM, such as the nested joins a cluster's shard runs): its inputs join
+/// the region, so the orderer sees every table rather than one fixed join per derived table.
+/// The predicates gathered above such a projection are rewritten to its input's columns, and
+/// `renames` collects its columns for a projection above the ordered region.
+fn flatten_with(
     plan: Logical,
     rels: &mut Vec<Logical>,
     preds: &mut Vec<PhysExpr>,
-    renames: &mut Vec<(PhysExpr, ColId)>,
+    mut renames: Option<&mut Vec<(PhysExpr, ColId)>>,
 ) {
     match plan {
         Logical::Join {
@@ -486,48 +491,29 @@ fn flatten_renaming(
             mark: None,
         } => {
             preds.extend(on);
-            flatten_renaming(*left, rels, preds, renames);
-            flatten_renaming(*right, rels, preds, renames);
+            flatten_with(*left, rels, preds, renames.as_deref_mut());
+            flatten_with(*right, rels, preds, renames);
         }
         Logical::Filter { input, predicate } => {
             preds.push(predicate);
-            flatten_renaming(*input, rels, preds, renames);
+            flatten_with(*input, rels, preds, renames);
         }
         Logical::Project { input, exprs }
-            if exprs
-                .iter()
-                .all(|(e, _)| matches!(e, PhysExpr::Column { .. })) =>
+            if renames.is_some()
+                && exprs
+                    .iter()
+                    .all(|(e, _)| matches!(e, PhysExpr::Column { .. })) =>
         {
             for p in preds.iter_mut() {
                 *p = substitute(p, &exprs);
             }
-            for r in renames.iter_mut() {
-                r.0 = substitute(&r.0, &exprs);
+            if let Some(renames) = renames.as_deref_mut() {
+                for r in renames.iter_mut() {
+                    r.0 = substitute(&r.0, &exprs);
+                }
+                renames.extend(exprs);
             }
-            renames.extend(exprs);
-            flatten_renaming(*input, rels, preds, renames);
-        }
-        other => rels.push(other),
-    }
-}
-
-/// Collects the inputs and predicates of a tree of inner joins and filters.
-pub(super) fn flatten(plan: Logical, rels: &mut Vec<Logical>, preds: &mut Vec<PhysExpr>) {
-    match plan {
-        Logical::Join {
-            join_type: JoinType::Inner,
-            left,
-            right,
-            on,
-            mark: None,
-        } => {
-            preds.extend(on);
-            flatten(*left, rels, preds);
-            flatten(*right, rels, preds);
-        }
-        Logical::Filter { input, predicate } => {
-            preds.push(predicate);
-            flatten(*input, rels, preds);
+            flatten_with(*input, rels, preds, renames);
         }
         other => rels.push(other),
     }
