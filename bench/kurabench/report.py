@@ -330,6 +330,9 @@ def write(run, out_dir, stem, machine_info, cache_note, command, failures_found,
         rows = [[qid, f"{run.spilled[qid]:,}"] for qid in run.query_ids if qid in run.spilled]
         lines += [table(["query", "bytes spilled"], rows), ""]
 
+    if run.traffic:
+        lines += traffic_section(run)
+
     if run.throughput:
         limits = []
         if run.max_memory:
@@ -425,6 +428,40 @@ CSV_COLUMNS = [
 ]
 
 
+def traffic_section(run):
+    """kura-cluster: rows and bytes that crossed each kind of exchange, and the shares of the
+    parts' busy time (kura's fragments on the shards, DataFusion on the workers, receiving
+    and decoding exchanges, the coordinator)."""
+    lines = ["## kura-cluster: data moved and busy time (warm, EXPLAIN ANALYZE of one more run)", ""]
+    lines.append(
+        "Rows and encoded bytes through datafusion-distributed's exchanges (shuffle between workers, "
+        "broadcast of a join side, gather into one task — the coordinator's result), and each part's "
+        "share of the summed busy time: kura running fragments on the shards, DataFusion operators on "
+        "the workers, receiving and decoding exchanges, DataFusion in the coordinator. Wall is the "
+        "profiled run's."
+    )
+    lines.append("")
+    parts = ["shard_kura_ms", "worker_datafusion_ms", "exchange_ms", "coordinator_ms"]
+    rows = []
+    for qid in run.query_ids:
+        p = run.traffic.get(qid)
+        if p is None:
+            continue
+        p = dict(p)
+        p["exchange_ms"] = sum(p.get(f"{k}_ms", 0.0) for k in ("shuffle", "broadcast", "gather"))
+        busy = sum(p[k] for k in parts) or 1.0
+        moved = [
+            f"{int(p.get(f'{k}_rows', 0)):,} / {p.get(f'{k}_bytes', 0) / 2**20:.2f}"
+            for k in ("shuffle", "broadcast", "gather")
+        ]
+        rows.append(
+            [qid, f"{p['wall_ms']:.1f}"] + moved + [f"{100 * p[k] / busy:.0f} %" for k in parts]
+        )
+    header = ["query", "wall ms", "shuffle rows / MiB", "broadcast rows / MiB", "gather rows / MiB"]
+    header += ["kura on shards", "DataFusion on workers", "exchanges", "coordinator"]
+    return lines + [table(header, rows), ""]
+
+
 def mib_text(kib):
     return "" if kib is None else f"{memory.mib(kib):.1f}"
 
@@ -506,6 +543,7 @@ def write_json(run, path, machine_info, failures_found):
         },
         "disagreements": [d.__dict__ for d in run.disagreements],
         "throughput": [dataclasses.asdict(t) for t in run.throughput],
+        "cluster_profiles": run.traffic,
     }
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1)

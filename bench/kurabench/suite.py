@@ -85,6 +85,7 @@ class Run:
     streams: int = 0  # --streams: the throughput test's concurrent streams (0: none)
     throughput: list = field(default_factory=list)  # throughput.Throughput per system
     spilled: dict = field(default_factory=dict)  # query id -> bytes kura spilled (warm), under a memory limit
+    traffic: dict = field(default_factory=dict)  # query id -> kura-cluster's profile (moved rows/bytes, busy ms)
     remove_databases: bool = False  # --remove-databases: each database deleted once its system is done
     # The suite's own RSS before any system started: the floor under in-process systems' peaks.
     suite_rss_kib: int = None
@@ -390,6 +391,31 @@ def measure_spills(kura, run, query_list, log):
     log(f"kura: {sum(1 for b in run.spilled.values() if b)} queries spilled under memory_limit {run.memory_limit}")
 
 
+_PROFILE = re.compile(r"kura-cluster-profile:(.*)")
+
+
+def cluster_profile(plan):
+    """The `kura-cluster-profile:` line of the cluster's EXPLAIN ANALYZE as {key: number}."""
+    m = _PROFILE.search(plan)
+    if m is None:
+        raise QueryFailed("the cluster's EXPLAIN ANALYZE has no kura-cluster-profile line")
+    return {k: float(v) for k, v in (kv.split("=", 1) for kv in m.group(1).split())}
+
+
+def measure_traffic(cluster, run, query_list, log):
+    """What each query the cluster answered moved between its processes and where its busy
+    time went (EXPLAIN ANALYZE of one more warm run, after the measured ones)."""
+    for q in query_list:
+        outcome = run.systems[cluster.name].outcomes.get(("warm", q.id))
+        if outcome is None or outcome.status != "ok":
+            continue
+        try:
+            run.traffic[q.id] = cluster_profile(cluster.explain_analyze(q, run.timeout))
+        except QueryFailed as e:
+            log(f"{cluster.name}: EXPLAIN ANALYZE {q.id} failed: {e}")
+    log(f"{cluster.name}: profiled {len(run.traffic)} queries (rows and bytes moved, busy time)")
+
+
 def check_counts(run):
     """Row counts every system holds against the .tbl files' line counts."""
     problems = []
@@ -430,6 +456,8 @@ def execute(systems, run, tbl_dir, drop_os_cache, log, with_indexes=True, coveri
         try:
             if prepare_system(system, run, tbl_dir, tables, indexes, log):
                 run_system(system, run, query_list, drop_os_cache, log)
+                if system.name == "kura-cluster" and "warm" in run.modes:
+                    measure_traffic(system, run, query_list, log)
                 if run.streams:
                     log(f"{system.name}: throughput test, {run.streams} streams")
                     run.throughput.append(

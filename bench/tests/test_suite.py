@@ -331,3 +331,26 @@ class KuraClusterTest(unittest.TestCase):
         self.assertEqual(cmd[-2:], ["--buffer", "1GB"])
         cluster.cold = True
         self.assertEqual(cluster._server_command(5999)[-2:], ["--buffer", "16MB"])
+
+
+class ClusterProfileTest(unittest.TestCase):
+    LINE = (
+        "kura-cluster-profile: wall_ms=120.000 shards=2 shard_kura_ms=150.000 shard_rows=1000 "
+        "worker_datafusion_ms=20.000 coordinator_ms=5.000 shuffle_exchanges=0 shuffle_rows=0 "
+        "shuffle_bytes=0 shuffle_ms=0.000 broadcast_exchanges=0 broadcast_rows=0 broadcast_bytes=0 "
+        "broadcast_ms=0.000 gather_exchanges=1 gather_rows=1000 gather_bytes=2097152 gather_ms=25.000"
+    )
+
+    def test_reads_the_profile_line_of_the_clusters_explain_analyze(self):
+        p = suite.cluster_profile("┌───── DistributedExec\n...\n" + self.LINE + "\n")
+        self.assertEqual(p["wall_ms"], 120.0)
+        self.assertEqual(p["gather_bytes"], 2097152.0)
+        with self.assertRaises(suite.QueryFailed):
+            suite.cluster_profile("a plan without the line")
+
+    def test_the_report_gives_moved_data_and_busy_shares(self):
+        run = make_run()
+        run.traffic["Q1"] = suite.cluster_profile(self.LINE)
+        text = "\n".join(report.traffic_section(run))
+        # Busy 150 + 20 + 25 + 5 = 200 ms: the shards' share is 75 %.
+        self.assertIn("| Q1 | 120.0 | 0 / 0.00 | 0 / 0.00 | 1,000 / 2.00 | 75 % | 10 % | 12 % | 2 % |", text)

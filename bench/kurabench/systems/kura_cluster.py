@@ -12,6 +12,7 @@ import subprocess
 import time
 
 from ..memory import NotMeasurable
+from ..queries import is_select
 from .base import LoadReport, QueryFailed, Unsupported
 from .kura import Kura, _error_text
 
@@ -71,7 +72,18 @@ class KuraCluster(Kura):
         raise NotMeasurable("the cluster is several processes (front door and workers)")
 
     def explain_analyze(self, query, timeout):
-        raise QueryFailed("kura-cluster has no EXPLAIN ANALYZE of kura's")
+        """The cluster's EXPLAIN ANALYZE of the query's SELECT: datafusion-distributed's stages
+        with every task's metrics, and kura's profile of them (rows and bytes moved, busy time)."""
+        statements = list(query.statements)
+        last = max(i for i, stmt in enumerate(statements) if is_select(stmt))
+        plan = []
+        # One statement at a time (Q15's view around its SELECT): the plan is the rows of one.
+        for i, stmt in enumerate(statements):
+            if i == last:
+                plan = self._sql("EXPLAIN ANALYZE " + stmt)
+            else:
+                self._sql(stmt)
+        return "\n".join(str(r[0]) for r in plan)
 
     def _server_command(self, port):
         buffer = self.cold_buffer if self.cold else self.buffer

@@ -1,4 +1,4 @@
-//! `kura bench load | modes | iops | memsweep | fix | llc | paper003 | twotier`: the arguments of the
+//! `kura bench load | modes | iops | memsweep | fix | llc | paper003 | twotier | pgbench-profile | cluster-model`: the arguments of the
 //! benchmark studies, handed to kura-lab, whose reports print to stdout.
 
 use std::path::PathBuf;
@@ -36,6 +36,35 @@ pub enum BenchCommand {
     /// backends' L1 and L2 misses per function and the share of LWLock and
     /// spin-lock functions (simulated caches under Valgrind where there is no PMU).
     PgbenchProfile(PgbenchProfileArgs),
+    /// The shared-nothing cluster past this machine, on paper (paper 003 §2): from the
+    /// cluster's measured per-query profiles (bench/run --systems kura-cluster), each TPC-H
+    /// query's predicted time on N servers at SF 100 and 1000; a table, CSV and charts.
+    ClusterModel(ClusterModelArgs),
+}
+
+/// Options of `kura bench cluster-model`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterModelArgs {
+    /// bench/run JSON reports of kura-cluster runs (one, or two at different scale factors
+    /// to fit how each quantity grows) [default: the profiles recorded with this build, SF
+    /// 0.1 and 1 on one 2-core machine].
+    #[arg(long)]
+    pub from: Vec<PathBuf>,
+    /// Scale factors to predict.
+    #[arg(long, value_delimiter = ',', default_values_t = [100.0, 1000.0])]
+    pub sf: Vec<f64>,
+    /// Server counts to predict.
+    #[arg(long, value_delimiter = ',', default_values_t = [4, 16, 64])]
+    pub servers: Vec<usize>,
+    /// Cores per server.
+    #[arg(long, default_value_t = 8.0)]
+    pub cores: f64,
+    /// Network bandwidth per server, Gbit/s.
+    #[arg(long, default_value_t = 25.0)]
+    pub gbit: f64,
+    /// Directory for cluster_model.csv and the charts.
+    #[arg(long, default_value = "cluster-model")]
+    pub out: PathBuf,
 }
 
 /// Options of `kura bench twotier` (the pool size is `--buffer`, default 4 MiB).
@@ -368,6 +397,7 @@ pub fn run(cmd: &BenchCommand, db: &std::path::Path, buffer: Option<u64>) -> Cli
         .map_err(CliError::from),
         BenchCommand::Memsweep(a) => run_memsweep(a, &mut out),
         BenchCommand::PgbenchProfile(a) => run_pgbench_profile(a, &mut out),
+        BenchCommand::ClusterModel(a) => run_cluster_model(a, &mut out),
         BenchCommand::Twotier(a) => kura_lab::twotier::run(
             &kura_lab::twotier::Config {
                 db: db.to_path_buf(),
@@ -581,6 +611,38 @@ fn run_pgbench_profile(a: &PgbenchProfileArgs, out: &mut dyn std::io::Write) -> 
         out,
         "wrote {}/pgbench_profile.txt, .csv and .json",
         a.out.display()
+    )?;
+    Ok(())
+}
+
+fn run_cluster_model(a: &ClusterModelArgs, out: &mut dyn std::io::Write) -> CliResult<()> {
+    if a.cores <= 0.0 || a.gbit <= 0.0 || a.servers.contains(&0) || a.sf.iter().any(|s| *s <= 0.0) {
+        return Err(CliError::Usage(
+            "cluster-model: --cores, --gbit, --servers and --sf must be positive".into(),
+        ));
+    }
+    let from = if a.from.is_empty() {
+        let recorded = kura_lab::cluster_model::write_recorded(&a.out.join("measured"))?;
+        writeln!(
+            out,
+            "no --from: the profiles recorded with this build (2 shards, SF 0.1 and 1, one 2-core machine)"
+        )?;
+        recorded
+    } else {
+        a.from.clone()
+    };
+    kura_lab::cluster_model::run(
+        &kura_lab::cluster_model::Config {
+            from,
+            sfs: a.sf.clone(),
+            servers: a.servers.clone(),
+            hardware: kura_lab::cluster_model::Hardware {
+                cores: a.cores,
+                bandwidth: a.gbit * 1e9 / 8.0,
+            },
+            out: a.out.clone(),
+        },
+        out,
     )?;
     Ok(())
 }

@@ -7,9 +7,12 @@
 //! workers by shard so task `i` of a shard leaf goes to the worker of shard `i`.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use arrow_array::{Array, Int32Array, RecordBatch, StringArray};
+use arrow_schema::{DataType as ArrowType, Field, Schema};
 use async_trait::async_trait;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
@@ -18,7 +21,8 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
 use datafusion_distributed::{
-    DistributedExt, RouteTasksEvent, SessionStateBuilderExt, WorkerResolver,
+    display_plan_ascii, rewrite_distributed_plan_with_metrics, DistributedExt,
+    DistributedMetricsFormat, RouteTasksEvent, SessionStateBuilderExt, WorkerResolver,
 };
 use url::Url;
 
@@ -29,11 +33,16 @@ use crate::fragment::ColumnDef;
 use crate::one_shard::OneShardBoundaries;
 use crate::partial_agg::PushPartialAggregate;
 use crate::placement::Placement;
+use crate::profile::QueryProfile;
 use crate::push_rule::PushToShards;
 use crate::regroup_joins::RegroupForColocation;
+use crate::router;
 use crate::semi_join_down::SemiJoinsDown;
 use crate::table::{KuraCatalogTable, KuraTable};
 use crate::tasks::{desired_tasks, route, scale_up};
+
+/// How long `EXPLAIN ANALYZE` waits for the tasks' metrics once the query is done.
+const METRICS_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The workers, in shard order.
 #[derive(Clone, Debug)]
@@ -63,6 +72,10 @@ pub struct Cluster {
     tables: Vec<TableInfo>,
     /// The connections to the workers, shared by every session of this cluster.
     channels: KuraChannels,
+    /// The views this session created, for queries routed to one shard ([`router`]).
+    views: Mutex<router::Views>,
+    /// Whether queries one shard answers whole are sent there as written.
+    route: AtomicBool,
 }
 
 /// Parses `host:port` or a URL into a worker URL.
@@ -247,6 +260,8 @@ impl Cluster {
             cluster,
             tables,
             channels,
+            views: Mutex::default(),
+            route: AtomicBool::new(router::router_enabled()),
         })
     }
 
@@ -259,7 +274,53 @@ impl Cluster {
             cluster: self.cluster.clone(),
             tables: self.tables.clone(),
             channels: self.channels.clone(),
+            views: Mutex::default(),
+            route: AtomicBool::new(self.route.load(Ordering::Relaxed)),
         })
+    }
+
+    /// Whether this session sends queries one shard answers whole to it, as written
+    /// ([`router`]; on unless `KURA_CLUSTER_ROUTER=off`). Off, DataFusion plans every query.
+    pub fn set_routing(&self, on: bool) {
+        self.route.store(on, Ordering::Relaxed);
+    }
+
+    /// `plan` (of the statement `text`) as one leaf running `text` on a shard, when one
+    /// shard answers it whole.
+    fn routed(&self, plan: &LogicalPlan, text: &str) -> Option<LogicalPlan> {
+        if !self.route.load(Ordering::Relaxed) {
+            return None;
+        }
+        let views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        let (tables, used) = router::whole_on_one_shard(plan, &views)?;
+        let sql = router::with_views(text, &used, &views);
+        let leaf = router::leaf(sql, tables, plan, self.workers.len()).ok()?;
+        router::scan_of(leaf).ok()
+    }
+
+    /// Runs a query: routed to one shard when it can be, and as DataFusion plans it when
+    /// not or when the shard's kura refuses it.
+    async fn run_query(&self, plan: LogicalPlan, text: &str) -> DistResult<Vec<RecordBatch>> {
+        if let Some(routed) = self.routed(&plan, text) {
+            match self.ctx.execute_logical_plan(routed).await?.collect().await {
+                Ok(batches) => return Ok(batches),
+                Err(e) => tracing::debug!(
+                    "a routed query failed on its shard, planned by DataFusion instead: {e}"
+                ),
+            }
+        }
+        Ok(self.ctx.execute_logical_plan(plan).await?.collect().await?)
+    }
+
+    /// Keeps the views of this session `statement` creates or drops, for routed queries.
+    fn note_views(&self, statement: &DFStatement) {
+        let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((name, cte)) = router::created_view(statement) {
+            views.insert(name, cte);
+        }
+        for name in router::dropped_views(statement) {
+            views.remove(&name);
+        }
     }
 
     /// The workers in shard order.
@@ -368,6 +429,12 @@ impl Cluster {
         }
         let (mut batches, mut plans, mut last_query) = (Vec::new(), Vec::new(), false);
         for statement in statements {
+            let text = statement.to_string();
+            let inner = match &statement {
+                DFStatement::Explain(e) => e.statement.to_string(),
+                _ => text.clone(),
+            };
+            self.note_views(&statement);
             let plan = self.ctx.state().statement_to_plan(statement).await?;
             let query = !matches!(
                 plan,
@@ -377,21 +444,109 @@ impl Cluster {
             if let LogicalPlan::Ddl(DdlStatement::CreateView(view)) = &plan {
                 created.push(view.name.to_string());
             }
-            let df = self.ctx.execute_logical_plan(plan).await?;
+            if let LogicalPlan::Analyze(analyze) = &plan {
+                let (text, profile) = self.analyze(analyze.input.as_ref(), &inner).await?;
+                let lines = format!("{text}\n{profile}");
+                batches = vec![plan_rows(&lines)?];
+                continue;
+            }
             if query && explain {
+                let shown = self.routed(&plan, &text).unwrap_or(plan);
+                let df = self.ctx.execute_logical_plan(shown).await?;
                 let physical = df.create_physical_plan().await?;
                 plans.push(datafusion_distributed::display_plan_ascii(
                     physical.as_ref(),
                     false,
                 ));
             } else if query {
-                batches = df.collect().await?;
+                batches = self.run_query(plan, &text).await?;
             } else {
-                df.collect().await?;
+                self.ctx.execute_logical_plan(plan).await?.collect().await?;
             }
         }
         Ok((batches, plans, last_query))
     }
+}
+
+impl Cluster {
+    /// Runs `query` and returns its distributed plan with every task's metrics and the
+    /// [`QueryProfile`] read from them (`EXPLAIN ANALYZE` of the cluster).
+    async fn analyze(&self, query: &LogicalPlan, text: &str) -> DistResult<(String, QueryProfile)> {
+        let start = Instant::now();
+        let mut physical = None;
+        if let Some(routed) = self.routed(query, text) {
+            let plan = self.ctx.state().create_physical_plan(&routed).await?;
+            match datafusion::physical_plan::collect(plan.clone(), self.ctx.task_ctx()).await {
+                Ok(_) => physical = Some(plan),
+                Err(e) => tracing::debug!(
+                    "a routed query failed on its shard, planned by DataFusion instead: {e}"
+                ),
+            }
+        }
+        let physical = match physical {
+            Some(p) => p,
+            None => {
+                let plan = self.ctx.state().create_physical_plan(query).await?;
+                datafusion::physical_plan::collect(plan.clone(), self.ctx.task_ctx()).await?;
+                plan
+            }
+        };
+        let wall = start.elapsed();
+        // The rewrite waits for every task's metrics; a task the plan never read would keep
+        // it waiting for ever.
+        let executed = tokio::time::timeout(
+            METRICS_WAIT,
+            rewrite_distributed_plan_with_metrics(physical, DistributedMetricsFormat::Aggregated),
+        )
+        .await
+        .map_err(|_| {
+            DistError::Cluster(format!(
+                "EXPLAIN ANALYZE: the metrics of some of the query's tasks did not arrive within {} s",
+                METRICS_WAIT.as_secs()
+            ))
+        })??;
+        let profile = QueryProfile::of(&executed, wall, self.workers.len());
+        Ok((display_plan_ascii(executed.as_ref(), true), profile))
+    }
+
+    /// [`Cluster::analyze`] of the last query of `sql` (the statements before it are run, and
+    /// views they create dropped again): what it moved and where its time went.
+    pub async fn profile(&self, sql: &str) -> DistResult<QueryProfile> {
+        let statements = self.parse(sql)?;
+        let mut created = Vec::new();
+        let mut last = None;
+        let r = async {
+            for statement in statements {
+                let text = statement.to_string();
+                self.note_views(&statement);
+                let plan = self.ctx.state().statement_to_plan(statement).await?;
+                if let LogicalPlan::Ddl(DdlStatement::CreateView(view)) = &plan {
+                    created.push(view.name.to_string());
+                }
+                match plan {
+                    LogicalPlan::Ddl(_) | LogicalPlan::Dml(_) | LogicalPlan::Statement(_) => {
+                        self.ctx.execute_logical_plan(plan).await?.collect().await?;
+                    }
+                    query => last = Some(self.analyze(&query, &text).await?.1),
+                }
+            }
+            last.ok_or_else(|| DistError::Cluster("no query to profile".into()))
+        }
+        .await;
+        self.drop_views(&created);
+        r
+    }
+}
+
+/// Text as one column of lines, as PostgreSQL's `EXPLAIN` returns a plan.
+fn plan_rows(text: &str) -> DistResult<RecordBatch> {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "QUERY PLAN",
+        ArrowType::Utf8,
+        false,
+    )]));
+    let lines: StringArray = text.lines().map(Some).collect();
+    RecordBatch::try_new(schema, vec![Arc::new(lines)]).map_err(|e| DistError::DataFusion(e.into()))
 }
 
 impl From<DistError> for DataFusionError {

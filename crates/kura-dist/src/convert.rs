@@ -12,11 +12,13 @@ use crate::error::{DistError, DistResult};
 
 /// `batch` (columns of `types`) as a `RecordBatch` of `schema`: each column converted to
 /// kura's own Arrow type, then cast when `schema` has another. A cast that could change a
-/// value (fewer decimal places, a value out of range) is an error, not a rounding.
+/// value (fewer decimal places, a value out of range) is an error, not a rounding — but
+/// with `may_round` (a routed query's result) decimals round to the output's scale.
 pub fn batch_to_arrow_cast(
     batch: Batch,
     types: &[DataType],
     schema: &SchemaRef,
+    may_round: bool,
 ) -> DistResult<RecordBatch> {
     if batch.columns.len() != schema.fields().len() || types.len() != schema.fields().len() {
         return Err(DistError::Cluster(format!(
@@ -45,7 +47,7 @@ pub fn batch_to_arrow_cast(
             if let (ArrowType::Decimal128(_, from), ArrowType::Decimal128(_, to)) =
                 (&native, field.data_type())
             {
-                if from > to {
+                if from > to && !may_round {
                     return Err(DistError::Cluster(format!(
                         "{}: kura computed {native} where DataFusion expects {}; casting would round",
                         field.name(),

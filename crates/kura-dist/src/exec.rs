@@ -18,6 +18,9 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use kura::{Batch, ResultColumn, RowSink, Value};
@@ -40,6 +43,9 @@ pub struct KuraShardScanExec {
     db: Option<Arc<ShardDb>>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
+    /// Rows sent and the time kura spent on the fragment (waits for the consumer excluded):
+    /// the cluster's profile of a query ([`crate::profile`]) reads them from every shard.
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl KuraShardScanExec {
@@ -56,6 +62,7 @@ impl KuraShardScanExec {
             db,
             schema,
             properties,
+            metrics: ExecutionPlanMetricsSet::new(),
         })
     }
 
@@ -92,6 +99,7 @@ impl KuraShardScanExec {
         KuraShardScanExec {
             shard: Some(shard),
             properties: Self::properties_for(&self.schema, self.fragment.shards, Some(shard)),
+            metrics: ExecutionPlanMetricsSet::new(),
             ..self.clone()
         }
     }
@@ -151,8 +159,11 @@ impl KuraShardScanExec {
                 let table = self.fragment.counted_as();
                 let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_BATCHES);
                 let cast = self.fragment.casts_output();
+                let rounds = self.fragment.rounds_output();
                 let no_columns = self.fragment.columns.is_empty() && !cast;
                 let thread_schema = schema.clone();
+                let kura_time = MetricBuilder::new(&self.metrics).elapsed_compute(0);
+                let rows_sent = MetricBuilder::new(&self.metrics).output_rows(0);
                 std::thread::Builder::new()
                     .name(format!("kura-shard{shard}-scan"))
                     .spawn(move || {
@@ -161,11 +172,16 @@ impl KuraShardScanExec {
                             schema: thread_schema,
                             no_columns,
                             cast,
+                            rounds,
                             kura_types: Vec::new(),
                             db: db.clone(),
                             table,
+                            rows_sent,
+                            waiting: std::time::Duration::ZERO,
                         };
+                        let started = std::time::Instant::now();
                         let r = db.db.session().execute_streaming(&sql, &mut sink);
+                        kura_time.add_duration(started.elapsed().saturating_sub(sink.waiting));
                         if let Err(e) = r {
                             let e = DistError::Cluster(format!(
                                 "kura shard {shard} ({}): {e} [fragment: {sql}]",
@@ -193,11 +209,16 @@ struct ArrowSink {
     /// Whether kura's columns become `schema`'s types by a cast (a partial aggregation's
     /// states or a join's columns, whose Arrow types DataFusion chose, not kura).
     cast: bool,
+    /// Whether decimals may round to the output's scale ([`Fragment::rounds_output`]).
+    rounds: bool,
     /// The types of kura's result columns.
     kura_types: Vec<kura_common::DataType>,
     /// Where the rows sent are counted, under `table`.
     db: Arc<ShardDb>,
     table: String,
+    rows_sent: Count,
+    /// Time blocked on a full channel (the consumer's time, not kura's).
+    waiting: std::time::Duration,
 }
 
 impl RowSink for ArrowSink {
@@ -213,14 +234,20 @@ impl RowSink for ArrowSink {
             batch
         };
         let rb = if self.cast {
-            crate::convert::batch_to_arrow_cast(batch, &self.kura_types, &self.schema)
+            crate::convert::batch_to_arrow_cast(batch, &self.kura_types, &self.schema, self.rounds)
         } else {
             kura_exec::arrow::batch_to_arrow(batch, &self.schema).map_err(DistError::from)
         }
         .map_err(|e| DataFusionError::External(Box::new(e)));
         let failed = rb.is_err();
+        if let Ok(rb) = &rb {
+            self.rows_sent.add(rb.num_rows());
+        }
+        let blocked = std::time::Instant::now();
         // A closed channel means the consumer is gone: stop the query.
-        self.tx.blocking_send(rb).is_ok() && !failed
+        let sent = self.tx.blocking_send(rb).is_ok();
+        self.waiting += blocked.elapsed();
+        sent && !failed
     }
 }
 
@@ -309,6 +336,10 @@ impl ExecutionPlan for KuraShardScanExec {
         _children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         Ok(self)
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
     }
 
     fn execute(

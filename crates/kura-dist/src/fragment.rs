@@ -46,6 +46,10 @@ pub enum FragmentKind {
         /// further join on them may run on the shards too.
         key: Option<(String, Vec<usize>)>,
         fields: Vec<OutputField>,
+        /// The user's whole query, routed to one shard ([`crate::router`]): its values are
+        /// kura's, so a decimal may be rounded to the scale DataFusion's type of it has.
+        #[serde(default)]
+        whole: bool,
     },
     /// The shard's identity and its tables' columns ([`catalog_columns`]).
     Catalog,
@@ -150,6 +154,12 @@ impl Fragment {
     /// chose) rather than converted as kura's own.
     pub fn casts_output(&self) -> bool {
         self.output_fields().is_some()
+    }
+
+    /// Whether the output is a routed whole query's, whose decimals may be rounded to the
+    /// output's scale.
+    pub fn rounds_output(&self) -> bool {
+        matches!(self.kind, FragmentKind::Query { whole: true, .. })
     }
 
     /// Each output column as kura SQL, for a query over the fragment as the derived table

@@ -167,6 +167,7 @@ pub(crate) fn query_leaf(
             replicated: matches!(placement, SidePlacement::Replicated),
             key,
             fields: OutputField::of_schema(schema),
+            whole: false,
         },
         columns: Vec::new(),
         shards,

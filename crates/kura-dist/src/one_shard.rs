@@ -40,8 +40,15 @@ impl PhysicalOptimizerRule for OneShardBoundaries {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let bounded = plan.transform_up(|node| match node.downcast_ref::<KuraShardScanExec>() {
             Some(leaf) if leaf.fragment().shards == 1 => {
-                let boundary: Arc<dyn ExecutionPlan> =
+                let mut boundary: Arc<dyn ExecutionPlan> =
                     Arc::new(NetworkCoalesceExec::try_new(node, ONE_SHARD_TASKS, 1)?);
+                // One partition per task comes out; the empty task's must be read too. A
+                // parent that reads one partition (a sort placed before this rule ran)
+                // would leave it unread: its task would never finish, and the metrics of
+                // an EXPLAIN ANALYZE, which wait for every task, never come.
+                if boundary.output_partitioning().partition_count() > 1 {
+                    boundary = Arc::new(CoalescePartitionsExec::new(boundary));
+                }
                 Ok(Transformed::yes(shielded(boundary)?))
             }
             _ => Ok(Transformed::no(node)),

@@ -167,6 +167,7 @@ fn pushed(agg: &AggregateExec) -> crate::error::DistResult<Option<KuraShardScanE
                 replicated: *replicated,
                 key: None,
                 fields,
+                whole: false,
             }
         }
         _ => return Ok(None),

@@ -6,7 +6,7 @@
 //! Each query's time on the cluster and on single-node kura is printed (`--nocapture`).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType as ArrowType;
@@ -14,6 +14,7 @@ use datafusion::arrow::array::{
     AsArray, Date32Array, Decimal128Array, Float64Array, Int16Array, Int32Array, Int64Array,
 };
 use kura::{Database, OpenOptions, Value};
+use kura_dist::profile::ExchangeKind;
 use kura_dist::{Cluster, ShardDb};
 
 /// The 22 TPC-H queries in kura's texts, checked against single-node kura.
@@ -387,6 +388,52 @@ async fn tpch_on_shards_matches_single_node_kura() {
     assert_eq!(orders.iter().sum::<u64>(), orders_total, "{orders:?}");
     assert!(orders.iter().all(|&n| n > 0), "{orders:?}");
 
+    // A query over replicated tables only runs whole on one shard, as written.
+    let replicated = "SELECT r_name, count(*) FROM nation JOIN region ON n_regionkey = r_regionkey GROUP BY r_name ORDER BY r_name";
+    let plan = cluster.explain(replicated).await.unwrap();
+    let leaves: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.contains("KuraShardScanExec"))
+        .collect();
+    assert!(
+        !leaves.is_empty() && leaves.iter().all(|l| l.contains(replicated)),
+        "{plan}"
+    );
+    // (Its rows are counted under the tables it reads.)
+    let routed_before = served("nation+region");
+    assert_same_answer(&cluster, &whole, replicated).await;
+    let routed = delta(served("nation+region"), &routed_before);
+    assert_eq!(routed.iter().sum::<u64>(), 5, "{routed:?}");
+
+    // The profile (the cluster's EXPLAIN ANALYZE) counts what crossed each exchange and the
+    // time kura spent on the shards: every order reaches the coordinator once, joined; an
+    // aggregation sends a few partial states per shard.
+    let join = "SELECT c_name, o_orderkey FROM customer JOIN orders ON c_custkey = o_custkey";
+    let p = cluster.profile(join).await.unwrap();
+    assert_eq!(p.moved(ExchangeKind::Gather).rows, orders_total, "{p}");
+    assert!(
+        p.shard_rows >= orders_total && p.total_moved().bytes > 0,
+        "{p}"
+    );
+    assert!(
+        p.shard_kura > Duration::ZERO && p.wall >= p.shard_kura / shards as u32,
+        "{p}"
+    );
+    let by_flags = "SELECT l_returnflag, l_linestatus, count(*) FROM lineitem GROUP BY l_returnflag, l_linestatus";
+    let p = cluster.profile(by_flags).await.unwrap();
+    assert!(p.total_moved().rows <= (4 * shards + 4) as u64, "{p}");
+    let text = arrow_rows(
+        &cluster
+            .sql(&format!("EXPLAIN ANALYZE {by_flags}"))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        text.iter()
+            .any(|r| matches!(&r[0], Cell::Text(t) if t.starts_with("kura-cluster-profile: "))),
+        "{text:?}"
+    );
+
     // Aggregations run on the shards (phase 2): each shard sends its groups' partial
     // states, not its rows, and the answer is single-node kura's — also where a shard has
     // no row (order keys below 100 live on shard 0 only) and for each state kind.
@@ -458,6 +505,32 @@ async fn one_shard_cluster() {
     .unwrap();
     let addrs = start_workers(&paths).await;
     let cluster = Cluster::connect(&addrs).await.expect("connect one worker");
+    // Every query reads tables the one shard holds whole: each runs there as written, one
+    // leaf with the query's own text (views as common table expressions); kura's answers.
+    let q = "SELECT c_name, o_orderkey FROM customer JOIN orders ON c_custkey = o_custkey ORDER BY o_orderkey LIMIT 3";
+    let plan = cluster.explain(q).await.unwrap();
+    assert_eq!(plan.matches("KuraShardScanExec").count(), 1, "{plan}");
+    assert!(plan.contains(q), "{plan}");
+    assert_same_answer(&cluster, &whole, q).await;
+    let failures = compare_tpch(&cluster, &whole, sf, 1).await;
+    assert!(failures.is_empty(), "routed: {}", failures.join("\n"));
+    let view = "CREATE VIEW big (k, n) AS SELECT l_orderkey, count(*) FROM lineitem GROUP BY l_orderkey; SELECT count(*) FROM big WHERE n > 5; DROP VIEW big";
+    let plan = cluster.explain(view).await.unwrap();
+    assert!(
+        plan.contains("WITH big (k, n) AS (SELECT l_orderkey"),
+        "{plan}"
+    );
+    let got = arrow_rows(&cluster.sql(view).await.unwrap());
+    let want = whole
+        .session()
+        .execute("SELECT count(*) FROM (SELECT l_orderkey, count(*) AS n FROM lineitem GROUP BY l_orderkey) AS big WHERE n > 5")
+        .unwrap()
+        .rows()[0][0]
+        .clone();
+    assert!(same(&got[0][0], &kura_cell(&want)), "{got:?} vs {want:?}");
+
+    // The distributed engine itself on one shard: DataFusion plans, the shard joins.
+    cluster.set_routing(false);
     for (q, _) in JOINS {
         assert!(
             joins_on_shards(&cluster, q).await,

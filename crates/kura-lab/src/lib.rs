@@ -5,6 +5,7 @@
 
 pub mod cachesim;
 pub mod ceiling;
+pub mod cluster_model;
 pub mod error;
 pub mod fix;
 pub mod iops;
