@@ -1,4 +1,4 @@
-//! `kura cluster load tpch | worker | query | serve | up`: kura as a shared-nothing cluster of shards run
+//! `kura cluster load tpch | table, worker | query | serve | up`: kura as a shared-nothing cluster of shards run
 //! by datafusion-distributed (paper 003 §2). Parses and prints; the work is in kura-dist.
 
 use std::path::{Path, PathBuf};
@@ -33,8 +33,11 @@ pub enum ClusterCommand {
     /// statements in order, printing the last query's rows.
     Query {
         /// The workers, one per shard, any order: HOST:PORT,HOST:PORT,...
-        #[arg(long, value_delimiter = ',', required = true)]
+        #[arg(long, value_delimiter = ',', required_unless_present = "config")]
         workers: Vec<String>,
+        /// A cluster file (TOML) naming the workers: `workers = ["HOST:PORT", ...]`.
+        #[arg(long, value_name = "FILE", conflicts_with = "workers")]
+        config: Option<PathBuf>,
         /// Print the distributed plan (stages and tasks) of each query instead of running it.
         #[arg(long)]
         explain: bool,
@@ -45,11 +48,16 @@ pub enum ClusterCommand {
     /// door. Stops on Ctrl-C.
     Serve {
         /// The workers, one per shard, any order: HOST:PORT,HOST:PORT,...
-        #[arg(long, value_delimiter = ',', required = true)]
+        #[arg(long, value_delimiter = ',', required_unless_present = "config")]
         workers: Vec<String>,
-        /// Address to listen on (loopback: clients are let in without a password).
-        #[arg(long, default_value = "127.0.0.1:5433")]
-        listen: String,
+        /// A cluster file (TOML): `workers = ["HOST:PORT", ...]` and, optionally,
+        /// `listen = "HOST:PORT"` (the command line's --listen wins).
+        #[arg(long, value_name = "FILE", conflicts_with = "workers")]
+        config: Option<PathBuf>,
+        /// Address to listen on (loopback: clients are let in without a password)
+        /// [default: the file's, or 127.0.0.1:5433].
+        #[arg(long)]
+        listen: Option<String>,
     },
     /// Try a cluster on this machine: load TPC-H into N shards (unless DIR has them), start
     /// N worker processes on loopback ports and a front door; Ctrl-C stops them all.
@@ -87,6 +95,31 @@ pub enum ClusterLoad {
         #[arg(long)]
         dir: PathBuf,
     },
+    /// Any file kura reads as a table (CSV, TSV, Parquet, JSON) as a new table of the cluster
+    /// in --dir (made with --shards shards if the directory holds none): split by ranges of
+    /// a column (--by; each value on one shard) or whole on every shard (--replicated).
+    Table {
+        /// The new table's name.
+        name: String,
+        /// The file (its columns and types as kura infers them).
+        file: PathBuf,
+        /// Split by this column.
+        #[arg(
+            long,
+            conflicts_with = "replicated",
+            required_unless_present = "replicated"
+        )]
+        by: Option<String>,
+        /// Every shard holds the whole table.
+        #[arg(long)]
+        replicated: bool,
+        /// Shards of a new cluster (an existing one's count when given must match).
+        #[arg(long)]
+        shards: Option<usize>,
+        /// Directory of the shard databases (shard0.db, shard1.db, ...).
+        #[arg(long)]
+        dir: PathBuf,
+    },
 }
 
 fn load_tpch(sf: f64, shards: usize, dir: &Path) -> CliResult<()> {
@@ -103,6 +136,36 @@ fn load_tpch(sf: f64, shards: usize, dir: &Path) -> CliResult<()> {
         );
     }
     Ok(())
+}
+
+/// The front door's address when neither the command line nor a cluster file gives one.
+const DEFAULT_LISTEN: &str = "127.0.0.1:5433";
+
+/// A cluster file: the workers, and the front door's address.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClusterFile {
+    workers: Vec<String>,
+    listen: Option<String>,
+}
+
+/// The workers given on the command line, or those of the cluster file `config` (with its
+/// front door address).
+fn workers_of(given: &[String], config: Option<&Path>) -> CliResult<(Vec<String>, Option<String>)> {
+    let Some(path) = config else {
+        return Ok((given.to_vec(), None));
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(CliError::io_in(&format!("reading {}", path.display())))?;
+    let file: ClusterFile =
+        toml::from_str(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+    if file.workers.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: `workers` names no worker (one HOST:PORT per shard)",
+            path.display()
+        )));
+    }
+    Ok((file.workers, file.listen))
 }
 
 /// Serves the front door until Ctrl-C, saying how to connect.
@@ -130,7 +193,51 @@ pub fn run(cmd: &ClusterCommand) -> CliResult<()> {
         ClusterCommand::Load {
             what: ClusterLoad::Tpch { sf, shards, dir },
         } => load_tpch(*sf, *shards, dir),
-        ClusterCommand::Serve { workers, listen } => serve(workers, listen),
+        ClusterCommand::Load {
+            what:
+                ClusterLoad::Table {
+                    name,
+                    file,
+                    by,
+                    replicated: _,
+                    shards,
+                    dir,
+                },
+        } => {
+            let spread = match by {
+                Some(c) => kura_dist::load::Spread::By(c.clone()),
+                None => kura_dist::load::Spread::Replicated,
+            };
+            let loads = kura_dist::load::load_table(
+                name,
+                file,
+                &spread,
+                dir,
+                *shards,
+                &OpenOptions::default(),
+            )?;
+            for l in loads {
+                println!(
+                    "{}: {} rows of {name} in {:.2} s",
+                    l.path.display(),
+                    l.rows,
+                    l.elapsed.as_secs_f64()
+                );
+            }
+            Ok(())
+        }
+        ClusterCommand::Serve {
+            workers,
+            config,
+            listen,
+        } => {
+            let (workers, file_listen) = workers_of(workers, config.as_deref())?;
+            let listen = listen
+                .clone()
+                .or(file_listen)
+                .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+            serve(&workers, &listen)
+        }
         ClusterCommand::Up {
             local,
             sf,
@@ -186,9 +293,12 @@ pub fn run(cmd: &ClusterCommand) -> CliResult<()> {
         }
         ClusterCommand::Query {
             workers,
+            config,
             explain,
             sql,
         } => {
+            let (workers, _) = workers_of(workers, config.as_deref())?;
+            let workers = &workers;
             if *explain {
                 let plan = kura_dist::explain_blocking(workers, sql)?;
                 println!("{plan}");
@@ -200,5 +310,36 @@ pub fn run(cmd: &ClusterCommand) -> CliResult<()> {
             eprintln!("({rows} rows, {:.3} s)", took.as_secs_f64());
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_file_names_the_workers_and_the_front_door() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cluster.toml");
+        std::fs::write(
+            &file,
+            "workers = [\"h1:1\", \"h2:2\"]\nlisten = \"127.0.0.1:6000\"\n",
+        )
+        .unwrap();
+        let (workers, listen) = workers_of(&[], Some(&file)).unwrap();
+        assert_eq!(workers, ["h1:1", "h2:2"]);
+        assert_eq!(listen.as_deref(), Some("127.0.0.1:6000"));
+        let given = ["h3:3".to_string()];
+        assert_eq!(workers_of(&given, None).unwrap(), (given.to_vec(), None));
+        for (text, says) in [
+            ("workers = []", "names no worker"),
+            ("worker = [\"h\"]", "unknown field `worker`"),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let e = workers_of(&[], Some(&file)).unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        let e = workers_of(&[], Some(&dir.path().join("none.toml"))).unwrap_err();
+        assert!(e.to_string().contains("none.toml"), "{e}");
     }
 }

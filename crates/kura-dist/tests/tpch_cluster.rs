@@ -583,3 +583,83 @@ async fn clear_errors() {
     let e = cluster.sql("SELECT nope FROM lineitem").await.unwrap_err();
     assert!(e.to_string().contains("nope"), "{e}");
 }
+
+/// Any file as a table of a cluster: split by ranges of a column (each value on one shard),
+/// or replicated; the workers serve it like TPC-H's tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_loaded_as_a_split_table() {
+    use kura_dist::load::{load_table, Spread};
+    let dir = tempfile::tempdir().unwrap();
+    let people = dir.path().join("people.csv");
+    let mut text = String::from("id,city,score\n");
+    for i in 1..=300 {
+        let city = ["Oslo", "Kyoto", "Lima"][i % 3];
+        text.push_str(&format!("{i},{city},{}\n", i % 7));
+    }
+    std::fs::write(&people, text).unwrap();
+    let cities = dir.path().join("cities.csv");
+    std::fs::write(&cities, "city,country\nOslo,NO\nKyoto,JP\nLima,PE\n").unwrap();
+    let shards = dir.path().join("c");
+    let opts = small();
+    let loads = load_table(
+        "people",
+        &people,
+        &Spread::By("id".into()),
+        &shards,
+        Some(3),
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(loads.iter().map(|l| l.rows).sum::<u64>(), 300);
+    assert!(loads.iter().all(|l| l.rows > 0), "{loads:?}");
+    let loads = load_table("cities", &cities, &Spread::Replicated, &shards, None, &opts).unwrap();
+    assert!(loads.iter().all(|l| l.rows == 3), "{loads:?}");
+    // A table of that name is there already; the cluster has 3 shards.
+    let again = load_table("people", &people, &Spread::Replicated, &shards, None, &opts);
+    assert!(again
+        .unwrap_err()
+        .to_string()
+        .contains("has a table people already"));
+    let wrong = load_table(
+        "other",
+        &people,
+        &Spread::Replicated,
+        &shards,
+        Some(2),
+        &opts,
+    );
+    assert!(wrong
+        .unwrap_err()
+        .to_string()
+        .contains("cluster of 3 shards"));
+
+    let paths: Vec<_> = (0..3)
+        .map(|k| kura_dist::load::shard_path(&shards, k))
+        .collect();
+    let addrs = start_workers(&paths).await;
+    let cluster = Cluster::connect(&addrs).await.expect("connect");
+    let rows = |b: &[RecordBatch]| arrow_rows(b);
+    let got = rows(
+        &cluster
+            .sql("SELECT count(*), count(DISTINCT id), sum(score) FROM people")
+            .await
+            .unwrap(),
+    );
+    let want: f64 = (1..=300).map(|i| (i % 7) as f64).sum();
+    assert!(
+        same(&got[0][0], &Cell::Num(300.0)) && same(&got[0][1], &Cell::Num(300.0)),
+        "{got:?}"
+    );
+    assert!(same(&got[0][2], &Cell::Num(want)), "{got:?} vs {want}");
+    let got = rows(
+        &cluster
+            .sql("SELECT country, count(*) FROM people JOIN cities USING (city) GROUP BY country ORDER BY country")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        got.iter().all(|r| same(&r[1], &Cell::Num(100.0))),
+        "{got:?}"
+    );
+}
