@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::{DdlStatement, LogicalPlan};
+use datafusion::physical_plan::{collect, ExecutionPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
 use datafusion::sql::sqlparser::dialect::dialect_from_str;
@@ -299,17 +300,25 @@ impl Cluster {
     }
 
     /// Runs a query: routed to one shard when it can be, and as DataFusion plans it when
-    /// not or when the shard's kura refuses it.
-    async fn run_query(&self, plan: LogicalPlan, text: &str) -> DistResult<Vec<RecordBatch>> {
-        if let Some(routed) = self.routed(&plan, text) {
-            match self.ctx.execute_logical_plan(routed).await?.collect().await {
-                Ok(batches) => return Ok(batches),
+    /// not or when the shard's kura refuses it. Returns the plan that ran and its rows.
+    async fn execute(
+        &self,
+        plan: &LogicalPlan,
+        text: &str,
+    ) -> DistResult<(Arc<dyn ExecutionPlan>, Vec<RecordBatch>)> {
+        let state = self.ctx.state();
+        if let Some(routed) = self.routed(plan, text) {
+            let physical = state.create_physical_plan(&routed).await?;
+            match collect(physical.clone(), self.ctx.task_ctx()).await {
+                Ok(batches) => return Ok((physical, batches)),
                 Err(e) => tracing::debug!(
                     "a routed query failed on its shard, planned by DataFusion instead: {e}"
                 ),
             }
         }
-        Ok(self.ctx.execute_logical_plan(plan).await?.collect().await?)
+        let physical = state.create_physical_plan(plan).await?;
+        let batches = collect(physical.clone(), self.ctx.task_ctx()).await?;
+        Ok((physical, batches))
     }
 
     /// Keeps the views of this session `statement` creates or drops, for routed queries.
@@ -459,7 +468,7 @@ impl Cluster {
                     false,
                 ));
             } else if query {
-                batches = self.run_query(plan, &text).await?;
+                batches = self.execute(&plan, &text).await?.1;
             } else {
                 self.ctx.execute_logical_plan(plan).await?.collect().await?;
             }
@@ -473,24 +482,7 @@ impl Cluster {
     /// [`QueryProfile`] read from them (`EXPLAIN ANALYZE` of the cluster).
     async fn analyze(&self, query: &LogicalPlan, text: &str) -> DistResult<(String, QueryProfile)> {
         let start = Instant::now();
-        let mut physical = None;
-        if let Some(routed) = self.routed(query, text) {
-            let plan = self.ctx.state().create_physical_plan(&routed).await?;
-            match datafusion::physical_plan::collect(plan.clone(), self.ctx.task_ctx()).await {
-                Ok(_) => physical = Some(plan),
-                Err(e) => tracing::debug!(
-                    "a routed query failed on its shard, planned by DataFusion instead: {e}"
-                ),
-            }
-        }
-        let physical = match physical {
-            Some(p) => p,
-            None => {
-                let plan = self.ctx.state().create_physical_plan(query).await?;
-                datafusion::physical_plan::collect(plan.clone(), self.ctx.task_ctx()).await?;
-                plan
-            }
-        };
+        let (physical, _) = self.execute(query, text).await?;
         let wall = start.elapsed();
         // The rewrite waits for every task's metrics; a task the plan never read would keep
         // it waiting for ever.

@@ -119,7 +119,8 @@ pub fn catalog_columns() -> Vec<ColumnDef> {
     ]
 }
 
-fn quote(name: &str) -> String {
+/// `name` as a quoted SQL identifier.
+pub(crate) fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 

@@ -13,6 +13,7 @@ use kura::tpch::load::Source;
 use kura::{Database, OpenOptions};
 
 use crate::error::{DistError, DistResult};
+use crate::fragment::quote;
 use crate::shard::{write_info, ShardInfo, REPLICATED};
 
 /// Tables every shard holds whole.
@@ -219,10 +220,6 @@ fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-fn ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 /// `kura cluster load table`: the rows of `file` (any file kura reads as a table: CSV, TSV,
 /// Parquet, JSON — its columns and types as kura infers them) as the new table `table` of the
 /// cluster in `dir` (made with `shards` shards when `dir` holds none), spread as `spread`
@@ -256,7 +253,7 @@ pub fn load_table(
     let (split, predicates): (String, Vec<String>) = match spread {
         Spread::Replicated => (REPLICATED.to_string(), vec!["TRUE".to_string(); n]),
         Spread::By(column) => {
-            let c = ident(&column.to_ascii_lowercase());
+            let c = quote(&column.to_ascii_lowercase());
             let cuts: Vec<String> = (1..n)
                 .map(|k| format!("percentile_disc({k}.0 / {n}) WITHIN GROUP (ORDER BY {c})"))
                 .collect();
@@ -284,9 +281,9 @@ pub fn load_table(
         let mut session = db.session();
         session.execute(&format!(
             "CREATE TABLE {} AS SELECT * FROM {source} WHERE {predicate}",
-            ident(&name)
+            quote(&name)
         ))?;
-        let counted = session.execute(&format!("SELECT count(*) FROM {}", ident(&name)))?;
+        let counted = session.execute(&format!("SELECT count(*) FROM {}", quote(&name)))?;
         let rows = match counted.rows().first().and_then(|r| r.first()) {
             Some(kura::Value::BigInt(n)) => *n as u64,
             _ => 0,
