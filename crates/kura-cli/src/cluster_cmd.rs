@@ -20,7 +20,7 @@ pub enum ClusterCommand {
     /// Serve one shard database as a datafusion-distributed (Arrow Flight) worker.
     Worker {
         /// The shard database (written by `kura cluster load`).
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", visible_alias = "db")]
         shard_db: PathBuf,
         /// Address to listen on, e.g. 127.0.0.1:50051 (port 0 picks a free one).
         #[arg(long, value_name = "HOST:PORT")]
@@ -42,7 +42,16 @@ pub enum ClusterCommand {
         #[arg(long)]
         explain: bool,
         /// The SQL text (several statements may be separated by `;`).
-        sql: String,
+        #[arg(required_unless_present = "command")]
+        sql: Option<String>,
+        /// The SQL text, as `psql -c` takes it (instead of the argument).
+        #[arg(
+            short = 'c',
+            long = "command",
+            value_name = "SQL",
+            conflicts_with = "sql"
+        )]
+        command: Option<String>,
     },
     /// Serve the cluster over the PostgreSQL wire protocol (psql, psycopg, JDBC): the front
     /// door. Stops on Ctrl-C.
@@ -296,7 +305,9 @@ pub fn run(cmd: &ClusterCommand) -> CliResult<()> {
             config,
             explain,
             sql,
+            command,
         } => {
+            let sql = sql.as_deref().or(command.as_deref()).unwrap_or_default();
             let (workers, _) = workers_of(workers, config.as_deref())?;
             let workers = &workers;
             if *explain {

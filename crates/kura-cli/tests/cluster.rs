@@ -4,7 +4,8 @@
 //! killed during the session fails the next query within seconds naming that worker, the
 //! front door stays up, and once the worker is back the query works (likewise a worker that
 //! hangs: stopped, its socket still accepting connections); a file that is not a
-//! shard is refused when its worker starts; Ctrl-C stops the front door and its workers.
+//! shard is refused when its worker starts; Ctrl-C stops the front door and its workers;
+//! pgjdbc works through the front door (prepared statements with parameters).
 //! Built with the `cluster` feature only.
 #![cfg(feature = "cluster")]
 
@@ -100,45 +101,11 @@ fn a_local_cluster_answers_over_the_wire_and_survives_a_killed_worker() {
     let single = dir.path().join("single.db");
     run_ok(&single, &["tpch", "load", "--sf", "0.01"]);
     let shards = dir.path().join("shards");
-
-    let mut up = kura()
-        .args([
-            "cluster", "up", "--local", "3", "--sf", "0.01", "--buffer", "64MB",
-        ])
-        .arg("--dir")
-        .arg(&shards)
-        .args(["--listen", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start kura cluster up");
-    let rx = lines_of(&mut up);
-    let mut seen = Vec::new();
-    let mut workers = Vec::new();
-    for k in 0..3 {
-        let line = wait_for(&rx, &format!("worker of shard {k} on "), &mut seen);
-        // "... worker of shard K on HOST:PORT (pid P)"
-        let rest = line.split(" on ").nth(1).unwrap();
-        let addr = rest.split_whitespace().next().unwrap().to_string();
-        let pid: u32 = rest
-            .rsplit("pid ")
-            .next()
-            .unwrap()
-            .trim_end_matches(')')
-            .parse()
-            .unwrap();
-        workers.push((addr, pid));
-    }
-    let ready = wait_for(&rx, "kura cluster serve: cluster", &mut seen);
-    let port: u16 = ready
-        .split(" -p ")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let LocalCluster {
+        mut up,
+        workers,
+        port,
+    } = cluster_up(&shards, 3);
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     for sql in QUERIES {
@@ -229,6 +196,105 @@ fn a_local_cluster_answers_over_the_wire_and_survives_a_killed_worker() {
     }
     let _ = again.kill();
     let _ = again.wait();
+}
+
+/// A `kura cluster up --local N --sf 0.01` running: the process, its workers' addresses and
+/// pids in shard order, and the front door's port.
+struct LocalCluster {
+    up: Child,
+    workers: Vec<(String, u32)>,
+    port: u16,
+}
+
+fn cluster_up(shards: &Path, n: usize) -> LocalCluster {
+    let mut up = kura()
+        .args(["cluster", "up", "--local", &n.to_string()])
+        .args(["--sf", "0.01", "--buffer", "64MB"])
+        .arg("--dir")
+        .arg(shards)
+        .args(["--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kura cluster up");
+    let rx = lines_of(&mut up);
+    let mut seen = Vec::new();
+    let mut workers = Vec::new();
+    for k in 0..n {
+        let line = wait_for(&rx, &format!("worker of shard {k} on "), &mut seen);
+        // "... worker of shard K on HOST:PORT (pid P)"
+        let rest = line.split(" on ").nth(1).unwrap();
+        let addr = rest.split_whitespace().next().unwrap().to_string();
+        let pid: u32 = rest
+            .rsplit("pid ")
+            .next()
+            .unwrap()
+            .trim_end_matches(')')
+            .parse()
+            .unwrap();
+        workers.push((addr, pid));
+    }
+    let ready = wait_for(&rx, "kura cluster serve: cluster", &mut seen);
+    let port: u16 = ready
+        .split(" -p ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Keep reading its lines so a full pipe never blocks it.
+    std::thread::spawn(move || while rx.recv().is_ok() {});
+    LocalCluster { up, workers, port }
+}
+
+/// TPC-H's answers at `sf` (`../shared/tpch/answers` beside the repository, or under
+/// `KURA_TPCH_ANSWERS`).
+fn tpch_answers(sf: &str) -> std::path::PathBuf {
+    if let Some(root) = std::env::var_os("KURA_TPCH_ANSWERS") {
+        return std::path::PathBuf::from(root).join(format!("sf{sf}"));
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/tpch/answers").join(format!("sf{sf}")))
+        .find(|d| d.is_dir())
+        .expect("shared/tpch/answers beside the repository")
+}
+
+/// pgjdbc through the front door: `ClusterJdbcTest` of kura-server's Maven project (every
+/// statement through the extended protocol; `?` parameters as `$n` bound to typed values,
+/// repeated past pgjdbc's threshold for named statements; result types; SQLSTATEs;
+/// autocommit off) on 2 shards of TPC-H SF 0.01, with Q6's answer checked.
+#[test]
+fn pgjdbc_through_the_front_door() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = cluster_up(&dir.path().join("shards"), 2);
+    let project = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kura-server/tests/jdbc");
+    let answers = tpch_answers("0.01");
+    let out = std::process::Command::new("mvn")
+        .current_dir(&project)
+        .args([
+            "-q",
+            "-B",
+            "test",
+            "-Dtest=ClusterJdbcTest",
+            "-Dkura.cluster=true",
+        ])
+        .arg(format!("-Dkura.port={}", cluster.port))
+        .arg(format!("-Dkura.answers={}", answers.display()))
+        .output()
+        .expect("mvn is installed");
+    unsafe {
+        libc::kill(cluster.up.id() as i32, libc::SIGINT);
+    }
+    let _ = cluster.up.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "mvn test failed:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

@@ -14,9 +14,10 @@ use std::time::Instant;
 use arrow_array::{Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType as ArrowType, Field, Schema};
 use async_trait::async_trait;
+use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionStateBuilder;
-use datafusion::logical_expr::{DdlStatement, LogicalPlan};
+use datafusion::logical_expr::{create_udf, ColumnarValue, DdlStatement, LogicalPlan, Volatility};
 use datafusion::physical_plan::{collect, ExecutionPlan};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParserBuilder, Statement as DFStatement};
@@ -118,13 +119,32 @@ fn session(workers: Arc<Vec<Url>>, channels: &KuraChannels) -> SessionContext {
     SessionContext::from(state)
 }
 
-/// A session over `workers` with the cluster's `tables` registered.
+/// What `SELECT version()` answers on a cluster (and the front door's server version).
+pub fn version_text(cluster: &str, shards: usize) -> String {
+    format!(
+        "{} (cluster {cluster} of {shards} shards, run by datafusion-distributed)",
+        kura::identity::version_text()
+    )
+}
+
+/// A session over `workers` with the cluster's `tables` registered, and `version()` saying
+/// it is kura's cluster (DataFusion's own names DataFusion; clients such as pgjdbc's users
+/// read it to know the server).
 fn tables_session(
+    cluster: &str,
     workers: &[Url],
     tables: &[TableInfo],
     channels: &KuraChannels,
 ) -> DistResult<SessionContext> {
     let ctx = session(Arc::new(workers.to_vec()), channels);
+    let version = ScalarValue::Utf8(Some(version_text(cluster, workers.len())));
+    ctx.register_udf(create_udf(
+        "version",
+        Vec::new(),
+        ArrowType::Utf8,
+        Volatility::Stable,
+        Arc::new(move |_| Ok(ColumnarValue::Scalar(version.clone()))),
+    ));
     for t in tables {
         let table = KuraTable::try_new(
             t.name.clone(),
@@ -256,7 +276,7 @@ impl Cluster {
         let tables: Vec<TableInfo> = first.tables.values().cloned().collect();
         let cluster = first.cluster.clone();
         Ok(Cluster {
-            ctx: tables_session(&workers, &tables, &channels)?,
+            ctx: tables_session(&cluster, &workers, &tables, &channels)?,
             workers,
             cluster,
             tables,
@@ -270,7 +290,7 @@ impl Cluster {
     /// not another's: the front door gives each connection one).
     pub fn new_session(&self) -> DistResult<Cluster> {
         Ok(Cluster {
-            ctx: tables_session(&self.workers, &self.tables, &self.channels)?,
+            ctx: tables_session(&self.cluster, &self.workers, &self.tables, &self.channels)?,
             workers: self.workers.clone(),
             cluster: self.cluster.clone(),
             tables: self.tables.clone(),
@@ -319,6 +339,13 @@ impl Cluster {
         let physical = state.create_physical_plan(plan).await?;
         let batches = collect(physical.clone(), self.ctx.task_ctx()).await?;
         Ok((physical, batches))
+    }
+
+    /// Runs a query as DataFusion plans it (never routed: a plan with parameter values in
+    /// place has no text of its own).
+    pub(crate) async fn execute_planned(&self, plan: &LogicalPlan) -> DistResult<Vec<RecordBatch>> {
+        let physical = self.ctx.state().create_physical_plan(plan).await?;
+        Ok(collect(physical, self.ctx.task_ctx()).await?)
     }
 
     /// Keeps the views of this session `statement` creates or drops, for routed queries.
@@ -374,7 +401,7 @@ impl Cluster {
 
     /// A failed query's error, naming the first worker that does not answer (gone, or
     /// hung) when there is one: the query failed because of it, or will on the next try.
-    async fn diagnose(&self, error: DistError) -> DistError {
+    pub(crate) async fn diagnose(&self, error: DistError) -> DistError {
         for (shard, url) in self.workers.iter().enumerate() {
             if let Err(reason) = answers(&self.channels, url).await {
                 return DistError::WorkerDown {
@@ -407,7 +434,7 @@ impl Cluster {
 
     /// The statements of `sql` in the session's dialect (parsed before any await: the
     /// dialect is not `Send`).
-    fn parse(&self, sql: &str) -> DistResult<VecDeque<DFStatement>> {
+    pub(crate) fn parse(&self, sql: &str) -> DistResult<VecDeque<DFStatement>> {
         let state = self.ctx.state();
         let options = state.config().options();
         let dialect = dialect_from_str(options.sql_parser.dialect.as_ref()).ok_or_else(|| {

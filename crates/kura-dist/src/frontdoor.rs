@@ -10,14 +10,16 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::{DataType as ArrowType, TimeUnit};
+use arrow_schema::{DataType as ArrowType, Schema, TimeUnit};
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::IntervalMonthDayNano;
 use datafusion::arrow::datatypes::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
     Int8Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, UInt16Type, UInt32Type, UInt8Type,
 };
+use datafusion::common::ScalarValue;
 use kura_common::{DataType, Value};
 use kura_server::engine::{rows_of, Canceller, Column, Engine, EngineError, EngineSession};
 use kura_server::{serve_until_signal, Outcome, ServerConfig, ServerSummary, Shape};
@@ -26,6 +28,7 @@ use tokio::task::AbortHandle;
 
 use crate::cluster::Cluster;
 use crate::error::{DistError, DistResult};
+use crate::prepared::Prepared;
 
 /// A connected cluster served over the wire.
 pub struct ClusterEngine {
@@ -68,12 +71,7 @@ impl Engine for ClusterEngine {
     }
 
     fn version(&self) -> String {
-        format!(
-            "{} (cluster {} of {} shards, run by datafusion-distributed)",
-            kura::identity::version_text(),
-            self.cluster.name(),
-            self.cluster.workers().len()
-        )
+        crate::cluster::version_text(self.cluster.name(), self.cluster.workers().len())
     }
 }
 
@@ -102,46 +100,60 @@ pub struct ClusterSession {
     running: Arc<Mutex<Option<AbortHandle>>>,
 }
 
-/// A statement the extended protocol prepared: its text (the cluster takes no `$n`
-/// parameters; its columns are learned by running it).
-pub struct ClusterPrepared {
-    sql: String,
+/// A statement the extended protocol prepared: a transaction's bound (answered without the
+/// cluster), or a statement the cluster planned with its `$n` parameters.
+pub enum ClusterPrepared {
+    Bound(String),
+    Statement(Prepared),
+}
+
+/// A transaction's bound, answered as such: the cluster only reads, each statement on what
+/// the shards hold when it runs, so a transaction has nothing to keep or undo (clients wrap
+/// statements in them: psycopg unless told otherwise, JDBC with autocommit off).
+fn transaction_bound(sql: &str) -> Option<&'static str> {
+    let first = sql
+        .split_whitespace()
+        .next()?
+        .trim_end_matches(';')
+        .to_ascii_uppercase();
+    match first.as_str() {
+        "BEGIN" | "START" => Some("BEGIN"),
+        "COMMIT" | "END" => Some("COMMIT"),
+        "ROLLBACK" | "ABORT" => Some("ROLLBACK"),
+        _ => None,
+    }
 }
 
 impl ClusterSession {
-    fn run(&mut self, sql: &str) -> Result<Outcome, EngineError> {
-        let words: Vec<String> = sql
-            .split_whitespace()
-            .take(2)
-            .map(|w| w.trim_end_matches(';').to_ascii_uppercase())
-            .collect();
-        // Clients wrap statements in transactions (psycopg does unless told otherwise). The
-        // cluster only reads, each statement on what the shards hold when it runs: a
-        // transaction has nothing to keep or undo, so its bounds are answered as such.
-        match words.first().map(String::as_str) {
-            Some("BEGIN" | "START") => return Ok(tag_only("BEGIN")),
-            Some("COMMIT" | "END") => return Ok(tag_only("COMMIT")),
-            Some("ROLLBACK" | "ABORT") => return Ok(tag_only("ROLLBACK")),
-            _ => {}
-        }
-        let cluster = self.cluster.clone();
-        let text = sql.to_string();
-        let task = self
-            .runtime
-            .spawn(async move { cluster.sql_outcome(&text).await });
+    /// Runs `work` on the cluster's runtime as the statement the canceller stops.
+    fn block<F>(&self, work: F) -> Result<F::Output, EngineError>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let task = self.runtime.spawn(work);
         *self.running.lock().unwrap() = Some(task.abort_handle());
         let joined = self.runtime.block_on(task);
         *self.running.lock().unwrap() = None;
-        let (batches, returned_rows) = match joined {
-            Ok(r) => r.map_err(engine_error)?,
-            Err(e) if e.is_cancelled() => {
-                return Err(EngineError::new(
-                    "57014",
-                    "canceling statement due to user request",
-                ))
-            }
-            Err(e) => return Err(EngineError::new("XX000", format!("cluster query: {e}"))),
-        };
+        match joined {
+            Ok(r) => Ok(r),
+            Err(e) if e.is_cancelled() => Err(EngineError::new(
+                "57014",
+                "canceling statement due to user request",
+            )),
+            Err(e) => Err(EngineError::new("XX000", format!("cluster query: {e}"))),
+        }
+    }
+
+    fn run(&mut self, sql: &str) -> Result<Outcome, EngineError> {
+        if let Some(tag) = transaction_bound(sql) {
+            return Ok(tag_only(tag));
+        }
+        let cluster = self.cluster.clone();
+        let text = sql.to_string();
+        let (batches, returned_rows) = self
+            .block(async move { cluster.sql_outcome(&text).await })?
+            .map_err(engine_error)?;
         if !returned_rows {
             return Ok(tag_only("OK"));
         }
@@ -157,15 +169,9 @@ fn tag_only(tag: &str) -> Outcome {
     }
 }
 
-/// The SQLSTATE of a cluster error: a worker that cannot be reached is a connection
-/// failure (08006); the rest are DataFusion's planning or execution errors.
+/// A cluster error as the client sees it, with its SQLSTATE ([`DistError::sqlstate`]).
 fn engine_error(e: DistError) -> EngineError {
-    let sqlstate = match &e {
-        DistError::WorkerDown { .. } => "08006",
-        DistError::Kura(k) => k.sqlstate(),
-        _ => "XX000",
-    };
-    EngineError::new(sqlstate, e.to_string())
+    EngineError::new(e.sqlstate(), e.to_string())
 }
 
 impl EngineSession for ClusterSession {
@@ -176,21 +182,27 @@ impl EngineSession for ClusterSession {
     }
 
     fn prepare(&mut self, sql: &str) -> Result<(ClusterPrepared, Shape), EngineError> {
-        if has_parameter(sql) {
-            return Err(EngineError::new(
-                "0A000",
-                "statements with $n parameters are not supported on a kura cluster",
-            ));
-        }
-        Ok((
-            ClusterPrepared {
-                sql: sql.to_string(),
-            },
-            Shape {
+        if transaction_bound(sql).is_some() {
+            let shape = Shape {
                 params: Vec::new(),
-                columns: None,
-            },
-        ))
+                columns: Some(Vec::new()),
+            };
+            return Ok((ClusterPrepared::Bound(sql.to_string()), shape));
+        }
+        let cluster = self.cluster.clone();
+        let text = sql.to_string();
+        let prepared = self
+            .block(async move { cluster.prepare(&text).await })?
+            .map_err(engine_error)?;
+        let shape = Shape {
+            params: prepared
+                .params
+                .iter()
+                .map(|t| t.as_ref().map(kura_type))
+                .collect(),
+            columns: prepared.columns.as_ref().map(|s| columns_of(s)),
+        };
+        Ok((ClusterPrepared::Statement(prepared), shape))
     }
 
     fn execute_prepared(
@@ -198,17 +210,30 @@ impl EngineSession for ClusterSession {
         prepared: &ClusterPrepared,
         params: &[Value],
     ) -> Result<Outcome, EngineError> {
-        if !params.is_empty() {
-            return Err(EngineError::new(
-                "0A000",
-                "statements with $n parameters are not supported on a kura cluster",
-            ));
+        let prepared = match prepared {
+            ClusterPrepared::Bound(sql) => return self.run(sql),
+            ClusterPrepared::Statement(p) => p.clone(),
+        };
+        let values = params.iter().map(scalar).collect::<Result<Vec<_>, _>>()?;
+        let cluster = self.cluster.clone();
+        let (batches, returned_rows) = self
+            .block(async move { cluster.run_prepared(&prepared, values).await })?
+            .map_err(engine_error)?;
+        if !returned_rows {
+            return Ok(tag_only("OK"));
         }
-        self.run(&prepared.sql)
+        outcome(&batches)
     }
 
     fn describe(&mut self, prepared: &ClusterPrepared) -> Result<Vec<Column>, EngineError> {
-        Ok(self.run(&prepared.sql)?.columns)
+        match prepared {
+            ClusterPrepared::Bound(_) => Ok(Vec::new()),
+            ClusterPrepared::Statement(p) => match &p.columns {
+                Some(schema) => Ok(columns_of(schema)),
+                // Only running it tells (a text of several statements, EXPLAIN).
+                None => Ok(self.run(p.text())?.columns),
+            },
+        }
     }
 
     fn canceller(&self) -> Canceller {
@@ -221,20 +246,41 @@ impl EngineSession for ClusterSession {
     }
 }
 
-/// Whether `sql` has a `$n` placeholder outside quotes.
-fn has_parameter(sql: &str) -> bool {
-    let b = sql.as_bytes();
-    let mut quote: Option<u8> = None;
-    for i in 0..b.len() {
-        match quote {
-            Some(q) if b[i] == q => quote = None,
-            Some(_) => {}
-            None if b[i] == b'\'' || b[i] == b'"' => quote = Some(b[i]),
-            None if b[i] == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit) => return true,
-            None => {}
+/// A parameter's kura value as DataFusion's.
+fn scalar(v: &Value) -> Result<ScalarValue, EngineError> {
+    Ok(match v {
+        Value::Null => ScalarValue::Null,
+        Value::Boolean(b) => ScalarValue::Boolean(Some(*b)),
+        Value::Integer(i) => ScalarValue::Int32(Some(*i)),
+        Value::BigInt(i) => ScalarValue::Int64(Some(*i)),
+        Value::Double(f) => ScalarValue::Float64(Some(*f)),
+        Value::Decimal(d, s) => ScalarValue::Decimal128(Some(*d), 38, *s as i8),
+        Value::Date(d) => ScalarValue::Date32(Some(*d)),
+        Value::Text(t) => ScalarValue::Utf8(Some(t.clone())),
+        Value::Timestamp(t) => ScalarValue::TimestampMicrosecond(Some(*t), None),
+        Value::Interval(packed) => {
+            let i = kura_common::interval::Interval::unpack(*packed);
+            let nanos = i
+                .micros
+                .checked_mul(1_000)
+                .ok_or_else(|| EngineError::new("22008", "interval parameter out of range"))?;
+            ScalarValue::IntervalMonthDayNano(Some(IntervalMonthDayNano::new(
+                i.months, i.days, nanos,
+            )))
         }
-    }
-    false
+    })
+}
+
+/// The columns a client is told for an Arrow schema.
+fn columns_of(schema: &Schema) -> Vec<Column> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| Column {
+            name: f.name().clone(),
+            data_type: kura_type(f.data_type()),
+        })
+        .collect()
 }
 
 /// The rows of `batches` as the wire's outcome: kura types for the columns, values row by
@@ -250,14 +296,7 @@ pub fn outcome(batches: &[RecordBatch]) -> Result<Outcome, EngineError> {
             })
         }
     };
-    let columns: Vec<Column> = schema
-        .fields()
-        .iter()
-        .map(|f| Column {
-            name: f.name().clone(),
-            data_type: kura_type(f.data_type()),
-        })
-        .collect();
+    let columns = columns_of(&schema);
     let mut rows = Vec::new();
     for b in batches {
         let cols: Vec<Vec<Value>> = b
@@ -364,13 +403,6 @@ fn values(a: &dyn Array) -> Result<Vec<Value>, EngineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parameters_are_found_outside_quotes_only() {
-        assert!(has_parameter("select $1"));
-        assert!(!has_parameter("select '$1', \"$2\""));
-        assert!(!has_parameter("select 1"));
-    }
 
     #[test]
     fn arrow_columns_become_kura_values() {

@@ -30,6 +30,7 @@ pub mod one_shard;
 pub mod partial_agg;
 pub mod physical_sql;
 pub mod placement;
+pub mod prepared;
 pub mod profile;
 pub mod push_rule;
 pub mod regroup_joins;
