@@ -240,9 +240,7 @@ impl Acc {
                 let a = arg.ok_or_else(|| ExecError::Internal("sum without argument".into()))?;
                 let x = crate::expr::floats_view(a);
                 if a.validity.is_none() {
-                    for (&gi, &v) in g.iter().zip(x.iter()) {
-                        sums[gi as usize] += v;
-                    }
+                    lanes::add_floats(sums, g, &x);
                     match batch {
                         Some(b) => seen.iter_mut().zip(b).for_each(|(s, &n)| *s |= n > 0),
                         None => g.iter().for_each(|&gi| seen[gi as usize] = true),
@@ -260,9 +258,7 @@ impl Acc {
                 let a = arg.ok_or_else(|| ExecError::Internal("avg without argument".into()))?;
                 let x = crate::expr::floats_view(a);
                 if a.validity.is_none() {
-                    for (&gi, &v) in g.iter().zip(x.iter()) {
-                        sums[gi as usize] += v;
-                    }
+                    lanes::add_floats(sums, g, &x);
                     add_counts(counts);
                     return Ok(());
                 }

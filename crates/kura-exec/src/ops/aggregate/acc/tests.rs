@@ -149,3 +149,28 @@ fn a_128_bit_overflow_is_reported() {
         Some(false)
     );
 }
+
+#[test]
+fn float_sums_through_lanes_match_the_row_by_row_sums() {
+    use super::lanes::add_floats;
+    // Few groups (lanes) and many (row by row), with a remainder after the lanes' chunks.
+    for groups in [3usize, 1000] {
+        let n = 1003;
+        let g: Vec<u32> = (0..n).map(|i| ((i * 7) % groups) as u32).collect();
+        let x: Vec<f64> = (0..n).map(|i| (i as f64) * 0.25 - 100.0).collect();
+        let mut want = vec![0.0; groups];
+        for (&gi, &v) in g.iter().zip(&x) {
+            want[gi as usize] += v;
+        }
+        let mut got = vec![0.0; groups];
+        add_floats(&mut got, &g, &x);
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} vs {b}");
+        }
+    }
+    // A group with no row in the batch keeps its sum bit for bit (-0.0 stays -0.0).
+    let mut sums = vec![-0.0, 1.0];
+    add_floats(&mut sums, &[1, 1, 1, 1, 1], &[1.0; 5]);
+    assert!(sums[0] == 0.0 && sums[0].is_sign_negative());
+    assert_eq!(sums[1], 6.0);
+}
