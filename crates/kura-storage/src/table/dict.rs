@@ -28,6 +28,41 @@ const DICT_HEAD: usize = 8;
 /// dictionary (comments, names): the look costs a hash per row.
 const TRIAL_ROWS: usize = 256;
 
+/// A value as a dictionary's key: equal when the bytes are, compared without a call to
+/// `memcmp` when short (flags, modes, instructions: a call per row was the largest cost of
+/// writing lineitem's text columns — each row is looked up once to size the page and once
+/// to code it).
+#[derive(Clone, Copy)]
+struct Key<'a>(&'a [u8]);
+
+impl PartialEq for Key<'_> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.0, other.0);
+        if a.len() != b.len() {
+            return false;
+        }
+        let n = a.len();
+        let word = |x: &[u8], at: usize| u64::from_le_bytes(x[at..at + 8].try_into().unwrap());
+        match n {
+            0 => true,
+            1..=7 => a.iter().zip(b).all(|(x, y)| x == y),
+            // Two words, overlapping when shorter than 16: every byte is in one.
+            8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+            _ => a == b,
+        }
+    }
+}
+
+impl Eq for Key<'_> {}
+
+impl std::hash::Hash for Key<'_> {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
 /// Bits per code of a dictionary of `d` values.
 fn code_bits(d: usize) -> u32 {
     if d <= 1 {
@@ -53,12 +88,12 @@ pub fn rows_that_fit(
     space: usize,
     bitmap: impl Fn(usize) -> usize,
 ) -> usize {
-    let mut seen: HashSet<&[u8]> = HashSet::new();
+    let mut seen: HashSet<Key> = HashSet::new();
     let mut bytes = 0;
     let mut n = 0;
     while n < remaining.min(packed::MAX_PACKED_ROWS) {
         let value = s.get_bytes(start + n);
-        let new = !seen.contains(value);
+        let new = !seen.contains(&Key(value));
         let (d, b) = if new {
             (seen.len() + 1, bytes + value.len())
         } else {
@@ -68,7 +103,7 @@ pub fn rows_that_fit(
             break;
         }
         if new {
-            seen.insert(value);
+            seen.insert(Key(value));
             bytes = b;
         }
         n += 1;
@@ -83,12 +118,12 @@ pub fn rows_that_fit(
 /// (the space after the page head and bitmap, zeroed; `rows_that_fit` said
 /// they fit).
 pub fn encode(s: &StrVec, start: usize, n: usize, out: &mut [u8]) {
-    let mut numbers: HashMap<&[u8], u32> = HashMap::new();
+    let mut numbers: HashMap<Key, u32> = HashMap::new();
     let mut values: Vec<&[u8]> = Vec::new();
     let codes: Vec<u64> = (start..start + n)
         .map(|i| {
             let value = s.get_bytes(i);
-            *numbers.entry(value).or_insert_with(|| {
+            *numbers.entry(Key(value)).or_insert_with(|| {
                 values.push(value);
                 values.len() as u32 - 1
             }) as u64
@@ -373,5 +408,20 @@ mod tests {
         bad[codes_at] = 0b11;
         assert!(check(&bad).is_err());
         assert!(check(&page[..20]).is_err());
+    }
+
+    #[test]
+    fn keys_are_equal_exactly_when_their_bytes_are() {
+        for len in 0..40usize {
+            let a: Vec<u8> = (0..len as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(Key(&a) == Key(&a.clone()));
+            for at in 0..len {
+                let mut b = a.clone();
+                b[at] ^= 1;
+                assert!(Key(&a) != Key(&b), "len {len}, byte {at}");
+            }
+            let longer = [a.as_slice(), b"x"].concat();
+            assert!(Key(&a) != Key(&longer));
+        }
     }
 }
