@@ -39,7 +39,7 @@ impl Cluster {
     pub async fn prepare(&self, sql: &str) -> DistResult<Prepared> {
         let mut statements = self.parse(sql)?;
         if statements.len() != 1 {
-            if !statements.is_empty() && has_placeholder(sql) {
+            if !statements.is_empty() && kura_server::sql_scan::placeholder_count(sql) > 0 {
                 return Err(DistError::Syntax(
                     "cannot insert multiple commands into a prepared statement".into(),
                 ));
@@ -188,66 +188,42 @@ fn as_expected(value: ScalarValue, expected: Option<ArrowType>) -> ScalarValue {
 /// `batches` with the columns of `schema` (a column whose type the values decided is cast to
 /// the type the client was told).
 fn conform(batches: Vec<RecordBatch>, schema: &SchemaRef) -> DistResult<Vec<RecordBatch>> {
+    let arrow = |e: arrow_schema::ArrowError| DistError::DataFusion(e.into());
+    // Nullable whatever the plan said: a value cast or a parameter may be NULL.
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    let out = Arc::new(Schema::new(fields));
     batches
         .into_iter()
         .map(|b| {
-            if b.schema().fields().len() != schema.fields().len() {
+            if b.num_columns() != out.fields().len() {
                 return Err(DistError::Cluster(format!(
                     "the statement returned {} columns where {} were described",
                     b.num_columns(),
-                    schema.fields().len()
+                    out.fields().len()
                 )));
             }
             let columns = b
                 .columns()
                 .iter()
-                .zip(schema.fields())
-                .map(|(c, f)| {
-                    if c.data_type() == f.data_type() {
-                        Ok(c.clone())
-                    } else {
-                        cast(c, f.data_type())
-                    }
+                .zip(out.fields())
+                .map(|(c, f)| match c.data_type() == f.data_type() {
+                    true => Ok(c.clone()),
+                    false => cast(c, f.data_type()),
                 })
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| DistError::DataFusion(e.into()))?;
-            let fields: Vec<Field> = schema
-                .fields()
-                .iter()
-                .map(|f| f.as_ref().clone().with_nullable(true))
-                .collect();
-            RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
-                .map_err(|e| DistError::DataFusion(e.into()))
+                .map_err(arrow)?;
+            RecordBatch::try_new(out.clone(), columns).map_err(arrow)
         })
         .collect()
-}
-
-/// Whether `sql` has a `$n` placeholder outside quotes.
-pub fn has_placeholder(sql: &str) -> bool {
-    let b = sql.as_bytes();
-    let mut quote: Option<u8> = None;
-    for i in 0..b.len() {
-        match quote {
-            Some(q) if b[i] == q => quote = None,
-            Some(_) => {}
-            None if b[i] == b'\'' || b[i] == b'"' => quote = Some(b[i]),
-            None if b[i] == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit) => return true,
-            None => {}
-        }
-    }
-    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_are_found_outside_quotes_only() {
-        assert!(has_placeholder("select $1"));
-        assert!(!has_placeholder("select '$1', \"$2\""));
-        assert!(!has_placeholder("select 1"));
-    }
 
     #[test]
     fn parameters_in_order_and_named_ones_refused() {
