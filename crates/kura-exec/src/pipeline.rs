@@ -961,11 +961,17 @@ struct PinBudget {
 impl PinBudget {
     async fn claim(bm: &BufferManager, pages: usize) -> PinBudget {
         let limit = pin_limit(bm);
+        let mut woken = false;
         std::future::poll_fn(|cx| {
             if Self::try_claim(limit, pages) {
                 return Poll::Ready(());
             }
-            lock(&BUDGET_WAITERS).push_back(cx.waker().clone());
+            // A task woken from the front that still does not fit goes back to the
+            // front: sent to the back, its morsel would run thousands of morsels
+            // late, and the pages it shares with its neighbours (a narrow column's
+            // page spans several morsels) would be evicted and read again.
+            let again = std::mem::replace(&mut woken, true);
+            wait_in_line(&mut lock(&BUDGET_WAITERS), cx.waker().clone(), again);
             // Budget returned since the failed claim woke someone else: try again.
             if Self::try_claim(limit, pages) {
                 Poll::Ready(())
@@ -1007,13 +1013,54 @@ impl Drop for PinBudget {
     }
 }
 
+/// Queues a task waiting for pin budget: a newcomer at the back, a task that was
+/// woken and still does not fit at the front, so tasks claim budget in the order
+/// they first asked (see [`PinBudget::claim`]).
+fn wait_in_line(waiters: &mut VecDeque<Waker>, waker: Waker, woken_before: bool) {
+    match woken_before {
+        true => waiters.push_front(waker),
+        false => waiters.push_back(waker),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::split_even;
+    use super::{split_even, wait_in_line};
+    use std::collections::VecDeque;
+    use std::sync::Arc;
+    use std::task::{Wake, Waker};
+
+    /// A waker that only names its task.
+    struct Named(usize);
+    impl Wake for Named {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    fn names(line: &VecDeque<Waker>, tasks: &[Waker]) -> Vec<usize> {
+        line.iter()
+            .map(|w| tasks.iter().position(|t| t.will_wake(w)).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_woken_task_that_still_does_not_fit_keeps_its_place() {
+        let tasks: Vec<Waker> = (0..4).map(|i| Waker::from(Arc::new(Named(i)))).collect();
+        let mut line = VecDeque::new();
+        for t in &tasks {
+            wait_in_line(&mut line, t.clone(), false);
+        }
+        // Budget came back: the first two are woken; task 0 still does not fit,
+        // task 1 does, and a newcomer (task 3 again, as a stand-in) arrives.
+        let first = line.pop_front().unwrap();
+        line.pop_front();
+        wait_in_line(&mut line, first, true);
+        wait_in_line(&mut line, tasks[3].clone(), false);
+        assert_eq!(names(&line, &tasks), vec![0, 2, 3, 3]);
+    }
 
     #[test]
     fn even_split_is_contiguous_and_balanced() {

@@ -72,7 +72,7 @@ pub use fix_stats::{page_fix_stats, reads_in_flight, take_max_in_flight, PageFix
 pub use global::{shared_runtime, started_shared_runtime};
 pub use io::buf::{AlignedBuf, IO_ALIGN};
 pub use io::open_direct;
-pub use io::read::{read_at, read_at_blocking, read_exact_at, ReadAt};
+pub use io::read::{read_at, read_at_blocking, read_exact_at, read_into, ReadAt, ReadTarget};
 pub use page_fix::{fix_async, fix_async_reading, prefetch_async};
 pub use pool::BufferPool;
 pub use stats::{RuntimeStats, WorkerStats};

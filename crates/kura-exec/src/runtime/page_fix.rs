@@ -1,5 +1,5 @@
 //! Asynchronous page fixes (paper 003): a hit returns at once; a miss reads the
-//! page with [`read_at`] on the worker's ring while the task is suspended, then
+//! page straight into its frame with [`read_into`] on the worker's ring while the task is suspended, then
 //! fills the reserved frame; a fix of a page someone else is reading awaits that
 //! read's completion through a waker instead of blocking the worker. Concurrent
 //! fixes of one page therefore share one read — and so does a fix of a page that
@@ -14,9 +14,9 @@ use kura_storage::{
     BufferManager, FixAttempt, InFlight, PageGuard, PageId, ReadTicket, StorageError, StorageResult,
 };
 
-use super::context::{self, buffer};
+use super::context;
 use super::fix_stats::{count_frame_wait, count_prefetch, count_shared_wait, InFlightCount};
-use super::io::read::read_at;
+use super::io::read::{read_into, ReadTarget};
 
 /// How long an asynchronous fix keeps trying while every frame is pinned before
 /// it reports the pool exhausted: far longer than other tasks hold their pins
@@ -83,28 +83,35 @@ pub async fn prefetch_async(bm: &Arc<BufferManager>, page: PageId) -> bool {
     true
 }
 
-/// Reads the page of a miss on the worker's ring and completes the ticket.
-async fn read_ticket(bm: &Arc<BufferManager>, mut ticket: ReadTicket) -> StorageResult<PageGuard> {
+/// A miss's frame is read into directly: its ticket keeps the frame reserved
+/// (LOADING, invisible to other readers) for as long as the read owns it, also
+/// when the task awaiting it is dropped mid-read.
+impl ReadTarget for ReadTicket {
+    fn bytes(&mut self) -> &mut [u8] {
+        self.buffer()
+    }
+}
+
+/// Reads the page of a miss on the worker's ring straight into its frame and
+/// completes the ticket.
+async fn read_ticket(bm: &Arc<BufferManager>, ticket: ReadTicket) -> StorageResult<PageGuard> {
     let page = ticket.page();
     let file = bm.file();
     let size = file.page_size();
-    let result = {
+    let (result, ticket) = {
         let _counted = InFlightCount::start();
         // The pool counts it as one request, in flight until it returns.
         let _request = bm.start_read();
-        read_at(file.raw_fd(), page * size as u64, buffer(size)).await
+        read_into(file.raw_fd(), page * size as u64, ticket).await
     };
     let read = match result {
-        (Ok(n), _) if n < size => Err(StorageError::Corrupt {
+        Ok(n) if n < size => Err(StorageError::Corrupt {
             path: file.path().to_path_buf(),
             page,
             what: format!("page lies beyond the end of the file (read {n} of {size} bytes)"),
         }),
-        (Ok(_), data) => {
-            ticket.buffer()[..size].copy_from_slice(&data[..size]);
-            Ok(())
-        }
-        (Err(source), _) => Err(StorageError::Io {
+        Ok(_) => Ok(()),
+        Err(source) => Err(StorageError::Io {
             path: file.path().to_path_buf(),
             op: "read page",
             source,

@@ -101,11 +101,6 @@ impl AlignedBuf {
         assert!(len <= self.cap, "AlignedBuf::set_len beyond capacity");
         self.len = len;
     }
-
-    /// Raw pointer for handing the memory to the kernel.
-    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
 }
 
 impl Deref for AlignedBuf {

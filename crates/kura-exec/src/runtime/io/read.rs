@@ -16,6 +16,20 @@ use super::buf::AlignedBuf;
 use super::pread;
 use super::uring::IoOp;
 
+/// Memory a read lands in. The read owns it while the kernel may write it, so
+/// its bytes must stay where they are however the owner is moved: a heap buffer,
+/// or a buffer-pool frame held by its read ticket.
+pub trait ReadTarget: Send + 'static {
+    /// The bytes to read into; the same memory for as long as `self` lives.
+    fn bytes(&mut self) -> &mut [u8];
+}
+
+impl ReadTarget for AlignedBuf {
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
 /// Reads up to `buf.len()` bytes of `fd` at `offset` into `buf`.
 ///
 /// The buffer is passed by value and handed back with the result because the
@@ -26,10 +40,16 @@ use super::uring::IoOp;
 ///
 /// `fd` must stay open until the returned future completes or is dropped.
 pub fn read_at(fd: RawFd, offset: u64, buf: AlignedBuf) -> ReadAt {
+    read_into(fd, offset, buf)
+}
+
+/// [`read_at`] into any [`ReadTarget`]: a page read straight into its frame
+/// saves a copy of every page a query reads.
+pub fn read_into<T: ReadTarget>(fd: RawFd, offset: u64, target: T) -> ReadAt<T> {
     ReadAt {
         fd,
         offset,
-        state: State::Start(Some(buf)),
+        state: State::Start(Some(target)),
     }
 }
 
@@ -56,21 +76,24 @@ pub fn read_at_blocking(fd: RawFd, offset: u64, buf: &mut [u8]) -> io::Result<us
     result
 }
 
-enum State {
-    Start(Option<AlignedBuf>),
+enum State<T> {
+    Start(Option<T>),
     InFlight(Arc<IoOp>),
     Done,
 }
 
 /// The future returned by [`read_at`]: resolves to the byte count and the buffer.
-pub struct ReadAt {
+pub struct ReadAt<T = AlignedBuf> {
     fd: RawFd,
     offset: u64,
-    state: State,
+    state: State<T>,
 }
 
-impl Future for ReadAt {
-    type Output = (io::Result<usize>, AlignedBuf);
+// The target is only ever moved in and out by value, never pinned in place.
+impl<T> Unpin for ReadAt<T> {}
+
+impl<T: ReadTarget> Future for ReadAt<T> {
+    type Output = (io::Result<usize>, T);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
@@ -79,13 +102,14 @@ impl Future for ReadAt {
                 let Some(mut buf) = buf.take() else {
                     unreachable!("ReadAt polled in an invalid state")
                 };
-                let Ok(len) = u32::try_from(buf.len()) else {
+                let bytes = buf.bytes();
+                let Ok(len) = u32::try_from(bytes.len()) else {
                     this.state = State::Done;
                     let err = io::Error::new(io::ErrorKind::InvalidInput, "read larger than 4 GiB");
                     return Poll::Ready((Err(err), buf));
                 };
-                let ptr = buf.as_mut_ptr();
-                let op = IoOp::new(buf, cx.waker().clone());
+                let ptr = bytes.as_mut_ptr();
+                let op = IoOp::new(Box::new(buf), cx.waker().clone());
                 match context::submit_read(this.fd, ptr, len, this.offset, op.clone()) {
                     IoRoute::Submitted => {
                         this.state = State::InFlight(op);
@@ -93,8 +117,8 @@ impl Future for ReadAt {
                     }
                     IoRoute::Synchronous => {
                         this.state = State::Done;
-                        let mut buf = take_buf(&op);
-                        let result = read_at_blocking(this.fd, this.offset, &mut buf);
+                        let mut buf: T = take_buf(&op);
+                        let result = read_at_blocking(this.fd, this.offset, buf.bytes());
                         Poll::Ready((result, buf))
                     }
                 }
@@ -103,8 +127,8 @@ impl Future for ReadAt {
                 let mut inner = op.inner.lock().unwrap_or_else(|e| e.into_inner());
                 match inner.result {
                     Some(res) => {
-                        let buf = inner.buf.take().expect("completed read keeps its buffer");
                         drop(inner);
+                        let buf: T = take_buf(op);
                         this.state = State::Done;
                         let result = if res < 0 {
                             Err(io::Error::from_raw_os_error(-res))
@@ -128,11 +152,15 @@ impl Future for ReadAt {
     }
 }
 
-fn take_buf(op: &IoOp) -> AlignedBuf {
-    op.inner
+fn take_buf<T: ReadTarget>(op: &IoOp) -> T {
+    let owner = op
+        .inner
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .buf
         .take()
-        .expect("fresh read owns its buffer")
+        .expect("a read owns its target until it is handed back");
+    *owner
+        .downcast::<T>()
+        .expect("a read hands back the target it was given")
 }

@@ -3,6 +3,7 @@
 //! task polls and wake the waiting tasks. An armed read on the worker's eventfd
 //! lets other threads wake a worker sleeping in the ring.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::io;
 use std::os::unix::io::RawFd;
@@ -10,8 +11,6 @@ use std::sync::{Arc, Mutex};
 use std::task::Waker;
 
 use io_uring::{opcode, squeue, types, IoUring};
-
-use super::buf::AlignedBuf;
 
 /// user_data of the eventfd read that wakes a sleeping worker.
 const WAKE_TOKEN: u64 = u64::MAX;
@@ -26,11 +25,12 @@ pub(crate) struct IoOp {
 pub(crate) struct OpInner {
     pub(crate) result: Option<i32>,
     pub(crate) waker: Option<Waker>,
-    pub(crate) buf: Option<AlignedBuf>,
+    /// What owns the memory the kernel writes (a [`ReadTarget`](super::read::ReadTarget)).
+    pub(crate) buf: Option<Box<dyn Any + Send>>,
 }
 
 impl IoOp {
-    pub(crate) fn new(buf: AlignedBuf, waker: Waker) -> Arc<IoOp> {
+    pub(crate) fn new(buf: Box<dyn Any + Send>, waker: Waker) -> Arc<IoOp> {
         Arc::new(IoOp {
             inner: Mutex::new(OpInner {
                 result: None,
