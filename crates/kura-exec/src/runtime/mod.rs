@@ -13,7 +13,8 @@
 //!
 //! How operators use it: a source task spawns one child per row group or page
 //! range with [`spawn`]; a child awaits [`read_at`] into a [`buffer`] from its
-//! worker's pool (or awaits a [`Completion`] when another task is already
+//! worker's pool — a page fix reads straight into its buffer-pool frame with
+//! [`read_into`] — (or awaits a [`Completion`] when another task is already
 //! reading the page) and merges its partial result at the pipeline's end.
 //!
 //! ```
