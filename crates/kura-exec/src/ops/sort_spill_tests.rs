@@ -240,7 +240,6 @@ fn a_full_temp_directory_is_disk_full() {
 
 /// Every row of a window's output, as text, sorted.
 fn run_window(ctx: &ExecContext) -> ExecResult<Vec<String>> {
-    use crate::ops::window::WindowSink;
     use crate::plan::WindowFunc;
     let partition = vec![PhysExpr::Column {
         index: 0,
@@ -255,6 +254,17 @@ fn run_window(ctx: &ExecContext) -> ExecResult<Vec<String>> {
         nulls_first: false,
     }];
     let functions = vec![WindowFunc::RowNumber, WindowFunc::DenseRank];
+    run_window_of(ctx, partition, order, functions)
+}
+
+/// Every row of the output of a window over the rows of [`rows`], as text, sorted.
+fn run_window_of(
+    ctx: &ExecContext,
+    partition: Vec<PhysExpr>,
+    order: Vec<SortKey>,
+    functions: Vec<crate::plan::WindowFunc>,
+) -> ExecResult<Vec<String>> {
+    use crate::ops::window::WindowSink;
     let sink = WindowSink::new(partition, order, functions, types()).with_node(0);
     let mut locals = vec![sink.local(), sink.local()];
     for (i, from) in (0..60_000).step_by(1_000).enumerate() {
@@ -288,6 +298,96 @@ fn a_window_past_its_limit_gives_the_same_rows() {
     assert_eq!(got, expected);
     no_files_left(&small, &dir);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A window without PARTITION BY: one partition of 60,000 rows.
+fn one_partition(
+    functions: Vec<crate::plan::WindowFunc>,
+    order: Vec<SortKey>,
+    ctx: &ExecContext,
+) -> ExecResult<Vec<String>> {
+    run_window_of(ctx, Vec::new(), order, functions)
+}
+
+fn tag() -> PhysExpr {
+    PhysExpr::Column {
+        index: 2,
+        data_type: DataType::BigInt,
+    }
+}
+
+/// [`keys`] (many ties: peer groups) then the unique tag: one row per peer group.
+fn unique_keys() -> Vec<SortKey> {
+    let mut k = keys();
+    k.push(SortKey {
+        expr: tag(),
+        descending: false,
+        nulls_first: false,
+    });
+    k
+}
+
+/// Functions whose values do not depend on how ties are broken: ranks and
+/// aggregates over RANGE frames (whole peer groups) for an order with ties;
+/// row numbers and ROWS frames for an order without.
+fn streaming_functions(ties: bool) -> Vec<crate::plan::WindowFunc> {
+    use crate::plan::{AggCall, AggFunc, FrameUnits, WindowFrame, WindowFunc};
+    let range = WindowFrame::default_frame;
+    let rows = || WindowFrame {
+        units: FrameUnits::Rows,
+        ..WindowFrame::default_frame()
+    };
+    let count = || AggCall::simple(AggFunc::Count, None, DataType::BigInt);
+    let max = || AggCall::simple(AggFunc::Max, Some(tag()), DataType::BigInt);
+    match ties {
+        true => vec![
+            WindowFunc::Rank,
+            WindowFunc::DenseRank,
+            WindowFunc::Aggregate(count(), range()),
+            WindowFunc::Aggregate(max(), range()),
+        ],
+        false => vec![
+            WindowFunc::RowNumber,
+            WindowFunc::Aggregate(count(), rows()),
+            WindowFunc::Aggregate(max(), rows()),
+        ],
+    }
+}
+
+#[test]
+fn one_partition_past_its_limit_spills_a_run_of_peer_groups_at_a_time() {
+    for (ties, order) in [(true, keys()), (false, unique_keys())] {
+        let dir = temp_dir(&format!("window-one-partition-{ties}"));
+        let run = |ctx: &ExecContext| one_partition(streaming_functions(ties), order.clone(), ctx);
+        let expected = run(&ExecContext::unbounded()).unwrap();
+        assert_eq!(expected.len(), 60_000);
+        let small = ExecContext::new(Arc::new(AtomicBool::new(false)), 2 << 20)
+            .with_spill(dir.clone(), u64::MAX);
+        let got = run(&small).unwrap();
+        assert!(small.stats()[0].spilled_bytes > 0, "nothing spilled");
+        assert_eq!(got, expected, "ties: {ties}");
+        no_files_left(&small, &dir);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn one_partition_reading_ahead_still_needs_it_in_memory() {
+    use crate::plan::{FramePick, WindowFrame, WindowFunc};
+    // last_value over the default frame looks at the current row's last peer,
+    // which may lie in rows not read yet: computed in memory, so past the
+    // limit it fails instead of giving a wrong answer.
+    let ahead = vec![
+        WindowFunc::RowNumber,
+        WindowFunc::FrameValue {
+            pick: FramePick::Last,
+            value: tag(),
+            frame: WindowFrame::default_frame(),
+        },
+    ];
+    let small = ExecContext::new(Arc::new(AtomicBool::new(false)), 2 << 20);
+    let err = one_partition(ahead, keys(), &small).unwrap_err();
+    assert!(err.to_string().contains("memory"), "{err}");
 }
 
 #[test]

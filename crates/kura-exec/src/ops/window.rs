@@ -6,8 +6,13 @@
 //! Past half its memory limit a window with PARTITION BY sorts its input with
 //! the external merge sort (`sort_spill`) and computes its functions a chunk
 //! of whole partitions at a time as the sorted rows are read back, writing
-//! the result to a temporary file: memory holds one chunk, not the input. A
-//! window without PARTITION BY has one partition, which must fit in memory.
+//! the result to a temporary file: memory holds one chunk, not the input.
+//! When every function only looks back — ranks and running aggregates — a
+//! partition larger than a chunk (and a window without PARTITION BY, one
+//! partition) is cut between peer groups instead, each chunk starting from
+//! the ranks and aggregate states the one before ended with. Functions that
+//! read the whole partition or rows ahead (`lead`, `ntile`, `percent_rank`,
+//! frames ending after the current row) need the partition in memory.
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as Atomic};
@@ -15,7 +20,7 @@ use std::sync::Mutex;
 
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
-use super::aggregate::new_acc;
+use super::aggregate::{new_acc, Acc};
 use super::join::{batch_bytes, vector_bytes};
 use super::sort::SortSink;
 use super::sort_run::cmp_rows;
@@ -56,7 +61,27 @@ pub struct WindowSink {
     result_file: Mutex<Option<SortedRunSource>>,
     /// The rows and results this window holds of the query's memory.
     share: OwnShare,
+    /// Whether its functions allow a partition to be computed a chunk at a time.
+    streams: bool,
 }
+
+/// What a chunk that ends inside a partition hands to the next chunk, which
+/// goes on with that partition.
+#[derive(Default)]
+struct Carry {
+    /// Row number, rank and dense rank of the chunk's last row.
+    ranks: Ranks,
+    /// Per function: a running aggregate's accumulator and its last group (the
+    /// state of the partition's rows so far).
+    accs: Vec<Option<(Acc, usize)>>,
+}
+
+/// Row number, rank and dense rank of a row within its partition.
+type Ranks = (i64, i64, i64);
+
+/// Where one function's partition stood at the end of the chunk before: the
+/// ranks, and a running aggregate's accumulator with its last group.
+type GoingOn<'a> = (Ranks, Option<&'a (Acc, usize)>);
 
 /// A spilled window's chunk of whole partitions is computed once its rows
 /// hold this share of the memory the query may still use (or this much).
@@ -82,7 +107,9 @@ impl WindowSink {
             spilling: AtomicBool::new(false),
             share: OwnShare::default(),
             result_file: Mutex::new(None),
+            streams: false,
         };
+        w.streams = streams(&w.functions);
         w.sorter = SortSink::new(w.sort_keys(), w.types.clone(), None);
         w
     }
@@ -109,9 +136,10 @@ impl WindowSink {
 
     /// Whether rows go to the external sort from now on: they do already, or
     /// the window holds more than half of what its query leaves it. Without PARTITION BY there is
-    /// one partition, computed in memory whatever its size.
+    /// one partition: it spills only when its functions can be computed a chunk at a
+    /// time ([`WindowSink::streams`]), else it is computed in memory whatever its size.
     fn spills(&self, ctx: &ExecContext, extra: u64) -> bool {
-        if self.partition_by.is_empty() {
+        if self.partition_by.is_empty() && !self.streams() {
             return false;
         }
         if self.spilling.load(Atomic::Relaxed) {
@@ -122,6 +150,24 @@ impl WindowSink {
             return true;
         }
         false
+    }
+
+    /// Whether a partition larger than memory can be computed a chunk at a time
+    /// (see [`streams`]).
+    fn streams(&self) -> bool {
+        self.streams
+    }
+
+    /// What a memory error names as holding the rows: a partition must be held
+    /// whole when a function reads rows ahead of the current one.
+    fn what_holds_rows(&self) -> &'static str {
+        match self.streams() {
+            true => "window",
+            false => {
+                "window partition (held whole: lead, ntile, percent_rank, cume_dist, \
+                 first/last/nth_value and frames ending past the current row read ahead)"
+            }
+        }
     }
 
     /// Hands `batches` (whose bytes were reserved here) to the external sort,
@@ -142,31 +188,43 @@ impl WindowSink {
     /// The window functions over `sorted` rows (sorted by partition and order
     /// keys, whole partitions) whose keys are `vals`: the rows with one column
     /// per function appended.
+    ///
+    /// `carry`, when the rows go on with the partition the chunk before ended
+    /// in, is where that chunk left its ranks and running aggregates; the
+    /// returned [`Carry`] is where this chunk leaves them.
     fn compute_all(
         &self,
         keys: &[SortKey],
         sorted: Batch,
         vals: &[Vector],
         ctx: &ExecContext,
-    ) -> ExecResult<Batch> {
+        carry: Option<&Carry>,
+    ) -> ExecResult<(Batch, Carry)> {
         let rows = sorted.len();
         let layout = self.layout(keys, vals, rows);
         let mut computed = Vec::with_capacity(self.functions.len());
-        for f in &self.functions {
+        let mut out = Carry {
+            ranks: rank_state(&layout, carry.map(|c| c.ranks)),
+            accs: Vec::with_capacity(self.functions.len()),
+        };
+        for (i, f) in self.functions.iter().enumerate() {
             ctx.check_cancel()?;
             let key = vals.get(self.partition_by.len());
-            let v = self.compute(f, &sorted, &layout, key)?;
+            let from = carry.map(|c| (c.ranks, c.accs.get(i).and_then(Option::as_ref)));
+            let (v, acc) = self.compute(f, &sorted, &layout, key, from)?;
             self.share
                 .reserve(&ctx.memory, vector_bytes(&v), "window")?;
             computed.push(v);
+            out.accs.push(acc);
         }
         let mut columns = sorted.columns;
         columns.extend(computed);
-        Ok(if columns.is_empty() {
+        let batch = if columns.is_empty() {
             Batch::with_rows(rows)
         } else {
             Batch::new(columns)
-        })
+        };
+        Ok((batch, out))
     }
 
     /// The end of a window that spilled: every row sorted by the external
@@ -212,12 +270,16 @@ impl WindowSink {
         let mut out: Option<RunWriter> = None;
         let mut out_types = Vec::new();
         let (mut chunk, mut held) = (Vec::new(), 0u64);
+        let streams = self.streams();
+        // Set while the rows read next go on with the partition the last
+        // chunk was cut inside.
+        let mut carry: Option<Carry> = None;
         loop {
             let b = next()?;
             let done = b.is_none();
             if let Some(b) = b {
                 let bytes = batch_bytes(&b);
-                ctx.memory.reserve(bytes, "window partition")?;
+                ctx.memory.reserve(bytes, self.what_holds_rows())?;
                 held += bytes;
                 chunk.push(b);
             }
@@ -234,15 +296,14 @@ impl WindowSink {
                 .map(|k| k.expr.eval(&all))
                 .collect::<ExecResult<Vec<_>>>()?;
             // The chunk ends where its last partition starts, which may go on
-            // in the rows not read yet.
-            let mut end = rows;
+            // in the rows not read yet; when that is its first row and the
+            // functions allow it, where its last peer group starts.
+            let (mut end, mut inside) = (rows, false);
             if !done {
-                end -= 1;
-                while end > 0
-                    && cmp_rows(&keys[..np], &vals[..np], end - 1, &vals[..np], end)
-                        == Ordering::Equal
-                {
-                    end -= 1;
+                end = last_run_start(&keys[..np], &vals[..np], rows);
+                if end == 0 && streams {
+                    end = last_run_start(&keys, &vals, rows);
+                    inside = end > 0;
                 }
             }
             if end == 0 {
@@ -274,7 +335,8 @@ impl WindowSink {
                 };
                 (head, vals.iter().map(cut).collect())
             };
-            let result = self.compute_all(&keys, head, &vals, ctx)?;
+            let (result, left) = self.compute_all(&keys, head, &vals, ctx, carry.as_ref())?;
+            carry = inside.then_some(left);
             let computed: u64 = result.columns[self.types.len()..]
                 .iter()
                 .map(vector_bytes)
@@ -329,31 +391,24 @@ impl WindowSink {
         Layout::of(keys, self.partition_by.len(), vals, rows)
     }
 
-    /// The column of one function over the sorted rows.
+    /// The column of one function over the sorted rows, and a running
+    /// aggregate's accumulator with its last group (for the next chunk).
+    /// `from`: the ranks and this function's accumulator the chunk before
+    /// ended with, when the first row goes on with its partition.
     fn compute(
         &self,
         f: &WindowFunc,
         sorted: &Batch,
         l: &Layout,
         key: Option<&Vector>,
-    ) -> ExecResult<Vector> {
+        from: Option<GoingOn<'_>>,
+    ) -> ExecResult<(Vector, Option<(Acc, usize)>)> {
         let rows = l.peer.len();
         // Row number, rank and dense rank within the partition, for the ranking
         // functions; `pick` chooses which one the function returns.
         let ranks = |pick: fn(i64, i64, i64) -> i64| {
-            let (mut number, mut rank, mut dense) = (0i64, 0i64, 0i64);
-            let out: Vec<i64> = (0..rows)
-                .map(|i| {
-                    if l.partition_start[i] {
-                        (number, rank, dense) = (0, 0, 0);
-                    }
-                    number += 1;
-                    if l.peer_start[i] {
-                        rank = number;
-                        dense += 1;
-                    }
-                    pick(number, rank, dense)
-                })
+            let out: Vec<i64> = rank_triples(l, from.map(|f| f.0))
+                .map(|(n, r, d)| pick(n, r, d))
                 .collect();
             Vector {
                 data_type: DataType::BigInt,
@@ -361,7 +416,7 @@ impl WindowSink {
                 validity: None,
             }
         };
-        Ok(match f {
+        let v = match f {
             WindowFunc::RowNumber => ranks(|n, _, _| n),
             WindowFunc::Rank => ranks(|_, r, _| r),
             WindowFunc::DenseRank => ranks(|_, _, d| d),
@@ -417,6 +472,11 @@ impl WindowSink {
                 acc.grow(groups);
                 let arg = call.arg.as_ref().map(|a| a.eval(sorted)).transpose()?;
                 acc.update(group, arg.as_ref())?;
+                if let (Some((before, last)), true) = (from.and_then(|f| f.1), starts.is_some()) {
+                    // The partition began in the chunk before: its first group
+                    // here starts from the state that chunk ended with.
+                    acc.carry_from(0, before, *last);
+                }
                 if let Some(starts) = starts {
                     // Running frames: a group sees every earlier group of its
                     // partition, so each carries the running state forward.
@@ -427,10 +487,64 @@ impl WindowSink {
                         }
                     }
                 }
-                acc.finish(call, groups)?.take(group)
+                let v = acc.finish(call, groups)?.take(group);
+                let last = groups.checked_sub(1);
+                return Ok((v, last.map(|g| (acc, g))));
             }
-        })
+        };
+        Ok((v, None))
     }
+}
+
+/// Row number, rank and dense rank within its partition of each of the sorted
+/// rows laid out as `l`, counting on from `from` when the first row goes on with
+/// the partition of the rows before.
+fn rank_triples(l: &Layout, from: Option<Ranks>) -> impl Iterator<Item = Ranks> + '_ {
+    let (mut number, mut rank, mut dense) = from.unwrap_or((0, 0, 0));
+    (0..l.peer.len()).map(move |i| {
+        if l.partition_start[i] && (i > 0 || from.is_none()) {
+            (number, rank, dense) = (0, 0, 0);
+        }
+        number += 1;
+        if l.peer_start[i] {
+            rank = number;
+            dense += 1;
+        }
+        (number, rank, dense)
+    })
+}
+
+/// The ranks of the last of the rows laid out as `l` (see [`rank_triples`]).
+fn rank_state(l: &Layout, from: Option<Ranks>) -> Ranks {
+    rank_triples(l, from)
+        .last()
+        .unwrap_or(from.unwrap_or((0, 0, 0)))
+}
+
+/// Where the last run of `rows` sorted rows equal on `keys` (evaluated as
+/// `vals`) starts: 0 when all rows are one run.
+fn last_run_start(keys: &[SortKey], vals: &[Vector], rows: usize) -> usize {
+    let mut start = rows.saturating_sub(1);
+    while start > 0 && cmp_rows(keys, vals, start - 1, vals, start) == Ordering::Equal {
+        start -= 1;
+    }
+    start
+}
+
+/// Whether every function can be computed a run of whole peer groups at a time,
+/// going on from the state the run before ended with: the ranks and aggregates
+/// over a frame from the partition's start to the current row.
+fn streams(functions: &[WindowFunc]) -> bool {
+    functions.iter().all(|f| match f {
+        WindowFunc::RowNumber | WindowFunc::Rank | WindowFunc::DenseRank => true,
+        WindowFunc::Aggregate(call, frame) => {
+            running(frame)
+                && frame.end == FrameBound::CurrentRow
+                && !call.distinct
+                && new_acc(call).carries()
+        }
+        _ => false,
+    })
 }
 
 /// Whether `frame` runs from the partition's first row to the current row, its
@@ -471,7 +585,8 @@ impl Sink for WindowSink {
             self.to_sorter(sorting, std::mem::take(&mut buf.batches), ctx)?;
             return self.sorter.consume(sorting, batch, ctx);
         }
-        self.share.reserve(&ctx.memory, bytes, "window")?;
+        self.share
+            .reserve(&ctx.memory, bytes, self.what_holds_rows())?;
         buf.batches.push(batch);
         Ok(())
     }
@@ -510,7 +625,7 @@ impl Sink for WindowSink {
             Batch::new(all.columns.iter().map(|c| c.take(&idx)).collect())
         };
         drop(all);
-        let out = self.compute_all(&keys, sorted, &vals, ctx)?;
+        let (out, _) = self.compute_all(&keys, sorted, &vals, ctx, None)?;
         *self.result.lock().unwrap_or_else(|e| e.into_inner()) =
             if rows == 0 { Vec::new() } else { split(out) };
         Ok(())

@@ -363,6 +363,27 @@ impl Acc {
         Ok(())
     }
 
+    /// Whether [`Acc::carry`] can fold this accumulator's groups into each
+    /// other: the aggregates a running window frame computes.
+    pub(crate) fn carries(&self) -> bool {
+        matches!(
+            self,
+            Acc::Count(_)
+                | Acc::SumInt { .. }
+                | Acc::SumFloat { .. }
+                | Acc::AvgInt { .. }
+                | Acc::AvgFloat { .. }
+                | Acc::MinMax(_)
+        )
+    }
+
+    /// Folds group `from` of `other` into group `to` here: a running window
+    /// computed a run of rows at a time starts a run with the state its
+    /// partition reached at the end of the run before.
+    pub(crate) fn carry_from(&mut self, to: usize, other: &Acc, from: usize) {
+        self.merge_group(to, other, from);
+    }
+
     /// Folds `other` (a worker's state, dropped after) into this one; kept
     /// values move rather than being copied. `ids[g]` is the group here of
     /// `other`'s group `g`, or [`SKIP`] for a group left in `other` (a spilled
