@@ -307,7 +307,13 @@ impl Vector {
             ColumnData::I128(v) => ColumnData::I128(idx.iter().map(|&i| v[i as usize]).collect()),
             ColumnData::F64(v) => ColumnData::F64(idx.iter().map(|&i| v[i as usize]).collect()),
             ColumnData::Str(v) => {
-                let mut out = StrVec::with_capacity(idx.len(), idx.len() * 16);
+                // Sized exactly: a run of long strings gathered with a guessed
+                // size would double its way up to twice what it holds.
+                let bytes = idx
+                    .iter()
+                    .map(|&i| (v.offsets[i as usize + 1] - v.offsets[i as usize]) as usize)
+                    .sum();
+                let mut out = StrVec::with_capacity(idx.len(), bytes);
                 for &i in idx {
                     out.push(v.get_bytes(i as usize));
                 }

@@ -123,8 +123,13 @@ impl MemoryTracker {
         }
     }
 
+    /// The most this query may hold: its own limit, or the shared one when
+    /// that is smaller (a query under `1TB` on a server of `256MB`).
     pub fn limit(&self) -> u64 {
-        self.limit
+        match &self.parent {
+            Some(p) => self.limit.min(p.limit),
+            None => self.limit,
+        }
     }
 
     pub fn used(&self) -> u64 {

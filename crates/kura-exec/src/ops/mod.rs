@@ -9,6 +9,7 @@ pub mod join;
 pub mod minmax;
 pub mod scan;
 pub mod sort;
+mod sort_order;
 mod sort_run;
 mod sort_spill;
 pub mod streaming;
@@ -17,7 +18,7 @@ mod window_frame;
 mod window_layout;
 mod window_value;
 
-use kura_common::{Batch, DataType, Value, Vector};
+use kura_common::{Batch, ColumnData, DataType, Value, Vector};
 
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
@@ -73,6 +74,20 @@ pub fn concat(types: &[DataType], batches: Vec<Batch>) -> Batch {
         return Batch::with_rows(rows);
     }
     let mut cols: Vec<Vector> = types.iter().map(|t| Vector::new(*t, rows)).collect();
+    // Text sized exactly (an upper bound where a selection drops rows): grown
+    // by doubling, a sort's batch of long strings could take twice its size.
+    for (i, c) in cols.iter_mut().enumerate() {
+        if let ColumnData::Str(s) = &mut c.data {
+            let bytes: usize = batches
+                .iter()
+                .filter_map(|b| match &b.columns.get(i)?.data {
+                    ColumnData::Str(t) => Some(t.data.len()),
+                    _ => None,
+                })
+                .sum();
+            s.data = Vec::with_capacity(bytes);
+        }
+    }
     for b in batches {
         let b = crate::expr::compact_batch(b);
         for (c, v) in cols.iter_mut().zip(&b.columns) {

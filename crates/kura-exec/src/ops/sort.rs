@@ -9,15 +9,14 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering as Atomic};
 use std::sync::Mutex;
 
-use kura_common::memobj;
-use kura_common::{Batch, ColumnData, DataType, Vector};
+use kura_common::{Batch, DataType};
 
-use super::sort_run::{cmp_rows, Run};
-use super::sort_spill::{merge_runs, write_run, RunFormat, SortedRunSource, SpilledRun};
+use super::sort_order::{order_rows, sort_run, Ordered};
+use super::sort_run::Run;
+use super::sort_spill::{merge_runs, write_ordered, RunFormat, SortedRunSource, SpilledRun};
 use super::{concat, join::batch_bytes, split};
 use crate::context::{ExecContext, OwnShare, NO_NODE};
 use crate::error::{ExecError, ExecResult};
@@ -122,8 +121,8 @@ impl SortSink {
     /// Sorts a worker's buffered rows into a run on disk and gives back their
     /// memory.
     fn spill(&self, buf: &mut Buffered, ctx: &ExecContext) -> ExecResult<()> {
-        let run = self.sort_run(std::mem::take(&mut buf.batches), ctx)?;
-        let spilled = write_run(run, &self.format(), ctx)?;
+        let run = self.order_rows(std::mem::take(&mut buf.batches), ctx)?;
+        let spilled = write_ordered(run, &self.format(), ctx)?;
         self.share.release(&ctx.memory, buf.bytes);
         (buf.rows, buf.bytes) = (0, 0);
         self.spilled
@@ -212,10 +211,10 @@ impl SortSink {
         let held: u64 = pending.iter().map(|p| p.1).sum();
         // One run of all (in order): a state per morsel would make many small.
         let all: Vec<Batch> = pending.into_iter().flat_map(|p| p.0).collect();
-        let runs = vec![self.sort_run(all, ctx)?];
+        let run = self.order_rows(all, ctx)?;
         let format = self.format();
-        for run in runs.into_iter().filter(|r| !r.rows.is_empty()) {
-            spilled.push(write_run(run, &format, ctx)?);
+        if run.len() > 0 {
+            spilled.push(write_ordered(run, &format, ctx)?);
         }
         self.share.release(&ctx.memory, held);
         if let Some(run) = merge_runs(spilled, &format, self.limit, ctx)? {
@@ -223,6 +222,13 @@ impl SortSink {
                 Some(SortedRunSource::new(run, &format));
         }
         Ok(())
+    }
+
+    /// The rows of a run to be written to disk, in order.
+    fn order_rows(&self, batches: Vec<Batch>, ctx: &ExecContext) -> ExecResult<Ordered> {
+        order_rows(&self.keys, &self.types, self.limit, batches, &|| {
+            ctx.check_cancel()
+        })
     }
 
     fn sort_run(&self, batches: Vec<Batch>, ctx: &ExecContext) -> ExecResult<Run> {
@@ -248,120 +254,6 @@ impl SortSink {
             .collect();
         crate::parallel::run_parts(ctx, parts)
     }
-}
-
-/// Sorts `idx` by `cmp`, asking `cancel` every `every` comparisons; a cancel
-/// unwinds out of the sort (without the panic hook: it is not a panic).
-/// Answering Equal from then on instead would break the total order the
-/// standard sort checks, and it panics on that.
-fn sort_canceling(
-    idx: &mut [u32],
-    mut cmp: impl FnMut(u32, u32) -> Ordering,
-    cancel: &dyn Fn() -> ExecResult<()>,
-    every: u32,
-) -> ExecResult<()> {
-    let mut compared = 0u32;
-    let mut stopped = None;
-    let sorted = catch_unwind(AssertUnwindSafe(|| {
-        idx.sort_by(|&x, &y| {
-            compared = compared.wrapping_add(1);
-            if compared.is_multiple_of(every) {
-                if let Err(e) = cancel() {
-                    stopped = Some(e);
-                    resume_unwind(Box::new(SortCanceled));
-                }
-            }
-            cmp(x, y)
-        })
-    }));
-    match (sorted, stopped) {
-        (Ok(()), _) => Ok(()),
-        (Err(payload), Some(e)) if payload.is::<SortCanceled>() => Err(e),
-        (Err(payload), _) => resume_unwind(payload),
-    }
-}
-
-/// The payload a canceled comparison sort unwinds with.
-struct SortCanceled;
-
-/// Sorts `batches` by `keys` into a run, cut to `limit` rows. `cancel` is
-/// asked between the steps and between columns: a run of millions of wide
-/// rows (a top-N over a cross product) takes seconds to sort and gather.
-pub(super) fn sort_run(
-    sort_keys: &[SortKey],
-    types: &[DataType],
-    limit: Option<usize>,
-    batches: Vec<Batch>,
-    cancel: &dyn Fn() -> ExecResult<()>,
-) -> ExecResult<Run> {
-    let all = concat(types, batches);
-    cancel()?;
-    let keys = sort_keys
-        .iter()
-        .map(|k| k.expr.eval(&all))
-        .collect::<ExecResult<Vec<_>>>()?;
-    cancel()?;
-    let mut idx: Vec<u32> = (0..all.num_rows as u32).collect();
-    let named = name_sort_buffers(&all, &keys, &idx);
-    let mut prefix_sorted = None;
-    match sort_keys
-        .first()
-        .zip(keys.first())
-        .and_then(|(k, v)| int_prefix(k, v))
-    {
-        Some(prefix) => {
-            // The first key as order-preserving integers beside the row
-            // numbers: most comparisons read one contiguous array, and the
-            // row number breaks ties last, so the unstable sort is stable.
-            let (rest, rest_keys) = (&sort_keys[1..], &keys[1..]);
-            let mut pairs: Vec<(u64, u32)> = prefix.into_iter().zip(0u32..).collect();
-            pairs.sort_unstable_by(|a, b| {
-                a.0.cmp(&b.0)
-                    .then_with(|| cmp_rows(rest, rest_keys, a.1 as usize, rest_keys, b.1 as usize))
-                    .then(a.1.cmp(&b.1))
-            });
-            pairs.truncate(limit.unwrap_or(usize::MAX));
-            let mut sorted = Vec::with_capacity(pairs.len());
-            for (slot, (p, row)) in idx.iter_mut().zip(pairs) {
-                *slot = row;
-                sorted.push(p);
-            }
-            prefix_sorted = Some(sorted);
-        }
-        None => {
-            // Comparing rows key by key is slow (a second for a few million
-            // rows): a cancel is asked every 65,536 comparisons.
-            sort_canceling(
-                &mut idx,
-                |x, y| cmp_rows(sort_keys, &keys, x as usize, &keys, y as usize),
-                cancel,
-                65_536,
-            )?;
-        }
-    }
-    if let Some(l) = limit {
-        idx.truncate(l);
-    }
-    cancel()?;
-    let rows = if all.columns.is_empty() {
-        Batch::with_rows(idx.len())
-    } else {
-        let mut columns = Vec::with_capacity(all.columns.len());
-        for c in &all.columns {
-            cancel()?;
-            columns.push(c.take(&idx));
-        }
-        Batch::new(columns)
-    };
-    let keys = keys.iter().map(|k| k.take(&idx)).collect();
-    for (start, len) in named {
-        memobj::unregister(start, len);
-    }
-    Ok(Run {
-        rows,
-        keys,
-        prefix: prefix_sorted,
-    })
 }
 
 /// The merged order of sorted `runs`, as row numbers of the runs laid end to
@@ -428,51 +320,6 @@ fn merge_order(
         }
     }
     Ok(order)
-}
-
-/// The values of an integer sort key without NULLs as unsigned integers in the
-/// key's order (the sign bit flipped; every bit flipped for a descending key),
-/// or `None` for other keys.
-fn int_prefix(key: &SortKey, v: &Vector) -> Option<Vec<u64>> {
-    if v.validity.as_ref().is_some_and(|b| b.iter().any(|ok| !ok)) {
-        return None;
-    }
-    let flip = if key.descending { u64::MAX } else { 0 };
-    let image = |x: i64| (x as u64 ^ 1 << 63) ^ flip;
-    match &v.data {
-        ColumnData::I32(x) => Some(x.iter().map(|&x| image(x as i64)).collect()),
-        ColumnData::I64(x) => Some(x.iter().map(|&x| image(x)).collect()),
-        _ => None,
-    }
-}
-
-/// Names a run's memory for the memory profiler while it is sorted: the
-/// gathered input rows, the evaluated keys and the permutation. Returns the
-/// spans to release afterwards (none when profiling is off).
-fn name_sort_buffers(all: &Batch, keys: &[Vector], idx: &[u32]) -> Vec<(usize, usize)> {
-    if !memobj::enabled() {
-        return Vec::new();
-    }
-    let mut named = Vec::new();
-    let mut name = |spans: Vec<(usize, usize)>, what: &'static str| {
-        for (start, len) in spans {
-            memobj::register(start, len, || {
-                memobj::Object::new(memobj::ObjectKind::SortBuffer, what)
-            });
-            named.push((start, len));
-        }
-    };
-    for c in &all.columns {
-        name(c.data.spans(), "sort buffer: input rows");
-    }
-    for k in keys {
-        name(k.data.spans(), "sort buffer: keys");
-    }
-    name(
-        vec![(idx.as_ptr() as usize, std::mem::size_of_val(idx))],
-        "sort buffer: permutation",
-    );
-    named
 }
 
 struct Head<'a> {
@@ -593,9 +440,10 @@ impl Sink for SortSink {
 
 #[cfg(test)]
 mod tests {
+    use super::super::sort_order::{int_prefix, sort_canceling};
     use super::*;
     use crate::expr::PhysExpr;
-    use kura_common::Value;
+    use kura_common::{Value, Vector};
 
     fn key(descending: bool) -> SortKey {
         SortKey {

@@ -7,7 +7,8 @@ use std::cmp::Ordering;
 use kura_common::{Batch, ColumnData, DataType, StrVec, Vector, BATCH_SIZE};
 
 use super::join::vector_bytes;
-use super::sort_run::{cmp_rows, Run};
+use super::sort_order::Ordered;
+use super::sort_run::cmp_rows;
 use crate::context::ExecContext;
 use crate::error::ExecResult;
 use crate::pipeline::{Emit, Source};
@@ -132,22 +133,20 @@ impl RunWriter {
     }
 }
 
-/// Writes a run sorted in memory to a temporary file.
-pub(super) fn write_run(run: Run, format: &RunFormat, ctx: &ExecContext) -> ExecResult<SpilledRun> {
+/// Writes a run in sort order to a temporary file, gathering a block at a
+/// time: the run never has a sorted copy of itself beside it.
+pub(super) fn write_ordered(
+    run: Ordered,
+    format: &RunFormat,
+    ctx: &ExecContext,
+) -> ExecResult<SpilledRun> {
     let mut w = RunWriter::new(format.node, ctx)?;
     ctx.record(format.node, |s| s.spill_runs += 1);
-    let n = run.rows.len();
+    let n = run.len();
     for start in (0..n).step_by(BLOCK_ROWS) {
         ctx.check_cancel()?;
         let len = BLOCK_ROWS.min(n - start);
-        let columns: Vec<Vector> = run
-            .rows
-            .columns
-            .iter()
-            .chain(&run.keys)
-            .map(|c| c.slice(start, len))
-            .collect();
-        w.push(columns, len, ctx)?;
+        w.push(run.block(start, len), len, ctx)?;
     }
     w.finish(ctx)
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use kura_common::Value;
 
-use super::super::sort::{sort_run, SortSink};
+use super::super::sort::SortSink;
+use super::super::sort_order::{order_rows, sort_run};
 use super::*;
 use crate::expr::PhysExpr;
 use crate::pipeline::Sink;
@@ -113,9 +114,9 @@ fn merged_spilled_runs_equal_one_sort_with_ties_stable() {
         let runs: Vec<SpilledRun> = cuts
             .windows(2)
             .map(|w| {
-                let run =
-                    sort_run(&keys(), &types(), limit, vec![rows(w[0], w[1])], &|| Ok(())).unwrap();
-                write_run(run, &format, &ctx).unwrap()
+                let run = order_rows(&keys(), &types(), limit, vec![rows(w[0], w[1])], &|| Ok(()))
+                    .unwrap();
+                write_ordered(run, &format, &ctx).unwrap()
             })
             .collect();
         let merged = merge_runs(runs, &format, limit, &ctx).unwrap().unwrap();
