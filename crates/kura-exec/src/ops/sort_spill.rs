@@ -125,6 +125,7 @@ impl RunWriter {
 
     pub fn finish(mut self, ctx: &ExecContext) -> ExecResult<SpilledRun> {
         self.flush(ctx)?;
+        self.file.seal()?;
         Ok(SpilledRun {
             file: self.file,
             rows: self.rows,

@@ -5,13 +5,15 @@ pub mod partitions;
 pub mod result;
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+#[cfg(not(unix))]
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use kura_common::{ColumnData, DataType, StrVec, Vector};
 
 use crate::error::{ExecError, ExecResult};
+use crate::runtime::io::buf::{AlignedBuf, IO_ALIGN};
 
 /// Every spill file's name starts so; the files left by a crash are found by it.
 pub const FILE_PREFIX: &str = "kura-spill-";
@@ -79,9 +81,26 @@ fn read_error(e: std::io::Error) -> ExecError {
     ExecError::Storage(format!("could not read temporary file: {e}"))
 }
 
+/// Bytes a temporary file gathers before it writes them: whole pages, so
+/// that they go to the device with O_DIRECT, in writes large enough that a
+/// spilling operator does not wait on one per block.
+const WRITE_BYTES: usize = 128 << 10;
+
+/// Whether this process said already that a temporary directory refuses
+/// O_DIRECT (said once, not once per file).
+static SAID_BUFFERED: std::sync::Once = std::sync::Once::new();
+
 /// A temporary file of blocks of column vectors. On Unix its name is removed
 /// as soon as it is open, so nothing is left behind whatever ends the query
 /// (error, cancel, crash); elsewhere dropping it removes it.
+///
+/// Written and read with direct I/O (O_DIRECT) through the runtime's aligned
+/// buffers: spilled data is the level of the memory hierarchy below the
+/// query's memory, and going through the OS page cache would hold it in memory
+/// after all, unbounded and uncounted. The bytes past the last whole
+/// [`WRITE_BYTES`] stay in memory until more follow (or the file is dropped);
+/// reads take them from there. A file system that refuses O_DIRECT (tmpfs)
+/// gets the same aligned writes through its page cache.
 pub struct SpillFile {
     file: File,
     path: Option<PathBuf>,
@@ -90,6 +109,14 @@ pub struct SpillFile {
     rows: u64,
     /// Where each block starts, for reading one block at a time by number.
     starts: Vec<u64>,
+    /// The bytes from `on_disk` on, not written yet (fewer than its capacity).
+    pending: AlignedBuf,
+    /// Bytes on disk: a multiple of the write size, where `pending` starts.
+    on_disk: u64,
+    /// Set once every byte is on disk (the last page padded): no more writes.
+    sealed: bool,
+    /// Whether the file was opened with O_DIRECT.
+    direct: bool,
     config: std::sync::Arc<SpillConfig>,
 }
 
@@ -103,12 +130,7 @@ impl SpillFile {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let path = config.dir.join(name);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(write_error)?;
+        let (file, direct) = open_temp(&path).map_err(write_error)?;
         let mut path = Some(path);
         if cfg!(unix) {
             if let Some(p) = path.take() {
@@ -116,6 +138,8 @@ impl SpillFile {
                 let _ = std::fs::remove_file(p);
             }
         }
+        let mut pending = AlignedBuf::new(WRITE_BYTES);
+        pending.set_len(0);
         Ok(SpillFile {
             file,
             path,
@@ -123,8 +147,17 @@ impl SpillFile {
             blocks: 0,
             rows: 0,
             starts: Vec::new(),
+            pending,
+            on_disk: 0,
+            sealed: false,
+            direct,
             config: config.clone(),
         })
+    }
+
+    /// Whether reads and writes bypass the OS page cache (O_DIRECT).
+    pub fn is_direct(&self) -> bool {
+        self.direct
     }
 
     /// Bytes written so far.
@@ -148,11 +181,7 @@ impl SpillFile {
         let mut raw = Vec::new();
         encode_block(columns, rows, &mut raw);
         let packed = lz4_flex::block::compress(&raw);
-        let mut block = Vec::with_capacity(packed.len() + 8);
-        block.extend_from_slice(&(packed.len() as u32).to_le_bytes());
-        block.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-        block.extend_from_slice(&packed);
-        let len = block.len() as u64;
+        let len = (packed.len() + 8) as u64;
         let total = self.config.written.fetch_add(len, Ordering::Relaxed) + len;
         self.bytes += len;
         if total > self.config.max_bytes {
@@ -161,11 +190,82 @@ impl SpillFile {
                 self.config.max_bytes
             )));
         }
-        self.file.write_all(&block).map_err(write_error)?;
+        self.append(&(packed.len() as u32).to_le_bytes())?;
+        self.append(&(raw.len() as u32).to_le_bytes())?;
+        self.append(&packed)?;
         self.starts.push(self.bytes - len);
         self.blocks += 1;
         self.rows += rows as u64;
         Ok(len)
+    }
+
+    /// Adds `data` to the pending bytes, writing them out each time they
+    /// fill the buffer.
+    fn append(&mut self, mut data: &[u8]) -> ExecResult<()> {
+        if self.sealed {
+            return Err(ExecError::Internal(
+                "temporary file written after it was sealed".into(),
+            ));
+        }
+        while !data.is_empty() {
+            let at = self.pending.len();
+            let n = data.len().min(self.pending.capacity() - at);
+            self.pending.set_len(at + n);
+            self.pending[at..].copy_from_slice(&data[..n]);
+            data = &data[n..];
+            if self.pending.len() == self.pending.capacity() {
+                write_all_at(&self.file, &self.pending, self.on_disk).map_err(write_error)?;
+                self.on_disk += self.pending.len() as u64;
+                self.pending.set_len(0);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the pending bytes out (the last page padded) and gives back
+    /// their buffer: called once the file is complete, so that a file waiting
+    /// to be read (a sort's run, a join's partition) holds no memory. Writing
+    /// on afterwards is a bug.
+    pub fn seal(&mut self) -> ExecResult<()> {
+        if self.sealed {
+            return Ok(());
+        }
+        self.sealed = true;
+        let len = self.pending.len();
+        if len > 0 {
+            let padded = len.div_ceil(IO_ALIGN) * IO_ALIGN;
+            self.pending.set_len(padded);
+            self.pending[len..].fill(0);
+            write_all_at(&self.file, &self.pending, self.on_disk).map_err(write_error)?;
+            self.on_disk += padded as u64;
+        }
+        self.pending = AlignedBuf::new(0);
+        self.pending.set_len(0);
+        Ok(())
+    }
+
+    /// Bytes `start..end` of the file: from disk with an aligned read of the
+    /// pages holding those below `on_disk`, the rest from `pending`.
+    fn read_range(&self, start: u64, end: u64) -> ExecResult<Vec<u8>> {
+        let mut out = Vec::with_capacity((end - start) as usize);
+        if start < self.on_disk {
+            let disk_end = end.min(self.on_disk);
+            let first = start / IO_ALIGN as u64 * IO_ALIGN as u64;
+            let last = disk_end.div_ceil(IO_ALIGN as u64) * IO_ALIGN as u64;
+            let mut buf = AlignedBuf::new((last - first) as usize);
+            read_exact_at(&self.file, &mut buf, first).map_err(read_error)?;
+            out.extend_from_slice(&buf[(start - first) as usize..(disk_end - first) as usize]);
+        }
+        if end > self.on_disk {
+            let from = start.max(self.on_disk) - self.on_disk;
+            let to = end - self.on_disk;
+            let held = self
+                .pending
+                .get(from as usize..to as usize)
+                .ok_or_else(|| corrupt("block past the end"))?;
+            out.extend_from_slice(held);
+        }
+        Ok(out)
     }
 
     /// Reads block `i` (below [`SpillFile::blocks`]) as vectors of `types`,
@@ -176,8 +276,7 @@ impl SpillFile {
             .get(i)
             .ok_or_else(|| corrupt("block number past the end"))?;
         let end = self.starts.get(i + 1).copied().unwrap_or(self.bytes);
-        let mut block = vec![0u8; (end - start) as usize];
-        read_at(&self.file, &mut block, start).map_err(read_error)?;
+        let block = self.read_range(start, end)?;
         if block.len() < 8 {
             return Err(corrupt("block ends early"));
         }
@@ -189,11 +288,9 @@ impl SpillFile {
 
     /// Reads the blocks back from the start, as vectors of `types`.
     pub fn reader(&mut self, types: Vec<DataType>) -> ExecResult<SpillReader<'_>> {
-        self.file.flush().map_err(write_error)?;
-        self.file.seek(SeekFrom::Start(0)).map_err(read_error)?;
         Ok(SpillReader {
-            input: BufReader::with_capacity(1 << 16, &self.file),
-            left: self.blocks,
+            file: self,
+            next: 0,
             types,
         })
     }
@@ -214,16 +311,56 @@ impl Drop for SpillFile {
     }
 }
 
+/// Creates a temporary file for direct I/O, or for buffered I/O where the file
+/// system refuses O_DIRECT (said once); true when direct.
+fn open_temp(path: &Path) -> std::io::Result<(File, bool)> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create_new(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut direct = options.clone();
+        direct.custom_flags(libc::O_DIRECT);
+        match direct.open(path) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                let _ = std::fs::remove_file(path);
+                SAID_BUFFERED.call_once(|| {
+                    tracing::info!(
+                        "the file system of {} refuses O_DIRECT: temporary files go through \
+                         the page cache",
+                        path.parent().unwrap_or(path).display()
+                    )
+                });
+            }
+            r => return r.map(|f| (f, true)),
+        }
+    }
+    options.open(path).map(|f| (f, false))
+}
+
+/// Writes `buf` (whole pages) to `file` at `offset`.
+#[cfg(unix)]
+fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    let mut f = file.try_clone()?;
+    f.seek(SeekFrom::Start(offset))?;
+    f.write_all(buf)
+}
+
 /// Fills `buf` from `file` at `offset` without moving a shared file position.
 #[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
 #[cfg(not(unix))]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    // Written blocks are flushed (no user-space buffer); a cloned handle may
-    // share the position, so reads of one file must not overlap here.
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    // A cloned handle may share the position, so reads of one file must not
+    // overlap here.
     let mut f = file.try_clone()?;
     f.seek(SeekFrom::Start(offset))?;
     f.read_exact(buf)
@@ -231,27 +368,19 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
 
 /// The blocks of a [`SpillFile`], in the order written.
 pub struct SpillReader<'a> {
-    input: BufReader<&'a File>,
-    left: u64,
+    file: &'a SpillFile,
+    next: usize,
     types: Vec<DataType>,
 }
 
 impl SpillReader<'_> {
     /// The next block's columns and row count; `None` after the last.
     pub fn next_block(&mut self) -> ExecResult<Option<(Vec<Vector>, usize)>> {
-        if self.left == 0 {
+        if self.next as u64 >= self.file.blocks {
             return Ok(None);
         }
-        self.left -= 1;
-        let mut head = [0u8; 8];
-        self.input.read_exact(&mut head).map_err(read_error)?;
-        let packed_len = u32::from_le_bytes(head[..4].try_into().unwrap_or_default()) as usize;
-        let raw_len = u32::from_le_bytes(head[4..].try_into().unwrap_or_default()) as usize;
-        let mut packed = vec![0u8; packed_len];
-        self.input.read_exact(&mut packed).map_err(read_error)?;
-        let raw = lz4_flex::block::decompress(&packed, raw_len)
-            .map_err(|e| corrupt(&format!("block does not decompress: {e}")))?;
-        decode_block(&raw, &self.types).map(Some)
+        self.next += 1;
+        self.file.read_block(self.next - 1, &self.types).map(Some)
     }
 }
 
@@ -500,6 +629,81 @@ mod tests {
         for (a, b) in taken.iter().zip(&back) {
             same(a, b);
         }
+    }
+
+    #[test]
+    fn blocks_across_write_buffers_read_back_before_and_after_sealing() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(SpillConfig::new(dir.path().to_path_buf(), u64::MAX));
+        let mut f = SpillFile::create(&config).unwrap();
+        // Text that lz4 cannot shrink much, so the blocks fill several write
+        // buffers and some end halfway through one.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut word = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            Value::Text(format!("{x:016x}{:x}", x.rotate_left(29)))
+        };
+        let blocks: Vec<Vector> = (0..60)
+            .map(|b| {
+                vector(
+                    DataType::Varchar(None),
+                    &(0..100 + b * 7).map(|_| word()).collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        for v in &blocks {
+            f.write(std::slice::from_ref(v), v.len()).unwrap();
+        }
+        assert!(f.bytes() > 2 * WRITE_BYTES as u64, "{} bytes", f.bytes());
+        let types = [DataType::Varchar(None)];
+        let check = |f: &SpillFile| {
+            for (i, v) in blocks.iter().enumerate().rev() {
+                let (got, rows) = f.read_block(i, &types).unwrap();
+                assert_eq!(rows, v.len());
+                same(&got[0], v);
+            }
+        };
+        check(&f);
+        f.seal().unwrap();
+        check(&f);
+        let mut r = f.reader(types.to_vec()).unwrap();
+        for v in &blocks {
+            same(&r.next_block().unwrap().unwrap().0[0], v);
+        }
+        assert!(r.next_block().unwrap().is_none());
+        assert!(f
+            .write(std::slice::from_ref(&blocks[0]), blocks[0].len())
+            .is_err());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn spill_files_bypass_the_page_cache_where_the_file_system_allows() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let probe = dir.path().join("probe");
+        let allows = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&probe)
+            .is_ok();
+        let _ = std::fs::remove_file(&probe);
+        let config = Arc::new(SpillConfig::new(dir.path().to_path_buf(), u64::MAX));
+        let f = SpillFile::create(&config).unwrap();
+        assert_eq!(f.is_direct(), allows);
+        // The kernel's view of the open file, not ours.
+        use std::os::fd::AsRawFd;
+        let info =
+            std::fs::read_to_string(format!("/proc/self/fdinfo/{}", f.file.as_raw_fd())).unwrap();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .map(|v| u64::from_str_radix(v.trim(), 8).unwrap())
+            .unwrap();
+        assert_eq!(flags & libc::O_DIRECT as u64 != 0, allows, "{info}");
     }
 
     #[test]

@@ -213,11 +213,15 @@ impl Partitions {
         Ok(())
     }
 
-    /// Writes every partition's pending rows (all rows were added).
+    /// Writes every partition's pending rows (all rows were added) and seals
+    /// their files: they wait to be read holding no memory.
     pub fn flush(&self, ctx: &ExecContext) -> ExecResult<()> {
         for part in &self.parts {
             let mut part = part.lock().unwrap_or_else(|e| e.into_inner());
             self.write(&mut part, ctx)?;
+            if let Some(f) = &mut part.file {
+                f.seal()?;
+            }
         }
         Ok(())
     }
