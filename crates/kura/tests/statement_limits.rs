@@ -5,7 +5,17 @@
 
 use kura::{Database, OpenOptions, Session, Value};
 
+/// Held by each test while it runs: one test measures the process's peak
+/// memory, which the others' statements (100,000-branch chains) would raise
+/// if they ran beside it.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn with_db(f: impl FnOnce(&mut Session) + Send + 'static) {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(&dir.path().join("t.kura"), OpenOptions::default()).unwrap();
     let mut s = db.session();
@@ -222,6 +232,7 @@ fn a_result_wider_than_a_target_list_may_be_is_refused() {
 
 #[test]
 fn a_prepared_long_text_holds_its_parse_memory_while_it_lives() {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let opts = OpenOptions {
         max_memory: Some(64 << 20),

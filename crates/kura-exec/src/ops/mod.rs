@@ -74,14 +74,20 @@ pub fn concat(types: &[DataType], batches: Vec<Batch>) -> Batch {
         return Batch::with_rows(rows);
     }
     let mut cols: Vec<Vector> = types.iter().map(|t| Vector::new(*t, rows)).collect();
-    // Text sized exactly (an upper bound where a selection drops rows): grown
-    // by doubling, a sort's batch of long strings could take twice its size.
+    // Text sized exactly: grown by doubling, a sort's batch of long strings
+    // could take twice its size.
     for (i, c) in cols.iter_mut().enumerate() {
         if let ColumnData::Str(s) = &mut c.data {
             let bytes: usize = batches
                 .iter()
                 .filter_map(|b| match &b.columns.get(i)?.data {
-                    ColumnData::Str(t) => Some(t.data.len()),
+                    ColumnData::Str(t) => Some(match &b.selection {
+                        None => (t.offsets[t.len()] - t.offsets[0]) as usize,
+                        Some(sel) => sel
+                            .iter()
+                            .map(|&r| (t.offsets[r as usize + 1] - t.offsets[r as usize]) as usize)
+                            .sum(),
+                    }),
                     _ => None,
                 })
                 .sum();
