@@ -13,7 +13,7 @@ use crate::context::ExecContext;
 use crate::error::ExecResult;
 use crate::pipeline::{Emit, Source};
 use crate::plan::SortKey;
-use crate::spill::SpillFile;
+use crate::spill::{SpillFile, SpillReader, READ_AHEAD};
 
 /// Rows per block of a run file: one block is what a merge holds of each run.
 pub(super) const BLOCK_ROWS: usize = BATCH_SIZE;
@@ -154,8 +154,7 @@ pub(super) fn write_ordered(
 
 /// Reads one run block by block during a merge.
 struct Cursor<'a> {
-    run: &'a SpilledRun,
-    next_block: usize,
+    blocks: SpillReader<'a>,
     columns: Vec<Vector>,
     rows: usize,
     at: usize,
@@ -163,18 +162,16 @@ struct Cursor<'a> {
 
 impl Cursor<'_> {
     /// Reads the run's next block; false when there is none.
-    fn advance(&mut self, types: &[DataType]) -> ExecResult<bool> {
+    fn advance(&mut self) -> ExecResult<bool> {
         self.at = 0;
         self.rows = 0;
         self.columns.clear();
-        if self.next_block as u64 >= self.run.file.blocks() {
+        let Some((columns, rows)) = self.blocks.next_block()? else {
             return Ok(false);
-        }
-        let (columns, rows) = self.run.file.read_block(self.next_block, types)?;
-        self.next_block += 1;
+        };
         self.columns = columns;
         self.rows = rows;
-        Ok(rows > 0 || self.advance(types)?)
+        Ok(rows > 0 || self.advance()?)
     }
 }
 
@@ -193,8 +190,7 @@ fn merge_into(
     let mut cursors: Vec<Cursor> = runs
         .iter()
         .map(|run| Cursor {
-            run,
-            next_block: 0,
+            blocks: run.file.reader(types.clone()),
             columns: Vec::new(),
             rows: 0,
             at: 0,
@@ -202,7 +198,7 @@ fn merge_into(
         .collect();
     let mut heap: Vec<usize> = Vec::with_capacity(cursors.len());
     for (i, c) in cursors.iter_mut().enumerate() {
-        if c.advance(&types)? {
+        if c.advance()? {
             heap.push(i);
         }
     }
@@ -228,7 +224,7 @@ fn merge_into(
         if c.at == c.rows {
             // The block's rows are gathered before it is replaced.
             flush(&cursors, &mut picks, out, ctx)?;
-            if cursors[top].advance(&types)? {
+            if cursors[top].advance()? {
                 sift_down(&mut heap, 0, &cursors, &before);
             } else {
                 let last = heap.len() - 1;
@@ -382,10 +378,17 @@ pub(crate) fn gather(sources: &[Option<&Vector>], picks: &[(u32, u32)]) -> Vecto
     }
 }
 
+/// What a merge holds per run it reads: its largest block, and the bytes
+/// read ahead of it.
+fn merge_block_bytes(runs: &[SpilledRun]) -> u64 {
+    let block = runs.iter().map(|r| r.block_bytes).max().unwrap_or(0);
+    block + READ_AHEAD as u64
+}
+
 /// How many runs one merge reads at once: a block of each (and the block
 /// being gathered and written) within half of what the memory limit leaves.
 fn fan_in(runs: &[SpilledRun], ctx: &ExecContext) -> usize {
-    let block = runs.iter().map(|r| r.block_bytes).max().unwrap_or(0).max(1);
+    let block = merge_block_bytes(runs).max(1);
     let budget = ctx.memory.room() / 2;
     let fit = (budget / block).saturating_sub(2);
     (fit.min(MAX_FAN_IN as u64) as usize).max(2)
@@ -403,8 +406,7 @@ pub(crate) fn merge_runs(
     let limit = limit.unwrap_or(usize::MAX);
     while runs.len() > 1 {
         let fan_in = fan_in(&runs, ctx);
-        let block = runs.iter().map(|r| r.block_bytes).max().unwrap_or(0);
-        let held = block.saturating_mul(fan_in as u64 + 2);
+        let held = merge_block_bytes(&runs).saturating_mul(fan_in as u64 + 2);
         // The blocks a merge holds count against the limit while it runs.
         // Charged, not reserved: the fan-in fits what is left, and at its
         // least (two runs) a merge must go on whatever others hold.

@@ -277,22 +277,18 @@ impl SpillFile {
             .ok_or_else(|| corrupt("block number past the end"))?;
         let end = self.starts.get(i + 1).copied().unwrap_or(self.bytes);
         let block = self.read_range(start, end)?;
-        if block.len() < 8 {
-            return Err(corrupt("block ends early"));
-        }
-        let raw_len = u32::from_le_bytes(block[4..8].try_into().unwrap_or_default()) as usize;
-        let raw = lz4_flex::block::decompress(&block[8..], raw_len)
-            .map_err(|e| corrupt(&format!("block does not decompress: {e}")))?;
-        decode_block(&raw, types)
+        decode_stored(&block, types)
     }
 
     /// Reads the blocks back from the start, as vectors of `types`.
-    pub fn reader(&mut self, types: Vec<DataType>) -> ExecResult<SpillReader<'_>> {
-        Ok(SpillReader {
+    pub fn reader(&self, types: Vec<DataType>) -> SpillReader<'_> {
+        SpillReader {
             file: self,
             next: 0,
             types,
-        })
+            window: None,
+            window_start: 0,
+        }
     }
 }
 
@@ -366,22 +362,71 @@ fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()
     f.read_exact(buf)
 }
 
-/// The blocks of a [`SpillFile`], in the order written.
+/// The blocks of a [`SpillFile`], in the order written, read ahead
+/// [`READ_AHEAD`] bytes at a time: one direct read per block would wait on
+/// the device once per few dozen KiB.
 pub struct SpillReader<'a> {
     file: &'a SpillFile,
     next: usize,
     types: Vec<DataType>,
+    /// File bytes `window_start..window_start + window.len()`, read ahead.
+    window: Option<AlignedBuf>,
+    window_start: u64,
 }
+
+/// Bytes a [`SpillReader`] reads at once.
+pub const READ_AHEAD: usize = 256 << 10;
 
 impl SpillReader<'_> {
     /// The next block's columns and row count; `None` after the last.
     pub fn next_block(&mut self) -> ExecResult<Option<(Vec<Vector>, usize)>> {
-        if self.next as u64 >= self.file.blocks {
+        let f = self.file;
+        let i = self.next;
+        if i as u64 >= f.blocks {
             return Ok(None);
         }
         self.next += 1;
-        self.file.read_block(self.next - 1, &self.types).map(Some)
+        let start = f.starts[i];
+        let end = f.starts.get(i + 1).copied().unwrap_or(f.bytes);
+        if end > f.on_disk {
+            // Not written yet: from memory.
+            self.window = None;
+            return f.read_block(i, &self.types).map(Some);
+        }
+        let held = |w: &AlignedBuf| {
+            start >= self.window_start && end <= self.window_start + w.len() as u64
+        };
+        if !self.window.as_ref().is_some_and(held) {
+            let first = start / IO_ALIGN as u64 * IO_ALIGN as u64;
+            let last = end
+                .max(first + READ_AHEAD as u64)
+                .min(f.on_disk)
+                .div_ceil(IO_ALIGN as u64)
+                * IO_ALIGN as u64;
+            let mut buf = match self.window.take() {
+                Some(b) if b.capacity() >= (last - first) as usize => b,
+                _ => AlignedBuf::new((last - first) as usize),
+            };
+            buf.set_len((last - first) as usize);
+            read_exact_at(&f.file, &mut buf, first).map_err(read_error)?;
+            self.window = Some(buf);
+            self.window_start = first;
+        }
+        let w = self.window.as_ref().ok_or_else(|| corrupt("no window"))?;
+        let block = &w[(start - self.window_start) as usize..(end - self.window_start) as usize];
+        decode_stored(block, &self.types).map(Some)
     }
+}
+
+/// A block as stored (packed length, raw length, lz4 bytes) decoded.
+fn decode_stored(block: &[u8], types: &[DataType]) -> ExecResult<(Vec<Vector>, usize)> {
+    if block.len() < 8 {
+        return Err(corrupt("block ends early"));
+    }
+    let raw_len = u32::from_le_bytes(block[4..8].try_into().unwrap_or_default()) as usize;
+    let raw = lz4_flex::block::decompress(&block[8..], raw_len)
+        .map_err(|e| corrupt(&format!("block does not decompress: {e}")))?;
+    decode_block(&raw, types)
 }
 
 fn corrupt(what: &str) -> ExecError {
@@ -658,21 +703,23 @@ mod tests {
         }
         assert!(f.bytes() > 2 * WRITE_BYTES as u64, "{} bytes", f.bytes());
         let types = [DataType::Varchar(None)];
+        // Block by block (last first), and in order through the reader's
+        // read-ahead window.
         let check = |f: &SpillFile| {
             for (i, v) in blocks.iter().enumerate().rev() {
                 let (got, rows) = f.read_block(i, &types).unwrap();
                 assert_eq!(rows, v.len());
                 same(&got[0], v);
             }
+            let mut r = f.reader(types.to_vec());
+            for v in &blocks {
+                same(&r.next_block().unwrap().unwrap().0[0], v);
+            }
+            assert!(r.next_block().unwrap().is_none());
         };
         check(&f);
         f.seal().unwrap();
         check(&f);
-        let mut r = f.reader(types.to_vec()).unwrap();
-        for v in &blocks {
-            same(&r.next_block().unwrap().unwrap().0[0], v);
-        }
-        assert!(r.next_block().unwrap().is_none());
         assert!(f
             .write(std::slice::from_ref(&blocks[0]), blocks[0].len())
             .is_err());
@@ -719,7 +766,7 @@ mod tests {
         f.write(&sparse, 4).unwrap();
         assert!(config.written() > 0);
         {
-            let mut r = f.reader(types).unwrap();
+            let mut r = f.reader(types);
             let (a, _) = r.next_block().unwrap().unwrap();
             same(&a[5], &cols[5]);
             let (b, rows) = r.next_block().unwrap().unwrap();

@@ -183,7 +183,7 @@ impl AggregateSink {
             // The partition may take half the memory left: the other half is
             // for re-partitioning it, should it need to be.
             let mark = ctx.memory.used() + ctx.memory.room() / 2;
-            if let (Some(mut file), Some(types)) = (parts.take(p), parts.types()) {
+            if let (Some(file), Some(types)) = (parts.take(p), parts.types()) {
                 if self.spills_states && single_int_type(&self.key_types) {
                     // A state per group and table it was in: about the groups
                     // to come, so the map does not rehash its way there (as
@@ -191,7 +191,7 @@ impl AggregateSink {
                     let fit = ctx.memory.room() / 4 / INT_MAP_ENTRY_BYTES;
                     st.int_map.reserve(file.rows().min(fit) as usize);
                 }
-                let mut blocks = file.reader(types.to_vec())?;
+                let mut blocks = file.reader(types.to_vec());
                 let mut chunks = Vec::new();
                 while let Some((columns, n)) = blocks.next_block()? {
                     ctx.check_cancel()?;

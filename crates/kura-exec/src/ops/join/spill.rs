@@ -169,9 +169,9 @@ impl GraceJoinSource {
             .with_budget(ctx.memory.room() / 4);
         let mut local = sink.local();
         if let Some(file) = &build {
-            for i in 0..file.blocks() as usize {
+            let mut blocks = file.reader(self.spec.build_types.clone());
+            while let Some((columns, n)) = blocks.next_block()? {
                 ctx.check_cancel()?;
-                let (columns, n) = file.read_block(i, &self.spec.build_types)?;
                 let _values = ValueScope::enter(&ctx.memory);
                 sink.consume(&mut local, rows_of(columns, n), ctx)?;
             }
@@ -199,9 +199,9 @@ impl GraceJoinSource {
     ) -> ExecResult<bool> {
         let op = JoinProbeOp::new(self.spec.clone(), sink.table()?, self.probe_types.clone());
         if let Some(file) = &probe {
-            for i in 0..file.blocks() as usize {
+            let mut blocks = file.reader(self.probe_types.clone());
+            while let Some((columns, n)) = blocks.next_block()? {
                 ctx.check_cancel()?;
-                let (columns, n) = file.read_block(i, &self.probe_types)?;
                 // Values the join builds live for one block, as a pipeline's
                 // do for one batch (the morsel, a whole partition, is long).
                 let _values = ValueScope::enter(&ctx.memory);
@@ -228,9 +228,9 @@ impl GraceJoinSource {
     ) -> ExecResult<bool> {
         let sub_probe = Partitions::new(level, self.node);
         if let Some(file) = &probe {
-            for i in 0..file.blocks() as usize {
+            let mut blocks = file.reader(self.probe_types.clone());
+            while let Some((columns, n)) = blocks.next_block()? {
                 ctx.check_cancel()?;
-                let (columns, n) = file.read_block(i, &self.probe_types)?;
                 let _values = ValueScope::enter(&ctx.memory);
                 let keys = partition_keys(&self.spec, &self.spec.probe_keys);
                 spill_batch(&sub_probe, keys, rows_of(columns, n), ctx)?;
