@@ -3,17 +3,20 @@
 
 pub mod partitions;
 pub mod result;
+mod writer;
 
 use std::fs::{File, OpenOptions};
 #[cfg(not(unix))]
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use kura_common::{ColumnData, DataType, StrVec, Vector};
 
 use crate::error::{ExecError, ExecResult};
 use crate::runtime::io::buf::{AlignedBuf, IO_ALIGN};
+use writer::Flight;
 
 /// Every spill file's name starts so; the files left by a crash are found by it.
 pub const FILE_PREFIX: &str = "kura-spill-";
@@ -102,7 +105,9 @@ static SAID_BUFFERED: std::sync::Once = std::sync::Once::new();
 /// reads take them from there. A file system that refuses O_DIRECT (tmpfs)
 /// gets the same aligned writes through its page cache.
 pub struct SpillFile {
-    file: File,
+    file: Arc<File>,
+    /// The write in flight (see [`writer`]).
+    flight: Arc<Flight>,
     path: Option<PathBuf>,
     bytes: u64,
     blocks: u64,
@@ -141,7 +146,8 @@ impl SpillFile {
         let mut pending = AlignedBuf::new(WRITE_BYTES);
         pending.set_len(0);
         Ok(SpillFile {
-            file,
+            file: Arc::new(file),
+            flight: Arc::default(),
             path,
             bytes: 0,
             blocks: 0,
@@ -214,9 +220,13 @@ impl SpillFile {
             self.pending[at..].copy_from_slice(&data[..n]);
             data = &data[n..];
             if self.pending.len() == self.pending.capacity() {
-                write_all_at(&self.file, &self.pending, self.on_disk).map_err(write_error)?;
-                self.on_disk += self.pending.len() as u64;
-                self.pending.set_len(0);
+                let full = std::mem::replace(&mut self.pending, AlignedBuf::new(0));
+                let len = full.len() as u64;
+                self.pending = self
+                    .flight
+                    .submit(&self.file, self.on_disk, full)
+                    .map_err(write_error)?;
+                self.on_disk += len;
             }
         }
         Ok(())
@@ -231,6 +241,8 @@ impl SpillFile {
             return Ok(());
         }
         self.sealed = true;
+        self.flight.wait().map_err(write_error)?;
+        self.flight.release_spare();
         let len = self.pending.len();
         if len > 0 {
             let padded = len.div_ceil(IO_ALIGN) * IO_ALIGN;
@@ -249,6 +261,7 @@ impl SpillFile {
     fn read_range(&self, start: u64, end: u64) -> ExecResult<Vec<u8>> {
         let mut out = Vec::with_capacity((end - start) as usize);
         if start < self.on_disk {
+            self.flight.wait().map_err(write_error)?;
             let disk_end = end.min(self.on_disk);
             let first = start / IO_ALIGN as u64 * IO_ALIGN as u64;
             let last = disk_end.div_ceil(IO_ALIGN as u64) * IO_ALIGN as u64;
@@ -336,12 +349,12 @@ fn open_temp(path: &Path) -> std::io::Result<(File, bool)> {
 
 /// Writes `buf` (whole pages) to `file` at `offset`.
 #[cfg(unix)]
-fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+pub(super) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
 }
 
 #[cfg(not(unix))]
-fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+pub(super) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
     let mut f = file.try_clone()?;
     f.seek(SeekFrom::Start(offset))?;
     f.write_all(buf)
@@ -408,6 +421,7 @@ impl SpillReader<'_> {
                 _ => AlignedBuf::new((last - first) as usize),
             };
             buf.set_len((last - first) as usize);
+            f.flight.wait().map_err(write_error)?;
             read_exact_at(&f.file, &mut buf, first).map_err(read_error)?;
             self.window = Some(buf);
             self.window_start = first;
