@@ -15,7 +15,7 @@ use std::sync::Arc;
 use kura_common::{ColumnData, DataType, StrVec, Vector};
 
 use crate::error::{ExecError, ExecResult};
-use crate::runtime::io::buf::{AlignedBuf, IO_ALIGN};
+use crate::runtime::io::buf::{round_up, AlignedBuf, IO_ALIGN};
 use writer::Flight;
 
 /// Every spill file's name starts so; the files left by a crash are found by it.
@@ -245,7 +245,7 @@ impl SpillFile {
         self.flight.release_spare();
         let len = self.pending.len();
         if len > 0 {
-            let padded = len.div_ceil(IO_ALIGN) * IO_ALIGN;
+            let padded = round_up(len);
             self.pending.set_len(padded);
             self.pending[len..].fill(0);
             write_all_at(&self.file, &self.pending, self.on_disk).map_err(write_error)?;
@@ -256,17 +256,34 @@ impl SpillFile {
         Ok(())
     }
 
+    /// The whole pages holding bytes `start..end` (all on disk), read with one
+    /// direct read into `reuse` when it is large enough; and where they start.
+    fn read_pages(
+        &self,
+        start: u64,
+        end: u64,
+        reuse: Option<AlignedBuf>,
+    ) -> ExecResult<(AlignedBuf, u64)> {
+        let page = IO_ALIGN as u64;
+        let first = start / page * page;
+        let len = (end.div_ceil(page) * page - first) as usize;
+        let mut buf = match reuse {
+            Some(b) if b.capacity() >= len => b,
+            _ => AlignedBuf::new(len),
+        };
+        buf.set_len(len);
+        self.flight.wait().map_err(write_error)?;
+        read_exact_at(&self.file, &mut buf, first).map_err(read_error)?;
+        Ok((buf, first))
+    }
+
     /// Bytes `start..end` of the file: from disk with an aligned read of the
     /// pages holding those below `on_disk`, the rest from `pending`.
     fn read_range(&self, start: u64, end: u64) -> ExecResult<Vec<u8>> {
         let mut out = Vec::with_capacity((end - start) as usize);
         if start < self.on_disk {
-            self.flight.wait().map_err(write_error)?;
             let disk_end = end.min(self.on_disk);
-            let first = start / IO_ALIGN as u64 * IO_ALIGN as u64;
-            let last = disk_end.div_ceil(IO_ALIGN as u64) * IO_ALIGN as u64;
-            let mut buf = AlignedBuf::new((last - first) as usize);
-            read_exact_at(&self.file, &mut buf, first).map_err(read_error)?;
+            let (buf, first) = self.read_pages(start, disk_end, None)?;
             out.extend_from_slice(&buf[(start - first) as usize..(disk_end - first) as usize]);
         }
         if end > self.on_disk {
@@ -410,19 +427,8 @@ impl SpillReader<'_> {
             start >= self.window_start && end <= self.window_start + w.len() as u64
         };
         if !self.window.as_ref().is_some_and(held) {
-            let first = start / IO_ALIGN as u64 * IO_ALIGN as u64;
-            let last = end
-                .max(first + READ_AHEAD as u64)
-                .min(f.on_disk)
-                .div_ceil(IO_ALIGN as u64)
-                * IO_ALIGN as u64;
-            let mut buf = match self.window.take() {
-                Some(b) if b.capacity() >= (last - first) as usize => b,
-                _ => AlignedBuf::new((last - first) as usize),
-            };
-            buf.set_len((last - first) as usize);
-            f.flight.wait().map_err(write_error)?;
-            read_exact_at(&f.file, &mut buf, first).map_err(read_error)?;
+            let ahead = end.max(start + READ_AHEAD as u64).min(f.on_disk);
+            let (buf, first) = f.read_pages(start, ahead, self.window.take())?;
             self.window = Some(buf);
             self.window_start = first;
         }
