@@ -16,16 +16,17 @@ use crate::ops::collect::CollectSink;
 use crate::ops::index::{IndexJoinSource, IndexJoinSpec, IndexScanSource};
 use crate::ops::join::batch_bytes;
 use crate::ops::join::filter::KeyFilter;
-use crate::ops::join::spill::{GraceJoinSource, ProbePartitionSink};
+use crate::ops::join::spill::{GraceJoinSource, HybridProbeOp, ProbePartitionSink};
 use crate::ops::join::{JoinBuildSink, JoinProbeOp, JoinSpec, JoinTable};
 use crate::ops::rows_to_batch;
 use crate::ops::scan::ScanSource;
 use crate::ops::sort::SortSink;
 use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp, ReplicateOp};
 use crate::ops::window::WindowSink;
-use crate::pipeline::{Pipeline, Sink, Source};
+use crate::pipeline::{Phase, Pipeline, Sink, Source};
 use crate::plan::{PlanKind, PlanNode};
 use crate::registry::{OperatorKind, OperatorRegistry};
+use crate::spill::partitions::Partitions;
 
 /// What one run of a plan hands between its nodes while compiling: results of
 /// shared subplans (see [`crate::shared`]) computed so far, by shared-result
@@ -128,20 +129,12 @@ impl Executor<'_> {
     }
 
     fn materialized(&self, batches: Vec<Batch>, node: usize) -> Pipeline {
-        Pipeline {
-            source: Arc::new(MemorySource::new(batches)),
-            source_node: node,
-            transforms: Vec::new(),
-        }
+        Pipeline::of(Arc::new(MemorySource::new(batches)), node)
     }
 
     /// The pipeline reading a materializing node's output.
     fn read_materialized(&self, out: Materialized) -> Pipeline {
-        Pipeline {
-            source: out.source,
-            source_node: crate::context::NO_NODE,
-            transforms: Vec::new(),
-        }
+        Pipeline::of(out.source, crate::context::NO_NODE)
     }
 
     /// The pipeline of a materializing node: its result from `shared` when an
@@ -236,11 +229,7 @@ impl Executor<'_> {
                 .with_key_filters(key_filters);
                 let skipped = scan.skipped_rows();
                 self.ctx.record(node.id, |s| s.skipped_rows += skipped);
-                Pipeline {
-                    source: Arc::new(scan),
-                    source_node: node.id,
-                    transforms: Vec::new(),
-                }
+                Pipeline::of(Arc::new(scan), node.id)
             }
             PlanKind::IndexScan {
                 table,
@@ -249,8 +238,8 @@ impl Executor<'_> {
                 columns,
                 filter,
                 index_only,
-            } => Pipeline {
-                source: Arc::new(IndexScanSource::new(
+            } => Pipeline::of(
+                Arc::new(IndexScanSource::new(
                     table.clone(),
                     index.clone(),
                     ranges,
@@ -259,9 +248,8 @@ impl Executor<'_> {
                     *index_only,
                     node.id,
                 )?),
-                source_node: node.id,
-                transforms: Vec::new(),
-            },
+                node.id,
+            ),
             PlanKind::IndexJoin {
                 join_type,
                 probe,
@@ -303,11 +291,7 @@ impl Executor<'_> {
                     batches.extend(crate::ops::split(b));
                 }
                 let batches = batches.into_iter().filter(|b| !b.is_empty()).collect();
-                Pipeline {
-                    source: Arc::new(IndexJoinSource::new(spec, batches)?),
-                    source_node: node.id,
-                    transforms: Vec::new(),
-                }
+                Pipeline::of(Arc::new(IndexJoinSource::new(spec, batches)?), node.id)
             }
             PlanKind::Values { rows } => {
                 let batch = rows_to_batch(&node.output, rows)?;
@@ -391,7 +375,8 @@ impl Executor<'_> {
                         let sink = Arc::new(
                             JoinBuildSink::new(spec.clone(), algorithm.clone())
                                 .with_label(label)
-                                .at_level(0, node.id, probe.output.clone()),
+                                .at_level(0, node.id, probe.output.clone())
+                                .hybrid(),
                         );
                         // The probe side's first reads overlap the merge of the build
                         // side's parts into one hash table.
@@ -402,6 +387,35 @@ impl Executor<'_> {
                             &|merge| next_reads::while_reading_next(self.ctx, probe, merge),
                         )?;
                         if let Some(build_parts) = sink.take_spilled() {
+                            if let Some(resident) = sink.take_resident() {
+                                // A hybrid hash join: the probe rows of the
+                                // partitions in memory are joined as they pass,
+                                // then the partitions on disk one by one.
+                                let probe_parts =
+                                    Arc::new(Partitions::new(build_parts.level, node.id));
+                                let grace = GraceJoinSource::new(
+                                    spec.clone(),
+                                    algorithm,
+                                    build_parts,
+                                    probe_parts.clone(),
+                                    probe.output.clone(),
+                                    node.id,
+                                );
+                                let op = HybridProbeOp::new(
+                                    spec,
+                                    resident,
+                                    probe_parts,
+                                    probe.output.clone(),
+                                );
+                                let mut p = self.compile(probe, shared)?;
+                                p.transforms.push((node.id, Arc::new(op)));
+                                p.phases.push(Phase {
+                                    source: Arc::new(grace),
+                                    source_node: node.id,
+                                    from: p.transforms.len(),
+                                });
+                                return Ok(p);
+                            }
                             // Past the memory limit: a grace hash join, whose
                             // partitions are joined one by one as a source.
                             let probe_sink = Arc::new(ProbePartitionSink::new(
@@ -418,11 +432,7 @@ impl Executor<'_> {
                                 probe.output.clone(),
                                 node.id,
                             );
-                            return Ok(Pipeline {
-                                source: Arc::new(source),
-                                source_node: node.id,
-                                transforms: Vec::new(),
-                            });
+                            return Ok(Pipeline::of(Arc::new(source), node.id));
                         }
                         let table = sink.table()?;
                         if let Some(k) = node.shared_build {

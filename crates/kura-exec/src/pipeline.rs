@@ -143,9 +143,12 @@ pub trait Transform: Send + Sync {
 
     /// Rows emitted once every input batch has passed, from every worker (the
     /// build rows a FULL or RIGHT join matched with no probe row); they flow
-    /// through the transforms after this one into the sink.
-    fn tail(&self) -> Option<Batch> {
-        None
+    /// through the transforms after this one into the sink. A transform that
+    /// wrote rows aside (a hybrid hash join's probe rows of partitions on
+    /// disk) finishes writing them here.
+    fn tail(&self, ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        let _ = ctx;
+        Ok(None)
     }
 }
 
@@ -174,6 +177,25 @@ pub struct Pipeline {
     pub source: Arc<dyn Source>,
     pub source_node: usize,
     pub transforms: Vec<(usize, Arc<dyn Transform>)>,
+    /// Sources whose morsels run after those before them, each feeding the
+    /// transforms from its own on (see [`Phase`]); in the order they run.
+    pub phases: Vec<Phase>,
+    /// The transforms (the first this many) whose tails this pipeline runs
+    /// (`None`: all) — a phase of a pipeline leaves the later transforms'
+    /// tails to the phase after it.
+    pub tails_to: Option<usize>,
+}
+
+/// A later source of a pipeline: a hybrid hash join probes the partitions it
+/// kept in memory as its probe rows pass and writes the others' rows to disk;
+/// once every probe row has passed (and the join's tail ran), the partitions
+/// on disk are joined by this source, whose rows go on through the
+/// transforms after the join's, into the same sink.
+pub struct Phase {
+    pub source: Arc<dyn Source>,
+    pub source_node: usize,
+    /// The first transform its rows pass through.
+    pub from: usize,
 }
 
 /// Everything a morsel needs, shared by the tasks of one pipeline run.
@@ -181,6 +203,8 @@ struct Run {
     source: Arc<dyn Source>,
     source_node: usize,
     transforms: Vec<(usize, Arc<dyn Transform>)>,
+    /// Tails run for the first this many transforms (see [`Pipeline::tails_to`]).
+    tails_to: usize,
     sink: Arc<dyn Sink>,
     sink_node: usize,
     ctx: ExecContext,
@@ -204,6 +228,45 @@ struct Run {
 pub type AroundMerge<'a> = dyn Fn(&mut dyn FnMut() -> ExecResult<()>) -> ExecResult<()> + 'a;
 
 impl Pipeline {
+    /// A pipeline of `source` alone (its node `source_node`).
+    pub fn of(source: Arc<dyn Source>, source_node: usize) -> Pipeline {
+        Pipeline {
+            source,
+            source_node,
+            transforms: Vec::new(),
+            phases: Vec::new(),
+            tails_to: None,
+        }
+    }
+
+    /// The pipeline as its phases, each one of a single source that runs its
+    /// transforms' tails only up to the next phase's (the last runs the rest).
+    pub fn split_phases(&self) -> Vec<Pipeline> {
+        let mut starts = vec![(self.source.clone(), self.source_node, 0)];
+        starts.extend(
+            self.phases
+                .iter()
+                .map(|p| (p.source.clone(), p.source_node, p.from)),
+        );
+        let ends: Vec<Option<usize>> = starts
+            .iter()
+            .skip(1)
+            .map(|&(_, _, from)| Some(from))
+            .chain([self.tails_to])
+            .collect();
+        starts
+            .into_iter()
+            .zip(ends)
+            .map(|((source, source_node, from), end)| Pipeline {
+                source,
+                source_node,
+                transforms: self.transforms[from..].to_vec(),
+                phases: Vec::new(),
+                tails_to: end.map(|e| e - from),
+            })
+            .collect()
+    }
+
     /// The product of its transforms' [`Transform::fan_out`].
     pub fn fan_out(&self) -> usize {
         self.transforms
@@ -286,6 +349,54 @@ impl Pipeline {
         range: Range<usize>,
         around_merge: Option<&AroundMerge>,
     ) -> ExecResult<bool> {
+        if !self.phases.is_empty() {
+            return self.run_phases(sink, sink_node, ctx, around_merge);
+        }
+        let mut stopped = false;
+        let work = || -> ExecResult<()> {
+            let locals = self.run_locals(&sink, sink_node, ctx, range.clone(), &mut stopped)?;
+            merge_into(&sink, sink_node, ctx, locals, around_merge)
+        };
+        on_caller(work)?;
+        Ok(stopped)
+    }
+
+    /// Runs every phase (see [`Phase`]) one after the other into `sink`, whose
+    /// merge and finish follow the last: a later phase starts only once the
+    /// one before has run every morsel and its tails.
+    fn run_phases(
+        &self,
+        sink: Arc<dyn Sink>,
+        sink_node: usize,
+        ctx: &ExecContext,
+        around_merge: Option<&AroundMerge>,
+    ) -> ExecResult<bool> {
+        let mut stopped = false;
+        let work = || -> ExecResult<()> {
+            let mut locals = Vec::new();
+            for phase in self.split_phases() {
+                let all = 0..phase.source.morsels();
+                locals.extend(phase.run_locals(&sink, sink_node, ctx, all, &mut stopped)?);
+                if stopped {
+                    break;
+                }
+            }
+            merge_into(&sink, sink_node, ctx, locals, around_merge)
+        };
+        on_caller(work)?;
+        Ok(stopped)
+    }
+
+    /// Runs the morsels of `range` — and after the last morsel, the tails — into
+    /// local states of `sink`; sets `stopped` when a transform wants no more input.
+    fn run_locals(
+        &self,
+        sink: &Arc<dyn Sink>,
+        sink_node: usize,
+        ctx: &ExecContext,
+        range: Range<usize>,
+        stopped: &mut bool,
+    ) -> ExecResult<Vec<LocalState>> {
         let morsels = range.len();
         let class = self.cache_class(ctx);
         if let Some(class) = class {
@@ -295,6 +406,7 @@ impl Pipeline {
             source: self.source.clone(),
             source_node: self.source_node,
             transforms: self.transforms.clone(),
+            tails_to: self.tails_to.unwrap_or(self.transforms.len()),
             sink: sink.clone(),
             sink_node,
             ctx: ctx.clone(),
@@ -317,39 +429,54 @@ impl Pipeline {
         } else {
             ctx.mode
         };
-        let work = || -> ExecResult<()> {
-            let mut locals = match mode {
-                ExecutionMode::Serial => vec![run.part(range.clone())?],
-                ExecutionMode::Static => run_static(&run, range.clone())?,
-                ExecutionMode::OutOfOrder => run_out_of_order(&run, range.clone())?,
-            };
-            if range.end == self.source.morsels() && !run.stopped.load(Ordering::Relaxed) {
-                locals.extend(run.tails()?);
-            }
-            let t0 = Instant::now();
-            let _mark = probe::enter(sink_node, sink_node);
-            let mut locals = Some(locals);
-            let mut merge = || -> ExecResult<()> {
-                for local in locals.take().unwrap_or_default() {
-                    sink.merge(local, ctx)?;
-                }
-                sink.finish(ctx)
-            };
-            match around_merge {
-                Some(around) => around(&mut merge)?,
-                None => merge()?,
-            }
-            ctx.record(sink_node, |s| s.nanos += t0.elapsed().as_nanos() as u64);
-            Ok(())
+        let mut locals = match mode {
+            ExecutionMode::Serial => vec![run.part(range.clone())?],
+            ExecutionMode::Static => run_static(&run, range.clone())?,
+            ExecutionMode::OutOfOrder => run_out_of_order(&run, range.clone())?,
         };
-        // The caller's thread runs serial pipelines and every merge: its CPU time is
-        // counted in the runtime's caller slot (if the runtime runs) so that
-        // timelines show that work too, not only the workers'.
-        match runtime::started_shared_runtime() {
-            Some(rt) if !on_worker => rt.account_caller(work)?,
-            _ => work()?,
+        if range.end == self.source.morsels() && !run.stopped.load(Ordering::Relaxed) {
+            locals.extend(run.tails()?);
         }
-        Ok(run.stopped.load(Ordering::Relaxed))
+        *stopped = run.stopped.load(Ordering::Relaxed);
+        Ok(locals)
+    }
+}
+
+/// Merges the workers' `locals` into `sink` and finishes it, inside
+/// `around_merge` when given.
+fn merge_into(
+    sink: &Arc<dyn Sink>,
+    sink_node: usize,
+    ctx: &ExecContext,
+    locals: Vec<LocalState>,
+    around_merge: Option<&AroundMerge>,
+) -> ExecResult<()> {
+    let t0 = Instant::now();
+    let _mark = probe::enter(sink_node, sink_node);
+    let mut locals = Some(locals);
+    let mut merge = || -> ExecResult<()> {
+        for local in locals.take().unwrap_or_default() {
+            sink.merge(local, ctx)?;
+        }
+        sink.finish(ctx)
+    };
+    match around_merge {
+        Some(around) => around(&mut merge)?,
+        None => merge()?,
+    }
+    ctx.record(sink_node, |s| s.nanos += t0.elapsed().as_nanos() as u64);
+    Ok(())
+}
+
+/// Runs `work` on the caller's thread. The caller's thread runs serial
+/// pipelines and every merge: its CPU time is counted in the runtime's caller
+/// slot (if the runtime runs) so that timelines show that work too, not only
+/// the workers'.
+fn on_caller(work: impl FnOnce() -> ExecResult<()>) -> ExecResult<()> {
+    let on_worker = runtime::current_worker().is_some();
+    match runtime::started_shared_runtime() {
+        Some(rt) if !on_worker => rt.account_caller(work),
+        _ => work(),
     }
 }
 
@@ -725,8 +852,10 @@ impl Run {
     /// knows of an earlier one's rows), into one more local state.
     fn tails(&self) -> ExecResult<Option<LocalState>> {
         let mut local = None;
-        for (i, (node, t)) in self.transforms.iter().enumerate() {
-            let Some(batch) = t.tail() else { continue };
+        for (i, (node, t)) in self.transforms.iter().enumerate().take(self.tails_to) {
+            let Some(batch) = t.tail(&self.ctx)? else {
+                continue;
+            };
             self.ctx.record(*node, |s| s.rows_out += batch.len() as u64);
             let local = local.get_or_insert_with(|| self.sink.local());
             let _mark = probe::enter(*node, self.sink_node);

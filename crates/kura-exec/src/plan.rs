@@ -728,7 +728,7 @@ impl PlanNode {
             let s = st.get(self.id).cloned().unwrap_or_default();
             let _ = write!(
                 line,
-                " [rows {} time {:.3} ms pages fixed {} read {}{}{}{}]",
+                " [rows {} time {:.3} ms pages fixed {} read {}{}{}{}{}]",
                 s.rows_out,
                 s.nanos as f64 / 1e6,
                 s.pages_fixed,
@@ -755,6 +755,15 @@ impl PlanNode {
                     format!(
                         " spilled {} bytes in {} files{runs}",
                         s.spilled_bytes, s.spill_files
+                    )
+                } else {
+                    String::new()
+                },
+                if s.partitions_in_memory > 0 {
+                    format!(
+                        " (hybrid: {} of {} partitions in memory)",
+                        s.partitions_in_memory,
+                        crate::spill::partitions::PARTITIONS
                     )
                 } else {
                     String::new()

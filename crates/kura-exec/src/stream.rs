@@ -30,8 +30,35 @@ const FORWARD_FAN_OUT: usize = 16;
 const FORWARD_QUEUE: usize = 1;
 
 /// Runs `pipeline` (its sink node `sink_node`) and hands its batches to
-/// `deliver` in order; stops when `deliver` answers false.
+/// `deliver` in order; stops when `deliver` answers false. A pipeline of
+/// several phases (a hybrid hash join's partitions on disk after its probe
+/// rows) streams them one after the other.
 pub(crate) fn stream(
+    pipeline: &Pipeline,
+    sink_node: usize,
+    ctx: &ExecContext,
+    deliver: &mut dyn FnMut(Batch) -> ExecResult<bool>,
+) -> ExecResult<()> {
+    if pipeline.phases.is_empty() {
+        return stream_phase(pipeline, sink_node, ctx, deliver);
+    }
+    let client_done = std::cell::Cell::new(false);
+    let mut watched = |b: Batch| -> ExecResult<bool> {
+        let more = deliver(b)?;
+        client_done.set(!more);
+        Ok(more)
+    };
+    for phase in pipeline.split_phases() {
+        stream_phase(&phase, sink_node, ctx, &mut watched)?;
+        if client_done.get() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// [`stream`] for a pipeline of one phase.
+fn stream_phase(
     pipeline: &Pipeline,
     sink_node: usize,
     ctx: &ExecContext,

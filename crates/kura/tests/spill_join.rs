@@ -190,3 +190,71 @@ fn an_aggregation_beside_a_big_join_table_spills_past_its_own_share_only() {
         );
     }
 }
+
+/// Counts the rows a streamed result delivers, and sums one column of them.
+#[derive(Default)]
+struct Streamed {
+    rows: usize,
+    sum: i64,
+}
+
+impl kura::RowSink for Streamed {
+    fn columns(&mut self, _: &[kura::ResultColumn]) {}
+    fn rows(&mut self, batch: kura_common::Batch) -> bool {
+        self.rows += batch.num_rows;
+        for i in 0..batch.num_rows {
+            self.sum += batch.columns[0].get_value(i).as_i64().unwrap_or(0);
+        }
+        true
+    }
+}
+
+/// A join whose build side passes its share of the limit by a little: a
+/// hybrid hash join keeps the partitions that fit in memory and joins their
+/// probe rows as they pass; only the others go to disk. Every join type
+/// gives the answer of the join in memory, in every mode, aggregated and
+/// streamed to the client (the partitions on disk follow the probe rows).
+#[test]
+fn a_join_a_little_past_its_limit_keeps_the_partitions_that_fit_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let temp = dir.path().join("spill");
+    let db = open(dir.path(), None);
+    let mut s = db.session();
+    let outer = [
+        "SELECT count(*), count(o_orderkey), sum(length(o_comment)) FROM lineitem \
+         RIGHT JOIN orders ON l_orderkey = o_orderkey AND l_quantity > 45",
+        "SELECT count(*), count(o_orderkey), count(l_orderkey) FROM lineitem \
+         FULL JOIN orders ON l_orderkey = o_orderkey AND l_quantity > 45",
+    ];
+    let queries: Vec<&str> = std::iter::once(JOIN)
+        .chain(OTHERS.iter().copied())
+        .chain(outer)
+        .collect();
+    let expected: Vec<_> = queries.iter().map(|q| rows(&mut s, q)).collect();
+    let listing =
+        "SELECT l_orderkey, o_comment FROM lineitem JOIN orders ON l_orderkey = o_orderkey";
+    let mut want = Streamed::default();
+    s.execute_streaming(listing, &mut want).unwrap();
+    assert!(want.rows > 50_000, "{}", want.rows);
+    s.execute(&format!("SET temp_directory = '{}'", temp.display()))
+        .unwrap();
+    s.execute("SET memory_limit = '2MB'").unwrap();
+    for mode in ["serial", "static", "ooo"] {
+        s.execute(&format!("SET execution_mode = '{mode}'"))
+            .unwrap();
+        let p = plan(&mut s, JOIN);
+        let join = p.lines().find(|l| l.contains("hash_join")).unwrap();
+        assert!(
+            join.contains("spilled") && join.contains("partitions in memory"),
+            "{mode}: {p}"
+        );
+        assert!(!join.contains("32 of 32"), "{mode}: {p}");
+        for (q, want) in queries.iter().zip(&expected) {
+            assert_eq!(&rows(&mut s, q), want, "{mode}: {q}");
+        }
+        let mut got = Streamed::default();
+        s.execute_streaming(listing, &mut got).unwrap();
+        assert_eq!((got.rows, got.sum), (want.rows, want.sum), "{mode}");
+        assert_eq!(files_in(&temp), 0, "{mode}: files left behind");
+    }
+}

@@ -1,12 +1,15 @@
 //! Rows spilled by key: hash-partitioned into temporary files, one per
 //! partition, to be processed a partition at a time (a hash aggregation's
-//! input rows by group key, a grace hash join's two inputs by join key).
+//! input rows by group key, a grace hash join's two inputs by join key). A
+//! hybrid hash join's build side keeps partitions in memory ("resident")
+//! until the memory is needed, then writes the largest out.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use kura_common::{DataType, Vector};
+use kura_common::{Batch, DataType, Vector};
 
-use crate::context::ExecContext;
+use crate::context::{ExecContext, OwnShare};
 use crate::error::ExecResult;
 use kura_common::ColumnData;
 
@@ -95,6 +98,9 @@ fn int_partitions<T: Copy + Into<i128>>(seed: u64, k: &Vector, v: &[T], n: usize
         .collect()
 }
 
+/// A row [`Partitions::add_rows`] skips (it belongs to no partition on disk).
+pub(crate) const NO_PARTITION: u8 = u8::MAX;
+
 /// The rows one partition is waiting to write, and its file once written to.
 #[derive(Default)]
 struct Part {
@@ -102,6 +108,10 @@ struct Part {
     /// The group keys, then the input columns (empty where never read).
     pending: Vec<Vector>,
     rows: usize,
+    /// Kept in memory (a hybrid join's build partition not yet evicted): its
+    /// rows stay in `pending`, `reserved` bytes of the query's memory.
+    resident: bool,
+    reserved: u64,
 }
 
 /// The spilled rows of one level of partitioning. Workers add rows at once;
@@ -114,6 +124,9 @@ pub struct Partitions {
     types: OnceLock<Vec<DataType>>,
     /// The plan node charged with the bytes written.
     node: usize,
+    /// The query memory resident partitions' rows hold, and those rows.
+    resident: OwnShare,
+    resident_rows: AtomicU64,
 }
 
 impl Partitions {
@@ -123,6 +136,127 @@ impl Partitions {
             parts: (0..PARTITIONS).map(|_| Mutex::default()).collect(),
             types: OnceLock::new(),
             node,
+            resident: OwnShare::default(),
+            resident_rows: AtomicU64::new(0),
+        }
+    }
+
+    /// Partitions that all start resident: rows stay in memory until
+    /// [`Partitions::evict_largest`] writes a partition out.
+    pub fn hybrid(level: u32, node: usize) -> Partitions {
+        let parts = Partitions::new(level, node);
+        for part in &parts.parts {
+            part.lock().unwrap_or_else(|e| e.into_inner()).resident = true;
+        }
+        parts
+    }
+
+    /// Bytes of query memory the resident partitions' rows hold.
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident.held()
+    }
+
+    /// Partitions still resident.
+    pub fn resident_count(&self) -> usize {
+        self.parts
+            .iter()
+            .filter(|p| p.lock().unwrap_or_else(|e| e.into_inner()).resident)
+            .count()
+    }
+
+    /// Rows held by resident partitions.
+    pub fn resident_rows(&self) -> u64 {
+        self.resident_rows.load(Ordering::Relaxed)
+    }
+
+    /// Writes the resident partition holding the most memory to its file
+    /// (its later rows follow it there) and gives its memory back; false when
+    /// none holds any.
+    pub fn evict_largest(&self, ctx: &ExecContext) -> ExecResult<bool> {
+        let mut largest: Option<(usize, u64)> = None;
+        for (p, part) in self.parts.iter().enumerate() {
+            let part = part.lock().unwrap_or_else(|e| e.into_inner());
+            if part.resident && part.reserved > largest.map_or(0, |l| l.1) {
+                largest = Some((p, part.reserved));
+            }
+        }
+        let Some((p, _)) = largest else {
+            return Ok(false);
+        };
+        let mut part = self.parts[p].lock().unwrap_or_else(|e| e.into_inner());
+        self.evict(&mut part, ctx)?;
+        Ok(true)
+    }
+
+    /// Writes a resident partition's rows out, a block of [`FLUSH_ROWS`] at a
+    /// time, and makes it one on disk.
+    fn evict(&self, part: &mut Part, ctx: &ExecContext) -> ExecResult<()> {
+        if !part.resident {
+            return Ok(());
+        }
+        part.resident = false;
+        self.resident_rows
+            .fetch_sub(part.rows as u64, Ordering::Relaxed);
+        let all = std::mem::take(&mut part.pending);
+        let rows = std::mem::take(&mut part.rows);
+        let reserved = std::mem::take(&mut part.reserved);
+        let mut written = Ok(());
+        for start in (0..rows).step_by(FLUSH_ROWS) {
+            let len = FLUSH_ROWS.min(rows - start);
+            part.pending = all
+                .iter()
+                .map(|c| {
+                    if c.is_empty() {
+                        c.clone()
+                    } else {
+                        c.slice(start, len)
+                    }
+                })
+                .collect();
+            part.rows = len;
+            written = self.write(part, ctx);
+            if written.is_err() {
+                break;
+            }
+        }
+        drop(all);
+        self.resident.release(&ctx.memory, reserved);
+        written
+    }
+
+    /// Takes the resident partitions' rows out (after every row was added):
+    /// which partitions are resident, and their rows, one batch per partition
+    /// that has some. The memory they hold passes to the caller
+    /// ([`Partitions::take_resident_bytes`]).
+    pub fn take_resident(&self) -> (Vec<bool>, Vec<Batch>) {
+        let mut resident = Vec::with_capacity(PARTITIONS);
+        let mut batches = Vec::new();
+        for part in &self.parts {
+            let mut part = part.lock().unwrap_or_else(|e| e.into_inner());
+            resident.push(part.resident);
+            if part.resident && part.rows > 0 {
+                batches.push(Batch {
+                    columns: std::mem::take(&mut part.pending),
+                    num_rows: std::mem::take(&mut part.rows),
+                    selection: None,
+                });
+                part.reserved = 0;
+            }
+        }
+        self.resident_rows.store(0, Ordering::Relaxed);
+        (resident, batches)
+    }
+
+    /// Hands the bytes resident rows reserved to the caller, who gives them back.
+    pub fn take_resident_bytes(&self) -> u64 {
+        self.resident.take()
+    }
+
+    /// Makes every partition one on disk (after [`Partitions::take_resident`]:
+    /// rows added from now on are written).
+    pub fn unresident_all(&self) {
+        for part in &self.parts {
+            part.lock().unwrap_or_else(|e| e.into_inner()).resident = false;
         }
     }
 
@@ -164,7 +298,9 @@ impl Partitions {
             .get_or_init(|| columns.iter().map(|c| c.data_type).collect());
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); PARTITIONS];
         for (row, &p) in part.iter().enumerate() {
-            rows[p as usize].push(row as u32);
+            if p != NO_PARTITION {
+                rows[p as usize].push(row as u32);
+            }
         }
         for (p, sel) in rows.iter().enumerate().filter(|(_, s)| !s.is_empty()) {
             let mut part = self.parts[p].lock().unwrap_or_else(|e| e.into_inner());
@@ -186,11 +322,35 @@ impl Partitions {
                 .iter()
                 .map(crate::ops::join::vector_bytes)
                 .sum();
-            if part.rows >= FLUSH_ROWS || bytes >= FLUSH_BYTES {
+            if part.resident {
+                self.keep(part, bytes, sel.len(), ctx)?;
+            } else if part.rows >= FLUSH_ROWS || bytes >= FLUSH_BYTES {
                 self.write(part, ctx)?;
             }
         }
         Ok(())
+    }
+
+    /// Counts `rows` more rows kept by a resident partition, now `bytes` in all:
+    /// their growth is reserved, and where the memory limit refuses it the
+    /// partition is written out instead.
+    fn keep(&self, part: &mut Part, bytes: u64, rows: usize, ctx: &ExecContext) -> ExecResult<()> {
+        self.resident_rows.fetch_add(rows as u64, Ordering::Relaxed);
+        let grown = bytes.saturating_sub(part.reserved);
+        match self.resident.reserve(&ctx.memory, grown, "hash join build") {
+            Ok(()) => {
+                part.reserved += grown;
+                Ok(())
+            }
+            Err(e) if e.is_out_of_memory() => {
+                self.resident.release(&ctx.memory, grown);
+                self.evict(part, ctx)
+            }
+            Err(e) => {
+                self.resident.release(&ctx.memory, grown);
+                Err(e)
+            }
+        }
     }
 
     /// Writes a partition's pending rows to its file (created at its first rows).
@@ -218,6 +378,9 @@ impl Partitions {
     pub fn flush(&self, ctx: &ExecContext) -> ExecResult<()> {
         for part in &self.parts {
             let mut part = part.lock().unwrap_or_else(|e| e.into_inner());
+            if part.resident {
+                continue;
+            }
             self.write(&mut part, ctx)?;
             if let Some(f) = &mut part.file {
                 f.seal()?;

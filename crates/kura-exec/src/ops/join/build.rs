@@ -1,6 +1,7 @@
 //! The join's build sink: collects the build input with per-worker partial state, counts
 //! its memory, and past its share of the limit writes its rows hash-partitioned to disk
-//! (the build half of the grace hash join in [`super::spill`]).
+//! (the build half of the grace hash join in [`super::spill`]) — or, for a hybrid hash
+//! join, partitions them in memory and writes out only the partitions that do not fit.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -13,7 +14,7 @@ use crate::error::{ExecError, ExecResult};
 use crate::expr::compact_batch;
 use crate::ops::concat;
 use crate::pipeline::{LocalState, Sink};
-use crate::spill::partitions::{Partitions, MAX_LEVEL};
+use crate::spill::partitions::{Partitions, MAX_LEVEL, PARTITIONS};
 
 /// What a hash index takes per build row, about (a hash table's slot at its
 /// load factor and the chain link): counted before the index is built when
@@ -40,6 +41,11 @@ pub struct JoinBuildSink {
     /// Set once the build side spills: every batch then goes to `spilled`.
     spilling: AtomicBool,
     spilled: OnceLock<Arc<Partitions>>,
+    /// A hybrid hash join: spilled partitions stay in memory while they fit,
+    /// and those left at the end are built into `resident`, the table the
+    /// probe rows of those partitions are joined with as they pass.
+    hybrid: bool,
+    resident: Mutex<Option<Resident>>,
     /// Bytes this sink reserved (given back when a partition is done, or
     /// handed to the built table).
     share: OwnShare,
@@ -61,6 +67,8 @@ impl JoinBuildSink {
             node: crate::context::NO_NODE,
             spilling: AtomicBool::new(false),
             spilled: OnceLock::new(),
+            hybrid: false,
+            resident: Mutex::new(None),
             share: OwnShare::default(),
             rows: AtomicU64::new(0),
         }
@@ -74,6 +82,23 @@ impl JoinBuildSink {
         self.level = level;
         self.node = node;
         self
+    }
+
+    /// Makes a spilling build side keep the partitions that fit in memory (a
+    /// hybrid hash join), where the join allows: not a null-aware one, whose
+    /// answer for a row can depend on every build row of its correlation.
+    pub fn hybrid(mut self) -> Self {
+        self.hybrid = self.may_spill && !self.spec.join_type.null_aware();
+        self
+    }
+
+    /// The table of the partitions a hybrid join kept in memory, and which
+    /// partitions those are (after `finish`, when the build side spilled).
+    pub fn take_resident(&self) -> Option<Resident> {
+        self.resident
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// The build rows' partitions, once the build side spilled (after `finish`).
@@ -116,8 +141,77 @@ impl JoinBuildSink {
     }
 
     fn partitions(&self) -> &Arc<Partitions> {
-        self.spilled
-            .get_or_init(|| Arc::new(Partitions::new(self.level, self.node)))
+        self.spilled.get_or_init(|| {
+            Arc::new(if self.hybrid {
+                Partitions::hybrid(self.level, self.node)
+            } else {
+                Partitions::new(self.level, self.node)
+            })
+        })
+    }
+
+    /// Moves rows held before the spill began into the (hybrid) partitions,
+    /// giving back what they held as rows of their own.
+    fn partition_held(&self, batches: Vec<Batch>, ctx: &ExecContext) -> ExecResult<()> {
+        let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
+        for b in batches {
+            self.share.release(&ctx.memory, batch_bytes(&b));
+            self.rows.fetch_sub(b.num_rows as u64, Ordering::Relaxed);
+            spill::spill_batch(self.partitions(), keys, b, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// Writes resident partitions out, the largest first, until the build
+    /// side holds at most half of what the query leaves it — its rows and,
+    /// at [`INDEX_BYTES_PER_ROW`], their index to come. Rows held since
+    /// before the spill began (in workers' states not yet merged) join the
+    /// partitions at the end, spread over them by hash: only the resident
+    /// partitions' part of them is counted, as only that part will stay.
+    fn evict_to_fit(&self, ctx: &ExecContext) -> ExecResult<()> {
+        let parts = self.partitions();
+        loop {
+            let kept = parts.resident_count() as u64;
+            let held = self.share.held();
+            let resident = parts.resident_bytes();
+            let staying = resident + held * kept / PARTITIONS as u64;
+            let rows = parts.resident_rows()
+                + self.rows.load(Ordering::Relaxed) * kept / PARTITIONS as u64;
+            let index = rows.saturating_mul(INDEX_BYTES_PER_ROW);
+            let available = ctx.memory.room().saturating_add(held + resident);
+            let over = staying.saturating_add(index) > available / 2;
+            if !over || !parts.evict_largest(ctx)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The end of a hybrid build side: every row partitioned, partitions
+    /// written out until the rest fit, the rest built into the resident table
+    /// (or, when its index does not fit after all, written out too).
+    fn finish_hybrid(&self, held: Vec<Batch>, ctx: &ExecContext) -> ExecResult<()> {
+        let parts = self.partitions().clone();
+        self.partition_held(held, ctx)?;
+        self.evict_to_fit(ctx)?;
+        let (resident, batches) = parts.take_resident();
+        self.share.counted(parts.take_resident_bytes());
+        if batches.is_empty() {
+            ctx.memory.release(self.share.take());
+            return parts.flush(ctx);
+        }
+        match self.build_table(batches, ctx)? {
+            Built::Table(table) => {
+                let kept = resident.iter().filter(|&&r| r).count() as u64;
+                ctx.record(self.node, |s| s.partitions_in_memory = kept);
+                *self.resident.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(Resident { table, resident });
+                parts.flush(ctx)
+            }
+            Built::IndexTooBig(rows) => {
+                parts.unresident_all();
+                self.spill_held(vec![rows], ctx)
+            }
+        }
     }
 
     /// What a failed reservation names: at the deepest partitioning level,
@@ -191,7 +285,16 @@ impl Sink for JoinBuildSink {
         {
             self.spilling.store(true, Ordering::Relaxed);
             let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
-            return spill::spill_batch(self.partitions(), keys, batch, ctx);
+            if !self.hybrid {
+                return spill::spill_batch(self.partitions(), keys, batch, ctx);
+            }
+            // This worker's rows held so far join the partitions, which
+            // keep in memory what fits.
+            if let Some(v) = local.downcast_mut::<Vec<Batch>>() {
+                self.partition_held(std::mem::take(v), ctx)?;
+            }
+            spill::spill_batch(self.partitions(), keys, batch, ctx)?;
+            return self.evict_to_fit(ctx);
         }
         self.rows
             .fetch_add(batch.num_rows as u64, Ordering::Relaxed);
@@ -213,8 +316,41 @@ impl Sink for JoinBuildSink {
     fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
         let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(|e| e.into_inner()));
         if self.spilling.load(Ordering::Relaxed) {
+            if self.hybrid {
+                return self.finish_hybrid(parts, ctx);
+            }
             return self.spill_held(parts, ctx);
         }
+        match self.build_table(parts, ctx)? {
+            Built::Table(table) => {
+                let _ = self.table.set(table);
+                Ok(())
+            }
+            // The rows fit but their index does not: join by partitions.
+            Built::IndexTooBig(rows) => self.spill_held(vec![rows], ctx),
+        }
+    }
+}
+
+/// A hybrid hash join's partitions kept in memory: their table, and which
+/// partitions they are (by [`crate::spill::partitions::partition_of`] at the
+/// build side's level).
+pub struct Resident {
+    pub table: Arc<JoinTable>,
+    pub resident: Vec<bool>,
+}
+
+/// What building a table of rows gave.
+enum Built {
+    Table(Arc<JoinTable>),
+    /// The rows, given back: their index did not fit (only when the join may spill).
+    IndexTooBig(Batch),
+}
+
+impl JoinBuildSink {
+    /// Builds the table of `parts` (this sink holds their memory; the table
+    /// takes it over).
+    fn build_table(&self, parts: Vec<Batch>, ctx: &ExecContext) -> ExecResult<Built> {
         let all = concat(&self.spec.build_types, parts);
         let keys = self
             .spec
@@ -246,14 +382,12 @@ impl Sink for JoinBuildSink {
         let what = self.what("hash join table");
         if let Err(e) = room.and_then(|()| self.reserve(index.bytes(), what, ctx)) {
             if self.may_spill && e.is_out_of_memory() {
-                // The rows fit but their index does not: join by partitions.
                 drop(index);
-                let rows = Batch {
+                return Ok(Built::IndexTooBig(Batch {
                     columns: side.columns,
                     num_rows: side.rows,
                     selection: None,
-                };
-                return self.spill_held(vec![rows], ctx);
+                }));
             }
             return Err(e);
         }
@@ -284,7 +418,6 @@ impl Sink for JoinBuildSink {
             let bytes: u64 = table.regions().iter().map(|&(_, len, _)| len as u64).sum();
             table.protection = hook.built(&keys, bytes, &|| table.touch_lines());
         }
-        let _ = self.table.set(Arc::new(table));
-        Ok(())
+        Ok(Built::Table(Arc::new(table)))
     }
 }

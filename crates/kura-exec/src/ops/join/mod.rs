@@ -24,7 +24,7 @@ use crate::pipeline::Transform;
 use crate::plan::JoinType;
 
 pub(crate) use build::vector_bytes;
-pub use build::{batch_bytes, JoinBuildSink};
+pub use build::{batch_bytes, JoinBuildSink, Resident};
 
 /// The build input, gathered: its columns and its evaluated key columns.
 pub struct BuildSide {
@@ -392,8 +392,8 @@ impl Transform for JoinProbeOp {
         t.index.bytes() + t.correlation.as_ref().map_or(0, |c| c.bytes()) + rows
     }
 
-    fn tail(&self) -> Option<Batch> {
-        self.unmatched_build()
+    fn tail(&self, _ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        Ok(self.unmatched_build())
     }
 
     fn fan_out(&self) -> usize {

@@ -1,22 +1,24 @@
-//! Grace hash join: a join whose build side passes half the query's memory
-//! limit writes both inputs to temporary files, hash-partitioned by join key,
-//! and joins them a partition at a time — disk as the level of the memory
-//! hierarchy below RAM (paper 003's hash join, larger than memory). A
-//! partition whose build side is still too big is partitioned again, both
-//! sides, a level down.
+//! Grace and hybrid hash join: a join whose build side passes half the query's
+//! memory limit writes both inputs to temporary files, hash-partitioned by join
+//! key, and joins them a partition at a time — disk as the level of the memory
+//! hierarchy below RAM (paper 003's hash join, larger than memory). A hybrid
+//! join keeps the build partitions that fit in memory and joins their probe
+//! rows as they pass ([`HybridProbeOp`]); only the other partitions' rows go to
+//! disk. A partition whose build side is still too big is partitioned again,
+//! both sides, a level down.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use kura_common::{Batch, DataType, Vector};
 
-use super::{JoinAlgorithm, JoinBuildSink, JoinProbeOp, JoinSpec};
+use super::{JoinAlgorithm, JoinBuildSink, JoinProbeOp, JoinSpec, Resident};
 use crate::context::ExecContext;
 use crate::error::ExecResult;
 use crate::expr::budget::ValueScope;
 use crate::expr::{compact_batch, PhysExpr};
 use crate::pipeline::{Emit, LocalState, Sink, Source, Transform};
 use crate::plan::JoinType;
-use crate::spill::partitions::{partition_of, Partitions, PARTITIONS};
+use crate::spill::partitions::{partition_of, Partitions, NO_PARTITION, PARTITIONS};
 use crate::spill::SpillFile;
 
 /// Whether a join can run partition by partition: it has keys to partition by
@@ -100,6 +102,112 @@ impl Sink for ProbePartitionSink {
     }
     fn local_per_worker(&self) -> bool {
         true
+    }
+}
+
+/// The probe side of a hybrid hash join: each probe row of a partition kept
+/// in memory is joined at once with the resident table; the others' rows are
+/// written to the probe side's partitions, joined after every probe row has
+/// passed (by a [`GraceJoinSource`], the pipeline's next phase).
+pub struct HybridProbeOp {
+    spec: Arc<JoinSpec>,
+    /// The probe of the resident table, dropped (its memory given back) once
+    /// the probe side ended, before the partitions on disk are joined.
+    probe: RwLock<Option<Arc<JoinProbeOp>>>,
+    resident: Vec<bool>,
+    parts: Arc<Partitions>,
+}
+
+impl HybridProbeOp {
+    pub fn new(
+        spec: Arc<JoinSpec>,
+        resident: Resident,
+        parts: Arc<Partitions>,
+        probe_types: Vec<DataType>,
+    ) -> HybridProbeOp {
+        let probe = JoinProbeOp::new(spec.clone(), resident.table, probe_types);
+        HybridProbeOp {
+            spec,
+            probe: RwLock::new(Some(Arc::new(probe))),
+            resident: resident.resident,
+            parts,
+        }
+    }
+
+    fn probe(&self) -> ExecResult<Arc<JoinProbeOp>> {
+        self.probe
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| {
+                crate::error::ExecError::Internal("hybrid join probed after its end".into())
+            })
+    }
+}
+
+impl Transform for HybridProbeOp {
+    fn apply(&self, _batch: Batch, _ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        Err(crate::error::ExecError::Internal(
+            "a hybrid join's probe emits through apply_each".into(),
+        ))
+    }
+
+    fn apply_each(
+        &self,
+        batch: Batch,
+        ctx: &ExecContext,
+        out: &mut dyn FnMut(Batch) -> ExecResult<bool>,
+    ) -> ExecResult<bool> {
+        let batch = compact_batch(batch);
+        let n = batch.num_rows;
+        if n == 0 {
+            return Ok(true);
+        }
+        let keys = partition_keys(&self.spec, &self.spec.probe_keys)
+            .iter()
+            .map(|k| k.eval(&batch))
+            .collect::<ExecResult<Vec<Vector>>>()?;
+        let mut part = partition_of(self.parts.level, &keys, n);
+        drop(keys);
+        let mut in_memory = Vec::new();
+        for (row, p) in part.iter_mut().enumerate() {
+            if self.resident[*p as usize] {
+                in_memory.push(row as u32);
+                *p = NO_PARTITION;
+            }
+        }
+        if in_memory.len() < n {
+            let columns: Vec<&Vector> = batch.columns.iter().collect();
+            self.parts.add_rows(&part, &columns, n, ctx)?;
+        }
+        if in_memory.is_empty() {
+            return Ok(true);
+        }
+        let joined = if in_memory.len() == n {
+            batch
+        } else {
+            Batch::new(batch.columns.iter().map(|c| c.take(&in_memory)).collect())
+        };
+        self.probe()?.apply_each(joined, ctx, out)
+    }
+
+    fn reused_bytes(&self) -> u64 {
+        self.probe().map_or(0, |p| p.reused_bytes())
+    }
+
+    fn fan_out(&self) -> usize {
+        self.probe().map_or(1, |p| p.fan_out())
+    }
+
+    /// The resident table's unmatched build rows (outer joins); the probe
+    /// rows on disk written out; the table dropped.
+    fn tail(&self, ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        self.parts.flush(ctx)?;
+        let probe = self.probe.write().unwrap_or_else(|e| e.into_inner()).take();
+        match probe {
+            Some(p) => p.tail(ctx),
+            None => Ok(None),
+        }
     }
 }
 
@@ -210,7 +318,7 @@ impl GraceJoinSource {
                 }
             }
         }
-        match op.tail() {
+        match op.tail(ctx)? {
             Some(t) => emit(t),
             None => Ok(true),
         }
