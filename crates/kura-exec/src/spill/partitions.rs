@@ -396,3 +396,124 @@ impl Partitions {
         part.file.take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    use super::*;
+    use kura_common::Value;
+
+    /// `n` rows from `from` on: a BIGINT key and a text of 20 to 40 bytes.
+    fn rows(from: i64, n: usize) -> Vec<Vector> {
+        let mut keys = Vector::new(DataType::BigInt, n);
+        let mut texts = Vector::new(DataType::Varchar(None), n);
+        for i in from..from + n as i64 {
+            keys.push_value(&Value::BigInt(i));
+            texts.push_value(&Value::Text(format!(
+                "row {i:>16}{}",
+                "x".repeat(i as usize % 21)
+            )));
+        }
+        vec![keys, texts]
+    }
+
+    fn ctx(dir: &std::path::Path, limit: u64) -> ExecContext {
+        ExecContext::new(Arc::new(AtomicBool::new(false)), limit)
+            .with_spill(dir.to_path_buf(), u64::MAX)
+    }
+
+    fn add(parts: &Partitions, columns: &[Vector], ctx: &ExecContext) {
+        let n = columns[0].len();
+        let part = partition_of(parts.level, &columns[..1], n);
+        let refs: Vec<&Vector> = columns.iter().collect();
+        parts.add_rows(&part, &refs, n, ctx).unwrap();
+    }
+
+    /// The keys of every row a partition's file holds.
+    fn keys_on_disk(file: &SpillFile) -> Vec<i64> {
+        let mut out = Vec::new();
+        let mut blocks = file.reader(vec![DataType::BigInt, DataType::Varchar(None)]);
+        while let Some((columns, n)) = blocks.next_block().unwrap() {
+            out.extend((0..n).map(|i| columns[0].get_value(i).as_i64().unwrap()));
+        }
+        out
+    }
+
+    #[test]
+    fn resident_partitions_hold_their_rows_in_counted_memory_until_evicted() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path(), 64 << 20);
+        let parts = Partitions::hybrid(0, crate::context::NO_NODE);
+        for from in (0..20_000).step_by(2_000) {
+            add(&parts, &rows(from, 2_000), &ctx);
+        }
+        assert_eq!(parts.resident_count(), PARTITIONS);
+        assert_eq!(parts.resident_rows(), 20_000);
+        assert_eq!(parts.resident_bytes(), ctx.memory.used());
+        // Evicting writes the largest partition out and gives its memory back.
+        let before = parts.resident_bytes();
+        assert!(parts.evict_largest(&ctx).unwrap());
+        assert!(parts.evict_largest(&ctx).unwrap());
+        assert_eq!(parts.resident_count(), PARTITIONS - 2);
+        assert!(parts.resident_bytes() < before);
+        assert_eq!(parts.resident_bytes(), ctx.memory.used());
+        // Rows of an evicted partition added later follow its rows to disk.
+        add(&parts, &rows(20_000, 2_000), &ctx);
+        parts.flush(&ctx).unwrap();
+        let (resident, batches) = parts.take_resident();
+        ctx.memory.release(parts.take_resident_bytes());
+        assert_eq!(ctx.memory.used(), 0);
+        assert_eq!(resident.iter().filter(|&&r| r).count(), PARTITIONS - 2);
+        let mut seen = Vec::new();
+        for b in &batches {
+            let keys = &b.columns[..1];
+            for (i, p) in partition_of(0, keys, b.num_rows).iter().enumerate() {
+                assert!(resident[*p as usize], "row {i} of a partition on disk kept");
+                seen.push(keys[0].get_value(i).as_i64().unwrap());
+            }
+        }
+        for p in 0..PARTITIONS {
+            match parts.take(p) {
+                Some(file) => {
+                    assert!(!resident[p]);
+                    let keys = keys_on_disk(&file);
+                    let column = Vector::from_values(
+                        DataType::BigInt,
+                        &keys.iter().map(|&k| Value::BigInt(k)).collect::<Vec<_>>(),
+                    )
+                    .unwrap();
+                    let of = partition_of(0, &[column], keys.len());
+                    assert!(of.iter().all(|&q| q as usize == p));
+                    seen.extend(keys);
+                }
+                None => assert!(resident[p], "partition {p} on disk has no file"),
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..22_000).collect::<Vec<i64>>());
+    }
+
+    #[test]
+    fn a_resident_partition_the_limit_refuses_goes_to_disk_instead_of_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(dir.path(), 64 << 10);
+        let parts = Partitions::hybrid(0, crate::context::NO_NODE);
+        for from in (0..20_000).step_by(2_000) {
+            add(&parts, &rows(from, 2_000), &ctx);
+        }
+        assert!(parts.resident_count() < PARTITIONS);
+        assert!(ctx.memory.used() <= 64 << 10);
+        parts.flush(&ctx).unwrap();
+        let (_, batches) = parts.take_resident();
+        ctx.memory.release(parts.take_resident_bytes());
+        assert_eq!(ctx.memory.used(), 0);
+        let kept: usize = batches.iter().map(|b| b.num_rows).sum();
+        let written: u64 = (0..PARTITIONS)
+            .filter_map(|p| parts.take(p))
+            .map(|f| f.rows())
+            .sum();
+        assert_eq!(kept as u64 + written, 20_000);
+    }
+}

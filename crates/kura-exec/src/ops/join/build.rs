@@ -163,7 +163,8 @@ impl JoinBuildSink {
     }
 
     /// Writes resident partitions out, the largest first, until the build
-    /// side holds at most half of what the query leaves it — its rows and,
+    /// side holds at most half of what the query leaves it (a partition of a
+    /// spilled join: its budget) — its rows and,
     /// at [`INDEX_BYTES_PER_ROW`], their index to come. Rows held since
     /// before the spill began (in workers' states not yet merged) join the
     /// partitions at the end, spread over them by hash: only the resident
@@ -178,8 +179,12 @@ impl JoinBuildSink {
             let rows = parts.resident_rows()
                 + self.rows.load(Ordering::Relaxed) * kept / PARTITIONS as u64;
             let index = rows.saturating_mul(INDEX_BYTES_PER_ROW);
-            let available = ctx.memory.room().saturating_add(held + resident);
-            let over = staying.saturating_add(index) > available / 2;
+            // A partition of a spilled join has its own budget (see
+            // `too_big`); a whole join half of what the query leaves it.
+            let allowed = self
+                .budget
+                .unwrap_or_else(|| ctx.memory.room().saturating_add(held + resident) / 2);
+            let over = staying.saturating_add(index) > allowed;
             if !over || !parts.evict_largest(ctx)? {
                 return Ok(());
             }
@@ -201,8 +206,12 @@ impl JoinBuildSink {
         }
         match self.build_table(batches, ctx)? {
             Built::Table(table) => {
-                let kept = resident.iter().filter(|&&r| r).count() as u64;
-                ctx.record(self.node, |s| s.partitions_in_memory = kept);
+                // The join's own partitions (a partition of a spilled join
+                // partitioned again keeps sub-partitions of its own).
+                if self.budget.is_none() {
+                    let kept = resident.iter().filter(|&&r| r).count() as u64;
+                    ctx.record(self.node, |s| s.partitions_in_memory = kept);
+                }
                 *self.resident.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some(Resident { table, resident });
                 parts.flush(ctx)

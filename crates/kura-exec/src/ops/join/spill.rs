@@ -274,7 +274,8 @@ impl GraceJoinSource {
         // workers join at the same time.
         let sink = JoinBuildSink::new(self.spec.clone(), self.algorithm.clone())
             .at_level(level + 1, self.node, self.probe_types.clone())
-            .with_budget(ctx.memory.room() / 4);
+            .with_budget(ctx.memory.room() / 4)
+            .hybrid();
         let mut local = sink.local();
         if let Some(file) = &build {
             let mut blocks = file.reader(self.spec.build_types.clone());
@@ -288,7 +289,12 @@ impl GraceJoinSource {
         sink.merge(local, ctx)?;
         let done = sink.finish(ctx);
         let more = match done.map(|()| sink.take_spilled()) {
-            Ok(Some(sub_build)) => self.join_spilled(level + 1, sub_build, probe, ctx, emit),
+            Ok(Some(sub_build)) => match sink.take_resident() {
+                Some(resident) => {
+                    self.join_hybrid(level + 1, sub_build, resident, probe, ctx, emit)
+                }
+                None => self.join_spilled(level + 1, sub_build, probe, ctx, emit),
+            },
             Ok(None) => self.probe_partition(&sink, probe, ctx, emit),
             Err(e) => Err(e),
         };
@@ -322,6 +328,53 @@ impl GraceJoinSource {
             Some(t) => emit(t),
             None => Ok(true),
         }
+    }
+
+    /// A partition whose build side was partitioned again at `level`, keeping
+    /// the sub-partitions that fit in memory (`resident`): its probe rows of
+    /// those are joined as they are read, the others' written to
+    /// sub-partitions, each of which is then joined.
+    fn join_hybrid(
+        &self,
+        level: u32,
+        build: Arc<Partitions>,
+        resident: Resident,
+        probe: Option<SpillFile>,
+        ctx: &ExecContext,
+        emit: &mut Emit,
+    ) -> ExecResult<bool> {
+        let sub_probe = Arc::new(Partitions::new(level, self.node));
+        let op = HybridProbeOp::new(
+            self.spec.clone(),
+            resident,
+            sub_probe.clone(),
+            self.probe_types.clone(),
+        );
+        if let Some(file) = &probe {
+            let mut blocks = file.reader(self.probe_types.clone());
+            while let Some((columns, n)) = blocks.next_block()? {
+                ctx.check_cancel()?;
+                let _values = ValueScope::enter(&ctx.memory);
+                if !op.apply_each(rows_of(columns, n), ctx, emit)? {
+                    return Ok(false);
+                }
+            }
+        }
+        drop(probe);
+        // Writes the rest of the probe rows out and drops the resident table.
+        let tail = op.tail(ctx)?;
+        drop(op);
+        if let Some(t) = tail {
+            if !emit(t)? {
+                return Ok(false);
+            }
+        }
+        for p in 0..PARTITIONS {
+            if !self.join_partition(level, build.take(p), sub_probe.take(p), ctx, emit)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A partition whose build side was partitioned again at `level`: its
