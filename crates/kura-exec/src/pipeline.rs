@@ -859,8 +859,18 @@ impl Run {
             self.ctx.record(*node, |s| s.rows_out += batch.len() as u64);
             let local = local.get_or_insert_with(|| self.sink.local());
             let _mark = probe::enter(*node, self.sink_node);
-            let _values = ValueScope::enter(&self.ctx.memory);
-            if !self.push(i + 1, batch, local)? {
+            // A tail can be large (every unmatched row of a FULL join's build
+            // side): the transforms after it take it a batch at a time, as
+            // they take a morsel's rows, so what they build stays bounded.
+            let mut more = true;
+            for piece in crate::ops::split(batch) {
+                let _values = ValueScope::enter(&self.ctx.memory);
+                if !self.push(i + 1, piece, local)? {
+                    more = false;
+                    break;
+                }
+            }
+            if !more {
                 self.stopped.store(true, Ordering::Relaxed);
                 break;
             }

@@ -73,7 +73,10 @@ fn stream_phase(
     // delivered, so a small limit keeps windows small.
     let target = STREAM_WINDOW_BYTES.min(ctx.memory.limit() / 4);
     let fan_out = pipeline.fan_out();
-    if fan_out > FORWARD_FAN_OUT {
+    // Under a limit too small for a full window (below 64 MB) one morsel's
+    // rows (a row group of a wide table) could alone pass the limit while
+    // collected: they go to the client a batch at a time instead.
+    if fan_out > FORWARD_FAN_OUT || target < STREAM_WINDOW_BYTES {
         return forward(pipeline, sink_node, ctx, 0, deliver);
     }
     let mut window = workers.max(1);

@@ -24,15 +24,27 @@ from .sqlgen import Generator
 MODES = ("serial", "static", "ooo")
 
 
-def configs(small_buffer):
-    """(server, settings) pairs every query runs under."""
+def configs(small_buffer, spill_limit):
+    """(server, settings) pairs every query runs under: every mode with indexes on and
+    off, every mode with a small buffer, and two modes under a memory limit small
+    enough that joins, aggregations and sorts spill to disk."""
     out = []
     for index in ("on", "off"):
         for mode in MODES:
             out.append(("normal", {"execution_mode": mode, "enable_index": index}))
     for mode in MODES:
         out.append(("small", {"execution_mode": mode, "enable_index": "on"}))
+    for mode in ("serial", "ooo"):
+        out.append(("spill", {"execution_mode": mode, "enable_index": "on", "memory_limit": spill_limit}))
     return out
+
+
+def over_limit(server, kura):
+    """Kura refused a query under the spill configuration's memory limit (53200):
+    what cannot go to disk (an uncorrelated NOT IN, a window function that reads
+    ahead over a partition past the limit, a join without keys) is refused there,
+    not answered wrongly."""
+    return server == "spill" and kura[0] == "error" and kura[1].startswith("out of memory")
 
 
 def describe(server, settings, small_buffer):
@@ -55,6 +67,7 @@ class Tester:
         self.counts = Counter()
         self.failures = []
         self.unsupported = Counter()
+        self.over_limit = Counter()  # what the spill configuration refused, by message
         self.kura_errors = Counter()
         self.examples = {}  # error kind -> one query that got it
         self.slow = []  # (seconds, query number, sql)
@@ -80,6 +93,9 @@ class Tester:
             "normal": KuraServer(a.kura, base, None, os.path.join(self.work, "serve-normal.log")),
             "small": KuraServer(a.kura, small, a.small_buffer, os.path.join(self.work, "serve-small.log")),
         }
+        spill = os.path.join(self.work, "kura-spill.db")
+        copy_database(base, spill)
+        self.servers["spill"] = KuraServer(a.kura, spill, None, os.path.join(self.work, "serve-spill.log"))
         print("== loading DuckDB", flush=True)
         self.duck = DuckDB(os.path.join(self.work, "duckdb.db"))
         self.duck.load(tbl_dir)
@@ -161,9 +177,14 @@ class Tester:
             print(f"   query {n} (seed {seed}): DuckDB returned {len(duck[2])} rows under "
                   f"LIMIT {q.limit}, skipped: {sql}", flush=True)
             return "duckdb-wrong"
-        for server, settings in configs(self.args.small_buffer):
+        for server, settings in configs(self.args.small_buffer, self.args.spill_limit):
             kura = self.kura_outcome(sql, server, settings)
             self.counts["runs"] += 1
+            if over_limit(server, kura):
+                self.counts["refused-over-limit"] += 1
+                self.over_limit[_message_kind(kura[1])] += 1
+                self.examples.setdefault(_message_kind(kura[1]), sql)
+                continue
             v = self.verdict(q, duck, kura)
             if v is None:
                 continue
@@ -174,7 +195,11 @@ class Tester:
                 print(f"   query {n} (seed {seed}) timed out under {describe(server, settings, self.args.small_buffer)}: {sql}", flush=True)
                 self.timeouts.append((n, seed, describe(server, settings, self.args.small_buffer), sql))
                 return "timeout"
-            if cls == "kura-error":
+            if cls == "kura-error" and server == "spill":
+                # Answered with memory, refused for another reason than the limit
+                # while spilling: a failure of the spill path.
+                cls = "spill-error"
+            elif cls == "kura-error":
                 # The same planner refuses the query under every setting: count it once.
                 bucket = self.unsupported if is_unsupported(detail) else self.kura_errors
                 kind = _message_kind(detail)
@@ -215,8 +240,12 @@ class Tester:
             duck = self.duck_outcome(sql)
             if duck[0] == "skip" or (cls != "answered-invalid" and duck[0] == "error"):
                 return False
-            v = self.verdict(cand, duck, self.kura_outcome(sql, server, settings))
-            return v is not None and v[0] == cls
+            kura = self.kura_outcome(sql, server, settings)
+            if over_limit(server, kura):
+                return False
+            v = self.verdict(cand, duck, kura)
+            want = "kura-error" if cls == "spill-error" else cls
+            return v is not None and v[0] == want
 
         return shrink(q, still_fails, self.args.shrink_budget)
 
@@ -249,8 +278,9 @@ class Tester:
         a = self.args
         start = time.time()
         self.setup()
-        print(f"== {a.queries} queries from seed {a.seed}, {len(configs(a.small_buffer))} settings each "
-              f"(modes {', '.join(MODES)}; indexes on/off; buffer default and {a.small_buffer})", flush=True)
+        print(f"== {a.queries} queries from seed {a.seed}, {len(configs(a.small_buffer, a.spill_limit))} settings each "
+              f"(modes {', '.join(MODES)}; indexes on/off; buffer default and {a.small_buffer}; "
+              f"memory_limit {a.spill_limit}, spilling)", flush=True)
         outcomes = Counter()
         try:
             for n in range(a.queries):
@@ -268,7 +298,7 @@ class Tester:
         finally:
             self.close()
         self.report(outcomes, time.time() - start)
-        bad = sum(outcomes[c] for c in ("wrong", "crash", "answered-invalid"))
+        bad = sum(outcomes[c] for c in ("wrong", "crash", "answered-invalid", "spill-error"))
         return 1 if bad else 0
 
     def report(self, outcomes, seconds):
@@ -277,6 +307,7 @@ class Tester:
             "seed": a.seed, "queries": a.queries, "sf": a.sf, "seconds": round(seconds, 1),
             "outcomes": dict(outcomes), "runs": self.counts["runs"],
             "duckdb_errors": self.counts["duckdb-error"],
+            "refused_over_limit": dict(self.over_limit.most_common()),
             "unsupported": dict(self.unsupported.most_common()),
             "kura_errors": dict(self.kura_errors.most_common()),
             "error_examples": self.examples,
@@ -289,15 +320,19 @@ class Tester:
         print(f"== {a.queries} queries, {self.counts['runs']} kura runs in {seconds:.0f} s")
         print(f"   agreed: {outcomes['ok']}; wrong answers: {outcomes['wrong']}; crashes: {outcomes['crash']}; "
               f"answered where DuckDB refused: {outcomes['answered-invalid']}; "
+              f"refused only while spilling: {outcomes['spill-error']}; "
               f"refused by kura: {outcomes['kura-error']}; timed out in kura (slow, not failed): "
               f"{outcomes['timeout']}; skipped (answer over --max-rows, or DuckDB timed out): {outcomes['too-large']}; "
               f"skipped (DuckDB returned more rows than the LIMIT): {outcomes['duckdb-wrong']}")
-        for title, counter in (("unsupported in kura", self.unsupported), ("other kura errors", self.kura_errors)):
+        print(f"   runs under memory_limit {a.spill_limit} refused as over the limit (53200): "
+              f"{self.counts['refused-over-limit']}")
+        for title, counter in (("unsupported in kura", self.unsupported), ("other kura errors", self.kura_errors),
+                               (f"refused under memory_limit {a.spill_limit}", self.over_limit)):
             if counter:
                 print(f"   {title}:")
                 for msg, k in counter.most_common(12):
                     print(f"     {k:5d}  {msg}")
-        failed = sum(outcomes[c] for c in ("wrong", "crash", "answered-invalid"))
+        failed = sum(outcomes[c] for c in ("wrong", "crash", "answered-invalid", "spill-error"))
         print(f"difftest: {a.queries - failed} passed, {failed} failed")
 
 
@@ -318,6 +353,8 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1, help="first seed; query n uses seed*1000003+n")
     p.add_argument("--work", default="target/difftest", help="where data, databases and logs go")
     p.add_argument("--small-buffer", default="4MB", help="kura's small buffer (default 4MB)")
+    p.add_argument("--spill-limit", default="1MB",
+                   help="memory_limit of the spilling configuration (default 1MB)")
     p.add_argument("--time-limit", type=float, default=20,
                    help="seconds per statement before kura counts as timed out (default 20)")
     p.add_argument("--slow", type=float, default=10, help="report queries whose runs take longer (s)")

@@ -180,7 +180,11 @@ class KuraServer:
                 self.restarts += 1
                 self.stop()
                 raise TimedOut(f"no answer within {timeout:g} s") from e
-            if self.proc.poll() is not None or self.con.closed or isinstance(e, psycopg.OperationalError):
+            # psycopg raises OperationalError for a lost connection and also for
+            # errors the server sent of class 53 (53200 out of memory, 53100 disk
+            # full): only the first, which has no SQLSTATE, is a crash.
+            lost = isinstance(e, psycopg.OperationalError) and e.sqlstate is None
+            if self.proc.poll() is not None or self.con.closed or lost:
                 try:
                     code = self.proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:

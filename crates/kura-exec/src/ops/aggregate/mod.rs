@@ -283,6 +283,10 @@ impl AggregateSink {
 /// its table entry), for deciding before a batch whether it fits.
 const GROUP_BYTES_BOUND: usize = 64;
 
+/// About what a `DISTINCT` aggregate's set of values takes for a new group
+/// (a small hash table's first allocation).
+const DISTINCT_SET_BYTES: usize = 128;
+
 /// The batch compacted to its selection in the columns marked in `read` only;
 /// the others become empty, never to be read.
 fn compact_read(batch: Batch, read: &[bool]) -> Batch {
@@ -328,18 +332,25 @@ impl Sink for AggregateSink {
         // first batch reserves them.
         let allocated = st.held_bytes().saturating_sub(st.reserved);
         let rows = batch.selection.as_ref().map_or(batch.num_rows, |s| s.len());
+        // What this batch's rows will likely add as new groups: as many
+        // as the rows so far made per row (Q1: none; Q18: one in four;
+        // before any row, one per row), each with its slots and its key
+        // (the batch's bytes bound its keys' — long text keys count).
+        let rows = rows as u64;
+        let sets = self.calls.iter().filter(|c| c.distinct).count();
+        let per_group =
+            (16 * self.calls.len() + DISTINCT_SET_BYTES * sets + GROUP_BYTES_BOUND) as u64;
+        let (seen, made) = match self.rows_seen.load(Ordering::Relaxed) {
+            0 => (1, 1),
+            seen => (seen, self.groups_made.load(Ordering::Relaxed)),
+        };
+        let grown = rows * per_group + crate::ops::join::batch_bytes(&batch);
+        let batch_bound = grown.saturating_mul(made) / seen;
         if self.spills_states {
             // Past its share a worker writes its groups out and goes on
             // aggregating into an empty table: rows keep being folded into
             // groups, so what reaches the disk is at most one partial state
             // per group and table, not every row.
-            // What this batch's rows will likely add as new groups: as many
-            // as the rows so far made per row (Q1: none; Q18: one in four).
-            let rows = rows as u64;
-            let per_group = (16 * self.calls.len() + GROUP_BYTES_BOUND) as u64;
-            let seen = self.rows_seen.load(Ordering::Relaxed);
-            let made = self.groups_made.load(Ordering::Relaxed);
-            let batch_bound = (rows * per_group).saturating_mul(made) / seen.max(1);
             if self.past_share(ctx, allocated + batch_bound) {
                 self.spill_state(st, ctx)?;
                 if self.past_share(ctx, batch_bound) {
@@ -351,10 +362,13 @@ impl Sink for AggregateSink {
                     loose.memory = Arc::new(MemoryTracker::new(u64::MAX));
                     let mut alone = AggState::new(&self.key_types, &self.calls, None);
                     self.aggregate_batch(&mut alone, batch, &loose)?;
+                    self.rows_seen.fetch_add(rows, Ordering::Relaxed);
+                    self.groups_made
+                        .fetch_add(alone.groups as u64, Ordering::Relaxed);
                     return self.write_state(&mut alone, ctx);
                 }
             }
-        } else if self.spills(ctx, allocated) {
+        } else if self.spills(ctx, allocated + batch_bound) {
             return self.spill_batch(batch, ctx);
         }
         // What the state reserves for this batch is the aggregation's own.
@@ -362,7 +376,7 @@ impl Sink for AggregateSink {
         let groups = st.groups;
         let done = self.aggregate_batch(st, batch, ctx);
         self.share.counted(st.charged - before);
-        self.rows_seen.fetch_add(rows as u64, Ordering::Relaxed);
+        self.rows_seen.fetch_add(rows, Ordering::Relaxed);
         self.groups_made
             .fetch_add(st.groups.saturating_sub(groups) as u64, Ordering::Relaxed);
         done
