@@ -327,8 +327,6 @@ impl Cli {
 }
 
 fn main() -> ExitCode {
-    // Before any thread starts: batch-sized blocks stay in the heap for reuse.
-    kura_common::allocator::tune();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("KURA_LOG")

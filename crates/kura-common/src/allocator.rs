@@ -1,103 +1,77 @@
-//! Process-wide tuning of the C allocator (glibc malloc) for query work.
+//! The process's memory allocator: mimalloc, when a binary turns on the
+//! `mimalloc` feature (the `kura` command and the Python module do).
 //!
-//! Operators allocate and free column vectors, packed keys and selections of a
-//! few hundred KiB to a few MiB per batch. With glibc's defaults those blocks
-//! are either mmap-ed and unmapped each time or trimmed back to the kernel when
-//! freed, so every batch pays page faults and page clearing for memory it just
-//! gave back (TPC-H SF 1 Q18, Q21, Q9 spent 5–9 % of their samples there).
-//! Fixed thresholds keep such blocks in the heap for reuse.
+//! Operators allocate and free column vectors, join pairs and selections of a
+//! few hundred KiB to a few MiB per batch, on every worker at once. glibc
+//! malloc gives a process a handful of arenas, each behind a lock: two query
+//! workers that share one wait on each other (TPC-H SF 10 Q4 spent 8 % of its
+//! samples in futex waits under `realloc` of the join's pair list), and blocks
+//! it unmaps or trims are faulted in and cleared again by the next batch.
+//! mimalloc keeps a heap per thread and returns memory to the system only
+//! after it stayed free for a while. Measured with `bench/run --sf 1 --systems
+//! kura,duckdb --modes warm --reps 3`, three runs each, alternating: geometric
+//! mean kura/DuckDB 0.90–0.99 with glibc (tuned thresholds, arena cap), 0.76–0.81
+//! with mimalloc.
 //!
-//! Those thresholds hold per arena, and `malloc_trim` never shrinks the top of
-//! a thread's arena (only `free` does, above the trim threshold). glibc makes up
-//! to eight arenas per core, one for each thread that finds the others busy, so
-//! after a large query each could keep up to `TRIM_THRESHOLD + TOP_PAD` of free
-//! memory resident: at TPC-H SF 1, nine arenas kept about 190 MB no query used.
-//! Capping arenas at the core count (query workers are one per core) bounds that.
+//! Without the feature the process keeps its allocator (an embedding program
+//! chooses its own); [`release_free_memory`] then asks glibc to trim.
 
-/// Blocks below this size come from the heap, not from their own mapping.
-pub const MMAP_THRESHOLD: usize = 32 << 20;
-/// Free memory at the top of a heap kept before it is returned to the kernel.
-/// (128 MiB kept Q18's hash tables resident through the queries after it, with
-/// no query faster than at 32 MiB in TPC-H SF 1 runs.)
-pub const TRIM_THRESHOLD: usize = 32 << 20;
-/// Extra memory asked for when a heap grows, so that growth is rare.
-pub const TOP_PAD: usize = 16 << 20;
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The environment variables with which a user sets these thresholds
-/// themselves; when any is set, `tune` leaves the thresholds alone.
-const USER_SETTINGS: [&str; 3] = [
-    "MALLOC_MMAP_THRESHOLD_",
-    "MALLOC_TRIM_THRESHOLD_",
-    "MALLOC_TOP_PAD_",
-];
-
-/// The environment variable with which a user sets the arena count.
-const USER_ARENAS: &str = "MALLOC_ARENA_MAX";
-
-/// The arena cap: one per core, at least two (the main thread's and one for
-/// the workers, which otherwise contend on a single lock).
-pub fn arena_cap() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .max(2)
-}
-
-/// Applies the thresholds and the arena cap above, each unless the user set it
-/// through the environment. Returns whether the thresholds were set. Call once,
-/// at start, before threads.
-pub fn tune() -> bool {
-    if std::env::var_os(USER_ARENAS).is_none() {
-        set_arena_cap(arena_cap());
+/// The allocator in use, for diagnostics (`mimalloc` or `system`).
+pub fn name() -> &'static str {
+    if cfg!(feature = "mimalloc") {
+        "mimalloc"
+    } else {
+        "system"
     }
-    if USER_SETTINGS.iter().any(|v| std::env::var_os(v).is_some()) {
-        return false;
-    }
-    set_thresholds()
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn set_arena_cap(arenas: usize) -> bool {
-    let arenas = libc::c_int::try_from(arenas).unwrap_or(libc::c_int::MAX);
-    // SAFETY: as in set_thresholds; called before other threads start.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) == 1 }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn set_arena_cap(_arenas: usize) -> bool {
-    false
-}
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn set_thresholds() -> bool {
-    // SAFETY: mallopt only changes allocator parameters; it is called before
-    // the process starts other threads.
+/// Returns free memory to the operating system now instead of when the
+/// allocator would (mimalloc: after a second; glibc: never for a thread's
+/// arena). Safe to call from any thread at any time; it costs a walk of the
+/// calling thread's heap and the release of the free pages.
+pub fn release_free_memory() {
+    #[cfg(feature = "mimalloc")]
+    // SAFETY: mi_collect only frees memory no allocation uses; thread-safe.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int) == 1
-            && libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD as libc::c_int) == 1
-            && libc::mallopt(libc::M_TOP_PAD, TOP_PAD as libc::c_int) == 1
+        libmimalloc_sys::mi_collect(true);
     }
-}
-
-/// Other C libraries have their own policies; nothing to set.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn set_thresholds() -> bool {
-    false
+    #[cfg(all(not(feature = "mimalloc"), target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    fn batch_sized_blocks_come_from_the_heap() {
-        assert!(super::set_thresholds());
-        // With glibc's default threshold (128 KiB, raised only after a larger
-        // mapped block is freed) a fresh process maps a 16 MiB block of its own.
-        // SAFETY: mallinfo2 only reads the allocator's statistics.
-        let mapped = || unsafe { libc::mallinfo2() }.hblks;
-        let before = mapped();
-        let block = vec![1u8; 16 << 20];
-        assert_eq!(mapped(), before, "a 16 MiB block was mapped on its own");
-        assert_eq!(block.iter().map(|&b| b as usize).sum::<usize>(), 16 << 20);
+    #[cfg(all(feature = "mimalloc", target_os = "linux"))]
+    fn the_global_allocator_is_mimalloc_and_gives_memory_back() {
+        assert_eq!(super::name(), "mimalloc");
+        // mimalloc's own statistics see a block this allocator handed out.
+        let block = vec![7u8; 64 << 20];
+        // SAFETY: mi_usable_size reads the allocation's header.
+        let usable = unsafe { libmimalloc_sys::mi_usable_size(block.as_ptr().cast()) };
+        assert!(usable >= 64 << 20, "not a mimalloc block: {usable}");
+        let rss = || -> u64 {
+            std::fs::read_to_string("/proc/self/status")
+                .unwrap()
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap()
+        };
+        let held = rss();
+        drop(block);
+        super::release_free_memory();
+        let after = rss();
+        assert!(
+            after + 48 * 1024 < held,
+            "64 MiB freed and released, RSS {held} KiB -> {after} KiB"
+        );
     }
 }

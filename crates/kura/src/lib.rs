@@ -55,4 +55,14 @@ pub use result::{QueryResult, ResultColumn, RowSink};
 pub use session::{CancelHandle, Prepared, Progress, Session};
 
 pub use kura_common::{Batch, DataType, Value};
+
+/// Gives the memory the allocator keeps free for reuse back to the system: the
+/// calling thread's and, when the query runtime has started, every worker's.
+/// For a long-running process after large statements (the server calls it).
+pub fn release_free_memory() {
+    kura_common::allocator::release_free_memory();
+    if let Some(runtime) = kura_exec::runtime::started_shared_runtime() {
+        runtime.release_free_memory();
+    }
+}
 pub use kura_storage::Storage;

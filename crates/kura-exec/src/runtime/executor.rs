@@ -125,6 +125,16 @@ impl Runtime {
         self.shared.workers
     }
 
+    /// Asks every worker to give the free memory its thread's allocator heap
+    /// keeps back to the system, the next time it is between tasks (at once if
+    /// it sleeps). A worker's heap can be walked only by its own thread.
+    pub fn release_free_memory(&self) {
+        for slot in &self.shared.slots[..self.shared.workers] {
+            slot.release.store(true, Ordering::SeqCst);
+            slot.unpark();
+        }
+    }
+
     /// Whether reads on the workers go through io_uring.
     pub fn uses_io_uring(&self) -> bool {
         self.shared.uring

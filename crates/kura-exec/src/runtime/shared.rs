@@ -23,6 +23,9 @@ pub(crate) struct Slot {
     /// Runnable tasks at the last publication (for the balancer).
     pub(crate) runnable: AtomicUsize,
     pub(crate) sleeping: AtomicBool,
+    /// Asked to give its thread's free memory back to the system (see
+    /// `Runtime::release_free_memory`).
+    pub(crate) release: AtomicBool,
     pub(crate) wake_fd: RawFd,
     /// Balancer request: (target + 1) << 48 | count; 0 for none.
     migrate: AtomicU64,
@@ -39,6 +42,7 @@ impl Slot {
             injected: AtomicUsize::new(0),
             runnable: AtomicUsize::new(0),
             sleeping: AtomicBool::new(false),
+            release: AtomicBool::new(false),
             wake_fd: os_thread::eventfd()?,
             migrate: AtomicU64::new(0),
             counters: Counters::default(),

@@ -36,6 +36,10 @@ impl WorkerLocal {
             if !injected.is_empty() {
                 self.queue.borrow_mut().extend(injected);
             }
+            if self.slot().release.swap(false, Ordering::SeqCst) {
+                // The allocator's per-thread heap is only this thread's to walk.
+                kura_common::allocator::release_free_memory();
+            }
             self.serve_migration();
             let started = Instant::now();
             let mut polled = 0;
@@ -111,7 +115,8 @@ impl WorkerLocal {
     fn sleep(&self, stop: &dyn Fn() -> bool) {
         let slot = self.slot();
         slot.sleeping.store(true, Ordering::SeqCst);
-        if slot.injected.load(Ordering::SeqCst) > 0 || stop() {
+        if slot.injected.load(Ordering::SeqCst) > 0 || slot.release.load(Ordering::SeqCst) || stop()
+        {
             slot.sleeping.store(false, Ordering::SeqCst);
             return;
         }
