@@ -208,7 +208,7 @@ impl KeyFilter {
                 .iter()
                 .map(|&c| batch.columns[c].take(live))
                 .collect();
-            let mut rows = Vec::new();
+            let mut rows = Vec::with_capacity(live.len());
             self.table
                 .index
                 .matching_rows(&keys, live.len(), &mut rows)?;
@@ -228,7 +228,7 @@ impl KeyFilter {
                 &gathered
             }
         };
-        let mut rows = Vec::new();
+        let mut rows = Vec::with_capacity(batch.num_rows);
         self.table
             .index
             .matching_rows(keys, batch.num_rows, &mut rows)?;

@@ -54,7 +54,7 @@ pub trait JoinIndex: Send + Sync {
         rows: usize,
         out: &mut Vec<u32>,
     ) -> ExecResult<()> {
-        let mut pairs = Vec::new();
+        let mut pairs = Vec::with_capacity(rows);
         self.candidates(probe_keys, rows, &mut pairs)?;
         out.extend(pairs.into_iter().map(|p| p.0));
         out.dedup();
@@ -468,7 +468,7 @@ impl Transform for JoinProbeOp {
             // Only whether a partner exists matters: one look-up per probe row
             // instead of a walk of every build row with its key (TPC-H Q22's
             // anti join: ten orders per customer).
-            let mut rows = Vec::new();
+            let mut rows = Vec::with_capacity(n);
             self.table.index.matching_rows(&keys, n, &mut rows)?;
             let matched = matched_rows(rows.iter().copied(), n);
             return Ok(Some(match self.spec.join_type {
@@ -552,7 +552,9 @@ impl JoinProbeOp {
             let all: Vec<u32> = (0..n as u32).collect();
             return self.cross_pairs(probe, &all, None, first_only, ctx);
         }
-        let mut pairs = Vec::new();
+        // A probe row matches about once (a foreign key's): sized for that,
+        // the pairs are not copied through a series of doublings.
+        let mut pairs = Vec::with_capacity(n);
         self.table.index.candidates(keys, n, &mut pairs)?;
         if let Some(m) = marked {
             pairs.retain(|p| !m[p.1 as usize].load(Ordering::Relaxed));
