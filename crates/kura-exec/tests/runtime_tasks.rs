@@ -261,3 +261,42 @@ fn runtimes_start_and_stop_repeatedly() {
         }
     });
 }
+
+#[test]
+fn every_worker_gives_its_free_memory_back_when_asked_even_asleep() {
+    bounded(30, || {
+        let rt = runtime(2);
+        // Each worker allocates and frees on its own thread first.
+        rt.block_on(async move {
+            for _ in 0..8 {
+                spawn(async move {
+                    let block = vec![1u8; 8 << 20];
+                    std::hint::black_box(&block);
+                    Ok::<(), BoxError>(())
+                });
+            }
+            Ok::<(), BoxError>(())
+        })
+        .expect("scope succeeds");
+        let releases = |rt: &Runtime| -> Vec<u64> {
+            rt.stats()
+                .workers
+                .iter()
+                .map(|w| w.memory_releases)
+                .collect()
+        };
+        assert_eq!(releases(&rt), vec![0, 0], "nobody asked yet");
+        // The workers sleep now: the request must wake them.
+        std::thread::sleep(Duration::from_millis(50));
+        rt.release_free_memory();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while releases(&rt) != vec![1, 1] {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "workers released {:?}",
+                releases(&rt)
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+}

@@ -15,6 +15,7 @@ pub(crate) struct Counters {
     pub io_submitted: AtomicU64,
     pub io_completed: AtomicU64,
     pub extra_run_pages: AtomicU64,
+    pub memory_releases: AtomicU64,
     pub busy_ns: AtomicU64,
 }
 
@@ -34,6 +35,7 @@ impl Counters {
             io_submitted: get(&self.io_submitted),
             io_completed: get(&self.io_completed),
             extra_run_pages: get(&self.extra_run_pages),
+            memory_releases: get(&self.memory_releases),
             busy: Duration::from_nanos(get(&self.busy_ns)),
         }
     }
@@ -60,6 +62,9 @@ pub struct WorkerStats {
     /// run of consecutive pages with one `pread`): `io_completed` plus these is
     /// the number of page-sized reads.
     pub extra_run_pages: u64,
+    /// Times this worker gave its heap's free memory back to the system when
+    /// asked (`Runtime::release_free_memory`).
+    pub memory_releases: u64,
     /// Time spent running tasks and driving I/O (not sleeping).
     pub busy: Duration,
 }
@@ -75,6 +80,7 @@ impl WorkerStats {
             io_submitted: self.io_submitted + o.io_submitted,
             io_completed: self.io_completed + o.io_completed,
             extra_run_pages: self.extra_run_pages + o.extra_run_pages,
+            memory_releases: self.memory_releases + o.memory_releases,
             busy: self.busy + o.busy,
         }
     }

@@ -39,6 +39,7 @@ impl WorkerLocal {
             if self.slot().release.swap(false, Ordering::SeqCst) {
                 // The allocator's per-thread heap is only this thread's to walk.
                 kura_common::allocator::release_free_memory();
+                add(&self.counters().memory_releases, 1);
             }
             self.serve_migration();
             let started = Instant::now();
