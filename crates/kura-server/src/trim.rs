@@ -40,12 +40,8 @@ impl MemoryTrim {
             self.wanted.notified().await;
             // Walking the heaps takes a few milliseconds with a large heap:
             // off the async workers.
-            let _ = tokio::task::spawn_blocking(release_free_memory).await;
+            let _ = tokio::task::spawn_blocking(kura::release_free_memory).await;
             tokio::time::sleep(MIN_INTERVAL).await;
         }
     }
-}
-
-fn release_free_memory() {
-    kura::release_free_memory();
 }

@@ -36,7 +36,10 @@ impl WorkerLocal {
             if !injected.is_empty() {
                 self.queue.borrow_mut().extend(injected);
             }
-            if self.slot().release.swap(false, Ordering::SeqCst) {
+            // Read before the swap: a swap on every round would write the
+            // slot's line that other threads read.
+            let slot = self.slot();
+            if slot.release.load(Ordering::Relaxed) && slot.release.swap(false, Ordering::SeqCst) {
                 // The allocator's per-thread heap is only this thread's to walk.
                 kura_common::allocator::release_free_memory();
                 add(&self.counters().memory_releases, 1);
