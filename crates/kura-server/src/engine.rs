@@ -136,6 +136,11 @@ pub trait Engine: Send + Sync + 'static {
     fn session(&self) -> Self::Session;
     /// Human-readable product and version, the text of `SELECT version()`.
     fn version(&self) -> String;
+    /// The memory all sessions' queries may use together, when bounded: the
+    /// server keeps at most an eighth of it free for reuse between statements.
+    fn memory_budget(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// One client's SQL session. Calls block until the statement is done, so the

@@ -137,6 +137,7 @@ impl<E: Engine> Server<E> {
                 Some(ScramPair { plain, tls })
             }
         };
+        let budget = engine.memory_budget();
         let listener =
             TcpListener::bind(config.listen)
                 .await
@@ -157,7 +158,7 @@ impl<E: Engine> Server<E> {
                 superusers: config.superusers,
                 scram,
                 tls_required: config.tls_required,
-                trim: Arc::new(MemoryTrim::default()),
+                trim: Arc::new(MemoryTrim::new(budget)),
             }),
             grace: config.shutdown_grace,
             tls: config.tls.map(|t| t.acceptor),

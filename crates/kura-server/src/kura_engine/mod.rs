@@ -49,6 +49,10 @@ impl Engine for KuraEngine {
     fn version(&self) -> String {
         kura::identity::version_text()
     }
+
+    fn memory_budget(&self) -> Option<u64> {
+        Some(self.db.shared_memory().1)
+    }
 }
 
 pub struct KuraSession {
