@@ -59,6 +59,10 @@ pub struct AggregateSink {
     /// Sub-expressions of several arguments, computed once a batch into the
     /// columns after the last one the arguments read (`arg_columns.len()`).
     common_args: Vec<PhysExpr>,
+    /// Per call: the first call summing the same argument when two or more
+    /// `sum`/`avg` calls do (TPC-H Q1's `avg(l_quantity)` beside
+    /// `sum(l_quantity)`): a batch's sums per group are then added once.
+    same_sum: Vec<Option<usize>>,
     /// The planner's range of a single integer key (see `PlanKind::Aggregate`).
     key_range: Option<(i64, i64)>,
     /// The plan node whose statistics show what was spilled.
@@ -111,7 +115,9 @@ impl AggregateSink {
         let common_args = common::extract(&mut args, width);
         let spills_states =
             !group_by.is_empty() && calls.iter().all(|c| new_acc(c).state_width().is_some());
+        let same_sum = same_sums(&calls);
         AggregateSink {
+            same_sum,
             spills_states,
             rows_seen: AtomicU64::new(0),
             groups_made: AtomicU64::new(0),
@@ -245,8 +251,25 @@ impl AggregateSink {
             }
         }
         let counts = acc::batch_counts(st.groups, ids);
-        for (acc, call) in st.accs.iter_mut().zip(&self.calls) {
+        // A batch's sums per group of arguments that several calls sum, by the
+        // first of them (`None` inside: not integers without NULLs).
+        let mut summed: Vec<(usize, Option<Vec<i128>>)> = Vec::new();
+        for (i, (acc, call)) in st.accs.iter_mut().zip(&self.calls).enumerate() {
             let arg = call.arg.as_ref().map(|a| a.eval_ref(&batch)).transpose()?;
+            if let (Some(first), Some(a), Some(n)) = (self.same_sum[i], &arg, &counts) {
+                let sums = match summed.iter().position(|(f, _)| *f == first) {
+                    Some(k) => &summed[k].1,
+                    None => {
+                        summed.push((first, acc::batch_sums(st.groups, ids, a)));
+                        &summed[summed.len() - 1].1
+                    }
+                };
+                if let Some(sums) = sums {
+                    if acc.add_batch_sums(sums, n)? {
+                        continue;
+                    }
+                }
+            }
             match (&arg, call.extra.is_empty() && call.order.is_empty()) {
                 (Some(a), false) => {
                     // Ordered-set aggregates sort by `arg` itself: only
@@ -277,6 +300,32 @@ impl AggregateSink {
         }
         Ok(())
     }
+}
+
+/// For each call, the first call with the same argument when at least two
+/// plain (not DISTINCT) `sum` or `avg` calls sum it.
+fn same_sums(calls: &[AggCall]) -> Vec<Option<usize>> {
+    let sums = |c: &AggCall| {
+        matches!(c.func, AggFunc::Sum | AggFunc::Avg)
+            && !c.distinct
+            && c.extra.is_empty()
+            && c.order.is_empty()
+            && c.arg.is_some()
+    };
+    calls
+        .iter()
+        .map(|c| {
+            if !sums(c) {
+                return None;
+            }
+            let mut same = calls
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| sums(o) && o.arg == c.arg);
+            let first = same.next().map(|(j, _)| j);
+            same.next().and(first)
+        })
+        .collect()
 }
 
 /// About what a new group takes besides its accumulators' slots (its key,

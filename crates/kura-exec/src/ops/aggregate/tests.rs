@@ -306,3 +306,95 @@ fn one_group_past_the_limit_still_fails() {
     assert!(e.to_string().contains("single group"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `sum(v)`, `avg(v)`, `count(*)`, `sum(w)`, `avg(w)`, `sum(v)` grouped by
+/// `k` (three groups): `v` has no NULLs, `w` has some in one stretch.
+fn shared_sums_sink() -> AggregateSink {
+    let big = DataType::BigInt;
+    let dec = DataType::Decimal {
+        precision: 38,
+        scale: 0,
+    };
+    let avg = DataType::Decimal {
+        precision: 38,
+        scale: 6,
+    };
+    let calls = vec![
+        AggCall::simple(AggFunc::Sum, Some(col(1, big)), dec),
+        AggCall::simple(AggFunc::Avg, Some(col(1, big)), avg),
+        AggCall::simple(AggFunc::CountStar, None, big),
+        AggCall::simple(AggFunc::Sum, Some(col(2, big)), dec),
+        AggCall::simple(AggFunc::Avg, Some(col(2, big)), avg),
+        AggCall::simple(AggFunc::Sum, Some(col(1, big)), dec),
+    ];
+    AggregateSink::new(vec![col(0, big)], calls)
+}
+
+fn shared_sums_rows(s: &AggregateSink) -> Vec<String> {
+    let ctx = ExecContext::unbounded();
+    let mut locals = vec![s.local(), s.local()];
+    for (i, from) in (0..60_000usize).step_by(1000).enumerate() {
+        let rows = from..from + 1000;
+        let ints = |f: &dyn Fn(usize) -> Value| {
+            let vals: Vec<Value> = rows.clone().map(f).collect();
+            Vector::from_values(DataType::BigInt, &vals).unwrap()
+        };
+        let b = Batch::new(vec![
+            ints(&|i| Value::BigInt((i % 3) as i64)),
+            ints(&|i| Value::BigInt((i * 7919 % 100_003) as i64 - 50_000)),
+            ints(&|i| {
+                if (20_000..21_500).contains(&i) && i % 2 == 0 {
+                    Value::Null
+                } else {
+                    Value::BigInt(i as i64)
+                }
+            }),
+        ]);
+        s.consume(&mut locals[i % 2], b, &ctx).unwrap();
+    }
+    for l in locals {
+        s.merge(l, &ctx).unwrap();
+    }
+    s.finish(&ctx).unwrap();
+    let mut rows: Vec<String> = s
+        .take()
+        .iter()
+        .flat_map(|b| {
+            (0..b.len()).map(move |r| {
+                let vals: Vec<String> = b
+                    .columns
+                    .iter()
+                    .map(|c| format!("{:?}", c.get_value(r)))
+                    .collect();
+                vals.join("|")
+            })
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn sums_of_one_argument_added_once_give_what_each_call_adds_itself() {
+    let shared = shared_sums_sink();
+    assert_eq!(
+        shared.same_sum,
+        vec![Some(0), Some(0), None, Some(3), Some(3), Some(0)]
+    );
+    let mut alone = shared_sums_sink();
+    alone.same_sum = vec![None; 6];
+    let rows = shared_sums_rows(&shared);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows, shared_sums_rows(&alone));
+    // Group 0's sum of v, computed here.
+    let v0: i128 = (0..60_000usize)
+        .filter(|i| i % 3 == 0)
+        .map(|i| (i * 7919 % 100_003) as i128 - 50_000)
+        .sum();
+    let sum = format!("Decimal({v0}, 0)");
+    assert!(
+        rows[0].starts_with(&format!("BigInt(0)|{sum}|")) && rows[0].ends_with(&sum),
+        "{} (expected sum {v0})",
+        rows[0]
+    );
+}

@@ -86,6 +86,18 @@ pub(super) fn add_dense(sums: &mut [i128], g: &[u32], a: &Vector) -> Option<bool
     }
 }
 
+/// One batch's sums per group of `a` (integers without NULLs, few groups: see
+/// [`LANE_GROUPS`]), for several accumulators of the same argument to add
+/// (`avg(x)` beside `sum(x)`); `None` when that does not apply or a sum
+/// overflowed (each accumulator then adds the batch itself, and says so).
+pub(crate) fn batch_sums(groups: usize, g: &[u32], a: &Vector) -> Option<Vec<i128>> {
+    if groups > LANE_GROUPS {
+        return None;
+    }
+    let mut sums = vec![0; groups];
+    add_dense(&mut sums, g, a)?.then_some(sums)
+}
+
 /// Adds row `i` of `x` to `sums[g[i]]` for every row (an argument without NULLs): through
 /// [`LANES`] partial sums per group when there are few groups, as [`add_dense`] does for
 /// integers — a float addition waits ~4 cycles for the previous one into the same word, and

@@ -18,8 +18,8 @@ use super::group_map::SKIP;
 mod lanes;
 mod state;
 
-pub(crate) use lanes::batch_counts;
 use lanes::{add_dense, count_rows};
+pub(crate) use lanes::{batch_counts, batch_sums};
 use state::fold_bool;
 
 /// Accumulators of one aggregate, one slot per group.
@@ -285,6 +285,32 @@ impl Acc {
             }
         }
         Ok(())
+    }
+
+    /// Adds one batch's sums per group of an argument without NULLs
+    /// ([`batch_sums`]) and its rows per group ([`batch_counts`]) to an integer
+    /// `sum` or `avg`; `false` (nothing added) for any other accumulator.
+    pub(crate) fn add_batch_sums(&mut self, batch: &[i128], rows: &[i64]) -> ExecResult<bool> {
+        let add = |sums: &mut [i128], what: &str| {
+            for (s, b) in sums.iter_mut().zip(batch) {
+                *s = s
+                    .checked_add(*b)
+                    .ok_or_else(|| ExecError::OutOfRange(format!("{what} overflows")))?;
+            }
+            Ok::<_, ExecError>(())
+        };
+        match self {
+            Acc::SumInt { sums, seen } => {
+                add(sums, "sum")?;
+                seen.iter_mut().zip(rows).for_each(|(s, &n)| *s |= n > 0);
+            }
+            Acc::AvgInt { sums, counts } => {
+                add(sums, "avg")?;
+                counts.iter_mut().zip(rows).for_each(|(c, n)| *c += n);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     /// Folds rows into the aggregates that take more than one argument or
