@@ -300,12 +300,13 @@ impl Vector {
 
     /// A new vector holding rows `idx` in that order.
     pub fn take(&self, idx: &[u32]) -> Vector {
+        let runs = in_runs(idx);
         let data = match &self.data {
-            ColumnData::Bool(v) => ColumnData::Bool(idx.iter().map(|&i| v[i as usize]).collect()),
-            ColumnData::I32(v) => ColumnData::I32(idx.iter().map(|&i| v[i as usize]).collect()),
-            ColumnData::I64(v) => ColumnData::I64(idx.iter().map(|&i| v[i as usize]).collect()),
-            ColumnData::I128(v) => ColumnData::I128(idx.iter().map(|&i| v[i as usize]).collect()),
-            ColumnData::F64(v) => ColumnData::F64(idx.iter().map(|&i| v[i as usize]).collect()),
+            ColumnData::Bool(v) => ColumnData::Bool(gather(v, idx, runs)),
+            ColumnData::I32(v) => ColumnData::I32(gather(v, idx, runs)),
+            ColumnData::I64(v) => ColumnData::I64(gather(v, idx, runs)),
+            ColumnData::I128(v) => ColumnData::I128(gather(v, idx, runs)),
+            ColumnData::F64(v) => ColumnData::F64(gather(v, idx, runs)),
             ColumnData::Str(v) => {
                 // Sized exactly: a run of long strings gathered with a guessed
                 // size would double its way up to twice what it holds.
@@ -320,10 +321,7 @@ impl Vector {
                 ColumnData::Str(out)
             }
         };
-        let validity = self
-            .validity
-            .as_ref()
-            .map(|v| idx.iter().map(|&i| v[i as usize]).collect());
+        let validity = self.validity.as_ref().map(|v| gather(v, idx, runs));
         Vector {
             data_type: self.data_type,
             data,
@@ -358,6 +356,41 @@ impl Vector {
             validity: self.validity.as_ref().map(|v| v[r].to_vec()),
         }
     }
+}
+
+/// Whether `idx` names mostly runs of consecutive rows (a filter's selection
+/// that kept most rows: TPC-H Q1's date filter keeps 98 %), judged from its
+/// first 64 entries: [`gather`] then copies runs rather than single rows.
+fn in_runs(idx: &[u32]) -> bool {
+    const SAMPLE: usize = 64;
+    if idx.len() < SAMPLE {
+        return false;
+    }
+    let steps = idx[..SAMPLE]
+        .windows(2)
+        .filter(|w| w[1] == w[0].wrapping_add(1))
+        .count();
+    steps >= SAMPLE - SAMPLE / 8
+}
+
+/// Rows `idx` of `v` in that order: one copy per run of consecutive rows when
+/// `runs` (see [`in_runs`]), else one row at a time.
+fn gather<T: Copy>(v: &[T], idx: &[u32], runs: bool) -> Vec<T> {
+    if !runs {
+        return idx.iter().map(|&i| v[i as usize]).collect();
+    }
+    let mut out = Vec::with_capacity(idx.len());
+    let mut k = 0;
+    while k < idx.len() {
+        let start = idx[k] as usize;
+        let mut end = k + 1;
+        while end < idx.len() && idx[end] as usize == start + (end - k) {
+            end += 1;
+        }
+        out.extend_from_slice(&v[start..start + (end - k)]);
+        k = end;
+    }
+    out
 }
 
 /// A set of equally long column vectors plus an optional selection vector naming
@@ -422,6 +455,44 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Copying runs gives what gathering row by row gives, for selections
+        /// that keep most rows, few rows, and for orders that are not ascending.
+        #[test]
+        fn gathering_in_runs_is_gathering_row_by_row(
+            keep in proptest::collection::vec(0u8..100, 64..3000),
+            percent in 0u8..100,
+            reverse_from in proptest::option::of(0usize..3000),
+        ) {
+            let v: Vec<i64> = (0..keep.len() as i64).map(|i| i * 3 - 7).collect();
+            let mut idx: Vec<u32> = keep
+                .iter()
+                .enumerate()
+                .filter(|(_, &k)| k >= percent)
+                .map(|(i, _)| i as u32)
+                .collect();
+            if let Some(r) = reverse_from {
+                let r = r.min(idx.len());
+                idx[r..].reverse();
+            }
+            let one_by_one: Vec<i64> = idx.iter().map(|&i| v[i as usize]).collect();
+            prop_assert_eq!(gather(&v, &idx, true), one_by_one.clone());
+            prop_assert_eq!(gather(&v, &idx, in_runs(&idx)), one_by_one);
+        }
+    }
+
+    #[test]
+    fn a_selection_that_keeps_most_rows_is_copied_in_runs() {
+        let dense: Vec<u32> = (0..1000).filter(|i| i % 50 != 7).collect();
+        assert!(in_runs(&dense));
+        let sparse: Vec<u32> = (0..1000).filter(|i| i % 3 == 0).collect();
+        assert!(!in_runs(&sparse));
+        let permuted: Vec<u32> = (0..1000).rev().collect();
+        assert!(!in_runs(&permuted));
+        assert!(!in_runs(&dense[..10]));
+    }
 
     #[test]
     fn slice_is_take_of_a_range() {
