@@ -5,9 +5,9 @@
 //! use. After a long statement or a closed session the server gives the free
 //! pages back (`kura::release_free_memory`, on its own thread and every query
 //! worker's) once the process holds more than a reserve ([`RESERVE`], at most
-//! an eighth of the queries' memory budget) beyond what it held
-//! after the last release, and whatever it holds beyond that after [`IDLE`]
-//! without statements; at most ten times a second.
+//! an eighth of the queries' memory budget) beyond what it held after the
+//! last release, and all of it after [`IDLE`] without statements; at most ten
+//! times a second.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -77,19 +77,19 @@ impl MemoryTrim {
         let mut floor = kura_common::allocator::resident_bytes();
         let mut kept = false;
         loop {
-            if kept {
-                // Something within the reserve is held: give it back when the
-                // server falls idle, unless asked again before.
-                let asked = tokio::time::timeout(IDLE, self.wanted.notified()).await;
-                if asked.is_ok() && !past_reserve(floor, self.reserve) {
-                    continue;
-                }
+            // While something within the reserve is held, a second without a
+            // request counts as one: an idle server gives it back.
+            let asked = if kept {
+                tokio::time::timeout(IDLE, self.wanted.notified())
+                    .await
+                    .is_ok()
             } else {
                 self.wanted.notified().await;
-                if !past_reserve(floor, self.reserve) {
-                    kept = true;
-                    continue;
-                }
+                true
+            };
+            if asked && !past_reserve(floor, self.reserve) {
+                kept = true;
+                continue;
             }
             // Walking the heaps takes a few milliseconds with a large heap:
             // off the async workers.

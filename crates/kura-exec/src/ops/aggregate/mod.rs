@@ -251,20 +251,16 @@ impl AggregateSink {
             }
         }
         let counts = acc::batch_counts(st.groups, ids);
-        // A batch's sums per group of arguments that several calls sum, by the
-        // first of them (`None` inside: not integers without NULLs).
-        let mut summed: Vec<(usize, Option<Vec<i128>>)> = Vec::new();
+        // A batch's sums per group of an argument several calls sum, at the
+        // first of those calls (`None`: not integers without NULLs).
+        let mut summed: Vec<Option<Vec<i128>>> = vec![None; self.calls.len()];
         for (i, (acc, call)) in st.accs.iter_mut().zip(&self.calls).enumerate() {
             let arg = call.arg.as_ref().map(|a| a.eval_ref(&batch)).transpose()?;
             if let (Some(first), Some(a), Some(n)) = (self.same_sum[i], &arg, &counts) {
-                let sums = match summed.iter().position(|(f, _)| *f == first) {
-                    Some(k) => &summed[k].1,
-                    None => {
-                        summed.push((first, acc::batch_sums(st.groups, ids, a)));
-                        &summed[summed.len() - 1].1
-                    }
-                };
-                if let Some(sums) = sums {
+                if first == i {
+                    summed[i] = acc::batch_sums(st.groups, ids, a);
+                }
+                if let Some(sums) = &summed[first] {
                     if acc.add_batch_sums(sums, n)? {
                         continue;
                     }
