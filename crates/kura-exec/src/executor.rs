@@ -11,7 +11,7 @@ use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::conjuncts::cheap_first;
 use crate::next_reads;
-use crate::ops::aggregate::AggregateSink;
+use crate::ops::aggregate::{AggregateSink, OrderedAggregateOp};
 use crate::ops::collect::CollectSink;
 use crate::ops::index::{IndexJoinSource, IndexJoinSpec, IndexScanSource};
 use crate::ops::join::batch_bytes;
@@ -25,7 +25,7 @@ use crate::ops::streaming::{FilterOp, LimitOp, MemorySource, ProjectOp, Replicat
 use crate::ops::window::WindowSink;
 use crate::pipeline::{Phase, Pipeline, Sink, Source};
 use crate::plan::{PlanKind, PlanNode};
-use crate::registry::{OperatorKind, OperatorRegistry};
+use crate::registry::{OperatorKind, OperatorRegistry, ORDERED_AGGREGATE};
 use crate::spill::partitions::Partitions;
 
 /// What one run of a plan hands between its nodes while compiling: results of
@@ -476,6 +476,16 @@ impl Executor<'_> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 });
+                // A shared result is materialised once for its readers: hashed.
+                if node.operator == ORDERED_AGGREGATE && node.shared.is_none() {
+                    let agg = AggregateSink::new(group_by.clone(), aggregates.clone())
+                        .with_label(label)
+                        .with_node(node.id);
+                    let mut p = self.compile(input, shared)?;
+                    p.transforms
+                        .push((node.id, Arc::new(OrderedAggregateOp::new(agg))));
+                    return Ok(p);
+                }
                 self.materializing_source(node, shared, || {
                     let sink = Arc::new(
                         AggregateSink::new(group_by.clone(), aggregates.clone())

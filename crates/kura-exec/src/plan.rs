@@ -309,6 +309,24 @@ fn describe_range(table: &dyn TableSource, index: &IndexSource, r: &KeyRange) ->
     }
 }
 
+/// Whether output column `col` of `node` comes clustered: every batch a piece
+/// of a table stored in ascending order of that column (a scan, through
+/// filters and projections that keep it as it is), so that only a batch's
+/// first and last runs of equal values can go on in other batches.
+pub fn clustered_on(node: &PlanNode, col: usize) -> bool {
+    match &node.kind {
+        PlanKind::Scan { table, columns, .. } => {
+            columns.get(col).is_some_and(|&c| table.ascending(c))
+        }
+        PlanKind::Filter { input, .. } => clustered_on(input, col),
+        PlanKind::Project { input, exprs } => match exprs.get(col) {
+            Some(PhysExpr::Column { index, .. }) => clustered_on(input, *index),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 /// One node of a physical plan.
 #[derive(Clone)]
 pub struct PlanNode {

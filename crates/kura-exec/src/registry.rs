@@ -9,6 +9,10 @@ use crate::ops::join::hash::HashJoin;
 use crate::ops::join::nested_loop::NestedLoopJoin;
 use crate::ops::join::JoinAlgorithm;
 
+/// The aggregation that groups by runs of a key its input is clustered on
+/// (see [`crate::ops::aggregate::OrderedAggregateOp`]).
+pub const ORDERED_AGGREGATE: &str = "ordered_aggregate";
+
 /// The role an operator plays in a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OperatorKind {
@@ -143,6 +147,13 @@ impl Default for OperatorRegistry {
             1,
             "batches",
             "one row per group",
+        )));
+        r.register(plain(desc(
+            ORDERED_AGGREGATE,
+            Aggregate,
+            1,
+            "batches clustered on the one group key",
+            "one row per group, streamed",
         )));
         r.register(plain(desc(
             "sort",

@@ -60,6 +60,14 @@ pub trait TableSource: Send + Sync {
     fn zones(&self, col: usize) -> Vec<Zone>;
     /// Row ranges that are the natural unit of parallel scanning.
     fn row_groups(&self) -> Vec<Range<u64>>;
+    /// Whether column `col`'s values never decrease in row order and are never
+    /// NULL (a table loaded in key order): a scan's batches then hold every
+    /// row of a value but those of their first and last runs, and an
+    /// aggregation on it groups by runs instead of hashing.
+    fn ascending(&self, col: usize) -> bool {
+        let _ = col;
+        false
+    }
     /// `Some(rows)` when every row group but the last holds `rows` rows, in row
     /// order from 0 — a table computed as it is read (`generate_series`), whose
     /// groups a scan then numbers instead of listing: a series of a trillion

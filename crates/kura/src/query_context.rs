@@ -189,6 +189,7 @@ impl QueryContext<'_> {
             enable_seqscan: self.settings.flag("enable_seqscan"),
             enable_right_join: self.settings.flag("enable_right_join"),
             enable_eager_aggregate: self.settings.flag("enable_eager_aggregate"),
+            enable_ordered_aggregate: self.settings.flag("enable_ordered_aggregate"),
             interrupt: Some({
                 let cancel = self.cancel.clone();
                 kura_sql::interrupt::Interrupt(Arc::new(move || cancel.is_canceled()))

@@ -52,6 +52,9 @@ impl TableSource for StorageTable {
     fn row_groups(&self) -> Vec<Range<u64>> {
         self.table.row_groups()
     }
+    fn ascending(&self, col: usize) -> bool {
+        self.table.ascending(col)
+    }
     fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
         self.table
             .read_range(col, first_row, len)

@@ -132,7 +132,10 @@ fn queries_sharing_a_tight_budget_spill_instead_of_failing() {
 /// few rows in memory. They used to spill (the whole query's memory past half
 /// the limit) and, where little was left, fail in a partition as "a skewed
 /// join key"; a finished join's table now gives its memory back when dropped,
-/// and a build spills past half of what the query leaves it.
+/// and a build spills past half of what the query leaves it. The aggregation
+/// by `l_orderkey` is hashed here (`enable_ordered_aggregate = off`): grouped
+/// by runs of the stored order, as by default, it holds no table and nothing
+/// spills at all.
 #[test]
 fn q18s_small_joins_stay_in_memory_beside_a_spilling_aggregation() {
     let dir = tempfile::tempdir().unwrap();
@@ -142,6 +145,13 @@ fn q18s_small_joins_stay_in_memory_beside_a_spilling_aggregation() {
     let expected = rows(&mut s, q18);
     assert!(!expected.is_empty());
     s.execute("SET memory_limit = '512kB'").unwrap();
+    let p = plan(&mut s, q18);
+    assert!(
+        p.lines().any(|l| l.contains("ordered_aggregate")) && !p.contains("spilled"),
+        "grouped by runs, nothing spills: {p}"
+    );
+    assert_eq!(rows(&mut s, q18), expected);
+    s.execute("SET enable_ordered_aggregate = off").unwrap();
     for mode in ["serial", "ooo"] {
         s.execute(&format!("SET execution_mode = '{mode}'"))
             .unwrap();

@@ -91,6 +91,13 @@ pub const SETTINGS: &[SettingSpec] = &[
         scope: Scope::Session,
     },
     SettingSpec {
+        name: "enable_ordered_aggregate",
+        ty: SettingType::Bool,
+        default: "on",
+        description: "let a GROUP BY on one column its table is stored in the order of group by runs as rows stream past, without a hash table",
+        scope: Scope::Session,
+    },
+    SettingSpec {
         name: "enable_seqscan",
         ty: SettingType::Bool,
         default: "on",

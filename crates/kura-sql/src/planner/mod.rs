@@ -38,6 +38,9 @@ pub struct PlannerOptions {
     /// Whether an aggregation over joins may pre-aggregate the inputs holding its
     /// arguments before the other joins (`SET enable_eager_aggregate`).
     pub enable_eager_aggregate: bool,
+    /// Whether a GROUP BY on one column its input is clustered on may group by
+    /// runs (`SET enable_ordered_aggregate`).
+    pub enable_ordered_aggregate: bool,
     /// Asked while binding, optimizing and lowering (cancel, `statement_timeout`).
     pub interrupt: Option<crate::interrupt::Interrupt>,
 }
@@ -50,6 +53,7 @@ impl Default for PlannerOptions {
             enable_seqscan: true,
             enable_right_join: true,
             enable_eager_aggregate: true,
+            enable_ordered_aggregate: true,
             interrupt: None,
         }
     }
@@ -516,16 +520,25 @@ impl Lowering<'_> {
                     .map(|g| g.1)
                     .chain(aggs.iter().map(|a| a.1))
                     .collect();
+                // One key the input is stored in the order of (lineitem by
+                // l_orderkey): grouped by runs as the rows stream past.
+                let ordered = self.opts.enable_ordered_aggregate
+                    && matches!(
+                        group_by.as_slice(),
+                        [PhysExpr::Column { index, .. }] if kura_exec::plan::clustered_on(&child, *index)
+                    );
+                let operator = if ordered {
+                    kura_exec::registry::ORDERED_AGGREGATE
+                } else {
+                    "hash_aggregate"
+                };
                 let kind = PlanKind::Aggregate {
                     input: Box::new(child),
                     group_by,
                     aggregates,
                     key_range: dense_key_range(input, group),
                 };
-                (
-                    self.node(plan, "hash_aggregate", kind, self.types(&out)),
-                    out,
-                )
+                (self.node(plan, operator, kind, self.types(&out)), out)
             }
             Logical::Sort { input, keys, limit } => {
                 let mut need = required.clone();

@@ -28,9 +28,10 @@ pub type PageId = u64;
 /// last field of the catalog; 5: bit-packed integer column pages, flagged per page;
 /// 6: dictionary-coded text column pages, flagged per page; 7: defaults and
 /// constraints of tables, in a new last field of the catalog; 8: sequences, in
-/// new last fields of the catalog, and their two value pages).
-pub const FORMAT_VERSION: u32 = 8;
-/// The oldest format version this build reads. Formats 3 to 8 only add to
+/// new last fields of the catalog, and their two value pages; 9: which column
+/// pages hold sorted values, in a new last part of table metadata).
+pub const FORMAT_VERSION: u32 = 9;
+/// The oldest format version this build reads. Formats 3 to 9 only add to
 /// format 2 (a page kind, page flags, an optional tail on table metadata, a
 /// trailing catalog field), so an older file opens as it is; its next commit
 /// writes the current header, after which an older build refuses it (a build
@@ -38,7 +39,8 @@ pub const FORMAT_VERSION: u32 = 8;
 /// one that did not know packed pages would read their offsets as values, one
 /// that did not know dictionary pages would read codes as text, one that did not
 /// know constraints would stop enforcing them, one that did not know sequences
-/// would lose them).
+/// would lose them, one that did not know sorted pages would drop their marks
+/// when it rewrote a table's metadata and lose its ordered aggregations).
 pub const OLDEST_FORMAT_VERSION: u32 = 2;
 /// Default page size (DESIGN.md: 16 KiB).
 pub const DEFAULT_PAGE_SIZE: usize = 16 * 1024;

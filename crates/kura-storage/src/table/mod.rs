@@ -101,6 +101,12 @@ impl Table {
         &self.meta.columns[col].zones
     }
 
+    /// Whether column `col` is stored in ascending order without NULLs (see
+    /// [`TableMeta::ascending`]).
+    pub fn ascending(&self, col: usize) -> bool {
+        self.meta.ascending(col)
+    }
+
     /// Row ranges of the row groups.
     pub fn row_groups(&self) -> Vec<Range<u64>> {
         self.meta

@@ -282,6 +282,7 @@ impl TableAppender {
                 null_count: nulls as u32,
                 min,
                 max,
+                sorted: nulls == 0 && ascending(rows, start, start + k),
             };
             if start + k < upto || seal || long {
                 seal_zone(col, rows, start, zone);
@@ -425,6 +426,33 @@ fn merge_min_max(min: &mut Value, max: &mut Value, new_min: Value, new_max: Valu
 }
 
 /// Min, max (NULL if none) and NULL count of rows `start..end`.
+/// Whether rows `start..end` of `v` never decrease (integers, dates,
+/// timestamps and decimals; false for other types: an ordered aggregation
+/// groups only those by runs).
+fn ascending(v: &Vector, start: usize, end: usize) -> bool {
+    fn check<T: PartialOrd>(x: &[T]) -> bool {
+        x.windows(2).all(|w| w[0] <= w[1])
+    }
+    let keyed = matches!(
+        v.data_type,
+        DataType::SmallInt
+            | DataType::Integer
+            | DataType::BigInt
+            | DataType::Date
+            | DataType::Timestamp
+            | DataType::Decimal { .. }
+    );
+    if !keyed {
+        return false;
+    }
+    match &v.data {
+        ColumnData::I32(x) => check(&x[start..end]),
+        ColumnData::I64(x) => check(&x[start..end]),
+        ColumnData::I128(x) => check(&x[start..end]),
+        _ => false,
+    }
+}
+
 fn min_max(v: &Vector, start: usize, end: usize) -> (Value, Value, usize) {
     let valid: Vec<usize> = (start..end).filter(|&i| !v.is_null(i)).collect();
     let nulls = (end - start) - valid.len();

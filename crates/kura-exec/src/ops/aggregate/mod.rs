@@ -28,6 +28,7 @@ mod dense;
 mod distinct;
 mod group_map;
 mod moments;
+mod ordered;
 mod spill;
 mod state;
 
@@ -38,6 +39,7 @@ use crate::spill::result::ResultFile;
 pub use dense::MAX_RANGE_SLOTS;
 
 pub(crate) use acc::{new_acc, Acc};
+pub use ordered::OrderedAggregateOp;
 use state::AggState;
 
 /// Hash aggregation breaker.
