@@ -68,6 +68,13 @@ pub trait TableSource: Send + Sync {
         let _ = col;
         false
     }
+    /// Whether no two rows hold the same value of column `col`, and none is
+    /// NULL (a key stored in increasing order): the optimizer then knows
+    /// rows apart by it.
+    fn unique(&self, col: usize) -> bool {
+        let _ = col;
+        false
+    }
     /// `Some(rows)` when every row group but the last holds `rows` rows, in row
     /// order from 0 — a table computed as it is read (`generate_series`), whose
     /// groups a scan then numbers instead of listing: a series of a trillion

@@ -72,6 +72,9 @@ fn assert_marks(table: &kura_storage::Table) {
     assert!(!table.ascending(3), "one NULL");
     assert!(!table.ascending(4), "one value out of order");
     assert!(!table.ascending(5), "text is not marked");
+    assert!(table.unique(0), "increasing");
+    assert!(!table.unique(1), "runs of equal values");
+    assert!(!table.unique(5));
 }
 
 #[test]

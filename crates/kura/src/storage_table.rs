@@ -55,6 +55,9 @@ impl TableSource for StorageTable {
     fn ascending(&self, col: usize) -> bool {
         self.table.ascending(col)
     }
+    fn unique(&self, col: usize) -> bool {
+        self.table.unique(col)
+    }
     fn read_range(&self, col: usize, first_row: u64, len: usize) -> ExecResult<Vector> {
         self.table
             .read_range(col, first_row, len)

@@ -1,7 +1,8 @@
 //! The optimizer: predicate push-down (into scans, through projections,
 //! aggregations and outer/semi joins), OR factoring, and cost-based ordering of
 //! inner joins from cardinality estimates, magic-set restriction of
-//! decorrelated aggregates, and eager aggregation below joins.
+//! decorrelated aggregates, eager aggregation below joins, and aggregations
+//! over unique keys turned into projections.
 
 pub mod access;
 pub mod cardinality;
@@ -12,6 +13,8 @@ pub mod estimate_memo;
 mod join_order;
 mod magic;
 mod pushdown;
+mod unique;
 
 pub use eager::apply as eager_aggregate;
 pub use pushdown::optimize;
+pub use unique::{eliminate_aggregates, unique_keys};

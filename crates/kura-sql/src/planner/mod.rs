@@ -17,7 +17,7 @@ use crate::catalog::CatalogProvider;
 use crate::error::{Pos, SqlError, SqlResult};
 use crate::logical::{map_columns, refs, refs_of, ColId, Columns, Logical};
 use crate::optimizer::estimate::{builds_left_side, estimate};
-use crate::optimizer::{eager_aggregate, optimize};
+use crate::optimizer::{eager_aggregate, eliminate_aggregates, optimize};
 
 mod index;
 
@@ -87,6 +87,8 @@ pub fn plan_query(
     if opts.enable_eager_aggregate {
         logical = eager_aggregate(logical, &mut cols);
     }
+    // After eager aggregation: its final aggregation may group single rows.
+    logical = eliminate_aggregates(logical);
     let out_ids: Vec<ColId> = bound.out.iter().map(|o| o.1).collect();
     let lower = Lowering { cols: &cols, opts };
     let _memo = crate::optimizer::estimate_memo::EstimateMemo::over(&logical);

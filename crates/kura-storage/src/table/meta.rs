@@ -29,6 +29,9 @@ pub struct PageZone {
     /// written; stored in [`SortedPages`]).
     #[serde(skip)]
     pub sorted: bool,
+    /// Sorted, and every value greater than the one before (no two equal).
+    #[serde(skip)]
+    pub strict: bool,
 }
 
 /// A column's pages (ascending `first_row`, contiguous) and statistics.
@@ -49,11 +52,27 @@ struct MetaExtension {
     overflow: Vec<Vec<PageId>>,
 }
 
-/// What format 9 adds after the [`MetaExtension`]: per column, a bitmap of
-/// its pages (in zone order) whose values are sorted.
+/// What format 9 adds after the [`MetaExtension`]: per column, bitmaps of
+/// its pages (in zone order) whose values are sorted, and strictly so.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct SortedPages {
-    columns: Vec<Vec<u64>>,
+    sorted: Vec<Vec<u64>>,
+    strict: Vec<Vec<u64>>,
+}
+
+/// One bit per zone where `mark` holds.
+fn bitmap(zones: &[PageZone], mark: impl Fn(&PageZone) -> bool) -> Vec<u64> {
+    let mut bits = vec![0u64; zones.len().div_ceil(64)];
+    for (i, z) in zones.iter().enumerate() {
+        if mark(z) {
+            bits[i / 64] |= 1 << (i % 64);
+        }
+    }
+    bits
+}
+
+fn bit(bits: &[u64], i: usize) -> bool {
+    bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
 }
 
 /// Everything about a table's stored rows.
@@ -103,18 +122,15 @@ impl TableMeta {
             return Ok(bytes);
         }
         let sorted = SortedPages {
-            columns: self
+            sorted: self
                 .columns
                 .iter()
-                .map(|c| {
-                    let mut bits = vec![0u64; c.zones.len().div_ceil(64)];
-                    for (i, z) in c.zones.iter().enumerate() {
-                        if z.sorted {
-                            bits[i / 64] |= 1 << (i % 64);
-                        }
-                    }
-                    bits
-                })
+                .map(|c| bitmap(&c.zones, |z| z.sorted))
+                .collect(),
+            strict: self
+                .columns
+                .iter()
+                .map(|c| bitmap(&c.zones, |z| z.strict))
                 .collect(),
         };
         postcard::to_extend(&sorted, bytes).map_err(|e| e.to_string())
@@ -143,16 +159,23 @@ impl TableMeta {
             return Ok(meta);
         }
         let sorted: SortedPages = postcard::from_bytes(rest).map_err(|e| e.to_string())?;
-        if sorted.columns.len() != meta.columns.len() {
+        let n = meta.columns.len();
+        if sorted.sorted.len() != n || sorted.strict.len() != n {
             return Err(format!(
-                "sorted pages named for {} columns of {}",
-                sorted.columns.len(),
-                meta.columns.len()
+                "sorted pages named for {} and {} columns of {n}",
+                sorted.sorted.len(),
+                sorted.strict.len(),
             ));
         }
-        for (c, bits) in meta.columns.iter_mut().zip(sorted.columns) {
+        for ((c, s), t) in meta
+            .columns
+            .iter_mut()
+            .zip(sorted.sorted)
+            .zip(sorted.strict)
+        {
             for (i, z) in c.zones.iter_mut().enumerate() {
-                z.sorted = bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0);
+                z.sorted = bit(&s, i);
+                z.strict = bit(&t, i);
             }
         }
         Ok(meta)
@@ -173,6 +196,21 @@ impl TableMeta {
                 .windows(2)
                 .all(|w| w[0].max.total_cmp(&w[1].min).is_le())
     }
+
+    /// Whether column `col`'s values, in row order, always increase and are
+    /// never NULL: no two rows hold the same value (a key loaded in order:
+    /// `c_custkey`, `o_orderkey`). An aggregation whose input keeps this
+    /// table's rows apart by it has one row per group.
+    pub fn unique(&self, col: usize) -> bool {
+        let Some(c) = self.columns.get(col) else {
+            return false;
+        };
+        !c.zones.is_empty()
+            && c.zones.iter().all(|z| z.strict && z.null_count == 0)
+            && c.zones
+                .windows(2)
+                .all(|w| w[0].max.total_cmp(&w[1].min).is_lt())
+    }
 }
 
 #[cfg(test)]
@@ -188,6 +226,7 @@ mod tests {
             min: Value::BigInt(min),
             max: Value::BigInt(max),
             sorted,
+            strict: sorted,
         }
     }
 
@@ -224,7 +263,9 @@ mod tests {
                 assert_eq!(marks(&back), sorted.to_vec());
                 assert_eq!(back.columns[1].overflow.len(), if overflow { 2 } else { 0 });
                 assert_eq!(back.ascending(0), sorted.iter().all(|s| *s));
+                assert_eq!(back.unique(0), sorted.iter().all(|s| *s));
                 assert!(!back.ascending(1));
+                assert!(!back.unique(1));
             }
         }
     }
@@ -256,6 +297,11 @@ mod tests {
             m.ascending(0),
             "equal values across a page boundary stay adjacent"
         );
+        assert!(!m.unique(0), "but are not unique");
+        m.columns[0].zones[1].min = Value::BigInt(10);
+        assert!(m.unique(0));
+        m.columns[0].zones[1].strict = false;
+        assert!(m.ascending(0) && !m.unique(0));
         m.columns[0].zones[2].null_count = 1;
         assert!(!m.ascending(0));
     }

@@ -107,6 +107,12 @@ impl Table {
         self.meta.ascending(col)
     }
 
+    /// Whether no two rows of column `col` hold the same value and none is
+    /// NULL, as stored in increasing order (see [`TableMeta::unique`]).
+    pub fn unique(&self, col: usize) -> bool {
+        self.meta.unique(col)
+    }
+
     /// Row ranges of the row groups.
     pub fn row_groups(&self) -> Vec<Range<u64>> {
         self.meta

@@ -275,6 +275,7 @@ impl TableAppender {
                 (page, k)
             };
             let (min, max, nulls) = min_max(rows, start, start + k);
+            let order = order_of(rows, start, start + k);
             let zone = PageZone {
                 page,
                 first_row: first_row + start as u64,
@@ -282,7 +283,8 @@ impl TableAppender {
                 null_count: nulls as u32,
                 min,
                 max,
-                sorted: nulls == 0 && ascending(rows, start, start + k),
+                sorted: nulls == 0 && order != Order::None,
+                strict: nulls == 0 && order == Order::Strict,
             };
             if start + k < upto || seal || long {
                 seal_zone(col, rows, start, zone);
@@ -426,12 +428,33 @@ fn merge_min_max(min: &mut Value, max: &mut Value, new_min: Value, new_max: Valu
 }
 
 /// Min, max (NULL if none) and NULL count of rows `start..end`.
-/// Whether rows `start..end` of `v` never decrease (integers, dates,
-/// timestamps and decimals; false for other types: an ordered aggregation
-/// groups only those by runs).
-fn ascending(v: &Vector, start: usize, end: usize) -> bool {
-    fn check<T: PartialOrd>(x: &[T]) -> bool {
-        x.windows(2).all(|w| w[0] <= w[1])
+/// How rows of a page are ordered (see [`order_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    None,
+    /// Never decreasing.
+    Ascending,
+    /// Always increasing.
+    Strict,
+}
+
+/// Whether rows `start..end` of `v` never decrease, or always increase
+/// (integers, dates, timestamps and decimals; `None` for other types: an
+/// ordered aggregation groups only those by runs).
+fn order_of(v: &Vector, start: usize, end: usize) -> Order {
+    fn check<T: PartialOrd>(x: &[T]) -> Order {
+        let mut strict = true;
+        for w in x.windows(2) {
+            if w[0] > w[1] {
+                return Order::None;
+            }
+            strict &= w[0] < w[1];
+        }
+        if strict {
+            Order::Strict
+        } else {
+            Order::Ascending
+        }
     }
     let keyed = matches!(
         v.data_type,
@@ -443,13 +466,13 @@ fn ascending(v: &Vector, start: usize, end: usize) -> bool {
             | DataType::Decimal { .. }
     );
     if !keyed {
-        return false;
+        return Order::None;
     }
     match &v.data {
         ColumnData::I32(x) => check(&x[start..end]),
         ColumnData::I64(x) => check(&x[start..end]),
         ColumnData::I128(x) => check(&x[start..end]),
-        _ => false,
+        _ => Order::None,
     }
 }
 
