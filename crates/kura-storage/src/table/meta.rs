@@ -8,6 +8,8 @@
 //! overflow pages; a blob without the last part, as one whose pages are not
 //! known to be sorted.
 
+use std::cmp::Ordering;
+
 use serde::{Deserialize, Serialize};
 
 use super::stats::{ColumnStats, Hll};
@@ -187,14 +189,7 @@ impl TableMeta {
     /// scan's batches hold every row of a key except at their first and last
     /// runs (what an ordered aggregation needs). False for an empty column.
     pub fn ascending(&self, col: usize) -> bool {
-        let Some(c) = self.columns.get(col) else {
-            return false;
-        };
-        !c.zones.is_empty()
-            && c.zones.iter().all(|z| z.sorted && z.null_count == 0)
-            && c.zones
-                .windows(2)
-                .all(|w| w[0].max.total_cmp(&w[1].min).is_le())
+        self.in_order(col, |z| z.sorted, Ordering::is_le)
     }
 
     /// Whether column `col`'s values, in row order, always increase and are
@@ -202,14 +197,26 @@ impl TableMeta {
     /// `c_custkey`, `o_orderkey`). An aggregation whose input keeps this
     /// table's rows apart by it has one row per group.
     pub fn unique(&self, col: usize) -> bool {
+        self.in_order(col, |z| z.strict, Ordering::is_lt)
+    }
+
+    /// Every page of column `col` without NULLs and in order by `page`, and
+    /// each page's largest value and the next page's smallest in order by
+    /// `across`.
+    fn in_order(
+        &self,
+        col: usize,
+        page: impl Fn(&PageZone) -> bool,
+        across: impl Fn(Ordering) -> bool,
+    ) -> bool {
         let Some(c) = self.columns.get(col) else {
             return false;
         };
         !c.zones.is_empty()
-            && c.zones.iter().all(|z| z.strict && z.null_count == 0)
+            && c.zones.iter().all(|z| page(z) && z.null_count == 0)
             && c.zones
                 .windows(2)
-                .all(|w| w[0].max.total_cmp(&w[1].min).is_lt())
+                .all(|w| across(w[0].max.total_cmp(&w[1].min)))
     }
 }
 
