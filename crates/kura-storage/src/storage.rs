@@ -30,6 +30,7 @@ use crate::table::writer::TableAppender;
 use crate::table::Table;
 use crate::txn_io::PageIo;
 
+mod analyze;
 mod commit;
 mod ddl;
 mod savepoint;

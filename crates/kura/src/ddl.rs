@@ -326,3 +326,52 @@ pub(crate) fn drop_tables(
         _ => "DROP TABLE",
     }))
 }
+
+/// `ANALYZE [table [(columns)]]`: reads the pages of a table (every
+/// permanent table without a name) that carry no order marks and marks those
+/// whose values ascend (see `WriteTxn::analyze`): a database written by an
+/// older build gets them, and with them ordered aggregation and unique keys.
+/// The other statistics are kept as rows are written. Hive's and Spark's
+/// clauses are refused.
+pub(crate) fn analyze(tx: &Tx, a: &ast::Analyze) -> KuraResult<QueryResult> {
+    if a.partitions.is_some()
+        || a.for_columns
+        || a.cache_metadata
+        || a.noscan
+        || a.compute_statistics
+    {
+        return Err(KuraError::Unsupported(
+            "ANALYZE … PARTITION / FOR COLUMNS / CACHE METADATA / NOSCAN / COMPUTE STATISTICS"
+                .into(),
+        ));
+    }
+    let names = match &a.table_name {
+        Some(n) => vec![object_name(n)],
+        None => tx.catalog().table_names(),
+    };
+    let tx = match names.first() {
+        Some(n) if a.table_name.is_some() && tx.is_temp(n) => crate::temp::ddl_tx(tx, "ANALYZE")?,
+        _ => *tx,
+    };
+    tx.write(|txn| {
+        for name in &names {
+            let schema = txn
+                .schema(name)
+                .ok_or_else(|| StorageError::NoSuchTable(name.clone()))?;
+            for c in &a.columns {
+                let column = crate::names::ident(c);
+                if !schema.columns.iter().any(|s| s.name == column) {
+                    return Err(KuraError::State {
+                        sqlstate: "42703",
+                        message: format!(
+                            "column \"{column}\" of relation \"{name}\" does not exist"
+                        ),
+                    });
+                }
+            }
+            txn.analyze(name)?;
+        }
+        Ok(())
+    })?;
+    Ok(QueryResult::command("ANALYZE"))
+}

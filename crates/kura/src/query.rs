@@ -230,6 +230,7 @@ fn run(
         Statement::Update(u) => crate::dml::update(ctx, u, params),
         Statement::Delete(d) => crate::dml::delete(ctx, d, params),
         Statement::Truncate(t) => crate::dml::truncate(ctx, t),
+        Statement::Analyze(a) => crate::ddl::analyze(&ctx.tx, a),
         Statement::CreateTable(ct) if ct.query.is_some() => {
             crate::table_rules::check_clauses(ct)?;
             let q = ct

@@ -438,9 +438,30 @@ enum Order {
     Strict,
 }
 
+/// Whether the values of a column of type `t` are judged for order: integers,
+/// dates, timestamps and decimals (an ordered aggregation groups only those
+/// by runs, and only their equality is that of their stored form).
+pub(crate) fn orderable(t: DataType) -> bool {
+    matches!(
+        t,
+        DataType::SmallInt
+            | DataType::Integer
+            | DataType::BigInt
+            | DataType::Date
+            | DataType::Timestamp
+            | DataType::Decimal { .. }
+    )
+}
+
+/// Whether a page's values (without NULLs) ascend, and whether they strictly
+/// increase: its zone's `sorted` and `strict` marks.
+pub(crate) fn page_order(v: &Vector) -> (bool, bool) {
+    let order = order_of(v, 0, v.len());
+    (order != Order::None, order == Order::Strict)
+}
+
 /// Whether rows `start..end` of `v` never decrease, or always increase
-/// (integers, dates, timestamps and decimals; `None` for other types: an
-/// ordered aggregation groups only those by runs).
+/// (`None` for a type that is not [`orderable`]).
 fn order_of(v: &Vector, start: usize, end: usize) -> Order {
     fn check<T: PartialOrd>(x: &[T]) -> Order {
         let mut strict = true;
@@ -456,16 +477,7 @@ fn order_of(v: &Vector, start: usize, end: usize) -> Order {
             Order::Ascending
         }
     }
-    let keyed = matches!(
-        v.data_type,
-        DataType::SmallInt
-            | DataType::Integer
-            | DataType::BigInt
-            | DataType::Date
-            | DataType::Timestamp
-            | DataType::Decimal { .. }
-    );
-    if !keyed {
+    if !orderable(v.data_type) {
         return Order::None;
     }
     match &v.data {
