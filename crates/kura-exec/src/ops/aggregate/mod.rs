@@ -5,6 +5,8 @@
 //! by key, to temporary files and starts again with an empty table (aggregates whose
 //! state is a set or a list of values write the input rows instead); at the end each
 //! partition is aggregated in turn with the groups still held.
+//! Over input clustered on its one key, [`OrderedAggregateOp`] groups by runs
+//! instead and uses this sink only for the runs at the edges of its batches.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
