@@ -226,6 +226,9 @@ pub struct OperatorStats {
     pub spill_runs: u64,
     /// Merge passes over a sort's spilled runs.
     pub spill_merge_passes: u64,
+    /// Probe rows of a spilled hash join left unwritten: the build side's
+    /// key set (see [`crate::spill::key_set`]) holds no key of theirs.
+    pub unspilled_probe_rows: u64,
     /// A hybrid hash join's partitions (of 32) kept in memory, probed as the
     /// probe rows passed; the others were written to disk.
     pub partitions_in_memory: u64,

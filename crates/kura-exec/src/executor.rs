@@ -406,6 +406,7 @@ impl Executor<'_> {
                                     resident,
                                     probe_parts,
                                     probe.output.clone(),
+                                    sink.key_set(),
                                 );
                                 let mut p = self.compile(probe, shared)?;
                                 p.transforms.push((node.id, Arc::new(op)));
@@ -422,6 +423,7 @@ impl Executor<'_> {
                                 spec.clone(),
                                 build_parts.level,
                                 node.id,
+                                sink.key_set(),
                             ));
                             self.run_into(probe, probe_sink.clone(), node.id, shared)?;
                             let source = GraceJoinSource::new(

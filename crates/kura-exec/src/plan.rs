@@ -75,6 +75,21 @@ impl JoinType {
         matches!(self, JoinType::Full | JoinType::Right | JoinType::RightAnti)
     }
 
+    /// Whether probe rows without a match are emitted (with NULLs, a mark or
+    /// alone): the joins for which dropping such a row early changes the output.
+    pub fn keeps_unmatched_probe(self) -> bool {
+        matches!(
+            self,
+            JoinType::Left
+                | JoinType::Full
+                | JoinType::Anti
+                | JoinType::Mark
+                | JoinType::Single
+                | JoinType::NullAwareAnti
+                | JoinType::NullAwareMark
+        )
+    }
+
     /// Whether the join records which build rows were matched (their rows, or
     /// the others, are emitted once the probe side has ended).
     pub fn marks_build(self) -> bool {
@@ -746,7 +761,7 @@ impl PlanNode {
             let s = st.get(self.id).cloned().unwrap_or_default();
             let _ = write!(
                 line,
-                " [rows {} time {:.3} ms pages fixed {} read {}{}{}{}{}]",
+                " [rows {} time {:.3} ms pages fixed {} read {}{}{}{}{}{}]",
                 s.rows_out,
                 s.nanos as f64 / 1e6,
                 s.pages_fixed,
@@ -773,6 +788,14 @@ impl PlanNode {
                     format!(
                         " spilled {} bytes in {} files{runs}",
                         s.spilled_bytes, s.spill_files
+                    )
+                } else {
+                    String::new()
+                },
+                if s.unspilled_probe_rows > 0 {
+                    format!(
+                        " probe rows without a build key not spilled {}",
+                        s.unspilled_probe_rows
                     )
                 } else {
                     String::new()

@@ -1,6 +1,7 @@
 //! Temporary files for operators that spill to disk: where they go, a compact
 //! lz4-compressed block format for column vectors, and files that remove themselves.
 
+pub mod key_set;
 pub mod partitions;
 pub mod result;
 mod writer;

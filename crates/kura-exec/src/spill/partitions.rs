@@ -31,21 +31,30 @@ const FLUSH_BYTES: u64 = 64 << 10;
 
 /// The partition (below [`PARTITIONS`]) of each of the first `n` rows of `keys`
 /// at `level`: the same for a key wherever it is met (a spilled row, a group
-/// held in memory, either side of a join), independent between levels. An
-/// integer hashes by its value whatever its width, so that equal keys held
-/// in vectors of different widths land in the same partition; NULL is a
-/// value of its own (it matches NULL in a group and in `IS NOT DISTINCT FROM`).
+/// held in memory, either side of a join), independent between levels.
 pub(crate) fn partition_of(level: u32, keys: &[Vector], n: usize) -> Vec<u8> {
+    key_hashes(level, keys, n)
+        .into_iter()
+        .map(partition)
+        .collect()
+}
+
+/// The hash at `level` of each of the first `n` rows of `keys`, whose top bits
+/// are its partition (see [`partition`]). An integer hashes by its value
+/// whatever its width, so that equal keys held in vectors of different widths
+/// land in the same partition; NULL is a value of its own (it matches NULL in
+/// a group and in `IS NOT DISTINCT FROM`).
+pub(crate) fn key_hashes(level: u32, keys: &[Vector], n: usize) -> Vec<u64> {
     let seed = 0x6b75_7261_u64 ^ (level as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     // One integer key (order keys, part keys): hashed as its value, without
     // encoding each row first (a tenth of a spilled aggregation's time went
     // to encoding and hashing bytes).
     if let [k] = keys {
         match &k.data {
-            ColumnData::I32(v) => return int_partitions(seed, k, v, n),
-            ColumnData::I64(v) => return int_partitions(seed, k, v, n),
+            ColumnData::I32(v) => return int_hashes(seed, k, v, n),
+            ColumnData::I64(v) => return int_hashes(seed, k, v, n),
             ColumnData::I128(v) if k.data_type != DataType::Interval => {
-                return int_partitions(seed, k, v, n)
+                return int_hashes(seed, k, v, n)
             }
             _ => {}
         }
@@ -72,27 +81,27 @@ pub(crate) fn partition_of(level: u32, keys: &[Vector], n: usize) -> Vec<u8> {
                     }
                 }
             }
-            of(hash_bytes(seed, &buf))
+            hash_bytes(seed, &buf)
         })
         .collect()
 }
 
-/// The partition of a hash.
-fn of(h: u64) -> u8 {
+/// The partition of a key hash: its top bits.
+pub(crate) fn partition(h: u64) -> u8 {
     ((h as u128 * PARTITIONS as u128) >> 64) as u8
 }
 
-/// [`partition_of`] for one integer key of values `v` (NULLs hash as
+/// [`key_hashes`] for one integer key of values `v` (NULLs hash as
 /// encoded, as in the general case).
-fn int_partitions<T: Copy + Into<i128>>(seed: u64, k: &Vector, v: &[T], n: usize) -> Vec<u8> {
+fn int_hashes<T: Copy + Into<i128>>(seed: u64, k: &Vector, v: &[T], n: usize) -> Vec<u64> {
     (0..n)
         .map(|row| {
             if k.is_null(row) {
                 let mut buf = Vec::new();
                 encode_row(std::slice::from_ref(k), row, true, &mut buf);
-                of(hash_bytes(seed, &buf))
+                hash_bytes(seed, &buf)
             } else {
-                of(hash_int(seed, v[row].into()))
+                hash_int(seed, v[row].into())
             }
         })
         .collect()
@@ -149,6 +158,11 @@ impl Partitions {
             part.lock().unwrap_or_else(|e| e.into_inner()).resident = true;
         }
         parts
+    }
+
+    /// The plan node charged with the rows written.
+    pub fn node(&self) -> usize {
+        self.node
     }
 
     /// Bytes of query memory the resident partitions' rows hold.

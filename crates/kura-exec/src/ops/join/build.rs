@@ -8,12 +8,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
+use super::spill::KeyUse;
 use super::{spill, BuildSide, Held, JoinAlgorithm, JoinSpec, JoinTable};
 use crate::context::{ExecContext, OwnShare};
 use crate::error::{ExecError, ExecResult};
 use crate::expr::compact_batch;
 use crate::ops::concat;
 use crate::pipeline::{LocalState, Sink};
+use crate::spill::key_set::KeySet;
 use crate::spill::partitions::{Partitions, MAX_LEVEL, PARTITIONS};
 
 /// What a hash index takes per build row, about (a hash table's slot at its
@@ -46,6 +48,10 @@ pub struct JoinBuildSink {
     /// probe rows of those partitions are joined with as they pass.
     hybrid: bool,
     resident: Mutex<Option<Resident>>,
+    /// The keys of the rows partitioned once the build side spills, for the
+    /// probe side to leave rows without a partner unwritten (see [`KeySet`]);
+    /// none when the join keeps such rows or too little memory was left.
+    key_set: OnceLock<Option<Arc<KeySet>>>,
     /// Bytes this sink reserved (given back when a partition is done, or
     /// handed to the built table).
     share: OwnShare,
@@ -69,6 +75,7 @@ impl JoinBuildSink {
             spilled: OnceLock::new(),
             hybrid: false,
             resident: Mutex::new(None),
+            key_set: OnceLock::new(),
             share: OwnShare::default(),
             rows: AtomicU64::new(0),
         }
@@ -150,6 +157,27 @@ impl JoinBuildSink {
         })
     }
 
+    /// How a spilled build row's key is kept: added to the key set (made when
+    /// the first row spills, sized from the memory left then).
+    fn recording(&self, ctx: &ExecContext) -> KeyUse<'_> {
+        let set = self.key_set.get_or_init(|| {
+            if self.spec.join_type.keeps_unmatched_probe() {
+                return None;
+            }
+            KeySet::sized_for(ctx.memory.room(), &ctx.memory).map(Arc::new)
+        });
+        match set {
+            Some(set) => KeyUse::Record(set),
+            None => KeyUse::Ignore,
+        }
+    }
+
+    /// The key set of the build side's spilled rows, for its probe side
+    /// (which gives its memory back once every probe row has passed).
+    pub fn key_set(&self) -> Option<Arc<KeySet>> {
+        self.key_set.get().cloned().flatten()
+    }
+
     /// Moves rows held before the spill began into the (hybrid) partitions,
     /// giving back what they held as rows of their own.
     fn partition_held(&self, batches: Vec<Batch>, ctx: &ExecContext) -> ExecResult<()> {
@@ -157,7 +185,7 @@ impl JoinBuildSink {
         for b in batches {
             self.share.release(&ctx.memory, batch_bytes(&b));
             self.rows.fetch_sub(b.num_rows as u64, Ordering::Relaxed);
-            spill::spill_batch(self.partitions(), keys, b, ctx)?;
+            spill::spill_batch(self.partitions(), keys, b, self.recording(ctx), ctx)?;
         }
         Ok(())
     }
@@ -244,7 +272,7 @@ impl JoinBuildSink {
         let parts = self.partitions();
         for b in batches {
             let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
-            spill::spill_batch(parts, keys, b, ctx)?;
+            spill::spill_batch(parts, keys, b, self.recording(ctx), ctx)?;
         }
         ctx.memory.release(self.share.take());
         parts.flush(ctx)
@@ -295,14 +323,20 @@ impl Sink for JoinBuildSink {
             self.spilling.store(true, Ordering::Relaxed);
             let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
             if !self.hybrid {
-                return spill::spill_batch(self.partitions(), keys, batch, ctx);
+                return spill::spill_batch(
+                    self.partitions(),
+                    keys,
+                    batch,
+                    self.recording(ctx),
+                    ctx,
+                );
             }
             // This worker's rows held so far join the partitions, which
             // keep in memory what fits.
             if let Some(v) = local.downcast_mut::<Vec<Batch>>() {
                 self.partition_held(std::mem::take(v), ctx)?;
             }
-            spill::spill_batch(self.partitions(), keys, batch, ctx)?;
+            spill::spill_batch(self.partitions(), keys, batch, self.recording(ctx), ctx)?;
             return self.evict_to_fit(ctx);
         }
         self.rows
@@ -321,6 +355,13 @@ impl Sink for JoinBuildSink {
                 .extend(*v);
         }
         Ok(())
+    }
+    /// One list of batches per worker: a worker that starts spilling then
+    /// partitions every row it held (see `consume`), all workers at once,
+    /// instead of the caller partitioning the rows of finished morsels alone
+    /// after the last one.
+    fn local_per_worker(&self) -> bool {
+        self.may_spill
     }
     fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
         let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(|e| e.into_inner()));

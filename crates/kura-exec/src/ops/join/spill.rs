@@ -18,7 +18,8 @@ use crate::expr::budget::ValueScope;
 use crate::expr::{compact_batch, PhysExpr};
 use crate::pipeline::{Emit, LocalState, Sink, Source, Transform};
 use crate::plan::JoinType;
-use crate::spill::partitions::{partition_of, Partitions, NO_PARTITION, PARTITIONS};
+use crate::spill::key_set::KeySet;
+use crate::spill::partitions::{key_hashes, partition, Partitions, NO_PARTITION, PARTITIONS};
 use crate::spill::SpillFile;
 
 /// Whether a join can run partition by partition: it has keys to partition by
@@ -44,11 +45,61 @@ pub(super) fn partition_keys<'a>(spec: &JoinSpec, keys: &'a [PhysExpr]) -> &'a [
     }
 }
 
-/// Writes `batch`'s rows to `parts`, each by the partition of its `keys`.
+/// What a spilled join's rows do with the key set of its build side's rows
+/// ([`KeySet`]), kept when the join drops probe rows without a partner.
+#[derive(Clone, Copy)]
+pub(super) enum KeyUse<'a> {
+    /// Keys not looked at (the join keeps unmatched probe rows, or the query
+    /// had too little memory left for a set).
+    Ignore,
+    /// Build rows: their keys are added.
+    Record(&'a KeySet),
+    /// Probe rows: a row whose key is not in the set has no partner and is
+    /// not written.
+    Require(&'a KeySet),
+}
+
+impl<'a> KeyUse<'a> {
+    fn of(set: Option<&'a KeySet>, record: bool) -> KeyUse<'a> {
+        match set {
+            Some(s) if record => KeyUse::Record(s),
+            Some(s) => KeyUse::Require(s),
+            None => KeyUse::Ignore,
+        }
+    }
+
+    /// Adds or looks up the keys of rows with `hashes` bound for partitions
+    /// `part`; a probe row without a partner gets [`NO_PARTITION`]. Returns
+    /// how many did.
+    fn apply(self, hashes: &[u64], part: &mut [u8]) -> u64 {
+        match self {
+            KeyUse::Ignore => 0,
+            KeyUse::Record(set) => {
+                hashes.iter().for_each(|&h| set.insert(h));
+                0
+            }
+            KeyUse::Require(set) => {
+                let mut dropped = 0;
+                for (&h, p) in hashes.iter().zip(part.iter_mut()) {
+                    if *p != NO_PARTITION && !set.may_contain(h) {
+                        *p = NO_PARTITION;
+                        dropped += 1;
+                    }
+                }
+                dropped
+            }
+        }
+    }
+}
+
+/// Writes `batch`'s rows to `parts`, each by the partition of its `keys`,
+/// adding their keys to the build side's key set or leaving out the probe
+/// rows it has no key of (`set`).
 pub(super) fn spill_batch(
     parts: &Partitions,
     keys: &[PhysExpr],
     batch: Batch,
+    set: KeyUse,
     ctx: &ExecContext,
 ) -> ExecResult<()> {
     let batch = compact_batch(batch);
@@ -60,7 +111,16 @@ pub(super) fn spill_batch(
         .iter()
         .map(|k| k.eval(&batch))
         .collect::<ExecResult<Vec<Vector>>>()?;
-    let part = partition_of(parts.level, &key_values, n);
+    let hashes = key_hashes(parts.level, &key_values, n);
+    drop(key_values);
+    let mut part: Vec<u8> = hashes.iter().map(|&h| partition(h)).collect();
+    let dropped = set.apply(&hashes, &mut part);
+    if dropped > 0 {
+        ctx.record(parts.node(), |s| s.unspilled_probe_rows += dropped);
+    }
+    if dropped as usize == n {
+        return Ok(());
+    }
     let columns: Vec<&Vector> = batch.columns.iter().collect();
     parts.add_rows(&part, &columns, n, ctx)
 }
@@ -70,13 +130,21 @@ pub(super) fn spill_batch(
 pub struct ProbePartitionSink {
     spec: Arc<JoinSpec>,
     parts: Arc<Partitions>,
+    /// The build side's key set: rows without a key in it are not written.
+    key_set: Option<Arc<KeySet>>,
 }
 
 impl ProbePartitionSink {
-    pub fn new(spec: Arc<JoinSpec>, level: u32, node: usize) -> ProbePartitionSink {
+    pub fn new(
+        spec: Arc<JoinSpec>,
+        level: u32,
+        node: usize,
+        key_set: Option<Arc<KeySet>>,
+    ) -> ProbePartitionSink {
         ProbePartitionSink {
             spec,
             parts: Arc::new(Partitions::new(level, node)),
+            key_set,
         }
     }
 
@@ -92,12 +160,16 @@ impl Sink for ProbePartitionSink {
     }
     fn consume(&self, _: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
         let keys = partition_keys(&self.spec, &self.spec.probe_keys);
-        spill_batch(&self.parts, keys, batch, ctx)
+        let set = KeyUse::of(self.key_set.as_deref(), false);
+        spill_batch(&self.parts, keys, batch, set, ctx)
     }
     fn merge(&self, _: LocalState, _: &ExecContext) -> ExecResult<()> {
         Ok(())
     }
     fn finish(&self, ctx: &ExecContext) -> ExecResult<()> {
+        if let Some(set) = &self.key_set {
+            set.release(&ctx.memory);
+        }
         self.parts.flush(ctx)
     }
     fn local_per_worker(&self) -> bool {
@@ -116,6 +188,9 @@ pub struct HybridProbeOp {
     probe: RwLock<Option<Arc<JoinProbeOp>>>,
     resident: Vec<bool>,
     parts: Arc<Partitions>,
+    /// The build side's key set: rows bound for disk without a key in it are
+    /// not written.
+    key_set: Option<Arc<KeySet>>,
 }
 
 impl HybridProbeOp {
@@ -124,6 +199,7 @@ impl HybridProbeOp {
         resident: Resident,
         parts: Arc<Partitions>,
         probe_types: Vec<DataType>,
+        key_set: Option<Arc<KeySet>>,
     ) -> HybridProbeOp {
         let probe = JoinProbeOp::new(spec.clone(), resident.table, probe_types);
         HybridProbeOp {
@@ -131,6 +207,7 @@ impl HybridProbeOp {
             probe: RwLock::new(Some(Arc::new(probe))),
             resident: resident.resident,
             parts,
+            key_set,
         }
     }
 
@@ -167,8 +244,9 @@ impl Transform for HybridProbeOp {
             .iter()
             .map(|k| k.eval(&batch))
             .collect::<ExecResult<Vec<Vector>>>()?;
-        let mut part = partition_of(self.parts.level, &keys, n);
+        let hashes = key_hashes(self.parts.level, &keys, n);
         drop(keys);
+        let mut part: Vec<u8> = hashes.iter().map(|&h| partition(h)).collect();
         let mut in_memory = Vec::new();
         for (row, p) in part.iter_mut().enumerate() {
             if self.resident[*p as usize] {
@@ -177,8 +255,14 @@ impl Transform for HybridProbeOp {
             }
         }
         if in_memory.len() < n {
-            let columns: Vec<&Vector> = batch.columns.iter().collect();
-            self.parts.add_rows(&part, &columns, n, ctx)?;
+            let dropped = KeyUse::of(self.key_set.as_deref(), false).apply(&hashes, &mut part);
+            if dropped > 0 {
+                ctx.record(self.parts.node(), |s| s.unspilled_probe_rows += dropped);
+            }
+            if in_memory.len() + (dropped as usize) < n {
+                let columns: Vec<&Vector> = batch.columns.iter().collect();
+                self.parts.add_rows(&part, &columns, n, ctx)?;
+            }
         }
         if in_memory.is_empty() {
             return Ok(true);
@@ -202,6 +286,9 @@ impl Transform for HybridProbeOp {
     /// The resident table's unmatched build rows (outer joins); the probe
     /// rows on disk written out; the table dropped.
     fn tail(&self, ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        if let Some(set) = &self.key_set {
+            set.release(&ctx.memory);
+        }
         self.parts.flush(ctx)?;
         let probe = self.probe.write().unwrap_or_else(|e| e.into_inner()).take();
         match probe {
@@ -254,16 +341,7 @@ impl GraceJoinSource {
         emit: &mut Emit,
     ) -> ExecResult<bool> {
         let jt = self.spec.join_type;
-        let keeps_probe_rows = matches!(
-            jt,
-            JoinType::Left
-                | JoinType::Full
-                | JoinType::Anti
-                | JoinType::Mark
-                | JoinType::Single
-                | JoinType::NullAwareAnti
-                | JoinType::NullAwareMark
-        );
+        let keeps_probe_rows = jt.keeps_unmatched_probe();
         if (probe.is_none() && !jt.keeps_unmatched_build() && jt != JoinType::RightAnti)
             || (build.is_none() && !keeps_probe_rows)
         {
@@ -289,12 +367,17 @@ impl GraceJoinSource {
         sink.merge(local, ctx)?;
         let done = sink.finish(ctx);
         let more = match done.map(|()| sink.take_spilled()) {
-            Ok(Some(sub_build)) => match sink.take_resident() {
-                Some(resident) => {
-                    self.join_hybrid(level + 1, sub_build, resident, probe, ctx, emit)
+            Ok(Some(sub_build)) => {
+                let sub = SubBuild {
+                    level: level + 1,
+                    parts: sub_build,
+                    key_set: sink.key_set(),
+                };
+                match sink.take_resident() {
+                    Some(resident) => self.join_hybrid(sub, resident, probe, ctx, emit),
+                    None => self.join_spilled(sub, probe, ctx, emit),
                 }
-                None => self.join_spilled(level + 1, sub_build, probe, ctx, emit),
-            },
+            }
             Ok(None) => self.probe_partition(&sink, probe, ctx, emit),
             Err(e) => Err(e),
         };
@@ -336,19 +419,24 @@ impl GraceJoinSource {
     /// sub-partitions, each of which is then joined.
     fn join_hybrid(
         &self,
-        level: u32,
-        build: Arc<Partitions>,
+        build: SubBuild,
         resident: Resident,
         probe: Option<SpillFile>,
         ctx: &ExecContext,
         emit: &mut Emit,
     ) -> ExecResult<bool> {
+        let SubBuild {
+            level,
+            parts: build,
+            key_set,
+        } = build;
         let sub_probe = Arc::new(Partitions::new(level, self.node));
         let op = HybridProbeOp::new(
             self.spec.clone(),
             resident,
             sub_probe.clone(),
             self.probe_types.clone(),
+            key_set,
         );
         if let Some(file) = &probe {
             let mut blocks = file.reader(self.probe_types.clone());
@@ -381,23 +469,31 @@ impl GraceJoinSource {
     /// probe rows are partitioned the same way, and each sub-partition joined.
     fn join_spilled(
         &self,
-        level: u32,
-        build: Arc<Partitions>,
+        build: SubBuild,
         probe: Option<SpillFile>,
         ctx: &ExecContext,
         emit: &mut Emit,
     ) -> ExecResult<bool> {
+        let SubBuild {
+            level,
+            parts: build,
+            key_set,
+        } = build;
         let sub_probe = Partitions::new(level, self.node);
         if let Some(file) = &probe {
             let mut blocks = file.reader(self.probe_types.clone());
+            let set = KeyUse::of(key_set.as_deref(), false);
             while let Some((columns, n)) = blocks.next_block()? {
                 ctx.check_cancel()?;
                 let _values = ValueScope::enter(&ctx.memory);
                 let keys = partition_keys(&self.spec, &self.spec.probe_keys);
-                spill_batch(&sub_probe, keys, rows_of(columns, n), ctx)?;
+                spill_batch(&sub_probe, keys, rows_of(columns, n), set, ctx)?;
             }
         }
         drop(probe);
+        if let Some(set) = key_set {
+            set.release(&ctx.memory);
+        }
         sub_probe.flush(ctx)?;
         for p in 0..PARTITIONS {
             if !self.join_partition(level, build.take(p), sub_probe.take(p), ctx, emit)? {
@@ -424,6 +520,14 @@ impl Source for GraceJoinSource {
         )?;
         Ok(())
     }
+}
+
+/// A partition's build side partitioned a level down: its sub-partitions and
+/// the key set of their rows.
+struct SubBuild {
+    level: u32,
+    parts: Arc<Partitions>,
+    key_set: Option<Arc<KeySet>>,
 }
 
 /// A block read back from a partition, as a batch.
