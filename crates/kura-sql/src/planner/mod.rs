@@ -242,11 +242,14 @@ impl Lowering<'_> {
         layout.iter().map(|c| self.cols.ty(*c)).collect()
     }
 
-    /// Columns a scan read only to evaluate its filter are dropped right after
-    /// it (a projection that moves the kept columns, see kura-exec's ProjectOp),
-    /// so that joins and aggregations above never copy them: TPC-H Q13's
-    /// `o_comment` would otherwise ride into the join's build table.
-    fn drop_filter_only_columns(
+    /// Columns an operator's output has but nothing above reads are dropped
+    /// right after it (a projection that moves the kept columns, see
+    /// kura-exec's ProjectOp), so that joins and aggregations above never copy
+    /// them: a scan's columns read only for its filter (TPC-H Q13's
+    /// `o_comment` would otherwise ride into the join's build table), a join's
+    /// keys (TPC-H Q9's part and supplier keys, eight of the fourteen columns
+    /// of the line items built against orders).
+    fn drop_unread_columns(
         &self,
         plan: &Logical,
         scan: PlanNode,
@@ -312,7 +315,7 @@ impl Lowering<'_> {
                     filter,
                 };
                 let scan = self.node(plan, "table_scan", kind, self.types(&layout));
-                self.drop_filter_only_columns(plan, scan, layout, required)
+                self.drop_unread_columns(plan, scan, layout, required)
             }
             Logical::Values { rows, cols } => (
                 self.node(
@@ -352,6 +355,7 @@ impl Lowering<'_> {
                     .iter()
                     .map(|e| remap(&e.0, &layout))
                     .collect::<SqlResult<Vec<_>>>()?;
+                let (child, pexprs) = through_column_projection(child, pexprs);
                 let out_layout: Vec<ColId> = kept.iter().map(|e| e.1).collect();
                 let output = pexprs.iter().map(|e| e.data_type()).collect();
                 (
@@ -496,7 +500,8 @@ impl Lowering<'_> {
                     null_safe,
                 };
                 let op = self.opts.join_operator.clone();
-                (self.node(plan, &op, kind, self.types(&layout)), layout)
+                let join = self.node(plan, &op, kind, self.types(&layout));
+                self.drop_unread_columns(plan, join, layout, required)
             }
             Logical::Aggregate { input, group, aggs } => {
                 let mut need = HashSet::new();
@@ -703,6 +708,37 @@ fn dense_key_range(input: &Logical, group: &[(PhysExpr, ColId)]) -> Option<(i64,
 
 /// Whether `on` holds an equality between an expression of `left` and one of
 /// `right`: a hash join's key (a join without one compares every pair).
+/// A projection's `exprs` over `child`, read through `child` when that only
+/// picks columns (the unread columns a join or scan dropped): one projection
+/// instead of two.
+fn through_column_projection(child: PlanNode, exprs: Vec<PhysExpr>) -> (PlanNode, Vec<PhysExpr>) {
+    let picked: Option<Vec<usize>> = match &child.kind {
+        PlanKind::Project { exprs: inner, .. } => inner
+            .iter()
+            .map(|e| match e {
+                PhysExpr::Column { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    };
+    match (picked, child.kind) {
+        (Some(picked), PlanKind::Project { input, .. }) => {
+            let exprs = exprs
+                .iter()
+                .map(|e| {
+                    map_columns(e, &mut |i, ty| PhysExpr::Column {
+                        index: picked[i],
+                        data_type: ty,
+                    })
+                })
+                .collect();
+            (*input, exprs)
+        }
+        (_, kind) => (PlanNode { kind, ..child }, exprs),
+    }
+}
+
 fn has_equi_key(on: &[PhysExpr], left: &Logical, right: &Logical) -> bool {
     let lids: HashSet<ColId> = left.output().into_iter().collect();
     let rids: HashSet<ColId> = right.output().into_iter().collect();
