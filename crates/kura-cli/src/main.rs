@@ -327,6 +327,7 @@ impl Cli {
 }
 
 fn main() -> ExitCode {
+    kura_common::allocator::keep_freed_memory();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("KURA_LOG")

@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _kura(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    kura_common::allocator::keep_freed_memory();
     m.add_class::<connection::PyConnection>()?;
     m.add_class::<result::PyQueryResult>()?;
     errors::add_to(m)?;

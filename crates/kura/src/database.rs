@@ -112,6 +112,7 @@ impl Database {
     /// Opens the database file at `path`, creating it if no file exists there
     /// (an existing file that is not a kura database is refused).
     pub fn open(path: &Path, opts: OpenOptions) -> KuraResult<Database> {
+        kura_common::allocator::keep_freed_memory();
         let defaults = StorageOptions::default();
         let given = (
             opts.buffer_bytes.is_some(),
