@@ -161,24 +161,29 @@ mod tests {
             while cpu_ns() < 60_000_000 {
                 x = std::hint::black_box(x.wrapping_add(1));
             }
-            crate::threads::current_tid()
         };
         let first = p.read().unwrap();
-        let tid = std::thread::spawn(spin).join().unwrap();
-        // A join returns once the thread has left user space; the kernel adds
-        // its counts to the inherited group's a little later, in its exit, and
-        // its /proc entry goes after that (a loaded machine showed 43 of 60 ms).
-        let gone_by = Instant::now() + Duration::from_secs(2);
-        while std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
-            && Instant::now() < gone_by
-        {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let r = p.stop().unwrap();
+        // The thread is read while it is parked, after its spin: a thread's
+        // counts reach the inherited group through the kernel's exit path
+        // only after a join returns, and a test run beside other threads
+        // starting and ending saw 43 and 48 of the 60 ms there. A parked
+        // thread was scheduled out, so its copy of the group holds its time.
+        let (spun_tx, spun_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            spin();
+            spun_tx.send(()).unwrap();
+            let _ = go_rx.recv();
+        });
+        spun_rx.recv().unwrap();
+        let r = p.read().unwrap();
+        go_tx.send(()).unwrap();
+        thread.join().unwrap();
         let cpu = r.counts.get(Event::TaskClock).unwrap();
         let before = first.counts.get(Event::TaskClock).unwrap();
         // The spawned thread's 60 ms are counted through inheritance.
         assert!(cpu >= before + 59_000_000, "{before} → {cpu} ns");
+        let r = p.stop().unwrap();
         assert!(r.elapsed >= Duration::from_millis(60));
     }
 }
