@@ -1,13 +1,17 @@
 //! Hash join index: a hash table from key to the first build row with that key,
 //! plus a chain array linking rows with equal keys (paper 003's join operator).
 
-use hashbrown::HashMap;
+use std::hash::{BuildHasher, Hash};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use hashbrown::hash_table::Entry;
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
 use kura_common::Vector;
 
 use super::{BuildSide, JoinAlgorithm, JoinIndex};
-use crate::context::ExecContext;
-use crate::error::ExecResult;
+use crate::context::{ExecContext, ExecutionMode};
+use crate::error::{ExecError, ExecResult};
 use crate::keys::{encode_join_row, int_key, pair_int_key, pair_key, single_int_key};
 use crate::ops::NO_ROW;
 
@@ -22,11 +26,11 @@ enum Table {
         min: i64,
         first: Vec<u32>,
     },
-    Int(HashMap<i64, u32>),
+    Int(Parts<i64>),
     /// Two integer columns (composite foreign keys such as partsupp's): one
     /// fixed-width key instead of an allocated byte string per build row.
-    Pair(HashMap<u128, u32>),
-    Bytes(HashMap<Box<[u8]>, u32>),
+    Pair(Parts<u128>),
+    Bytes(Parts<Box<[u8]>>),
 }
 
 struct HashIndex {
@@ -40,13 +44,13 @@ struct HashIndex {
 impl JoinAlgorithm for HashJoin {
     fn index(&self, build: &BuildSide, ctx: &ExecContext) -> ExecResult<Box<dyn JoinIndex>> {
         let n = build.rows;
-        let mut next = vec![NO_ROW; n];
         let any_null_safe = build.null_safe.iter().any(|&x| x);
         let direct = (single_int_key(&build.keys) && !any_null_safe)
             .then(|| direct_span(&build.keys[0], n, direct_floor(ctx)))
             .flatten();
-        let table = if let Some((min, span)) = direct {
+        let (table, next) = if let Some((min, span)) = direct {
             let key = &build.keys[0];
+            let mut next = vec![NO_ROW; n];
             let mut first = vec![NO_ROW; span];
             // In reverse, so that each chain lists its rows in ascending order.
             for row in (0..n).rev() {
@@ -59,68 +63,28 @@ impl JoinAlgorithm for HashJoin {
                     *slot = row as u32;
                 }
             }
-            Table::Direct { min, first }
-        } else if single_int_key(&build.keys) && !any_null_safe {
-            let mut m: HashMap<i64, u32> = HashMap::with_capacity(n);
-            // Insert in reverse so each chain lists rows in ascending order. A run
-            // of equal keys (lineitem's rows of one order) is chained as it is
-            // met and enters the map once, at its end.
-            let mut run: Option<(i64, u32, u32)> = None; // key, first row, last row
-            let flush = |m: &mut HashMap<i64, u32>, next: &mut [u32], run| {
-                if let Some((k, first, last)) = run {
-                    if let Some(prev) = m.insert(k, first) {
-                        next[last as usize] = prev;
-                    }
-                }
-            };
-            for row in (0..n).rev() {
-                if row % 65536 == 0 {
-                    ctx.check_cancel()?;
-                }
-                let Some(k) = int_key(&build.keys[0], row) else {
-                    continue;
-                };
-                match &mut run {
-                    Some((rk, first, _)) if *rk == k => {
-                        next[row] = *first;
-                        *first = row as u32;
-                    }
-                    _ => {
-                        flush(&mut m, &mut next, run);
-                        run = Some((k, row as u32, row as u32));
-                    }
-                }
-            }
-            flush(&mut m, &mut next, run);
-            Table::Int(m)
-        } else if pair_int_key(&build.keys) && !any_null_safe {
-            let mut m: HashMap<u128, u32> = HashMap::with_capacity(n);
-            for row in (0..n).rev() {
-                if row % 65536 == 0 {
-                    ctx.check_cancel()?;
-                }
-                if let Some(k) = pair_key(&build.keys, row) {
-                    if let Some(prev) = m.insert(k, row as u32) {
-                        next[row] = prev;
-                    }
-                }
-            }
-            Table::Pair(m)
+            (Table::Direct { min, first }, next)
         } else {
-            let mut m: HashMap<Box<[u8]>, u32> = HashMap::with_capacity(n);
-            let mut buf = Vec::new();
-            for row in (0..n).rev() {
-                if row % 65536 == 0 {
-                    ctx.check_cancel()?;
-                }
-                buf.clear();
-                if encode_join_row(&build.keys, row, &build.null_safe, &mut buf) {
-                    if let Some(prev) = m.insert(buf.clone().into_boxed_slice(), row as u32) {
-                        next[row] = prev;
-                    }
-                }
-            }
-            Table::Bytes(m)
+            let threads = build_threads(n, ctx);
+            let next: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(NO_ROW)).collect();
+            let table = if single_int_key(&build.keys) && !any_null_safe {
+                let key = &build.keys[0];
+                Table::Int(Parts::build(n, threads, &next, ctx, |row| {
+                    int_key(key, row)
+                })?)
+            } else if pair_int_key(&build.keys) && !any_null_safe {
+                Table::Pair(Parts::build(n, threads, &next, ctx, |row| {
+                    pair_key(&build.keys, row)
+                })?)
+            } else {
+                // One thread: each would encode every row's key to find its part.
+                Table::Bytes(Parts::build(n, 1, &next, ctx, |row| {
+                    let mut buf = Vec::new();
+                    encode_join_row(&build.keys, row, &build.null_safe, &mut buf)
+                        .then(|| buf.into_boxed_slice())
+                })?)
+            };
+            (table, next.into_iter().map(AtomicU32::into_inner).collect())
         };
         Ok(Box::new(HashIndex {
             table,
@@ -130,11 +94,188 @@ impl JoinAlgorithm for HashJoin {
     }
 }
 
-/// Keys spanning at most this many slots per build row (and a floor for small
-/// builds) are indexed by an array: its 4 bytes per slot then cost no more than a
-/// hash table's 16 per entry at its load factor.
-const DIRECT_SLOTS_PER_ROW: usize = 4;
+/// Build rows below which one thread builds a table: a helper thread's start
+/// costs more than it saves.
+const PARALLEL_BUILD_ROWS: usize = 1 << 17;
+
+/// How many threads build a table of `rows` rows: one per worker, but one in
+/// serial mode (one core is what it measures) and on a worker (a partition of
+/// a spilled join, built while the other workers run theirs). Elsewhere the
+/// build runs on the caller while the workers wait for the probe side, which
+/// cannot start before it: TPC-H Q3's 1.5 M orders at SF 10 held the caller
+/// alone for a seventh of the query's CPU time.
+fn build_threads(rows: usize, ctx: &ExecContext) -> usize {
+    if rows < PARALLEL_BUILD_ROWS
+        || ctx.mode == ExecutionMode::Serial
+        || crate::runtime::current_worker().is_some()
+    {
+        return 1;
+    }
+    crate::runtime::started_shared_runtime()
+        .map_or(1, |rt| rt.workers())
+        .clamp(1, 8)
+}
+
+/// Hash tables from key to the first build row of the key, split by a range
+/// of the key's hash bits that a table's own bucket choice and tags do not
+/// use: each is built by one thread, and a probe finds its table from the
+/// same hash it then looks the key up with (hashed once).
+struct Parts<K> {
+    tables: Vec<HashTable<(K, u32)>>,
+    hasher: DefaultHashBuilder,
+}
+
+/// The table of a key's `hash` among `parts` (bits 32–47: a table's bucket
+/// index uses the low bits and its tags the top seven).
+#[inline]
+fn part_of(hash: u64, parts: usize) -> usize {
+    ((hash >> 32) & 0xffff) as usize % parts
+}
+
+impl<K: Hash + Eq + Send> Parts<K> {
+    /// The tables of the `rows` build rows whose `key_of` is not `None`, with
+    /// the rows of equal keys chained in `next` in ascending order; built by
+    /// `threads` threads, each over every row for the keys of its own table
+    /// (so each row's `next` is written by one thread).
+    fn build(
+        rows: usize,
+        threads: usize,
+        next: &[AtomicU32],
+        ctx: &ExecContext,
+        key_of: impl Fn(usize) -> Option<K> + Sync,
+    ) -> ExecResult<Parts<K>> {
+        let hasher = DefaultHashBuilder::default();
+        let hash = |k: &K| hasher.hash_one(k);
+        let build_part = |part: usize| -> ExecResult<HashTable<(K, u32)>> {
+            let mut t = HashTable::with_capacity(rows / threads + rows / threads / 16);
+            // In reverse so each chain lists rows in ascending order. A run of
+            // equal keys (lineitem's rows of one order) is chained as it is
+            // met and enters the table once, at its end.
+            let mut run: Option<(K, u64, u32, u32)> = None; // key, hash, first row, last row
+            let flush = |t: &mut HashTable<(K, u32)>, run: Option<(K, u64, u32, u32)>| {
+                if let Some((k, h, first, last)) = run {
+                    match t.entry(h, |e| e.0 == k, |e| hash(&e.0)) {
+                        Entry::Occupied(mut o) => {
+                            let prev = std::mem::replace(&mut o.get_mut().1, first);
+                            next[last as usize].store(prev, Ordering::Relaxed);
+                        }
+                        Entry::Vacant(v) => {
+                            v.insert((k, first));
+                        }
+                    }
+                }
+            };
+            for row in (0..rows).rev() {
+                if row % 65536 == 0 {
+                    ctx.check_cancel()?;
+                }
+                let Some(k) = key_of(row) else {
+                    continue;
+                };
+                match &mut run {
+                    Some((rk, _, first, _)) if *rk == k => {
+                        next[row].store(*first, Ordering::Relaxed);
+                        *first = row as u32;
+                    }
+                    _ => {
+                        let h = hash(&k);
+                        if threads > 1 && part_of(h, threads) != part {
+                            continue;
+                        }
+                        flush(&mut t, run.take());
+                        run = Some((k, h, row as u32, row as u32));
+                    }
+                }
+            }
+            flush(&mut t, run);
+            Ok(t)
+        };
+        let tables = if threads == 1 {
+            vec![build_part(0)?]
+        } else {
+            std::thread::scope(|s| {
+                let helpers: Vec<_> = (1..threads)
+                    .map(|part| s.spawn(move || build_part(part)))
+                    .collect();
+                let mut tables = vec![build_part(0)];
+                for h in helpers {
+                    tables.push(h.join().unwrap_or_else(|_| {
+                        Err(ExecError::Internal(
+                            "a hash table build thread panicked".into(),
+                        ))
+                    }));
+                }
+                tables.into_iter().collect::<ExecResult<Vec<_>>>()
+            })?
+        };
+        Ok(Parts { tables, hasher })
+    }
+}
+
+impl<K: Hash + Eq> Parts<K> {
+    /// The first build row of key `k`.
+    #[inline]
+    fn get<Q>(&self, k: &Q) -> Option<u32>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let h = self.hasher.hash_one(k);
+        let t = match self.tables.as_slice() {
+            [one] => one,
+            tables => &tables[part_of(h, tables.len())],
+        };
+        t.find(h, |e| e.0.borrow() == k).map(|e| e.1)
+    }
+
+    #[inline]
+    fn contains_key<Q>(&self, k: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.get(k).is_some()
+    }
+
+    fn capacity(&self) -> usize {
+        self.tables.iter().map(|t| t.capacity()).sum()
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &K> {
+        self.tables.iter().flat_map(|t| t.iter().map(|e| &e.0))
+    }
+
+    /// Each table's memory, approximately (see [`table_span`]).
+    fn spans(&self) -> Vec<(usize, usize)> {
+        self.tables
+            .iter()
+            .filter_map(|t| {
+                let entries = t.iter().map(|e| {
+                    (
+                        e as *const (K, u32) as usize,
+                        std::mem::size_of::<(K, u32)>(),
+                    )
+                });
+                table_span(entries, t.capacity())
+            })
+            .collect()
+    }
+}
+
+/// Keys spanning no more 4-byte slots than a hash table of the build rows
+/// would take bytes (and a floor for small builds) are indexed by an array:
+/// a probe is then one load instead of a hash and a search. (TPC-H Q3's
+/// 300,000 customers of one segment span 1.5 M keys: 6 MB as an array, 8.9
+/// MB as a table; four slots a row, the bound before, sent them to the table.)
 const DIRECT_MIN_SLOTS: usize = 1 << 16;
+
+/// Bytes of a hash table of `rows` one-integer keys: hashbrown's buckets (a
+/// power of two, at most 7/8 full), each a 16-byte entry and a control byte.
+fn int_table_bytes(rows: usize) -> usize {
+    (rows.saturating_mul(8) / 7 + 1)
+        .checked_next_power_of_two()
+        .map_or(usize::MAX, |b| b.saturating_mul(17))
+}
 
 /// The floor of slots for small builds: [`DIRECT_MIN_SLOTS`], unless an
 /// eighth of the memory the query has left is less (a partition of a spilled
@@ -158,7 +299,7 @@ fn direct_span(key: &Vector, rows: usize, floor: usize) -> Option<(i64, usize)> 
         return None;
     }
     let span = (max as i128 - min as i128 + 1) as u128;
-    let limit = rows.saturating_mul(DIRECT_SLOTS_PER_ROW).max(floor);
+    let limit = (int_table_bytes(rows) / std::mem::size_of::<u32>()).max(floor);
     (span <= limit as u128).then_some((min, span as usize))
 }
 
@@ -204,8 +345,8 @@ impl JoinIndex for HashIndex {
         rows: usize,
         out: &mut Vec<(u32, u32)>,
     ) -> ExecResult<()> {
-        let mut walk = |p: usize, first: Option<&u32>| {
-            let mut b = first.copied().unwrap_or(NO_ROW);
+        let mut walk = |p: usize, first: Option<u32>| {
+            let mut b = first.unwrap_or(NO_ROW);
             while b != NO_ROW {
                 out.push((p as u32, b));
                 b = self.next[b as usize];
@@ -215,16 +356,16 @@ impl JoinIndex for HashIndex {
             Table::Direct { min, first } if single_int_key(probe_keys) => {
                 for p in 0..rows {
                     if let Some(k) = int_key(&probe_keys[0], p) {
-                        walk(p, direct_slot(*min, first.len(), k).map(|s| &first[s]));
+                        walk(p, direct_slot(*min, first.len(), k).map(|s| first[s]));
                     }
                 }
             }
             Table::Direct { .. } => {}
             Table::Int(m) if single_int_key(probe_keys) => {
-                let mut first_of = RunLookup::new(|k| m.get(&k).copied());
+                let mut first_of = RunLookup::new(|k| m.get(&k));
                 for p in 0..rows {
                     if let Some(k) = int_key(&probe_keys[0], p) {
-                        walk(p, first_of.get(k).as_ref());
+                        walk(p, first_of.get(k));
                     }
                 }
             }
@@ -303,10 +444,12 @@ impl JoinIndex for HashIndex {
                 first.as_ptr() as usize,
                 std::mem::size_of_val(first.as_slice()),
             ))
-            .filter(|r| r.1 > 0),
-            Table::Int(m) => map_span(m),
-            Table::Pair(m) => map_span(m),
-            Table::Bytes(m) => map_span(m),
+            .filter(|r| r.1 > 0)
+            .into_iter()
+            .collect(),
+            Table::Int(m) => m.spans(),
+            Table::Pair(m) => m.spans(),
+            Table::Bytes(m) => m.spans(),
         };
         let next = (
             self.next.as_ptr() as usize,
@@ -314,8 +457,8 @@ impl JoinIndex for HashIndex {
             "chain array",
         );
         table
-            .map(|(s, l)| (s, l, "hash table"))
             .into_iter()
+            .map(|(s, l)| (s, l, "hash table"))
             .chain((next.1 > 0).then_some(next))
             .collect()
     }
@@ -390,6 +533,45 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Maps built by several threads, each for its part of the keys, chain and
+    /// find the same rows as one map built by one thread.
+    #[test]
+    fn a_table_built_by_threads_finds_what_one_thread_builds() {
+        // Runs of equal keys, keys met again later, NULLs.
+        let keys: Vec<Option<i64>> = (0..50_000i64)
+            .map(|i| (i % 7 != 0).then_some((i / 3) * 1_000_003 % 9_973))
+            .collect();
+        let key = ints(&keys);
+        let ctx = ExecContext::unbounded();
+        let chains = |threads: usize| {
+            let next: Vec<AtomicU32> = (0..keys.len()).map(|_| AtomicU32::new(NO_ROW)).collect();
+            let parts =
+                Parts::build(keys.len(), threads, &next, &ctx, |r| int_key(&key, r)).unwrap();
+            assert_eq!(parts.tables.len(), threads);
+            let next: Vec<u32> = next.into_iter().map(AtomicU32::into_inner).collect();
+            (0..10_000i64)
+                .map(|k| {
+                    let mut rows = Vec::new();
+                    let mut at = parts.get(&k).unwrap_or(NO_ROW);
+                    while at != NO_ROW {
+                        rows.push(at);
+                        at = next[at as usize];
+                    }
+                    assert_eq!(parts.contains_key(&k), !rows.is_empty());
+                    rows
+                })
+                .collect::<Vec<_>>()
+        };
+        let one = chains(1);
+        assert!(
+            one.iter().filter(|r| r.len() > 1).count() > 1000,
+            "chains of several rows"
+        );
+        for threads in [2, 3, 8] {
+            assert_eq!(chains(threads), one, "{threads} threads");
+        }
     }
 
     proptest! {

@@ -457,6 +457,9 @@ impl Transform for JoinProbeOp {
     }
 
     fn apply(&self, batch: Batch, ctx: &ExecContext) -> ExecResult<Option<Batch>> {
+        if self.keys_decide() {
+            return self.apply_by_keys(batch).map(Some);
+        }
         let probe = compact_batch(batch);
         let n = probe.num_rows;
         let keys = self.probe_key_vectors(&probe)?;
@@ -530,6 +533,97 @@ impl Transform for JoinProbeOp {
 }
 
 impl JoinProbeOp {
+    /// Whether equal keys alone decide the pairs (no residual) and the output
+    /// is the probe rows with their partners or a choice of probe rows: the
+    /// probe batch is then joined as it comes, its selection unapplied.
+    fn keys_decide(&self) -> bool {
+        !self.spec.probe_keys.is_empty()
+            && self.spec.residual.is_none()
+            && matches!(
+                self.spec.join_type,
+                JoinType::Inner
+                    | JoinType::Left
+                    | JoinType::Right
+                    | JoinType::Full
+                    | JoinType::Single
+                    | JoinType::Semi
+                    | JoinType::Anti
+            )
+    }
+
+    /// A join that [`keys_decide`](Self::keys_decide): only the key columns
+    /// are read at the batch's selection, and each other probe column is
+    /// gathered once, straight into the output (compacting the batch first
+    /// copied every probe column twice); semi and anti joins narrow the
+    /// selection and copy nothing.
+    fn apply_by_keys(&self, batch: Batch) -> ExecResult<Batch> {
+        let keys = self.probe_keys_at_selection(&batch)?;
+        let n = batch.len();
+        // Positions among the selected rows → rows of the batch's columns.
+        let row_of = |p: u32| batch.selection.as_ref().map_or(p, |s| s[p as usize]);
+        if matches!(self.spec.join_type, JoinType::Semi | JoinType::Anti) {
+            let mut rows = Vec::with_capacity(n);
+            self.table.index.matching_rows(&keys, n, &mut rows)?;
+            let rows = if self.spec.join_type == JoinType::Semi {
+                rows
+            } else {
+                rows_where(&matched_rows(rows.iter().copied(), n), false)
+            };
+            let rows = rows.into_iter().map(row_of).collect();
+            return Ok(with_selection(batch, rows));
+        }
+        let mut pairs = Vec::with_capacity(n);
+        self.table.index.candidates(&keys, n, &mut pairs)?;
+        if let Some(m) = &self.build_matched {
+            for p in &pairs {
+                m[p.1 as usize].store(true, Ordering::Relaxed);
+            }
+        }
+        if matches!(
+            self.spec.join_type,
+            JoinType::Left | JoinType::Single | JoinType::Full
+        ) {
+            let single = self.spec.join_type == JoinType::Single;
+            pairs = outer_pairs(&pairs, n, single)?;
+        }
+        if batch.selection.is_some() {
+            for p in &mut pairs {
+                p.0 = row_of(p.0);
+            }
+        }
+        Ok(self.pairs_batch(&batch, &pairs))
+    }
+
+    /// The probe keys over the selected rows of `batch`, reading only the
+    /// columns they use.
+    fn probe_keys_at_selection(&self, batch: &Batch) -> ExecResult<Vec<Vector>> {
+        let Some(sel) = &batch.selection else {
+            return self.probe_key_vectors(batch);
+        };
+        let mut read = Vec::new();
+        for k in &self.spec.probe_keys {
+            k.columns(&mut read);
+        }
+        let columns = batch
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if read.contains(&i) {
+                    c.take(sel)
+                } else {
+                    Vector::new(c.data_type, 0)
+                }
+            })
+            .collect();
+        let keys_only = Batch {
+            columns,
+            num_rows: sel.len(),
+            selection: None,
+        };
+        self.probe_key_vectors(&keys_only)
+    }
+
     /// The probe keys evaluated over `probe`.
     fn probe_key_vectors(&self, probe: &Batch) -> ExecResult<Vec<Vector>> {
         self.spec.probe_keys.iter().map(|k| k.eval(probe)).collect()
