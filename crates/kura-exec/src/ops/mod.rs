@@ -7,6 +7,7 @@ pub mod collect;
 pub mod index;
 pub mod join;
 pub mod minmax;
+mod parallel;
 pub mod scan;
 pub mod sort;
 mod sort_order;

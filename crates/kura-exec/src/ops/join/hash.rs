@@ -10,9 +10,10 @@ use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use kura_common::Vector;
 
 use super::{BuildSide, JoinAlgorithm, JoinIndex};
-use crate::context::{ExecContext, ExecutionMode};
-use crate::error::{ExecError, ExecResult};
+use crate::context::ExecContext;
+use crate::error::ExecResult;
 use crate::keys::{encode_join_row, int_key, pair_int_key, pair_key, single_int_key};
+use crate::ops::parallel::{helper_threads, run_parts};
 use crate::ops::NO_ROW;
 
 /// Builds hash tables; probing costs one lookup per probe row.
@@ -65,7 +66,7 @@ impl JoinAlgorithm for HashJoin {
             }
             (Table::Direct { min, first }, next)
         } else {
-            let threads = build_threads(n, ctx);
+            let threads = helper_threads(n, ctx);
             let next: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(NO_ROW)).collect();
             let table = if single_int_key(&build.keys) && !any_null_safe {
                 let key = &build.keys[0];
@@ -92,28 +93,6 @@ impl JoinAlgorithm for HashJoin {
             null_safe: build.null_safe.clone(),
         }))
     }
-}
-
-/// Build rows below which one thread builds a table: a helper thread's start
-/// costs more than it saves.
-const PARALLEL_BUILD_ROWS: usize = 1 << 17;
-
-/// How many threads build a table of `rows` rows: one per worker, but one in
-/// serial mode (one core is what it measures) and on a worker (a partition of
-/// a spilled join, built while the other workers run theirs). Elsewhere the
-/// build runs on the caller while the workers wait for the probe side, which
-/// cannot start before it: TPC-H Q3's 1.5 M orders at SF 10 held the caller
-/// alone for a seventh of the query's CPU time.
-fn build_threads(rows: usize, ctx: &ExecContext) -> usize {
-    if rows < PARALLEL_BUILD_ROWS
-        || ctx.mode == ExecutionMode::Serial
-        || crate::runtime::current_worker().is_some()
-    {
-        return 1;
-    }
-    crate::runtime::started_shared_runtime()
-        .map_or(1, |rt| rt.workers())
-        .clamp(1, 8)
 }
 
 /// Hash tables from key to the first build row of the key, split by a range
@@ -190,24 +169,7 @@ impl<K: Hash + Eq + Send> Parts<K> {
             flush(&mut t, run);
             Ok(t)
         };
-        let tables = if threads == 1 {
-            vec![build_part(0)?]
-        } else {
-            std::thread::scope(|s| {
-                let helpers: Vec<_> = (1..threads)
-                    .map(|part| s.spawn(move || build_part(part)))
-                    .collect();
-                let mut tables = vec![build_part(0)];
-                for h in helpers {
-                    tables.push(h.join().unwrap_or_else(|_| {
-                        Err(ExecError::Internal(
-                            "a hash table build thread panicked".into(),
-                        ))
-                    }));
-                }
-                tables.into_iter().collect::<ExecResult<Vec<_>>>()
-            })?
-        };
+        let tables = run_parts(threads, build_part)?;
         Ok(Parts { tables, hasher })
     }
 }
