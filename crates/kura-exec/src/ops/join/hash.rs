@@ -104,18 +104,20 @@ struct Parts<K> {
     hasher: DefaultHashBuilder,
 }
 
-/// The table of a key's `hash` among `parts` (bits 32–47: a table's bucket
-/// index uses the low bits and its tags the top seven).
+/// The table of a key's `hash` among `parts`, a power of two (bits 32–47:
+/// a table's bucket index uses the low bits and its tags the top seven; a
+/// mask, not a division, on every probe).
 #[inline]
 fn part_of(hash: u64, parts: usize) -> usize {
-    ((hash >> 32) & 0xffff) as usize % parts
+    (hash >> 32) as usize & (parts - 1)
 }
 
 impl<K: Hash + Eq + Send> Parts<K> {
     /// The tables of the `rows` build rows whose `key_of` is not `None`, with
     /// the rows of equal keys chained in `next` in ascending order; built by
-    /// `threads` threads, each over every row for the keys of its own table
-    /// (so each row's `next` is written by one thread).
+    /// `threads` threads, each over every row for the keys of its own tables
+    /// (so each row's `next` is written by one thread); a power of two of
+    /// tables, the `t`-th filled by thread `t % threads`.
     fn build(
         rows: usize,
         threads: usize,
@@ -125,14 +127,20 @@ impl<K: Hash + Eq + Send> Parts<K> {
     ) -> ExecResult<Parts<K>> {
         let hasher = DefaultHashBuilder::default();
         let hash = |k: &K| hasher.hash_one(k);
-        let build_part = |part: usize| -> ExecResult<HashTable<(K, u32)>> {
-            let mut t = HashTable::with_capacity(rows / threads + rows / threads / 16);
+        let tables = threads.next_power_of_two();
+        // The tables of one thread (those `t` with `t % threads == thread`).
+        let fill = |thread: usize| -> ExecResult<Vec<HashTable<(K, u32)>>> {
+            let mine = (thread..tables).step_by(threads).count();
+            let mut own: Vec<HashTable<(K, u32)>> = (0..mine)
+                .map(|_| HashTable::with_capacity(rows / tables + rows / tables / 16))
+                .collect();
             // In reverse so each chain lists rows in ascending order. A run of
             // equal keys (lineitem's rows of one order) is chained as it is
-            // met and enters the table once, at its end.
+            // met and enters its table once, at its end.
             let mut run: Option<(K, u64, u32, u32)> = None; // key, hash, first row, last row
-            let flush = |t: &mut HashTable<(K, u32)>, run: Option<(K, u64, u32, u32)>| {
+            let flush = |own: &mut [HashTable<(K, u32)>], run: Option<(K, u64, u32, u32)>| {
                 if let Some((k, h, first, last)) = run {
+                    let t = &mut own[part_of(h, tables) / threads];
                     match t.entry(h, |e| e.0 == k, |e| hash(&e.0)) {
                         Entry::Occupied(mut o) => {
                             let prev = std::mem::replace(&mut o.get_mut().1, first);
@@ -158,18 +166,23 @@ impl<K: Hash + Eq + Send> Parts<K> {
                     }
                     _ => {
                         let h = hash(&k);
-                        if threads > 1 && part_of(h, threads) != part {
+                        if part_of(h, tables) % threads != thread {
                             continue;
                         }
-                        flush(&mut t, run.take());
+                        flush(&mut own, run.take());
                         run = Some((k, h, row as u32, row as u32));
                     }
                 }
             }
-            flush(&mut t, run);
-            Ok(t)
+            flush(&mut own, run);
+            Ok(own)
         };
-        let tables = run_parts(threads, build_part)?;
+        let by_thread = run_parts(threads, fill)?;
+        // Table `t` is the `t / threads`-th of thread `t % threads`.
+        let mut iters: Vec<_> = by_thread.into_iter().map(|v| v.into_iter()).collect();
+        let tables = (0..tables)
+            .map(|t| iters[t % threads].next().expect("a thread's table"))
+            .collect();
         Ok(Parts { tables, hasher })
     }
 }
@@ -511,7 +524,7 @@ mod tests {
             let next: Vec<AtomicU32> = (0..keys.len()).map(|_| AtomicU32::new(NO_ROW)).collect();
             let parts =
                 Parts::build(keys.len(), threads, &next, &ctx, |r| int_key(&key, r)).unwrap();
-            assert_eq!(parts.tables.len(), threads);
+            assert_eq!(parts.tables.len(), threads.next_power_of_two());
             let next: Vec<u32> = next.into_iter().map(AtomicU32::into_inner).collect();
             (0..10_000i64)
                 .map(|k| {
