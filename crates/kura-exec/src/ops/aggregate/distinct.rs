@@ -135,10 +135,6 @@ impl DistinctAcc {
         let found = &mut self.found;
         match (&mut self.seen, &other.seen) {
             (Seen::Ints(m), Seen::Ints(o)) => {
-                // Room for the other's pairs at once, not by doublings that
-                // each move every pair held (a merge of two workers' 600,000
-                // pairs in TPC-H Q16 at SF 10).
-                m.reserve(o.len());
                 for (&(g, v), &at) in o {
                     let to = ids[g as usize];
                     if to == SKIP {
@@ -150,7 +146,6 @@ impl DistinctAcc {
                 }
             }
             (Seen::Bytes(m), Seen::Bytes(o)) => {
-                m.reserve(o.len());
                 let mut buf = Vec::new();
                 for (key, &at) in o {
                     let g = u32::from_le_bytes(key[..4].try_into().expect("group prefix"));
