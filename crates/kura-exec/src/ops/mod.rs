@@ -54,6 +54,28 @@ pub fn take_or_null(v: &Vector, idx: &[u32]) -> Vector {
     out
 }
 
+/// Rows `sel` of the columns `read` picks, as a batch without selection; the
+/// other columns are left empty, never to be read (the keys of a join probe,
+/// an aggregation's arguments).
+pub(crate) fn gather_read(columns: &[Vector], sel: &[u32], read: impl Fn(usize) -> bool) -> Batch {
+    let columns = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if read(i) {
+                c.take(sel)
+            } else {
+                Vector::new(c.data_type, 0)
+            }
+        })
+        .collect();
+    Batch {
+        columns,
+        num_rows: sel.len(),
+        selection: None,
+    }
+}
+
 /// Evaluates expressions over a compacted batch into a new batch.
 pub fn project(exprs: &[PhysExpr], batch: &Batch) -> ExecResult<Batch> {
     let cols = exprs

@@ -339,25 +339,11 @@ const DISTINCT_SET_BYTES: usize = 128;
 /// The batch compacted to its selection in the columns marked in `read` only;
 /// the others become empty, never to be read.
 fn compact_read(batch: Batch, read: &[bool]) -> Batch {
-    let Some(sel) = batch.selection else {
-        return batch;
-    };
-    let columns = batch
-        .columns
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| {
-            if read.get(i).copied().unwrap_or(false) {
-                c.take(&sel)
-            } else {
-                Vector::new(c.data_type, 0)
-            }
-        })
-        .collect();
-    Batch {
-        columns,
-        num_rows: sel.len(),
-        selection: None,
+    match &batch.selection {
+        None => batch,
+        Some(sel) => crate::ops::gather_read(&batch.columns, sel, |i| {
+            read.get(i).copied().unwrap_or(false)
+        }),
     }
 }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
-use super::{take_or_null, NO_ROW};
+use super::{gather_read, take_or_null, NO_ROW};
 use crate::context::ExecContext;
 use crate::error::{ExecError, ExecResult};
 use crate::expr::{compact_batch, selection_of, PhysExpr};
@@ -467,18 +467,14 @@ impl Transform for JoinProbeOp {
             self.spec.join_type,
             JoinType::Semi | JoinType::Anti | JoinType::Mark
         );
-        if semi_like && !keys.is_empty() && self.spec.residual.is_none() {
+        if self.spec.join_type == JoinType::Mark && !keys.is_empty() && self.spec.residual.is_none()
+        {
             // Only whether a partner exists matters: one look-up per probe row
-            // instead of a walk of every build row with its key (TPC-H Q22's
-            // anti join: ten orders per customer).
+            // instead of a walk of every build row with its key (semi and
+            // anti joins do the same in `apply_by_keys`).
             let mut rows = Vec::with_capacity(n);
             self.table.index.matching_rows(&keys, n, &mut rows)?;
-            let matched = matched_rows(rows.iter().copied(), n);
-            return Ok(Some(match self.spec.join_type {
-                JoinType::Semi => with_selection(probe, rows),
-                JoinType::Anti => with_selection(probe, rows_where(&matched, false)),
-                _ => with_mark(probe, matched, None),
-            }));
+            return Ok(Some(with_mark(probe, matched_rows(rows, n), None)));
         }
         let pairs = self.joined_pairs(&probe, &keys, semi_like, None, ctx)?;
         let out = match self.spec.join_type {
@@ -604,23 +600,7 @@ impl JoinProbeOp {
         for k in &self.spec.probe_keys {
             k.columns(&mut read);
         }
-        let columns = batch
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if read.contains(&i) {
-                    c.take(sel)
-                } else {
-                    Vector::new(c.data_type, 0)
-                }
-            })
-            .collect();
-        let keys_only = Batch {
-            columns,
-            num_rows: sel.len(),
-            selection: None,
-        };
+        let keys_only = gather_read(&batch.columns, sel, |i| read.contains(&i));
         self.probe_key_vectors(&keys_only)
     }
 
