@@ -138,6 +138,44 @@ impl Acc {
         }
     }
 
+    /// Whether the accumulator is a few plain values per group, which
+    /// [`Acc::truncate`] can drop.
+    pub(crate) fn has_plain_slots(&self) -> bool {
+        matches!(
+            self,
+            Acc::Count(_)
+                | Acc::SumInt { .. }
+                | Acc::SumFloat { .. }
+                | Acc::AvgInt { .. }
+                | Acc::AvgFloat { .. }
+        )
+    }
+
+    /// Drops the groups from `groups` on, of an accumulator with plain slots
+    /// (see [`Acc::has_plain_slots`]; the others are left as they are).
+    pub(crate) fn truncate(&mut self, groups: usize) {
+        match self {
+            Acc::Count(c) => c.truncate(groups),
+            Acc::SumInt { sums, seen } => {
+                sums.truncate(groups);
+                seen.truncate(groups);
+            }
+            Acc::SumFloat { sums, seen } => {
+                sums.truncate(groups);
+                seen.truncate(groups);
+            }
+            Acc::AvgInt { sums, counts } => {
+                sums.truncate(groups);
+                counts.truncate(groups);
+            }
+            Acc::AvgFloat { sums, counts } => {
+                sums.truncate(groups);
+                counts.truncate(groups);
+            }
+            _ => {}
+        }
+    }
+
     /// Folds rows of `arg` (None for count(*)) into groups `g`.
     pub(crate) fn update(&mut self, g: &[u32], arg: Option<&Vector>) -> ExecResult<()> {
         self.update_counted(g, arg, None)
