@@ -10,6 +10,7 @@ pub mod minmax;
 mod parallel;
 pub mod scan;
 pub mod sort;
+mod sort_normalized;
 mod sort_order;
 mod sort_run;
 mod sort_spill;

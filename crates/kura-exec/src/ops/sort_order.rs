@@ -9,6 +9,7 @@ use kura_common::memobj;
 use kura_common::{Batch, ColumnData, DataType, Vector};
 
 use super::concat;
+use super::sort_normalized::Normalized;
 use super::sort_run::{cmp_rows, Run};
 use crate::error::ExecResult;
 use crate::expr::PhysExpr;
@@ -192,11 +193,25 @@ pub(super) fn order_rows(
     };
     ordered.named = name_sort_buffers(&ordered.all, &ordered.keys, &idx);
     let keys = &ordered.keys;
-    match sort_keys
+    let first_int = sort_keys
         .first()
         .zip(keys.first())
-        .and_then(|(k, v)| int_prefix(k, v))
-    {
+        .and_then(|(k, v)| int_prefix(k, v));
+    // One integer key sorts fastest as pairs below; several keys, or a key of
+    // another type, by their normalized bytes.
+    let normalized = match (&first_int, keys.len()) {
+        (Some(_), 1) => None,
+        _ => Normalized::new(sort_keys, keys, idx.len()),
+    };
+    if let Some(norm) = normalized {
+        sort_canceling(&mut idx, |x, y| norm.cmp(x, y), cancel, 65_536)?;
+        idx.truncate(limit.unwrap_or(usize::MAX));
+        // A merge of runs compares the first key's integers first.
+        ordered.prefix = first_int.map(|p| idx.iter().map(|&r| p[r as usize]).collect());
+        ordered.idx = idx;
+        return Ok(ordered);
+    }
+    match first_int {
         Some(prefix) => {
             // The first key as order-preserving integers beside the row
             // numbers: most comparisons read one contiguous array, and the
