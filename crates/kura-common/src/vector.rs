@@ -298,6 +298,38 @@ impl Vector {
         }
     }
 
+    /// Appends rows `idx` of `other` (same type) in that order: `take` then
+    /// `append` without the vector in between.
+    pub fn append_take(&mut self, other: &Vector, idx: &[u32]) {
+        let n = self.len();
+        match (&mut self.validity, &other.validity) {
+            (Some(a), Some(b)) => a.extend(idx.iter().map(|&i| b[i as usize])),
+            (Some(a), None) => a.extend(std::iter::repeat_n(true, idx.len())),
+            (None, Some(b)) => {
+                let mut a = vec![true; n];
+                a.extend(idx.iter().map(|&i| b[i as usize]));
+                self.validity = Some(a);
+            }
+            (None, None) => {}
+        }
+        fn extend<T: Copy>(a: &mut Vec<T>, b: &[T], idx: &[u32]) {
+            a.extend(idx.iter().map(|&i| b[i as usize]));
+        }
+        match (&mut self.data, &other.data) {
+            (ColumnData::Bool(a), ColumnData::Bool(b)) => extend(a, b, idx),
+            (ColumnData::I32(a), ColumnData::I32(b)) => extend(a, b, idx),
+            (ColumnData::I64(a), ColumnData::I64(b)) => extend(a, b, idx),
+            (ColumnData::I128(a), ColumnData::I128(b)) => extend(a, b, idx),
+            (ColumnData::F64(a), ColumnData::F64(b)) => extend(a, b, idx),
+            (ColumnData::Str(a), ColumnData::Str(b)) => {
+                for &i in idx {
+                    a.push(b.get_bytes(i as usize));
+                }
+            }
+            _ => panic!("Vector::append_take: physical types differ (a planner bug)"),
+        }
+    }
+
     /// A new vector holding rows `idx` in that order.
     pub fn take(&self, idx: &[u32]) -> Vector {
         let runs = in_runs(idx);
@@ -480,6 +512,52 @@ mod tests {
             let one_by_one: Vec<i64> = idx.iter().map(|&i| v[i as usize]).collect();
             prop_assert_eq!(gather(&v, &idx, true), one_by_one.clone());
             prop_assert_eq!(gather(&v, &idx, in_runs(&idx)), one_by_one);
+        }
+    }
+
+    #[test]
+    fn append_take_is_append_of_take() {
+        let texts = |vals: &[Option<&str>]| {
+            let vals: Vec<Value> = vals
+                .iter()
+                .map(|v| v.map_or(Value::Null, |s| Value::Text(s.into())))
+                .collect();
+            Vector::from_values(DataType::Varchar(None), &vals).unwrap()
+        };
+        let ints = |vals: &[Option<i64>]| {
+            let vals: Vec<Value> = vals
+                .iter()
+                .map(|v| v.map_or(Value::Null, Value::BigInt))
+                .collect();
+            Vector::from_values(DataType::BigInt, &vals).unwrap()
+        };
+        let idx = [3u32, 0, 3, 1];
+        let cases = [
+            (
+                texts(&[Some("a")]),
+                texts(&[Some("x"), None, Some(""), Some("yz")]),
+            ),
+            (
+                texts(&[None]),
+                texts(&[Some("x"), Some("w"), Some(""), Some("yz")]),
+            ),
+            (
+                texts(&[Some("a")]),
+                texts(&[Some("x"), Some("w"), Some(""), Some("yz")]),
+            ),
+            (
+                ints(&[Some(1), None]),
+                ints(&[Some(5), None, Some(6), Some(7)]),
+            ),
+            (ints(&[Some(1)]), ints(&[Some(5), None, Some(6), Some(7)])),
+            (ints(&[]), ints(&[Some(5), Some(8), Some(6), Some(7)])),
+        ];
+        for (to, from) in cases {
+            let mut expected = to.clone();
+            expected.append(&from.take(&idx));
+            let mut got = to;
+            got.append_take(&from, &idx);
+            assert_eq!(got, expected);
         }
     }
 

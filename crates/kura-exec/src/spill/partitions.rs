@@ -327,7 +327,7 @@ impl Partitions {
             }
             for (to, from) in part.pending.iter_mut().zip(columns.iter().copied()) {
                 if !from.is_empty() {
-                    to.append(&from.take(sel));
+                    to.append_take(from, sel);
                 }
             }
             part.rows += sel.len();

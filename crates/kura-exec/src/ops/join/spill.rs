@@ -267,11 +267,12 @@ impl Transform for HybridProbeOp {
         if in_memory.is_empty() {
             return Ok(true);
         }
-        let joined = if in_memory.len() == n {
-            batch
-        } else {
-            Batch::new(batch.columns.iter().map(|c| c.take(&in_memory)).collect())
-        };
+        // The resident partitions' rows are probed at their selection, not
+        // copied out first (the probe gathers only what it emits).
+        let mut joined = batch;
+        if in_memory.len() < n {
+            joined.selection = Some(in_memory);
+        }
         self.probe()?.apply_each(joined, ctx, out)
     }
 
