@@ -4,7 +4,7 @@
 //! small tables (TPC-H Q16: 18,314 groups).
 
 use hashbrown::hash_map::Entry;
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use kura_common::{ColumnData, Value, Vector};
 
@@ -16,6 +16,12 @@ use super::group_map::SKIP;
 /// The pairs seen, each mapped to its place in `DistinctAcc::vals` (or to
 /// `NO_VALUE` when only counts are kept).
 enum Seen {
+    /// `count(DISTINCT)` of an integer argument whose values so far all fit 32
+    /// bits: the group in the high half of one word, the value in the low —
+    /// a third of [`Seen::Ints`]' entry, so Q16's 600,000 (group, supplier)
+    /// pairs a worker at SF 10 sit in an 8 MB table, not 24 MB. Widened to
+    /// `Ints` at the first value that does not fit.
+    Packed(HashSet<u64>),
     /// An integer argument (integers, dates, decimals stored in 32 or 64 bits):
     /// the value itself, widened to i64 (equal values compare equal whatever
     /// their width).
@@ -29,6 +35,18 @@ enum Seen {
 }
 
 const NO_VALUE: u32 = u32::MAX;
+
+/// Group `g` and a value that fits 32 bits as one word of [`Seen::Packed`].
+#[inline]
+fn pack(g: u32, v: i64) -> u64 {
+    (g as u64) << 32 | v as i32 as u32 as u64
+}
+
+/// The group and value of a [`pack`]ed word.
+#[inline]
+fn unpack(p: u64) -> (u32, i64) {
+    ((p >> 32) as u32, p as u32 as i32 as i64)
+}
 
 /// The distinct values of one aggregate's argument, per group.
 pub(crate) struct DistinctAcc {
@@ -65,7 +83,9 @@ impl DistinctAcc {
     /// the aggregate needs the values themselves (all but count).
     pub(crate) fn new(int_arg: bool, keep_values: bool) -> DistinctAcc {
         DistinctAcc {
-            seen: if int_arg {
+            seen: if int_arg && !keep_values {
+                Seen::Packed(HashSet::new())
+            } else if int_arg {
                 Seen::Ints(HashMap::new())
             } else {
                 Seen::Bytes(HashMap::new())
@@ -81,8 +101,56 @@ impl DistinctAcc {
         self.found.counts.resize(groups, 0);
     }
 
+    /// Turns a packed set into a map of (group, value) pairs, for a value
+    /// that does not fit 32 bits.
+    fn widen(&mut self) {
+        if let Seen::Packed(set) = &self.seen {
+            let map = set.iter().map(|&p| (unpack(p), NO_VALUE)).collect();
+            self.seen = Seen::Ints(map);
+        }
+    }
+
     /// Folds the non-NULL rows of `arg` into groups `g`.
     pub(crate) fn update(&mut self, g: &[u32], arg: &Vector) -> ExecResult<()> {
+        if let Seen::Packed(set) = &mut self.seen {
+            let fits = match &arg.data {
+                ColumnData::I32(_) => true,
+                ColumnData::I64(x) => x.iter().take(g.len()).all(|&v| v as i32 as i64 == v),
+                _ => {
+                    return Err(ExecError::Internal(
+                        "DISTINCT over integers got other data".into(),
+                    ))
+                }
+            };
+            if fits {
+                set.reserve(g.len());
+                let counts = &mut self.found.counts;
+                let mut add = |gi: u32, v: i64| {
+                    if set.insert(pack(gi, v)) {
+                        counts[gi as usize] += 1;
+                    }
+                };
+                match &arg.data {
+                    ColumnData::I32(x) => {
+                        for (i, &gi) in g.iter().enumerate() {
+                            if !arg.is_null(i) {
+                                add(gi, x[i] as i64);
+                            }
+                        }
+                    }
+                    ColumnData::I64(x) => {
+                        for (i, &gi) in g.iter().enumerate() {
+                            if !arg.is_null(i) {
+                                add(gi, x[i]);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                return Ok(());
+            }
+            self.widen();
+        }
         let found = &mut self.found;
         match &mut self.seen {
             Seen::Ints(m) => {
@@ -117,6 +185,7 @@ impl DistinctAcc {
                     }
                 }
             }
+            Seen::Packed(_) => unreachable!("a packed set was widened above"),
         }
         Ok(())
     }
@@ -132,8 +201,33 @@ impl DistinctAcc {
                 .as_ref()
                 .map_or(Value::Null, |v| v[at as usize].1.clone())
         };
+        if matches!(other.seen, Seen::Ints(_)) {
+            self.widen();
+        }
         let found = &mut self.found;
         match (&mut self.seen, &other.seen) {
+            (Seen::Packed(m), Seen::Packed(o)) => {
+                m.reserve(o.len());
+                for &p in o {
+                    let (g, v) = unpack(p);
+                    let to = ids[g as usize];
+                    if to != SKIP && m.insert(pack(to, v)) {
+                        found.counts[to as usize] += 1;
+                    }
+                }
+            }
+            (Seen::Ints(m), Seen::Packed(o)) => {
+                for &p in o {
+                    let (g, v) = unpack(p);
+                    let to = ids[g as usize];
+                    if to == SKIP {
+                        continue;
+                    }
+                    if let Entry::Vacant(e) = m.entry((to, v)) {
+                        e.insert(found.add(to, || Value::Null));
+                    }
+                }
+            }
             (Seen::Ints(m), Seen::Ints(o)) => {
                 for (&(g, v), &at) in o {
                     let to = ids[g as usize];
@@ -251,6 +345,55 @@ mod tests {
                 ]
             );
         }
+    }
+
+    /// Counting in packed words, widened where a value needs 64 bits, and
+    /// merged across both kinds, counts what a map of pairs counts.
+    #[test]
+    fn packed_counts_widen_and_merge_like_pairs() {
+        let big = 1i64 << 40;
+        let ints = |v: &[i64]| {
+            vector(
+                DataType::BigInt,
+                &v.iter().map(|&x| Value::BigInt(x)).collect::<Vec<_>>(),
+            )
+        };
+        let state = |rows: &[(u32, i64)]| {
+            let mut d = DistinctAcc::new(true, false);
+            d.grow(3);
+            let (g, v): (Vec<u32>, Vec<i64>) = rows.iter().copied().unzip();
+            d.update(&g, &ints(&v)).unwrap();
+            d
+        };
+        let a_rows = [
+            (0, 1),
+            (0, 1),
+            (1, -1),
+            (2, i32::MAX as i64),
+            (2, i32::MIN as i64),
+        ];
+        let b_rows = [(0, 1), (1, 5), (2, -1)];
+        let wide_rows = [(0, big), (0, big + 1), (1, -1), (2, 7)];
+        for (x, y) in [
+            (&a_rows[..], &b_rows[..]),
+            (&a_rows, &wide_rows),
+            (&wide_rows, &a_rows),
+        ] {
+            let mut m = state(x);
+            let o = state(y);
+            m.merge(&o, &[2, 1, 0]);
+            // The same pairs counted one by one.
+            let mut pairs: Vec<(u32, i64)> = x.to_vec();
+            pairs.extend(y.iter().map(|&(g, v)| ([2, 1, 0][g as usize], v)));
+            pairs.sort();
+            pairs.dedup();
+            let expected: Vec<i64> = (0..3)
+                .map(|g| pairs.iter().filter(|p| p.0 == g).count() as i64)
+                .collect();
+            assert_eq!(m.counts(3), expected.as_slice());
+        }
+        assert!(matches!(state(&a_rows).seen, Seen::Packed(_)));
+        assert!(matches!(state(&wide_rows).seen, Seen::Ints(_)));
     }
 
     #[test]
