@@ -68,6 +68,9 @@ pub struct AggregateSink {
     /// `sum`/`avg` calls do (TPC-H Q1's `avg(l_quantity)` beside
     /// `sum(l_quantity)`): a batch's sums per group are then added once.
     same_sum: Vec<Option<usize>>,
+    /// Whether an argument calls a sequence or a random function: evaluated
+    /// only on the rows the selection keeps (`nextval` advances once a row).
+    volatile_args: bool,
     /// The planner's range of a single integer key (see `PlanKind::Aggregate`).
     key_range: Option<(i64, i64)>,
     /// The plan node whose statistics show what was spilled.
@@ -121,8 +124,14 @@ impl AggregateSink {
         let spills_states =
             !group_by.is_empty() && calls.iter().all(|c| new_acc(c).state_width().is_some());
         let same_sum = same_sums(&calls);
+        let volatile_args = calls
+            .iter()
+            .flat_map(|c| c.exprs())
+            .any(|e| e.is_volatile())
+            || common_args.iter().any(PhysExpr::is_volatile);
         AggregateSink {
             same_sum,
+            volatile_args,
             spills_states,
             rows_seen: AtomicU64::new(0),
             groups_made: AtomicU64::new(0),
@@ -248,7 +257,7 @@ impl AggregateSink {
     /// selection first (TPC-H Q1 keeps 98 % of lineitem). `ids` are the
     /// selected rows' groups. Returns the batch when it must be compacted
     /// instead: a sparser selection, accumulators other than counts, sums and
-    /// averages, or an argument that fails on some row — perhaps one the
+    /// averages, a volatile argument, or an argument that fails on some row — perhaps one the
     /// selection leaves out, so the compacted batch decides whether it fails.
     fn update_all_rows(
         &self,
@@ -262,7 +271,7 @@ impl AggregateSink {
             .selection
             .as_ref()
             .is_some_and(|s| s.len() * 8 >= n * 7);
-        if !dense || !st.accs.iter().all(Acc::has_plain_slots) {
+        if !dense || self.volatile_args || !st.accs.iter().all(Acc::has_plain_slots) {
             return Ok(Some(batch));
         }
         let Some(sel) = batch.selection.take() else {
