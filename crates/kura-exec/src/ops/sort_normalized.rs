@@ -11,9 +11,13 @@ use kura_common::{ColumnData, DataType, Vector};
 use crate::expr::compare_trim;
 use crate::plan::SortKey;
 
-/// Above this many bytes of encoded keys the rows are compared key by key
-/// (offsets are 32-bit, and a copy of wide text keys would double them).
-const MAX_BYTES: usize = 1 << 30;
+/// Above this many bytes of encoded keys the rows are compared key by key:
+/// the encoding is a copy of the keys beside them that the query's memory
+/// does not count, so it is kept to what a result-sized sort needs (Q16 SF 10:
+/// 27,840 rows, about 2 MB). A large run — a window over a cross product
+/// sorted by two text columns — encoded whole raised a server's peak RSS by
+/// some 100 MB past its `--max-memory`.
+const MAX_BYTES: usize = 4 << 20;
 
 /// The rows' encoded keys: row `r`'s are `bytes[offsets[r]..offsets[r + 1]]`,
 /// and `heads[r]` their first eight bytes (zero-padded), which decide most
