@@ -398,8 +398,8 @@ impl ScanSource {
             .any(|(&c, &k)| !k && is_text(c));
         if let (Some(sel), true) = (sparse, text_to_read) {
             let mut out = Vec::with_capacity(self.columns.len());
-            for i in 0..self.columns.len() {
-                out.push(if keyed[i] {
+            for (i, &k) in keyed.iter().enumerate() {
+                out.push(if k {
                     batch.columns[i].take(sel)
                 } else {
                     read_at(i, sel)?
