@@ -270,10 +270,20 @@ impl KeyBits {
             return None;
         }
         let key = &side.keys[key];
-        let values = (0..side.rows).filter_map(|r| int_key(key, r));
-        let (min, max) = values.clone().fold(None, |mm: Option<(i64, i64)>, v| {
-            Some(mm.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
-        })?;
+        let rows = side.rows.min(key.len());
+        // Without NULLs the keys are read as a slice (the bounds in two
+        // vectorised passes): a build side of 1.46 M order keys (TPC-H Q7 at
+        // SF 10) took 7–30 ms a row at a time, alone on one core.
+        let (min, max) = match (&key.data, &key.validity) {
+            (ColumnData::I32(v), None) => slice_bounds(&v[..rows])?,
+            (ColumnData::I64(v), None) => slice_bounds(&v[..rows])?,
+            _ => (0..rows).filter_map(|r| int_key(key, r)).fold(
+                None,
+                |mm: Option<(i64, i64)>, v| {
+                    Some(mm.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+                },
+            )?,
+        };
         let span = (max as i128 - min as i128 + 1) as u128;
         let dense = span <= MAX_SPARSE_SPAN as u128
             && (span <= side.rows as u128 * MAX_VALUES_PER_KEY as u128
@@ -283,9 +293,14 @@ impl KeyBits {
         }
         let span = span as u64;
         let mut words = vec![0u64; span.div_ceil(64) as usize];
-        for v in values {
+        let mut set = |v: i64| {
             let o = (v - min) as u64;
             words[(o >> 6) as usize] |= 1 << (o & 63);
+        };
+        match (&key.data, &key.validity) {
+            (ColumnData::I32(v), None) => v[..rows].iter().for_each(|&x| set(x as i64)),
+            (ColumnData::I64(v), None) => v[..rows].iter().for_each(|&x| set(x)),
+            _ => (0..rows).filter_map(|r| int_key(key, r)).for_each(set),
         }
         Some(KeyBits { min, words })
     }
@@ -334,6 +349,11 @@ impl KeyBits {
         };
         Some((live.is_some() || kept.len() < n).then_some(kept))
     }
+}
+
+/// The smallest and largest of `v`, `None` when it is empty.
+fn slice_bounds<T: Copy + Ord + Into<i64>>(v: &[T]) -> Option<(i64, i64)> {
+    Some(((*v.iter().min()?).into(), (*v.iter().max()?).into()))
 }
 
 /// The scan node (its id) that output column `col` of `node` is read by, the
@@ -442,6 +462,59 @@ mod tests {
         for far in [i64::MIN, i64::MIN + 10, -1, 128, i64::MAX] {
             assert!(!bits.contains(far), "{far}");
         }
+    }
+
+    #[test]
+    fn key_bits_of_a_build_side_with_and_without_nulls() {
+        // The slice way (no NULLs; 32 and 64 bits) and the row way (NULLs
+        // skipped) give the same bitmap of the keys.
+        let keys = [-7i64, 300, 12, -7, 55];
+        let with_null = [
+            Some(-7),
+            None,
+            Some(300),
+            Some(12),
+            None,
+            Some(-7),
+            Some(55),
+        ];
+        let sides = [
+            (DataType::Integer, keys.map(|k| Some(k)).to_vec()),
+            (DataType::BigInt, keys.map(|k| Some(k)).to_vec()),
+            (DataType::Integer, with_null.to_vec()),
+            (DataType::BigInt, with_null.to_vec()),
+        ];
+        for (dt, values) in sides {
+            let vals: Vec<Value> = values
+                .iter()
+                .map(|v| match (v, dt) {
+                    (None, _) => Value::Null,
+                    (Some(k), DataType::Integer) => Value::Integer(*k as i32),
+                    (Some(k), _) => Value::BigInt(*k),
+                })
+                .collect();
+            let key = Vector::from_values(dt, &vals).unwrap();
+            let side = super::super::BuildSide {
+                columns: vec![key.clone()],
+                keys: vec![key],
+                rows: vals.len(),
+                has_null_key: values.contains(&None),
+                null_safe: vec![false],
+            };
+            let bits = KeyBits::of(&side, 0, 0.0).expect("a narrow span has a bitmap");
+            let inside: Vec<i64> = (-20..320).filter(|&v| bits.contains(v)).collect();
+            assert_eq!(inside, vec![-7, 12, 55, 300], "{dt:?} {values:?}");
+        }
+        // All keys NULL: no bitmap (no bounds).
+        let key = Vector::from_values(DataType::Integer, &[Value::Null]).unwrap();
+        let side = super::super::BuildSide {
+            columns: vec![key.clone()],
+            keys: vec![key],
+            rows: 1,
+            has_null_key: true,
+            null_safe: vec![false],
+        };
+        assert!(KeyBits::of(&side, 0, 0.0).is_none());
     }
 
     fn scan() -> PlanNode {
