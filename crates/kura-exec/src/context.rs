@@ -95,6 +95,43 @@ impl MemoryTracker {
         }
     }
 
+    /// Reserves `bytes` only if they fit under the query's and the shared
+    /// limit, counting nothing when they do not. For operators that spill
+    /// instead of failing: a reservation refused after being counted (as
+    /// [`MemoryTracker::reserve`] does) pushes the total past the limit for
+    /// a moment, and a reservation another worker makes in that moment
+    /// fails for memory nobody holds.
+    pub fn try_reserve(&self, bytes: u64) -> bool {
+        if !Self::add_within(&self.used, bytes, self.limit) {
+            return false;
+        }
+        if let Some(p) = &self.parent {
+            if !Self::add_within(&p.used, bytes, p.limit) {
+                self.release_own(bytes);
+                return false;
+            }
+            p.peak.fetch_max(p.used(), Ordering::Relaxed);
+        }
+        self.peak.fetch_max(self.used(), Ordering::Relaxed);
+        true
+    }
+
+    /// Adds `bytes` to `used` if the sum stays within `limit`.
+    fn add_within(used: &AtomicU64, bytes: u64, limit: u64) -> bool {
+        used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+            u.checked_add(bytes).filter(|&now| now <= limit)
+        })
+        .is_ok()
+    }
+
+    fn release_own(&self, bytes: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(bytes))
+            });
+    }
+
     /// Counts `bytes` already allocated, even past the limit: what is held
     /// then makes the next reservation fail, not this one.
     pub fn charge(&self, bytes: u64) {
@@ -162,6 +199,16 @@ impl OwnShare {
     ) -> ExecResult<()> {
         self.counted(bytes);
         memory.reserve(bytes, what)
+    }
+
+    /// Reserves `bytes` as this operator's only if they fit (see
+    /// [`MemoryTracker::try_reserve`]); nothing is counted when they do not.
+    pub fn try_reserve(&self, memory: &MemoryTracker, bytes: u64) -> bool {
+        let fits = memory.try_reserve(bytes);
+        if fits {
+            self.counted(bytes);
+        }
+        fits
     }
 
     /// Gives `bytes` of this operator's back to `memory`.
@@ -443,6 +490,28 @@ mod tests {
         m.release(120);
         assert_eq!(m.used(), 0);
         assert_eq!(m.peak(), 120);
+    }
+
+    #[test]
+    fn a_refused_try_reserve_counts_nothing_in_the_query_or_the_server() {
+        let shared = Arc::new(MemoryTracker::new(100));
+        let a = MemoryTracker::with_parent(80, shared.clone());
+        let b = MemoryTracker::with_parent(80, shared.clone());
+        assert!(a.try_reserve(60));
+        assert!(!a.try_reserve(30), "past the query's own limit");
+        assert_eq!((a.used(), shared.used()), (60, 60));
+        assert!(!b.try_reserve(50), "past the shared limit");
+        assert_eq!((b.used(), shared.used()), (0, 60));
+        // What fits exactly is taken, and a reservation of others still fits.
+        assert!(b.try_reserve(40));
+        assert_eq!((b.used(), shared.used(), shared.peak()), (40, 100, 100));
+        let share = OwnShare::default();
+        assert!(!share.try_reserve(&a, 1));
+        assert_eq!(share.held(), 0);
+        drop(b);
+        a.release(60);
+        assert!(share.try_reserve(&a, 80));
+        assert_eq!((share.held(), shared.used()), (80, 80));
     }
 
     #[test]

@@ -136,6 +136,8 @@ pub struct Partitions {
     /// The query memory resident partitions' rows hold, and those rows.
     resident: OwnShare,
     resident_rows: AtomicU64,
+    /// The most bytes resident partitions may hold together.
+    resident_cap: u64,
 }
 
 impl Partitions {
@@ -147,13 +149,16 @@ impl Partitions {
             node,
             resident: OwnShare::default(),
             resident_rows: AtomicU64::new(0),
+            resident_cap: u64::MAX,
         }
     }
 
-    /// Partitions that all start resident: rows stay in memory until
-    /// [`Partitions::evict_largest`] writes a partition out.
-    pub fn hybrid(level: u32, node: usize) -> Partitions {
-        let parts = Partitions::new(level, node);
+    /// Partitions that all start resident: rows stay in memory, at most
+    /// `cap` bytes of them, until [`Partitions::evict_largest`] writes a
+    /// partition out (or a partition's growth does not fit).
+    pub fn hybrid(level: u32, node: usize, cap: u64) -> Partitions {
+        let mut parts = Partitions::new(level, node);
+        parts.resident_cap = cap;
         for part in &parts.parts {
             part.lock().unwrap_or_else(|e| e.into_inner()).resident = true;
         }
@@ -346,24 +351,17 @@ impl Partitions {
     }
 
     /// Counts `rows` more rows kept by a resident partition, now `bytes` in all:
-    /// their growth is reserved, and where the memory limit refuses it the
-    /// partition is written out instead.
+    /// their growth is reserved, and where the resident cap or the memory
+    /// limit refuses it the partition is written out instead.
     fn keep(&self, part: &mut Part, bytes: u64, rows: usize, ctx: &ExecContext) -> ExecResult<()> {
         self.resident_rows.fetch_add(rows as u64, Ordering::Relaxed);
         let grown = bytes.saturating_sub(part.reserved);
-        match self.resident.reserve(&ctx.memory, grown, "hash join build") {
-            Ok(()) => {
-                part.reserved += grown;
-                Ok(())
-            }
-            Err(e) if e.is_out_of_memory() => {
-                self.resident.release(&ctx.memory, grown);
-                self.evict(part, ctx)
-            }
-            Err(e) => {
-                self.resident.release(&ctx.memory, grown);
-                Err(e)
-            }
+        let within_cap = self.resident.held().saturating_add(grown) <= self.resident_cap;
+        if within_cap && self.resident.try_reserve(&ctx.memory, grown) {
+            part.reserved += grown;
+            Ok(())
+        } else {
+            self.evict(part, ctx)
         }
     }
 
@@ -459,7 +457,7 @@ mod tests {
     fn resident_partitions_hold_their_rows_in_counted_memory_until_evicted() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ctx(dir.path(), 64 << 20);
-        let parts = Partitions::hybrid(0, crate::context::NO_NODE);
+        let parts = Partitions::hybrid(0, crate::context::NO_NODE, u64::MAX);
         for from in (0..20_000).step_by(2_000) {
             add(&parts, &rows(from, 2_000), &ctx);
         }
@@ -513,7 +511,7 @@ mod tests {
     fn a_resident_partition_the_limit_refuses_goes_to_disk_instead_of_failing() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ctx(dir.path(), 64 << 10);
-        let parts = Partitions::hybrid(0, crate::context::NO_NODE);
+        let parts = Partitions::hybrid(0, crate::context::NO_NODE, u64::MAX);
         for from in (0..20_000).step_by(2_000) {
             add(&parts, &rows(from, 2_000), &ctx);
         }

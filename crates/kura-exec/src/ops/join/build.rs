@@ -111,7 +111,7 @@ impl JoinBuildSink {
     /// The build rows' partitions, once the build side spilled (after `finish`).
     pub fn take_spilled(&self) -> Option<Arc<Partitions>> {
         if self.spilling.load(Ordering::Relaxed) {
-            Some(self.partitions().clone())
+            self.spilled.get().cloned()
         } else {
             None
         }
@@ -147,10 +147,16 @@ impl JoinBuildSink {
         self.share.held()
     }
 
-    fn partitions(&self) -> &Arc<Partitions> {
+    fn partitions(&self, ctx: &ExecContext) -> &Arc<Partitions> {
         self.spilled.get_or_init(|| {
             Arc::new(if self.hybrid {
-                Partitions::hybrid(self.level, self.node)
+                // Resident partitions hold at most what the build side may
+                // (see `too_big`): left to grow until the limit refused them,
+                // they took the room other operators of the query needed.
+                let cap = self
+                    .budget
+                    .unwrap_or_else(|| ctx.memory.room().saturating_add(self.share.held()) / 2);
+                Partitions::hybrid(self.level, self.node, cap)
             } else {
                 Partitions::new(self.level, self.node)
             })
@@ -185,7 +191,7 @@ impl JoinBuildSink {
         for b in batches {
             self.share.release(&ctx.memory, batch_bytes(&b));
             self.rows.fetch_sub(b.num_rows as u64, Ordering::Relaxed);
-            spill::spill_batch(self.partitions(), keys, b, self.recording(ctx), ctx)?;
+            spill::spill_batch(self.partitions(ctx), keys, b, self.recording(ctx), ctx)?;
         }
         Ok(())
     }
@@ -198,7 +204,7 @@ impl JoinBuildSink {
     /// partitions at the end, spread over them by hash: only the resident
     /// partitions' part of them is counted, as only that part will stay.
     fn evict_to_fit(&self, ctx: &ExecContext) -> ExecResult<()> {
-        let parts = self.partitions();
+        let parts = self.partitions(ctx);
         loop {
             let kept = parts.resident_count() as u64;
             let held = self.share.held();
@@ -223,7 +229,7 @@ impl JoinBuildSink {
     /// written out until the rest fit, the rest built into the resident table
     /// (or, when its index does not fit after all, written out too).
     fn finish_hybrid(&self, held: Vec<Batch>, ctx: &ExecContext) -> ExecResult<()> {
-        let parts = self.partitions().clone();
+        let parts = self.partitions(ctx).clone();
         self.partition_held(held, ctx)?;
         self.evict_to_fit(ctx)?;
         let (resident, batches) = parts.take_resident();
@@ -244,10 +250,7 @@ impl JoinBuildSink {
                     Some(Resident { table, resident });
                 parts.flush(ctx)
             }
-            Built::IndexTooBig(rows) => {
-                parts.unresident_all();
-                self.spill_held(vec![rows], ctx)
-            }
+            Built::IndexTooBig(rows) => self.spill_held(vec![rows], ctx),
         }
     }
 
@@ -269,13 +272,40 @@ impl JoinBuildSink {
     /// gives back every byte held, and ends the build side's writing.
     fn spill_held(&self, batches: Vec<Batch>, ctx: &ExecContext) -> ExecResult<()> {
         self.spilling.store(true, Ordering::Relaxed);
-        let parts = self.partitions();
+        let parts = self.partitions(ctx);
+        // A hybrid sink's partitions are made resident: rows kept in one here
+        // would be neither written nor built into a table — lost, with the
+        // memory they reserved.
+        parts.unresident_all();
         for b in batches {
             let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
             spill::spill_batch(parts, keys, b, self.recording(ctx), ctx)?;
         }
         ctx.memory.release(self.share.take());
         parts.flush(ctx)
+    }
+
+    /// A build batch once the build side spills: written to its partition,
+    /// or for a hybrid join kept in its partition while it fits, together
+    /// with the rows this worker held before.
+    fn spill_consumed(
+        &self,
+        local: &mut LocalState,
+        batch: Batch,
+        ctx: &ExecContext,
+    ) -> ExecResult<()> {
+        self.spilling.store(true, Ordering::Relaxed);
+        let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
+        if !self.hybrid {
+            return spill::spill_batch(self.partitions(ctx), keys, batch, self.recording(ctx), ctx);
+        }
+        // This worker's rows held so far join the partitions, which
+        // keep in memory what fits.
+        if let Some(v) = local.downcast_mut::<Vec<Batch>>() {
+            self.partition_held(std::mem::take(v), ctx)?;
+        }
+        spill::spill_batch(self.partitions(ctx), keys, batch, self.recording(ctx), ctx)?;
+        self.evict_to_fit(ctx)
     }
 
     /// Names the build keys for memory profiles (e.g. `orders.o_orderkey`).
@@ -317,31 +347,21 @@ impl Sink for JoinBuildSink {
     fn consume(&self, local: &mut LocalState, batch: Batch, ctx: &ExecContext) -> ExecResult<()> {
         let batch = compact_batch(batch);
         let bytes = batch_bytes(&batch);
-        if self.may_spill
-            && (self.spilling.load(Ordering::Relaxed) || self.too_big(bytes, batch.num_rows, ctx))
-        {
-            self.spilling.store(true, Ordering::Relaxed);
-            let keys = spill::partition_keys(&self.spec, &self.spec.build_keys);
-            if !self.hybrid {
-                return spill::spill_batch(
-                    self.partitions(),
-                    keys,
-                    batch,
-                    self.recording(ctx),
-                    ctx,
-                );
+        if self.may_spill {
+            // Spilling already, past its share, or other workers took the room
+            // since `too_big` looked (the partitions of a spilled join, joined
+            // at once): the batch goes to the partitions.
+            if self.spilling.load(Ordering::Relaxed)
+                || self.too_big(bytes, batch.num_rows, ctx)
+                || !self.share.try_reserve(&ctx.memory, bytes)
+            {
+                return self.spill_consumed(local, batch, ctx);
             }
-            // This worker's rows held so far join the partitions, which
-            // keep in memory what fits.
-            if let Some(v) = local.downcast_mut::<Vec<Batch>>() {
-                self.partition_held(std::mem::take(v), ctx)?;
-            }
-            spill::spill_batch(self.partitions(), keys, batch, self.recording(ctx), ctx)?;
-            return self.evict_to_fit(ctx);
+        } else {
+            self.reserve(bytes, self.what("hash join build"), ctx)?;
         }
         self.rows
             .fetch_add(batch.num_rows as u64, Ordering::Relaxed);
-        self.reserve(bytes, self.what("hash join build"), ctx)?;
         if let Some(v) = local.downcast_mut::<Vec<Batch>>() {
             v.push(batch);
         }
@@ -421,17 +441,11 @@ impl JoinBuildSink {
             null_safe,
         };
         let index = self.algorithm.index(&side, ctx)?;
-        // Asked first when the join can spill: a failed reservation would
-        // count the index against the query until given back, making
-        // partitions other workers join at that moment fail for nothing.
-        let room = if self.may_spill {
-            ctx.memory.check_room(index.bytes(), "hash join table")
-        } else {
-            Ok(())
-        };
-        let what = self.what("hash join table");
-        if let Err(e) = room.and_then(|()| self.reserve(index.bytes(), what, ctx)) {
-            if self.may_spill && e.is_out_of_memory() {
+        // Reserved only if it fits when the join can spill: a refused
+        // reservation must not count, even for a moment, against the
+        // partitions other workers join at the same time.
+        if self.may_spill {
+            if !self.share.try_reserve(&ctx.memory, index.bytes()) {
                 drop(index);
                 return Ok(Built::IndexTooBig(Batch {
                     columns: side.columns,
@@ -439,7 +453,8 @@ impl JoinBuildSink {
                     selection: None,
                 }));
             }
-            return Err(e);
+        } else {
+            self.reserve(index.bytes(), self.what("hash join table"), ctx)?;
         }
         let correlation = if self.spec.join_type.null_aware() && side.keys.len() > 1 {
             let in_key = side.keys.pop();
@@ -469,5 +484,66 @@ impl JoinBuildSink {
             table.protection = hook.built(&keys, bytes, &|| table.touch_lines());
         }
         Ok(Built::Table(Arc::new(table)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use kura_common::Value;
+
+    use super::*;
+    use crate::expr::PhysExpr;
+    use crate::ops::join::hash::HashJoin;
+    use crate::plan::JoinType;
+
+    /// A hybrid build side that never began spilling, whose rows fit but whose
+    /// index does not, writes every row to disk and gives all its memory back
+    /// (its partitions start resident: rows left in one were lost, and with
+    /// them the matches of their keys, when the memory the other workers held
+    /// at that moment let a partition stay).
+    #[test]
+    fn a_hybrid_build_whose_index_does_not_fit_writes_every_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 10_000;
+        let keys: Vec<Value> = (0..n).map(Value::BigInt).collect();
+        let column = Vector::from_values(DataType::BigInt, &keys).unwrap();
+        let row_bytes = vector_bytes(&column);
+        // Room for the rows and a fifth more: not for their index.
+        let ctx = ExecContext::new(Arc::new(AtomicBool::new(false)), row_bytes * 6 / 5)
+            .with_spill(dir.path().to_path_buf(), u64::MAX);
+        let key = PhysExpr::column(0, DataType::BigInt);
+        let spec = Arc::new(JoinSpec {
+            join_type: JoinType::Inner,
+            probe_keys: vec![key.clone()],
+            build_keys: vec![key],
+            residual: None,
+            build_types: vec![DataType::BigInt],
+            null_safe: vec![],
+        });
+        let sink = JoinBuildSink::new(spec, Arc::new(HashJoin))
+            .at_level(1, crate::context::NO_NODE, vec![DataType::BigInt])
+            .with_budget(u64::MAX)
+            .hybrid();
+        let mut local = sink.local();
+        let batch = Batch {
+            columns: vec![column],
+            num_rows: n as usize,
+            selection: None,
+        };
+        sink.consume(&mut local, batch, &ctx).unwrap();
+        sink.merge(local, &ctx).unwrap();
+        sink.finish(&ctx).unwrap();
+        let parts = sink.take_spilled().expect("the build side spilled");
+        assert!(sink.take_resident().is_none());
+        assert_eq!(parts.resident_count(), 0);
+        let written: u64 = (0..PARTITIONS)
+            .filter_map(|p| parts.take(p))
+            .map(|f| f.rows())
+            .sum();
+        assert_eq!(written, n as u64);
+        ctx.memory.release(sink.reserved());
+        assert_eq!(ctx.memory.used(), 0);
     }
 }

@@ -479,8 +479,8 @@ mod tests {
             Some(55),
         ];
         let sides = [
-            (DataType::Integer, keys.map(|k| Some(k)).to_vec()),
-            (DataType::BigInt, keys.map(|k| Some(k)).to_vec()),
+            (DataType::Integer, keys.map(Some).to_vec()),
+            (DataType::BigInt, keys.map(Some).to_vec()),
             (DataType::Integer, with_null.to_vec()),
             (DataType::BigInt, with_null.to_vec()),
         ];
