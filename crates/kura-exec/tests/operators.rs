@@ -7,7 +7,8 @@ use std::sync::Arc;
 use kura_common::{DataType, Value, Vector};
 use kura_exec::expr::PhysExpr;
 use kura_exec::{
-    ExecContext, Executor, JoinType, MemTable, OperatorRegistry, PlanKind, PlanNode, SourceColumn,
+    ExecContext, Executor, JoinType, MemTable, OperatorRegistry, PlanKind, PlanNode, SortKey,
+    SourceColumn,
 };
 
 fn ints(name: &str, vals: impl Iterator<Item = i32>) -> PlanNode {
@@ -85,6 +86,49 @@ fn a_build_past_the_memory_limit_spills_and_joins_the_same() {
     // Every partition gave its memory back: only the two collected results
     // (10 rows of two INTEGERs each) stay counted.
     assert_eq!(ctx.memory.used(), 2 * 10 * 2 * 4);
+}
+
+#[test]
+fn sorts_past_a_small_limit_on_several_workers_spill_and_keep_every_row() {
+    // Both workers fill the sort's share at once: a batch the limit refuses
+    // goes to a run on disk, never an out-of-memory error, whichever worker
+    // took the room first. Repeated, as the workers' interleaving varies.
+    let n = 200_000;
+    for round in 0..10 {
+        let ctx = ExecContext::new(Arc::new(AtomicBool::new(false)), 256 << 10);
+        let input = ints("t", (0..n).map(|i| (i * 7_919) % n));
+        let kind = PlanKind::Sort {
+            input: Box::new(input),
+            keys: vec![SortKey {
+                expr: PhysExpr::column(0, DataType::Integer),
+                descending: false,
+                nulls_first: false,
+            }],
+            limit: None,
+        };
+        let mut plan = PlanNode::new("sort", kind, vec![DataType::Integer], 0.0);
+        plan.number();
+        let reg = OperatorRegistry::default();
+        let mut next = 0;
+        // Streamed: the result is larger than the limit.
+        Executor {
+            registry: &reg,
+            ctx: &ctx,
+        }
+        .run_streaming(&plan, &mut |b| {
+            for r in 0..b.num_rows {
+                assert_eq!(
+                    b.columns[0].get_value(r),
+                    Value::Integer(next),
+                    "round {round}"
+                );
+                next += 1;
+            }
+            Ok(true)
+        })
+        .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(next, n, "round {round}");
+    }
 }
 
 #[test]

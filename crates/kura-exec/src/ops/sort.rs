@@ -163,7 +163,10 @@ impl SortSink {
                 o.batches.push(run.rows);
                 self.spill_if_full(o, ctx)
             }
-            _ if ctx.memory.room() < bytes => {
+            // Reserved only if it fits: a refusal counts nothing, so that it
+            // cannot fail another worker's reservation at that moment.
+            _ if self.share.try_reserve(&ctx.memory, bytes) => self.spill_if_full(o, ctx),
+            _ => {
                 // Too little left to hold even this batch (what other operators
                 // hold, finished windows' results before this one): the overflow
                 // goes to disk now however small the run. Counted until written.
@@ -172,10 +175,6 @@ impl SortSink {
                 let mut full = std::mem::take(&mut *o);
                 drop(o);
                 self.spill(&mut full, ctx)
-            }
-            _ => {
-                self.share.reserve(&ctx.memory, bytes, "sort")?;
-                self.spill_if_full(o, ctx)
             }
         }
     }
@@ -360,8 +359,12 @@ impl Sink for SortSink {
             .downcast_mut::<Buffered>()
             .ok_or_else(|| ExecError::Internal("sort state".into()))?;
         let bytes = batch_bytes(&batch);
-        if self.spilling.load(Atomic::Relaxed) || self.share.past(&ctx.memory, bytes, 1, 2) {
-            // Past half of its share: the rest is for merging the runs back.
+        // Past half of its share (the rest is for merging the runs back), or
+        // other workers took the room since: the batch goes the spilling way.
+        if self.spilling.load(Atomic::Relaxed)
+            || self.share.past(&ctx.memory, bytes, 1, 2)
+            || !self.share.try_reserve(&ctx.memory, bytes)
+        {
             self.spilling.store(true, Atomic::Relaxed);
             return self.consume_spilling(buf, batch, bytes, ctx);
         }
@@ -373,15 +376,17 @@ impl Sink for SortSink {
                 // Top-N: keep this worker's best `limit` rows; the rest can never
                 // be in the result, and dropping them is what bounds memory.
                 let run = self.sort_run(std::mem::take(&mut buf.batches), ctx)?;
-                self.share.release(&ctx.memory, buf.bytes - bytes);
-                let kept = batch_bytes(&run.rows);
+                let (held, kept) = (buf.bytes, batch_bytes(&run.rows));
                 buf.rows = run.rows.len();
                 buf.bytes = kept;
                 buf.batches.push(run.rows);
-                return self.share.reserve(&ctx.memory, kept, "sort");
+                if kept > held {
+                    return self.share.reserve(&ctx.memory, kept - held, "sort");
+                }
+                self.share.release(&ctx.memory, held - kept);
             }
         }
-        self.share.reserve(&ctx.memory, bytes, "sort")
+        Ok(())
     }
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
         let buf = *local

@@ -139,7 +139,7 @@ impl WindowSink {
     /// one partition: it spills only when its functions can be computed a chunk at a
     /// time ([`WindowSink::streams`]), else it is computed in memory whatever its size.
     fn spills(&self, ctx: &ExecContext, extra: u64) -> bool {
-        if self.partition_by.is_empty() && !self.streams() {
+        if !self.can_spill() {
             return false;
         }
         if self.spilling.load(Atomic::Relaxed) {
@@ -150,6 +150,12 @@ impl WindowSink {
             return true;
         }
         false
+    }
+
+    /// Whether the window's input may go to disk: it has partitions to
+    /// compute apart, or its one partition can be computed a chunk at a time.
+    fn can_spill(&self) -> bool {
+        !self.partition_by.is_empty() || self.streams()
     }
 
     /// Whether a partition larger than memory can be computed a chunk at a time
@@ -580,13 +586,21 @@ impl Sink for WindowSink {
             .downcast_mut::<Buffered>()
             .ok_or_else(|| ExecError::Internal("window state".into()))?;
         let bytes = batch_bytes(&batch);
-        if self.spills(ctx, bytes) {
+        let spill = if self.can_spill() {
+            // Past its share, or other workers took the room since `spills`
+            // looked: reserved only if it fits, else this batch spills.
+            self.spills(ctx, bytes) || !self.share.try_reserve(&ctx.memory, bytes)
+        } else {
+            self.share
+                .reserve(&ctx.memory, bytes, self.what_holds_rows())?;
+            false
+        };
+        if spill {
+            self.spilling.store(true, Atomic::Relaxed);
             let sorting = buf.sorting.get_or_insert_with(|| self.sorter.local());
             self.to_sorter(sorting, std::mem::take(&mut buf.batches), ctx)?;
             return self.sorter.consume(sorting, batch, ctx);
         }
-        self.share
-            .reserve(&ctx.memory, bytes, self.what_holds_rows())?;
         buf.batches.push(batch);
         Ok(())
     }
