@@ -138,6 +138,12 @@ def memory_section(run, mode):
             f"- the suite's own Python process held {memory.mib(run.suite_rss_kib):.1f} MiB before any system "
             "started (interpreter, suite, client libraries loaded): the floor under an in-process system's peak"
         )
+    if run.memory_limit:
+        out.append(
+            f"- under memory_limit {run.memory_limit} the peaks compare different things: kura's limit bounds its "
+            "operators (hash tables, sorts, results), not its buffer pool, which its RSS holds; DuckDB's bounds "
+            "its buffer manager too"
+        )
     for name, sr in run.systems.items():
         out.append(f"- {name}: {sr.memory_scope or 'unknown'}")
         reasons = dict.fromkeys(o.memory_error for (m, _), o in sr.outcomes.items() if m == mode and o.memory_error)

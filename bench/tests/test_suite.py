@@ -281,6 +281,7 @@ class MemoryLimitTest(unittest.TestCase):
                 text = f.read()
         self.assertIn("## Spilled under memory_limit 64MB (kura, warm)", text)
         self.assertIn("| Q1 | 1,024 |", text)
+        self.assertIn("kura's limit bounds its operators", text)
 
 
 class ParserTest(unittest.TestCase):
