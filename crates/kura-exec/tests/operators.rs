@@ -1,14 +1,14 @@
 //! Executor-level checks: join implementations agree, the memory limit stops a
 //! hash build with SQLSTATE 53200, and a canceled query stops with 57014.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kura_common::{DataType, Value, Vector};
 use kura_exec::expr::PhysExpr;
 use kura_exec::{
-    ExecContext, Executor, JoinType, MemTable, OperatorRegistry, PlanKind, PlanNode, SortKey,
-    SourceColumn,
+    AggCall, AggFunc, ExecContext, Executor, JoinType, MemTable, OperatorRegistry, PlanKind,
+    PlanNode, SortKey, SourceColumn,
 };
 
 fn ints(name: &str, vals: impl Iterator<Item = i32>) -> PlanNode {
@@ -128,6 +128,71 @@ fn sorts_past_a_small_limit_on_several_workers_spill_and_keep_every_row() {
         })
         .unwrap_or_else(|e| panic!("round {round}: {e}"));
         assert_eq!(next, n, "round {round}");
+    }
+}
+
+#[test]
+fn aggregations_past_a_small_limit_on_several_workers_spill_and_keep_every_group() {
+    // The workers fill the aggregation's share while another operator of
+    // the query takes and gives back memory beside them: a batch whose
+    // growth no longer fits at that moment writes the worker's groups out
+    // rather than failing with 53200. Two rows per group, so that groups
+    // meet again across spilled states.
+    let n = 200_000;
+    for round in 0..6 {
+        let ctx = ExecContext::new(Arc::new(AtomicBool::new(false)), 256 << 10);
+        let done = Arc::new(AtomicBool::new(false));
+        let neighbour = {
+            let (memory, done) = (ctx.memory.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    if memory.try_reserve(96 << 10) {
+                        std::thread::sleep(std::time::Duration::from_micros(300));
+                        memory.release(96 << 10);
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+            })
+        };
+        let input = ints("t", (0..n).map(|i| ((i * 7_919) % n) / 2));
+        let key = PhysExpr::column(0, DataType::Integer);
+        let kind = PlanKind::Aggregate {
+            input: Box::new(input),
+            group_by: vec![key.clone()],
+            aggregates: vec![
+                AggCall::simple(AggFunc::CountStar, None, DataType::BigInt),
+                AggCall::simple(AggFunc::Sum, Some(key), DataType::BigInt),
+            ],
+            key_range: None,
+        };
+        let types = vec![DataType::Integer, DataType::BigInt, DataType::BigInt];
+        let mut plan = PlanNode::new("hash_aggregate", kind, types, 0.0);
+        plan.number();
+        let reg = OperatorRegistry::default();
+        let mut seen = vec![false; (n / 2) as usize];
+        Executor {
+            registry: &reg,
+            ctx: &ctx,
+        }
+        .run_streaming(&plan, &mut |b| {
+            for r in 0..b.num_rows {
+                let Value::Integer(k) = b.columns[0].get_value(r) else {
+                    panic!("round {round}: key {:?}", b.columns[0].get_value(r));
+                };
+                assert_eq!(b.columns[1].get_value(r), Value::BigInt(2), "round {round}");
+                assert_eq!(b.columns[2].get_value(r), Value::BigInt(2 * k as i64));
+                assert!(!std::mem::replace(&mut seen[k as usize], true), "{k} twice");
+            }
+            Ok(true)
+        })
+        .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        done.store(true, Ordering::Relaxed);
+        neighbour.join().unwrap();
+        assert!(seen.iter().all(|s| *s), "round {round}: a group is missing");
+        assert!(
+            ctx.stats().iter().any(|s| s.spilled_bytes > 0),
+            "nothing spilled"
+        );
     }
 }
 

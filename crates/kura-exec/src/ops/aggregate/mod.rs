@@ -347,6 +347,8 @@ impl AggregateSink {
         // A batch's sums per group of an argument several calls sum, at the
         // first of those calls (`None`: not integers without NULLs).
         let mut summed: Vec<Option<Vec<i128>>> = vec![None; self.calls.len()];
+        // Values the accumulators keep (text extremes, arrays, DISTINCT sets).
+        let mut grown = 0;
         for (i, ((acc, call), arg)) in st.accs.iter_mut().zip(&self.calls).zip(args).enumerate() {
             if let (Some(first), Some(a), Some(n)) = (self.same_sum[i], &arg, &counts) {
                 if first == i {
@@ -380,11 +382,10 @@ impl AggregateSink {
                 }
                 _ => acc.update_counted(ids, arg.as_deref(), counts.as_deref())?,
             }
-            let grown = acc.take_grown();
-            if grown > 0 {
-                st.charged += grown;
-                ctx.memory.reserve(grown, "aggregate values")?;
-            }
+            grown += acc.take_grown();
+        }
+        if grown > 0 {
+            st.charge(grown, ctx, "aggregate values")?;
         }
         Ok(())
     }
@@ -469,40 +470,75 @@ impl Sink for AggregateSink {
         };
         let grown = rows * per_group + crate::ops::join::batch_bytes(&batch);
         let batch_bound = grown.saturating_mul(made) / seen;
+        let want = allocated + batch_bound;
+        // The batch's growth is reserved ahead, and only where it fits: two
+        // workers that both found room in the share cannot then make each
+        // other's reservation fail halfway through a batch — the one refused
+        // spills instead.
+        let credit;
         if self.spills_states {
             // Past its share a worker writes its groups out and goes on
             // aggregating into an empty table: rows keep being folded into
             // groups, so what reaches the disk is at most one partial state
             // per group and table, not every row.
-            if self.past_share(ctx, allocated + batch_bound) {
-                self.spill_state(st, ctx)?;
-                if self.past_share(ctx, batch_bound) {
-                    // Even an empty table is past the share (other workers'
-                    // tables or other operators hold the memory): the batch is
-                    // folded on its own, uncounted like rows on their way to a
-                    // file, and written out as states.
-                    let mut loose = ctx.clone();
-                    loose.memory = Arc::new(MemoryTracker::new(u64::MAX));
-                    let mut alone = AggState::new(&self.key_types, &self.calls, None);
-                    self.aggregate_batch(&mut alone, batch, &loose)?;
-                    self.rows_seen.fetch_add(rows, Ordering::Relaxed);
-                    self.groups_made
-                        .fetch_add(alone.groups as u64, Ordering::Relaxed);
-                    return self.write_state(&mut alone, ctx);
+            match self.reserve_ahead(ctx, want) {
+                Some(taken) => credit = taken,
+                None => {
+                    self.spill_state(st, ctx)?;
+                    match self.reserve_ahead(ctx, batch_bound) {
+                        Some(taken) => credit = taken,
+                        None => {
+                            // Even an empty table is past the share (other
+                            // workers' tables or other operators hold the
+                            // memory): the batch is folded on its own,
+                            // uncounted like rows on their way to a file,
+                            // and written out as states.
+                            let mut loose = ctx.clone();
+                            loose.memory = Arc::new(MemoryTracker::new(u64::MAX));
+                            let mut alone = AggState::new(&self.key_types, &self.calls, None);
+                            self.aggregate_batch(&mut alone, batch, &loose)?;
+                            self.rows_seen.fetch_add(rows, Ordering::Relaxed);
+                            self.groups_made
+                                .fetch_add(alone.groups as u64, Ordering::Relaxed);
+                            return self.write_state(&mut alone, ctx);
+                        }
+                    }
                 }
             }
-        } else if self.spills(ctx, allocated + batch_bound) {
-            return self.spill_batch(batch, ctx);
+        } else {
+            let taken = if self.spills(ctx, want) {
+                None
+            } else {
+                self.reserve_ahead(ctx, want)
+            };
+            match taken {
+                Some(taken) => credit = taken,
+                None => {
+                    self.spilling.store(true, Ordering::Relaxed);
+                    return self.spill_batch(batch, ctx);
+                }
+            }
         }
         // What the state reserves for this batch is the aggregation's own.
+        st.credit = credit;
+        // A state that can be written out may pass the limit within the
+        // batch (another worker or operator took the room its estimate
+        // counted on) and is written out right after it.
+        st.may_overdraw = self.spills_states && !self.group_by.is_empty();
         let before = st.charged;
         let groups = st.groups;
         let done = self.aggregate_batch(st, batch, ctx);
+        ctx.memory.release(std::mem::take(&mut st.credit));
+        st.may_overdraw = false;
         self.share.counted(st.charged - before);
         self.rows_seen.fetch_add(rows, Ordering::Relaxed);
         self.groups_made
             .fetch_add(st.groups.saturating_sub(groups) as u64, Ordering::Relaxed);
-        done
+        done?;
+        if std::mem::take(&mut st.over_limit) {
+            self.spill_state(st, ctx)?;
+        }
+        Ok(())
     }
 
     fn merge(&self, local: LocalState, ctx: &ExecContext) -> ExecResult<()> {
@@ -528,7 +564,12 @@ impl Sink for AggregateSink {
         match shared.as_mut() {
             None => *shared = Some(local),
             Some(global) => {
-                let ids = global.group_ids(&local.keys, local.groups, ctx)?;
+                // As with a batch: a merge past the limit writes the shared
+                // state out once it is done, where states can be written.
+                global.may_overdraw = self.spills_states && !self.group_by.is_empty();
+                let ids = global.group_ids(&local.keys, local.groups, ctx);
+                global.may_overdraw = false;
+                let ids = ids?;
                 global.register(|| self.operator());
                 for (a, b) in global.accs.iter_mut().zip(&mut local.accs) {
                     a.merge(b, &ids);
@@ -536,6 +577,9 @@ impl Sink for AggregateSink {
                 // The worker's reservations stay with the state its groups
                 // went to (given back together if that state is spilled).
                 global.charged += local.charged;
+                if std::mem::take(&mut global.over_limit) {
+                    self.spill_state(global, ctx)?;
+                }
             }
         }
         Ok(())

@@ -41,6 +41,18 @@ impl AggregateSink {
         !self.group_by.is_empty() && self.share.past(&ctx.memory, extra, 1, 2)
     }
 
+    /// Reserves `bytes` a batch is likely to add, when they keep the
+    /// aggregation within its share and fit the memory left at this moment:
+    /// `Some` of what was taken (nothing for an aggregation without groups,
+    /// which cannot spill and reserves as it grows), `None` when the caller
+    /// must spill.
+    pub(super) fn reserve_ahead(&self, ctx: &ExecContext, bytes: u64) -> Option<u64> {
+        if self.group_by.is_empty() {
+            return Some(0);
+        }
+        (!self.past_share(ctx, bytes) && ctx.memory.try_reserve(bytes)).then_some(bytes)
+    }
+
     /// The partitions spilled states or rows go to.
     pub(super) fn partitions(&self) -> Arc<Partitions> {
         let mut spilled = self.spilled.lock().unwrap_or_else(|e| e.into_inner());
@@ -161,6 +173,11 @@ impl AggregateSink {
             // A partition's keys are spread over the whole range: an array
             // over that range would hold mostly empty slots.
             st.dense = None;
+            // The partition may pass the limit by what one source or chunk
+            // adds (the room the mark counts on can be taken meanwhile by
+            // other workers or queries): its later rows then go a level down.
+            // A single group cannot be split, so it never may.
+            st.may_overdraw = level < MAX_LEVEL;
             for ((src, by_part), ids) in sources.iter_mut().zip(&groups_of).zip(&mut ids) {
                 let sel = &by_part[p];
                 if sel.is_empty() {
@@ -205,10 +222,11 @@ impl AggregateSink {
                         if sub.is_none()
                             && level < MAX_LEVEL
                             && st.groups > 1
-                            && ctx.memory.used() > mark
+                            && (ctx.memory.used() > mark || st.over_limit)
                         {
                             sub = Some(Partitions::new(level + 1, self.node));
                         }
+                        st.may_overdraw = level < MAX_LEVEL && st.groups != 1;
                         match &sub {
                             Some(s) => s.add(&keys, &args, n, ctx)?,
                             None if self.spills_states => {
@@ -277,12 +295,9 @@ impl AggregateSink {
 
     /// Charges what a state's accumulators took for values since last asked.
     pub(super) fn charge_values(&self, st: &mut AggState, ctx: &ExecContext) -> ExecResult<()> {
-        for acc in &mut st.accs {
-            let grown = acc.take_grown();
-            if grown > 0 {
-                st.charged += grown;
-                ctx.memory.reserve(grown, "aggregate values")?;
-            }
+        let grown: u64 = st.accs.iter_mut().map(|acc| acc.take_grown()).sum();
+        if grown > 0 {
+            st.charge(grown, ctx, "aggregate values")?;
         }
         Ok(())
     }

@@ -45,6 +45,18 @@ pub(super) struct AggState {
     /// Every byte this state reserved (tables, keys, accumulators' values):
     /// what a spilled aggregation gives back once the state is done.
     pub(super) charged: u64,
+    /// Bytes reserved ahead of the batch being aggregated (the batch's likely
+    /// growth, taken only if it fit): its growth is drawn from them before
+    /// anything more is asked, and what is left is given back after the batch.
+    pub(super) credit: u64,
+    /// Whether the batch in hand may take the state past the memory limit
+    /// (its worker writes the state out right after it: see `over_limit`).
+    /// A batch cannot be undone halfway, and its growth is known only once
+    /// its keys are in the table (a table that doubles).
+    pub(super) may_overdraw: bool,
+    /// Set when a reservation passed the limit while `may_overdraw` was set;
+    /// the bytes are counted all the same.
+    pub(super) over_limit: bool,
     /// The group tables' capacities and ranges last named in the memory-object
     /// registry (profiling only).
     pub(super) registered: ((usize, usize), Vec<(usize, usize)>),
@@ -70,6 +82,9 @@ impl AggState {
             groups: 0,
             reserved: 0,
             charged: 0,
+            credit: 0,
+            may_overdraw: false,
+            over_limit: false,
             registered: ((0, 0), Vec::new()),
         }
     }
@@ -240,8 +255,28 @@ impl AggState {
         let held = self.held_bytes() + (self.groups * 16 * self.accs.len()) as u64;
         let grown = held.saturating_sub(self.reserved);
         self.reserved = self.reserved.max(held);
-        self.charged += grown;
-        ctx.memory.reserve(grown, "hash aggregation")
+        self.charge(grown, ctx, "hash aggregation")
+    }
+
+    /// Reserves `bytes` the state grew by, drawn from its credit first; past
+    /// the limit an error, unless the state may overdraw (the bytes stay
+    /// counted either way, given back with `charged`).
+    pub(super) fn charge(
+        &mut self,
+        bytes: u64,
+        ctx: &ExecContext,
+        what: &'static str,
+    ) -> ExecResult<()> {
+        self.charged += bytes;
+        let from_credit = bytes.min(self.credit);
+        self.credit -= from_credit;
+        match ctx.memory.reserve(bytes - from_credit, what) {
+            Err(e) if e.is_out_of_memory() && self.may_overdraw => {
+                self.over_limit = true;
+                Ok(())
+            }
+            reserved => reserved,
+        }
     }
 
     /// Bytes the group tables and the group keys hold.
