@@ -363,3 +363,72 @@ fn sigkill_during_index_builds_update_and_delete_leaves_a_committed_state() {
         "only {killed_running} of {rounds} kills hit a running process"
     );
 }
+
+/// The temporary files `pid` holds open in `temp` (they have no name there:
+/// each is unlinked as soon as it is created).
+fn open_temp_files(pid: u32, temp: &Path) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.starts_with(temp))
+        .count()
+}
+
+#[test]
+fn sigkill_during_a_spilling_query_leaves_no_temporary_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("spill.kura");
+    let temp = dir.path().join("spill.kura.tmp");
+    run_ok(
+        &db_path,
+        &[
+            "-c",
+            "CREATE TABLE t AS SELECT i, repeat('x', 40) || i::varchar AS s \
+             FROM generate_series(1, 1000000) AS g(i)",
+        ],
+    );
+    // A sort far past its limit writes runs to the temporary directory
+    // beside the database; the process is killed while it holds them.
+    let mut killed_spilling = false;
+    for _ in 0..5 {
+        let mut child = kura()
+            .arg("--db")
+            .arg(&db_path)
+            .args([
+                "-c",
+                "SET memory_limit = '4MB'; \
+                 SELECT count(*) FROM (SELECT s FROM t ORDER BY s DESC OFFSET 10) q",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let began = Instant::now();
+        while child.try_wait().unwrap().is_none() && began.elapsed() < Duration::from_secs(120) {
+            if open_temp_files(child.id(), &temp) > 0 {
+                killed_spilling = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        // Nothing named stays behind: the kernel freed the files with the
+        // process.
+        let left = std::fs::read_dir(&temp).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(left, 0, "files left in the temporary directory");
+        if killed_spilling {
+            break;
+        }
+    }
+    assert!(killed_spilling, "the query never held a temporary file");
+    // The next open finds the database whole and removes the directory.
+    let db = Database::open(&db_path, OpenOptions::default()).unwrap();
+    assert!(
+        !temp.exists(),
+        "the temporary directory outlived the next open"
+    );
+    assert_eq!(int(&db, "SELECT count(*) FROM t"), 1_000_000);
+}
