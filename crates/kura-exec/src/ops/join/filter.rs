@@ -58,8 +58,9 @@ const MAX_VALUES_PER_KEY: u64 = 128;
 
 /// Build sides larger than [`MAX_FILTER_BUILD_ROWS`], up to this many rows, filter
 /// their probe scan when their keys fit a bitmap: its look-up costs the same
-/// whatever the build side's size.
-pub const MAX_BITMAP_BUILD_ROWS: usize = 1 << 22;
+/// whatever the build side's size (TPC-H Q3 at SF 30: 4.38 M orders filter
+/// 97 M `lineitem` rows to 0.9 M).
+pub const MAX_BITMAP_BUILD_ROWS: usize = 1 << 23;
 
 /// Keeps the scan rows whose join keys have a match in `table`.
 pub struct KeyFilter {
