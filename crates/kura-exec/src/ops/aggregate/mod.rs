@@ -160,6 +160,21 @@ impl AggregateSink {
         self
     }
 
+    /// Folds a batch on its own and writes it out as states: even an empty
+    /// table is past the share (other workers' tables or other operators hold
+    /// the memory), so its groups are uncounted, like rows on their way to a
+    /// file.
+    fn write_batch_alone(&self, batch: Batch, rows: u64, ctx: &ExecContext) -> ExecResult<()> {
+        let mut loose = ctx.clone();
+        loose.memory = Arc::new(MemoryTracker::new(u64::MAX));
+        let mut alone = AggState::new(&self.key_types, &self.calls, None);
+        self.aggregate_batch(&mut alone, batch, &loose)?;
+        self.rows_seen.fetch_add(rows, Ordering::Relaxed);
+        self.groups_made
+            .fetch_add(alone.groups as u64, Ordering::Relaxed);
+        self.write_state(&mut alone, ctx)
+    }
+
     /// Groups a batch's rows into `st` and updates their accumulators.
     fn aggregate_batch(
         &self,
@@ -475,50 +490,33 @@ impl Sink for AggregateSink {
         // workers that both found room in the share cannot then make each
         // other's reservation fail halfway through a batch — the one refused
         // spills instead.
-        let credit;
-        if self.spills_states {
+        let credit = if self.spills_states {
             // Past its share a worker writes its groups out and goes on
             // aggregating into an empty table: rows keep being folded into
             // groups, so what reaches the disk is at most one partial state
             // per group and table, not every row.
             match self.reserve_ahead(ctx, want) {
-                Some(taken) => credit = taken,
+                Some(taken) => taken,
                 None => {
                     self.spill_state(st, ctx)?;
                     match self.reserve_ahead(ctx, batch_bound) {
-                        Some(taken) => credit = taken,
-                        None => {
-                            // Even an empty table is past the share (other
-                            // workers' tables or other operators hold the
-                            // memory): the batch is folded on its own,
-                            // uncounted like rows on their way to a file,
-                            // and written out as states.
-                            let mut loose = ctx.clone();
-                            loose.memory = Arc::new(MemoryTracker::new(u64::MAX));
-                            let mut alone = AggState::new(&self.key_types, &self.calls, None);
-                            self.aggregate_batch(&mut alone, batch, &loose)?;
-                            self.rows_seen.fetch_add(rows, Ordering::Relaxed);
-                            self.groups_made
-                                .fetch_add(alone.groups as u64, Ordering::Relaxed);
-                            return self.write_state(&mut alone, ctx);
-                        }
+                        Some(taken) => taken,
+                        None => return self.write_batch_alone(batch, rows, ctx),
                     }
                 }
             }
         } else {
-            let taken = if self.spills(ctx, want) {
-                None
-            } else {
-                self.reserve_ahead(ctx, want)
-            };
+            let taken = (!self.spills(ctx, want))
+                .then(|| self.reserve_ahead(ctx, want))
+                .flatten();
             match taken {
-                Some(taken) => credit = taken,
+                Some(taken) => taken,
                 None => {
                     self.spilling.store(true, Ordering::Relaxed);
                     return self.spill_batch(batch, ctx);
                 }
             }
-        }
+        };
         // What the state reserves for this batch is the aggregation's own.
         st.credit = credit;
         // A state that can be written out may pass the limit within the
