@@ -140,15 +140,15 @@ fn aggregations_past_a_small_limit_on_several_workers_spill_and_keep_every_group
     // meet again across spilled states.
     let n = 200_000;
     for round in 0..6 {
-        let ctx = ExecContext::new(Arc::new(AtomicBool::new(false)), 256 << 10);
+        let ctx = ExecContext::new(Arc::new(AtomicBool::new(false)), 1 << 20);
         let done = Arc::new(AtomicBool::new(false));
         let neighbour = {
             let (memory, done) = (ctx.memory.clone(), done.clone());
             std::thread::spawn(move || {
                 while !done.load(Ordering::Relaxed) {
-                    if memory.try_reserve(96 << 10) {
+                    if memory.try_reserve(384 << 10) {
                         std::thread::sleep(std::time::Duration::from_micros(300));
-                        memory.release(96 << 10);
+                        memory.release(384 << 10);
                     }
                     std::thread::sleep(std::time::Duration::from_micros(100));
                 }
